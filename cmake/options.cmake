@@ -1,0 +1,22 @@
+# cmake/options.cmake - the one place that says which backends are built.
+# The CPU backend is always built.  Each GPU backend is a folder under
+# workers/ and one line in workers/registry.c, switched on here.
+option(WAVE_CUDA     "Build the CUDA backend (needs nvcc)"                 OFF)
+option(WAVE_HIP      "Build the HIP backend (needs hipcc); compiled, not run here" OFF)
+option(WAVE_VULKAN   "Build the Vulkan backend (needs libvulkan-dev, glslc)" ON)
+option(WAVE_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
+option(WAVE_TESTS    "Build the Check test suites"                         ON)
+option(WAVE_BENCH    "Build the benchmark programs under bench/"          ON)
+set(WAVE_CUDA_ARCHS "80;90" CACHE STRING "CUDA architectures (sm numbers)")
+set(WAVE_HIP_ARCHS  "gfx90a;gfx1030" CACHE STRING "AMD GPU targets for HIP")
+
+# wave_defaults(target): warnings and sanitizers, applied to every C target.
+function(wave_defaults tgt)
+  target_compile_options(${tgt} PRIVATE
+    $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra -Wshadow -Wno-unused-parameter>)
+  if(WAVE_SANITIZE)
+    target_compile_options(${tgt} PRIVATE
+      $<$<COMPILE_LANGUAGE:C>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+    target_link_options(${tgt} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()

@@ -1,0 +1,198 @@
+/* wave/client.h - libwaveclient, the C API for submitting work to wavedd.
+ *
+ * A wave_client is one connection (an nng REQ socket) to one daemon URL.
+ * Thread safety: a wave_client may be shared by any number of threads; every
+ * call uses its own nng context, so calls from different threads run
+ * concurrently and never see each other's replies.  wave_client_close() must
+ * not race with other calls on the same client.
+ *
+ * Every call returns 0 or a WAVE_E* number (wave/error.h) and, when err is
+ * not NULL, fills err with the code and a message: the daemon's message for
+ * errors it replied with, a local one for transport and argument errors.
+ */
+#ifndef WAVE_CLIENT_H
+#define WAVE_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wave/error.h"
+#include "wave/export.h"
+#include "wave/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wave_client wave_client;
+
+/* The daemon's default URL when neither an explicit URL nor WAVE_URL is
+ * given. */
+#define WAVE_DEFAULT_URL "ipc:///tmp/wavedd.sock"
+
+/* Connect to url; NULL means getenv("WAVE_URL"), then WAVE_DEFAULT_URL.
+ * The connection is made lazily by nng: an absent daemon shows up as
+ * WAVE_ETIMEDOUT/WAVE_EIO on the first call, after timeout_ms. */
+WAVE_API int wave_client_open(wave_client **out, const char *url,
+                              wave_error *err);
+WAVE_API void wave_client_close(wave_client *c);
+/* Per-call reply timeout in milliseconds (default 30000). */
+WAVE_API void wave_client_set_timeout(wave_client *c, int timeout_ms);
+WAVE_API const char *wave_client_url(const wave_client *c);
+
+/* ---- reductions ------------------------------------------------------- */
+
+typedef struct wave_chunk {
+  const void *data; /* little-endian rows */
+  size_t bytes;     /* a multiple of 4 */
+} wave_chunk;
+
+typedef struct wave_reduce_request {
+  wave_dtype dtype;
+  wave_op op;
+  const wave_chunk *input;
+  size_t n_input;
+  const wave_chunk *mask; /* uint32 rows; used when has_mask */
+  size_t n_mask;
+  int has_mask;
+  const char *device;     /* NULL or "": the daemon picks */
+} wave_reduce_request;
+
+typedef struct wave_reduce_result {
+  wave_dtype dtype;
+  wave_op op;
+  unsigned n_values;      /* 1, or 2 for extent ([min, max]) */
+  uint32_t bits[2];       /* raw result bits */
+  uint64_t count;         /* rows selected */
+  uint64_t rows;          /* rows in the input */
+  double seconds;         /* time on the device */
+  char device[64];
+} wave_reduce_result;
+
+WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
+                         wave_reduce_result *res, wave_error *err);
+
+/* ---- status ----------------------------------------------------------- */
+
+typedef struct wave_pack_check {
+  char pack[64];
+  int ok;
+  char detail[160];
+} wave_pack_check;
+
+typedef struct wave_device_status {
+  char name[64];
+  char backend[16];
+  char description[160];
+  unsigned queue_depth, queue_capacity;
+  uint64_t jobs_done, jobs_failed;
+  int faulted, running;
+  char fault[200];
+  unsigned wave_width;
+  char exchange[16];
+  char exchange_reason[200];
+  size_t n_packs;
+  wave_pack_check packs[16];
+} wave_device_status;
+
+typedef struct wave_status {
+  char version[32];
+  uint64_t uptime_ms, jobs_served, jobs_failed;
+  size_t n_devices;
+  wave_device_status *devices;  /* n_devices entries */
+} wave_status;
+
+/* *out is allocated; free it with wave_status_free(). */
+WAVE_API int wave_status_get(wave_client *c, wave_status **out,
+                             wave_error *err);
+WAVE_API void wave_status_free(wave_status *s);
+
+/* ---- hash jobs -------------------------------------------------------- */
+
+typedef struct wave_hash_request {
+  const char *pack;
+  uint64_t nonce;
+  uint64_t count;
+  uint64_t target;        /* output < target wins */
+  uint32_t max_winners;
+  int want_outputs;
+  const char *device;
+} wave_hash_request;
+
+typedef enum wave_job_state {
+  WAVE_JOB_QUEUED = 1,
+  WAVE_JOB_RUNNING = 2,
+  WAVE_JOB_DONE = 3,
+  WAVE_JOB_FAILED = 4,
+  WAVE_JOB_CANCELLED = 5,
+} wave_job_state;
+
+typedef struct wave_winner {
+  uint64_t nonce, output;
+} wave_winner;
+
+typedef struct wave_hash_result {
+  uint64_t fingerprint;
+  size_t n_winners;
+  wave_winner *winners;    /* allocated */
+  uint64_t winner_count;
+  uint64_t best_nonce, best_output;
+  uint64_t hashes;
+  double seconds;
+  char device[64];
+  char exchange[16];
+  size_t n_outputs;
+  uint64_t *outputs;       /* allocated, when want_outputs */
+} wave_hash_result;
+
+typedef struct wave_job_info {
+  uint64_t job_id;
+  wave_job_state state;
+  uint64_t done, total;
+  double seconds;
+  char device[64];
+  wave_error error;        /* when FAILED or CANCELLED */
+} wave_job_info;
+
+WAVE_API int wave_hash_submit(wave_client *c, const wave_hash_request *req,
+                              uint64_t *job_id, wave_error *err);
+/* Progress of a job, waiting up to wait_ms for it to end.  When the job is
+ * DONE and res is not NULL, res receives the result (free it with
+ * wave_hash_result_free()). */
+WAVE_API int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
+                           wave_job_info *info, wave_hash_result *res,
+                           wave_error *err);
+WAVE_API int wave_job_cancel(wave_client *c, uint64_t job_id,
+                             wave_job_info *info, wave_error *err);
+WAVE_API void wave_hash_result_free(wave_hash_result *res);
+
+/* Submit, then poll until the job ends; progress (may be NULL) is called
+ * after every poll.  Returns the job's error when it failed. */
+typedef void (*wave_progress_fn)(const wave_job_info *info, void *arg);
+WAVE_API int wave_hash(wave_client *c, const wave_hash_request *req,
+                       wave_hash_result *res, wave_progress_fn progress,
+                       void *arg, wave_error *err);
+
+/* ---- packs ------------------------------------------------------------ */
+
+typedef struct wave_pack_info {
+  char name[64];
+  unsigned version;
+  uint64_t dataset_bytes;
+  char description[160];
+  size_t n_devices;
+  struct {
+    char device[64];
+    int ok;
+    char detail[160];
+  } devices[16];
+} wave_pack_info;
+
+WAVE_API int wave_packs_get(wave_client *c, wave_pack_info **packs,
+                            size_t *n_packs, wave_error *err);
+WAVE_API void wave_packs_free(wave_pack_info *packs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,16 @@
+/* proto/base.h - internal helpers shared by every program (wvbase). */
+#ifndef WV_BASE_H
+#define WV_BASE_H
+
+#include "wave/error.h"
+#include "wave/types.h"
+
+/* Fill *e (may be NULL) with code and a printf-style message (NULL fmt:
+ * the table's message); returns code, so: return wv_seterr(err, ...). */
+int wv_seterr(wave_error *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Size in bytes of one row of dtype (4 for every dtype we have). */
+static inline unsigned wv_dtype_size(wave_dtype d) { (void)d; return 4; }
+
+#endif

@@ -1,0 +1,65 @@
+/* types.c - names of dtypes and ops, and which op is defined for which dtype. */
+#include <string.h>
+
+#include "wave/error.h"
+#include "wave/types.h"
+
+static const struct { const char *name; wave_dtype d; } dtype_names[] = {
+  {"uint32", WAVE_U32}, {"u32", WAVE_U32},
+  {"sint32", WAVE_S32}, {"s32", WAVE_S32}, {"int32", WAVE_S32}, {"i32", WAVE_S32},
+  {"float32", WAVE_F32}, {"f32", WAVE_F32}, {"float", WAVE_F32},
+};
+
+static const char *const op_names[] = {
+  [WAVE_SUM] = "sum", [WAVE_MIN] = "min", [WAVE_MAX] = "max",
+  [WAVE_EXTENT] = "extent", [WAVE_AND] = "and", [WAVE_OR] = "or",
+  [WAVE_XOR] = "xor",
+};
+
+wave_dtype wave_dtype_parse(const char *s)
+{
+  if (s == NULL)
+    return WAVE_DTYPE_NONE;
+  for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+    if (strcmp(s, dtype_names[i].name) == 0)
+      return dtype_names[i].d;
+  return WAVE_DTYPE_NONE;
+}
+
+const char *wave_dtype_name(wave_dtype d)
+{
+  switch (d) {
+  case WAVE_U32: return "uint32";
+  case WAVE_S32: return "sint32";
+  case WAVE_F32: return "float32";
+  default: return "?";
+  }
+}
+
+wave_op wave_op_parse(const char *s)
+{
+  if (s == NULL)
+    return WAVE_OP_NONE;
+  for (int op = WAVE_SUM; op <= WAVE_XOR; op++)
+    if (strcmp(s, op_names[op]) == 0)
+      return (wave_op)op;
+  return WAVE_OP_NONE;
+}
+
+const char *wave_op_name(wave_op op)
+{
+  return (op >= WAVE_SUM && op <= WAVE_XOR) ? op_names[op] : "?";
+}
+
+int wave_op_check(wave_dtype d, wave_op op)
+{
+  if (d != WAVE_U32 && d != WAVE_S32 && d != WAVE_F32)
+    return WAVE_EDTYPE;
+  if (op < WAVE_SUM || op > WAVE_XOR)
+    return WAVE_EOP;
+  if (d == WAVE_F32 && op >= WAVE_AND)
+    return WAVE_EOPDTYPE;
+  return WAVE_EOK;
+}
+
+unsigned wave_op_values(wave_op op) { return op == WAVE_EXTENT ? 2 : 1; }

@@ -1,0 +1,34 @@
+/* reduce.h - reduction semantics shared by every backend (docs/reduction.md).
+ *
+ *  - wv_reduce_validate(): the checks every job passes before a backend sees
+ *    it (op defined for dtype, chunk lengths, mask length);
+ *  - wv_reduce_reference(): the plain, obviously-correct transcription of
+ *    docs/reduction.md that every backend is compared against;
+ *  - small helpers backends share (the group tree G, NaN canonicalisation,
+ *    the float total order).
+ */
+#ifndef WV_REDUCE_H
+#define WV_REDUCE_H
+
+#include <stdint.h>
+
+#include "workers/worker.h"
+
+#define WV_GROUP 256u                /* rows per group at every level */
+#define WV_F32_NEG_ZERO 0x80000000u  /* leaf for masked / padding rows */
+#define WV_F32_CANON_NAN 0x7fc00000u
+
+int wv_reduce_validate(const wv_reduce_job *job, wave_error *err);
+int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
+                        wave_error *err);
+
+/* G of docs/reduction.md over v[0..255] (v is clobbered). */
+float wv_f32_group_tree(float v[256]);
+
+/* The result rule of the float sum: count 0 -> +0.0, NaN -> canonical. */
+uint32_t wv_f32_sum_finish(float sum, uint64_t count);
+
+/* Mask row `row` (logical index) of a chunked mask: nonzero = selected. */
+uint32_t wv_mask_at(const wv_reduce_job *job, uint64_t row);
+
+#endif

@@ -1,0 +1,47 @@
+/* registry.c - the backends built into this binary.  Adding a backend is one
+ * folder under workers/ and one line here. */
+#include <string.h>
+
+#include "workers/worker.h"
+
+extern const wv_backend wv_cpu_backend;
+#ifdef WAVE_HAVE_CUDA
+extern const wv_backend wv_cuda_backend;
+#endif
+#ifdef WAVE_HAVE_HIP
+extern const wv_backend wv_hip_backend;
+#endif
+#ifdef WAVE_HAVE_VULKAN
+extern const wv_backend wv_vulkan_backend;
+#endif
+
+const wv_backend *const wv_backends[] = {
+  &wv_cpu_backend,
+#ifdef WAVE_HAVE_CUDA
+  &wv_cuda_backend,
+#endif
+#ifdef WAVE_HAVE_HIP
+  &wv_hip_backend,
+#endif
+#ifdef WAVE_HAVE_VULKAN
+  &wv_vulkan_backend,
+#endif
+  NULL,
+};
+
+const wv_backend *wv_backend_find(const char *name)
+{
+  for (size_t i = 0; wv_backends[i] != NULL; i++)
+    if (strcmp(wv_backends[i]->name, name) == 0)
+      return wv_backends[i];
+  return NULL;
+}
+
+int wv_backend_known(const char *name)
+{
+  static const char *const all[] = {"cpu", "cuda", "hip", "vulkan", "opencl"};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (strcmp(all[i], name) == 0)
+      return 1;
+  return 0;
+}

@@ -1,0 +1,106 @@
+/* worker.h - the backend interface: the only definition of what a device
+ * backend is.
+ *
+ * A backend (cpu, cuda, hip, vulkan, ...) is one folder under workers/ that
+ * fills one wv_backend with designated initializers, plus one line in
+ * workers/registry.c.  The daemon gives every configured device its own
+ * thread; that thread calls open(), then the job slots, then close(), and no
+ * other thread ever touches the device's context, queues or buffers.
+ *
+ * Contract for every slot:
+ *  - return 0 (WAVE_EOK) or a WAVE_E* code, with err filled by wv_seterr();
+ *  - bad job input is rejected by the caller (wv_reduce_validate) before a
+ *    backend sees it, so backends may assume a valid job;
+ *  - WAVE_EDEVICE means the device itself failed (a driver call failed): the
+ *    daemon marks the device faulted and fails its later jobs; any other
+ *    code fails only the job at hand;
+ *  - never abort() or exit(): one bad device must not take the daemon down.
+ * Optional slots may be NULL: hash_prepare/hash NULL = no hash jobs.
+ */
+#ifndef WV_WORKER_H
+#define WV_WORKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wave/error.h"
+#include "wave/types.h"
+
+/* One chunk of rows; data is little-endian rows of the job's dtype (uint32
+ * for mask chunks), any alignment of 4. */
+typedef struct wv_span {
+  const void *data;
+  uint64_t rows;
+} wv_span;
+
+typedef struct wv_reduce_job {
+  wave_dtype dtype;
+  wave_op op;
+  const wv_span *input;   /* chunks in order; each reduced on its own */
+  size_t n_input;
+  const wv_span *mask;    /* chunks of the row mask, boundaries independent */
+  size_t n_mask;          /* of the input's */
+  int has_mask;
+  uint64_t rows;          /* total input rows (= total mask rows) */
+} wv_reduce_job;
+
+typedef struct wv_reduce_out {
+  uint32_t bits[2];       /* result bits; [min, max] for extent */
+  unsigned n_values;      /* 1, or 2 for extent */
+  uint64_t count;         /* rows selected */
+} wv_reduce_out;
+
+/* One device entry of devices.yaml, as the backend sees it. */
+typedef struct wv_device_config {
+  const char *name;       /* unique device name, e.g. "cpu0" */
+  const char *backend;    /* "cpu", "cuda", ... */
+  int index;              /* ordinal among the backend's devices (GPUs) */
+  unsigned threads;       /* CPU threads (cpu backend; 0 = all cores) */
+  unsigned queue_depth;   /* jobs the daemon queues for the device */
+  const char *exchange;   /* hash exchange: "auto", "shuffle", "local" */
+  unsigned group_units;   /* hash units (32 lanes) per work-group, 0 = auto */
+  uint64_t batch;         /* nonces per hash batch, 0 = backend default */
+} wv_device_config;
+
+/* What a device is and how it runs; filled by caps(). */
+typedef struct wv_caps {
+  char description[160];  /* "NVIDIA H200 sm_90, 132 SMs", "8 threads" */
+  unsigned wave_width;    /* hardware sub-group size used (1 for scalar) */
+  int native_wave_reduce; /* integer wave step is one instruction */
+  char exchange[16];      /* hash exchange path: "shuffle" or "local" */
+  char exchange_reason[200];
+  uint64_t hash_batch;    /* nonces per batch the daemon should use */
+} wv_caps;
+
+typedef struct wv_device wv_device;  /* backend-private device context */
+struct wv_pack;                      /* workers/hash/pack.h */
+
+typedef struct wv_backend {
+  const char *name;
+  /* Open the device described by cfg, on the calling (device) thread.  A
+   * machine without the driver or device must give an error, not crash. */
+  int (*open)(const wv_device_config *cfg, wv_device **out, wave_error *err);
+  void (*close)(wv_device *dev);
+  void (*caps)(wv_device *dev, wv_caps *caps);
+  /* Reduce a validated job; bit-exact with wv_reduce_reference(). */
+  int (*reduce)(wv_device *dev, const wv_reduce_job *job, wv_reduce_out *out,
+                wave_error *err);
+  /* Optional.  Make pack ready on the device (dataset generation); called
+   * once per pack before the first hash() with it. */
+  int (*hash_prepare)(wv_device *dev, const struct wv_pack *pack,
+                      wave_error *err);
+  /* Optional.  Outputs of nonces [nonce, nonce + count) into out[count]. */
+  int (*hash)(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,
+              uint64_t count, uint64_t *out, wave_error *err);
+} wv_backend;
+
+/* The registry (workers/registry.c): the backends built into this binary,
+ * NULL-terminated, and lookup by name. */
+extern const wv_backend *const wv_backends[];
+const wv_backend *wv_backend_find(const char *name);
+
+/* Backends compiled in but not here would be listed by name only, so that
+ * a config naming one says "built without vulkan" rather than "unknown". */
+int wv_backend_known(const char *name);
+
+#endif
