@@ -1,0 +1,437 @@
+/* client.c - libwaveclient: the connection, the one request/reply exchange,
+ * and the reduce, status and packs calls.
+ *
+ * A wave_client is one nng REQ socket dialed (lazily, in the background) to
+ * one URL.  Every call opens its own nng_ctx on that socket: REQ contexts
+ * keep their own request/reply state, so any number of threads can share a
+ * client and each gets exactly its own reply.  The Request envelope carries
+ * a fresh id per call; the reply must echo it (nng already matches replies
+ * to contexts, the id check guards against a confused peer).
+ *
+ * Message bodies are packed straight into the nng message and unpacked from
+ * it: input chunks are referenced, never copied, on the way out.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "client/client_int.h"
+#include "proto/base.h"
+#include "wave/client.h"
+
+/* ---- connection ------------------------------------------------------- */
+
+static uint64_t cl_random64(void)
+{
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v && v != 0)
+    return v;
+  /* No entropy yet (early boot): time and pid still differ per client. */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  v = ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+      ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)&v;
+  return v ? v : 1;
+}
+
+static uint64_t cl_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int wave_client_open(wave_client **out, const char *url, wave_error *err)
+{
+  int rv;
+  if (out == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_client_open: out is NULL");
+  *out = NULL;
+  if (url == NULL || url[0] == '\0')
+    url = getenv("WAVE_URL");
+  if (url == NULL || url[0] == '\0')
+    url = WAVE_DEFAULT_URL;
+
+  wave_client *c = calloc(1, sizeof *c);
+  if (c == NULL || (c->url = strdup(url)) == NULL) {
+    free(c);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  atomic_init(&c->timeout_ms, WV_CLIENT_TIMEOUT_MS);
+  /* Ids start at a random point so that a restarted client does not reuse
+   * the (client tag, id) pairs the daemon may still remember. */
+  atomic_init(&c->next_id, cl_random64() >> 1);
+  c->tag = cl_random64();
+
+  if ((rv = nng_req0_open(&c->sock)) != 0) {
+    free(c->url);
+    free(c);
+    return wv_seterr(err, WAVE_EIO, "cannot open an nng req socket: %s",
+                     nng_strerror(rv));
+  }
+  /* The daemon is trusted: replies (want_outputs) may be large. */
+  nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, 0);
+  /* Non-blocking dial: nng keeps retrying in the background, so a client
+   * may be opened before the daemon is up.  Only a malformed URL fails. */
+  if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+    int code = wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
+                         "cannot dial '%s': %s", url, nng_strerror(rv));
+    nng_close(c->sock);
+    free(c->url);
+    free(c);
+    return code;
+  }
+  *out = c;
+  return 0;
+}
+
+void wave_client_close(wave_client *c)
+{
+  if (c == NULL)
+    return;
+  nng_close(c->sock);
+  free(c->url);
+  free(c);
+}
+
+void wave_client_set_timeout(wave_client *c, int timeout_ms)
+{
+  if (c != NULL)
+    atomic_store(&c->timeout_ms, timeout_ms > 0 ? timeout_ms : 1);
+}
+
+const char *wave_client_url(const wave_client *c)
+{
+  return c ? c->url : NULL;
+}
+
+void wv_client_copy(char *dst, size_t n, const char *src)
+{
+  if (n == 0)
+    return;
+  if (src == NULL)
+    src = "";
+  size_t len = strlen(src);
+  if (len >= n)
+    len = n - 1;
+  memcpy(dst, src, len);
+  dst[len] = '\0';
+}
+
+/* ---- the exchange ----------------------------------------------------- */
+
+static int cl_nngerr(const wave_client *c, int rv, unsigned ms,
+                     wave_error *err)
+{
+  if (rv == NNG_ETIMEDOUT)
+    return wv_seterr(err, WAVE_ETIMEDOUT,
+                     "no reply from %s within %u ms (is wavedd running?)",
+                     c->url, ms);
+  if (rv == NNG_ENOMEM)
+    return wv_seterr(err, WAVE_ENOMEM, "%s: %s", c->url, nng_strerror(rv));
+  return wv_seterr(err, WAVE_EIO, "%s: %s", c->url, nng_strerror(rv));
+}
+
+int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
+                   unsigned extra_ms, Wave__V1__Response **resp,
+                   wave_error *err)
+{
+  int rv, code = 0;
+  nng_ctx ctx;
+  nng_aio *aio = NULL;
+  nng_msg *msg = NULL;
+  *resp = NULL;
+
+  req->version = 1;
+  req->id = atomic_fetch_add(&c->next_id, 1);
+  uint64_t sum = (uint64_t)atomic_load(&c->timeout_ms) + extra_ms;
+  unsigned total = sum > INT32_MAX ? INT32_MAX : (unsigned)sum;
+  uint64_t deadline = cl_now_ms() + total;
+
+  size_t len = protobuf_c_message_get_packed_size(&req->base);
+  if ((rv = nng_msg_alloc(&msg, len)) != 0)
+    return wv_seterr(err, WAVE_ENOMEM, "request of %zu bytes: %s", len,
+                     nng_strerror(rv));
+  protobuf_c_message_pack(&req->base, nng_msg_body(msg));
+
+  if ((rv = nng_ctx_open(&ctx, c->sock)) != 0) {
+    nng_msg_free(msg);
+    return cl_nngerr(c, rv, total, err);
+  }
+  /* nng resends a request whose reply is late; a resent reduction would
+   * run twice, so only a reconnect (which always resends) may do that. */
+  nng_ctx_set_ms(ctx, NNG_OPT_REQ_RESENDTIME, (nng_duration)total);
+  if ((rv = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
+    nng_msg_free(msg);
+    nng_ctx_close(ctx);
+    return wv_seterr(err, WAVE_ENOMEM, "%s", nng_strerror(rv));
+  }
+
+  nng_aio_set_msg(aio, msg);
+  nng_aio_set_timeout(aio, (nng_duration)total);
+  nng_ctx_send(ctx, aio);
+  nng_aio_wait(aio);
+  if ((rv = nng_aio_result(aio)) != 0) {
+    nng_msg_free(nng_aio_get_msg(aio)); /* still ours when the send failed */
+    code = cl_nngerr(c, rv, total, err);
+    goto out;
+  }
+
+  /* One deadline for the whole exchange: the send may have waited for the
+   * connection already. */
+  uint64_t now = cl_now_ms();
+  nng_aio_set_timeout(aio, now >= deadline ? 1 : (nng_duration)(deadline - now));
+  nng_ctx_recv(ctx, aio);
+  nng_aio_wait(aio);
+  if ((rv = nng_aio_result(aio)) != 0) {
+    code = cl_nngerr(c, rv, total, err);
+    goto out;
+  }
+  msg = nng_aio_get_msg(aio);
+  Wave__V1__Response *r =
+      wave__v1__response__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
+  nng_msg_free(msg);
+  if (r == NULL) {
+    code = wv_seterr(err, WAVE_EIO, "%s: malformed reply", c->url);
+    goto out;
+  }
+  if (r->body_case == WAVE__V1__RESPONSE__BODY_ERROR && r->error != NULL) {
+    /* An error reply may carry id 0 when the daemon could not decode the
+     * request; the code and message are still the answer to this call. */
+    code = r->error->code != 0 ? (int)r->error->code : WAVE_EINTERNAL;
+    if (r->error->message != NULL && r->error->message[0] != '\0')
+      wv_seterr(err, code, "%s", r->error->message);
+    else
+      wv_seterr(err, code, NULL);
+    wave__v1__response__free_unpacked(r, NULL);
+    goto out;
+  }
+  if (r->id != req->id) {
+    code = wv_seterr(err, WAVE_EIO,
+                     "%s: reply id %llu does not match request id %llu",
+                     c->url, (unsigned long long)r->id,
+                     (unsigned long long)req->id);
+    wave__v1__response__free_unpacked(r, NULL);
+    goto out;
+  }
+  if ((int)r->body_case != want) {
+    code = wv_seterr(err, WAVE_EIO, "%s: unexpected reply kind %d (want %d)",
+                     c->url, (int)r->body_case, want);
+    wave__v1__response__free_unpacked(r, NULL);
+    goto out;
+  }
+  *resp = r;
+out:
+  nng_aio_free(aio);
+  nng_ctx_close(ctx);
+  return code;
+}
+
+/* ---- reduce ------------------------------------------------------------ */
+
+int wave_reduce(wave_client *c, const wave_reduce_request *req,
+                wave_reduce_result *res, wave_error *err)
+{
+  if (c == NULL || req == NULL || res == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce: NULL argument");
+  if ((req->n_input > 0 && req->input == NULL) ||
+      (req->has_mask && req->n_mask > 0 && req->mask == NULL))
+    return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk array is NULL");
+
+  /* Everything else (dtype, op, lengths) is the daemon's to judge: it is
+   * the one authority on what a valid job is. */
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  ProtobufCBinaryData *bins =
+      calloc(req->n_input + n_mask + 1, sizeof *bins);
+  if (bins == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (size_t i = 0; i < req->n_input; i++) {
+    bins[i].data = (uint8_t *)req->input[i].data; /* packed, not written */
+    bins[i].len = req->input[i].data ? req->input[i].bytes : 0;
+  }
+  for (size_t i = 0; i < n_mask; i++) {
+    bins[req->n_input + i].data = (uint8_t *)req->mask[i].data;
+    bins[req->n_input + i].len = req->mask[i].data ? req->mask[i].bytes : 0;
+  }
+
+  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
+  rr.dtype = (Wave__V1__DType)req->dtype;
+  rr.op = (Wave__V1__Op)req->op;
+  rr.n_input = req->n_input;
+  rr.input = bins;
+  rr.n_mask = n_mask;
+  rr.mask = bins + req->n_input;
+  rr.masked = req->has_mask != 0;
+  rr.device = (char *)(req->device ? req->device : "");
+
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
+  r.reduce = &rr;
+
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_REDUCE, 0, &resp,
+                          err);
+  free(bins);
+  if (rv != 0)
+    return rv;
+
+  const Wave__V1__ReduceResult *rs = resp->reduce;
+  memset(res, 0, sizeof *res);
+  if (rs == NULL || rs->n_bits < 1 || rs->n_bits > 2) {
+    wave__v1__response__free_unpacked(resp, NULL);
+    return wv_seterr(err, WAVE_EIO, "%s: reduce reply without 1 or 2 values",
+                     c->url);
+  }
+  res->dtype = (wave_dtype)rs->dtype;
+  res->op = (wave_op)rs->op;
+  res->n_values = (unsigned)rs->n_bits;
+  for (size_t i = 0; i < rs->n_bits; i++)
+    res->bits[i] = rs->bits[i];
+  res->count = rs->count;
+  res->rows = rs->rows;
+  res->seconds = rs->seconds;
+  wv_client_copy(res->device, sizeof res->device, rs->device);
+  wave__v1__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
+/* ---- status ------------------------------------------------------------ */
+
+static void cl_pack_check(wave_pack_check *dst, const Wave__V1__PackCheck *pc)
+{
+  wv_client_copy(dst->pack, sizeof dst->pack, pc->pack);
+  dst->ok = pc->ok != 0;
+  wv_client_copy(dst->detail, sizeof dst->detail, pc->detail);
+}
+
+static void cl_device(wave_device_status *d, const Wave__V1__DeviceStatus *s)
+{
+  wv_client_copy(d->name, sizeof d->name, s->name);
+  wv_client_copy(d->backend, sizeof d->backend, s->backend);
+  wv_client_copy(d->description, sizeof d->description, s->description);
+  d->queue_depth = s->queue_depth;
+  d->queue_capacity = s->queue_capacity;
+  d->jobs_done = s->jobs_done;
+  d->jobs_failed = s->jobs_failed;
+  d->faulted = s->faulted != 0;
+  d->running = s->running != 0;
+  wv_client_copy(d->fault, sizeof d->fault, s->fault);
+  d->wave_width = s->wave_width;
+  wv_client_copy(d->exchange, sizeof d->exchange, s->exchange);
+  wv_client_copy(d->exchange_reason, sizeof d->exchange_reason,
+                 s->exchange_reason);
+  size_t cap = sizeof d->packs / sizeof d->packs[0];
+  d->n_packs = 0;
+  for (size_t i = 0; i < s->n_packs && d->n_packs < cap; i++)
+    if (s->packs[i] != NULL)
+      cl_pack_check(&d->packs[d->n_packs++], s->packs[i]);
+}
+
+int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
+{
+  if (c == NULL || out == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_status_get: NULL argument");
+  *out = NULL;
+  Wave__V1__StatusRequest sr = WAVE__V1__STATUS_REQUEST__INIT;
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_STATUS;
+  r.status = &sr;
+
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_STATUS, 0, &resp,
+                          err);
+  if (rv != 0)
+    return rv;
+  const Wave__V1__StatusReply *st = resp->status;
+  size_t n = st ? st->n_devices : 0;
+  /* One block: the devices follow the header, so one free() releases it. */
+  wave_status *s = calloc(1, sizeof *s + n * sizeof(wave_device_status));
+  if (s == NULL) {
+    wave__v1__response__free_unpacked(resp, NULL);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  s->devices = (wave_device_status *)(s + 1);
+  if (st != NULL) {
+    wv_client_copy(s->version, sizeof s->version, st->version);
+    s->uptime_ms = st->uptime_ms;
+    s->jobs_served = st->jobs_served;
+    s->jobs_failed = st->jobs_failed;
+    for (size_t i = 0; i < n; i++)
+      if (st->devices[i] != NULL)
+        cl_device(&s->devices[s->n_devices++], st->devices[i]);
+  }
+  wave__v1__response__free_unpacked(resp, NULL);
+  *out = s;
+  return 0;
+}
+
+void wave_status_free(wave_status *s)
+{
+  free(s);
+}
+
+/* ---- packs ------------------------------------------------------------- */
+
+int wave_packs_get(wave_client *c, wave_pack_info **packs, size_t *n_packs,
+                   wave_error *err)
+{
+  if (c == NULL || packs == NULL || n_packs == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_packs_get: NULL argument");
+  *packs = NULL;
+  *n_packs = 0;
+  Wave__V1__PacksRequest pr = WAVE__V1__PACKS_REQUEST__INIT;
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_PACKS;
+  r.packs = &pr;
+
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_PACKS, 0, &resp,
+                          err);
+  if (rv != 0)
+    return rv;
+  const Wave__V1__PacksReply *pl = resp->packs;
+  size_t n = pl ? pl->n_packs : 0;
+  wave_pack_info *p = calloc(n ? n : 1, sizeof *p);
+  if (p == NULL) {
+    wave__v1__response__free_unpacked(resp, NULL);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const Wave__V1__PackInfo *pi = pl->packs[i];
+    if (pi == NULL)
+      continue;
+    wave_pack_info *d = &p[k++];
+    wv_client_copy(d->name, sizeof d->name, pi->name);
+    d->version = pi->version;
+    d->dataset_bytes = pi->dataset_bytes;
+    wv_client_copy(d->description, sizeof d->description, pi->description);
+    size_t cap = sizeof d->devices / sizeof d->devices[0];
+    for (size_t j = 0; j < pi->n_devices && d->n_devices < cap; j++) {
+      const Wave__V1__PackCheck *pc = pi->devices[j];
+      if (pc == NULL)
+        continue;
+      wv_client_copy(d->devices[d->n_devices].device,
+                     sizeof d->devices[0].device, pc->device);
+      d->devices[d->n_devices].ok = pc->ok != 0;
+      wv_client_copy(d->devices[d->n_devices].detail,
+                     sizeof d->devices[0].detail, pc->detail);
+      d->n_devices++;
+    }
+  }
+  wave__v1__response__free_unpacked(resp, NULL);
+  *packs = p;
+  *n_packs = k;
+  return 0;
+}
+
+void wave_packs_free(wave_pack_info *packs)
+{
+  free(packs);
+}

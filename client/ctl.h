@@ -1,0 +1,120 @@
+/* ctl.h - the pieces of wavectl that are not main(): input loaders, the
+ * command line parser, and the JSON/text printers (library wvctl, so that
+ * tests/client.c can pin them without running the program).
+ *
+ * Every function returns 0 or a WAVE_E* code with err filled by wv_seterr();
+ * messages name the file (file:line for text input) or the option at fault.
+ */
+#ifndef WV_CTL_H
+#define WV_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "wave/client.h"
+
+/* ---- input loaders (ctl_load.c) ---------------------------------------- */
+
+typedef enum wv_format {
+  WV_FMT_AUTO = 0, /* .npy when the file starts with its magic, else raw */
+  WV_FMT_RAW,
+  WV_FMT_NPY,
+  WV_FMT_TEXT,
+} wv_format;
+
+/* One loaded chunk: `bytes` bytes of little-endian rows at data, which
+ * points into mem (owned). */
+typedef struct wv_chunk_buf {
+  void *mem;
+  const void *data;
+  size_t bytes;
+} wv_chunk_buf;
+
+int wv_format_parse(const char *s, wv_format *out);
+
+/* Load path ("-": standard input) as rows of dtype (WAVE_U32 for masks). */
+int wv_load_file(const char *path, wv_format fmt, wave_dtype dtype,
+                 wv_chunk_buf *out, wave_error *err);
+/* The same from memory: buf (len bytes, plus one writable byte after them
+ * for a terminating NUL) is taken over and freed by the loader.  name is
+ * what messages call it. */
+int wv_load_buffer(const char *name, char *buf, size_t len, wv_format fmt,
+                   wave_dtype dtype, wv_chunk_buf *out, wave_error *err);
+void wv_chunk_buf_free(wv_chunk_buf *b);
+
+/* Parse a .npy image: on success *data_off is where the rows start and
+ * *rows how many there are; the header's dtype must be the one of dtype. */
+int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
+                 wave_dtype dtype, size_t *data_off, uint64_t *rows,
+                 wave_error *err);
+/* The .npy descr of a dtype: "<u4", "<i4", "<f4". */
+const char *wv_npy_descr(wave_dtype dtype);
+
+/* ---- command line (ctl_args.c) ----------------------------------------- */
+
+typedef enum wv_cmd {
+  WV_CMD_NONE = 0,
+  WV_CMD_REDUCE,
+  WV_CMD_HASH,
+  WV_CMD_STATUS,
+  WV_CMD_PACKS,
+} wv_cmd;
+
+typedef struct wv_args {
+  wv_cmd cmd;
+  int help;               /* --help: print usage of cmd (or the overview) */
+  int version;            /* --version */
+  const char *url;        /* NULL: WAVE_URL, then the default */
+  int timeout_ms;         /* 0: the library's default */
+  int json;
+  const char *device;
+  /* submit reduce */
+  wave_dtype dtype;
+  wave_op op;
+  wv_format format;
+  const char **inputs;    /* point into argv */
+  size_t n_inputs;
+  const char **masks;
+  size_t n_masks;
+  /* submit hash */
+  const char *pack;
+  uint64_t nonce, count, target;
+  uint32_t max_winners;
+  int outputs;
+  int have_nonce, have_count;
+} wv_args;
+
+/* Parse argv (argv[0] is the program).  WAVE_EARG with a message for any
+ * usage error.  Free with wv_args_fini() whatever it returned. */
+int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err);
+void wv_args_fini(wv_args *a);
+/* Usage text of cmd (WV_CMD_NONE: the overview). */
+void wv_usage(FILE *f, wv_cmd cmd);
+
+/* Unsigned number: decimal, or hexadecimal with 0x; all of s must be used. */
+int wv_parse_u64(const char *s, uint64_t *out);
+/* Hexadecimal with or without 0x (--target). */
+int wv_parse_hex64(const char *s, uint64_t *out);
+
+/* ---- output (ctl_out.c) ------------------------------------------------ */
+
+/* A JSON string literal (quotes and escapes). */
+void wv_json_str(FILE *f, const char *s);
+/* One result value of dtype from its bits, as JSON: an integer, a float
+ * printed with %.9g (which reads back to the same bits), or for the
+ * non-numbers of float32 the strings "nan", "inf", "-inf".  Returns buf. */
+const char *wv_json_value(char *buf, size_t n, wave_dtype dtype,
+                          uint32_t bits);
+/* The same for text output: nan/inf/-inf without quotes. */
+const char *wv_text_value(char *buf, size_t n, wave_dtype dtype,
+                          uint32_t bits);
+
+void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json);
+void wv_print_hash(FILE *f, const wave_hash_request *q,
+                   const wave_hash_result *r, uint64_t job_id, int json);
+void wv_print_status(FILE *f, const wave_status *s, const char *url,
+                     int json);
+void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
+
+#endif

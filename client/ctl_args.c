@@ -1,0 +1,403 @@
+/* ctl_args.c - wavectl's command line: one option table, one parser, and
+ * the usage texts (docs/cli.md is the long form of the same).
+ *
+ * Forms: wavectl [GLOBAL] COMMAND [OPTIONS], where COMMAND is `submit
+ * reduce`, `submit hash`, `status`, `packs` or `help [COMMAND]`.  Options
+ * are long only (plus -h), "--name value" or "--name=value", and may come
+ * before or after the command; a repeated single-valued option keeps the
+ * last value.  Names (op, dtype, format) are checked here, so a typo is a
+ * usage error (exit 2) before anything is read or sent; whether an op suits
+ * a dtype is the daemon's call.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/ctl.h"
+#include "proto/base.h"
+
+enum {
+  A_URL, A_TIMEOUT, A_JSON, A_HELP, A_VERSION, A_DEVICE,
+  A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
+  A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS,
+};
+
+#define M_ALL 0x1fu
+#define M_NONE (1u << WV_CMD_NONE)
+#define M_RED (1u << WV_CMD_REDUCE)
+#define M_HASH (1u << WV_CMD_HASH)
+
+static const struct ar_opt {
+  const char *name;
+  int arg;            /* takes a value */
+  int id;
+  unsigned cmds;      /* bit (1 << wv_cmd) per command that accepts it */
+} ar_opts[] = {
+  {"url", 1, A_URL, M_ALL},
+  {"timeout", 1, A_TIMEOUT, M_ALL},
+  {"json", 0, A_JSON, M_ALL},
+  {"help", 0, A_HELP, M_ALL},
+  {"version", 0, A_VERSION, M_NONE},
+  {"device", 1, A_DEVICE, M_RED | M_HASH},
+  {"op", 1, A_OP, M_RED},
+  {"dtype", 1, A_DTYPE, M_RED},
+  {"input", 1, A_INPUT, M_RED},
+  {"mask", 1, A_MASK, M_RED},
+  {"format", 1, A_FORMAT, M_RED},
+  {"pack", 1, A_PACK, M_HASH},
+  {"nonce", 1, A_NONCE, M_HASH},
+  {"count", 1, A_COUNT, M_HASH},
+  {"target", 1, A_TARGET, M_HASH},
+  {"max-winners", 1, A_MAXWIN, M_HASH},
+  {"outputs", 0, A_OUTPUTS, M_HASH},
+};
+
+static const char *const ar_cmd_names[] = {
+  [WV_CMD_NONE] = "wavectl", [WV_CMD_REDUCE] = "submit reduce",
+  [WV_CMD_HASH] = "submit hash", [WV_CMD_STATUS] = "status",
+  [WV_CMD_PACKS] = "packs",
+};
+
+int wv_parse_u64(const char *s, uint64_t *out)
+{
+  if (s == NULL)
+    return WAVE_EARG;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    return wv_parse_hex64(s, out);
+  if (s[0] == '\0')
+    return WAVE_EARG;
+  uint64_t v = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return WAVE_EARG;
+    unsigned d = (unsigned)(*p - '0');
+    if (v > (UINT64_MAX - d) / 10)
+      return WAVE_EARG;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+int wv_parse_hex64(const char *s, uint64_t *out)
+{
+  if (s == NULL)
+    return WAVE_EARG;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    s += 2;
+  size_t n = strlen(s);
+  if (n == 0 || n > 16)
+    return WAVE_EARG;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    unsigned d;
+    if (ch >= '0' && ch <= '9')
+      d = (unsigned)(ch - '0');
+    else if (ch >= 'a' && ch <= 'f')
+      d = (unsigned)(ch - 'a' + 10);
+    else if (ch >= 'A' && ch <= 'F')
+      d = (unsigned)(ch - 'A' + 10);
+    else
+      return WAVE_EARG;
+    v = v << 4 | d;
+  }
+  *out = v;
+  return 0;
+}
+
+void wv_args_fini(wv_args *a)
+{
+  free(a->inputs);
+  free(a->masks);
+  a->inputs = a->masks = NULL;
+}
+
+static const struct ar_opt *ar_find(const char *name, size_t len)
+{
+  for (size_t i = 0; i < sizeof ar_opts / sizeof ar_opts[0]; i++)
+    if (strlen(ar_opts[i].name) == len &&
+        memcmp(ar_opts[i].name, name, len) == 0)
+      return &ar_opts[i];
+  return NULL;
+}
+
+/* Apply one option with its value (NULL for flags). */
+static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
+                    wave_error *err)
+{
+  uint64_t n;
+  switch (o->id) {
+  case A_URL: a->url = v; break;
+  case A_TIMEOUT:
+    if (wv_parse_u64(v, &n) != 0 || n == 0 || n > 86400000u)
+      return wv_seterr(err, WAVE_EARG, "--timeout: '%s' is not a number of "
+                       "milliseconds (1..86400000)", v);
+    a->timeout_ms = (int)n;
+    break;
+  case A_JSON: a->json = 1; break;
+  case A_HELP: a->help = 1; break;
+  case A_VERSION: a->version = 1; break;
+  case A_DEVICE: a->device = v; break;
+  case A_OP:
+    if ((a->op = wave_op_parse(v)) == WAVE_OP_NONE)
+      return wv_seterr(err, WAVE_EARG, "--op: unknown op '%s' (sum, min, "
+                       "max, extent, and, or, xor)", v);
+    break;
+  case A_DTYPE:
+    if ((a->dtype = wave_dtype_parse(v)) == WAVE_DTYPE_NONE)
+      return wv_seterr(err, WAVE_EARG, "--dtype: unknown dtype '%s' "
+                       "(uint32, sint32, float32)", v);
+    break;
+  case A_INPUT: a->inputs[a->n_inputs++] = v; break;
+  case A_MASK: a->masks[a->n_masks++] = v; break;
+  case A_FORMAT:
+    if (wv_format_parse(v, &a->format) != 0)
+      return wv_seterr(err, WAVE_EARG, "--format: unknown format '%s' "
+                       "(raw, npy, text, auto)", v);
+    break;
+  case A_PACK: a->pack = v; break;
+  case A_NONCE:
+    if (wv_parse_u64(v, &a->nonce) != 0)
+      return wv_seterr(err, WAVE_EARG, "--nonce: '%s' is not an unsigned "
+                       "64-bit number", v);
+    a->have_nonce = 1;
+    break;
+  case A_COUNT:
+    if (wv_parse_u64(v, &a->count) != 0 || a->count == 0)
+      return wv_seterr(err, WAVE_EARG, "--count: '%s' is not a positive "
+                       "64-bit number", v);
+    a->have_count = 1;
+    break;
+  case A_TARGET:
+    if (wv_parse_hex64(v, &a->target) != 0)
+      return wv_seterr(err, WAVE_EARG, "--target: '%s' is not 1 to 16 hex "
+                       "digits", v);
+    break;
+  case A_MAXWIN:
+    if (wv_parse_u64(v, &n) != 0 || n > UINT32_MAX)
+      return wv_seterr(err, WAVE_EARG, "--max-winners: '%s' is not a number "
+                       "up to 4294967295", v);
+    a->max_winners = (uint32_t)n;
+    break;
+  case A_OUTPUTS: a->outputs = 1; break;
+  }
+  return 0;
+}
+
+/* The command words: "submit reduce", "submit hash", "status", "packs",
+ * "help [words]".  Returns the words consumed, 0 if argv[i] is none. */
+static int ar_command(int argc, char **argv, int i, wv_args *a,
+                      wave_error *err)
+{
+  const char *w = argv[i];
+  if (strcmp(w, "status") == 0) {
+    a->cmd = WV_CMD_STATUS;
+    return 1;
+  }
+  if (strcmp(w, "packs") == 0) {
+    a->cmd = WV_CMD_PACKS;
+    return 1;
+  }
+  if (strcmp(w, "submit") == 0) {
+    const char *k = i + 1 < argc ? argv[i + 1] : NULL;
+    if (k != NULL && (strcmp(k, "--help") == 0 || strcmp(k, "-h") == 0)) {
+      a->help = 1; /* `submit --help`: the overview lists both kinds */
+      return 2;
+    }
+    if (k != NULL && strcmp(k, "reduce") == 0)
+      a->cmd = WV_CMD_REDUCE;
+    else if (k != NULL && strcmp(k, "hash") == 0)
+      a->cmd = WV_CMD_HASH;
+    else
+      return -wv_seterr(err, WAVE_EARG, "submit: expected 'reduce' or "
+                        "'hash'%s%s%s", k ? ", not '" : "", k ? k : "",
+                        k ? "'" : "");
+    return 2;
+  }
+  if (strcmp(w, "help") == 0) {
+    a->help = 1;
+    if (i + 1 < argc && strcmp(argv[i + 1], "help") != 0) {
+      int n = ar_command(argc, argv, i + 1, a, err);
+      return n < 0 ? n : 1 + n;
+    }
+    return 1;
+  }
+  return -wv_seterr(err, WAVE_EARG, "unknown command '%s' (submit reduce, "
+                    "submit hash, status, packs, help)", w);
+}
+
+int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
+{
+  memset(a, 0, sizeof *a);
+  a->max_winners = 16;
+  /* Every --input/--mask fits in argc slots. */
+  a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
+  a->masks = calloc((size_t)argc + 1, sizeof *a->masks);
+  if (a->inputs == NULL || a->masks == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+
+  int opts_done = 0, rv;
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    if (!opts_done && strcmp(s, "--") == 0) {
+      opts_done = 1;
+      continue;
+    }
+    if (!opts_done && strcmp(s, "-h") == 0)
+      s = "--help";
+    if (opts_done || s[0] != '-' || s[1] == '\0') {
+      if (a->cmd != WV_CMD_NONE || a->help)
+        return wv_seterr(err, WAVE_EARG, "unexpected argument '%s'", s);
+      int n = ar_command(argc, argv, i, a, err);
+      if (n < 0)
+        return -n;
+      i += n - 1;
+      continue;
+    }
+    if (s[1] != '-')
+      return wv_seterr(err, WAVE_EARG, "unknown option '%s' (options are "
+                       "long: --name)", s);
+    const char *name = s + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct ar_opt *o = ar_find(name, len);
+    /* Options may precede the command, so only reject a known option for
+     * the wrong command once the command is known (checked below). */
+    if (o == NULL)
+      return wv_seterr(err, WAVE_EARG, "unknown option '--%.*s'%s%s",
+                       (int)len, name, a->cmd ? " for " : "",
+                       a->cmd ? ar_cmd_names[a->cmd] : "");
+    const char *v = NULL;
+    if (o->arg) {
+      if (eq != NULL)
+        v = eq + 1;
+      else if (i + 1 < argc)
+        v = argv[++i];
+      else
+        return wv_seterr(err, WAVE_EARG, "option --%s needs a value",
+                         o->name);
+    } else if (eq != NULL) {
+      return wv_seterr(err, WAVE_EARG, "option --%s takes no value",
+                       o->name);
+    }
+    if (a->cmd != WV_CMD_NONE && !(o->cmds & (1u << a->cmd)))
+      return wv_seterr(err, WAVE_EARG, "option --%s does not apply to %s",
+                       o->name, ar_cmd_names[a->cmd]);
+    if ((rv = ar_apply(a, o, v, err)) != 0)
+      return rv;
+  }
+
+  if (a->help || a->version)
+    return 0;
+  if (a->cmd == WV_CMD_NONE)
+    return wv_seterr(err, WAVE_EARG, "no command given (try wavectl --help)");
+  /* Options given before the command: now check they belong to it. */
+  if (a->cmd != WV_CMD_REDUCE &&
+      (a->op || a->dtype || a->n_inputs || a->n_masks || a->format))
+    return wv_seterr(err, WAVE_EARG, "--op/--dtype/--input/--mask/--format "
+                     "apply only to submit reduce");
+  if (a->cmd != WV_CMD_HASH && (a->pack || a->have_nonce || a->have_count ||
+                                a->target || a->outputs))
+    return wv_seterr(err, WAVE_EARG, "--pack/--nonce/--count/--target/"
+                     "--outputs apply only to submit hash");
+  if (a->device && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
+    return wv_seterr(err, WAVE_EARG, "--device applies only to submit");
+
+  if (a->cmd == WV_CMD_REDUCE) {
+    if (a->op == WAVE_OP_NONE)
+      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --op");
+    if (a->dtype == WAVE_DTYPE_NONE)
+      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --dtype");
+    if (a->n_inputs == 0)
+      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --input "
+                       "(one per chunk)");
+  }
+  if (a->cmd == WV_CMD_HASH) {
+    if (a->pack == NULL || a->pack[0] == '\0')
+      return wv_seterr(err, WAVE_EARG, "submit hash: missing --pack");
+    if (!a->have_nonce)
+      return wv_seterr(err, WAVE_EARG, "submit hash: missing --nonce");
+    if (!a->have_count)
+      return wv_seterr(err, WAVE_EARG, "submit hash: missing --count");
+    if (a->count - 1 > UINT64_MAX - a->nonce)
+      return wv_seterr(err, WAVE_EARG, "submit hash: --nonce + --count "
+                       "passes 2^64");
+  }
+  return 0;
+}
+
+void wv_usage(FILE *f, wv_cmd cmd)
+{
+  static const char common[] =
+      "  --url URL         daemon address (default: $WAVE_URL, then "
+      WAVE_DEFAULT_URL ")\n"
+      "  --timeout MS      reply timeout in milliseconds (default 30000)\n"
+      "  --json            print one JSON object on stdout\n"
+      "  -h, --help        this text\n";
+  switch (cmd) {
+  case WV_CMD_REDUCE:
+    fprintf(f,
+      "usage: wavectl submit reduce --op OP --dtype DTYPE --input FILE "
+      "[--input FILE ...]\n"
+      "                             [--mask FILE ...] [--format FMT] "
+      "[--device NAME] [--json]\n\n"
+      "Reduce the rows of the input files (one chunk per --input, in order)\n"
+      "on the daemon; with --mask files (uint32 rows, any chunking, as many\n"
+      "rows in total as the input) only rows whose mask row is nonzero.\n\n"
+      "  --op OP           sum, min, max, extent, and, or, xor\n"
+      "  --dtype DTYPE     uint32, sint32, float32 (also u32, s32/int32, "
+      "f32)\n"
+      "  --input FILE      one chunk; '-' reads standard input\n"
+      "  --mask FILE       one mask chunk\n"
+      "  --format FMT      auto (default: .npy by magic, else raw), raw,\n"
+      "                    npy, text (numbers separated by spaces/commas)\n"
+      "  --device NAME     run on this device (default: the daemon picks)\n"
+      "%s", common);
+    break;
+  case WV_CMD_HASH:
+    fprintf(f,
+      "usage: wavectl submit hash --pack NAME --nonce N --count C "
+      "[--target HEX]\n"
+      "                           [--max-winners K] [--outputs] "
+      "[--device NAME] [--json]\n\n"
+      "Hash nonces [N, N + C) with a program pack; report the fingerprint,\n"
+      "the best output and the winners (output < target).  A progress bar\n"
+      "is shown on stderr when it is a terminal; Ctrl-C cancels the job.\n\n"
+      "  --pack NAME       program pack (see wavectl packs)\n"
+      "  --nonce N         first nonce (decimal or 0x-hex)\n"
+      "  --count C         number of nonces, >= 1\n"
+      "  --target HEX      winners have output < HEX (default 0: none)\n"
+      "  --max-winners K   winners to list (default 16; the count is exact)\n"
+      "  --outputs         also return every output (small jobs only)\n"
+      "  --device NAME     run on this device (default: the daemon picks)\n"
+      "%s", common);
+    break;
+  case WV_CMD_STATUS:
+    fprintf(f,
+      "usage: wavectl status [--json]\n\n"
+      "Show the daemon's devices, backends, queues, jobs served, faults,\n"
+      "hash exchange paths and pack self-checks.\n\n%s", common);
+    break;
+  case WV_CMD_PACKS:
+    fprintf(f,
+      "usage: wavectl packs [--json]\n\n"
+      "List the daemon's program packs and their known-answer status on\n"
+      "each device.\n\n%s", common);
+    break;
+  default:
+    fprintf(f,
+      "usage: wavectl [--url URL] [--timeout MS] COMMAND [OPTIONS]\n\n"
+      "Commands:\n"
+      "  submit reduce     run a reduction (sum, min, max, ...) on the "
+      "daemon\n"
+      "  submit hash       run a hash job with a program pack\n"
+      "  status            show devices, queues and faults\n"
+      "  packs             list program packs and their self-checks\n"
+      "  help COMMAND      the options of a command\n\n"
+      "Options:\n%s"
+      "  --version         print wavectl's version\n\n"
+      "Exit status: 0 success, 1 job or daemon error, 2 usage error,\n"
+      "3 daemon unreachable, 130 hash job cancelled by Ctrl-C.\n",
+      common);
+    break;
+  }
+}

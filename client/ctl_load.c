@@ -1,0 +1,452 @@
+/* ctl_load.c - wavectl's input loaders: one file becomes one chunk.
+ *
+ * Three forms, because data arrives in all three:
+ *  - raw: the bytes are the rows (little-endian, as on the wire);
+ *  - .npy: NumPy's format, recognised by its magic in auto mode.  Versions
+ *    1-3 (2- or 4-byte header length), C order, any shape (flattened), and
+ *    exactly the dtype the job needs ('<u4', '<i4', '<f4'): converting
+ *    silently would change results, so a mismatch is an error naming both;
+ *  - text: numbers separated by whitespace and/or commas, '#' comments;
+ *    floats accept nan, inf, -0.0 (strtof), integers decimal or 0x-hex.
+ * An empty file is an empty chunk (except for --format npy, which needs a
+ * header).  Rows are kept little-endian whatever the host is.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/ctl.h"
+#include "proto/base.h"
+
+#define LD_NPY_MAGIC "\x93NUMPY"
+
+int wv_format_parse(const char *s, wv_format *out)
+{
+  static const struct { const char *name; wv_format f; } names[] = {
+    {"auto", WV_FMT_AUTO}, {"raw", WV_FMT_RAW}, {"npy", WV_FMT_NPY},
+    {"text", WV_FMT_TEXT},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (s != NULL && strcmp(s, names[i].name) == 0) {
+      *out = names[i].f;
+      return 0;
+    }
+  return WAVE_EARG;
+}
+
+void wv_chunk_buf_free(wv_chunk_buf *b)
+{
+  if (b == NULL)
+    return;
+  free(b->mem);
+  memset(b, 0, sizeof *b);
+}
+
+static void ld_put32(unsigned char *p, uint32_t v)
+{
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+  p[2] = (unsigned char)(v >> 16);
+  p[3] = (unsigned char)(v >> 24);
+}
+
+/* ---- .npy ---------------------------------------------------------------- */
+
+const char *wv_npy_descr(wave_dtype dtype)
+{
+  switch (dtype) {
+  case WAVE_U32: return "<u4";
+  case WAVE_S32: return "<i4";
+  case WAVE_F32: return "<f4";
+  default: return "?";
+  }
+}
+
+/* A cursor over the header's Python dict literal. */
+typedef struct ld_cur {
+  const char *p, *end;
+} ld_cur;
+
+static void ld_ws(ld_cur *c)
+{
+  while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' ||
+                           *c->p == '\r'))
+    c->p++;
+}
+
+static int ld_eat(ld_cur *c, char ch)
+{
+  ld_ws(c);
+  if (c->p < c->end && *c->p == ch) {
+    c->p++;
+    return 1;
+  }
+  return 0;
+}
+
+/* A quoted string ('...' or "...") without escapes, into buf. */
+static int ld_string(ld_cur *c, char *buf, size_t n)
+{
+  ld_ws(c);
+  if (c->p >= c->end || (*c->p != '\'' && *c->p != '"'))
+    return -1;
+  char q = *c->p++;
+  size_t k = 0;
+  while (c->p < c->end && *c->p != q) {
+    if (*c->p == '\\' || k + 1 >= n)
+      return -1;
+    buf[k++] = *c->p++;
+  }
+  if (c->p >= c->end)
+    return -1;
+  c->p++;
+  buf[k] = '\0';
+  return 0;
+}
+
+static int ld_word(ld_cur *c, const char *w)
+{
+  ld_ws(c);
+  size_t n = strlen(w);
+  if ((size_t)(c->end - c->p) >= n && memcmp(c->p, w, n) == 0) {
+    c->p += n;
+    return 1;
+  }
+  return 0;
+}
+
+/* (d0, d1, ...) with an optional trailing comma; *rows = the product. */
+static int ld_shape(ld_cur *c, uint64_t *rows)
+{
+  uint64_t prod = 1;
+  if (!ld_eat(c, '('))
+    return -1;
+  for (;;) {
+    if (ld_eat(c, ')'))
+      break;
+    ld_ws(c);
+    if (c->p >= c->end || !isdigit((unsigned char)*c->p))
+      return -1;
+    uint64_t d = 0;
+    while (c->p < c->end && isdigit((unsigned char)*c->p)) {
+      if (d > (UINT64_MAX - 9) / 10)
+        return -2;
+      d = d * 10 + (uint64_t)(*c->p++ - '0');
+    }
+    /* numpy may write 10L in old files */
+    if (c->p < c->end && *c->p == 'L')
+      c->p++;
+    if (d != 0 && prod > UINT64_MAX / d)
+      return -2;
+    prod *= d;
+    if (!ld_eat(c, ',')) {
+      if (!ld_eat(c, ')'))
+        return -1;
+      break;
+    }
+  }
+  *rows = prod;
+  return 0;
+}
+
+int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
+                 wave_dtype dtype, size_t *data_off, uint64_t *rows,
+                 wave_error *err)
+{
+  if (len < 10 || memcmp(buf, LD_NPY_MAGIC, 6) != 0)
+    return wv_seterr(err, WAVE_EARG, "%s: not a .npy file (no \\x93NUMPY "
+                     "magic)", name);
+  unsigned major = buf[6], minor = buf[7];
+  size_t hlen, off;
+  if (major == 1) {
+    hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
+    off = 10;
+  } else if (major == 2 || major == 3) {
+    if (len < 12)
+      return wv_seterr(err, WAVE_EARG, "%s: truncated .npy header", name);
+    hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
+           (size_t)buf[11] << 24;
+    off = 12;
+  } else {
+    return wv_seterr(err, WAVE_EARG, "%s: unsupported .npy version %u.%u",
+                     name, major, minor);
+  }
+  if (hlen > len - off)
+    return wv_seterr(err, WAVE_EARG, "%s: truncated .npy header (%zu bytes "
+                     "announced, %zu present)", name, hlen, len - off);
+
+  ld_cur c = {(const char *)buf + off, (const char *)buf + off + hlen};
+  char key[32], descr[32] = "";
+  int have_descr = 0, have_order = 0, have_shape = 0, fortran = 0;
+  uint64_t n = 0;
+  if (!ld_eat(&c, '{'))
+    goto bad;
+  while (!ld_eat(&c, '}')) {
+    if (ld_string(&c, key, sizeof key) != 0 || !ld_eat(&c, ':'))
+      goto bad;
+    if (strcmp(key, "descr") == 0) {
+      if (ld_string(&c, descr, sizeof descr) != 0)
+        return wv_seterr(err, WAVE_EDTYPE, "%s: .npy dtype is not a simple "
+                         "type (structured arrays are not supported)", name);
+      have_descr = 1;
+    } else if (strcmp(key, "fortran_order") == 0) {
+      if (ld_word(&c, "True"))
+        fortran = 1;
+      else if (!ld_word(&c, "False"))
+        goto bad;
+      have_order = 1;
+    } else if (strcmp(key, "shape") == 0) {
+      int rv = ld_shape(&c, &n);
+      if (rv == -2)
+        return wv_seterr(err, WAVE_EARG, "%s: .npy shape overflows", name);
+      if (rv != 0)
+        goto bad;
+      have_shape = 1;
+    } else {
+      return wv_seterr(err, WAVE_EARG, "%s: unexpected key '%s' in the .npy "
+                       "header", name, key);
+    }
+    if (!ld_eat(&c, ',')) {
+      if (!ld_eat(&c, '}'))
+        goto bad;
+      break;
+    }
+  }
+  ld_ws(&c);
+  if (c.p != c.end)
+    goto bad;
+  if (!have_descr || !have_order || !have_shape)
+    return wv_seterr(err, WAVE_EARG, "%s: .npy header lacks %s", name,
+                     !have_descr ? "'descr'" : !have_order ? "'fortran_order'"
+                                                            : "'shape'");
+  if (strcmp(descr, wv_npy_descr(dtype)) != 0)
+    return wv_seterr(err, WAVE_EDTYPE, "%s: .npy dtype '%s' does not match "
+                     "%s (expected '%s')", name, descr, wave_dtype_name(dtype),
+                     wv_npy_descr(dtype));
+  /* A 1-D array reads the same in either order; more dimensions would be
+   * flattened in the wrong order. */
+  if (fortran)
+    return wv_seterr(err, WAVE_EARG, "%s: Fortran-ordered .npy arrays are "
+                     "not supported (save with C order)", name);
+  off += hlen;
+  if (n > (UINT64_MAX / 4) || n * 4 != (uint64_t)(len - off))
+    return wv_seterr(err, WAVE_ELENGTH, "%s: .npy shape holds %llu rows "
+                     "(%llu bytes) but %zu data bytes follow the header",
+                     name, (unsigned long long)n,
+                     (unsigned long long)(n <= UINT64_MAX / 4 ? n * 4 : 0),
+                     len - off);
+  *data_off = off;
+  *rows = n;
+  return 0;
+bad:
+  return wv_seterr(err, WAVE_EARG, "%s: malformed .npy header near '%.20s'",
+                   name, c.p < c.end ? c.p : "<end>");
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static int ld_sep(char ch)
+{
+  return ch == ',' || isspace((unsigned char)ch);
+}
+
+/* Integer token [s, e): optional sign, decimal or 0x-hex; range per dtype. */
+static int ld_int(const char *s, const char *e, wave_dtype dtype, uint32_t *out)
+{
+  int neg = 0;
+  if (s < e && (*s == '+' || *s == '-'))
+    neg = *s++ == '-';
+  unsigned base = 10;
+  if (e - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s += 2;
+  }
+  if (s == e)
+    return -1;
+  uint64_t v = 0;
+  for (; s < e; s++) {
+    unsigned d;
+    if (*s >= '0' && *s <= '9')
+      d = (unsigned)(*s - '0');
+    else if (base == 16 && isxdigit((unsigned char)*s))
+      d = (unsigned)(tolower((unsigned char)*s) - 'a' + 10);
+    else
+      return -1;
+    v = v * base + d;
+    if (v > 0xffffffffull)
+      return -2;
+  }
+  if (dtype == WAVE_S32) {
+    if ((!neg && v > 0x7fffffffull) || (neg && v > 0x80000000ull))
+      return -2;
+    *out = neg ? (uint32_t)(0u - (uint32_t)v) : (uint32_t)v;
+  } else {
+    if (neg && v != 0)
+      return -2;
+    *out = (uint32_t)v;
+  }
+  return 0;
+}
+
+static int ld_float(const char *s, const char *e, uint32_t *out)
+{
+  char *end;
+  errno = 0;
+  float f = strtof(s, &end);
+  if (end != e || end == s)
+    return -1;
+  if (errno == ERANGE && isinf(f))
+    return -2; /* a finite number too large for float32 */
+  memcpy(out, &f, 4);
+  return 0;
+}
+
+/* buf holds len bytes and a NUL after them. */
+static int ld_text(const char *name, const char *buf, size_t len,
+                   wave_dtype dtype, wv_chunk_buf *out, wave_error *err)
+{
+  size_t cap = 0, n = 0;
+  unsigned char *rows = NULL;
+  unsigned line = 1;
+  const char *p = buf, *end = buf + len;
+  while (p < end) {
+    if (*p == '\n') {
+      line++;
+      p++;
+      continue;
+    }
+    if (ld_sep(*p)) {
+      p++;
+      continue;
+    }
+    if (*p == '#') {
+      while (p < end && *p != '\n')
+        p++;
+      continue;
+    }
+    const char *t = p;
+    while (p < end && !ld_sep(*p) && *p != '#')
+      p++;
+    uint32_t v;
+    int rv = dtype == WAVE_F32 ? ld_float(t, p, &v) : ld_int(t, p, dtype, &v);
+    if (rv != 0) {
+      free(rows);
+      int w = (int)(p - t > 40 ? 40 : p - t);
+      return wv_seterr(err, WAVE_EARG, "%s:%u: '%.*s' is %s %s", name, line,
+                       w, t, rv == -2 ? "out of range for" : "not a",
+                       wave_dtype_name(dtype));
+    }
+    if (n == cap) {
+      cap = cap ? cap * 2 : 1024;
+      unsigned char *nr = realloc(rows, cap * 4);
+      if (nr == NULL) {
+        free(rows);
+        return wv_seterr(err, WAVE_ENOMEM, "%s: %zu rows", name, n);
+      }
+      rows = nr;
+    }
+    ld_put32(rows + n * 4, v);
+    n++;
+  }
+  out->mem = rows;
+  out->data = rows;
+  out->bytes = n * 4;
+  return 0;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+int wv_load_buffer(const char *name, char *buf, size_t len, wv_format fmt,
+                   wave_dtype dtype, wv_chunk_buf *out, wave_error *err)
+{
+  memset(out, 0, sizeof *out);
+  if (dtype != WAVE_U32 && dtype != WAVE_S32 && dtype != WAVE_F32) {
+    free(buf);
+    return wv_seterr(err, WAVE_EDTYPE, "%s: no dtype to read it as", name);
+  }
+  buf[len] = '\0';
+  if (fmt == WV_FMT_AUTO)
+    fmt = (len >= 6 && memcmp(buf, LD_NPY_MAGIC, 6) == 0) ? WV_FMT_NPY
+                                                          : WV_FMT_RAW;
+  int rv = 0;
+  switch (fmt) {
+  case WV_FMT_TEXT:
+    rv = ld_text(name, buf, len, dtype, out, err);
+    free(buf);
+    return rv;
+  case WV_FMT_NPY: {
+    size_t off;
+    uint64_t rows;
+    rv = wv_npy_parse(name, (const unsigned char *)buf, len, dtype, &off,
+                      &rows, err);
+    if (rv != 0) {
+      free(buf);
+      return rv;
+    }
+    out->mem = buf;
+    out->data = buf + off;
+    out->bytes = (size_t)rows * 4;
+    return 0;
+  }
+  default:
+    if (len % 4 != 0) {
+      free(buf);
+      return wv_seterr(err, WAVE_ELENGTH, "%s: %zu bytes is not a whole "
+                       "number of 4-byte %s rows", name, len,
+                       wave_dtype_name(dtype));
+    }
+    out->mem = buf;
+    out->data = buf;
+    out->bytes = len;
+    return 0;
+  }
+}
+
+int wv_load_file(const char *path, wv_format fmt, wave_dtype dtype,
+                 wv_chunk_buf *out, wave_error *err)
+{
+  int stdin_ = strcmp(path, "-") == 0;
+  int fd = stdin_ ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return wv_seterr(err, WAVE_EIO, "%s: %s", path, strerror(errno));
+  /* Read to the end rather than trusting st_size: pipes and /dev/stdin. */
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap + 1);
+  if (buf == NULL)
+    goto nomem;
+  for (;;) {
+    if (len == cap) {
+      char *nb = cap > SIZE_MAX / 4 ? NULL : realloc(buf, cap * 2 + 1);
+      if (nb == NULL)
+        goto nomem;
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, buf + len, cap - len);
+    if (r == 0)
+      break;
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      int e = errno;
+      free(buf);
+      if (!stdin_)
+        close(fd);
+      return wv_seterr(err, WAVE_EIO, "%s: %s", path, strerror(e));
+    }
+    len += (size_t)r;
+  }
+  if (!stdin_)
+    close(fd);
+  return wv_load_buffer(stdin_ ? "<stdin>" : path, buf, len, fmt, dtype, out,
+                        err);
+nomem:
+  free(buf);
+  if (!stdin_)
+    close(fd);
+  return wv_seterr(err, WAVE_ENOMEM, "%s: out of memory reading it", path);
+}

@@ -1,0 +1,293 @@
+/* ctl_out.c - how wavectl prints results: one JSON object (--json) or a
+ * short readable text.
+ *
+ * JSON has no NaN or infinity, so those float32 results are the strings
+ * "nan", "inf", "-inf"; every other float is printed with %.9g, which is
+ * enough digits for strtof() to give back the same bits, and the raw bits
+ * are printed alongside ("bits") for anyone who needs them exactly.
+ * 64-bit hash outputs and fingerprints are 16-digit hex strings; nonces and
+ * counts are plain JSON integers (exact, though beyond 2^53 a reader that
+ * parses numbers as doubles rounds them).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "client/ctl.h"
+
+void wv_json_str(FILE *f, const char *s)
+{
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    switch (*p) {
+    case '"': fputs("\\\"", f); break;
+    case '\\': fputs("\\\\", f); break;
+    case '\n': fputs("\\n", f); break;
+    case '\r': fputs("\\r", f); break;
+    case '\t': fputs("\\t", f); break;
+    default:
+      if (*p < 0x20 || *p == 0x7f)
+        fprintf(f, "\\u%04x", *p);
+      else
+        fputc(*p, f);
+    }
+  }
+  fputc('"', f);
+}
+
+static const char *out_value(char *buf, size_t n, wave_dtype dtype,
+                             uint32_t bits, int quote)
+{
+  switch (dtype) {
+  case WAVE_S32:
+    snprintf(buf, n, "%" PRId32, (int32_t)bits);
+    break;
+  case WAVE_F32: {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    const char *q = quote ? "\"" : "";
+    if (isnan(f))
+      snprintf(buf, n, "%snan%s", q, q);
+    else if (isinf(f))
+      snprintf(buf, n, "%s%sinf%s", q, f < 0 ? "-" : "", q);
+    else
+      snprintf(buf, n, "%.9g", (double)f);
+    break;
+  }
+  default:
+    snprintf(buf, n, "%" PRIu32, bits);
+    break;
+  }
+  return buf;
+}
+
+const char *wv_json_value(char *buf, size_t n, wave_dtype dtype,
+                          uint32_t bits)
+{
+  return out_value(buf, n, dtype, bits, 1);
+}
+
+const char *wv_text_value(char *buf, size_t n, wave_dtype dtype,
+                          uint32_t bits)
+{
+  return out_value(buf, n, dtype, bits, 0);
+}
+
+/* A double as a JSON number (never nan/inf, which JSON lacks). */
+static void out_double(FILE *f, double v)
+{
+  fprintf(f, "%.9g", isfinite(v) ? v : 0.0);
+}
+
+void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
+{
+  char buf[48];
+  unsigned n = r->n_values > 2 ? 2 : r->n_values;
+  if (json) {
+    fputs("{\"result\": [", f);
+    for (unsigned i = 0; i < n; i++)
+      fprintf(f, "%s%s", i ? ", " : "",
+              wv_json_value(buf, sizeof buf, r->dtype, r->bits[i]));
+    fputs("], \"bits\": [", f);
+    for (unsigned i = 0; i < n; i++)
+      fprintf(f, "%s\"0x%08" PRIx32 "\"", i ? ", " : "", r->bits[i]);
+    fprintf(f, "], \"count\": %" PRIu64 ", \"rows\": %" PRIu64
+            ", \"device\": ", r->count, r->rows);
+    wv_json_str(f, r->device);
+    fputs(", \"dtype\": ", f);
+    wv_json_str(f, wave_dtype_name(r->dtype));
+    fputs(", \"op\": ", f);
+    wv_json_str(f, wave_op_name(r->op));
+    fputs(", \"seconds\": ", f);
+    out_double(f, r->seconds);
+    fputs("}\n", f);
+    return;
+  }
+  fprintf(f, "%s %s = ", wave_op_name(r->op), wave_dtype_name(r->dtype));
+  if (n == 2) {
+    char b2[48];
+    fprintf(f, "[%s, %s]  (bits 0x%08" PRIx32 ", 0x%08" PRIx32 ")\n",
+            wv_text_value(buf, sizeof buf, r->dtype, r->bits[0]),
+            wv_text_value(b2, sizeof b2, r->dtype, r->bits[1]), r->bits[0],
+            r->bits[1]);
+  } else {
+    fprintf(f, "%s  (bits 0x%08" PRIx32 ")\n",
+            wv_text_value(buf, sizeof buf, r->dtype, r->bits[0]), r->bits[0]);
+  }
+  fprintf(f, "rows selected: %" PRIu64 " of %" PRIu64 "\n", r->count,
+          r->rows);
+  fprintf(f, "device: %s (%.6f s)\n", r->device, r->seconds);
+}
+
+void wv_print_hash(FILE *f, const wave_hash_request *q,
+                   const wave_hash_result *r, uint64_t job_id, int json)
+{
+  double rate = r->seconds > 0 ? (double)r->hashes / r->seconds : 0.0;
+  if (json) {
+    fprintf(f, "{\"job\": %" PRIu64 ", \"pack\": ", job_id);
+    wv_json_str(f, q->pack);
+    fprintf(f, ", \"nonce\": %" PRIu64 ", \"count\": %" PRIu64
+            ", \"target\": \"%016" PRIx64 "\", \"fingerprint\": \"%016"
+            PRIx64 "\", \"best\": {\"nonce\": %" PRIu64 ", \"output\": \"%016"
+            PRIx64 "\"}, \"winners\": [", q->nonce, q->count, q->target,
+            r->fingerprint, r->best_nonce, r->best_output);
+    for (size_t i = 0; i < r->n_winners; i++)
+      fprintf(f, "%s{\"nonce\": %" PRIu64 ", \"output\": \"%016" PRIx64
+              "\"}", i ? ", " : "", r->winners[i].nonce,
+              r->winners[i].output);
+    fprintf(f, "], \"winner_count\": %" PRIu64 ", \"hashes\": %" PRIu64
+            ", \"seconds\": ", r->winner_count, r->hashes);
+    out_double(f, r->seconds);
+    fputs(", \"rate\": ", f);
+    out_double(f, rate);
+    fputs(", \"device\": ", f);
+    wv_json_str(f, r->device);
+    fputs(", \"exchange\": ", f);
+    wv_json_str(f, r->exchange);
+    if (r->n_outputs > 0) {
+      fputs(", \"outputs\": [", f);
+      for (size_t i = 0; i < r->n_outputs; i++)
+        fprintf(f, "%s\"%016" PRIx64 "\"", i ? ", " : "", r->outputs[i]);
+      fputc(']', f);
+    }
+    fputs("}\n", f);
+    return;
+  }
+  fprintf(f, "job %" PRIu64 ": pack %s, nonces %" PRIu64 " + %" PRIu64 "\n",
+          job_id, q->pack, q->nonce, q->count);
+  fprintf(f, "fingerprint  %016" PRIx64 "\n", r->fingerprint);
+  fprintf(f, "best         nonce %" PRIu64 " output %016" PRIx64 "\n",
+          r->best_nonce, r->best_output);
+  fprintf(f, "winners      %" PRIu64 " below %016" PRIx64 "\n",
+          r->winner_count, q->target);
+  for (size_t i = 0; i < r->n_winners; i++)
+    fprintf(f, "  nonce %" PRIu64 " output %016" PRIx64 "\n",
+            r->winners[i].nonce, r->winners[i].output);
+  if (r->n_winners < r->winner_count)
+    fprintf(f, "  (%" PRIu64 " more not listed)\n",
+            r->winner_count - r->n_winners);
+  fprintf(f, "hashes       %" PRIu64 " in %.3f s (%.3g hashes/s)\n",
+          r->hashes, r->seconds, rate);
+  fprintf(f, "device       %s, exchange %s\n", r->device, r->exchange);
+  for (size_t i = 0; i < r->n_outputs; i++)
+    fprintf(f, "output %" PRIu64 " %016" PRIx64 "\n", q->nonce + i,
+            r->outputs[i]);
+}
+
+static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
+{
+  fputc('[', f);
+  for (size_t i = 0; i < n; i++) {
+    fputs(i ? ", {\"pack\": " : "{\"pack\": ", f);
+    wv_json_str(f, c[i].pack);
+    fprintf(f, ", \"ok\": %s, \"detail\": ", c[i].ok ? "true" : "false");
+    wv_json_str(f, c[i].detail);
+    fputc('}', f);
+  }
+  fputc(']', f);
+}
+
+void wv_print_status(FILE *f, const wave_status *s, const char *url,
+                     int json)
+{
+  if (json) {
+    fputs("{\"version\": ", f);
+    wv_json_str(f, s->version);
+    fputs(", \"url\": ", f);
+    wv_json_str(f, url);
+    fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
+            ", \"jobs_failed\": %" PRIu64 ", \"devices\": [",
+            s->uptime_ms, s->jobs_served, s->jobs_failed);
+    for (size_t i = 0; i < s->n_devices; i++) {
+      const wave_device_status *d = &s->devices[i];
+      fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+      wv_json_str(f, d->name);
+      fputs(", \"backend\": ", f);
+      wv_json_str(f, d->backend);
+      fputs(", \"description\": ", f);
+      wv_json_str(f, d->description);
+      fprintf(f, ", \"queue_depth\": %u, \"queue_capacity\": %u, "
+              "\"jobs_done\": %" PRIu64 ", \"jobs_failed\": %" PRIu64
+              ", \"running\": %s, \"faulted\": %s, \"fault\": ",
+              d->queue_depth, d->queue_capacity, d->jobs_done, d->jobs_failed,
+              d->running ? "true" : "false", d->faulted ? "true" : "false");
+      wv_json_str(f, d->fault);
+      fprintf(f, ", \"wave_width\": %u, \"exchange\": ", d->wave_width);
+      wv_json_str(f, d->exchange);
+      fputs(", \"exchange_reason\": ", f);
+      wv_json_str(f, d->exchange_reason);
+      fputs(", \"packs\": ", f);
+      out_checks_json(f, d->packs, d->n_packs);
+      fputc('}', f);
+    }
+    fputs("]}\n", f);
+    return;
+  }
+  fprintf(f, "wavedd %s at %s: up %.1f s, %" PRIu64 " jobs served, %" PRIu64
+          " failed\n", s->version, url, (double)s->uptime_ms / 1000.0,
+          s->jobs_served, s->jobs_failed);
+  for (size_t i = 0; i < s->n_devices; i++) {
+    const wave_device_status *d = &s->devices[i];
+    fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);
+    if (d->faulted)
+      fprintf(f, "  state      FAULTED: %s\n", d->fault);
+    else
+      fprintf(f, "  state      %s\n", d->running ? "running" : "idle");
+    fprintf(f, "  queue      %u of %u\n", d->queue_depth, d->queue_capacity);
+    fprintf(f, "  jobs       %" PRIu64 " done, %" PRIu64 " failed\n",
+            d->jobs_done, d->jobs_failed);
+    fprintf(f, "  wave width %u\n", d->wave_width);
+    if (d->exchange[0] != '\0')
+      fprintf(f, "  exchange   %s%s%s%s\n", d->exchange,
+              d->exchange_reason[0] ? " (" : "", d->exchange_reason,
+              d->exchange_reason[0] ? ")" : "");
+    for (size_t k = 0; k < d->n_packs; k++)
+      fprintf(f, "  pack       %s: %s%s%s%s\n", d->packs[k].pack,
+              d->packs[k].ok ? "ok" : "FAILED",
+              d->packs[k].detail[0] ? " (" : "", d->packs[k].detail,
+              d->packs[k].detail[0] ? ")" : "");
+  }
+}
+
+void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
+{
+  if (json) {
+    fputs("{\"packs\": [", f);
+    for (size_t i = 0; i < n; i++) {
+      fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+      wv_json_str(f, p[i].name);
+      fprintf(f, ", \"version\": %u, \"dataset_bytes\": %" PRIu64
+              ", \"description\": ", p[i].version, p[i].dataset_bytes);
+      wv_json_str(f, p[i].description);
+      fputs(", \"devices\": [", f);
+      for (size_t k = 0; k < p[i].n_devices; k++) {
+        fputs(k ? ", {\"device\": " : "{\"device\": ", f);
+        wv_json_str(f, p[i].devices[k].device);
+        fprintf(f, ", \"ok\": %s, \"detail\": ",
+                p[i].devices[k].ok ? "true" : "false");
+        wv_json_str(f, p[i].devices[k].detail);
+        fputc('}', f);
+      }
+      fputs("]}", f);
+    }
+    fputs("]}\n", f);
+    return;
+  }
+  if (n == 0)
+    fputs("no packs loaded\n", f);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(f, "%s v%u", p[i].name, p[i].version);
+    if (p[i].dataset_bytes)
+      fprintf(f, ", dataset %" PRIu64 " bytes", p[i].dataset_bytes);
+    else
+      fputs(", closed form", f);
+    if (p[i].description[0])
+      fprintf(f, ": %s", p[i].description);
+    fputc('\n', f);
+    for (size_t k = 0; k < p[i].n_devices; k++)
+      fprintf(f, "  %-12s %s%s%s%s\n", p[i].devices[k].device,
+              p[i].devices[k].ok ? "ok" : "FAILED",
+              p[i].devices[k].detail[0] ? " (" : "", p[i].devices[k].detail,
+              p[i].devices[k].detail[0] ? ")" : "");
+  }
+}

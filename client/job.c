@@ -1,0 +1,221 @@
+/* job.c - hash jobs in libwaveclient: submit, poll, cancel, and wave_hash()
+ * which strings them together.
+ *
+ * A hash job can outlast any reasonable reply timeout, so it is never
+ * answered in the exchange that submits it (wave.proto): the submit returns
+ * a job id, and polls wait up to wait_ms on the daemon for the job to end.
+ * Each poll's reply timeout is the client's timeout plus wait_ms, so a long
+ * wait is never mistaken for a dead daemon.  HashRequest.client carries the
+ * client's random tag, so if nng resends a submit after a reconnect the
+ * daemon returns the job it already has instead of starting a second one.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/client_int.h"
+#include "proto/base.h"
+#include "wave/client.h"
+
+static void job_info(wave_job_info *dst, const Wave__V1__JobInfo *ji)
+{
+  memset(dst, 0, sizeof *dst);
+  dst->job_id = ji->job_id;
+  dst->state = (wave_job_state)ji->state;
+  dst->done = ji->done;
+  dst->total = ji->total;
+  dst->seconds = ji->seconds;
+  wv_client_copy(dst->device, sizeof dst->device, ji->device);
+  if (ji->error != NULL) {
+    dst->error.code = (int)ji->error->code;
+    wv_client_copy(dst->error.message, sizeof dst->error.message,
+                   ji->error->message);
+  }
+  if (dst->state == WAVE_JOB_CANCELLED && dst->error.code == 0)
+    wv_seterr(&dst->error, WAVE_ECANCELLED, NULL);
+  if (dst->state == WAVE_JOB_FAILED && dst->error.code == 0)
+    wv_seterr(&dst->error, WAVE_EINTERNAL, "job failed without an error");
+}
+
+static int job_result(wave_hash_result *dst, const Wave__V1__HashResult *hr,
+                      wave_error *err)
+{
+  memset(dst, 0, sizeof *dst);
+  dst->fingerprint = hr->fingerprint;
+  dst->winner_count = hr->winner_count;
+  dst->best_nonce = hr->best_nonce;
+  dst->best_output = hr->best_output;
+  dst->hashes = hr->hashes;
+  dst->seconds = hr->seconds;
+  wv_client_copy(dst->device, sizeof dst->device, hr->device);
+  wv_client_copy(dst->exchange, sizeof dst->exchange, hr->exchange);
+  if (hr->n_winners > 0) {
+    dst->winners = calloc(hr->n_winners, sizeof *dst->winners);
+    if (dst->winners == NULL)
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    for (size_t i = 0; i < hr->n_winners; i++) {
+      if (hr->winners[i] == NULL)
+        continue;
+      dst->winners[dst->n_winners].nonce = hr->winners[i]->nonce;
+      dst->winners[dst->n_winners].output = hr->winners[i]->output;
+      dst->n_winners++;
+    }
+  }
+  if (hr->n_outputs > 0) {
+    dst->outputs = malloc(hr->n_outputs * sizeof *dst->outputs);
+    if (dst->outputs == NULL) {
+      wave_hash_result_free(dst);
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    }
+    memcpy(dst->outputs, hr->outputs, hr->n_outputs * sizeof *dst->outputs);
+    dst->n_outputs = hr->n_outputs;
+  }
+  return 0;
+}
+
+void wave_hash_result_free(wave_hash_result *res)
+{
+  if (res == NULL)
+    return;
+  free(res->winners);
+  free(res->outputs);
+  res->winners = NULL;
+  res->outputs = NULL;
+  res->n_winners = res->n_outputs = 0;
+}
+
+int wave_hash_submit(wave_client *c, const wave_hash_request *req,
+                     uint64_t *job_id, wave_error *err)
+{
+  if (c == NULL || req == NULL || job_id == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_hash_submit: NULL argument");
+  Wave__V1__HashRequest hr = WAVE__V1__HASH_REQUEST__INIT;
+  hr.pack = (char *)(req->pack ? req->pack : "");
+  hr.nonce = req->nonce;
+  hr.count = req->count;
+  hr.target = req->target;
+  hr.max_winners = req->max_winners;
+  hr.want_outputs = req->want_outputs != 0;
+  hr.device = (char *)(req->device ? req->device : "");
+  hr.client = c->tag;
+
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_HASH;
+  r.hash = &hr;
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOB, 0, &resp, err);
+  if (rv != 0)
+    return rv;
+  if (resp->job == NULL || resp->job->job_id == 0) {
+    wave__v1__response__free_unpacked(resp, NULL);
+    return wv_seterr(err, WAVE_EIO, "%s: hash submit reply without a job id",
+                     c->url);
+  }
+  *job_id = resp->job->job_id;
+  wave__v1__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
+/* Convert a JobInfo reply; the result too when DONE and res is wanted. */
+static int job_reply(wave_client *c, Wave__V1__Response *resp,
+                     wave_job_info *info, wave_hash_result *res,
+                     wave_error *err)
+{
+  const Wave__V1__JobInfo *ji = resp->job;
+  if (ji == NULL)
+    return wv_seterr(err, WAVE_EIO, "%s: empty job reply", c->url);
+  wave_job_info tmp;
+  job_info(info ? info : &tmp, ji);
+  if (res != NULL && ji->state == WAVE__V1__JOB_STATE__DONE) {
+    if (ji->result == NULL)
+      return wv_seterr(err, WAVE_EIO, "%s: job %llu is done but the reply "
+                       "has no result", c->url,
+                       (unsigned long long)ji->job_id);
+    return job_result(res, ji->result, err);
+  }
+  return 0;
+}
+
+int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
+                  wave_job_info *info, wave_hash_result *res, wave_error *err)
+{
+  if (c == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_job_poll: NULL client");
+  Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
+  jr.job_id = job_id;
+  jr.wait_ms = wait_ms;
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_JOB;
+  r.job = &jr;
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOB, wait_ms, &resp,
+                          err);
+  if (rv != 0)
+    return rv;
+  rv = job_reply(c, resp, info, res, err);
+  wave__v1__response__free_unpacked(resp, NULL);
+  return rv;
+}
+
+int wave_job_cancel(wave_client *c, uint64_t job_id, wave_job_info *info,
+                    wave_error *err)
+{
+  if (c == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_job_cancel: NULL client");
+  Wave__V1__CancelRequest cr = WAVE__V1__CANCEL_REQUEST__INIT;
+  cr.job_id = job_id;
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_CANCEL;
+  r.cancel = &cr;
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOB, 0, &resp, err);
+  if (rv != 0)
+    return rv;
+  rv = job_reply(c, resp, info, NULL, err);
+  wave__v1__response__free_unpacked(resp, NULL);
+  return rv;
+}
+
+static double job_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int wave_hash(wave_client *c, const wave_hash_request *req,
+              wave_hash_result *res, wave_progress_fn progress, void *arg,
+              wave_error *err)
+{
+  if (res == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_hash: NULL result");
+  memset(res, 0, sizeof *res);
+  uint64_t id;
+  int rv = wave_hash_submit(c, req, &id, err);
+  if (rv != 0)
+    return rv;
+  for (;;) {
+    wave_job_info info;
+    double t0 = job_now();
+    if ((rv = wave_job_poll(c, id, 1000, &info, res, err)) != 0)
+      return rv;
+    if (progress != NULL)
+      progress(&info, arg);
+    switch (info.state) {
+    case WAVE_JOB_DONE:
+      return 0;
+    case WAVE_JOB_FAILED:
+    case WAVE_JOB_CANCELLED:
+      return wv_seterr(err, info.error.code, "%s", info.error.message);
+    default:
+      break;
+    }
+    /* A daemon that answers polls at once (no waiting) must not be spun
+     * on: pace such polls at 20 per second. */
+    double dt = job_now() - t0;
+    if (dt < 0.05) {
+      struct timespec ts = {0, (long)((0.05 - dt) * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+  }
+}

@@ -1,0 +1,297 @@
+/* wavectl.c - the command line client of wavedd: main(), and the commands
+ * run over libwaveclient (parsing, loading and printing live in ctl_*.c).
+ *
+ * Exit status says who was at fault, for scripts: 0 ok, 1 the job or the
+ * daemon refused (bad input, unknown pack, device fault), 2 the command line
+ * was wrong, 3 the daemon could not be reached (timeout or transport
+ * error), 130 a hash job cancelled by Ctrl-C.  Errors print one line on
+ * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
+ *
+ * Ctrl-C during a hash job: the handler only sets a flag; the poll loop
+ * (short waits, so it notices soon) sends CancelRequest and waits for the
+ * daemon to report the job ended, then exits 130.  A second Ctrl-C kills
+ * wavectl at once (the handler is reset to the default after the first).
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/ctl.h"
+#include "proto/base.h"
+#include "wave/client.h"
+
+enum { EXIT_JOB = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3,
+       EXIT_INTERRUPTED = 130 };
+
+static volatile sig_atomic_t ctl_interrupted;
+
+static void ctl_on_sigint(int sig)
+{
+  (void)sig;
+  ctl_interrupted = 1;
+  signal(SIGINT, SIG_DFL);
+}
+
+static int ctl_fail(const wave_error *e, int status)
+{
+  fprintf(stderr, "wavectl: %s: %s\n", wave_errname(e->code),
+          e->message[0] ? e->message : wave_strerror(e->code));
+  return status;
+}
+
+/* The exit status for an error returned by a libwaveclient call. */
+static int ctl_call_fail(const wave_error *e)
+{
+  if (e->code == WAVE_ETIMEDOUT || e->code == WAVE_EIO)
+    return ctl_fail(e, EXIT_UNREACHABLE);
+  return ctl_fail(e, EXIT_JOB);
+}
+
+/* Open the client: only once the command is ready to send, so that a bad
+ * input file never starts a connection only to drop it mid-handshake (which
+ * costs the daemon work, and nng 1.5's ipc listener worse). */
+static int ctl_connect(const wv_args *a, wave_client **c)
+{
+  wave_error err = {0};
+  if (wave_client_open(c, a->url, &err) != 0)
+    return ctl_fail(&err, err.code == WAVE_EARG ? EXIT_USAGE
+                                                : EXIT_UNREACHABLE);
+  if (a->timeout_ms > 0)
+    wave_client_set_timeout(*c, a->timeout_ms);
+  return 0;
+}
+
+/* ---- submit reduce ------------------------------------------------------ */
+
+static int ctl_load_all(const char *const *paths, size_t n, wv_format fmt,
+                        wave_dtype dtype, wv_chunk_buf *bufs,
+                        wave_chunk *chunks, wave_error *err)
+{
+  for (size_t i = 0; i < n; i++) {
+    int rv = wv_load_file(paths[i], fmt, dtype, &bufs[i], err);
+    if (rv != 0)
+      return rv;
+    chunks[i].data = bufs[i].data;
+    chunks[i].bytes = bufs[i].bytes;
+  }
+  return 0;
+}
+
+static int ctl_reduce(const wv_args *a)
+{
+  wave_error err = {0};
+  wave_client *c = NULL;
+  int status = 0;
+  size_t n = a->n_inputs + a->n_masks;
+  wv_chunk_buf *bufs = calloc(n, sizeof *bufs);
+  wave_chunk *chunks = calloc(n, sizeof *chunks);
+  if (bufs == NULL || chunks == NULL) {
+    wv_seterr(&err, WAVE_ENOMEM, NULL);
+    status = ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
+  /* Masks are uint32 rows whatever the input's dtype. */
+  if (ctl_load_all(a->inputs, a->n_inputs, a->format, a->dtype, bufs, chunks,
+                   &err) != 0 ||
+      ctl_load_all(a->masks, a->n_masks, a->format, WAVE_U32,
+                   bufs + a->n_inputs, chunks + a->n_inputs, &err) != 0) {
+    status = ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
+  if ((status = ctl_connect(a, &c)) != 0)
+    goto out;
+  wave_reduce_request q = {
+    .dtype = a->dtype, .op = a->op,
+    .input = chunks, .n_input = a->n_inputs,
+    .mask = chunks + a->n_inputs, .n_mask = a->n_masks,
+    .has_mask = a->n_masks > 0, .device = a->device,
+  };
+  wave_reduce_result r;
+  if (wave_reduce(c, &q, &r, &err) != 0) {
+    status = ctl_call_fail(&err);
+    goto out;
+  }
+  wv_print_reduce(stdout, &r, a->json);
+out:
+  wave_client_close(c);
+  for (size_t i = 0; bufs != NULL && i < n; i++)
+    wv_chunk_buf_free(&bufs[i]);
+  free(bufs);
+  free(chunks);
+  return status;
+}
+
+/* ---- submit hash -------------------------------------------------------- */
+
+static void ctl_rate(char *buf, size_t n, double rate)
+{
+  static const char *const units[] = {"", "k", "M", "G", "T", "P"};
+  unsigned u = 0;
+  while (rate >= 1000.0 && u + 1 < sizeof units / sizeof units[0]) {
+    rate /= 1000.0;
+    u++;
+  }
+  snprintf(buf, n, "%.2f %sH/s", rate, units[u]);
+}
+
+static void ctl_progress(const wave_job_info *info)
+{
+  enum { WIDTH = 30 };
+  double frac = info->total ? (double)info->done / (double)info->total : 0.0;
+  if (frac > 1.0)
+    frac = 1.0;
+  char bar[WIDTH + 1], rate[32];
+  unsigned fill = (unsigned)(frac * WIDTH);
+  for (unsigned i = 0; i < WIDTH; i++)
+    bar[i] = i < fill ? '#' : '-';
+  bar[WIDTH] = '\0';
+  ctl_rate(rate, sizeof rate,
+           info->seconds > 0 ? (double)info->done / info->seconds : 0.0);
+  const char *state = info->state == WAVE_JOB_QUEUED ? "queued" : "";
+  fprintf(stderr, "\r[%s] %5.1f%%  %s  %.1f s %s\033[K", bar, frac * 100.0,
+          rate, info->seconds, state);
+  fflush(stderr);
+}
+
+/* After Ctrl-C: ask the daemon to cancel, then wait until it says the job
+ * has ended (it may finish or fail in the meantime: that ends it too). */
+static int ctl_cancel(wave_client *c, uint64_t id, int tty)
+{
+  wave_error err = {0};
+  wave_job_info info;
+  if (tty)
+    fputs("\r\033[K", stderr);
+  if (wave_job_cancel(c, id, &info, &err) != 0)
+    return ctl_call_fail(&err);
+  while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
+    if (wave_job_poll(c, id, 1000, &info, NULL, &err) != 0)
+      return ctl_call_fail(&err);
+  }
+  wv_seterr(&err, WAVE_ECANCELLED, "job %" PRIu64 " %s after %" PRIu64
+            " of %" PRIu64 " nonces", id,
+            info.state == WAVE_JOB_CANCELLED ? "cancelled" : "ended",
+            info.done, info.total);
+  return ctl_fail(&err, EXIT_INTERRUPTED);
+}
+
+static int ctl_hash(wave_client *c, const wv_args *a)
+{
+  wave_error err = {0};
+  wave_hash_request q = {
+    .pack = a->pack, .nonce = a->nonce, .count = a->count,
+    .target = a->target, .max_winners = a->max_winners,
+    .want_outputs = a->outputs, .device = a->device,
+  };
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = ctl_on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old);
+
+  int tty = isatty(STDERR_FILENO), status = 0;
+  uint64_t id;
+  if (wave_hash_submit(c, &q, &id, &err) != 0) {
+    status = ctl_call_fail(&err);
+    goto out;
+  }
+  for (;;) {
+    if (ctl_interrupted) {
+      status = ctl_cancel(c, id, tty);
+      goto out;
+    }
+    wave_job_info info;
+    wave_hash_result res;
+    /* Short waits, so that Ctrl-C is acted on promptly. */
+    if (wave_job_poll(c, id, 250, &info, &res, &err) != 0) {
+      if (tty)
+        fputs("\n", stderr);
+      status = ctl_call_fail(&err);
+      goto out;
+    }
+    if (tty && info.state != WAVE_JOB_DONE)
+      ctl_progress(&info);
+    if (info.state == WAVE_JOB_DONE) {
+      if (tty)
+        fputs("\r\033[K", stderr);
+      wv_print_hash(stdout, &q, &res, id, a->json);
+      wave_hash_result_free(&res);
+      goto out;
+    }
+    if (info.state == WAVE_JOB_FAILED || info.state == WAVE_JOB_CANCELLED) {
+      if (tty)
+        fputs("\n", stderr);
+      status = ctl_fail(&info.error, EXIT_JOB);
+      goto out;
+    }
+  }
+out:
+  sigaction(SIGINT, &old, NULL);
+  return status;
+}
+
+/* ---- status, packs ------------------------------------------------------ */
+
+static int ctl_status(wave_client *c, const wv_args *a)
+{
+  wave_error err = {0};
+  wave_status *s;
+  if (wave_status_get(c, &s, &err) != 0)
+    return ctl_call_fail(&err);
+  wv_print_status(stdout, s, wave_client_url(c), a->json);
+  wave_status_free(s);
+  return 0;
+}
+
+static int ctl_packs(wave_client *c, const wv_args *a)
+{
+  wave_error err = {0};
+  wave_pack_info *p;
+  size_t n;
+  if (wave_packs_get(c, &p, &n, &err) != 0)
+    return ctl_call_fail(&err);
+  wv_print_packs(stdout, p, n, a->json);
+  wave_packs_free(p);
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  wv_args a;
+  wave_error err = {0};
+  int status;
+  if (wv_args_parse(argc, argv, &a, &err) != 0) {
+    status = ctl_fail(&err, EXIT_USAGE);
+    wv_args_fini(&a);
+    return status;
+  }
+  if (a.help || a.version) {
+    if (a.help)
+      wv_usage(stdout, a.cmd);
+    else
+      printf("wavectl %s\n", WAVE_VERSION);
+    wv_args_fini(&a);
+    return 0;
+  }
+
+  wave_client *c = NULL;
+  if (a.cmd == WV_CMD_REDUCE)
+    status = ctl_reduce(&a); /* reads its inputs, then connects */
+  else if ((status = ctl_connect(&a, &c)) == 0) {
+    switch (a.cmd) {
+    case WV_CMD_HASH: status = ctl_hash(c, &a); break;
+    case WV_CMD_STATUS: status = ctl_status(c, &a); break;
+    case WV_CMD_PACKS: status = ctl_packs(c, &a); break;
+    default: status = EXIT_USAGE; break;
+    }
+  }
+  if (fflush(stdout) != 0 && status == 0) {
+    wv_seterr(&err, WAVE_EIO, "writing standard output failed");
+    status = ctl_fail(&err, EXIT_JOB);
+  }
+  wave_client_close(c);
+  wv_args_fini(&a);
+  return status;
+}

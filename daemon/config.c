@@ -1,0 +1,565 @@
+/* config.c - devices.yaml -> wd_config (see config.h, docs/config.md).
+ *
+ * Every key the file may hold is one row of cf_keys[] below: its section,
+ * name, type, where it lands in the struct, bounds and default.  Defaults
+ * are applied from the table, the YAML document is walked once against it,
+ * and checks that need more than one value (unique device names, unique
+ * URLs) run as each value is stored, so every message can point at the
+ * node that is wrong.  The result is a fresh struct, handed out only when
+ * the whole file is valid: a bad file never leaves half a config behind.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <yaml.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "wave/client.h"
+#include "proto/base.h"
+#include "workers/worker.h"
+
+enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE };
+enum { CF_UINT, CF_STR, CF_ENUM, CF_CHOICE, CF_MODE, CF_SECTION, CF_URLS,
+       CF_NAMES, CF_DEVICES };  /* ENUM stores the index, CHOICE the string */
+
+typedef struct cf_state cf_state;
+/* Per-value check beyond type and bounds; fills why and returns nonzero. */
+typedef int (*cf_check)(cf_state *s, const char *value, char *why, size_t n);
+
+typedef struct cf_key {
+  int sec;
+  const char *name;
+  int type;
+  size_t off, size;           /* field in wd_config / wd_device_cfg */
+  uint64_t min, max, def;     /* CF_UINT, CF_MODE */
+  const char *sdef;           /* CF_STR, CF_ENUM default */
+  const char *const *choices; /* CF_ENUM, CF_CHOICE; NULL-terminated */
+  int required;
+  int sub;                    /* CF_SECTION: which section */
+  cf_check check;
+} cf_key;
+
+struct cf_state {
+  const char *file;
+  yaml_document_t *doc;
+  wd_config *cfg;
+  size_t dev;                 /* device being parsed */
+  wave_error *err;
+};
+
+static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n);
+static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
+
+static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
+
+#define CFG wd_config
+#define DEV wd_device_cfg
+#define FLD(st, f) offsetof(st, f), sizeof(((st *)0)->f)
+#define UINT(sec, st, key, f, lo, hi, d)                                       \
+  {sec, key, CF_UINT, FLD(st, f), lo, hi, d, NULL, NULL, 0, 0, NULL}
+
+/* The one table: docs/config.md describes the same rows. */
+static const cf_key cf_keys[] = {
+  {CF_ROOT, "listen", CF_URLS, FLD(CFG, listen), 0, 0, 0, NULL, NULL, 0, 0, NULL},
+  {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0, NULL, NULL, 0, 0, NULL},
+  {CF_ROOT, "log_level", CF_ENUM, FLD(CFG, log_level), 0, 0, 0, "info", cf_levels, 0, 0, NULL},
+  {CF_ROOT, "limits", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_LIMITS, NULL},
+  {CF_ROOT, "packs", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_PACKS, NULL},
+  {CF_ROOT, "devices", CF_DEVICES, FLD(CFG, devices), 0, 0, 0, NULL, NULL, 1, 0, NULL},
+
+  UINT(CF_LIMITS, CFG, "max_request_bytes", limits.max_request_bytes, 4096, 1ull << 30, 64ull << 20),
+  UINT(CF_LIMITS, CFG, "max_job_rows", limits.max_job_rows, 1, 1ull << 32, 1ull << 24),
+  UINT(CF_LIMITS, CFG, "jobs_in_flight", limits.jobs_in_flight, 1, 65536, 64),
+  UINT(CF_LIMITS, CFG, "contexts", limits.contexts, 1, 4096, 64),
+  UINT(CF_LIMITS, CFG, "max_outputs", limits.max_outputs, 0, 1u << 20, 1u << 16),
+  UINT(CF_LIMITS, CFG, "max_winners", limits.max_winners, 0, 1u << 16, 4096),
+  UINT(CF_LIMITS, CFG, "max_wait_ms", limits.max_wait_ms, 0, 50000, 10000),
+  UINT(CF_LIMITS, CFG, "keep_jobs", limits.keep_jobs, 0, 65536, 256),
+  UINT(CF_LIMITS, CFG, "keep_seconds", limits.keep_seconds, 0, 86400, 600),
+
+  {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
+  {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},
+
+  {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, cf_check_devname},
+  {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, cf_check_backend},
+  UINT(CF_DEVICE, DEV, "index", index, 0, 255, 0),
+  UINT(CF_DEVICE, DEV, "threads", threads, 0, 1024, 0),
+  UINT(CF_DEVICE, DEV, "queue_depth", queue_depth, 1, 65536, 64),
+  {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL},
+  UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0),
+  UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0),
+};
+#define CF_NKEYS (sizeof cf_keys / sizeof cf_keys[0])
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int cf_fail(cf_state *s, const yaml_node_t *at, const char *key,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int cf_fail(cf_state *s, const yaml_node_t *at, const char *key,
+                   const char *fmt, ...)
+{
+  char what[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  size_t line = at ? at->start_mark.line + 1 : 1;
+  size_t col = at ? at->start_mark.column + 1 : 1;
+  return wv_seterr(s->err, WAVE_ECONFIG, "%s:%zu:%zu: %s: %s", s->file, line,
+                   col, key, what);
+}
+
+/* ---- scalars ----------------------------------------------------------- */
+
+static const char *cf_scalar(const yaml_node_t *n)
+{
+  return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
+                                     : NULL;
+}
+
+static int cf_is_null(const yaml_node_t *n)
+{
+  if (n->type != YAML_SCALAR_NODE ||
+      n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+    return 0;
+  const char *v = cf_scalar(n);
+  return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0;
+}
+
+/* Decimal or 0x-hex, no sign, no spaces; 0 on success. */
+static int cf_parse_u64(const char *v, uint64_t *out)
+{
+  int base = 10;
+  if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+    base = 16;
+    v += 2;
+  }
+  if (*v == '\0')
+    return -1;
+  for (const char *p = v; *p; p++)
+    if (base == 10 ? !isdigit((unsigned char)*p)
+                   : !isxdigit((unsigned char)*p))
+      return -1;
+  errno = 0;
+  char *end;
+  unsigned long long x = strtoull(v, &end, base);
+  if (errno != 0 || *end != '\0')
+    return -1;
+  *out = x;
+  return 0;
+}
+
+/* An octal mode: 0660, 660 or 0o660. */
+static int cf_parse_mode(const char *v, uint64_t *out)
+{
+  if (v[0] == '0' && (v[1] == 'o' || v[1] == 'O'))
+    v += 2;
+  if (*v == '\0' || strlen(v) > 4)
+    return -1;
+  uint64_t x = 0;
+  for (const char *p = v; *p; p++) {
+    if (*p < '0' || *p > '7')
+      return -1;
+    x = x * 8 + (uint64_t)(*p - '0');
+  }
+  *out = x;
+  return 0;
+}
+
+static void cf_store_uint(void *field, size_t size, uint64_t x)
+{
+  if (size == sizeof(uint64_t))
+    *(uint64_t *)field = x;
+  else
+    *(unsigned *)field = (unsigned)x;
+}
+
+/* ---- per-value checks ---------------------------------------------------- */
+
+static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n)
+{
+  if (v[0] == '\0') {
+    snprintf(why, n, "expected a device name (letters, digits, '_', '-', '.')");
+    return -1;
+  }
+  for (const char *p = v; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') {
+      snprintf(why, n, "'%s': a device name is letters, digits, '_', '-', '.'",
+               v);
+      return -1;
+    }
+  for (size_t i = 0; i < s->dev; i++)
+    if (strcmp(s->cfg->devices[i].name, v) == 0) {
+      snprintf(why, n, "device name '%s' is already used by devices[%zu]", v,
+               i);
+      return -1;
+    }
+  return 0;
+}
+
+static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n)
+{
+  (void)s;
+  if (wv_backend_find(v) != NULL)
+    return 0;
+  if (wv_backend_known(v))
+    snprintf(why, n, "backend '%s' not built into this wavedd", v);
+  else
+    snprintf(why, n,
+             "unknown backend '%s' (known: cpu, cuda, hip, vulkan, opencl)", v);
+  return -1;
+}
+
+static int cf_check_url(cf_state *s, const char *v, size_t i, char *why,
+                        size_t n)
+{
+  nng_url *u = NULL;
+  int rv = nng_url_parse(&u, v);
+  if (rv != 0) {
+    snprintf(why, n, "'%s' is not a URL (%s)", v, nng_strerror(rv));
+    return -1;
+  }
+  int bad = 0;
+  if (strcmp(u->u_scheme, "ipc") == 0) {
+    size_t len = strlen(u->u_path);
+    if (len == 0 || len > 107) {
+      snprintf(why, n, "'%s': an ipc path must be 1..107 bytes", v);
+      bad = 1;
+    }
+  } else if (strcmp(u->u_scheme, "tcp") == 0 ||
+             strcmp(u->u_scheme, "tcp4") == 0 ||
+             strcmp(u->u_scheme, "tcp6") == 0) {
+    if (u->u_port == NULL || u->u_port[0] == '\0') {
+      snprintf(why, n, "'%s': a tcp URL needs a port (tcp://host:port)", v);
+      bad = 1;
+    }
+  } else {
+    snprintf(why, n, "'%s': the scheme must be ipc:// or tcp://", v);
+    bad = 1;
+  }
+  nng_url_free(u);
+  for (size_t j = 0; !bad && j < i; j++)
+    if (strcmp(s->cfg->listen[j], v) == 0) {
+      snprintf(why, n, "'%s' is listed twice", v);
+      bad = 1;
+    }
+  return bad ? -1 : 0;
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+static void cf_defaults(int sec, void *base)
+{
+  for (size_t k = 0; k < CF_NKEYS; k++) {
+    const cf_key *e = &cf_keys[k];
+    if (e->sec != sec)
+      continue;
+    char *field = (char *)base + e->off;
+    if (e->type == CF_UINT || e->type == CF_MODE)
+      cf_store_uint(field, e->size, e->def);
+    else if (e->type == CF_STR || e->type == CF_CHOICE)
+      snprintf(field, e->size, "%s", e->sdef);
+    else if (e->type == CF_ENUM)
+      for (int c = 0; e->choices[c]; c++)
+        if (strcmp(e->choices[c], e->sdef) == 0)
+          *(int *)field = c;
+  }
+}
+
+static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
+                      const char *prefix);
+
+/* A sequence of strings (listen, packs.load); packs.load also takes "all". */
+static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
+                   const char *path)
+{
+  wd_config *c = s->cfg;
+  if (e->type == CF_NAMES && cf_scalar(v) && strcmp(cf_scalar(v), "all") == 0) {
+    c->packs_all = 1;
+    return 0;
+  }
+  if (v->type != YAML_SEQUENCE_NODE)
+    return cf_fail(s, v, path, e->type == CF_URLS
+                                   ? "expected a list of URLs"
+                                   : "expected a list of pack names or 'all'");
+  size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  char **list = calloc(n + 1, sizeof *list);
+  if (list == NULL)
+    return wv_seterr(s->err, WAVE_ENOMEM, NULL);
+  if (e->type == CF_URLS) {
+    c->listen = list;
+    c->n_listen = 0;
+  } else {
+    c->packs_load = list;
+    c->n_packs_load = 0;
+    c->packs_all = 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    yaml_node_t *it =
+        yaml_document_get_node(s->doc, v->data.sequence.items.start[i]);
+    char ipath[160], why[200];
+    snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
+    const char *str = it ? cf_scalar(it) : NULL;
+    if (str == NULL || str[0] == '\0')
+      return cf_fail(s, it, ipath, "expected a %s",
+                     e->type == CF_URLS ? "URL" : "pack name");
+    if (e->type == CF_URLS && cf_check_url(s, str, i, why, sizeof why))
+      return cf_fail(s, it, ipath, "%s", why);
+    if (e->type == CF_NAMES)
+      for (size_t j = 0; j < i; j++)
+        if (strcmp(list[j], str) == 0)
+          return cf_fail(s, it, ipath, "pack '%s' is listed twice", str);
+    if ((list[i] = strdup(str)) == NULL)
+      return wv_seterr(s->err, WAVE_ENOMEM, NULL);
+    if (e->type == CF_URLS)
+      c->n_listen = i + 1;
+    else
+      c->n_packs_load = i + 1;
+  }
+  if (e->type == CF_URLS && n == 0)
+    return cf_fail(s, v, path, "at least one URL is required");
+  return 0;
+}
+
+static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
+{
+  wd_config *c = s->cfg;
+  if (v->type != YAML_SEQUENCE_NODE)
+    return cf_fail(s, v, path, "expected a list of devices");
+  size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  if (n == 0)
+    return cf_fail(s, v, path, "at least one device is required");
+  if ((c->devices = calloc(n, sizeof *c->devices)) == NULL)
+    return wv_seterr(s->err, WAVE_ENOMEM, NULL);
+  for (size_t i = 0; i < n; i++) {
+    yaml_node_t *it =
+        yaml_document_get_node(s->doc, v->data.sequence.items.start[i]);
+    char ipath[64];
+    snprintf(ipath, sizeof ipath, "devices[%zu]", i);
+    s->dev = i;
+    cf_defaults(CF_DEVICE, &c->devices[i]);
+    c->n_devices = i + 1;
+    if (it == NULL || it->type != YAML_MAPPING_NODE)
+      return cf_fail(s, it, ipath, "expected a mapping (name:, backend:, ...)");
+    int rc = cf_mapping(s, it, CF_DEVICE, &c->devices[i], ipath);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+static int cf_value(cf_state *s, yaml_node_t *v, const cf_key *e, void *base,
+                    const char *path)
+{
+  char *field = (char *)base + e->off;
+  const char *str = cf_scalar(v);
+  char why[200];
+  uint64_t x;
+  switch (e->type) {
+  case CF_UINT:
+    if (str == NULL || cf_parse_u64(str, &x) || x < e->min || x > e->max)
+      return cf_fail(s, v, path, "expected an integer %" PRIu64 "..%" PRIu64,
+                     e->min, e->max);
+    cf_store_uint(field, e->size, x);
+    return 0;
+  case CF_MODE:
+    if (str == NULL || cf_parse_mode(str, &x) || x > e->max)
+      return cf_fail(s, v, path,
+                     "expected an octal file mode 0..0777 (e.g. 0660)");
+    cf_store_uint(field, e->size, x);
+    return 0;
+  case CF_STR:
+    if (str == NULL || strlen(str) >= e->size)
+      return cf_fail(s, v, path, "expected a string of at most %zu bytes",
+                     e->size - 1);
+    if (e->check && e->check(s, str, why, sizeof why))
+      return cf_fail(s, v, path, "%s", why);
+    snprintf(field, e->size, "%s", str);
+    return 0;
+  case CF_ENUM:
+  case CF_CHOICE: {
+    int found = -1;
+    for (int c = 0; str && e->choices[c]; c++)
+      if (strcmp(e->choices[c], str) == 0)
+        found = c;
+    if (found < 0) {
+      char list[120] = "";
+      for (int c = 0; e->choices[c]; c++) {
+        strncat(list, c ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, e->choices[c], sizeof list - strlen(list) - 1);
+      }
+      return cf_fail(s, v, path, "expected one of: %s", list);
+    }
+    if (e->type == CF_CHOICE)
+      snprintf(field, e->size, "%s", str);
+    else
+      *(int *)field = found;
+    return 0;
+  }
+  case CF_SECTION:
+    if (cf_is_null(v))
+      return 0;  /* "limits:" with nothing under it: all defaults */
+    return cf_mapping(s, v, e->sub, base, path);
+  case CF_URLS:
+  case CF_NAMES:
+    return cf_list(s, v, e, path);
+  case CF_DEVICES:
+    return cf_devices(s, v, path);
+  }
+  return wv_seterr(s->err, WAVE_EINTERNAL, "config key type %d", e->type);
+}
+
+static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
+                      const char *prefix)
+{
+  if (map->type != YAML_MAPPING_NODE)
+    return cf_fail(s, map, prefix[0] ? prefix : "(top level)",
+                   "expected a mapping of keys");
+  unsigned char seen[CF_NKEYS] = {0};
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+       p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(s->doc, p->key);
+    yaml_node_t *v = yaml_document_get_node(s->doc, p->value);
+    const char *name = k ? cf_scalar(k) : NULL;
+    if (name == NULL || v == NULL)
+      return cf_fail(s, k, prefix[0] ? prefix : "(top level)",
+                     "expected a plain key");
+    char path[128];
+    snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", name);
+    size_t ki = CF_NKEYS;
+    for (size_t j = 0; j < CF_NKEYS; j++)
+      if (cf_keys[j].sec == sec && strcmp(cf_keys[j].name, name) == 0)
+        ki = j;
+    if (ki == CF_NKEYS)
+      return cf_fail(s, k, path, "unknown key");
+    if (seen[ki]++)
+      return cf_fail(s, k, path, "duplicate key");
+    if (sec == CF_PACKS && strcmp(name, "dir") == 0)
+      s->cfg->packs_dir_set = 1;
+    int rc = cf_value(s, v, &cf_keys[ki], base, path);
+    if (rc)
+      return rc;
+  }
+  for (size_t j = 0; j < CF_NKEYS; j++)
+    if (cf_keys[j].sec == sec && cf_keys[j].required && !seen[j])
+      return cf_fail(s, map, prefix[0] ? prefix : cf_keys[j].name,
+                     prefix[0] ? "missing key '%s'"
+                               : "missing key '%s' (at least one device)",
+                     cf_keys[j].name);
+  return 0;
+}
+
+/* packs.dir relative to the config file's folder. */
+static int cf_resolve_packs(cf_state *s)
+{
+  wd_config *c = s->cfg;
+  if (c->packs_dir[0] == '/')
+    return 0;
+  char dir[WD_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", c->path);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL)
+    return 0;  /* config in the current folder: relative as it is */
+  slash[1] = '\0';
+  char full[WD_PATH_MAX];
+  int n = snprintf(full, sizeof full, "%s%s", dir, c->packs_dir);
+  if (n < 0 || (size_t)n >= sizeof full)
+    return wv_seterr(s->err, WAVE_ECONFIG, "%s: packs.dir: path too long",
+                     c->path);
+  memcpy(c->packs_dir, full, (size_t)n + 1);
+  return 0;
+}
+
+int wd_config_load(const char *path, wd_config **out, wave_error *err)
+{
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return wv_seterr(err, WAVE_ECONFIG, "%s: cannot open: %s", path,
+                     strerror(errno));
+  wd_config *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    fclose(f);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  snprintf(c->path, sizeof c->path, "%s", path);
+  c->packs_all = 1;
+  cf_defaults(CF_ROOT, c);
+  cf_defaults(CF_LIMITS, c);
+  cf_defaults(CF_PACKS, c);
+
+  cf_state s = {.file = path, .cfg = c, .err = err};
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  int rc = 0, have_doc = 0;
+  if (!yaml_parser_initialize(&parser)) {
+    fclose(f);
+    free(c);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  yaml_parser_set_input_file(&parser, f);
+  if (!yaml_parser_load(&parser, &doc)) {
+    rc = wv_seterr(err, WAVE_ECONFIG, "%s:%zu:%zu: YAML syntax: %s", path,
+                   parser.problem_mark.line + 1,
+                   parser.problem_mark.column + 1,
+                   parser.problem ? parser.problem : "unreadable");
+    goto done;
+  }
+  have_doc = 1;
+  s.doc = &doc;
+  yaml_node_t *root = yaml_document_get_root_node(&doc);
+  if (root == NULL || cf_is_null(root)) {
+    rc = cf_fail(&s, NULL, "devices",
+                 "the file is empty; at least one device is required");
+    goto done;
+  }
+  if ((rc = cf_mapping(&s, root, CF_ROOT, c, "")) != 0)
+    goto done;
+  if (c->listen == NULL) {
+    c->listen = calloc(2, sizeof *c->listen);
+    if (c->listen == NULL || (c->listen[0] = strdup(WAVE_DEFAULT_URL)) == NULL) {
+      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+      goto done;
+    }
+    c->n_listen = 1;
+  }
+  rc = cf_resolve_packs(&s);
+done:
+  if (have_doc)
+    yaml_document_delete(&doc);
+  yaml_parser_delete(&parser);
+  fclose(f);
+  if (rc) {
+    wd_config_free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+static void cf_free_list(char **l, size_t n)
+{
+  for (size_t i = 0; l && i < n; i++)
+    free(l[i]);
+  free(l);
+}
+
+void wd_config_free(wd_config *c)
+{
+  if (c == NULL)
+    return;
+  cf_free_list(c->listen, c->n_listen);
+  cf_free_list(c->packs_load, c->n_packs_load);
+  free(c->devices);
+  free(c);
+}

@@ -1,0 +1,66 @@
+/* config.h - wavedd's configuration (config/devices.yaml, docs/config.md).
+ *
+ * The file is parsed with libyaml into a fresh wd_config, every key checked
+ * against one descriptor table (config.c: name, type, bounds, default) and
+ * the whole validated before anyone sees it; an error names
+ * file:line:column and the key ("devices.yaml:7:5: devices[0].threads:
+ * expected an integer 0..1024").  Unknown and duplicate keys are errors.
+ * Nothing here touches devices or sockets: --check-config and the tests use
+ * it alone.
+ */
+#ifndef WD_CONFIG_H
+#define WD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wave/error.h"
+
+#define WD_NAME_MAX 64
+#define WD_PATH_MAX 4096
+
+typedef struct wd_device_cfg {
+  char name[WD_NAME_MAX];
+  char backend[16];
+  unsigned index;
+  unsigned threads;       /* cpu backend: 0 = all cores */
+  unsigned queue_depth;   /* reduce jobs waiting for the device */
+  char exchange[16];      /* hash exchange: auto, shuffle, local */
+  unsigned group_units;
+  uint64_t batch;         /* nonces per hash batch, 0 = backend default */
+} wd_device_cfg;
+
+typedef struct wd_limits {
+  uint64_t max_request_bytes; /* larger requests are answered TOOBIG */
+  uint64_t max_job_rows;      /* larger reductions are answered JOBSIZE */
+  unsigned jobs_in_flight;    /* hash jobs queued or running per device */
+  unsigned contexts;          /* requests received concurrently (nng ctxs) */
+  unsigned max_outputs;       /* want_outputs only for count <= this */
+  unsigned max_winners;       /* HashRequest.max_winners bound */
+  unsigned max_wait_ms;       /* JobRequest.wait_ms is capped to this */
+  unsigned keep_jobs;         /* finished hash jobs remembered ... */
+  unsigned keep_seconds;      /* ... and for how long */
+} wd_limits;
+
+typedef struct wd_config {
+  char path[WD_PATH_MAX];     /* as given: messages name it */
+  char **listen;              /* URLs, n_listen >= 1 */
+  size_t n_listen;
+  unsigned ipc_mode;          /* 0: leave the socket file to the umask */
+  int log_level;              /* WD_LOG_* */
+  wd_limits limits;
+  char packs_dir[WD_PATH_MAX];/* resolved against the config file's folder */
+  int packs_dir_set;          /* given explicitly: a missing folder is an error */
+  int packs_all;              /* load every pack in packs_dir */
+  char **packs_load;          /* otherwise these names */
+  size_t n_packs_load;
+  wd_device_cfg *devices;
+  size_t n_devices;
+} wd_config;
+
+/* Load and validate path.  On error *out is NULL and err holds
+ * "file:line:column: key: what" with code WAVE_ECONFIG. */
+int wd_config_load(const char *path, wd_config **out, wave_error *err);
+void wd_config_free(wd_config *c);
+
+#endif

@@ -1,0 +1,27 @@
+/* listen.h - the nng listeners of wavedd's socket, one per configured URL,
+ * and the watchdog that keeps the ipc ones accepting (see listen.c). */
+#ifndef WD_LISTEN_H
+#define WD_LISTEN_H
+
+#include <stddef.h>
+
+#include <nng/nng.h>
+#include <uv.h>
+
+#include "daemon/config.h"
+
+typedef struct wd_listeners wd_listeners;
+
+/* Start one listener per cfg->listen URL on sock, each taking messages up
+ * to recv_cap bytes.  0, or WAVE_EIO with err ("listen URL: why"). */
+int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
+                       const wd_config *cfg, size_t recv_cap,
+                       wd_listeners **out, wave_error *err);
+/* The URLs as bound (a tcp port 0 replaced by the port chosen). */
+char **wd_listeners_urls(const wd_listeners *ls, size_t *n);
+/* Stop the watchdog and close its handles (the listeners themselves close
+ * with the socket).  Free after the loop has run the close callbacks. */
+void wd_listeners_close(wd_listeners *ls);
+void wd_listeners_free(wd_listeners *ls);
+
+#endif

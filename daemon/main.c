@@ -1,0 +1,237 @@
+/* main.c - wavedd: the command line and the start-up order.
+ *
+ *   config (validated whole) -> packs (a malformed pack refuses start-up)
+ *   -> [detach unless --foreground] -> devices open on their threads
+ *   -> sockets listen -> READY -> loop ... SIGTERM -> drain -> exit 0.
+ *
+ * Exit status: 0 after a clean stop (or a good --check-config), 2 for a bad
+ * command line, config or pack, 1 when start-up fails (no device opened,
+ * an address already in use) or the loop does not close cleanly.
+ *
+ * Detaching forks before any thread exists (the device threads, nng's and
+ * libuv's come later); the parent waits on a pipe until the child is
+ * listening or has failed, so `wavedd --config f && wavectl status` works
+ * and a failed start still exits nonzero.  stderr stays open for the log.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "daemon/config.h"
+#include "daemon/hashjob.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "proto/base.h"
+#include "workers/hash/hash.h"
+
+static void mn_usage(FILE *f)
+{
+  fprintf(f,
+          "usage: wavedd --config FILE [--foreground] [--check-config]\n"
+          "       wavedd --version | --help\n"
+          "\n"
+          "  -c, --config FILE    devices, listen URLs, limits, packs\n"
+          "                       (docs/config.md; e.g. config/devices.yaml)\n"
+          "  -f, --foreground     do not detach; log to stderr\n"
+          "  -n, --check-config   validate FILE and its packs, then exit\n"
+          "                       (0 when valid)\n"
+          "  -V, --version        print the version\n"
+          "  -h, --help           this text\n"
+          "\n"
+          "Signals: SIGINT/SIGTERM stop taking work, finish what is in "
+          "flight,\nthen exit 0.  Protocol: docs/protocol.md.\n");
+}
+
+/* Load packs.dir, then keep the packs packs.load names (all by default). */
+static int mn_packs(const wd_config *cfg, wv_packset **set, wd_packs *packs,
+                    wave_error *err)
+{
+  *set = NULL;
+  packs->list = NULL;
+  packs->n = 0;
+  struct stat st;
+  if (stat(cfg->packs_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (cfg->packs_dir_set || (!cfg->packs_all && cfg->n_packs_load > 0))
+      return wv_seterr(err, WAVE_ECONFIG, "%s: packs.dir: %s is not a folder",
+                       cfg->path, cfg->packs_dir);
+    wd_info("no packs folder %s: hash jobs have no packs", cfg->packs_dir);
+    return 0;
+  }
+  int rc = wv_packset_load(cfg->packs_dir, set, err);
+  if (rc != 0)
+    return rc;
+  size_t n = cfg->packs_all ? wv_packset_count(*set) : cfg->n_packs_load;
+  const wv_pack **list = calloc(n + 1, sizeof *list);
+  if (list == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (size_t i = 0; i < n; i++) {
+    list[i] = cfg->packs_all ? wv_packset_at(*set, i)
+                             : wv_packset_find(*set, cfg->packs_load[i]);
+    if (list[i] == NULL) {
+      free(list);
+      return wv_seterr(err, WAVE_ECONFIG, "%s: packs.load: no pack named "
+                       "'%s' in %s", cfg->path, cfg->packs_load[i],
+                       cfg->packs_dir);
+    }
+  }
+  packs->list = list;
+  packs->n = n;
+  return 0;
+}
+
+/* Fork; the parent exits with the status the child reports through the
+ * pipe.  Returns the pipe's write end in the child. */
+static int mn_detach(void)
+{
+  int fds[2];
+  if (pipe(fds) != 0) {
+    fprintf(stderr, "wavedd: pipe: %s\n", strerror(errno));
+    exit(1);
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "wavedd: fork: %s\n", strerror(errno));
+    exit(1);
+  }
+  if (pid > 0) {
+    close(fds[1]);
+    unsigned char status = 1;
+    ssize_t n;
+    do
+      n = read(fds[0], &status, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1) {  /* the child died before it could say */
+      int ws = 0;
+      waitpid(pid, &ws, 0);
+      exit(1);
+    }
+    if (status == 0)
+      fprintf(stderr, "wavedd: running as pid %ld\n", (long)pid);
+    exit(status);
+  }
+  close(fds[0]);
+  setsid();
+  int null = open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    dup2(null, STDIN_FILENO);
+    dup2(null, STDOUT_FILENO);
+    if (null > STDERR_FILENO)
+      close(null);
+  }
+  return fds[1];
+}
+
+static void mn_report(int fd, unsigned char status)
+{
+  if (fd < 0)
+    return;
+  ssize_t n = write(fd, &status, 1);
+  (void)n;  /* the parent sees EOF either way */
+  close(fd);
+}
+
+int main(int argc, char **argv)
+{
+  static const struct option opts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"foreground", no_argument, NULL, 'f'},
+    {"check-config", no_argument, NULL, 'n'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+  };
+  const char *path = NULL;
+  int foreground = 0, check = 0, o;
+  while ((o = getopt_long(argc, argv, "c:fnVh", opts, NULL)) != -1) {
+    switch (o) {
+    case 'c': path = optarg; break;
+    case 'f': foreground = 1; break;
+    case 'n': check = 1; break;
+    case 'V': printf("wavedd %s\n", WAVE_VERSION); return 0;
+    case 'h': mn_usage(stdout); return 0;
+    default: mn_usage(stderr); return 2;
+    }
+  }
+  if (optind < argc || path == NULL) {
+    if (path == NULL)
+      fprintf(stderr, "wavedd: --config FILE is required\n");
+    else
+      fprintf(stderr, "wavedd: unexpected argument '%s'\n", argv[optind]);
+    mn_usage(stderr);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  wave_error err = {0};
+  wd_config *cfg = NULL;
+  if (wd_config_load(path, &cfg, &err) != 0) {
+    fprintf(stderr, "wavedd: %s\n", err.message);
+    return 2;
+  }
+  wd_log_set_level(cfg->log_level);
+  wv_packset *set = NULL;
+  wd_packs packs;
+  if (mn_packs(cfg, &set, &packs, &err) != 0) {
+    fprintf(stderr, "wavedd: %s\n", err.message);
+    wv_packset_free(set);
+    wd_config_free(cfg);
+    return 2;
+  }
+  if (check) {
+    printf("%s: ok: %zu device(s), %zu listen URL(s), %zu pack(s)\n", path,
+           cfg->n_devices, cfg->n_listen, packs.n);
+    free((void *)packs.list);
+    wv_packset_free(set);
+    wd_config_free(cfg);
+    return 0;
+  }
+  int ready_fd = foreground ? -1 : mn_detach();
+
+  int rc = 0;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  wd_server *srv = NULL;
+  rc = wd_server_init(&loop, cfg, &packs, &srv, &err);
+  if (rc == 0)
+    rc = wd_server_listen(srv, &err);
+  if (rc != 0) {
+    wd_error("cannot start: %s", err.message);
+    if (srv != NULL) {
+      wd_server_close(srv);
+      uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    rc = 1;
+  } else {
+    wd_info("wavedd %s ready: %zu device(s), %zu pack(s)", WAVE_VERSION,
+            cfg->n_devices, packs.n);
+    char state[96];
+    snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu device(s)",
+             cfg->n_devices);
+    wd_notify(state);
+    mn_report(ready_fd, 0);
+    ready_fd = -1;
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  wd_server_free(srv);
+  int lc = uv_loop_close(&loop);
+  if (lc != 0) {
+    wd_error("uv_loop_close: %s", uv_strerror(lc));
+    rc = 1;
+  }
+  mn_report(ready_fd, (unsigned char)rc);
+  free((void *)packs.list);
+  wv_packset_free(set);
+  wd_config_free(cfg);
+  if (rc == 0)
+    wd_info("exit");
+  return rc;
+}

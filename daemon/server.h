@@ -1,0 +1,32 @@
+/* server.h - the request side of wavedd: nng sockets, the libuv loop's
+ * handles, dispatch to the device threads, replies, shutdown.
+ *
+ * Lifecycle (main.c): wd_server_init (devices start and open) ->
+ * wd_server_listen (sockets up) -> uv_run -> [SIGINT/SIGTERM: stop taking
+ * work, finish what is in flight, close] -> uv_run returns ->
+ * wd_server_free -> uv_loop_close.  When init or listen fails, call
+ * wd_server_close, run the loop to let the handles close, then free.
+ */
+#ifndef WD_SERVER_H
+#define WD_SERVER_H
+
+#include <uv.h>
+
+#include "daemon/config.h"
+#include "daemon/hashjob.h"
+
+typedef struct wd_server wd_server;
+
+/* Start one thread per device and wait for every open().  Fails (WAVE_EDEVICE)
+ * only when no device opened at all.  cfg and packs must outlive the server. */
+int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
+                   const wd_packs *packs, wd_server **out, wave_error *err);
+/* Open the socket, its contexts and one listener per URL. */
+int wd_server_listen(wd_server *s, wave_error *err);
+/* Begin the graceful stop (what SIGINT/SIGTERM do). */
+void wd_server_stop(wd_server *s);
+/* Close everything now (idempotent); handles finish closing in uv_run. */
+void wd_server_close(wd_server *s);
+void wd_server_free(wd_server *s);
+
+#endif

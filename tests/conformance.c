@@ -1,0 +1,460 @@
+/* conformance.c - every backend runs the same jobs; bits must match the CPU
+ * reference (wv_reduce_reference) exactly.
+ *
+ * The harness (conformance.h) opens device 0 of each selected backend once
+ * per test; the reference answer of each job is computed once and compared
+ * with every device's answer, bits and count.  A backend that cannot open
+ * (no driver, no GPU) is reported and skipped unless WAVE_REQUIRE_BACKENDS
+ * names it, so the same program is the CI check here (CPU only) and the
+ * acceptance run on a GPU machine (WAVE_REQUIRE_BACKENDS=cuda,vulkan
+ * WAVE_CONFORMANCE_MAX_LOG2=28).
+ *
+ * Reduce jobs: every dtype x op, in nine variants (plain; masked;
+ * multi-chunk input with a differently chunked mask and empty chunks; empty
+ * chunks without a mask; every row masked out; NaN/inf/-0/subnormal or
+ * integer extremes; the same with a mask that drops the non-finite rows;
+ * masked -0.0 rows with a rare +0.0, where a wrong leaf or a wrong zero
+ * order shows; up to 600 chunks, where the merge order of chunk values
+ * shows),
+ * at sizes 0, 1, 31, 32, 255, 256, 257, 4097, 65539 and 2^k for
+ * k = 18, 20, ... up to 2^N.  Data comes from a seeded generator, rows start
+ * at 4-byte (not 16-byte) aligned addresses that vary from job to job.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proto/base.h"
+#include "tests/conformance.h"
+#include "workers/reduce/reduce.h"
+
+/* ---- harness ------------------------------------------------------------- */
+
+uint64_t conf_rng(uint64_t *s)
+{
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+unsigned conf_max_log2(void)
+{
+  const char *v = getenv("WAVE_CONFORMANCE_MAX_LOG2");
+  if (v == NULL || *v == '\0')
+    return 20;
+  long n = strtol(v, NULL, 10);
+  return n < 16 ? 16 : n > 30 ? 30 : (unsigned)n;
+}
+
+/* Is name in the comma list of environment variable env? */
+static int conf_listed(const char *env, const char *name)
+{
+  const char *p = getenv(env);
+  size_t n = strlen(name);
+  while (p != NULL && *p != '\0') {
+    p += strspn(p, " ,");
+    size_t len = strcspn(p, ",");
+    size_t tl = len;
+    while (tl > 0 && p[tl - 1] == ' ')
+      tl--;
+    if (tl == n && strncmp(p, name, n) == 0)
+      return 1;
+    p += len;
+  }
+  return 0;
+}
+
+static int conf_selected(const char *name)
+{
+  const char *l = getenv("WAVE_CONFORMANCE_BACKENDS");
+  return l == NULL || *l == '\0' || conf_listed("WAVE_CONFORMANCE_BACKENDS",
+                                                name);
+}
+
+void conf_open_all(conf_set *set)
+{
+  memset(set, 0, sizeof *set);
+  /* A required backend that is not even built in. */
+  const char *req = getenv("WAVE_REQUIRE_BACKENDS");
+  for (const char *p = req; p != NULL && *p != '\0';) {
+    p += strspn(p, " ,");
+    size_t len = strcspn(p, ", ");
+    if (len > 0) {
+      char name[32];
+      snprintf(name, sizeof name, "%.*s", (int)len, p);
+      if (wv_backend_find(name) == NULL) {
+        printf("conformance: required backend %s is not built in\n", name);
+        set->failed_required++;
+      }
+    }
+    p += len;
+  }
+  for (size_t i = 0; wv_backends[i] != NULL; i++) {
+    const wv_backend *b = wv_backends[i];
+    int required = conf_listed("WAVE_REQUIRE_BACKENDS", b->name);
+    if (!conf_selected(b->name) && !required) {
+      printf("conformance: %s not selected (WAVE_CONFORMANCE_BACKENDS)\n",
+             b->name);
+      continue;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%s0", b->name);
+    wv_device_config cfg = {.name = name, .backend = b->name, .index = 0,
+                            .threads = 0, .queue_depth = 16,
+                            .exchange = "auto"};
+    wv_device *dev = NULL;
+    wave_error err = {0};
+    int rc = b->open(&cfg, &dev, &err);
+    if (rc != 0) {
+      printf("conformance: %s cannot open device 0: %s (%s)%s\n", b->name,
+             err.message, wave_errname(rc),
+             required ? " -- REQUIRED" : ", skipped");
+      set->failed_required += required;
+      continue;
+    }
+    if (set->n == CONF_MAX_DEVS) {
+      b->close(dev);
+      continue;
+    }
+    conf_dev *d = &set->devs[set->n++];
+    memset(d, 0, sizeof *d);
+    d->backend = b;
+    d->dev = dev;
+    wv_caps caps;
+    memset(&caps, 0, sizeof caps);
+    b->caps(dev, &caps);
+    snprintf(d->description, sizeof d->description, "%s", caps.description);
+    printf("conformance: %s opened: %s (wave width %u)\n", b->name,
+           d->description, caps.wave_width);
+  }
+  fflush(stdout);
+}
+
+void conf_close_all(conf_set *set)
+{
+  for (size_t i = 0; i < set->n; i++)
+    set->devs[i].backend->close(set->devs[i].dev);
+  set->n = 0;
+}
+
+void conf_count(conf_dev *d, int same, const char *what, const char *want,
+                const char *got)
+{
+  d->jobs++;
+  if (same)
+    return;
+  d->mismatches++;
+  if (d->printed++ < 20)
+    printf("conformance: MISMATCH %s: %s: want %s, got %s\n",
+           d->backend->name, what, want, got);
+}
+
+void conf_report(conf_set *set, const char *kind)
+{
+  unsigned long bad = 0;
+  for (size_t i = 0; i < set->n; i++) {
+    conf_dev *d = &set->devs[i];
+    printf("conformance: %s %lu jobs, %lu mismatches\n", d->backend->name,
+           d->jobs, d->mismatches);
+    bad += d->mismatches;
+  }
+  fflush(stdout);
+  ck_assert_msg(set->failed_required == 0,
+                "%s: %u required backend(s) missing or not opening", kind,
+                set->failed_required);
+  ck_assert_msg(bad == 0, "%s: %lu mismatches", kind, bad);
+}
+
+/* ---- reduce jobs ----------------------------------------------------------- */
+
+enum {
+  V_PLAIN, V_MASK, V_CHUNKS, V_EMPTY, V_ALLMASKED, V_SPECIAL, V_SPECIAL_MASK,
+  V_ZEROS, V_MANY, V_COUNT
+};
+static const char *const cr_variant[V_COUNT] = {
+  "plain", "mask", "chunks", "empty-chunks", "all-masked", "special",
+  "special-masked", "signed-zeros", "many-chunks",
+};
+
+static const struct { wave_dtype d; wave_op op; } cr_pairs[] = {
+  {WAVE_U32, WAVE_SUM}, {WAVE_U32, WAVE_MIN}, {WAVE_U32, WAVE_MAX},
+  {WAVE_U32, WAVE_EXTENT}, {WAVE_U32, WAVE_AND}, {WAVE_U32, WAVE_OR},
+  {WAVE_U32, WAVE_XOR},
+  {WAVE_S32, WAVE_SUM}, {WAVE_S32, WAVE_MIN}, {WAVE_S32, WAVE_MAX},
+  {WAVE_S32, WAVE_EXTENT}, {WAVE_S32, WAVE_AND}, {WAVE_S32, WAVE_OR},
+  {WAVE_S32, WAVE_XOR},
+  {WAVE_F32, WAVE_SUM}, {WAVE_F32, WAVE_MIN}, {WAVE_F32, WAVE_MAX},
+  {WAVE_F32, WAVE_EXTENT},
+};
+#define CR_N_PAIRS (sizeof cr_pairs / sizeof cr_pairs[0])
+
+/* Every buffer holds max_rows + 8 rows; jobs start 1..4 rows in. */
+typedef struct cr_data {
+  size_t max_rows;
+  uint32_t *ints, *ints_sp, *floats, *floats_sp;
+  uint32_t *mask, *mask_finite, *zeros;
+  uint32_t *signed_zeros;  /* -0.0, and +0.0 in every 65537th row */
+} cr_data;
+
+static uint32_t *cr_alloc(size_t rows)
+{
+  uint32_t *p = calloc(rows + 8, sizeof *p);
+  ck_assert_msg(p != NULL, "out of memory for %zu rows", rows);
+  return p;
+}
+
+static void cr_data_make(cr_data *d, size_t max_rows)
+{
+  static const uint32_t fsp[] = {
+    0x7fc00000u, 0xffc00000u, 0x7fa00001u, 0x7f800000u, 0xff800000u,
+    0x80000000u, 0x80000000u, 0x00000000u, 0x00000000u, 0x00000001u,
+    0x80000001u, 0x007fffffu, 0x00800000u, 0x7f7fffffu, 0xff7fffffu};
+  static const uint32_t isp[] = {0, 1, 0x7fffffffu, 0x80000000u,
+                                 0xffffffffu, 0x80000001u, 0xfffffffeu};
+  uint64_t s = 0x5eed0001u;
+  size_t n = max_rows + 8;
+  d->max_rows = max_rows;
+  d->ints = cr_alloc(max_rows);
+  d->ints_sp = cr_alloc(max_rows);
+  d->floats = cr_alloc(max_rows);
+  d->floats_sp = cr_alloc(max_rows);
+  d->mask = cr_alloc(max_rows);
+  d->mask_finite = cr_alloc(max_rows);
+  d->zeros = cr_alloc(max_rows);
+  d->signed_zeros = cr_alloc(max_rows);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = conf_rng(&s), q = conf_rng(&s);
+    uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
+    d->ints[i] = lo;
+    d->ints_sp[i] = q % 3 == 0 ? lo : isp[(q >> 8) % (sizeof isp / 4)];
+    /* floats of magnitude 2^-8 .. 2^8, either sign: so many roundings
+     * that any change in the order of the additions changes the bits */
+    uint32_t f = (hi & 0x807fffffu) | ((119u + (hi >> 23) % 16u) << 23);
+    d->floats[i] = f;
+    uint32_t sp = q % 4 == 0 ? fsp[(q >> 8) % (sizeof fsp / 4)] : f;
+    d->floats_sp[i] = sp;
+    /* half the rows selected, by assorted nonzero words */
+    uint32_t m = (q >> 40) % 2 ? (uint32_t)(q >> 16) | 0x100u : 0;
+    if ((q >> 41) % 16 == 0)
+      m = 0x80000000u;
+    d->mask[i] = m;
+    d->mask_finite[i] = (sp & 0x7f800000u) != 0x7f800000u && (q >> 42) % 4;
+    d->signed_zeros[i] = i % 65537 == 65536 ? 0x00000000u : 0x80000000u;
+  }
+}
+
+static void cr_data_free(cr_data *d)
+{
+  free(d->ints);
+  free(d->ints_sp);
+  free(d->floats);
+  free(d->floats_sp);
+  free(d->mask);
+  free(d->mask_finite);
+  free(d->zeros);
+  free(d->signed_zeros);
+}
+
+#define CR_MAX_CHUNKS 600
+
+typedef struct cr_job {
+  wv_span in[CR_MAX_CHUNKS], mk[8];
+  wv_reduce_job job;
+  char what[128];
+} cr_job;
+
+/* Chunks of the given row counts over base (zero-row chunks get NULL). */
+static size_t cr_cut(wv_span *sp, const uint32_t *base, const size_t *rows,
+                     size_t n)
+{
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    sp[i].data = rows[i] ? base + off : NULL;
+    sp[i].rows = rows[i];
+    off += rows[i];
+  }
+  return n;
+}
+
+static void cr_build(cr_job *j, const cr_data *d, size_t pair, int v,
+                     size_t n, unsigned long seq)
+{
+  wave_dtype dt = cr_pairs[pair].d;
+  memset(j, 0, sizeof *j);
+  j->job.dtype = dt;
+  j->job.op = cr_pairs[pair].op;
+  j->job.rows = n;
+  j->job.input = j->in;
+  j->job.mask = j->mk;
+  size_t off = 1 + seq % 4;
+  const uint32_t *data = v == V_SPECIAL || v == V_SPECIAL_MASK
+      ? (dt == WAVE_F32 ? d->floats_sp : d->ints_sp)
+      : (dt == WAVE_F32 ? d->floats : d->ints);
+  if (v == V_ZEROS)
+    data = dt == WAVE_F32 ? d->signed_zeros : d->ints_sp;
+  data += off;
+  const uint32_t *mask = d->mask + 4 - (off - 1);
+  size_t a = n * 7 / 20, b = n * 13 / 20 + (n > 2), c = n / 2 + (n > 1);
+  switch (v) {
+  case V_PLAIN:
+  case V_SPECIAL:
+    j->job.n_input = cr_cut(j->in, data, &n, 1);
+    break;
+  case V_MASK:
+    j->job.n_input = cr_cut(j->in, data, &n, 1);
+    j->job.n_mask = cr_cut(j->mk, mask, &n, 1);
+    j->job.has_mask = 1;
+    break;
+  case V_CHUNKS: {
+    size_t in[] = {a, 0, b - a, n - b}, mk[] = {0, c, n - c};
+    j->job.n_input = cr_cut(j->in, data, in, 4);
+    j->job.n_mask = cr_cut(j->mk, mask, mk, 3);
+    j->job.has_mask = 1;
+    break;
+  }
+  case V_EMPTY: {
+    size_t in[] = {0, n / 4, 0, 0, n - n / 4, 0};
+    j->job.n_input = cr_cut(j->in, data, in, 6);
+    break;
+  }
+  case V_ALLMASKED: {
+    size_t mk[] = {n / 2, n - n / 2};
+    j->job.n_input = cr_cut(j->in, data, &n, 1);
+    j->job.n_mask = cr_cut(j->mk, d->zeros + off, mk, 2);
+    j->job.has_mask = 1;
+    break;
+  }
+  case V_ZEROS: {  /* masked leaves must be -0.0, and -0.0 < +0.0 */
+    size_t in[] = {n / 5, n / 5, n - 2 * (n / 5)};
+    j->job.n_input = cr_cut(j->in, data, in, 3);
+    j->job.n_mask = cr_cut(j->mk, mask, &n, 1);
+    j->job.has_mask = 1;
+    break;
+  }
+  case V_MANY: {  /* up to 600 chunks of assorted sizes, some empty */
+    size_t in[CR_MAX_CHUNKS];
+    uint64_t r = seq;
+    size_t k = n / 4 + 1 < CR_MAX_CHUNKS ? n / 4 + 1 : CR_MAX_CHUNKS;
+    size_t left = n;
+    for (size_t i = 0; i + 1 < k; i++) {
+      size_t mean = 2 * left / (k - i);
+      in[i] = conf_rng(&r) % 5 == 0 ? 0 : (size_t)(conf_rng(&r) % (mean + 1));
+      left -= in[i] < left ? in[i] : left;
+    }
+    in[k - 1] = left;
+    size_t mk[] = {n / 3, 0, n - n / 3};
+    j->job.n_input = cr_cut(j->in, data, in, k);
+    j->job.n_mask = cr_cut(j->mk, mask, mk, 3);
+    j->job.has_mask = seq % 2;
+    break;
+  }
+  case V_SPECIAL_MASK: {
+    size_t in[] = {n / 3, n - n / 3}, mk[] = {c, n - c};
+    /* sums: drop the non-finite rows (else the sum is NaN or inf for all
+     * but tiny sizes); min/max: a plain mask, so selected NaN/inf rows are
+     * counted but ignored */
+    const uint32_t *m = dt == WAVE_F32 && j->job.op == WAVE_SUM
+        ? d->mask_finite + off : mask;
+    j->job.n_input = cr_cut(j->in, data, in, 2);
+    j->job.n_mask = cr_cut(j->mk, m, mk, 2);
+    j->job.has_mask = 1;
+    break;
+  }
+  }
+  snprintf(j->what, sizeof j->what, "%s %s, %s, %zu rows (job %lu)",
+           wave_dtype_name(dt), wave_op_name(j->job.op), cr_variant[v], n,
+           seq);
+}
+
+static void cr_fmt(char *buf, size_t len, int rc, const wave_error *e,
+                   const wv_reduce_out *o)
+{
+  if (rc != 0)
+    snprintf(buf, len, "error %s: %s", wave_errname(rc), e->message);
+  else if (o->n_values == 2)
+    snprintf(buf, len, "[%08x %08x] count %" PRIu64, o->bits[0], o->bits[1],
+             o->count);
+  else
+    snprintf(buf, len, "%08x count %" PRIu64 " (%u values)", o->bits[0],
+             o->count, o->n_values);
+}
+
+static double cr_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+START_TEST(reduce_jobs)
+{
+  conf_set set;
+  conf_open_all(&set);
+  unsigned max_log2 = conf_max_log2();
+  size_t sizes[32] = {0, 1, 31, 32, 255, 256, 257, 4097, 65539};
+  size_t n_sizes = 9;
+  for (unsigned k = max_log2 % 2 ? 17 : 18; k <= max_log2; k += 2)
+    sizes[n_sizes++] = (size_t)1 << k;
+  cr_data data;
+  cr_data_make(&data, sizes[n_sizes - 1]);
+
+  double t0 = cr_now();
+  unsigned long seq = 0;
+  for (size_t z = 0; z < n_sizes; z++) {
+    for (size_t p = 0; p < CR_N_PAIRS; p++) {
+      for (int v = 0; v < V_COUNT; v++, seq++) {
+        cr_job j;
+        cr_build(&j, &data, p, v, sizes[z], seq);
+        wave_error err = {0};
+        wv_reduce_out want, got;
+        ck_assert_msg(wv_reduce_validate(&j.job, &err) == 0, "%s: %s",
+                      j.what, err.message);
+        int rc = wv_reduce_reference(&j.job, &want, &err);
+        ck_assert_msg(rc == 0, "reference %s: %s", j.what, err.message);
+        char ws[96], gs[320];
+        cr_fmt(ws, sizeof ws, 0, NULL, &want);
+        for (size_t i = 0; i < set.n; i++) {
+          conf_dev *d = &set.devs[i];
+          memset(&got, 0x5a, sizeof got);
+          rc = d->backend->reduce(d->dev, &j.job, &got, &err);
+          int same = rc == 0 && got.n_values == want.n_values &&
+                     got.count == want.count && got.bits[0] == want.bits[0] &&
+                     (want.n_values < 2 || got.bits[1] == want.bits[1]);
+          if (!same)
+            cr_fmt(gs, sizeof gs, rc, &err, &got);
+          conf_count(d, same, j.what, ws, same ? "" : gs);
+        }
+      }
+    }
+    if (sizes[z] >= ((size_t)1 << 18)) {
+      printf("conformance: reduce %zu rows done, %.1f s\n", sizes[z],
+             cr_now() - t0);
+      fflush(stdout);
+    }
+  }
+  cr_data_free(&data);
+  conf_report(&set, "reduce");
+  conf_close_all(&set);
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("conformance");
+  TCase *tc = tcase_create("reduce");
+  tcase_set_timeout(tc, 3600);  /* 2^28-row runs on GPU machines */
+  tcase_add_test(tc, reduce_jobs);
+  suite_add_tcase(s, tc);
+#ifdef WAVE_CONF_HASH
+  suite_add_tcase(s, conf_hash_tcase());
+#endif
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,63 @@
+/* conformance.h - the cross-backend conformance harness.
+ *
+ * conformance.c opens device 0 of every backend in wv_backends[] (minus
+ * those filtered out by the environment) and runs job files against them:
+ * the reduce jobs live in conformance.c, and other job kinds (hash jobs)
+ * can live in their own file, conformance_<kind>.c, which tests/
+ * conformance.cmake adds to the program when it exists and which provides
+ * one TCase (see conf_hash_tcase below).
+ *
+ * Environment:
+ *   WAVE_CONFORMANCE_BACKENDS  comma list: run only these backends
+ *   WAVE_REQUIRE_BACKENDS      comma list: these must be built in and open,
+ *                              otherwise the run fails (default: a backend
+ *                              that cannot open is reported and skipped)
+ *   WAVE_CONFORMANCE_MAX_LOG2  largest reduce size is 2^N rows (default 20)
+ */
+#ifndef WV_CONFORMANCE_H
+#define WV_CONFORMANCE_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "workers/worker.h"
+
+#define CONF_MAX_DEVS 16
+
+typedef struct conf_dev {
+  const wv_backend *backend;
+  wv_device *dev;
+  char description[160];  /* from caps() */
+  unsigned long jobs, mismatches, printed;
+} conf_dev;
+
+typedef struct conf_set {
+  conf_dev devs[CONF_MAX_DEVS];
+  size_t n;
+  unsigned failed_required;  /* required backends missing or not opening */
+} conf_set;
+
+/* Open device 0 of every selected backend with a default configuration,
+ * printing a line for each backend opened or skipped (and why). */
+void conf_open_all(conf_set *set);
+void conf_close_all(conf_set *set);
+
+/* Print "conformance: <backend> N jobs, M mismatches" for every device and
+ * fail the running test on any mismatch or missing required backend. */
+void conf_report(conf_set *set, const char *kind);
+
+/* Record one job's outcome on d; on a mismatch print the job (what) and
+ * both sides, for the first 20 mismatches of the device. */
+void conf_count(conf_dev *d, int same, const char *what, const char *want,
+                const char *got);
+
+/* Deterministic data: splitmix64. */
+uint64_t conf_rng(uint64_t *state);
+
+/* Largest reduce size as log2 (WAVE_CONFORMANCE_MAX_LOG2). */
+unsigned conf_max_log2(void);
+
+/* Provided by conformance_hash.c when it exists (WAVE_CONF_HASH). */
+TCase *conf_hash_tcase(void);
+
+#endif

@@ -1,0 +1,220 @@
+/* test_base.c - the error table and the dtype/op vocabulary (wvbase).
+ *
+ * The error numbers travel on the wire and must never change, so the test
+ * pins them against a literal list here (written from the wire contract, not
+ * generated from the header).  The dtype and op numbers are checked against
+ * the enums protoc-c generates from proto/wave.proto, the other source of
+ * truth they must agree with.  Which op is defined for which dtype is a
+ * literal table transcribed from docs/reduction.md.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/base.h"
+#include "proto/wave.pb-c.h"
+#include "wave/error.h"
+#include "wave/types.h"
+
+static const struct { int num; const char *name; } tb_errors[] = {
+  {0, "OK"},           {1, "BADREQUEST"}, {2, "VERSION"},   {3, "UNSUPPORTED"},
+  {4, "DTYPE"},        {5, "OP"},         {6, "OPDTYPE"},   {7, "LENGTH"},
+  {8, "MASKLEN"},      {9, "TOOBIG"},     {10, "JOBSIZE"},  {11, "BUSY"},
+  {12, "NODEV"},       {13, "DEVFAULT"},  {14, "DEVICE"},   {15, "PACK"},
+  {16, "PACKFILE"},    {17, "SELFCHECK"}, {18, "RANGE"},    {19, "NOJOB"},
+  {20, "CANCELLED"},   {21, "MISMATCH"},  {22, "CONFIG"},   {23, "NOMEM"},
+  {24, "IO"},          {25, "TIMEDOUT"},  {26, "SHUTDOWN"}, {27, "INTERNAL"},
+  {28, "ARG"},
+};
+#define TB_N_ERRORS (sizeof tb_errors / sizeof tb_errors[0])
+
+START_TEST(error_numbers_are_stable)
+{
+  for (size_t i = 0; i < TB_N_ERRORS; i++)
+    ck_assert_str_eq(wave_errname(tb_errors[i].num), tb_errors[i].name);
+  /* Spot checks on the enum itself. */
+  ck_assert_int_eq(WAVE_EOK, 0);
+  ck_assert_int_eq(WAVE_EMASKLEN, 8);
+  ck_assert_int_eq(WAVE_EOPDTYPE, 6);
+  ck_assert_int_eq(WAVE_EDEVICE, 14);
+  ck_assert_int_eq(WAVE_EARG, 28);
+  /* A new error must be added to this test (and documented) on purpose. */
+  ck_assert_int_eq(WAVE_ERR_COUNT_, (int)TB_N_ERRORS);
+}
+END_TEST
+
+START_TEST(error_table_generated_consistently)
+{
+  /* Every row of the X-macro: enum value, name and message agree. */
+  int rows = 0;
+#define TB_ROW(name, num, msg)                                                 \
+  ck_assert_int_eq(WAVE_E##name, num);                                         \
+  ck_assert_str_eq(wave_errname(num), #name);                                  \
+  ck_assert_str_eq(wave_strerror(num), msg);                                   \
+  rows++;
+  WAVE_ERRNO_MAP(TB_ROW)
+#undef TB_ROW
+  ck_assert_int_eq(rows, (int)TB_N_ERRORS);
+}
+END_TEST
+
+START_TEST(error_messages_distinct_and_present)
+{
+  for (size_t i = 0; i < TB_N_ERRORS; i++) {
+    const char *mi = wave_strerror(tb_errors[i].num);
+    ck_assert_ptr_nonnull(mi);
+    ck_assert_uint_gt(strlen(mi), 3);
+    ck_assert_str_ne(mi, "unknown error");
+    for (size_t j = i + 1; j < TB_N_ERRORS; j++)
+      ck_assert_str_ne(mi, wave_strerror(tb_errors[j].num));
+  }
+}
+END_TEST
+
+START_TEST(error_unknown_numbers)
+{
+  const int bad[] = {-1, 29, 30, 100, 1 << 20};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_str_eq(wave_strerror(bad[i]), "unknown error");
+    ck_assert_str_eq(wave_errname(bad[i]), "UNKNOWN");
+  }
+}
+END_TEST
+
+START_TEST(seterr_fills_and_returns)
+{
+  wave_error e;
+  memset(&e, 0x55, sizeof e);
+  ck_assert_int_eq(wv_seterr(NULL, WAVE_EMASKLEN, "x %d", 1), WAVE_EMASKLEN);
+  ck_assert_int_eq(wv_seterr(&e, WAVE_EBUSY, NULL), WAVE_EBUSY);
+  ck_assert_int_eq(e.code, WAVE_EBUSY);
+  ck_assert_str_eq(e.message, wave_strerror(WAVE_EBUSY));
+  ck_assert_int_eq(wv_seterr(&e, WAVE_EMASKLEN, "mask has %d rows, input has "
+                             "%d", 1000, 1024), WAVE_EMASKLEN);
+  ck_assert_int_eq(e.code, WAVE_EMASKLEN);
+  ck_assert_str_eq(e.message, "mask has 1000 rows, input has 1024");
+}
+END_TEST
+
+START_TEST(seterr_truncates_long_messages)
+{
+  char big[600];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  wave_error e;
+  wv_seterr(&e, WAVE_EIO, "%s", big);
+  ck_assert_uint_eq(strlen(e.message), sizeof e.message - 1);
+  ck_assert_int_eq(e.message[0], 'a');
+}
+END_TEST
+
+START_TEST(dtype_numbers_match_wire)
+{
+  ck_assert_int_eq(WAVE_DTYPE_NONE, WAVE__V1__DTYPE__DTYPE_UNSPECIFIED);
+  ck_assert_int_eq(WAVE_U32, WAVE__V1__DTYPE__U32);
+  ck_assert_int_eq(WAVE_S32, WAVE__V1__DTYPE__S32);
+  ck_assert_int_eq(WAVE_F32, WAVE__V1__DTYPE__F32);
+  ck_assert_int_eq(WAVE_OP_NONE, WAVE__V1__OP__OP_UNSPECIFIED);
+  ck_assert_int_eq(WAVE_SUM, WAVE__V1__OP__SUM);
+  ck_assert_int_eq(WAVE_MIN, WAVE__V1__OP__MIN);
+  ck_assert_int_eq(WAVE_MAX, WAVE__V1__OP__MAX);
+  ck_assert_int_eq(WAVE_EXTENT, WAVE__V1__OP__EXTENT);
+  ck_assert_int_eq(WAVE_AND, WAVE__V1__OP__AND);
+  ck_assert_int_eq(WAVE_OR, WAVE__V1__OP__OR);
+  ck_assert_int_eq(WAVE_XOR, WAVE__V1__OP__XOR);
+}
+END_TEST
+
+START_TEST(dtype_parse_and_name)
+{
+  static const struct { const char *s; wave_dtype d; } t[] = {
+    {"u32", WAVE_U32},   {"uint32", WAVE_U32},  {"s32", WAVE_S32},
+    {"sint32", WAVE_S32}, {"int32", WAVE_S32},  {"f32", WAVE_F32},
+    {"float32", WAVE_F32},
+    {"", WAVE_DTYPE_NONE}, {"u64", WAVE_DTYPE_NONE},
+    {"float64", WAVE_DTYPE_NONE}, {"uint32 ", WAVE_DTYPE_NONE},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    ck_assert_msg(wave_dtype_parse(t[i].s) == t[i].d, "parse(\"%s\")",
+                  t[i].s);
+  ck_assert_int_eq(wave_dtype_parse(NULL), WAVE_DTYPE_NONE);
+  ck_assert_str_eq(wave_dtype_name(WAVE_U32), "uint32");
+  ck_assert_str_eq(wave_dtype_name(WAVE_S32), "sint32");
+  ck_assert_str_eq(wave_dtype_name(WAVE_F32), "float32");
+  ck_assert_str_eq(wave_dtype_name(WAVE_DTYPE_NONE), "?");
+  ck_assert_str_eq(wave_dtype_name((wave_dtype)77), "?");
+  for (int d = WAVE_U32; d <= WAVE_F32; d++)
+    ck_assert_int_eq(wave_dtype_parse(wave_dtype_name((wave_dtype)d)), d);
+}
+END_TEST
+
+START_TEST(op_parse_and_name)
+{
+  static const char *const names[] = {"sum", "min", "max", "extent",
+                                      "and", "or", "xor"};
+  for (int i = 0; i < 7; i++) {
+    ck_assert_int_eq(wave_op_parse(names[i]), WAVE_SUM + i);
+    ck_assert_str_eq(wave_op_name((wave_op)(WAVE_SUM + i)), names[i]);
+  }
+  ck_assert_int_eq(wave_op_parse(NULL), WAVE_OP_NONE);
+  ck_assert_int_eq(wave_op_parse(""), WAVE_OP_NONE);
+  ck_assert_int_eq(wave_op_parse("mul"), WAVE_OP_NONE);
+  ck_assert_int_eq(wave_op_parse("SUM"), WAVE_OP_NONE);
+  ck_assert_str_eq(wave_op_name(WAVE_OP_NONE), "?");
+  ck_assert_str_eq(wave_op_name((wave_op)8), "?");
+  ck_assert_str_eq(wave_op_name((wave_op)-1), "?");
+}
+END_TEST
+
+START_TEST(op_check_matrix)
+{
+  /* docs/reduction.md: every dtype has sum/min/max/extent; only the
+   * integer dtypes have and/or/xor.  Rows: dtype 0..4, columns: op 0..8. */
+  static const int want[5][9] = {
+    /* none */ {4, 4, 4, 4, 4, 4, 4, 4, 4},
+    /* u32  */ {5, 0, 0, 0, 0, 0, 0, 0, 5},
+    /* s32  */ {5, 0, 0, 0, 0, 0, 0, 0, 5},
+    /* f32  */ {5, 0, 0, 0, 0, 6, 6, 6, 5},
+    /* 4    */ {4, 4, 4, 4, 4, 4, 4, 4, 4},
+  };
+  for (int d = 0; d < 5; d++)
+    for (int op = 0; op < 9; op++)
+      ck_assert_msg(wave_op_check((wave_dtype)d, (wave_op)op) == want[d][op],
+                    "dtype %d op %d: got %d want %d", d, op,
+                    wave_op_check((wave_dtype)d, (wave_op)op), want[d][op]);
+  ck_assert_int_eq(wave_op_check((wave_dtype)-1, WAVE_SUM), WAVE_EDTYPE);
+  ck_assert_int_eq(wave_op_check(WAVE_U32, (wave_op)-3), WAVE_EOP);
+}
+END_TEST
+
+START_TEST(op_values)
+{
+  for (int op = WAVE_SUM; op <= WAVE_XOR; op++)
+    ck_assert_uint_eq(wave_op_values((wave_op)op), op == WAVE_EXTENT ? 2 : 1);
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("base");
+  TCase *tc = tcase_create("errors");
+  tcase_add_test(tc, error_numbers_are_stable);
+  tcase_add_test(tc, error_table_generated_consistently);
+  tcase_add_test(tc, error_messages_distinct_and_present);
+  tcase_add_test(tc, error_unknown_numbers);
+  tcase_add_test(tc, seterr_fills_and_returns);
+  tcase_add_test(tc, seterr_truncates_long_messages);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("types");
+  tcase_add_test(tc, dtype_numbers_match_wire);
+  tcase_add_test(tc, dtype_parse_and_name);
+  tcase_add_test(tc, op_parse_and_name);
+  tcase_add_test(tc, op_check_matrix);
+  tcase_add_test(tc, op_values);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

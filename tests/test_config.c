@@ -1,0 +1,424 @@
+/* test_config.c - wavedd's config loader (daemon/config.c).
+ *
+ * Every case writes a YAML text into a temporary file and loads it.  Good
+ * files are checked against the defaults and bounds documented in
+ * docs/config.md; bad ones against the exact "file:line:column: key: what"
+ * message, with the line and column counted by hand from the text here.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "wave/client.h"
+
+static char tc_dir[256];
+static char tc_path[512];
+
+static void tc_setup(void)
+{
+  snprintf(tc_dir, sizeof tc_dir, "/tmp/wave-config.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tc_dir));
+  snprintf(tc_path, sizeof tc_path, "%s/c.yaml", tc_dir);
+}
+
+static void tc_teardown(void)
+{
+  unlink(tc_path);
+  char sub[600];
+  snprintf(sub, sizeof sub, "%s/sub/c.yaml", tc_dir);
+  unlink(sub);
+  snprintf(sub, sizeof sub, "%s/sub", tc_dir);
+  rmdir(sub);
+  rmdir(tc_dir);
+}
+
+static void tc_write(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fputs(text, f) >= 0, 1);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static wd_config *tc_load_ok(const char *text)
+{
+  tc_write(tc_path, text);
+  wd_config *c = NULL;
+  wave_error err = {0};
+  int rc = wd_config_load(tc_path, &c, &err);
+  ck_assert_msg(rc == 0, "unexpected error: %s", err.message);
+  ck_assert_ptr_nonnull(c);
+  return c;
+}
+
+/* The load must fail with "<file>:<where>: <key>: <what...>". */
+static void tc_load_bad(const char *text, const char *where, const char *key,
+                        const char *what)
+{
+  tc_write(tc_path, text);
+  wd_config *c = (wd_config *)1;
+  wave_error err = {0};
+  int rc = wd_config_load(tc_path, &c, &err);
+  ck_assert_int_eq(rc, WAVE_ECONFIG);
+  ck_assert_int_eq(err.code, WAVE_ECONFIG);
+  ck_assert_ptr_null(c);
+  char want[1024];
+  snprintf(want, sizeof want, "%s:%s: %s: ", tc_path, where, key);
+  ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0,
+                "message '%s' does not start with '%s'", err.message, want);
+  ck_assert_msg(strstr(err.message + strlen(want), what) != NULL,
+                "message '%s' does not say '%s'", err.message, what);
+}
+
+#define ONE_DEVICE "devices:\n  - name: cpu0\n    backend: cpu\n"
+
+START_TEST(defaults)
+{
+  wd_config *c = tc_load_ok(ONE_DEVICE);
+  /* docs/config.md's defaults */
+  ck_assert_uint_eq(c->n_listen, 1);
+  ck_assert_str_eq(c->listen[0], WAVE_DEFAULT_URL);
+  ck_assert_uint_eq(c->ipc_mode, 0);
+  ck_assert_int_eq(c->log_level, WD_LOG_INFO);
+  ck_assert_uint_eq(c->limits.max_request_bytes, 64ull << 20);
+  ck_assert_uint_eq(c->limits.max_job_rows, 1ull << 24);
+  ck_assert_uint_eq(c->limits.jobs_in_flight, 64);
+  ck_assert_uint_eq(c->limits.contexts, 64);
+  ck_assert_uint_eq(c->limits.max_outputs, 65536);
+  ck_assert_uint_eq(c->limits.max_winners, 4096);
+  ck_assert_uint_eq(c->limits.max_wait_ms, 10000);
+  ck_assert_uint_eq(c->limits.keep_jobs, 256);
+  ck_assert_uint_eq(c->limits.keep_seconds, 600);
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/packs", tc_dir);
+  ck_assert_str_eq(c->packs_dir, dir);
+  ck_assert_int_eq(c->packs_dir_set, 0);
+  ck_assert_int_eq(c->packs_all, 1);
+  ck_assert_uint_eq(c->n_devices, 1);
+  const wd_device_cfg *d = &c->devices[0];
+  ck_assert_str_eq(d->name, "cpu0");
+  ck_assert_str_eq(d->backend, "cpu");
+  ck_assert_uint_eq(d->index, 0);
+  ck_assert_uint_eq(d->threads, 0);
+  ck_assert_uint_eq(d->queue_depth, 64);
+  ck_assert_str_eq(d->exchange, "auto");
+  ck_assert_uint_eq(d->group_units, 0);
+  ck_assert_uint_eq(d->batch, 0);
+  wd_config_free(c);
+}
+END_TEST
+
+START_TEST(every_key)
+{
+  wd_config *c = tc_load_ok(
+      "listen: [ipc:///tmp/x.sock, \"tcp://127.0.0.1:7000\"]\n"
+      "ipc_mode: 0640\n"
+      "log_level: debug\n"
+      "limits:\n"
+      "  max_request_bytes: 0x100000\n"
+      "  max_job_rows: 1000\n"
+      "  jobs_in_flight: 3\n"
+      "  contexts: 7\n"
+      "  max_outputs: 10\n"
+      "  max_winners: 11\n"
+      "  max_wait_ms: 12\n"
+      "  keep_jobs: 13\n"
+      "  keep_seconds: 14\n"
+      "packs:\n"
+      "  dir: /opt/packs\n"
+      "  load: [small, closed]\n"
+      "devices:\n"
+      "  - name: a\n"
+      "    backend: cpu\n"
+      "    index: 2\n"
+      "    threads: 3\n"
+      "    queue_depth: 4\n"
+      "    exchange: local\n"
+      "    group_units: 5\n"
+      "    batch: 4294967296\n"
+      "  - {name: b.2_x-y, backend: cpu}\n");
+  ck_assert_uint_eq(c->n_listen, 2);
+  ck_assert_str_eq(c->listen[0], "ipc:///tmp/x.sock");
+  ck_assert_str_eq(c->listen[1], "tcp://127.0.0.1:7000");
+  ck_assert_uint_eq(c->ipc_mode, 0640);
+  ck_assert_int_eq(c->log_level, WD_LOG_DEBUG);
+  ck_assert_uint_eq(c->limits.max_request_bytes, 1u << 20);
+  ck_assert_uint_eq(c->limits.max_job_rows, 1000);
+  ck_assert_uint_eq(c->limits.jobs_in_flight, 3);
+  ck_assert_uint_eq(c->limits.contexts, 7);
+  ck_assert_uint_eq(c->limits.max_outputs, 10);
+  ck_assert_uint_eq(c->limits.max_winners, 11);
+  ck_assert_uint_eq(c->limits.max_wait_ms, 12);
+  ck_assert_uint_eq(c->limits.keep_jobs, 13);
+  ck_assert_uint_eq(c->limits.keep_seconds, 14);
+  ck_assert_str_eq(c->packs_dir, "/opt/packs");
+  ck_assert_int_eq(c->packs_dir_set, 1);
+  ck_assert_int_eq(c->packs_all, 0);
+  ck_assert_uint_eq(c->n_packs_load, 2);
+  ck_assert_str_eq(c->packs_load[0], "small");
+  ck_assert_str_eq(c->packs_load[1], "closed");
+  ck_assert_uint_eq(c->n_devices, 2);
+  ck_assert_str_eq(c->devices[0].name, "a");
+  ck_assert_uint_eq(c->devices[0].index, 2);
+  ck_assert_uint_eq(c->devices[0].threads, 3);
+  ck_assert_uint_eq(c->devices[0].queue_depth, 4);
+  ck_assert_str_eq(c->devices[0].exchange, "local");
+  ck_assert_uint_eq(c->devices[0].group_units, 5);
+  ck_assert_uint_eq(c->devices[0].batch, 1ull << 32);
+  ck_assert_str_eq(c->devices[1].name, "b.2_x-y");
+  ck_assert_uint_eq(c->devices[1].queue_depth, 64);
+  wd_config_free(c);
+}
+END_TEST
+
+START_TEST(shipped_default)
+{
+  const char *src = getenv("WAVE_SOURCE_DIR");
+  ck_assert_ptr_nonnull(src);
+  char path[600];
+  snprintf(path, sizeof path, "%s/config/devices.yaml", src);
+  wd_config *c = NULL;
+  wave_error err = {0};
+  ck_assert_msg(wd_config_load(path, &c, &err) == 0, "%s", err.message);
+  /* one CPU device, ipc only, on the client's default URL */
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].backend, "cpu");
+  ck_assert_uint_eq(c->n_listen, 1);
+  ck_assert_str_eq(c->listen[0], WAVE_DEFAULT_URL);
+  char packs[700];
+  snprintf(packs, sizeof packs, "%s/config/packs", src);
+  ck_assert_str_eq(c->packs_dir, packs);
+  wd_config_free(c);
+}
+END_TEST
+
+START_TEST(relative_packs_dir)
+{
+  char sub[600], path[700];
+  snprintf(sub, sizeof sub, "%s/sub", tc_dir);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  snprintf(path, sizeof path, "%s/c.yaml", sub);
+  tc_write(path, "packs: {dir: mine}\n" ONE_DEVICE);
+  wd_config *c = NULL;
+  wave_error err = {0};
+  ck_assert_msg(wd_config_load(path, &c, &err) == 0, "%s", err.message);
+  char want[700];
+  snprintf(want, sizeof want, "%s/mine", sub);
+  ck_assert_str_eq(c->packs_dir, want);
+  wd_config_free(c);
+}
+END_TEST
+
+START_TEST(empty_sections_and_all)
+{
+  wd_config *c = tc_load_ok("limits:\npacks:\n  load: all\n" ONE_DEVICE);
+  ck_assert_uint_eq(c->limits.contexts, 64);
+  ck_assert_int_eq(c->packs_all, 1);
+  wd_config_free(c);
+  c = tc_load_ok("packs: {load: []}\n" ONE_DEVICE);
+  ck_assert_int_eq(c->packs_all, 0);
+  ck_assert_uint_eq(c->n_packs_load, 0);
+  wd_config_free(c);
+}
+END_TEST
+
+START_TEST(missing_file)
+{
+  wd_config *c = NULL;
+  wave_error err = {0};
+  ck_assert_int_eq(wd_config_load("/nonexistent/wave.yaml", &c, &err),
+                   WAVE_ECONFIG);
+  ck_assert_ptr_null(c);
+  ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/wave.yaml"));
+}
+END_TEST
+
+START_TEST(bad_integers)
+{
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "    threads: 2000\n",
+              "4:14", "devices[0].threads", "expected an integer 0..1024");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "    queue_depth: 0\n",
+              "4:18", "devices[0].queue_depth", "expected an integer 1..65536");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "    index: -1\n",
+              "4:12", "devices[0].index", "expected an integer 0..255");
+  tc_load_bad("limits:\n"
+              "  contexts: many\n" ONE_DEVICE,
+              "2:13", "limits.contexts", "expected an integer 1..4096");
+  tc_load_bad("limits:\n"
+              "  max_request_bytes: 12.5\n" ONE_DEVICE,
+              "2:22", "limits.max_request_bytes", "expected an integer");
+  tc_load_bad("limits:\n"
+              "  max_wait_ms: 60000\n" ONE_DEVICE,
+              "2:16", "limits.max_wait_ms", "expected an integer 0..50000");
+  tc_load_bad("limits:\n"
+              "  keep_jobs: [1]\n" ONE_DEVICE,
+              "2:14", "limits.keep_jobs", "expected an integer");
+}
+END_TEST
+
+START_TEST(bad_enums_and_modes)
+{
+  tc_load_bad("log_level: loud\n" ONE_DEVICE, "1:12", "log_level",
+              "expected one of: error, warn, info, debug");
+  tc_load_bad("ipc_mode: 0999\n" ONE_DEVICE, "1:11", "ipc_mode",
+              "expected an octal file mode");
+  tc_load_bad("ipc_mode: 01777\n" ONE_DEVICE, "1:11", "ipc_mode",
+              "expected an octal file mode");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "    exchange: warp\n",
+              "4:15", "devices[0].exchange",
+              "expected one of: auto, shuffle, local");
+}
+END_TEST
+
+START_TEST(unknown_and_duplicate_keys)
+{
+  tc_load_bad("colour: blue\n" ONE_DEVICE, "1:1", "colour", "unknown key");
+  tc_load_bad("limits:\n  max_rows: 5\n" ONE_DEVICE, "2:3", "limits.max_rows",
+              "unknown key");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "    colour: blue\n",
+              "4:5", "devices[0].colour", "unknown key");
+  tc_load_bad("log_level: info\n"
+              "log_level: debug\n" ONE_DEVICE,
+              "2:1", "log_level", "duplicate key");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "    name: cpu1\n",
+              "4:5", "devices[0].name", "duplicate key");
+}
+END_TEST
+
+START_TEST(devices)
+{
+  tc_load_bad("log_level: info\n", "1:1", "devices", "missing key 'devices'");
+  tc_load_bad("", "1:1", "devices", "at least one device");
+  tc_load_bad("devices: []\n", "1:10", "devices", "at least one device");
+  tc_load_bad("devices: cpu\n", "1:10", "devices", "expected a list");
+  tc_load_bad("devices:\n  - cpu0\n", "2:5", "devices[0]",
+              "expected a mapping");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n",
+              "2:5", "devices[0]", "missing key 'backend'");
+  tc_load_bad("devices:\n"
+              "  - backend: cpu\n",
+              "2:5", "devices[0]", "missing key 'name'");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n",
+              "4:11", "devices[1].name", "already used by devices[0]");
+  tc_load_bad("devices:\n"
+              "  - name: \"cpu 0\"\n"
+              "    backend: cpu\n",
+              "2:11", "devices[0].name", "letters, digits");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: abacus\n",
+              "3:14", "devices[0].backend", "unknown backend 'abacus'");
+  /* opencl is a known backend that no build of ours compiles in */
+  tc_load_bad("devices:\n"
+              "  - name: cl0\n"
+              "    backend: opencl\n",
+              "3:14", "devices[0].backend",
+              "backend 'opencl' not built into this wavedd");
+}
+END_TEST
+
+START_TEST(listen_urls)
+{
+  tc_load_bad("listen: ipc:///tmp/a.sock\n" ONE_DEVICE, "1:9", "listen",
+              "expected a list of URLs");
+  tc_load_bad("listen: []\n" ONE_DEVICE, "1:9", "listen",
+              "at least one URL");
+  tc_load_bad("listen:\n"
+              "  - ipc:///tmp/a.sock\n"
+              "  - http://127.0.0.1:80\n" ONE_DEVICE,
+              "3:5", "listen[1]", "the scheme must be ipc:// or tcp://");
+  tc_load_bad("listen:\n"
+              "  - tcp://127.0.0.1\n" ONE_DEVICE,
+              "2:5", "listen[0]", "needs a port");
+  tc_load_bad("listen:\n"
+              "  - ipc:///tmp/a.sock\n"
+              "  - ipc:///tmp/a.sock\n" ONE_DEVICE,
+              "3:5", "listen[1]", "listed twice");
+  char long_url[300] = "listen: [ipc:///tmp/";
+  for (int i = 0; i < 120; i++)
+    strcat(long_url, "x");
+  strcat(long_url, "]\n" ONE_DEVICE);
+  tc_load_bad(long_url, "1:10", "listen[0]", "1..107 bytes");
+}
+END_TEST
+
+START_TEST(packs_keys)
+{
+  tc_load_bad("packs:\n"
+              "  load: [small, small]\n" ONE_DEVICE,
+              "2:17", "packs.load[1]", "listed twice");
+  tc_load_bad("packs:\n"
+              "  load: some\n" ONE_DEVICE,
+              "2:9", "packs.load", "expected a list of pack names or 'all'");
+  tc_load_bad("packs: [a]\n" ONE_DEVICE, "1:8", "packs",
+              "expected a mapping");
+}
+END_TEST
+
+START_TEST(yaml_syntax)
+{
+  tc_load_bad("devices:\n"
+              "  - name: [cpu0\n"
+              "    backend: cpu\n",
+              "3:12", "YAML syntax", "");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+  Suite *s = suite_create("config");
+  TCase *t = tcase_create("load");
+  tcase_add_checked_fixture(t, tc_setup, tc_teardown);
+  tcase_add_test(t, defaults);
+  tcase_add_test(t, every_key);
+  tcase_add_test(t, shipped_default);
+  tcase_add_test(t, relative_packs_dir);
+  tcase_add_test(t, empty_sections_and_all);
+  tcase_add_test(t, missing_file);
+  tcase_add_test(t, bad_integers);
+  tcase_add_test(t, bad_enums_and_modes);
+  tcase_add_test(t, unknown_and_duplicate_keys);
+  tcase_add_test(t, devices);
+  tcase_add_test(t, listen_urls);
+  tcase_add_test(t, packs_keys);
+  tcase_add_test(t, yaml_syntax);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void)
+{
+  SRunner *r = srunner_create(config_suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

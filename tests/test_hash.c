@@ -1,0 +1,855 @@
+/* test_hash.c - the lottery hash (docs/hash.md): FNV, the instruction set,
+ * cache and dataset, the shipped packs' known answers, the pack loader's
+ * errors, the job accumulator, the GPU emulator and the CPU backend.
+ *
+ * Where the answer is not a published constant (FNV, SplitMix64), it comes
+ * from a transcription of docs/hash.md made here in the test (th_*), not
+ * from workers/hash: the opcode cases run tiny synthetic packs and compare
+ * every lane with formulas written out below.  The packs' known answers were
+ * produced by wvhash-gen from ref.c and cross-checked, before they were
+ * committed, by a separate transcription of the spec in another language;
+ * here they pin ref.c, the emulator and the CPU backend.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/base.h"
+#include "workers/cpu/cpu.h"
+#include "workers/hash/hash.h"
+#include "workers/hash/pack.h"
+#include "workers/hash/ref.h"
+
+/* ---- the spec, transcribed here ------------------------------------------ */
+
+static uint64_t th_mix(uint64_t x)
+{
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+#define TH_REGS 8u
+
+static void th_init(uint64_t seed, uint64_t n, uint64_t r[TH_REGS])
+{
+  uint64_t s = th_mix(n ^ seed ^ 0xa4093822299f31d0ull);
+  for (unsigned j = 0; j < TH_REGS; j++)
+    r[j] = th_mix(s + (j + 1) * 0x9e3779b97f4a7c15ull);
+}
+
+static uint64_t th_output(uint64_t seed, const uint64_t r[TH_REGS])
+{
+  uint64_t h = seed ^ 0x082efa98ec4e6c89ull;
+  for (unsigned j = 0; j < TH_REGS; j++)
+    h = th_mix(h + r[j]);
+  return h;
+}
+
+static uint64_t th_closed(uint64_t seed, uint64_t addr)
+{
+  return th_mix(th_mix(seed ^ 0x13198a2e03707344ull) ^ (addr & 0xffffffffu));
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char th_dir[64];
+
+static const char *th_packs_dir(void)
+{
+  static char path[512];
+  const char *src = getenv("WAVE_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/config/packs", src ? src : ".");
+  return path;
+}
+
+static wv_pack *th_shipped(const char *name)
+{
+  char path[600];
+  wave_error err;
+  wv_pack *p;
+  snprintf(path, sizeof path, "%s/%s.yaml", th_packs_dir(), name);
+  int rv = wv_pack_load_file(path, &p, &err);
+  ck_assert_msg(rv == 0, "%s", err.message);
+  ck_assert(p->has_known);
+  return p;
+}
+
+/* Write text to th_dir/<file> and return the path. */
+static const char *th_write(const char *file, const char *text)
+{
+  static char path[128];
+  snprintf(path, sizeof path, "%s/%s", th_dir, file);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+#define TH_HEAD                                                                \
+  "name: t\nversion: 1\nseed: 0x1234\nregisters: 8\nrounds: 1\n"              \
+  "dataset:\n  closed: true\n"
+
+/* A pack: head, `first` instructions, then xchg r3, r3, 1 up to 6 exchanges
+ * in all (6 swaps, an even number, are the identity on r3; 5 are lane
+ * l ^ 1), then xor r5, r6, r7 up to 64 instructions. */
+static char *th_program_text(const char *head, const char *const *first,
+                             unsigned nfirst)
+{
+  char *t = malloc(16384);
+  size_t k = (size_t)snprintf(t, 16384, "%sprogram:\n", head);
+  unsigned n = 0;
+  for (; n < nfirst; n++)
+    k += (size_t)snprintf(t + k, 16384 - k, "  - \"%s\"\n", first[n]);
+  unsigned swaps = 6;
+  for (unsigned i = 0; i < nfirst; i++)
+    swaps -= strncmp(first[i], "xchg", 4) == 0;
+  for (unsigned x = 0; x < swaps; x++, n++)
+    k += (size_t)snprintf(t + k, 16384 - k, "  - \"xchg r3, r3, 1\"\n");
+  for (; n < 64; n++)
+    k += (size_t)snprintf(t + k, 16384 - k, "  - \"xor r5, r6, r7\"\n");
+  return t;
+}
+
+static wv_pack *th_load_text(const char *text)
+{
+  wave_error err;
+  wv_pack *p;
+  int rv = wv_pack_load_file(th_write("t.yaml", text), &p, &err);
+  ck_assert_msg(rv == 0, "%s", err.message);
+  return p;
+}
+
+static wv_device *th_cpu_open(unsigned threads)
+{
+  wv_device_config cfg = {.name = "cpu-test", .backend = "cpu",
+                          .threads = threads, .exchange = "auto"};
+  wv_device *dev;
+  wave_error err;
+  int rv = wv_cpu_backend.open(&cfg, &dev, &err);
+  ck_assert_msg(rv == 0, "%s", err.message);
+  return dev;
+}
+
+static void th_setup(void)
+{
+  snprintf(th_dir, sizeof th_dir, "/tmp/wvhash-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(th_dir));
+}
+
+static void th_teardown(void)
+{
+  char cmd[128];
+  /* Only the files this test wrote live there. */
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", th_dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+/* ---- FNV and the mixer ---------------------------------------------------- */
+
+START_TEST(fnv_published_vectors)
+{
+  /* FNV-1a 64 test vectors from the FNV reference (isthe.com/chongo). */
+  ck_assert_uint_eq(wv_fnv1a64(WV_FNV_OFFSET, "", 0), 0xcbf29ce484222325ull);
+  ck_assert_uint_eq(wv_fnv1a64(WV_FNV_OFFSET, "a", 1), 0xaf63dc4c8601ec8cull);
+  ck_assert_uint_eq(wv_fnv1a64(WV_FNV_OFFSET, "foobar", 6),
+                    0x85944171f73967e8ull);
+  /* Continuation: hashing in pieces equals hashing at once. */
+  uint64_t h = wv_fnv1a64(WV_FNV_OFFSET, "foo", 3);
+  ck_assert_uint_eq(wv_fnv1a64(h, "bar", 3), 0x85944171f73967e8ull);
+}
+END_TEST
+
+START_TEST(mix64_is_splitmix64)
+{
+  /* SplitMix64 seeded with 0 yields mix(GAMMA), mix(2 GAMMA), ...: its
+   * published first outputs. */
+  ck_assert_uint_eq(wv_mix64(0x9e3779b97f4a7c15ull), 0xe220a8397b1dcdafull);
+  ck_assert_uint_eq(wv_mix64(2 * 0x9e3779b97f4a7c15ull), 0x6e789e6aa1b965f4ull);
+  for (uint64_t x = 1; x < 1000; x++)
+    ck_assert_uint_eq(wv_mix64(x * 0x1234567ull), th_mix(x * 0x1234567ull));
+}
+END_TEST
+
+/* ---- instruction semantics ------------------------------------------------ */
+
+typedef struct th_case {
+  const char *insn;
+  void (*apply)(uint64_t r[32][TH_REGS], uint64_t seed);
+} th_case;
+
+#define TH_LANEWISE(fn, expr)                                                 \
+  static void fn(uint64_t r[32][TH_REGS], uint64_t seed)                      \
+  {                                                                           \
+    (void)seed;                                                               \
+    for (unsigned l = 0; l < 32; l++) {                                       \
+      uint64_t *x = r[l];                                                     \
+      expr;                                                                   \
+    }                                                                         \
+  }
+TH_LANEWISE(th_add, x[2] = x[0] + x[1])
+TH_LANEWISE(th_sub, x[2] = x[0] - x[1])
+TH_LANEWISE(th_xor, x[2] = x[0] ^ x[1])
+TH_LANEWISE(th_mul, x[2] = x[0] * x[1])
+TH_LANEWISE(th_rotl13, x[2] = (x[0] << 13) | (x[0] >> 51))
+TH_LANEWISE(th_rotl63, x[2] = (x[0] << 63) | (x[0] >> 1))
+TH_LANEWISE(th_xshr1, x[2] = x[0] ^ (x[0] >> 1))
+TH_LANEWISE(th_xshr63, x[2] = x[0] ^ (x[0] >> 63))
+TH_LANEWISE(th_addi, x[2] = x[0] - 1)
+TH_LANEWISE(th_muli, x[2] = x[0] * 0x9e3779b97f4a7c15ull)
+TH_LANEWISE(th_inplace, x[0] = x[0] + x[0])
+TH_LANEWISE(th_load, x[2] ^= th_closed(seed, x[0]))
+TH_LANEWISE(th_load_self, x[0] ^= th_closed(seed, x[0]))
+
+/* xchg r1, r0, 4: r1 of lane l is r0 of lane l ^ 4 (and only 5 swaps of
+ * r3 follow: r3 of lane l is r3 of lane l ^ 1). */
+static void th_xchg_other(uint64_t r[32][TH_REGS], uint64_t seed)
+{
+  (void)seed;
+  uint64_t r0[32], r3[32];
+  for (unsigned l = 0; l < 32; l++)
+    r0[l] = r[l][0], r3[l] = r[l][3];
+  for (unsigned l = 0; l < 32; l++)
+    r[l][1] = r0[l ^ 4], r[l][3] = r3[l ^ 1];
+}
+
+/* Six in-place swaps of r0 with m = 16, 2, 8, 1, 4, 2: lane l ends with
+ * lane (l ^ 16 ^ 2 ^ 8 ^ 1 ^ 4 ^ 2) = l ^ 29's value. */
+static void th_xchg_swaps(uint64_t r[32][TH_REGS], uint64_t seed)
+{
+  (void)seed;
+  uint64_t r0[32];
+  for (unsigned l = 0; l < 32; l++)
+    r0[l] = r[l][0];
+  for (unsigned l = 0; l < 32; l++)
+    r[l][0] = r0[l ^ 29];
+}
+
+static const th_case th_cases[] = {
+  {"add r2, r0, r1", th_add},        {"sub r2, r0, r1", th_sub},
+  {"xor r2, r0, r1", th_xor},        {"mul r2, r0, r1", th_mul},
+  {"rotl r2, r0, 13", th_rotl13},    {"rotl r2, r0, 63", th_rotl63},
+  {"xshr r2, r0, 1", th_xshr1},      {"xshr r2, r0, 63", th_xshr63},
+  {"addi r2, r0, 0xffffffffffffffff", th_addi},
+  {"muli r2, r0, 11400714819323198485", th_muli},
+  {"add r0, r0, r0", th_inplace},    {"load r2, r0", th_load},
+  {"load r0, r0", th_load_self},     {"xchg r1, r0, 4", th_xchg_other},
+};
+#define TH_NCASES (sizeof th_cases / sizeof th_cases[0])
+
+/* Expected outputs of unit u under case c (+ the 6 swaps of r3 and the
+ * r5 = r6 ^ r7 filler of th_program_text). */
+static void th_expect(const th_case *c, uint64_t seed, uint64_t u,
+                      uint64_t out[32])
+{
+  uint64_t r[32][TH_REGS];
+  for (unsigned l = 0; l < 32; l++)
+    th_init(seed, u * 32 + l, r[l]);
+  c->apply(r, seed);
+  for (unsigned l = 0; l < 32; l++) {
+    r[l][5] = r[l][6] ^ r[l][7];
+    out[l] = th_output(seed, r[l]);
+  }
+}
+
+static const uint64_t th_units[] = {0, 12345, (1ull << 59) - 1};
+
+START_TEST(opcode_semantics_ref_emu)
+{
+  const th_case *c = &th_cases[_i];
+  const char *first[1] = {c->insn};
+  char *text = th_program_text(TH_HEAD, first, 1);
+  wv_pack *p = th_load_text(text);
+  free(text);
+  wv_hash_mem m = {.pack = p};
+  for (unsigned k = 0; k < 3; k++) {
+    uint64_t want[32], got[32];
+    th_expect(c, 0x1234, th_units[k], want);
+    wv_ref_unit(&m, th_units[k], got);
+    for (unsigned l = 0; l < 32; l++)
+      ck_assert_msg(got[l] == want[l], "ref '%s' unit %llu lane %u",
+                    c->insn, (unsigned long long)th_units[k], l);
+    wv_emu_config cfg = {.subgroup = 16, .workgroup = 64,
+                         .exchange = WV_EMU_LOCAL, .sched_seed = 7};
+    wave_error err;
+    ck_assert_int_eq(wv_emu_range(&m, &cfg, th_units[k] * 32, 32, got, &err),
+                     0);
+    for (unsigned l = 0; l < 32; l++)
+      ck_assert_msg(got[l] == want[l], "emu '%s' lane %u", c->insn, l);
+  }
+  wv_pack_free(p);
+}
+END_TEST
+
+START_TEST(xchg_reads_old_values)
+{
+  /* Six in-place swaps: a sequential implementation that wrote lane l
+   * before lane l ^ m read it would not produce a permutation. */
+  static const char *const prog[6] = {
+    "xchg r0, r0, 16", "xchg r0, r0, 2", "xchg r0, r0, 8",
+    "xchg r0, r0, 1",  "xchg r0, r0, 4", "xchg r0, r0, 2",
+  };
+  char text[8192];
+  size_t k = (size_t)snprintf(text, sizeof text, "%sprogram:\n", TH_HEAD);
+  for (unsigned i = 0; i < 6; i++)
+    k += (size_t)snprintf(text + k, sizeof text - k, "  - \"%s\"\n", prog[i]);
+  for (unsigned i = 6; i < 64; i++)
+    k += (size_t)snprintf(text + k, sizeof text - k, "  - \"xor r5, r6, r7\"\n");
+  wv_pack *p = th_load_text(text);
+  th_case c = {"swaps", th_xchg_swaps};
+  wv_hash_mem m = {.pack = p};
+  uint64_t want[32], got[32];
+  th_expect(&c, 0x1234, 99, want);
+  wv_ref_unit(&m, 99, got);
+  for (unsigned l = 0; l < 32; l++)
+    ck_assert_uint_eq(got[l], want[l]);
+  wv_pack_free(p);
+}
+END_TEST
+
+/* ---- cache and dataset --------------------------------------------------- */
+
+/* docs/hash.md "Cache" and "Dataset", transcribed. */
+static void th_cache(uint64_t seed, uint64_t m, uint64_t *c)
+{
+  c[0] = th_mix(seed ^ 0x243f6a8885a308d3ull);
+  for (uint64_t k = 1; k < m; k++)
+    c[k] = th_mix(c[k - 1] + 0x9e3779b97f4a7c15ull);
+  for (int pass = 0; pass < 3; pass++)
+    for (uint64_t k = 0; k < m; k++) {
+      uint64_t prev = k == 0 ? c[m - 1] : c[k - 1];
+      uint64_t other = c[c[k] % m];
+      c[k] = th_mix((prev ^ other) + c[k]);
+    }
+}
+
+static uint64_t th_item(const uint64_t *c, uint64_t m, unsigned parents,
+                        uint64_t i)
+{
+  uint64_t x = th_mix(c[i % m] ^ i);
+  for (unsigned j = 0; j < parents; j++)
+    x = th_mix(x + c[x % m]);
+  return x;
+}
+
+START_TEST(cache_and_dataset_match_spec)
+{
+  wv_pack *p = th_shipped("small");
+  uint64_t *cache, *mine = malloc(p->cache_items * 8);
+  size_t items;
+  wave_error err;
+  ck_assert_int_eq(wv_pack_cache_build(p, &cache, &items, &err), 0);
+  ck_assert_uint_eq(items, p->cache_items);
+  th_cache(p->seed, p->cache_items, mine);
+  ck_assert(memcmp(cache, mine, items * 8) == 0);
+  /* Fingerprint over little-endian bytes, computed byte by byte here. */
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t k = 0; k < items; k++)
+    for (unsigned b = 0; b < 8; b++)
+      h = (h ^ ((mine[k] >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+  ck_assert_uint_eq(h, p->cache_fnv);
+
+  uint64_t n = p->dataset_items;
+  uint64_t *ds = malloc(n * 8);
+  wv_pack_dataset_range(p, cache, 0, 1000, ds);        /* a ragged tail */
+  wv_pack_dataset_range(p, cache, 1000, n - 1000, ds + 1000);
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_uint_eq(ds[i], wv_item_from_cache(cache, items, p->parents, i));
+  for (uint64_t i = 0; i < n; i += 4097)
+    ck_assert_uint_eq(ds[i], th_item(mine, items, p->parents, i));
+  ck_assert_uint_eq(ds[n - 1], th_item(mine, items, p->parents, n - 1));
+  free(ds);
+  free(mine);
+  free(cache);
+  wv_pack_free(p);
+}
+END_TEST
+
+START_TEST(memory_load_semantics)
+{
+  /* A tiny memory pack: 8 cache items, 128 dataset items, 2 parents. */
+  static const char head[] =
+      "name: t\nversion: 1\nseed: 77\nregisters: 8\nrounds: 1\n"
+      "dataset:\n  cache_bytes: 64\n  dataset_bytes: 1024\n  parents: 2\n";
+  const char *first[1] = {"load r2, r0"};
+  char *text = th_program_text(head, first, 1);
+  wv_pack *p = th_load_text(text);
+  free(text);
+  uint64_t c[8];
+  th_cache(77, 8, c);
+  wv_hash_mem m = {.pack = p};
+  wave_error err;
+  ck_assert_int_eq(wv_pack_cache_get(p, &m.cache, &err), 0);
+  uint64_t got[32];
+  wv_ref_unit(&m, 5, got);
+  for (unsigned l = 0; l < 32; l++) {
+    uint64_t r[TH_REGS];
+    th_init(77, 5 * 32 + l, r);
+    r[2] ^= th_item(c, 8, 2, r[0] & 127);
+    r[5] = r[6] ^ r[7];
+    ck_assert_uint_eq(got[l], th_output(77, r));
+  }
+  wv_pack_free(p);
+}
+END_TEST
+
+/* ---- shipped packs -------------------------------------------------------- */
+
+static uint64_t th_fnv_outputs(const uint64_t *o, size_t n)
+{
+  return wv_fnv1a64(WV_FNV_OFFSET, o, n * 8);  /* little-endian host */
+}
+
+START_TEST(shipped_packs_known_answers)
+{
+  static const char *const names[2] = {"small", "closed"};
+  wv_pack *p = th_shipped(names[_i]);
+  ck_assert_uint_eq(p->n_vectors, 3);
+  ck_assert_uint_eq(p->loads * p->rounds, 104);
+  wv_hash_mem full = {.pack = p}, light = {.pack = p};
+  uint64_t *ds = NULL;
+  size_t items;
+  wave_error err;
+  if (!p->closed) {
+    ck_assert_int_eq(wv_pack_cache_build(p, (uint64_t **)&light.cache, &items,
+                                         &err), 0);
+    full.cache = light.cache;
+    ds = malloc(p->dataset_items * 8);
+    wv_pack_dataset_range(p, light.cache, 0, p->dataset_items, ds);
+    full.dataset = ds;
+  }
+  for (size_t v = 0; v < p->n_vectors; v++) {
+    uint64_t o[32], ol[32];
+    wv_ref_unit(&full, p->vectors[v].nonce / 32, o);
+    wv_ref_unit(&light, p->vectors[v].nonce / 32, ol);
+    for (unsigned l = 0; l < 32; l++) {
+      ck_assert_uint_eq(o[l], p->vectors[v].outputs[l]);
+      ck_assert_uint_eq(ol[l], o[l]);
+      uint64_t ver;
+      ck_assert_int_eq(wv_hash_verify(p, p->vectors[v].nonce + l, &ver, &err),
+                       0);
+      ck_assert_uint_eq(ver, o[l]);
+    }
+  }
+  uint64_t *out = malloc(8192 * 8);
+  wv_ref_range(&full, 0, 8192, out);
+  ck_assert_uint_eq(th_fnv_outputs(out, 8192), p->batch_fnv);
+  free(out);
+  free(ds);
+  free((void *)light.cache);
+  wv_pack_free(p);
+}
+END_TEST
+
+START_TEST(packset_loads_shipped_dir)
+{
+  wv_packset *s;
+  wave_error err;
+  int rv = wv_packset_load(th_packs_dir(), &s, &err);
+  ck_assert_msg(rv == 0, "%s", err.message);
+  ck_assert_uint_eq(wv_packset_count(s), 3);
+  ck_assert_str_eq(wv_pack_name(wv_packset_at(s, 0)), "closed");  /* sorted */
+  const wv_pack *m = wv_packset_find(s, "main");
+  ck_assert_ptr_nonnull(m);
+  ck_assert_uint_eq(wv_pack_dataset_bytes(m), 1ull << 30);
+  ck_assert_uint_eq(wv_pack_dataset_bytes(wv_packset_find(s, "closed")), 0);
+  ck_assert_ptr_null(wv_packset_find(s, "nope"));
+  wv_packset_free(s);
+}
+END_TEST
+
+/* ---- pack loader errors --------------------------------------------------- */
+
+typedef struct th_bad {
+  const char *what;
+  const char *find, *replace;  /* edit of the valid text */
+  const char *where;           /* expected ":line:column: key" fragment */
+} th_bad;
+
+/* Valid text: TH_HEAD lines 1-7, "program:" line 8, instructions on lines
+ * 9..72 (first "add r2, r0, r1" on 9, the xchg on 10..15). */
+static const th_bad th_bads[] = {
+  {"unknown key", "rounds: 1\n", "rounds: 1\ncolour: red\n", ":6:1: colour"},
+  {"missing key", "registers: 8\n", "", ":1:1: registers"},
+  {"duplicate key", "rounds: 1\n", "rounds: 1\nrounds: 2\n", ":6:1: rounds"},
+  {"63 instructions", "  - \"add r2, r0, r1\"\n", "", ":9:3: program"},
+  {"65 instructions", "  - \"add r2, r0, r1\"\n",
+   "  - \"add r2, r0, r1\"\n  - \"add r2, r0, r1\"\n", ":9:3: program"},
+  {"7 exchanges", "  - \"add r2, r0, r1\"\n", "  - \"xchg r2, r0, 1\"\n",
+   ":9:3: program"},
+  {"m = 3", "  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n",
+   "  - \"xchg r3, r3, 3\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n  - \"xchg r3, r3, 1\"\n",
+   ":10:5: program[1]"},
+  {"m = 32", "  - \"xchg r3, r3, 1\"\n", "  - \"xchg r3, r3, 32\"\n",
+   ":10:5: program[1]"},
+  {"register out of range", "add r2, r0, r1", "add r8, r0, r1",
+   ":9:5: program[0]"},
+  {"unknown instruction", "add r2, r0, r1", "fma r2, r0, r1",
+   ":9:5: program[0]"},
+  {"operand count", "add r2, r0, r1", "add r2, r0", ":9:5: program[0]"},
+  {"shift 64", "add r2, r0, r1", "rotl r2, r0, 64", ":9:5: program[0]"},
+  {"registers 33", "registers: 8", "registers: 33", ":4:12: registers"},
+  {"bad integer", "seed: 0x1234", "seed: 12ab", ":3:7: seed"},
+  {"negative", "rounds: 1", "rounds: -1", ":5:9: rounds"},
+  {"closed: false", "closed: true", "closed: false", ":7:11: dataset.closed"},
+  {"not a power of two", "  closed: true\n",
+   "  cache_bytes: 96\n  dataset_bytes: 1024\n  parents: 2\n",
+   ":7:16: dataset.cache_bytes"},
+  {"bad YAML", "rounds: 1\n", "rounds: [1\n", ": (yaml)"},
+  {"not a mapping", NULL, "[1, 2, 3]\n", ":1:1: (top)"},
+  {"empty file", NULL, "", ":1:1: (top)"},
+};
+#define TH_NBADS (sizeof th_bads / sizeof th_bads[0])
+
+START_TEST(loader_rejects_malformed)
+{
+  const th_bad *b = &th_bads[_i];
+  const char *first[1] = {"add r2, r0, r1"};
+  char *text = th_program_text(TH_HEAD, first, 1);
+  char *bad = malloc(strlen(text) + strlen(b->replace) + 1);
+  if (b->find == NULL) {
+    strcpy(bad, b->replace);  /* the whole file */
+  } else {
+    char *at = strstr(text, b->find);
+    ck_assert_msg(at != NULL, "%s: edit does not apply", b->what);
+    size_t pre = (size_t)(at - text);
+    memcpy(bad, text, pre);
+    strcpy(bad + pre, b->replace);
+    strcat(bad, at + strlen(b->find));
+  }
+  const char *path = th_write("bad.yaml", bad);
+  wv_pack *p = NULL;
+  wave_error err = {0};
+  int rv = wv_pack_load_file(path, &p, &err);
+  ck_assert_msg(rv == WAVE_EPACKFILE, "%s: rv %d (%s)", b->what, rv,
+                err.message);
+  ck_assert_ptr_null(p);
+  ck_assert_int_eq(err.code, WAVE_EPACKFILE);
+  ck_assert_msg(strncmp(err.message, path, strlen(path)) == 0 &&
+                    strstr(err.message, b->where) != NULL,
+                "%s: message '%s' lacks '%s'", b->what, err.message, b->where);
+  free(bad);
+  free(text);
+}
+END_TEST
+
+START_TEST(packset_rejects_duplicates_and_unknown_answers)
+{
+  const char *first[1] = {"add r2, r0, r1"};
+  char *text = th_program_text(TH_HEAD, first, 1);
+  th_write("a.yaml", text);           /* no known: section */
+  wv_packset *s = NULL;
+  wave_error err;
+  ck_assert_int_eq(wv_packset_load(th_dir, &s, &err), WAVE_EPACKFILE);
+  ck_assert_ptr_nonnull(strstr(err.message, "known"));
+  /* Two files with the same name: (known answers need not be right to
+   * load; they are checked by the self-check) */
+  char *k = malloc(strlen(text) + 4096);
+  strcpy(k, text);
+  strcat(k, "known:\n  batch_fnv: 1\n  vectors:\n    - nonce: 0\n"
+            "      outputs: [");
+  for (int i = 0; i < 32; i++)
+    strcat(k, i ? ", 0" : "0");
+  strcat(k, "]\n");
+  th_write("a.yaml", k);
+  th_write("b.yaml", k);
+  ck_assert_int_eq(wv_packset_load(th_dir, &s, &err), WAVE_EPACKFILE);
+  ck_assert_ptr_nonnull(strstr(err.message, "also defined"));
+  unlink(th_write("b.yaml", ""));
+  ck_assert_int_eq(wv_packset_load(th_dir, &s, &err), 0);
+  ck_assert_uint_eq(wv_packset_count(s), 1);
+  wv_packset_free(s);
+  free(k);
+  free(text);
+}
+END_TEST
+
+/* ---- accumulator ---------------------------------------------------------- */
+
+START_TEST(acc_winners_best_fingerprint)
+{
+  static const uint64_t o[10] = {50, 7, 90, 7, 3, 100, 3, 200, 5, 1000};
+  wv_hash_acc a;
+  ck_assert_int_eq(wv_hash_acc_init(&a, 10, 2), 0);
+  wv_hash_acc_add(&a, 1000, o, 4);      /* two batches, in nonce order */
+  wv_hash_acc_add(&a, 1004, o + 4, 6);
+  ck_assert_uint_eq(a.hashes, 10);
+  ck_assert_uint_eq(a.winner_count, 5);  /* 7, 7, 3, 3, 5 */
+  ck_assert_uint_eq(a.n_winners, 2);     /* the lowest nonces */
+  ck_assert_uint_eq(a.winners[0].nonce, 1001);
+  ck_assert_uint_eq(a.winners[1].nonce, 1003);
+  ck_assert_uint_eq(a.best_output, 3);
+  ck_assert_uint_eq(a.best_nonce, 1004); /* tie 3 at 1004 and 1006 */
+  unsigned char bytes[80];
+  for (int i = 0; i < 10; i++)
+    for (int b = 0; b < 8; b++)
+      bytes[8 * i + b] = (unsigned char)(o[i] >> (8 * b));
+  ck_assert_uint_eq(a.fingerprint, wv_fnv1a64(WV_FNV_OFFSET, bytes, 80));
+  wv_hash_acc_fini(&a);
+
+  /* All outputs UINT64_MAX: best is still the first nonce; target 0 never
+   * wins. */
+  uint64_t mx[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  ck_assert_int_eq(wv_hash_acc_init(&a, 0, 0), 0);
+  wv_hash_acc_add(&a, 77, mx, 3);
+  ck_assert_uint_eq(a.best_nonce, 77);
+  ck_assert_uint_eq(a.winner_count, 0);
+  wv_hash_acc_fini(&a);
+}
+END_TEST
+
+/* ---- emulator ------------------------------------------------------------- */
+
+typedef struct th_emu_case {
+  unsigned sg, wg;
+  wv_emu_exchange ex;
+} th_emu_case;
+
+/* The seed's table (shuffle and local at 32/64-wide sub-groups, wave64
+ * holding two units, a half-empty wave64, two sub-groups per work-group)
+ * plus work-groups of 128 and sub-groups narrower than a unit. */
+static const th_emu_case th_emu_cases[] = {
+  {32, 32, WV_EMU_LOCAL},    {64, 64, WV_EMU_LOCAL},
+  {64, 32, WV_EMU_LOCAL},    {32, 32, WV_EMU_SHUFFLE},
+  {64, 32, WV_EMU_SHUFFLE},  {64, 64, WV_EMU_SHUFFLE},
+  {32, 64, WV_EMU_SHUFFLE},  {32, 64, WV_EMU_LOCAL},
+  {32, 128, WV_EMU_LOCAL},   {64, 128, WV_EMU_LOCAL},
+  {32, 128, WV_EMU_SHUFFLE}, {64, 128, WV_EMU_SHUFFLE},
+  {16, 64, WV_EMU_LOCAL},    {8, 128, WV_EMU_LOCAL},
+  {1, 32, WV_EMU_LOCAL},
+};
+#define TH_NEMU (sizeof th_emu_cases / sizeof th_emu_cases[0])
+
+static wv_pack *th_emu_pack;
+static uint64_t *th_emu_ds;
+
+static void th_emu_setup(void)
+{
+  th_emu_pack = th_shipped("small");
+  const uint64_t *cache;
+  wave_error err;
+  ck_assert_int_eq(wv_pack_cache_get(th_emu_pack, &cache, &err), 0);
+  th_emu_ds = malloc(th_emu_pack->dataset_items * 8);
+  wv_pack_dataset_range(th_emu_pack, cache, 0, th_emu_pack->dataset_items,
+                        th_emu_ds);
+}
+
+static void th_emu_teardown(void)
+{
+  free(th_emu_ds);
+  wv_pack_free(th_emu_pack);
+}
+
+static uint64_t th_emu_fnv(const wv_pack *p, const uint64_t *ds, unsigned sg,
+                           unsigned wg, wv_emu_exchange ex, uint64_t seed)
+{
+  wv_hash_mem m = {.pack = p, .dataset = ds};
+  wv_emu_config cfg = {.subgroup = sg, .workgroup = wg, .exchange = ex,
+                       .sched_seed = seed};
+  uint64_t *out = malloc(8192 * 8);
+  wave_error err;
+  int rv = wv_emu_range(&m, &cfg, 0, 8192, out, &err);
+  ck_assert_msg(rv == 0, "%s", err.message);
+  uint64_t h = th_fnv_outputs(out, 8192);
+  free(out);
+  return h;
+}
+
+START_TEST(emu_every_configuration)
+{
+  const th_emu_case *c = &th_emu_cases[_i];
+  uint64_t h = th_emu_fnv(th_emu_pack, th_emu_ds, c->sg, c->wg, c->ex, _i + 1);
+  ck_assert_msg(h == th_emu_pack->batch_fnv,
+                "sg %u wg %u %s: %016llx", c->sg, c->wg,
+                c->ex == WV_EMU_SHUFFLE ? "shuffle" : "local",
+                (unsigned long long)h);
+  wv_pack *cl = th_shipped("closed");
+  ck_assert_uint_eq(th_emu_fnv(cl, NULL, c->sg, c->wg, c->ex, _i + 100),
+                    cl->batch_fnv);
+  wv_pack_free(cl);
+}
+END_TEST
+
+START_TEST(emu_sees_the_one_buffer_race)
+{
+  /* One local buffer is only safe in lockstep: with one sub-group per
+   * work-group nothing can run ahead, so it happens to work; with sub-groups
+   * narrower than a unit a fast one overwrites the buffer before a slow one
+   * has read it.  The emulator must see the difference (or it proves
+   * nothing about the two-buffer rule). */
+  ck_assert_uint_eq(th_emu_fnv(th_emu_pack, th_emu_ds, 32, 32,
+                               WV_EMU_LOCAL_1BUF, 3),
+                    th_emu_pack->batch_fnv);
+  ck_assert_uint_ne(th_emu_fnv(th_emu_pack, th_emu_ds, 8, 128,
+                               WV_EMU_LOCAL_1BUF, 3),
+                    th_emu_pack->batch_fnv);
+}
+END_TEST
+
+START_TEST(emu_partial_ranges_and_bad_config)
+{
+  wv_hash_mem m = {.pack = th_emu_pack, .dataset = th_emu_ds};
+  uint64_t want[300], got[300];
+  wave_error err;
+  static const uint64_t starts[3] = {37, 1ull << 40, UINT64_MAX - 299};
+  for (int k = 0; k < 3; k++) {
+    wv_ref_range(&m, starts[k], 300, want);
+    wv_emu_config cfg = {.subgroup = 32, .workgroup = 128,
+                         .exchange = WV_EMU_LOCAL, .sched_seed = 5};
+    memset(got, 0, sizeof got);
+    ck_assert_int_eq(wv_emu_range(&m, &cfg, starts[k], 300, got, &err), 0);
+    ck_assert(memcmp(got, want, sizeof got) == 0);
+  }
+  wv_emu_config bad = {.subgroup = 16, .workgroup = 64,
+                       .exchange = WV_EMU_SHUFFLE};
+  ck_assert_int_eq(wv_emu_range(&m, &bad, 0, 32, got, &err), WAVE_EARG);
+  bad = (wv_emu_config){.subgroup = 32, .workgroup = 48};
+  ck_assert_int_eq(wv_emu_range(&m, &bad, 0, 32, got, &err), WAVE_EARG);
+}
+END_TEST
+
+/* ---- CPU backend ---------------------------------------------------------- */
+
+START_TEST(cpu_selfcheck_shipped)
+{
+  static const char *const names[2] = {"small", "closed"};
+  wv_pack *p = th_shipped(names[_i]);
+  wv_device *dev = th_cpu_open(2);
+  wv_caps caps;
+  wv_cpu_backend.caps(dev, &caps);
+  ck_assert_str_eq(caps.exchange, "lanes");
+  ck_assert(caps.hash_batch > 0);
+  char detail[160];
+  wave_error err;
+  int rv = wv_pack_selfcheck(&wv_cpu_backend, dev, p, detail, sizeof detail,
+                             &err);
+  ck_assert_msg(rv == 0, "%s", err.message);
+  ck_assert(strncmp(detail, "ok", 2) == 0);
+  /* The same device, a second time (prepare is idempotent). */
+  ck_assert_int_eq(wv_pack_selfcheck(&wv_cpu_backend, dev, p, NULL, 0, &err),
+                   0);
+
+  /* A wrong known answer must fail, naming the nonce. */
+  p->vectors[1].outputs[7] ^= 1;
+  rv = wv_pack_selfcheck(&wv_cpu_backend, dev, p, detail, sizeof detail, &err);
+  ck_assert_int_eq(rv, WAVE_ESELFCHECK);
+  char want[40];
+  snprintf(want, sizeof want, "nonce %llu",
+           (unsigned long long)(p->vectors[1].nonce + 7));
+  ck_assert_msg(strstr(detail, want) != NULL, "%s", detail);
+  p->vectors[1].outputs[7] ^= 1;
+  p->batch_fnv ^= 1;
+  ck_assert_int_eq(wv_pack_selfcheck(&wv_cpu_backend, dev, p, detail,
+                                     sizeof detail, &err), WAVE_ESELFCHECK);
+  ck_assert_ptr_nonnull(strstr(detail, "batch"));
+  wv_cpu_backend.close(dev);
+  wv_pack_free(p);
+}
+END_TEST
+
+START_TEST(cpu_ranges_match_reference)
+{
+  wv_pack *p = th_shipped(_i == 0 ? "small" : "closed");
+  const unsigned threads = _i == 2 ? 1 : 2;
+  wv_device *dev = th_cpu_open(threads);
+  wave_error err;
+  wv_hash_mem m = {.pack = p};
+  ck_assert_int_eq(wv_pack_cache_get(p, &m.cache, &err), 0);  /* light */
+  uint64_t *want = malloc(2001 * 8), *got = malloc(2001 * 8);
+  uint64_t rng = 42;
+  for (int k = 0; k < 40; k++) {
+    rng = th_mix(rng + 1);
+    uint64_t nonce = k < 3 ? UINT64_MAX - (uint64_t)(k * 37) : rng;
+    uint64_t count = k < 3 ? (uint64_t)k * 37 + 1 : 1 + rng % 1999;
+    if (k == 3)
+      nonce = 0, count = 2000;
+    wv_ref_range(&m, nonce, count, want);
+    memset(got, 0xee, 2001 * 8);
+    ck_assert_int_eq(wv_cpu_backend.hash(dev, p, nonce, count, got, &err), 0);
+    ck_assert_msg(memcmp(got, want, count * 8) == 0, "nonce %llu count %llu",
+                  (unsigned long long)nonce, (unsigned long long)count);
+    ck_assert_uint_eq(got[count], 0xeeeeeeeeeeeeeeeeull);  /* no overrun */
+  }
+  /* 2^64 - 1 is the last nonce: count beyond it is a range error. */
+  ck_assert_int_eq(wv_cpu_backend.hash(dev, p, UINT64_MAX, 2, got, &err),
+                   WAVE_ERANGE);
+  free(want);
+  free(got);
+  wv_cpu_backend.close(dev);
+  wv_pack_free(p);
+}
+END_TEST
+
+START_TEST(cpu_opcode_semantics)
+{
+  wv_device *dev = th_cpu_open(2);
+  wave_error err;
+  for (size_t c = 0; c < TH_NCASES; c++) {
+    const char *first[1] = {th_cases[c].insn};
+    char *text = th_program_text(TH_HEAD, first, 1);
+    wv_pack *p = th_load_text(text);
+    free(text);
+    for (unsigned k = 0; k < 3; k++) {
+      uint64_t want[32], got[32];
+      th_expect(&th_cases[c], 0x1234, th_units[k], want);
+      ck_assert_int_eq(wv_cpu_backend.hash(dev, p, th_units[k] * 32, 32, got,
+                                           &err), 0);
+      for (unsigned l = 0; l < 32; l++)
+        ck_assert_msg(got[l] == want[l], "cpu '%s' lane %u",
+                      th_cases[c].insn, l);
+    }
+    wv_pack_free(p);
+  }
+  wv_cpu_backend.close(dev);
+}
+END_TEST
+
+static Suite *hash_suite(void)
+{
+  Suite *s = suite_create("hash");
+  TCase *tc = tcase_create("spec");
+  tcase_add_checked_fixture(tc, th_setup, th_teardown);
+  tcase_add_test(tc, fnv_published_vectors);
+  tcase_add_test(tc, mix64_is_splitmix64);
+  tcase_add_loop_test(tc, opcode_semantics_ref_emu, 0, (int)TH_NCASES);
+  tcase_add_test(tc, xchg_reads_old_values);
+  tcase_add_test(tc, cache_and_dataset_match_spec);
+  tcase_add_test(tc, memory_load_semantics);
+  tcase_add_loop_test(tc, shipped_packs_known_answers, 0, 2);
+  tcase_add_test(tc, packset_loads_shipped_dir);
+  tcase_add_test(tc, acc_winners_best_fingerprint);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("loader");
+  tcase_add_checked_fixture(tc, th_setup, th_teardown);
+  tcase_add_loop_test(tc, loader_rejects_malformed, 0, (int)TH_NBADS);
+  tcase_add_test(tc, packset_rejects_duplicates_and_unknown_answers);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("emulator");
+  tcase_add_checked_fixture(tc, th_emu_setup, th_emu_teardown);
+  tcase_add_loop_test(tc, emu_every_configuration, 0, (int)TH_NEMU);
+  tcase_add_test(tc, emu_sees_the_one_buffer_race);
+  tcase_add_test(tc, emu_partial_ranges_and_bad_config);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("cpu");
+  tcase_add_checked_fixture(tc, th_setup, th_teardown);
+  tcase_add_loop_test(tc, cpu_selfcheck_shipped, 0, 2);
+  tcase_add_loop_test(tc, cpu_ranges_match_reference, 0, 3);
+  tcase_add_test(tc, cpu_opcode_semantics);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(hash_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

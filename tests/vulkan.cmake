@@ -1,0 +1,60 @@
+# tests/vulkan.cmake - the Vulkan backend, run for real on Mesa's lavapipe
+# (a CPU Vulkan driver; its sub-group size follows LP_NATIVE_VECTOR_WIDTH:
+# 128 -> 4, 256 -> 8 (default), 512 -> 16 lanes).
+#
+#  test_vulkan            the backend's own suite (workers/vulkan/test_vulkan.c)
+#  vulkan_caps_w<bits>    vkcaps asserts the sub-group size lavapipe reports
+#                         at that vector width, so the runs below are known to
+#                         have changed it
+#  conformance_vulkan_w<bits>  tests/conformance.c on the vulkan backend alone
+#                         (it must open: WAVE_REQUIRE_BACKENDS=cpu,vulkan)
+#
+# Every test pins the lavapipe driver (VK_DRIVER_FILES) so that a machine with
+# a real GPU still tests what CI tests, and points Mesa's shader cache into
+# the build tree, one folder per vector width (code built for one width must
+# never be served to another, and CI's home may be read-only).
+if(NOT WAVE_VULKAN)
+  return()
+endif()
+
+wave_test(test_vulkan
+  SOURCES ${PROJECT_SOURCE_DIR}/workers/vulkan/test_vulkan.c
+  LIBS wvvulkan wvreduce)
+
+add_executable(vkcaps ${PROJECT_SOURCE_DIR}/workers/vulkan/vkcaps.c)
+target_link_libraries(vkcaps PRIVATE wvvulkan)
+target_include_directories(vkcaps PRIVATE ${PROJECT_SOURCE_DIR})
+wave_defaults(vkcaps)
+
+file(GLOB WV_LVP_ICD /usr/share/vulkan/icd.d/lvp_icd*.json)
+list(SORT WV_LVP_ICD)
+set(WV_LVP_ENV "")
+if(WV_LVP_ICD)
+  list(GET WV_LVP_ICD 0 WV_LVP_ICD)
+  set(WV_LVP_ENV "VK_DRIVER_FILES=${WV_LVP_ICD}" "VK_ICD_FILENAMES=${WV_LVP_ICD}")
+else()
+  message(STATUS "lavapipe ICD not found: Vulkan tests use the default driver")
+endif()
+set(WV_MESA_CACHE ${PROJECT_BINARY_DIR}/mesa-shader-cache)
+# Mesa does not create the folder's parents itself.
+file(MAKE_DIRECTORY ${WV_MESA_CACHE}/w128 ${WV_MESA_CACHE}/w256
+     ${WV_MESA_CACHE}/w512)
+
+set_property(TEST test_vulkan APPEND PROPERTY ENVIRONMENT
+  ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
+
+foreach(bits 128 256 512)
+  math(EXPR lanes "${bits} / 32")
+  set(env ${WV_LVP_ENV} "LP_NATIVE_VECTOR_WIDTH=${bits}"
+          "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w${bits}")
+  add_test(NAME vulkan_caps_w${bits}
+           COMMAND vkcaps --expect-wave-width ${lanes})
+  set_tests_properties(vulkan_caps_w${bits} PROPERTIES ENVIRONMENT "${env}")
+  if(TARGET conformance)
+    add_test(NAME conformance_vulkan_w${bits} COMMAND conformance)
+    set_tests_properties(conformance_vulkan_w${bits} PROPERTIES
+      ENVIRONMENT "${env};WAVE_REQUIRE_BACKENDS=cpu,vulkan;WAVE_CONFORMANCE_BACKENDS=vulkan;WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};WAVE_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=600"
+      TIMEOUT 1800
+      DEPENDS vulkan_caps_w${bits})
+  endif()
+endforeach()

@@ -1,0 +1,624 @@
+/* pack.c - the pack file loader (docs/hash.md "Pack files").
+ *
+ * libyaml's document API gives every node its file position, so each error
+ * names file:line:column and the key it is under, the way a config loader
+ * should.  A pack is parsed into a fresh wv_pack, validated whole (program
+ * shape, registers, exchanges, dataset sizes, known answers) and only then
+ * handed out; a packs directory is all-or-nothing.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "proto/base.h"
+#include "workers/hash/hash.h"
+#include "workers/hash/pack.h"
+
+struct wv_packset {
+  size_t n;
+  wv_pack **packs;
+};
+
+typedef struct pk_ctx {
+  const char *path;
+  yaml_document_t *doc;
+  wave_error *err;
+} pk_ctx;
+
+static int pk_fail(pk_ctx *c, const yaml_node_t *node, const char *key,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* "file:line:column: key: message" (libyaml marks are 0-based). */
+static int pk_fail(pk_ctx *c, const yaml_node_t *node, const char *key,
+                   const char *fmt, ...)
+{
+  char msg[160];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  size_t line = node ? node->start_mark.line + 1 : 1;
+  size_t col = node ? node->start_mark.column + 1 : 1;
+  return wv_seterr(c->err, WAVE_EPACKFILE, "%s:%zu:%zu: %s: %s", c->path,
+                   line, col, key ? key : "(top)", msg);
+}
+
+static const char *pk_scalar(const yaml_node_t *n)
+{
+  return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
+                                     : NULL;
+}
+
+/* Decimal or 0x-hex, no sign, no octal, fits in 64 bits. */
+static int pk_parse_u64(const char *s, uint64_t *out)
+{
+  int base = 10;
+  if (s == NULL || *s == '\0')
+    return -1;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s += 2;
+    if (*s == '\0')
+      return -1;
+  }
+  uint64_t v = 0;
+  for (; *s; s++) {
+    int d;
+    if (*s >= '0' && *s <= '9')
+      d = *s - '0';
+    else if (base == 16 && isxdigit((unsigned char)*s))
+      d = tolower((unsigned char)*s) - 'a' + 10;
+    else if (*s == '_')
+      continue;
+    else
+      return -1;
+    if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+      return -1;
+    v = v * (uint64_t)base + (uint64_t)d;
+  }
+  *out = v;
+  return 0;
+}
+
+static int pk_u64(pk_ctx *c, const yaml_node_t *n, const char *key,
+                  uint64_t lo, uint64_t hi, uint64_t *out)
+{
+  const char *s = pk_scalar(n);
+  uint64_t v;
+  if (s == NULL)
+    return pk_fail(c, n, key, "expected an integer");
+  if (pk_parse_u64(s, &v) != 0)
+    return pk_fail(c, n, key, "'%s' is not a 64-bit unsigned integer", s);
+  if (v < lo || v > hi)
+    return pk_fail(c, n, key, "%s is out of range [%llu, %llu]", s,
+                   (unsigned long long)lo, (unsigned long long)hi);
+  *out = v;
+  return 0;
+}
+
+static int pk_pow2(pk_ctx *c, const yaml_node_t *n, const char *key,
+                   uint64_t lo, uint64_t hi, uint64_t *out)
+{
+  int rv = pk_u64(c, n, key, lo, hi, out);
+  if (rv == 0 && (*out & (*out - 1)) != 0)
+    return pk_fail(c, n, key, "%llu is not a power of two",
+                   (unsigned long long)*out);
+  return rv;
+}
+
+/* ---- instructions ------------------------------------------------------- */
+
+static const char *const pk_mnemonics[WV_OP_COUNT_] = {
+  "add", "sub", "xor", "mul", "rotl", "xshr", "addi", "muli", "load", "xchg",
+};
+
+const char *wv_opcode_name(unsigned op)
+{
+  return op < WV_OP_COUNT_ ? pk_mnemonics[op] : NULL;
+}
+
+static int pk_reg(const char *tok, unsigned nregs, uint32_t *out)
+{
+  uint64_t v;
+  if (tok[0] != 'r' || !isdigit((unsigned char)tok[1]) ||
+      pk_parse_u64(tok + 1, &v) != 0 || v >= nregs)
+    return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+/* One program entry, e.g. "xchg r3, r5, 4". */
+static int pk_insn(pk_ctx *c, const yaml_node_t *n, unsigned idx,
+                   unsigned nregs, wv_insn *in)
+{
+  char key[32], buf[128];
+  char *tok[5];
+  int nt = 0;
+  snprintf(key, sizeof key, "program[%u]", idx);
+  const char *s = pk_scalar(n);
+  if (s == NULL)
+    return pk_fail(c, n, key, "an instruction must be a string");
+  if (strlen(s) >= sizeof buf)
+    return pk_fail(c, n, key, "instruction too long");
+  strcpy(buf, s);
+  char *save = NULL;
+  for (char *p = strtok_r(buf, " \t,", &save); p != NULL;
+       p = strtok_r(NULL, " \t,", &save)) {
+    if (nt == 5)
+      return pk_fail(c, n, key, "too many operands in '%s'", s);
+    tok[nt++] = p;
+  }
+  if (nt == 0)
+    return pk_fail(c, n, key, "empty instruction");
+  memset(in, 0, sizeof *in);
+  unsigned op;
+  for (op = 0; op < WV_OP_COUNT_; op++)
+    if (strcmp(tok[0], pk_mnemonics[op]) == 0)
+      break;
+  if (op == WV_OP_COUNT_)
+    return pk_fail(c, n, key, "unknown instruction '%s'", tok[0]);
+  in->op = op;
+  int want = op == WV_OP_LOAD ? 3 : 4;
+  if (nt != want)
+    return pk_fail(c, n, key, "'%s' takes %d operands, got %d", tok[0],
+                   want - 1, nt - 1);
+  if (pk_reg(tok[1], nregs, &in->dst) != 0)
+    return pk_fail(c, n, key, "'%s' is not a register r0..r%u", tok[1],
+                   nregs - 1);
+  if (pk_reg(tok[2], nregs, &in->a) != 0)
+    return pk_fail(c, n, key, "'%s' is not a register r0..r%u", tok[2],
+                   nregs - 1);
+  uint64_t v;
+  switch (op) {
+  case WV_OP_ADD: case WV_OP_SUB: case WV_OP_XOR: case WV_OP_MUL:
+    if (pk_reg(tok[3], nregs, &in->b) != 0)
+      return pk_fail(c, n, key, "'%s' is not a register r0..r%u", tok[3],
+                     nregs - 1);
+    break;
+  case WV_OP_ROTL: case WV_OP_XSHR:
+    if (pk_parse_u64(tok[3], &v) != 0 || v < 1 || v > 63)
+      return pk_fail(c, n, key, "shift '%s' is not in 1..63", tok[3]);
+    in->b = (uint32_t)v;
+    break;
+  case WV_OP_ADDI: case WV_OP_MULI:
+    if (pk_parse_u64(tok[3], &v) != 0)
+      return pk_fail(c, n, key, "'%s' is not a 64-bit immediate", tok[3]);
+    in->imm = v;
+    break;
+  case WV_OP_XCHG:
+    if (pk_parse_u64(tok[3], &v) != 0 ||
+        !(v == 1 || v == 2 || v == 4 || v == 8 || v == 16))
+      return pk_fail(c, n, key,
+                     "exchange distance '%s' is not 1, 2, 4, 8 or 16", tok[3]);
+    in->b = (uint32_t)v;
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+/* ---- sections ----------------------------------------------------------- */
+
+static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
+{
+  if (n->type != YAML_MAPPING_NODE)
+    return pk_fail(c, n, "dataset", "expected a mapping");
+  yaml_node_t *cache = NULL, *data = NULL, *parents = NULL, *closed = NULL;
+  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
+       pr < n->data.mapping.pairs.top; pr++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
+    yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
+    const char *ks = pk_scalar(k);
+    if (ks && strcmp(ks, "cache_bytes") == 0)
+      cache = v;
+    else if (ks && strcmp(ks, "dataset_bytes") == 0)
+      data = v;
+    else if (ks && strcmp(ks, "parents") == 0)
+      parents = v;
+    else if (ks && strcmp(ks, "closed") == 0)
+      closed = v;
+    else
+      return pk_fail(c, k, "dataset", "unknown key '%s'", ks ? ks : "?");
+  }
+  if (closed != NULL) {
+    const char *s = pk_scalar(closed);
+    if (s == NULL || strcmp(s, "true") != 0)
+      return pk_fail(c, closed, "dataset.closed", "must be true when given");
+    if (cache || data || parents)
+      return pk_fail(c, n, "dataset",
+                     "a closed-form dataset has no cache_bytes, dataset_bytes "
+                     "or parents");
+    p->closed = 1;
+    p->item_mask = WV_CLOSED_ITEM_MASK;
+    p->closed_key = wv_mix64(p->seed ^ WV_TAG_CLOSED);
+    return 0;
+  }
+  if (!cache || !data || !parents)
+    return pk_fail(c, n, "dataset",
+                   "needs cache_bytes, dataset_bytes and parents (or "
+                   "closed: true)");
+  uint64_t cb, db, pa;
+  int rv;
+  if ((rv = pk_pow2(c, cache, "dataset.cache_bytes", 64, 1ull << 30, &cb)))
+    return rv;
+  if ((rv = pk_pow2(c, data, "dataset.dataset_bytes", cb, 1ull << 40, &db)))
+    return rv;
+  if ((rv = pk_u64(c, parents, "dataset.parents", 1, 256, &pa)))
+    return rv;
+  p->cache_items = cb / 8;
+  p->dataset_items = db / 8;
+  p->parents = (unsigned)pa;
+  p->item_mask = p->dataset_items - 1;
+  return 0;
+}
+
+static int pk_program(pk_ctx *c, yaml_node_t *n, wv_pack *p)
+{
+  if (n->type != YAML_SEQUENCE_NODE)
+    return pk_fail(c, n, "program", "expected a sequence of instructions");
+  size_t len = (size_t)(n->data.sequence.items.top -
+                        n->data.sequence.items.start);
+  if (len != WV_PROGRAM_LEN)
+    return pk_fail(c, n, "program", "has %zu instructions, must be exactly %u",
+                   len, WV_PROGRAM_LEN);
+  unsigned xchg = 0, loads = 0;
+  for (unsigned i = 0; i < WV_PROGRAM_LEN; i++) {
+    yaml_node_t *it =
+        yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
+    int rv = pk_insn(c, it, i, p->registers, &p->program[i]);
+    if (rv != 0)
+      return rv;
+    xchg += p->program[i].op == WV_OP_XCHG;
+    loads += p->program[i].op == WV_OP_LOAD;
+  }
+  if (xchg != WV_EXCHANGES)
+    return pk_fail(c, n, "program", "has %u xchg instructions, must be "
+                   "exactly %u", xchg, WV_EXCHANGES);
+  p->loads = loads;
+  return 0;
+}
+
+static int pk_vector(pk_ctx *c, yaml_node_t *n, const char *key,
+                     wv_pack_vector *v)
+{
+  if (n->type != YAML_MAPPING_NODE)
+    return pk_fail(c, n, key, "expected a mapping {nonce, outputs}");
+  yaml_node_t *nonce = NULL, *outs = NULL;
+  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
+       pr < n->data.mapping.pairs.top; pr++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
+    const char *ks = pk_scalar(k);
+    if (ks && strcmp(ks, "nonce") == 0)
+      nonce = yaml_document_get_node(c->doc, pr->value);
+    else if (ks && strcmp(ks, "outputs") == 0)
+      outs = yaml_document_get_node(c->doc, pr->value);
+    else
+      return pk_fail(c, k, key, "unknown key '%s'", ks ? ks : "?");
+  }
+  if (!nonce || !outs)
+    return pk_fail(c, n, key, "needs nonce and outputs");
+  int rv = pk_u64(c, nonce, key, 0, UINT64_MAX, &v->nonce);
+  if (rv)
+    return rv;
+  if (v->nonce % WV_LANES != 0)
+    return pk_fail(c, nonce, key, "nonce is not a multiple of 32");
+  if (outs->type != YAML_SEQUENCE_NODE ||
+      outs->data.sequence.items.top - outs->data.sequence.items.start !=
+          WV_LANES)
+    return pk_fail(c, outs, key, "outputs must be a sequence of 32 values");
+  for (unsigned i = 0; i < WV_LANES; i++) {
+    yaml_node_t *o =
+        yaml_document_get_node(c->doc, outs->data.sequence.items.start[i]);
+    if ((rv = pk_u64(c, o, key, 0, UINT64_MAX, &v->outputs[i])))
+      return rv;
+  }
+  return 0;
+}
+
+static int pk_known(pk_ctx *c, yaml_node_t *n, wv_pack *p)
+{
+  if (n->type != YAML_MAPPING_NODE)
+    return pk_fail(c, n, "known", "expected a mapping");
+  yaml_node_t *cache = NULL, *batch = NULL, *vecs = NULL;
+  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
+       pr < n->data.mapping.pairs.top; pr++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
+    yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
+    const char *ks = pk_scalar(k);
+    if (ks && strcmp(ks, "cache_fnv") == 0)
+      cache = v;
+    else if (ks && strcmp(ks, "batch_fnv") == 0)
+      batch = v;
+    else if (ks && strcmp(ks, "vectors") == 0)
+      vecs = v;
+    else
+      return pk_fail(c, k, "known", "unknown key '%s'", ks ? ks : "?");
+  }
+  int rv;
+  if (p->closed && cache)
+    return pk_fail(c, cache, "known.cache_fnv",
+                   "a closed-form pack has no cache");
+  if (!p->closed && !cache)
+    return pk_fail(c, n, "known", "missing key 'cache_fnv'");
+  if (cache && (rv = pk_u64(c, cache, "known.cache_fnv", 0, UINT64_MAX,
+                            &p->cache_fnv)))
+    return rv;
+  if (!batch)
+    return pk_fail(c, n, "known", "missing key 'batch_fnv'");
+  if ((rv = pk_u64(c, batch, "known.batch_fnv", 0, UINT64_MAX, &p->batch_fnv)))
+    return rv;
+  if (!vecs)
+    return pk_fail(c, n, "known", "missing key 'vectors'");
+  if (vecs->type != YAML_SEQUENCE_NODE)
+    return pk_fail(c, vecs, "known.vectors", "expected a sequence");
+  size_t nv = (size_t)(vecs->data.sequence.items.top -
+                       vecs->data.sequence.items.start);
+  if (nv < 1 || nv > WV_MAX_VECTORS)
+    return pk_fail(c, vecs, "known.vectors", "has %zu vectors, must be 1..%u",
+                   nv, WV_MAX_VECTORS);
+  for (size_t i = 0; i < nv; i++) {
+    char key[32];
+    snprintf(key, sizeof key, "known.vectors[%zu]", i);
+    yaml_node_t *v =
+        yaml_document_get_node(c->doc, vecs->data.sequence.items.start[i]);
+    if ((rv = pk_vector(c, v, key, &p->vectors[i])))
+      return rv;
+  }
+  p->n_vectors = nv;
+  p->has_known = 1;
+  return 0;
+}
+
+static int pk_name_ok(const char *s)
+{
+  size_t n = strlen(s);
+  if (n == 0 || n > 63)
+    return 0;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-')
+      return 0;
+  return 1;
+}
+
+/* The top-level mapping, in two steps: collect the keys (so that seed and
+ * registers are known before program and dataset are parsed), then parse. */
+static int pk_document(pk_ctx *c, wv_pack *p)
+{
+  enum { K_NAME, K_VERSION, K_DESC, K_SEED, K_REGS, K_ROUNDS, K_DATASET,
+         K_PROGRAM, K_KNOWN, K_COUNT };
+  static const char *const keys[K_COUNT] = {
+    "name", "version", "description", "seed", "registers", "rounds",
+    "dataset", "program", "known",
+  };
+  yaml_node_t *val[K_COUNT] = {0};
+  yaml_node_t *root = yaml_document_get_root_node(c->doc);
+  if (root == NULL)
+    return pk_fail(c, NULL, NULL, "empty file");
+  if (root->type != YAML_MAPPING_NODE)
+    return pk_fail(c, root, NULL, "a pack is a mapping of keys");
+  for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
+       pr < root->data.mapping.pairs.top; pr++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
+    const char *ks = pk_scalar(k);
+    int i;
+    for (i = 0; i < K_COUNT; i++)
+      if (ks && strcmp(ks, keys[i]) == 0)
+        break;
+    if (i == K_COUNT)
+      return pk_fail(c, k, ks ? ks : "?", "unknown key");
+    if (val[i] != NULL)
+      return pk_fail(c, k, ks, "duplicate key");
+    val[i] = yaml_document_get_node(c->doc, pr->value);
+  }
+  for (int i = 0; i < K_COUNT; i++)
+    if (val[i] == NULL && i != K_DESC && i != K_KNOWN)
+      return pk_fail(c, root, keys[i], "missing key");
+
+  const char *s = pk_scalar(val[K_NAME]);
+  if (s == NULL || !pk_name_ok(s))
+    return pk_fail(c, val[K_NAME], "name",
+                   "must be 1..63 characters of [A-Za-z0-9_.-]");
+  snprintf(p->name, sizeof p->name, "%s", s);
+  if (val[K_DESC] != NULL) {
+    s = pk_scalar(val[K_DESC]);
+    if (s == NULL || strlen(s) >= sizeof p->description)
+      return pk_fail(c, val[K_DESC], "description",
+                     "must be a string of at most %zu characters",
+                     sizeof p->description - 1);
+    snprintf(p->description, sizeof p->description, "%s", s);
+  }
+  uint64_t v;
+  int rv;
+  if ((rv = pk_u64(c, val[K_VERSION], "version", 1, UINT32_MAX, &v)))
+    return rv;
+  p->version = (unsigned)v;
+  if ((rv = pk_u64(c, val[K_SEED], "seed", 0, UINT64_MAX, &p->seed)))
+    return rv;
+  if ((rv = pk_u64(c, val[K_REGS], "registers", WV_REGS_MIN, WV_REGS_MAX,
+                   &v)))
+    return rv;
+  p->registers = (unsigned)v;
+  if ((rv = pk_u64(c, val[K_ROUNDS], "rounds", 1, WV_ROUNDS_MAX, &v)))
+    return rv;
+  p->rounds = (unsigned)v;
+  if ((rv = pk_dataset(c, val[K_DATASET], p)))
+    return rv;
+  if ((rv = pk_program(c, val[K_PROGRAM], p)))
+    return rv;
+  if (val[K_KNOWN] != NULL && (rv = pk_known(c, val[K_KNOWN], p)))
+    return rv;
+  return 0;
+}
+
+int wv_pack_load_file(const char *path, wv_pack **out, wave_error *err)
+{
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return wv_seterr(err, WAVE_EIO, "%s: %s", path, strerror(errno));
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  int rv = 0;
+  if (!yaml_parser_initialize(&parser)) {
+    fclose(f);
+    return wv_seterr(err, WAVE_ENOMEM, "yaml parser");
+  }
+  yaml_parser_set_input_file(&parser, f);
+  if (!yaml_parser_load(&parser, &doc)) {
+    rv = wv_seterr(err, WAVE_EPACKFILE, "%s:%zu:%zu: (yaml): %s%s%s", path,
+                   parser.problem_mark.line + 1,
+                   parser.problem_mark.column + 1,
+                   parser.problem ? parser.problem : "bad YAML",
+                   parser.context ? " " : "",
+                   parser.context ? parser.context : "");
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rv;
+  }
+  wv_pack *p = calloc(1, sizeof *p);
+  if (p == NULL) {
+    rv = wv_seterr(err, WAVE_ENOMEM, "pack %s", path);
+  } else {
+    pthread_mutex_init(&p->lock_, NULL);
+    snprintf(p->path, sizeof p->path, "%s", path);
+    pk_ctx c = {path, &doc, err};
+    rv = pk_document(&c, p);
+  }
+  yaml_document_delete(&doc);
+  yaml_parser_delete(&parser);
+  fclose(f);
+  if (rv != 0) {
+    wv_pack_free(p);
+    return rv;
+  }
+  *out = p;
+  return 0;
+}
+
+void wv_pack_free(wv_pack *p)
+{
+  if (p == NULL)
+    return;
+  free(p->cache_);
+  pthread_mutex_destroy(&p->lock_);
+  free(p);
+}
+
+/* ---- pack sets ---------------------------------------------------------- */
+
+static int pk_cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int wv_packset_load(const char *dir, wv_packset **out, wave_error *err)
+{
+  *out = NULL;
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return wv_seterr(err, WAVE_EIO, "packs directory %s: %s", dir,
+                     strerror(errno));
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int rv = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len <= 5 || e->d_name[0] == '.' ||
+        strcmp(e->d_name + len - 5, ".yaml") != 0)
+      continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 8;
+      char **nn = realloc(names, cap * sizeof *nn);
+      if (nn == NULL) {
+        rv = wv_seterr(err, WAVE_ENOMEM, "packs directory");
+        break;
+      }
+      names = nn;
+    }
+    if ((names[n] = strdup(e->d_name)) == NULL) {
+      rv = wv_seterr(err, WAVE_ENOMEM, "packs directory");
+      break;
+    }
+    n++;
+  }
+  closedir(d);
+  wv_packset *s = NULL;
+  if (rv == 0) {
+    /* Sorted, so that the daemon lists packs in a stable order. */
+    qsort(names, n, sizeof *names, pk_cmp_str);
+    s = calloc(1, sizeof *s);
+    if (s == NULL || (n && (s->packs = calloc(n, sizeof *s->packs)) == NULL))
+      rv = wv_seterr(err, WAVE_ENOMEM, "packs");
+  }
+  for (size_t i = 0; rv == 0 && i < n; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    wv_pack *p;
+    if ((rv = wv_pack_load_file(path, &p, err)) != 0)
+      break;
+    s->packs[s->n++] = p;
+    if (!p->has_known) {
+      rv = wv_seterr(err, WAVE_EPACKFILE,
+                     "%s:1:1: known: missing (run wvhash-gen -w %s)", path,
+                     path);
+      break;
+    }
+    for (size_t j = 0; j + 1 < s->n; j++)
+      if (strcmp(s->packs[j]->name, p->name) == 0) {
+        rv = wv_seterr(err, WAVE_EPACKFILE,
+                       "%s:1:1: name: pack '%s' is also defined in %s", path,
+                       p->name, s->packs[j]->path);
+        break;
+      }
+  }
+  for (size_t i = 0; i < n; i++)
+    free(names[i]);
+  free(names);
+  if (rv != 0) {
+    wv_packset_free(s);
+    return rv;
+  }
+  *out = s;
+  return 0;
+}
+
+void wv_packset_free(wv_packset *s)
+{
+  if (s == NULL)
+    return;
+  for (size_t i = 0; i < s->n; i++)
+    wv_pack_free(s->packs[i]);
+  free(s->packs);
+  free(s);
+}
+
+size_t wv_packset_count(const wv_packset *s) { return s ? s->n : 0; }
+
+const wv_pack *wv_packset_at(const wv_packset *s, size_t i)
+{
+  return s && i < s->n ? s->packs[i] : NULL;
+}
+
+const wv_pack *wv_packset_find(const wv_packset *s, const char *name)
+{
+  for (size_t i = 0; s && i < s->n; i++)
+    if (strcmp(s->packs[i]->name, name) == 0)
+      return s->packs[i];
+  return NULL;
+}
+
+const char *wv_pack_name(const wv_pack *p) { return p->name; }
+unsigned wv_pack_version(const wv_pack *p) { return p->version; }
+const char *wv_pack_description(const wv_pack *p) { return p->description; }
+
+uint64_t wv_pack_dataset_bytes(const wv_pack *p)
+{
+  return p->closed ? 0 : p->dataset_items * 8;
+}

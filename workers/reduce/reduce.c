@@ -1,0 +1,309 @@
+/* reduce.c - validation and the reference evaluation of reduction jobs.
+ *
+ * wv_reduce_reference() is the yardstick every backend is compared against
+ * bit for bit (tests/conformance.c), so it is written to be read next to
+ * docs/reduction.md, not to be fast: one row at a time, explicit "have a
+ * value yet" flags instead of identity tricks, the float-sum levels exactly
+ * as the page states them (including "a level with n == 1 is not run").
+ * The only concession to size is that the first level of the float sum is
+ * built group by group from the input, so no copy of the input is made
+ * (jobs of 2^28 rows run through it in the GPU conformance runs).
+ *
+ * Input and mask chunks are only guaranteed to be 4-byte aligned and hold
+ * bytes received from the wire, so rows are read with memcpy.  This file
+ * is compiled with -ffp-contract=off (see CMakeLists.txt): every float
+ * operation below is one IEEE binary32 addition or comparison.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/base.h"
+#include "workers/reduce/reduce.h"
+
+static uint32_t rd_row(const void *data, uint64_t i)
+{
+  uint32_t x;
+  memcpy(&x, (const unsigned char *)data + 4 * i, sizeof x);
+  return x;
+}
+
+static float rd_f32(uint32_t bits)
+{
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static uint32_t rd_bits(float f)
+{
+  uint32_t b;
+  memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+static int32_t rd_s32(uint32_t bits)
+{
+  int32_t s;
+  memcpy(&s, &bits, sizeof s);
+  return s;
+}
+
+/* Sum of the rows of n chunks; 0 with *total set, or an error. */
+static int rd_total(const wv_span *c, size_t n, const char *what,
+                    uint64_t *total, wave_error *err)
+{
+  uint64_t t = 0;
+  if (n > 0 && c == NULL)
+    return wv_seterr(err, WAVE_EARG, "%s: %zu chunks but no chunk array",
+                     what, n);
+  for (size_t i = 0; i < n; i++) {
+    if (c[i].rows > 0 && c[i].data == NULL)
+      return wv_seterr(err, WAVE_EARG, "%s chunk %zu has %" PRIu64
+                       " rows but no data", what, i, c[i].rows);
+    /* Rows are addressed in bytes (4 per row) somewhere downstream. */
+    if (c[i].rows > (UINT64_MAX / 4 - t))
+      return wv_seterr(err, WAVE_ETOOBIG, "%s: more than 2^62 rows", what);
+    t += c[i].rows;
+  }
+  *total = t;
+  return 0;
+}
+
+int wv_reduce_validate(const wv_reduce_job *job, wave_error *err)
+{
+  if (job == NULL)
+    return wv_seterr(err, WAVE_EARG, "no job");
+  int rc = wave_op_check(job->dtype, job->op);
+  if (rc == WAVE_EDTYPE)
+    return wv_seterr(err, rc, "unknown dtype %d", (int)job->dtype);
+  if (rc == WAVE_EOP)
+    return wv_seterr(err, rc, "unknown reduction op %d", (int)job->op);
+  if (rc != 0)
+    return wv_seterr(err, rc, "op %s is not defined for %s",
+                     wave_op_name(job->op), wave_dtype_name(job->dtype));
+
+  uint64_t in_rows, mask_rows;
+  if ((rc = rd_total(job->input, job->n_input, "input", &in_rows, err)) != 0)
+    return rc;
+  if (in_rows != job->rows)
+    return wv_seterr(err, WAVE_EARG, "job says %" PRIu64 " rows, its input "
+                     "chunks hold %" PRIu64, job->rows, in_rows);
+  if (!job->has_mask)
+    return 0;
+  if ((rc = rd_total(job->mask, job->n_mask, "mask", &mask_rows, err)) != 0)
+    return rc;
+  if (mask_rows != in_rows)
+    return wv_seterr(err, WAVE_EMASKLEN, "mask has %" PRIu64 " rows, input "
+                     "has %" PRIu64, mask_rows, in_rows);
+  return 0;
+}
+
+uint32_t wv_mask_at(const wv_reduce_job *job, uint64_t row)
+{
+  if (!job->has_mask)
+    return 1;
+  for (size_t i = 0; i < job->n_mask; i++) {
+    if (row < job->mask[i].rows)
+      return rd_row(job->mask[i].data, row);
+    row -= job->mask[i].rows;
+  }
+  return 0; /* past the end: a caller bug, but selecting nothing is safe */
+}
+
+/* Walks the mask alongside the input in increasing row order, so that the
+ * reference costs O(rows) rather than O(rows x mask chunks). */
+typedef struct rd_mask {
+  const wv_reduce_job *job;
+  size_t chunk;   /* mask chunk holding rows [base, base + rows) */
+  uint64_t base;
+} rd_mask;
+
+static int rd_selected(rd_mask *m, uint64_t row)
+{
+  const wv_reduce_job *job = m->job;
+  if (!job->has_mask)
+    return 1;
+  while (row - m->base >= job->mask[m->chunk].rows) {
+    m->base += job->mask[m->chunk].rows;
+    m->chunk++;
+  }
+  return rd_row(job->mask[m->chunk].data, row - m->base) != 0;
+}
+
+float wv_f32_group_tree(float v[256])
+{
+  for (unsigned h = WV_GROUP / 2; h >= 1; h /= 2)
+    for (unsigned i = 0; i < h; i++)
+      v[i] = v[i] + v[i + h];
+  return v[0];
+}
+
+uint32_t wv_f32_sum_finish(float sum, uint64_t count)
+{
+  if (count == 0)
+    return 0; /* +0.0 */
+  if (isnan(sum))
+    return WV_F32_CANON_NAN;
+  return rd_bits(sum);
+}
+
+/* The levels of docs/reduction.md over a[0..n-1], in place (value g of a
+ * level only overwrites a[g], which that level has already read). */
+static float rd_levels(float *a, size_t n)
+{
+  while (n > 1) {
+    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
+    for (size_t g = 0; g < m; g++) {
+      float v[WV_GROUP];
+      for (size_t j = 0; j < WV_GROUP; j++) {
+        size_t k = g * WV_GROUP + j;
+        v[j] = k < n ? a[k] : -0.0f;
+      }
+      a[g] = wv_f32_group_tree(v);
+    }
+    n = m;
+  }
+  return a[0];
+}
+
+/* One non-empty chunk of the float sum: its leaves, then its levels.  The
+ * first level is built here from the leaves, group by group. */
+static int rd_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m,
+                        float *out, wave_error *err)
+{
+  if (c->rows == 1) { /* a level with n == 1 is not run */
+    *out = rd_selected(m, first_row) ? rd_f32(rd_row(c->data, 0)) : -0.0f;
+    return 0;
+  }
+  size_t groups = (size_t)((c->rows + WV_GROUP - 1) / WV_GROUP);
+  float *a = malloc(groups * sizeof *a);
+  if (a == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu partials", groups);
+  for (size_t g = 0; g < groups; g++) {
+    float v[WV_GROUP];
+    for (size_t j = 0; j < WV_GROUP; j++) {
+      uint64_t k = (uint64_t)g * WV_GROUP + j;
+      if (k >= c->rows)
+        v[j] = -0.0f;                       /* padding */
+      else if (!rd_selected(m, first_row + k))
+        v[j] = -0.0f;                       /* masked leaf */
+      else
+        v[j] = rd_f32(rd_row(c->data, k));
+    }
+    a[g] = wv_f32_group_tree(v);
+  }
+  *out = rd_levels(a, groups);
+  free(a);
+  return 0;
+}
+
+static int rd_float_sum(const wv_reduce_job *job, uint64_t count,
+                        uint32_t *bits, wave_error *err)
+{
+  size_t nonempty = 0;
+  for (size_t i = 0; i < job->n_input; i++)
+    nonempty += job->input[i].rows > 0;
+  if (nonempty == 0) {
+    *bits = 0;
+    return 0;
+  }
+  float *vals = malloc(nonempty * sizeof *vals);
+  if (vals == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu chunk values",
+                     nonempty);
+  rd_mask m = {job, 0, 0};
+  uint64_t row = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < job->n_input; i++) {
+    const wv_span *c = &job->input[i];
+    if (c->rows == 0)
+      continue; /* empty chunks are skipped entirely */
+    int rc = rd_chunk_sum(c, row, &m, &vals[k++], err);
+    if (rc != 0) {
+      free(vals);
+      return rc;
+    }
+    row += c->rows;
+  }
+  float sum = rd_levels(vals, nonempty);
+  free(vals);
+  *bits = wv_f32_sum_finish(sum, count);
+  return 0;
+}
+
+/* The float order of docs/reduction.md: numeric, and -0.0 < +0.0. */
+static int rd_f32_less(float a, float b)
+{
+  return a < b || (a == b && signbit(a) && !signbit(b));
+}
+
+int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
+                        wave_error *err)
+{
+  int rc = wv_reduce_validate(job, err);
+  if (rc != 0)
+    return rc;
+  memset(out, 0, sizeof *out);
+  out->n_values = wave_op_values(job->op);
+
+  if (job->dtype == WAVE_F32 && job->op == WAVE_SUM) {
+    rd_mask m = {job, 0, 0};
+    for (uint64_t r = 0; r < job->rows; r++)
+      out->count += rd_selected(&m, r);
+    return rd_float_sum(job, out->count, &out->bits[0], err);
+  }
+
+  /* Every other op: one pass over the rows in order. */
+  rd_mask m = {job, 0, 0};
+  uint64_t row = 0, count = 0;
+  uint32_t acc = 0, lo = 0, hi = 0;
+  int have = 0;     /* lo/hi/acc hold a value (float: a finite one) */
+  for (size_t i = 0; i < job->n_input; i++) {
+    const wv_span *c = &job->input[i];
+    for (uint64_t k = 0; k < c->rows; k++, row++) {
+      if (!rd_selected(&m, row))
+        continue;
+      count++;
+      uint32_t x = rd_row(c->data, k);
+      if (job->dtype == WAVE_F32) {
+        float f = rd_f32(x);
+        if (!isfinite(f))
+          continue;
+        if (!have || rd_f32_less(f, rd_f32(lo)))
+          lo = x;
+        if (!have || rd_f32_less(rd_f32(hi), f))
+          hi = x;
+        have = 1;
+        continue;
+      }
+      switch (job->op) {
+      case WAVE_SUM: acc += x; break;  /* wraps modulo 2^32 */
+      case WAVE_AND: acc = have ? (acc & x) : x; break;
+      case WAVE_OR:  acc |= x; break;
+      case WAVE_XOR: acc ^= x; break;
+      default:       /* min, max, extent */
+        if (job->dtype == WAVE_S32) {
+          if (!have || rd_s32(x) < rd_s32(lo)) lo = x;
+          if (!have || rd_s32(x) > rd_s32(hi)) hi = x;
+        } else {
+          if (!have || x < lo) lo = x;
+          if (!have || x > hi) hi = x;
+        }
+        break;
+      }
+      have = 1;
+    }
+  }
+  out->count = count;
+  if (count == 0 || !have)  /* empty, or no finite float: zero(s) */
+    return 0;
+  switch (job->op) {
+  case WAVE_MIN:    out->bits[0] = lo; break;
+  case WAVE_MAX:    out->bits[0] = hi; break;
+  case WAVE_EXTENT: out->bits[0] = lo; out->bits[1] = hi; break;
+  default:          out->bits[0] = acc; break;
+  }
+  return 0;
+}

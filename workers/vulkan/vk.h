@@ -1,0 +1,221 @@
+/* vk.h - the Vulkan backend's device context, shared by the files of
+ * workers/vulkan/ (vk_device.c: instance, device, memory, pipelines,
+ * submission; vk_reduce.c: reductions; vk_hash.c: hash jobs).
+ *
+ * A device is one VkDevice with one compute queue, used by one device thread
+ * only (workers/worker.h), so nothing here is locked.  Work is recorded into
+ * one of two "slots" (command buffer + fence + descriptor pool + host-visible
+ * staging buffer): while the device runs one slot the host fills the other.
+ * Buffers are created once and grown on demand, never per job.
+ *
+ * Errors: every VkResult other than VK_SUCCESS met while running a job is
+ * WAVE_EDEVICE with the result's name (vk_device.c: wv_vk_fail), which makes
+ * the daemon mark the device faulted.
+ */
+#ifndef WV_VK_H
+#define WV_VK_H
+
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#include "workers/worker.h"
+
+/* VK_KHR_shader_maximal_reconvergence postdates the Vulkan headers of
+ * Debian 12 (1.3.239); its feature struct is small enough to state here. */
+#ifndef VK_KHR_shader_maximal_reconvergence
+#define WV_VK_MAXRECONV_EXT "VK_KHR_shader_maximal_reconvergence"
+#define WV_VK_STYPE_MAXRECONV ((VkStructureType)1000434000)
+typedef struct wv_vk_maxreconv_features {
+  VkStructureType sType;
+  void *pNext;
+  VkBool32 shaderMaximalReconvergence;
+} wv_vk_maxreconv_features;
+#else
+#define WV_VK_MAXRECONV_EXT VK_KHR_SHADER_MAXIMAL_RECONVERGENCE_EXTENSION_NAME
+#define WV_VK_STYPE_MAXRECONV \
+  VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_MAXIMAL_RECONVERGENCE_FEATURES_KHR
+typedef VkPhysicalDeviceShaderMaximalReconvergenceFeaturesKHR
+    wv_vk_maxreconv_features;
+#endif
+
+/* One buffer with its own memory; map is set for host-visible ones. */
+typedef struct wv_vk_buf {
+  VkBuffer buf;
+  VkDeviceMemory mem;
+  VkDeviceSize size;
+  void *map;
+} wv_vk_buf;
+
+/* The compute programs, one per embedded SPIR-V module (vk_device.c). */
+enum wv_vk_prog {
+  WV_VK_REDUCE_INT_SG,   /* integer level, sub-group arithmetic */
+  WV_VK_REDUCE_INT_SM,   /* integer level, shared-memory tree */
+  WV_VK_SUM_F32_SH,      /* float-sum first level, sub-group shuffle */
+  WV_VK_SUM_F32_SM,      /* float-sum first level, shared memory */
+  WV_VK_SUM_F32_SH_DN,   /* the same two, declaring DenormPreserve */
+  WV_VK_SUM_F32_SM_DN,
+  WV_VK_TREE_F32,        /* float-sum later levels */
+  WV_VK_TREE_F32_DN,
+  WV_VK_STREAM,          /* bandwidth baseline (bench) */
+  WV_VK_HASH_SH,         /* lottery hash, shuffle exchange */
+  WV_VK_HASH_SH_MR,      /* the same, maximally reconverging */
+  WV_VK_HASH_SM,         /* lottery hash, shared-memory exchange */
+  WV_VK_DATASET,         /* dataset items from the cache */
+  WV_VK_PROG_COUNT_
+};
+
+/* wv_vk_buf_create flags */
+#define WV_VK_HOST 1u    /* host-visible, coherent, mapped */
+#define WV_VK_ADDR 2u    /* has a device address (shaders reach it by BDA) */
+#define WV_VK_SPEC_VARIANTS 8   /* spec-constant OP values per program */
+
+/* Knobs that tests and benchmarks set (wv_vk_open_ex); the daemon uses
+ * the defaults (all zero). */
+typedef struct wv_vk_options {
+  uint32_t window_rows;   /* rows per staging window; 0 = from the device */
+  int force_local;        /* never use sub-group ops (reduce) */
+  uint32_t batch_units;   /* hash: units per batch; 0 = from the device */
+} wv_vk_options;
+
+typedef struct wv_vk_slot {
+  VkCommandBuffer cb;
+  VkFence fence;
+  VkDescriptorPool pool;
+  wv_vk_buf stage;        /* host-visible input window */
+  int busy;               /* submitted, fence not yet waited for */
+} wv_vk_slot;
+
+struct wv_device {
+  VkInstance inst;
+  VkPhysicalDevice phys;
+  VkDevice dev;
+  VkQueue queue;
+  uint32_t qfam;
+  VkPhysicalDeviceProperties props;
+  VkPhysicalDeviceMemoryProperties mem;
+  uint32_t ts_valid_bits;           /* queue timestamps, 0 = none */
+
+  /* sub-groups */
+  uint32_t sg_size;                 /* default sub-group size */
+  uint32_t sg_min, sg_max;          /* size-control range (= sg_size w/o) */
+  int sg_arith;                     /* arithmetic ops in compute */
+  int sg_shuffle;                   /* shuffle ops in compute */
+  int sg_require32;                 /* requiredSubgroupSize = 32 possible */
+  int full_subgroups;               /* computeFullSubgroups enabled */
+  int maxreconv;                    /* maximal reconvergence enabled */
+  int int64;                        /* shaderInt64 enabled */
+  int bda;                          /* bufferDeviceAddress enabled */
+  int denorm;                       /* DenormPreserve variants usable */
+  int fsum_ok;                      /* float adds keep subnormals (probe) */
+  char fsum_why[120];               /* why not, when !fsum_ok */
+
+  wv_vk_options opt;
+  uint32_t window_rows;             /* rows per staging window in use */
+  int red_sg;                       /* reduce: sub-group arithmetic path */
+  int sum_shuffle;                  /* float sum: shuffle path */
+  int hash_shuffle;                 /* hash: shuffle exchange */
+  int hash_refused;                 /* exchange shuffle demanded, absent */
+  unsigned hash_units;              /* hash units (32 lanes) per group */
+  uint64_t hash_batch;              /* nonces per batch suggested */
+
+  VkCommandPool cmd_pool;
+  VkDescriptorSetLayout dsl;        /* three storage buffers */
+  VkPipelineLayout layout;          /* dsl + 64 bytes of push constants */
+  VkPipelineCache cache;
+  VkShaderModule modules[WV_VK_PROG_COUNT_];
+  VkPipeline pipes[WV_VK_PROG_COUNT_][WV_VK_SPEC_VARIANTS];
+  VkQueryPool qpool;                /* 2 timestamps, when ts_valid_bits */
+
+  wv_vk_slot slot[2];
+  unsigned cur;                     /* slot to record next */
+  wv_vk_buf part[2];                /* device-local partials (ping-pong) */
+  wv_vk_buf seg;                    /* host-visible float-tree groups */
+  wv_vk_buf result;                 /* host-visible, 16 bytes */
+
+  char description[160];
+  char exchange[16];
+  char exchange_reason[200];
+
+  void *hash_state;                 /* vk_hash.c */
+};
+
+/* ---- vk_device.c --------------------------------------------------------- */
+
+extern const wv_backend wv_vulkan_backend;
+
+int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
+                  wv_device **out, wave_error *err);
+void wv_vk_close(wv_device *d);
+const char *wv_vk_result_name(VkResult r);
+/* WAVE_EDEVICE "what: VK_ERROR_..." */
+int wv_vk_fail(wave_error *err, VkResult r, const char *what);
+
+/* flags WV_VK_*: without WV_VK_HOST, device-local memory is preferred. */
+int wv_vk_buf_create(wv_device *d, VkDeviceSize size, unsigned flags,
+                     wv_vk_buf *b, wave_error *err);
+void wv_vk_buf_destroy(wv_device *d, wv_vk_buf *b);
+/* Make b at least size bytes (contents are lost when it grows). */
+int wv_vk_buf_reserve(wv_device *d, wv_vk_buf *b, VkDeviceSize size,
+                      unsigned flags, wave_error *err);
+VkDeviceAddress wv_vk_buf_addr(wv_device *d, const wv_vk_buf *b);
+
+/* Copy bytes from host memory into dst at offset, through the staging
+ * windows (waits until done). */
+int wv_vk_upload(wv_device *d, wv_vk_buf *dst, VkDeviceSize offset,
+                 const void *src, VkDeviceSize bytes, wave_error *err);
+
+/* Pipeline of prog with spec constant OP = variant (created on first use,
+ * kept until close). */
+int wv_vk_pipeline(wv_device *d, enum wv_vk_prog prog, unsigned variant,
+                   VkPipeline *out, wave_error *err);
+/* A pipeline the caller owns: prog with specialization si; sub32 asks for
+ * full sub-groups of exactly 32 (where the device can require it). */
+int wv_vk_pipeline_new(wv_device *d, enum wv_vk_prog prog,
+                       const VkSpecializationInfo *si, int sub32,
+                       VkPipeline *out, wave_error *err);
+
+/* Slots: begin waits for the slot's last submission, resets it and starts
+ * recording; submit ends and submits it (no wait); wait_all waits for every
+ * submitted slot. */
+int wv_vk_slot_begin(wv_device *d, wv_vk_slot **out, wave_error *err);
+int wv_vk_slot_submit(wv_device *d, wv_vk_slot *s, wave_error *err);
+int wv_vk_wait_all(wv_device *d, wave_error *err);
+
+/* Record into s: bind pipeline p with buffers b0, b1, b2 (ranges; b2 may be
+ * VK_NULL_HANDLE, then b1 is bound there too), push constants, dispatch
+ * groups work-groups (capped at the device limit; shaders loop). */
+typedef struct wv_vk_range {
+  VkBuffer buf;
+  VkDeviceSize off, size;
+} wv_vk_range;
+int wv_vk_dispatch(wv_device *d, wv_vk_slot *s, VkPipeline p,
+                   wv_vk_range b0, wv_vk_range b1, wv_vk_range b2,
+                   const void *push, uint32_t push_bytes, uint64_t groups,
+                   wave_error *err);
+/* Compute-to-compute (and to transfer) barrier on everything. */
+void wv_vk_barrier(wv_vk_slot *s);
+
+/* ---- vk_reduce.c --------------------------------------------------------- */
+
+int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
+                 wave_error *err);
+
+/* Benchmarks: reduce / stream-read rows already in device buffer data
+ * (no mask, one chunk); *seconds is device time (timestamps) when the
+ * queue has them, else host time around submit + wait. */
+int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
+                          wave_dtype dtype, wave_op op, wv_reduce_out *out,
+                          double *seconds, wave_error *err);
+int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
+                          double *seconds, wave_error *err);
+
+/* ---- vk_hash.c ----------------------------------------------------------- */
+
+int wv_vk_hash_prepare(wv_device *d, const struct wv_pack *pack,
+                       wave_error *err);
+int wv_vk_hash(wv_device *d, const struct wv_pack *pack, uint64_t nonce,
+               uint64_t count, uint64_t *out, wave_error *err);
+uint64_t wv_vk_hash_batch(wv_device *d);   /* nonces per batch for caps */
+void wv_vk_hash_free(wv_device *d);        /* close(): the hash's buffers */
+
+#endif
