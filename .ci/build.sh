@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# .ci/build.sh [normal|asan] - configure and build into build/ or build-asan/.
+# The normal build turns on every backend whose compiler is present here:
+# CUDA when nvcc exists, HIP when hipcc exists, Vulkan always (glslc is a
+# dependency).  The sanitizer build is CPU + Vulkan: ASan/UBSan instrument
+# host C code, and the GPU toolchains add compile time without adding
+# host code worth checking twice.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-normal}
+jobs=${WAVE_JOBS:-$(nproc)}
+export PATH=$PATH:/usr/local/cuda/bin
+args=(-G Ninja -DWAVE_VULKAN=ON)
+case "$kind" in
+  normal)
+    dir=build
+    # WAVE_CUDA / WAVE_HIP in the environment: auto (default), ON or OFF.
+    case "${WAVE_CUDA:-auto}" in
+      auto) command -v nvcc >/dev/null && args+=(-DWAVE_CUDA=ON) ;;
+      *) args+=(-DWAVE_CUDA="$WAVE_CUDA") ;;
+    esac
+    case "${WAVE_HIP:-auto}" in
+      auto) command -v hipcc >/dev/null && args+=(-DWAVE_HIP=ON) ;;
+      *) args+=(-DWAVE_HIP="$WAVE_HIP") ;;
+    esac
+    ;;
+  asan)
+    dir=build-asan
+    args+=(-DWAVE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DWAVE_BENCH=OFF)
+    ;;
+  *) echo "usage: $0 [normal|asan]" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" "${args[@]}" >/dev/null
+cmake --build "$dir" -j "$jobs"
