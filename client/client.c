@@ -307,6 +307,7 @@ static void cl_pack_check(wave_pack_check *dst, const Wave__V1__PackCheck *pc)
 {
   wv_client_copy(dst->pack, sizeof dst->pack, pc->pack);
   dst->ok = pc->ok != 0;
+  wv_client_copy(dst->state, sizeof dst->state, pc->state);
   wv_client_copy(dst->detail, sizeof dst->detail, pc->detail);
 }
 
@@ -420,6 +421,8 @@ int wave_packs_get(wave_client *c, wave_pack_info **packs, size_t *n_packs,
       wv_client_copy(d->devices[d->n_devices].device,
                      sizeof d->devices[0].device, pc->device);
       d->devices[d->n_devices].ok = pc->ok != 0;
+      wv_client_copy(d->devices[d->n_devices].state,
+                     sizeof d->devices[0].state, pc->state);
       wv_client_copy(d->devices[d->n_devices].detail,
                      sizeof d->devices[0].detail, pc->detail);
       d->n_devices++;

@@ -174,13 +174,34 @@ void wv_print_hash(FILE *f, const wave_hash_request *q,
             r->outputs[i]);
 }
 
+/* A pack check in one word: the daemon's state ("pending", "ok", "failed",
+ * "none"); an older daemon sends no state, only ok. */
+static const char *ctl_check_word(int ok, const char *state)
+{
+  if (state[0] != '\0')
+    return state;
+  return ok ? "ok" : "failed";
+}
+
+/* " (detail)", or "" when the detail says no more than the state. */
+static const char *ctl_detail(char *buf, size_t n, const char *state,
+                              const char *detail)
+{
+  if (detail[0] == '\0' || strcmp(detail, state) == 0)
+    return "";
+  snprintf(buf, n, " (%s)", detail);
+  return buf;
+}
+
 static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
 {
   fputc('[', f);
   for (size_t i = 0; i < n; i++) {
     fputs(i ? ", {\"pack\": " : "{\"pack\": ", f);
     wv_json_str(f, c[i].pack);
-    fprintf(f, ", \"ok\": %s, \"detail\": ", c[i].ok ? "true" : "false");
+    fprintf(f, ", \"ok\": %s, \"state\": ", c[i].ok ? "true" : "false");
+    wv_json_str(f, c[i].state);
+    fputs(", \"detail\": ", f);
     wv_json_str(f, c[i].detail);
     fputc('}', f);
   }
@@ -190,6 +211,7 @@ static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
 void wv_print_status(FILE *f, const wave_status *s, const char *url,
                      int json)
 {
+  char buf[200];
   if (json) {
     fputs("{\"version\": ", f);
     wv_json_str(f, s->version);
@@ -242,15 +264,16 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
               d->exchange_reason[0] ? " (" : "", d->exchange_reason,
               d->exchange_reason[0] ? ")" : "");
     for (size_t k = 0; k < d->n_packs; k++)
-      fprintf(f, "  pack       %s: %s%s%s%s\n", d->packs[k].pack,
-              d->packs[k].ok ? "ok" : "FAILED",
-              d->packs[k].detail[0] ? " (" : "", d->packs[k].detail,
-              d->packs[k].detail[0] ? ")" : "");
+      fprintf(f, "  pack       %s: %s%s\n", d->packs[k].pack,
+              ctl_check_word(d->packs[k].ok, d->packs[k].state),
+              ctl_detail(buf, sizeof buf, d->packs[k].state,
+                         d->packs[k].detail));
   }
 }
 
 void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
 {
+  char buf[200];
   if (json) {
     fputs("{\"packs\": [", f);
     for (size_t i = 0; i < n; i++) {
@@ -263,8 +286,10 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
       for (size_t k = 0; k < p[i].n_devices; k++) {
         fputs(k ? ", {\"device\": " : "{\"device\": ", f);
         wv_json_str(f, p[i].devices[k].device);
-        fprintf(f, ", \"ok\": %s, \"detail\": ",
+        fprintf(f, ", \"ok\": %s, \"state\": ",
                 p[i].devices[k].ok ? "true" : "false");
+        wv_json_str(f, p[i].devices[k].state);
+        fputs(", \"detail\": ", f);
         wv_json_str(f, p[i].devices[k].detail);
         fputc('}', f);
       }
@@ -285,9 +310,9 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
       fprintf(f, ": %s", p[i].description);
     fputc('\n', f);
     for (size_t k = 0; k < p[i].n_devices; k++)
-      fprintf(f, "  %-12s %s%s%s%s\n", p[i].devices[k].device,
-              p[i].devices[k].ok ? "ok" : "FAILED",
-              p[i].devices[k].detail[0] ? " (" : "", p[i].devices[k].detail,
-              p[i].devices[k].detail[0] ? ")" : "");
+      fprintf(f, "  %-12s %s%s\n", p[i].devices[k].device,
+              ctl_check_word(p[i].devices[k].ok, p[i].devices[k].state),
+              ctl_detail(buf, sizeof buf, p[i].devices[k].state,
+                         p[i].devices[k].detail));
   }
 }

@@ -45,6 +45,17 @@ typedef void (*wd_post_fn)(void *arg, wd_work *w);
 
 /* Known-answer status of one pack on one device. */
 enum { WD_CHECK_NONE = 0, WD_CHECK_PENDING, WD_CHECK_OK, WD_CHECK_FAILED };
+
+/* "none", "pending", "ok", "failed": PackCheck.state on the wire. */
+static inline const char *wd_check_state_name(int state)
+{
+  switch (state) {
+  case WD_CHECK_PENDING: return "pending";
+  case WD_CHECK_OK: return "ok";
+  case WD_CHECK_FAILED: return "failed";
+  default: return "none";
+  }
+}
 typedef struct wd_pack_state {
   int state;
   char detail[160];

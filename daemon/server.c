@@ -413,6 +413,7 @@ static void sv_status(sv_ctx *c)
       wave__v1__pack_check__init(&pc[x]);
       pc[x].pack = (char *)wv_pack_name(s->packs->list[k]);
       pc[x].ok = st[x].state == WD_CHECK_OK;
+      pc[x].state = (char *)wd_check_state_name(st[x].state);
       pc[x].detail = st[x].detail;
       pc[x].device = ds[i].name;
       pp[x] = &pc[x];
@@ -469,6 +470,7 @@ static void sv_packs(sv_ctx *c)
       pc[x].pack = pi[k].name;
       pc[x].device = (char *)wd_device_name(s->devs[i]);
       pc[x].ok = st[x].state == WD_CHECK_OK;
+      pc[x].state = (char *)wd_check_state_name(st[x].state);
       pc[x].detail = st[x].detail;
       pp[x] = &pc[x];
     }

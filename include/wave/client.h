@@ -77,6 +77,7 @@ WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
 typedef struct wave_pack_check {
   char pack[64];
   int ok;
+  char state[16];  /* "pending", "ok", "failed", "none" (no hash support) */
   char detail[160];
 } wave_pack_check;
 
@@ -184,6 +185,7 @@ typedef struct wave_pack_info {
   struct {
     char device[64];
     int ok;
+    char state[16];  /* as in wave_pack_check */
     char detail[160];
   } devices[16];
 } wave_pack_info;
