@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# bench/device-run.sh - the one check-and-measure run on the GPU machine.
+# Builds nothing: run it from the repository root next to a build folder
+# made on the build machine (GPU backends on, real targets) and the
+# libraries that bundle-libs.sh collected into .devlibs/.
+#
+#   bench/device-run.sh [BUILD_DIR]        (default: build-cuda, else build)
+#
+# Steps, each logged in full to $OUT/<step>.log (OUT defaults to
+# ./device-logs), each under its own time limit:
+#   conformance  tests/conformance: the same reduce (and hash, when built)
+#                jobs on every backend that opens, bits against the CPU
+#   check        wvbench-gpu-job --check: CUDA jobs the conformance suite
+#                does not shape (thousands of chunks, slices, masks)
+#   reduce       wvbench-gpu-reduce: kernels vs CUB, 2^10..2^30; vs a
+#                streaming read at 2^28 and 2^30
+#   job          wvbench-gpu-job: jobs from host memory vs a pinned copy
+#   hash         wvbench-gpu-hash: self-checks, hash rate vs the random-load
+#                roofline, both exchange paths
+#   vulkan       the Vulkan engineer's bench (bench/wvbench-vulkan*), if built
+# then prints every step's result and the benches' tables, last.
+#
+# Environment:
+#   WAVE_DEVICE_STEPS          steps to run (default: all of the above)
+#   WAVE_CONFORMANCE_MAX_LOG2  largest conformance job, 2^N rows (default 28)
+#   WAVE_REQUIRE_BACKENDS      backends that must open (default cpu,cuda and
+#                              vulkan when the build has it)
+#   WAVE_CONFORMANCE_BACKENDS  run only these backends in conformance
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 2
+B=${1:-}
+if [ -z "$B" ]; then
+  for d in build-cuda build; do [ -d "$d" ] && { B=$d; break; }; done
+fi
+if [ -z "$B" ] || [ ! -d "$B" ]; then echo "device-run: no build folder" >&2; exit 2; fi
+OUT=${OUT:-$root/device-logs}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+export WAVE_SOURCE_DIR=$root
+steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan}
+has_vulkan=0
+grep -q '^WAVE_VULKAN:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null && has_vulkan=1
+req=cpu,cuda
+[ $has_vulkan = 1 ] && req=cpu,cuda,vulkan
+export WAVE_REQUIRE_BACKENDS=${WAVE_REQUIRE_BACKENDS:-$req}
+export WAVE_CONFORMANCE_MAX_LOG2=${WAVE_CONFORMANCE_MAX_LOG2:-28}
+# Check's own timeout would stop a 2^28 GPU run.
+export CK_DEFAULT_TIMEOUT=3600
+
+summary=$OUT/summary.log
+{
+  echo "device-run $(date -u +%Y-%m-%dT%H:%MZ) build=$B steps=$steps"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+    --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  echo "cpu: $(nproc) cores; conformance max 2^$WAVE_CONFORMANCE_MAX_LOG2," \
+    "required backends: $WAVE_REQUIRE_BACKENDS"
+} >"$summary"
+
+results=()
+# step NAME LIMIT_S COMMAND...: run one step, log it, remember the outcome.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  case ",$steps," in *",$name,"*) ;; *) return 0 ;; esac
+  if [ ! -x "$1" ]; then
+    results+=("$name|missing|0|$1 not built")
+    return 0
+  fi
+  local t0=$SECONDS rc
+  echo "== $name: $*" | tee -a "$summary"
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  local dt=$((SECONDS - t0)) last
+  last=$(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-100)
+  [ $rc = 124 ] && last="timed out after ${limit}s"
+  results+=("$name|$rc|$dt|$last")
+  echo "   rc=$rc ${dt}s: $last" | tee -a "$summary"
+}
+
+step conformance 900 "$B/tests/conformance"
+step check 300 "$B/bench/wvbench-gpu-job" --check
+step reduce 300 "$B/bench/wvbench-gpu-reduce"
+step job 300 "$B/bench/wvbench-gpu-job"
+step hash 300 "$B/bench/wvbench-gpu-hash" "$root/config/packs"
+vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | head -n 1)
+if [ -n "$vk" ]; then
+  step vulkan 300 "$vk"
+fi
+
+# The tables, then one line per step: the end of the output is what the
+# GPU machine's caller sees.
+for f in conformance reduce job hash vulkan; do
+  [ -f "$OUT/$f.log" ] || continue
+  case $f in
+    conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
+    *) grep -E '^\|' "$OUT/$f.log" ;;
+  esac
+done | tee -a "$summary"
+echo
+printf '%-12s %-8s %6s  %s\n' step rc seconds last-line | tee -a "$summary"
+fail=0
+for r in "${results[@]}"; do
+  IFS='|' read -r n rc dt last <<<"$r"
+  printf '%-12s %-8s %6s  %s\n' "$n" "$rc" "$dt" "$last" | tee -a "$summary"
+  [ "$rc" = 0 ] || fail=1
+done
+exit $fail

@@ -1,0 +1,241 @@
+/* bench_gpu_hash.cu - the CUDA backend's lottery hash against the random
+ * load roofline of the same dataset, measured in the same run.
+ *
+ *   wvbench-gpu-hash [PACK_DIR]     (default $WAVE_SOURCE_DIR/config/packs,
+ *                                    else ./config/packs)
+ *
+ * For each exchange path (shuffle, local): every pack's known-answer
+ * self-check (wv_pack_selfcheck: vectors, a partial unit, the batch
+ * fingerprint), then hashes per second on the pack "main" (1 GiB dataset):
+ * kernel only (CUDA events, outputs left on the device) and end to end
+ * (backend hash(): outputs copied to host memory).  The roofline: a kernel
+ * doing nothing but per-lane random 8-byte loads over the same 1 GiB, as
+ * loads per second; divided by the loads one hash makes (rounds x loads per
+ * program) it is the hash rate no kernel can beat.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "workers/cuda/gpu_internal.h"
+
+#define WV_HASH_FN static __host__ __device__ inline
+extern "C" {
+#include "workers/hash/hash.h"
+#include "workers/hash/pack.h"
+}
+
+extern "C" const wv_backend wv_cuda_backend;
+
+using namespace wv_cuda;
+
+#define CHECK(call)                                                            \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
+              cudaGetErrorString(e_));                                         \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+static double now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Random 8-byte loads, one lane at a time, over d[0..mask]: addresses from
+ * a per-thread LCG (independent of the loaded values, so as many loads fly
+ * as the hardware allows). */
+__global__ void __launch_bounds__(256)
+k_random(const uint64_t *__restrict__ d, uint64_t mask, int loads,
+         uint64_t *sink)
+{
+  uint64_t x = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) *
+                   0x9e3779b97f4a7c15ull + 1;
+  uint64_t acc = 0;
+  for (int k = 0; k < loads; k++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    acc ^= __ldg(&d[(x >> 24) & mask]);
+  }
+  if (acc == 0x9e3779b97f4a7c15ull)
+    sink[0] = acc;
+}
+
+template <typename F> static float median_ms(int reps, F fn)
+{
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> t;
+  fn();
+  for (int r = 0; r < reps; r++) {
+    CHECK(cudaEventRecord(a, 0));
+    fn();
+    CHECK(cudaEventRecord(b, 0));
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main(int argc, char **argv)
+{
+  char dir[512];
+  const char *src = getenv("WAVE_SOURCE_DIR");
+  if (argc > 1)
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+  else
+    snprintf(dir, sizeof dir, "%s/config/packs", src ? src : ".");
+  const char *names[] = {"small", "closed", "main"};
+  wv_pack *packs[3];
+  wave_error err;
+  for (int i = 0; i < 3; i++) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.yaml", dir, names[i]);
+    if (wv_pack_load_file(path, &packs[i], &err) != 0) {
+      fprintf(stderr, "%s: %s\n", path, err.message);
+      return 1;
+    }
+  }
+  wv_pack *mainp = packs[2];
+  const uint64_t loads_per_hash = (uint64_t)mainp->loads * mainp->rounds;
+  const uint64_t N = 1ull << 25;
+  uint64_t *h_out = (uint64_t *)malloc(N * 8), *d_out;
+  CHECK(cudaMalloc((void **)&d_out, N * 8));
+
+  struct row {
+    const char *path;
+    double kernel, e2e;
+    int selfcheck_ok;
+    char exch[16], reason[200];
+    uint64_t batch;
+  } rows[2];
+  int fails = 0;
+  for (int x = 0; x < 2; x++) {
+    wv_device_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.name = "cuda0";
+    cfg.backend = "cuda";
+    cfg.exchange = x == 0 ? "auto" : "local";
+    wv_device *dev;
+    if (wv_cuda_backend.open(&cfg, &dev, &err) != 0) {
+      fprintf(stderr, "open: %s\n", err.message);
+      return 1;
+    }
+    row *r = &rows[x];
+    r->path = cfg.exchange;
+    r->selfcheck_ok = 1;
+    for (int i = 0; i < 3; i++) {
+      char detail[256];
+      double t0 = now();
+      int rv = wv_pack_selfcheck(&wv_cuda_backend, dev, packs[i], detail,
+                                 sizeof detail, &err);
+      printf("exchange %s: pack %-6s self-check %s (%.2f s): %s\n",
+             cfg.exchange, names[i], rv == 0 ? "ok" : "FAILED", now() - t0,
+             rv == 0 ? detail : err.message);
+      if (rv != 0) {
+        r->selfcheck_ok = 0;
+        fails++;
+      }
+    }
+    wv_caps caps;
+    wv_cuda_backend.caps(dev, &caps);
+    snprintf(r->exch, sizeof r->exch, "%s", caps.exchange);
+    snprintf(r->reason, sizeof r->reason, "%s", caps.exchange_reason);
+    r->batch = caps.hash_batch;
+    printf("caps: %s; exchange %s (%s); hash_batch %llu\n", caps.description,
+           caps.exchange, caps.exchange_reason,
+           (unsigned long long)caps.hash_batch);
+
+    gdev *g = (gdev *)dev;
+    for (int i = 0; i < 3; i++) {
+      float ms = median_ms(3, [&] {
+        if (hash_device(g, packs[i], 1000, N, d_out, &err) != 0) {
+          fprintf(stderr, "hash: %s\n", err.message);
+          exit(1);
+        }
+        CHECK(cudaStreamSynchronize(g->compute));
+      });
+      double rate = N / (ms * 1e-3);
+      printf("exchange %s: pack %-6s kernel %.2f ms for 2^25 nonces: %.1f M "
+             "hashes/s\n", cfg.exchange, names[i], ms, rate / 1e6);
+      if (i == 2)
+        r->kernel = rate;
+    }
+    /* End to end: the backend's hash(), outputs into host memory. */
+    std::vector<double> t;
+    for (int rep = 0; rep < 4; rep++) {
+      double a = now();
+      if (wv_cuda_backend.hash(dev, mainp, 1000, N, h_out, &err) != 0) {
+        fprintf(stderr, "hash: %s\n", err.message);
+        return 1;
+      }
+      if (rep > 0)
+        t.push_back(now() - a);
+    }
+    std::sort(t.begin(), t.end());
+    r->e2e = N / t[t.size() / 2];
+    /* Spot-check outputs of the timed range against the CPU. */
+    for (uint64_t k = 0; k < 64; k++) {
+      uint64_t i = (k * 0x9e3779b97f4a7c15ull) % N, want;
+      if (wv_hash_verify(mainp, 1000 + i, &want, &err) != 0 ||
+          want != h_out[i]) {
+        printf("exchange %s: nonce %llu differs from the CPU\n",
+               cfg.exchange, (unsigned long long)(1000 + i));
+        fails++;
+        break;
+      }
+    }
+    printf("exchange %s: pack main end to end %.1f M hashes/s\n",
+           cfg.exchange, r->e2e / 1e6);
+    wv_cuda_backend.close(dev);
+  }
+
+  /* The roofline over a 1 GiB buffer like main's dataset. */
+  uint64_t items = mainp->dataset_items, *d_set, *sink;
+  CHECK(cudaMalloc((void **)&d_set, items * 8));
+  CHECK(cudaMalloc((void **)&sink, 8));
+  CHECK(cudaMemset(d_set, 0x5a, items * 8));
+  const int loads = 104;
+  const unsigned blocks = 16384;
+  float ms = median_ms(5, [&] {
+    k_random<<<blocks, 256>>>(d_set, items - 1, loads, sink);
+  });
+  CHECK(cudaGetLastError());
+  double lps = (double)blocks * 256 * loads / (ms * 1e-3);
+  double roof = lps / loads_per_hash;
+  printf("roofline: %.1f G random 8-byte loads/s over %llu MiB -> %.1f M "
+         "hashes/s at %llu loads/hash\n", lps / 1e9,
+         (unsigned long long)(items * 8 >> 20), roof / 1e6,
+         (unsigned long long)loads_per_hash);
+
+  printf("\n| hash (pack main) | M hashes/s | G loads/s | vs roofline |\n");
+  printf("|---|---|---|---|\n");
+  printf("| random-load roofline | %.1f | %.1f | 1.00 |\n", roof / 1e6,
+         lps / 1e9);
+  for (int x = 0; x < 2; x++) {
+    const row *r = &rows[x];
+    printf("| %s (%s), kernel | %.1f | %.1f | %.2f |\n", r->exch, r->path,
+           r->kernel / 1e6, r->kernel * loads_per_hash / 1e9,
+           r->kernel / roof);
+    printf("| %s (%s), end to end | %.1f | | %.2f |\n", r->exch, r->path,
+           r->e2e / 1e6, r->e2e / roof);
+  }
+  printf("self-checks: %s; hash_batch %llu (%s)\n",
+         rows[0].selfcheck_ok && rows[1].selfcheck_ok ? "all ok" : "FAILED",
+         (unsigned long long)rows[0].batch, rows[0].reason);
+  for (int i = 0; i < 3; i++)
+    wv_pack_free(packs[i]);
+  printf("hash bench: %s\n", fails ? "FAILURES" : "ok");
+  return fails ? 1 : 0;
+}

@@ -1,0 +1,18 @@
+/* cuda_backend.c - the CUDA backend's vtable.  The work is in the .cu files
+ * of this folder (also compiled by hipcc for workers/hip): gpu_device.cu
+ * (device, staging, reductions), gpu_reduce.cu (reduction kernels),
+ * gpu_hash.cu (lottery hash).  docs/backends.md describes what it does. */
+#include "workers/worker.h"
+
+#define WVG_C(name) wv_cuda_##name
+#include "workers/cuda/gpu_api.h"
+
+const wv_backend wv_cuda_backend = {
+  .name = "cuda",
+  .open = wv_cuda_open,
+  .close = wv_cuda_close,
+  .caps = wv_cuda_caps,
+  .reduce = wv_cuda_reduce,
+  .hash_prepare = wv_cuda_hash_prepare,
+  .hash = wv_cuda_hash,
+};

@@ -1,0 +1,636 @@
+/* gpu_device.cu - the CUDA/HIP backend's device: open/close/caps and
+ * reductions of jobs whose rows are in host memory.
+ *
+ * A job's rows are cut into slices of at most 2^24 rows.  Each slice is
+ * copied into one of two pinned staging buffers (by a few helper threads:
+ * one core copies far slower than a pinned DMA moves), sent to the device
+ * on the copy stream and reduced on the compute stream, so that filling
+ * slice k+1, copying slice k and reducing slice k-1 overlap.  Rows already
+ * in pinned memory skip the host copy and are sent directly.  Nothing is
+ * read back until the job's one small result.
+ *
+ *  - order-free ops: slices are consecutive logical rows, chunk boundaries
+ *    ignored; each slice's kernel folds into the job's result on the device.
+ *  - float sum: each chunk is cut into pieces at multiples of 2^24 of its
+ *    own rows (gpu_internal.h says why that preserves the tree); pieces are
+ *    packed into slices at 4-row-aligned offsets, described by a tile and a
+ *    piece table that travel in the same staging buffer.  k_fsum writes one
+ *    level-3 value per piece; k_finish folds pieces into chunk values and
+ *    chunk values into the result.
+ *  - the mask, chunked independently of the input, is gathered by logical
+ *    row into the staging buffer's mask region, parallel to the rows.
+ *
+ * Every runtime call is checked: a failure is WAVE_EDEVICE with the
+ * runtime's message, and the daemon marks the device faulted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "workers/cuda/gpu_internal.h"
+#include "workers/cuda/gpu_api.h"
+
+namespace WVG_NS {
+
+int dev_fail(wave_error *err, const char *what, cudaError_t e)
+{
+  return wv_seterr(err, WAVE_EDEVICE, "%s: %s: %s", WVG_VENDOR, what,
+                   cudaGetErrorString(e));
+}
+
+#define CK(call)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess)                                                     \
+      return dev_fail(err, #call, e_);                                         \
+  } while (0)
+
+/* ---- the copy pool ------------------------------------------------------- */
+
+/* Participant `part` of `parts` copies its share of the concatenated
+ * bytes of ops. */
+static void pool_share(const copy_op *ops, size_t nops, size_t total,
+                       int part, int parts)
+{
+  size_t lo = total * part / parts, hi = total * (part + 1) / parts, at = 0;
+  for (size_t i = 0; i < nops && at < hi; i++) {
+    size_t a = at, b = at + ops[i].len;
+    at = b;
+    if (b <= lo)
+      continue;
+    size_t s = a < lo ? lo - a : 0, e = (b > hi ? hi : b) - a;
+    memcpy((char *)ops[i].dst + s, (const char *)ops[i].src + s, e - s);
+  }
+}
+
+struct pool_arg {
+  copy_pool *p;
+  int part;
+};
+
+static void *pool_main(void *v)
+{
+  pool_arg *a = (pool_arg *)v;
+  copy_pool *p = a->p;
+  int part = a->part;
+  free(a);
+  unsigned long seen = 0;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (!p->stop && p->gen == seen)
+      pthread_cond_wait(&p->go, &p->mu);
+    if (p->stop)
+      break;
+    seen = p->gen;
+    const copy_op *ops = p->ops;
+    size_t nops = p->nops, total = p->total;
+    pthread_mutex_unlock(&p->mu);
+    pool_share(ops, nops, total, part, p->nthreads + 1);
+    pthread_mutex_lock(&p->mu);
+    if (--p->pending == 0)
+      pthread_cond_signal(&p->done);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+int pool_start(copy_pool *p, int nthreads)
+{
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->go, NULL);
+  pthread_cond_init(&p->done, NULL);
+  if (nthreads > 8)
+    nthreads = 8;
+  for (int i = 0; i < nthreads; i++) {
+    pool_arg *a = (pool_arg *)malloc(sizeof *a);
+    if (a == NULL)
+      break;
+    a->p = p;
+    a->part = i + 1;
+    if (pthread_create(&p->th[i], NULL, pool_main, a) != 0) {
+      free(a);
+      break;
+    }
+    p->nthreads++;
+  }
+  return 0;
+}
+
+void pool_stop(copy_pool *p)
+{
+  pthread_mutex_lock(&p->mu);
+  p->stop = 1;
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < p->nthreads; i++)
+    pthread_join(p->th[i], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->go);
+  pthread_cond_destroy(&p->done);
+}
+
+void pool_copy(copy_pool *p, const copy_op *ops, size_t nops)
+{
+  size_t total = 0;
+  for (size_t i = 0; i < nops; i++)
+    total += ops[i].len;
+  /* Waking helpers costs more than copying a few hundred KiB. */
+  if (p->nthreads == 0 || total < (512u << 10)) {
+    pool_share(ops, nops, total, 0, 1);
+    return;
+  }
+  pthread_mutex_lock(&p->mu);
+  p->ops = ops;
+  p->nops = nops;
+  p->total = total;
+  p->pending = p->nthreads;
+  p->gen++;
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+  pool_share(ops, nops, total, 0, p->nthreads + 1);
+  pthread_mutex_lock(&p->mu);
+  while (p->pending > 0)
+    pthread_cond_wait(&p->done, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- open / close / caps ------------------------------------------------- */
+
+static void dev_free(gdev *g)
+{
+  hash_fini(g);
+  reducer_fini(&g->red);
+  for (int i = 0; i < 2; i++) {
+    if (g->slots[i].h != NULL)
+      (void)cudaFreeHost(g->slots[i].h);
+    if (g->slots[i].d != NULL)
+      (void)cudaFree(g->slots[i].d);
+    if (g->slots[i].copied != NULL)
+      (void)cudaEventDestroy(g->slots[i].copied);
+    if (g->slots[i].done != NULL)
+      (void)cudaEventDestroy(g->slots[i].done);
+  }
+  if (g->h_res != NULL)
+    (void)cudaFreeHost(g->h_res);
+  if (g->h_seg != NULL)
+    (void)cudaFreeHost(g->h_seg);
+  if (g->copy != NULL)
+    (void)cudaStreamDestroy(g->copy);
+  if (g->compute != NULL)
+    (void)cudaStreamDestroy(g->compute);
+  (void)cudaGetLastError();
+  free(g);
+}
+
+static int dev_open(const wv_device_config *cfg, gdev **out, wave_error *err)
+{
+  /* Without a driver the count is left untouched: start from 0. */
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    const char *why = e != cudaSuccess ? cudaGetErrorString(e) : "none found";
+    (void)cudaGetLastError();
+    return wv_seterr(err, WAVE_ENODEV, "%s: no usable %s device (%s)",
+                     cfg->name ? cfg->name : WVG_VENDOR, WVG_VENDOR, why);
+  }
+  if (cfg->index < 0 || cfg->index >= n)
+    return wv_seterr(err, WAVE_ENODEV, "%s: %s device index %d, but %d found",
+                     cfg->name ? cfg->name : WVG_VENDOR, WVG_VENDOR,
+                     cfg->index, n);
+  gdev *g = (gdev *)calloc(1, sizeof *g);
+  if (g == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  g->index = cfg->index;
+  int rv = 0;
+#define OCK(call)                                                              \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      rv = dev_fail(err, #call, e_);                                           \
+      goto fail;                                                               \
+    }                                                                          \
+  } while (0)
+  {
+    OCK(cudaSetDevice(g->index));
+    cudaDeviceProp prop;
+    OCK(cudaGetDeviceProperties(&prop, g->index));
+    snprintf(g->name, sizeof g->name, "%s", prop.name);
+    g->major = prop.major;
+    g->minor = prop.minor;
+    g->sms = prop.multiProcessorCount;
+    g->warp = prop.warpSize;
+    g->mem = prop.totalGlobalMem;
+#if defined(WV_GPU_HIP)
+    snprintf(g->name, sizeof g->name, "%s %s", prop.name, prop.gcnArchName);
+#endif
+    OCK(cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking));
+    OCK(cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking));
+    for (int i = 0; i < 2; i++) {
+      slot *s = &g->slots[i];
+      OCK(cudaHostAlloc((void **)&s->h, WVG_SLOT_BYTES, cudaHostAllocDefault));
+      OCK(cudaMalloc((void **)&s->d, WVG_SLOT_BYTES));
+      OCK(cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming));
+      OCK(cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
+      /* Recorded once so that the first waits on them pass. */
+      OCK(cudaEventRecord(s->copied, g->copy));
+      OCK(cudaEventRecord(s->done, g->compute));
+    }
+    OCK(cudaHostAlloc((void **)&g->h_res, sizeof(result),
+                      cudaHostAllocDefault));
+    OCK(reducer_init(&g->red));
+    OCK(cudaDeviceSynchronize());
+  }
+#undef OCK
+  {
+    /* Staging copy helpers: cfg->threads when given, else half of the
+     * cores (at most 8 copiers). */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int helpers = cfg->threads > 0 ? (int)cfg->threads - 1
+                                   : (int)(cores / 2 < 8 ? cores / 2 : 8) - 1;
+    pool_start(&g->pool, helpers < 0 ? 0 : helpers);
+  }
+  hash_init(g, cfg);
+  *out = g;
+  return 0;
+fail:
+  dev_free(g);
+  return rv;
+}
+
+/* ---- reductions from host memory ---------------------------------------- */
+
+/* A piece of a copy into the current slot: dst offset, source, bytes. */
+struct seg {
+  size_t off;
+  const void *src;
+  size_t bytes;
+  int pinned;
+};
+
+/* Walks a chunked array (input or mask) in logical row order. */
+struct cursor {
+  const wv_span *spans;
+  size_t n, i;
+  uint64_t off;               /* rows into spans[i] */
+  std::vector<signed char> pinned; /* per span: -1 unknown, 0, 1 */
+};
+
+static int is_pinned(const void *p)
+{
+  cudaPointerAttributes a;
+  memset(&a, 0, sizeof a);
+  cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); /* HIP: unregistered memory is an error */
+    return 0;
+  }
+#if defined(WV_GPU_HIP)
+  return a.memoryType == hipMemoryTypeHost;
+#else
+  return a.type == cudaMemoryTypeHost;
+#endif
+}
+
+/* Append `rows` rows from the cursor to segs at byte offset dst. */
+static void gather(cursor *c, uint64_t rows, size_t dst,
+                   std::vector<seg> *segs)
+{
+  while (rows > 0) {
+    const wv_span *s = &c->spans[c->i];
+    if (c->off >= s->rows) {
+      c->i++;
+      c->off = 0;
+      continue;
+    }
+    uint64_t take = s->rows - c->off;
+    if (take > rows)
+      take = rows;
+    if (c->pinned[c->i] < 0)
+      /* Only large chunks are worth a driver query. */
+      c->pinned[c->i] = (signed char)(s->rows * 4 >= (1u << 20)
+                                      ? is_pinned(s->data) : 0);
+    seg g = {dst, (const char *)s->data + c->off * 4, (size_t)take * 4,
+             c->pinned[c->i]};
+    segs->push_back(g);
+    dst += (size_t)take * 4;
+    c->off += take;
+    rows -= take;
+  }
+}
+
+/* Send the slice described by segs (plus `table_bytes` of tables already
+ * written into the staging buffer at WVG_TILES_OFF) into slot k % 2, then
+ * launch `kernel` on it.  direct: the job's only slice; everything goes on
+ * the compute stream, without the cross-stream events that only pay when
+ * slices overlap (they cost a small job several microseconds). */
+template <typename F>
+static int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
+                  size_t table_bytes, bool direct, F kernel, wave_error *err)
+{
+  slot *s = &g->slots[k & 1];
+  cudaStream_t cs = direct ? g->compute : g->copy;
+  /* The staging buffer is free once its previous copy has finished. */
+  CK(cudaEventSynchronize(s->copied));
+  std::vector<copy_op> ops;
+  for (const seg &x : segs)
+    if (!x.pinned) {
+      copy_op o = {s->h + x.off, x.src, x.bytes};
+      ops.push_back(o);
+    }
+  pool_copy(&g->pool, ops.data(), ops.size());
+  /* The device buffer is free once the kernels that read it are done. */
+  if (!direct)
+    CK(cudaStreamWaitEvent(cs, s->done, 0));
+  /* In offset order, staged pieces merge into runs (4-row alignment gaps
+   * ride along); a piece sent straight from pinned memory ends a run, so
+   * that no run copies staging garbage over it. */
+  std::vector<seg> sorted(segs);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const seg &a, const seg &b) { return a.off < b.off; });
+  size_t run_off = 0, run_end = 0;
+  for (const seg &x : sorted) {
+    if (!x.pinned && run_end > run_off && x.off >= run_end &&
+        x.off <= run_end + 16) {
+      run_end = x.off + x.bytes;
+      continue;
+    }
+    if (run_end > run_off)
+      CK(cudaMemcpyAsync(s->d + run_off, s->h + run_off, run_end - run_off,
+                         cudaMemcpyHostToDevice, cs));
+    run_off = run_end = 0;
+    if (x.pinned) {
+      CK(cudaMemcpyAsync(s->d + x.off, x.src, x.bytes, cudaMemcpyHostToDevice,
+                         cs));
+      continue;
+    }
+    run_off = x.off;
+    run_end = x.off + x.bytes;
+  }
+  if (run_end > run_off)
+    CK(cudaMemcpyAsync(s->d + run_off, s->h + run_off, run_end - run_off,
+                       cudaMemcpyHostToDevice, cs));
+  if (table_bytes > 0)
+    CK(cudaMemcpyAsync(s->d + WVG_TILES_OFF, s->h + WVG_TILES_OFF, table_bytes,
+                       cudaMemcpyHostToDevice, cs));
+  if (!direct) {
+    CK(cudaEventRecord(s->copied, cs));
+    CK(cudaStreamWaitEvent(g->compute, s->copied, 0));
+  }
+  CK(kernel(s->d));
+  if (!direct)
+    CK(cudaEventRecord(s->done, g->compute));
+  return 0;
+}
+
+static int reduce_int(gdev *g, const wv_reduce_job *job, int kop, int key,
+                      wave_error *err)
+{
+  cursor in = {job->input, job->n_input, 0, 0, {}};
+  cursor mk = {job->mask, job->n_mask, 0, 0, {}};
+  in.pinned.assign(job->n_input, -1);
+  mk.pinned.assign(job->n_mask, -1);
+  std::vector<seg> segs;
+  unsigned k = 0;
+  for (uint64_t r0 = 0; r0 < job->rows; r0 += WVG_SLICE_ROWS, k++) {
+    uint64_t n = job->rows - r0 < WVG_SLICE_ROWS ? job->rows - r0
+                                                  : WVG_SLICE_ROWS;
+    segs.clear();
+    gather(&in, n, 0, &segs);
+    if (job->has_mask)
+      gather(&mk, n, WVG_MASK_OFF, &segs);
+    int first = k == 0, has_mask = job->has_mask;
+    reducer *r = &g->red;
+    cudaStream_t st = g->compute;
+    bool direct = job->rows <= WVG_SLICE_ROWS;
+    int rv = submit(g, k, segs, 0, direct, [=](unsigned char *d) {
+      return launch_int(r, kop, key, d,
+                        has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
+                        n, first, st);
+    }, err);
+    if (rv != 0)
+      return rv;
+  }
+  return 0;
+}
+
+static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
+{
+  /* Pieces per chunk, and the chunks that have rows. */
+  uint64_t total_pieces = 0;
+  uint32_t nchunks = 0;
+  for (size_t c = 0; c < job->n_input; c++)
+    if (job->input[c].rows > 0) {
+      total_pieces += (job->input[c].rows + WVG_PIECE_ROWS - 1) / WVG_PIECE_ROWS;
+      nchunks++;
+    }
+  CK(reducer_reserve(&g->red, WVG_MAX_TILES, WVG_MAX_PIECES, total_pieces,
+                     nchunks));
+  reducer *r = &g->red;
+  if (job->has_mask)
+    CK(cudaMemsetAsync(&r->res->count, 0, sizeof r->res->count, g->compute));
+  float *pieces_out = total_pieces == 1 ? (float *)&r->res->a : r->pieces;
+
+  cursor mk = {job->mask, job->n_mask, 0, 0, {}};
+  mk.pinned.assign(job->n_mask, -1);
+  std::vector<signed char> in_pinned(job->n_input, -1);
+  std::vector<seg> segs;
+  std::vector<uint32_t> seg_first;     /* chunk -> first piece */
+  unsigned k = 0;
+  uint32_t b = 0, ntiles = 0, npieces = 0;
+  uint64_t piece_no = 0;
+
+  /* Tables are built on the host first, then placed into staging by submit
+   * (the staging buffer may still be in use by the previous copy). */
+  std::vector<tile_desc> tiles;
+  std::vector<piece_desc> pieces;
+  auto send = [&](bool final) -> int {
+    if (npieces == 0)
+      return 0;
+    slot *s = &g->slots[k & 1];
+    CK(cudaEventSynchronize(s->copied));
+    memcpy(s->h + WVG_TILES_OFF, tiles.data(), tiles.size() * sizeof(tile_desc));
+    memcpy(s->h + WVG_PIECES_OFF, pieces.data(),
+           pieces.size() * sizeof(piece_desc));
+    size_t table_bytes = WVG_PIECES_OFF - WVG_TILES_OFF +
+                         pieces.size() * sizeof(piece_desc);
+    int has_mask = job->has_mask;
+    uint32_t nt = ntiles;
+    cudaStream_t st = g->compute;
+    int rv = submit(g, k, segs, table_bytes, final && k == 0,
+                    [=](unsigned char *d) {
+      return launch_fsum(r, (const float *)d,
+                         has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
+                         0, (const tile_desc *)(d + WVG_TILES_OFF), nt,
+                         (const piece_desc *)(d + WVG_PIECES_OFF), pieces_out,
+                         st);
+    }, err);
+    k++;
+    b = ntiles = npieces = 0;
+    segs.clear();
+    tiles.clear();
+    pieces.clear();
+    return rv;
+  };
+
+  int rv;
+  for (size_t c = 0; c < job->n_input; c++) {
+    const wv_span *ch = &job->input[c];
+    if (ch->rows == 0)
+      continue;
+    seg_first.push_back((uint32_t)piece_no);
+    if (in_pinned[c] < 0)
+      in_pinned[c] = (signed char)(ch->rows * 4 >= (1u << 20)
+                                   ? is_pinned(ch->data) : 0);
+    for (uint64_t off = 0; off < ch->rows; off += WVG_PIECE_ROWS) {
+      uint32_t len = (uint32_t)(ch->rows - off < WVG_PIECE_ROWS
+                                    ? ch->rows - off : WVG_PIECE_ROWS);
+      uint32_t nt = (len + WVG_TILE_ROWS - 1) / WVG_TILE_ROWS;
+      uint32_t at = (b + 3) & ~3u;
+      if ((uint64_t)at + len > WVG_SLICE_ROWS || npieces == WVG_MAX_PIECES ||
+          ntiles + nt > WVG_MAX_TILES) {
+        if ((rv = send(false)) != 0)
+          return rv;
+        at = 0;
+      }
+      seg sg = {(size_t)at * 4, (const char *)ch->data + off * 4,
+                (size_t)len * 4, in_pinned[c]};
+      segs.push_back(sg);
+      if (job->has_mask)
+        gather(&mk, len, WVG_MASK_OFF + (size_t)at * 4, &segs);
+      piece_desc pd = {ntiles, nt, (uint32_t)piece_no, 0};
+      for (uint32_t t = 0; t < nt; t++) {
+        uint32_t tr = len - t * WVG_TILE_ROWS;
+        tile_desc td = {at + t * WVG_TILE_ROWS,
+                        tr < WVG_TILE_ROWS ? tr : WVG_TILE_ROWS, npieces, 0};
+        tiles.push_back(td);
+      }
+      pieces.push_back(pd);
+      ntiles += nt;
+      npieces++;
+      piece_no++;
+      b = at + len;
+    }
+  }
+  if ((rv = send(true)) != 0)
+    return rv;
+
+  if (total_pieces > 1) {
+    const uint32_t *dseg = NULL;
+    if (nchunks > 1) {
+      if (g->h_seg_cap < (size_t)nchunks + 1) {
+        if (g->h_seg != NULL)
+          (void)cudaFreeHost(g->h_seg);
+        g->h_seg = NULL;
+        g->h_seg_cap = 0;
+        CK(cudaHostAlloc((void **)&g->h_seg, ((size_t)nchunks + 1) * 4,
+                         cudaHostAllocDefault));
+        g->h_seg_cap = (size_t)nchunks + 1;
+      }
+      memcpy(g->h_seg, seg_first.data(), (size_t)nchunks * 4);
+      g->h_seg[nchunks] = (uint32_t)total_pieces;
+      CK(cudaMemcpyAsync(r->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
+                         cudaMemcpyHostToDevice, g->compute));
+      dseg = r->seg;
+    }
+    CK(launch_finish(r, dseg, dseg ? nchunks : 1, (uint32_t)total_pieces,
+                     g->compute));
+  }
+  return 0;
+}
+
+static int dev_reduce(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
+                      wave_error *err)
+{
+  result zero = {0, 0, 0};
+  if (job->rows == 0) {
+    decode_result(job->dtype, job->op, &zero, 0, out);
+    return 0;
+  }
+  CK(cudaSetDevice(g->index));
+  int kop, key, rv;
+  kernel_op(job->dtype, job->op, &kop, &key);
+  rv = kop == K_FSUM ? reduce_fsum(g, job, err)
+                     : reduce_int(g, job, kop, key, err);
+  if (rv != 0)
+    return rv;
+  CK(cudaMemcpyAsync(g->h_res, g->red.res, sizeof(result),
+                     cudaMemcpyDeviceToHost, g->compute));
+  CK(cudaStreamSynchronize(g->compute));
+  CK(cudaGetLastError());
+  uint64_t count = job->has_mask ? g->h_res->count : job->rows;
+  decode_result(job->dtype, job->op, g->h_res, count, out);
+  return 0;
+}
+
+} /* namespace WVG_NS */
+
+/* ---- the C entry points --------------------------------------------------- */
+
+using namespace WVG_NS;
+
+extern "C" int WVG_C(open)(const wv_device_config *cfg, wv_device **out,
+                           wave_error *err)
+{
+  gdev *g = NULL;
+  int rv = dev_open(cfg, &g, err);
+  *out = (wv_device *)g;
+  return rv;
+}
+
+extern "C" void WVG_C(close)(wv_device *dev)
+{
+  gdev *g = (gdev *)dev;
+  if (g == NULL)
+    return;
+  (void)cudaSetDevice(g->index);
+  (void)cudaDeviceSynchronize();
+  pool_stop(&g->pool);
+  dev_free(g);
+}
+
+extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
+{
+  gdev *g = (gdev *)dev;
+  memset(caps, 0, sizeof *caps);
+#if defined(WV_GPU_HIP)
+  snprintf(caps->description, sizeof caps->description,
+           "%.100s, %d CUs, wave%d, %.0f GiB", g->name, g->sms, g->warp,
+           g->mem / 1073741824.0);
+  caps->native_wave_reduce = 0;
+#else
+  snprintf(caps->description, sizeof caps->description,
+           "%.100s sm_%d%d, %d SMs, %.0f GiB", g->name, g->major, g->minor,
+           g->sms, g->mem / 1073741824.0);
+  caps->native_wave_reduce = g->major >= 8; /* redux.sync */
+#endif
+  caps->wave_width = (unsigned)g->warp;
+  snprintf(caps->exchange, sizeof caps->exchange, "%s",
+           g->local ? "local" : "shuffle");
+  snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
+           g->exchange_reason);
+  caps->hash_batch = hash_batch(g);
+}
+
+extern "C" int WVG_C(reduce)(wv_device *dev, const wv_reduce_job *job,
+                             wv_reduce_out *out, wave_error *err)
+{
+  return dev_reduce((gdev *)dev, job, out, err);
+}
+
+extern "C" int WVG_C(hash_prepare)(wv_device *dev, const struct wv_pack *pack,
+                                   wave_error *err)
+{
+  return hash_prepare((gdev *)dev, pack, err);
+}
+
+extern "C" int WVG_C(hash)(wv_device *dev, const struct wv_pack *pack,
+                           uint64_t nonce, uint64_t count, uint64_t *out,
+                           wave_error *err)
+{
+  return hash_run((gdev *)dev, pack, nonce, count, out, err);
+}

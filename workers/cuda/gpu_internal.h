@@ -1,0 +1,219 @@
+/* gpu_internal.h - the pieces of the CUDA/HIP backend shared between its
+ * files and with the GPU benchmarks (bench/gpu): the device-resident
+ * reduction engine and the kernels' descriptor layouts.
+ *
+ * The reduction engine works on rows already in device memory.  The backend
+ * (gpu_device.cu) feeds it slices copied from host memory; the benchmarks
+ * call reduce_device() directly on device-resident data.  Everything here is
+ * C++ in the vendor namespace (see gpu.h).
+ */
+#ifndef WV_GPU_INTERNAL_H
+#define WV_GPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "workers/cuda/gpu.h"
+
+extern "C" {
+#include "proto/base.h"
+#include "workers/reduce/reduce.h"
+#include "workers/worker.h"
+}
+
+/* The float-sum tree in device terms: a unit reduces one group of 256 rows
+ * (level 1); the 8 blocks of a tile (256 groups) end in one level-2
+ * partial; the last tile of a piece (<= 256 tiles, 2^24 rows) folds the
+ * piece's level-2 partials into one level-3 partial.  Because G of one value
+ * padded with -0.0 is that value, a chunk's sum is the same 256-ary tree of
+ * any sufficient depth, so pieces cut at multiples of 2^24 rows of a chunk
+ * and then folded again give exactly the levels of docs/reduction.md. */
+#define WVG_TILE_ROWS 65536u            /* rows per tile (one level-2 value) */
+#define WVG_PIECE_ROWS (1u << 24)       /* rows per piece (one level-3 value) */
+#define WVG_PIECE_TILES 256u
+#define WVG_TILE_BLOCKS 8u              /* blocks per tile, 32 groups each */
+#define WVG_BLOCK 256u                  /* threads per block, every kernel */
+
+namespace WVG_NS {
+
+/* A tile of the float sum: rows [buf_row, buf_row + rows) of the slot's
+ * buffer (buf_row % 4 == 0, rows <= WVG_TILE_ROWS), part of piece `piece`
+ * (an index into the slice's piece table). */
+struct tile_desc {
+  uint32_t buf_row, rows, piece, pad;
+};
+/* A piece: tiles [first_tile, first_tile + ntiles) of the slice; its level-3
+ * value goes to pieces_out[out]. */
+struct piece_desc {
+  uint32_t first_tile, ntiles, out, pad;
+};
+
+/* The job's result in device memory, read back once at the end. */
+struct result {
+  uint32_t a, b;              /* value; extent: a = min key, b = max key */
+  unsigned long long count;   /* selected rows (jobs with a mask) */
+};
+
+/* Kernel-level operation: what the integer kernel folds. */
+enum kop { K_SUM, K_MIN, K_MAX, K_EXT, K_AND, K_OR, K_XOR, K_FSUM };
+/* How a row becomes an ordered key for min/max: as is (uint32, and every
+ * bitwise op), sign-biased (sint32), or the float total order (float32,
+ * NaN/inf excluded). */
+enum kkey { KEY_RAW, KEY_S32, KEY_F32 };
+
+/* Device-side scratch of one device: grown on demand, never shrunk. */
+struct reducer {
+  int sms;
+  unsigned int_blocks;        /* grid of the integer kernel (fills the GPU) */
+  uint4 *partials;            /* [int_blocks] per-block partials */
+  uint32_t *ticket;           /* last-block counter, kept at 0 between runs */
+  result *res;
+  float *l1;                  /* level-1 values of one launch, 256/tile */
+  size_t l1_cap;
+  uint32_t *tile_ctr;         /* per-tile last-block counters, kept at 0 */
+  size_t tile_ctr_cap;
+  float *l2;                  /* level-2 partials of one launch */
+  size_t l2_cap;
+  uint32_t *piece_ctr;        /* per-piece last-block counters, kept at 0 */
+  size_t piece_ctr_cap;
+  float *pieces;              /* level-3 partials of a whole job */
+  size_t pieces_cap;
+  uint32_t *seg;              /* chunk -> first piece, [nchunks + 1] */
+  size_t seg_cap;
+  float *scratch;             /* finish: chunk values, 2 x nchunks */
+  size_t scratch_cap;
+};
+
+/* Turn (dtype, op) into the kernel's op and key. */
+void kernel_op(wave_dtype d, wave_op op, int *kop_out, int *key_out);
+
+cudaError_t reducer_init(reducer *r);
+void reducer_fini(reducer *r);
+/* Make room for `tiles` tiles, `pieces` pieces per launch and a job of
+ * `job_pieces` pieces in `chunks` chunks. */
+cudaError_t reducer_reserve(reducer *r, size_t tiles, size_t pieces,
+                            size_t job_pieces, size_t chunks);
+
+/* One launch of the integer/min/max kernel over rows [0, n) of d_rows (and
+ * d_mask, parallel to it, or NULL).  first: start the job's result; else
+ * fold into it.  d_rows must be 16-byte aligned. */
+cudaError_t launch_int(reducer *r, int kop, int key, const void *d_rows,
+                       const uint32_t *d_mask, uint64_t n, int first,
+                       cudaStream_t st);
+/* One launch of the float-sum tile kernel.  Table mode: tiles/pieces are
+ * device copies of ntiles/npieces descriptors.  Arithmetic mode (tiles ==
+ * NULL): the rows [0, n) of one chunk, pieces numbered from 0.  Level-3
+ * values go to pieces_out; selected-row counts add to r->res->count. */
+cudaError_t launch_fsum(reducer *r, const float *d_rows,
+                        const uint32_t *d_mask, uint64_t n,
+                        const tile_desc *tiles, uint32_t ntiles,
+                        const piece_desc *pieces, float *pieces_out,
+                        cudaStream_t st);
+/* Fold the job's level-3 values into the result: per chunk (seg[c] ..
+ * seg[c + 1]; seg NULL = one chunk of npieces), then across chunks. */
+cudaError_t launch_finish(reducer *r, const uint32_t *seg, uint32_t nchunks,
+                          uint32_t npieces, cudaStream_t st);
+
+/* Reduce n device-resident rows (one chunk) into r->res, all on stream st
+ * with no host synchronisation (benchmarks time this). */
+cudaError_t reduce_device(reducer *r, wave_dtype d, wave_op op,
+                          const void *d_rows, const uint32_t *d_mask,
+                          uint64_t n, cudaStream_t st);
+
+/* The host's last step: the result read back, made into output bits
+ * (key decoding, empty-input zeros, NaN canonicalisation). */
+void decode_result(wave_dtype d, wave_op op, const result *res,
+                   uint64_t count, wv_reduce_out *out);
+
+/* ---- the device context (gpu_device.cu, gpu_hash.cu) -------------------- */
+
+/* Host-to-device slices: SLICE_ROWS rows of input and of mask plus the
+ * float-sum tables, double-buffered.  A slice is 2^24 rows so that a whole
+ * float-sum piece always fits in one. */
+#define WVG_SLICE_ROWS WVG_PIECE_ROWS
+#define WVG_SLICE_PAD 256u              /* rows read past a partial group */
+#define WVG_MAX_PIECES 4096u            /* pieces per slice (tiny chunks) */
+#define WVG_MAX_TILES (WVG_PIECE_TILES + WVG_MAX_PIECES)
+#define WVG_DATA_BYTES ((size_t)(WVG_SLICE_ROWS + WVG_SLICE_PAD) * 4)
+#define WVG_MASK_OFF WVG_DATA_BYTES
+#define WVG_TILES_OFF (2 * WVG_DATA_BYTES)
+#define WVG_PIECES_OFF (WVG_TILES_OFF + WVG_MAX_TILES * sizeof(tile_desc))
+#define WVG_SLOT_BYTES (WVG_PIECES_OFF + WVG_MAX_PIECES * sizeof(piece_desc))
+
+struct slot {
+  unsigned char *h;           /* pinned staging */
+  unsigned char *d;           /* device copy */
+  cudaEvent_t copied;         /* the H2D copy out of h has finished */
+  cudaEvent_t done;           /* the kernels reading d have finished */
+};
+
+struct copy_op {
+  void *dst;
+  const void *src;
+  size_t len;
+};
+
+/* Helper threads for host memcpy into pinned staging (a single core copies
+ * far slower than a pinned DMA moves). */
+struct copy_pool {
+  int nthreads;               /* helpers; the device thread takes a share */
+  pthread_t th[8];
+  pthread_mutex_t mu;
+  pthread_cond_t go, done;
+  unsigned long gen;
+  int stop, pending;
+  const copy_op *ops;
+  size_t nops, total;
+};
+
+/* A pack made ready on this device by hash_prepare. */
+struct hpack {
+  const struct wv_pack *pack;
+  uint64_t *d_dataset;        /* NULL for closed packs */
+};
+
+struct gdev {
+  int index;
+  char name[320];
+  int major, minor, sms, warp;
+  size_t mem;
+  cudaStream_t copy, compute;
+  slot slots[2];
+  reducer red;
+  result *h_res;              /* pinned */
+  uint32_t *h_seg;            /* pinned, chunk -> first piece */
+  size_t h_seg_cap;
+  copy_pool pool;
+  /* hash */
+  int local;                  /* exchange path: 1 local memory, 0 shuffle */
+  char exchange_reason[200];
+  unsigned group_units;       /* units per block */
+  uint64_t batch_cfg;         /* configured nonces per batch, 0 = auto */
+  hpack packs[16];
+  int npacks;
+  const struct wv_pack *loaded; /* program now in constant memory */
+  double hash_rate;           /* measured hashes per second, 0 = unknown */
+};
+
+/* A CUDA error as a wavedd error: WAVE_EDEVICE with the runtime's text. */
+int dev_fail(wave_error *err, const char *what, cudaError_t e);
+
+int pool_start(copy_pool *p, int nthreads);
+void pool_stop(copy_pool *p);
+void pool_copy(copy_pool *p, const copy_op *ops, size_t nops);
+
+/* Hash side of the backend (gpu_hash.cu). */
+void hash_init(gdev *g, const wv_device_config *cfg);
+void hash_fini(gdev *g);
+uint64_t hash_batch(const gdev *g);
+int hash_prepare(gdev *g, const struct wv_pack *pack, wave_error *err);
+int hash_run(gdev *g, const struct wv_pack *pack, uint64_t nonce,
+             uint64_t count, uint64_t *out, wave_error *err);
+/* Benchmarks: hash into device memory d_out on g->compute, no copy back. */
+int hash_device(gdev *g, const struct wv_pack *pack, uint64_t nonce,
+                uint64_t count, uint64_t *d_out, wave_error *err);
+
+} /* namespace WVG_NS */
+
+#endif
