@@ -158,8 +158,8 @@ void conf_report(conf_set *set, const char *kind)
   unsigned long bad = 0;
   for (size_t i = 0; i < set->n; i++) {
     conf_dev *d = &set->devs[i];
-    printf("conformance: %s %lu jobs, %lu mismatches\n", d->backend->name,
-           d->jobs, d->mismatches);
+    printf("conformance: %s %s: %lu jobs, %lu mismatches\n",
+           d->backend->name, kind, d->jobs, d->mismatches);
     bad += d->mismatches;
   }
   fflush(stdout);

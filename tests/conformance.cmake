@@ -8,7 +8,8 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/conformance_hash.c)
 endif()
 wave_test(conformance SOURCES ${WV_CONF_SOURCES} LIBS wvworkers)
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/conformance_hash.c)
-  target_compile_definitions(conformance PRIVATE WAVE_CONF_HASH)
+  target_compile_definitions(conformance PRIVATE WAVE_CONF_HASH
+    WAVE_SOURCE_DIR_DEFAULT="${PROJECT_SOURCE_DIR}")
 endif()
 # GPU runs at WAVE_CONFORMANCE_MAX_LOG2=28 take minutes.
 set_tests_properties(conformance PROPERTIES TIMEOUT 3600)
