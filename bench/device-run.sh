@@ -26,6 +26,7 @@
 #   WAVE_REQUIRE_BACKENDS      backends that must open (default cpu,cuda and
 #                              vulkan when the build has it)
 #   WAVE_CONFORMANCE_BACKENDS  run only these backends in conformance
+#   WAVE_CONFORMANCE_PACKS     hash packs in conformance (default all three)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
@@ -46,6 +47,7 @@ req=cpu,cuda
 [ $has_vulkan = 1 ] && req=cpu,cuda,vulkan
 export WAVE_REQUIRE_BACKENDS=${WAVE_REQUIRE_BACKENDS:-$req}
 export WAVE_CONFORMANCE_MAX_LOG2=${WAVE_CONFORMANCE_MAX_LOG2:-28}
+export WAVE_CONFORMANCE_PACKS=${WAVE_CONFORMANCE_PACKS:-small,closed,main}
 # Check's own timeout would stop a 2^28 GPU run.
 export CK_DEFAULT_TIMEOUT=3600
 
