@@ -13,6 +13,10 @@
  *                              otherwise the run fails (default: a backend
  *                              that cannot open is reported and skipped)
  *   WAVE_CONFORMANCE_MAX_LOG2  largest reduce size is 2^N rows (default 20)
+ *   WAVE_CONFORMANCE_REF_MAX_LOG2  above 2^N rows (default 26) the expected
+ *                              bits come from the CPU device (held to the
+ *                              reference below that) rather than from the
+ *                              slow single-threaded reference
  */
 #ifndef WV_CONFORMANCE_H
 #define WV_CONFORMANCE_H
