@@ -1,6 +1,10 @@
 /* vk.h - the Vulkan backend's device context, shared by the files of
- * workers/vulkan/ (vk_device.c: instance, device, memory, pipelines,
- * submission; vk_reduce.c: reductions; vk_hash.c: hash jobs).
+ * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
+ * vk_device.c: memory, pipelines, submission; vk_reduce.c: reductions;
+ * vk_hash.c: hash jobs).
+ *
+ * The process shares one VkInstance (vk_open.c says why); everything else
+ * belongs to one device.
  *
  * A device is one VkDevice with one compute queue, used by one device thread
  * only (workers/worker.h), so nothing here is locked.  Work is recorded into
@@ -68,6 +72,11 @@ enum wv_vk_prog {
 #define WV_VK_HOST 1u    /* host-visible, coherent, mapped */
 #define WV_VK_ADDR 2u    /* has a device address (shaders reach it by BDA) */
 #define WV_VK_SPEC_VARIANTS 8   /* spec-constant OP values per program */
+/* 16-byte loads per thread per tile in reduce_int.comp and stream.comp
+ * (spec constant ITERS): a tile is 256 x 4 x WV_VK_ITERS rows. */
+#define WV_VK_ITERS 16u
+/* Lanes per 256-row group in sum_f32.comp (its constant L). */
+#define WV_VK_SUM_LANES 8u
 
 /* Knobs that tests and benchmarks set (wv_vk_open_ex); the daemon uses
  * the defaults (all zero). */
@@ -75,6 +84,7 @@ typedef struct wv_vk_options {
   uint32_t window_rows;   /* rows per staging window; 0 = from the device */
   int force_local;        /* never use sub-group ops (reduce) */
   uint32_t batch_units;   /* hash: units per batch; 0 = from the device */
+  int no_maxreconv;       /* do not ask for maximal reconvergence */
 } wv_vk_options;
 
 typedef struct wv_vk_slot {
@@ -92,6 +102,7 @@ struct wv_device {
   VkQueue queue;
   uint32_t qfam;
   VkPhysicalDeviceProperties props;
+  uint32_t api;                     /* min(device, instance) API version */
   VkPhysicalDeviceMemoryProperties mem;
   uint32_t ts_valid_bits;           /* queue timestamps, 0 = none */
 
@@ -112,7 +123,7 @@ struct wv_device {
   wv_vk_options opt;
   uint32_t window_rows;             /* rows per staging window in use */
   int red_sg;                       /* reduce: sub-group arithmetic path */
-  int sum_shuffle;                  /* float sum: shuffle path */
+  int sum_shuffle;                  /* float sum: shuffle exchange */
   int hash_shuffle;                 /* hash: shuffle exchange */
   int hash_refused;                 /* exchange shuffle demanded, absent */
   unsigned hash_units;              /* hash units (32 lanes) per group */
@@ -139,13 +150,16 @@ struct wv_device {
   void *hash_state;                 /* vk_hash.c */
 };
 
-/* ---- vk_device.c --------------------------------------------------------- */
+/* ---- vk_open.c ----------------------------------------------------------- */
 
 extern const wv_backend wv_vulkan_backend;
 
 int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
                   wv_device **out, wave_error *err);
 void wv_vk_close(wv_device *d);
+
+/* ---- vk_device.c --------------------------------------------------------- */
+
 const char *wv_vk_result_name(VkResult r);
 /* WAVE_EDEVICE "what: VK_ERROR_..." */
 int wv_vk_fail(wave_error *err, VkResult r, const char *what);
@@ -168,10 +182,13 @@ int wv_vk_upload(wv_device *d, wv_vk_buf *dst, VkDeviceSize offset,
  * kept until close). */
 int wv_vk_pipeline(wv_device *d, enum wv_vk_prog prog, unsigned variant,
                    VkPipeline *out, wave_error *err);
-/* A pipeline the caller owns: prog with specialization si; sub32 asks for
- * full sub-groups of exactly 32 (where the device can require it). */
+/* A pipeline the caller owns: prog with specialization si.  sub:
+ * WV_VK_FULL asks for full sub-groups, WV_VK_SIZE32 for a sub-group size of
+ * exactly 32 (each only where the device can promise it). */
+#define WV_VK_FULL 1
+#define WV_VK_SIZE32 2
 int wv_vk_pipeline_new(wv_device *d, enum wv_vk_prog prog,
-                       const VkSpecializationInfo *si, int sub32,
+                       const VkSpecializationInfo *si, int sub,
                        VkPipeline *out, wave_error *err);
 
 /* Slots: begin waits for the slot's last submission, resets it and starts

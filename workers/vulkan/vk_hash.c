@@ -29,7 +29,9 @@
 
 #define VH_MAX_PACKS 8
 #define VH_SPEC_BASE 16u   /* hash.comp: instruction i at 16 + 5 i */
+#ifndef VH_DATASET_CHUNK
 #define VH_DATASET_CHUNK (1u << 24)   /* items per dataset.comp dispatch */
+#endif
 
 typedef struct vh_pack {
   const wv_pack *pack;     /* identity: pointer and contents below */
@@ -124,7 +126,9 @@ static int vh_pipeline(wv_device *d, const wv_pack *p, VkPipeline *out,
   VkSpecializationInfo si = {n, ent, at, data};
   enum wv_vk_prog prog = !d->hash_shuffle ? WV_VK_HASH_SM
                        : d->maxreconv ? WV_VK_HASH_SH_MR : WV_VK_HASH_SH;
-  return wv_vk_pipeline_new(d, prog, &si, d->hash_shuffle, out, err);
+  return wv_vk_pipeline_new(d, prog, &si,
+                            d->hash_shuffle ? WV_VK_FULL | WV_VK_SIZE32 : 0,
+                            out, err);
 }
 
 /* Upload the cache and generate the dataset into e->dataset. */
@@ -167,9 +171,13 @@ static int vh_dataset(wv_device *d, const wv_pack *p, vh_pack *e,
   vkCmdCopyBuffer(s->cb, up.buf, dc.buf, 1, &cp);
   wv_vk_barrier(s);
   const wv_vk_range any = {d->result.buf, 0, d->result.size};
-  for (uint64_t first = 0; first < p->dataset_items; first += VH_DATASET_CHUNK) {
+  /* At most 128 dispatches (descriptor sets per slot are limited). */
+  uint64_t chunk = (p->dataset_items + 127) / 128;
+  if (chunk < VH_DATASET_CHUNK)
+    chunk = VH_DATASET_CHUNK;
+  for (uint64_t first = 0; first < p->dataset_items; first += chunk) {
     uint64_t left = p->dataset_items - first;
-    uint32_t cnt = left < VH_DATASET_CHUNK ? (uint32_t)left : VH_DATASET_CHUNK;
+    uint32_t cnt = (uint32_t)(left < chunk ? left : chunk);
     struct {
       uint64_t cache, dataset, first, cmask;
       uint32_t count, parents;

@@ -40,8 +40,8 @@
 #include "vk.h"
 #include "workers/reduce/reduce.h"
 
-#define VR_TILE_ROWS 4096u    /* reduce_int.comp: ITERS(4) x 256 x 4 */
-#define VR_UNITS 8u           /* sum_f32.comp: 256-row groups per group */
+#define VR_TILE_ROWS (WV_VK_ITERS * 1024u)   /* reduce_int.comp's tile */
+#define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum_f32.comp: groups per WG */
 #define VR_MAX_PARTIAL_BYTES (1ull << 30)
 
 enum { VR_KEY_NONE = 0, VR_KEY_SIGNED = 1, VR_KEY_FLOAT = 2 };
@@ -187,6 +187,7 @@ static uint32_t vr_row_at(const wv_reduce_job *job, uint64_t row)
 
 typedef struct vr_run {
   vr_plan plan;
+  uint32_t slots;        /* first-level partials per tile (reduce_int) */
   uint64_t partials;     /* first-level partials (float: groups) */
   uint64_t half;         /* extent: index of the max half in part[0] */
   unsigned final_buf;    /* part[] holding the result after the levels */
@@ -199,6 +200,16 @@ typedef struct vr_run {
 static wv_vk_range vr_whole(const wv_vk_buf *b)
 {
   return (wv_vk_range){b->buf, 0, b->size};
+}
+
+/* First-level partials per tile: one per sub-group on the sub-group path
+ * (room for the most sub-groups a work-group of 256 can have), else one. */
+static uint32_t vr_slots(const wv_device *d)
+{
+  if (!d->red_sg)
+    return 1;
+  uint32_t m = d->sg_min > 0 ? d->sg_min : 1;
+  return m >= 256 ? 1 : 256 / m;
 }
 
 /* One first-level dispatch over rows [0, rows) of src. */
@@ -221,8 +232,8 @@ static int vr_level1(wv_device *d, vr_run *run, wv_vk_slot *s, wv_vk_range src,
   enum wv_vk_prog prog = d->red_sg ? WV_VK_REDUCE_INT_SG : WV_VK_REDUCE_INT_SM;
   if ((rc = wv_vk_pipeline(d, prog, run->plan.variant, &p, err)) != 0)
     return rc;
-  uint32_t push[5] = {rows, 0, (uint32_t)out_base, (uint32_t)run->half,
-                      run->plan.key};
+  uint32_t push[6] = {rows, 0, (uint32_t)out_base, (uint32_t)run->half,
+                      run->plan.key, run->slots};
   return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]), (wv_vk_range){0},
                         push, sizeof push, vr_div(rows, VR_TILE_ROWS), err);
 }
@@ -267,8 +278,8 @@ static int vr_int_levels(wv_device *d, vr_run *run, wv_vk_slot *s,
     wv_vk_barrier(s);
     uint64_t m = vr_div(n, VR_TILE_ROWS);
     uint64_t half2 = ext ? vr_round4(m) : 0;
-    uint32_t push[5] = {(uint32_t)n, (uint32_t)(half / 4), 0,
-                        (uint32_t)half2, VR_KEY_NONE};
+    uint32_t push[6] = {(uint32_t)n, (uint32_t)(half / 4), 0,
+                        (uint32_t)half2, VR_KEY_NONE, 1};
     rc = wv_vk_dispatch(d, s, p, vr_whole(&d->part[src]),
                         vr_whole(&d->part[src ^ 1]), (wv_vk_range){0}, push,
                         sizeof push, m, err);
@@ -513,9 +524,10 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
       run.partials += run.seg_n[k++];
     }
   } else {
+    run.slots = vr_slots(d);
     for (uint64_t r = 0; r < job->rows; r += W)
       run.partials += vr_div(job->rows - r < W ? job->rows - r : W,
-                             VR_TILE_ROWS);
+                             VR_TILE_ROWS) * run.slots;
   }
   if ((rc = vr_reserve(d, &run, err)) != 0)
     goto out;
@@ -536,7 +548,8 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     wv_vk_range src = {s->stage.buf, 0, rows * 4};
     if ((rc = vr_level1(d, &run, s, src, (uint32_t)rows, base, err)) != 0)
       goto out;
-    base += run.plan.fsum ? rows / WV_GROUP : vr_div(rows, VR_TILE_ROWS);
+    base += run.plan.fsum ? rows / WV_GROUP
+                          : vr_div(rows, VR_TILE_ROWS) * run.slots;
     if (feed.taken == job->rows &&
         (rc = vr_finish_record(d, &run, s, err)) != 0)
       goto out;
@@ -628,8 +641,10 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
     run.seg_off = &seg0;
     run.seg_n = &segn;
   } else {
+    run.slots = vr_slots(d);
     for (uint64_t r = 0; r < rows; r += W)
-      run.partials += vr_div(rows - r < W ? rows - r : W, VR_TILE_ROWS);
+      run.partials += vr_div(rows - r < W ? rows - r : W, VR_TILE_ROWS) *
+                      run.slots;
   }
   int rc = vr_reserve(d, &run, err);
   wv_vk_slot *s;
@@ -642,7 +657,8 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
     wv_vk_range src = {data->buf, r * 4, n * 4};
     if ((rc = vr_level1(d, &run, s, src, (uint32_t)n, base, err)) != 0)
       return rc;
-    base += run.plan.fsum ? vr_div(n, WV_GROUP) : vr_div(n, VR_TILE_ROWS);
+    base += run.plan.fsum ? vr_div(n, WV_GROUP)
+                          : vr_div(n, VR_TILE_ROWS) * run.slots;
   }
   if ((rc = vr_finish_record(d, &run, s, err)) != 0)
     return rc;

@@ -2,7 +2,8 @@
 // min, max, extent, and, or, xor, and float min/max/extent (as integer keys).
 //
 // Tile t of the input (ITERS x 256 x 4 rows) becomes partial t of the
-// output.  Each of the 256 threads folds ITERS 16-byte loads into its
+// output (or, at the first level of the sub-group path, partials
+// t * slots .. t * slots + slots - 1, one per sub-group).  Each of the 256 threads folds ITERS 16-byte loads into its
 // accumulator; the work-group then combines its threads with one sub-group
 // instruction per sub-group (WV_SUBGROUP=1, GL_KHR_shader_subgroup_arithmetic)
 // or with a shared-memory tree (WV_SUBGROUP=0, devices without arithmetic
@@ -41,6 +42,8 @@ layout(push_constant) uniform Push {
   uint out_off;    // index of this dispatch's first partial
   uint out_half;   // extent: distance from a min partial to its max partial
   uint key;        // KEY_*
+  uint slots;      // partials per tile: 1, or (sub-group path) one per
+                   // sub-group, room for 256 / the smallest sub-group size
 } pc;
 
 uint ident0() { return OP == 1 || OP == 6 ? 0xffffffffu : OP == 3 ? 0xffffffffu : 0u; }
@@ -92,14 +95,26 @@ void main()
     for (uint it = 0u; it < ITERS; it++) {
       uint q = t * tile_vec + it * 256u + lid;
       if (q < nvec) {
-        uvec4 v = vin[q];
-        uvec4 w = OP == 6 && pc.in_half != 0u ? vin[pc.in_half + q] : v;
-        for (uint c = 0u; c < 4u; c++) {
-          bool in_range = 4u * q + c < pc.n;
-          uint x = keyed ? key_of(v[c], lo0) : v[c];
-          a0 = in_range ? op0(a0, x) : a0;
-          if (OP == 6)
-            a1 = in_range ? max(a1, key_of(w[c], false)) : a1;
+        const uvec4 raw = vin[q];
+        uvec4 v = raw;
+        // Components past n take the identity; only the last vector of
+        // the input can have any.
+        const bool partial = 4u * q + 4u > pc.n;
+        const bvec4 in_range = lessThan(uvec4(4u * q) + uvec4(0u, 1u, 2u, 3u),
+                                        uvec4(pc.n));
+        if (keyed)
+          v = uvec4(key_of(v.x, lo0), key_of(v.y, lo0), key_of(v.z, lo0),
+                    key_of(v.w, lo0));
+        if (partial)
+          v = mix(uvec4(ident0()), v, in_range);
+        a0 = op0(op0(a0, v.x), op0(v.y, op0(v.z, v.w)));
+        if (OP == 6) {
+          uvec4 w = pc.in_half != 0u ? vin[pc.in_half + q] : raw;
+          w = uvec4(key_of(w.x, false), key_of(w.y, false),
+                    key_of(w.z, false), key_of(w.w, false));
+          if (partial)
+            w = mix(uvec4(0u), w, in_range);
+          a1 = max(a1, max(max(w.x, w.y), max(w.z, w.w)));
         }
       }
     }
@@ -112,6 +127,23 @@ void main()
     else if (OP == 4) r0 = subgroupOr(a0);
     else r0 = subgroupXor(a0);
     if (OP == 6) r1 = subgroupMax(a1);
+    if (pc.slots > 1u) {
+      // One partial per sub-group, no barrier: the first level, where
+      // partials are 1/16384 of the input and a barrier per tile would
+      // cost more (a CPU driver runs work-groups as fibers).  Slots that
+      // no sub-group of this size fills get the identity.
+      const uint o = pc.out_off + t * pc.slots;
+      if (subgroupElect()) {
+        vout[o + gl_SubgroupID] = r0;
+        if (OP == 6) vout[pc.out_half + o + gl_SubgroupID] = r1;
+        if (gl_SubgroupID == 0u)
+          for (uint k = gl_NumSubgroups; k < pc.slots; k++) {
+            vout[o + k] = ident0();
+            if (OP == 6) vout[pc.out_half + o + k] = 0u;
+          }
+      }
+      continue;
+    }
     if (subgroupElect()) {
       sg0[gl_SubgroupID] = r0;
       sg1[gl_SubgroupID] = r1;

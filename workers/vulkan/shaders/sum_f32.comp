@@ -1,24 +1,33 @@
 // sum_f32.comp - the first level of the float sum: every 256 rows (one
 // group) become one partial by the tree G of docs/reduction.md, exactly.
 //
-// A group is handled by a unit of 32 lanes.  Lane j loads rows 4j..4j+3 and
-// 128+4j..128+4j+3 as two 16-byte vectors:
-//   h = 128      v[i] + v[i + 128] is the lane's own a + b (4 adds);
-//   h = 64 .. 4  v[i] + v[i + h] pairs lane j with lane j ^ (h / 4), since
-//                i + h for i = 4j + c is 4(j + h/4) + c; both lanes of a
-//                pair compute the same sum (IEEE addition is commutative);
-//   h = 2, 1     inside the lane again: (v0 + v2) + (v1 + v3).
-// The exchange moves bits only; every addition is `precise` (no contraction,
-// no reassociation).  WV_SHUFFLE=1 exchanges with subgroupShuffleXor and is
-// used only on sub-groups of at least 32 full lanes, where lane ^ m (m < 32)
-// stays inside the unit; WV_SHUFFLE=0 goes through shared memory, two
+// A group is handled by L = 8 lanes.  Lane j holds the K = 64 / L = 8
+// 16-byte vectors number j + L k (k < K), i.e. rows 4 (j + L k) + c.  The fold v[i] + v[i + h] pairs vector q = j + L k
+// with q + h/4, so
+//   h = 128 .. 4L  stays inside the lane: vector k with vector k + h/(4L);
+//   h = 2L .. 4    pairs lane j with lane j ^ (h/4), the same component c;
+//                  both lanes of a pair compute the same sum (IEEE addition
+//                  is commutative);
+//   h = 2, 1       inside the lane again: (v0 + v2) + (v1 + v3).
+// The page's 32-lane picture is L = 32.  Fewer lanes per group mean more
+// of the tree inside a lane (fewer exchanges and barriers, more loads in
+// flight per lane) and let shuffles work in sub-groups of only L lanes.
+// The in-lane part is written out in full, in plain variables: left as
+// loops over an array, Mesa keeps the array in scratch memory (5x slower
+// on lavapipe), and no compiler should have to be trusted to unroll it.
+//
+// Exchanges move bits only; every addition is `precise` (no contraction,
+// no reassociation).  WV_SHUFFLE=1 exchanges with subgroupShuffleXor; the
+// host uses it only with full sub-groups of at least L lanes, where an
+// aligned block of L lanes lies inside one sub-group and lane ^ m (m < L)
+// stays inside the block.  WV_SHUFFLE=0 goes through shared memory: two
 // alternating buffers and one barrier per exchange (a lane can overwrite
 // buffer b only after the next barrier, which every lane reaches only after
 // its read of b).
 //
 // Rows past n are -0.0, the exact identity of IEEE addition (the padding of
-// the last group).  A work-group is 8 units; the loop over groups is uniform
-// per work-group so that every thread reaches every barrier.
+// the last group).  The loop over groups is uniform per work-group so that
+// every thread reaches every barrier.
 #version 450
 #if WV_DENORM
 // DenormPreserve for 32-bit floats (SPV_KHR_float_controls): the page
@@ -35,6 +44,7 @@ spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
 #endif
 
 layout(local_size_x = 256) in;
+const uint L = 8u;      // lanes per group: the host's WV_VK_SUM_LANES
 
 layout(set = 0, binding = 0, std430) readonly buffer In { uvec4 vin[]; };
 layout(set = 0, binding = 1, std430) writeonly buffer Out { float vout[]; };
@@ -52,9 +62,10 @@ vec4 load4(uint q)
   uvec4 v = uvec4(NEG_ZERO);
   if (4u * q < pc.n) {
     v = vin[q];
-    for (uint c = 1u; c < 4u; c++)
-      if (4u * q + c >= pc.n)
-        v[c] = NEG_ZERO;
+    if (4u * q + 4u > pc.n) {   // the last, partial vector
+      uvec4 row = uvec4(4u * q) + uvec4(0u, 1u, 2u, 3u);
+      v = mix(uvec4(NEG_ZERO), v, lessThan(row, uvec4(pc.n)));
+    }
   }
   return uintBitsToFloat(v);
 }
@@ -66,28 +77,37 @@ shared vec4 xs[2][256];
 void main()
 {
 #if WV_SHUFFLE
-  const uint lane = gl_SubgroupInvocationID & 31u;
-  const uint unit = gl_SubgroupID * (gl_SubgroupSize / 32u) +
-                    (gl_SubgroupInvocationID >> 5);
+  // Lanes numbered within the sub-group, so a block of L is one group
+  // whatever the mapping from local ids to sub-group lanes.
+  const uint li = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
 #else
   const uint lid = gl_LocalInvocationIndex;
-  const uint lane = lid & 31u;
-  const uint unit = lid >> 5;
+  const uint li = lid;
 #endif
+  const uint lane = li % L;
+  const uint unit = li / L;
+  const uint per_wg = 256u / L;                  // groups per round
   const uint groups = (pc.n + 255u) / 256u;
 
-  for (uint base = gl_WorkGroupID.x * 8u; base < groups;
-       base += gl_NumWorkGroups.x * 8u) {
+  for (uint base = gl_WorkGroupID.x * per_wg; base < groups;
+       base += gl_NumWorkGroups.x * per_wg) {
     const uint g = base + unit;
-    precise vec4 v = load4(g * 64u + lane) + load4(g * 64u + 32u + lane);
-    uint k = 0u;
-    for (uint m = 16u; m >= 1u; m >>= 1, k++) {
+    const uint q = g * 64u + lane;
+    precise vec4 a0 = load4(q),       a1 = load4(q + 8u);
+    precise vec4 a2 = load4(q + 16u), a3 = load4(q + 24u);
+    precise vec4 a4 = load4(q + 32u), a5 = load4(q + 40u);
+    precise vec4 a6 = load4(q + 48u), a7 = load4(q + 56u);
+    a0 = a0 + a4; a1 = a1 + a5; a2 = a2 + a6; a3 = a3 + a7;   // h = 128
+    a0 = a0 + a2; a1 = a1 + a3;                               // h = 64
+    precise vec4 v = a0 + a1;                                 // h = 32
+    uint x = 0u;
+    for (uint m = L / 2u; m >= 1u; m >>= 1, x++) {  // h = 2L .. 4
 #if WV_SHUFFLE
       vec4 w = subgroupShuffleXor(v, m);
 #else
-      xs[k & 1u][lid] = v;
+      xs[x & 1u][lid] = v;
       barrier();
-      vec4 w = xs[k & 1u][lid ^ m];
+      vec4 w = xs[x & 1u][lid ^ m];
 #endif
       // Lower index on the left, as the page writes it (the bits are the
       // same either way; this keeps NaN payloads boring too).
@@ -96,7 +116,7 @@ void main()
       else
         v = w + v;
     }
-    precise float s = (v.x + v.z) + (v.y + v.w);
+    precise float s = (v.x + v.z) + (v.y + v.w);             // h = 2, 1
     if (lane == 0u && g < groups)
       vout[pc.out_off + g] = s;
 #if !WV_SHUFFLE
