@@ -58,3 +58,8 @@ foreach(bits 128 256 512)
       DEPENDS vulkan_caps_w${bits})
   endif()
 endforeach()
+
+# The integer float addition the float-sum shaders fall back to where a
+# device flushes subnormals (shaders/fadd.glsl), against the CPU's IEEE adds.
+wave_test(test_fadd SOURCES test_fadd.c)
+target_compile_options(test_fadd PRIVATE -ffp-contract=off)

@@ -16,8 +16,10 @@
 // loops over an array, Mesa keeps the array in scratch memory (5x slower
 // on lavapipe), and no compiler should have to be trusted to unroll it.
 //
-// Exchanges move bits only; every addition is `precise` (no contraction,
-// no reassociation).  WV_SHUFFLE=1 exchanges with subgroupShuffleXor; the
+// Exchanges move bits only; every addition is wv_fadd (fadd.glsl): a
+// `precise` hardware add (no contraction, no reassociation), redone in
+// integer arithmetic when a zero or subnormal is involved, so the bits are
+// IEEE's also on devices that flush subnormals.  WV_SHUFFLE=1 exchanges with subgroupShuffleXor; the
 // host uses it only with full sub-groups of at least L lanes, where an
 // aligned block of L lanes lies inside one sub-group and lane ^ m (m < L)
 // stays inside the block.  WV_SHUFFLE=0 goes through shared memory: two
@@ -38,10 +40,13 @@
 spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
                      capabilities = [4464], 4459, 32);
 #endif
+#extension GL_GOOGLE_include_directive : require
 #if WV_SHUFFLE
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
+
+#include "fadd.glsl"
 
 layout(local_size_x = 256) in;
 const uint L = 8u;      // lanes per group: the host's WV_VK_SUM_LANES
@@ -97,9 +102,10 @@ void main()
     precise vec4 a2 = load4(q + 16u), a3 = load4(q + 24u);
     precise vec4 a4 = load4(q + 32u), a5 = load4(q + 40u);
     precise vec4 a6 = load4(q + 48u), a7 = load4(q + 56u);
-    a0 = a0 + a4; a1 = a1 + a5; a2 = a2 + a6; a3 = a3 + a7;   // h = 128
-    a0 = a0 + a2; a1 = a1 + a3;                               // h = 64
-    precise vec4 v = a0 + a1;                                 // h = 32
+    a0 = wv_fadd4(a0, a4); a1 = wv_fadd4(a1, a5);             // h = 128
+    a2 = wv_fadd4(a2, a6); a3 = wv_fadd4(a3, a7);
+    a0 = wv_fadd4(a0, a2); a1 = wv_fadd4(a1, a3);             // h = 64
+    vec4 v = wv_fadd4(a0, a1);                                // h = 32
     uint x = 0u;
     for (uint m = L / 2u; m >= 1u; m >>= 1, x++) {  // h = 2L .. 4
 #if WV_SHUFFLE
@@ -112,11 +118,11 @@ void main()
       // Lower index on the left, as the page writes it (the bits are the
       // same either way; this keeps NaN payloads boring too).
       if ((lane & m) == 0u)
-        v = v + w;
+        v = wv_fadd4(v, w);
       else
-        v = w + v;
+        v = wv_fadd4(w, v);
     }
-    precise float s = (v.x + v.z) + (v.y + v.w);             // h = 2, 1
+    float s = wv_fadd(wv_fadd(v.x, v.z), wv_fadd(v.y, v.w));  // h = 2, 1
     if (lane == 0u && g < groups)
       vout[pc.out_off + g] = s;
 #if !WV_SHUFFLE

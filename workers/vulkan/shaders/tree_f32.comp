@@ -8,6 +8,7 @@
 // input at most, so the plain shared-memory form of G is used: it is the
 // page's loop, one fold per barrier.
 #version 450
+#extension GL_GOOGLE_include_directive : require
 #if WV_DENORM
 // DenormPreserve for 32-bit floats (SPV_KHR_float_controls): the page
 // forbids flushing subnormals; the host uses this variant where the device
@@ -17,6 +18,8 @@
 spirv_execution_mode(extensions = ["SPV_KHR_float_controls"],
                      capabilities = [4464], 4459, 32);
 #endif
+
+#include "fadd.glsl"
 
 layout(local_size_x = 256) in;
 
@@ -41,7 +44,7 @@ void main()
     barrier();
     for (uint h = 128u; h >= 1u; h >>= 1) {
       if (i < h) {
-        precise float s = v[i] + v[i + h];
+        float s = wv_fadd(v[i], v[i + h]);
         v[i] = s;
       }
       barrier();
