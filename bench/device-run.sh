@@ -20,6 +20,16 @@
 #   vulkan       the Vulkan engineer's bench (bench/wvbench-vulkan*), if built
 # then prints every step's result and the benches' tables, last.
 #
+# How it was run (2026-11-29): here, build with CUDA and Vulkan into
+# build-dev, copy the programs into .devrun/ (tests/conformance,
+# tests/vkcaps, bench/wvbench-*, and CMakeCache.txt's WAVE_VULKAN line),
+# bundle their libraries into .devlibs/ with ../shared/device/bundle-libs.sh,
+# and download the glvnd and Vulkan loader packages into .gl/ (the device
+# README's recipe: the NVIDIA Vulkan ICD needs libGLX/libGLdispatch, which
+# that machine lacks); there, carrying .devrun .devlibs .gl:
+#   for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
+#   bench/device-run.sh .devrun
+#
 # Environment:
 #   WAVE_DEVICE_STEPS          steps to run (default: all of the above)
 #   WAVE_CONFORMANCE_MAX_LOG2  largest conformance job, 2^N rows (default 28)
@@ -27,6 +37,7 @@
 #                              vulkan when the build has it)
 #   WAVE_CONFORMANCE_BACKENDS  run only these backends in conformance
 #   WAVE_CONFORMANCE_PACKS     hash packs in conformance (default all three)
+#   WAVE_CONFORMANCE_LIMIT_S   time limit of the conformance step (900)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
@@ -81,7 +92,7 @@ step() {
   echo "   rc=$rc ${dt}s: $last" | tee -a "$summary"
 }
 
-step conformance 900 "$B/tests/conformance"
+step conformance "${WAVE_CONFORMANCE_LIMIT_S:-900}" "$B/tests/conformance"
 step check 300 "$B/bench/wvbench-gpu-job" --check
 step reduce 300 "$B/bench/wvbench-gpu-reduce"
 step job 300 "$B/bench/wvbench-gpu-job"
