@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "workers/cuda/gpu_internal.h"
+#include "bench/gpu/bench_gpu.h"
 
 #define WV_HASH_FN static __host__ __device__ inline
 extern "C" {
@@ -33,22 +34,7 @@ extern "C" const wv_backend wv_cuda_backend;
 
 using namespace wv_cuda;
 
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
-              cudaGetErrorString(e_));                                         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
 
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Random 8-byte loads, one lane at a time, over d[0..mask]: addresses from
  * a per-thread LCG (independent of the loaded values, so as many loads fly

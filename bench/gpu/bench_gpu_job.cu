@@ -23,25 +23,11 @@
 #include <cub/cub.cuh>
 
 #include "workers/cuda/gpu_internal.h"
+#include "bench/gpu/bench_gpu.h"
 
 extern "C" const wv_backend wv_cuda_backend;
 
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
-              cudaGetErrorString(e_));                                         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
 
-static double now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rng(uint64_t *s)
 {

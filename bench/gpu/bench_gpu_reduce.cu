@@ -24,18 +24,10 @@
 #include <cub/cub.cuh>
 
 #include "workers/cuda/gpu_internal.h"
+#include "bench/gpu/bench_gpu.h"
 
 using namespace wv_cuda;
 
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
-              cudaGetErrorString(e_));                                         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
 
 #define TOTAL_LOG2 30
 static const uint64_t TOTAL = 1ull << TOTAL_LOG2;
