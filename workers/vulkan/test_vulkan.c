@@ -279,9 +279,8 @@ START_TEST(test_float_rules)
 END_TEST
 
 /* The benchmarks' path: one resident chunk, windows over a device buffer. */
-START_TEST(test_resident)
+static void tv_resident(wv_device *d)
 {
-  wv_device *d = tv_open(0, 0);
   tv_state = 5;
   const uint64_t n = 300001;
   wv_vk_buf b;
@@ -307,7 +306,42 @@ START_TEST(test_resident)
   double sec;
   ck_assert_int_eq(wv_vk_stream_resident(d, &b, n, &sec, &e), 0);
   wv_vk_buf_destroy(d, &b);
+}
+
+START_TEST(test_resident)
+{
+  wv_device *d = tv_open(0, 0);
+  tv_resident(d);
   wv_vk_close(d);
+}
+END_TEST
+
+/* A GPU dispatches only enough work-groups to fill it, each looping over
+ * many blocks; a CPU driver gets one block per work-group.  Three
+ * work-groups give lavapipe the GPU's loops (blocks per work-group, the
+ * partial block on a work-group other than the first), on both exchange
+ * paths. */
+static wv_device *tv_open_groups(uint32_t groups, int force_local)
+{
+  wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0,
+                          .exchange = "auto"};
+  wv_vk_options opt = {.force_local = force_local, .stream_groups = groups};
+  wv_device *d = NULL;
+  wave_error e = {0};
+  int rc = wv_vk_open_ex(&cfg, &opt, &d, &e);
+  ck_assert_msg(rc == 0, "open: %s", e.message);
+  return d;
+}
+
+START_TEST(test_few_groups)
+{
+  for (int local = 0; local < 2; local++) {
+    wv_device *d = tv_open_groups(3, local);
+    ck_assert_uint_eq(d->stream_groups, 3);
+    tv_sweep(d, 11 + (uint64_t)local, local ? "3 groups, local" : "3 groups");
+    tv_resident(d);
+    wv_vk_close(d);
+  }
 }
 END_TEST
 
@@ -458,6 +492,7 @@ int main(void)
   tcase_add_test(tc, test_fsum_chunks);
   tcase_add_test(tc, test_float_rules);
   tcase_add_test(tc, test_resident);
+  tcase_add_test(tc, test_few_groups);
   tcase_add_test(tc, test_caps);
   tcase_add_test(tc, test_no_driver);
   tcase_add_test(tc, test_bad_index);

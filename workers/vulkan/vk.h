@@ -72,9 +72,11 @@ enum wv_vk_prog {
 #define WV_VK_HOST 1u    /* host-visible, coherent, mapped */
 #define WV_VK_ADDR 2u    /* has a device address (shaders reach it by BDA) */
 #define WV_VK_SPEC_VARIANTS 8   /* spec-constant OP values per program */
-/* 16-byte loads per thread per tile in reduce_int.comp and stream.comp
- * (spec constant ITERS): a tile is 256 x 4 x WV_VK_ITERS rows. */
-#define WV_VK_ITERS 16u
+/* reduce_int.comp and stream.comp: each invocation has WV_VK_UNROLL
+ * independent 16-byte loads in flight (the shaders' constant U), so a
+ * work-group's block is 256 x 4 x WV_VK_UNROLL rows. */
+#define WV_VK_UNROLL 8u
+#define WV_VK_BLOCK_ROWS (1024u * WV_VK_UNROLL)
 /* Lanes per 256-row group in sum_f32.comp (its constant L). */
 #define WV_VK_SUM_LANES 8u
 
@@ -85,6 +87,9 @@ typedef struct wv_vk_options {
   int force_local;        /* never use sub-group ops (reduce) */
   uint32_t batch_units;   /* hash: units per batch; 0 = from the device */
   int no_maxreconv;       /* do not ask for maximal reconvergence */
+  uint32_t stream_groups; /* reduce: work-groups per pass; 0 = from the
+                             device (tests use few, so that a CPU driver
+                             runs a GPU's loop over many blocks) */
 } wv_vk_options;
 
 typedef struct wv_vk_slot {
@@ -105,6 +110,9 @@ struct wv_device {
   uint32_t api;                     /* min(device, instance) API version */
   VkPhysicalDeviceMemoryProperties mem;
   uint32_t ts_valid_bits;           /* queue timestamps, 0 = none */
+  uint32_t units;                   /* SMs (VK_NV_shader_sm_builtins), 0 = ? */
+  uint32_t stream_groups;           /* work-groups for a streaming pass */
+  uint32_t sum_groups;              /* the same for sum_f32.comp */
 
   /* sub-groups */
   uint32_t sg_size;                 /* default sub-group size */
@@ -209,6 +217,14 @@ int wv_vk_dispatch(wv_device *d, wv_vk_slot *s, VkPipeline p,
                    wv_vk_range b0, wv_vk_range b1, wv_vk_range b2,
                    const void *push, uint32_t push_bytes, uint64_t groups,
                    wave_error *err);
+/* Work-groups a dispatch of `want` gets (wv_vk_dispatch clamps the same
+ * way): shaders that loop over blocks and write one partial per work-group
+ * use this to know how many partials there will be.  wv_vk_stream_groups:
+ * the same for a pass over `rows` rows in blocks of WV_VK_BLOCK_ROWS, at
+ * most d->stream_groups (enough to fill the device; more only adds
+ * partials). */
+uint32_t wv_vk_groups(const wv_device *d, uint64_t want);
+uint32_t wv_vk_stream_groups(const wv_device *d, uint64_t rows);
 /* Compute-to-compute (and to transfer) barrier on everything. */
 void wv_vk_barrier(wv_vk_slot *s);
 

@@ -249,9 +249,9 @@ int wv_vk_pipeline(wv_device *d, enum wv_vk_prog prog, unsigned variant,
                    VkPipeline *out, wave_error *err)
 {
   if (d->pipes[prog][variant] == VK_NULL_HANDLE) {
-    const uint32_t spec[2] = {variant, WV_VK_ITERS};
-    const VkSpecializationMapEntry ent[2] = {{0, 0, 4}, {1, 4, 4}};
-    VkSpecializationInfo si = {2, ent, sizeof spec, spec};
+    const uint32_t spec[1] = {variant};
+    const VkSpecializationMapEntry ent[1] = {{0, 0, 4}};
+    VkSpecializationInfo si = {1, ent, sizeof spec, spec};
     int sub = prog == WV_VK_SUM_F32_SH || prog == WV_VK_SUM_F32_SH_DN
                 ? WV_VK_FULL : 0;
     int rc = wv_vk_pipeline_new(d, prog, &si, sub, &d->pipes[prog][variant],
@@ -408,13 +408,23 @@ int wv_vk_dispatch(wv_device *d, wv_vk_slot *s, VkPipeline p, wv_vk_range b0,
   if (push_bytes > 0)
     vkCmdPushConstants(s->cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        push_bytes, push);
+  vkCmdDispatch(s->cb, wv_vk_groups(d, groups), 1, 1);
+  return 0;
+}
+
+uint32_t wv_vk_groups(const wv_device *d, uint64_t want)
+{
   uint64_t cap = d->props.limits.maxComputeWorkGroupCount[0];
   if (cap > 65535)
     cap = 65535;
-  if (groups > cap)
-    groups = cap;   /* every shader loops over its work */
-  if (groups == 0)
-    groups = 1;
-  vkCmdDispatch(s->cb, (uint32_t)groups, 1, 1);
-  return 0;
+  if (want > cap)
+    want = cap;   /* every shader loops over its work */
+  return want == 0 ? 1 : (uint32_t)want;
+}
+
+uint32_t wv_vk_stream_groups(const wv_device *d, uint64_t rows)
+{
+  uint64_t blocks = (rows + WV_VK_BLOCK_ROWS - 1) / WV_VK_BLOCK_ROWS;
+  return wv_vk_groups(d, blocks < d->stream_groups ? blocks
+                                                   : d->stream_groups);
 }

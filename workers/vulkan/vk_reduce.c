@@ -40,7 +40,6 @@
 #include "vk.h"
 #include "workers/reduce/reduce.h"
 
-#define VR_TILE_ROWS (WV_VK_ITERS * 1024u)   /* reduce_int.comp's tile */
 #define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum_f32.comp: groups per WG */
 #define VR_MAX_PARTIAL_BYTES (1ull << 30)
 
@@ -187,7 +186,7 @@ static uint32_t vr_row_at(const wv_reduce_job *job, uint64_t row)
 
 typedef struct vr_run {
   vr_plan plan;
-  uint32_t slots;        /* first-level partials per tile (reduce_int) */
+  uint32_t slots;        /* first-level partials per work-group */
   uint64_t partials;     /* first-level partials (float: groups) */
   uint64_t half;         /* extent: index of the max half in part[0] */
   unsigned final_buf;    /* part[] holding the result after the levels */
@@ -202,7 +201,8 @@ static wv_vk_range vr_whole(const wv_vk_buf *b)
   return (wv_vk_range){b->buf, 0, b->size};
 }
 
-/* First-level partials per tile: one per sub-group on the sub-group path
+/* First-level partials per work-group: one per sub-group on the sub-group
+ * path
  * (room for the most sub-groups a work-group of 256 can have), else one. */
 static uint32_t vr_slots(const wv_device *d)
 {
@@ -225,9 +225,11 @@ static int vr_level1(wv_device *d, vr_run *run, wv_vk_slot *s, wv_vk_range src,
     if ((rc = wv_vk_pipeline(d, prog, 0, &p, err)) != 0)
       return rc;
     uint32_t push[3] = {rows, 0, (uint32_t)out_base};
+    uint64_t rounds = vr_div(vr_div(rows, WV_GROUP), VR_UNITS);
     return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]),
                           (wv_vk_range){0}, push, sizeof push,
-                          vr_div(vr_div(rows, WV_GROUP), VR_UNITS), err);
+                          rounds < d->sum_groups ? rounds : d->sum_groups,
+                          err);
   }
   enum wv_vk_prog prog = d->red_sg ? WV_VK_REDUCE_INT_SG : WV_VK_REDUCE_INT_SM;
   if ((rc = wv_vk_pipeline(d, prog, run->plan.variant, &p, err)) != 0)
@@ -235,7 +237,7 @@ static int vr_level1(wv_device *d, vr_run *run, wv_vk_slot *s, wv_vk_range src,
   uint32_t push[6] = {rows, 0, (uint32_t)out_base, (uint32_t)run->half,
                       run->plan.key, run->slots};
   return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]), (wv_vk_range){0},
-                        push, sizeof push, vr_div(rows, VR_TILE_ROWS), err);
+                        push, sizeof push, wv_vk_stream_groups(d, rows), err);
 }
 
 /* Partial buffers for a run: part[0] takes the first level, part[1] the
@@ -250,7 +252,7 @@ static int vr_reserve(wv_device *d, vr_run *run, wave_error *err)
     int ext = run->plan.variant == VR_EXTENT;
     run->half = ext ? vr_round4(run->partials) : 0;
     w0 = ext ? 2 * run->half : run->partials;
-    w1 = 2 * vr_round4(vr_div(run->partials, VR_TILE_ROWS));
+    w1 = 2 * vr_round4(wv_vk_stream_groups(d, run->partials));
   }
   if (w0 * 4 > VR_MAX_PARTIAL_BYTES || run->partials > UINT32_MAX)
     return wv_seterr(err, WAVE_EJOBSIZE, "vulkan: %" PRIu64 " partials is "
@@ -276,7 +278,7 @@ static int vr_int_levels(wv_device *d, vr_run *run, wv_vk_slot *s,
   unsigned src = 0;
   while (n > 1) {
     wv_vk_barrier(s);
-    uint64_t m = vr_div(n, VR_TILE_ROWS);
+    uint64_t m = wv_vk_stream_groups(d, n);
     uint64_t half2 = ext ? vr_round4(m) : 0;
     uint32_t push[6] = {(uint32_t)n, (uint32_t)(half / 4), 0,
                         (uint32_t)half2, VR_KEY_NONE, 1};
@@ -526,8 +528,8 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
   } else {
     run.slots = vr_slots(d);
     for (uint64_t r = 0; r < job->rows; r += W)
-      run.partials += vr_div(job->rows - r < W ? job->rows - r : W,
-                             VR_TILE_ROWS) * run.slots;
+      run.partials += (uint64_t)wv_vk_stream_groups(
+                        d, job->rows - r < W ? job->rows - r : W) * run.slots;
   }
   if ((rc = vr_reserve(d, &run, err)) != 0)
     goto out;
@@ -549,7 +551,7 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     if ((rc = vr_level1(d, &run, s, src, (uint32_t)rows, base, err)) != 0)
       goto out;
     base += run.plan.fsum ? rows / WV_GROUP
-                          : vr_div(rows, VR_TILE_ROWS) * run.slots;
+                          : (uint64_t)wv_vk_stream_groups(d, rows) * run.slots;
     if (feed.taken == job->rows &&
         (rc = vr_finish_record(d, &run, s, err)) != 0)
       goto out;
@@ -567,12 +569,14 @@ out:
 
 /* ---- device-resident data (benchmarks) ----------------------------------- */
 
-/* Rows per window over a device buffer: as large as the device binds. */
+/* Rows per window over a device buffer: as large as the device binds, up
+ * to 2^28 rows (1 GiB; the shaders' 32-bit row and vector indices stay far
+ * from overflow).  Fewer windows mean fewer dispatch tails. */
 static uint64_t vr_resident_window(const wv_device *d)
 {
   uint64_t w = d->props.limits.maxStorageBufferRange / 4;
-  if (w > (1u << 26))
-    w = 1u << 26;
+  if (w > (1u << 28))
+    w = 1u << 28;
   return w / 1024 * 1024;
 }
 
@@ -643,8 +647,8 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   } else {
     run.slots = vr_slots(d);
     for (uint64_t r = 0; r < rows; r += W)
-      run.partials += vr_div(rows - r < W ? rows - r : W, VR_TILE_ROWS) *
-                      run.slots;
+      run.partials += (uint64_t)wv_vk_stream_groups(
+                        d, rows - r < W ? rows - r : W) * run.slots;
   }
   int rc = vr_reserve(d, &run, err);
   wv_vk_slot *s;
@@ -658,7 +662,7 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
     if ((rc = vr_level1(d, &run, s, src, (uint32_t)n, base, err)) != 0)
       return rc;
     base += run.plan.fsum ? vr_div(n, WV_GROUP)
-                          : vr_div(n, VR_TILE_ROWS) * run.slots;
+                          : (uint64_t)wv_vk_stream_groups(d, n) * run.slots;
   }
   if ((rc = vr_finish_record(d, &run, s, err)) != 0)
     return rc;
@@ -686,7 +690,7 @@ int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
     uint32_t push[2] = {(uint32_t)n, 0x9e3779b9u};
     rc = wv_vk_dispatch(d, s, p, (wv_vk_range){data->buf, r * 4, n * 4},
                         vr_whole(&d->part[0]), (wv_vk_range){0}, push,
-                        sizeof push, vr_div(n, VR_TILE_ROWS), err);
+                        sizeof push, wv_vk_stream_groups(d, n), err);
     if (rc != 0)
       return rc;
   }

@@ -116,11 +116,11 @@ void main()
       vec4 w = xs[x & 1u][lid ^ m];
 #endif
       // Lower index on the left, as the page writes it (the bits are the
-      // same either way; this keeps NaN payloads boring too).
-      if ((lane & m) == 0u)
-        v = wv_fadd4(v, w);
-      else
-        v = wv_fadd4(w, v);
+      // same either way; this keeps NaN payloads boring too).  Operands
+      // are selected, not the call: one wv_fadd4 for the whole sub-group
+      // instead of two divergent ones.
+      const bool low = (lane & m) == 0u;
+      v = wv_fadd4(low ? v : w, low ? w : v);
     }
     float s = wv_fadd(wv_fadd(v.x, v.z), wv_fadd(v.y, v.w));  // h = 2, 1
     if (lane == 0u && g < groups)
