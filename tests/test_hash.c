@@ -494,6 +494,13 @@ static const th_bad th_bads[] = {
   {"registers 33", "registers: 8", "registers: 33", ":4:12: registers"},
   {"bad integer", "seed: 0x1234", "seed: 12ab", ":3:7: seed"},
   {"negative", "rounds: 1", "rounds: -1", ":5:9: rounds"},
+  {"no digits", "seed: 0x1234", "seed: _", ":3:7: seed"},
+  {"0x, no digits", "seed: 0x1234", "seed: 0x__", ":3:7: seed"},
+  {"duplicate dataset key", "  closed: true\n",
+   "  closed: true\n  closed: true\n", ":8:3: dataset"},
+  {"hex register", "add r2, r0, r1", "add r0x2, r0, r1", ":9:5: program[0]"},
+  {"register with _", "add r2, r0, r1", "add r2, r0_, r1",
+   ":9:5: program[0]"},
   {"closed: false", "closed: true", "closed: false", ":7:11: dataset.closed"},
   {"not a power of two", "  closed: true\n",
    "  cache_bytes: 96\n  dataset_bytes: 1024\n  parents: 2\n",
@@ -562,6 +569,28 @@ START_TEST(packset_rejects_duplicates_and_unknown_answers)
   ck_assert_int_eq(wv_packset_load(th_dir, &s, &err), 0);
   ck_assert_uint_eq(wv_packset_count(s), 1);
   wv_packset_free(s);
+  /* Duplicate keys inside known: and inside a vector are errors too (the
+   * YAML parser would let the last one win silently). */
+  static const char *const dups[][2] = {
+    {"  batch_fnv: 1\n", "  batch_fnv: 1\n  batch_fnv: 2\n"},
+    {"    - nonce: 0\n", "    - nonce: 0\n      nonce: 32\n"},
+  };
+  for (size_t d = 0; d < 2; d++) {
+    char *bad = malloc(strlen(k) + 64);
+    char *at = strstr(k, dups[d][0]);
+    ck_assert_ptr_nonnull(at);
+    memcpy(bad, k, (size_t)(at - k));
+    strcpy(bad + (at - k), dups[d][1]);
+    strcat(bad, at + strlen(dups[d][0]));
+    wv_pack *p = NULL;
+    ck_assert_int_eq(wv_pack_load_file(th_write("a.yaml", bad), &p, &err),
+                     WAVE_EPACKFILE);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(err.message, "duplicate key") != NULL, "%s",
+                  err.message);
+    free(bad);
+  }
+  unlink(th_write("a.yaml", ""));
   free(k);
   free(text);
 }

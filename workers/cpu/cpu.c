@@ -162,10 +162,12 @@ static int cpu_pool_start(wv_device *dev, wave_error *err)
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
+    /* The caller is thread 1; worker k (from 0) is thread k + 2. */
+    unsigned failed = pool->n_workers + 2;
     cpu_pool_free(pool);
     dev->pool = NULL;
     return wv_seterr(err, WAVE_EDEVICE, "%s: starting thread %u of %u: %s",
-                     dev->name, n + 1, dev->threads, strerror(rc));
+                     dev->name, failed, dev->threads, strerror(rc));
   }
   return 0;
 }

@@ -54,10 +54,11 @@ static const char *pk_scalar(const yaml_node_t *n)
                                      : NULL;
 }
 
-/* Decimal or 0x-hex, no sign, no octal, fits in 64 bits. */
+/* Decimal or 0x-hex, no sign, no octal, fits in 64 bits.  '_' may separate
+ * digits, but at least one digit is needed ("_" and "0x_" are not 0). */
 static int pk_parse_u64(const char *s, uint64_t *out)
 {
-  int base = 10;
+  int base = 10, digits = 0;
   if (s == NULL || *s == '\0')
     return -1;
   if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
@@ -80,7 +81,10 @@ static int pk_parse_u64(const char *s, uint64_t *out)
     if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
       return -1;
     v = v * (uint64_t)base + (uint64_t)d;
+    digits++;
   }
+  if (digits == 0)
+    return -1;
   *out = v;
   return 0;
 }
@@ -125,7 +129,9 @@ const char *wv_opcode_name(unsigned op)
 static int pk_reg(const char *tok, unsigned nregs, uint32_t *out)
 {
   uint64_t v;
-  if (tok[0] != 'r' || !isdigit((unsigned char)tok[1]) ||
+  /* r0..r31 in decimal only: "r0x1f" or "r1_0" are not register names. */
+  if (tok[0] != 'r' || tok[1] == '\0' ||
+      strspn(tok + 1, "0123456789") != strlen(tok + 1) ||
       pk_parse_u64(tok + 1, &v) != 0 || v >= nregs)
     return -1;
   *out = (uint32_t)v;
@@ -215,16 +221,20 @@ static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
     yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
     yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
     const char *ks = pk_scalar(k);
+    yaml_node_t **slot;
     if (ks && strcmp(ks, "cache_bytes") == 0)
-      cache = v;
+      slot = &cache;
     else if (ks && strcmp(ks, "dataset_bytes") == 0)
-      data = v;
+      slot = &data;
     else if (ks && strcmp(ks, "parents") == 0)
-      parents = v;
+      slot = &parents;
     else if (ks && strcmp(ks, "closed") == 0)
-      closed = v;
+      slot = &closed;
     else
       return pk_fail(c, k, "dataset", "unknown key '%s'", ks ? ks : "?");
+    if (*slot != NULL)  /* YAML leaves duplicates to us: the last would win */
+      return pk_fail(c, k, "dataset", "duplicate key '%s'", ks);
+    *slot = v;
   }
   if (closed != NULL) {
     const char *s = pk_scalar(closed);
@@ -294,12 +304,16 @@ static int pk_vector(pk_ctx *c, yaml_node_t *n, const char *key,
        pr < n->data.mapping.pairs.top; pr++) {
     yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
     const char *ks = pk_scalar(k);
+    yaml_node_t **slot;
     if (ks && strcmp(ks, "nonce") == 0)
-      nonce = yaml_document_get_node(c->doc, pr->value);
+      slot = &nonce;
     else if (ks && strcmp(ks, "outputs") == 0)
-      outs = yaml_document_get_node(c->doc, pr->value);
+      slot = &outs;
     else
       return pk_fail(c, k, key, "unknown key '%s'", ks ? ks : "?");
+    if (*slot != NULL)
+      return pk_fail(c, k, key, "duplicate key '%s'", ks);
+    *slot = yaml_document_get_node(c->doc, pr->value);
   }
   if (!nonce || !outs)
     return pk_fail(c, n, key, "needs nonce and outputs");
@@ -331,14 +345,18 @@ static int pk_known(pk_ctx *c, yaml_node_t *n, wv_pack *p)
     yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
     yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
     const char *ks = pk_scalar(k);
+    yaml_node_t **slot;
     if (ks && strcmp(ks, "cache_fnv") == 0)
-      cache = v;
+      slot = &cache;
     else if (ks && strcmp(ks, "batch_fnv") == 0)
-      batch = v;
+      slot = &batch;
     else if (ks && strcmp(ks, "vectors") == 0)
-      vecs = v;
+      slot = &vecs;
     else
       return pk_fail(c, k, "known", "unknown key '%s'", ks ? ks : "?");
+    if (*slot != NULL)
+      return pk_fail(c, k, "known", "duplicate key '%s'", ks);
+    *slot = v;
   }
   int rv;
   if (p->closed && cache)

@@ -140,9 +140,15 @@ int main(int argc, char **argv)
   size_t items = 0;
   double t0 = gen_now();
   if (!p->closed) {
-    if (wv_pack_cache_build(p, &cache, &items, &err) != 0 ||
-        gen_dataset(p, cache, threads, &dataset) != 0) {
+    if (wv_pack_cache_build(p, &cache, &items, &err) != 0) {
       fprintf(stderr, "wvhash-gen: %s\n", err.message);
+      return 1;
+    }
+    /* gen_dataset() does not fill err: say what failed ourselves. */
+    if (gen_dataset(p, cache, threads, &dataset) != 0) {
+      fprintf(stderr, "wvhash-gen: %s: dataset of %llu bytes: %s\n",
+              p->name, (unsigned long long)(p->dataset_items * 8),
+              wave_strerror(WAVE_ENOMEM));
       return 1;
     }
     m.cache = cache;
