@@ -12,6 +12,7 @@
  * it: input chunks are referenced, never copied, on the way out.
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -243,10 +244,26 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   if ((req->n_input > 0 && req->input == NULL) ||
       (req->has_mask && req->n_mask > 0 && req->mask == NULL))
     return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk array is NULL");
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  /* The chunk array below holds n_input + n_mask + 1 entries: a sum that
+   * wraps would size it too small for the loops that fill it. */
+  const size_t max_chunks = SIZE_MAX / sizeof(ProtobufCBinaryData) - 1;
+  if (n_mask > max_chunks || req->n_input > max_chunks - n_mask)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce: %zu + %zu chunks is too "
+                     "many", req->n_input, n_mask);
+  /* A chunk without data but with a length would go out as an empty chunk
+   * and the daemon would reduce fewer rows than the caller meant. */
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                            : &req->mask[i - req->n_input];
+    if (ch->data == NULL && ch->bytes != 0)
+      return wv_seterr(err, WAVE_EARG, "wave_reduce: %s chunk %zu has %zu "
+                       "bytes but no data", i < req->n_input ? "input" : "mask",
+                       i < req->n_input ? i : i - req->n_input, ch->bytes);
+  }
 
   /* Everything else (dtype, op, lengths) is the daemon's to judge: it is
    * the one authority on what a valid job is. */
-  size_t n_mask = req->has_mask ? req->n_mask : 0;
   ProtobufCBinaryData *bins =
       calloc(req->n_input + n_mask + 1, sizeof *bins);
   if (bins == NULL)

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -728,6 +729,26 @@ START_TEST(lib_offline)
   ck_assert_int_eq(wave_status_get(c, &st, &e), WAVE_ETIMEDOUT);
   ck_assert_ptr_nonnull(strstr(e.message, "wv-test-nobody"));
   ck_assert_int_eq(wave_reduce(c, NULL, NULL, &e), WAVE_EARG);
+  /* Bad chunk lists are the caller's error, found before anything is sent
+   * (a request that went out would time out here instead). */
+  uint32_t rows[4] = {1, 2, 3, 4};
+  wave_chunk good = {rows, sizeof rows}, nodata = {NULL, 8};
+  wave_reduce_request q = {.dtype = WAVE_U32, .op = WAVE_SUM,
+                           .input = &nodata, .n_input = 1};
+  wave_reduce_result res;
+  ck_assert_int_eq(wave_reduce(c, &q, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "no data"));
+  q.input = &good;
+  q.mask = &nodata;
+  q.n_mask = 1;
+  q.has_mask = 1;
+  ck_assert_int_eq(wave_reduce(c, &q, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "mask chunk 0"));
+  /* n_input + n_mask + 1 wraps to 1: must not size the chunk array */
+  q.mask = &good;
+  q.n_mask = SIZE_MAX;
+  ck_assert_int_eq(wave_reduce(c, &q, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "too many"));
   wave_client_close(c);
 
   /* A server that never answers is a timeout too. */
