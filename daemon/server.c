@@ -63,6 +63,9 @@ struct sv_ctx {
   sv_ctx *next;            /* inbox link */
   nng_msg *msg;            /* the received request, until decoded */
   Wave__V1__Request *req;  /* decoded; alive until the reply is packed */
+  ProtobufCAllocator pb;   /* decodes req within pb_budget bytes */
+  size_t pb_used, pb_budget;
+  int pb_refused;          /* the decode ran out of budget */
   uint64_t req_id;
   wv_span *spans;          /* reduction chunks, pointing into req */
   wd_work work;            /* the reduction */
@@ -164,10 +167,42 @@ static void sv_post(void *arg, wd_work *w)
 
 /* ---- replies --------------------------------------------------------------- */
 
+/* protobuf-c allocates while it decodes, and a request of many tiny chunks
+ * decodes to many times its wire size (2 wire bytes per empty chunk, 16 in
+ * the decoded array): without a bound, 64 requests in flight at the
+ * default 64 MiB limit could take gigabytes.  Each context decodes through
+ * this allocator, which refuses to go past pb_budget bytes in total. */
+static void *sv_pb_alloc(void *data, size_t size)
+{
+  sv_ctx *c = data;
+  if (size > c->pb_budget - c->pb_used) {
+    c->pb_refused = 1;
+    return NULL;
+  }
+  c->pb_used += size;
+  return malloc(size);
+}
+
+static void sv_pb_free(void *data, void *ptr)
+{
+  (void)data;
+  free(ptr);
+}
+
+/* Decoding may take this much: a request of one-row chunks decodes to
+ * about 3.3 times its wire size (6 wire bytes to a 16-byte array entry and
+ * a 4-byte copy), empty chunks to 8 times; 4 times plus room for the
+ * envelope admits the first and refuses the second.  So a context never
+ * holds more than about 4 x limits.max_request_bytes (docs/config.md). */
+static size_t sv_pb_budget(size_t len)
+{
+  return 4 * len + ((size_t)64 << 10);
+}
+
 static void sv_ctx_clear(sv_ctx *c)
 {
   if (c->req != NULL)
-    wave__v1__request__free_unpacked(c->req, NULL);
+    wave__v1__request__free_unpacked(c->req, &c->pb);
   c->req = NULL;
   free(c->spans);
   c->spans = NULL;
@@ -602,8 +637,19 @@ static void sv_request(sv_ctx *c)
                     "at most %" PRIu64 " (limits.max_request_bytes)", len,
                     s->cfg->limits.max_request_bytes);
   }
-  c->req = wave__v1__request__unpack(NULL, len, nng_msg_body(m));
+  c->pb = (ProtobufCAllocator){.alloc = sv_pb_alloc, .free = sv_pb_free,
+                               .allocator_data = c};
+  c->pb_used = 0;
+  c->pb_refused = 0;
+  c->pb_budget = sv_pb_budget(len);
+  c->req = wave__v1__request__unpack(&c->pb, len, nng_msg_body(m));
   nng_msg_free(m);
+  if (c->req == NULL && c->pb_refused) {
+    s->failed++;
+    return sv_error(c, WAVE_ETOOBIG, "request of %zu bytes takes more than "
+                    "%zu bytes to decode (too many chunks?)", len,
+                    c->pb_budget);
+  }
   if (c->req == NULL) {
     s->failed++;
     return sv_error(c, WAVE_EBADREQUEST, "%zu bytes that are not a "

@@ -240,6 +240,26 @@ START_TEST(too_big)
                             &c2, 1, NULL, 0, NULL),
                   WAVE_EJOBSIZE, 401);
   td_good(s);
+  /* within the bytes limit, but 30000 empty chunks would decode to 8 times
+   * the wire size: refused before the memory is taken */
+  static uint8_t many[60016];
+  size_t n = 0;
+  many[n++] = 0x08; many[n++] = 0x01;                    /* version 1 */
+  many[n++] = 0x10; many[n++] = 0x07;                    /* id 7 */
+  many[n++] = 0x52;                                      /* body: reduce */
+  size_t body = 4 + 2 * 30000;                           /* dtype, op, chunks */
+  many[n++] = (uint8_t)(0x80 | (body & 0x7f));
+  many[n++] = (uint8_t)(0x80 | ((body >> 7) & 0x7f));
+  many[n++] = (uint8_t)(body >> 14);
+  many[n++] = 0x08; many[n++] = 0x01;                    /* dtype U32 */
+  many[n++] = 0x10; many[n++] = 0x01;                    /* op SUM */
+  for (int i = 0; i < 30000; i++) {
+    many[n++] = 0x1a;                                    /* input: */
+    many[n++] = 0x00;                                    /* empty */
+  }
+  ck_assert_uint_le(n, sizeof many);
+  td_expect_error(td_call_raw(s, many, n), WAVE_ETOOBIG, 0);
+  td_good(s);
   nng_close(s);
 }
 END_TEST
