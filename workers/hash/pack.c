@@ -211,31 +211,40 @@ static int pk_insn(pk_ctx *c, const yaml_node_t *n, unsigned idx,
 
 /* ---- sections ----------------------------------------------------------- */
 
+/* Fill vals[i] with the value of keys[i] in mapping n (section names it in
+ * errors): an unknown key or one given twice is an error (libyaml leaves
+ * duplicates to us; the last would silently win). */
+static int pk_map(pk_ctx *c, yaml_node_t *n, const char *section,
+                  const char *const *keys, size_t nkeys, yaml_node_t **vals)
+{
+  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
+       pr < n->data.mapping.pairs.top; pr++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
+    const char *ks = pk_scalar(k);
+    size_t i = 0;
+    while (i < nkeys && !(ks && strcmp(ks, keys[i]) == 0))
+      i++;
+    if (i == nkeys)
+      return pk_fail(c, k, section, "unknown key '%s'", ks ? ks : "?");
+    if (vals[i] != NULL)
+      return pk_fail(c, k, section, "duplicate key '%s'", ks);
+    vals[i] = yaml_document_get_node(c->doc, pr->value);
+  }
+  return 0;
+}
+
 static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
     return pk_fail(c, n, "dataset", "expected a mapping");
-  yaml_node_t *cache = NULL, *data = NULL, *parents = NULL, *closed = NULL;
-  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
-       pr < n->data.mapping.pairs.top; pr++) {
-    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-    yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
-    const char *ks = pk_scalar(k);
-    yaml_node_t **slot;
-    if (ks && strcmp(ks, "cache_bytes") == 0)
-      slot = &cache;
-    else if (ks && strcmp(ks, "dataset_bytes") == 0)
-      slot = &data;
-    else if (ks && strcmp(ks, "parents") == 0)
-      slot = &parents;
-    else if (ks && strcmp(ks, "closed") == 0)
-      slot = &closed;
-    else
-      return pk_fail(c, k, "dataset", "unknown key '%s'", ks ? ks : "?");
-    if (*slot != NULL)  /* YAML leaves duplicates to us: the last would win */
-      return pk_fail(c, k, "dataset", "duplicate key '%s'", ks);
-    *slot = v;
-  }
+  static const char *const keys[] = {"cache_bytes", "dataset_bytes",
+                                     "parents", "closed"};
+  yaml_node_t *val[4] = {0};
+  int rv = pk_map(c, n, "dataset", keys, 4, val);
+  if (rv != 0)
+    return rv;
+  yaml_node_t *cache = val[0], *data = val[1], *parents = val[2],
+              *closed = val[3];
   if (closed != NULL) {
     const char *s = pk_scalar(closed);
     if (s == NULL || strcmp(s, "true") != 0)
@@ -254,7 +263,6 @@ static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
                    "needs cache_bytes, dataset_bytes and parents (or "
                    "closed: true)");
   uint64_t cb, db, pa;
-  int rv;
   if ((rv = pk_pow2(c, cache, "dataset.cache_bytes", 64, 1ull << 30, &cb)))
     return rv;
   if ((rv = pk_pow2(c, data, "dataset.dataset_bytes", cb, 1ull << 40, &db)))
@@ -299,22 +307,12 @@ static int pk_vector(pk_ctx *c, yaml_node_t *n, const char *key,
 {
   if (n->type != YAML_MAPPING_NODE)
     return pk_fail(c, n, key, "expected a mapping {nonce, outputs}");
-  yaml_node_t *nonce = NULL, *outs = NULL;
-  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
-       pr < n->data.mapping.pairs.top; pr++) {
-    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-    const char *ks = pk_scalar(k);
-    yaml_node_t **slot;
-    if (ks && strcmp(ks, "nonce") == 0)
-      slot = &nonce;
-    else if (ks && strcmp(ks, "outputs") == 0)
-      slot = &outs;
-    else
-      return pk_fail(c, k, key, "unknown key '%s'", ks ? ks : "?");
-    if (*slot != NULL)
-      return pk_fail(c, k, key, "duplicate key '%s'", ks);
-    *slot = yaml_document_get_node(c->doc, pr->value);
-  }
+  static const char *const keys[] = {"nonce", "outputs"};
+  yaml_node_t *val[2] = {0};
+  int rm = pk_map(c, n, key, keys, 2, val);
+  if (rm != 0)
+    return rm;
+  yaml_node_t *nonce = val[0], *outs = val[1];
   if (!nonce || !outs)
     return pk_fail(c, n, key, "needs nonce and outputs");
   int rv = pk_u64(c, nonce, key, 0, UINT64_MAX, &v->nonce);
@@ -339,25 +337,12 @@ static int pk_known(pk_ctx *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
     return pk_fail(c, n, "known", "expected a mapping");
-  yaml_node_t *cache = NULL, *batch = NULL, *vecs = NULL;
-  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
-       pr < n->data.mapping.pairs.top; pr++) {
-    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-    yaml_node_t *v = yaml_document_get_node(c->doc, pr->value);
-    const char *ks = pk_scalar(k);
-    yaml_node_t **slot;
-    if (ks && strcmp(ks, "cache_fnv") == 0)
-      slot = &cache;
-    else if (ks && strcmp(ks, "batch_fnv") == 0)
-      slot = &batch;
-    else if (ks && strcmp(ks, "vectors") == 0)
-      slot = &vecs;
-    else
-      return pk_fail(c, k, "known", "unknown key '%s'", ks ? ks : "?");
-    if (*slot != NULL)
-      return pk_fail(c, k, "known", "duplicate key '%s'", ks);
-    *slot = v;
-  }
+  static const char *const keys[] = {"cache_fnv", "batch_fnv", "vectors"};
+  yaml_node_t *val[3] = {0};
+  int rm = pk_map(c, n, "known", keys, 3, val);
+  if (rm != 0)
+    return rm;
+  yaml_node_t *cache = val[0], *batch = val[1], *vecs = val[2];
   int rv;
   if (p->closed && cache)
     return pk_fail(c, cache, "known.cache_fnv",
