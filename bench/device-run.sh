@@ -108,6 +108,7 @@ for f in conformance reduce job hash vulkan; do
   [ -f "$OUT/$f.log" ] || continue
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
+    vulkan) grep -E '^device:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
 done | tee -a "$summary"
