@@ -18,11 +18,14 @@
 #   hash         wvbench-gpu-hash: self-checks, hash rate vs the random-load
 #                roofline, both exchange paths
 #   vulkan       the Vulkan engineer's bench (bench/wvbench-vulkan*), if built
+#   daemon       bench/device-daemon.sh: wavedd with cpu, cuda and vulkan
+#                devices, driven by wavectl (same bits, known answers)
 # then prints every step's result and the benches' tables, last.
 #
 # How it was run (2026-11-29): here, build with CUDA and Vulkan into
 # build-dev, copy the programs into .devrun/ (tests/conformance,
-# tests/vkcaps, bench/wvbench-*, and CMakeCache.txt's WAVE_VULKAN line),
+# tests/vkcaps, bench/wvbench-*, wavedd, wavectl, and CMakeCache.txt's
+# WAVE_VULKAN line),
 # bundle their libraries into .devlibs/ with ../shared/device/bundle-libs.sh,
 # and download the glvnd and Vulkan loader packages into .gl/ (the device
 # README's recipe: the NVIDIA Vulkan ICD needs libGLX/libGLdispatch, which
@@ -51,7 +54,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export WAVE_SOURCE_DIR=$root
-steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan}
+steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,daemon}
 has_vulkan=0
 grep -q '^WAVE_VULKAN:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null && has_vulkan=1
 req=cpu,cuda
@@ -101,14 +104,16 @@ vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | h
 if [ -n "$vk" ]; then
   step vulkan 300 "$vk"
 fi
+step daemon 300 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
-for f in conformance reduce job hash vulkan; do
+for f in conformance reduce job hash vulkan daemon; do
   [ -f "$OUT/$f.log" ] || continue
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
     vulkan) grep -E '^device:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
+    daemon) grep -E '^(ok|FAIL) |^     hash main' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
 done | tee -a "$summary"

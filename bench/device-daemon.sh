@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# bench/device-daemon.sh - wavedd itself on the GPU machine: one daemon with
+# a CPU, a CUDA and a Vulkan device, driven by wavectl over ipc, the way a
+# user runs it.  bench/device-run.sh calls it as its "daemon" step; it can
+# also run alone:
+#
+#   bench/device-daemon.sh BUILD_DIR OUT_DIR
+#
+# BUILD_DIR holds wavedd and wavectl (and libwaveclient next to wavectl or
+# in LD_LIBRARY_PATH).  Checks, each a line "ok ..." or "FAIL ...":
+#   - every device opens and passes its start-up self-check per pack
+#     (wavectl status / packs);
+#   - the same reductions (u32 sum and max over 2^24 random rows, f32 sum
+#     and extent over 2^20 floats of mixed sign and scale) on every device
+#     give the same bits;
+#   - every pack's known answer (2^13 nonces from 0) on every device;
+#   - one larger hash job (2^26 nonces, a target) gives the same
+#     fingerprint, winners and best nonce on the CUDA and Vulkan devices;
+#   - SIGTERM stops the daemon with exit status 0.
+# Exit status 0 when every check passed.
+set -uo pipefail
+B=${1:?build folder}
+OUT=${2:?output folder}
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$OUT"
+sock=/tmp/wavedd-gpu-$$.sock
+url=ipc://$sock
+cfg=$OUT/daemon.yaml
+cat >"$cfg" <<EOF
+listen:
+  - $url
+log_level: info
+limits:
+  max_request_bytes: 134217728
+  max_job_rows: 16777216
+packs:
+  dir: $root/config/packs
+devices:
+  - name: cpu0
+    backend: cpu
+  - name: cuda0
+    backend: cuda
+    index: 0
+  - name: vk0
+    backend: vulkan
+    index: 0
+EOF
+
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+ctl() { "$B/wavectl" --url "$url" --timeout 120000 "$@"; }
+
+"$B/wavedd" --config "$cfg" --foreground 2>"$OUT/wavedd.log" &
+pid=$!
+for _ in $(seq 1 600); do
+  ctl status >/dev/null 2>&1 && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.1
+done
+if ! ctl status >"$OUT/status.txt" 2>&1; then
+  bad "wavedd did not come up (wavedd.log below)"
+  tail -n 20 "$OUT/wavedd.log"
+  kill $pid 2>/dev/null
+  exit 1
+fi
+# Start-up self-checks run on each device's thread; wait for them.
+for _ in $(seq 1 1200); do
+  ctl status --json >"$OUT/status.json" 2>&1 || break
+  grep -q '"state": "pending"' "$OUT/status.json" || break
+  sleep 0.1
+done
+ctl status >"$OUT/status.txt" 2>&1
+cat "$OUT/status.txt"
+for d in cpu0 cuda0 vk0; do
+  st=$(awk -v d="$d" '$1 == d { on = 1; next } /^[^ ]/ { on = 0 }
+                      on && $1 == "state" { $1 = ""; print; exit }' "$OUT/status.txt")
+  case "$st" in *running* | *idle*) ok "device $d is up:$st" ;; *) bad "device $d:$st" ;; esac
+  n_ok=$(awk -v d="$d" '$1 == d { on = 1; next } /^[^ ]/ { on = 0 }
+                        on && $1 == "pack" && $3 == "ok" { n++ } END { print n + 0 }' \
+         "$OUT/status.txt")
+  [ "$n_ok" = 3 ] && ok "device $d: 3 packs pass their self-checks" ||
+    bad "device $d: $n_ok of 3 packs pass their self-checks"
+done
+
+# Inputs: random u32 rows (raw), floats of mixed sign over 40 binades (text).
+u32=$OUT/u32.raw
+f32=$OUT/f32.txt
+head -c $((4 << 24)) /dev/urandom >"$u32"
+awk 'BEGIN { srand(7); for (i = 0; i < 1048576; i++)
+       printf "%.9g\n", (rand() - 0.5) * 2 ^ (int(rand() * 40) - 20) }' >"$f32"
+
+# reduce LABEL ARGS...: run on every device, compare the JSON results.
+reduce() {
+  local label=$1 first="" r n=0
+  shift
+  for d in cpu0 cuda0 vk0; do
+    if ! r=$(ctl submit reduce "$@" --device "$d" --json 2>&1); then
+      bad "reduce $label on $d: $r"
+      continue
+    fi
+    r=$(printf '%s' "$r" | grep -o '"bits": *\[[^]]*\]')
+    echo "     $label on $d: $r"
+    if [ -z "$first" ]; then first=$r
+    elif [ "$r" != "$first" ]; then bad "reduce $label: $d differs"; return
+    fi
+    n=$((n + 1))
+  done
+  [ $n = 3 ] && ok "reduce $label: same bits on cpu0, cuda0, vk0"
+}
+reduce "u32 sum 2^24" --op sum --dtype uint32 --format raw --input "$u32"
+reduce "u32 max 2^24" --op max --dtype uint32 --format raw --input "$u32"
+reduce "f32 sum 2^20" --op sum --dtype float32 --format text --input "$f32"
+reduce "f32 extent 2^20" --op extent --dtype float32 --format text --input "$f32"
+
+# Known answers: docs/hash.md (each pack's batch_fnv).
+for pk in main:81df88bbe8eb581d small:316e6eea0f3d12db closed:57a520b5d26aa046; do
+  p=${pk%%:*} want=${pk#*:}
+  for d in cpu0 cuda0 vk0; do
+    r=$(ctl submit hash --pack "$p" --nonce 0 --count 8192 --device "$d" --json 2>&1)
+    if printf '%s' "$r" | grep -q "\"fingerprint\": *\"$want\""; then
+      ok "hash $p known answer on $d"
+    else
+      bad "hash $p on $d: $r"
+    fi
+  done
+done
+
+# One larger job on both GPUs: fingerprint, winners, best nonce must agree.
+count=${WAVE_DAEMON_HASH_COUNT:-67108864}
+big=()
+for d in cuda0 vk0; do
+  t0=$(date +%s.%N)
+  r=$(ctl submit hash --pack main --nonce 0x100000000 --count "$count" \
+        --target 0000100000000000 --max-winners 8 --device "$d" --json 2>&1)
+  t1=$(date +%s.%N)
+  echo "     hash main $count on $d ($(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s): $r"
+  big+=("$(printf '%s' "$r" | grep -o '"fingerprint".*"hashes": *[0-9]*')")
+done
+if [ "${big[0]}" = "${big[1]}" ] && printf '%s' "${big[0]}" | grep -q fingerprint; then
+  ok "hash main $count: cuda0 and vk0 agree"
+else
+  bad "hash main $count: cuda0 and vk0 differ"
+fi
+
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 0 ] && ok "SIGTERM: wavedd exited 0" || bad "SIGTERM: wavedd exited $rc"
+rm -f "$u32"
+echo "daemon: $fails failed checks"
+exit $((fails > 0))
