@@ -97,6 +97,7 @@ static const cf_key cf_keys[] = {
   {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL},
   UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0),
   UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0),
+  UINT(CF_DEVICE, DEV, "fault_after", fault_after, 0, 1ull << 62, 0),
 };
 #define CF_NKEYS (sizeof cf_keys / sizeof cf_keys[0])
 

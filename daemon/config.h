@@ -28,6 +28,8 @@ typedef struct wd_device_cfg {
   char exchange[16];      /* hash exchange: auto, shuffle, local */
   unsigned group_units;
   uint64_t batch;         /* nonces per hash batch, 0 = backend default */
+  uint64_t fault_after;   /* testing: a device fault after this many
+                             reductions + hash batches; 0 = never */
 } wd_device_cfg;
 
 typedef struct wd_limits {

@@ -57,6 +57,7 @@ struct wd_device {
 
   uint64_t *hbuf;             /* device thread: hash batch outputs */
   uint64_t hbatch;
+  uint64_t steps;             /* device thread: reductions + hash batches */
 };
 
 static double dv_now(void)
@@ -77,6 +78,20 @@ static void dv_fault(wd_device *d, const char *why)
   wd_error("device %s faulted: %s", d->cfg.name, why);
 }
 
+/* fault_after (a testing aid, docs/config.md): once the device has run
+ * that many reductions and hash batches, the next one fails as a GPU that
+ * died would (WAVE_EDEVICE), so the daemon's fault handling can be tested
+ * on any machine.  Device thread. */
+static int dv_injected_fault(wd_device *d, wave_error *err)
+{
+  if (d->cfg.fault_after == 0 || d->steps < d->cfg.fault_after) {
+    d->steps++;
+    return 0;
+  }
+  return wv_seterr(err, WAVE_EDEVICE, "injected fault after %llu jobs "
+                   "(fault_after)", (unsigned long long)d->steps);
+}
+
 static void dv_run_reduce(wd_device *d, wd_work *w)
 {
   if (atomic_load(&d->faulted)) {
@@ -89,7 +104,9 @@ static void dv_run_reduce(wd_device *d, wd_work *w)
   }
   memset(&w->out, 0, sizeof w->out);
   double t0 = dv_now();
-  w->rc = d->backend->reduce(d->bdev, &w->job, &w->out, &w->err);
+  w->rc = dv_injected_fault(d, &w->err);
+  if (w->rc == 0)
+    w->rc = d->backend->reduce(d->bdev, &w->job, &w->out, &w->err);
   w->seconds = dv_now() - t0;
   if (w->rc == WAVE_EDEVICE) {
     dv_fault(d, w->err.message);
@@ -140,6 +157,9 @@ static int dv_hash_step(wd_device *d, wd_work *w)
       return 1;
     }
   }
+  wave_error inj = {0};
+  if (!atomic_load(&d->faulted) && dv_injected_fault(d, &inj) != 0)
+    dv_fault(d, inj.message);
   wd_pack_state check;
   size_t pi = wd_hjob_pack_index(w);
   pthread_mutex_lock(&d->mu);
@@ -173,9 +193,10 @@ static void *dv_main(void *arg)
   int rc = d->backend->open(&d->bcfg, &d->bdev, &err);
   if (rc == 0) {
     d->backend->caps(d->bdev, &d->caps);
-    d->hbatch = d->caps.hash_batch ? d->caps.hash_batch
-                : d->cfg.batch     ? d->cfg.batch
-                                   : DV_DEFAULT_BATCH;
+    /* The configured batch wins (docs/config.md), then the backend's. */
+    d->hbatch = d->cfg.batch         ? d->cfg.batch
+                : d->caps.hash_batch ? d->caps.hash_batch
+                                     : DV_DEFAULT_BATCH;
     if (d->hbatch > DV_MAX_BATCH)
       d->hbatch = DV_MAX_BATCH;
     wd_info("device %s (%s) open: %s, wave width %u", d->cfg.name,

@@ -839,6 +839,94 @@ START_TEST(faulted_device)
 }
 END_TEST
 
+/* A device that fails in the middle of its work (fault_after, the
+ * configured stand-in for a GPU that dies): the job it was running fails
+ * with DEVFAULT after some of its batches, later work for it fails fast,
+ * status names the fault, and the other device keeps serving. */
+START_TEST(fault_mid_job)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char text[1024];
+  snprintf(text, sizeof text, "listen: [\"%s\"]\n"
+           "packs: {dir: %s/config/packs, load: [closed]}\n"
+           "devices:\n"
+           "  - {name: cpu0, backend: cpu, threads: 1, batch: 1024,"
+           " fault_after: 4}\n"
+           "  - {name: cpu1, backend: cpu, threads: 1}\n", d.ipc,
+           getenv("WAVE_SOURCE_DIR"));
+  td_write(d.cfg, text);
+  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
+  nng_socket s = td_dial(d.ipc);
+  uint32_t v[4] = {5, 6, 7, 8};
+  td_chunk c = {v, sizeof v};
+  /* steps 1 and 2: reductions */
+  for (uint64_t id = 1; id <= 2; id++) {
+    Wave__V1__Response *r = td_reduce(s, id, WAVE__V1__DTYPE__U32,
+                                      WAVE__V1__OP__SUM, &c, 1, NULL, 0,
+                                      "cpu0");
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+    ck_assert_uint_eq(r->reduce->bits[0], 26);
+    wave__v1__response__free_unpacked(r, NULL);
+  }
+  /* steps 3 and 4: two batches of 1024 nonces; the third batch faults */
+  Wave__V1__Response *r = td_hash(s, 3, "closed", 0, 8192, 0, 0, 0, 0x77,
+                                  "cpu0");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  uint64_t job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  r = td_wait_job(s, job);
+  Wave__V1__JobInfo *ji = r->job;
+  ck_assert_int_eq(ji->state, WAVE__V1__JOB_STATE__FAILED);
+  ck_assert_uint_eq(ji->done, 2048);
+  ck_assert_ptr_nonnull(ji->error);
+  ck_assert_int_eq(ji->error->code, WAVE_EDEVFAULT);
+  ck_assert_ptr_nonnull(strstr(ji->error->message, "cpu0"));
+  wave__v1__response__free_unpacked(r, NULL);
+  /* later work for cpu0 fails at once */
+  td_expect_error(td_reduce(s, 4, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, &c,
+                            1, NULL, 0, "cpu0"), WAVE_EDEVFAULT, 4);
+  td_expect_error(td_hash(s, 5, "closed", 0, 64, 0, 0, 0, 0x78, "cpu0"),
+                  WAVE_EDEVFAULT, 5);
+  /* status: cpu0 faulted, with the reason; cpu1 not */
+  Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 1;
+  rq.id = 6;
+  rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
+  rq.status = &st;
+  r = td_call(s, &rq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  ck_assert_uint_eq(r->status->n_devices, 2);
+  ck_assert_int_eq(r->status->devices[0]->faulted, 1);
+  ck_assert_ptr_nonnull(strstr(r->status->devices[0]->fault,
+                               "injected fault"));
+  ck_assert_int_eq(r->status->devices[1]->faulted, 0);
+  wave__v1__response__free_unpacked(r, NULL);
+  /* cpu1 serves, also when the daemon picks (it must not pick cpu0) */
+  for (uint64_t id = 7; id <= 9; id++) {
+    r = td_reduce(s, id, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, &c, 1, NULL,
+                  0, id == 7 ? "cpu1" : NULL);
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+    ck_assert_uint_eq(r->reduce->bits[0], 26);
+    ck_assert_str_eq(r->reduce->device, "cpu1");
+    wave__v1__response__free_unpacked(r, NULL);
+  }
+  r = td_hash(s, 10, "closed", 0, 8192, 0, 0, 0, 0x79, NULL);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  r = td_wait_job(s, job);
+  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__DONE);
+  /* docs/hash.md: the batch fingerprint of [0, 2^13) under "closed" */
+  ck_assert_uint_eq(r->job->result->fingerprint, 0x57a520b5d26aa046ull);
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(s);
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
 START_TEST(version_and_help)
 {
   td_daemon d;
@@ -884,6 +972,7 @@ static Suite *daemon_suite(void)
   tcase_add_test(life, bad_pack_refuses_start);
   tcase_add_test(life, detach);
   tcase_add_test(life, faulted_device);
+  tcase_add_test(life, fault_mid_job);
   tcase_add_test(life, aborted_handshake);
   tcase_add_test(life, version_and_help);
   suite_add_tcase(s, life);
