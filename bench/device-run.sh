@@ -117,6 +117,30 @@ for f in conformance reduce job hash vulkan daemon; do
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
 done | tee -a "$summary"
+
+# The issue's comparison, from this run's logs: the Vulkan backend against
+# the CUDA backend, 2^28-row reductions (time) and the main pack's hash
+# (rate: the device's own exchange path against CUDA's shuffle kernel).
+if [ -f "$OUT/reduce.log" ] && [ -f "$OUT/vulkan.log" ]; then
+  echo "| 2^28 rows | CUDA us | Vulkan us | Vulkan / CUDA (speed) |"
+  echo "|---|---:|---:|---:|"
+  for op in "u32 sum" "u32 max" "f32 sum"; do
+    c=$(awk -F'|' -v op="$op" '$2 ~ /^ *2\^28 *$/ && $3 ~ "^ *" op " *$" {
+          gsub(/ /, "", $4); print $4; exit }' "$OUT/reduce.log")
+    v=$(awk -v op="$op" 'index($0, "  " op " ") == 1 && / us / {
+          for (i = 1; i <= NF; i++) if ($i == "us") { print $(i - 1); exit } }' \
+          "$OUT/vulkan.log")
+    [ -n "$c" ] && [ -n "$v" ] &&
+      awk -v op="$op" -v c="$c" -v v="$v" \
+        'BEGIN { printf "| %s | %s | %s | %.2f |\n", op, c, v, c / v }'
+  done
+  c=$(awk -F'|' '$2 ~ /shuffle .*kernel/ { gsub(/ /, "", $3); print $3; exit }' \
+        "$OUT/hash.log" 2>/dev/null)
+  v=$(awk '/exchange .*Mhash/ { for (i = 1; i <= NF; i++)
+             if ($i == "Mhash/s") { print $(i - 1); exit } }' "$OUT/vulkan.log")
+  [ -n "$c" ] && [ -n "$v" ] &&
+    awk -v c="$c" -v v="$v" 'BEGIN { printf "| hash, M hashes/s | %s | %s | %.2f |\n", c, v, v / c }'
+fi | tee -a "$summary"
 echo
 printf '%-12s %-8s %6s  %s\n' step rc seconds last-line | tee -a "$summary"
 fail=0
