@@ -255,6 +255,19 @@ Wave__V1__Response *td_call(nng_socket s, Wave__V1__Request *rq)
   return r;
 }
 
+Wave__V1__Response *td_status(nng_socket s, uint64_t id)
+{
+  Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 1;
+  rq.id = id;
+  rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
+  rq.status = &st;
+  Wave__V1__Response *r = td_call(s, &rq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  return r;
+}
+
 void td_expect_error(Wave__V1__Response *r, int code, uint64_t id)
 {
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_ERROR);

@@ -50,6 +50,8 @@ Wave__V1__Response *td_call_raw_ctx(nng_ctx ctx, const void *buf, size_t len);
 Wave__V1__Response *td_call_raw(nng_socket s, const void *buf, size_t len);
 Wave__V1__Response *td_call_ctx(nng_ctx ctx, Wave__V1__Request *rq);
 Wave__V1__Response *td_call(nng_socket s, Wave__V1__Request *rq);
+/* A StatusRequest (version 1, id); the response must be a StatusReply. */
+Wave__V1__Response *td_status(nng_socket s, uint64_t id);
 /* r is an Error with code and id; frees r. */
 void td_expect_error(Wave__V1__Response *r, int code, uint64_t id);
 

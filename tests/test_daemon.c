@@ -63,14 +63,7 @@ static void td_shared_down(void)
 START_TEST(status)
 {
   nng_socket s = td_dial(g_d.ipc);
-  Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
-  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 1;
-  rq.id = 7;
-  rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
-  rq.status = &st;
-  Wave__V1__Response *r = td_call(s, &rq);
-  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  Wave__V1__Response *r = td_status(s, 7);
   Wave__V1__StatusReply *sr = r->status;
   ck_assert_str_eq(sr->version, WAVE_VERSION);
   ck_assert_uint_eq(sr->n_listen, 2);
@@ -94,8 +87,7 @@ START_TEST(status)
   wave__v1__response__free_unpacked(r, NULL);
   /* the same over tcp */
   nng_socket t = td_dial(g_d.tcp);
-  r = td_call(t, &rq);
-  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  r = td_status(t, 7);
   ck_assert_uint_eq(r->status->n_devices, 2);
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(t);
@@ -808,14 +800,7 @@ START_TEST(faulted_device)
   td_write(d.cfg, text);
   ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
   nng_socket s = td_dial(d.ipc);
-  Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
-  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 1;
-  rq.id = 3;
-  rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
-  rq.status = &st;
-  Wave__V1__Response *r = td_call(s, &rq);
-  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  Wave__V1__Response *r = td_status(s, 3);
   ck_assert_uint_eq(r->status->n_devices, 2);
   ck_assert_int_eq(r->status->devices[0]->faulted, 0);
   ck_assert_int_eq(r->status->devices[1]->faulted, 1);
@@ -889,14 +874,7 @@ START_TEST(fault_mid_job)
   td_expect_error(td_hash(s, 5, "closed", 0, 64, 0, 0, 0, 0x78, "cpu0"),
                   WAVE_EDEVFAULT, 5);
   /* status: cpu0 faulted, with the reason; cpu1 not */
-  Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
-  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 1;
-  rq.id = 6;
-  rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
-  rq.status = &st;
-  r = td_call(s, &rq);
-  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  r = td_status(s, 6);
   ck_assert_uint_eq(r->status->n_devices, 2);
   ck_assert_int_eq(r->status->devices[0]->faulted, 1);
   ck_assert_ptr_nonnull(strstr(r->status->devices[0]->fault,
