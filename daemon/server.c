@@ -408,6 +408,20 @@ static void sv_reduce_done(wd_server *s, wd_work *w)
 
 /* ---- status and packs ---------------------------------------------------------- */
 
+/* Pack k's self-check state on device d as a PackCheck; its strings point
+ * into st, the pack and the device, which outlive the reply. */
+static void sv_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
+                          wd_device *d, size_t k, const wv_pack *pack)
+{
+  wd_device_pack_check(d, k, st);
+  wave__v1__pack_check__init(pc);
+  pc->pack = (char *)wv_pack_name(pack);
+  pc->device = (char *)wd_device_name(d);
+  pc->ok = st->state == WD_CHECK_OK;
+  pc->state = (char *)wd_check_state_name(st->state);
+  pc->detail = st->detail;
+}
+
 static void sv_status(sv_ctx *c)
 {
   wd_server *s = c->srv;
@@ -444,13 +458,7 @@ static void sv_status(sv_ctx *c)
     ds[i].packs = pp + i * np;
     for (size_t k = 0; k < np; k++) {
       size_t x = i * np + k;
-      wd_device_pack_check(d, k, &st[x]);
-      wave__v1__pack_check__init(&pc[x]);
-      pc[x].pack = (char *)wv_pack_name(s->packs->list[k]);
-      pc[x].ok = st[x].state == WD_CHECK_OK;
-      pc[x].state = (char *)wd_check_state_name(st[x].state);
-      pc[x].detail = st[x].detail;
-      pc[x].device = ds[i].name;
+      sv_pack_check(&pc[x], &st[x], d, k, s->packs->list[k]);
       pp[x] = &pc[x];
     }
     dp[i] = &ds[i];
@@ -500,13 +508,7 @@ static void sv_packs(sv_ctx *c)
     pi[k].devices = pp + k * nd;
     for (size_t i = 0; i < nd; i++) {
       size_t x = k * nd + i;
-      wd_device_pack_check(s->devs[i], k, &st[x]);
-      wave__v1__pack_check__init(&pc[x]);
-      pc[x].pack = pi[k].name;
-      pc[x].device = (char *)wd_device_name(s->devs[i]);
-      pc[x].ok = st[x].state == WD_CHECK_OK;
-      pc[x].state = (char *)wd_check_state_name(st[x].state);
-      pc[x].detail = st[x].detail;
+      sv_pack_check(&pc[x], &st[x], s->devs[i], k, p);
       pp[x] = &pc[x];
     }
     pip[k] = &pi[k];
