@@ -630,6 +630,70 @@ START_TEST(acc_winners_best_fingerprint)
 }
 END_TEST
 
+/* ---- segments ------------------------------------------------------------ */
+
+START_TEST(fold_segments_ragged_and_near_top)
+{
+  uint64_t o[40];
+  for (int i = 0; i < 40; i++)
+    o[i] = 1000u - 17u * (unsigned)i;  /* strictly falling: best is last */
+  wv_hash_winner w[3];
+  uint64_t fp[8];
+  /* [30, 70) with s = 5: segments [30,32) [32,64) [64,70). */
+  wv_hash_batch b = {.nonce = 30, .count = 40, .seg_log2 = 5, .target = 400,
+                     .max_winners = 3, .seg_fp = fp, .winners = w};
+  ck_assert_uint_eq(wv_seg_count(30, 40, 5), 3);
+  wv_hash_fold(&b, o);
+  ck_assert_uint_eq(fp[0], wv_fnv1a64_u64(WV_FNV_OFFSET, o, 2));
+  ck_assert_uint_eq(fp[1], wv_fnv1a64_u64(WV_FNV_OFFSET, o + 2, 32));
+  ck_assert_uint_eq(fp[2], wv_fnv1a64_u64(WV_FNV_OFFSET, o + 34, 6));
+  /* 1000 - 17 i < 400  <=>  i >= 36: four winners, the lowest three kept */
+  ck_assert_uint_eq(b.winner_count, 4);
+  ck_assert_uint_eq(b.n_winners, 3);
+  ck_assert_uint_eq(w[0].nonce, 66);
+  ck_assert_uint_eq(w[2].nonce, 68);
+  ck_assert_uint_eq(b.best_nonce, 69);
+  ck_assert_uint_eq(b.best_output, o[39]);
+
+  /* The last nonces below 2^64: [2^64 - 40, 2^64) with s = 5 is two
+   * segments, the last of which ends exactly at 2^64. */
+  uint64_t top = UINT64_MAX - 39;
+  ck_assert_uint_eq(wv_seg_count(top, 40, 5), 2);
+  b = (wv_hash_batch){.nonce = top, .count = 40, .seg_log2 = 5,
+                      .seg_fp = fp};
+  wv_hash_fold(&b, o);
+  ck_assert_uint_eq(fp[0], wv_fnv1a64_u64(WV_FNV_OFFSET, o, 8));
+  ck_assert_uint_eq(fp[1], wv_fnv1a64_u64(WV_FNV_OFFSET, o + 8, 32));
+  ck_assert_uint_eq(b.winner_count, 0);
+}
+END_TEST
+
+START_TEST(segment_zero_is_batch_fnv)
+{
+  wave_error err = {0};
+  wv_pack *p = th_shipped("closed");
+  const wv_backend *cpu = wv_backend_find("cpu");
+  wv_device_config cfg = {.name = "cpu0", .backend = "cpu", .threads = 2};
+  wv_device *dev = NULL;
+  ck_assert_int_eq(cpu->open(&cfg, &dev, &err), 0);
+  uint64_t n = 1u << 13, fp[3];
+  uint64_t *scratch = malloc((n + 64) * sizeof *scratch);
+  wv_hash_batch b = {.nonce = 0, .count = n, .seg_log2 = 13, .seg_fp = fp};
+  ck_assert_int_eq(wv_hash_run_batch(cpu, dev, p, &b, scratch, &err), 0);
+  ck_assert_uint_eq(fp[0], p->batch_fnv);
+  /* Ragged: [7, 2^13 + 50) touches two segments; the first one's
+   * fingerprint covers [7, 2^13) only. */
+  b = (wv_hash_batch){.nonce = 7, .count = n + 43, .seg_log2 = 13, .seg_fp = fp};
+  ck_assert_int_eq(wv_hash_run_batch(cpu, dev, p, &b, scratch, &err), 0);
+  ck_assert_uint_eq(fp[0], wv_fnv1a64_u64(WV_FNV_OFFSET, scratch, n - 7));
+  ck_assert_uint_eq(fp[1], wv_fnv1a64_u64(WV_FNV_OFFSET, scratch + n - 7, 50));
+  ck_assert_uint_ne(fp[0], p->batch_fnv);
+  free(scratch);
+  cpu->close(dev);
+  wv_pack_free(p);
+}
+END_TEST
+
 /* ---- emulator ------------------------------------------------------------- */
 
 typedef struct th_emu_case {
@@ -850,6 +914,8 @@ static Suite *hash_suite(void)
   tcase_add_loop_test(tc, shipped_packs_known_answers, 0, 2);
   tcase_add_test(tc, packset_loads_shipped_dir);
   tcase_add_test(tc, acc_winners_best_fingerprint);
+  tcase_add_test(tc, fold_segments_ragged_and_near_top);
+  tcase_add_test(tc, segment_zero_is_batch_fnv);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("loader");

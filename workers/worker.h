@@ -74,6 +74,7 @@ typedef struct wv_caps {
 
 typedef struct wv_device wv_device;  /* backend-private device context */
 struct wv_pack;                      /* workers/hash/pack.h */
+struct wv_hash_batch;                /* workers/hash/hash.h */
 
 typedef struct wv_backend {
   const char *name;
@@ -92,6 +93,11 @@ typedef struct wv_backend {
   /* Optional.  Outputs of nonces [nonce, nonce + count) into out[count]. */
   int (*hash)(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,
               uint64_t count, uint64_t *out, wave_error *err);
+  /* Optional (needs hash).  One batch folded on the device into segment
+   * fingerprints, winners and best (struct wv_hash_batch, workers/hash/
+   * hash.h); NULL = the host folds hash()'s outputs (wv_hash_run_batch). */
+  int (*hash_batch)(wv_device *dev, const struct wv_pack *pack,
+                    struct wv_hash_batch *batch, wave_error *err);
 } wv_backend;
 
 /* The registry (workers/registry.c): the backends built into this binary,

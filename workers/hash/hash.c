@@ -22,7 +22,7 @@ uint64_t wv_fnv1a64(uint64_t h, const void *data, size_t n)
 }
 
 /* FNV over 64-bit values, each as 8 little-endian bytes (any host order). */
-static uint64_t hs_fnv_u64(uint64_t h, const uint64_t *v, size_t n)
+uint64_t wv_fnv1a64_u64(uint64_t h, const uint64_t *v, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     for (unsigned k = 0; k < 8; k++)
@@ -133,7 +133,7 @@ int wv_hash_acc_init(wv_hash_acc *a, uint64_t target, size_t max_winners)
 void wv_hash_acc_add(wv_hash_acc *a, uint64_t nonce, const uint64_t *out,
                      uint64_t count)
 {
-  a->fingerprint = hs_fnv_u64(a->fingerprint, out, (size_t)count);
+  a->fingerprint = wv_fnv1a64_u64(a->fingerprint, out, (size_t)count);
   for (uint64_t i = 0; i < count; i++) {
     uint64_t o = out[i];
     /* Outputs arrive in nonce order, so a strict < keeps the lowest nonce
@@ -159,6 +159,59 @@ void wv_hash_acc_fini(wv_hash_acc *a)
   free(a->winners);
   a->winners = NULL;
   a->n_winners = a->max_winners = 0;
+}
+
+/* ---- segments ------------------------------------------------------------ */
+
+void wv_hash_fold(wv_hash_batch *b, const uint64_t *out)
+{
+  const unsigned s = b->seg_log2;
+  uint64_t i = 0, k = 0;
+  b->n_winners = 0;
+  b->winner_count = 0;
+  b->best_output = UINT64_MAX;
+  b->best_nonce = b->nonce;
+  while (i < b->count) {
+    /* The segment of nonce b->nonce + i ends at the next multiple of 2^s
+     * (or at the batch's end); computed without overflow near 2^64. */
+    uint64_t n = b->nonce + i;
+    uint64_t left = (((n >> s) + 1) << s) - n;  /* 0 when it wraps to 2^64 */
+    uint64_t len = b->count - i;
+    if (left != 0 && left < len)
+      len = left;
+    b->seg_fp[k++] = wv_fnv1a64_u64(WV_FNV_OFFSET, out + i, (size_t)len);
+    i += len;
+  }
+  for (i = 0; i < b->count; i++) {
+    uint64_t o = out[i];
+    if (o < b->best_output || i == 0) {
+      b->best_output = o;
+      b->best_nonce = b->nonce + i;
+    }
+    if (o < b->target) {
+      if (b->n_winners < b->max_winners) {
+        b->winners[b->n_winners].nonce = b->nonce + i;
+        b->winners[b->n_winners].output = o;
+        b->n_winners++;
+      }
+      b->winner_count++;
+    }
+  }
+}
+
+int wv_hash_run_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
+                      wv_hash_batch *b, uint64_t *scratch, wave_error *err)
+{
+  if (be->hash_batch != NULL)
+    return be->hash_batch(dev, p, b, err);
+  if (be->hash == NULL)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s has no hash jobs",
+                     be->name);
+  uint64_t *out = b->outputs != NULL ? b->outputs : scratch;
+  int rv = be->hash(dev, p, b->nonce, b->count, out, err);
+  if (rv == 0)
+    wv_hash_fold(b, out);
+  return rv;
 }
 
 /* ---- self-check and verification --------------------------------------- */
@@ -203,7 +256,7 @@ int wv_pack_selfcheck(const wv_backend *b, wv_device *dev, const wv_pack *p,
     const uint64_t *cache;
     if ((rv = wv_pack_cache_get(p, &cache, err)) != 0)
       return rv;
-    uint64_t h = hs_fnv_u64(WV_FNV_OFFSET, cache, (size_t)p->cache_items);
+    uint64_t h = wv_fnv1a64_u64(WV_FNV_OFFSET, cache, (size_t)p->cache_items);
     if (h != p->cache_fnv) {
       snprintf(what, sizeof what, "cache fingerprint %016llx, known %016llx",
                (unsigned long long)h, (unsigned long long)p->cache_fnv);
@@ -238,7 +291,7 @@ int wv_pack_selfcheck(const wv_backend *b, wv_device *dev, const wv_pack *p,
   if (out == NULL)
     return wv_seterr(err, WAVE_ENOMEM, "self-check batch");
   rv = b->hash(dev, p, 0, n, out, err);
-  uint64_t h = hs_fnv_u64(WV_FNV_OFFSET, out, (size_t)n);
+  uint64_t h = wv_fnv1a64_u64(WV_FNV_OFFSET, out, (size_t)n);
   free(out);
   if (rv != 0)
     return rv;

@@ -66,6 +66,59 @@ void wv_hash_acc_add(wv_hash_acc *a, uint64_t nonce, const uint64_t *out,
                      uint64_t count);
 void wv_hash_acc_fini(wv_hash_acc *a);
 
+/* ---- segments (docs/hash.md "Segments") --------------------------------
+ * Nonce space is cut at absolute multiples of 2^s.  A job [n0, n0 + count)
+ * touches segments n0 >> s .. (n0 + count - 1) >> s; the fingerprint of
+ * each is FNV-1a-64 over the outputs of the job's nonces inside it, in
+ * nonce order (so a job's first and last segment may be partial).  The job
+ * fingerprint is FNV-1a-64 over its segment fingerprints, in nonce order,
+ * each as 8 little-endian bytes.  Segment [0, 2^13) of any job starting at
+ * 0 is the pack's batch_fnv. */
+#define WV_SEG_LOG2_DEFAULT 13u
+#define WV_SEG_LOG2_MIN 5u       /* one unit */
+#define WV_SEG_LOG2_MAX 20u
+
+/* Number of segments of 2^s that [nonce, nonce + count) touches (count >= 1,
+ * nonce + count <= 2^64). */
+static inline uint64_t wv_seg_count(uint64_t nonce, uint64_t count,
+                                    unsigned s)
+{
+  return ((nonce + (count - 1)) >> s) - (nonce >> s) + 1;
+}
+
+/* One batch of a hash job, reduced on the device: what crosses back to the
+ * host is a segment fingerprint per touched segment, the batch's winners,
+ * its winner count and its best, and the raw outputs only when asked. */
+typedef struct wv_hash_batch {
+  /* in */
+  uint64_t nonce, count;     /* count >= 1, nonce + count <= 2^64 */
+  unsigned seg_log2;         /* WV_SEG_LOG2_MIN .. WV_SEG_LOG2_MAX */
+  uint64_t target;           /* output < target wins; 0: no winners */
+  size_t max_winners;        /* slots in winners[] */
+  uint64_t *outputs;         /* NULL, or count slots to receive outputs */
+  uint64_t *seg_fp;          /* wv_seg_count(nonce, count, seg_log2) slots */
+  wv_hash_winner *winners;   /* max_winners slots (NULL when 0) */
+  /* out */
+  size_t n_winners;          /* lowest-nonce winners, in nonce order */
+  uint64_t winner_count;     /* exact */
+  uint64_t best_nonce, best_output;  /* min output, ties to lowest nonce */
+} wv_hash_batch;
+
+/* The host fold: fill b's outputs (seg_fp, winners, counts, best) from the
+ * batch's outputs out[0 .. b->count-1].  Every backend's device fold must
+ * give exactly these values (the conformance suite compares them). */
+void wv_hash_fold(wv_hash_batch *b, const uint64_t *out);
+
+/* Run one batch on a device: backend->hash_batch when the backend has it,
+ * else backend->hash into b->outputs (or scratch, b->count slots, when
+ * b->outputs is NULL) followed by wv_hash_fold(). */
+int wv_hash_run_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
+                      wv_hash_batch *b, uint64_t *scratch, wave_error *err);
+
+/* FNV-1a-64 over 64-bit values, each as 8 little-endian bytes, continuing
+ * from h: the segment and job fingerprint step. */
+uint64_t wv_fnv1a64_u64(uint64_t h, const uint64_t *v, size_t n);
+
 /* Run pack p's known answers (every vector, then the batch fingerprint of
  * nonces [0, 2^13)) through backend b on device dev.  0 when all match;
  * WAVE_ESELFCHECK with what differed in detail/err otherwise. */
