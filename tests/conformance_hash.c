@@ -7,7 +7,8 @@
  * plain 32-lane reference (workers/hash/ref.c) evaluated "light", from the
  * cache alone, so no backend's dataset is trusted.  GPU backends run twice:
  * with exchange auto and with exchange forced to local memory, so both
- * exchange paths are held to the same bits.
+ * exchange paths are held to the same bits.  Devices with a hash_batch
+ * slot also fold every range on the device, compared with wv_hash_fold.
  *
  * Environment: WAVE_CONFORMANCE_PACKS (comma list, default "small,closed";
  * the GPU machine adds "main"), and those of conformance.h.
@@ -110,6 +111,69 @@ static void ch_run(conf_set *set, const wv_pack *p, const ch_range *r,
   }
 }
 
+/* Devices with a hash_batch slot: one batch per range (and a few wider
+ * ones), folded on the device, against wv_hash_fold over the reference
+ * outputs: segment fingerprints at several sizes, winners (a target that
+ * lets about a quarter win, and one that lets everything win), best. */
+static void ch_batches(conf_set *set, const wv_pack *p, const ch_range *r,
+                       size_t nr, uint64_t *const *want)
+{
+  static const unsigned seg_log2[] = {5, 7, 13, 20};
+  for (size_t i = 0; i < set->n; i++) {
+    conf_dev *d = &set->devs[i];
+    if (d->backend->hash_batch == NULL)
+      continue;
+    for (size_t k = 0; k < nr; k++) {
+      unsigned sl = seg_log2[k % 4];
+      uint64_t target = k % 3 == 2 ? UINT64_MAX : (uint64_t)1 << 62;
+      size_t max_w = k % 2 ? 5 : 64;
+      uint64_t ns = wv_seg_count(r[k].nonce, r[k].count, sl);
+      uint64_t *fa = calloc(ns, 8), *fb = calloc(ns, 8);
+      uint64_t *outs = malloc(r[k].count * 8);
+      wv_hash_winner *wa = calloc(max_w, sizeof *wa);
+      wv_hash_winner *wb = calloc(max_w, sizeof *wb);
+      ck_assert(fa && fb && outs && wa && wb);
+      wv_hash_batch host = {.nonce = r[k].nonce, .count = r[k].count,
+                            .seg_log2 = sl, .target = target,
+                            .max_winners = max_w, .seg_fp = fa,
+                            .winners = wa};
+      wv_hash_fold(&host, want[k]);
+      wv_hash_batch dev = host;
+      dev.seg_fp = fb;
+      dev.winners = wb;
+      dev.outputs = k % 2 ? outs : NULL;
+      wave_error err = {0};
+      int rc = d->backend->hash_batch(d->dev, p, &dev, &err);
+      int same = rc == 0 && dev.winner_count == host.winner_count &&
+                 dev.n_winners == host.n_winners &&
+                 dev.best_nonce == host.best_nonce &&
+                 dev.best_output == host.best_output &&
+                 memcmp(fa, fb, ns * 8) == 0 &&
+                 memcmp(wa, wb, host.n_winners * sizeof *wa) == 0 &&
+                 (dev.outputs == NULL ||
+                  memcmp(outs, want[k], r[k].count * 8) == 0);
+      char what[160], gs[300] = "";
+      snprintf(what, sizeof what, "pack %s hash_batch [%" PRIu64 ", +%"
+               PRIu64 ") segments 2^%u", wv_pack_name(p), r[k].nonce,
+               r[k].count, sl);
+      if (rc != 0)
+        snprintf(gs, sizeof gs, "error %s: %s", wave_errname(rc),
+                 err.message);
+      else if (!same)
+        snprintf(gs, sizeof gs, "count %" PRIu64 "/%" PRIu64 ", kept %zu/%zu"
+                 ", best %" PRIu64 "/%" PRIu64, dev.winner_count,
+                 host.winner_count, dev.n_winners, host.n_winners,
+                 dev.best_nonce, host.best_nonce);
+      conf_count(d, same, what, "the host fold", gs);
+      free(fa);
+      free(fb);
+      free(outs);
+      free(wa);
+      free(wb);
+    }
+  }
+}
+
 /* Devices of the GPU backends again, with exchange forced to local memory. */
 static void ch_open_local(const conf_set *all, conf_set *local)
 {
@@ -121,7 +185,8 @@ static void ch_open_local(const conf_set *all, conf_set *local)
     char name[64];
     snprintf(name, sizeof name, "%s0-local", b->name);
     wv_device_config cfg = {.name = name, .backend = b->name, .index = 0,
-                            .queue_depth = 16, .exchange = "local"};
+                            .queue_depth = 16, .exchange = "local",
+                            .device_match = getenv("WAVE_CONFORMANCE_MATCH")};
     wave_error err = {0};
     wv_device *dev = NULL;
     if (b->open(&cfg, &dev, &err) != 0) {
@@ -180,6 +245,8 @@ START_TEST(hash_jobs)
     }
     ch_run(&set, p, r, nr, want, got);
     ch_run(&local, p, r, nr, want, got);
+    ch_batches(&set, p, r, nr, want);
+    ch_batches(&local, p, r, nr, want);
     for (size_t k = 0; k < nr; k++)
       free(want[k]);
     printf("conformance: hash pack %s done\n", wv_pack_name(p));
