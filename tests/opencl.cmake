@@ -29,3 +29,11 @@ if(TARGET conformance)
     ENVIRONMENT "POCL_CACHE_DIR=${WV_POCL_CACHE};WAVE_REQUIRE_BACKENDS=cpu,opencl;WAVE_CONFORMANCE_BACKENDS=opencl;WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};WAVE_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=600"
     TIMEOUT 1800)
 endif()
+
+# wavedd with an opencl device, through wavectl (tests/integ_opencl.sh).
+if(TARGET wavedd AND TARGET wavectl)
+  add_test(NAME integ_opencl COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integ_opencl.sh
+           $<TARGET_FILE:wavedd> $<TARGET_FILE:wavectl> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(integ_opencl PROPERTIES
+    ENVIRONMENT "POCL_CACHE_DIR=${WV_POCL_CACHE}" TIMEOUT 900)
+endif()
