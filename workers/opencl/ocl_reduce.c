@@ -377,15 +377,22 @@ static int or_level1(wv_device *d, cl_mem in, uint64_t ngroups,
   return wv_ocl_launch(d, k, (size_t)want * WV_OCL_WG, WV_OCL_WG, ev, err);
 }
 
-/* The later levels over segs[0..n) of the first-level values in d->part:
- * the result value in *v. */
-static int or_levels(wv_device *d, or_seg *segs, size_t n, float *v,
-                     cl_event *ev, wave_error *err)
+/* The later levels, planned on the host before any launch: every pass's
+ * descriptors in one array (uploaded once, so the passes then run back to
+ * back without the host), pass p at pass_at[p] with pass_n[p] entries. */
+typedef struct or_plan {
+  uint32_t *desc;
+  size_t n, cap;
+  size_t passes;
+  size_t pass_at[16], pass_n[16];
+  uint32_t result;     /* index of the value in the last pass's output */
+  size_t max_out;      /* largest pass output */
+} or_plan;
+
+static int or_plan_make(or_plan *pl, or_seg *segs, size_t n, wave_error *err)
 {
-  wv_ocl_buf *src = &d->part, *dst = &d->part2;
-  uint32_t *desc = NULL;
-  size_t cap = 0;
-  int rv = 0, merged = n == 1;
+  memset(pl, 0, sizeof *pl);
+  int merged = n == 1;
   for (;;) {
     int more = 0;
     for (size_t i = 0; i < n; i++)
@@ -401,52 +408,83 @@ static int or_levels(wv_device *d, or_seg *segs, size_t n, float *v,
     size_t nd = 0;
     for (size_t i = 0; i < n; i++)
       nd += (segs[i].len + 255) / 256;
-    if (nd > cap) {
-      free(desc);
-      cap = nd;
-      desc = malloc(cap * 2 * sizeof *desc);
-      if (desc == NULL)
+    if (pl->n + nd > pl->cap) {
+      size_t cap = 2 * (pl->n + nd);
+      uint32_t *x = realloc(pl->desc, cap * 2 * sizeof *x);
+      if (x == NULL) {
+        free(pl->desc);
         return wv_seterr(err, WAVE_ENOMEM, NULL);
+      }
+      pl->desc = x;
+      pl->cap = cap;
     }
+    if (pl->passes == 16) {
+      free(pl->desc);
+      return wv_seterr(err, WAVE_EINTERNAL, "opencl: too many tree levels");
+    }
+    pl->pass_at[pl->passes] = pl->n;
+    pl->pass_n[pl->passes++] = nd;
     size_t k = 0;
+    uint32_t *dsc = pl->desc + 2 * pl->n;
     for (size_t i = 0; i < n; i++) {
       uint32_t first = (uint32_t)k;
       for (uint32_t o = 0; o < segs[i].len; o += 256, k++) {
-        desc[2 * k] = segs[i].off + o;
-        desc[2 * k + 1] = segs[i].len - o < 256 ? segs[i].len - o : 256;
+        dsc[2 * k] = segs[i].off + o;
+        dsc[2 * k + 1] = segs[i].len - o < 256 ? segs[i].len - o : 256;
       }
       segs[i] = (or_seg){first, (uint32_t)k - first};
     }
-    if ((rv = wv_ocl_buf_reserve(d, &d->desc, nd * 8, err)) != 0 ||
-        (rv = wv_ocl_buf_reserve(d, dst, nd * 4, err)) != 0)
-      break;
-    cl_int e = clEnqueueWriteBuffer(d->q, d->desc.mem, CL_TRUE, 0, nd * 8,
-                                    desc, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
-      rv = wv_ocl_fail(err, e, "clEnqueueWriteBuffer(levels)");
-      break;
-    }
+    pl->n += nd;
+    if (nd > pl->max_out)
+      pl->max_out = nd;
+  }
+  pl->result = segs[0].off;
+  return 0;
+}
+
+/* Upload the plan's descriptors (blocking; before the first launch). */
+static int or_plan_send(wv_device *d, const or_plan *pl, wave_error *err)
+{
+  if (pl->passes == 0)
+    return 0;
+  int rv;
+  if ((rv = wv_ocl_buf_reserve(d, &d->desc, pl->n * 8, err)) != 0 ||
+      (rv = wv_ocl_buf_reserve(d, &d->part2, pl->max_out * 4, err)) != 0)
+    return rv;
+  cl_int e = clEnqueueWriteBuffer(d->q, d->desc.mem, CL_TRUE, 0, pl->n * 8,
+                                  pl->desc, 0, NULL, NULL);
+  if (e != CL_SUCCESS)
+    return wv_ocl_fail(err, e, "clEnqueueWriteBuffer(levels)");
+  return 0;
+}
+
+/* Run the plan's passes over the first-level values in d->part (which the
+ * plan's outputs never outgrow) and read the result into *v. */
+static int or_plan_run(wv_device *d, const or_plan *pl, float *v,
+                       cl_event *ev, wave_error *err)
+{
+  wv_ocl_buf *src = &d->part, *dst = &d->part2;
+  for (size_t p = 0; p < pl->passes; p++) {
     cl_kernel kt = d->k[WV_OCL_FSUM_TREE];
-    cl_uint ndu = (cl_uint)nd;
+    cl_uint d0 = (cl_uint)pl->pass_at[p], nd = (cl_uint)pl->pass_n[p];
     clSetKernelArg(kt, 0, sizeof src->mem, &src->mem);
     clSetKernelArg(kt, 1, sizeof d->desc.mem, &d->desc.mem);
-    clSetKernelArg(kt, 2, sizeof ndu, &ndu);
-    clSetKernelArg(kt, 3, sizeof dst->mem, &dst->mem);
+    clSetKernelArg(kt, 2, sizeof d0, &d0);
+    clSetKernelArg(kt, 3, sizeof nd, &nd);
+    clSetKernelArg(kt, 4, sizeof dst->mem, &dst->mem);
     size_t g = nd < 4096 ? nd : 4096;
     if (ev != NULL && *ev != NULL)
       clReleaseEvent(*ev);
     if (ev != NULL)
       *ev = NULL;
-    if ((rv = wv_ocl_launch(d, kt, g * WV_OCL_WG, WV_OCL_WG, ev, err)) != 0)
-      break;
+    int rv = wv_ocl_launch(d, kt, g * WV_OCL_WG, WV_OCL_WG, ev, err);
+    if (rv != 0)
+      return rv;
     wv_ocl_buf *t = src;
     src = dst;
     dst = t;
   }
-  free(desc);
-  if (rv != 0)
-    return rv;
-  cl_int e = clEnqueueReadBuffer(d->q, src->mem, CL_TRUE, 4 * (size_t)segs[0].off,
+  cl_int e = clEnqueueReadBuffer(d->q, src->mem, CL_TRUE, 4 * (size_t)pl->result,
                                  4, v, 0, NULL, NULL);
   if (e != CL_SUCCESS)
     return wv_ocl_fail(err, e, "clEnqueueReadBuffer(sum)");
@@ -475,7 +513,14 @@ static int or_fsum(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     vtotal += 256 * g;
   }
   or_walk w = {.job = job, .fill = 0x80000000u};
-  int rv = wv_ocl_buf_reserve(d, &d->part, (size_t)(vtotal / 256) * 4, err);
+  or_plan pl;
+  int rv = or_plan_make(&pl, segs, nseg, err);
+  free(segs);
+  if (rv != 0)
+    return rv;
+  if ((rv = wv_ocl_buf_reserve(d, &d->part, (size_t)(vtotal / 256) * 4,
+                               err)) == 0)
+    rv = or_plan_send(d, &pl, err);
   for (uint64_t at = 0; at < vtotal && rv == 0; at += d->window_rows) {
     uint64_t n = vtotal - at < d->window_rows ? vtotal - at : d->window_rows;
     unsigned s = d->cur;
@@ -515,8 +560,8 @@ static int or_fsum(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
   out->count = w.selected;
   float v = 0;
   if (rv == 0 && w.selected > 0)
-    rv = or_levels(d, segs, nseg, &v, NULL, err);
-  free(segs);
+    rv = or_plan_run(d, &pl, &v, NULL, err);
+  free(pl.desc);
   if (rv != 0 || w.selected == 0)
     return rv;
   out->bits[0] = wv_f32_sum_finish(v, w.selected);
@@ -558,11 +603,15 @@ int wv_ocl_reduce_resident(wv_device *d, cl_mem data, uint64_t rows,
                                 or_groups(d, rows / 4) * 8, err)) != 0)
     return rv;
   if (dtype == WAVE_F32 && op == WAVE_SUM) {
-    if ((rv = or_level1(d, data, rows / 256, 0, &e0, err)) != 0)
-      return rv;
     or_seg seg = {0, (uint32_t)(rows / 256)};
+    or_plan pl;
+    if ((rv = or_plan_make(&pl, &seg, 1, err)) != 0)
+      return rv;
     float v = 0;
-    rv = or_levels(d, &seg, 1, &v, &e1, err);
+    if ((rv = or_plan_send(d, &pl, err)) == 0 &&
+        (rv = or_level1(d, data, rows / 256, 0, &e0, err)) == 0)
+      rv = or_plan_run(d, &pl, &v, &e1, err);
+    free(pl.desc);
     if (rv == 0)
       out->bits[0] = wv_f32_sum_finish(v, rows);
   } else {

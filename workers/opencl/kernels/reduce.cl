@@ -334,16 +334,16 @@ void fsum_level1(__global const float4 *in, ulong ngroups,
   }
 }
 
-// Later levels: output d is G of src[desc[d].x .. + desc[d].y) (1..256
-// values, padded with -0.0).
+// Later levels: output d is G of src[e.x .. + e.y), e = desc[desc0 + d]
+// (1..256 values, padded with -0.0).
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fsum_tree(__global const float *src, __global const uint2 *desc,
-               uint ndesc, __global float *dst)
+               uint desc0, uint ndesc, __global float *dst)
 {
   __local float lm[WG];
   const uint lid = get_local_id(0);
   for (uint d = get_group_id(0); d < ndesc; d += get_num_groups(0)) {
-    uint2 e = desc[d];
+    uint2 e = desc[desc0 + d];
     lm[lid] = lid < e.y ? src[e.x + lid] : -0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint h = WG / 2; h > 0; h >>= 1) {
