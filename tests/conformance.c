@@ -135,8 +135,9 @@ void conf_open_all(conf_set *set)
     memset(&caps, 0, sizeof caps);
     b->caps(dev, &caps);
     snprintf(d->description, sizeof d->description, "%s", caps.description);
-    printf("conformance: %s opened: %s (wave width %u)\n", b->name,
-           d->description, caps.wave_width);
+    printf("conformance: %s opened: %s (wave width %u; exchange %s: %s)\n",
+           b->name, d->description, caps.wave_width, caps.exchange,
+           caps.exchange_reason);
   }
   fflush(stdout);
 }

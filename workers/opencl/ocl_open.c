@@ -3,7 +3,8 @@
  *
  * Device choice (devices.yaml, docs/config.md): `device: TEXT` picks the
  * index-th device, over all platforms in the loader's order, whose device
- * or platform name contains TEXT (case-insensitive); without it, device
+ * name, platform name or platform vendor contains TEXT (case-insensitive;
+ * PoCL's vendor is "The pocl project"); without it, device
  * `index` of platform `platform` (default 0).  No ICD, no platform or no
  * such device is WAVE_ENODEV with the reason, never a crash.
  *
@@ -421,12 +422,15 @@ static int oo_pick(wv_device *d, const wv_device_config *cfg, wave_error *err)
     if (ids == NULL)
       break;
     clGetDeviceIDs(pl[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL);
-    char pname[128];
+    char pname[128], pvendor[128] = "";
     oo_plat_name(pl[p], pname, sizeof pname);
+    if (clGetPlatformInfo(pl[p], CL_PLATFORM_VENDOR, sizeof pvendor, pvendor,
+                          NULL) != CL_SUCCESS)
+      pvendor[0] = '\0';
     for (cl_uint i = 0; i < nd && !found; i++) {
       char *dn = oo_dev_str(ids[i], CL_DEVICE_NAME);
       int ok = match == NULL || (dn != NULL && oo_contains_ci(dn, match)) ||
-               oo_contains_ci(pname, match);
+               oo_contains_ci(pname, match) || oo_contains_ci(pvendor, match);
       if (ok && seen++ == cfg->index) {
         d->platform = pl[p];
         d->id = ids[i];

@@ -305,20 +305,31 @@ void fsum_level1(__global const float4 *in, ulong ngroups,
   __local float4 lm[WG];
   const uint lid = get_local_id(0);
   const uint j = lid & 7u, gl = lid >> 3;
-  for (ulong p = get_group_id(0); p * 32 < ngroups; p += get_num_groups(0)) {
-    ulong g = p * 32 + gl;
-    if (g < ngroups) {
-      __global const float4 *v = in + g * 64 + j;
-      float4 a0 = v[0], a1 = v[8], a2 = v[16], a3 = v[24];
-      float4 a4 = v[32], a5 = v[40], a6 = v[48], a7 = v[56];
-      a0 = FADD4(a0, a4);
-      a1 = FADD4(a1, a5);
-      a2 = FADD4(a2, a6);
-      a3 = FADD4(a3, a7);
-      a0 = FADD4(a0, a2);
-      a1 = FADD4(a1, a3);
-      lm[lid] = FADD4(a0, a1);
+  const ulong step = get_num_groups(0);
+  ulong p = get_group_id(0);
+  // The next pass's eight vectors are loaded before this pass's barriers
+  // and in-group folds, so the loads stay in flight across them.
+  float4 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+  if (p * 32 + gl < ngroups) {
+    __global const float4 *v = in + (p * 32 + gl) * 64 + j;
+    a0 = v[0]; a1 = v[8]; a2 = v[16]; a3 = v[24];
+    a4 = v[32]; a5 = v[40]; a6 = v[48]; a7 = v[56];
+  }
+  for (; p * 32 < ngroups; p += step) {
+    a0 = FADD4(a0, a4);
+    a1 = FADD4(a1, a5);
+    a2 = FADD4(a2, a6);
+    a3 = FADD4(a3, a7);
+    a0 = FADD4(a0, a2);
+    a1 = FADD4(a1, a3);
+    float4 c = FADD4(a0, a1);
+    ulong pn = p + step;
+    if (pn * 32 + gl < ngroups) {
+      __global const float4 *v = in + (pn * 32 + gl) * 64 + j;
+      a0 = v[0]; a1 = v[8]; a2 = v[16]; a3 = v[24];
+      a4 = v[32]; a5 = v[40]; a6 = v[48]; a7 = v[56];
     }
+    lm[lid] = c;   // garbage past ngroups is never read
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < 32 && p * 32 + lid < ngroups) {
       __local const float4 *q = lm + lid * 8;
