@@ -8,7 +8,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   libuv1-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev check
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
-  pocl-opencl-icd ocl-icd-opencl-dev
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
 )
 missing=()
