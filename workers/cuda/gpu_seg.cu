@@ -92,6 +92,24 @@ __device__ __forceinline__ void fnv_word(fnv32 &h, uint64_t w)
     fnv_byte(h, (b >> k) & 0xffu);
 }
 
+__device__ __forceinline__ void prefetch_l1(const uint64_t *p)
+{
+#if defined(WV_GPU_HIP)
+  (void)p;
+#else
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#endif
+}
+
+__device__ __forceinline__ void prefetch_l2(const uint64_t *p)
+{
+#if defined(WV_GPU_HIP)
+  (void)p;
+#else
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
 /* Piece t of the sub-batch [lo, last]: its first index and length. */
 __device__ __forceinline__ void seg_piece(uint64_t lo, uint64_t last,
                                           unsigned s, uint32_t t,
@@ -128,6 +146,14 @@ k_seg_fold(const uint64_t *__restrict__ out, uint64_t lo, uint64_t last,
       v[k] = __ldg(q + k);
   }
   for (; i + 8 <= n; i += 8) {
+    /* Under a running hash kernel a load takes microseconds: lines 1 KiB
+     * (128 outputs) ahead go to L1 and 4 KiB ahead to L2, so that the
+     * loads below mostly hit (past the sub-batch they stay inside the
+     * slot buffer, which is larger than 2^24 outputs). */
+    if ((i & 15) == 0) {
+      prefetch_l1(q + i + 128);
+      prefetch_l2(q + i + 512);
+    }
     uint64_t cur[8];
 #pragma unroll
     for (int k = 0; k < 8; k++)
