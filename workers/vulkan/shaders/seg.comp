@@ -65,6 +65,31 @@ void fnv_byte(inout uint lo, inout uint hi, uint byte)
   lo = mlo;
 }
 
+// Outputs are read eight at a time, all eight loads issued before the
+// chain uses the first, so that a work-item waits for memory once per
+// eight outputs rather than once per output.
+#define BATCH 8u
+
+void fold_one(uint64_t o, uint i, inout uint lo, inout uint hi, inout uint c,
+              inout uint64_t best, inout uint bi)
+{
+  uvec2 w = unpack32(o);
+  fnv_byte(lo, hi, w.x & 0xffu);
+  fnv_byte(lo, hi, (w.x >> 8) & 0xffu);
+  fnv_byte(lo, hi, (w.x >> 16) & 0xffu);
+  fnv_byte(lo, hi, w.x >> 24);
+  fnv_byte(lo, hi, w.y & 0xffu);
+  fnv_byte(lo, hi, (w.y >> 8) & 0xffu);
+  fnv_byte(lo, hi, (w.y >> 16) & 0xffu);
+  fnv_byte(lo, hi, w.y >> 24);
+  if (o < pc.target)
+    c++;
+  if (o < best) {
+    best = o;
+    bi = i;
+  }
+}
+
 void fold(uint t)
 {
   uint first, n;
@@ -72,24 +97,16 @@ void fold(uint t)
   uint lo = 0x84222325u, hi = 0xcbf29ce4u;
   uint c = 0u, bi = 0u;
   uint64_t best = ~0ul;
-  for (uint i = 0u; i < n; i++) {
-    uint64_t o = outv[first + i];
-    uvec2 w = unpack32(o);
-    fnv_byte(lo, hi, w.x & 0xffu);
-    fnv_byte(lo, hi, (w.x >> 8) & 0xffu);
-    fnv_byte(lo, hi, (w.x >> 16) & 0xffu);
-    fnv_byte(lo, hi, w.x >> 24);
-    fnv_byte(lo, hi, w.y & 0xffu);
-    fnv_byte(lo, hi, (w.y >> 8) & 0xffu);
-    fnv_byte(lo, hi, (w.y >> 16) & 0xffu);
-    fnv_byte(lo, hi, w.y >> 24);
-    if (o < pc.target)
-      c++;
-    if (o < best) {
-      best = o;
-      bi = i;
-    }
+  uint i = 0u;
+  for (; i + BATCH <= n; i += BATCH) {
+    uint64_t v[BATCH];
+    for (uint k = 0u; k < BATCH; k++)
+      v[k] = outv[first + i + k];
+    for (uint k = 0u; k < BATCH; k++)
+      fold_one(v[k], i + k, lo, hi, c, best, bi);
   }
+  for (; i < n; i++)
+    fold_one(outv[first + i], i, lo, hi, c, best, bi);
   seg[t].fp = pack64(uvec2(lo, hi));
   seg[t].best_out = best;
   seg[t].cnt = c;
@@ -157,14 +174,22 @@ void collect(uint t)
     return;
   uint first, n;
   piece(t, first, n);
+  // Stops once the segment's own winners are all found or the slots are
+  // full; reads eight outputs at a time like fold.
   uint64_t pos = uint64_t(seg[t].pre);
-  for (uint i = 0u; i < n && pos < pc.maxw; i++) {
-    uint64_t o = outv[first + i];
-    if (o < pc.target) {
-      acc.win[uint(pos)].nonce = pc.lo + uint64_t(first + i);
-      acc.win[uint(pos)].value = o;
-      pos++;
-    }
+  uint left = seg[t].cnt;
+  for (uint i = 0u; i < n && pos < pc.maxw && left > 0u; i += BATCH) {
+    uint64_t v[BATCH];
+    uint m = min(BATCH, n - i);
+    for (uint k = 0u; k < BATCH; k++)
+      v[k] = k < m ? outv[first + i + k] : ~0ul;
+    for (uint k = 0u; k < m; k++)
+      if (v[k] < pc.target && pos < pc.maxw) {
+        acc.win[uint(pos)].nonce = pc.lo + uint64_t(first + i + k);
+        acc.win[uint(pos)].value = v[k];
+        pos++;
+        left--;
+      }
   }
 }
 
