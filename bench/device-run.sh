@@ -16,7 +16,8 @@
 #                streaming read at 2^28 and 2^30
 #   job          wvbench-gpu-job: jobs from host memory vs a pinned copy
 #   hash         wvbench-gpu-hash: self-checks, hash rate vs the random-load
-#                roofline, both exchange paths
+#                roofline, both exchange paths; hash_batch (device fold)
+#                beside the kernel alone at 2^26..2^28 nonces
 #   vulkan       the Vulkan engineer's bench (bench/wvbench-vulkan*), if built
 #   opencl       wvbench-opencl on NVIDIA's OpenCL (WAVE_OPENCL_MATCH,
 #                default "nvidia"), if built: device-resident reductions
@@ -153,6 +154,13 @@ if [ -f "$OUT/reduce.log" ] && [ -f "$OUT/vulkan.log" ]; then
              if ($i == "Mhash/s") { print $(i - 1); exit } }' "$OUT/vulkan.log")
   [ -n "$c" ] && [ -n "$v" ] &&
     awk -v c="$c" -v v="$v" 'BEGIN { printf "| hash, M hashes/s | %s | %s | %.2f |\n", c, v, v / c }'
+  # hash_batch (hash + device fold + copy-back), s = 13, 2^28 nonces.
+  c=$(awk -F'|' '$2 ~ /2\^28 nonces, hash_batch s=13/ { gsub(/ /, "", $3); print $3; exit }' \
+        "$OUT/hash.log" 2>/dev/null)
+  v=$(awk '/hash_batch s=13 +268435456 nonces/ { for (i = 1; i <= NF; i++)
+             if ($i == "Mhash/s") { print $(i - 1); exit } }' "$OUT/vulkan.log")
+  [ -n "$c" ] && [ -n "$v" ] &&
+    awk -v c="$c" -v v="$v" 'BEGIN { printf "| hash_batch s=13 2^28, M hashes/s | %s | %s | %.2f |\n", c, v, v / c }'
 fi | tee -a "$summary"
 # The same comparison for the OpenCL backend (issue 14: >= 0.9x CUDA).
 if [ -f "$OUT/reduce.log" ] && [ -f "$OUT/opencl.log" ]; then

@@ -101,6 +101,7 @@ void wv_vk_close(wv_device *d)
     return;
   if (d->dev != VK_NULL_HANDLE) {
     vkDeviceWaitIdle(d->dev);
+    wv_vk_seg_free(d);
     wv_vk_hash_free(d);
     for (unsigned i = 0; i < 2; i++) {
       wv_vk_buf_destroy(d, &d->slot[i].stage);
@@ -618,4 +619,5 @@ const wv_backend wv_vulkan_backend = {
   .reduce = wv_vk_reduce,
   .hash_prepare = wv_vk_hash_prepare,
   .hash = wv_vk_hash,
+  .hash_batch = wv_vk_hash_batch_run,
 };
