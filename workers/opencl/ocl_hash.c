@@ -379,11 +379,12 @@ static int oh_fold(wv_device *d, wv_hash_batch *b, uint64_t lo, uint64_t n,
   /* Segments of the piece: cut at absolute multiples of 2^s. */
   const unsigned sl = b->seg_log2;
   uint64_t nseg = wv_seg_count(lo, n, sl);
-  uint32_t *seg = malloc((size_t)nseg * 8 + (size_t)nb * 28);
+  uint32_t *seg = malloc((size_t)nseg * 8 + (size_t)nb * 24);
   if (seg == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   uint32_t *cnt = seg + 2 * nseg, *first = cnt + nb;
-  uint64_t *best = (uint64_t *)(void *)(first + nb + (nb & 1));
+  /* seg: 8 nseg bytes, cnt and first 8 nb more: best stays 8-aligned. */
+  uint64_t *best = (uint64_t *)(void *)(first + nb);
   for (uint64_t i = 0, j = 0; i < n; j++) {
     uint64_t x = lo + i;
     uint64_t left = (((x >> sl) + 1) << sl) - x;
