@@ -218,7 +218,7 @@ Wave__V1__Response *td_call_raw_ctx(nng_ctx ctx, const void *buf,
   nng_msg_free(m);
   nng_aio_free(aio);
   ck_assert_ptr_nonnull(r);
-  ck_assert_uint_eq(r->version, 1);
+  ck_assert_msg(r->version == 1 || r->version == 2, "version %u", r->version);
   return r;
 }
 
@@ -259,7 +259,7 @@ Wave__V1__Response *td_status(nng_socket s, uint64_t id)
 {
   Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 1;
+  rq.version = 2;
   rq.id = id;
   rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
   rq.status = &st;
@@ -302,7 +302,7 @@ Wave__V1__Response *td_reduce(nng_socket s, uint64_t id, int dtype,
   if (device != NULL)
     rr.device = (char *)device;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 1;
+  rq.version = 2;
   rq.id = id;
   rq.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
   rq.reduce = &rr;
@@ -343,11 +343,17 @@ Wave__V1__Response *td_hash(nng_socket s, uint64_t id,
   hr.client = client;
   if (device)
     hr.device = (char *)device;
+  return td_hash_req(s, id, &hr);
+}
+
+Wave__V1__Response *td_hash_req(nng_socket s, uint64_t id,
+                                Wave__V1__HashRequest *hr)
+{
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 1;
+  rq.version = 2;
   rq.id = id;
   rq.body_case = WAVE__V1__REQUEST__BODY_HASH;
-  rq.hash = &hr;
+  rq.hash = hr;
   return td_call(s, &rq);
 }
 
@@ -357,7 +363,7 @@ Wave__V1__Response *td_job(nng_socket s, uint64_t job, unsigned wait,
   Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
   Wave__V1__CancelRequest cr = WAVE__V1__CANCEL_REQUEST__INIT;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 1;
+  rq.version = 2;
   rq.id = 77;
   if (cancel) {
     cr.job_id = job;

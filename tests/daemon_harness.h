@@ -70,6 +70,9 @@ Wave__V1__Response *td_hash(nng_socket s, uint64_t id, const char *pack,
                             uint64_t nonce, uint64_t count, uint64_t target,
                             uint32_t max_winners, int outputs,
                             uint64_t client, const char *device);
+/* A HashRequest built by the caller (protocol-2 fields). */
+Wave__V1__Response *td_hash_req(nng_socket s, uint64_t id,
+                                Wave__V1__HashRequest *hr);
 /* JobRequest (cancel: CancelRequest) with Request.id 77. */
 Wave__V1__Response *td_job(nng_socket s, uint64_t job, unsigned wait,
                            int cancel);
