@@ -116,7 +116,20 @@ int td_spawn(td_daemon *d, const char *const *args, int wait_ready)
   }
   d->pid = pid;
   int rc = -1;
-  for (int i = 0; wait_ready && i < TD_START_TRIES; i++) {
+  for (int i = 0; wait_ready == 2 && i < TD_START_TRIES; i++) {
+    /* listening, whether or not it is ready: its log says so */
+    char *log = td_stderr(d);
+    if (strstr(log, " listening: ") != NULL) {
+      rc = 0;
+      break;
+    }
+    if (waitpid(pid, &d->status, WNOHANG) == pid) {
+      d->pid = 0;
+      break;
+    }
+    poll(NULL, 0, 100);
+  }
+  for (int i = 0; wait_ready == 1 && i < TD_START_TRIES; i++) {
     struct pollfd p = {.fd = ns, .events = POLLIN};
     if (poll(&p, 1, 100) == 1) {
       char buf[128] = {0};
@@ -137,6 +150,12 @@ int td_spawn(td_daemon *d, const char *const *args, int wait_ready)
     d->pid = 0;
   }
   return rc;
+}
+
+int td_start_listening(td_daemon *d)
+{
+  const char *args[] = {"--config", d->cfg, "--foreground", NULL};
+  return td_spawn(d, args, 2);
 }
 
 int td_start(td_daemon *d)
