@@ -243,8 +243,10 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fputs(", \"url\": ", f);
     wv_json_str(f, url);
     fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
-            ", \"jobs_failed\": %" PRIu64 ", \"devices\": [",
-            s->uptime_ms, s->jobs_served, s->jobs_failed);
+            ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
+            ", \"ready\": %s, \"devices\": [",
+            s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
+            s->ready ? "true" : "false");
     for (size_t i = 0; i < s->n_devices; i++) {
       const wave_device_status *d = &s->devices[i];
       fputs(i ? ", {\"name\": " : "{\"name\": ", f);
@@ -271,8 +273,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     return;
   }
   fprintf(f, "wavedd %s at %s: up %.1f s, %" PRIu64 " jobs served, %" PRIu64
-          " failed\n", s->version, url, (double)s->uptime_ms / 1000.0,
-          s->jobs_served, s->jobs_failed);
+          " failed, %s, instance %" PRIu64 "\n", s->version, url,
+          (double)s->uptime_ms / 1000.0, s->jobs_served, s->jobs_failed,
+          s->ready ? "ready" : "preparing packs", s->instance);
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);
