@@ -197,21 +197,27 @@ int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
   if (rv != 0)
     return rv;
   rv = job_reply(c, resp, info, res, err);
+  /* res was filled only for a DONE job */
+  int filled = rv == 0 && res != NULL && resp->job != NULL &&
+               resp->job->state == WAVE__V1__JOB_STATE__DONE;
   wave__v1__response__free_unpacked(resp, NULL);
   /* the rest of the segment list, page by page */
-  while (rv == 0 && res != NULL && res->segments != NULL &&
+  while (filled && res->segments != NULL &&
          res->n_segments < res->segment_count) {
     jr.wait_ms = 0;
     jr.segment_offset = res->n_segments;
     if ((rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOB, 0, &resp,
-                             err)) != 0)
+                             err)) != 0) {
+      wave_hash_result_free(res);
       break;
+    }
     const Wave__V1__HashResult *hr = resp->job ? resp->job->result : NULL;
     if (hr == NULL || hr->segment_offset != res->n_segments ||
         hr->n_segments == 0 ||
         hr->n_segments > res->segment_count - res->n_segments) {
       rv = wv_seterr(err, WAVE_EIO, "%s: bad segment page at %zu", c->url,
                      res->n_segments);
+      wave_hash_result_free(res);
     } else {
       memcpy(res->segments + res->n_segments, hr->segments,
              hr->n_segments * sizeof *res->segments);
@@ -219,8 +225,6 @@ int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
     }
     wave__v1__response__free_unpacked(resp, NULL);
   }
-  if (rv != 0 && res != NULL)
-    wave_hash_result_free(res);
   return rv;
 }
 

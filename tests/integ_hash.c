@@ -274,6 +274,38 @@ START_TEST(hash_sigint_cancels)
 }
 END_TEST
 
+/* The library fetches a segment list longer than one page (65536) page by
+ * page; wavectl --segments prints the same list. */
+START_TEST(hash_segments_paged)
+{
+  wave_client *c = wv_it_open(0);
+  const uint64_t n0 = 7, cnt = (1ull << 21) + 64;
+  wave_hash_request q = {.pack = "closed", .nonce = n0, .count = cnt,
+                         .segment_log2 = 5, .want_segments = 1};
+  wave_hash_result r;
+  wave_error e = {0};
+  ck_assert_msg(wave_hash(c, &q, &r, NULL, NULL, &e) == 0, "%s", e.message);
+  ck_assert_uint_eq(r.segment_log2, 5);
+  ck_assert_uint_eq(r.segment_count, ((n0 + cnt - 1) >> 5) - (n0 >> 5) + 1);
+  ck_assert_uint_gt(r.segment_count, 65536);
+  ck_assert_uint_eq(r.n_segments, r.segment_count);
+  uint64_t job = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < r.n_segments; i++)
+    job = ih_fnv_u64(job, r.segments[i]);
+  ck_assert_uint_eq(job, r.job_fingerprint);
+  /* segment 1 is [32, 64): a job over just it has that fingerprint */
+  wave_hash_request q1 = {.pack = "closed", .nonce = 32, .count = 32,
+                          .segment_log2 = 5, .want_segments = 1};
+  wave_hash_result r1;
+  ck_assert_msg(wave_hash(c, &q1, &r1, NULL, NULL, &e) == 0, "%s", e.message);
+  ck_assert_uint_eq(r1.n_segments, 1);
+  ck_assert_uint_eq(r1.segments[0], r.segments[1]);
+  wave_hash_result_free(&r1);
+  wave_hash_result_free(&r);
+  wave_client_close(c);
+}
+END_TEST
+
 START_TEST(hash_lib_cancel_errors)
 {
   wave_client *c = wv_it_open(1);
@@ -320,5 +352,6 @@ TCase *wv_it_hash_tcase(void)
   tcase_add_test(t, hash_consistency);
   tcase_add_test(t, hash_sigint_cancels);
   tcase_add_test(t, hash_lib_cancel_errors);
+  tcase_add_test(t, hash_segments_paged);
   return t;
 }

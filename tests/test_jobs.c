@@ -285,6 +285,64 @@ START_TEST(fault_loses_no_piece)
 }
 END_TEST
 
+/* JobRequest.segment_offset/segment_limit page the segment list; the pages
+ * put together are the whole list; want_segments beyond
+ * limits.max_segments is TOOBIG at submit. */
+START_TEST(segment_pages)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  tj_config(&d, "  - {name: cpu0, backend: cpu, threads: 1}\n",
+            "max_segments: 100");
+  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
+  nng_socket s = td_dial(d.ipc);
+  tj_job j = {.nonce = 7, .count = 3000, .seg_log2 = 5, .pack = "closed"};
+  Wave__V1__Response *all = tj_run(s, &j, "cpu0", NULL, 1);
+  const Wave__V1__HashResult *ha = all->job->result;
+  ck_assert_uint_eq(ha->segment_count, wv_seg_count(7, 3000, 5));
+  ck_assert_uint_eq(ha->n_segments, ha->segment_count);
+  tj_fold_ok(ha);
+  uint64_t job = all->job->job_id;
+  size_t got = 0;
+  for (uint64_t off = 0; off < ha->segment_count; off += 10) {
+    Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
+    jr.job_id = job;
+    jr.segment_offset = off;
+    jr.segment_limit = 10;
+    Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+    rq.version = 2;
+    rq.id = 2;
+    rq.body_case = WAVE__V1__REQUEST__BODY_JOB;
+    rq.job = &jr;
+    Wave__V1__Response *r = td_call(s, &rq);
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+    const Wave__V1__HashResult *h = r->job->result;
+    ck_assert_uint_eq(h->segment_offset, off);
+    size_t want = ha->segment_count - off < 10 ? ha->segment_count - off : 10;
+    ck_assert_uint_eq(h->n_segments, want);
+    for (size_t i = 0; i < h->n_segments; i++)
+      ck_assert_uint_eq(h->segments[i], ha->segments[off + i]);
+    got += h->n_segments;
+    wave__v1__response__free_unpacked(r, NULL);
+  }
+  ck_assert_uint_eq(got, ha->segment_count);
+  wave__v1__response__free_unpacked(all, NULL);
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = (char *)"closed";
+  hq.count = 101 * 32;
+  hq.segment_log2 = 5;
+  hq.want_segments = 1;
+  td_expect_error(td_hash_req(s, 3, &hq), WAVE_ETOOBIG, 3);
+  hq.want_segments = 0;  /* without the list, any size */
+  Wave__V1__Response *r = td_hash_req(s, 4, &hq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(s);
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
 /* ---- lifecycle ------------------------------------------------------------ */
 
 static const char *tj_pack_state(const Wave__V1__StatusReply *st, size_t dev,
@@ -516,6 +574,7 @@ static Suite *jobs_suite(void)
   tcase_add_test(multi, two_cpus_equal_one);
   tcase_add_test(multi, cpu_and_vulkan_equal_one);
   tcase_add_test(multi, fault_loses_no_piece);
+  tcase_add_test(multi, segment_pages);
   suite_add_tcase(s, multi);
   TCase *life = tcase_create("lifecycle");
   tcase_set_timeout(life, 600);
