@@ -351,6 +351,9 @@ void wd_hj_part_ended(hj_part *p)
   pthread_mutex_lock(&j->mu);
   p->state = HP_ENDED;
   pthread_mutex_unlock(&j->mu);
+  free(p->scratch);  /* a batch of outputs: not kept with the job */
+  p->scratch = NULL;
+  p->scratch_n = 0;
   int rc = p->work.rc;
   if (rc != 0 && rc != WAVE_ECANCELLED && rc != WAVE_ESHUTDOWN &&
       j->part_rc == 0) {
