@@ -148,7 +148,7 @@ for d in cuda0 vk0; do
         --target 0000100000000000 --max-winners 8 --device "$d" --json 2>&1)
   t1=$(date +%s.%N)
   echo "     hash main $count on $d ($(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s): $r"
-  big+=("$(printf '%s' "$r" | grep -o '"job_fingerprint".*"hashes": *[0-9]*')")
+  big+=("$(printf '%s' "$r" | grep -o '"job_fingerprint".*"winner_count": *[0-9]*')")
 done
 if [ "${big[0]}" = "${big[1]}" ] && printf '%s' "${big[0]}" | grep -q fingerprint; then
   ok "hash main $count: cuda0 and vk0 agree"
