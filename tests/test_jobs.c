@@ -285,6 +285,58 @@ START_TEST(fault_loses_no_piece)
 }
 END_TEST
 
+/* Progress and cancel across devices: a 2^40-nonce job over both CPUs
+ * makes progress, is cancelled, and ends CANCELLED on both. */
+START_TEST(cancel_across_devices)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  tj_config(&d, "  - {name: cpu0, backend: cpu, threads: 1, batch: 1024}\n"
+                "  - {name: cpu1, backend: cpu, threads: 1, batch: 1024}\n",
+            NULL);
+  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
+  nng_socket s = td_dial(d.ipc);
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = (char *)"closed";
+  hq.count = 1ull << 40;
+  char *all[] = {(char *)"all"};
+  hq.n_devices = 1;
+  hq.devices = all;
+  Wave__V1__Response *r = td_hash_req(s, 1, &hq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  uint64_t job = r->job->job_id;
+  ck_assert_uint_eq(r->job->n_devices, 2);
+  wave__v1__response__free_unpacked(r, NULL);
+  /* progress: polls until some pieces are done */
+  uint64_t done = 0;
+  while (done == 0) {
+    r = td_job(s, job, 0, 0);
+    ck_assert(r->job->state == WAVE__V1__JOB_STATE__QUEUED ||
+              r->job->state == WAVE__V1__JOB_STATE__RUNNING);
+    done = r->job->done;
+    wave__v1__response__free_unpacked(r, NULL);
+  }
+  r = td_job(s, job, 0, 1);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  wave__v1__response__free_unpacked(r, NULL);
+  r = td_wait_job(s, job);
+  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__CANCELLED);
+  ck_assert_int_eq(r->job->error->code, WAVE_ECANCELLED);
+  ck_assert_uint_ge(r->job->done, done);
+  wave__v1__response__free_unpacked(r, NULL);
+  /* both devices are free again: a job on each completes */
+  tj_job j = {.nonce = 0, .count = 4096, .seg_log2 = 10, .pack = "closed"};
+  Wave__V1__Response *a = tj_run(s, &j, "cpu0", NULL, 2);
+  Wave__V1__Response *b = tj_run(s, &j, "cpu1", NULL, 3);
+  tj_same(a->job->result, b->job->result);
+  wave__v1__response__free_unpacked(a, NULL);
+  wave__v1__response__free_unpacked(b, NULL);
+  nng_close(s);
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
 /* JobRequest.segment_offset/segment_limit page the segment list; the pages
  * put together are the whole list; want_segments beyond
  * limits.max_segments is TOOBIG at submit. */
@@ -575,6 +627,7 @@ static Suite *jobs_suite(void)
   tcase_add_test(multi, cpu_and_vulkan_equal_one);
   tcase_add_test(multi, fault_loses_no_piece);
   tcase_add_test(multi, segment_pages);
+  tcase_add_test(multi, cancel_across_devices);
   suite_add_tcase(s, multi);
   TCase *life = tcase_create("lifecycle");
   tcase_set_timeout(life, 600);
