@@ -306,6 +306,57 @@ START_TEST(hash_segments_paged)
 }
 END_TEST
 
+/* wavectl: one job over both devices (--devices all, --device a,b) gives
+ * the bits of the job on one device; --segment-log2 and --segments reach
+ * the daemon; a bad --segment-log2 is a usage error. */
+START_TEST(hash_ctl_devices)
+{
+  const char *sets[][2] = {{"--device", "cpu0"}, {"--devices", "all"},
+                           {"--device", "cpu1,cpu0"}};
+  char first[256] = "";
+  for (size_t i = 0; i < 3; i++) {
+    wv_it_out o;
+    wv_it_ctl(&o, "submit", "hash", "--url", wv_it_urls[0], "--pack", "small",
+              "--nonce", "1000", "--count", "20000", "--target",
+              "0400000000000000", "--max-winners", "4", "--segment-log2", "9",
+              "--segments", sets[i][0], sets[i][1], "--json", NULL);
+    ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
+    jq_node *n = jq_parse(o.out);
+    ck_assert_msg(n != NULL, "not JSON: %s", o.out);
+    uint64_t u;
+    ck_assert_int_eq(jq_u64(jq_get(n, "segment_log2"), &u), 0);
+    ck_assert_uint_eq(u, 9);
+    ck_assert_int_eq(jq_u64(jq_get(n, "segment_count"), &u), 0);
+    ck_assert_uint_eq(u, ((1000 + 20000 - 1) >> 9) - (1000 >> 9) + 1);
+    const jq_node *segs = jq_get(n, "segments");
+    ck_assert_ptr_nonnull(segs);
+    ck_assert_uint_eq(segs->n, u);
+    uint64_t job = 0xcbf29ce484222325ull;
+    for (size_t k = 0; k < segs->n; k++)
+      job = ih_fnv_u64(job, ih_hex(jq_at(segs, k)));
+    ck_assert_uint_eq(job, ih_hex(jq_get(n, "job_fingerprint")));
+    ck_assert_uint_eq(jq_get(n, "shares")->n, i == 0 ? 1 : 2);
+    char key[256];
+    snprintf(key, sizeof key, "%016llx %s %s",
+             (unsigned long long)ih_hex(jq_get(n, "job_fingerprint")),
+             jq_get(jq_get(n, "best"), "output")->text,
+             jq_get(n, "winner_count")->text);
+    if (i == 0)
+      snprintf(first, sizeof first, "%s", key);
+    else
+      ck_assert_str_eq(key, first);
+    jq_free(n);
+    wv_it_out_free(&o);
+  }
+  wv_it_out o;
+  wv_it_ctl(&o, "submit", "hash", "--url", wv_it_urls[0], "--pack", "small",
+            "--count", "64", "--segment-log2", "21", NULL);
+  wv_it_ctl_bad(&o, 2, "ARG");
+  ck_assert_ptr_nonnull(strstr(o.err, "--segment-log2"));
+  wv_it_out_free(&o);
+}
+END_TEST
+
 START_TEST(hash_lib_cancel_errors)
 {
   wave_client *c = wv_it_open(1);
@@ -353,5 +404,6 @@ TCase *wv_it_hash_tcase(void)
   tcase_add_test(t, hash_sigint_cancels);
   tcase_add_test(t, hash_lib_cancel_errors);
   tcase_add_test(t, hash_segments_paged);
+  tcase_add_test(t, hash_ctl_devices);
   return t;
 }
