@@ -24,8 +24,12 @@ static int pp_run(wd_work *w, wd_device *d)
   if (!p->prepared) {
     int done = 0;
     int rc = wv_dev_prepare_step(be, bdev, p->pack, &done, &err);
-    if (rc == 0 && !done)
+    if (rc == 0 && !done) {
+      snprintf(detail, sizeof detail, "preparing: %u steps done",
+               ++p->steps);
+      pp_set(d, p, WD_CHECK_PENDING, detail);
       return WD_RUN_MORE;
+    }
     if (rc != 0) {
       snprintf(detail, sizeof detail, "prepare: %.150s", err.message);
       pp_set(d, p, WD_CHECK_FAILED, detail);
@@ -37,6 +41,7 @@ static int pp_run(wd_work *w, wd_device *d)
     }
     p->prepared = 1;
     wd_device_refresh_caps(d);
+    pp_set(d, p, WD_CHECK_PENDING, "prepared; the known answers run next");
     return WD_RUN_MORE;  /* the self-check is the next step */
   }
   int rc = wv_dev_selfcheck(be, bdev, p->pack, detail, sizeof detail, &err);
@@ -85,5 +90,6 @@ int wd_prep_submit(wd_device *d, wd_prep *p, wave_error *err)
 {
   p->work.ops = &pp_ops;
   p->prepared = 0;
+  p->steps = 0;
   return wd_device_submit(d, &p->work, err);
 }

@@ -23,6 +23,7 @@ typedef struct wd_prep {
   const wv_pack *pack;
   size_t index;              /* the pack's index in the device's states */
   int prepared;
+  unsigned steps;            /* preparation steps done (status detail) */
   void (*ended)(void *arg);  /* loop thread, once the item came back */
   void *arg;
 } wd_prep;

@@ -433,9 +433,12 @@ START_TEST(reduce_during_prepare)
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
   ck_assert_uint_eq(r->reduce->bits[0], 10);
   wave__v1__response__free_unpacked(r, NULL);
-  /* the reply came while the pack is still being prepared */
+  /* the reply came while the pack's dataset is still being built: its
+   * check is pending, and not yet "prepared" */
   r = td_status(s, 3);
   ck_assert_str_eq(tj_pack_state(r->status, 0, "main"), "pending");
+  const char *detail = r->status->devices[0]->packs[0]->detail;
+  ck_assert_msg(strstr(detail, "prepared") == NULL, "detail: %s", detail);
   ck_assert_int_eq(r->status->ready, 0);
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(s);
