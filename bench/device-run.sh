@@ -105,7 +105,7 @@ vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | h
 if [ -n "$vk" ]; then
   step vulkan 300 "$vk"
 fi
-step daemon 300 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
+step daemon 900 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
@@ -114,7 +114,7 @@ for f in conformance reduce job hash vulkan daemon; do
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
     vulkan) grep -E '^device:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
-    daemon) grep -E '^(ok|FAIL) |^     hash main' "$OUT/$f.log" ;;
+    daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
 done | tee -a "$summary"
