@@ -118,7 +118,7 @@ if [ -x "$B/bench/wvbench-opencl" ]; then
   esac
   step opencl 300 "$B/bench/wvbench-opencl" --match "${WAVE_OPENCL_MATCH:-nvidia}"
 fi
-step daemon 300 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
+step daemon 900 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
@@ -127,7 +127,7 @@ for f in conformance reduce job hash vulkan opencl daemon; do
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
     vulkan | opencl) grep -E '^device:|^paths:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
-    daemon) grep -E '^(ok|FAIL) |^     hash main' "$OUT/$f.log" ;;
+    daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
 done | tee -a "$summary"

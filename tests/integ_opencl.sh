@@ -5,8 +5,9 @@
 #     passes the start-up self-check of packs small and closed;
 #   - reductions (u32 sum/max/xor over random rows, f32 sum and extent over
 #     floats of mixed sign and scale) give the same bits on ocl0 and cpu0;
-#   - each pack's known answer (2^13 nonces from 0) on ocl0, and a hash job
-#     with a target gives the same fingerprint, winners and best on both;
+#   - each pack's known answer (2^13 nonces from 0: one segment) on ocl0,
+#     and a hash job with a target gives the same job fingerprint, best and
+#     winners on both, and as one job over both devices;
 #   - SIGTERM stops the daemon with exit status 0.
 #   tests/integ_opencl.sh WAVEDD WAVECTL SOURCE_DIR
 set -uo pipefail
@@ -78,20 +79,27 @@ reduce "f32 extent" --op extent --dtype float32 --format text --input "$T/f32.tx
 
 for pk in small:316e6eea0f3d12db closed:57a520b5d26aa046; do
   p=${pk%%:*} want=${pk#*:}
-  r=$(ctl submit hash --pack "$p" --nonce 0 --count 8192 --device ocl0 --json 2>&1)
-  printf '%s' "$r" | grep -q "\"fingerprint\": *\"$want\"" &&
+  # [0, 2^13) is one segment, whose fingerprint is the pack's batch_fnv.
+  r=$(ctl submit hash --pack "$p" --nonce 0 --count 8192 --device ocl0 \
+        --segments --json 2>&1)
+  printf '%s' "$r" | grep -q "\"segments\": *\[\"$want\"\]" &&
     ok "hash $p known answer on ocl0" || bad "hash $p on ocl0: $r"
 done
 big=()
-for d in cpu0 ocl0; do
+for d in cpu0 ocl0 cpu0,ocl0; do
   r=$(ctl submit hash --pack closed --nonce 12345 --count 40000 \
         --target 0100000000000000 --max-winners 8 --device "$d" --json 2>&1)
-  big+=("$(printf '%s' "$r" | grep -o '"fingerprint".*"hashes": *[0-9]*')")
+  big+=("$(printf '%s' "$r" | grep -o '"job_fingerprint".*"winner_count": *[0-9]*')")
 done
 if [ -n "${big[0]}" ] && [ "${big[0]}" = "${big[1]}" ]; then
   ok "hash closed 40000 with a target: cpu0 and ocl0 agree"
 else
   bad "hash closed 40000: cpu0 ${big[0]}, ocl0 ${big[1]}"
+fi
+if [ -n "${big[0]}" ] && [ "${big[0]}" = "${big[2]}" ]; then
+  ok "hash closed 40000 as one job over cpu0 and ocl0: the same as cpu0 alone"
+else
+  bad "hash closed 40000 over cpu0,ocl0: ${big[2]}"
 fi
 kill -TERM $pid
 wait $pid
