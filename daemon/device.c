@@ -19,6 +19,7 @@
 #include "daemon/device.h"
 #include "daemon/hashjob.h"
 #include "daemon/log.h"
+#include "daemon/region.h"
 #include "proto/base.h"
 
 #define DV_DEFAULT_BATCH (1u << 16)
@@ -58,7 +59,45 @@ struct wd_device {
   uint64_t *hbuf;             /* device thread: hash batch outputs */
   uint64_t hbatch;
   uint64_t steps;             /* device thread: reductions + hash batches */
+  unsigned slot;              /* index among the daemon's devices */
+  struct dv_unpin *unpins;    /* under mu: regions to unpin (region.h) */
+  int joined;                 /* the thread has ended: unpin in place */
 };
+
+struct dv_unpin {
+  struct dv_unpin *next;
+  wd_region *r;
+};
+
+/* Device thread (or after it ended): unpin what was asked, in order. */
+static void dv_unpin_all(wd_device *d, struct dv_unpin *u)
+{
+  while (u != NULL) {
+    struct dv_unpin *nx = u->next;
+    wd_region_unpin(u->r, d->slot, d->backend, d->joined ? NULL : d->bdev);
+    free(u);
+    u = nx;
+  }
+}
+
+void wd_device_unpin(wd_device *d, wd_region *r)
+{
+  struct dv_unpin *u = calloc(1, sizeof *u);
+  pthread_mutex_lock(&d->mu);
+  if (u == NULL || d->joined) {
+    pthread_mutex_unlock(&d->mu);
+    free(u);
+    /* no thread to do it (or no memory to ask): the context is gone or
+     * going; drop the pin's bookkeeping and unmap */
+    wd_region_unpin(r, d->slot, d->backend, NULL);
+    return;
+  }
+  u->r = r;
+  u->next = d->unpins;
+  d->unpins = u;
+  pthread_cond_broadcast(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
 
 static double dv_now(void)
 {
@@ -104,6 +143,9 @@ static void dv_run_reduce(wd_device *d, wd_work *w)
   }
   memset(&w->out, 0, sizeof w->out);
   double t0 = dv_now();
+  /* regions are pinned at their first use on this device (timed with it) */
+  for (size_t i = 0; i < w->n_regions && d->backend->host_register; i++)
+    wd_region_pin(w->regions[i], d->slot, d->backend, d->bdev);
   w->rc = dv_injected_fault(d, &w->err);
   if (w->rc == 0)
     w->rc = d->backend->reduce(d->bdev, &w->job, &w->out, &w->err);
@@ -227,8 +269,15 @@ static void *dv_main(void *arg)
   for (;;) {
     pthread_mutex_lock(&d->mu);
     while (!d->stop && d->rq_head == NULL && next_check == d->n_packs &&
-           hcur == NULL && d->hq_head == NULL)
+           hcur == NULL && d->hq_head == NULL && d->unpins == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
+    if (d->unpins != NULL) {
+      struct dv_unpin *u = d->unpins;
+      d->unpins = NULL;
+      pthread_mutex_unlock(&d->mu);
+      dv_unpin_all(d, u);
+      continue;
+    }
     if (d->stop && next_check < d->n_packs) {
       for (; next_check < d->n_packs; next_check++)
         snprintf(d->checks[next_check].detail,
@@ -291,7 +340,8 @@ static void *dv_main(void *arg)
   return NULL;
 }
 
-int wd_device_start(const wd_device_cfg *cfg, unsigned hash_slots,
+int wd_device_start(const wd_device_cfg *cfg, unsigned slot,
+                    unsigned hash_slots,
                     const wv_pack *const *packs, size_t n_packs,
                     wd_post_fn post, void *post_arg, wd_device **out,
                     wave_error *err)
@@ -316,6 +366,7 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned hash_slots,
     .batch = d->cfg.batch,
   };
   d->backend = b;
+  d->slot = slot;
   d->hash_slots = b->hash != NULL ? hash_slots : 0;
   d->packs = packs;
   d->n_packs = n_packs;
@@ -434,6 +485,12 @@ void wd_device_stop(wd_device *d)
   pthread_mutex_unlock(&d->mu);
   pthread_join(d->thread, NULL);
   d->thread_started = 0;
+  pthread_mutex_lock(&d->mu);
+  d->joined = 1;
+  struct dv_unpin *u = d->unpins;
+  d->unpins = NULL;
+  pthread_mutex_unlock(&d->mu);
+  dv_unpin_all(d, u);
 }
 
 void wd_device_free(wd_device *d)

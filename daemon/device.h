@@ -38,6 +38,8 @@ typedef struct wd_work {
   double seconds;         /* time on the device */
   wv_reduce_job job;      /* WD_WORK_REDUCE: input ... */
   wv_reduce_out out;      /* ... and result */
+  struct wd_region *const *regions;  /* shared-memory regions the job's */
+  size_t n_regions;                  /* spans lie in (pinned at first use) */
   void *owner;            /* the submitter's: what this work answers */
 } wd_work;
 
@@ -70,7 +72,8 @@ typedef struct wd_device_snap {
 
 /* Start the device's thread (signals blocked, named "wd:<name>"); it opens
  * the device at once.  packs[] must outlive the device. */
-int wd_device_start(const wd_device_cfg *cfg, unsigned hash_slots,
+int wd_device_start(const wd_device_cfg *cfg, unsigned slot,
+                    unsigned hash_slots,
                     const wv_pack *const *packs, size_t n_packs,
                     wd_post_fn post, void *post_arg, wd_device **out,
                     wave_error *err);
@@ -82,6 +85,10 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err);
 /* Take a hash job back out of the queue if it has not started; 1 if so
  * (its post will never come). */
 int wd_device_unqueue(wd_device *d, wd_work *w);
+/* Have the device thread unpin region r (region.h's unpin callback); after
+ * the thread ended, done at once.  Any thread. */
+struct wd_region;
+void wd_device_unpin(wd_device *d, struct wd_region *r);
 /* Let the thread finish what is queued, close the device, join. */
 void wd_device_stop(wd_device *d);
 void wd_device_free(wd_device *d);

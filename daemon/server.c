@@ -35,6 +35,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +43,13 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
+#include "daemon/bulk.h"
+#include "daemon/decode.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "proto/base.h"
+#include "proto/frame.h"
 #include "proto/wave.pb-c.h"
 #include "workers/reduce/reduce.h"
 
@@ -72,6 +76,10 @@ struct sv_ctx {
   uv_timer_t timer;        /* parked JobRequest */
   wd_hjob *waiting;        /* parked on this job */
   sv_ctx *wait_next;
+  wd_pool_item item;       /* decode thread hand-off (daemon/decode.h) */
+  int dec_code;            /* the decode failed: this error ... */
+  char dec_msg[200];       /* ... with this message */
+  wd_bulk_req bulk;        /* framed, stream and region parts (bulk.h) */
 };
 
 struct wd_server {
@@ -81,6 +89,8 @@ struct wd_server {
   wd_device **devs;
   size_t n_devs;
   wd_jobs *jobs;
+  wd_pool *pool;           /* decode threads */
+  wd_bulk *bulk;           /* regions and streams */
 
   uv_async_t wake;
   uv_signal_t sigint, sigterm;
@@ -131,12 +141,7 @@ static void sv_aio_cb(void *arg)
     }
     c->msg = nng_aio_get_msg(c->aio);
     c->state = SC_WORK;
-    pthread_mutex_lock(&s->mu);
-    c->next = NULL;
-    *s->inbox_tail = c;
-    s->inbox_tail = &c->next;
-    pthread_mutex_unlock(&s->mu);
-    uv_async_send(&s->wake);
+    wd_pool_push(s->pool, &c->item);  /* -> sv_decode_cb, then the loop */
     return;
   case SC_SEND:
     if (rv != 0)  /* the client went away: the reply is ours to free */
@@ -206,6 +211,16 @@ static void sv_ctx_clear(sv_ctx *c)
   c->req = NULL;
   free(c->spans);
   c->spans = NULL;
+  wd_bulk_clear(&c->bulk);
+  c->dec_code = 0;
+}
+
+static void sv_ship(sv_ctx *c, nng_msg *m)
+{
+  sv_ctx_clear(c);
+  c->state = SC_SEND;
+  nng_aio_set_msg(c->aio, m);
+  nng_ctx_send(c->ctx, c->aio);
 }
 
 static void sv_send(sv_ctx *c, Wave__V1__Response *r)
@@ -237,10 +252,7 @@ static void sv_send(sv_ctx *c, Wave__V1__Response *r)
     r = &er;
   }
   wave__v1__response__pack(r, nng_msg_body(m));
-  sv_ctx_clear(c);
-  c->state = SC_SEND;
-  nng_aio_set_msg(c->aio, m);
-  nng_ctx_send(c->ctx, c->aio);
+  sv_ship(c, m);
 }
 
 static void sv_error(sv_ctx *c, int code, const char *fmt, ...)
@@ -315,26 +327,42 @@ static int sv_spans(const ProtobufCBinaryData *chunks, size_t n,
   return 0;
 }
 
-static void sv_reduce(sv_ctx *c, const Wave__V1__ReduceRequest *r)
+static void sv_reduce_spans(sv_ctx *c, wave_dtype dt, wave_op op,
+                            const wv_span *spans, size_t n_input,
+                            size_t n_mask, int has_mask, const char *device);
+
+/* 0, or the dtype/op error answered. */
+static int sv_check_op(sv_ctx *c, wave_dtype dt, wave_op op)
 {
-  wd_server *s = c->srv;
   wave_error err = {0};
-  wave_dtype dt = (wave_dtype)r->dtype;
-  wave_op op = (wave_op)r->op;
   switch (wave_op_check(dt, op)) {
   case 0:
-    break;
+    return 0;
   case WAVE_EDTYPE:
-    wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)r->dtype);
-    return sv_job_error(c, &err);
+    wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)dt);
+    break;
   case WAVE_EOP:
-    wv_seterr(&err, WAVE_EOP, "unknown reduction op %d", (int)r->op);
-    return sv_job_error(c, &err);
+    wv_seterr(&err, WAVE_EOP, "unknown reduction op %d", (int)op);
+    break;
   default:
     wv_seterr(&err, WAVE_EOPDTYPE, "op %s is not defined for dtype %s",
               wave_op_name(op), wave_dtype_name(dt));
-    return sv_job_error(c, &err);
+    break;
   }
+  sv_job_error(c, &err);
+  return -1;
+}
+
+static void sv_reduce(sv_ctx *c, const Wave__V1__ReduceRequest *r)
+{
+  wave_error err = {0};
+  wave_dtype dt = (wave_dtype)r->dtype;
+  wave_op op = (wave_op)r->op;
+  if (sv_check_op(c, dt, op) != 0)
+    return;
+  if (c->bulk.ready)  /* chunks by place: spans made on the decode thread */
+    return sv_reduce_spans(c, dt, op, c->bulk.spans, c->bulk.n_input,
+                           c->bulk.n_mask, c->bulk.has_mask, c->bulk.device);
   c->spans = calloc(r->n_input + r->n_mask + 1, sizeof *c->spans);
   if (c->spans == NULL) {
     wv_seterr(&err, WAVE_ENOMEM, NULL);
@@ -345,6 +373,21 @@ static void sv_reduce(sv_ctx *c, const Wave__V1__ReduceRequest *r)
       sv_spans(r->mask, r->n_mask, c->spans + r->n_input, "mask", &mask_rows,
                &err))
     return sv_job_error(c, &err);
+  sv_reduce_spans(c, dt, op, c->spans, r->n_input, r->n_mask,
+                  r->masked || r->n_mask > 0, r->device);
+}
+
+/* A reduction whose spans are ready (in c->spans or c->bulk.spans): size,
+ * validation, device, queue. */
+static void sv_reduce_spans(sv_ctx *c, wave_dtype dt, wave_op op,
+                            const wv_span *spans, size_t n_input,
+                            size_t n_mask, int has_mask, const char *device)
+{
+  wd_server *s = c->srv;
+  wave_error err = {0};
+  uint64_t rows = 0;
+  for (size_t i = 0; i < n_input; i++)
+    rows += spans[i].rows;
   if (rows > s->cfg->limits.max_job_rows) {
     wv_seterr(&err, WAVE_EJOBSIZE, "%" PRIu64 " rows; this daemon takes at "
               "most %" PRIu64 " (limits.max_job_rows)", rows,
@@ -358,20 +401,22 @@ static void sv_reduce(sv_ctx *c, const Wave__V1__ReduceRequest *r)
   w->job = (wv_reduce_job){
     .dtype = dt,
     .op = op,
-    .input = c->spans,
-    .n_input = r->n_input,
-    .mask = c->spans + r->n_input,
-    .n_mask = r->n_mask,
-    .has_mask = r->masked || r->n_mask > 0,
+    .input = spans,
+    .n_input = n_input,
+    .mask = spans + n_input,
+    .n_mask = n_mask,
+    .has_mask = has_mask,
     .rows = rows,
   };
+  w->regions = (struct wd_region *const *)c->bulk.regions;
+  w->n_regions = c->bulk.n_regions;
   int rc = wv_reduce_validate(&w->job, &err);
   if (rc != 0)
     return sv_job_error(c, &err);
   wd_device *d;
-  if (r->device != NULL && r->device[0] != '\0') {
-    if ((d = sv_find_device(s, r->device)) == NULL) {
-      wv_seterr(&err, WAVE_ENODEV, "no device named '%s'", r->device);
+  if (device != NULL && device[0] != '\0') {
+    if ((d = sv_find_device(s, device)) == NULL) {
+      wv_seterr(&err, WAVE_ENODEV, "no device named '%s'", device);
       return sv_job_error(c, &err);
     }
   } else if ((d = sv_pick_reduce(s)) == NULL) {
@@ -389,10 +434,9 @@ static void sv_reduce_done(wd_server *s, wd_work *w)
   s->reduce_inflight--;
   if (w->rc != 0)
     return sv_job_error(c, &w->err);
-  const Wave__V1__ReduceRequest *rq = c->req->reduce;
   Wave__V1__ReduceResult rr = WAVE__V1__REDUCE_RESULT__INIT;
-  rr.dtype = rq->dtype;
-  rr.op = rq->op;
+  rr.dtype = (Wave__V1__DType)w->job.dtype;
+  rr.op = (Wave__V1__Op)w->job.op;
   rr.n_bits = w->out.n_values;
   rr.bits = w->out.bits;
   rr.count = w->out.count;
@@ -471,10 +515,13 @@ static void sv_status(sv_ctx *c)
   sr.n_devices = nd;
   sr.devices = dp;
   sr.listen = wd_listeners_urls(s->lst, &sr.n_listen);
+  wd_region_snap rsnap;
+  wd_bulk_status(s->bulk, &sr, &rsnap);
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_STATUS;
   r.status = &sr;
   sv_send(c, &r);
+  wd_region_snap_free(&rsnap);
 out:
   free(ds);
   free(dp);
@@ -625,37 +672,94 @@ static void sv_cancel(sv_ctx *c, const Wave__V1__CancelRequest *cr)
 
 /* ---- dispatch ------------------------------------------------------------- */
 
-static void sv_request(sv_ctx *c)
+/* Decode thread: unpack c->msg into c->req (or set dec_code), and handle
+ * the request's bulk parts (daemon/bulk.h).  Touches only c and what is
+ * constant or locked (cfg, the bulk tables). */
+static void sv_decode(sv_ctx *c)
 {
   wd_server *s = c->srv;
   nng_msg *m = c->msg;
   c->msg = NULL;
   c->req_id = 0;
+  c->dec_code = 0;
   size_t len = nng_msg_len(m);
   if (len > s->cfg->limits.max_request_bytes) {
     nng_msg_free(m);
-    s->failed++;
-    return sv_error(c, WAVE_ETOOBIG, "request is %zu bytes; this daemon takes "
-                    "at most %" PRIu64 " (limits.max_request_bytes)", len,
-                    s->cfg->limits.max_request_bytes);
+    c->dec_code = WAVE_ETOOBIG;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "request is %zu bytes; this "
+             "daemon takes at most %" PRIu64 " (limits.max_request_bytes; "
+             "larger jobs: streams or regions)", len,
+             s->cfg->limits.max_request_bytes);
+    return;
+  }
+  const uint8_t *body = nng_msg_body(m), *hdr = body, *payload = NULL;
+  size_t hlen = len, plen = 0;
+  int framed = wv_frame_split(body, len, &hdr, &hlen, &payload, &plen);
+  if (framed < 0) {
+    nng_msg_free(m);
+    c->dec_code = WAVE_EBADREQUEST;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "framed request of %zu bytes "
+             "whose header length runs past its end", len);
+    return;
   }
   c->pb = (ProtobufCAllocator){.alloc = sv_pb_alloc, .free = sv_pb_free,
                                .allocator_data = c};
   c->pb_used = 0;
   c->pb_refused = 0;
-  c->pb_budget = sv_pb_budget(len);
-  c->req = wave__v1__request__unpack(&c->pb, len, nng_msg_body(m));
-  nng_msg_free(m);
-  if (c->req == NULL && c->pb_refused) {
-    s->failed++;
-    return sv_error(c, WAVE_ETOOBIG, "request of %zu bytes takes more than "
-                    "%zu bytes to decode (too many chunks?)", len,
-                    c->pb_budget);
+  c->pb_budget = sv_pb_budget(hlen);
+  c->req = wave__v1__request__unpack(&c->pb, hlen, hdr);
+  if (c->req == NULL || c->req->version < 1 || c->req->version > 2) {
+    nng_msg_free(m);  /* the loop answers, as for every request */
+    if (c->req != NULL)
+      c->req_id = c->req->id;
+    if (c->req == NULL) {
+      c->dec_code = c->pb_refused ? WAVE_ETOOBIG : WAVE_EBADREQUEST;
+      if (c->pb_refused)
+        snprintf(c->dec_msg, sizeof c->dec_msg, "request of %zu bytes takes "
+                 "more than %zu bytes to decode (too many chunks?)", len,
+                 c->pb_budget);
+      else
+        snprintf(c->dec_msg, sizeof c->dec_msg, "%zu bytes that are not a "
+                 "wave.v1.Request", len);
+    }
+    return;
   }
-  if (c->req == NULL) {
+  c->req_id = c->req->id;
+  /* the payload stays in the received message, used in place */
+  if (wd_bulk_decode(s->bulk, c->req, m, framed ? payload : NULL, plen,
+                     &c->bulk) && c->bulk.ready && framed)
+    c->bulk.keep = m;
+  else
+    nng_msg_free(m);
+}
+
+static void sv_decode_cb(wd_pool_item *it)
+{
+  sv_ctx *c = (sv_ctx *)((char *)it - offsetof(sv_ctx, item));
+  wd_server *s = c->srv;
+  if (!atomic_load(&s->closing))
+    sv_decode(c);
+  pthread_mutex_lock(&s->mu);
+  c->next = NULL;
+  *s->inbox_tail = c;
+  s->inbox_tail = &c->next;
+  pthread_mutex_unlock(&s->mu);
+  uv_async_send(&s->wake);
+}
+
+static void sv_request(sv_ctx *c)
+{
+  wd_server *s = c->srv;
+  if (c->dec_code != 0) {
     s->failed++;
-    return sv_error(c, WAVE_EBADREQUEST, "%zu bytes that are not a "
-                    "wave.v1.Request", len);
+    return sv_error(c, c->dec_code, "%s", c->dec_msg);
+  }
+  if (c->bulk.reply != NULL) {  /* answered on the decode thread */
+    nng_msg *m = c->bulk.reply;
+    c->bulk.reply = NULL;
+    if (c->bulk.failed)
+      s->failed++;
+    return sv_ship(c, m);
   }
   const Wave__V1__Request *rq = c->req;
   c->req_id = rq->id;
@@ -665,7 +769,8 @@ static void sv_request(sv_ctx *c)
                     "speaks version 1", rq->version);
   }
   int work = rq->body_case == WAVE__V1__REQUEST__BODY_REDUCE ||
-             rq->body_case == WAVE__V1__REQUEST__BODY_HASH;
+             rq->body_case == WAVE__V1__REQUEST__BODY_HASH ||
+             rq->body_case == WAVE__V1__REQUEST__BODY_STREAM_COMMIT;
   if (work && s->stopping) {
     s->failed++;
     return sv_error(c, WAVE_ESHUTDOWN, "wavedd is shutting down");
@@ -683,6 +788,12 @@ static void sv_request(sv_ctx *c)
     return sv_cancel(c, rq->cancel);
   case WAVE__V1__REQUEST__BODY_PACKS:
     return sv_packs(c);
+  case WAVE__V1__REQUEST__BODY_STREAM_COMMIT:
+    if (sv_check_op(c, c->bulk.dtype, c->bulk.op) != 0)
+      return;
+    return sv_reduce_spans(c, c->bulk.dtype, c->bulk.op, c->bulk.spans,
+                           c->bulk.n_input, c->bulk.n_mask, c->bulk.has_mask,
+                           c->bulk.device);
   default: {
     /* a body this daemon does not know arrives as an unknown field */
     unsigned tag = rq->base.n_unknown_fields ? rq->base.unknown_fields[0].tag
@@ -719,8 +830,10 @@ static void sv_wake_cb(uv_async_t *h)
   for (sv_ctx *c = in, *nx; c != NULL; c = nx) {
     nx = c->next;
     if (s->closed) {  /* drained after close: nobody to answer */
-      nng_msg_free(c->msg);
+      if (c->msg != NULL)
+        nng_msg_free(c->msg);
       c->msg = NULL;
+      sv_ctx_clear(c);
       continue;
     }
     sv_request(c);
@@ -796,6 +909,7 @@ void wd_server_close(wd_server *s)
       nng_aio_stop(s->ctxs[i].aio);
   for (size_t i = 0; i < s->n_ctxs; i++)
     nng_ctx_close(s->ctxs[i].ctx);
+  wd_pool_stop(s->pool);  /* what it still held is in the inbox now */
   if (s->sock_open)
     nng_close(s->sock);
   s->sock_open = 0;
@@ -822,6 +936,22 @@ void wd_server_close(wd_server *s)
 
 /* ---- start ---------------------------------------------------------------- */
 
+/* nng: a connection went away (any nng thread): its regions and streams go
+ * (a region in use by a job is unmapped after it). */
+static void sv_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+  (void)ev;
+  wd_server *s = arg;
+  wd_bulk_drop_pipe(s->bulk, (uint32_t)nng_pipe_id(p));
+}
+
+/* A region pinned on device slot is released: that device unpins it. */
+static void sv_unpin(void *arg, wd_region *r, unsigned slot)
+{
+  wd_server *s = arg;
+  wd_device_unpin(s->devs[slot], r);
+}
+
 int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
                    const wd_packs *packs, wd_server **out, wave_error *err)
 {
@@ -840,6 +970,9 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   int rc;
   if ((rc = wd_jobs_new(&cfg->limits, &s->jobs)) != 0)
     return wv_seterr(err, rc, NULL);
+  if ((rc = wd_bulk_new(cfg, sv_unpin, s, &s->bulk, err)) != 0 ||
+      (rc = wd_pool_start(cfg->limits.decode_threads, &s->pool, err)) != 0)
+    return rc;
   uv_async_init(loop, &s->wake, sv_wake_cb);
   uv_signal_init(loop, &s->sigint);
   uv_signal_init(loop, &s->sigterm);
@@ -853,8 +986,9 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   if ((s->devs = calloc(cfg->n_devices, sizeof *s->devs)) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   for (size_t i = 0; i < cfg->n_devices; i++) {
-    rc = wd_device_start(&cfg->devices[i], cfg->limits.jobs_in_flight,
-                         packs->list, packs->n, sv_post, s, &s->devs[i], err);
+    rc = wd_device_start(&cfg->devices[i], (unsigned)i,
+                         cfg->limits.jobs_in_flight, packs->list, packs->n,
+                         sv_post, s, &s->devs[i], err);
     if (rc != 0)
       return rc;
     s->n_devs = i + 1;
@@ -889,6 +1023,7 @@ int wd_server_listen(wd_server *s, wave_error *err)
   }
   s->sock_open = 1;
   nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
+  nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, sv_pipe_gone, s);
   s->n_ctxs = lim->contexts;
   s->ctxs = calloc(s->n_ctxs, sizeof *s->ctxs);
   if (s->ctxs == NULL) {
@@ -899,6 +1034,7 @@ int wd_server_listen(wd_server *s, wave_error *err)
   for (size_t i = 0; i < s->n_ctxs; i++) {
     sv_ctx *c = &s->ctxs[i];
     c->srv = s;
+    c->item.fn = sv_decode_cb;
     uv_timer_init(s->loop, &c->timer);  /* all of them: close closes all */
     c->timer.data = c;
   }
@@ -930,9 +1066,11 @@ void wd_server_free(wd_server *s)
   for (size_t i = 0; i < s->n_devs; i++)
     wd_device_free(s->devs[i]);
   free(s->devs);
+  wd_pool_free(s->pool);
   for (size_t i = 0; i < s->n_ctxs; i++)
     sv_ctx_clear(&s->ctxs[i]);
   free(s->ctxs);
+  wd_bulk_free(s->bulk);
   wd_listeners_free(s->lst);
   wd_jobs_free(s->jobs);
   pthread_mutex_destroy(&s->mu);
