@@ -186,11 +186,10 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
     return 0;
   }
   out->stream = s;
-  if ((out->spans = calloc(2, sizeof *out->spans)) == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
   const char *dev;
-  wd_stream_job(s, out->spans, &out->dtype, &out->op, &out->has_mask, &dev);
-  out->n_input = 1;
+  if (wd_stream_job(s, &out->spans, &out->n_input, &out->dtype, &out->op,
+                    &out->has_mask, &dev) != 0)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
   out->n_mask = out->has_mask ? 1 : 0;
   snprintf(out->device, sizeof out->device, "%s", dev);
   out->ready = 1;
@@ -241,9 +240,9 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg *msg,
     rc = bk_commit(b, pipe, rq->stream_commit, id, out, &err);
     break;
   case WAVE__V1__REQUEST__BODY_REGION_REGISTER: {
-    int uid = -1, pid = -1;
-    int cred = nng_pipe_get_int(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
-               nng_pipe_get_int(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
+    uint64_t uid = 0, pid = 0;  /* nng 1.5: uint64 options, ipc only */
+    int cred = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
+               nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
     if ((rc = wd_regions_add(b->regions, pipe, cred, (uint32_t)uid,
                              (uint32_t)pid, rq->region_register, &ri, name,
                              sizeof name, &err)) == 0)

@@ -23,6 +23,8 @@ struct wd_stream {
   uint64_t n_in, n_mask;    /* pieces per section */
   uint8_t *buf;             /* input, then mask */
   uint8_t *have;            /* one byte per piece: input's, then mask's */
+  uint64_t *chunks;         /* the input's chunk sizes */
+  size_t n_chunks;
   uint64_t received;        /* under the table's mutex */
   _Atomic unsigned refs;
 };
@@ -66,6 +68,7 @@ static void st_destroy(wd_stream *s)
   pthread_mutex_unlock(&t->mu);
   free(s->buf);
   free(s->have);
+  free(s->chunks);
   free(s);
 }
 
@@ -84,6 +87,7 @@ void wd_streams_free(wd_streams *t)
     t->head = s->next;
     free(s->buf);
     free(s->have);
+    free(s->chunks);
     free(s);
   }
   pthread_mutex_destroy(&t->mu);
@@ -133,6 +137,19 @@ int wd_streams_open(wd_streams *t, uint32_t pipe,
   if (rq->device != NULL && strlen(rq->device) >= sizeof ((wd_stream *)0)->device)
     return wv_seterr(err, WAVE_ENODEV, "no device named '%.64s...'",
                      rq->device);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < rq->n_input_chunks; i++) {
+    if (rq->input_chunks[i] % 4 != 0)
+      return wv_seterr(err, WAVE_ELENGTH, "input chunk %zu is %" PRIu64
+                       " bytes, not a multiple of 4", i, rq->input_chunks[i]);
+    if (rq->input_chunks[i] > rq->input_bytes - sum)
+      break;
+    sum += rq->input_chunks[i];
+  }
+  if (rq->n_input_chunks > 0 && sum != rq->input_bytes)
+    return wv_seterr(err, WAVE_ELENGTH, "the input's %zu chunk sizes do not "
+                     "add up to input_bytes (%" PRIu64 ")", rq->n_input_chunks,
+                     rq->input_bytes);
   uint64_t total = rq->input_bytes + rq->mask_bytes;
   if (total > t->max_bytes)
     return wv_seterr(err, WAVE_ETOOBIG, "a stream of %" PRIu64 " bytes; this "
@@ -175,7 +192,13 @@ int wd_streams_open(wd_streams *t, uint32_t pipe,
   }
   s->buf = malloc(total ? total : 1);
   s->have = calloc(s->n_in + s->n_mask + 1, 1);
-  if (s->buf == NULL || s->have == NULL) {
+  s->n_chunks = rq->n_input_chunks ? rq->n_input_chunks : 1;
+  s->chunks = calloc(s->n_chunks, sizeof *s->chunks);
+  if (s->chunks != NULL && rq->n_input_chunks)
+    memcpy(s->chunks, rq->input_chunks, s->n_chunks * sizeof *s->chunks);
+  else if (s->chunks != NULL)
+    s->chunks[0] = s->in_bytes;
+  if (s->buf == NULL || s->have == NULL || s->chunks == NULL) {
     st_destroy(s);
     return wv_seterr(err, WAVE_ENOMEM, "no memory for a stream of %" PRIu64
                      " bytes", total);
@@ -317,15 +340,25 @@ unsigned wd_streams_count(wd_streams *t)
   return n;
 }
 
-void wd_stream_job(const wd_stream *s, wv_span spans[2], wave_dtype *dtype,
-                   wave_op *op, int *masked, const char **device)
+int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
+                  wave_dtype *dtype, wave_op *op, int *masked,
+                  const char **device)
 {
-  spans[0].data = s->buf;
-  spans[0].rows = s->in_bytes / 4;
-  spans[1].data = s->buf + s->in_bytes;
-  spans[1].rows = s->mask_bytes / 4;
+  wv_span *sp = calloc(s->n_chunks + 1, sizeof *sp);
+  if ((*spans = sp) == NULL)
+    return WAVE_ENOMEM;
+  uint64_t off = 0;
+  for (size_t i = 0; i < s->n_chunks; i++) {
+    sp[i].data = s->buf + off;
+    sp[i].rows = s->chunks[i] / 4;
+    off += s->chunks[i];
+  }
+  sp[s->n_chunks].data = s->buf + s->in_bytes;
+  sp[s->n_chunks].rows = s->mask_bytes / 4;
+  *n_input = s->n_chunks;
   *dtype = s->dtype;
   *op = s->op;
   *masked = s->masked;
   *device = s->device;
+  return 0;
 }

@@ -51,9 +51,11 @@ int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
 void wd_streams_drop_pipe(wd_streams *t, uint32_t pipe);
 unsigned wd_streams_count(wd_streams *t);
 
-/* The committed job: spans[0] input, spans[1] mask (when masked). */
-void wd_stream_job(const wd_stream *s, wv_span spans[2], wave_dtype *dtype,
-                   wave_op *op, int *masked, const char **device);
+/* The committed job: *spans (allocated) holds the n_input input chunks,
+ * then the mask as one span. */
+int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
+                  wave_dtype *dtype, wave_op *op, int *masked,
+                  const char **device);
 void wd_stream_put(wd_stream *s);
 
 #endif

@@ -8,3 +8,11 @@ add_dependencies(test_daemon wavedd)
 # WAVE_BINARY_DIR (set by wave_test) wins; this is for running it by hand
 target_compile_definitions(test_daemon PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
+# Framed requests, streams and shared-memory regions (docs/protocol.md),
+# against the real daemon through libwaveclient and raw nng.
+wave_test(test_bulk SOURCES test_bulk.c daemon_harness.c
+  LIBS waveclient wvbase wvreduce nng::nng)
+add_dependencies(test_bulk wavedd)
+target_compile_definitions(test_bulk PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
