@@ -187,18 +187,18 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
   }
   out->stream = s;
   const char *dev;
-  if (wd_stream_job(s, &out->spans, &out->n_input, &out->dtype, &out->op,
-                    &out->has_mask, &dev) != 0)
+  if (wd_stream_job(s, &out->spans, &out->n_input, &out->n_mask, &out->dtype,
+                    &out->op, &out->has_mask, &dev) != 0)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
-  out->n_mask = out->has_mask ? 1 : 0;
   snprintf(out->device, sizeof out->device, "%s", dev);
   out->ready = 1;
   return 0;
 }
 
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg *msg,
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
                    const uint8_t *payload, size_t plen, wd_bulk_req *out)
 {
+  nng_msg *msg = *msgp;
   wave_error err = {0};
   nng_pipe p = nng_msg_get_pipe(msg);
   uint32_t pipe = (uint32_t)nng_pipe_id(p);
@@ -232,7 +232,8 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg *msg,
       break;
     }
     if ((rc = wd_streams_put(b->streams, pipe, sp->stream_id, sp->mask,
-                             sp->offset, data, len, &si, &err)) == 0)
+                             sp->offset, data, len,
+                             data == payload ? msgp : NULL, &si, &err)) == 0)
       bk_stream_reply(out, id, &si);
     break;
   }

@@ -43,11 +43,12 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
                 wd_bulk **out, wave_error *err);
 void wd_bulk_free(wd_bulk *b);
 
-/* Decode thread.  msg: the received message (its pipe names the client);
+/* Decode thread.  *msg: the received message (its pipe names the client;
+ * a stream may keep it, setting *msg to NULL);
  * payload/plen: a frame's payload (NULL, 0 for a plain request).  Returns 1
  * when rq was handled here (out->reply or out->ready set), 0 when it is a
  * plain request for the loop. */
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg *msg,
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msg,
                    const uint8_t *payload, size_t plen, wd_bulk_req *out);
 /* Release what out holds (references, the kept message, an unsent reply). */
 void wd_bulk_clear(wd_bulk_req *out);

@@ -726,10 +726,10 @@ static void sv_decode(sv_ctx *c)
   }
   c->req_id = c->req->id;
   /* the payload stays in the received message, used in place */
-  if (wd_bulk_decode(s->bulk, c->req, m, framed ? payload : NULL, plen,
+  if (wd_bulk_decode(s->bulk, c->req, &m, framed ? payload : NULL, plen,
                      &c->bulk) && c->bulk.ready && framed)
     c->bulk.keep = m;
-  else
+  else if (m != NULL)  /* NULL: a stream kept it (its piece's rows) */
     nng_msg_free(m);
 }
 

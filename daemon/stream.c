@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include <nng/nng.h>
+
 #include "daemon/stream.h"
 #include "proto/base.h"
 
@@ -25,6 +27,14 @@ struct wd_stream {
   uint8_t *have;            /* one byte per piece: input's, then mask's */
   uint64_t *chunks;         /* the input's chunk sizes */
   size_t n_chunks;
+  /* Order-free ops (all but the float sum, whose bits depend on chunk
+   * boundaries) keep each framed piece in its received message and reduce
+   * the pieces as chunks of their own: no copy at all.  The float sum
+   * needs its chunks contiguous: its pieces are copied into buf. */
+  int inplace;
+  nng_msg **msgs;           /* inplace: per piece, input's then mask's */
+  const uint8_t **at;       /* ... and where its rows are */
+  int committed;            /* under the table's mutex: no more puts */
   uint64_t received;        /* under the table's mutex */
   _Atomic unsigned refs;
 };
@@ -60,12 +70,25 @@ int wd_streams_new(const wd_limits *lim, wd_streams **out, wave_error *err)
   return 0;
 }
 
+static void st_free_pieces(wd_stream *s)
+{
+  if (s->msgs != NULL)
+    for (uint64_t i = 0; i < s->n_in + s->n_mask; i++)
+      if (s->msgs[i] != NULL)
+        nng_msg_free(s->msgs[i]);
+  free(s->msgs);
+  free(s->at);
+  s->msgs = NULL;
+  s->at = NULL;
+}
+
 static void st_destroy(wd_stream *s)
 {
   wd_streams *t = s->t;
   pthread_mutex_lock(&t->mu);
   t->bytes -= s->in_bytes + s->mask_bytes;
   pthread_mutex_unlock(&t->mu);
+  st_free_pieces(s);
   free(s->buf);
   free(s->have);
   free(s->chunks);
@@ -85,6 +108,7 @@ void wd_streams_free(wd_streams *t)
   while (t->head != NULL) {
     wd_stream *s = t->head;
     t->head = s->next;
+    st_free_pieces(s);
     free(s->buf);
     free(s->have);
     free(s->chunks);
@@ -190,7 +214,14 @@ int wd_streams_open(wd_streams *t, uint32_t pipe,
                      PRIu64 " more would pass limits.max_stream_bytes (%"
                      PRIu64 "); retry later", have, total, t->max_bytes);
   }
-  s->buf = malloc(total ? total : 1);
+  s->inplace = !(dt == WAVE_F32 && op == WAVE_SUM);
+  if (s->inplace) {
+    s->msgs = calloc(s->n_in + s->n_mask + 1, sizeof *s->msgs);
+    s->at = calloc(s->n_in + s->n_mask + 1, sizeof *s->at);
+    s->buf = (s->msgs && s->at) ? malloc(1) : NULL;
+  } else {
+    s->buf = malloc(total ? total : 1);
+  }
   s->have = calloc(s->n_in + s->n_mask + 1, 1);
   s->n_chunks = rq->n_input_chunks ? rq->n_input_chunks : 1;
   s->chunks = calloc(s->n_chunks, sizeof *s->chunks);
@@ -224,7 +255,8 @@ static wd_stream *st_find(wd_streams *t, uint32_t pipe, uint64_t id)
 
 int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
                    uint64_t offset, const uint8_t *data, size_t len,
-                   Wave__V1__StreamInfo *info, wave_error *err)
+                   nng_msg **msg, Wave__V1__StreamInfo *info,
+                   wave_error *err)
 {
   pthread_mutex_lock(&t->mu);
   wd_stream *s = st_find(t, pipe, id);
@@ -252,15 +284,47 @@ int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
                    what, idx, n, offset, len, want);
     goto out;
   }
-  memcpy(s->buf + (mask ? s->in_bytes : 0) + offset, data, len);
+  uint64_t slot = (mask ? s->n_in : 0) + idx;
+  nng_msg *keep = NULL;
+  if (!s->inplace) {
+    memcpy(s->buf + (mask ? s->in_bytes : 0) + offset, data, len);
+  } else if (msg != NULL && *msg != NULL) {
+    keep = *msg;  /* the framed request itself: its payload is the piece */
+    *msg = NULL;
+  } else {
+    /* rows by value live in the decoded request, freed with its reply:
+     * they get a message of their own, freed like the others */
+    if (nng_msg_alloc(&keep, len) != 0) {
+      rc = wv_seterr(err, WAVE_ENOMEM, "no memory for a piece of %zu bytes",
+                     len);
+      goto out;
+    }
+    memcpy(nng_msg_body(keep), data, len);
+    data = nng_msg_body(keep);
+  }
   pthread_mutex_lock(&t->mu);
-  uint8_t *bit = &s->have[(mask ? s->n_in : 0) + idx];
+  if (s->committed) {
+    pthread_mutex_unlock(&t->mu);
+    if (keep != NULL)
+      nng_msg_free(keep);
+    rc = wv_seterr(err, WAVE_ENOJOB, "stream %" PRIu64 " is already "
+                   "committed", id);
+    goto out;
+  }
+  uint8_t *bit = &s->have[slot];
   if (!*bit) {
     *bit = 1;
     s->received += len;
+    if (s->inplace) {
+      s->msgs[slot] = keep;
+      s->at[slot] = data;
+      keep = NULL;
+    }
   }
   st_info(s, info);
   pthread_mutex_unlock(&t->mu);
+  if (keep != NULL)  /* a piece sent twice: the first one stays */
+    nng_msg_free(keep);
 out:
   wd_stream_put(s);
   return rc;
@@ -301,6 +365,7 @@ int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
       break;
     }
   t->n--;
+  s->committed = 1;
   pthread_mutex_unlock(&t->mu);
   if (abort)
     wd_stream_put(s);
@@ -341,21 +406,35 @@ unsigned wd_streams_count(wd_streams *t)
 }
 
 int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
-                  wave_dtype *dtype, wave_op *op, int *masked,
+                  size_t *n_mask, wave_dtype *dtype, wave_op *op, int *masked,
                   const char **device)
 {
-  wv_span *sp = calloc(s->n_chunks + 1, sizeof *sp);
+  size_t ni = s->inplace ? (size_t)s->n_in : s->n_chunks;
+  size_t nm = s->inplace ? (size_t)s->n_mask : 1;
+  wv_span *sp = calloc(ni + nm + 1, sizeof *sp);
   if ((*spans = sp) == NULL)
     return WAVE_ENOMEM;
-  uint64_t off = 0;
-  for (size_t i = 0; i < s->n_chunks; i++) {
-    sp[i].data = s->buf + off;
-    sp[i].rows = s->chunks[i] / 4;
-    off += s->chunks[i];
+  if (s->inplace) {
+    /* every piece a chunk: the op does not see chunk boundaries */
+    for (uint64_t i = 0; i < s->n_in + s->n_mask; i++) {
+      int m = i >= s->n_in;
+      uint64_t size = m ? s->mask_bytes : s->in_bytes;
+      uint64_t off = (m ? i - s->n_in : i) * s->piece;
+      sp[i].data = s->at[i];
+      sp[i].rows = (size - off < s->piece ? size - off : s->piece) / 4;
+    }
+  } else {
+    uint64_t off = 0;
+    for (size_t i = 0; i < s->n_chunks; i++) {
+      sp[i].data = s->buf + off;
+      sp[i].rows = s->chunks[i] / 4;
+      off += s->chunks[i];
+    }
+    sp[s->n_chunks].data = s->buf + s->in_bytes;
+    sp[s->n_chunks].rows = s->mask_bytes / 4;
   }
-  sp[s->n_chunks].data = s->buf + s->in_bytes;
-  sp[s->n_chunks].rows = s->mask_bytes / 4;
-  *n_input = s->n_chunks;
+  *n_input = ni;
+  *n_mask = s->mask_bytes ? nm : 0;
   *dtype = s->dtype;
   *op = s->op;
   *masked = s->masked;

@@ -6,8 +6,10 @@
  * connection).  So StreamOpen announces the job (dtype, op, sizes: JOBSIZE
  * and TOOBIG come at once, before any rows travel), the daemon allocates
  * the job's one buffer and answers the piece size; StreamPut pieces, in
- * any order, each at a multiple of the piece size, are copied into it by a
- * decode thread straight from the received message, which is then freed;
+ * any order, each at a multiple of the piece size, are kept in their
+ * received messages (order-free ops: the pieces become the job's chunks,
+ * no copy at all) or copied into one buffer by a decode thread (the float
+ * sum, whose chunks must stay whole), the message then freed;
  * StreamCommit checks that every piece arrived (INCOMPLETE names the first
  * missing one) and hands the buffer to a device as the job's one chunk.  A
  * piece sent twice (nng resends) lands twice in the same place.
@@ -21,6 +23,8 @@
 #define WD_STREAM_H
 
 #include <stdint.h>
+
+#include <nng/nng.h>
 
 #include "daemon/config.h"
 #include "proto/wave.pb-c.h"
@@ -39,10 +43,13 @@ void wd_streams_free(wd_streams *t);
 int wd_streams_open(wd_streams *t, uint32_t pipe,
                     const Wave__V1__StreamOpenRequest *rq,
                     Wave__V1__StreamInfo *info, wave_error *err);
-/* Copy one piece (data, len) into stream id; info: the stream after it. */
+/* One piece (data, len) of stream id; info: the stream after it.  When
+ * data lies in *msg (a framed request) the stream may keep the message
+ * itself (then *msg is set to NULL) instead of copying the rows. */
 int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
                    uint64_t offset, const uint8_t *data, size_t len,
-                   Wave__V1__StreamInfo *info, wave_error *err);
+                   nng_msg **msg, Wave__V1__StreamInfo *info,
+                   wave_error *err);
 /* Complete?  Then the stream leaves the table and *out holds it (with the
  * table's reference) for the job; abort: it is dropped, *out NULL. */
 int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
@@ -52,9 +59,9 @@ void wd_streams_drop_pipe(wd_streams *t, uint32_t pipe);
 unsigned wd_streams_count(wd_streams *t);
 
 /* The committed job: *spans (allocated) holds the n_input input chunks,
- * then the mask as one span. */
+ * then the n_mask mask chunks. */
 int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
-                  wave_dtype *dtype, wave_op *op, int *masked,
+                  size_t *n_mask, wave_dtype *dtype, wave_op *op, int *masked,
                   const char **device);
 void wd_stream_put(wd_stream *s);
 
