@@ -260,8 +260,10 @@ void wave_region_close(wave_region *r)
 {
   if (r == NULL)
     return;
-  munmap(r->base, r->bytes);
-  close(r->fd);
+  if (r->base != NULL) {  /* not a daemon-side copy */
+    munmap(r->base, r->bytes);
+    close(r->fd);
+  }
   free(r);
 }
 
@@ -310,16 +312,16 @@ int wave_region_read_fd(wave_region *r, size_t offset, int fd, size_t bytes,
   return 0;
 }
 
-int wave_region_register(wave_client *c, wave_region *r, wave_error *err)
+static int bk_register(wave_client *c, wave_region *r, int copy,
+                       wave_error *err)
 {
-  if (c == NULL || r == NULL)
-    return wv_seterr(err, WAVE_EARG, "wave_region_register: NULL argument");
   char path[64];
   snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)getpid(), r->fd);
   Wave__V1__RegionRegisterRequest rr = WAVE__V1__REGION_REGISTER_REQUEST__INIT;
   rr.path = path;
   rr.bytes = r->bytes;
   rr.name = r->name;
+  rr.copy = copy;
   Wave__V1__Request q = WAVE__V1__REQUEST__INIT;
   q.body_case = WAVE__V1__REQUEST__BODY_REGION_REGISTER;
   q.region_register = &rr;
@@ -329,7 +331,39 @@ int wave_region_register(wave_client *c, wave_region *r, wave_error *err)
   if (rv != 0)
     return rv;
   r->id = resp->region->id;
+  r->bytes = resp->region->bytes;
   wave__v1__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
+int wave_region_register(wave_client *c, wave_region *r, wave_error *err)
+{
+  if (c == NULL || r == NULL || r->base == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_region_register: NULL argument "
+                     "or a daemon-side copy");
+  return bk_register(c, r, 0, err);
+}
+
+int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
+                        const char *name, wave_region **out, wave_error *err)
+{
+  if (out == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_region_copy_fd: out is NULL");
+  *out = NULL;
+  if (c == NULL || fd < 0)
+    return wv_seterr(err, WAVE_EARG, "wave_region_copy_fd: bad argument");
+  wave_region *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  r->fd = fd;
+  r->bytes = bytes;
+  snprintf(r->name, sizeof r->name, "%s", name ? name : "copy");
+  int rv = bk_register(c, r, 1, err);
+  if (rv != 0) {
+    free(r);
+    return rv;
+  }
+  *out = r;
   return 0;
 }
 

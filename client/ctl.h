@@ -61,6 +61,14 @@ int wv_region_load(const char *const *paths, size_t n, size_t n_inputs,
                    wv_format fmt, wave_dtype dtype, wave_region **out,
                    wave_extent *ext, wave_error *err);
 
+/* The same files read by the daemon into its own memory (one region per
+ * file, wave_region_copy_fd): 0 done; 1 not for this (text, "-", not a
+ * regular file, empty); 2 the daemon refused (regions off, too many): the
+ * caller tries wv_region_load; else an error. */
+int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
+                 size_t n_inputs, wv_format fmt, wave_dtype dtype,
+                 wave_region **regions, wave_extent *ext, wave_error *err);
+
 /* ---- command line (ctl_args.c) ----------------------------------------- */
 
 typedef enum wv_cmd {

@@ -115,25 +115,55 @@ static int ctl_reduce_region(const wv_args *a, int *status)
   const char **paths = calloc(n + 1, sizeof *paths);
   wave_extent *ext = calloc(n + 1, sizeof *ext);
   wave_chunk *chunks = calloc(n + 1, sizeof *chunks);
+  wave_region **copies = calloc(n + 1, sizeof *copies);
   wave_region *rg = NULL;
   wave_client *c = NULL;
   int rv = 1;
-  if (paths == NULL || ext == NULL || chunks == NULL)
+  if (paths == NULL || ext == NULL || chunks == NULL || copies == NULL ||
+      a->format == WV_FMT_TEXT)
     goto out;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     paths[i] = i < a->n_inputs ? a->inputs[i] : a->masks[i - a->n_inputs];
-  rv = wv_region_load(paths, n, a->n_inputs, a->format, a->dtype, &rg, ext,
-                      &err);
-  if (rv == 1)
-    goto out;
-  rv = 0;
-  if (err.code != 0) {
-    *status = ctl_fail(&err, EXIT_JOB);
-    goto out;
+    if (strcmp(paths[i], "-") == 0)
+      goto out;
   }
+  rv = 0;
   if ((*status = ctl_connect(a, &c)) != 0)
     goto out;
   wave_reduce_result r;
+  /* 1. the daemon reads each file into its own memory: one read, like cat */
+  int rc = wv_copy_load(c, paths, n, a->n_inputs, a->format, a->dtype,
+                        copies, ext, &err);
+  if (rc == 0) {
+    wave_region_reduce q = {
+      .dtype = a->dtype, .op = a->op,
+      .input = ext, .n_input = a->n_inputs,
+      .mask = ext + a->n_inputs, .n_mask = a->n_masks,
+      .has_mask = a->n_masks > 0, .device = a->device,
+    };
+    if (wave_reduce_region(c, &q, &r, &err) != 0)
+      *status = ctl_call_fail(&err);
+    else
+      wv_print_reduce(stdout, &r, a->json);
+    goto out;
+  }
+  if (rc != 1 && rc != 2) {
+    *status = rc == WAVE_ETIMEDOUT || rc == WAVE_EIO ? ctl_call_fail(&err)
+                                                     : ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
+  /* 2. a memfd of ours, filled from the files and shared */
+  memset(&err, 0, sizeof err);
+  rc = wv_region_load(paths, n, a->n_inputs, a->format, a->dtype, &rg, ext,
+                      &err);
+  if (rc == 1) {
+    rv = 1;  /* 3. the caller loads and sends them */
+    goto out;
+  }
+  if (rc != 0) {
+    *status = ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
   if (wave_region_register(c, rg, &err) == 0) {
     wave_region_reduce q = {
       .dtype = a->dtype, .op = a->op,
@@ -165,8 +195,11 @@ static int ctl_reduce_region(const wv_args *a, int *status)
   }
   wv_print_reduce(stdout, &r, a->json);
 out:
-  ctl_close(c);  /* the daemon drops the region with the connection */
+  ctl_close(c);  /* the daemon drops the regions with the connection */
+  for (size_t i = 0; copies != NULL && i < n; i++)
+    wave_region_close(copies[i]);
   wave_region_close(rg);
+  free(copies);
   free(paths);
   free(ext);
   free(chunks);

@@ -46,6 +46,7 @@ typedef struct wd_limits {
   uint64_t max_stream_bytes;  /* streamed jobs' buffers, all clients */
   unsigned max_client_regions;/* shared-memory regions per connection */
   uint64_t max_region_bytes;  /* shared-memory regions mapped, all clients */
+  uint64_t region_cache_bytes;/* freed copy-region buffers kept for reuse */
 } wd_limits;
 
 typedef struct wd_config {

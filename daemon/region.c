@@ -23,6 +23,8 @@ struct wd_region {
   char name[64];
   uint8_t *base;
   uint64_t bytes;           /* mapped */
+  int copied;               /* base is a buffer of ours (copy = true) */
+  size_t cap;               /* ... of this size */
   _Atomic unsigned refs;    /* the table's + one per job */
   _Atomic uint32_t pinned;  /* device slots that pinned it */
   _Atomic uint32_t tried;   /* device slots that tried */
@@ -38,7 +40,81 @@ struct wd_regions {
   uint64_t max_bytes;
   wd_unpin_fn unpin;
   void *unpin_arg;
+  /* Buffers of freed copy regions, kept faulted in for the next copy: a
+   * fresh gigabyte costs its page faults, several times a page-cache read */
+  struct rg_buf *cache;
+  uint64_t cached, cache_max;
+  uint64_t copies, copies_max;  /* copy regions: the daemon's own memory */
 };
+
+struct rg_buf {
+  struct rg_buf *next;
+  void *p;
+  size_t cap;
+};
+
+/* A buffer of at least bytes (under no lock): a cached one, or new. */
+static void *rg_buf_get(wd_regions *t, size_t bytes, size_t *cap)
+{
+  struct rg_buf *best = NULL, **bestp = NULL;
+  pthread_mutex_lock(&t->mu);
+  for (struct rg_buf **pp = &t->cache; *pp != NULL; pp = &(*pp)->next)
+    if ((*pp)->cap >= bytes && (best == NULL || (*pp)->cap < best->cap)) {
+      best = *pp;
+      bestp = pp;
+    }
+  if (best != NULL) {
+    *bestp = best->next;
+    t->cached -= best->cap;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (best != NULL) {
+    void *p = best->p;
+    *cap = best->cap;
+    free(best);
+    return p;
+  }
+  size_t c = (bytes + 4095) & ~(size_t)4095;
+  void *p = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  *cap = c;
+  return p;
+}
+
+static void rg_buf_put(wd_regions *t, void *p, size_t cap)
+{
+  struct rg_buf *b = malloc(sizeof *b), *drop = NULL;
+  pthread_mutex_lock(&t->mu);
+  int keep = b != NULL && cap <= t->cache_max;
+  /* the newest buffer stays; older ones go to make room for it */
+  while (keep && t->cached > t->cache_max - cap && t->cache != NULL) {
+    struct rg_buf *o = t->cache;
+    t->cache = o->next;
+    t->cached -= o->cap;
+    o->next = drop;
+    drop = o;
+  }
+  if (keep) {
+    b->p = p;
+    b->cap = cap;
+    b->next = t->cache;
+    t->cache = b;
+    t->cached += cap;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (!keep) {
+    free(b);
+    munmap(p, cap);
+  }
+  while (drop != NULL) {
+    struct rg_buf *nx = drop->next;
+    munmap(drop->p, drop->cap);
+    free(drop);
+    drop = nx;
+  }
+}
 
 int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
                    wd_regions **out, wave_error *err)
@@ -53,14 +129,21 @@ int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
   t->max_bytes = cfg->limits.max_region_bytes;
   t->unpin = unpin;
   t->unpin_arg = arg;
+  t->cache_max = cfg->limits.region_cache_bytes;
+  t->copies_max = cfg->limits.max_stream_bytes;
   return 0;
 }
 
 static void rg_unmap(wd_region *r)
 {
   wd_regions *t = r->t;
-  munmap(r->base, r->bytes);
+  if (r->copied)
+    rg_buf_put(t, r->base, r->cap);
+  else
+    munmap(r->base, r->bytes);
   pthread_mutex_lock(&t->mu);
+  if (r->copied)
+    t->copies -= r->bytes;
   t->bytes -= r->bytes;
   pthread_mutex_unlock(&t->mu);
   wd_debug("region %" PRIu64 " (%s) unmapped", r->id, r->name);
@@ -75,8 +158,14 @@ void wd_regions_free(wd_regions *t)
   while (t->head != NULL) {
     wd_region *r = t->head;
     t->head = r->next;
-    munmap(r->base, r->bytes);
+    munmap(r->base, r->copied ? r->cap : r->bytes);
     free(r);
+  }
+  while (t->cache != NULL) {
+    struct rg_buf *b = t->cache;
+    t->cache = b->next;
+    munmap(b->p, b->cap);
+    free(b);
   }
   pthread_mutex_destroy(&t->mu);
   free(t);
@@ -94,6 +183,7 @@ static void rg_info(const wd_region *r, Wave__V1__RegionInfo *info,
   info->owner_pid = r->pid;
   unsigned refs = atomic_load(&r->refs);
   info->jobs = refs > 0 ? refs - 1 : 0;
+  info->copied = r->copied;
 }
 
 /* "/proc/<pid>/fd/<n>" -> pid; -1 when path has another form. */
@@ -168,7 +258,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
                    (unsigned)st.st_uid, uid);
     goto out;
   }
-  int seals = fcntl(fd, F_GET_SEALS);
+  int seals = rq->copy ? F_SEAL_SHRINK : fcntl(fd, F_GET_SEALS);
   if (seals < 0) {
     rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is not a sealable "
                    "memfd (%s); create it with memfd_create(MFD_ALLOW_SEALING)",
@@ -194,10 +284,22 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   }
   pthread_mutex_lock(&t->mu);
   int over = bytes > t->max_bytes || t->bytes > t->max_bytes - bytes;
-  uint64_t have = t->bytes;
-  if (!over)
+  int over_copy = rq->copy && (bytes > t->copies_max ||
+                               t->copies > t->copies_max - bytes);
+  uint64_t have = t->bytes, have_copy = t->copies;
+  if (!over && !over_copy) {
     t->bytes += bytes;  /* reserved before the map, so racing adds count */
+    if (rq->copy)
+      t->copies += bytes;
+  }
   pthread_mutex_unlock(&t->mu);
+  if (over_copy && !over) {
+    rc = wv_seterr(err, WAVE_EREGION, "a copy of %" PRIu64 " more bytes "
+                   "would pass the daemon's %" PRIu64 " for copies and "
+                   "streams (limits.max_stream_bytes; %" PRIu64 " copied)",
+                   bytes, t->copies_max, have_copy);
+    goto out;
+  }
   if (over) {
     rc = wv_seterr(err, WAVE_EREGION, "%" PRIu64 " more bytes of regions "
                    "would pass the daemon's %" PRIu64 " (limits."
@@ -205,14 +307,47 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
                    t->max_bytes, have);
     goto out;
   }
-  void *base = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+  size_t cap = 0;
+  void *base;
+  if (rq->copy) {
+    /* one read out of the page cache into a buffer of ours: no seals
+     * needed, the client's file may change afterwards */
+    base = rg_buf_get(t, (size_t)bytes, &cap);
+    if (base == NULL)
+      base = MAP_FAILED;
+    for (uint64_t got = 0; base != MAP_FAILED && got < bytes;) {
+      ssize_t n = pread(fd, (uint8_t *)base + got, (size_t)(bytes - got),
+                        (off_t)got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        rc = wv_seterr(err, WAVE_EREGION, "reading region '%.80s': %s at "
+                       "byte %" PRIu64 " of %" PRIu64, path,
+                       n < 0 ? strerror(errno) : "the file shrank", got,
+                       bytes);
+        rg_buf_put(t, base, cap);
+        pthread_mutex_lock(&t->mu);
+        t->bytes -= bytes;
+        t->copies -= bytes;
+        pthread_mutex_unlock(&t->mu);
+        goto out;
+      }
+      got += (uint64_t)n;
+    }
+  } else {
+    base = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+  }
   wd_region *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
   if (r == NULL) {
     int e = errno;
-    if (base != MAP_FAILED)
+    if (base != MAP_FAILED && rq->copy)
+      rg_buf_put(t, base, cap);
+    else if (base != MAP_FAILED)
       munmap(base, (size_t)bytes);
     pthread_mutex_lock(&t->mu);
     t->bytes -= bytes;
+    if (rq->copy)
+      t->copies -= bytes;
     pthread_mutex_unlock(&t->mu);
     rc = wv_seterr(err, WAVE_ENOMEM, "cannot map region '%.80s': %s", path,
                    strerror(e));
@@ -225,6 +360,8 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   snprintf(r->name, sizeof r->name, "%s", rq->name ? rq->name : "");
   r->base = base;
   r->bytes = bytes;
+  r->copied = rq->copy;
+  r->cap = cap;
   atomic_init(&r->refs, 1);
   pthread_mutex_lock(&t->mu);
   r->id = t->next_id++;
@@ -233,7 +370,8 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   pthread_mutex_unlock(&t->mu);
   rg_info(r, info, name_buf, name_n);
   wd_info("region %" PRIu64 " (%s): %" PRIu64 " bytes of pid %" PRIu32
-          " uid %" PRIu32 " mapped", r->id, r->name, bytes, pid, uid);
+          " uid %" PRIu32 " %s", r->id, r->name, bytes, pid, uid,
+          r->copied ? "read into a copy" : "mapped");
 out:
   close(fd);
   return rc;

@@ -368,6 +368,64 @@ START_TEST(region_other_uid)
 }
 END_TEST
 
+/* A daemon-side copy of a plain file: no seals needed, a snapshot; a file
+ * of another owner refused. */
+START_TEST(region_copy)
+{
+  td_daemon d;
+  bt_start(&d, 1, NULL);
+  wave_client *c = bt_client(d.ipc);
+  wave_error e;
+  char file[256];
+  snprintf(file, sizeof file, "%s/rows.raw", d.dir);
+  size_t rows = 100000;
+  uint32_t *p = malloc(rows * 4);
+  bt_fill(p, rows, 5, 0);
+  uint32_t want = 0;
+  for (size_t i = 0; i < rows; i++)
+    want += p[i];
+  int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ck_assert_int_eq(write(fd, p, rows * 4), (ssize_t)(rows * 4));
+  wave_region *rg;
+  ck_assert_int_eq(wave_region_copy_fd(c, fd, 0, "copy", &rg, &e), 0);
+  ck_assert_ptr_null(wave_region_data(rg));
+  ck_assert_uint_eq(wave_region_size(rg), rows * 4);
+  /* the file changes and shrinks: the copy does not */
+  ck_assert_int_eq(ftruncate(fd, 0), 0);
+  wave_extent x = {rg, 0, rows * 4};
+  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &x,
+                          .n_input = 1};
+  wave_reduce_result res;
+  ck_assert_int_eq(wave_reduce_region(c, &q, &res, &e), 0);
+  ck_assert_uint_eq(res.bits[0], want);
+  nng_socket s = td_dial(d.ipc);
+  Wave__V1__Response *st = td_status(s, 3);
+  ck_assert_uint_eq(st->status->n_regions, 1);
+  ck_assert(st->status->regions[0]->copied);
+  wave__v1__response__free_unpacked(st, NULL);
+  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
+  wave_region_close(rg);
+  /* an empty file has nothing to copy */
+  ck_assert_int_eq(wave_region_copy_fd(c, fd, 0, "empty", &rg, &e),
+                   WAVE_EREGION);
+  ck_assert_ptr_nonnull(strstr(e.message, "empty"));
+  /* another owner's file (root only can make one) */
+  struct passwd *pw = getpwnam("nobody");
+  if (getuid() == 0 && pw != NULL) {
+    ck_assert_int_eq(write(fd, p, 64), 64);
+    ck_assert_int_eq(fchown(fd, pw->pw_uid, pw->pw_gid), 0);
+    ck_assert_int_eq(wave_region_copy_fd(c, fd, 0, "theirs", &rg, &e),
+                     WAVE_EREGION);
+    ck_assert_ptr_nonnull(strstr(e.message, "owned by uid"));
+  }
+  close(fd);
+  nng_close(s);
+  free(p);
+  wave_client_close(c);
+  bt_stop(&d);
+}
+END_TEST
+
 /* Extents outside their region or payload. */
 START_TEST(region_bounds)
 {
@@ -820,6 +878,7 @@ int main(void)
   tcase_add_test(rg, region_refusals);
   tcase_add_test(rg, region_other_uid);
   tcase_add_test(rg, region_bounds);
+  tcase_add_test(rg, region_copy);
   tcase_add_test(rg, region_shrink_mid_job);
   tcase_add_test(rg, region_client_dies);
   suite_add_tcase(s, rg);

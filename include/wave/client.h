@@ -106,6 +106,14 @@ WAVE_API int wave_region_register(wave_client *c, wave_region *r,
 WAVE_API int wave_region_unregister(wave_client *c, wave_region *r,
                                     wave_error *err);
 WAVE_API uint64_t wave_region_id(const wave_region *r);
+/* A region the daemon reads into its own memory, now, from the regular
+ * file open at fd (owned by this user; bytes 0: all of it): one read from
+ * the page cache, with no memory of ours, and a snapshot (later writes to
+ * the file do not reach it).  Reduce it like any region; its data here is
+ * NULL.  wave_region_close forgets it (fd stays the caller's). */
+WAVE_API int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
+                                 const char *name, wave_region **out,
+                                 wave_error *err);
 
 typedef struct wave_extent {
   const wave_region *region; /* registered with the client it is used on */
