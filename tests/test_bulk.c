@@ -794,6 +794,17 @@ START_TEST(stream_by_library)
   ck_assert_int_eq(wv_reduce_reference(&job, &ref, NULL), 0);
   ck_assert_uint_eq(res.bits[0], ref.bits[0]);
   ck_assert_uint_eq(res.count, ref.count);
+  /* a framed job above this daemon's 64 KiB limit: TOOBIG, resent as a
+   * stream, the same bits as the reference */
+  wave_chunk mid = {in, 512u << 10};
+  wv_span mids = {in, (512u << 10) / 4};
+  wave_reduce_request qm = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = &mid,
+                            .n_input = 1};
+  ck_assert_int_eq(wave_reduce(c, &qm, &res, &e), 0);
+  wv_reduce_job jm = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = &mids,
+                      .n_input = 1, .rows = mids.rows};
+  ck_assert_int_eq(wv_reduce_reference(&jm, &ref, NULL), 0);
+  ck_assert_uint_eq(res.bits[0], ref.bits[0]);
   /* too big for the daemon: refused at once, no timeout */
   wave_chunk big[2] = {{in, rows * 4}, {in, 4}};
   wave_reduce_request qb = {.dtype = WAVE_U32, .op = WAVE_SUM,
@@ -804,6 +815,71 @@ START_TEST(stream_by_library)
   free(mk);
   wave_client_close(c);
   bt_stop(&d);
+}
+END_TEST
+
+/* wavectl's paths (copy region, memfd, messages, stream) give one answer. */
+static char *bt_wavectl(const char *url, const char *const *files, size_t n,
+                        const char *extra)
+{
+  static char out[4096];
+  char cmd[2048];
+  const char *bin = getenv("WAVE_BINARY_DIR");
+  int k = snprintf(cmd, sizeof cmd, "%s/wavectl --url %s submit reduce "
+                   "--json --dtype f32 --op sum %s", bin ? bin : ".", url,
+                   extra);
+  for (size_t i = 0; i < n; i++)
+    k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --input %s", files[i]);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t m = fread(out, 1, sizeof out - 1, f);
+  out[m] = '\0';
+  int st = pclose(f);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: exit %d: %s",
+                cmd, WEXITSTATUS(st), out);
+  /* the answer without the timing */
+  char *sec = strstr(out, "\"seconds\"");
+  if (sec != NULL)
+    *sec = '\0';
+  return out;
+}
+
+START_TEST(wavectl_paths)
+{
+  td_daemon on, off;
+  bt_start(&on, 1, NULL);
+  bt_start(&off, 0, NULL);
+  size_t rows = 600000;  /* 2.4 MB per file: over tcp, a stream */
+  uint32_t *p = malloc(rows * 4);
+  char f1[256], f2[256], f3[256];
+  snprintf(f1, sizeof f1, "%s/a.raw", on.dir);
+  snprintf(f2, sizeof f2, "%s/b.raw", on.dir);
+  snprintf(f3, sizeof f3, "%s/c.txt", on.dir);
+  bt_fill(p, rows, 11, 1);
+  FILE *f = fopen(f1, "wb");
+  fwrite(p, 4, rows, f);
+  fclose(f);
+  bt_fill(p, rows, 12, 1);
+  f = fopen(f2, "wb");
+  fwrite(p, 4, 1000, f);
+  fclose(f);
+  f = fopen(f3, "w");
+  fprintf(f, "1.5 -2.25\n3e-3\n");
+  fclose(f);
+  const char *files[] = {f1, f2};
+  char want[4096];
+  snprintf(want, sizeof want, "%s", bt_wavectl(on.ipc, files, 2, ""));
+  ck_assert_ptr_nonnull(strstr(want, "\"rows\": 601000"));
+  ck_assert_str_eq(bt_wavectl(off.ipc, files, 2, ""), want);  /* memfd off */
+  ck_assert_str_eq(bt_wavectl(on.tcp, files, 2, ""), want);   /* stream */
+  const char *text[] = {f3};
+  char *t = bt_wavectl(on.ipc, text, 1, "--format text");
+  ck_assert_ptr_nonnull(strstr(t, "\"rows\": 3"));
+  /* the daemon logged a copy region */
+  ck_assert_ptr_nonnull(strstr(td_stderr(&on), "read into a copy"));
+  free(p);
+  bt_stop(&off);
+  bt_stop(&on);
 }
 END_TEST
 
@@ -886,6 +962,7 @@ int main(void)
   tcase_set_timeout(st, 300);
   tcase_add_test(st, stream_pieces);
   tcase_add_test(st, stream_by_library);
+  tcase_add_test(st, wavectl_paths);
   suite_add_tcase(s, st);
   if (getenv("WAVE_BULK_VULKAN") != NULL) {
     TCase *vk = tcase_create("vulkan");
