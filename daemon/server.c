@@ -1063,12 +1063,14 @@ void wd_server_free(wd_server *s)
   if (s == NULL)
     return;
   wd_server_close(s);
+  wd_pool_free(s->pool);
+  /* before the devices go: a region released here may ask its device to
+   * unpin it (done at once, the device threads have ended) */
+  for (size_t i = 0; i < s->n_ctxs; i++)
+    sv_ctx_clear(&s->ctxs[i]);
   for (size_t i = 0; i < s->n_devs; i++)
     wd_device_free(s->devs[i]);
   free(s->devs);
-  wd_pool_free(s->pool);
-  for (size_t i = 0; i < s->n_ctxs; i++)
-    sv_ctx_clear(&s->ctxs[i]);
   free(s->ctxs);
   wd_bulk_free(s->bulk);
   wd_listeners_free(s->lst);
