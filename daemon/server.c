@@ -4,9 +4,13 @@
  *  - nng's threads run sv_aio_cb, the state machine of each context in the
  *    manner of nng's demo/async/server.c: RECV -> (hand to the loop) ->
  *    SEND -> RECV.  The callback never decodes, waits or locks for long: it
- *    appends the context to the inbox and wakes the loop (uv_async_send).
- *  - the loop thread decodes (protobuf-c), validates, answers status and job
- *    queries itself, and queues reductions and hash jobs on a device thread;
+ *    hands the context to a decode thread (daemon/decode.h);
+ *  - a decode thread unpacks the request (protobuf-c, within a budget),
+ *    handles its bulk parts (daemon/bulk.h: framed payloads, streams,
+ *    regions; stream and region requests are answered there, as a packed
+ *    reply), appends the context to the inbox and wakes the loop;
+ *  - the loop thread validates, answers status and job queries itself, and
+ *    queues reductions and hash jobs on a device thread;
  *  - device threads post finished work to the completion queue and wake the
  *    loop, which replies.  uv_async_send coalesces, so every wake drains both
  *    queues whole.
@@ -21,7 +25,8 @@
  * only requests beyond that hard cap are dropped by nng.
  *
  * Reduction input is used in place: the spans point into the unpacked
- * request, which lives until the reply is packed.
+ * request, the received framed message, a stream's buffer or pieces, or a
+ * region, all of which live until the reply is packed.
  *
  * Stop (SIGINT/SIGTERM, as uv_signal callbacks): new reductions and hash
  * jobs are answered SHUTDOWN, hash jobs are cancelled, parked polls are
