@@ -145,7 +145,7 @@ int wv_client_msg(wave_client *c, Wave__V1__Request *req, size_t payload,
 {
   int rv;
   nng_msg *msg;
-  req->version = 1;
+  req->version = 2;
   req->id = atomic_fetch_add(&c->next_id, 1);
   size_t len = protobuf_c_message_get_packed_size(&req->base);
   size_t pre = data != NULL ? WV_FRAME_PREFIX : 0;
@@ -454,6 +454,8 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->uptime_ms = st->uptime_ms;
     s->jobs_served = st->jobs_served;
     s->jobs_failed = st->jobs_failed;
+    s->instance = st->instance;
+    s->ready = st->ready;
     for (size_t i = 0; i < n; i++)
       if (st->devices[i] != NULL)
         cl_device(&s->devices[s->n_devices++], st->devices[i]);

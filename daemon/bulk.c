@@ -36,9 +36,9 @@ void wd_bulk_free(wd_bulk *b)
   free(b);
 }
 
-nng_msg *wd_bulk_pack(Wave__V1__Response *r, uint64_t id)
+nng_msg *wd_bulk_pack(Wave__V1__Response *r, uint64_t id, unsigned version)
 {
-  r->version = 1;
+  r->version = version;
   r->id = id;
   size_t n = wave__v1__response__get_packed_size(r);
   nng_msg *m;
@@ -59,7 +59,7 @@ static void bk_error(wd_bulk_req *out, uint64_t id, const wave_error *e)
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_ERROR;
   r.error = &er;
-  out->reply = wd_bulk_pack(&r, id);
+  out->reply = wd_bulk_pack(&r, id, out->version);
   out->failed = 1;
 }
 
@@ -69,7 +69,7 @@ static void bk_stream_reply(wd_bulk_req *out, uint64_t id,
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_STREAM;
   r.stream = si;
-  out->reply = wd_bulk_pack(&r, id);
+  out->reply = wd_bulk_pack(&r, id, out->version);
 }
 
 static void bk_region_reply(wd_bulk_req *out, uint64_t id,
@@ -78,7 +78,7 @@ static void bk_region_reply(wd_bulk_req *out, uint64_t id,
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_REGION;
   r.region = ri;
-  out->reply = wd_bulk_pack(&r, id);
+  out->reply = wd_bulk_pack(&r, id, out->version);
 }
 
 /* Hold a reference to r in out (one per distinct region). */
@@ -203,6 +203,7 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
   nng_pipe p = nng_msg_get_pipe(msg);
   uint32_t pipe = (uint32_t)nng_pipe_id(p);
   uint64_t id = rq->id;
+  out->version = rq->version;
   int rc = 0;
   Wave__V1__StreamInfo si;
   Wave__V1__RegionInfo ri;
@@ -264,7 +265,9 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
     break;
   }
   if (rc != 0) {
+    unsigned v = out->version;
     wd_bulk_clear(out);
+    out->version = v;
     bk_error(out, id, &err);
   }
   return 1;

@@ -37,6 +37,7 @@ typedef struct wd_bulk_req {
   size_t n_regions;
   wd_stream *stream;      /* likewise */
   nng_msg *keep;          /* the framed request whose payload spans use */
+  unsigned version;       /* the request's, echoed in replies */
 } wd_bulk_req;
 
 int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
@@ -61,7 +62,7 @@ void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe);
 void wd_bulk_status(wd_bulk *b, Wave__V1__StatusReply *sr,
                     wd_region_snap *snap);
 
-/* Pack r (version 1, id) into a new message; NULL without memory. */
-nng_msg *wd_bulk_pack(Wave__V1__Response *r, uint64_t id);
+/* Pack r (version, id) into a new message; NULL without memory. */
+nng_msg *wd_bulk_pack(Wave__V1__Response *r, uint64_t id, unsigned version);
 
 #endif

@@ -92,6 +92,8 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_client_regions", limits.max_client_regions, 0, 4096, 16),
   UINT(CF_LIMITS, CFG, "max_region_bytes", limits.max_region_bytes, 0, 1ull << 44, 1ull << 36),
   UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30),
+  UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20),
+  UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024),
 
   {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
   {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},

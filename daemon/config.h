@@ -47,6 +47,10 @@ typedef struct wd_limits {
   unsigned max_client_regions;/* shared-memory regions per connection */
   uint64_t max_region_bytes;  /* shared-memory regions mapped, all clients */
   uint64_t region_cache_bytes;/* freed copy-region buffers kept for reuse */
+  unsigned max_segments;      /* want_segments only for jobs of at most
+                                 this many segments (else TOOBIG) */
+  unsigned max_parked;        /* JobRequests waiting at once; more are
+                                 answered at once */
 } wd_limits;
 
 typedef struct wd_config {

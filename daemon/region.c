@@ -14,6 +14,7 @@
 #include "daemon/log.h"
 #include "daemon/region.h"
 #include "proto/base.h"
+#include "workers/wvdev.h"
 
 struct wd_region {
   wd_regions *t;
@@ -465,11 +466,11 @@ uint64_t wd_region_id(const wd_region *r) { return r->id; }
 void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
                    wv_device *bdev)
 {
-  if (b->host_register == NULL || slot >= WD_REGION_SLOTS ||
+  if (!wv_dev_can_pin(b) || slot >= WD_REGION_SLOTS ||
       (atomic_fetch_or(&r->tried, 1u << slot) & (1u << slot)))
     return;
   wave_error e = {0};
-  if (b->host_register(bdev, r->base, (size_t)r->bytes, &e) != 0) {
+  if (wv_dev_host_register(b, bdev, r->base, (size_t)r->bytes, &e) != 0) {
     wd_warn("region %" PRIu64 ": %s cannot pin it (%s); copying through "
             "staging instead", r->id, b->name, e.message);
     return;
@@ -480,8 +481,7 @@ void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
 void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
                      wv_device *bdev)
 {
-  if (b->host_unregister != NULL && bdev != NULL)
-    b->host_unregister(bdev, r->base);
+  wv_dev_host_unregister(b, bdev, r->base);
   uint32_t left = atomic_fetch_and(&r->pinned, ~(1u << slot)) & ~(1u << slot);
   if (left == 0)
     rg_unmap(r);

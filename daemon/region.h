@@ -70,7 +70,8 @@ uint64_t wd_region_id(const wd_region *r);
 
 /* Device thread of slot: pin r with the backend's host_register (once per
  * device; a refusal only leaves the region unpinned), and unpin it when
- * asked through the unpin callback. */
+ * asked through the unpin callback (b and bdev NULL: a device that cannot
+ * run it; only the bookkeeping, then the unmap). */
 void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
                    wv_device *bdev);
 void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,

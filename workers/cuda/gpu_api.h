@@ -22,6 +22,8 @@ int WVG_C(hash)(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,
 int WVG_C(host_register)(wv_device *dev, const void *ptr, size_t bytes,
                          wave_error *err);
 void WVG_C(host_unregister)(wv_device *dev, const void *ptr);
+int WVG_C(hash_batch)(wv_device *dev, const struct wv_pack *pack,
+                      struct wv_hash_batch *batch, wave_error *err);
 
 #ifdef __cplusplus
 }

@@ -16,4 +16,5 @@ const wv_backend wv_hip_backend = {
   .hash = wv_hip_hash,
   .host_register = wv_hip_host_register,
   .host_unregister = wv_hip_host_unregister,
+  .hash_batch = wv_hip_hash_batch,
 };
