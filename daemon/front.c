@@ -1,8 +1,10 @@
 /* front.c - the nng side: the REP socket, its contexts and their state
  * machine, in the manner of nng's demo/async/server.c: RECV -> (hand to
- * the loop) -> SEND -> RECV.  The callback runs on nng's threads and never
- * decodes, waits or locks for long: it appends the context to the inbox and
- * wakes the loop (uv_async_send).
+ * a decode thread, then the loop) -> SEND -> RECV.  The callback runs on
+ * nng's threads and never decodes, waits or locks for long: it hands the
+ * context to a decode thread (daemon/decode.h), which unpacks it and then
+ * appends it to the inbox and wakes the loop (wd_front_inbox).  A closed
+ * connection's regions and streams are dropped from nng's pipe callback.
  *
  * The receive pool: limits.contexts contexts receive at all times.  A
  * context holds at most one request, so that bounds the requests being
@@ -18,7 +20,8 @@
  * Oversized requests: nng closes the connection of a message above the
  * socket's NNG_OPT_RECVMAXSZ, which a client sees only as a timeout.  So the
  * socket accepts up to twice limits.max_request_bytes (at least the limit
- * plus 1 MiB) and the loop answers anything above the limit with TOOBIG;
+ * plus 1 MiB) and a decode thread answers anything above the limit with
+ * TOOBIG;
  * only requests beyond that hard cap are dropped by nng.
  */
 #include <signal.h>
