@@ -46,6 +46,17 @@
 #define cudaFree hipFree
 #define cudaHostAlloc hipHostMalloc
 #define cudaFreeHost hipHostFree
+#define cudaHostRegister hipHostRegister
+#define cudaHostUnregister hipHostUnregister
+#define cudaHostRegisterPortable hipHostRegisterPortable
+/* Debian 12's HIP (ROCm 5.2) has no read-only registration flag; newer
+ * ROCm defines hipHostRegisterReadOnly.  Without it a read-only region may
+ * be refused, and a refused region is staged like any host memory. */
+#ifdef hipHostRegisterReadOnly
+#define cudaHostRegisterReadOnly hipHostRegisterReadOnly
+#else
+#define cudaHostRegisterReadOnly hipHostRegisterDefault
+#endif
 #define cudaMemcpy hipMemcpy
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemsetAsync hipMemsetAsync
