@@ -83,6 +83,11 @@ typedef struct wv_args {
   uint32_t max_winners;
   int outputs;
   int have_nonce, have_count;
+  char *devlist;          /* --devices / --device a,b: owned copy ... */
+  const char **devs;      /* ... cut into names */
+  size_t n_devs;
+  unsigned segment_log2;  /* --segment-log2, 0: the daemon's default */
+  int segments;           /* --segments: print the segment list */
 } wv_args;
 
 /* Parse argv (argv[0] is the program).  WAVE_EARG with a message for any

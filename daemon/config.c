@@ -85,6 +85,8 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_wait_ms", limits.max_wait_ms, 0, 50000, 10000),
   UINT(CF_LIMITS, CFG, "keep_jobs", limits.keep_jobs, 0, 65536, 256),
   UINT(CF_LIMITS, CFG, "keep_seconds", limits.keep_seconds, 0, 86400, 600),
+  UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20),
+  UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024),
 
   {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
   {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},
@@ -92,6 +94,8 @@ static const cf_key cf_keys[] = {
   {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, cf_check_devname},
   {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, cf_check_backend},
   UINT(CF_DEVICE, DEV, "index", index, 0, 255, 0),
+  UINT(CF_DEVICE, DEV, "platform", platform, 0, 255, 0),
+  {CF_DEVICE, "device", CF_STR, FLD(DEV, device), 0, 0, 0, "", NULL, 0, 0, NULL},
   UINT(CF_DEVICE, DEV, "threads", threads, 0, 1024, 0),
   UINT(CF_DEVICE, DEV, "queue_depth", queue_depth, 1, 65536, 64),
   {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL},

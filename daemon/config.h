@@ -23,6 +23,8 @@ typedef struct wd_device_cfg {
   char name[WD_NAME_MAX];
   char backend[16];
   unsigned index;
+  unsigned platform;      /* opencl: platform ordinal */
+  char device[128];       /* opencl: device name match, "" = none */
   unsigned threads;       /* cpu backend: 0 = all cores */
   unsigned queue_depth;   /* reduce jobs waiting for the device */
   char exchange[16];      /* hash exchange: auto, shuffle, local */
@@ -42,6 +44,10 @@ typedef struct wd_limits {
   unsigned max_wait_ms;       /* JobRequest.wait_ms is capped to this */
   unsigned keep_jobs;         /* finished hash jobs remembered ... */
   unsigned keep_seconds;      /* ... and for how long */
+  unsigned max_segments;      /* want_segments only for jobs of at most
+                                 this many segments (else TOOBIG) */
+  unsigned max_parked;        /* JobRequests waiting at once; more are
+                                 answered at once */
 } wd_limits;
 
 typedef struct wd_config {

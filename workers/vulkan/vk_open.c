@@ -606,6 +606,10 @@ static void vo_caps(wv_device *d, wv_caps *caps)
   caps->wave_width = d->hash_shuffle && d->sg_require32 ? 32 : d->sg_size;
   caps->native_wave_reduce = d->red_sg;
   snprintf(caps->exchange, sizeof caps->exchange, "%s", d->exchange);
+  caps->exchange_mode = d->hash_refused   ? WV_EXCHANGE_NONE
+                        : d->hash_shuffle ? WV_EXCHANGE_SHUFFLE
+                                          : WV_EXCHANGE_LOCAL;
+  caps->reverify = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
            d->exchange_reason);
   caps->hash_batch = wv_vk_hash_batch(d);
