@@ -613,8 +613,8 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
            g->local ? "local" : "shuffle");
   caps->exchange_mode = g->local ? WV_EXCHANGE_LOCAL : WV_EXCHANGE_SHUFFLE;
   caps->reverify = 1;
-  snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
-           g->exchange_reason);
+  snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",
+           g->exchange_reason, g->jit_note);
   caps->hash_batch = hash_batch(g);
 }
 

@@ -16,6 +16,7 @@
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess
 #define cudaErrorNotReady hipErrorNotReady
+#define cudaErrorNotSupported hipErrorNotSupported
 #define cudaStream_t hipStream_t
 #define cudaEvent_t hipEvent_t
 #define cudaDeviceProp hipDeviceProp_t
