@@ -10,6 +10,7 @@ pkgs=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   pocl-opencl-icd ocl-icd-opencl-dev
   hipcc
+  slurm-wlm munge
 )
 missing=()
 for p in "${pkgs[@]}"; do
