@@ -380,6 +380,8 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->uptime_ms = st->uptime_ms;
     s->jobs_served = st->jobs_served;
     s->jobs_failed = st->jobs_failed;
+    s->instance = st->instance;
+    s->ready = st->ready;
     for (size_t i = 0; i < n; i++)
       if (st->devices[i] != NULL)
         cl_device(&s->devices[s->n_devices++], st->devices[i]);

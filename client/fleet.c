@@ -313,7 +313,7 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
     char msg[sizeof err->message];
     size_t o = (size_t)snprintf(msg, sizeof msg, "every daemon failed:");
     for (size_t d = 0; d < f->n && o < sizeof msg; d++)
-      o += (size_t)snprintf(msg + o, sizeof msg - o, " %s: %s;", f->urls[d],
+      o += (size_t)snprintf(msg + o, sizeof msg - o, " %s;",
                             members[d].error.message);
     rc = wv_seterr(err, WAVE_EIO, "%s", msg);
   }
@@ -597,13 +597,12 @@ out:
   }
   free(h.parts);
   free(work);
-  if (rc != 0) {
-    wave_fleet_member *m = res->members;
-    size_t nm = res->n_members, nf = res->n_failed;
-    wave_fleet_hash_result_free(res);
-    res->members = m;  /* the caller still learns who failed */
-    res->n_members = nm;
-    res->n_failed = nf;
+  if (rc != 0) {  /* members stay: the caller still learns who failed */
+    free(res->segments);
+    free(res->winners);
+    res->segments = NULL;
+    res->winners = NULL;
+    res->n_winners = 0;
   }
   return rc;
 }

@@ -101,6 +101,8 @@ typedef struct wave_status {
   uint64_t uptime_ms, jobs_served, jobs_failed;
   size_t n_devices;
   wave_device_status *devices;  /* n_devices entries */
+  uint64_t instance;  /* random per daemon start (protocol 2; 0 before) */
+  int ready;          /* the daemon can serve (StatusReply.ready) */
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(). */
