@@ -141,5 +141,9 @@ int wv_status_ready(const wave_status *s);
 int wv_ctl_fleet_hash(const wv_args *a, wave_error *err);
 int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
                         wave_error *err);
+/* status --fleet: each daemon's status (or with --probe nothing); returns
+ * wavectl's exit status: 0 all ready/answered, 1 one not ready, 3 one
+ * unreachable, 2 a bad SPEC. */
+int wv_ctl_fleet_status(const wv_args *a);
 
 #endif

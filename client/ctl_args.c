@@ -51,7 +51,7 @@ static const struct ar_opt {
   {"target", 1, A_TARGET, M_HASH},
   {"max-winners", 1, A_MAXWIN, M_HASH},
   {"outputs", 0, A_OUTPUTS, M_HASH},
-  {"fleet", 1, A_FLEET, M_RED | M_HASH},   /* ctl_fleet.c */
+  {"fleet", 1, A_FLEET, M_RED | M_HASH | M_STATUS},   /* ctl_fleet.c */
   {"piece", 1, A_PIECE, M_RED | M_HASH},
   {"probe", 0, A_PROBE, M_STATUS},
 };
@@ -313,9 +313,12 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
                      "--outputs apply only to submit hash");
   if (a->device && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
     return wv_seterr(err, WAVE_EARG, "--device applies only to submit");
-  if ((a->fleet || a->piece) && a->cmd != WV_CMD_REDUCE &&
-      a->cmd != WV_CMD_HASH)
-    return wv_seterr(err, WAVE_EARG, "--fleet/--piece apply only to submit");
+  if (a->fleet && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH &&
+      a->cmd != WV_CMD_STATUS)
+    return wv_seterr(err, WAVE_EARG, "--fleet applies only to submit and "
+                     "status");
+  if (a->piece && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
+    return wv_seterr(err, WAVE_EARG, "--piece applies only to submit");
   if (a->piece && !a->fleet)
     return wv_seterr(err, WAVE_EARG, "--piece needs --fleet");
   if (a->fleet && a->url)
@@ -405,12 +408,14 @@ void wv_usage(FILE *f, wv_cmd cmd)
     break;
   case WV_CMD_STATUS:
     fprintf(f,
-      "usage: wavectl status [--probe] [--json]\n\n"
+      "usage: wavectl status [--probe] [--fleet SPEC] [--json]\n\n"
       "Show the daemon's devices, backends, queues, jobs served, faults,\n"
       "hash exchange paths and pack self-checks.\n\n"
       "  --probe           print nothing; exit 0 when the daemon is ready,\n"
       "                    1 when it answers but is not ready, 3 when it\n"
-      "                    does not answer (a readiness probe)\n%s", common);
+      "                    does not answer (a readiness probe)\n"
+      "  --fleet SPEC      every daemon of SPEC (as for submit): with\n"
+      "                    --probe, 0 only when all are ready\n%s", common);
     break;
   case WV_CMD_PACKS:
     fprintf(f,

@@ -387,3 +387,40 @@ int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
   wave_fleet_close(f);
   return rc;
 }
+
+int wv_ctl_fleet_status(const wv_args *a)
+{
+  char **urls;
+  size_t n;
+  wave_error err = {0};
+  if (wv_fleet_urls(a->fleet, &urls, &n, &err) != 0) {
+    fprintf(stderr, "wavectl: %s: %s\n", wave_errname(err.code), err.message);
+    return 2;
+  }
+  int status = 0;
+  for (size_t i = 0; i < n; i++) {
+    wave_client *c;
+    wave_status *s;
+    if (wave_client_open(&c, urls[i], &err) != 0) {
+      status = 2;
+      break;
+    }
+    if (a->timeout_ms > 0)
+      wave_client_set_timeout(c, a->timeout_ms);
+    if (wave_status_get(c, &s, &err) != 0) {
+      if (!a->probe)
+        fprintf(stderr, "wavectl: %s: %s\n", wave_errname(err.code),
+                err.message);
+      status = 3;
+    } else {
+      if (!wv_status_ready(s) && status == 0)
+        status = 1;
+      if (!a->probe)
+        wv_print_status(stdout, s, urls[i], a->json);
+      wave_status_free(s);
+    }
+    wave_client_close(c);
+  }
+  wv_fleet_urls_free(urls, n);
+  return status;
+}

@@ -292,6 +292,8 @@ int main(int argc, char **argv)
   wave_client *c = NULL;
   if (a.cmd == WV_CMD_REDUCE)
     status = ctl_reduce(&a); /* reads its inputs, then connects */
+  else if (a.cmd == WV_CMD_STATUS && a.fleet)
+    status = wv_ctl_fleet_status(&a);
   else if (a.cmd == WV_CMD_HASH && a.fleet) {
     if (wv_ctl_fleet_hash(&a, &err) != 0)
       status = err.code == WAVE_ECANCELLED ? ctl_fail(&err, EXIT_INTERRUPTED)
