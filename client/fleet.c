@@ -2,13 +2,15 @@
  * one thread per daemon, merged by fleet_merge.c.
  *
  * The pool.  A call builds its pieces, puts their indices in one FIFO and
- * starts one thread per daemon.  A thread takes the next index, runs the
- * piece on its own wave_client (one REQ socket per daemon) and reports:
+ * starts `depth` threads per daemon (2 by default: while one piece's
+ * answer travels back, the daemon already has the next queued).  A thread
+ * takes the next index, runs the piece on its daemon's wave_client (one
+ * REQ socket per daemon, each call on its own nng context) and reports:
  *   - done: the piece's answer is stored in its slot;
  *   - daemon failure (the daemon is silent, shut down, restarted, lacks
  *     the pack, or its devices fault): the index goes back at the head of
- *     the FIFO for the others and the thread ends, its daemon marked
- *     failed with the reason;
+ *     the FIFO for the others and the daemon's threads end, the daemon
+ *     marked failed with the reason;
  *   - BUSY: the index goes back and the thread pauses briefly;
  *   - anything else is the job's own error (bad input, a limit): the call
  *     ends with it.
@@ -142,7 +144,7 @@ void wave_fleet_cancel(wave_fleet *f)
 
 typedef struct fl_thread {
   fl_pool *p;
-  size_t d;
+  size_t d, slot;             /* daemon, and this thread's inflight slot */
   pthread_t th;
 } fl_thread;
 
@@ -160,29 +162,33 @@ static void *fl_worker(void *arg)
   pthread_mutex_lock(&p->mu);
   for (;;) {
     while (p->head == p->tail && p->remaining > 0 && p->fatal == 0 &&
-           !atomic_load(&p->f->cancel))
+           !m->failed && !atomic_load(&p->f->cancel))
       pthread_cond_wait(&p->cv, &p->mu);
-    if (p->remaining == 0 || p->fatal != 0 || atomic_load(&p->f->cancel))
+    if (p->remaining == 0 || p->fatal != 0 || m->failed ||
+        atomic_load(&p->f->cancel))
       break;
     size_t i = p->fifo[p->head];
     p->head = (p->head + 1) % p->cap;
+    double t0 = wv_fleet_now();
+    if (p->first[t->d] == 0)
+      p->first[t->d] = t0;
     pthread_mutex_unlock(&p->mu);
 
     wave_error e = {0};
-    double t0 = wv_fleet_now();
-    int rc = p->run(p, t->d, i, &e);
-    double dt = wv_fleet_now() - t0;
-    atomic_store(&p->inflight[t->d], 0);
+    int rc = p->run(p, t->d, t->slot, i, &e);
+    double t1 = wv_fleet_now();
+    atomic_store(&p->inflight[t->slot], 0);
 
     pthread_mutex_lock(&p->mu);
+    p->last[t->d] = t1;
     int cls = fl_class(rc);
     if (rc == WAVE_ECANCELLED && atomic_load(&p->f->cancel))
       cls = FL_JOB;
-    if (cls == FL_OK) {
+    if (cls == FL_OK) {  /* a whole answer counts even from a daemon that
+                            failed meanwhile on its other piece */
       p->remaining--;
       m->pieces++;
       m->work += p->work[i];
-      m->seconds += dt;
       atomic_fetch_add(&p->done, p->work[i]);
     } else if (cls == FL_AGAIN) {
       fl_push_front(p, i);
@@ -192,11 +198,11 @@ static void *fl_worker(void *arg)
     } else if (cls == FL_DAEMON) {
       fl_push_front(p, i);
       p->retried++;
-      m->failed = 1;
-      m->error = e;
-      m->seconds += dt;
-      pthread_cond_broadcast(&p->cv);
-      break;
+      if (!m->failed) {
+        m->failed = 1;
+        m->error = e;
+        p->alive--;
+      }
     } else if (p->fatal == 0) {
       p->fatal = rc;
       p->fatal_err = e;
@@ -204,10 +210,6 @@ static void *fl_worker(void *arg)
     pthread_cond_broadcast(&p->cv);
   }
   p->running--;
-  if (!m->failed)
-    ; /* still alive: it only ran out of work */
-  else
-    p->alive--;
   pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->mu);
   return NULL;
@@ -217,9 +219,10 @@ static void *fl_worker(void *arg)
  * done; the first job error; WAVE_ECANCELLED; or, when every daemon
  * failed, WAVE_EIO naming them. */
 int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
-                       fl_run_fn run, void *ctx, wave_fleet_member *members,
-                       uint64_t *retried, wave_fleet_progress_fn progress,
-                       void *parg, wave_error *err)
+                      unsigned depth, fl_run_fn run, void *ctx,
+                      wave_fleet_member *members, uint64_t *retried,
+                      wave_fleet_progress_fn progress, void *parg,
+                      wave_error *err)
 {
   fl_pool p;
   memset(&p, 0, sizeof p);
@@ -233,19 +236,28 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
   for (size_t i = 0; i < n; i++)
     p.total += work[i];
   atomic_init(&p.done, 0);
+  if (depth == 0)
+    depth = 2;
+  size_t nth = f->n * depth;
   p.fifo = calloc(p.cap, sizeof *p.fifo);
-  p.inflight = calloc(f->n, sizeof *p.inflight);
-  fl_thread *th = calloc(f->n, sizeof *th);
-  if (p.fifo == NULL || p.inflight == NULL || th == NULL) {
+  p.inflight = calloc(nth, sizeof *p.inflight);
+  p.first = calloc(f->n, sizeof *p.first);
+  p.last = calloc(f->n, sizeof *p.last);
+  fl_thread *th = calloc(nth, sizeof *th);
+  if (p.fifo == NULL || p.inflight == NULL || th == NULL || p.first == NULL ||
+      p.last == NULL) {
     free(p.fifo);
     free(p.inflight);
+    free(p.first);
+    free(p.last);
     free(th);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   for (size_t i = 0; i < n; i++)
     p.fifo[p.tail++] = i;
+  for (size_t t = 0; t < nth; t++)
+    atomic_init(&p.inflight[t], 0);
   for (size_t d = 0; d < f->n; d++) {
-    atomic_init(&p.inflight[d], 0);
     memset(&members[d], 0, sizeof members[d]);
     members[d].url = f->urls[d];
   }
@@ -258,14 +270,18 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
 
   double t0 = wv_fleet_now();
   pthread_mutex_lock(&p.mu);
+  /* depth threads per daemon: while one piece's answer travels back, the
+   * daemon already has the next one queued */
   size_t started = 0;
-  for (size_t d = 0; d < f->n && n > 0; d++) {
-    th[d] = (fl_thread){.p = &p, .d = d};
-    if (pthread_create(&th[d].th, NULL, fl_worker, &th[d]) != 0)
+  for (size_t t = 0; t < nth && n > 0; t++) {
+    th[t] = (fl_thread){.p = &p, .d = t % f->n, .slot = t};
+    if (pthread_create(&th[t].th, NULL, fl_worker, &th[t]) != 0)
       break;
     started++;
   }
-  p.alive = p.running = started;
+  p.running = started;
+  p.alive = started < f->n ? started : f->n;
+  size_t daemons = p.alive;
   if (started == 0 && n > 0) {
     p.fatal = WAVE_ENOMEM;
     wv_seterr(&p.fatal_err, WAVE_ENOMEM, "cannot start fleet threads");
@@ -283,11 +299,11 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
       pthread_cond_broadcast(&p.cv);
     if (w == ETIMEDOUT && progress != NULL) {
       wave_fleet_progress pr = {.total = p.total, .alive = p.alive,
-                                .failed = started - p.alive,
+                                .failed = daemons - p.alive,
                                 .seconds = wv_fleet_now() - t0};
       pr.done = atomic_load(&p.done);
-      for (size_t d = 0; d < f->n; d++)
-        pr.done += atomic_load(&p.inflight[d]);
+      for (size_t t = 0; t < started; t++)
+        pr.done += atomic_load(&p.inflight[t]);
       pthread_mutex_unlock(&p.mu);
       progress(&pr, parg);
       pthread_mutex_lock(&p.mu);
@@ -298,7 +314,7 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
     pthread_join(th[d].th, NULL);
   if (progress != NULL) {
     wave_fleet_progress pr = {.done = atomic_load(&p.done), .total = p.total,
-                              .alive = p.alive, .failed = started - p.alive,
+                              .alive = p.alive, .failed = daemons - p.alive,
                               .seconds = wv_fleet_now() - t0};
     progress(&pr, parg);
   }
@@ -318,10 +334,14 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
     rc = wv_seterr(err, WAVE_EIO, "%s", msg);
   }
   *retried = p.retried;
+  for (size_t d = 0; d < f->n; d++)
+    members[d].seconds = p.first[d] > 0 ? p.last[d] - p.first[d] : 0.0;
   pthread_cond_destroy(&p.cv);
   pthread_mutex_destroy(&p.mu);
   free(p.fifo);
   free(p.inflight);
+  free(p.first);
+  free(p.last);
   free(th);
   return rc;
 }
@@ -484,7 +504,8 @@ static int fl_hash_collect(wave_client *c, uint64_t job, uint64_t inst,
   return rc;
 }
 
-static int fl_hash_run(fl_pool *p, size_t d, size_t i, wave_error *err)
+static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
+                       wave_error *err)
 {
   fl_hash *h = p->ctx;
   wave_client *c = p->f->c[d];
@@ -511,7 +532,7 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t i, wave_error *err)
     if ((rc = fl_job_call(c, job, inst, 200, 0, 0, &resp, err)) != 0)
       return rc;
     const Wave__V1__JobInfo *ji = resp->job;
-    atomic_store(&p->inflight[d], ji->done <= count ? ji->done : count);
+    atomic_store(&p->inflight[slot], ji->done <= count ? ji->done : count);
     if (ji->state == WAVE__V1__JOB_STATE__DONE) {
       rc = ji->result ? fl_hash_collect(c, job, inst, ji->result, h->s, pt,
                                         err)
@@ -581,8 +602,9 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
   }
   res->n_members = f->n;
   double t0 = wv_fleet_now();
-  rc = wv_fleet_pool_run(f, (size_t)n, work, fl_hash_run, &h, res->members,
-                   &res->retried, progress, arg, err);
+  rc = wv_fleet_pool_run(f, (size_t)n, work, opt ? opt->depth : 0,
+                         fl_hash_run, &h, res->members, &res->retried,
+                         progress, arg, err);
   res->seconds = wv_fleet_now() - t0;
   res->n_failed = wv_fleet_count_failed(res->members, f->n);
   res->pieces = n;

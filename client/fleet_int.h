@@ -23,8 +23,10 @@ struct wave_fleet {
 enum { FL_OK = 0, FL_DAEMON = 1, FL_AGAIN = 2, FL_JOB = 3 };
 
 typedef struct fl_pool fl_pool;
-/* Run item i on daemon d; 0 or a WAVE_E* code with err filled. */
-typedef int (*fl_run_fn)(fl_pool *p, size_t d, size_t i, wave_error *err);
+/* Run item i on daemon d (slot: the calling thread's inflight counter);
+ * 0 or a WAVE_E* code with err filled. */
+typedef int (*fl_run_fn)(fl_pool *p, size_t d, size_t slot, size_t i,
+                         wave_error *err);
 
 struct fl_pool {
   wave_fleet *f;
@@ -39,20 +41,22 @@ struct fl_pool {
   void *ctx;
   uint64_t retried;
   wave_fleet_member *members;     /* f->n */
-  atomic_uint_fast64_t *inflight; /* per daemon: work of its current piece */
+  atomic_uint_fast64_t *inflight; /* per thread: work of its current piece */
+  double *first, *last;           /* per daemon: its pieces' wall span */
   atomic_uint_fast64_t done;      /* work of completed pieces */
   uint64_t total;
   const uint64_t *work;           /* per item: nonces or rows */
 };
 
-/* Run items 0..n-1 (work[i] each: nonces or rows) over the fleet, one
- * thread per daemon pulling from one FIFO.  0 when every item is done; the
- * first job error; WAVE_ECANCELLED; or, when every daemon failed,
- * WAVE_EIO naming them.  members (f->n) get each daemon's share. */
+/* Run items 0..n-1 (work[i] each: nonces or rows) over the fleet, depth
+ * threads per daemon (0: 2) pulling from one FIFO.  0 when every item is
+ * done; the first job error; WAVE_ECANCELLED; or, when every daemon
+ * failed, WAVE_EIO naming them.  members (f->n) get each daemon's share. */
 int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
-                      fl_run_fn run, void *ctx, wave_fleet_member *members,
-                      uint64_t *retried, wave_fleet_progress_fn progress,
-                      void *parg, wave_error *err);
+                      unsigned depth, fl_run_fn run, void *ctx,
+                      wave_fleet_member *members, uint64_t *retried,
+                      wave_fleet_progress_fn progress, void *parg,
+                      wave_error *err);
 size_t wv_fleet_count_failed(const wave_fleet_member *m, size_t n);
 double wv_fleet_now(void);
 

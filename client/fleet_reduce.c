@@ -37,7 +37,8 @@ typedef struct fr_job {
   wv_fleet_rpart *parts;
 } fr_job;
 
-static int fr_run(fl_pool *p, size_t d, size_t i, wave_error *err)
+static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
+                  wave_error *err)
 {
   fr_job *j = p->ctx;
   const fr_piece *pc = &j->pieces[i];
@@ -193,8 +194,8 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
   }
   atomic_store(&f->cancel, 0);
   double t0 = wv_fleet_now();
-  rc = wv_fleet_pool_run(f, n, work, fr_run, &j, res->members, &res->retried,
-                         NULL, NULL, err);
+  rc = wv_fleet_pool_run(f, n, work, opt ? opt->depth : 0, fr_run, &j,
+                         res->members, &res->retried, NULL, NULL, err);
   res->n_failed = wv_fleet_count_failed(res->members, f->n);
   res->pieces = n;
   if (rc == 0)
@@ -220,7 +221,8 @@ typedef struct fr_many {
   int *failed;
 } fr_many;
 
-static int fr_many_run(fl_pool *p, size_t d, size_t i, wave_error *err)
+static int fr_many_run(fl_pool *p, size_t d, size_t slot, size_t i,
+                       wave_error *err)
 {
   fr_many *m = p->ctx;
   wave_error e = {0};
@@ -270,8 +272,8 @@ int wave_fleet_reduce_many(wave_fleet *f, const wave_reduce_request *reqs,
   fr_many m = {reqs, results, errors, failed};
   atomic_store(&f->cancel, 0);
   uint64_t retried = 0;
-  rc = wv_fleet_pool_run(f, n, work, fr_many_run, &m, members, &retried, NULL,
-                         NULL, err);
+  rc = wv_fleet_pool_run(f, n, work, 0, fr_many_run, &m, members, &retried,
+                         NULL, NULL, err);
   for (size_t i = 0; rc == 0 && i < n; i++)
     if (failed[i]) {
       rc = wv_seterr(err, failed[i], "job %zu: %s", i,

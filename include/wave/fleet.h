@@ -4,8 +4,8 @@
  * A wave_fleet holds one wave_client (its own nng REQ socket) per daemon,
  * never one REQ socket dialing several: nng would balance requests, not
  * jobs, and a poll could reach a daemon that does not own the job.  A job
- * is cut into pieces that sit in one queue; one thread per daemon pulls the
- * next piece when its daemon has finished the last, so a faster daemon
+ * is cut into pieces that sit in one queue; each daemon's threads (two by
+ * default) pull the next piece when theirs is answered, so a faster daemon
  * takes more.  Pieces are merged exactly (docs/fleet.md):
  *   - hash: pieces are whole segments of 2^s nonces (the job's first and
  *     last may be partial), each asked with want_segments; the segment
@@ -58,6 +58,9 @@ typedef struct wave_fleet_options {
                              reduce: rows per piece, 256, 65536 or 2^24
                              (0: 65536) */
   int want_segments;      /* hash: return the job's segment list */
+  unsigned depth;         /* pieces in flight per daemon (0: 2), so that a
+                             daemon has the next piece queued while the
+                             last one's answer travels back */
 } wave_fleet_options;
 
 /* What one daemon did in the last call. */
