@@ -11,3 +11,6 @@ wave_test(test_fleet
   SOURCES test_fleet.c ${PROJECT_SOURCE_DIR}/client/fleet_merge.c
   LIBS wvworkers wvbase)
 target_compile_options(test_fleet PRIVATE -ffp-contract=off)
+
+# wavectl's --fleet/--piece/--probe: URL lists, the readiness verdict.
+wave_test(test_ctl_fleet SOURCES test_ctl_fleet.c LIBS wvctl waveclient wvbase)
