@@ -84,6 +84,8 @@ int wave_fleet_open(wave_fleet **out, const char *const *urls, size_t n,
                          urls[i]);
   }
   wave_fleet *f = calloc(1, sizeof *f);
+  if (f != NULL)
+    pthread_mutex_init(&f->mu, NULL);
   if (f == NULL || (f->c = calloc(n, sizeof *f->c)) == NULL ||
       (f->urls = calloc(n, sizeof *f->urls)) == NULL) {
     wave_fleet_close(f);
@@ -92,18 +94,35 @@ int wave_fleet_open(wave_fleet **out, const char *const *urls, size_t n,
   f->n = n;
   atomic_init(&f->cancel, 0);
   for (size_t i = 0; i < n; i++) {
-    int rc;
+    nng_url *u = NULL;
+    int rv = nng_url_parse(&u, urls[i]);
+    nng_url_free(u);
+    if (rv != 0) {
+      wave_fleet_close(f);
+      return wv_seterr(err, WAVE_EARG, "fleet URL '%s': %s", urls[i],
+                       nng_strerror(rv));
+    }
     if ((f->urls[i] = strdup(urls[i])) == NULL) {
       wave_fleet_close(f);
       return wv_seterr(err, WAVE_ENOMEM, NULL);
     }
-    if ((rc = wave_client_open(&f->c[i], urls[i], err)) != 0) {
-      wave_fleet_close(f);
-      return rc;
-    }
   }
   *out = f;
   return 0;
+}
+
+/* Connections are made when a daemon's first piece is taken: a daemon the
+ * call never needs is never dialled (closing a socket mid-handshake costs
+ * the daemon work, and nng 1.5 leaks the half-made pipe). */
+wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err)
+{
+  pthread_mutex_lock(&f->mu);
+  if (f->c[d] == NULL && wave_client_open(&f->c[d], f->urls[d], err) == 0 &&
+      f->timeout_ms > 0)
+    wave_client_set_timeout(f->c[d], f->timeout_ms);
+  wave_client *c = f->c[d];
+  pthread_mutex_unlock(&f->mu);
+  return c;
 }
 
 void wave_fleet_close(wave_fleet *f)
@@ -116,6 +135,7 @@ void wave_fleet_close(wave_fleet *f)
     if (f->urls)
       free(f->urls[i]);
   }
+  pthread_mutex_destroy(&f->mu);
   free(f->c);
   free(f->urls);
   free(f);
@@ -130,8 +150,14 @@ const char *wave_fleet_url(const wave_fleet *f, size_t i)
 
 void wave_fleet_set_timeout(wave_fleet *f, int timeout_ms)
 {
-  for (size_t i = 0; f && i < f->n; i++)
-    wave_client_set_timeout(f->c[i], timeout_ms);
+  if (f == NULL)
+    return;
+  pthread_mutex_lock(&f->mu);
+  f->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+  for (size_t i = 0; i < f->n; i++)
+    if (f->c[i])
+      wave_client_set_timeout(f->c[i], f->timeout_ms);
+  pthread_mutex_unlock(&f->mu);
 }
 
 void wave_fleet_cancel(wave_fleet *f)
@@ -508,7 +534,9 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
                        wave_error *err)
 {
   fl_hash *h = p->ctx;
-  wave_client *c = p->f->c[d];
+  wave_client *c = wv_fleet_client(p->f, d, err);
+  if (c == NULL)
+    return err->code;
   wv_fleet_hpart *pt = &h->parts[i];
   free(pt->segments);
   free(pt->winners);

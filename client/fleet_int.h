@@ -15,10 +15,16 @@
 
 struct wave_fleet {
   size_t n;
-  wave_client **c;
+  wave_client **c;        /* opened on first use (wv_fleet_client) */
   char **urls;
   atomic_int cancel;
+  pthread_mutex_t mu;     /* c[] and timeout_ms */
+  int timeout_ms;         /* 0: the client default */
 };
+
+/* Daemon d's connection, opened on first use; NULL with err filled when
+ * it cannot be opened. */
+wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err);
 
 enum { FL_OK = 0, FL_DAEMON = 1, FL_AGAIN = 2, FL_JOB = 3 };
 

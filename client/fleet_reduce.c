@@ -48,7 +48,10 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
       .mask = pc->mask, .n_mask = pc->n_mask, .has_mask = j->req->has_mask,
       .device = j->req->device};
   wave_reduce_result r;
-  int rc = wave_reduce(p->f->c[d], &rq, &r, err);
+  wave_client *c = wv_fleet_client(p->f, d, err);
+  if (c == NULL)
+    return err->code;
+  int rc = wave_reduce(c, &rq, &r, err);
   if (rc != 0)
     return rc;
   if (r.rows != pc->rows || r.n_values != wave_op_values(rq.op))
@@ -226,7 +229,10 @@ static int fr_many_run(fl_pool *p, size_t d, size_t slot, size_t i,
 {
   fr_many *m = p->ctx;
   wave_error e = {0};
-  int rc = wave_reduce(p->f->c[d], &m->reqs[i], &m->results[i], &e);
+  wave_client *c = wv_fleet_client(p->f, d, err);
+  if (c == NULL)
+    return err->code;
+  int rc = wave_reduce(c, &m->reqs[i], &m->results[i], &e);
   if (rc != 0 && rc != WAVE_EBUSY) {
     /* the daemon's trouble: let the pool move the job elsewhere */
     switch (rc) {

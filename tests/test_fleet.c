@@ -198,6 +198,32 @@ START_TEST(reduce_merge_every_op)
 }
 END_TEST
 
+/* wv_reduce_any_finite (what a daemon tells a partial) and the
+ * coordinator's own wv_fleet_any_finite agree, masked and not. */
+START_TEST(any_finite)
+{
+  uint32_t rows[6] = {0x7fc00000u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                      0x7fc00001u, 0x40a00000u};
+  uint32_t mask[6] = {1, 1, 1, 0, 1, 0};
+  wv_span in[2] = {{rows, 3}, {rows + 3, 3}};
+  wv_span mk[2] = {{mask, 2}, {mask + 2, 4}};
+  wv_reduce_job job = {.dtype = WAVE_F32, .op = WAVE_MIN, .input = in,
+                       .n_input = 2, .mask = mk, .n_mask = 2, .has_mask = 1,
+                       .rows = 6};
+  ck_assert_int_eq(wv_reduce_any_finite(&job), 0);  /* +0.0, 5.0 masked */
+  wave_chunk wm[2] = {{mask, 8}, {mask + 2, 16}};
+  ck_assert_int_eq(wv_fleet_any_finite(rows, 6, wm, 2), 0);
+  mask[3] = 1;  /* the +0.0 row selected */
+  ck_assert_int_eq(wv_reduce_any_finite(&job), 1);
+  ck_assert_int_eq(wv_fleet_any_finite(rows, 6, wm, 2), 1);
+  job.has_mask = 0;
+  mask[3] = 0;
+  ck_assert_int_eq(wv_reduce_any_finite(&job), 1);
+  ck_assert_int_eq(wv_fleet_any_finite(rows, 6, NULL, 0), 1);
+  ck_assert_int_eq(wv_fleet_any_finite(rows, 3, NULL, 0), 0);
+}
+END_TEST
+
 /* The cases whose answer alone is ambiguous or not the tree's value. */
 START_TEST(reduce_merge_edges)
 {
@@ -343,6 +369,7 @@ int main(void)
   tcase_set_timeout(t, 120);
   tcase_add_test(t, reduce_merge_every_op);
   tcase_add_test(t, reduce_merge_edges);
+  tcase_add_test(t, any_finite);
   tcase_add_test(t, hash_merge);
   suite_add_tcase(s, t);
   SRunner *r = srunner_create(s);
