@@ -4,7 +4,9 @@
  * it owns through CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES: a comma
  * list of indices or UUIDs.  The CUDA and ROCm runtimes renumber the
  * visible GPUs 0..k-1, so entry i of the list is device index i for our
- * backends, whatever the entry says.  Vulkan ignores those variables; a
+ * backends, whatever the entry says.  Slurm sets every vendor's variable
+ * for any GPU GRES, so a GPU backend is chosen only when its driver's
+ * device node is on the node (/dev/nvidiactl, /dev/kfd).  Vulkan ignores those variables; a
  * Vulkan-only build therefore gets no GPU devices from `auto` (say so in
  * the log and docs) rather than guessing which physical device is whose.
  */
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/autodev.h"
 #include "workers/worker.h"
@@ -19,6 +22,10 @@
 static const char *ad_getenv(const char *name) { return getenv(name); }
 
 wd_getenv_fn wd_config_getenv = ad_getenv;
+
+static int ad_exists(const char *path) { return access(path, F_OK) == 0; }
+
+wd_exists_fn wd_autodev_exists = ad_exists;
 
 /* Entries of a visible-devices list; 0 when it grants none. */
 static size_t ad_count(const char *v)
@@ -52,11 +59,13 @@ int wd_autodev_fill(wd_getenv_fn get, const wd_device_cfg *defaults,
   const char *backend = "cpu", *var = NULL, *list = NULL;
   const char *cuda = get("CUDA_VISIBLE_DEVICES");
   const char *rocr = get("ROCR_VISIBLE_DEVICES");
-  if (wv_backend_find("cuda") && ad_count(cuda) > 0) {
+  int nvidia = wv_backend_find("cuda") && wd_autodev_exists("/dev/nvidiactl");
+  int amd = wv_backend_find("hip") && wd_autodev_exists("/dev/kfd");
+  if (nvidia && ad_count(cuda) > 0) {
     backend = "cuda", var = "CUDA_VISIBLE_DEVICES", list = cuda;
-  } else if (wv_backend_find("hip") && ad_count(rocr) > 0) {
+  } else if (amd && ad_count(rocr) > 0) {
     backend = "hip", var = "ROCR_VISIBLE_DEVICES", list = rocr;
-  } else if (wv_backend_find("hip") && ad_count(cuda) > 0) {
+  } else if (amd && ad_count(cuda) > 0) {
     backend = "hip", var = "CUDA_VISIBLE_DEVICES", list = cuda;
   }
   if (list != NULL && !ad_wellformed(list)) {

@@ -17,14 +17,21 @@ typedef const char *(*wd_getenv_fn)(const char *name);
 
 /* The environment the config loader uses (getenv unless a test set one). */
 extern wd_getenv_fn wd_config_getenv;
+/* Whether a path exists (access(F_OK) unless a test set one): `auto` asks
+ * it for the GPU drivers' device nodes. */
+typedef int (*wd_exists_fn)(const char *path);
+extern wd_exists_fn wd_autodev_exists;
 
 /* `devices: auto`: one device per GPU the allocation grants, in the order
  * listed (docs/config.md, "devices: auto"):
- *   - CUDA_VISIBLE_DEVICES (when the cuda backend is built): cuda devices
- *     cuda0.. with index 0.. (the CUDA runtime renumbers visible GPUs);
- *   - else ROCR_VISIBLE_DEVICES, then CUDA_VISIBLE_DEVICES (hip built):
- *     hip devices hip0.. the same way;
+ *   - CUDA_VISIBLE_DEVICES, when the cuda backend is built and NVIDIA's
+ *     driver is on the node (/dev/nvidiactl): cuda devices cuda0.. with
+ *     index 0.. (the CUDA runtime renumbers the visible GPUs);
+ *   - else ROCR_VISIBLE_DEVICES, then CUDA_VISIBLE_DEVICES, when hip is
+ *     built and the ROCm driver is there (/dev/kfd): hip0.. the same way;
  *   - else one cpu device cpu0 (all cores).
+ * Slurm sets all of these variables for any GPU GRES, so the driver's
+ * device node is what tells an NVIDIA node from an AMD one.
  * Values "", "-1" and "NoDevFiles" (Slurm's "no device files") grant none.
  * *out is calloc'ed (*n entries, defaults from defaults); 0 or nonzero
  * with why filled. */

@@ -36,12 +36,23 @@ static void ta_set(const char *name, const char *value)
 
 static char ta_path[64];
 static wd_getenv_fn ta_saved;
+static wd_exists_fn ta_saved_exists;
+static int ta_nvidia, ta_amd;  /* which driver nodes "exist" */
+
+static int ta_exists(const char *path)
+{
+  return (strcmp(path, "/dev/nvidiactl") == 0 && ta_nvidia) ||
+         (strcmp(path, "/dev/kfd") == 0 && ta_amd);
+}
 
 static void ta_setup(void)
 {
   ta_nenv = 0;
   ta_saved = wd_config_getenv;
   wd_config_getenv = ta_getenv;
+  ta_saved_exists = wd_autodev_exists;
+  wd_autodev_exists = ta_exists;
+  ta_nvidia = ta_amd = 1;
   snprintf(ta_path, sizeof ta_path, "/tmp/wave-autodev.XXXXXX");
   int fd = mkstemp(ta_path);
   ck_assert_int_ge(fd, 0);
@@ -52,6 +63,7 @@ static void ta_teardown(void)
 {
   unlink(ta_path);
   wd_config_getenv = ta_saved;
+  wd_autodev_exists = ta_saved_exists;
 }
 
 /* Load text; returns the config (rc 0) or NULL with the message in msg. */
@@ -111,6 +123,23 @@ START_TEST(auto_with_granted_gpus)
       ck_assert_uint_eq(c->devices[i].index, i);
     }
   }
+  wd_config_free(c);
+  /* no driver node for the built backends: the CPU serves (Slurm sets
+   * every vendor's variable for any GPU GRES) */
+  ta_nvidia = ta_amd = 0;
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].backend, "cpu");
+  wd_config_free(c);
+  /* only the ROCm driver: hip (when built) from ROCR_VISIBLE_DEVICES */
+  ta_amd = 1;
+  ta_set("ROCR_VISIBLE_DEVICES", "5");
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].backend, wv_backend_find("hip") ? "hip"
+                                                                 : "cpu");
   wd_config_free(c);
 }
 END_TEST
