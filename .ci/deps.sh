@@ -7,6 +7,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
   libuv1-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev check
+  libsystemd-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   pocl-opencl-icd ocl-icd-opencl-dev
   hipcc

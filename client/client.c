@@ -149,7 +149,7 @@ int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
   nng_msg *msg = NULL;
   *resp = NULL;
 
-  req->version = 1;
+  req->version = 2;
   req->id = atomic_fetch_add(&c->next_id, 1);
   uint64_t sum = (uint64_t)atomic_load(&c->timeout_ms) + extra_ms;
   unsigned total = sum > INT32_MAX ? INT32_MAX : (unsigned)sum;
