@@ -299,7 +299,8 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
     .pack = a->pack, .nonce = a->nonce, .count = a->count,
     .target = a->target, .max_winners = a->max_winners, .device = a->device,
   };
-  wave_fleet_options o = {.piece = a->piece};
+  wave_fleet_options o = {.piece = a->piece, .segment_log2 = a->segment_log2,
+                          .want_segments = a->segments};
   wave_fleet_hash_result r;
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
@@ -334,7 +335,14 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
              "\"daemons\": [", r.winner_count, r.hashes, r.seconds, rate,
              r.pieces, r.retried, r.n_failed);
       cf_members(stdout, r.members, r.n_members, 1);
-      printf("]}}\n");
+      printf("]}");
+      if (r.segments != NULL) {
+        printf(", \"segments\": [");
+        for (uint64_t i = 0; i < r.segment_count; i++)
+          printf("%s\"%016" PRIx64 "\"", i ? ", " : "", r.segments[i]);
+        printf("]");
+      }
+      printf("}\n");
     } else {
       printf("fleet job: pack %s, nonces %" PRIu64 " + %" PRIu64 " over %zu "
              "daemons\n", q.pack, q.nonce, q.count, r.n_members);
@@ -350,6 +358,9 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
       printf("hashes       %" PRIu64 " in %.3f s (%.3g hashes/s), %" PRIu64
              " pieces, %" PRIu64 " retried\n", r.hashes, r.seconds, rate,
              r.pieces, r.retried);
+      for (uint64_t i = 0; r.segments != NULL && i < r.segment_count; i++)
+        printf("segment %" PRIu64 " %016" PRIx64 "\n",
+               (q.nonce >> r.segment_log2) + i, r.segments[i]);
       cf_members(stderr, r.members, r.n_members, 0);
     }
   } else if (r.members != NULL) {

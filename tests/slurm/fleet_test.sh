@@ -58,15 +58,30 @@ for op in sum min max and or xor; do
   echo "--op $op --dtype s32 --format raw --input a.bin --input d.bin --mask m1.bin --mask m4.bin" >> "$jobs_file"
 done
 echo "--op sum --dtype f32 --format raw --input c.bin" >> "$jobs_file"   # empty job
+# hash jobs (protocol 2: segments): unaligned starts, winners past max_winners
+hash_file=$dir/hash.txt
+cat > "$hash_file" <<H
+--pack small --nonce 12345 --count 200000 --target 0010000000000000 --max-winners 20
+--pack closed --nonce 1000000007 --count 150001 --target 0004000000000000 --max-winners 3 --segment-log2 10
+--pack small --nonce 0 --count 65536 --target 0 --max-winners 0
+H
 
 # The answer's bits and count, from wavectl's JSON.
 key() { sed -n 's/.*"bits": \(\[[^]]*\]\), "count": \([0-9]*\).*/\1 \2/p' "$1"; }
+# A hash result's job fingerprint, segments, best, winners and their count.
+hkey() {
+  for k in job_fingerprint segment_log2 segment_count winner_count hashes; do
+    grep -o "\"$k\": [^,}]*" "$1" | head -1
+  done
+  grep -o '"best": {[^}]*}' "$1" | head -1
+  grep -o '"winners": \[[^]]*\]' "$1" | head -1
+}
 
 # ---- the baseline: one standalone daemon
 cat > single.yaml <<YAML
 listen: [ipc://$dir/single.sock]
 log_level: warn
-packs: {dir: $src/config/packs, load: [small]}
+packs: {dir: $src/config/packs, load: [small, closed]}
 devices: [{name: cpu0, backend: cpu, threads: 1}]
 YAML
 "$WAVEDD" --config single.yaml --foreground 2> single.log &
@@ -79,6 +94,13 @@ while read -r args; do
   "$WAVECTL" --url "ipc://$dir/single.sock" submit reduce $args --json > "base-$n.json" || die "baseline job $n: $args"
 done < "$jobs_file"
 njobs=$n
+n=0
+while read -r args; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  "$WAVECTL" --url "ipc://$dir/single.sock" submit hash $args --json > "hbase-$n.json" || die "baseline hash job $n: $args"
+done < "$hash_file"
+nhash=$n
 
 # ---- the job script the batch step runs (with WAVE_FLEET set)
 cat > job.sh <<JOB
@@ -95,6 +117,12 @@ while read -r args; do
   "$WAVECTL" --timeout 1500 submit reduce \$args --piece 256 --fleet "\$WAVE_FLEET" --json \
     > "\$tag-\$n.json" 2> "\$tag-\$n.err" || exit 1
 done < "$jobs_file"
+n=0
+while read -r args; do
+  n=\$((n + 1))
+  "$WAVECTL" --timeout 1500 submit hash \$args --piece 16384 --fleet "\$WAVE_FLEET" --json \
+    > "\$tag-h\$n.json" 2> "\$tag-h\$n.err" || exit 1
+done < "$hash_file"
 JOB
 chmod +x job.sh
 
@@ -116,6 +144,16 @@ compare() {  # tag
     [ "$want" = "$got" ] || die "$tag job $n ($(sed -n "${n}p" "$jobs_file")): fleet '$got', one daemon '$want'"
   done
   echo "ok: $tag: $njobs fleet reductions equal one daemon's bits and counts"
+  for n in $(seq 1 "$nhash"); do
+    local want got
+    want=$(hkey "hbase-$n.json"); got=$(hkey "$tag-h$n.json")
+    [ -n "$want" ] && grep -q job_fingerprint "hbase-$n.json" || die "baseline hash job $n printed no job fingerprint"
+    [ "$want" = "$got" ] || die "$tag hash job $n: fleet
+$got
+one daemon
+$want"
+  done
+  echo "ok: $tag: $nhash fleet hash jobs equal one daemon's job fingerprint, segments, winners and best"
 }
 
 # Per-node configs: %n is the node name (wavedd.sbatch).
@@ -124,7 +162,7 @@ for node in n1 n2 n3; do
   cat > "node-$node.yaml" <<YAML
 listen: ["tcp://127.0.0.1:\${WAVE_PORT}"]
 log_level: info
-packs: {dir: $src/config/packs, load: [small]}
+packs: {dir: $src/config/packs, load: [small, closed]}
 devices: [{name: cpu0, backend: cpu, threads: 1, fault_after: $fa}]
 YAML
 done
@@ -132,7 +170,7 @@ done
 cat > node-auto.yaml <<YAML
 listen: ["tcp://127.0.0.1:\${WAVE_PORT}"]
 log_level: info
-packs: {dir: $src/config/packs, load: [small]}
+packs: {dir: $src/config/packs, load: [small, closed]}
 devices: auto
 YAML
 
@@ -153,6 +191,7 @@ compare faults
 grep -q "FAILED" faults-1.err || die "faults: wavectl did not report failed daemons: $(cat faults-1.err)"
 grep -q "127.0.0.1:$((daemon_port + 2)).*FAILED" faults-1.err || die "faults: n3 (killed) not reported failed"
 grep -q "127.0.0.1:$((daemon_port + 1)).*FAILED" faults-1.err || die "faults: n2 (faulted) not reported failed"
+grep -q '"failed": true' faults-h1.json || die "faults: the fleet hash result names no failed daemon"
 for node in n1 n2; do
   grep -q "exited 0" "$dir/logs-faults/wavedd-$node.log" || die "faults: wavedd on $node did not exit 0"
 done
