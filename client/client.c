@@ -313,6 +313,7 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   res->count = rs->count;
   res->rows = rs->rows;
   res->seconds = rs->seconds;
+  res->finite = (int)rs->finite;
   wv_client_copy(res->device, sizeof res->device, rs->device);
   wave__v1__response__free_unpacked(resp, NULL);
   return 0;

@@ -404,7 +404,11 @@ static int fl_hash_submit(wave_client *c, const fl_hash *h, uint64_t nonce,
   hr.client = c->tag;
   hr.segment_log2 = h->s;
   hr.want_segments = 1;
-  if (h->req->device && h->req->device[0]) {
+  if (h->req->n_devices > 0) {  /* the caller's device list, as given */
+    hr.device = (char *)"";
+    hr.n_devices = h->req->n_devices;
+    hr.devices = (char **)h->req->devices;
+  } else if (h->req->device && h->req->device[0]) {
     hr.device = (char *)h->req->device;
   } else {
     hr.device = (char *)"";
@@ -602,7 +606,9 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
     return wv_seterr(err, WAVE_ERANGE, "nonce range [%llu, +%llu) is empty "
                      "or passes 2^64", (unsigned long long)req->nonce,
                      (unsigned long long)req->count);
-  unsigned s = opt && opt->segment_log2 ? opt->segment_log2 : 13;
+  unsigned s = opt && opt->segment_log2 ? opt->segment_log2
+               : req->segment_log2 ? req->segment_log2 : 13;
+  int want_segments = (opt && opt->want_segments) || req->want_segments;
   if (s < 5 || s > 20)
     return wv_seterr(err, WAVE_EARG, "segment_log2 %u is outside 5..20", s);
   uint64_t piece = opt ? opt->piece : 0;
@@ -639,7 +645,7 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
   res->segment_log2 = s;
   if (rc == 0)
     rc = wv_fleet_hash_merge(h.parts, (size_t)n, req->max_winners,
-                             opt && opt->want_segments, res, err);
+                             want_segments, res, err);
 out:
   for (uint64_t i = 0; h.parts && i < n; i++) {
     free(h.parts[i].segments);

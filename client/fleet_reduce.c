@@ -65,8 +65,10 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
   pt->bits[1] = r.n_values > 1 ? r.bits[1] : 0;
   pt->count = r.count;
   pt->finite = r.count > 0;
-  if (rq.dtype == WAVE_F32 && rq.op != WAVE_SUM && r.count > 0 &&
-      pt->bits[0] == 0 && pt->bits[1] == 0)
+  if (r.finite != 0)  /* the daemon says (ReduceResult.finite) */
+    pt->finite = r.finite == 1;
+  else if (rq.dtype == WAVE_F32 && rq.op != WAVE_SUM && r.count > 0 &&
+           pt->bits[0] == 0 && pt->bits[1] == 0)
     pt->finite = wv_fleet_any_finite((const uint32_t *)(const void *)pc->data,
                                      pc->rows, pc->mask, pc->n_mask);
   return 0;

@@ -77,6 +77,7 @@ void wd_reply_reduce(wd_req *c)
   rr.rows = c->job.rows;
   rr.device = (char *)wd_device_name(c->work.dev);
   rr.seconds = c->work.seconds;
+  rr.finite = (Wave__V1__FiniteRows)c->finite;
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_REDUCE;
   r.reduce = &rr;

@@ -67,6 +67,9 @@ typedef struct wave_reduce_result {
   uint64_t rows;          /* rows in the input */
   double seconds;         /* time on the device */
   char device[64];
+  int finite;             /* float min/max/extent: 1 a selected row is
+                             finite, 2 none is, 0 not said (other ops, or a
+                             daemon before ReduceResult.finite) */
 } wave_reduce_result;
 
 WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
