@@ -327,6 +327,7 @@ static void cl_pack_check(wave_pack_check *dst, const Wave__V1__PackCheck *pc)
   dst->ok = pc->ok != 0;
   wv_client_copy(dst->state, sizeof dst->state, pc->state);
   wv_client_copy(dst->detail, sizeof dst->detail, pc->detail);
+  dst->hash_rate = pc->hash_rate;
 }
 
 static void cl_device(wave_device_status *d, const Wave__V1__DeviceStatus *s)

@@ -96,6 +96,7 @@ static void rp_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
   pc->ok = st->state == WD_CHECK_OK;
   pc->state = (char *)wd_check_state_name(st->state);
   pc->detail = st->detail;
+  pc->hash_rate = st->hash_rate;
 }
 
 void wd_reply_status(wd_req *c)

@@ -82,6 +82,8 @@ typedef struct wave_pack_check {
   int ok;
   char state[16];  /* "pending", "ok", "failed", "none" (no hash support) */
   char detail[160];
+  double hash_rate;  /* hashes/s measured on the device with the pack, over
+                        its hash batches so far (0: none yet) */
 } wave_pack_check;
 
 typedef struct wave_device_status {
