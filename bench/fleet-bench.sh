@@ -11,7 +11,8 @@
 # default 2^26, from nonce 0) runs first on each daemon alone, then over
 # the three as a fleet (wavectl --fleet).  Rates are end to end: nonces
 # over the wall time of the wavectl call.  Prints each single rate, their
-# sum, the fleet rate and the ratio, and checks that the fleet's job
+# sum, the fleet rate and the ratio, daemon 0 as a "fleet of one" against
+# itself (the coordinator's own cost), and checks that the fleet's job
 # fingerprint, winners and best equal the single daemons'.  Needs at least
 # 3 cores to mean anything (with fewer, the daemons share cores and the
 # ratio can only show the sharing); exit 0 when the bits agree.
@@ -60,19 +61,29 @@ for i in 0 1 2; do
   t1=$(now)
   r=$(echo "$count / ($t1 - $t0)" | bc -l)
   sum=$(echo "$sum + $r" | bc -l)
+  [ "$i" -eq 0 ] && single0=$r
   printf 'single %d: %.4g hashes/s (%.3f s)\n' "$i" "$r" "$(echo "$t1 - $t0" | bc -l)"
 done
+# the coordinator's own cost: daemon 0 as a fleet of one, against itself
+t0=$(now)
+"$B/wavectl" submit hash --fleet "${urls[0]}" --pack "$pack" --nonce 0 --count "$count" \
+  --target "$target" --json > "$OUT/fleet1.json" || { echo "FAIL: fleet of one"; exit 1; }
+t1=$(now)
+r1=$(echo "$count / ($t1 - $t0)" | bc -l)
+printf 'fleet of one (daemon 0): %.4g hashes/s\n' "$r1"
 t0=$(now)
 "$B/wavectl" submit hash --fleet "$fleet" --pack "$pack" --nonce 0 --count "$count" \
   --target "$target" --json > "$OUT/fleet.json" || { echo "FAIL: fleet job"; exit 1; }
 t1=$(now)
 fr=$(echo "$count / ($t1 - $t0)" | bc -l)
-printf 'sum of singles: %.4g hashes/s\nfleet: %.4g hashes/s (%.3f s)\nratio fleet / sum: %.3f\n' \
-  "$sum" "$fr" "$(echo "$t1 - $t0" | bc -l)" "$(echo "$fr / $sum" | bc -l)"
+printf 'sum of singles: %.4g hashes/s\nfleet: %.4g hashes/s (%.3f s)\nratio fleet / sum: %.3f\nratio fleet of one / single 0: %.3f\n' \
+  "$sum" "$fr" "$(echo "$t1 - $t0" | bc -l)" "$(echo "$fr / $sum" | bc -l)" \
+  "$(echo "$r1 / $single0" | bc -l)"
 grep -o '"daemons": \[.*\]' "$OUT/fleet.json" | head -1
 ok=0
 for i in 0 1 2; do
   [ "$(key "$OUT/single$i.json")" = "$(key "$OUT/fleet.json")" ] || { echo "FAIL: fleet bits differ from single daemon $i"; ok=1; }
 done
+[ "$(key "$OUT/fleet1.json")" = "$(key "$OUT/fleet.json")" ] || { echo "FAIL: the fleet of one differs"; ok=1; }
 [ $ok -eq 0 ] && echo "ok: the fleet's job fingerprint, winners and best equal each single daemon's"
 exit $ok
