@@ -262,7 +262,10 @@ START_TEST(fault_loses_no_piece)
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
   wave__v1__response__free_unpacked(r, NULL);
   tj_job j = tj_ragged;
-  j.count = 200000;  /* ~200 pieces: cpu0 takes one before they run out */
+  /* ~4096 pieces (about a second of cpu1's time): cpu0's thread, woken
+   * with cpu1's, takes its first piece long before they run out, even on a
+   * loaded machine. */
+  j.count = 1u << 22;
   Wave__V1__Response *both = tj_run(s, &j, NULL, "cpu0,cpu1", 2);
   Wave__V1__HashResult *hb = both->job->result;
   ck_assert_uint_eq(hb->n_shares, 2);
