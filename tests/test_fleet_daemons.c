@@ -7,7 +7,9 @@
  * reductions (value bits and count, with empty, all-masked and non-finite
  * pieces).  Then one daemon is stopped and another's device faults
  * mid-job (fault_after): the answers stay exact and the result names both.
- * ReduceResult.finite is checked on its own.  Cancel is asked from the
+ * A stream of independent reductions (wave_fleet_reduce_many) gives each
+ * job one daemon's answer, a bad job its own error.  ReduceResult.finite
+ * is checked on its own.  Cancel is asked from the
  * first progress callback, so it always lands while pieces are running.
  * Runs without fork (CK_NOFORK): nng is not fork-safe.
  */
@@ -48,7 +50,7 @@ static wave_fleet *tf_fleet(void)
   wave_fleet *f;
   wave_error err = {0};
   ck_assert_msg(wave_fleet_open(&f, urls, 3, &err) == 0, "%s", err.message);
-  wave_fleet_set_timeout(f, 5000);
+  wave_fleet_set_timeout(f, 15000);  /* generous: a loaded ASan run */
   return f;
 }
 
@@ -188,6 +190,41 @@ START_TEST(fleet_equals_one_daemon)
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     tf_reduce_same(f, ops[i].dt, ops[i].op, 0);
 
+  /* a stream of independent reductions: each answered as one daemon
+   * answers it, a bad one with its own error, the others unharmed */
+  {
+    wave_chunk ch[3] = {{tf_rows[0], 4 * 5000}, {tf_rows[1], 4 * 333},
+                        {tf_rows[2], 4 * 4096}};
+    wave_chunk bad_mask = {tf_mask, 4 * 7};
+    wave_reduce_request rs[6];
+    for (size_t i = 0; i < 6; i++)
+      rs[i] = (wave_reduce_request){.dtype = i % 2 ? WAVE_F32 : WAVE_U32,
+                                    .op = i % 3 == 0 ? WAVE_SUM : WAVE_MAX,
+                                    .input = &ch[i % 3], .n_input = 1};
+    rs[4].mask = &bad_mask;  /* 7 mask rows for 333 input rows */
+    rs[4].n_mask = 1;
+    rs[4].has_mask = 1;
+    wave_reduce_result got[6], want;
+    wave_error errs[6], err2 = {0};
+    wave_fleet_reduce_result run;
+    ck_assert_int_eq(wave_fleet_reduce_many(f, rs, 6, got, errs, &run, &err2),
+                     WAVE_EMASKLEN);
+    ck_assert_int_eq(errs[4].code, WAVE_EMASKLEN);
+    ck_assert_uint_eq(run.pieces, 6);
+    wave_client *one;
+    ck_assert_int_eq(wave_client_open(&one, tf_d[1].ipc, &err2), 0);
+    for (size_t i = 0; i < 6; i++) {
+      if (i == 4)
+        continue;
+      ck_assert_int_eq(errs[i].code, 0);
+      ck_assert_int_eq(wave_reduce(one, &rs[i], &want, &err2), 0);
+      ck_assert_uint_eq(got[i].bits[0], want.bits[0]);
+      ck_assert_uint_eq(got[i].count, want.count);
+    }
+    wave_client_close(one);
+    wave_fleet_reduce_result_free(&run);
+  }
+
   /* ReduceResult.finite: said for float min/max/extent only */
   wave_client *c;
   wave_error err = {0};
@@ -229,7 +266,7 @@ START_TEST(fleet_equals_one_daemon)
   tf_config(&tf_d[1], 1);
   ck_assert_msg(td_start(&tf_d[1]) == 0, "%s", td_stderr(&tf_d[1]));
   f = tf_fleet();
-  wave_fleet_set_timeout(f, 2000);
+  wave_fleet_set_timeout(f, 8000);  /* the stopped daemon costs this */
   q.segment_log2 = 8;  /* batches of 256 nonces are whole segments */
   tf_hash_same(f, &q, 2048, 6);
   tf_reduce_same(f, WAVE_F32, WAVE_SUM, 6);

@@ -114,13 +114,13 @@ fi
 n=0
 while read -r args; do
   n=\$((n + 1))
-  "$WAVECTL" --timeout 1500 submit reduce \$args --piece 256 --fleet "\$WAVE_FLEET" --json \
+  "$WAVECTL" --timeout 3000 submit reduce \$args --piece 256 --fleet "\$WAVE_FLEET" --json \
     > "\$tag-\$n.json" 2> "\$tag-\$n.err" || exit 1
 done < "$jobs_file"
 n=0
 while read -r args; do
   n=\$((n + 1))
-  "$WAVECTL" --timeout 1500 submit hash \$args --piece 16384 --fleet "\$WAVE_FLEET" --json \
+  "$WAVECTL" --timeout 3000 submit hash \$args --piece 16384 --fleet "\$WAVE_FLEET" --json \
     > "\$tag-h\$n.json" 2> "\$tag-h\$n.err" || exit 1
 done < "$hash_file"
 JOB
