@@ -289,6 +289,9 @@ int main(void)
   SRunner *r = srunner_create(s);
   srunner_set_fork_status(r, CK_NOFORK);
   srunner_run_all(r, CK_NORMAL);
+  /* a failed assertion (no fork) leaves daemons up: stop them here */
+  for (unsigned i = 0; i < 3; i++)
+    td_cleanup(&tf_d[i]);
   int failed = srunner_ntests_failed(r);
   srunner_free(r);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
