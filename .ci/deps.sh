@@ -9,7 +9,7 @@ pkgs=(
   libuv1-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev check
   libsystemd-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
-  pocl-opencl-icd ocl-icd-opencl-dev
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
   slurm-wlm munge
 )

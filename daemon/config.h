@@ -23,6 +23,8 @@ typedef struct wd_device_cfg {
   char name[WD_NAME_MAX];
   char backend[16];
   unsigned index;
+  unsigned platform;      /* opencl: platform ordinal */
+  char device[128];       /* opencl: device name match, "" = none */
   unsigned threads;       /* cpu backend: 0 = all cores */
   unsigned queue_depth;   /* reduce jobs waiting for the device */
   char exchange[16];      /* hash exchange: auto, shuffle, local */
