@@ -11,6 +11,7 @@ pkgs=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
+  slurm-wlm munge
 )
 missing=()
 for p in "${pkgs[@]}"; do
