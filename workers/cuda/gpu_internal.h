@@ -31,6 +31,9 @@ extern "C" {
  * padded with -0.0 is that value, a chunk's sum is the same 256-ary tree of
  * any sufficient depth, so pieces cut at multiples of 2^24 rows of a chunk
  * and then folded again give exactly the levels of docs/reduction.md. */
+/* hash_batch works in sub-batches cut at absolute multiples of 2^24 nonces
+ * (gpu_seg.cu); the batch size (hash_batch()) is a multiple of it. */
+#define WVG_SEG_SUB_LOG2 24u
 #define WVG_TILE_ROWS 65536u            /* rows per tile (one level-2 value) */
 #define WVG_PIECE_ROWS (1u << 24)       /* rows per piece (one level-3 value) */
 #define WVG_PIECE_TILES 256u
@@ -200,6 +203,7 @@ struct gdev {
   int npacks;
   const struct wv_pack *loaded; /* program now in constant memory */
   double hash_rate;           /* measured hashes per second, 0 = unknown */
+  unsigned char uuid[16];     /* cudaDeviceProp.uuid (= Vulkan's deviceUUID) */
   int jit;                    /* compile a kernel per pack (gpu_jit.cu) */
   int jit_unroll;             /* ... with the rounds unrolled too */
   unsigned jit_minblocks;     /* __launch_bounds__ min blocks, 0 = none */

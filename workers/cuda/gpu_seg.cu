@@ -40,7 +40,6 @@ extern "C" {
 
 namespace WVG_NS {
 
-#define WVG_SEG_SUB_LOG2 24u
 #define WVG_SEG_SUB (1ull << WVG_SEG_SUB_LOG2)
 /* Segments one sub-batch touches, at most (s = WV_SEG_LOG2_MIN). */
 #define WVG_SEG_MAX (1u << (WVG_SEG_SUB_LOG2 - WV_SEG_LOG2_MIN))
