@@ -1,6 +1,7 @@
 /* pick.c - device choice (see pick.h). */
 #include <string.h>
 
+#include "daemon/log.h"
 #include "daemon/pick.h"
 #include "proto/base.h"
 
@@ -79,6 +80,42 @@ static int pk_all(wd_device *const *devs, size_t n_devs,
   return wv_seterr(err, WAVE_ENODEV, "no device of this daemon runs hash jobs");
 }
 
+/* Two devices of one job that are one physical GPU (cuda0 and vk0 on the
+ * same card: equal caps UUIDs) would only take turns on it, and the
+ * switching between their contexts costs more than either gains.  Keep
+ * the one that has hashed this pack fastest so far (the first in config
+ * order while neither has measured it); returns the new count. */
+static size_t pk_one_per_gpu(wd_device **out, size_t n, const wd_pick_req *rq)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    wv_caps ci;
+    wd_device_caps(out[i], &ci);
+    size_t k = 0;
+    for (; ci.has_uuid && k < kept; k++) {
+      wv_caps ck;
+      wd_device_caps(out[k], &ck);
+      if (ck.has_uuid && memcmp(ck.uuid, ci.uuid, sizeof ci.uuid) == 0)
+        break;
+    }
+    if (!ci.has_uuid || k == kept) {
+      out[kept++] = out[i];
+      continue;
+    }
+    wd_pack_state si, sk;
+    wd_device_pack_check(out[i], rq->pack, &si);
+    wd_device_pack_check(out[k], rq->pack, &sk);
+    wd_device *drop = out[i];
+    if (si.hash_rate > sk.hash_rate) {
+      drop = out[k];
+      out[k] = out[i];
+    }
+    wd_info("hash job on pack %s: %s left out, the same GPU as %s", rq->pack_name,
+            wd_device_name(drop), wd_device_name(out[k]));
+  }
+  return kept;
+}
+
 int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
             wd_device **out, size_t *n_out, wave_error *err)
 {
@@ -88,8 +125,12 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
     if (named)
       return wv_seterr(err, WAVE_EBADREQUEST,
                        "give device or devices, not both");
-    if (rq->n_devices == 1 && strcmp(rq->devices[0], "all") == 0)
-      return pk_all(devs, n_devs, rq, out, n_out, err);
+    if (rq->n_devices == 1 && strcmp(rq->devices[0], "all") == 0) {
+      int rc = pk_all(devs, n_devs, rq, out, n_out, err);
+      if (rc == 0)
+        *n_out = pk_one_per_gpu(out, *n_out, rq);
+      return rc;
+    }
     size_t n = 0;
     for (size_t i = 0; i < n_devs; i++) {  /* config order */
       int listed = 0;
@@ -112,7 +153,7 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
                          rq->devices[k],
                          strcmp(rq->devices[k], "all") == 0
                              ? " (\"all\" must be the only name)" : "");
-    *n_out = n;
+    *n_out = pk_one_per_gpu(out, n, rq);
     return 0;
   }
   if (named) {

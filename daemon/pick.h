@@ -5,7 +5,10 @@
  * (HashRequest.device), the listed ones (HashRequest.devices; ["all"] is
  * every device with hash jobs that can run the pack), or else the device
  * with the fewest hash jobs in flight.  A named device must exist, run hash
- * jobs, not be faulted, and not have failed the pack's self-check.
+ * jobs, not be faulted, and not have failed the pack's self-check.  Of
+ * several devices that are one physical GPU (the same caps UUID, e.g. a
+ * CUDA and a Vulkan device of one card) a job keeps one: the fastest on
+ * the pack so far.
  */
 #ifndef WD_PICK_H
 #define WD_PICK_H

@@ -210,12 +210,16 @@ START_TEST(cpu_and_vulkan_equal_one)
   snprintf(opts, sizeof opts, "%s%sdetect_leaks=0", asan ? asan : "",
            asan ? ":" : "");
   setenv("ASAN_OPTIONS", opts, 1);
+  /* vk1 is vk0's device again: one physical GPU (one UUID), which a job
+   * over several devices uses once. */
   tj_config(&d, "  - {name: cpu0, backend: cpu, threads: 1, batch: 4096}\n"
-                "  - {name: vk0, backend: vulkan, batch: 2048}\n", NULL);
+                "  - {name: vk0, backend: vulkan, batch: 2048}\n"
+                "  - {name: vk1, backend: vulkan, batch: 2048}\n", NULL);
   ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
   nng_socket s = td_dial(d.ipc);
   Wave__V1__Response *st = td_status(s, 1);
-  int vk_ok = st->status->n_devices == 2 && !st->status->devices[1]->faulted;
+  int vk_ok = st->status->n_devices == 3 && !st->status->devices[1]->faulted &&
+              !st->status->devices[2]->faulted;
   wave__v1__response__free_unpacked(st, NULL);
   if (!vk_ok) {
     fprintf(stderr, "cpu_and_vulkan_equal_one: no Vulkan device here: "
@@ -228,6 +232,13 @@ START_TEST(cpu_and_vulkan_equal_one)
     tj_same(c->job->result, v->job->result);
     tj_same(c->job->result, b->job->result);
     ck_assert_uint_eq(tj_share_hashes(b->job->result), tj_ragged.count);
+    Wave__V1__Response *a = tj_run(s, &tj_ragged, NULL, "all", 5);
+    tj_same(c->job->result, a->job->result);
+    ck_assert_uint_eq(a->job->result->n_shares, 2);  /* cpu0, one of vk0/1 */
+    ck_assert_uint_eq(a->job->n_devices, 2);
+    ck_assert_str_eq(a->job->result->shares[0]->device, "cpu0");
+    ck_assert_uint_eq(tj_share_hashes(a->job->result), tj_ragged.count);
+    wave__v1__response__free_unpacked(a, NULL);
     wave__v1__response__free_unpacked(c, NULL);
     wave__v1__response__free_unpacked(v, NULL);
     wave__v1__response__free_unpacked(b, NULL);

@@ -90,6 +90,9 @@ typedef struct wv_caps {
                              change once a pack is prepared (measured) */
   int reverify;           /* winners and best are re-verified on the CPU
                              (every backend but the CPU reference itself) */
+  int has_uuid;           /* uuid names the physical device: two devices of
+                             one GPU (cuda0 and vk0 on one card) share it */
+  unsigned char uuid[16];
 } wv_caps;
 
 typedef struct wv_device wv_device;  /* backend-private device context */

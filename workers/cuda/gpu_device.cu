@@ -225,6 +225,9 @@ static int dev_open(const wv_device_config *cfg, gdev **out, wave_error *err)
     g->sms = prop.multiProcessorCount;
     g->warp = prop.warpSize;
     g->mem = prop.totalGlobalMem;
+#if !defined(WV_GPU_HIP)  /* Debian 12's HIP props have no uuid */
+    memcpy(g->uuid, &prop.uuid, sizeof g->uuid);
+#endif
 #if defined(WV_GPU_HIP)
     snprintf(g->name, sizeof g->name, "%s %s", prop.name, prop.gcnArchName);
 #endif
@@ -616,6 +619,10 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",
            g->exchange_reason, g->jit_note);
   caps->hash_batch = hash_batch(g);
+#if !defined(WV_GPU_HIP)
+  caps->has_uuid = 1;
+  memcpy(caps->uuid, g->uuid, sizeof caps->uuid);
+#endif
 }
 
 extern "C" int WVG_C(reduce)(wv_device *dev, const wv_reduce_job *job,

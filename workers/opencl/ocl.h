@@ -92,6 +92,8 @@ struct wv_device {
   /* hash exchange, decided at open (ocl_open.c) and per pack */
   int hash_shuffle;         /* 1 khr, 2 intel, 0 local */
   int hash_refused;         /* shuffle demanded but impossible */
+  int has_uuid;             /* cl_khr_device_uuid */
+  unsigned char uuid[16];
   int want_shuffle;         /* exchange: shuffle configured */
   unsigned hash_units;      /* units per work-group */
   uint64_t hash_batch;      /* nonces per batch suggested */

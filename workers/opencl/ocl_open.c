@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "ocl.h"
+#include <CL/cl_ext.h> /* after ocl.h, which sets the target version */
 #include "proto/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
@@ -514,6 +515,12 @@ static int oo_info(wv_device *d)
   d->khr_shuffle = oo_has_ext(d->extensions, "cl_khr_subgroup_shuffle") &&
                    d->c_major >= 2;
   d->intel_shuffle = oo_has_ext(d->extensions, "cl_intel_subgroups");
+  /* cl_khr_device_uuid: the same UUID as CUDA's and Vulkan's for one GPU,
+   * so a job over several devices uses a card once. */
+  if (oo_has_ext(d->extensions, "cl_khr_device_uuid") &&
+      clGetDeviceInfo(d->id, CL_DEVICE_UUID_KHR, sizeof d->uuid, d->uuid,
+                      NULL) == CL_SUCCESS)
+    d->has_uuid = 1;
   int sg30 = 0;
   if (d->c_major >= 3) {
     size_t n = 0;
@@ -683,7 +690,13 @@ static void oo_caps(wv_device *d, wv_caps *caps)
   snprintf(caps->exchange, sizeof caps->exchange, "%s", d->exchange);
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
            d->exchange_reason);
+  caps->exchange_mode = d->hash_refused   ? WV_EXCHANGE_NONE
+                        : d->hash_shuffle ? WV_EXCHANGE_SHUFFLE
+                                          : WV_EXCHANGE_LOCAL;
+  caps->reverify = 1;  /* a GPU's winners are checked on the CPU */
   caps->hash_batch = d->hash_batch;
+  caps->has_uuid = d->has_uuid;
+  memcpy(caps->uuid, d->uuid, sizeof caps->uuid);
 }
 
 const wv_backend wv_opencl_backend = {

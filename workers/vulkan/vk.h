@@ -140,6 +140,7 @@ struct wv_device {
   int hash_refused;                 /* exchange shuffle demanded, absent */
   unsigned hash_units;              /* hash units (32 lanes) per group */
   uint64_t hash_batch;              /* nonces per batch suggested */
+  unsigned char uuid[16];           /* VkPhysicalDeviceIDProperties */
 
   VkCommandPool cmd_pool;
   VkDescriptorSetLayout dsl;        /* three storage buffers */
