@@ -139,16 +139,33 @@ static void hr_merge(wd_hjob *j, hj_piece *pc, const wv_hash_batch *b)
   atomic_fetch_add(&j->done, b->count);
 }
 
-/* Re-check the piece's winners and best on the CPU. */
+/* Re-check on the CPU what of the piece the job can still report: its
+ * winners below the job's current max_winners-th (the kept set only ever
+ * takes lower nonces, so a winner above a full set is never reported),
+ * and its best if it beats the job's.  One check costs a unit of the
+ * reference hash (~ms for a memory pack), and after the first pieces
+ * nearly nothing qualifies, so the device thread is not held up. */
 static int hr_verify(wd_hjob *j, wd_device *d, const wv_hash_batch *b,
                      wave_error *err)
 {
+  pthread_mutex_lock(&j->mu);
+  uint64_t cut = j->n_winners < j->max_winners ? UINT64_MAX
+                 : j->n_winners > 0 ? j->winners[j->n_winners - 1].nonce
+                                    : 0;
+  int best_counts = !j->have_best || b->best_output < j->best_output ||
+                    (b->best_output == j->best_output &&
+                     b->best_nonce < j->best_nonce);
+  pthread_mutex_unlock(&j->mu);
   for (size_t i = 0; i <= b->n_winners; i++) {
     uint64_t nonce, output, cpu;
     if (i < b->n_winners) {
       nonce = b->winners[i].nonce;
       output = b->winners[i].output;
+      if (j->max_winners == 0 || (cut != UINT64_MAX && nonce > cut))
+        continue;
     } else {
+      if (!best_counts)
+        continue;
       nonce = b->best_nonce;
       output = b->best_output;
     }
