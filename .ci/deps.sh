@@ -10,6 +10,8 @@ pkgs=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   pocl-opencl-icd ocl-icd-opencl-dev
   hipcc
+  libsystemd-dev systemd
+  podman runc debootstrap prometheus
 )
 missing=()
 for p in "${pkgs[@]}"; do

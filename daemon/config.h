@@ -49,6 +49,7 @@ typedef struct wd_config {
   char **listen;              /* URLs, n_listen >= 1 */
   size_t n_listen;
   unsigned ipc_mode;          /* 0: leave the socket file to the umask */
+  char metrics[256];          /* http://host:port of /metrics; "" = off */
   int log_level;              /* WD_LOG_* */
   wd_limits limits;
   char packs_dir[WD_PATH_MAX];/* resolved against the config file's folder */

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "daemon/hashjob.h"
+#include "daemon/stats.h"
 #include "daemon/log.h"
 #include "proto/base.h"
 
@@ -172,6 +173,7 @@ int wd_hjob_step(wd_work *w, wd_hash_env *env)
   if (env->verify && hj_verify(j, env, before, first, n) != 0)
     return hj_finish(j);
   atomic_store(&j->done, done + n);
+  wd_stats_hashed(env->device, n);
   if (done + n == j->count) {
     w->rc = 0;
     return hj_finish(j);
@@ -437,6 +439,13 @@ void wd_jobs_prune(wd_jobs *t)
 }
 
 size_t wd_jobs_active(const wd_jobs *t) { return t->n_active; }
+
+void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim) { t->lim = *lim; }
+
+wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j)
+{
+  return j == NULL ? t->head : j->next;
+}
 
 uint64_t wd_hjob_id(const wd_hjob *j) { return j->id; }
 

@@ -78,6 +78,10 @@ wd_hjob *wd_jobs_ended(wd_jobs *t, wd_work *w);
 /* Drop finished jobs beyond keep_jobs / older than keep_seconds. */
 void wd_jobs_prune(wd_jobs *t);
 size_t wd_jobs_active(const wd_jobs *t);  /* jobs that have not ended */
+/* A reload's new limits (the ones a reload may change; see reload.c). */
+void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim);
+/* Walk the table in submit order: NULL gives the first job. */
+wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j);
 
 uint64_t wd_hjob_id(const wd_hjob *j);
 int wd_hjob_is_ended(const wd_hjob *j);

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "daemon/log.h"
 
@@ -57,27 +57,11 @@ void wd_log(int level, const char *fmt, ...)
   (void)w;  /* nowhere to report a failed log write */
 }
 
-/* sd_notify(3) without libsystemd: one datagram to $NOTIFY_SOCKET (a path,
- * or "@name" for the abstract namespace). */
+/* sd_notify(3) from libsystemd: it knows every form $NOTIFY_SOCKET takes
+ * (paths, abstract names, vsock) and what a newer systemd expects. */
 void wd_notify(const char *state)
 {
-  const char *path = getenv("NOTIFY_SOCKET");
-  if (path == NULL || path[0] == '\0')
-    return;
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  size_t len = strlen(path);
-  if (len >= sizeof sa.sun_path)
-    return;
-  memcpy(sa.sun_path, path, len);
-  if (sa.sun_path[0] == '@')
-    sa.sun_path[0] = '\0';
-  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return;
-  ssize_t n = sendto(fd, state, strlen(state), MSG_NOSIGNAL,
-                     (struct sockaddr *)&sa,
-                     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len));
-  if (n < 0)
-    wd_debug("notify %s: %s", path, strerror(errno));
-  close(fd);
+  int rv = sd_notify(0, state);
+  if (rv < 0)
+    wd_debug("sd_notify: %s", strerror(-rv));
 }

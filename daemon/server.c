@@ -45,6 +45,7 @@
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "daemon/stats.h"
 #include "proto/base.h"
 #include "proto/wave.pb-c.h"
 #include "workers/reduce/reduce.h"
@@ -254,6 +255,7 @@ static void sv_error(sv_ctx *c, int code, const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   wd_debug("request %" PRIu64 ": %s: %s", c->req_id, wave_errname(code), msg);
+  wd_stats_request_error(code);
   Wave__V1__Error e = WAVE__V1__ERROR__INIT;
   e.code = (uint32_t)code;
   e.name = (char *)wave_errname(code);
@@ -387,6 +389,8 @@ static void sv_reduce_done(wd_server *s, wd_work *w)
 {
   sv_ctx *c = w->owner;
   s->reduce_inflight--;
+  wd_stats_job(WD_KIND_REDUCE, c->req_id, wd_device_name(w->dev), w->seconds,
+               w->rc, w->job.rows, w->job.rows * 4);
   if (w->rc != 0)
     return sv_job_error(c, &w->err);
   const Wave__V1__ReduceRequest *rq = c->req->reduce;
@@ -568,6 +572,13 @@ static void sv_wait_timeout(uv_timer_t *t)
 static void sv_job_ended(void *arg, wd_hjob *j)
 {
   wd_server *s = arg;
+  Wave__V1__JobInfo ji;
+  wd_jobinfo_scratch scratch;
+  if (wd_hjob_info(j, &ji, &scratch) == 0) {
+    wd_stats_job(WD_KIND_HASH, ji.job_id, ji.device, ji.seconds,
+                 ji.error != NULL ? (int)ji.error->code : 0, 0, 0);
+    wd_jobinfo_done(&scratch);
+  }
   void **head = wd_hjob_waiters(j);
   while (*head != NULL) {
     sv_ctx *c = *head;
@@ -621,6 +632,49 @@ static void sv_cancel(sv_ctx *c, const Wave__V1__CancelRequest *cr)
   if (wd_jobs_cancel(s->jobs, j, WAVE_ECANCELLED))
     sv_job_ended(s, j);
   sv_reply_job(c, j);
+}
+
+/* Every job the table holds, without outputs or segment pages. */
+static void sv_jobs(sv_ctx *c)
+{
+  wd_server *s = c->srv;
+  size_t n = 0;
+  for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j; j = wd_jobs_next(s->jobs, j))
+    n++;
+  Wave__V1__JobInfo *ji = calloc(n + 1, sizeof *ji);
+  Wave__V1__JobInfo **jp = calloc(n + 1, sizeof *jp);
+  wd_jobinfo_scratch *sc = calloc(n + 1, sizeof *sc);
+  size_t k = 0;
+  if (ji == NULL || jp == NULL || sc == NULL) {
+    sv_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
+    goto out;
+  }
+  for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j && k < n;
+       j = wd_jobs_next(s->jobs, j)) {
+    if (wd_hjob_info(j, &ji[k], &sc[k]) != 0) {
+      sv_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
+      goto out;
+    }
+    if (ji[k].result != NULL) {
+      ji[k].result->n_outputs = 0;
+      ji[k].result->n_segments = 0;
+    }
+    jp[k] = &ji[k];
+    k++;
+  }
+  Wave__V1__JobsReply jr = WAVE__V1__JOBS_REPLY__INIT;
+  jr.n_jobs = k;
+  jr.jobs = jp;
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_JOBS;
+  r.jobs = &jr;
+  sv_send(c, &r);
+out:
+  for (size_t i = 0; sc != NULL && i < k; i++)
+    wd_jobinfo_done(&sc[i]);
+  free(ji);
+  free(jp);
+  free(sc);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
@@ -683,6 +737,8 @@ static void sv_request(sv_ctx *c)
     return sv_cancel(c, rq->cancel);
   case WAVE__V1__REQUEST__BODY_PACKS:
     return sv_packs(c);
+  case WAVE__V1__REQUEST__BODY_JOBS:
+    return sv_jobs(c);
   default: {
     /* a body this daemon does not know arrives as an unknown field */
     unsigned tag = rq->base.n_unknown_fields ? rq->base.unknown_fields[0].tag
@@ -937,4 +993,29 @@ void wd_server_free(wd_server *s)
   wd_jobs_free(s->jobs);
   pthread_mutex_destroy(&s->mu);
   free(s);
+}
+
+/* ---- for metrics.c and reload.c (loop thread) ----------------------------- */
+
+wd_device *const *wd_server_devices(const wd_server *s, size_t *n)
+{
+  *n = s->n_devs;
+  return s->devs;
+}
+
+const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
+
+const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
+
+void wd_server_reconfigure(wd_server *s, const wd_config *cfg)
+{
+  const wd_limits *lim = &cfg->limits;
+  size_t cap = lim->max_request_bytes +
+               (lim->max_request_bytes > (1u << 20) ? lim->max_request_bytes
+                                                    : (1u << 20));
+  s->cfg = cfg;
+  wd_jobs_set_limits(s->jobs, lim);
+  if (s->sock_open)
+    nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
+  wd_listeners_set_cap(s->lst, cap);
 }
