@@ -48,7 +48,8 @@ static uint64_t cl_now_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-int wave_client_open(wave_client **out, const char *url, wave_error *err)
+static int cl_open(wave_client **out, const char *url, int now,
+                   wave_error *err)
 {
   int rv;
   if (out == NULL)
@@ -79,10 +80,19 @@ int wave_client_open(wave_client **out, const char *url, wave_error *err)
   /* The daemon is trusted: replies (want_outputs) may be large. */
   nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, 0);
   /* Non-blocking dial: nng keeps retrying in the background, so a client
-   * may be opened before the daemon is up.  Only a malformed URL fails. */
-  if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
-    int code = wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
-                         "cannot dial '%s': %s", url, nng_strerror(rv));
+   * may be opened before the daemon is up.  Only a malformed URL fails.
+   * wave_client_dial connects first: nothing listening is an error now,
+   * not a timeout later (nng still redials if the daemon restarts). */
+  if ((rv = nng_dial(c->sock, url, NULL, now ? 0 : NNG_FLAG_NONBLOCK)) != 0) {
+    int refused = rv == NNG_ECONNREFUSED || rv == NNG_ENOENT ||
+                  rv == NNG_ETIMEDOUT || rv == NNG_EADDRINVAL ||
+                  rv == NNG_EUNREACHABLE || rv == NNG_ECONNRESET;
+    int code = now && refused
+                   ? wv_seterr(err, WAVE_EIO, "%s: connection refused: no "
+                               "wavedd listens there (%s)", url,
+                               nng_strerror(rv))
+                   : wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
+                               "cannot dial '%s': %s", url, nng_strerror(rv));
     nng_close(c->sock);
     free(c->url);
     free(c);
@@ -90,6 +100,16 @@ int wave_client_open(wave_client **out, const char *url, wave_error *err)
   }
   *out = c;
   return 0;
+}
+
+int wave_client_open(wave_client **out, const char *url, wave_error *err)
+{
+  return cl_open(out, url, 0, err);
+}
+
+int wave_client_dial(wave_client **out, const char *url, wave_error *err)
+{
+  return cl_open(out, url, 1, err);
 }
 
 void wave_client_close(wave_client *c)

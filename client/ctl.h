@@ -59,6 +59,9 @@ typedef enum wv_cmd {
   WV_CMD_HASH,
   WV_CMD_STATUS,
   WV_CMD_PACKS,
+  WV_CMD_JOBS,
+  WV_CMD_WAIT,
+  WV_CMD_CANCEL,
 } wv_cmd;
 
 typedef struct wv_args {
@@ -83,6 +86,9 @@ typedef struct wv_args {
   uint32_t max_winners;
   int outputs;
   int have_nonce, have_count;
+  int detach;             /* --detach: print the job id, do not wait */
+  /* wait, cancel */
+  uint64_t job_id;
 } wv_args;
 
 /* Parse argv (argv[0] is the program).  WAVE_EARG with a message for any
@@ -116,5 +122,13 @@ void wv_print_hash(FILE *f, const wave_hash_request *q,
 void wv_print_status(FILE *f, const wave_status *s, const char *url,
                      int json);
 void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
+
+/* ---- job commands (ctl_jobs.c) ----------------------------------------- */
+
+const char *wv_job_state_name(wave_job_state s);
+void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
+/* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
+void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
+                  int json);
 
 #endif

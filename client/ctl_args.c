@@ -2,7 +2,8 @@
  * the usage texts (docs/cli.md is the long form of the same).
  *
  * Forms: wavectl [GLOBAL] COMMAND [OPTIONS], where COMMAND is `submit
- * reduce`, `submit hash`, `status`, `packs` or `help [COMMAND]`.  Options
+ * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID`
+ * or `help [COMMAND]`.  Options
  * are long only (plus -h), "--name value" or "--name=value", and may come
  * before or after the command; a repeated single-valued option keeps the
  * last value.  Names (op, dtype, format) are checked here, so a typo is a
@@ -18,10 +19,10 @@
 enum {
   A_URL, A_TIMEOUT, A_JSON, A_HELP, A_VERSION, A_DEVICE,
   A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
-  A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS,
+  A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DETACH,
 };
 
-#define M_ALL 0x1fu
+#define M_ALL 0xffu
 #define M_NONE (1u << WV_CMD_NONE)
 #define M_RED (1u << WV_CMD_REDUCE)
 #define M_HASH (1u << WV_CMD_HASH)
@@ -49,12 +50,14 @@ static const struct ar_opt {
   {"target", 1, A_TARGET, M_HASH},
   {"max-winners", 1, A_MAXWIN, M_HASH},
   {"outputs", 0, A_OUTPUTS, M_HASH},
+  {"detach", 0, A_DETACH, M_HASH},
 };
 
 static const char *const ar_cmd_names[] = {
   [WV_CMD_NONE] = "wavectl", [WV_CMD_REDUCE] = "submit reduce",
   [WV_CMD_HASH] = "submit hash", [WV_CMD_STATUS] = "status",
-  [WV_CMD_PACKS] = "packs",
+  [WV_CMD_PACKS] = "packs", [WV_CMD_JOBS] = "jobs", [WV_CMD_WAIT] = "wait",
+  [WV_CMD_CANCEL] = "cancel",
 };
 
 int wv_parse_u64(const char *s, uint64_t *out)
@@ -138,6 +141,7 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
   case A_HELP: a->help = 1; break;
   case A_VERSION: a->version = 1; break;
   case A_DEVICE: a->device = v; break;
+  case A_DETACH: a->detach = 1; break;
   case A_OP:
     if ((a->op = wave_op_parse(v)) == WAVE_OP_NONE)
       return wv_seterr(err, WAVE_EARG, "--op: unknown op '%s' (sum, min, "
@@ -198,6 +202,21 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
     a->cmd = WV_CMD_PACKS;
     return 1;
   }
+  if (strcmp(w, "jobs") == 0) {
+    a->cmd = WV_CMD_JOBS;
+    return 1;
+  }
+  if (strcmp(w, "wait") == 0 || strcmp(w, "cancel") == 0) {
+    a->cmd = w[0] == 'w' ? WV_CMD_WAIT : WV_CMD_CANCEL;
+    const char *k = i + 1 < argc ? argv[i + 1] : NULL;
+    if (k != NULL && (strcmp(k, "--help") == 0 || strcmp(k, "-h") == 0))
+      return 1;  /* the option loop sees --help */
+    if (k == NULL || wv_parse_u64(k, &a->job_id) != 0)
+      return -wv_seterr(err, WAVE_EARG, "%s: expected a job id (as submit "
+                        "hash --detach or wavectl jobs print it)%s%s%s", w,
+                        k ? ", not '" : "", k ? k : "", k ? "'" : "");
+    return 2;
+  }
   if (strcmp(w, "submit") == 0) {
     const char *k = i + 1 < argc ? argv[i + 1] : NULL;
     if (k != NULL && (strcmp(k, "--help") == 0 || strcmp(k, "-h") == 0)) {
@@ -223,7 +242,8 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
     return 1;
   }
   return -wv_seterr(err, WAVE_EARG, "unknown command '%s' (submit reduce, "
-                    "submit hash, status, packs, help)", w);
+                    "submit hash, status, packs, jobs, wait, cancel, help)",
+                    w);
 }
 
 int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
@@ -296,9 +316,9 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
     return wv_seterr(err, WAVE_EARG, "--op/--dtype/--input/--mask/--format "
                      "apply only to submit reduce");
   if (a->cmd != WV_CMD_HASH && (a->pack || a->have_nonce || a->have_count ||
-                                a->target || a->outputs))
+                                a->target || a->outputs || a->detach))
     return wv_seterr(err, WAVE_EARG, "--pack/--nonce/--count/--target/"
-                     "--outputs apply only to submit hash");
+                     "--outputs/--detach apply only to submit hash");
   if (a->device && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
     return wv_seterr(err, WAVE_EARG, "--device applies only to submit");
 
@@ -369,7 +389,26 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  --max-winners K   winners to list (default 16; the count is exact)\n"
       "  --outputs         also return every output (small jobs only)\n"
       "  --device NAME     run on this device (default: the daemon picks)\n"
+      "  --detach          print the job id and exit; the job runs on\n"
+      "                    (wavectl jobs / wait ID / cancel ID)\n"
       "%s", common);
+    break;
+  case WV_CMD_JOBS:
+    fprintf(f,
+      "usage: wavectl jobs [--json]\n\n"
+      "List the daemon's hash jobs: queued, running, and the finished ones\n"
+      "it still keeps (limits.keep_jobs, keep_seconds).\n\n%s", common);
+    break;
+  case WV_CMD_WAIT:
+    fprintf(f,
+      "usage: wavectl wait ID [--json]\n\n"
+      "Wait for hash job ID to end and print its result, as submit hash\n"
+      "would have; Ctrl-C stops waiting (the job runs on).\n\n%s", common);
+    break;
+  case WV_CMD_CANCEL:
+    fprintf(f,
+      "usage: wavectl cancel ID [--json]\n\n"
+      "Cancel hash job ID and print its state.\n\n%s", common);
     break;
   case WV_CMD_STATUS:
     fprintf(f,
@@ -392,6 +431,9 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  submit hash       run a hash job with a program pack\n"
       "  status            show devices, queues and faults\n"
       "  packs             list program packs and their self-checks\n"
+      "  jobs              list hash jobs (also those of gone clients)\n"
+      "  wait ID           wait for a hash job and print its result\n"
+      "  cancel ID         cancel a hash job\n"
       "  help COMMAND      the options of a command\n\n"
       "Options:\n%s"
       "  --version         print wavectl's version\n\n"

@@ -782,8 +782,14 @@ START_TEST(ctl_unreachable)
   wv_it_path(sock, sizeof sock, "nobody.sock");
   snprintf(url, sizeof url, "ipc://%s", sock);
   wv_it_out o;
-  wv_it_ctl(&o, "--timeout", "300", "status", "--url", url, NULL);
-  wv_it_ctl_bad(&o, 3, "TIMEDOUT");
+  /* refused at once (the default 30 s timeout would say TIMEDOUT) */
+  wv_it_ctl(&o, "status", "--url", url, NULL);
+  wv_it_ctl_bad(&o, 3, "IO");
+  ck_assert_ptr_nonnull(strstr(o.err, "connection refused"));
+  wv_it_out_free(&o);
+  wv_it_ctl(&o, "jobs", "--url", "tcp://127.0.0.1:1", NULL);
+  wv_it_ctl_bad(&o, 3, "IO");
+  ck_assert_ptr_nonnull(strstr(o.err, "connection refused"));
   wv_it_out_free(&o);
   /* a malformed URL is a usage error */
   wv_it_ctl(&o, "status", "--url", "bogus://x", NULL);
