@@ -388,13 +388,27 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     return rv;
   const Wave__V1__StatusReply *st = resp->status;
   size_t n = st ? st->n_devices : 0;
-  /* One block: the devices follow the header, so one free() releases it. */
-  wave_status *s = calloc(1, sizeof *s + n * sizeof(wave_device_status));
+  size_t nl = st ? st->n_listen : 0, text = 0;
+  for (size_t i = 0; i < nl; i++)
+    text += strlen(st->listen[i] ? st->listen[i] : "") + 1;
+  /* One block: the devices, the listen pointers and their strings follow
+   * the header, so one free() releases it. */
+  wave_status *s = calloc(1, sizeof *s + n * sizeof(wave_device_status) +
+                                 (nl + 1) * sizeof(char *) + text);
   if (s == NULL) {
     wave__v1__response__free_unpacked(resp, NULL);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   s->devices = (wave_device_status *)(s + 1);
+  s->listen = (char **)(s->devices + n);
+  char *at = (char *)(s->listen + nl + 1);
+  for (size_t i = 0; i < nl; i++) {
+    const char *u = st->listen[i] ? st->listen[i] : "";
+    size_t len = strlen(u) + 1;
+    memcpy(at, u, len);
+    s->listen[s->n_listen++] = at;
+    at += len;
+  }
   if (st != NULL) {
     wv_client_copy(s->version, sizeof s->version, st->version);
     s->uptime_ms = st->uptime_ms;

@@ -218,8 +218,13 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fputs(", \"url\": ", f);
     wv_json_str(f, url);
     fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
-            ", \"jobs_failed\": %" PRIu64 ", \"devices\": [",
+            ", \"jobs_failed\": %" PRIu64 ", \"listen\": [",
             s->uptime_ms, s->jobs_served, s->jobs_failed);
+    for (size_t i = 0; i < s->n_listen; i++) {
+      fputs(i ? ", " : "", f);
+      wv_json_str(f, s->listen[i]);
+    }
+    fputs("], \"devices\": [", f);
     for (size_t i = 0; i < s->n_devices; i++) {
       const wave_device_status *d = &s->devices[i];
       fputs(i ? ", {\"name\": " : "{\"name\": ", f);
@@ -248,6 +253,10 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
   fprintf(f, "wavedd %s at %s: up %.1f s, %" PRIu64 " jobs served, %" PRIu64
           " failed\n", s->version, url, (double)s->uptime_ms / 1000.0,
           s->jobs_served, s->jobs_failed);
+  for (size_t i = 0; i < s->n_listen; i++)
+    fprintf(f, "%s%s", i ? ", " : "listening on ", s->listen[i]);
+  if (s->n_listen > 0)
+    fputc('\n', f);
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);

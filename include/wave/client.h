@@ -106,6 +106,9 @@ typedef struct wave_status {
   uint64_t uptime_ms, jobs_served, jobs_failed;
   size_t n_devices;
   wave_device_status *devices;  /* n_devices entries */
+  size_t n_listen;
+  char **listen;  /* the daemon's listen URLs as bound (a tcp port 0
+                     replaced by the port it got) */
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(). */
