@@ -4,7 +4,8 @@
 # wavedd; `systemd` adds systemd as PID 1 with the installed unit enabled
 # (tests/container/ runs it with podman --systemd=always).
 #
-#   podman build -t wavedd .                 # or: docker build -t wavedd .
+#   podman build --format docker -t wavedd .  # or: docker build -t wavedd .
+#   (--format docker: the OCI image format drops HEALTHCHECK)
 #   podman run -d -p 5555:5555 -p 9464:9464 wavedd
 #   WAVE_URL=tcp://127.0.0.1:5555 wavectl status
 #
@@ -56,4 +57,4 @@ RUN apt-get update -qq \
  && systemctl mask systemd-logind.service getty.target console-getty.service
 STOPSIGNAL SIGRTMIN+3
 HEALTHCHECK NONE
-CMD ["/sbin/init"]
+CMD ["/lib/systemd/systemd"]

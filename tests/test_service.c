@@ -144,6 +144,7 @@ START_TEST(sigquit_and_usr_signals_stop_cleanly)
   ck_assert_int_eq(td_start(&d), 0);
   kill(d.pid, SIGUSR1);  /* ignored */
   kill(d.pid, SIGUSR2);
+  kill(d.pid, SIGPIPE);
   nng_socket s = td_dial(d.ipc);
   td_good(s);
   nng_close(s);
@@ -154,6 +155,18 @@ START_TEST(sigquit_and_usr_signals_stop_cleanly)
                 "status %d:\n%s", d.status, td_stderr(&d));
   struct stat st;
   ck_assert_int_ne(stat(d.ipc + 6, &st), 0);
+  /* SIGKILL cannot be caught: the file stays, and the next start takes
+   * the path back (nothing accepts there) */
+  ck_assert_int_eq(td_start(&d), 0);
+  kill(d.pid, SIGKILL);
+  waitpid(d.pid, &d.status, 0);
+  d.pid = 0;
+  ck_assert_int_eq(stat(d.ipc + 6, &st), 0);
+  ck_assert_int_eq(td_start(&d), 0);
+  s = td_dial(d.ipc);
+  td_good(s);
+  nng_close(s);
+  ck_assert_int_eq(td_stop(&d), 0);
   td_cleanup(&d);
 }
 END_TEST
