@@ -32,7 +32,7 @@ FROM ${BASE} AS runtime
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libuv1 libnng1 libprotobuf-c1 libyaml-0-2 libsystemd0 libvulkan1 >/dev/null \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
  && (getent group render || groupadd --system render) \
  && useradd --system --user-group --groups render,video \
       --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin wavedd \
@@ -52,7 +52,7 @@ USER root
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       systemd >/dev/null \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
  && systemctl enable wavedd.service \
  && systemctl mask systemd-logind.service getty.target console-getty.service
 STOPSIGNAL SIGRTMIN+3

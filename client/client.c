@@ -84,15 +84,20 @@ static int cl_open(wave_client **out, const char *url, int now,
    * wave_client_dial connects first: nothing listening is an error now,
    * not a timeout later (nng still redials if the daemon restarts). */
   if ((rv = nng_dial(c->sock, url, NULL, now ? 0 : NNG_FLAG_NONBLOCK)) != 0) {
-    int refused = rv == NNG_ECONNREFUSED || rv == NNG_ENOENT ||
-                  rv == NNG_ETIMEDOUT || rv == NNG_EADDRINVAL ||
-                  rv == NNG_EUNREACHABLE || rv == NNG_ECONNRESET;
-    int code = now && refused
-                   ? wv_seterr(err, WAVE_EIO, "%s: connection refused: no "
-                               "wavedd listens there (%s)", url,
-                               nng_strerror(rv))
-                   : wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
-                               "cannot dial '%s': %s", url, nng_strerror(rv));
+    /* a malformed URL (or no memory) is not about the daemon */
+    int bad_url = rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ||
+                  rv == NNG_EINVAL || rv == NNG_ENOMEM;
+    int refused = rv == NNG_ECONNREFUSED || rv == NNG_ENOENT;
+    int code;
+    if (now && refused)
+      code = wv_seterr(err, WAVE_EIO, "%s: connection refused: no wavedd "
+                       "listens there (%s)", url, nng_strerror(rv));
+    else if (now && !bad_url)
+      code = wv_seterr(err, WAVE_EIO, "%s: cannot connect: %s", url,
+                       nng_strerror(rv));
+    else
+      code = wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
+                       "cannot dial '%s': %s", url, nng_strerror(rv));
     nng_close(c->sock);
     free(c->url);
     free(c);
