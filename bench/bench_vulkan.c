@@ -13,7 +13,11 @@
  *     device work) against a host memcpy of the same bytes.
  *  3. Hash rate of a pack (main on a GPU, small on a CPU driver) with the
  *     device's exchange path, against the shared-memory path on the same
- *     device (a second device context with exchange: local).
+ *     device (a second device context with exchange: local).  On the
+ *     device's own path, hash_batch (hash + device fold into 2^13-nonce
+ *     segment fingerprints, winners, best + copy-back) at the same size,
+ *     checked against wv_hash_fold of hash()'s outputs, and on a GPU at
+ *     2^26, 2^27 and 2^28 nonces, beside hash()'s rate.
  * Every result is checked once against the CPU reference, so a fast wrong
  * kernel cannot print a figure.  Reps alternate baseline and subject; the
  * median is printed.
@@ -228,6 +232,68 @@ static int bv_host(wv_device *d, uint32_t *const *sets, uint64_t rows,
   return 0;
 }
 
+/* hash_batch at s = 13: at [nonce, +nonces) checked against the host fold
+ * of out (hash()'s outputs there), then timed at that size and, on a GPU,
+ * at 2^26..2^28 nonces. */
+static int bv_batches(wv_device *d, const wv_pack *p, uint64_t nonce,
+                      uint64_t nonces, const uint64_t *out, int reps,
+                      wave_error *e)
+{
+  const int gpu = d->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const uint64_t most = gpu ? 1ull << 28 : nonces;
+  const size_t slots = 4096;
+  uint64_t *seg = malloc((most >> 13) * 8 + 16), *segw = malloc((nonces >> 13) * 8 + 16);
+  wv_hash_winner *win = calloc(slots, sizeof *win), *ww = calloc(slots, sizeof *ww);
+  double *t = calloc((size_t)reps, sizeof *t);
+  int rc = 0;
+  if (seg == NULL || segw == NULL || win == NULL || ww == NULL || t == NULL) {
+    rc = wv_seterr(e, WAVE_ENOMEM, NULL);
+    goto out;
+  }
+  wv_hash_batch w = {.nonce = nonce, .count = nonces, .seg_log2 = 13,
+                     .target = 1ull << 52, .max_winners = slots,
+                     .seg_fp = segw, .winners = ww};
+  wv_hash_batch b = w;
+  b.seg_fp = seg;
+  b.winners = win;
+  wv_hash_fold(&w, out);
+  if ((rc = wv_vk_hash_batch_run(d, p, &b, e)) != 0)
+    goto out;
+  uint64_t nseg = wv_seg_count(nonce, nonces, 13);
+  if (memcmp(seg, segw, nseg * 8) != 0 || b.winner_count != w.winner_count ||
+      b.n_winners != w.n_winners ||
+      memcmp(win, ww, w.n_winners * sizeof *ww) != 0 ||
+      b.best_nonce != w.best_nonce || b.best_output != w.best_output) {
+    rc = wv_seterr(e, WAVE_EMISMATCH, "hash_batch differs from the host fold");
+    goto out;
+  }
+  printf("  hash_batch s=13: %" PRIu64 " segments, %" PRIu64 " winners, "
+         "best %016" PRIx64 ": same as the host fold of hash()\n", nseg,
+         b.winner_count, b.best_output);
+  for (uint64_t n = nonces; n <= most; n = n == nonces && gpu ? 1ull << 26 : n * 2) {
+    for (int r = 0; r < reps && rc == 0; r++) {
+      b.nonce = (uint64_t)r << 40;
+      b.count = n;
+      double t0 = bv_now();
+      rc = wv_vk_hash_batch_run(d, p, &b, e);
+      t[r] = bv_now() - t0;
+    }
+    if (rc != 0)
+      goto out;
+    printf("  hash_batch s=13 %12" PRIu64 " nonces %10.2f Mhash/s\n", n,
+           (double)n / bv_median(t, reps) * 1e-6);
+    if (n == most)
+      break;
+  }
+out:
+  free(seg);
+  free(segw);
+  free(win);
+  free(ww);
+  free(t);
+  return rc;
+}
+
 /* Section 3: hash rate of each exchange set-up the device has: its own
  * choice, the same without maximal reconvergence (where it has that), and
  * shared memory.  A set-up that fails is reported and the others run. */
@@ -295,6 +361,9 @@ static int bv_hash(const wv_device_config *cfg, const char *pack_arg,
         want != out[nonces / 3])
       rc = wv_seterr(&e, WAVE_EMISMATCH, "nonce %" PRIu64 " differs from "
                      "the CPU's", n);
+    if (rc == 0 && k == 0)
+      rc = bv_batches(d, p, (uint64_t)(reps - 1) << 40, nonces, out, reps,
+                      &e);
     if (rc != 0) {
       printf("  exchange %-8s FAILED (%s): %s\n", d->exchange,
              setups[k].label, e.message);

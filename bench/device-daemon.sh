@@ -13,11 +13,21 @@
 #   - the same reductions (u32 sum and max over 2^24 random rows, f32 sum
 #     and extent over 2^20 floats of mixed sign and scale) on every device
 #     give the same bits;
-#   - every pack's known answer (2^13 nonces from 0) on every device;
+#   - every pack's known answer (2^13 nonces from 0: one segment, whose
+#     fingerprint is the pack's batch_fnv) on every device;
 #   - one larger hash job (2^26 nonces, a target) gives the same
-#     fingerprint, winners and best nonce on the CUDA and Vulkan devices;
+#     job fingerprint, winners and best nonce on the CUDA and Vulkan devices;
+#   - end to end (issue 9): `wavectl submit hash --pack main` over 2^30
+#     nonces (WAVE_DAEMON_E2E_COUNT) on cuda0, on vk0 and on
+#     cpu0+cuda0+vk0, each timed by the wall clock around wavectl, beside
+#     the same build's kernel benches (the hash and vulkan steps' logs of
+#     device-run.sh, found in KERNEL_LOGS, default OUT_DIR/..; run here when
+#     absent): ratios end-to-end / kernel, and multi / fastest single; the
+#     multi-device job must give the same bits as cuda0 alone;
 #   - SIGTERM stops the daemon with exit status 0.
-# Exit status 0 when every check passed.
+# Every wavectl call runs under `timeout` (WAVE_DAEMON_CALL_LIMIT_S, 240 s);
+# logs and JSON results go to OUT_DIR.  Exit status 0 when every check
+# passed.
 set -uo pipefail
 B=${1:?build folder}
 OUT=${2:?output folder}
@@ -49,7 +59,8 @@ EOF
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-ctl() { "$B/wavectl" --url "$url" --timeout 120000 "$@"; }
+lim=${WAVE_DAEMON_CALL_LIMIT_S:-240}
+ctl() { timeout "$lim" "$B/wavectl" --url "$url" --timeout 120000 "$@"; }
 
 "$B/wavedd" --config "$cfg" --foreground 2>"$OUT/wavedd.log" &
 pid=$!
@@ -64,10 +75,11 @@ if ! ctl status >"$OUT/status.txt" 2>&1; then
   kill $pid 2>/dev/null
   exit 1
 fi
-# Start-up self-checks run on each device's thread; wait for them.
-for _ in $(seq 1 1200); do
+# Start-up preparation and self-checks run on each device's thread; wait
+# until the daemon says it is ready.
+for _ in $(seq 1 1800); do
   ctl status --json >"$OUT/status.json" 2>&1 || break
-  grep -q '"state": "pending"' "$OUT/status.json" || break
+  grep -q '"ready": true' "$OUT/status.json" && break
   sleep 0.1
 done
 ctl status >"$OUT/status.txt" 2>&1
@@ -117,8 +129,9 @@ reduce "f32 extent 2^20" --op extent --dtype float32 --format text --input "$f32
 for pk in main:81df88bbe8eb581d small:316e6eea0f3d12db closed:57a520b5d26aa046; do
   p=${pk%%:*} want=${pk#*:}
   for d in cpu0 cuda0 vk0; do
-    r=$(ctl submit hash --pack "$p" --nonce 0 --count 8192 --device "$d" --json 2>&1)
-    if printf '%s' "$r" | grep -q "\"fingerprint\": *\"$want\""; then
+    r=$(ctl submit hash --pack "$p" --nonce 0 --count 8192 --device "$d" \
+          --segments --json 2>&1)
+    if printf '%s' "$r" | grep -q "\"segments\": *\[\"$want\"\]"; then
       ok "hash $p known answer on $d"
     else
       bad "hash $p on $d: $r"
@@ -135,13 +148,67 @@ for d in cuda0 vk0; do
         --target 0000100000000000 --max-winners 8 --device "$d" --json 2>&1)
   t1=$(date +%s.%N)
   echo "     hash main $count on $d ($(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s): $r"
-  big+=("$(printf '%s' "$r" | grep -o '"fingerprint".*"hashes": *[0-9]*')")
+  big+=("$(printf '%s' "$r" | grep -o '"job_fingerprint".*"winner_count": *[0-9]*')")
 done
 if [ "${big[0]}" = "${big[1]}" ] && printf '%s' "${big[0]}" | grep -q fingerprint; then
   ok "hash main $count: cuda0 and vk0 agree"
 else
   bad "hash main $count: cuda0 and vk0 differ"
 fi
+
+# ---- end to end against the kernels (issue 9) ----------------------------
+KL=${KERNEL_LOGS:-$(dirname "$OUT")}
+hlog=$KL/hash.log vlog=$KL/vulkan.log
+if [ ! -s "$hlog" ] && [ -x "$B/bench/wvbench-gpu-hash" ]; then
+  hlog=$OUT/kernel-hash.log
+  timeout 300 "$B/bench/wvbench-gpu-hash" "$root/config/packs" >"$hlog" 2>&1
+fi
+if [ ! -s "$vlog" ]; then
+  vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | head -n 1)
+  if [ -n "$vk" ]; then
+    vlog=$OUT/kernel-vulkan.log
+    timeout 300 "$vk" >"$vlog" 2>&1
+  fi
+fi
+kc=$(awk -F'|' '$2 ~ /shuffle .*kernel/ { gsub(/ /, "", $3); print $3; exit }' \
+       "$hlog" 2>/dev/null)
+kv=$(awk '/exchange .*Mhash/ { for (i = 1; i <= NF; i++)
+            if ($i == "Mhash/s") { print $(i - 1); exit } }' "$vlog" 2>/dev/null)
+echo "     kernels (same build): cuda ${kc:-?} M/s, vulkan ${kv:-?} M/s"
+e2e=${WAVE_DAEMON_E2E_COUNT:-1073741824}
+declare -A rate fp
+for set in cuda0 vk0 cpu0,cuda0,vk0; do
+  t0=$(date +%s.%N)
+  r=$(ctl submit hash --pack main --nonce 0x200000000 --count "$e2e" \
+        --target 0000010000000000 --max-winners 8 --device "$set" --json \
+        2>"$OUT/e2e-$set.err")
+  rc=$?
+  t1=$(date +%s.%N)
+  printf '%s\n' "$r" >"$OUT/e2e-$set.json"
+  if [ $rc != 0 ]; then
+    bad "end to end $e2e on $set: rc $rc: $(tail -n 2 "$OUT/e2e-$set.err")"
+    continue
+  fi
+  rate[$set]=$(awk -v n="$e2e" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) / 1e6 }')
+  fp[$set]=$(printf '%s' "$r" | grep -o '"job_fingerprint".*"winner_count": *[0-9]*')
+  shares=$(printf '%s' "$r" | grep -o '"shares": *\[.*\]')
+  echo "     e2e main $e2e on $set: ${rate[$set]} M hashes/s wall ($(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s) $shares"
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a / b; else print "?" }'; }
+echo "| e2e 2^$(awk -v n="$e2e" 'BEGIN { printf "%d", log(n) / log(2) + 0.5 }') main | M hashes/s | kernel M/s | e2e / kernel |"
+echo "|---|---:|---:|---:|"
+echo "| cuda0 | ${rate[cuda0]:-?} | ${kc:-?} | $(ratio "${rate[cuda0]:-0}" "${kc:-0}") |"
+echo "| vk0 | ${rate[vk0]:-?} | ${kv:-?} | $(ratio "${rate[vk0]:-0}" "${kv:-0}") |"
+best=$(awk -v a="${rate[cuda0]:-0}" -v b="${rate[vk0]:-0}" 'BEGIN { print (a > b ? a : b) }')
+echo "| cpu0+cuda0+vk0 | ${rate[cpu0,cuda0,vk0]:-?} | fastest single ${best} | $(ratio "${rate[cpu0,cuda0,vk0]:-0}" "$best") |"
+if [ -n "${fp[cuda0]:-}" ] && [ "${fp[cuda0]}" = "${fp[cpu0,cuda0,vk0]:-}" ]; then
+  ok "e2e $e2e: cpu0+cuda0+vk0 gives the same bits as cuda0 alone"
+else
+  bad "e2e $e2e: cpu0+cuda0+vk0 and cuda0 differ (or one failed)"
+fi
+[ -n "${fp[vk0]:-}" ] && [ "${fp[vk0]}" = "${fp[cuda0]:-}" ] &&
+  ok "e2e $e2e: vk0 gives the same bits as cuda0" ||
+  bad "e2e $e2e: vk0 and cuda0 differ (or one failed)"
 
 kill -TERM $pid
 wait $pid

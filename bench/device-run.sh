@@ -16,7 +16,8 @@
 #                streaming read at 2^28 and 2^30
 #   job          wvbench-gpu-job: jobs from host memory vs a pinned copy
 #   hash         wvbench-gpu-hash: self-checks, hash rate vs the random-load
-#                roofline, both exchange paths
+#                roofline, both exchange paths; hash_batch (device fold)
+#                beside the kernel alone at 2^26..2^28 nonces
 #   vulkan       the Vulkan engineer's bench (bench/wvbench-vulkan*), if built
 #   daemon       bench/device-daemon.sh: wavedd with cpu, cuda and vulkan
 #                devices, driven by wavectl (same bits, known answers)
@@ -104,7 +105,7 @@ vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | h
 if [ -n "$vk" ]; then
   step vulkan 300 "$vk"
 fi
-step daemon 300 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
+step daemon 900 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
@@ -113,7 +114,7 @@ for f in conformance reduce job hash vulkan daemon; do
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
     vulkan) grep -E '^device:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
-    daemon) grep -E '^(ok|FAIL) |^     hash main' "$OUT/$f.log" ;;
+    daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
 done | tee -a "$summary"
@@ -140,6 +141,13 @@ if [ -f "$OUT/reduce.log" ] && [ -f "$OUT/vulkan.log" ]; then
              if ($i == "Mhash/s") { print $(i - 1); exit } }' "$OUT/vulkan.log")
   [ -n "$c" ] && [ -n "$v" ] &&
     awk -v c="$c" -v v="$v" 'BEGIN { printf "| hash, M hashes/s | %s | %s | %.2f |\n", c, v, v / c }'
+  # hash_batch (hash + device fold + copy-back), s = 13, 2^28 nonces.
+  c=$(awk -F'|' '$2 ~ /2\^28 nonces, hash_batch s=13/ { gsub(/ /, "", $3); print $3; exit }' \
+        "$OUT/hash.log" 2>/dev/null)
+  v=$(awk '/hash_batch s=13 +268435456 nonces/ { for (i = 1; i <= NF; i++)
+             if ($i == "Mhash/s") { print $(i - 1); exit } }' "$OUT/vulkan.log")
+  [ -n "$c" ] && [ -n "$v" ] &&
+    awk -v c="$c" -v v="$v" 'BEGIN { printf "| hash_batch s=13 2^28, M hashes/s | %s | %s | %.2f |\n", c, v, v / c }'
 fi | tee -a "$summary"
 echo
 printf '%-12s %-8s %6s  %s\n' step rc seconds last-line | tee -a "$summary"

@@ -174,7 +174,7 @@ int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
   nng_msg *msg = NULL;
   *resp = NULL;
 
-  req->version = 1;
+  req->version = 2;
   req->id = atomic_fetch_add(&c->next_id, 1);
   uint64_t sum = (uint64_t)atomic_load(&c->timeout_ms) + extra_ms;
   unsigned total = sum > INT32_MAX ? INT32_MAX : (unsigned)sum;
@@ -419,6 +419,8 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->uptime_ms = st->uptime_ms;
     s->jobs_served = st->jobs_served;
     s->jobs_failed = st->jobs_failed;
+    s->instance = st->instance;
+    s->ready = st->ready;
     for (size_t i = 0; i < n; i++)
       if (st->devices[i] != NULL)
         cl_device(&s->devices[s->n_devices++], st->devices[i]);

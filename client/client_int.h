@@ -23,6 +23,7 @@ struct wave_client {
   atomic_int timeout_ms;
   atomic_uint_fast64_t next_id; /* Request.id; starts at a random value */
   uint64_t tag;                 /* HashRequest.client: random, per client */
+  _Atomic uint64_t instance;    /* the daemon instance of the last submit */
 };
 
 /* One exchange: fill req's version and a fresh id, send it on a context of

@@ -89,6 +89,11 @@ typedef struct wv_args {
   int detach;             /* --detach: print the job id, do not wait */
   /* wait, cancel */
   uint64_t job_id;
+  char *devlist;          /* --devices / --device a,b: owned copy ... */
+  const char **devs;      /* ... cut into names */
+  size_t n_devs;
+  unsigned segment_log2;  /* --segment-log2, 0: the daemon's default */
+  int segments;           /* --segments: print the segment list */
 } wv_args;
 
 /* Parse argv (argv[0] is the program).  WAVE_EARG with a message for any

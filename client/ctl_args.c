@@ -19,7 +19,8 @@
 enum {
   A_URL, A_TIMEOUT, A_JSON, A_HELP, A_VERSION, A_DEVICE,
   A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
-  A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DETACH,
+  A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
+  A_SEGLOG2, A_SEGMENTS, A_DETACH,
 };
 
 #define M_ALL 0xffu
@@ -50,6 +51,9 @@ static const struct ar_opt {
   {"target", 1, A_TARGET, M_HASH},
   {"max-winners", 1, A_MAXWIN, M_HASH},
   {"outputs", 0, A_OUTPUTS, M_HASH},
+  {"devices", 1, A_DEVICES, M_HASH},
+  {"segment-log2", 1, A_SEGLOG2, M_HASH},
+  {"segments", 0, A_SEGMENTS, M_HASH},
   {"detach", 0, A_DETACH, M_HASH},
 };
 
@@ -113,6 +117,33 @@ void wv_args_fini(wv_args *a)
   free(a->inputs);
   free(a->masks);
   a->inputs = a->masks = NULL;
+  free(a->devlist);
+  free(a->devs);
+  a->devlist = NULL;
+  a->devs = NULL;
+  a->n_devs = 0;
+}
+
+/* --devices a,b,c (or "all"), and --device a,b: a list of device names. */
+static int ar_devlist(wv_args *a, const char *v, wave_error *err)
+{
+  free(a->devlist);
+  free(a->devs);
+  a->devs = NULL;
+  a->n_devs = 0;
+  if ((a->devlist = strdup(v)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  size_t n = 1;
+  for (const char *p = v; *p; p++)
+    n += *p == ',';
+  if ((a->devs = calloc(n, sizeof *a->devs)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (char *save = NULL, *t = strtok_r(a->devlist, ",", &save); t != NULL;
+       t = strtok_r(NULL, ",", &save))
+    a->devs[a->n_devs++] = t;
+  if (a->n_devs == 0)
+    return wv_seterr(err, WAVE_EARG, "--devices: no device name in '%s'", v);
+  return 0;
 }
 
 static const struct ar_opt *ar_find(const char *name, size_t len)
@@ -140,8 +171,14 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
   case A_JSON: a->json = 1; break;
   case A_HELP: a->help = 1; break;
   case A_VERSION: a->version = 1; break;
-  case A_DEVICE: a->device = v; break;
   case A_DETACH: a->detach = 1; break;
+  case A_DEVICE:
+    if (strchr(v, ',') != NULL) {  /* --device a,b: several (hash jobs) */
+      a->device = NULL;
+      return ar_devlist(a, v, err);
+    }
+    a->device = v;
+    break;
   case A_OP:
     if ((a->op = wave_op_parse(v)) == WAVE_OP_NONE)
       return wv_seterr(err, WAVE_EARG, "--op: unknown op '%s' (sum, min, "
@@ -184,6 +221,15 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
     a->max_winners = (uint32_t)n;
     break;
   case A_OUTPUTS: a->outputs = 1; break;
+  case A_SEGMENTS: a->segments = 1; break;
+  case A_SEGLOG2:
+    if (wv_parse_u64(v, &n) != 0 || n < 5 || n > 20)
+      return wv_seterr(err, WAVE_EARG, "--segment-log2: '%s' is not a "
+                       "number 5..20", v);
+    a->segment_log2 = (unsigned)n;
+    break;
+  case A_DEVICES:
+    return ar_devlist(a, v, err);
   }
   return 0;
 }
@@ -378,7 +424,9 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "usage: wavectl submit hash --pack NAME --nonce N --count C "
       "[--target HEX]\n"
       "                           [--max-winners K] [--outputs] "
-      "[--device NAME] [--json]\n\n"
+      "[--device NAME[,NAME...]]\n"
+      "                           [--devices all|NAME,...] "
+      "[--segment-log2 S] [--segments] [--json]\n\n"
       "Hash nonces [N, N + C) with a program pack; report the fingerprint,\n"
       "the best output and the winners (output < target).  A progress bar\n"
       "is shown on stderr when it is a terminal; Ctrl-C cancels the job.\n\n"
@@ -388,7 +436,12 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  --target HEX      winners have output < HEX (default 0: none)\n"
       "  --max-winners K   winners to list (default 16; the count is exact)\n"
       "  --outputs         also return every output (small jobs only)\n"
-      "  --device NAME     run on this device (default: the daemon picks)\n"
+      "  --device NAME     run on this device (default: the daemon picks);\n"
+      "                    NAME,NAME,...: one job over those devices\n"
+      "  --devices LIST    one job over these devices; 'all': every device\n"
+      "                    that runs hash jobs\n"
+      "  --segment-log2 S  segments of 2^S nonces (5..20, default 13)\n"
+      "  --segments        also print every segment fingerprint\n"
       "  --detach          print the job id and exit; the job runs on\n"
       "                    (wavectl jobs / wait ID / cancel ID)\n"
       "%s", common);

@@ -72,10 +72,10 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
       fputc('\n', f);
       return;
     }
-    fprintf(f, "{\"job\": %" PRIu64 ", \"state\": \"done\", \"fingerprint\": "
+    fprintf(f, "{\"job\": %" PRIu64 ", \"state\": \"done\", \"job_fingerprint\": "
             "\"%016" PRIx64 "\", \"best\": {\"nonce\": %" PRIu64
             ", \"output\": \"%016" PRIx64 "\"}, \"winners\": [", j->job_id,
-            r->fingerprint, r->best_nonce, r->best_output);
+            r->job_fingerprint, r->best_nonce, r->best_output);
     for (size_t i = 0; i < r->n_winners; i++)
       fprintf(f, "%s{\"nonce\": %" PRIu64 ", \"output\": \"%016" PRIx64
               "\"}", i ? ", " : "", r->winners[i].nonce,
@@ -95,7 +95,7 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
             j->error.message);
   if (r == NULL)
     return;
-  fprintf(f, "fingerprint  %016" PRIx64 "\n", r->fingerprint);
+  fprintf(f, "job fingerprint %016" PRIx64 "\n", r->job_fingerprint);
   fprintf(f, "best         nonce %" PRIu64 " output %016" PRIx64 "\n",
           r->best_nonce, r->best_output);
   fprintf(f, "winners      %" PRIu64 "\n", r->winner_count);

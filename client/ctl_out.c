@@ -127,10 +127,10 @@ void wv_print_hash(FILE *f, const wave_hash_request *q,
     fprintf(f, "{\"job\": %" PRIu64 ", \"pack\": ", job_id);
     wv_json_str(f, q->pack);
     fprintf(f, ", \"nonce\": %" PRIu64 ", \"count\": %" PRIu64
-            ", \"target\": \"%016" PRIx64 "\", \"fingerprint\": \"%016"
+            ", \"target\": \"%016" PRIx64 "\", \"job_fingerprint\": \"%016"
             PRIx64 "\", \"best\": {\"nonce\": %" PRIu64 ", \"output\": \"%016"
             PRIx64 "\"}, \"winners\": [", q->nonce, q->count, q->target,
-            r->fingerprint, r->best_nonce, r->best_output);
+            r->job_fingerprint, r->best_nonce, r->best_output);
     for (size_t i = 0; i < r->n_winners; i++)
       fprintf(f, "%s{\"nonce\": %" PRIu64 ", \"output\": \"%016" PRIx64
               "\"}", i ? ", " : "", r->winners[i].nonce,
@@ -144,6 +144,25 @@ void wv_print_hash(FILE *f, const wave_hash_request *q,
     wv_json_str(f, r->device);
     fputs(", \"exchange\": ", f);
     wv_json_str(f, r->exchange);
+    fprintf(f, ", \"segment_log2\": %u, \"segment_count\": %" PRIu64,
+            r->segment_log2, r->segment_count);
+    if (r->n_segments > 0) {
+      fputs(", \"segments\": [", f);
+      for (size_t i = 0; i < r->n_segments; i++)
+        fprintf(f, "%s\"%016" PRIx64 "\"", i ? ", " : "", r->segments[i]);
+      fputc(']', f);
+    }
+    fputs(", \"shares\": [", f);
+    for (size_t i = 0; i < r->n_shares; i++) {
+      fprintf(f, "%s{\"device\": ", i ? ", " : "");
+      wv_json_str(f, r->shares[i].device);
+      fprintf(f, ", \"hashes\": %" PRIu64 ", \"faulted\": %s, "
+              "\"seconds\": ", r->shares[i].hashes,
+              r->shares[i].faulted ? "true" : "false");
+      out_double(f, r->shares[i].seconds);
+      fputc('}', f);
+    }
+    fputc(']', f);
     if (r->n_outputs > 0) {
       fputs(", \"outputs\": [", f);
       for (size_t i = 0; i < r->n_outputs; i++)
@@ -155,7 +174,13 @@ void wv_print_hash(FILE *f, const wave_hash_request *q,
   }
   fprintf(f, "job %" PRIu64 ": pack %s, nonces %" PRIu64 " + %" PRIu64 "\n",
           job_id, q->pack, q->nonce, q->count);
-  fprintf(f, "fingerprint  %016" PRIx64 "\n", r->fingerprint);
+  fprintf(f, "job fingerprint %016" PRIx64 " (%" PRIu64 " segments of 2^%u)"
+          "\n", r->job_fingerprint, r->segment_count, r->segment_log2);
+  for (size_t i = 0; i < r->n_segments; i++)
+    fprintf(f, "  segment %zu %016" PRIx64 "\n", i, r->segments[i]);
+  for (size_t i = 0; i < r->n_shares; i++)
+    fprintf(f, "  device %s: %" PRIu64 " hashes%s\n", r->shares[i].device,
+            r->shares[i].hashes, r->shares[i].faulted ? " (faulted)" : "");
   fprintf(f, "best         nonce %" PRIu64 " output %016" PRIx64 "\n",
           r->best_nonce, r->best_output);
   fprintf(f, "winners      %" PRIu64 " below %016" PRIx64 "\n",
@@ -218,8 +243,10 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fputs(", \"url\": ", f);
     wv_json_str(f, url);
     fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
-            ", \"jobs_failed\": %" PRIu64 ", \"listen\": [",
-            s->uptime_ms, s->jobs_served, s->jobs_failed);
+            ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
+            ", \"ready\": %s, \"listen\": [",
+            s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
+            s->ready ? "true" : "false");
     for (size_t i = 0; i < s->n_listen; i++) {
       fputs(i ? ", " : "", f);
       wv_json_str(f, s->listen[i]);
@@ -251,8 +278,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     return;
   }
   fprintf(f, "wavedd %s at %s: up %.1f s, %" PRIu64 " jobs served, %" PRIu64
-          " failed\n", s->version, url, (double)s->uptime_ms / 1000.0,
-          s->jobs_served, s->jobs_failed);
+          " failed, %s, instance %" PRIu64 "\n", s->version, url,
+          (double)s->uptime_ms / 1000.0, s->jobs_served, s->jobs_failed,
+          s->ready ? "ready" : "preparing packs", s->instance);
   for (size_t i = 0; i < s->n_listen; i++)
     fprintf(f, "%s%s", i ? ", " : "listening on ", s->listen[i]);
   if (s->n_listen > 0)

@@ -9,6 +9,8 @@
  * client's random tag, so if nng resends a submit after a reconnect the
  * daemon returns the job it already has instead of starting a second one.
  */
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +28,8 @@ static void job_info(wave_job_info *dst, const Wave__V1__JobInfo *ji)
   dst->total = ji->total;
   dst->seconds = ji->seconds;
   wv_client_copy(dst->device, sizeof dst->device, ji->device);
+  dst->instance = ji->instance;
+  dst->n_devices = ji->n_devices;
   if (ji->error != NULL) {
     dst->error.code = (int)ji->error->code;
     wv_client_copy(dst->error.message, sizeof dst->error.message,
@@ -41,7 +45,9 @@ static int job_result(wave_hash_result *dst, const Wave__V1__HashResult *hr,
                       wave_error *err)
 {
   memset(dst, 0, sizeof *dst);
-  dst->fingerprint = hr->fingerprint;
+  dst->job_fingerprint = hr->job_fingerprint;
+  dst->segment_log2 = hr->segment_log2;
+  dst->segment_count = hr->segment_count;
   dst->winner_count = hr->winner_count;
   dst->best_nonce = hr->best_nonce;
   dst->best_output = hr->best_output;
@@ -61,6 +67,34 @@ static int job_result(wave_hash_result *dst, const Wave__V1__HashResult *hr,
       dst->n_winners++;
     }
   }
+  if (hr->n_shares > 0) {
+    dst->shares = calloc(hr->n_shares, sizeof *dst->shares);
+    if (dst->shares == NULL) {
+      wave_hash_result_free(dst);
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    }
+    for (size_t i = 0; i < hr->n_shares; i++) {
+      if (hr->shares[i] == NULL)
+        continue;
+      wave_device_share *d = &dst->shares[dst->n_shares++];
+      wv_client_copy(d->device, sizeof d->device, hr->shares[i]->device);
+      d->hashes = hr->shares[i]->hashes;
+      d->seconds = hr->shares[i]->seconds;
+      d->faulted = hr->shares[i]->faulted;
+    }
+  }
+  if (hr->n_segments > 0 && hr->segment_offset == 0 &&
+      hr->segment_count <= SIZE_MAX / sizeof *dst->segments) {
+    dst->segments = malloc((size_t)hr->segment_count * sizeof *dst->segments);
+    if (dst->segments == NULL) {
+      wave_hash_result_free(dst);
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    }
+    size_t n = hr->n_segments < hr->segment_count ? hr->n_segments
+                                                  : (size_t)hr->segment_count;
+    memcpy(dst->segments, hr->segments, n * sizeof *dst->segments);
+    dst->n_segments = n;
+  }
   if (hr->n_outputs > 0) {
     dst->outputs = malloc(hr->n_outputs * sizeof *dst->outputs);
     if (dst->outputs == NULL) {
@@ -79,9 +113,13 @@ void wave_hash_result_free(wave_hash_result *res)
     return;
   free(res->winners);
   free(res->outputs);
+  free(res->segments);
+  free(res->shares);
   res->winners = NULL;
   res->outputs = NULL;
-  res->n_winners = res->n_outputs = 0;
+  res->segments = NULL;
+  res->shares = NULL;
+  res->n_winners = res->n_outputs = res->n_segments = res->n_shares = 0;
 }
 
 int wave_hash_submit(wave_client *c, const wave_hash_request *req,
@@ -98,6 +136,10 @@ int wave_hash_submit(wave_client *c, const wave_hash_request *req,
   hr.want_outputs = req->want_outputs != 0;
   hr.device = (char *)(req->device ? req->device : "");
   hr.client = c->tag;
+  hr.n_devices = req->n_devices;
+  hr.devices = (char **)req->devices;
+  hr.segment_log2 = req->segment_log2;
+  hr.want_segments = req->want_segments != 0;
 
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_HASH;
@@ -112,6 +154,7 @@ int wave_hash_submit(wave_client *c, const wave_hash_request *req,
                      c->url);
   }
   *job_id = resp->job->job_id;
+  atomic_store(&c->instance, resp->job->instance);
   wave__v1__response__free_unpacked(resp, NULL);
   return 0;
 }
@@ -144,6 +187,7 @@ int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
   Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
   jr.job_id = job_id;
   jr.wait_ms = wait_ms;
+  jr.instance = atomic_load(&c->instance);
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_JOB;
   r.job = &jr;
@@ -153,7 +197,34 @@ int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
   if (rv != 0)
     return rv;
   rv = job_reply(c, resp, info, res, err);
+  /* res was filled only for a DONE job */
+  int filled = rv == 0 && res != NULL && resp->job != NULL &&
+               resp->job->state == WAVE__V1__JOB_STATE__DONE;
   wave__v1__response__free_unpacked(resp, NULL);
+  /* the rest of the segment list, page by page */
+  while (filled && res->segments != NULL &&
+         res->n_segments < res->segment_count) {
+    jr.wait_ms = 0;
+    jr.segment_offset = res->n_segments;
+    if ((rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOB, 0, &resp,
+                             err)) != 0) {
+      wave_hash_result_free(res);
+      break;
+    }
+    const Wave__V1__HashResult *hr = resp->job ? resp->job->result : NULL;
+    if (hr == NULL || hr->segment_offset != res->n_segments ||
+        hr->n_segments == 0 ||
+        hr->n_segments > res->segment_count - res->n_segments) {
+      rv = wv_seterr(err, WAVE_EIO, "%s: bad segment page at %zu", c->url,
+                     res->n_segments);
+      wave_hash_result_free(res);
+    } else {
+      memcpy(res->segments + res->n_segments, hr->segments,
+             hr->n_segments * sizeof *res->segments);
+      res->n_segments += hr->n_segments;
+    }
+    wave__v1__response__free_unpacked(resp, NULL);
+  }
   return rv;
 }
 
@@ -164,6 +235,7 @@ int wave_job_cancel(wave_client *c, uint64_t job_id, wave_job_info *info,
     return wv_seterr(err, WAVE_EARG, "wave_job_cancel: NULL client");
   Wave__V1__CancelRequest cr = WAVE__V1__CANCEL_REQUEST__INIT;
   cr.job_id = job_id;
+  cr.instance = atomic_load(&c->instance);
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_CANCEL;
   r.cancel = &cr;

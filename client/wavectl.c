@@ -184,6 +184,8 @@ static int ctl_hash(wave_client *c, const wv_args *a)
     .pack = a->pack, .nonce = a->nonce, .count = a->count,
     .target = a->target, .max_winners = a->max_winners,
     .want_outputs = a->outputs, .device = a->device,
+    .devices = a->devs, .n_devices = a->n_devs,
+    .segment_log2 = a->segment_log2, .want_segments = a->segments,
   };
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);

@@ -87,6 +87,8 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_wait_ms", limits.max_wait_ms, 0, 50000, 10000),
   UINT(CF_LIMITS, CFG, "keep_jobs", limits.keep_jobs, 0, 65536, 256),
   UINT(CF_LIMITS, CFG, "keep_seconds", limits.keep_seconds, 0, 86400, 600),
+  UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20),
+  UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024),
 
   {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
   {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},

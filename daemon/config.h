@@ -42,6 +42,10 @@ typedef struct wd_limits {
   unsigned max_wait_ms;       /* JobRequest.wait_ms is capped to this */
   unsigned keep_jobs;         /* finished hash jobs remembered ... */
   unsigned keep_seconds;      /* ... and for how long */
+  unsigned max_segments;      /* want_segments only for jobs of at most
+                                 this many segments (else TOOBIG) */
+  unsigned max_parked;        /* JobRequests waiting at once; more are
+                                 answered at once */
 } wd_limits;
 
 typedef struct wd_config {

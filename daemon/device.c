@@ -1,12 +1,13 @@
 /* device.c - the device threads (see device.h).
  *
  * Each device is a thread with a mutex, a condition variable and two FIFO
- * queues, in the manner of Valkey's bio.c: the loop appends under the mutex
- * and signals; the thread pops, runs the job with the mutex released, and
- * hands the finished work to the post callback.  The thread is created with
- * every signal blocked (signals belong to the loop's uv_signal handles) and
- * named "wd:<device>" so it shows up in top/gdb.  It is the only thread that
- * calls the backend: open, the pack self-checks, jobs, close.
+ * lanes, in the manner of Valkey's bio.c: the loop appends under the mutex
+ * and signals; the thread pops, runs the item's step with the mutex
+ * released, and hands an ended item to the post callback.  The thread is
+ * created with every signal blocked (signals belong to the loop's uv_signal
+ * handles) and named "wd:<device>" so it shows up in top/gdb.  The items'
+ * run ops call the backend through workers/wvdev.h with the accessors at
+ * the end of this file; nothing here knows what an item is.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -17,22 +18,26 @@
 #include <time.h>
 
 #include "daemon/device.h"
-#include "daemon/hashjob.h"
 #include "daemon/log.h"
 #include "proto/base.h"
+#include "workers/wvdev.h"
 
 #define DV_DEFAULT_BATCH (1u << 16)
 #define DV_MAX_BATCH (1u << 24)  /* 128 MiB of outputs at most */
+
+typedef struct dv_queue {
+  wd_work *head, **tail;
+  unsigned n;
+} dv_queue;
 
 struct wd_device {
   wd_device_cfg cfg;
   wv_device_config bcfg;
   const wv_backend *backend;
   wv_device *bdev;            /* device thread only */
-  wv_caps caps;               /* written before `opened`, then constant */
-  unsigned hash_slots;        /* limits.jobs_in_flight */
+  wv_caps caps;               /* under mu */
+  unsigned long_slots;        /* limits.jobs_in_flight */
 
-  const wv_pack *const *packs;
   size_t n_packs;
   wd_pack_state *checks;      /* under mu */
 
@@ -43,21 +48,18 @@ struct wd_device {
   int thread_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* work arrived, stop, or opened */
-  wd_work *rq_head, **rq_tail;   /* reductions */
-  unsigned rq_n;
-  wd_work *hq_head, **hq_tail;   /* hash jobs not started */
-  unsigned hash_n;            /* hash jobs queued + running */
-  int reduce_running;
+  dv_queue sq, lq;            /* short and long lanes */
+  unsigned long_n;            /* bounded long items not ended */
+  unsigned long_all;          /* every long item not ended */
+  int short_running;
+  wd_work *cur;               /* the long item being stepped */
   int opened, open_rc, stop;
 
   _Atomic int faulted;
   char fault[200];            /* under mu */
   _Atomic int running;
   _Atomic uint64_t done, failed;
-
-  uint64_t *hbuf;             /* device thread: hash batch outputs */
-  uint64_t hbatch;
-  uint64_t steps;             /* device thread: reductions + hash batches */
+  uint64_t steps;             /* device thread: fault_after's count */
 };
 
 static double dv_now(void)
@@ -67,7 +69,36 @@ static double dv_now(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Mark the device faulted (device thread).  The first fault's reason sticks. */
+static void dv_push(dv_queue *q, wd_work *w)
+{
+  w->next = NULL;
+  *q->tail = w;
+  q->tail = &w->next;
+  q->n++;
+}
+
+static void dv_push_front(dv_queue *q, wd_work *w)
+{
+  w->next = q->head;
+  if (q->head == NULL)
+    q->tail = &w->next;
+  q->head = w;
+  q->n++;
+}
+
+static wd_work *dv_pop(dv_queue *q)
+{
+  wd_work *w = q->head;
+  if (w != NULL) {
+    if ((q->head = w->next) == NULL)
+      q->tail = &q->head;
+    q->n--;
+    w->next = NULL;
+  }
+  return w;
+}
+
+/* Mark the device faulted.  The first fault's reason sticks. */
 static void dv_fault(wd_device *d, const char *why)
 {
   pthread_mutex_lock(&d->mu);
@@ -78,127 +109,65 @@ static void dv_fault(wd_device *d, const char *why)
   wd_error("device %s faulted: %s", d->cfg.name, why);
 }
 
-/* fault_after (a testing aid, docs/config.md): once the device has run
- * that many reductions and hash batches, the next one fails as a GPU that
- * died would (WAVE_EDEVICE), so the daemon's fault handling can be tested
- * on any machine.  Device thread. */
-static int dv_injected_fault(wd_device *d, wave_error *err)
+static void dv_set_faulted_err(wd_device *d, wd_work *w, const char *verb)
 {
-  if (d->cfg.fault_after == 0 || d->steps < d->cfg.fault_after) {
-    d->steps++;
-    return 0;
-  }
-  return wv_seterr(err, WAVE_EDEVICE, "injected fault after %llu jobs "
-                   "(fault_after)", (unsigned long long)d->steps);
-}
-
-static void dv_run_reduce(wd_device *d, wd_work *w)
-{
-  if (atomic_load(&d->faulted)) {
-    pthread_mutex_lock(&d->mu);
-    wv_seterr(&w->err, WAVE_EDEVFAULT, "device %s is faulted: %s", d->cfg.name,
-              d->fault);
-    pthread_mutex_unlock(&d->mu);
-    w->rc = WAVE_EDEVFAULT;
-    return;
-  }
-  memset(&w->out, 0, sizeof w->out);
-  double t0 = dv_now();
-  w->rc = dv_injected_fault(d, &w->err);
-  if (w->rc == 0)
-    w->rc = d->backend->reduce(d->bdev, &w->job, &w->out, &w->err);
-  w->seconds = dv_now() - t0;
-  if (w->rc == WAVE_EDEVICE) {
-    dv_fault(d, w->err.message);
-    w->rc = wv_seterr(&w->err, WAVE_EDEVFAULT, "device %s faulted: %s",
-                      d->cfg.name, d->fault);
-  }
-}
-
-/* The known-answer self-check of pack i.  The checks are the thread's first
- * hash work; reductions that arrive meanwhile go first (a pack's dataset can
- * take seconds to build on a CPU). */
-static void dv_selfcheck(wd_device *d, size_t i)
-{
-  const wv_pack *p = d->packs[i];
-  wd_pack_state st = {.state = WD_CHECK_OK};
-  wave_error err = {0};
-  /* wv_pack_selfcheck also runs the backend's hash_prepare (dataset) */
-  int rc = wv_pack_selfcheck(d->backend, d->bdev, p, st.detail,
-                             sizeof st.detail, &err);
-  if (rc != 0) {
-    st.state = WD_CHECK_FAILED;
-    if (st.detail[0] == '\0')
-      snprintf(st.detail, sizeof st.detail, "%.159s", err.message);
-    if (rc == WAVE_EDEVICE)
-      dv_fault(d, err.message);
-    wd_warn("device %s: pack %s failed its self-check: %s", d->cfg.name,
-            wv_pack_name(p), st.detail);
-  } else {
-    if (st.detail[0] == '\0')
-      snprintf(st.detail, sizeof st.detail, "known answers reproduced");
-    wd_info("device %s: pack %s self-check ok", d->cfg.name, wv_pack_name(p));
-  }
   pthread_mutex_lock(&d->mu);
-  d->checks[i] = st;
+  w->rc = wv_seterr(&w->err, WAVE_EDEVFAULT, "device %s %s: %s", d->cfg.name,
+                    verb, d->fault);
   pthread_mutex_unlock(&d->mu);
 }
 
-/* One hash batch of w; returns 1 when the job ended. */
-static int dv_hash_step(wd_device *d, wd_work *w)
+/* One step of w; returns WD_RUN_*.  The fault rule, once for every kind. */
+static int dv_step(wd_device *d, wd_work *w)
 {
-  if (d->hbuf == NULL && !atomic_load(&d->faulted)) {
-    d->hbuf = malloc(d->hbatch * sizeof *d->hbuf);
-    if (d->hbuf == NULL) {
-      w->rc = wv_seterr(&w->err, WAVE_ENOMEM,
-                        "device %s: no memory for a batch of %llu outputs",
-                        d->cfg.name, (unsigned long long)d->hbatch);
-      wd_hjob_abort(w);
-      return 1;
+  int stopping;
+  pthread_mutex_lock(&d->mu);
+  stopping = d->stop;
+  pthread_mutex_unlock(&d->mu);
+  if (atomic_load(&d->faulted) || (stopping && w->ops->abort != NULL)) {
+    if (w->ops->abort != NULL) {
+      w->ops->abort(w, d);
+    } else {
+      dv_set_faulted_err(d, w, "is faulted");
     }
+    return WD_RUN_END;
   }
-  wave_error inj = {0};
-  if (!atomic_load(&d->faulted) && dv_injected_fault(d, &inj) != 0)
-    dv_fault(d, inj.message);
-  wd_pack_state check;
-  size_t pi = wd_hjob_pack_index(w);
-  pthread_mutex_lock(&d->mu);
-  check = d->checks[pi];
-  pthread_mutex_unlock(&d->mu);
-  wd_hash_env env = {
-    .backend = d->backend,
-    .bdev = d->bdev,
-    .device = d->cfg.name,
-    .exchange = d->caps.exchange,
-    .batch = d->hbatch,
-    .buf = d->hbuf,
-    .verify = strcmp(d->backend->name, "cpu") != 0,
-    .faulted = atomic_load(&d->faulted),
-    .check = &check,
-  };
-  int ended = wd_hjob_step(w, &env);
-  if (env.fault)
-    dv_fault(d, env.fault_msg);
-  return ended;
+  double t0 = dv_now();
+  atomic_store(&d->running, 1);
+  int r = w->ops->run(w, d);
+  atomic_store(&d->running, 0);
+  w->seconds += dv_now() - t0;
+  if (r == WD_RUN_END && w->rc == WAVE_EDEVICE) {
+    dv_fault(d, w->err.message);
+    dv_set_faulted_err(d, w, "faulted");
+  }
+  return r;
 }
 
-static void *dv_main(void *arg)
+static void dv_end(wd_device *d, wd_work *w)
 {
-  wd_device *d = arg;
-  char tname[16];  /* the kernel keeps 15 bytes of a thread name */
-  snprintf(tname, sizeof tname, "wd:%.12s", d->cfg.name);
-  pthread_setname_np(pthread_self(), tname);
+  if (w->ops->lane != WD_LANE_SETUP)
+    atomic_fetch_add(w->rc ? &d->failed : &d->done, 1);
+  pthread_mutex_lock(&d->mu);
+  if (w->ops->lane == WD_LANE_SHORT) {
+    d->short_running = 0;
+  } else {
+    d->long_all--;
+    if (w->ops->lane == WD_LANE_LONG)
+      d->long_n--;
+  }
+  pthread_mutex_unlock(&d->mu);
+  w->next = NULL;
+  if (w->ops->done != NULL)
+    d->post(d->post_arg, w);
+}
 
+static void dv_open(wd_device *d)
+{
   wave_error err = {0};
-  int rc = d->backend->open(&d->bcfg, &d->bdev, &err);
+  int rc = wv_dev_open(d->backend, &d->bcfg, &d->bdev, &err);
   if (rc == 0) {
-    d->backend->caps(d->bdev, &d->caps);
-    /* The configured batch wins (docs/config.md), then the backend's. */
-    d->hbatch = d->cfg.batch         ? d->cfg.batch
-                : d->caps.hash_batch ? d->caps.hash_batch
-                                     : DV_DEFAULT_BATCH;
-    if (d->hbatch > DV_MAX_BATCH)
-      d->hbatch = DV_MAX_BATCH;
+    wd_device_refresh_caps(d);
     wd_info("device %s (%s) open: %s, wave width %u", d->cfg.name,
             d->backend->name, d->caps.description, d->caps.wave_width);
   } else {
@@ -212,89 +181,56 @@ static void *dv_main(void *arg)
   if (rc != 0) {
     snprintf(d->fault, sizeof d->fault, "open failed: %.180s", err.message);
     atomic_store(&d->faulted, 1);
-    for (size_t i = 0; i < d->n_packs; i++) {
-      d->checks[i].state = WD_CHECK_FAILED;
-      snprintf(d->checks[i].detail, sizeof d->checks[i].detail,
-               "device did not open");
-    }
   }
   pthread_cond_broadcast(&d->cv);
   pthread_mutex_unlock(&d->mu);
+}
 
-  /* the pack self-checks still to run (none without hash support) */
-  size_t next_check = rc == 0 && d->backend->hash != NULL ? 0 : d->n_packs;
-  wd_work *hcur = NULL;  /* the hash job being run, one batch per turn */
+static void *dv_main(void *arg)
+{
+  wd_device *d = arg;
+  char tname[16];  /* the kernel keeps 15 bytes of a thread name */
+  snprintf(tname, sizeof tname, "wd:%.12s", d->cfg.name);
+  pthread_setname_np(pthread_self(), tname);
+  dv_open(d);
   for (;;) {
     pthread_mutex_lock(&d->mu);
-    while (!d->stop && d->rq_head == NULL && next_check == d->n_packs &&
-           hcur == NULL && d->hq_head == NULL)
+    while (!d->stop && d->sq.head == NULL && d->cur == NULL &&
+           d->lq.head == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
-    if (d->stop && next_check < d->n_packs) {
-      for (; next_check < d->n_packs; next_check++)
-        snprintf(d->checks[next_check].detail,
-                 sizeof d->checks[next_check].detail,
-                 "not run: the daemon is stopping");
-    }
-    wd_work *w = d->rq_head;
+    wd_work *w = dv_pop(&d->sq);
     if (w != NULL) {
-      if ((d->rq_head = w->next) == NULL)
-        d->rq_tail = &d->rq_head;
-      d->rq_n--;
-      d->reduce_running = 1;
+      d->short_running = 1;
       pthread_mutex_unlock(&d->mu);
-      atomic_store(&d->running, 1);
-      dv_run_reduce(d, w);
-      atomic_store(&d->running, 0);
-      atomic_fetch_add(w->rc ? &d->failed : &d->done, 1);
-      pthread_mutex_lock(&d->mu);
-      d->reduce_running = 0;
-      pthread_mutex_unlock(&d->mu);
-      w->next = NULL;
-      d->post(d->post_arg, w);
+      while (dv_step(d, w) != WD_RUN_END)
+        ;  /* a short item that asks for more steps gets them at once */
+      dv_end(d, w);
       continue;
     }
-    if (next_check < d->n_packs) {
-      pthread_mutex_unlock(&d->mu);
-      atomic_store(&d->running, 1);
-      dv_selfcheck(d, next_check++);
-      atomic_store(&d->running, 0);
-      continue;
-    }
-    if (hcur == NULL && d->hq_head != NULL) {
-      hcur = d->hq_head;
-      if ((d->hq_head = hcur->next) == NULL)
-        d->hq_tail = &d->hq_head;
-    }
-    if (hcur == NULL) {  /* stop, and nothing left */
-      pthread_mutex_unlock(&d->mu);
-      break;
-    }
+    if (d->cur == NULL)
+      d->cur = dv_pop(&d->lq);
+    w = d->cur;
     pthread_mutex_unlock(&d->mu);
-    atomic_store(&d->running, 1);
-    int ended = dv_hash_step(d, hcur);
-    atomic_store(&d->running, 0);
-    if (ended) {
-      atomic_fetch_add(hcur->rc ? &d->failed : &d->done, 1);
-      pthread_mutex_lock(&d->mu);
-      d->hash_n--;
-      pthread_mutex_unlock(&d->mu);
-      hcur->next = NULL;
-      d->post(d->post_arg, hcur);
-      hcur = NULL;
-    }
+    if (w == NULL)  /* stop, and nothing left */
+      break;
+    int r = dv_step(d, w);
+    if (r == WD_RUN_MORE)
+      continue;
+    pthread_mutex_lock(&d->mu);
+    d->cur = NULL;
+    pthread_mutex_unlock(&d->mu);
+    if (r == WD_RUN_END)
+      dv_end(d, w);
+    /* WD_RUN_PARK: its owner holds it and resumes it */
   }
-  if (d->bdev != NULL)
-    d->backend->close(d->bdev);
+  wv_dev_close(d->backend, d->bdev);
   d->bdev = NULL;
-  free(d->hbuf);
-  d->hbuf = NULL;
   return NULL;
 }
 
-int wd_device_start(const wd_device_cfg *cfg, unsigned hash_slots,
-                    const wv_pack *const *packs, size_t n_packs,
-                    wd_post_fn post, void *post_arg, wd_device **out,
-                    wave_error *err)
+int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
+                    size_t n_packs, wd_post_fn post, void *post_arg,
+                    wd_device **out, wave_error *err)
 {
   *out = NULL;
   const wv_backend *b = wv_backend_find(cfg->backend);
@@ -316,23 +252,23 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned hash_slots,
     .batch = d->cfg.batch,
   };
   d->backend = b;
-  d->hash_slots = b->hash != NULL ? hash_slots : 0;
-  d->packs = packs;
+  d->long_slots = long_slots;
   d->n_packs = n_packs;
   d->checks = calloc(n_packs ? n_packs : 1, sizeof *d->checks);
   if (d->checks == NULL) {
     free(d);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
+  int hash = wv_dev_has_hash(b);
   for (size_t i = 0; i < n_packs; i++) {
-    d->checks[i].state = b->hash != NULL ? WD_CHECK_PENDING : WD_CHECK_NONE;
+    d->checks[i].state = hash ? WD_CHECK_PENDING : WD_CHECK_NONE;
     snprintf(d->checks[i].detail, sizeof d->checks[i].detail, "%s",
-             b->hash != NULL ? "pending" : "backend has no hash support");
+             hash ? "pending" : "backend has no hash support");
   }
   d->post = post;
   d->post_arg = post_arg;
-  d->rq_tail = &d->rq_head;
-  d->hq_tail = &d->hq_head;
+  d->sq.tail = &d->sq.head;
+  d->lq.tail = &d->lq.head;
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
 
@@ -367,6 +303,7 @@ int wd_device_wait_open(wd_device *d)
 int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
 {
   int rc = 0;
+  int lane = w->ops->lane;
   w->next = NULL;
   w->dev = d;
   w->rc = 0;
@@ -374,29 +311,25 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
   pthread_mutex_lock(&d->mu);
   if (d->stop) {
     rc = wv_seterr(err, WAVE_ESHUTDOWN, NULL);
-  } else if (atomic_load(&d->faulted)) {
+  } else if (atomic_load(&d->faulted) && lane != WD_LANE_SETUP) {
     rc = wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted: %s",
                    d->cfg.name, d->fault);
-  } else if (w->kind == WD_WORK_REDUCE) {
-    if (d->rq_n >= d->cfg.queue_depth) {
+  } else if (lane == WD_LANE_SHORT) {
+    if (d->sq.n >= d->cfg.queue_depth)
       rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u reductions queued "
-                     "(queue_depth %u)", d->cfg.name, d->rq_n,
+                     "(queue_depth %u)", d->cfg.name, d->sq.n,
                      d->cfg.queue_depth);
-    } else {
-      *d->rq_tail = w;
-      d->rq_tail = &w->next;
-      d->rq_n++;
-    }
+    else
+      dv_push(&d->sq, w);
+  } else if (lane == WD_LANE_LONG && d->long_n >= d->long_slots) {
+    rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
+                   "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
+                   d->long_slots);
   } else {
-    if (d->hash_n >= d->hash_slots) {
-      rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
-                     "(limits.jobs_in_flight %u)", d->cfg.name, d->hash_n,
-                     d->hash_slots);
-    } else {
-      *d->hq_tail = w;
-      d->hq_tail = &w->next;
-      d->hash_n++;
-    }
+    dv_push(&d->lq, w);
+    d->long_all++;
+    if (lane == WD_LANE_LONG)
+      d->long_n++;
   }
   if (rc == 0)
     pthread_cond_signal(&d->cv);
@@ -404,16 +337,27 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
   return rc;
 }
 
+void wd_device_resume(wd_device *d, wd_work *w)
+{
+  pthread_mutex_lock(&d->mu);
+  dv_push_front(&d->lq, w);
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
 int wd_device_unqueue(wd_device *d, wd_work *w)
 {
   int found = 0;
   pthread_mutex_lock(&d->mu);
-  for (wd_work **pp = &d->hq_head; *pp != NULL; pp = &(*pp)->next) {
+  for (wd_work **pp = &d->lq.head; *pp != NULL; pp = &(*pp)->next) {
     if (*pp == w) {
       *pp = w->next;
-      if (d->hq_tail == &w->next)
-        d->hq_tail = pp;
-      d->hash_n--;
+      if (d->lq.tail == &w->next)
+        d->lq.tail = pp;
+      d->lq.n--;
+      d->long_all--;
+      if (w->ops->lane == WD_LANE_LONG)
+        d->long_n--;
       found = 1;
       break;
     }
@@ -447,28 +391,49 @@ void wd_device_free(wd_device *d)
   free(d);
 }
 
+/* ---- any thread ---------------------------------------------------------- */
+
 const char *wd_device_name(const wd_device *d) { return d->cfg.name; }
 
 const wd_device_cfg *wd_device_cfg_of(const wd_device *d) { return &d->cfg; }
 
-const wv_caps *wd_device_caps(const wd_device *d) { return &d->caps; }
+void wd_device_caps(wd_device *d, wv_caps *out)
+{
+  pthread_mutex_lock(&d->mu);
+  *out = d->caps;
+  pthread_mutex_unlock(&d->mu);
+}
 
-int wd_device_has_hash(const wd_device *d) { return d->backend->hash != NULL; }
+uint64_t wd_device_batch(wd_device *d)
+{
+  /* The configured batch wins (docs/config.md), then the backend's. */
+  pthread_mutex_lock(&d->mu);
+  uint64_t b = d->cfg.batch         ? d->cfg.batch
+               : d->caps.hash_batch ? d->caps.hash_batch
+                                    : DV_DEFAULT_BATCH;
+  pthread_mutex_unlock(&d->mu);
+  return b > DV_MAX_BATCH ? DV_MAX_BATCH : b;
+}
+
+int wd_device_has_hash(const wd_device *d)
+{
+  return wv_dev_has_hash(d->backend);
+}
 
 int wd_device_faulted(wd_device *d) { return atomic_load(&d->faulted); }
 
 unsigned wd_device_load(wd_device *d)
 {
   pthread_mutex_lock(&d->mu);
-  unsigned n = d->rq_n + (unsigned)d->reduce_running;
+  unsigned n = d->sq.n + (unsigned)d->short_running;
   pthread_mutex_unlock(&d->mu);
   return n;
 }
 
-unsigned wd_device_hash_load(wd_device *d)
+unsigned wd_device_long_load(wd_device *d)
 {
   pthread_mutex_lock(&d->mu);
-  unsigned n = d->hash_n;
+  unsigned n = d->long_n;
   pthread_mutex_unlock(&d->mu);
   return n;
 }
@@ -486,10 +451,7 @@ int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out)
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 {
   pthread_mutex_lock(&d->mu);
-  unsigned hq = 0;
-  for (wd_work *w = d->hq_head; w != NULL; w = w->next)
-    hq++;
-  s->queued = d->rq_n + hq;
+  s->queued = d->sq.n + d->lq.n;
   s->capacity = d->cfg.queue_depth;
   s->faulted = atomic_load(&d->faulted);
   snprintf(s->fault, sizeof s->fault, "%s", s->faulted ? d->fault : "");
@@ -497,4 +459,38 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->running = atomic_load(&d->running);
   s->done = atomic_load(&d->done);
   s->failed = atomic_load(&d->failed);
+}
+
+/* ---- the device thread ------------------------------------------------------ */
+
+const wv_backend *wd_device_backend(const wd_device *d) { return d->backend; }
+
+wv_device *wd_device_bdev(wd_device *d) { return d->bdev; }
+
+int wd_device_inject(wd_device *d, wave_error *err)
+{
+  if (d->cfg.fault_after == 0 || d->steps < d->cfg.fault_after) {
+    d->steps++;
+    return 0;
+  }
+  return wv_seterr(err, WAVE_EDEVICE, "injected fault after %llu jobs "
+                   "(fault_after)", (unsigned long long)d->steps);
+}
+
+void wd_device_refresh_caps(wd_device *d)
+{
+  wv_caps c;
+  wv_dev_caps(d->backend, d->bdev, &c);
+  pthread_mutex_lock(&d->mu);
+  d->caps = c;
+  pthread_mutex_unlock(&d->mu);
+}
+
+void wd_device_set_check(wd_device *d, size_t pack, const wd_pack_state *st)
+{
+  if (pack >= d->n_packs)
+    return;
+  pthread_mutex_lock(&d->mu);
+  d->checks[pack] = *st;
+  pthread_mutex_unlock(&d->mu);
 }

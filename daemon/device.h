@@ -1,17 +1,18 @@
-/* device.h - one thread per configured device (the only thread that calls
- * the device's backend).
+/* device.h - one thread per configured device: a generic executor of work
+ * items (daemon/work.h), and the only thread that calls the device's
+ * backend (through workers/wvdev.h).
  *
- * The thread opens the device, then serves two FIFO queues: reductions
- * (short; bounded by queue_depth) and hash jobs (long; bounded by
- * limits.jobs_in_flight).  Each loaded pack's known-answer self-check is the
- * thread's first hash work; reductions that arrive meanwhile go first.
- * Hash jobs run one batch at a time, and the reduction queue is emptied
- * between batches, so an hours-long hash job delays a reduction by at most
- * one batch.  Finished work goes back through the post callback (the
- * server's completion queue); the device keeps no pointer to it afterwards.
+ * The thread opens the device, then serves two FIFO lanes: short items
+ * (reductions; bounded by queue_depth) and long ones (hash job shares and
+ * pack preparation; bounded by limits.jobs_in_flight).  A long item runs
+ * one step at a time and the short lane is emptied between steps, so an
+ * hours-long hash job delays a reduction by at most one step.  Ended items
+ * go back through the post callback (the server's completion queue).
  *
- * A backend call that returns WAVE_EDEVICE marks the device faulted: that
- * job and every later one fail with WAVE_EDEVFAULT, nothing else stops.
+ * The device-fault rule lives here and only here: an item that ends with
+ * WAVE_EDEVICE marks the device faulted; that item ends with
+ * WAVE_EDEVFAULT, every later one too (or its abort op runs), nothing else
+ * stops.
  */
 #ifndef WD_DEVICE_H
 #define WD_DEVICE_H
@@ -20,26 +21,10 @@
 #include <stdint.h>
 
 #include "daemon/config.h"
-#include "workers/hash/hash.h"
+#include "daemon/work.h"
 #include "workers/worker.h"
 
-enum { WD_WORK_REDUCE = 1, WD_WORK_HASH = 2 };
-
 typedef struct wd_device wd_device;
-
-/* One unit of work handed to a device thread.  The submitter owns it; the
- * device thread reads and writes it between submit and post only. */
-typedef struct wd_work {
-  struct wd_work *next;   /* queue link (device, then completion queue) */
-  int kind;               /* WD_WORK_* */
-  wd_device *dev;
-  int rc;                 /* result: 0 or WAVE_E*, with err */
-  wave_error err;
-  double seconds;         /* time on the device */
-  wv_reduce_job job;      /* WD_WORK_REDUCE: input ... */
-  wv_reduce_out out;      /* ... and result */
-  void *owner;            /* the submitter's: what this work answers */
-} wd_work;
 
 typedef void (*wd_post_fn)(void *arg, wd_work *w);
 
@@ -69,31 +54,44 @@ typedef struct wd_device_snap {
 } wd_device_snap;
 
 /* Start the device's thread (signals blocked, named "wd:<name>"); it opens
- * the device at once.  packs[] must outlive the device. */
-int wd_device_start(const wd_device_cfg *cfg, unsigned hash_slots,
-                    const wv_pack *const *packs, size_t n_packs,
-                    wd_post_fn post, void *post_arg, wd_device **out,
-                    wave_error *err);
+ * the device at once.  n_packs: how many pack states it keeps. */
+int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
+                    size_t n_packs, wd_post_fn post, void *post_arg,
+                    wd_device **out, wave_error *err);
 /* Block until open() has returned; 0 when the device opened. */
 int wd_device_wait_open(wd_device *d);
-/* Queue w (kind set, fields filled).  WAVE_EBUSY when the queue is full,
- * WAVE_EDEVFAULT when the device is faulted, WAVE_ESHUTDOWN after stop. */
+/* Queue w (ops set).  WAVE_EBUSY when its lane is full, WAVE_EDEVFAULT when
+ * the device is faulted, WAVE_ESHUTDOWN after stop. */
 int wd_device_submit(wd_device *d, wd_work *w, wave_error *err);
-/* Take a hash job back out of the queue if it has not started; 1 if so
+/* A parked item (WD_RUN_PARK) goes back to the head of the long lane. */
+void wd_device_resume(wd_device *d, wd_work *w);
+/* Take a long item back out of the queue if it is not running; 1 if so
  * (its post will never come). */
 int wd_device_unqueue(wd_device *d, wd_work *w);
 /* Let the thread finish what is queued, close the device, join. */
 void wd_device_stop(wd_device *d);
 void wd_device_free(wd_device *d);
 
+/* ---- any thread ---- */
 const char *wd_device_name(const wd_device *d);
 const wd_device_cfg *wd_device_cfg_of(const wd_device *d);
-const wv_caps *wd_device_caps(const wd_device *d); /* valid after open */
+void wd_device_caps(wd_device *d, wv_caps *out); /* as of now */
+uint64_t wd_device_batch(wd_device *d);      /* nonces per hash step */
 int wd_device_has_hash(const wd_device *d);
 int wd_device_faulted(wd_device *d);
-unsigned wd_device_load(wd_device *d);       /* reductions queued+running */
-unsigned wd_device_hash_load(wd_device *d);  /* hash jobs queued+running */
+unsigned wd_device_load(wd_device *d);       /* short items queued+running */
+unsigned wd_device_long_load(wd_device *d);  /* long items not ended */
 int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out);
 void wd_device_snapshot(wd_device *d, wd_device_snap *s);
+
+/* ---- the device thread, inside a run op ---- */
+const wv_backend *wd_device_backend(const wd_device *d);
+wv_device *wd_device_bdev(wd_device *d);
+/* fault_after (docs/config.md): WAVE_EDEVICE once the device has run that
+ * many reductions and hash steps; each call counts one. */
+int wd_device_inject(wd_device *d, wave_error *err);
+/* Read the backend's caps again (after a pack is prepared). */
+void wd_device_refresh_caps(wd_device *d);
+void wd_device_set_check(wd_device *d, size_t pack, const wd_pack_state *st);
 
 #endif

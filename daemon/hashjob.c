@@ -1,203 +1,87 @@
-/* hashjob.c - hash jobs (see hashjob.h for who owns what).
+/* hashjob.c - hash jobs on the loop thread (see hashjob.h for who owns
+ * what, hashjob_int.h for a job's insides, hashrun.c for the device side).
  *
  * The table is a list in creation order, touched only by the loop thread;
  * lookups scan it, which is fine for the few hundred jobs it holds
  * (limits.jobs_in_flight per device plus limits.keep_jobs finished ones).
- * Job ids start from the start-up time shifted left by 20 bits, so ids from
- * a restarted daemon do not collide with ids a client still remembers from
- * the previous run: those get NOJOB instead of someone else's job.
  */
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
-#include "daemon/hashjob.h"
-#include "daemon/stats.h"
+#include "daemon/hashjob_int.h"
 #include "daemon/log.h"
+#include "daemon/pick.h"
 #include "proto/base.h"
-
-struct wd_hjob {
-  wd_work work;              /* first member: a wd_work * is a wd_hjob * */
-  uint64_t id, client, req_id;
-  const wv_pack *pack;
-  size_t pack_index;
-  uint64_t nonce, count, target;
-  uint32_t max_winners;
-  int want_outputs;
-  wd_device *dev;
-
-  /* progress, written by the device thread, read by the loop */
-  _Atomic int state;         /* wave_job_state */
-  _Atomic uint64_t done;
-  _Atomic uint64_t t_start_ns;  /* 0 until the job starts */
-  _Atomic int cancel;        /* 0, or the code to end with */
-
-  /* the result: device thread until the end, then the loop */
-  wv_hash_acc acc;
-  uint64_t *outputs;         /* count slots when want_outputs */
-  double seconds;
-  char exchange[16];
-
-  /* loop only */
-  int ended;
-  uint64_t ended_ns;
-  void *waiters;
-  wd_hjob *prev, *next;
-};
 
 struct wd_jobs {
   wd_limits lim;
+  uint64_t instance;
+  void (*ended)(void *arg, wd_hjob *j);
+  void *arg;
   wd_hjob *head, *tail;
   size_t n_active, n_ended;
   uint64_t next_id;
 };
 
-static uint64_t hj_now_ns(void)
+uint64_t wd_hj_now_ns(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- device thread ------------------------------------------------------ */
-
-size_t wd_hjob_pack_index(const wd_work *w)
-{
-  return ((const wd_hjob *)w)->pack_index;
-}
-
-static int hj_finish(wd_hjob *j)
-{
-  int rc = j->work.rc;
-  uint64_t t0 = atomic_load(&j->t_start_ns);
-  j->seconds = t0 ? (double)(hj_now_ns() - t0) * 1e-9 : 0.0;
-  int st = rc == 0 ? WAVE__V1__JOB_STATE__DONE
-           : rc == WAVE_ECANCELLED || rc == WAVE_ESHUTDOWN ? WAVE__V1__JOB_STATE__CANCELLED
-                                                          : WAVE__V1__JOB_STATE__FAILED;
-  atomic_store(&j->state, st);
-  return 1;
-}
-
-void wd_hjob_abort(wd_work *w) { hj_finish((wd_hjob *)w); }
-
-/* Re-check the winners this batch added (and a new best) on the CPU. */
-static int hj_verify(wd_hjob *j, wd_hash_env *env, size_t from,
-                     uint64_t first, uint64_t n)
-{
-  wave_error err = {0};
-  for (size_t i = from; i <= j->acc.n_winners; i++) {
-    uint64_t nonce, output, cpu;
-    if (i < j->acc.n_winners) {
-      nonce = j->acc.winners[i].nonce;
-      output = j->acc.winners[i].output;
-    } else if (j->acc.best_nonce >= first && j->acc.best_nonce - first < n) {
-      nonce = j->acc.best_nonce;
-      output = j->acc.best_output;
-    } else {
-      break;
-    }
-    int rc = wv_hash_verify(j->pack, nonce, &cpu, &err);
-    if (rc != 0) {
-      j->work.rc = wv_seterr(&j->work.err, rc, "verifying nonce %" PRIu64
-                             ": %s", nonce, err.message);
-      return rc;
-    }
-    if (cpu != output) {
-      wd_error("device %s: hash mismatch (pack %s, nonce %" PRIu64
-               "): device 0x%016" PRIx64 ", CPU 0x%016" PRIx64,
-               env->device, wv_pack_name(j->pack), nonce, output, cpu);
-      j->work.rc = wv_seterr(&j->work.err, WAVE_EMISMATCH,
-                             "device %s: nonce %" PRIu64 " gave 0x%016" PRIx64
-                             ", the CPU says 0x%016" PRIx64, env->device,
-                             nonce, output, cpu);
-      return WAVE_EMISMATCH;
-    }
-  }
-  return 0;
-}
-
-int wd_hjob_step(wd_work *w, wd_hash_env *env)
-{
-  wd_hjob *j = (wd_hjob *)w;
-  if (env->faulted) {
-    w->rc = wv_seterr(&w->err, WAVE_EDEVFAULT, "device %s is faulted",
-                      env->device);
-    return hj_finish(j);
-  }
-  uint64_t done = atomic_load(&j->done);
-  int cancel = atomic_load(&j->cancel);
-  if (cancel) {
-    w->rc = wv_seterr(&w->err, cancel,
-                      "job %" PRIu64 " cancelled after %" PRIu64 " of %" PRIu64
-                      " nonces%s", j->id, done, j->count,
-                      cancel == WAVE_ESHUTDOWN ? ": daemon is shutting down"
-                                               : "");
-    return hj_finish(j);
-  }
-  if (atomic_load(&j->state) == WAVE__V1__JOB_STATE__QUEUED) {
-    if (env->check->state != WD_CHECK_OK) {
-      w->rc = wv_seterr(&w->err, WAVE_ESELFCHECK,
-                        "pack %s failed its self-check on device %s: %s",
-                        wv_pack_name(j->pack), env->device,
-                        env->check->detail);
-      return hj_finish(j);
-    }
-    snprintf(j->exchange, sizeof j->exchange, "%s", env->exchange);
-    atomic_store(&j->t_start_ns, hj_now_ns());
-    atomic_store(&j->state, WAVE__V1__JOB_STATE__RUNNING);
-  }
-  uint64_t n = j->count - done;
-  if (n > env->batch)
-    n = env->batch;
-  uint64_t first = j->nonce + done;
-  wave_error err = {0};
-  int rc = env->backend->hash(env->bdev, j->pack, first, n, env->buf, &err);
-  if (rc == WAVE_EDEVICE) {
-    env->fault = 1;
-    snprintf(env->fault_msg, sizeof env->fault_msg, "%.199s", err.message);
-    w->rc = wv_seterr(&w->err, WAVE_EDEVFAULT, "device %s faulted: %s",
-                      env->device, err.message);
-    return hj_finish(j);
-  }
-  if (rc != 0) {
-    w->rc = wv_seterr(&w->err, rc, "%s", err.message);
-    return hj_finish(j);
-  }
-  size_t before = j->acc.n_winners;
-  wv_hash_acc_add(&j->acc, first, env->buf, n);
-  if (j->outputs != NULL)
-    memcpy(j->outputs + done, env->buf, n * sizeof *env->buf);
-  if (env->verify && hj_verify(j, env, before, first, n) != 0)
-    return hj_finish(j);
-  atomic_store(&j->done, done + n);
-  wd_stats_hashed(env->device, n);
-  if (done + n == j->count) {
-    w->rc = 0;
-    return hj_finish(j);
-  }
-  return 0;
-}
-
-/* ---- loop thread -------------------------------------------------------- */
-
-int wd_jobs_new(const wd_limits *lim, wd_jobs **out)
+int wd_jobs_new(const wd_limits *lim, uint64_t instance,
+                void (*ended)(void *arg, wd_hjob *j), void *arg,
+                wd_jobs **out)
 {
   wd_jobs *t = calloc(1, sizeof *t);
   if (t == NULL)
     return WAVE_ENOMEM;
   t->lim = *lim;
-  t->next_id = ((uint64_t)time(NULL) << 20) + 1;
+  t->instance = instance;
+  t->ended = ended;
+  t->arg = arg;
+  /* Ids are the instance's own (clients send the instance back); they
+   * still start at a random point below 2^52 so that an old client that
+   * does not send it rarely meets a reused id. */
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+    r = instance ^ wd_hj_now_ns();
+  t->next_id = (r & ((1ull << 52) - 1)) + 1;
   *out = t;
   return 0;
 }
 
+uint64_t wd_jobs_instance(const wd_jobs *t) { return t->instance; }
+
 static void hj_free(wd_hjob *j)
 {
-  wv_hash_acc_fini(&j->acc);
+  if (j == NULL)
+    return;
+  for (size_t i = 0; i < j->n_parts; i++) {
+    free(j->parts[i].scratch);
+    free(j->parts[i].win);
+  }
+  for (hj_piece *p = j->returned, *nx; p != NULL; p = nx) {
+    nx = p->next;
+    wd_hj_piece_free(p);
+  }
+  for (hj_piece *p = j->held, *nx; p != NULL; p = nx) {
+    nx = p->next;
+    wd_hj_piece_free(p);
+  }
+  free(j->parts);
+  free(j->dev_names);
+  free(j->shares);
+  free(j->segments);
+  free(j->winners);
+  free(j->wtmp);
   free(j->outputs);
+  pthread_mutex_destroy(&j->mu);
   free(j);
 }
 
@@ -212,85 +96,15 @@ void wd_jobs_free(wd_jobs *t)
   free(t);
 }
 
-/* Pick the device for a job on pack pi; 0 or an error. */
-static int hj_pick(const Wave__V1__HashRequest *hr, size_t pi,
-                   const wv_pack *p, wd_device *const *devs, size_t n_devs,
-                   wd_device **out, wave_error *err)
+static int hj_validate(const wd_jobs *t, const wd_hash_submit *hs,
+                       const wd_packs *packs, size_t *pi, unsigned *s,
+                       wave_error *err)
 {
-  wd_pack_state ck;
-  if (hr->device != NULL && hr->device[0] != '\0') {
-    for (size_t i = 0; i < n_devs; i++) {
-      wd_device *d = devs[i];
-      if (strcmp(wd_device_name(d), hr->device) != 0)
-        continue;
-      if (!wd_device_has_hash(d))
-        return wv_seterr(err, WAVE_ENODEV,
-                         "device %s (backend %s) does not run hash jobs",
-                         hr->device, wd_device_cfg_of(d)->backend);
-      if (wd_device_faulted(d))
-        return wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted",
-                         hr->device);
-      wd_device_pack_check(d, pi, &ck);
-      if (ck.state == WD_CHECK_FAILED)
-        return wv_seterr(err, WAVE_ESELFCHECK,
-                         "pack %s failed its self-check on device %s: %s",
-                         wv_pack_name(p), hr->device, ck.detail);
-      *out = d;
-      return 0;
-    }
-    return wv_seterr(err, WAVE_ENODEV, "no device named '%s'", hr->device);
-  }
-  wd_device *best = NULL;
-  unsigned best_load = 0;
-  int any_hash = 0, any_failed_check = 0;
-  for (size_t i = 0; i < n_devs; i++) {
-    wd_device *d = devs[i];
-    if (!wd_device_has_hash(d))
-      continue;
-    any_hash = 1;
-    if (wd_device_faulted(d))
-      continue;
-    wd_device_pack_check(d, pi, &ck);
-    if (ck.state == WD_CHECK_FAILED) {
-      any_failed_check = 1;
-      continue;
-    }
-    unsigned load = wd_device_hash_load(d);
-    if (best == NULL || load < best_load) {
-      best = d;
-      best_load = load;
-    }
-  }
-  if (best != NULL) {
-    *out = best;
-    return 0;
-  }
-  if (any_failed_check)
-    return wv_seterr(err, WAVE_ESELFCHECK,
-                     "pack %s failed its self-check on every device that "
-                     "could run it", wv_pack_name(p));
-  if (any_hash)
-    return wv_seterr(err, WAVE_EDEVFAULT,
-                     "every device that runs hash jobs is faulted");
-  return wv_seterr(err, WAVE_ENODEV, "no device of this daemon runs hash jobs");
-}
-
-int wd_jobs_submit(wd_jobs *t, const Wave__V1__HashRequest *hr,
-                   uint64_t req_id, wd_device *const *devs, size_t n_devs,
-                   const wd_packs *packs, wd_hjob **out, wave_error *err)
-{
-  *out = NULL;
-  if (hr->client != 0)  /* a resend of a request we already took */
-    for (wd_hjob *j = t->head; j != NULL; j = j->next)
-      if (j->client == hr->client && j->req_id == req_id) {
-        *out = j;
-        return 0;
-      }
-  size_t pi = packs->n;
+  *pi = packs->n;
   for (size_t i = 0; i < packs->n; i++)
-    if (strcmp(wv_pack_name(packs->list[i]), hr->pack) == 0)
-      pi = i;
-  if (pi == packs->n) {
+    if (strcmp(wv_pack_name(packs->list[i]), hs->pack) == 0)
+      *pi = i;
+  if (*pi == packs->n) {
     char names[160] = "";
     for (size_t i = 0; i < packs->n; i++) {
       strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
@@ -298,57 +112,166 @@ int wd_jobs_submit(wd_jobs *t, const Wave__V1__HashRequest *hr,
               sizeof names - strlen(names) - 1);
     }
     return wv_seterr(err, WAVE_EPACK, "no pack named '%s' (loaded: %s)",
-                     hr->pack, packs->n ? names : "none");
+                     hs->pack, packs->n ? names : "none");
   }
-  const wv_pack *p = packs->list[pi];
-  if (hr->count == 0)
+  if (hs->count == 0)
     return wv_seterr(err, WAVE_ERANGE, "count must be at least 1");
-  if (hr->nonce != 0 && hr->count > UINT64_MAX - hr->nonce + 1)
+  if (hs->nonce != 0 && hs->count > UINT64_MAX - hs->nonce + 1)
     return wv_seterr(err, WAVE_ERANGE,
                      "nonce %" PRIu64 " + count %" PRIu64 " is beyond 2^64",
-                     hr->nonce, hr->count);
-  if (hr->want_outputs && hr->count > t->lim.max_outputs)
+                     hs->nonce, hs->count);
+  *s = hs->segment_log2 ? hs->segment_log2 : WV_SEG_LOG2_DEFAULT;
+  if (*s < WV_SEG_LOG2_MIN || *s > WV_SEG_LOG2_MAX)
+    return wv_seterr(err, WAVE_EBADREQUEST, "segment_log2 %u is outside "
+                     "%u..%u (0 means %u)", hs->segment_log2, WV_SEG_LOG2_MIN,
+                     WV_SEG_LOG2_MAX, WV_SEG_LOG2_DEFAULT);
+  if (hs->want_outputs && hs->count > t->lim.max_outputs)
     return wv_seterr(err, WAVE_EJOBSIZE,
                      "want_outputs needs count <= %u (limits.max_outputs); "
-                     "got %" PRIu64, t->lim.max_outputs, hr->count);
-  if (hr->max_winners > t->lim.max_winners)
+                     "got %" PRIu64, t->lim.max_outputs, hs->count);
+  if (hs->max_winners > t->lim.max_winners)
     return wv_seterr(err, WAVE_EJOBSIZE,
                      "max_winners %u is above limits.max_winners %u",
-                     hr->max_winners, t->lim.max_winners);
-  wd_device *dev = NULL;
-  int rc = hj_pick(hr, pi, p, devs, n_devs, &dev, err);
-  if (rc)
-    return rc;
+                     hs->max_winners, t->lim.max_winners);
+  uint64_t segs = wv_seg_count(hs->nonce, hs->count, *s);
+  if (hs->want_segments && segs > t->lim.max_segments)
+    return wv_seterr(err, WAVE_ETOOBIG,
+                     "want_segments: the job touches %" PRIu64 " segments of "
+                     "2^%u; this daemon keeps at most %u "
+                     "(limits.max_segments)", segs, *s, t->lim.max_segments);
+  return 0;
+}
 
+static wd_hjob *hj_alloc(const wd_hash_submit *hs, size_t n_parts,
+                         unsigned s, uint64_t segs)
+{
   wd_hjob *j = calloc(1, sizeof *j);
   if (j == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  if (wv_hash_acc_init(&j->acc, hr->target, hr->max_winners) != 0 ||
-      (hr->want_outputs &&
-       (j->outputs = malloc(hr->count * sizeof *j->outputs)) == NULL)) {
+    return NULL;
+  pthread_mutex_init(&j->mu, NULL);
+  j->parts = calloc(n_parts, sizeof *j->parts);
+  j->dev_names = calloc(n_parts, sizeof *j->dev_names);
+  j->shares = calloc(n_parts, sizeof *j->shares);
+  int bad = !j->parts || !j->dev_names || !j->shares;
+  if (hs->max_winners > 0) {
+    j->winners = calloc(hs->max_winners, sizeof *j->winners);
+    j->wtmp = calloc(hs->max_winners, sizeof *j->wtmp);
+    bad = bad || !j->winners || !j->wtmp;
+  }
+  if (hs->want_outputs &&
+      (j->outputs = malloc(hs->count * sizeof *j->outputs)) == NULL)
+    bad = 1;
+  if (hs->want_segments &&
+      (j->segments = calloc(segs, sizeof *j->segments)) == NULL)
+    bad = 1;
+  j->n_parts = n_parts;
+  for (size_t i = 0; i < n_parts && !bad; i++)
+    if (hs->max_winners > 0 &&
+        (j->parts[i].win = calloc(hs->max_winners, sizeof(wv_hash_winner))) ==
+            NULL)
+      bad = 1;
+  if (bad) {
     hj_free(j);
+    return NULL;
+  }
+  return j;
+}
+
+int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
+                   wd_device *const *devs, size_t n_devs,
+                   const wd_packs *packs, wd_hjob **out, wave_error *err)
+{
+  *out = NULL;
+  if (hs->client != 0)  /* a resend of a request we already took */
+    for (wd_hjob *j = t->head; j != NULL; j = j->next)
+      if (j->client == hs->client && j->req_id == hs->req_id) {
+        *out = j;
+        return 0;
+      }
+  size_t pi = 0;
+  unsigned s = WV_SEG_LOG2_DEFAULT;
+  int rc = hj_validate(t, hs, packs, &pi, &s, err);
+  if (rc != 0)
+    return rc;
+  const wv_pack *p = packs->list[pi];
+  wd_device **chosen = calloc(n_devs ? n_devs : 1, sizeof *chosen);
+  if (chosen == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  size_t n_chosen = 0;
+  wd_pick_req prq = {
+    .kind = WD_PICK_HASH,
+    .device = hs->device,
+    .devices = hs->devices,
+    .n_devices = hs->n_devices,
+    .pack = pi,
+    .pack_name = wv_pack_name(p),
+  };
+  if ((rc = wd_pick(devs, n_devs, &prq, chosen, &n_chosen, err)) != 0) {
+    free(chosen);
+    return rc;
+  }
+  uint64_t segs = wv_seg_count(hs->nonce, hs->count, s);
+  wd_hjob *j = hj_alloc(hs, n_chosen, s, segs);
+  if (j == NULL) {
+    free(chosen);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
-  j->work.kind = WD_WORK_HASH;
-  j->work.owner = j;
-  j->client = hr->client;
-  j->req_id = req_id;
+  j->table = t;
+  j->id = t->next_id;
+  j->client = hs->client;
+  j->req_id = hs->req_id;
   j->pack = p;
   j->pack_index = pi;
-  j->nonce = hr->nonce;
-  j->count = hr->count;
-  j->target = hr->target;
-  j->max_winners = hr->max_winners;
-  j->want_outputs = hr->want_outputs != 0;
-  j->dev = dev;
-  atomic_init(&j->state, WAVE__V1__JOB_STATE__QUEUED);
+  j->nonce = hs->nonce;
+  j->count = hs->count;
+  j->target = hs->target;
+  j->max_winners = hs->max_winners;
+  j->want_outputs = hs->want_outputs != 0;
+  j->want_segments = hs->want_segments != 0;
+  j->seg_log2 = s;
+  j->seg_count = segs;
+  j->jfp = WV_FNV_OFFSET;
+  j->best_output = UINT64_MAX;
+  j->best_nonce = hs->nonce;
+  atomic_init(&j->state, WD_JOB_QUEUED);
+  atomic_init(&j->cancel, 0);
   atomic_init(&j->done, 0);
   atomic_init(&j->t_start_ns, 0);
-  atomic_init(&j->cancel, 0);
-  j->id = t->next_id;
-  if ((rc = wd_device_submit(dev, &j->work, err)) != 0) {
+  for (size_t i = 0; i < n_chosen; i++) {
+    hj_part *pt = &j->parts[i];
+    pt->work.ops = &wd_hj_part_ops;
+    pt->job = j;
+    pt->dev = chosen[i];
+    pt->state = HP_QUEUED;
+    j->dev_names[i] = wd_device_name(chosen[i]);
+  }
+  free(chosen);
+  /* Queue every share; one that its device refuses (busy, faulted) is left
+   * out, unless none is left. */
+  int first_rc = 0;
+  wave_error first_err = {0};
+  for (size_t i = 0; i < j->n_parts; i++) {
+    hj_part *pt = &j->parts[i];
+    wave_error e = {0};
+    pthread_mutex_lock(&j->mu);
+    int src = wd_device_submit(pt->dev, &pt->work, &e);
+    if (src != 0) {
+      pt->state = HP_ENDED;
+      pt->work.rc = src;
+      pt->work.err = e;
+      if (first_rc == 0) {
+        first_rc = src;
+        first_err = e;
+      }
+    } else {
+      j->live++;
+    }
+    pthread_mutex_unlock(&j->mu);
+  }
+  if (j->live == 0) {
     hj_free(j);
-    return rc;
+    *err = first_err;
+    return first_rc;
   }
   t->next_id++;
   j->prev = t->tail;
@@ -359,8 +282,8 @@ int wd_jobs_submit(wd_jobs *t, const Wave__V1__HashRequest *hr,
   t->tail = j;
   t->n_active++;
   wd_debug("hash job %" PRIu64 ": pack %s, nonces %" PRIu64 "+%" PRIu64
-           " on %s", j->id, wv_pack_name(p), j->nonce, j->count,
-           wd_device_name(dev));
+           " on %s%s", j->id, wv_pack_name(p), j->nonce, j->count,
+           j->dev_names[0], j->n_parts > 1 ? " and others" : "");
   *out = j;
   return 0;
 }
@@ -373,51 +296,111 @@ wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id)
   return NULL;
 }
 
-static void hj_mark_ended(wd_jobs *t, wd_hjob *j)
+/* Every share has ended: the job's outcome. */
+static void hj_finish(wd_hjob *j)
 {
+  wd_jobs *t = j->table;
+  uint64_t t0 = atomic_load(&j->t_start_ns);
+  j->seconds = t0 ? (double)(wd_hj_now_ns() - t0) * 1e-9 : 0.0;
+  int cancel = atomic_load(&j->cancel);
+  int st;
+  if (j->abort_rc != 0) {
+    st = WD_JOB_FAILED;
+    j->rc = j->abort_rc;
+    j->err = j->abort_err;
+  } else if (j->folded == j->count) {
+    st = WD_JOB_DONE;
+    j->rc = 0;
+  } else if (cancel) {
+    st = WD_JOB_CANCELLED;
+    j->rc = cancel;
+    wv_seterr(&j->err, cancel, "job %" PRIu64 " cancelled after %" PRIu64
+              " of %" PRIu64 " nonces%s", j->id, atomic_load(&j->done),
+              j->count, cancel == WAVE_ESHUTDOWN
+                            ? ": daemon is shutting down" : "");
+  } else {
+    st = WD_JOB_FAILED;
+    j->rc = j->part_rc ? j->part_rc : WAVE_EINTERNAL;
+    j->err = j->part_err;
+    if (j->part_rc == 0)
+      wv_seterr(&j->err, WAVE_EINTERNAL, "job %" PRIu64 " ended unfinished",
+                j->id);
+  }
+  for (size_t i = 0; i < j->n_parts; i++) {
+    hj_part *p = &j->parts[i];
+    j->shares[i] = (wd_share_view){
+      .device = j->dev_names[i],
+      .hashes = p->hashes,
+      .seconds = p->work.seconds,
+      .faulted = p->faulted || p->work.rc == WAVE_EDEVFAULT,
+    };
+  }
+  atomic_store(&j->state, st);
   j->ended = 1;
-  j->ended_ns = hj_now_ns();
+  j->ended_ns = wd_hj_now_ns();
   t->n_active--;
   t->n_ended++;
-}
-
-wd_hjob *wd_jobs_ended(wd_jobs *t, wd_work *w)
-{
-  wd_hjob *j = (wd_hjob *)w;
-  hj_mark_ended(t, j);
   wd_debug("hash job %" PRIu64 " ended: %s", j->id,
-           j->work.rc ? j->work.err.message : "done");
-  return j;
+           j->rc ? j->err.message : "done");
+  t->ended(t->arg, j);
 }
 
-int wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
+void wd_hj_part_ended(hj_part *p)
 {
+  wd_hjob *j = p->job;
+  pthread_mutex_lock(&j->mu);
+  p->state = HP_ENDED;
+  pthread_mutex_unlock(&j->mu);
+  free(p->scratch);  /* a batch of outputs: not kept with the job */
+  p->scratch = NULL;
+  p->scratch_n = 0;
+  int rc = p->work.rc;
+  if (rc != 0 && rc != WAVE_ECANCELLED && rc != WAVE_ESHUTDOWN &&
+      j->part_rc == 0) {
+    j->part_rc = rc;
+    j->part_err = p->work.err;
+  }
+  if (--j->live == 0)
+    hj_finish(j);
+}
+
+void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
+{
+  (void)t;
   if (j->ended)
-    return 0;
+    return;
   int zero = 0;
   atomic_compare_exchange_strong(&j->cancel, &zero, code);
-  if (!wd_device_unqueue(j->dev, &j->work))
-    return 0;  /* running: the device thread ends it between batches */
-  j->work.rc = wv_seterr(&j->work.err, code, "job %" PRIu64 " cancelled "
-                         "before it started%s", j->id,
-                         code == WAVE_ESHUTDOWN ? ": daemon is shutting down"
-                                                : "");
-  hj_finish(j);
-  hj_mark_ended(t, j);
-  return 1;
+  hj_part *off[j->n_parts ? j->n_parts : 1];
+  size_t n_off = 0;
+  pthread_mutex_lock(&j->mu);
+  for (size_t i = 0; i < j->n_parts; i++) {
+    hj_part *p = &j->parts[i];
+    if (p->state == HP_QUEUED && wd_device_unqueue(p->dev, &p->work)) {
+      p->work.rc = wv_seterr(&p->work.err, code, "job %" PRIu64 " cancelled",
+                             j->id);
+      off[n_off++] = p;
+    } else if (p->state == HP_PARKED) {
+      p->state = HP_QUEUED;
+      wd_device_resume(p->dev, &p->work);  /* it sees the cancel */
+    }
+  }
+  pthread_mutex_unlock(&j->mu);
+  for (size_t i = 0; i < n_off; i++)
+    wd_hj_part_ended(off[i]);
 }
 
-void wd_jobs_cancel_all(wd_jobs *t, int code,
-                        void (*ended)(void *arg, wd_hjob *j), void *arg)
+void wd_jobs_cancel_all(wd_jobs *t, int code)
 {
-  for (wd_hjob *j = t->head; j != NULL; j = j->next)
-    if (wd_jobs_cancel(t, j, code))
-      ended(arg, j);
+  for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
+    nx = j->next;
+    wd_jobs_cancel(t, j, code);
+  }
 }
 
 void wd_jobs_prune(wd_jobs *t)
 {
-  uint64_t now = hj_now_ns();
+  uint64_t now = wd_hj_now_ns();
   uint64_t keep_ns = (uint64_t)t->lim.keep_seconds * 1000000000u;
   for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
     nx = j->next;
@@ -455,75 +438,58 @@ int wd_hjob_state(const wd_hjob *j) { return atomic_load(&j->state); }
 
 void **wd_hjob_waiters(wd_hjob *j) { return &j->waiters; }
 
-int wd_hjob_info(const wd_hjob *j, Wave__V1__JobInfo *ji,
-                 wd_jobinfo_scratch *s)
+void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
+                  wd_job_view *v)
 {
-  memset(s, 0, sizeof *s);
-  wave__v1__job_info__init(ji);
-  ji->job_id = j->id;
-  ji->total = j->count;
-  ji->done = atomic_load(&j->done);
-  ji->device = (char *)wd_device_name(j->dev);
+  memset(v, 0, sizeof *v);
+  v->id = j->id;
+  v->instance = j->table->instance;
+  v->total = j->count;
+  v->done = atomic_load(&j->done);
+  v->device = j->dev_names[0];
+  v->devices = j->dev_names;
+  v->n_devices = j->n_parts;
   int st = atomic_load(&j->state);
   if (!j->ended) {
-    /* the device may have finished; the loop has not seen it yet */
-    if (st != WAVE__V1__JOB_STATE__QUEUED)
-      st = WAVE__V1__JOB_STATE__RUNNING;
+    /* the devices may have finished; the loop has not seen it yet */
+    if (st != WD_JOB_QUEUED)
+      st = WD_JOB_RUNNING;
     uint64_t t0 = atomic_load(&j->t_start_ns);
-    ji->seconds = t0 ? (double)(hj_now_ns() - t0) * 1e-9 : 0.0;
-    ji->state = (Wave__V1__JobState)st;
-    return 0;
+    v->seconds = t0 ? (double)(wd_hj_now_ns() - t0) * 1e-9 : 0.0;
+    v->state = st;
+    return;
   }
-  ji->state = (Wave__V1__JobState)st;
-  ji->seconds = j->seconds;
-  if (st != WAVE__V1__JOB_STATE__DONE) {
-    wave__v1__error__init(&s->error);
-    s->error.code = (uint32_t)j->work.rc;
-    snprintf(s->errname, sizeof s->errname, "%s", wave_errname(j->work.rc));
-    s->error.name = s->errname;
-    s->error.message = (char *)j->work.err.message;
-    ji->error = &s->error;
-    return 0;
+  v->state = st;
+  v->seconds = j->seconds;
+  v->shares = j->shares;
+  v->n_shares = j->n_parts;
+  if (st != WD_JOB_DONE) {
+    v->rc = j->rc;
+    v->message = j->err.message;
+    return;
   }
-  Wave__V1__HashResult *r = &s->result;
-  wave__v1__hash_result__init(r);
-  r->fingerprint = j->acc.fingerprint;
-  r->winner_count = j->acc.winner_count;
-  r->best_nonce = j->acc.best_nonce;
-  r->best_output = j->acc.best_output;
-  r->hashes = j->acc.hashes;
-  r->seconds = j->seconds;
-  r->device = ji->device;
-  r->exchange = (char *)j->exchange;
-  size_t nw = j->acc.n_winners;
-  if (nw > 0) {
-    s->winners = calloc(nw, sizeof *s->winners);
-    s->winner_ptrs = calloc(nw, sizeof *s->winner_ptrs);
-    if (s->winners == NULL || s->winner_ptrs == NULL) {
-      wd_jobinfo_done(s);
-      return WAVE_ENOMEM;
-    }
-    for (size_t i = 0; i < nw; i++) {
-      wave__v1__winner__init(&s->winners[i]);
-      s->winners[i].nonce = j->acc.winners[i].nonce;
-      s->winners[i].output = j->acc.winners[i].output;
-      s->winner_ptrs[i] = &s->winners[i];
-    }
-    r->n_winners = nw;
-    r->winners = s->winner_ptrs;
+  v->job_fingerprint = j->jfp;
+  v->segment_log2 = j->seg_log2;
+  v->segment_count = j->seg_count;
+  if (j->segments != NULL && seg_offset < j->seg_count) {
+    uint64_t n = j->seg_count - seg_offset;
+    uint32_t lim = seg_limit == 0 || seg_limit > WD_SEGMENT_PAGE
+                       ? WD_SEGMENT_PAGE : seg_limit;
+    if (n > lim)
+      n = lim;
+    v->segments = j->segments + seg_offset;
+    v->n_segments = (size_t)n;
   }
+  v->segment_offset = seg_offset;
+  v->winners = j->winners;
+  v->n_winners = j->n_winners;
+  v->winner_count = j->winner_count;
+  v->best_nonce = j->best_nonce;
+  v->best_output = j->best_output;
+  v->hashes = j->hashes;
+  v->exchange = j->exchange;
   if (j->outputs != NULL) {
-    r->n_outputs = j->count;
-    r->outputs = j->outputs;
+    v->outputs = j->outputs;
+    v->n_outputs = (size_t)j->count;
   }
-  ji->result = r;
-  return 0;
-}
-
-void wd_jobinfo_done(wd_jobinfo_scratch *s)
-{
-  free(s->winners);
-  free(s->winner_ptrs);
-  s->winners = NULL;
-  s->winner_ptrs = NULL;
 }

@@ -57,11 +57,11 @@ void wd_log(int level, const char *fmt, ...)
   (void)w;  /* nowhere to report a failed log write */
 }
 
-/* sd_notify(3) from libsystemd: it knows every form $NOTIFY_SOCKET takes
- * (paths, abstract names, vsock) and what a newer systemd expects. */
+/* sd_notify(3) from libsystemd: one datagram to $NOTIFY_SOCKET (a path, or
+ * "@name" for the abstract namespace); nothing without the variable. */
 void wd_notify(const char *state)
 {
-  int rv = sd_notify(0, state);
-  if (rv < 0)
-    wd_debug("sd_notify: %s", strerror(-rv));
+  int rc = sd_notify(0, state);
+  if (rc < 0)
+    wd_debug("notify: %s", strerror(-rc));
 }

@@ -2,13 +2,12 @@
  *
  *   config (validated whole) -> packs (a malformed pack refuses start-up)
  *   -> [detach unless --foreground] -> devices open on their threads
- *   -> sockets listen -> SIGHUP/watchdog/metrics (reload.c) -> READY
- *   -> loop ... SIGTERM -> drain -> exit 0.
+ *   -> sockets listen -> SIGHUP/watchdog/metrics (reload.c) -> loop
+ *   (packs prepared: READY) ... SIGTERM -> drain -> exit 0.
  *
- * READY=1 (sd_notify, and the detach pipe) goes out once at least one
- * device has opened and every listener is bound: the devices can serve.
  * SIGHUP is ignored from the first line on, so one that arrives while the
- * devices open never kills the daemon; reload.c handles it from READY on.
+ * devices open never kills the daemon; reload.c handles it once the
+ * sockets listen.
  *
  * Exit status: 0 after a clean stop (or a good --check-config), 2 for a bad
  * command line, config or pack, 1 when start-up fails (no device opened,
@@ -197,12 +196,10 @@ int main(int argc, char **argv)
     uv_run(&loop, UV_RUN_DEFAULT);
     rc = 1;
   } else {
-    wd_info("wavedd %s ready: %zu device(s), %zu pack(s)", WAVE_VERSION,
+    wd_info("wavedd %s listening: %zu device(s), %zu pack(s)", WAVE_VERSION,
             cfg->n_devices, packs.n);
-    char state[96];
-    snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu device(s)",
-             cfg->n_devices);
-    wd_notify(state);
+    /* READY=1 follows from the server once the packs are prepared; the
+     * detached parent exits as soon as we listen (status says ready) */
     mn_report(ready_fd, 0);
     ready_fd = -1;
     uv_run(&loop, UV_RUN_DEFAULT);

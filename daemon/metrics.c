@@ -165,7 +165,7 @@ static void mt_page(wd_metrics *m, FILE *f)
     mt_dev(f, "wavedd_queue_depth", wd_device_name(devs[i]));
     fprintf(f, ",queue=\"reduce\"} %u\n", snap[i].queued);
     mt_dev(f, "wavedd_queue_depth", wd_device_name(devs[i]));
-    fprintf(f, ",queue=\"hash\"} %u\n", wd_device_hash_load(devs[i]));
+    fprintf(f, ",queue=\"hash\"} %u\n", wd_device_long_load(devs[i]));
   }
   mt_help(f, "wavedd_queue_capacity", "gauge",
           "reductions the device queue holds (queue_depth)");

@@ -202,19 +202,22 @@ static void rl_sighup(uv_signal_t *h, int signum)
   wd_service *sv = h->data;
   (void)signum;
   wd_info("SIGHUP received: reloading %s", sv->path);
-  sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s", sv->path);
+  /* before READY (packs still being prepared) systemd hears only STATUS */
+  int ready = wd_server_ready(sv->srv);
+  sd_notifyf(0, "%sSTATUS=reloading %s", ready ? "RELOADING=1\n" : "",
+             sv->path);
   wave_error err = {0};
   char status[400];
   if (wd_service_reload(sv, &err) == 0) {
     wd_info("reloaded %s: log_level %s, limits and metrics applied",
             sv->path, wd_log_level_name(sv->cfg->log_level));
-    snprintf(status, sizeof status, "READY=1\nSTATUS=serving; reloaded %s",
-             sv->path);
+    snprintf(status, sizeof status, "%sSTATUS=serving; reloaded %s",
+             ready ? "READY=1\n" : "", sv->path);
   } else {
     wd_error("reload failed, the old configuration keeps serving: %s",
              err.message);
-    snprintf(status, sizeof status, "READY=1\nSTATUS=serving; last reload "
-             "failed: %.300s", err.message);
+    snprintf(status, sizeof status, "%sSTATUS=serving; last reload "
+             "failed: %.300s", ready ? "READY=1\n" : "", err.message);
   }
   wd_notify(status);
 }

@@ -13,7 +13,7 @@
 #include <uv.h>
 
 #include "daemon/config.h"
-#include "daemon/hashjob.h"
+#include "daemon/hashjob.h"  /* wd_packs */
 
 typedef struct wd_server wd_server;
 
@@ -28,6 +28,9 @@ void wd_server_stop(wd_server *s);
 /* Close everything now (idempotent); handles finish closing in uv_run. */
 void wd_server_close(wd_server *s);
 void wd_server_free(wd_server *s);
+/* Every device has prepared (or failed) every pack and the sockets listen:
+ * StatusReply.ready; READY=1 was sent to the supervisor. */
+int wd_server_ready(const wd_server *s);
 
 /* For metrics.c and reload.c, on the loop thread. */
 wd_device *const *wd_server_devices(const wd_server *s, size_t *n);

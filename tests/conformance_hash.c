@@ -9,6 +9,15 @@
  * with exchange auto and with exchange forced to local memory, so both
  * exchange paths are held to the same bits.
  *
+ * Then every range is run again as hash batches (wv_hash_run_batch: the
+ * backend's hash_batch slot, the device fold, where it has one) at segment
+ * sizes 2^5, 2^13 and 2^20, with a zero target, a target that about one
+ * nonce in 16 beats and one that every nonce beats (few winner slots, so
+ * the lowest-nonce cut is exercised), with and without the outputs; the
+ * segment list, winners, count and best must equal wv_hash_fold over the
+ * reference outputs.  The ranges include ones that cross 2^20 and 2^24
+ * (where backends cut batches into pieces) and one ending at 2^64.
+ *
  * Environment: WAVE_CONFORMANCE_PACKS (comma list, default "small,closed";
  * the GPU machine adds "main"), and those of conformance.h.
  */
@@ -23,6 +32,7 @@
 #include "workers/hash/ref.h"
 
 #define CH_RANDOM_RANGES 6
+#define CH_FIXED_RANGES 11
 #define CH_MAX_COUNT 3000u
 
 typedef struct ch_range {
@@ -55,6 +65,11 @@ static size_t ch_ranges(ch_range *r, uint64_t seed)
   r[n++] = (ch_range){33, 1000};                     /* ragged both ends */
   r[n++] = (ch_range){((uint64_t)1 << 25) * 32 - 7, 77};
   r[n++] = (ch_range){UINT64_MAX - 40, 41};          /* ends at 2^64 - 1 */
+  r[n++] = (ch_range){100, 5};                       /* inside a segment */
+  r[n++] = (ch_range){((uint64_t)1 << 20) - 1000, 3000};
+  r[n++] = (ch_range){((uint64_t)1 << 24) - 1500, 3000};
+  r[n++] = (ch_range){((uint64_t)7 << 40) + 8191, 2};  /* a segment edge */
+  r[n++] = (ch_range){UINT64_MAX - 2998, 2999};      /* ends at 2^64 - 1 */
   for (int i = 0; i < CH_RANDOM_RANGES; i++) {
     uint64_t nonce = conf_rng(&seed);
     uint64_t count = 1 + conf_rng(&seed) % CH_MAX_COUNT;
@@ -107,6 +122,152 @@ static void ch_run(conf_set *set, const wv_pack *p, const ch_range *r,
       }
       conf_count(d, same, what, ws, gs);
     }
+  }
+}
+
+/* One batch's results, as compared. */
+typedef struct ch_batch {
+  wv_hash_batch b;
+  uint64_t *seg, *out;
+  wv_hash_winner *win;
+} ch_batch;
+
+static void ch_batch_init(ch_batch *c, const ch_range *r, unsigned s,
+                          uint64_t target, size_t max_winners, int outputs)
+{
+  memset(c, 0, sizeof *c);
+  c->b.nonce = r->nonce;
+  c->b.count = r->count;
+  c->b.seg_log2 = s;
+  c->b.target = target;
+  c->b.max_winners = max_winners;
+  uint64_t nseg = wv_seg_count(r->nonce, r->count, s);
+  c->seg = malloc(nseg * sizeof *c->seg);
+  c->win = malloc((max_winners + 1) * sizeof *c->win);
+  ck_assert_ptr_nonnull(c->seg);
+  ck_assert_ptr_nonnull(c->win);
+  memset(c->seg, 0x5a, nseg * sizeof *c->seg);
+  memset(c->win, 0x5a, (max_winners + 1) * sizeof *c->win);
+  c->b.seg_fp = c->seg;
+  c->b.winners = max_winners > 0 ? c->win : NULL;
+  if (outputs) {
+    c->out = malloc(r->count * sizeof *c->out);
+    ck_assert_ptr_nonnull(c->out);
+    memset(c->out, 0x5a, r->count * sizeof *c->out);
+    c->b.outputs = c->out;
+  }
+  /* Results the backend must overwrite. */
+  c->b.n_winners = 99;
+  c->b.winner_count = 99;
+  c->b.best_nonce = c->b.best_output = 99;
+}
+
+static void ch_batch_free(ch_batch *c)
+{
+  free(c->seg);
+  free(c->out);
+  free(c->win);
+}
+
+/* The first difference of got from want, or "" when equal. */
+static void ch_batch_diff(const ch_batch *want, const ch_batch *got,
+                          const uint64_t *ref, char *ws, size_t wl, char *gs,
+                          size_t gl)
+{
+  const wv_hash_batch *w = &want->b, *g = &got->b;
+  uint64_t nseg = wv_seg_count(w->nonce, w->count, w->seg_log2);
+  ws[0] = gs[0] = '\0';
+  for (uint64_t k = 0; k < nseg; k++)
+    if (want->seg[k] != got->seg[k]) {
+      snprintf(ws, wl, "segment %" PRIu64 " of %" PRIu64 " %016" PRIx64, k,
+               nseg, want->seg[k]);
+      snprintf(gs, gl, "%016" PRIx64, got->seg[k]);
+      return;
+    }
+  if (w->winner_count != g->winner_count || w->n_winners != g->n_winners) {
+    snprintf(ws, wl, "%" PRIu64 " winners, %zu kept", w->winner_count,
+             w->n_winners);
+    snprintf(gs, gl, "%" PRIu64 ", %zu", g->winner_count, g->n_winners);
+    return;
+  }
+  for (size_t k = 0; k < w->n_winners; k++)
+    if (want->win[k].nonce != got->win[k].nonce ||
+        want->win[k].output != got->win[k].output) {
+      snprintf(ws, wl, "winner %zu: %" PRIu64 " %016" PRIx64, k,
+               want->win[k].nonce, want->win[k].output);
+      snprintf(gs, gl, "%" PRIu64 " %016" PRIx64, got->win[k].nonce,
+               got->win[k].output);
+      return;
+    }
+  if (w->best_nonce != g->best_nonce || w->best_output != g->best_output) {
+    snprintf(ws, wl, "best %" PRIu64 " %016" PRIx64, w->best_nonce,
+             w->best_output);
+    snprintf(gs, gl, "%" PRIu64 " %016" PRIx64, g->best_nonce,
+             g->best_output);
+    return;
+  }
+  if (got->out != NULL)
+    for (uint64_t k = 0; k < w->count; k++)
+      if (got->out[k] != ref[k]) {
+        snprintf(ws, wl, "output of nonce %" PRIu64 " %016" PRIx64,
+                 w->nonce + k, ref[k]);
+        snprintf(gs, gl, "%016" PRIx64, got->out[k]);
+        return;
+      }
+}
+
+/* Every range as hash batches on every device of set, against
+ * wv_hash_fold over the reference outputs. */
+static void ch_run_batches(conf_set *set, const wv_pack *p, const ch_range *r,
+                           size_t nr, uint64_t *const *want)
+{
+  static const unsigned seg_log2[] = {WV_SEG_LOG2_MIN, WV_SEG_LOG2_DEFAULT,
+                                      WV_SEG_LOG2_MAX};
+  /* Target, winner slots: none win; about 1 in 16 (every winner kept);
+   * every nonce wins (only the first few dozen kept, or 2000: across the
+   * pieces of a range over 2^24); no slots at all. */
+  static const struct { uint64_t target; size_t slots; } tg[] = {
+    {0, 16}, {(uint64_t)1 << 60, 4096}, {UINT64_MAX, 37}, {UINT64_MAX, 2000},
+    {(uint64_t)1 << 60, 0},
+  };
+  for (size_t i = 0; i < set->n; i++) {
+    conf_dev *d = &set->devs[i];
+    const wv_backend *b = d->backend;
+    if (b->hash == NULL)
+      continue;
+    printf("conformance: %s hash batches: %s\n", b->name,
+           b->hash_batch != NULL ? "backend fold (hash_batch)" : "host fold");
+    unsigned v = 0;
+    for (size_t k = 0; k < nr; k++)
+      for (size_t si = 0; si < sizeof seg_log2 / sizeof *seg_log2; si++)
+        for (size_t ti = 0; ti < sizeof tg / sizeof *tg; ti++, v++) {
+          ch_batch w, g;
+          int outputs = v % 3 == 1;
+          ch_batch_init(&w, &r[k], seg_log2[si], tg[ti].target, tg[ti].slots,
+                        0);
+          ch_batch_init(&g, &r[k], seg_log2[si], tg[ti].target, tg[ti].slots,
+                        outputs);
+          wv_hash_fold(&w.b, want[k]);
+          wave_error err = {0};
+          /* Scratch for a backend that folds on the host. */
+          uint64_t *scratch = malloc(r[k].count * sizeof *scratch);
+          ck_assert_ptr_nonnull(scratch);
+          int rc = wv_hash_run_batch(b, d->dev, p, &g.b, scratch, &err);
+          free(scratch);
+          char what[200], ws[120] = "", gs[300] = "";
+          snprintf(what, sizeof what, "pack %s batch [%" PRIu64 ", +%" PRIu64
+                   ") s=%u target %016" PRIx64 " slots %zu%s", wv_pack_name(p),
+                   r[k].nonce, r[k].count, seg_log2[si], tg[ti].target,
+                   tg[ti].slots, outputs ? " with outputs" : "");
+          if (rc != 0)
+            snprintf(gs, sizeof gs, "error %s: %s", wave_errname(rc),
+                     err.message);
+          else
+            ch_batch_diff(&w, &g, want[k], ws, sizeof ws, gs, sizeof gs);
+          conf_count(d, rc == 0 && ws[0] == '\0', what, ws, gs);
+          ch_batch_free(&w);
+          ch_batch_free(&g);
+        }
   }
 }
 
@@ -170,9 +331,9 @@ START_TEST(hash_jobs)
     if (!p->closed)
       ck_assert_msg(wv_pack_cache_get(p, &mem.cache, &err) == 0, "%s",
                     err.message);
-    ch_range r[6 + CH_RANDOM_RANGES];
+    ch_range r[CH_FIXED_RANGES + CH_RANDOM_RANGES];
     size_t nr = ch_ranges(r, 0x5eed0000u + i);
-    uint64_t *want[6 + CH_RANDOM_RANGES];
+    uint64_t *want[CH_FIXED_RANGES + CH_RANDOM_RANGES];
     for (size_t k = 0; k < nr; k++) {
       want[k] = malloc(r[k].count * sizeof *want[k]);
       ck_assert_ptr_nonnull(want[k]);
@@ -180,6 +341,8 @@ START_TEST(hash_jobs)
     }
     ch_run(&set, p, r, nr, want, got);
     ch_run(&local, p, r, nr, want, got);
+    ch_run_batches(&set, p, r, nr, want);
+    ch_run_batches(&local, p, r, nr, want);
     for (size_t k = 0; k < nr; k++)
       free(want[k]);
     printf("conformance: hash pack %s done\n", wv_pack_name(p));

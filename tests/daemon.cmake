@@ -15,3 +15,16 @@ wave_test(test_service SOURCES test_service.c daemon_harness.c
 add_dependencies(test_service wavedd)
 target_compile_definitions(test_service PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
+# hash jobs over several devices and the lifecycle promises (test_jobs.c)
+wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
+  LIBS wvbase wvhash nng::nng)
+add_dependencies(test_jobs wavedd)
+target_compile_definitions(test_jobs PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
+# no include cycle among daemon/ headers, and no backend slot called from
+# daemon/ (only workers/ calls the vtable)
+add_test(NAME daemon_includes
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_includes.sh
+          ${PROJECT_SOURCE_DIR}/daemon)

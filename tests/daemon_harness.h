@@ -40,6 +40,9 @@ void td_prepare(td_daemon *d, const char *limits);
  * (-1, d->status set); without, until it exits. */
 int td_spawn(td_daemon *d, const char *const *args, int wait_ready);
 int td_start(td_daemon *d);       /* --config d->cfg --foreground */
+/* The same, awaited only until it listens (its log says so), not READY=1:
+ * wait_ready 2 of td_spawn. */
+int td_start_listening(td_daemon *d);
 int td_stop(td_daemon *d);        /* SIGTERM; the exit status or -1 */
 char *td_stderr(const td_daemon *d);  /* its log so far (static buffer) */
 void td_cleanup(td_daemon *d);    /* kill if running, remove the folder */
@@ -70,6 +73,9 @@ Wave__V1__Response *td_hash(nng_socket s, uint64_t id, const char *pack,
                             uint64_t nonce, uint64_t count, uint64_t target,
                             uint32_t max_winners, int outputs,
                             uint64_t client, const char *device);
+/* A HashRequest built by the caller (protocol-2 fields). */
+Wave__V1__Response *td_hash_req(nng_socket s, uint64_t id,
+                                Wave__V1__HashRequest *hr);
 /* JobRequest (cancel: CancelRequest) with Request.id 77. */
 Wave__V1__Response *td_job(nng_socket s, uint64_t job, unsigned wait,
                            int cancel);

@@ -77,7 +77,7 @@ for p in ${packs//.yaml/}; do
   echo "$out" | grep -q "\"name\": \"$p\"" || fail "pack $p not served: $out"
   "$ctl" submit hash --pack "$p" --nonce 0 --count 4096 --json >"$tmp/h.json" ||
     fail "hash job on pack $p"
-  grep -q '"fingerprint"' "$tmp/h.json" || fail "no result for $p"
+  grep -q '"job_fingerprint"' "$tmp/h.json" || fail "no result for $p"
 done
 echo "$out" | grep -q '"state": "failed"' && fail "a pack failed its self-check: $out"
 [ "$(echo "$out" | grep -o '"state": "ok"' | wc -l)" -eq "$n" ] ||

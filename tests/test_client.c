@@ -410,7 +410,7 @@ START_TEST(json_documents)
   wave_hash_request q = {.pack = "p", .nonce = 5, .count = 10,
                          .target = 0x1000};
   wave_hash_result h = {
-    .fingerprint = 0x0123456789abcdefull, .n_winners = 2, .winners = w,
+    .job_fingerprint = 0x0123456789abcdefull, .n_winners = 2, .winners = w,
     .winner_count = 9, .best_nonce = 7, .best_output = 0x10, .hashes = 10,
     .seconds = 1.5, .device = "gpu0", .exchange = "shuffle",
   };
@@ -419,7 +419,7 @@ START_TEST(json_documents)
   fclose(f);
   n = jq_parse(text);
   ck_assert_msg(n != NULL, "not JSON: %s", text);
-  ck_assert_str_eq(jq_get(n, "fingerprint")->text, "0123456789abcdef");
+  ck_assert_str_eq(jq_get(n, "job_fingerprint")->text, "0123456789abcdef");
   ck_assert_str_eq(jq_get(jq_get(n, "best"), "output")->text,
                    "0000000000000010");
   ck_assert_int_eq(jq_u64(jq_get(jq_at(jq_get(n, "winners"), 1), "nonce"),
@@ -659,7 +659,7 @@ static void *tc_serve(void *arg)
     nng_free(buf, n);
     /* No ck_assert on this thread: a bad request simply gets no reply,
      * and the call under test times out, which the test notices. */
-    if (q == NULL || q->version != 1)
+    if (q == NULL || q->version != 2)
       continue;
     if (s->mode != TS_SILENT)
       tc_reply(s, q);

@@ -264,8 +264,29 @@ START_TEST(versions_and_bodies)
   rq.id = 42;
   rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
   rq.status = &st;
-  rq.version = 2;
+  rq.version = 3;
   td_expect_error(td_call(s, &rq), WAVE_EVERSION, 42);
+  td_good(s);
+  /* version 1: status is served as before, and answered as version 1 */
+  rq.version = 1;
+  Wave__V1__Response *r1 = td_call(s, &rq);
+  ck_assert_int_eq(r1->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  ck_assert_uint_eq(r1->version, 1);
+  wave__v1__response__free_unpacked(r1, NULL);
+  /* ... but a version-1 hash submit gets VERSION, saying why */
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = (char *)"closed";
+  hq.count = 32;
+  Wave__V1__Request rh = WAVE__V1__REQUEST__INIT;
+  rh.version = 1;
+  rh.id = 43;
+  rh.body_case = WAVE__V1__REQUEST__BODY_HASH;
+  rh.hash = &hq;
+  r1 = td_call(s, &rh);
+  ck_assert_int_eq(r1->body_case, WAVE__V1__RESPONSE__BODY_ERROR);
+  ck_assert_uint_eq(r1->error->code, WAVE_EVERSION);
+  ck_assert_ptr_nonnull(strstr(r1->error->message, "segment"));
+  wave__v1__response__free_unpacked(r1, NULL);
   td_good(s);
   rq.version = 0;
   td_expect_error(td_call(s, &rq), WAVE_EVERSION, 42);
@@ -404,8 +425,15 @@ START_TEST(hash_job)
   ck_assert_uint_eq(ji->done, count);
   Wave__V1__HashResult *hr = ji->result;
   ck_assert_ptr_nonnull(hr);
-  /* docs/hash.md: the batch fingerprint of [0, 2^13) under "closed" */
-  ck_assert_uint_eq(hr->fingerprint, 0x57a520b5d26aa046ull);
+  /* docs/hash.md: the batch fingerprint of [0, 2^13) under "closed" is
+   * segment 0's; the job's is FNV-1a-64 over that one segment */
+  const uint64_t seg0 = 0x57a520b5d26aa046ull;
+  ck_assert_uint_eq(hr->job_fingerprint,
+                    wv_fnv1a64_u64(WV_FNV_OFFSET, &seg0, 1));
+  ck_assert_uint_eq(hr->segment_log2, 13);
+  ck_assert_uint_eq(hr->segment_count, 1);
+  ck_assert_uint_eq(r->version, 2);
+  ck_assert_uint_ne(ji->instance, 0);
   ck_assert_uint_eq(hr->hashes, count);
   ck_assert_uint_eq(hr->n_outputs, count);
   /* every output against the hash library's CPU reference */
@@ -437,7 +465,7 @@ START_TEST(hash_job)
     }
   }
   wv_pack_free(p);
-  ck_assert_uint_eq(hr->fingerprint, fp);
+  ck_assert_uint_eq(hr->job_fingerprint, wv_fnv1a64_u64(WV_FNV_OFFSET, &fp, 1));
   ck_assert_uint_eq(hr->winner_count, winners);
   ck_assert_uint_eq(hr->n_winners, winners < 5 ? winners : 5);
   for (size_t i = 0; i < hr->n_winners; i++)
@@ -854,9 +882,15 @@ START_TEST(fault_mid_job)
     ck_assert_uint_eq(r->reduce->bits[0], 26);
     wave__v1__response__free_unpacked(r, NULL);
   }
-  /* steps 3 and 4: two batches of 1024 nonces; the third batch faults */
-  Wave__V1__Response *r = td_hash(s, 3, "closed", 0, 8192, 0, 0, 0, 0x77,
-                                  "cpu0");
+  /* steps 3 and 4: two batches of 1024 nonces (segments of 2^10, so a
+   * piece is one batch); the third batch faults */
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = (char *)"closed";
+  hq.count = 8192;
+  hq.client = 0x77;
+  hq.device = (char *)"cpu0";
+  hq.segment_log2 = 10;
+  Wave__V1__Response *r = td_hash_req(s, 3, &hq);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   uint64_t job = r->job->job_id;
   wave__v1__response__free_unpacked(r, NULL);
@@ -897,7 +931,9 @@ START_TEST(fault_mid_job)
   r = td_wait_job(s, job);
   ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__DONE);
   /* docs/hash.md: the batch fingerprint of [0, 2^13) under "closed" */
-  ck_assert_uint_eq(r->job->result->fingerprint, 0x57a520b5d26aa046ull);
+  const uint64_t seg0 = 0x57a520b5d26aa046ull;
+  ck_assert_uint_eq(r->job->result->job_fingerprint,
+                    wv_fnv1a64_u64(WV_FNV_OFFSET, &seg0, 1));
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(s);
   ck_assert_int_eq(td_stop(&d), 0);

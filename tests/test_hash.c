@@ -682,13 +682,65 @@ START_TEST(segment_zero_is_batch_fnv)
   ck_assert_int_eq(wv_hash_run_batch(cpu, dev, p, &b, scratch, &err), 0);
   ck_assert_uint_eq(fp[0], p->batch_fnv);
   /* Ragged: [7, 2^13 + 50) touches two segments; the first one's
-   * fingerprint covers [7, 2^13) only. */
-  b = (wv_hash_batch){.nonce = 7, .count = n + 43, .seg_log2 = 13, .seg_fp = fp};
+   * fingerprint covers [7, 2^13) only.  (The outputs are asked for: the
+   * cpu backend folds on its own, scratch is only for backends that
+   * do not.) */
+  b = (wv_hash_batch){.nonce = 7, .count = n + 43, .seg_log2 = 13,
+                      .seg_fp = fp, .outputs = scratch};
   ck_assert_int_eq(wv_hash_run_batch(cpu, dev, p, &b, scratch, &err), 0);
   ck_assert_uint_eq(fp[0], wv_fnv1a64_u64(WV_FNV_OFFSET, scratch, n - 7));
   ck_assert_uint_eq(fp[1], wv_fnv1a64_u64(WV_FNV_OFFSET, scratch + n - 7, 50));
   ck_assert_uint_ne(fp[0], p->batch_fnv);
   free(scratch);
+  cpu->close(dev);
+  wv_pack_free(p);
+}
+END_TEST
+
+/* The cpu backend's hash_batch over four of its 2^20-nonce chunks: the
+ * winner cut (3000 of about 1280 a chunk) and the best come from
+ * different chunks; against wv_hash_fold over hash()'s outputs. */
+START_TEST(cpu_batch_across_chunks)
+{
+  wave_error err = {0};
+  wv_pack *p = th_shipped("closed");
+  const wv_backend *cpu = wv_backend_find("cpu");
+  ck_assert_ptr_nonnull(cpu->hash_batch);
+  wv_device_config cfg = {.name = "cpu0", .backend = "cpu", .threads = 2};
+  wv_device *dev = NULL;
+  ck_assert_int_eq(cpu->open(&cfg, &dev, &err), 0);
+  const uint64_t nonce = (1u << 20) - 5, count = (5u << 19) + 9;
+  uint64_t *out = malloc(count * sizeof *out);
+  uint64_t *fw = malloc((count / 32 + 2) * sizeof *fw);
+  uint64_t *fg = malloc((count / 32 + 2) * sizeof *fg);
+  wv_hash_winner *ww = calloc(3000, sizeof *ww), *wg = calloc(3000, sizeof *wg);
+  ck_assert(out != NULL && fw != NULL && fg != NULL && ww != NULL && wg != NULL);
+  ck_assert_int_eq(cpu->hash(dev, p, nonce, count, out, &err), 0);
+  static const unsigned seg_log2[] = {5, 13, 20};
+  for (size_t i = 0; i < 3; i++) {
+    wv_hash_batch w = {.nonce = nonce, .count = count,
+                       .seg_log2 = seg_log2[i], .target = 5ull << 52,
+                       .max_winners = 3000, .seg_fp = fw, .winners = ww};
+    wv_hash_batch g = w;
+    g.seg_fp = fg;
+    g.winners = wg;
+    wv_hash_fold(&w, out);
+    ck_assert_int_eq(cpu->hash_batch(dev, p, &g, &err), 0);
+    ck_assert_uint_gt(w.winner_count, 3000);
+    ck_assert_uint_gt(w.winners[2999].nonce, nonce + (2u << 20));
+    uint64_t nseg = wv_seg_count(nonce, count, seg_log2[i]);
+    ck_assert_int_eq(memcmp(fg, fw, nseg * sizeof *fw), 0);
+    ck_assert_uint_eq(g.winner_count, w.winner_count);
+    ck_assert_uint_eq(g.n_winners, 3000);
+    ck_assert_int_eq(memcmp(wg, ww, 3000 * sizeof *ww), 0);
+    ck_assert_uint_eq(g.best_nonce, w.best_nonce);
+    ck_assert_uint_eq(g.best_output, w.best_output);
+  }
+  free(out);
+  free(fw);
+  free(fg);
+  free(ww);
+  free(wg);
   cpu->close(dev);
   wv_pack_free(p);
 }
@@ -916,6 +968,7 @@ static Suite *hash_suite(void)
   tcase_add_test(tc, acc_winners_best_fingerprint);
   tcase_add_test(tc, fold_segments_ragged_and_near_top);
   tcase_add_test(tc, segment_zero_is_batch_fnv);
+  tcase_add_test(tc, cpu_batch_across_chunks);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("loader");

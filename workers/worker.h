@@ -16,6 +16,10 @@
  *    code fails only the job at hand;
  *  - never abort() or exit(): one bad device must not take the daemon down.
  * Optional slots may be NULL: hash_prepare/hash NULL = no hash jobs.
+ *
+ * Callers outside workers/ never call these slots directly: workers/wvdev.h
+ * wraps each one (with the default for a NULL slot), as ggml-backend.c
+ * wraps its interface.
  */
 #ifndef WV_WORKER_H
 #define WV_WORKER_H
@@ -62,14 +66,26 @@ typedef struct wv_device_config {
   uint64_t batch;         /* nonces per hash batch, 0 = backend default */
 } wv_device_config;
 
+/* The hash's register exchange path (docs/hash.md, docs/backends.md). */
+typedef enum wv_exchange {
+  WV_EXCHANGE_NONE = 0,   /* no hash jobs, or not reported */
+  WV_EXCHANGE_LANES,      /* cpu: a unit's lanes are arrays, no shuffle */
+  WV_EXCHANGE_SHUFFLE,    /* sub-group shuffles */
+  WV_EXCHANGE_LOCAL,      /* work-group local memory and barriers */
+} wv_exchange;
+
 /* What a device is and how it runs; filled by caps(). */
 typedef struct wv_caps {
   char description[160];  /* "NVIDIA H200 sm_90, 132 SMs", "8 threads" */
   unsigned wave_width;    /* hardware sub-group size used (1 for scalar) */
   int native_wave_reduce; /* integer wave step is one instruction */
-  char exchange[16];      /* hash exchange path: "shuffle" or "local" */
+  wv_exchange exchange_mode; /* the path; wv_dev_caps writes its name ... */
+  char exchange[16];      /* ... here: "lanes", "shuffle" or "local" */
   char exchange_reason[200];
-  uint64_t hash_batch;    /* nonces per batch the daemon should use */
+  uint64_t hash_batch;    /* nonces per batch the daemon should use; may
+                             change once a pack is prepared (measured) */
+  int reverify;           /* winners and best are re-verified on the CPU
+                             (every backend but the CPU reference itself) */
 } wv_caps;
 
 typedef struct wv_device wv_device;  /* backend-private device context */
@@ -90,6 +106,11 @@ typedef struct wv_backend {
    * once per pack before the first hash() with it. */
   int (*hash_prepare)(wv_device *dev, const struct wv_pack *pack,
                       wave_error *err);
+  /* Optional.  hash_prepare in bounded steps (each about 0.1 s of work),
+   * so the daemon can serve reductions between them: *done is set once the
+   * pack is ready.  NULL = hash_prepare in one call. */
+  int (*hash_prepare_step)(wv_device *dev, const struct wv_pack *pack,
+                           int *done, wave_error *err);
   /* Optional.  Outputs of nonces [nonce, nonce + count) into out[count]. */
   int (*hash)(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,
               uint64_t count, uint64_t *out, wave_error *err);

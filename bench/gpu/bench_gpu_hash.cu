@@ -3,6 +3,8 @@
  *
  *   wvbench-gpu-hash [PACK_DIR]     (default $WAVE_SOURCE_DIR/config/packs,
  *                                    else ./config/packs)
+ *   wvbench-gpu-hash PACK_DIR --profile   one main-pack kernel of 2^24
+ *                                    nonces, for Nsight Compute (ncu)
  *
  * For each exchange path (shuffle, local): every pack's known-answer
  * self-check (wv_pack_selfcheck: vectors, a partial unit, the batch
@@ -12,6 +14,12 @@
  * doing nothing but per-lane random 8-byte loads over the same 1 GiB, as
  * loads per second; divided by the loads one hash makes (rounds x loads per
  * program) it is the hash rate no kernel can beat.
+ *
+ * Then, on the device's own exchange path, 2^26, 2^27 and 2^28 nonces of
+ * main: the kernel alone beside hash_batch (kernel + device fold into
+ * 2^13-nonce segment fingerprints, winners and best + copy-back, host
+ * clock), and hash_batch at s = 20; the 2^26 batch's results are checked
+ * against wv_hash_fold over the backend's hash() outputs first.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +82,111 @@ template <typename F> static float median_ms(int reps, F fn)
   return t[t.size() / 2];
 }
 
+/* hash_batch beside the kernel alone, one size. */
+struct brow {
+  unsigned log2n, s;
+  double kernel, batch;
+};
+
+/* hash_batch of main: its results at 2^26 against the host fold of hash(),
+ * then its rate beside the kernel's at 2^26..2^28 (s = 13) and at 2^28
+ * with s = 20.  Returns the number of failures. */
+static int bench_batches(wv_device *dev, const wv_pack *p, struct brow *out,
+                         int *nout)
+{
+  gdev *g = (gdev *)dev;
+  wave_error err;
+  const uint64_t big = 1ull << 28, nonce = 12345;
+  const size_t slots = 4096;
+  const uint64_t target = 1ull << 44;   /* about 2^-20 of the nonces win */
+  uint64_t *d_big;
+  CHECK(cudaMalloc((void **)&d_big, big * 8));
+  std::vector<uint64_t> seg(big >> 5), segw(big >> 5);
+  std::vector<wv_hash_winner> win(slots), winw(slots);
+  int fails = 0;
+  {
+    const uint64_t n = 1ull << 26;
+    std::vector<uint64_t> outs(n);
+    if (wv_cuda_backend.hash(dev, p, nonce, n, outs.data(), &err) != 0) {
+      fprintf(stderr, "hash: %s\n", err.message);
+      exit(1);
+    }
+    for (unsigned s : {5u, 13u, 20u}) {
+      wv_hash_batch w = {}, b = {};
+      w.nonce = nonce;
+      w.count = n;
+      w.seg_log2 = s;
+      w.target = s == 5 ? ~0ull : target;   /* s = 5: every nonce wins */
+      w.max_winners = slots;
+      w.seg_fp = segw.data();
+      w.winners = winw.data();
+      b = w;
+      b.seg_fp = seg.data();
+      b.winners = win.data();
+      wv_hash_fold(&w, outs.data());
+      if (wv_cuda_backend.hash_batch(dev, p, &b, &err) != 0) {
+        fprintf(stderr, "hash_batch: %s\n", err.message);
+        exit(1);
+      }
+      uint64_t nseg = wv_seg_count(nonce, n, s);
+      int same = memcmp(seg.data(), segw.data(), nseg * 8) == 0 &&
+                 b.winner_count == w.winner_count &&
+                 b.n_winners == w.n_winners &&
+                 memcmp(win.data(), winw.data(),
+                        w.n_winners * sizeof(wv_hash_winner)) == 0 &&
+                 b.best_nonce == w.best_nonce &&
+                 b.best_output == w.best_output;
+      printf("hash_batch 2^26 nonces s=%u: %llu segments, %llu winners (%zu "
+             "kept), best %016llx at %llu: %s the host fold\n", s,
+             (unsigned long long)nseg, (unsigned long long)b.winner_count,
+             b.n_winners, (unsigned long long)b.best_output,
+             (unsigned long long)b.best_nonce,
+             same ? "same as" : "DIFFERENT from");
+      fails += !same;
+    }
+  }
+  for (unsigned k = 26; k <= 29; k++) {
+    const unsigned log2n = k <= 28 ? k : 28, s = k <= 28 ? 13 : 20;
+    const uint64_t n = 1ull << log2n;
+    brow *r = &out[(*nout)++];
+    r->log2n = log2n;
+    r->s = s;
+    float ms = median_ms(3, [&] {
+      if (hash_device(g, p, nonce, n, d_big, &err) != 0) {
+        fprintf(stderr, "hash: %s\n", err.message);
+        exit(1);
+      }
+      CHECK(cudaStreamSynchronize(g->compute));
+    });
+    r->kernel = n / (ms * 1e-3);
+    std::vector<double> t;
+    for (int rep = 0; rep < 4; rep++) {
+      wv_hash_batch b = {};
+      b.nonce = nonce;
+      b.count = n;
+      b.seg_log2 = s;
+      b.target = target;
+      b.max_winners = slots;
+      b.seg_fp = seg.data();
+      b.winners = win.data();
+      double a = now();
+      if (wv_cuda_backend.hash_batch(dev, p, &b, &err) != 0) {
+        fprintf(stderr, "hash_batch: %s\n", err.message);
+        exit(1);
+      }
+      if (rep > 0)
+        t.push_back(now() - a);
+    }
+    std::sort(t.begin(), t.end());
+    r->batch = n / t[t.size() / 2];
+    printf("2^%u nonces: kernel %.1f M hashes/s, hash_batch s=%u %.1f M "
+           "hashes/s (%.3f)\n", log2n, r->kernel / 1e6, s, r->batch / 1e6,
+           r->batch / r->kernel);
+  }
+  CHECK(cudaFree(d_big));
+  return fails;
+}
+
 int main(int argc, char **argv)
 {
   char dir[512];
@@ -94,11 +207,35 @@ int main(int argc, char **argv)
     }
   }
   wv_pack *mainp = packs[2];
+  if (argc > 2 && strcmp(argv[2], "--profile") == 0) {
+    wv_device_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.name = "cuda0";
+    cfg.backend = "cuda";
+    wv_device *dev;
+    uint64_t *d_o;
+    if (wv_cuda_backend.open(&cfg, &dev, &err) != 0 ||
+        wv_cuda_backend.hash_prepare(dev, mainp, &err) != 0) {
+      fprintf(stderr, "%s\n", err.message);
+      return 1;
+    }
+    CHECK(cudaMalloc((void **)&d_o, (1u << 24) * 8));
+    if (hash_device((gdev *)dev, mainp, 0, 1u << 24, d_o, &err) != 0) {
+      fprintf(stderr, "%s\n", err.message);
+      return 1;
+    }
+    CHECK(cudaDeviceSynchronize());
+    printf("profile: one kernel of 2^24 nonces, pack main\n");
+    wv_cuda_backend.close(dev);
+    return 0;
+  }
   const uint64_t loads_per_hash = (uint64_t)mainp->loads * mainp->rounds;
   const uint64_t N = 1ull << 25;
   uint64_t *h_out = (uint64_t *)malloc(N * 8), *d_out;
   CHECK(cudaMalloc((void **)&d_out, N * 8));
 
+  brow brows[4];
+  int nbrows = 0;
   struct row {
     const char *path;
     double kernel, e2e;
@@ -184,6 +321,8 @@ int main(int argc, char **argv)
     }
     printf("exchange %s: pack main end to end %.1f M hashes/s\n",
            cfg.exchange, r->e2e / 1e6);
+    if (x == 0)
+      fails += bench_batches(dev, mainp, brows, &nbrows);
     wv_cuda_backend.close(dev);
   }
 
@@ -216,6 +355,14 @@ int main(int argc, char **argv)
            r->kernel / roof);
     printf("| %s (%s), end to end | %.1f | | %.2f |\n", r->exch, r->path,
            r->e2e / 1e6, r->e2e / roof);
+  }
+  for (int i = 0; i < nbrows; i++) {
+    const brow *b = &brows[i];
+    printf("| %s, 2^%u nonces, kernel | %.1f | | %.2f |\n", rows[0].exch,
+           b->log2n, b->kernel / 1e6, b->kernel / roof);
+    printf("| %s, 2^%u nonces, hash_batch s=%u | %.1f | | %.2f (%.3f of "
+           "the kernel) |\n", rows[0].exch, b->log2n, b->s, b->batch / 1e6,
+           b->batch / roof, b->batch / b->kernel);
   }
   printf("self-checks: %s; hash_batch %llu (%s)\n",
          rows[0].selfcheck_ok && rows[1].selfcheck_ok ? "all ok" : "FAILED",

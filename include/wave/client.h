@@ -104,6 +104,8 @@ typedef struct wave_device_status {
 typedef struct wave_status {
   char version[32];
   uint64_t uptime_ms, jobs_served, jobs_failed;
+  uint64_t instance;            /* random per daemon start */
+  int ready;                    /* every device can serve (packs prepared) */
   size_t n_devices;
   wave_device_status *devices;  /* n_devices entries */
   size_t n_listen;
@@ -126,6 +128,12 @@ typedef struct wave_hash_request {
   uint32_t max_winners;
   int want_outputs;
   const char *device;
+  /* Protocol 2 */
+  const char *const *devices; /* run over these devices; {"all"}: every one
+                                 with hash jobs (device must be NULL) */
+  size_t n_devices;
+  unsigned segment_log2;      /* segments of 2^s nonces; 0: 13; 5..20 */
+  int want_segments;          /* return the segment fingerprints */
 } wave_hash_request;
 
 typedef enum wave_job_state {
@@ -140,8 +148,22 @@ typedef struct wave_winner {
   uint64_t nonce, output;
 } wave_winner;
 
+typedef struct wave_device_share {
+  char device[64];
+  uint64_t hashes;
+  double seconds;
+  int faulted;             /* faulted during the job; its pieces re-ran */
+} wave_device_share;
+
 typedef struct wave_hash_result {
-  uint64_t fingerprint;
+  /* FNV-1a-64 over the segment fingerprints (docs/hash.md "Segments") */
+  uint64_t job_fingerprint;
+  unsigned segment_log2;
+  uint64_t segment_count;  /* segments the job touches */
+  size_t n_segments;       /* want_segments: all segment_count of them */
+  uint64_t *segments;      /* allocated */
+  size_t n_shares;
+  wave_device_share *shares; /* allocated: what each device hashed */
   size_t n_winners;
   wave_winner *winners;    /* allocated */
   uint64_t winner_count;
@@ -161,6 +183,8 @@ typedef struct wave_job_info {
   double seconds;
   char device[64];
   wave_error error;        /* when FAILED or CANCELLED */
+  uint64_t instance;       /* the daemon instance that owns job_id */
+  size_t n_devices;        /* how many devices the job runs on */
 } wave_job_info;
 
 WAVE_API int wave_hash_submit(wave_client *c, const wave_hash_request *req,
@@ -168,6 +192,8 @@ WAVE_API int wave_hash_submit(wave_client *c, const wave_hash_request *req,
 /* Progress of a job, waiting up to wait_ms for it to end.  When the job is
  * DONE and res is not NULL, res receives the result (free it with
  * wave_hash_result_free()). */
+/* The client remembers the daemon instance of its last submit and sends it
+ * with polls and cancels: a restarted daemon answers NOJOB. */
 WAVE_API int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
                            wave_job_info *info, wave_hash_result *res,
                            wave_error *err);

@@ -97,17 +97,17 @@ until_ok 600 checks_done ||
 packs=$(pm exec "$wd" ls /usr/share/wavedd/packs | sed 's/\.yaml$//')
 [ "$(echo "$packs" | wc -l)" -eq "$(ls "$src/config/packs" | wc -l)" ] || fail "packs: $packs"
 for p in $packs; do
-  a=$(ctl submit hash --pack "$p" --nonce 1000 --count 4096 --json | grep -o '"fingerprint": "[0-9a-f]*"') ||
+  a=$(ctl submit hash --pack "$p" --nonce 1000 --count 4096 --json | grep -o '"job_fingerprint": "[0-9a-f]*"') ||
     fail "hash on pack $p over tcp"
   b=$(pm exec "$wd" wavectl submit hash --pack "$p" --nonce 1000 --count 4096 --json |
-      grep -o '"fingerprint": "[0-9a-f]*"') || fail "hash on pack $p over ipc"
+      grep -o '"job_fingerprint": "[0-9a-f]*"') || fail "hash on pack $p over ipc"
   [ "$a" = "$b" ] || fail "pack $p: $a over tcp, $b over ipc"
 done
 pm exec "$wd" wavectl packs --json | grep -q '"state": "failed"' && fail "a pack failed its self-check"
 # a detached job, waited for by another container
 id=$(ctl submit hash --pack small --nonce 0 --count 8192 --detach --json | grep -o '[0-9]\+')
 ctl jobs | grep -q "^$id " || fail "job $id not listed"
-ctl wait "$id" | grep -q '^fingerprint ' || fail "wait $id"
+ctl wait "$id" | grep -q '^job fingerprint ' || fail "wait $id"
 # the metrics page, from the host, is valid and counts the jobs
 if command -v curl >/dev/null && command -v promtool >/dev/null; then
   curl -fsS "http://$ip:9464/metrics" > "/tmp/wavedd-page-$tag.txt" || fail "metrics page"
@@ -151,7 +151,7 @@ until_ok 480 active || {
 [ "$(prop Result)" = success ] || fail "Result=$(prop Result)"
 prop StatusText | grep -q '^serving' || fail "STATUS=$(prop StatusText)"
 [ "$(prop WatchdogUSec)" = 30s ] || fail "WatchdogUSec=$(prop WatchdogUSec)"
-sx journalctl -u wavedd --no-pager | grep -q 'wavedd 0\..* ready' || fail "no ready line"
+journal_has 'ready: every device has prepared its packs' || fail "no ready line"
 step "systemd: status"
 sx wavectl status | grep -q 'cpu0' || fail "wavectl status in the systemd container"
 [ "$(sx stat -c '%U %a' /run/wavedd/wavedd.sock)" = "wavedd 660" ] ||

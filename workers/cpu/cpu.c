@@ -208,6 +208,7 @@ static void cpu_close(wv_device *dev)
     return;
   if (dev->hash_state != NULL && dev->hash_state_free != NULL)
     dev->hash_state_free(dev->hash_state);
+  free(dev->seg_scratch);
   cpu_pool_free(dev->pool);
   free(dev);
 }
@@ -230,5 +231,7 @@ const wv_backend wv_cpu_backend = {
   .caps = cpu_caps,
   .reduce = wv_cpu_reduce,
   .hash_prepare = wv_cpu_hash_prepare,
+  .hash_prepare_step = wv_cpu_hash_prepare_step,
   .hash = wv_cpu_hash,
+  .hash_batch = wv_cpu_hash_batch,
 };

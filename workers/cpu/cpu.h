@@ -1,6 +1,6 @@
 /* cpu.h - the CPU backend's device context, shared by the files of
  * workers/cpu/ (cpu.c: device and thread pool; cpu_reduce.c: reductions;
- * cpu_hash.c: hash jobs).
+ * cpu_hash.c: hash jobs; cpu_seg.c: hash batches folded on the pool).
  *
  * A CPU device is a persistent pool of `threads` threads, the calling device
  * thread included: wv_cpu_pool_run() hands out task numbers to all of them
@@ -24,6 +24,7 @@ struct wv_device {
   /* Owned by cpu_hash.c: freed in close with hash_state_free when set. */
   void *hash_state;
   void (*hash_state_free)(void *);
+  uint64_t *seg_scratch;        /* cpu_seg.c: one chunk's outputs, or NULL */
 };
 
 /* Run fn(arg, task, worker) for every task in [0, n_tasks) across the
@@ -43,10 +44,17 @@ unsigned wv_cpu_simd_lanes(void);  /* 8 with AVX2, 4 otherwise */
 
 /* cpu_hash.c */
 struct wv_pack;
+int wv_cpu_hash_prepare_step(wv_device *dev, const struct wv_pack *pack,
+                             int *done, wave_error *err);
 int wv_cpu_hash_prepare(wv_device *dev, const struct wv_pack *pack,
                         wave_error *err);
 int wv_cpu_hash(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,
                 uint64_t count, uint64_t *out, wave_error *err);
 void wv_cpu_hash_caps(wv_device *dev, wv_caps *caps);
+
+/* cpu_seg.c: the hash_batch slot */
+struct wv_hash_batch;
+int wv_cpu_hash_batch(wv_device *dev, const struct wv_pack *pack,
+                      struct wv_hash_batch *b, wave_error *err);
 
 #endif

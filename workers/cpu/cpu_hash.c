@@ -10,8 +10,8 @@
  * reads lane l ^ m: the "lanes" exchange path (no shuffle, no barrier).
  * Units across threads: blocks are the tasks of wv_cpu_pool_run().
  *
- * The dataset is generated once per device in hash_prepare (in parallel on
- * the pool, several items per thread in flight) and kept in hash_state
+ * The dataset is generated once per device in hash_prepare_step (in
+ * parallel on the pool, several items per thread in flight; 16 MiB a step) and kept in hash_state
  * until the device closes.  It is keyed by the parameters it is a function
  * of (seed, cache and dataset sizes, parents), not by pack pointer, so a
  * reloaded pack with the same dataset reuses it.  Datasets are allocated on
@@ -31,6 +31,7 @@
 #define CH_UNITS 4u
 #define CH_L (CH_UNITS * WV_LANES)
 #define CH_GEN_ITEMS (1u << 16)   /* dataset items per generation task */
+#define CH_STEP_ITEMS (1u << 21) /* dataset items per prepare step */
 #define CH_MAX_DATASETS 8u
 #define CH_HUGE (2u << 20)
 
@@ -51,6 +52,8 @@ typedef struct ch_dataset {
 typedef struct ch_state {
   size_t n;
   ch_dataset ds[CH_MAX_DATASETS];
+  ch_dataset pending;    /* being generated, step by step */
+  uint64_t next_item;    /* of pending */
 } ch_state;
 
 static void ch_state_free(void *arg)
@@ -58,6 +61,7 @@ static void ch_state_free(void *arg)
   ch_state *s = arg;
   for (size_t i = 0; i < s->n; i++)
     free(s->ds[i].items);
+  free(s->pending.items);
   free(s);
 }
 
@@ -78,29 +82,45 @@ static const ch_dataset *ch_find(const wv_device *dev, const wv_pack *p)
 typedef struct ch_gen {
   const wv_pack *p;
   const uint64_t *cache;
-  uint64_t *items;
+  uint64_t *items;       /* item `first` goes to items[0] */
+  uint64_t first, end;   /* this step's items */
 } ch_gen;
 
 static void ch_gen_task(void *arg, size_t task, unsigned worker)
 {
   const ch_gen *g = arg;
-  uint64_t first = (uint64_t)task * CH_GEN_ITEMS;
-  uint64_t n = g->p->dataset_items - first;
+  uint64_t first = g->first + (uint64_t)task * CH_GEN_ITEMS;
+  uint64_t n = g->end - first;
   if (n > CH_GEN_ITEMS)
     n = CH_GEN_ITEMS;
-  wv_pack_dataset_range(g->p, g->cache, first, n, g->items + first);
+  wv_pack_dataset_range(g->p, g->cache, first, n, g->items + (first - g->first));
 }
 
-int wv_cpu_hash_prepare(wv_device *dev, const wv_pack *p, wave_error *err)
+/* One step of a dataset's generation: CH_STEP_ITEMS items (16 MiB; a
+ * fraction of a second on a few cores), so the daemon serves reductions
+ * between steps.  The dataset being built is s->pending until its last
+ * step moves it into s->ds. */
+int wv_cpu_hash_prepare_step(wv_device *dev, const wv_pack *p, int *done,
+                             wave_error *err)
 {
-  if (p->closed || ch_find(dev, p) != NULL)
+  *done = 0;
+  if (p->closed || ch_find(dev, p) != NULL) {
+    *done = 1;
     return 0;
+  }
   if (dev->hash_state == NULL) {
     if ((dev->hash_state = calloc(1, sizeof(ch_state))) == NULL)
       return wv_seterr(err, WAVE_ENOMEM, "%s: hash state", dev->name);
     dev->hash_state_free = ch_state_free;
   }
   ch_state *s = dev->hash_state;
+  ch_dataset *pd = &s->pending;
+  if (pd->items != NULL &&
+      !(pd->seed == p->seed && pd->cache_items == p->cache_items &&
+        pd->dataset_items == p->dataset_items && pd->parents == p->parents)) {
+    free(pd->items);  /* another pack's, abandoned half-way */
+    memset(pd, 0, sizeof *pd);
+  }
   if (s->n == CH_MAX_DATASETS)
     return wv_seterr(err, WAVE_ENOMEM, "%s: more than %u datasets", dev->name,
                      CH_MAX_DATASETS);
@@ -108,20 +128,42 @@ int wv_cpu_hash_prepare(wv_device *dev, const wv_pack *p, wave_error *err)
   int rv = wv_pack_cache_get(p, &cache, err);
   if (rv != 0)
     return rv;
-  size_t bytes = (size_t)(p->dataset_items * sizeof(uint64_t));
-  size_t alloc = (bytes + CH_HUGE - 1) / CH_HUGE * CH_HUGE;
-  uint64_t *items = aligned_alloc(CH_HUGE, alloc);
-  if (items == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, "%s: dataset of pack %s (%zu bytes)",
-                     dev->name, p->name, bytes);
+  if (pd->items == NULL) {
+    size_t bytes = (size_t)(p->dataset_items * sizeof(uint64_t));
+    size_t alloc = (bytes + CH_HUGE - 1) / CH_HUGE * CH_HUGE;
+    uint64_t *items = aligned_alloc(CH_HUGE, alloc);
+    if (items == NULL)
+      return wv_seterr(err, WAVE_ENOMEM, "%s: dataset of pack %s (%zu bytes)",
+                       dev->name, p->name, bytes);
 #ifdef MADV_HUGEPAGE
-  madvise(items, alloc, MADV_HUGEPAGE);  /* advice only: failure is fine */
+    madvise(items, alloc, MADV_HUGEPAGE);  /* advice only: failure is fine */
 #endif
-  ch_gen g = {p, cache, items};
-  size_t tasks = (size_t)((p->dataset_items + CH_GEN_ITEMS - 1) / CH_GEN_ITEMS);
+    *pd = (ch_dataset){p->seed, p->cache_items, p->dataset_items, p->parents,
+                       items, bytes};
+    s->next_item = 0;
+  }
+  uint64_t n = p->dataset_items - s->next_item;
+  if (n > CH_STEP_ITEMS)
+    n = CH_STEP_ITEMS;
+  ch_gen g = {p, cache, pd->items + s->next_item, s->next_item,
+              s->next_item + n};
+  size_t tasks = (size_t)((n + CH_GEN_ITEMS - 1) / CH_GEN_ITEMS);
   wv_cpu_pool_run(dev, tasks, ch_gen_task, &g);
-  s->ds[s->n++] = (ch_dataset){p->seed, p->cache_items, p->dataset_items,
-                               p->parents, items, bytes};
+  s->next_item += n;
+  if (s->next_item == p->dataset_items) {
+    s->ds[s->n++] = *pd;
+    memset(pd, 0, sizeof *pd);
+    *done = 1;
+  }
+  return 0;
+}
+
+int wv_cpu_hash_prepare(wv_device *dev, const wv_pack *p, wave_error *err)
+{
+  int done = 0, rv;
+  while (!done)
+    if ((rv = wv_cpu_hash_prepare_step(dev, p, &done, err)) != 0)
+      return rv;
   return 0;
 }
 
@@ -270,7 +312,9 @@ int wv_cpu_hash(wv_device *dev, const wv_pack *p, uint64_t nonce,
 
 void wv_cpu_hash_caps(wv_device *dev, wv_caps *caps)
 {
+  caps->exchange_mode = WV_EXCHANGE_LANES;
   snprintf(caps->exchange, sizeof caps->exchange, "lanes");
+  caps->reverify = 0;  /* this is the reference: nothing to re-verify */
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason,
            "cpu: a unit's 32 lanes are one array per register; xchg copies "
            "through a temporary (no shuffle, no barrier; exchange: setting "

@@ -1,7 +1,8 @@
 /* cuda_backend.c - the CUDA backend's vtable.  The work is in the .cu files
  * of this folder (also compiled by hipcc for workers/hip): gpu_device.cu
  * (device, staging, reductions), gpu_reduce.cu (reduction kernels),
- * gpu_hash.cu (lottery hash).  docs/backends.md describes what it does. */
+ * gpu_hash.cu (lottery hash), gpu_seg.cu (hash batches folded on the
+ * device).  docs/backends.md describes what it does. */
 #include "workers/worker.h"
 
 #define WVG_C(name) wv_cuda_##name
@@ -15,4 +16,5 @@ const wv_backend wv_cuda_backend = {
   .reduce = wv_cuda_reduce,
   .hash_prepare = wv_cuda_hash_prepare,
   .hash = wv_cuda_hash,
+  .hash_batch = wv_cuda_hash_batch,
 };

@@ -250,6 +250,7 @@ void hash_init(gdev *g, const wv_device_config *cfg)
 
 void hash_fini(gdev *g)
 {
+  seg_fini(g);
   for (int i = 0; i < g->npacks; i++)
     if (g->packs[i].d_dataset != NULL)
       (void)cudaFree(g->packs[i].d_dataset);

@@ -167,6 +167,8 @@ struct copy_pool {
   size_t nops, total;
 };
 
+struct hseg;                  /* gpu_seg.cu: the device fold's buffers */
+
 /* A pack made ready on this device by hash_prepare. */
 struct hpack {
   const struct wv_pack *pack;
@@ -194,6 +196,7 @@ struct gdev {
   int npacks;
   const struct wv_pack *loaded; /* program now in constant memory */
   double hash_rate;           /* measured hashes per second, 0 = unknown */
+  hseg *seg;                  /* NULL until the first hash_batch */
 };
 
 /* A CUDA error as a wavedd error: WAVE_EDEVICE with the runtime's text. */
@@ -213,6 +216,12 @@ int hash_run(gdev *g, const struct wv_pack *pack, uint64_t nonce,
 /* Benchmarks: hash into device memory d_out on g->compute, no copy back. */
 int hash_device(gdev *g, const struct wv_pack *pack, uint64_t nonce,
                 uint64_t count, uint64_t *d_out, wave_error *err);
+/* The hash_batch slot (gpu_seg.cu): hash, fold into segment fingerprints,
+ * winners and best on the device, copy back only those (and the outputs
+ * when b->outputs is set). */
+int hash_fold_batch(gdev *g, const struct wv_pack *pack,
+                    struct wv_hash_batch *b, wave_error *err);
+void seg_fini(gdev *g);     /* from hash_fini */
 
 } /* namespace WVG_NS */
 

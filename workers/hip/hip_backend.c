@@ -14,4 +14,5 @@ const wv_backend wv_hip_backend = {
   .reduce = wv_hip_reduce,
   .hash_prepare = wv_hip_hash_prepare,
   .hash = wv_hip_hash,
+  .hash_batch = wv_hip_hash_batch,
 };

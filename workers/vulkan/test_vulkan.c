@@ -477,6 +477,80 @@ START_TEST(test_hash_ranges)
 }
 END_TEST
 
+/* hash_batch in sub-batches of 2^10 nonces, so that both slots are reused
+ * several times and winners and the best span sub-batches: the device fold
+ * against wv_hash_fold over the reference outputs; a reduction between
+ * batches; bad batches are errors. */
+START_TEST(test_hash_batch_pieces)
+{
+  wv_pack *p = tv_pack("small");
+  wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0,
+                          .exchange = "auto"};
+  wv_vk_options opt = {.seg_sub_log2 = 10};
+  wv_device *d = NULL;
+  wave_error e = {0};
+  ck_assert_msg(wv_vk_open_ex(&cfg, &opt, &d, &e) == 0, "%s", e.message);
+  wv_hash_mem m = {.pack = p};
+  ck_assert_int_eq(wv_pack_cache_get(p, &m.cache, &e), 0);
+  const uint64_t nonce = 3 * 1024 - 77, count = 5000;
+  uint64_t *ref = calloc(count, 8), *out = calloc(count, 8);
+  uint64_t *fw = calloc(count, 8), *fg = calloc(count, 8);
+  wv_hash_winner *ww = calloc(4000, sizeof *ww), *wg = calloc(4000, sizeof *wg);
+  wv_ref_range(&m, nonce, count, ref);
+  static const struct { unsigned s; uint64_t target; size_t slots; int out; }
+  c[] = {{5, UINT64_MAX, 3000, 0}, {10, (uint64_t)1 << 60, 4000, 1},
+         {5, 0, 8, 1}, {10, UINT64_MAX, 1, 0}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    wv_hash_batch w = {.nonce = nonce, .count = count, .seg_log2 = c[i].s,
+                       .target = c[i].target, .max_winners = c[i].slots,
+                       .seg_fp = fw, .winners = ww};
+    wv_hash_batch g = w;
+    g.seg_fp = fg;
+    g.winners = wg;
+    g.outputs = c[i].out ? out : NULL;
+    memset(out, 0, count * 8);
+    wv_hash_fold(&w, ref);
+    ck_assert_msg(wv_vk_hash_batch_run(d, p, &g, &e) == 0, "%s", e.message);
+    uint64_t nseg = wv_seg_count(nonce, count, c[i].s);
+    ck_assert_uint_gt(nseg, 4);
+    for (uint64_t k = 0; k < nseg; k++)
+      ck_assert_msg(fg[k] == fw[k], "case %zu: segment %llu", i,
+                    (unsigned long long)k);
+    ck_assert_uint_eq(g.winner_count, w.winner_count);
+    ck_assert_uint_eq(g.n_winners, w.n_winners);
+    for (size_t k = 0; k < w.n_winners; k++) {
+      ck_assert_uint_eq(wg[k].nonce, ww[k].nonce);
+      ck_assert_uint_eq(wg[k].output, ww[k].output);
+    }
+    ck_assert_uint_eq(g.best_nonce, w.best_nonce);
+    ck_assert_uint_eq(g.best_output, w.best_output);
+    if (c[i].out)
+      ck_assert_int_eq(memcmp(out, ref, count * 8), 0);
+    tv_state = 11 + i;
+    tv_job t;
+    tv_make(&t, WAVE_U32, WAVE_SUM, 3000, 1, 1);
+    tv_check(d, &t, "between hash batches");
+    tv_free(&t);
+  }
+  wv_hash_batch bad = {.nonce = 0, .count = 10, .seg_log2 = 4,
+                       .seg_fp = fg};
+  ck_assert_int_eq(wv_vk_hash_batch_run(d, p, &bad, &e), WAVE_EARG);
+  bad.seg_log2 = 21;
+  ck_assert_int_eq(wv_vk_hash_batch_run(d, p, &bad, &e), WAVE_EARG);
+  bad.seg_log2 = 13;
+  bad.nonce = UINT64_MAX - 5;
+  ck_assert_int_eq(wv_vk_hash_batch_run(d, p, &bad, &e), WAVE_ERANGE);
+  free(ref);
+  free(out);
+  free(fw);
+  free(fg);
+  free(ww);
+  free(wg);
+  wv_vk_close(d);
+  wv_pack_free(p);
+}
+END_TEST
+
 /* exchange: shuffle on a device that cannot: packs are refused, saying why
  * (docs/hash.md "Selection"); a device that can must take the shuffle. */
 START_TEST(test_hash_demand_shuffle)
@@ -523,6 +597,7 @@ int main(void)
   tcase_add_test(th, test_hash_local);
   tcase_add_test(th, test_hash_ranges);
   tcase_add_test(th, test_hash_demand_shuffle);
+  tcase_add_test(th, test_hash_batch_pieces);
   suite_add_tcase(s, th);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,7 +1,7 @@
 /* vk.h - the Vulkan backend's device context, shared by the files of
  * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
  * vk_device.c: memory, pipelines, submission; vk_reduce.c: reductions;
- * vk_hash.c: hash jobs).
+ * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device).
  *
  * The process shares one VkInstance (vk_open.c says why); everything else
  * belongs to one device.
@@ -65,6 +65,7 @@ enum wv_vk_prog {
   WV_VK_HASH_SH_MR,      /* the same, maximally reconverging */
   WV_VK_HASH_SM,         /* lottery hash, shared-memory exchange */
   WV_VK_DATASET,         /* dataset items from the cache */
+  WV_VK_SEG,             /* hash batch fold: fold, scan, collect passes */
   WV_VK_PROG_COUNT_
 };
 
@@ -90,6 +91,9 @@ typedef struct wv_vk_options {
   uint32_t stream_groups; /* reduce: work-groups per pass; 0 = from the
                              device (tests use few, so that a CPU driver
                              runs a GPU's loop over many blocks) */
+  uint32_t seg_sub_log2;  /* hash_batch: sub-batches of 2^N nonces (at
+                             least the segment); 0 = 23.  Tests use small
+                             ones, so that a CPU driver reuses the slots */
 } wv_vk_options;
 
 typedef struct wv_vk_slot {
@@ -156,6 +160,7 @@ struct wv_device {
   char exchange_reason[200];
 
   void *hash_state;                 /* vk_hash.c */
+  struct wv_vk_seg *seg_state;      /* vk_seg.c */
 };
 
 /* ---- vk_open.c ----------------------------------------------------------- */
@@ -250,5 +255,22 @@ int wv_vk_hash(wv_device *d, const struct wv_pack *pack, uint64_t nonce,
                uint64_t count, uint64_t *out, wave_error *err);
 uint64_t wv_vk_hash_batch(wv_device *d);   /* nonces per batch for caps */
 void wv_vk_hash_free(wv_device *d);        /* close(): the hash's buffers */
+/* For vk_seg.c: pack's hash pipeline (prepared when needed), its dataset's
+ * address and the units one dispatch may cover; slot's host-visible output
+ * buffer, at least `nonces` outputs. */
+int wv_vk_hash_pipe(wv_device *d, const struct wv_pack *pack,
+                    VkPipeline *pipe, VkDeviceAddress *dataset,
+                    uint64_t *units_per_dispatch, wave_error *err);
+int wv_vk_hash_outbuf(wv_device *d, unsigned slot, uint64_t nonces,
+                      wv_vk_buf **out, wave_error *err);
+
+/* ---- vk_seg.c ------------------------------------------------------------ */
+
+struct wv_hash_batch;
+/* The hash_batch slot: hash and fold on the device (docs/hash.md
+ * "Segments"). */
+int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *pack,
+                         struct wv_hash_batch *b, wave_error *err);
+void wv_vk_seg_free(wv_device *d);         /* close() */
 
 #endif

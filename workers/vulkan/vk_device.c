@@ -28,6 +28,7 @@ WV_VK_SPV(hash_sh)
 WV_VK_SPV(hash_sh_mr)
 WV_VK_SPV(hash_sm)
 WV_VK_SPV(dataset)
+WV_VK_SPV(seg)
 #undef WV_VK_SPV
 
 static const struct {
@@ -49,6 +50,7 @@ static const struct {
   P(WV_VK_HASH_SH_MR, hash_sh_mr),
   P(WV_VK_HASH_SM, hash_sm),
   P(WV_VK_DATASET, dataset),
+  P(WV_VK_SEG, seg),
 #undef P
 };
 

@@ -252,6 +252,34 @@ int wv_vk_hash_prepare(wv_device *d, const struct wv_pack *pack,
   return vh_get(d, pack, &e, err);
 }
 
+int wv_vk_hash_pipe(wv_device *d, const struct wv_pack *pack,
+                    VkPipeline *pipe, VkDeviceAddress *dataset,
+                    uint64_t *units_per_dispatch, wave_error *err)
+{
+  vh_pack *e;
+  int rc = vh_get(d, pack, &e, err);
+  if (rc != 0)
+    return rc;
+  *pipe = e->pipe;
+  *dataset = e->addr;
+  /* hash.comp does not loop: one work-group per hash_units units, and at
+   * most 2^15 work-groups a dispatch (wv_vk_groups caps at 65535). */
+  *units_per_dispatch = 32768ull * d->hash_units;
+  return 0;
+}
+
+int wv_vk_hash_outbuf(wv_device *d, unsigned slot, uint64_t nonces,
+                      wv_vk_buf **out, wave_error *err)
+{
+  vh_state *h = d->hash_state;
+  if (nonces * 8 > d->props.limits.maxStorageBufferRange)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "vulkan: %llu outputs are more "
+                     "than one binding may hold", (unsigned long long)nonces);
+  int rc = wv_vk_buf_reserve(d, &h->out[slot], nonces * 8, WV_VK_HOST, err);
+  *out = &h->out[slot];
+  return rc;
+}
+
 static void vh_flush(vh_state *h, unsigned slot)
 {
   if (h->pending[slot].n > 0)

@@ -101,6 +101,7 @@ void wv_vk_close(wv_device *d)
     return;
   if (d->dev != VK_NULL_HANDLE) {
     vkDeviceWaitIdle(d->dev);
+    wv_vk_seg_free(d);
     wv_vk_hash_free(d);
     for (unsigned i = 0; i < 2; i++) {
       wv_vk_buf_destroy(d, &d->slot[i].stage);
@@ -605,6 +606,10 @@ static void vo_caps(wv_device *d, wv_caps *caps)
   caps->wave_width = d->hash_shuffle && d->sg_require32 ? 32 : d->sg_size;
   caps->native_wave_reduce = d->red_sg;
   snprintf(caps->exchange, sizeof caps->exchange, "%s", d->exchange);
+  caps->exchange_mode = d->hash_refused   ? WV_EXCHANGE_NONE
+                        : d->hash_shuffle ? WV_EXCHANGE_SHUFFLE
+                                          : WV_EXCHANGE_LOCAL;
+  caps->reverify = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
            d->exchange_reason);
   caps->hash_batch = wv_vk_hash_batch(d);
@@ -618,4 +623,5 @@ const wv_backend wv_vulkan_backend = {
   .reduce = wv_vk_reduce,
   .hash_prepare = wv_vk_hash_prepare,
   .hash = wv_vk_hash,
+  .hash_batch = wv_vk_hash_batch_run,
 };

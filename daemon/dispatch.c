@@ -1,0 +1,427 @@
+/* dispatch.c - a received request on the loop thread: decode (within a
+ * memory budget), check the version, route to its handler, and the
+ * handlers themselves (reductions, status, packs, hash jobs, polls,
+ * cancels).  Replies are built by reply.c.
+ *
+ * Versions: this daemon speaks protocol 2.  A version-1 request is served
+ * as before, except a version-1 hash submit: protocol 2 changed what a hash
+ * job's fingerprint is (segment fingerprints), so it is answered VERSION
+ * rather than with a result the client would misread.
+ *
+ * Reduction input is used in place: the spans point into the unpacked
+ * request, which lives until the reply is packed.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/stats.h"
+#include "daemon/pick.h"
+#include "daemon/server_int.h"
+#include "proto/base.h"
+#include "workers/reduce/reduce.h"
+#include "workers/wvdev.h"
+
+/* protobuf-c allocates while it decodes, and a request of many tiny chunks
+ * decodes to many times its wire size (2 wire bytes per empty chunk, 16 in
+ * the decoded array): each context decodes through this allocator, which
+ * refuses to go past pb_budget bytes in total. */
+static void *dp_pb_alloc(void *data, size_t size)
+{
+  wd_req *c = data;
+  if (size > c->pb_budget - c->pb_used) {
+    c->pb_refused = 1;
+    return NULL;
+  }
+  c->pb_used += size;
+  return malloc(size);
+}
+
+static void dp_pb_free(void *data, void *ptr)
+{
+  (void)data;
+  free(ptr);
+}
+
+/* A request of one-row chunks decodes to about 3.3 times its wire size,
+ * empty chunks to 8 times; 4 times plus room for the envelope admits the
+ * first and refuses the second (docs/config.md). */
+static size_t dp_pb_budget(size_t len)
+{
+  return 4 * len + ((size_t)64 << 10);
+}
+
+void wd_req_clear(wd_req *c)
+{
+  if (c->req != NULL)
+    wave__v1__request__free_unpacked(c->req, &c->pb);
+  c->req = NULL;
+  free(c->spans);
+  c->spans = NULL;
+}
+
+static void dp_fail(wd_req *c, const wave_error *err)
+{
+  c->srv->failed++;
+  wd_reply_error(c, err->code, "%s", err->message);
+}
+
+/* ---- reductions ------------------------------------------------------------ */
+
+static int dp_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
+                    const char *what, uint64_t *rows, wave_error *err)
+{
+  for (size_t i = 0; i < n; i++) {
+    if (chunks[i].len % 4 != 0)
+      return wv_seterr(err, WAVE_ELENGTH,
+                       "%s chunk %zu is %zu bytes, not a multiple of 4", what,
+                       i, chunks[i].len);
+    out[i].data = chunks[i].data;
+    out[i].rows = chunks[i].len / 4;
+    *rows += out[i].rows;
+  }
+  return 0;
+}
+
+static int dp_reduce_run(wd_work *w, wd_device *d)
+{
+  wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
+  w->rc = wd_device_inject(d, &w->err);
+  if (w->rc == 0)
+    w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
+                          &c->out, &w->err);
+  return WD_RUN_END;
+}
+
+static void dp_reduce_done(wd_work *w)
+{
+  wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
+  wd_server *s = c->srv;
+  s->reduce_inflight--;
+  wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
+               w->seconds, w->rc, c->job.rows, c->job.rows * 4);
+  if (s->closed) {  /* the socket is gone, nobody to answer */
+    wd_req_clear(c);
+    return;
+  }
+  if (w->rc != 0)
+    return dp_fail(c, &w->err);
+  s->served++;
+  wd_reply_reduce(c);
+}
+
+static const wd_work_ops dp_reduce_ops = {
+  .name = "reduction",
+  .lane = WD_LANE_SHORT,
+  .run = dp_reduce_run,
+  .done = dp_reduce_done,
+};
+
+static void dp_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
+{
+  wd_server *s = c->srv;
+  wave_error err = {0};
+  wave_dtype dt = (wave_dtype)r->dtype;
+  wave_op op = (wave_op)r->op;
+  switch (wave_op_check(dt, op)) {
+  case 0:
+    break;
+  case WAVE_EDTYPE:
+    wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)r->dtype);
+    return dp_fail(c, &err);
+  case WAVE_EOP:
+    wv_seterr(&err, WAVE_EOP, "unknown reduction op %d", (int)r->op);
+    return dp_fail(c, &err);
+  default:
+    wv_seterr(&err, WAVE_EOPDTYPE, "op %s is not defined for dtype %s",
+              wave_op_name(op), wave_dtype_name(dt));
+    return dp_fail(c, &err);
+  }
+  c->spans = calloc(r->n_input + r->n_mask + 1, sizeof *c->spans);
+  if (c->spans == NULL) {
+    wv_seterr(&err, WAVE_ENOMEM, NULL);
+    return dp_fail(c, &err);
+  }
+  uint64_t rows = 0, mask_rows = 0;
+  if (dp_spans(r->input, r->n_input, c->spans, "input", &rows, &err) ||
+      dp_spans(r->mask, r->n_mask, c->spans + r->n_input, "mask", &mask_rows,
+               &err))
+    return dp_fail(c, &err);
+  if (rows > s->cfg->limits.max_job_rows) {
+    wv_seterr(&err, WAVE_EJOBSIZE, "%" PRIu64 " rows; this daemon takes at "
+              "most %" PRIu64 " (limits.max_job_rows)", rows,
+              s->cfg->limits.max_job_rows);
+    return dp_fail(c, &err);
+  }
+  memset(&c->work, 0, sizeof c->work);
+  memset(&c->out, 0, sizeof c->out);
+  c->work.ops = &dp_reduce_ops;
+  c->job = (wv_reduce_job){
+    .dtype = dt,
+    .op = op,
+    .input = c->spans,
+    .n_input = r->n_input,
+    .mask = c->spans + r->n_input,
+    .n_mask = r->n_mask,
+    .has_mask = r->masked || r->n_mask > 0,
+    .rows = rows,
+  };
+  int rc = wv_reduce_validate(&c->job, &err);
+  if (rc != 0)
+    return dp_fail(c, &err);
+  wd_device *d;
+  size_t n;
+  wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = r->device};
+  if ((rc = wd_pick(s->devs, s->n_devs, &prq, &d, &n, &err)) != 0)
+    return dp_fail(c, &err);
+  if ((rc = wd_device_submit(d, &c->work, &err)) != 0)
+    return dp_fail(c, &err);
+  s->reduce_inflight++;
+}
+
+/* ---- hash jobs ------------------------------------------------------------ */
+
+static void dp_reply_job(wd_req *c, wd_hjob *j, uint64_t seg_offset,
+                         uint32_t seg_limit)
+{
+  wd_job_view v;
+  wd_hjob_view(j, seg_offset, seg_limit, &v);
+  wd_reply_job(c, &v);
+}
+
+void wd_unpark(wd_req *c)
+{
+  void **head = wd_hjob_waiters(c->waiting);
+  for (wd_req **pp = (wd_req **)head; *pp != NULL; pp = &(*pp)->wait_next)
+    if (*pp == c) {
+      *pp = c->wait_next;
+      break;
+    }
+  uv_timer_stop(&c->timer);
+  c->wait_next = NULL;
+  c->waiting = NULL;
+  c->srv->n_parked--;
+}
+
+static void dp_wait_timeout(uv_timer_t *t)
+{
+  wd_req *c = t->data;
+  wd_hjob *j = c->waiting;
+  wd_unpark(c);
+  dp_reply_job(c, j, c->seg_offset, c->seg_limit);
+}
+
+void wd_job_ended(void *arg, wd_hjob *j)
+{
+  wd_server *s = arg;
+  wd_job_view v;
+  wd_hjob_view(j, 0, 0, &v);
+  wd_stats_job(WD_KIND_HASH, v.id, v.device, v.seconds, v.rc, 0, 0);
+  void **head = wd_hjob_waiters(j);
+  while (*head != NULL) {
+    wd_req *c = *head;
+    wd_unpark(c);
+    dp_reply_job(c, j, c->seg_offset, c->seg_limit);
+  }
+  if (wd_hjob_state(j) == WD_JOB_DONE)
+    s->served++;
+  else
+    s->failed++;
+}
+
+void wd_answer_parked(wd_server *s)
+{
+  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
+    if (c->waiting != NULL) {
+      wd_hjob *j = c->waiting;
+      wd_unpark(c);
+      dp_reply_job(c, j, c->seg_offset, c->seg_limit);
+    }
+}
+
+static void dp_hash(wd_req *c, const Wave__V1__HashRequest *hr)
+{
+  wd_server *s = c->srv;
+  wave_error err = {0};
+  if (c->version < 2) {
+    s->failed++;
+    return wd_reply_error(c, WAVE_EVERSION, "a hash job needs protocol "
+                          "version 2: version 2 replaced the job's "
+                          "fingerprint by segment fingerprints "
+                          "(docs/protocol.md, \"Changes in protocol 2\")");
+  }
+  wd_hash_submit hs = {
+    .pack = hr->pack,
+    .nonce = hr->nonce,
+    .count = hr->count,
+    .target = hr->target,
+    .max_winners = hr->max_winners,
+    .want_outputs = hr->want_outputs,
+    .want_segments = hr->want_segments,
+    .segment_log2 = hr->segment_log2,
+    .device = hr->device,
+    .devices = hr->devices,
+    .n_devices = hr->n_devices,
+    .client = hr->client,
+    .req_id = c->req_id,
+  };
+  wd_hjob *j;
+  if (wd_jobs_submit(s->jobs, &hs, s->devs, s->n_devs, s->packs, &j,
+                     &err) != 0)
+    return dp_fail(c, &err);
+  dp_reply_job(c, j, 0, 0);
+}
+
+static wd_hjob *dp_find_job(wd_req *c, uint64_t id, uint64_t instance)
+{
+  wd_server *s = c->srv;
+  wd_hjob *j = NULL;
+  if (instance != 0 && instance != s->instance) {
+    wd_reply_error(c, WAVE_ENOJOB, "job %" PRIu64 " belongs to daemon "
+                   "instance %" PRIu64 "; this is instance %" PRIu64
+                   " (restarted?)", id, instance, s->instance);
+    return NULL;
+  }
+  if ((j = wd_jobs_find(s->jobs, id)) == NULL)
+    wd_reply_error(c, WAVE_ENOJOB, "no job %" PRIu64 " (finished jobs are "
+                   "kept for %u s, at most %u of them)", id,
+                   s->cfg->limits.keep_seconds, s->cfg->limits.keep_jobs);
+  return j;
+}
+
+static void dp_job(wd_req *c, const Wave__V1__JobRequest *jr)
+{
+  wd_server *s = c->srv;
+  wd_hjob *j = dp_find_job(c, jr->job_id, jr->instance);
+  if (j == NULL)
+    return;
+  unsigned wait = jr->wait_ms;
+  if (wait > s->cfg->limits.max_wait_ms)
+    wait = s->cfg->limits.max_wait_ms;
+  if (wait == 0 || wd_hjob_is_ended(j) || s->stopping ||
+      s->n_parked >= s->cfg->limits.max_parked)
+    return dp_reply_job(c, j, jr->segment_offset, jr->segment_limit);
+  /* park: answered by wd_job_ended or by the timer, whichever comes first;
+   * a fresh context takes this one's place in the receive pool */
+  wave_error err = {0};
+  if (wd_front_add(s, &err) != 0) {
+    wd_warn("cannot open a context for a parked poll: %s", err.message);
+    return dp_reply_job(c, j, jr->segment_offset, jr->segment_limit);
+  }
+  void **head = wd_hjob_waiters(j);
+  c->waiting = j;
+  c->seg_offset = jr->segment_offset;
+  c->seg_limit = jr->segment_limit;
+  c->wait_next = *head;
+  *head = c;
+  s->n_parked++;
+  uv_timer_start(&c->timer, dp_wait_timeout, wait, 0);
+}
+
+static void dp_cancel(wd_req *c, const Wave__V1__CancelRequest *cr)
+{
+  wd_server *s = c->srv;
+  wd_hjob *j = dp_find_job(c, cr->job_id, cr->instance);
+  if (j == NULL)
+    return;
+  wd_jobs_cancel(s->jobs, j, WAVE_ECANCELLED);
+  dp_reply_job(c, j, 0, 0);
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+/* JobsRequest: every job the table holds. */
+static void dp_jobs(wd_req *c)
+{
+  wd_server *s = c->srv;
+  size_t n = 0;
+  for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j; j = wd_jobs_next(s->jobs, j))
+    n++;
+  wd_job_view *v = calloc(n + 1, sizeof *v);
+  if (v == NULL)
+    return wd_reply_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
+  size_t k = 0;
+  for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j && k < n;
+       j = wd_jobs_next(s->jobs, j))
+    wd_hjob_view(j, 0, 0, &v[k++]);
+  wd_reply_jobs(c, v, k);
+  free(v);
+}
+
+void wd_dispatch(wd_req *c)
+{
+  wd_server *s = c->srv;
+  nng_msg *m = c->msg;
+  c->msg = NULL;
+  c->req_id = 0;
+  c->version = 0;
+  size_t len = nng_msg_len(m);
+  if (len > s->cfg->limits.max_request_bytes) {
+    nng_msg_free(m);
+    s->failed++;
+    return wd_reply_error(c, WAVE_ETOOBIG, "request is %zu bytes; this "
+                          "daemon takes at most %" PRIu64
+                          " (limits.max_request_bytes)", len,
+                          s->cfg->limits.max_request_bytes);
+  }
+  c->pb = (ProtobufCAllocator){.alloc = dp_pb_alloc, .free = dp_pb_free,
+                               .allocator_data = c};
+  c->pb_used = 0;
+  c->pb_refused = 0;
+  c->pb_budget = dp_pb_budget(len);
+  c->req = wave__v1__request__unpack(&c->pb, len, nng_msg_body(m));
+  nng_msg_free(m);
+  if (c->req == NULL && c->pb_refused) {
+    s->failed++;
+    return wd_reply_error(c, WAVE_ETOOBIG, "request of %zu bytes takes more "
+                          "than %zu bytes to decode (too many chunks?)", len,
+                          c->pb_budget);
+  }
+  if (c->req == NULL) {
+    s->failed++;
+    return wd_reply_error(c, WAVE_EBADREQUEST, "%zu bytes that are not a "
+                          "wave.v1.Request", len);
+  }
+  const Wave__V1__Request *rq = c->req;
+  c->req_id = rq->id;
+  if (rq->version != 1 && rq->version != WD_PROTOCOL) {
+    s->failed++;
+    return wd_reply_error(c, WAVE_EVERSION, "protocol version %u; this "
+                          "daemon speaks version %u (and version 1 without "
+                          "hash submits)", rq->version, WD_PROTOCOL);
+  }
+  c->version = rq->version;
+  int work = rq->body_case == WAVE__V1__REQUEST__BODY_REDUCE ||
+             rq->body_case == WAVE__V1__REQUEST__BODY_HASH;
+  if (work && s->stopping) {
+    s->failed++;
+    return wd_reply_error(c, WAVE_ESHUTDOWN, "wavedd is shutting down");
+  }
+  switch (rq->body_case) {
+  case WAVE__V1__REQUEST__BODY_REDUCE:
+    return dp_reduce(c, rq->reduce);
+  case WAVE__V1__REQUEST__BODY_STATUS:
+    return wd_reply_status(c);
+  case WAVE__V1__REQUEST__BODY_HASH:
+    return dp_hash(c, rq->hash);
+  case WAVE__V1__REQUEST__BODY_JOB:
+    return dp_job(c, rq->job);
+  case WAVE__V1__REQUEST__BODY_CANCEL:
+    return dp_cancel(c, rq->cancel);
+  case WAVE__V1__REQUEST__BODY_PACKS:
+    return wd_reply_packs(c);
+  case WAVE__V1__REQUEST__BODY_JOBS:
+    return dp_jobs(c);
+  default: {
+    /* a body this daemon does not know arrives as an unknown field */
+    unsigned tag = rq->base.n_unknown_fields ? rq->base.unknown_fields[0].tag
+                                             : 0;
+    s->failed++;
+    if (tag)
+      return wd_reply_error(c, WAVE_EUNSUPPORTED, "request body field %u is "
+                            "not known to wavedd %s", tag, WAVE_VERSION);
+    return wd_reply_error(c, WAVE_EUNSUPPORTED, "request has no body");
+  }
+  }
+}

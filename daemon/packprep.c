@@ -1,0 +1,95 @@
+/* packprep.c - pack preparation and self-check items (see packprep.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/packprep.h"
+#include "proto/base.h"
+#include "workers/wvdev.h"
+
+static void pp_set(wd_device *d, wd_prep *p, int state, const char *detail)
+{
+  wd_pack_state st = {.state = state};
+  snprintf(st.detail, sizeof st.detail, "%.159s", detail);
+  wd_device_set_check(d, p->index, &st);
+}
+
+static int pp_run(wd_work *w, wd_device *d)
+{
+  wd_prep *p = (wd_prep *)w;
+  const wv_backend *be = wd_device_backend(d);
+  wv_device *bdev = wd_device_bdev(d);
+  wave_error err = {0};
+  char detail[160] = "";
+  if (!p->prepared) {
+    int done = 0;
+    int rc = wv_dev_prepare_step(be, bdev, p->pack, &done, &err);
+    if (rc == 0 && !done) {
+      snprintf(detail, sizeof detail, "preparing: %u steps done",
+               ++p->steps);
+      pp_set(d, p, WD_CHECK_PENDING, detail);
+      return WD_RUN_MORE;
+    }
+    if (rc != 0) {
+      snprintf(detail, sizeof detail, "prepare: %.150s", err.message);
+      pp_set(d, p, WD_CHECK_FAILED, detail);
+      wd_warn("device %s: pack %s failed to prepare: %s", wd_device_name(d),
+              wv_pack_name(p->pack), err.message);
+      w->rc = rc;
+      w->err = err;
+      return WD_RUN_END;
+    }
+    p->prepared = 1;
+    wd_device_refresh_caps(d);
+    pp_set(d, p, WD_CHECK_PENDING, "prepared; the known answers run next");
+    return WD_RUN_MORE;  /* the self-check is the next step */
+  }
+  int rc = wv_dev_selfcheck(be, bdev, p->pack, detail, sizeof detail, &err);
+  if (rc != 0) {
+    if (detail[0] == '\0')
+      snprintf(detail, sizeof detail, "%.159s", err.message);
+    pp_set(d, p, WD_CHECK_FAILED, detail);
+    wd_warn("device %s: pack %s failed its self-check: %s", wd_device_name(d),
+            wv_pack_name(p->pack), detail);
+    w->rc = rc;
+    w->err = err;
+    return WD_RUN_END;
+  }
+  pp_set(d, p, WD_CHECK_OK, detail[0] ? detail : "known answers reproduced");
+  wd_info("device %s: pack %s self-check ok", wd_device_name(d),
+          wv_pack_name(p->pack));
+  return WD_RUN_END;
+}
+
+static void pp_abort(wd_work *w, wd_device *d)
+{
+  wd_prep *p = (wd_prep *)w;
+  int faulted = wd_device_faulted(d);
+  pp_set(d, p, WD_CHECK_FAILED,
+         faulted ? "not run: the device is faulted (or did not open)"
+                 : "not run: the daemon is stopping");
+  w->rc = wv_seterr(&w->err, faulted ? WAVE_EDEVFAULT : WAVE_ESHUTDOWN, NULL);
+}
+
+static void pp_done(wd_work *w)
+{
+  wd_prep *p = (wd_prep *)w;
+  if (p->ended != NULL)
+    p->ended(p->arg);
+}
+
+static const wd_work_ops pp_ops = {
+  .name = "pack preparation",
+  .lane = WD_LANE_SETUP,
+  .run = pp_run,
+  .abort = pp_abort,
+  .done = pp_done,
+};
+
+int wd_prep_submit(wd_device *d, wd_prep *p, wave_error *err)
+{
+  p->work.ops = &pp_ops;
+  p->prepared = 0;
+  p->steps = 0;
+  return wd_device_submit(d, &p->work, err);
+}

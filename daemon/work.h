@@ -1,0 +1,51 @@
+/* work.h - a unit of work for a device thread, in the manner of libuv's
+ * uv__work ({work, done}) and Valkey's bio.c jobs: the item carries its
+ * own operations, so the executor (device.c) never knows what it runs.
+ *
+ *  - run (device thread) does one step with the device: a reduction whole,
+ *    one piece of a hash job, one step of a pack's preparation.  It
+ *    returns WD_RUN_MORE to be called again (after the device has served
+ *    its short lane), WD_RUN_END once w->rc/err say how it ended, or
+ *    WD_RUN_PARK to leave the device without ending (whoever parked it
+ *    hands it back with wd_device_resume).  A backend error of WAVE_EDEVICE
+ *    left in w->rc marks the device faulted: the executor applies that rule,
+ *    the item does not.
+ *  - abort (device thread, optional) ends the item instead of run when the
+ *    device is faulted or stopping; without it, a faulted device ends the
+ *    item with WAVE_EDEVFAULT and a stopping one still runs it.
+ *  - done (loop thread) receives the ended item through the completion
+ *    queue; the device keeps no pointer to it afterwards.
+ */
+#ifndef WD_WORK_H
+#define WD_WORK_H
+
+#include "wave/error.h"
+
+struct wd_device;
+typedef struct wd_work wd_work;
+
+enum { WD_RUN_MORE = 0, WD_RUN_END = 1, WD_RUN_PARK = 2 };
+
+/* short: bounded by the device's queue_depth, served first; long: bounded
+ * by limits.jobs_in_flight, one step at a time; setup: the long lane's
+ * order without its bound (pack preparation). */
+enum { WD_LANE_SHORT = 0, WD_LANE_LONG = 1, WD_LANE_SETUP = 2 };
+
+typedef struct wd_work_ops {
+  const char *name;   /* for messages: "reduction", "hash job", ... */
+  int lane;           /* WD_LANE_* */
+  int (*run)(wd_work *w, struct wd_device *d);
+  void (*abort)(wd_work *w, struct wd_device *d);
+  void (*done)(wd_work *w);
+} wd_work_ops;
+
+struct wd_work {
+  wd_work *next;            /* queue link (device, then completion queue) */
+  const wd_work_ops *ops;
+  struct wd_device *dev;    /* set by wd_device_submit */
+  int rc;                   /* result: 0 or WAVE_E*, with err */
+  wave_error err;
+  double seconds;           /* time on the device, all steps */
+};
+
+#endif

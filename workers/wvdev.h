@@ -1,0 +1,45 @@
+/* wvdev.h - the one door to a backend's slots for code outside workers/.
+ *
+ * One function per slot of wv_backend (workers/worker.h), each supplying
+ * the default where a backend leaves an optional slot NULL, in the manner
+ * of ggml-backend.c's wrappers: the daemon never reads the vtable itself.
+ * Every call runs on the device's own thread (worker.h's contract).
+ */
+#ifndef WV_WVDEV_H
+#define WV_WVDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "workers/hash/hash.h"
+#include "workers/worker.h"
+
+int wv_dev_open(const wv_backend *be, const wv_device_config *cfg,
+                wv_device **out, wave_error *err);
+void wv_dev_close(const wv_backend *be, wv_device *dev);
+/* caps() into *caps (zeroed first); exchange[] is written from
+ * exchange_mode when the backend set it, so the two always agree. */
+void wv_dev_caps(const wv_backend *be, wv_device *dev, wv_caps *caps);
+/* The backend runs hash jobs (has a hash slot). */
+int wv_dev_has_hash(const wv_backend *be);
+/* wv_hash_run_batch needs a scratch buffer of batch->count outputs (the
+ * host fold) when the backend has no hash_batch slot. */
+int wv_dev_batch_needs_scratch(const wv_backend *be);
+int wv_dev_reduce(const wv_backend *be, wv_device *dev,
+                  const wv_reduce_job *job, wv_reduce_out *out,
+                  wave_error *err);
+/* One step of preparing pack p; *done once it is ready.  Without a
+ * hash_prepare_step slot, the whole hash_prepare (or nothing) in one step. */
+int wv_dev_prepare_step(const wv_backend *be, wv_device *dev,
+                        const wv_pack *p, int *done, wave_error *err);
+/* The pack's known answers (wv_pack_selfcheck) once it is prepared. */
+int wv_dev_selfcheck(const wv_backend *be, wv_device *dev, const wv_pack *p,
+                     char *detail, size_t detail_len, wave_error *err);
+/* One folded hash batch (wv_hash_run_batch). */
+int wv_dev_hash_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
+                      wv_hash_batch *b, uint64_t *scratch, wave_error *err);
+
+/* "lanes", "shuffle", "local", or "none". */
+const char *wv_exchange_name(wv_exchange x);
+
+#endif
