@@ -15,7 +15,7 @@ build=(
 )
 rest=(
   check mesa-vulkan-drivers vulkan-tools
-  pocl-opencl-icd ocl-icd-opencl-dev
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
   systemd groff-base bash-completion
   podman runc debootstrap prometheus curl

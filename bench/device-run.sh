@@ -19,6 +19,10 @@
 #                roofline, both exchange paths; hash_batch (device fold)
 #                beside the kernel alone at 2^26..2^28 nonces
 #   vulkan       the Vulkan engineer's bench (bench/wvbench-vulkan*), if built
+#   opencl       wvbench-opencl on NVIDIA's OpenCL (WAVE_OPENCL_MATCH,
+#                default "nvidia"), if built: device-resident reductions
+#                and the hash per exchange set-up; the run registers
+#                NVIDIA's ICD first (/etc/OpenCL/vendors/nvidia.icd)
 #   daemon       bench/device-daemon.sh: wavedd with cpu, cuda and vulkan
 #                devices, driven by wavectl (same bits, known answers)
 # then prints every step's result and the benches' tables, last.
@@ -55,7 +59,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export WAVE_SOURCE_DIR=$root
-steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,daemon}
+steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,opencl,daemon}
 has_vulkan=0
 grep -q '^WAVE_VULKAN:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null && has_vulkan=1
 req=cpu,cuda
@@ -105,15 +109,24 @@ vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | h
 if [ -n "$vk" ]; then
   step vulkan 300 "$vk"
 fi
+if [ -x "$B/bench/wvbench-opencl" ]; then
+  # NVIDIA's OpenCL library is installed there but not registered.
+  case ",$steps," in *",opencl,"*)
+    [ -f /etc/OpenCL/vendors/nvidia.icd ] ||
+      { mkdir -p /etc/OpenCL/vendors &&
+        echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd; } ;;
+  esac
+  step opencl 300 "$B/bench/wvbench-opencl" --match "${WAVE_OPENCL_MATCH:-nvidia}"
+fi
 step daemon 900 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
-for f in conformance reduce job hash vulkan daemon; do
+for f in conformance reduce job hash vulkan opencl daemon; do
   [ -f "$OUT/$f.log" ] || continue
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
-    vulkan) grep -E '^device:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
+    vulkan | opencl) grep -E '^device:|^paths:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
     daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
@@ -148,6 +161,27 @@ if [ -f "$OUT/reduce.log" ] && [ -f "$OUT/vulkan.log" ]; then
              if ($i == "Mhash/s") { print $(i - 1); exit } }' "$OUT/vulkan.log")
   [ -n "$c" ] && [ -n "$v" ] &&
     awk -v c="$c" -v v="$v" 'BEGIN { printf "| hash_batch s=13 2^28, M hashes/s | %s | %s | %.2f |\n", c, v, v / c }'
+fi | tee -a "$summary"
+# The same comparison for the OpenCL backend (issue 14: >= 0.9x CUDA).
+if [ -f "$OUT/reduce.log" ] && [ -f "$OUT/opencl.log" ]; then
+  echo "| 2^28 rows | CUDA us | OpenCL us | OpenCL / CUDA (speed) |"
+  echo "|---|---:|---:|---:|"
+  for op in "u32 sum" "u32 max" "f32 sum"; do
+    c=$(awk -F'|' -v op="$op" '$2 ~ /^ *2\^28 *$/ && $3 ~ "^ *" op " *$" {
+          gsub(/ /, "", $4); print $4; exit }' "$OUT/reduce.log")
+    v=$(awk -v op="$op" 'index($0, "  " op " ") == 1 && / us / {
+          for (i = 1; i <= NF; i++) if ($i == "us") { print $(i - 1); exit } }' \
+          "$OUT/opencl.log")
+    [ -n "$c" ] && [ -n "$v" ] &&
+      awk -v op="$op" -v c="$c" -v v="$v" \
+        'BEGIN { printf "| %s | %s | %s | %.2f |\n", op, c, v, c / v }'
+  done
+  c=$(awk -F'|' '$2 ~ /shuffle .*kernel/ { gsub(/ /, "", $3); print $3; exit }' \
+        "$OUT/hash.log" 2>/dev/null)
+  v=$(awk '/exchange .*Mhash/ { for (i = 1; i <= NF; i++)
+             if ($i == "Mhash/s") { print $(i - 1); exit } }' "$OUT/opencl.log")
+  [ -n "$c" ] && [ -n "$v" ] &&
+    awk -v c="$c" -v v="$v" 'BEGIN { printf "| hash, M hashes/s | %s | %s | %.2f |\n", c, v, v / c }'
 fi | tee -a "$summary"
 echo
 printf '%-12s %-8s %6s  %s\n' step rc seconds last-line | tee -a "$summary"

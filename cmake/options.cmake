@@ -4,6 +4,10 @@
 option(WAVE_CUDA     "Build the CUDA backend (needs nvcc)"                 OFF)
 option(WAVE_HIP      "Build the HIP backend (needs hipcc); compiled, not run here" OFF)
 option(WAVE_VULKAN   "Build the Vulkan backend (needs libvulkan-dev, glslc)" ON)
+# OpenCL: on by default where the headers and the ICD loader are found
+# (Debian: ocl-icd-opencl-dev, opencl-c-headers); PoCL runs it in CI.
+find_package(OpenCL QUIET)
+option(WAVE_OPENCL   "Build the OpenCL backend (needs OpenCL headers + ICD loader)" ${OpenCL_FOUND})
 option(WAVE_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
 option(WAVE_TESTS    "Build the Check test suites"                         ON)
 option(WAVE_BENCH    "Build the benchmark programs under bench/"          ON)

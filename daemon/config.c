@@ -96,6 +96,8 @@ static const cf_key cf_keys[] = {
   {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, cf_check_devname},
   {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, cf_check_backend},
   UINT(CF_DEVICE, DEV, "index", index, 0, 255, 0),
+  UINT(CF_DEVICE, DEV, "platform", platform, 0, 255, 0),
+  {CF_DEVICE, "device", CF_STR, FLD(DEV, device), 0, 0, 0, "", NULL, 0, 0, NULL},
   UINT(CF_DEVICE, DEV, "threads", threads, 0, 1024, 0),
   UINT(CF_DEVICE, DEV, "queue_depth", queue_depth, 1, 65536, 64),
   {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL},

@@ -19,10 +19,14 @@
 #define WD_NAME_MAX 64
 #define WD_PATH_MAX 4096
 
+/* A new field here also goes into reload.c's rl_same_device (a reload
+ * refuses device changes). */
 typedef struct wd_device_cfg {
   char name[WD_NAME_MAX];
   char backend[16];
   unsigned index;
+  unsigned platform;      /* opencl: platform ordinal */
+  char device[128];       /* opencl: device name match, "" = none */
   unsigned threads;       /* cpu backend: 0 = all cores */
   unsigned queue_depth;   /* reduce jobs waiting for the device */
   char exchange[16];      /* hash exchange: auto, shuffle, local */

@@ -91,8 +91,10 @@ void wd_packs_free(wv_packset *set, wd_packs *packs)
 
 static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
 {
+  /* every field of wd_device_cfg (config.h): a new one belongs here */
   return strcmp(a->name, b->name) == 0 && strcmp(a->backend, b->backend) == 0 &&
-         a->index == b->index && a->threads == b->threads &&
+         a->index == b->index && a->platform == b->platform &&
+         strcmp(a->device, b->device) == 0 && a->threads == b->threads &&
          a->queue_depth == b->queue_depth &&
          strcmp(a->exchange, b->exchange) == 0 &&
          a->group_units == b->group_units && a->batch == b->batch &&

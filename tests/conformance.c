@@ -75,6 +75,12 @@ static int conf_selected(const char *name)
                                                 name);
 }
 
+const char *conf_exchange(void)
+{
+  const char *x = getenv("WAVE_CONFORMANCE_EXCHANGE");
+  return x != NULL && *x != '\0' ? x : "auto";
+}
+
 void conf_open_all(conf_set *set)
 {
   memset(set, 0, sizeof *set);
@@ -105,7 +111,8 @@ void conf_open_all(conf_set *set)
     snprintf(name, sizeof name, "%s0", b->name);
     wv_device_config cfg = {.name = name, .backend = b->name, .index = 0,
                             .threads = 0, .queue_depth = 16,
-                            .exchange = "auto"};
+                            .exchange = conf_exchange(),
+                            .device_match = getenv("WAVE_CONFORMANCE_MATCH")};
     wv_device *dev = NULL;
     wave_error err = {0};
     int rc = b->open(&cfg, &dev, &err);
@@ -128,8 +135,9 @@ void conf_open_all(conf_set *set)
     memset(&caps, 0, sizeof caps);
     b->caps(dev, &caps);
     snprintf(d->description, sizeof d->description, "%s", caps.description);
-    printf("conformance: %s opened: %s (wave width %u)\n", b->name,
-           d->description, caps.wave_width);
+    printf("conformance: %s opened: %s (wave width %u; exchange %s: %s)\n",
+           b->name, d->description, caps.wave_width, caps.exchange,
+           caps.exchange_reason);
   }
   fflush(stdout);
 }

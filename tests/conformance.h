@@ -17,6 +17,10 @@
  *                              bits come from the CPU device (held to the
  *                              reference below that) rather than from the
  *                              slow single-threaded reference
+ *   WAVE_CONFORMANCE_EXCHANGE  hash exchange of the devices (default auto;
+ *                              "shuffle" demands that path, GPU machine)
+ *   WAVE_CONFORMANCE_MATCH     device name match for backends that choose
+ *                              devices by name (opencl: "pocl", "nvidia")
  */
 #ifndef WV_CONFORMANCE_H
 #define WV_CONFORMANCE_H
@@ -54,6 +58,9 @@ void conf_report(conf_set *set, const char *kind);
  * both sides, for the first 20 mismatches of the device. */
 void conf_count(conf_dev *d, int same, const char *what, const char *want,
                 const char *got);
+
+/* WAVE_CONFORMANCE_EXCHANGE, or "auto". */
+const char *conf_exchange(void);
 
 /* Deterministic data: splitmix64. */
 uint64_t conf_rng(uint64_t *state);

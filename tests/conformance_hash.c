@@ -282,7 +282,8 @@ static void ch_open_local(const conf_set *all, conf_set *local)
     char name[64];
     snprintf(name, sizeof name, "%s0-local", b->name);
     wv_device_config cfg = {.name = name, .backend = b->name, .index = 0,
-                            .queue_depth = 16, .exchange = "local"};
+                            .queue_depth = 16, .exchange = "local",
+                            .device_match = getenv("WAVE_CONFORMANCE_MATCH")};
     wave_error err = {0};
     wv_device *dev = NULL;
     if (b->open(&cfg, &dev, &err) != 0) {

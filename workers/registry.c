@@ -14,6 +14,9 @@ extern const wv_backend wv_hip_backend;
 #ifdef WAVE_HAVE_VULKAN
 extern const wv_backend wv_vulkan_backend;
 #endif
+#ifdef WAVE_HAVE_OPENCL
+extern const wv_backend wv_opencl_backend;
+#endif
 
 const wv_backend *const wv_backends[] = {
   &wv_cpu_backend,
@@ -25,6 +28,9 @@ const wv_backend *const wv_backends[] = {
 #endif
 #ifdef WAVE_HAVE_VULKAN
   &wv_vulkan_backend,
+#endif
+#ifdef WAVE_HAVE_OPENCL
+  &wv_opencl_backend,
 #endif
   NULL,
 };

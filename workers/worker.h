@@ -59,6 +59,10 @@ typedef struct wv_device_config {
   const char *name;       /* unique device name, e.g. "cpu0" */
   const char *backend;    /* "cpu", "cuda", ... */
   int index;              /* ordinal among the backend's devices (GPUs) */
+  int platform;           /* opencl: platform ordinal (without device_match) */
+  const char *device_match; /* opencl: device or platform name contains this
+                               (case-insensitive), over all platforms; NULL
+                               or "" = by platform and index */
   unsigned threads;       /* CPU threads (cpu backend; 0 = all cores) */
   unsigned queue_depth;   /* jobs the daemon queues for the device */
   const char *exchange;   /* hash exchange: "auto", "shuffle", "local" */

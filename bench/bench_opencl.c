@@ -1,0 +1,261 @@
+/* bench_opencl.c - wvbench-opencl: the OpenCL backend's throughput, against
+ * baselines measured in the same run.
+ *
+ *  1. Reductions on rows already on the device (2^28 rows on a GPU, 2^22
+ *     on a CPU device), device time from the queue's profiling events,
+ *     median of --reps, against a streaming read of the same buffer; every
+ *     result checked against wv_reduce_reference.  These are the figures
+ *     bench/device-run.sh sets beside the CUDA backend's kernels.
+ *  2. The hash of one pack (main on a GPU, small on a CPU), the outputs
+ *     kept on the device (kernel time, events), for the device's own
+ *     exchange choice and for local memory at 1, 2 and 4 units per
+ *     work-group; each set-up passes the pack's self-check first and one
+ *     output is checked against the CPU's light evaluation.
+ *
+ *   wvbench-opencl [--platform N] [--index N] [--match TEXT] [--rows N]
+ *                  [--reps R] [--pack NAME|PATH] [--nonces N] [--no-hash]
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/base.h"
+#include "workers/hash/hash.h"
+#include "workers/hash/pack.h"
+#include "workers/opencl/ocl.h"
+#include "workers/reduce/reduce.h"
+
+static uint64_t bo_s = 42;
+static uint32_t bo_rand(void)
+{
+  uint64_t z = (bo_s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (uint32_t)(z ^ (z >> 31));
+}
+
+static int bo_cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double bo_median(double *t, int n)
+{
+  qsort(t, (size_t)n, sizeof *t, bo_cmp);
+  return t[n / 2];
+}
+
+static int bo_die(const char *what, const wave_error *e)
+{
+  fprintf(stderr, "wvbench-opencl: %s: %s\n", what, e->message);
+  return 1;
+}
+
+static int bo_reduce(wv_device *d, uint64_t rows, int reps)
+{
+  uint32_t *u = malloc(rows * 4), *f = malloc(rows * 4);
+  double *t = calloc((size_t)reps, sizeof *t);
+  if (u == NULL || f == NULL || t == NULL)
+    return 1;
+  for (uint64_t i = 0; i < rows; i++) {
+    u[i] = bo_rand();
+    float x = (float)(int32_t)bo_rand() * 0x1p-20f;
+    memcpy(&f[i], &x, 4);
+  }
+  cl_int ce;
+  cl_mem mu = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                             rows * 4, u, &ce);
+  cl_mem mf = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                             rows * 4, f, &ce);
+  if (mu == NULL || mf == NULL) {
+    fprintf(stderr, "wvbench-opencl: clCreateBuffer: %s\n",
+            wv_ocl_errname(ce));
+    return 1;
+  }
+  wave_error e = {0};
+  double bytes = (double)rows * 4;
+  /* Warm-up: the first passes pay for page mapping and clocks. */
+  double w0 = 0, w1 = 0;
+  for (int i = 0; i < 5; i++) {
+    if (wv_ocl_stream_resident(d, mu, rows, i == 0 ? &w0 : &w1, &e) != 0)
+      return bo_die("stream", &e);
+  }
+  for (int r = 0; r < reps; r++)
+    if (wv_ocl_stream_resident(d, mu, rows, &t[r], &e) != 0)
+      return bo_die("stream", &e);
+  double ts = bo_median(t, reps);
+  printf("reduce, device-resident: %" PRIu64 " rows (%.0f MiB), median of %d,"
+         " device time (profiling events)\n", rows, bytes / 1048576, reps);
+  printf("  warm-up: 5 streaming passes, first %.1f us, last %.1f us\n",
+         w0 * 1e6, w1 * 1e6);
+  printf("  %-22s %10.1f us  %8.1f GB/s  %6s\n", "stream read (baseline)",
+         ts * 1e6, bytes / ts * 1e-9, "");
+  static const struct {
+    const char *label;
+    wave_dtype dt;
+    wave_op op;
+    int fl;
+  } cases[] = {
+    {"u32 sum", WAVE_U32, WAVE_SUM, 0}, {"u32 max", WAVE_U32, WAVE_MAX, 0},
+    {"u32 xor", WAVE_U32, WAVE_XOR, 0}, {"s32 extent", WAVE_S32, WAVE_EXTENT, 0},
+    {"f32 sum", WAVE_F32, WAVE_SUM, 1}, {"f32 extent", WAVE_F32, WAVE_EXTENT, 1},
+  };
+  int failed = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    wv_span sp = {cases[c].fl ? f : u, rows};
+    wv_reduce_job job = {.dtype = cases[c].dt, .op = cases[c].op,
+                         .input = &sp, .n_input = 1, .rows = rows};
+    wv_reduce_out want, got;
+    wv_reduce_reference(&job, &want, &e);
+    int rc = 0;
+    for (int r = 0; rc == 0 && r < reps; r++)
+      rc = wv_ocl_reduce_resident(d, cases[c].fl ? mf : mu, rows,
+                                  cases[c].dt, cases[c].op, &got, &t[r], &e);
+    if (rc != 0 || got.bits[0] != want.bits[0] ||
+        (want.n_values > 1 && got.bits[1] != want.bits[1])) {
+      printf("  %-22s FAILED: %s (got %08x %08x, reference %08x %08x)\n",
+             cases[c].label, rc ? e.message : "bits differ", got.bits[0],
+             got.bits[1], want.bits[0], want.bits[1]);
+      failed = 1;
+      continue;
+    }
+    double tm = bo_median(t, reps);
+    printf("  %-22s %10.1f us  %8.1f GB/s  %6.2f x stream\n", cases[c].label,
+           tm * 1e6, bytes / tm * 1e-9, ts / tm);
+  }
+  clReleaseMemObject(mu);
+  clReleaseMemObject(mf);
+  free(u);
+  free(f);
+  free(t);
+  return failed;
+}
+
+static int bo_hash(wv_device_config *cfg, const char *pack_arg,
+                   uint64_t nonces, int reps)
+{
+  wave_error e = {0};
+  char path[600];
+  if (strchr(pack_arg, '/') != NULL || strstr(pack_arg, ".yaml") != NULL) {
+    snprintf(path, sizeof path, "%s", pack_arg);
+  } else {
+    const char *src = getenv("WAVE_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/config/packs/%s.yaml",
+             src != NULL ? src : WAVE_BENCH_SOURCE_DIR, pack_arg);
+  }
+  wv_pack *p;
+  if (wv_pack_load_file(path, &p, &e) != 0)
+    return bo_die(path, &e);
+  double *t = calloc((size_t)reps, sizeof *t);
+  uint64_t *chk = malloc(64 * 8);
+  if (t == NULL || chk == NULL)
+    return 1;
+  static const struct {
+    const char *exchange;
+    unsigned units;
+    const char *label;
+  } setups[] = {
+    {"auto", 0, "device's choice"}, {"local", 1, "local, 1 unit/group"},
+    {"local", 2, "local, 2 units/group"}, {"local", 4, "local, 4 units/group"},
+  };
+  printf("hash, pack %s (%s), %" PRIu64 " nonces a run, outputs kept on the "
+         "device, median of %d, device time\n", p->name,
+         p->closed ? "closed form" : "dataset generated on the device",
+         nonces, reps);
+  int failed = 0;
+  for (size_t k = 0; k < sizeof setups / sizeof setups[0]; k++) {
+    wv_device_config c = *cfg;
+    c.exchange = setups[k].exchange;
+    c.group_units = setups[k].units;
+    wv_device *d;
+    if (wv_opencl_backend.open(&c, &d, &e) != 0) {
+      fprintf(stderr, "wvbench-opencl: open: %s\n", e.message);
+      failed = 1;
+      continue;
+    }
+    char detail[200] = "";
+    int rc = wv_pack_selfcheck(&wv_opencl_backend, d, p, detail,
+                               sizeof detail, &e);
+    for (int r = 0; rc == 0 && r < reps; r++)
+      rc = wv_ocl_hash_resident(d, p, nonces, &t[r], &e);
+    uint64_t n0 = nonces / 3, want;
+    if (rc == 0 && (rc = wv_ocl_hash(d, p, n0, 64, chk, &e)) == 0 &&
+        (rc = wv_hash_verify(p, n0 + 17, &want, &e)) == 0 && want != chk[17])
+      rc = wv_seterr(&e, WAVE_EMISMATCH, "nonce %" PRIu64 " differs from the "
+                     "CPU's", n0 + 17);
+    if (rc != 0) {
+      printf("  exchange %-8s FAILED (%s): %s\n", d->exchange,
+             setups[k].label, e.message);
+      failed = 1;
+    } else {
+      double rate = (double)nonces / bo_median(t, reps);
+      printf("  exchange %-8s %10.2f Mhash/s  %7.2f G dataset loads/s  "
+             "(%s, %u units/group: %s)\n", d->exchange, rate * 1e-6,
+             rate * p->loads * p->rounds * 1e-9, setups[k].label,
+             d->hash_units, d->exchange_reason);
+    }
+    wv_opencl_backend.close(d);
+  }
+  free(t);
+  free(chk);
+  wv_pack_free(p);
+  return failed;
+}
+
+int main(int argc, char **argv)
+{
+  wv_device_config cfg = {.name = "ocl", .backend = "opencl",
+                          .exchange = "auto"};
+  uint64_t rows = 0, nonces = 0;
+  int reps = 9, no_hash = 0;
+  const char *pack = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--index") == 0 && i + 1 < argc)
+      cfg.index = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--platform") == 0 && i + 1 < argc)
+      cfg.platform = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc)
+      cfg.device_match = argv[++i];
+    else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
+      rows = strtoull(argv[++i], NULL, 0);
+    else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--pack") == 0 && i + 1 < argc)
+      pack = argv[++i];
+    else if (strcmp(argv[i], "--nonces") == 0 && i + 1 < argc)
+      nonces = strtoull(argv[++i], NULL, 0);
+    else if (strcmp(argv[i], "--no-hash") == 0)
+      no_hash = 1;
+    else {
+      fprintf(stderr, "usage: %s [--platform N] [--index N] [--match TEXT] "
+              "[--rows N] [--reps R] [--pack NAME|PATH] [--nonces N] "
+              "[--no-hash]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 1)
+    reps = 1;
+  wv_device *d;
+  wave_error e = {0};
+  if (wv_opencl_backend.open(&cfg, &d, &e) != 0)
+    return bo_die("open", &e);
+  if (rows == 0)
+    rows = d->gpu ? 1u << 28 : 1u << 22;
+  rows &= ~255ull;
+  if (nonces == 0)
+    nonces = d->gpu ? 1u << 24 : 1u << 14;
+  if (pack == NULL)
+    pack = d->gpu ? "main" : "small";
+  printf("device: %s\n", d->description);
+  printf("paths: reduce %s, float sum %s adds, hash %s (%s)\n",
+         d->subgroups ? "sub_group_reduce" : "local-memory tree",
+         d->denorm ? "hardware" : "subnormal-exact integer", d->exchange,
+         d->exchange_reason);
+  int rc = bo_reduce(d, rows, reps);
+  wv_opencl_backend.close(d);
+  if (!no_hash)
+    rc |= bo_hash(&cfg, pack, nonces, reps < 5 ? reps : 5);
+  return rc;
+}

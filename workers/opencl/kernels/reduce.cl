@@ -1,0 +1,393 @@
+// reduce.cl - the OpenCL backend's reduction kernels (docs/reduction.md).
+// Part of the base program, built once at device open (ocl_open.c) with:
+//   WV_SUBGROUPS=1  sub_group_reduce_{add,min,max} exist (cl_khr_subgroups
+//                   or OpenCL C 3.0 __opencl_c_subgroups): the integer wave
+//                   step of sum/min/max is one call, else a local-memory tree
+//   WV_DENORM=0     the device does not promise float32 denormals
+//                   (CL_FP_DENORM): float-sum adds whose operands or result
+//                   have a zero exponent field are redone in integer
+//                   arithmetic (wv_fadd_soft, the same algorithm as the
+//                   Vulkan backend's fadd.glsl)
+//
+// Order-free ops (integer ops; float min/max/extent as unsigned keys) are
+// one pass over the rows, any order, one partial per work-group (red_*),
+// then one work-group folds the partials (red_finish).  Keys: sint32
+// min/max flip the sign bit; float32 maps a finite value to x | 2^31 (sign
+// clear) or ~x (sign set), which orders -0.0 below +0.0, and NaN/inf to the
+// op's identity, i.e. leaves them out; a float min key of 0xffffffff (or max
+// key 0) means "no finite row".
+//
+// The float sum follows the fixed tree G exactly: fsum_level1 gives one
+// value per 256-row group (the host lays every chunk out on a 256-row
+// boundary, padded with -0.0), fsum_tree folds listed runs of up to 256
+// values of later levels.  All float work is additions, so contraction
+// cannot occur; FP_CONTRACT is off anyway.
+#pragma OPENCL FP_CONTRACT OFF
+
+#ifndef WV_SUBGROUPS
+#define WV_SUBGROUPS 0
+#endif
+#ifndef WV_DENORM
+#define WV_DENORM 1
+#endif
+#if WV_SUBGROUPS && defined(cl_khr_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+
+#define WG 256   // work-group size of every kernel here (ocl.h: WV_OCL_WG)
+
+// ---- float addition with subnormals kept --------------------------------
+
+float wv_fadd_soft(uint ua, uint ub)
+{
+  uint ma = ua & 0x7fffffffu, mb = ub & 0x7fffffffu;
+  if (ma < mb) {
+    uint t = ua; ua = ub; ub = t;
+    t = ma; ma = mb; mb = t;
+  }
+  if (mb == 0u)
+    return as_float(ma == 0u ? (ua & ub) : ua);
+  uint ea = ma >> 23, eb = mb >> 23;
+  uint fa = ma & 0x7fffffu, fb = mb & 0x7fffffu;
+  if (ea != 0u) fa |= 0x800000u; else ea = 1u;
+  if (eb != 0u) fb |= 0x800000u; else eb = 1u;
+  fa <<= 3; fb <<= 3;
+  uint d = ea - eb;
+  if (d >= 27u)
+    fb = 1u;
+  else if (d > 0u)
+    fb = (fb >> d) | ((fb & ((1u << d) - 1u)) != 0u ? 1u : 0u);
+  uint f = ((ua ^ ub) & 0x80000000u) != 0u ? fa - fb : fa + fb;
+  if (f == 0u)
+    return 0.0f;
+  uint e = ea;
+  if (f >= (1u << 27)) {
+    f = (f >> 1) | (f & 1u);
+    e += 1u;
+  } else {
+    while (f < (1u << 26) && e > 1u) {
+      f <<= 1;
+      e -= 1u;
+    }
+  }
+  uint low = f & 7u;
+  f >>= 3;
+  if (low > 4u || (low == 4u && (f & 1u) != 0u))
+    f += 1u;
+  if (f >= (1u << 24)) {
+    f >>= 1;
+    e += 1u;
+  }
+  uint sign = ua & 0x80000000u;
+  if (f < (1u << 23))
+    return as_float(sign | f);
+  if (e >= 255u)
+    return as_float(sign | 0x7f800000u);
+  return as_float(sign | (e << 23) | (f & 0x7fffffu));
+}
+
+#if WV_DENORM
+#define FADD(a, b) ((a) + (b))
+#define FADD4(a, b) ((a) + (b))
+#else
+float wv_fadd(float a, float b)
+{
+  float r = a + b;
+  uint ua = as_uint(a), ub = as_uint(b);
+  uint xa = ua & 0x7f800000u, xb = ub & 0x7f800000u;
+  uint xr = as_uint(r) & 0x7f800000u;
+  if ((xa == 0u || xb == 0u || xr == 0u) && xa != 0x7f800000u &&
+      xb != 0x7f800000u)
+    return wv_fadd_soft(ua, ub);
+  return r;
+}
+float4 wv_fadd4(float4 a, float4 b)
+{
+  return (float4)(wv_fadd(a.x, b.x), wv_fadd(a.y, b.y), wv_fadd(a.z, b.z),
+                  wv_fadd(a.w, b.w));
+}
+#define FADD(a, b) wv_fadd((a), (b))
+#define FADD4(a, b) wv_fadd4((a), (b))
+#endif
+
+// ---- order-free ops -------------------------------------------------------
+
+// Keys.  KU: raw bits; KS: sign-biased; KF_MIN / KF_MAX: float order key,
+// non-finite rows mapped to the identity of min (all ones) / max (0).
+#define KU(x) (x)
+#define KS(x) ((x) ^ 0x80000000u)
+inline uint kf(uint x, uint id)
+{
+  if ((x & 0x7f800000u) == 0x7f800000u)
+    return id;
+  return (x & 0x80000000u) ? ~x : (x | 0x80000000u);
+}
+#define KF_MIN(x) kf((x), 0xffffffffu)
+#define KF_MAX(x) kf((x), 0u)
+
+#define C_SUM(a, b) ((a) + (b))
+#define C_MIN(a, b) min((a), (b))
+#define C_MAX(a, b) max((a), (b))
+#define C_AND(a, b) ((a) & (b))
+#define C_OR(a, b) ((a) | (b))
+#define C_XOR(a, b) ((a) ^ (b))
+
+// Work-group fold of v (and, for extent, w) with combine C into lm[0].
+// SG: the sub-group reduction for this combine, or nothing.
+#define WG_FOLD(C, v, lm)                                                    \
+  do {                                                                       \
+    lm[lid] = v;                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                            \
+    for (uint h = WG / 2; h > 0; h >>= 1) {                                  \
+      if (lid < h)                                                           \
+        lm[lid] = C(lm[lid], lm[lid + h]);                                   \
+      barrier(CLK_LOCAL_MEM_FENCE);                                          \
+    }                                                                        \
+  } while (0)
+
+#if WV_SUBGROUPS
+// Sub-group step, then one value per sub-group through local memory.
+#define SG_FOLD(C, SGF, v, lm)                                               \
+  do {                                                                       \
+    v = SGF(v);                                                              \
+    uint ns = get_num_sub_groups();                                          \
+    if (get_sub_group_local_id() == 0)                                       \
+      lm[get_sub_group_id()] = v;                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                            \
+    if (lid == 0) {                                                          \
+      uint acc = lm[0];                                                      \
+      for (uint s = 1; s < ns; s++)                                          \
+        acc = C(acc, lm[s]);                                                 \
+      lm[0] = acc;                                                           \
+    }                                                                        \
+    barrier(CLK_LOCAL_MEM_FENCE);                                            \
+  } while (0)
+#define FOLD_SUM(v, lm) SG_FOLD(C_SUM, sub_group_reduce_add, v, lm)
+#define FOLD_MIN(v, lm) SG_FOLD(C_MIN, sub_group_reduce_min, v, lm)
+#define FOLD_MAX(v, lm) SG_FOLD(C_MAX, sub_group_reduce_max, v, lm)
+#else
+#define FOLD_SUM(v, lm) WG_FOLD(C_SUM, v, lm)
+#define FOLD_MIN(v, lm) WG_FOLD(C_MIN, v, lm)
+#define FOLD_MAX(v, lm) WG_FOLD(C_MAX, v, lm)
+#endif
+#define FOLD_AND(v, lm) WG_FOLD(C_AND, v, lm)
+#define FOLD_OR(v, lm) WG_FOLD(C_OR, v, lm)
+#define FOLD_XOR(v, lm) WG_FOLD(C_XOR, v, lm)
+
+// One pass of a single op over nvec 16-byte vectors: a grid-stride loop,
+// four vectors in flight per work-item, then the work-group fold; partial
+// g of the work-group goes to part[g].
+#define RED1(NAME, K, C, FOLD, ID)                                           \
+  __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                   \
+  void NAME(__global const uint4 *in, ulong nvec, __global uint2 *part,      \
+            uint part0)                                                      \
+  {                                                                          \
+    __local uint lm[WG];                                                     \
+    const uint lid = get_local_id(0);                                        \
+    const ulong stride = get_global_size(0);                                 \
+    uint acc = ID;                                                           \
+    ulong i = get_global_id(0);                                              \
+    for (; i + 3 * stride < nvec; i += 4 * stride) {                         \
+      uint4 a = in[i], b = in[i + stride], c = in[i + 2 * stride],           \
+            d = in[i + 3 * stride];                                          \
+      acc = C(acc, C(C(K(a.x), K(a.y)), C(K(a.z), K(a.w))));                 \
+      acc = C(acc, C(C(K(b.x), K(b.y)), C(K(b.z), K(b.w))));                 \
+      acc = C(acc, C(C(K(c.x), K(c.y)), C(K(c.z), K(c.w))));                 \
+      acc = C(acc, C(C(K(d.x), K(d.y)), C(K(d.z), K(d.w))));                 \
+    }                                                                        \
+    for (; i < nvec; i += stride) {                                          \
+      uint4 a = in[i];                                                       \
+      acc = C(acc, C(C(K(a.x), K(a.y)), C(K(a.z), K(a.w))));                 \
+    }                                                                        \
+    FOLD(acc, lm);                                                           \
+    if (lid == 0)                                                            \
+      part[part0 + get_group_id(0)] = (uint2)(lm[0], 0u);                    \
+  }
+
+// Extent: min and max keys together.
+#define RED2(NAME, KMIN, KMAX)                                               \
+  __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                   \
+  void NAME(__global const uint4 *in, ulong nvec, __global uint2 *part,      \
+            uint part0)                                                      \
+  {                                                                          \
+    __local uint lm[WG];                                                     \
+    const uint lid = get_local_id(0);                                        \
+    const ulong stride = get_global_size(0);                                 \
+    uint lo = 0xffffffffu, hi = 0u;                                          \
+    ulong i = get_global_id(0);                                              \
+    for (; i + 1 * stride < nvec; i += 2 * stride) {                         \
+      uint4 a = in[i], b = in[i + stride];                                   \
+      lo = min(lo, min(min(KMIN(a.x), KMIN(a.y)), min(KMIN(a.z), KMIN(a.w))));\
+      hi = max(hi, max(max(KMAX(a.x), KMAX(a.y)), max(KMAX(a.z), KMAX(a.w))));\
+      lo = min(lo, min(min(KMIN(b.x), KMIN(b.y)), min(KMIN(b.z), KMIN(b.w))));\
+      hi = max(hi, max(max(KMAX(b.x), KMAX(b.y)), max(KMAX(b.z), KMAX(b.w))));\
+    }                                                                        \
+    for (; i < nvec; i += stride) {                                          \
+      uint4 a = in[i];                                                       \
+      lo = min(lo, min(min(KMIN(a.x), KMIN(a.y)), min(KMIN(a.z), KMIN(a.w))));\
+      hi = max(hi, max(max(KMAX(a.x), KMAX(a.y)), max(KMAX(a.z), KMAX(a.w))));\
+    }                                                                        \
+    FOLD_MIN(lo, lm);                                                        \
+    uint rlo = lm[0];                                                        \
+    barrier(CLK_LOCAL_MEM_FENCE);                                            \
+    FOLD_MAX(hi, lm);                                                        \
+    if (lid == 0)                                                            \
+      part[part0 + get_group_id(0)] = (uint2)(rlo, lm[0]);                   \
+  }
+
+RED1(red_sum, KU, C_SUM, FOLD_SUM, 0u)
+RED1(red_and, KU, C_AND, FOLD_AND, 0xffffffffu)
+RED1(red_or, KU, C_OR, FOLD_OR, 0u)
+RED1(red_xor, KU, C_XOR, FOLD_XOR, 0u)
+RED1(red_umin, KU, C_MIN, FOLD_MIN, 0xffffffffu)
+RED1(red_umax, KU, C_MAX, FOLD_MAX, 0u)
+RED1(red_smin, KS, C_MIN, FOLD_MIN, 0xffffffffu)
+RED1(red_smax, KS, C_MAX, FOLD_MAX, 0u)
+RED1(red_fmin, KF_MIN, C_MIN, FOLD_MIN, 0xffffffffu)
+RED1(red_fmax, KF_MAX, C_MAX, FOLD_MAX, 0u)
+RED2(red_uext, KU, KU)
+RED2(red_sext, KS, KS)
+RED2(red_fext, KF_MIN, KF_MAX)
+
+// Fold n partials (keys already) into out[0], one work-group.  op: 0 sum,
+// 1 min, 2 max, 3 and, 4 or, 5 xor, 6 extent (x min, y max).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void red_finish(__global const uint2 *part, uint n, uint op,
+                __global uint2 *out)
+{
+  __local uint lm[WG];
+  const uint lid = get_local_id(0);
+  uint id = (op == 1 || op == 3 || op == 6) ? 0xffffffffu : 0u;
+  uint x = id, y = 0u;
+  for (uint i = lid; i < n; i += WG) {
+    uint2 p = part[i];
+    switch (op) {
+    case 0: x = x + p.x; break;
+    case 1: x = min(x, p.x); break;
+    case 2: x = max(x, p.x); break;
+    case 3: x = x & p.x; break;
+    case 4: x = x | p.x; break;
+    case 5: x = x ^ p.x; break;
+    default: x = min(x, p.x); y = max(y, p.y); break;
+    }
+  }
+  switch (op) {
+  case 0: WG_FOLD(C_SUM, x, lm); break;
+  case 1: WG_FOLD(C_MIN, x, lm); break;
+  case 2: WG_FOLD(C_MAX, x, lm); break;
+  case 3: WG_FOLD(C_AND, x, lm); break;
+  case 4: WG_FOLD(C_OR, x, lm); break;
+  case 5: WG_FOLD(C_XOR, x, lm); break;
+  default: WG_FOLD(C_MIN, x, lm); break;
+  }
+  uint rx = lm[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (op == 6)
+    WG_FOLD(C_MAX, y, lm);
+  if (lid == 0)
+    out[0] = (uint2)(rx, op == 6 ? lm[0] : 0u);
+}
+
+// ---- float sum ------------------------------------------------------------
+
+// Level 1: value of every 256-row group of in[] (ngroups groups, each
+// fully present) into part[part0 + g].  A work-group takes 32 groups per
+// pass; a group is held by 8 work-items, item j holding the vectors
+// j + 8k (k = 0..7) of its 64 float4: folds 128, 64, 32 pair k with k + 4,
+// k + 2, k + 1 inside the item; the 8 results go through local memory and
+// one item per group does folds 16, 8, 4 (vectors q and q + 4, + 2, + 1)
+// and 2, 1 (inside the float4).  Every addition has the lower index on the
+// left, as G says.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fsum_level1(__global const float4 *in, ulong ngroups,
+                 __global float *part, ulong part0)
+{
+  __local float4 lm[WG];
+  const uint lid = get_local_id(0);
+  const uint j = lid & 7u, gl = lid >> 3;
+  const ulong step = get_num_groups(0);
+  ulong p = get_group_id(0);
+  // The next pass's eight vectors are loaded before this pass's barriers
+  // and in-group folds, so the loads stay in flight across them.
+  float4 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+  if (p * 32 + gl < ngroups) {
+    __global const float4 *v = in + (p * 32 + gl) * 64 + j;
+    a0 = v[0]; a1 = v[8]; a2 = v[16]; a3 = v[24];
+    a4 = v[32]; a5 = v[40]; a6 = v[48]; a7 = v[56];
+  }
+  for (; p * 32 < ngroups; p += step) {
+    a0 = FADD4(a0, a4);
+    a1 = FADD4(a1, a5);
+    a2 = FADD4(a2, a6);
+    a3 = FADD4(a3, a7);
+    a0 = FADD4(a0, a2);
+    a1 = FADD4(a1, a3);
+    float4 c = FADD4(a0, a1);
+    ulong pn = p + step;
+    if (pn * 32 + gl < ngroups) {
+      __global const float4 *v = in + (pn * 32 + gl) * 64 + j;
+      a0 = v[0]; a1 = v[8]; a2 = v[16]; a3 = v[24];
+      a4 = v[32]; a5 = v[40]; a6 = v[48]; a7 = v[56];
+    }
+    lm[lid] = c;   // garbage past ngroups is never read
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < 32 && p * 32 + lid < ngroups) {
+      __local const float4 *q = lm + lid * 8;
+      float4 d0 = FADD4(q[0], q[4]), d1 = FADD4(q[1], q[5]);
+      float4 d2 = FADD4(q[2], q[6]), d3 = FADD4(q[3], q[7]);
+      d0 = FADD4(d0, d2);
+      d1 = FADD4(d1, d3);
+      d0 = FADD4(d0, d1);
+      float s0 = FADD(d0.x, d0.z), s1 = FADD(d0.y, d0.w);
+      part[part0 + p * 32 + lid] = FADD(s0, s1);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// Later levels: output d is G of src[e.x .. + e.y), e = desc[desc0 + d]
+// (1..256 values, padded with -0.0).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fsum_tree(__global const float *src, __global const uint2 *desc,
+               uint desc0, uint ndesc, __global float *dst)
+{
+  __local float lm[WG];
+  const uint lid = get_local_id(0);
+  for (uint d = get_group_id(0); d < ndesc; d += get_num_groups(0)) {
+    uint2 e = desc[desc0 + d];
+    lm[lid] = lid < e.y ? src[e.x + lid] : -0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = WG / 2; h > 0; h >>= 1) {
+      if (lid < h)
+        lm[lid] = FADD(lm[lid], lm[lid + h]);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+      dst[d] = lm[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// The bench's streaming-read baseline: every 16-byte vector read once.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void stream_read(__global const uint4 *in, ulong nvec, __global uint2 *part)
+{
+  __local uint lm[WG];
+  const uint lid = get_local_id(0);
+  const ulong stride = get_global_size(0);
+  uint acc = 0;
+  ulong i = get_global_id(0);
+  for (; i + 3 * stride < nvec; i += 4 * stride) {
+    uint4 a = in[i], b = in[i + stride], c = in[i + 2 * stride],
+          d = in[i + 3 * stride];
+    uint4 x = a ^ b ^ c ^ d;
+    acc ^= x.x ^ x.y ^ x.z ^ x.w;
+  }
+  for (; i < nvec; i += stride) {
+    uint4 a = in[i];
+    acc ^= a.x ^ a.y ^ a.z ^ a.w;
+  }
+  WG_FOLD(C_XOR, acc, lm);
+  if (lid == 0)
+    part[get_group_id(0)] = (uint2)(lm[0], 0u);
+}
