@@ -151,7 +151,7 @@ until_ok 480 active || {
 [ "$(prop Result)" = success ] || fail "Result=$(prop Result)"
 prop StatusText | grep -q '^serving' || fail "STATUS=$(prop StatusText)"
 [ "$(prop WatchdogUSec)" = 30s ] || fail "WatchdogUSec=$(prop WatchdogUSec)"
-journal_has 'ready: every device has prepared its packs' || fail "no ready line"
+until_ok 240 journal_has 'ready: every device has prepared its packs' || fail "no ready line"
 step "systemd: status"
 sx wavectl status | grep -q 'cpu0' || fail "wavectl status in the systemd container"
 [ "$(sx stat -c '%U %a' /run/wavedd/wavedd.sock)" = "wavedd 660" ] ||
@@ -172,7 +172,7 @@ prop StatusText | grep -q "reloaded $cfg" || fail "STATUS=$(prop StatusText)"
 step "systemd: reload, a bad file"
 sx sh -c "printf 'limits: [\n' >> $cfg"
 if sx systemctl reload wavedd.service 2>/dev/null; then fail "reload of a bad file succeeded"; fi
-sx journalctl -u wavedd --no-pager | grep -q "$cfg:[0-9]*:[0-9]*: " ||
+until_ok 240 journal_has "$cfg:[0-9]*:[0-9]*: " ||
   fail "the bad file's line:column is not in the journal"
 # the daemon's own all-or-nothing: SIGHUP straight to it
 sx systemctl kill -s HUP --kill-who=main wavedd.service
@@ -197,7 +197,7 @@ sx systemctl kill -s STOP --kill-who=main wavedd.service  # a wedged loop: no pi
 until_ok 480 restarted "$n0" ||
   fail "the watchdog did not restart a stopped daemon"
 [ "$(prop MainPID)" != "$pid" ] || fail "same pid after the watchdog"
-sx journalctl -u wavedd --no-pager | grep -qi 'watchdog timeout' || fail "no watchdog timeout logged"
+until_ok 240 journal_has "[Ww]atchdog timeout" || fail "no watchdog timeout logged"
 sx rm /run/systemd/system/wavedd.service.d/watchdog.conf
 sx systemctl daemon-reload
 sx systemctl restart wavedd.service
@@ -215,8 +215,9 @@ if sx systemctl start wavedd.service 2>/dev/null; then fail "started with a bad 
 state="$(prop ActiveState)/$(prop SubState)"
 case $state in failed/failed|activating/auto-restart) ;; *) fail "after a bad start: $state" ;; esac
 [ "$(prop Result)" = exit-code ] || fail "Result=$(prop Result)"
-journal_has "Failed to start wavedd.service" || fail "no failed start in the journal"
-sx journalctl -u wavedd --no-pager | grep -q "$cfg:[0-9]*:[0-9]*: " ||
+until_ok 240 journal_has "Failed to start wavedd.service" ||
+  fail "no failed start in the journal"
+until_ok 240 journal_has "$cfg:[0-9]*:[0-9]*: devices: duplicate key" ||
   fail "the bad config's line:column is not in the journal"
 sx systemctl stop wavedd.service
 sx cp /root/good.yaml "$cfg"
