@@ -24,6 +24,7 @@
 
 #include "client/client_int.h"
 #include "proto/base.h"
+#include "proto/frame.h"
 #include "wave/client.h"
 
 /* ---- connection ------------------------------------------------------- */
@@ -164,27 +165,54 @@ static int cl_nngerr(const wave_client *c, int rv, unsigned ms,
   return wv_seterr(err, WAVE_EIO, "%s: %s", c->url, nng_strerror(rv));
 }
 
+int wv_client_msg(wave_client *c, Wave__V1__Request *req, size_t payload,
+                  nng_msg **out, uint8_t **data, wave_error *err)
+{
+  int rv;
+  nng_msg *msg;
+  req->version = 2;
+  req->id = atomic_fetch_add(&c->next_id, 1);
+  size_t len = protobuf_c_message_get_packed_size(&req->base);
+  size_t pre = data != NULL ? WV_FRAME_PREFIX : 0;
+  if (len > UINT32_MAX || payload > SIZE_MAX - len - pre)
+    return wv_seterr(err, WAVE_EARG, "request too large");
+  if ((rv = nng_msg_alloc(&msg, pre + len + payload)) != 0)
+    return wv_seterr(err, WAVE_ENOMEM, "request of %zu bytes: %s",
+                     pre + len + payload, nng_strerror(rv));
+  uint8_t *b = nng_msg_body(msg);
+  if (data != NULL) {
+    wv_frame_prefix(b, (uint32_t)len);
+    *data = b + pre + len;
+  }
+  protobuf_c_message_pack(&req->base, b + pre);
+  *out = msg;
+  return 0;
+}
+
 int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
                    unsigned extra_ms, Wave__V1__Response **resp,
                    wave_error *err)
 {
+  nng_msg *msg;
+  *resp = NULL;
+  int rv = wv_client_msg(c, req, 0, &msg, NULL, err);
+  if (rv != 0)
+    return rv;
+  return wv_client_call_msg(c, msg, req->id, want, extra_ms, resp, err);
+}
+
+int wv_client_call_msg(wave_client *c, nng_msg *msg, uint64_t id, int want,
+                       unsigned extra_ms, Wave__V1__Response **resp,
+                       wave_error *err)
+{
   int rv, code = 0;
   nng_ctx ctx;
   nng_aio *aio = NULL;
-  nng_msg *msg = NULL;
   *resp = NULL;
 
-  req->version = 2;
-  req->id = atomic_fetch_add(&c->next_id, 1);
   uint64_t sum = (uint64_t)atomic_load(&c->timeout_ms) + extra_ms;
   unsigned total = sum > INT32_MAX ? INT32_MAX : (unsigned)sum;
   uint64_t deadline = cl_now_ms() + total;
-
-  size_t len = protobuf_c_message_get_packed_size(&req->base);
-  if ((rv = nng_msg_alloc(&msg, len)) != 0)
-    return wv_seterr(err, WAVE_ENOMEM, "request of %zu bytes: %s", len,
-                     nng_strerror(rv));
-  protobuf_c_message_pack(&req->base, nng_msg_body(msg));
 
   if ((rv = nng_ctx_open(&ctx, c->sock)) != 0) {
     nng_msg_free(msg);
@@ -219,14 +247,23 @@ int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
     code = cl_nngerr(c, rv, total, err);
     goto out;
   }
-  msg = nng_aio_get_msg(aio);
+  code = wv_client_reply(c, nng_aio_get_msg(aio), id, want, resp, err);
+out:
+  nng_aio_free(aio);
+  nng_ctx_close(ctx);
+  return code;
+}
+
+int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
+                    Wave__V1__Response **resp, wave_error *err)
+{
+  int code = 0;
+  *resp = NULL;
   Wave__V1__Response *r =
       wave__v1__response__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
   nng_msg_free(msg);
-  if (r == NULL) {
-    code = wv_seterr(err, WAVE_EIO, "%s: malformed reply", c->url);
-    goto out;
-  }
+  if (r == NULL)
+    return wv_seterr(err, WAVE_EIO, "%s: malformed reply", c->url);
   if (r->body_case == WAVE__V1__RESPONSE__BODY_ERROR && r->error != NULL) {
     /* An error reply may carry id 0 when the daemon could not decode the
      * request; the code and message are still the answer to this call. */
@@ -236,27 +273,24 @@ int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
     else
       wv_seterr(err, code, NULL);
     wave__v1__response__free_unpacked(r, NULL);
-    goto out;
+    return code;
   }
-  if (r->id != req->id) {
+  if (r->id != id) {
     code = wv_seterr(err, WAVE_EIO,
                      "%s: reply id %llu does not match request id %llu",
                      c->url, (unsigned long long)r->id,
-                     (unsigned long long)req->id);
+                     (unsigned long long)id);
     wave__v1__response__free_unpacked(r, NULL);
-    goto out;
+    return code;
   }
   if ((int)r->body_case != want) {
     code = wv_seterr(err, WAVE_EIO, "%s: unexpected reply kind %d (want %d)",
                      c->url, (int)r->body_case, want);
     wave__v1__response__free_unpacked(r, NULL);
-    goto out;
+    return code;
   }
   *resp = r;
-out:
-  nng_aio_free(aio);
-  nng_ctx_close(ctx);
-  return code;
+  return 0;
 }
 
 /* ---- reduce ------------------------------------------------------------ */
@@ -289,40 +323,80 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
 
   /* Everything else (dtype, op, lengths) is the daemon's to judge: it is
    * the one authority on what a valid job is. */
-  ProtobufCBinaryData *bins =
-      calloc(req->n_input + n_mask + 1, sizeof *bins);
-  if (bins == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  for (size_t i = 0; i < req->n_input; i++) {
-    bins[i].data = (uint8_t *)req->input[i].data; /* packed, not written */
-    bins[i].len = req->input[i].data ? req->input[i].bytes : 0;
+  size_t total = 0;
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    size_t b = i < req->n_input ? req->input[i].bytes
+                                : req->mask[i - req->n_input].bytes;
+    if (b > SIZE_MAX - total)
+      return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk sizes overflow");
+    total += b;
   }
-  for (size_t i = 0; i < n_mask; i++) {
-    bins[req->n_input + i].data = (uint8_t *)req->mask[i].data;
-    bins[req->n_input + i].len = req->mask[i].data ? req->mask[i].bytes : 0;
-  }
+  /* Big inputs go in pieces (any transport): no message above a bound,
+   * and TOOBIG/JOBSIZE come back before any row travels. */
+  size_t n_all = req->n_input + n_mask;
+  if (total > WV_CLIENT_FRAME_MAX || n_all > WV_CLIENT_FRAME_MAX / 32 ||
+      total + 32 * n_all + 256 > WV_CLIENT_FRAME_MAX)
+    return wv_client_stream_reduce(c, req, res, err);
 
+  /* One framed message: the rows travel after the header, by place
+   * (Extent, region 0), so the daemon reduces them in the received buffer. */
+  Wave__V1__Extent *ex = calloc(req->n_input + n_mask + 1, sizeof *ex);
+  Wave__V1__Extent **exp = calloc(req->n_input + n_mask + 1, sizeof *exp);
+  if (ex == NULL || exp == NULL) {
+    free(ex);
+    free(exp);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  size_t off = 0;
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                            : &req->mask[i - req->n_input];
+    wave__v1__extent__init(&ex[i]);
+    ex[i].offset = off;
+    ex[i].bytes = ch->data ? ch->bytes : 0;
+    off += ex[i].bytes;
+    exp[i] = &ex[i];
+  }
   Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
   rr.dtype = (Wave__V1__DType)req->dtype;
   rr.op = (Wave__V1__Op)req->op;
-  rr.n_input = req->n_input;
-  rr.input = bins;
-  rr.n_mask = n_mask;
-  rr.mask = bins + req->n_input;
+  rr.n_input_at = req->n_input;
+  rr.input_at = exp;
+  rr.n_mask_at = n_mask;
+  rr.mask_at = exp + req->n_input;
   rr.masked = req->has_mask != 0;
   rr.device = (char *)(req->device ? req->device : "");
 
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
   r.reduce = &rr;
-
-  Wave__V1__Response *resp;
-  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_REDUCE, 0, &resp,
-                          err);
-  free(bins);
+  nng_msg *msg;
+  uint8_t *data;
+  int rv = wv_client_msg(c, &r, off, &msg, &data, err);
+  if (rv == 0)
+    for (size_t i = 0; i < req->n_input + n_mask; i++)
+      if (ex[i].bytes) {
+        const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                                : &req->mask[i - req->n_input];
+        memcpy(data + ex[i].offset, ch->data, ex[i].bytes);
+      }
+  free(ex);
+  free(exp);
   if (rv != 0)
     return rv;
+  Wave__V1__Response *resp;
+  rv = wv_client_call_msg(c, msg, r.id, WAVE__V1__RESPONSE__BODY_REDUCE, 0,
+                          &resp, err);
+  if (rv == WAVE_ETOOBIG)  /* a daemon with a small request limit */
+    return wv_client_stream_reduce(c, req, res, err);
+  if (rv != 0)
+    return rv;
+  return wv_client_reduce_result(c, resp, res, err);
+}
 
+int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
+                            wave_reduce_result *res, wave_error *err)
+{
   const Wave__V1__ReduceResult *rs = resp->reduce;
   memset(res, 0, sizeof *res);
   if (rs == NULL || rs->n_bits < 1 || rs->n_bits > 2) {

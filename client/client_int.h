@@ -16,6 +16,14 @@
 #include "wave/client.h"
 
 #define WV_CLIENT_TIMEOUT_MS 30000
+/* wave_reduce sends a job in one framed message when the message stays
+ * within this many bytes, else as a stream of pieces the daemon sizes.
+ * Every daemon receives (and answers, TOOBIG at worst) any message up to
+ * 1 MiB + 4 KiB (docs/protocol.md "Oversized requests"), so no job ever
+ * meets nng's silent drop; a TOOBIG framed job is sent again as a stream. */
+#define WV_CLIENT_FRAME_MAX ((size_t)1 << 20)
+/* Stream pieces in flight at once. */
+#define WV_CLIENT_STREAM_DEPTH 4
 
 struct wave_client {
   nng_socket sock;
@@ -34,6 +42,25 @@ struct wave_client {
 int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
                    unsigned extra_ms, Wave__V1__Response **resp,
                    wave_error *err);
+
+/* Build req's message (version, a fresh id in req->id): with data NULL a
+ * plain Request; else a frame (proto/frame.h) with room for `payload`
+ * bytes, at *data, for the caller to fill. */
+int wv_client_msg(wave_client *c, Wave__V1__Request *req, size_t payload,
+                  nng_msg **out, uint8_t **data, wave_error *err);
+/* The exchange of wv_client_call for a message already built (taken over). */
+int wv_client_call_msg(wave_client *c, nng_msg *msg, uint64_t id, int want,
+                       unsigned extra_ms, Wave__V1__Response **resp,
+                       wave_error *err);
+/* Unpack and check a reply (taken over) as wv_client_call does. */
+int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
+                    Wave__V1__Response **resp, wave_error *err);
+/* The result of a ReduceResult reply (frees resp). */
+int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
+                            wave_reduce_result *res, wave_error *err);
+/* Reductions of big inputs in pieces (bulk.c), used by wave_reduce. */
+int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
+                            wave_reduce_result *res, wave_error *err);
 
 /* Copy a protobuf string (NULL-safe) into a fixed buffer, truncating. */
 void wv_client_copy(char *dst, size_t n, const char *src);

@@ -51,6 +51,24 @@ int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
 /* The .npy descr of a dtype: "<u4", "<i4", "<f4". */
 const char *wv_npy_descr(wave_dtype dtype);
 
+/* ---- files into a region (ctl_region.c) ------------------------------- */
+
+/* Read paths[0..n) (the first n_inputs rows of dtype, the rest masks of
+ * uint32) into one new region, ext[i] the rows of paths[i].  1 (nothing
+ * done) when some file is not a regular raw/.npy file (text, "-", a pipe):
+ * the caller loads them with wv_load_file instead. */
+int wv_region_load(const char *const *paths, size_t n, size_t n_inputs,
+                   wv_format fmt, wave_dtype dtype, wave_region **out,
+                   wave_extent *ext, wave_error *err);
+
+/* The same files read by the daemon into its own memory (one region per
+ * file, wave_region_copy_fd): 0 done; 1 not for this (text, "-", not a
+ * regular file, empty); 2 the daemon refused (regions off, too many): the
+ * caller tries wv_region_load; else an error. */
+int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
+                 size_t n_inputs, wv_format fmt, wave_dtype dtype,
+                 wave_region **regions, wave_extent *ext, wave_error *err);
+
 /* ---- command line (ctl_args.c) ----------------------------------------- */
 
 typedef enum wv_cmd {

@@ -42,9 +42,23 @@ static int ctl_fail(const wave_error *e, int status)
   return status;
 }
 
+/* After a transport failure the connection is abandoned, not closed:
+ * nng 1.5's nng_close can wait forever for a REQ pipe that keeps resending
+ * a request a peer drops (the TIMEDOUT hang of issue 10), and the process
+ * exits right after anyway. */
+static int ctl_abandoned;
+
+static void ctl_close(wave_client *c)
+{
+  if (!ctl_abandoned)
+    wave_client_close(c);
+}
+
 /* The exit status for an error returned by a libwaveclient call. */
 static int ctl_call_fail(const wave_error *e)
 {
+  if (e->code == WAVE_ETIMEDOUT || e->code == WAVE_EIO)
+    ctl_abandoned = 1;
   if (e->code == WAVE_ETIMEDOUT || e->code == WAVE_EIO)
     return ctl_fail(e, EXIT_UNREACHABLE);
   return ctl_fail(e, EXIT_JOB);
@@ -80,8 +94,124 @@ static int ctl_load_all(const char *const *paths, size_t n, wv_format fmt,
   return 0;
 }
 
+static int ctl_is_ipc(const wv_args *a)
+{
+  const char *u = a->url;
+  if (u == NULL || u[0] == '\0')
+    u = getenv("WAVE_URL");
+  if (u == NULL || u[0] == '\0')
+    u = WAVE_DEFAULT_URL;
+  return strncmp(u, "ipc://", 6) == 0;
+}
+
+/* A daemon on this host: the files go into one shared-memory region, read
+ * once, and the daemon reduces them where they lie.  1 when not possible
+ * (text, stdin), so the caller loads and sends them; a daemon that refuses
+ * regions (allow_client_shm off) gets the region's rows as messages. */
+static int ctl_reduce_region(const wv_args *a, int *status)
+{
+  wave_error err = {0};
+  size_t n = a->n_inputs + a->n_masks;
+  const char **paths = calloc(n + 1, sizeof *paths);
+  wave_extent *ext = calloc(n + 1, sizeof *ext);
+  wave_chunk *chunks = calloc(n + 1, sizeof *chunks);
+  wave_region **copies = calloc(n + 1, sizeof *copies);
+  wave_region *rg = NULL;
+  wave_client *c = NULL;
+  int rv = 1;
+  if (paths == NULL || ext == NULL || chunks == NULL || copies == NULL ||
+      a->format == WV_FMT_TEXT)
+    goto out;
+  for (size_t i = 0; i < n; i++) {
+    paths[i] = i < a->n_inputs ? a->inputs[i] : a->masks[i - a->n_inputs];
+    if (strcmp(paths[i], "-") == 0)
+      goto out;
+  }
+  rv = 0;
+  if ((*status = ctl_connect(a, &c)) != 0)
+    goto out;
+  wave_reduce_result r;
+  /* 1. the daemon reads each file into its own memory: one read, like cat */
+  int rc = wv_copy_load(c, paths, n, a->n_inputs, a->format, a->dtype,
+                        copies, ext, &err);
+  if (rc == 0) {
+    wave_region_reduce q = {
+      .dtype = a->dtype, .op = a->op,
+      .input = ext, .n_input = a->n_inputs,
+      .mask = ext + a->n_inputs, .n_mask = a->n_masks,
+      .has_mask = a->n_masks > 0, .device = a->device,
+    };
+    if (wave_reduce_region(c, &q, &r, &err) != 0)
+      *status = ctl_call_fail(&err);
+    else
+      wv_print_reduce(stdout, &r, a->json);
+    goto out;
+  }
+  if (rc != 1 && rc != 2) {
+    *status = rc == WAVE_ETIMEDOUT || rc == WAVE_EIO ? ctl_call_fail(&err)
+                                                     : ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
+  /* 2. a memfd of ours, filled from the files and shared */
+  memset(&err, 0, sizeof err);
+  rc = wv_region_load(paths, n, a->n_inputs, a->format, a->dtype, &rg, ext,
+                      &err);
+  if (rc == 1) {
+    rv = 1;  /* 3. the caller loads and sends them */
+    goto out;
+  }
+  if (rc != 0) {
+    *status = ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
+  if (wave_region_register(c, rg, &err) == 0) {
+    wave_region_reduce q = {
+      .dtype = a->dtype, .op = a->op,
+      .input = ext, .n_input = a->n_inputs,
+      .mask = ext + a->n_inputs, .n_mask = a->n_masks,
+      .has_mask = a->n_masks > 0, .device = a->device,
+    };
+    if (wave_reduce_region(c, &q, &r, &err) != 0) {
+      *status = ctl_call_fail(&err);
+      goto out;
+    }
+  } else if (err.code == WAVE_EREGION || err.code == WAVE_EUNSUPPORTED) {
+    unsigned char *base = wave_region_data(rg);
+    for (size_t i = 0; i < n; i++)
+      chunks[i] = (wave_chunk){base + ext[i].offset, ext[i].bytes};
+    wave_reduce_request q = {
+      .dtype = a->dtype, .op = a->op,
+      .input = chunks, .n_input = a->n_inputs,
+      .mask = chunks + a->n_inputs, .n_mask = a->n_masks,
+      .has_mask = a->n_masks > 0, .device = a->device,
+    };
+    if (wave_reduce(c, &q, &r, &err) != 0) {
+      *status = ctl_call_fail(&err);
+      goto out;
+    }
+  } else {
+    *status = ctl_call_fail(&err);
+    goto out;
+  }
+  wv_print_reduce(stdout, &r, a->json);
+out:
+  ctl_close(c);  /* the daemon drops the regions with the connection */
+  for (size_t i = 0; copies != NULL && i < n; i++)
+    wave_region_close(copies[i]);
+  wave_region_close(rg);
+  free(copies);
+  free(paths);
+  free(ext);
+  free(chunks);
+  return rv;
+}
+
 static int ctl_reduce(const wv_args *a)
 {
+  int rstatus = 0;
+  if (ctl_is_ipc(a) && ctl_reduce_region(a, &rstatus) == 0)
+    return rstatus;
+
   wave_error err = {0};
   wave_client *c = NULL;
   int status = 0;
@@ -116,7 +246,7 @@ static int ctl_reduce(const wv_args *a)
   }
   wv_print_reduce(stdout, &r, a->json);
 out:
-  wave_client_close(c);
+  ctl_close(c);
   for (size_t i = 0; bufs != NULL && i < n; i++)
     wv_chunk_buf_free(&bufs[i]);
   free(bufs);
@@ -376,7 +506,7 @@ int main(int argc, char **argv)
     wv_seterr(&err, WAVE_EIO, "writing standard output failed");
     status = ctl_fail(&err, EXIT_JOB);
   }
-  wave_client_close(c);
+  ctl_close(c);
   wv_args_fini(&a);
   return status;
 }

@@ -61,6 +61,7 @@ static int cf_check_metrics(cf_state *s, const char *v, char *why, size_t n);
 
 static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
+static const char *const cf_bools[] = {"false", "true", NULL};
 
 #define CFG wd_config
 #define DEV wd_device_cfg
@@ -74,12 +75,13 @@ static const cf_key cf_keys[] = {
   {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0, NULL, NULL, 0, 0, NULL},
   {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, cf_check_metrics},
   {CF_ROOT, "log_level", CF_ENUM, FLD(CFG, log_level), 0, 0, 0, "info", cf_levels, 0, 0, NULL},
+  {CF_ROOT, "allow_client_shm", CF_ENUM, FLD(CFG, allow_client_shm), 0, 0, 0, "false", cf_bools, 0, 0, NULL},
   {CF_ROOT, "limits", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_LIMITS, NULL},
   {CF_ROOT, "packs", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_PACKS, NULL},
   {CF_ROOT, "devices", CF_DEVICES, FLD(CFG, devices), 0, 0, 0, NULL, NULL, 1, 0, NULL},
 
   UINT(CF_LIMITS, CFG, "max_request_bytes", limits.max_request_bytes, 4096, 1ull << 30, 64ull << 20),
-  UINT(CF_LIMITS, CFG, "max_job_rows", limits.max_job_rows, 1, 1ull << 32, 1ull << 24),
+  UINT(CF_LIMITS, CFG, "max_job_rows", limits.max_job_rows, 1, 1ull << 32, 1ull << 28),
   UINT(CF_LIMITS, CFG, "jobs_in_flight", limits.jobs_in_flight, 1, 65536, 64),
   UINT(CF_LIMITS, CFG, "contexts", limits.contexts, 1, 4096, 64),
   UINT(CF_LIMITS, CFG, "max_outputs", limits.max_outputs, 0, 1u << 20, 1u << 16),
@@ -87,6 +89,11 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_wait_ms", limits.max_wait_ms, 0, 50000, 10000),
   UINT(CF_LIMITS, CFG, "keep_jobs", limits.keep_jobs, 0, 65536, 256),
   UINT(CF_LIMITS, CFG, "keep_seconds", limits.keep_seconds, 0, 86400, 600),
+  UINT(CF_LIMITS, CFG, "decode_threads", limits.decode_threads, 1, 64, 2),
+  UINT(CF_LIMITS, CFG, "max_stream_bytes", limits.max_stream_bytes, 0, 1ull << 40, 1ull << 31),
+  UINT(CF_LIMITS, CFG, "max_client_regions", limits.max_client_regions, 0, 4096, 16),
+  UINT(CF_LIMITS, CFG, "max_region_bytes", limits.max_region_bytes, 0, 1ull << 44, 1ull << 36),
+  UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30),
   UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20),
   UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024),
 

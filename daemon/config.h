@@ -46,6 +46,11 @@ typedef struct wd_limits {
   unsigned max_wait_ms;       /* JobRequest.wait_ms is capped to this */
   unsigned keep_jobs;         /* finished hash jobs remembered ... */
   unsigned keep_seconds;      /* ... and for how long */
+  unsigned decode_threads;    /* threads that decode requests off the loop */
+  uint64_t max_stream_bytes;  /* streamed jobs' buffers, all clients */
+  unsigned max_client_regions;/* shared-memory regions per connection */
+  uint64_t max_region_bytes;  /* shared-memory regions mapped, all clients */
+  uint64_t region_cache_bytes;/* freed copy-region buffers kept for reuse */
   unsigned max_segments;      /* want_segments only for jobs of at most
                                  this many segments (else TOOBIG) */
   unsigned max_parked;        /* JobRequests waiting at once; more are
@@ -59,6 +64,7 @@ typedef struct wd_config {
   unsigned ipc_mode;          /* 0: leave the socket file to the umask */
   char metrics[256];          /* http://host:port of /metrics; "" = off */
   int log_level;              /* WD_LOG_* */
+  int allow_client_shm;       /* ipc clients may register memfd regions */
   wd_limits limits;
   char packs_dir[WD_PATH_MAX];/* resolved against the config file's folder */
   int packs_dir_set;          /* given explicitly: a missing folder is an error */

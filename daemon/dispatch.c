@@ -12,6 +12,8 @@
  * request, which lives until the reply is packed.
  */
 #include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,7 @@
 #include "daemon/pick.h"
 #include "daemon/server_int.h"
 #include "proto/base.h"
+#include "proto/frame.h"
 #include "workers/reduce/reduce.h"
 #include "workers/wvdev.h"
 
@@ -59,6 +62,8 @@ void wd_req_clear(wd_req *c)
   c->req = NULL;
   free(c->spans);
   c->spans = NULL;
+  wd_bulk_clear(&c->bulk);
+  c->dec_code = 0;
 }
 
 static void dp_fail(wd_req *c, const wave_error *err)
@@ -84,9 +89,22 @@ static int dp_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
   return 0;
 }
 
+/* The device's index among the server's: its slot in a region's pins. */
+static unsigned dp_slot(const wd_server *s, const wd_device *d)
+{
+  for (size_t i = 0; i < s->n_devs; i++)
+    if (s->devs[i] == d)
+      return (unsigned)i;
+  return WD_REGION_SLOTS;  /* never pins */
+}
+
 static int dp_reduce_run(wd_work *w, wd_device *d)
 {
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
+  /* regions are pinned at their first use on this device, in its time */
+  for (size_t i = 0; i < c->bulk.n_regions; i++)
+    wd_region_pin(c->bulk.regions[i], dp_slot(c->srv, d),
+                  wd_device_backend(d), wd_device_bdev(d));
   w->rc = wd_device_inject(d, &w->err);
   if (w->rc == 0)
     w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
@@ -118,26 +136,42 @@ static const wd_work_ops dp_reduce_ops = {
   .done = dp_reduce_done,
 };
 
-static void dp_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
+/* 0, or the dtype/op error answered. */
+static int dp_check_op(wd_req *c, wave_dtype dt, wave_op op)
 {
-  wd_server *s = c->srv;
   wave_error err = {0};
-  wave_dtype dt = (wave_dtype)r->dtype;
-  wave_op op = (wave_op)r->op;
   switch (wave_op_check(dt, op)) {
   case 0:
-    break;
+    return 0;
   case WAVE_EDTYPE:
-    wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)r->dtype);
-    return dp_fail(c, &err);
+    wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)dt);
+    break;
   case WAVE_EOP:
-    wv_seterr(&err, WAVE_EOP, "unknown reduction op %d", (int)r->op);
-    return dp_fail(c, &err);
+    wv_seterr(&err, WAVE_EOP, "unknown reduction op %d", (int)op);
+    break;
   default:
     wv_seterr(&err, WAVE_EOPDTYPE, "op %s is not defined for dtype %s",
               wave_op_name(op), wave_dtype_name(dt));
-    return dp_fail(c, &err);
+    break;
   }
+  dp_fail(c, &err);
+  return -1;
+}
+
+static void dp_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
+                            const wv_span *spans, size_t n_input,
+                            size_t n_mask, int has_mask, const char *device);
+
+static void dp_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
+{
+  wave_error err = {0};
+  wave_dtype dt = (wave_dtype)r->dtype;
+  wave_op op = (wave_op)r->op;
+  if (dp_check_op(c, dt, op) != 0)
+    return;
+  if (c->bulk.ready)  /* chunks by place: spans made on the decode thread */
+    return dp_reduce_spans(c, dt, op, c->bulk.spans, c->bulk.n_input,
+                           c->bulk.n_mask, c->bulk.has_mask, c->bulk.device);
   c->spans = calloc(r->n_input + r->n_mask + 1, sizeof *c->spans);
   if (c->spans == NULL) {
     wv_seterr(&err, WAVE_ENOMEM, NULL);
@@ -148,6 +182,21 @@ static void dp_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
       dp_spans(r->mask, r->n_mask, c->spans + r->n_input, "mask", &mask_rows,
                &err))
     return dp_fail(c, &err);
+  dp_reduce_spans(c, dt, op, c->spans, r->n_input, r->n_mask,
+                  r->masked || r->n_mask > 0, r->device);
+}
+
+/* A reduction whose spans are ready (c->spans or c->bulk.spans): size,
+ * validation, device, queue. */
+static void dp_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
+                            const wv_span *spans, size_t n_input,
+                            size_t n_mask, int has_mask, const char *device)
+{
+  wd_server *s = c->srv;
+  wave_error err = {0};
+  uint64_t rows = 0;
+  for (size_t i = 0; i < n_input; i++)
+    rows += spans[i].rows;
   if (rows > s->cfg->limits.max_job_rows) {
     wv_seterr(&err, WAVE_EJOBSIZE, "%" PRIu64 " rows; this daemon takes at "
               "most %" PRIu64 " (limits.max_job_rows)", rows,
@@ -160,11 +209,11 @@ static void dp_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
   c->job = (wv_reduce_job){
     .dtype = dt,
     .op = op,
-    .input = c->spans,
-    .n_input = r->n_input,
-    .mask = c->spans + r->n_input,
-    .n_mask = r->n_mask,
-    .has_mask = r->masked || r->n_mask > 0,
+    .input = spans,
+    .n_input = n_input,
+    .mask = spans + n_input,
+    .n_mask = n_mask,
+    .has_mask = has_mask,
     .rows = rows,
   };
   int rc = wv_reduce_validate(&c->job, &err);
@@ -172,12 +221,63 @@ static void dp_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
     return dp_fail(c, &err);
   wd_device *d;
   size_t n;
-  wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = r->device};
+  wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = device};
   if ((rc = wd_pick(s->devs, s->n_devs, &prq, &d, &n, &err)) != 0)
     return dp_fail(c, &err);
   if ((rc = wd_device_submit(d, &c->work, &err)) != 0)
     return dp_fail(c, &err);
   s->reduce_inflight++;
+}
+
+/* ---- unpinning regions ---------------------------------------------------- */
+
+/* A region pinned on device slot is released: that device's thread unpins
+ * it (a short item), then the region is unmapped.  A device that cannot
+ * take the item (faulted, queue full) leaves the pin to its context's end:
+ * the region's bookkeeping is dropped and it is unmapped now. */
+typedef struct dp_unpin {
+  wd_work work;
+  wd_region *r;
+  unsigned slot;
+} dp_unpin;
+
+static int dp_unpin_run(wd_work *w, wd_device *d)
+{
+  dp_unpin *u = (dp_unpin *)w;
+  wd_region_unpin(u->r, u->slot, wd_device_backend(d), wd_device_bdev(d));
+  u->r = NULL;
+  return WD_RUN_END;
+}
+
+static void dp_unpin_done(wd_work *w)
+{
+  dp_unpin *u = (dp_unpin *)w;
+  if (u->r != NULL)  /* ended without running (faulted device) */
+    wd_region_unpin(u->r, u->slot, NULL, NULL);
+  free(u);
+}
+
+static const wd_work_ops dp_unpin_ops = {
+  .name = "region unpin",
+  .lane = WD_LANE_SHORT,
+  .run = dp_unpin_run,
+  .done = dp_unpin_done,
+};
+
+void wd_unpin(void *arg, wd_region *r, unsigned slot)
+{
+  wd_server *s = arg;
+  dp_unpin *u = calloc(1, sizeof *u);
+  wave_error err;
+  if (u != NULL && slot < s->n_devs) {
+    u->work.ops = &dp_unpin_ops;
+    u->r = r;
+    u->slot = slot;
+    if (wd_device_submit(s->devs[slot], &u->work, &err) == 0)
+      return;
+  }
+  free(u);
+  wd_region_unpin(r, slot, NULL, NULL);
 }
 
 /* ---- hash jobs ------------------------------------------------------------ */
@@ -349,39 +449,97 @@ static void dp_jobs(wd_req *c)
   free(v);
 }
 
-void wd_dispatch(wd_req *c)
+/* Decode thread: unpack c->msg into c->req (or set dec_code), and handle
+ * the request's bulk parts (daemon/bulk.h).  Touches only c and what is
+ * constant or locked (cfg, the bulk tables). */
+static void dp_decode(wd_req *c)
 {
   wd_server *s = c->srv;
   nng_msg *m = c->msg;
   c->msg = NULL;
   c->req_id = 0;
   c->version = 0;
+  c->dec_code = 0;
   size_t len = nng_msg_len(m);
   if (len > s->cfg->limits.max_request_bytes) {
     nng_msg_free(m);
-    s->failed++;
-    return wd_reply_error(c, WAVE_ETOOBIG, "request is %zu bytes; this "
-                          "daemon takes at most %" PRIu64
-                          " (limits.max_request_bytes)", len,
-                          s->cfg->limits.max_request_bytes);
+    c->dec_code = WAVE_ETOOBIG;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "request is %zu bytes; this "
+             "daemon takes at most %" PRIu64 " (limits.max_request_bytes; "
+             "larger jobs: streams or regions)", len,
+             s->cfg->limits.max_request_bytes);
+    return;
+  }
+  const uint8_t *body = nng_msg_body(m), *hdr = body, *payload = NULL;
+  size_t hlen = len, plen = 0;
+  int framed = wv_frame_split(body, len, &hdr, &hlen, &payload, &plen);
+  if (framed < 0) {
+    nng_msg_free(m);
+    c->dec_code = WAVE_EBADREQUEST;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "framed request of %zu bytes "
+             "whose header length runs past its end", len);
+    return;
   }
   c->pb = (ProtobufCAllocator){.alloc = dp_pb_alloc, .free = dp_pb_free,
                                .allocator_data = c};
   c->pb_used = 0;
   c->pb_refused = 0;
-  c->pb_budget = dp_pb_budget(len);
-  c->req = wave__v1__request__unpack(&c->pb, len, nng_msg_body(m));
-  nng_msg_free(m);
-  if (c->req == NULL && c->pb_refused) {
-    s->failed++;
-    return wd_reply_error(c, WAVE_ETOOBIG, "request of %zu bytes takes more "
-                          "than %zu bytes to decode (too many chunks?)", len,
-                          c->pb_budget);
-  }
+  c->pb_budget = dp_pb_budget(hlen);
+  c->req = wave__v1__request__unpack(&c->pb, hlen, hdr);
   if (c->req == NULL) {
+    nng_msg_free(m);
+    c->dec_code = c->pb_refused ? WAVE_ETOOBIG : WAVE_EBADREQUEST;
+    if (c->pb_refused)
+      snprintf(c->dec_msg, sizeof c->dec_msg, "request of %zu bytes takes "
+               "more than %zu bytes to decode (too many chunks?)", len,
+               c->pb_budget);
+    else
+      snprintf(c->dec_msg, sizeof c->dec_msg, "%zu bytes that are not a "
+               "wave.v1.Request", len);
+    return;
+  }
+  c->req_id = c->req->id;
+  if (c->req->version != 1 && c->req->version != WD_PROTOCOL) {
+    nng_msg_free(m);  /* the loop answers VERSION */
+    return;
+  }
+  /* a framed payload stays in the received message, used in place; a
+   * stream may keep the message as its piece (m set to NULL) */
+  if (wd_bulk_decode(s->bulk, c->req, &m, framed ? payload : NULL, plen,
+                     &c->bulk) && c->bulk.ready && framed)
+    c->bulk.keep = m;
+  else if (m != NULL)
+    nng_msg_free(m);
+}
+
+void wd_decode_cb(wd_pool_item *it)
+{
+  wd_req *c = (wd_req *)((char *)it - offsetof(wd_req, item));
+  wd_server *s = c->srv;
+  if (!atomic_load(&s->closing))
+    dp_decode(c);
+  wd_front_inbox(s, c);
+}
+
+/* Loop thread: a decoded request. */
+void wd_dispatch(wd_req *c)
+{
+  wd_server *s = c->srv;
+  if (c->dec_code != 0) {
     s->failed++;
-    return wd_reply_error(c, WAVE_EBADREQUEST, "%zu bytes that are not a "
-                          "wave.v1.Request", len);
+    return wd_reply_error(c, c->dec_code, "%s", c->dec_msg);
+  }
+  if (c->req == NULL) {  /* decoded while closing: nobody to answer */
+    wd_req_clear(c);
+    return wd_front_recv(c);
+  }
+  if (c->bulk.reply != NULL) {  /* answered on the decode thread */
+    nng_msg *m = c->bulk.reply;
+    c->bulk.reply = NULL;
+    if (c->bulk.failed)
+      s->failed++;
+    wd_req_clear(c);
+    return wd_front_send(c, m);
   }
   const Wave__V1__Request *rq = c->req;
   c->req_id = rq->id;
@@ -393,7 +551,8 @@ void wd_dispatch(wd_req *c)
   }
   c->version = rq->version;
   int work = rq->body_case == WAVE__V1__REQUEST__BODY_REDUCE ||
-             rq->body_case == WAVE__V1__REQUEST__BODY_HASH;
+             rq->body_case == WAVE__V1__REQUEST__BODY_HASH ||
+             rq->body_case == WAVE__V1__REQUEST__BODY_STREAM_COMMIT;
   if (work && s->stopping) {
     s->failed++;
     return wd_reply_error(c, WAVE_ESHUTDOWN, "wavedd is shutting down");
@@ -413,6 +572,12 @@ void wd_dispatch(wd_req *c)
     return wd_reply_packs(c);
   case WAVE__V1__REQUEST__BODY_JOBS:
     return dp_jobs(c);
+  case WAVE__V1__REQUEST__BODY_STREAM_COMMIT:
+    if (dp_check_op(c, c->bulk.dtype, c->bulk.op) != 0)
+      return;
+    return dp_reduce_spans(c, c->bulk.dtype, c->bulk.op, c->bulk.spans,
+                           c->bulk.n_input, c->bulk.n_mask, c->bulk.has_mask,
+                           c->bulk.device);
   default: {
     /* a body this daemon does not know arrives as an unknown field */
     unsigned tag = rq->base.n_unknown_fields ? rq->base.unknown_fields[0].tag

@@ -1,8 +1,10 @@
 /* front.c - the nng side: the REP socket, its contexts and their state
  * machine, in the manner of nng's demo/async/server.c: RECV -> (hand to
- * the loop) -> SEND -> RECV.  The callback runs on nng's threads and never
- * decodes, waits or locks for long: it appends the context to the inbox and
- * wakes the loop (uv_async_send).
+ * a decode thread, then the loop) -> SEND -> RECV.  The callback runs on
+ * nng's threads and never decodes, waits or locks for long: it hands the
+ * context to a decode thread (daemon/decode.h), which unpacks it and then
+ * appends it to the inbox and wakes the loop (wd_front_inbox).  A closed
+ * connection's regions and streams are dropped from nng's pipe callback.
  *
  * The receive pool: limits.contexts contexts receive at all times.  A
  * context holds at most one request, so that bounds the requests being
@@ -18,7 +20,8 @@
  * Oversized requests: nng closes the connection of a message above the
  * socket's NNG_OPT_RECVMAXSZ, which a client sees only as a timeout.  So the
  * socket accepts up to twice limits.max_request_bytes (at least the limit
- * plus 1 MiB) and the loop answers anything above the limit with TOOBIG;
+ * plus 1 MiB) and a decode thread answers anything above the limit with
+ * TOOBIG;
  * only requests beyond that hard cap are dropped by nng.
  */
 #include <signal.h>
@@ -31,7 +34,7 @@
 #include "daemon/server_int.h"
 #include "proto/base.h"
 
-static void fr_inbox(wd_server *s, wd_req *c)
+void wd_front_inbox(wd_server *s, wd_req *c)
 {
   pthread_mutex_lock(&s->mu);
   c->next = NULL;
@@ -63,7 +66,7 @@ static void fr_aio_cb(void *arg)
     }
     c->msg = nng_aio_get_msg(c->aio);
     c->state = RQ_WORK;
-    fr_inbox(s, c);
+    wd_pool_push(s->pool, &c->item);  /* -> wd_decode_cb, then the loop */
     return;
   case RQ_SEND:
     if (rv != 0)  /* the client went away: the reply is ours to free */
@@ -74,7 +77,7 @@ static void fr_aio_cb(void *arg)
     }
     if (c->retire) {
       c->state = RQ_RETIRE;
-      fr_inbox(s, c);
+      wd_front_inbox(s, c);
       return;
     }
     c->state = RQ_RECV;
@@ -87,6 +90,15 @@ static void fr_aio_cb(void *arg)
 
 static void fr_noop_close(uv_handle_t *h) { (void)h; }
 
+/* nng: a connection went away (any nng thread): its regions and streams go
+ * (a region in use by a job is unmapped after it). */
+static void fr_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+  (void)ev;
+  wd_server *s = arg;
+  wd_bulk_drop_pipe(s->bulk, (uint32_t)nng_pipe_id(p));
+}
+
 static void fr_free_close(uv_handle_t *h) { free(h->data); }
 
 /* A new context, linked in and receiving (when the socket is up). */
@@ -96,6 +108,7 @@ int wd_front_add(wd_server *s, wave_error *err)
   if (c == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   c->srv = s;
+  c->item.fn = wd_decode_cb;
   int rv;
   if ((rv = nng_aio_alloc(&c->aio, fr_aio_cb, c)) != 0) {
     free(c);
@@ -173,6 +186,7 @@ int wd_front_listen(wd_server *s, wave_error *err)
   }
   s->sock_open = 1;
   nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
+  nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, fr_pipe_gone, s);
   for (size_t i = 0; i < lim->contexts; i++)
     if ((rc = wd_front_add(s, err)) != 0)
       goto out;
@@ -197,6 +211,7 @@ void wd_front_close(wd_server *s)
       nng_aio_stop(c->aio);
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
     nng_ctx_close(c->ctx);
+  wd_pool_stop(s->pool);  /* what it still held is in the inbox now */
   if (s->sock_open)
     nng_close(s->sock);
   s->sock_open = 0;

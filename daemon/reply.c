@@ -69,10 +69,9 @@ void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
 
 void wd_reply_reduce(wd_req *c)
 {
-  const Wave__V1__ReduceRequest *rq = c->req->reduce;
   Wave__V1__ReduceResult rr = WAVE__V1__REDUCE_RESULT__INIT;
-  rr.dtype = rq->dtype;
-  rr.op = rq->op;
+  rr.dtype = (Wave__V1__DType)c->job.dtype;  /* also for streams */
+  rr.op = (Wave__V1__Op)c->job.op;
   rr.n_bits = c->out.n_values;
   rr.bits = c->out.bits;
   rr.count = c->out.count;
@@ -151,10 +150,13 @@ void wd_reply_status(wd_req *c)
   sr.listen = wd_listeners_urls(s->lst, &sr.n_listen);
   sr.instance = s->instance;
   sr.ready = s->ready != 0;
+  wd_region_snap rsnap;
+  wd_bulk_status(s->bulk, &sr, &rsnap);
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_STATUS;
   r.status = &sr;
   wd_reply(c, &r);
+  wd_region_snap_free(&rsnap);
 out:
   free(ds);
   free(dp);

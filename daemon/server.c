@@ -88,9 +88,11 @@ static void sv_wake_cb(uv_async_t *h)
   for (wd_req *c = in, *nx; c != NULL; c = nx) {
     nx = c->next;
     if (s->closed) {  /* drained after close: nobody to answer */
-      if (c->state != RQ_RETIRE)
+      if (c->state != RQ_RETIRE && c->msg != NULL)
         nng_msg_free(c->msg);
       c->msg = NULL;
+      if (c->state != RQ_RETIRE)
+        wd_req_clear(c);
       continue;
     }
     if (c->state == RQ_RETIRE)
@@ -202,6 +204,9 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   if ((rc = wd_jobs_new(&cfg->limits, s->instance, wd_job_ended, s,
                         &s->jobs)) != 0)
     return wv_seterr(err, rc, NULL);
+  if ((rc = wd_bulk_new(cfg, wd_unpin, s, &s->bulk, err)) != 0 ||
+      (rc = wd_pool_start(cfg->limits.decode_threads, &s->pool, err)) != 0)
+    return rc;
   uv_async_init(loop, &s->wake, sv_wake_cb);
   uv_signal_init(loop, &s->sigint);
   uv_signal_init(loop, &s->sigterm);
@@ -266,11 +271,17 @@ void wd_server_free(wd_server *s)
   if (s == NULL)
     return;
   wd_server_close(s);
+  wd_pool_free(s->pool);
+  /* before the devices go: a region released here may ask its device to
+   * unpin it */
+  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
+    wd_req_clear(c);
   for (size_t i = 0; i < s->n_devs; i++)
     wd_device_free(s->devs[i]);
   free(s->devs);
   free(s->preps);
   wd_front_free(s);
+  wd_bulk_free(s->bulk);
   wd_jobs_free(s->jobs);
   pthread_mutex_destroy(&s->mu);
   free(s);

@@ -14,7 +14,9 @@
 #include <protobuf-c/protobuf-c.h>
 #include <uv.h>
 
+#include "daemon/bulk.h"
 #include "daemon/config.h"
+#include "daemon/decode.h"
 #include "daemon/device.h"
 #include "daemon/hashjob.h"
 #include "daemon/listen.h"
@@ -53,6 +55,10 @@ struct wd_req {
   uint64_t seg_offset;     /* the parked request's segment page */
   uint32_t seg_limit;
   wd_req *wait_next;
+  wd_pool_item item;       /* decode thread hand-off (daemon/decode.h) */
+  int dec_code;            /* the decode failed: this error ... */
+  char dec_msg[200];       /* ... with this message */
+  wd_bulk_req bulk;        /* framed, stream and region parts (bulk.h) */
 };
 
 struct wd_server {
@@ -62,6 +68,8 @@ struct wd_server {
   wd_device **devs;
   size_t n_devs;
   wd_jobs *jobs;
+  wd_pool *pool;           /* decode threads */
+  wd_bulk *bulk;           /* regions and streams */
   uint64_t instance;       /* random per start (getrandom) */
   wd_prep *preps;          /* n_devs * packs->n */
   size_t preps_left;       /* not yet come back */
@@ -99,10 +107,13 @@ void wd_front_recv(wd_req *c);                    /* back to receiving */
 void wd_front_retire(wd_req *c);                  /* loop: close and free */
 void wd_front_close(wd_server *s);
 void wd_front_free(wd_server *s);
+void wd_front_inbox(wd_server *s, wd_req *c);     /* any thread: to the loop */
 void wd_req_clear(wd_req *c);
 
 /* dispatch.c */
+void wd_decode_cb(wd_pool_item *it);              /* decode thread, then loop */
 void wd_dispatch(wd_req *c);
+void wd_unpin(void *arg, wd_region *r, unsigned slot);  /* region.h's */
 void wd_job_ended(void *arg, wd_hjob *j);         /* answer its waiters */
 void wd_unpark(wd_req *c);
 void wd_answer_parked(wd_server *s);              /* stop: answer them all */

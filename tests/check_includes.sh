@@ -21,7 +21,7 @@ for h in "$dir"/*.h; do
     fail=1
   fi
 done
-if grep -nE -- '->(open|close|caps|reduce|hash_prepare|hash_prepare_step|hash|hash_batch)\(' "$dir"/*.c; then
+if grep -nE -- '->(open|close|caps|reduce|hash_prepare|hash_prepare_step|hash|hash_batch|host_register|host_unregister)\(' "$dir"/*.c; then
   echo "a backend slot is called from daemon/ (use workers/wvdev.h)"
   fail=1
 fi

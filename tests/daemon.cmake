@@ -16,6 +16,14 @@ add_dependencies(test_service wavedd)
 target_compile_definitions(test_service PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# Framed requests, streams and shared-memory regions (docs/protocol.md),
+# against the real daemon through libwaveclient and raw nng.
+wave_test(test_bulk SOURCES test_bulk.c daemon_harness.c
+  LIBS waveclient wvbase wvreduce nng::nng)
+add_dependencies(test_bulk wavedd)
+target_compile_definitions(test_bulk PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # hash jobs over several devices and the lifecycle promises (test_jobs.c)
 wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)

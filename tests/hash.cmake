@@ -8,3 +8,9 @@ wave_test(test_hash SOURCES test_hash.c LIBS wvworkers)
 # it on a machine without the memory.
 wave_test(test_hash_main SOURCES test_hash_main.c LIBS wvworkers)
 set_tests_properties(test_hash_main PROPERTIES LABELS main-pack TIMEOUT 300)
+
+# The per-pack CUDA kernels compile (NVRTC, no GPU needed): a folder of its
+# own, so that CUDA is enabled for that test only.
+if(WAVE_CUDA)
+  add_subdirectory(cuda)
+endif()

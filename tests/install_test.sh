@@ -9,6 +9,8 @@
 # line is the only change; `--check-config` runs on the file as installed.
 # (tests/container/ runs the unit, unchanged, under systemd.)
 set -euo pipefail
+# a command that fails under set -e says where, not just the exit status
+trap 'echo "install_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d /tmp/wave-install.XXXXXX)
 pid=""

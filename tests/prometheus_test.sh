@@ -5,6 +5,8 @@
 # page.  Exit 77 (skipped) only where prometheus/promtool/curl are not
 # installed (.ci/deps.sh installs them).
 set -euo pipefail
+# a command that fails under set -e says where, not just the exit status
+trap 'echo "prometheus_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build=$(cd "$1" && pwd)
 for t in prometheus promtool curl; do
   command -v $t >/dev/null || { echo "prometheus_test: no $t: skipped"; exit 77; }

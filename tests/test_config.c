@@ -87,7 +87,7 @@ START_TEST(defaults)
   ck_assert_uint_eq(c->ipc_mode, 0);
   ck_assert_int_eq(c->log_level, WD_LOG_INFO);
   ck_assert_uint_eq(c->limits.max_request_bytes, 64ull << 20);
-  ck_assert_uint_eq(c->limits.max_job_rows, 1ull << 24);
+  ck_assert_uint_eq(c->limits.max_job_rows, 1ull << 28);
   ck_assert_uint_eq(c->limits.jobs_in_flight, 64);
   ck_assert_uint_eq(c->limits.contexts, 64);
   ck_assert_uint_eq(c->limits.max_outputs, 65536);

@@ -63,3 +63,11 @@ endforeach()
 # device flushes subnormals (shaders/fadd.glsl), against the CPU's IEEE adds.
 wave_test(test_fadd SOURCES test_fadd.c)
 target_compile_options(test_fadd PRIVATE -ffp-contract=off)
+
+# A region reduction on cpu + vulkan (lavapipe) with the bits of the message
+# and stream jobs (tests/test_bulk.c, case vulkan).
+if(TARGET test_bulk)
+  add_test(NAME test_bulk_vulkan COMMAND test_bulk)
+  set_tests_properties(test_bulk_vulkan PROPERTIES ENVIRONMENT
+    "${WV_LVP_ENV};MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256;WAVE_BULK_VULKAN=1;CK_RUN_CASE=vulkan;WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};WAVE_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=600")
+endif()

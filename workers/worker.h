@@ -123,6 +123,15 @@ typedef struct wv_backend {
    * hash.h); NULL = the host folds hash()'s outputs (wv_hash_run_batch). */
   int (*hash_batch)(wv_device *dev, const struct wv_pack *pack,
                     struct wv_hash_batch *batch, wave_error *err);
+  /* Optional.  Pin [ptr, ptr + bytes) of host memory (a shared-memory
+   * region, mapped read-only) for DMA, so that reductions whose spans lie
+   * in it are sent without a staging copy; NULL = the device reads host
+   * memory as it is (CPU) or stages it.  A refusal is not a device fault:
+   * the region is then used unpinned.  host_unregister undoes it before the
+   * memory is unmapped.  Device thread only. */
+  int (*host_register)(wv_device *dev, const void *ptr, size_t bytes,
+                       wave_error *err);
+  void (*host_unregister)(wv_device *dev, const void *ptr);
 } wv_backend;
 
 /* The registry (workers/registry.c): the backends built into this binary,

@@ -79,3 +79,24 @@ int wv_dev_hash_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
 {
   return wv_hash_run_batch(be, dev, p, b, scratch, err);
 }
+
+int wv_dev_can_pin(const wv_backend *be)
+{
+  return be != NULL && be->host_register != NULL;
+}
+
+int wv_dev_host_register(const wv_backend *be, wv_device *dev, const void *ptr,
+                         size_t bytes, wave_error *err)
+{
+  if (!wv_dev_can_pin(be) || dev == NULL)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not pin host "
+                     "memory", be ? be->name : "?");
+  return be->host_register(dev, ptr, bytes, err);
+}
+
+void wv_dev_host_unregister(const wv_backend *be, wv_device *dev,
+                            const void *ptr)
+{
+  if (be != NULL && be->host_unregister != NULL && dev != NULL)
+    be->host_unregister(dev, ptr);
+}

@@ -39,6 +39,15 @@ int wv_dev_selfcheck(const wv_backend *be, wv_device *dev, const wv_pack *p,
 int wv_dev_hash_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
                       wv_hash_batch *b, uint64_t *scratch, wave_error *err);
 
+/* Shared-memory regions (host_register): the backend pins host memory;
+ * without the slot, WAVE_EUNSUPPORTED (the region is used unpinned).
+ * Unregister is a no-op without the slot, the backend or the device. */
+int wv_dev_can_pin(const wv_backend *be);
+int wv_dev_host_register(const wv_backend *be, wv_device *dev, const void *ptr,
+                         size_t bytes, wave_error *err);
+void wv_dev_host_unregister(const wv_backend *be, wv_device *dev,
+                            const void *ptr);
+
 /* "lanes", "shuffle", "local", or "none". */
 const char *wv_exchange_name(wv_exchange x);
 

@@ -4,9 +4,13 @@
  *   wvbench-gpu-hash [PACK_DIR]     (default $WAVE_SOURCE_DIR/config/packs,
  *                                    else ./config/packs)
  *   wvbench-gpu-hash PACK_DIR --profile   one main-pack kernel of 2^24
- *                                    nonces, for Nsight Compute (ncu)
+ *                                    nonces, for Nsight Compute (ncu): the
+ *                                    NVRTC kernel, the interpreter with
+ *                                    WAVE_CUDA_NVRTC=0
  *
- * For each exchange path (shuffle, local): every pack's known-answer
+ * For each kernel (the interpreter k_hash, and the pack's own kernel compiled
+ * by NVRTC, gpu_jit.cu, with the rounds unrolled or in a loop) and each
+ * exchange path (shuffle, local): every pack's known-answer
  * self-check (wv_pack_selfcheck: vectors, a partial unit, the batch
  * fingerprint), then hashes per second on the pack "main" (1 GiB dataset):
  * kernel only (CUDA events, outputs left on the device) and end to end
@@ -15,7 +19,7 @@
  * loads per second; divided by the loads one hash makes (rounds x loads per
  * program) it is the hash rate no kernel can beat.
  *
- * Then, on the device's own exchange path, 2^26, 2^27 and 2^28 nonces of
+ * Then, on the device's own exchange path, for both kernels, 2^26, 2^27 and 2^28 nonces of
  * main: the kernel alone beside hash_batch (kernel + device fold into
  * 2^13-nonce segment fingerprints, winners and best + copy-back, host
  * clock), and hash_batch at s = 20; the 2^26 batch's results are checked
@@ -234,22 +238,45 @@ int main(int argc, char **argv)
   uint64_t *h_out = (uint64_t *)malloc(N * 8), *d_out;
   CHECK(cudaMalloc((void **)&d_out, N * 8));
 
-  brow brows[4];
-  int nbrows = 0;
+  /* The kernels side by side: WAVE_CUDA_NVRTC(_UNROLL) as hash_init reads
+   * them at open. */
+  struct kcfg {
+    const char *exchange, *kernel, *nvrtc, *unroll, *minblocks;
+    int batches;
+  };
+  static const kcfg kc[] = {
+      {"auto", "interpreter", "0", "1", "0", 1},
+      {"auto", "nvrtc", "1", "1", "0", 1},
+      {"auto", "nvrtc, round loop", "1", "0", "0", 0},
+      {"auto", "nvrtc, 10 blocks/SM", "1", "1", "10", 0},
+      {"auto", "nvrtc, round loop, 12 blocks/SM", "1", "0", "12", 0},
+      {"local", "interpreter", "0", "1", "0", 0},
+      {"local", "nvrtc", "1", "1", "0", 0},
+  };
+  const int NK = (int)(sizeof kc / sizeof kc[0]);
+  struct bset {
+    const char *kernel;
+    brow b[4];
+    int n;
+  } bsets[2];
+  int nbsets = 0;
   struct row {
-    const char *path;
-    double kernel, e2e;
+    const char *path, *kernel;
+    double kernel_rate, e2e;
     int selfcheck_ok;
     char exch[16], reason[200];
     uint64_t batch;
-  } rows[2];
+  } rows[NK];
   int fails = 0;
-  for (int x = 0; x < 2; x++) {
+  for (int x = 0; x < NK; x++) {
     wv_device_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.name = "cuda0";
     cfg.backend = "cuda";
-    cfg.exchange = x == 0 ? "auto" : "local";
+    cfg.exchange = kc[x].exchange;
+    setenv("WAVE_CUDA_NVRTC", kc[x].nvrtc, 1);
+    setenv("WAVE_CUDA_NVRTC_UNROLL", kc[x].unroll, 1);
+    setenv("WAVE_CUDA_NVRTC_MINBLOCKS", kc[x].minblocks, 1);
     wv_device *dev;
     if (wv_cuda_backend.open(&cfg, &dev, &err) != 0) {
       fprintf(stderr, "open: %s\n", err.message);
@@ -257,14 +284,15 @@ int main(int argc, char **argv)
     }
     row *r = &rows[x];
     r->path = cfg.exchange;
+    r->kernel = kc[x].kernel;
     r->selfcheck_ok = 1;
     for (int i = 0; i < 3; i++) {
       char detail[256];
       double t0 = now();
       int rv = wv_pack_selfcheck(&wv_cuda_backend, dev, packs[i], detail,
                                  sizeof detail, &err);
-      printf("exchange %s: pack %-6s self-check %s (%.2f s): %s\n",
-             cfg.exchange, names[i], rv == 0 ? "ok" : "FAILED", now() - t0,
+      printf("exchange %s, %s: pack %-6s self-check %s (%.2f s): %s\n",
+             cfg.exchange, kc[x].kernel, names[i], rv == 0 ? "ok" : "FAILED", now() - t0,
              rv == 0 ? detail : err.message);
       if (rv != 0) {
         r->selfcheck_ok = 0;
@@ -279,6 +307,14 @@ int main(int argc, char **argv)
     printf("caps: %s; exchange %s (%s); hash_batch %llu\n", caps.description,
            caps.exchange, caps.exchange_reason,
            (unsigned long long)caps.hash_batch);
+    /* A row that asked for NVRTC must have got it. */
+    if (strcmp(kc[x].nvrtc, "0") != 0 &&
+        strstr(caps.exchange_reason, "kernel: nvrtc") == NULL) {
+      printf("%s: the NVRTC kernel was asked for but not used\n",
+             kc[x].kernel);
+      r->selfcheck_ok = 0;
+      fails++;
+    }
 
     gdev *g = (gdev *)dev;
     for (int i = 0; i < 3; i++) {
@@ -290,10 +326,11 @@ int main(int argc, char **argv)
         CHECK(cudaStreamSynchronize(g->compute));
       });
       double rate = N / (ms * 1e-3);
-      printf("exchange %s: pack %-6s kernel %.2f ms for 2^25 nonces: %.1f M "
-             "hashes/s\n", cfg.exchange, names[i], ms, rate / 1e6);
+      printf("exchange %s, %s: pack %-6s kernel %.2f ms for 2^25 nonces: "
+             "%.1f M hashes/s\n", cfg.exchange, kc[x].kernel, names[i], ms,
+             rate / 1e6);
       if (i == 2)
-        r->kernel = rate;
+        r->kernel_rate = rate;
     }
     /* End to end: the backend's hash(), outputs into host memory. */
     std::vector<double> t;
@@ -313,16 +350,20 @@ int main(int argc, char **argv)
       uint64_t i = (k * 0x9e3779b97f4a7c15ull) % N, want;
       if (wv_hash_verify(mainp, 1000 + i, &want, &err) != 0 ||
           want != h_out[i]) {
-        printf("exchange %s: nonce %llu differs from the CPU\n",
-               cfg.exchange, (unsigned long long)(1000 + i));
+        printf("exchange %s, %s: nonce %llu differs from the CPU\n",
+               cfg.exchange, kc[x].kernel, (unsigned long long)(1000 + i));
         fails++;
         break;
       }
     }
-    printf("exchange %s: pack main end to end %.1f M hashes/s\n",
-           cfg.exchange, r->e2e / 1e6);
-    if (x == 0)
-      fails += bench_batches(dev, mainp, brows, &nbrows);
+    printf("exchange %s, %s: pack main end to end %.1f M hashes/s\n",
+           cfg.exchange, kc[x].kernel, r->e2e / 1e6);
+    if (kc[x].batches) {
+      bset *bs = &bsets[nbsets++];
+      bs->kernel = kc[x].kernel;
+      bs->n = 0;
+      fails += bench_batches(dev, mainp, bs->b, &bs->n);
+    }
     wv_cuda_backend.close(dev);
   }
 
@@ -348,25 +389,35 @@ int main(int argc, char **argv)
   printf("|---|---|---|---|\n");
   printf("| random-load roofline | %.1f | %.1f | 1.00 |\n", roof / 1e6,
          lps / 1e9);
-  for (int x = 0; x < 2; x++) {
+  for (int x = 0; x < NK; x++) {
     const row *r = &rows[x];
-    printf("| %s (%s), kernel | %.1f | %.1f | %.2f |\n", r->exch, r->path,
-           r->kernel / 1e6, r->kernel * loads_per_hash / 1e9,
-           r->kernel / roof);
-    printf("| %s (%s), end to end | %.1f | | %.2f |\n", r->exch, r->path,
-           r->e2e / 1e6, r->e2e / roof);
+    printf("| %s (%s), %s, kernel | %.1f | %.1f | %.2f |\n", r->exch,
+           r->path, r->kernel, r->kernel_rate / 1e6,
+           r->kernel_rate * loads_per_hash / 1e9, r->kernel_rate / roof);
+    printf("| %s (%s), %s, end to end | %.1f | | %.2f |\n", r->exch, r->path,
+           r->kernel, r->e2e / 1e6, r->e2e / roof);
   }
-  for (int i = 0; i < nbrows; i++) {
-    const brow *b = &brows[i];
-    printf("| %s, 2^%u nonces, kernel | %.1f | | %.2f |\n", rows[0].exch,
-           b->log2n, b->kernel / 1e6, b->kernel / roof);
-    printf("| %s, 2^%u nonces, hash_batch s=%u | %.1f | | %.2f (%.3f of "
-           "the kernel) |\n", rows[0].exch, b->log2n, b->s, b->batch / 1e6,
-           b->batch / roof, b->batch / b->kernel);
-  }
-  printf("self-checks: %s; hash_batch %llu (%s)\n",
-         rows[0].selfcheck_ok && rows[1].selfcheck_ok ? "all ok" : "FAILED",
-         (unsigned long long)rows[0].batch, rows[0].reason);
+  for (int k = 0; k < nbsets; k++)
+    for (int i = 0; i < bsets[k].n; i++) {
+      const brow *b = &bsets[k].b[i];
+      printf("| %s, %s, 2^%u nonces, kernel | %.1f | | %.2f |\n",
+             rows[0].exch, bsets[k].kernel, b->log2n, b->kernel / 1e6,
+             b->kernel / roof);
+      printf("| %s, %s, 2^%u nonces, hash_batch s=%u | %.1f | | %.2f (%.3f "
+             "of the kernel) |\n", rows[0].exch, bsets[k].kernel, b->log2n,
+             b->s, b->batch / 1e6, b->batch / roof, b->batch / b->kernel);
+    }
+  int all_ok = 1;
+  for (int x = 0; x < NK; x++)
+    all_ok &= rows[x].selfcheck_ok;
+  printf("self-checks: %s; hash_batch %llu\n", all_ok ? "all ok" : "FAILED",
+         (unsigned long long)rows[0].batch);
+  for (int x = 0; x < NK; x++)
+    printf("kernel %s/%s: %s\n", rows[x].path, rows[x].kernel,
+           rows[x].reason);
+  if (rows[1].kernel_rate > 0 && rows[0].kernel_rate > 0)
+    printf("nvrtc / interpreter, shuffle path, kernel: %.3f\n",
+           rows[1].kernel_rate / rows[0].kernel_rate);
   for (int i = 0; i < 3; i++)
     wv_pack_free(packs[i]);
   printf("hash bench: %s\n", fails ? "FAILURES" : "ok");

@@ -77,6 +77,69 @@ typedef struct wave_reduce_result {
 WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
                          wave_reduce_result *res, wave_error *err);
 
+/* Inputs above 16 MiB in total are sent as a stream of pieces (StreamOpen,
+ * StreamPut, StreamCommit; docs/protocol.md "Streams"), on any transport:
+ * sizes up to the daemon's limits.max_job_rows work with no giant message,
+ * and an over-large job is refused before its rows travel. */
+
+/* ---- shared-memory regions (same host, ipc) ---------------------------- */
+
+/* A region is a memfd sealed against shrinking and growing, mapped
+ * read-write here.  Fill it (wave_region_data, wave_region_read_fd), then
+ * register it with a daemon over ipc (the daemon must allow it:
+ * allow_client_shm) and reduce extents of it: the daemon reads the rows in
+ * place, with no copy and no message of their size.  The daemon drops the
+ * registration when the client disconnects; wave_region_close unmaps and
+ * closes here.  Rows written while a reduction runs give an unspecified
+ * result, never a crash. */
+typedef struct wave_region wave_region;
+
+WAVE_API int wave_region_create(wave_region **out, size_t bytes,
+                                const char *name, wave_error *err);
+WAVE_API void wave_region_close(wave_region *r);
+WAVE_API void *wave_region_data(wave_region *r);
+WAVE_API size_t wave_region_size(const wave_region *r);
+/* The memfd (sealed: it cannot be shrunk or grown, only written). */
+WAVE_API int wave_region_fd(const wave_region *r);
+/* Read up to bytes from fd (at its position) into the region at offset;
+ * *got (may be NULL) receives how many were read before end of file. */
+WAVE_API int wave_region_read_fd(wave_region *r, size_t offset, int fd,
+                                 size_t bytes, size_t *got, wave_error *err);
+/* Register with the daemon of c; the id the daemon gave it. */
+WAVE_API int wave_region_register(wave_client *c, wave_region *r,
+                                  wave_error *err);
+WAVE_API int wave_region_unregister(wave_client *c, wave_region *r,
+                                    wave_error *err);
+WAVE_API uint64_t wave_region_id(const wave_region *r);
+/* A region the daemon reads into its own memory, now, from the regular
+ * file open at fd (owned by this user; bytes 0: all of it): one read from
+ * the page cache, with no memory of ours, and a snapshot (later writes to
+ * the file do not reach it).  Reduce it like any region; its data here is
+ * NULL.  wave_region_close forgets it (fd stays the caller's). */
+WAVE_API int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
+                                 const char *name, wave_region **out,
+                                 wave_error *err);
+
+typedef struct wave_extent {
+  const wave_region *region; /* registered with the client it is used on */
+  size_t offset;
+  size_t bytes;              /* a multiple of 4 */
+} wave_extent;
+
+typedef struct wave_region_reduce {
+  wave_dtype dtype;
+  wave_op op;
+  const wave_extent *input;  /* chunks, in order */
+  size_t n_input;
+  const wave_extent *mask;   /* used when has_mask */
+  size_t n_mask;
+  int has_mask;
+  const char *device;
+} wave_region_reduce;
+
+WAVE_API int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
+                                wave_reduce_result *res, wave_error *err);
+
 /* ---- status ----------------------------------------------------------- */
 
 typedef struct wave_pack_check {

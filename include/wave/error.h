@@ -33,7 +33,7 @@ extern "C" {
   X(PACK,       15, "unknown program pack")                                    \
   X(PACKFILE,   16, "malformed program pack")                                  \
   X(SELFCHECK,  17, "device failed the pack's known-answer self-check")        \
-  X(RANGE,      18, "invalid nonce range")                                     \
+  X(RANGE,      18, "value or range out of bounds")                            \
   X(NOJOB,      19, "no such job")                                             \
   X(CANCELLED,  20, "job cancelled")                                           \
   X(MISMATCH,   21, "device result failed CPU verification")                   \
@@ -43,7 +43,9 @@ extern "C" {
   X(TIMEDOUT,   25, "timed out")                                               \
   X(SHUTDOWN,   26, "daemon is shutting down")                                 \
   X(INTERNAL,   27, "internal error")                                          \
-  X(ARG,        28, "invalid argument")
+  X(ARG,        28, "invalid argument")                                        \
+  X(REGION,     29, "shared-memory region refused")                            \
+  X(INCOMPLETE, 30, "streamed job is missing pieces")
 
 typedef enum wave_err {
 #define WAVE_ERR_ENUM_(name, num, msg) WAVE_E##name = (num),

@@ -16,6 +16,8 @@
 # a sleep standing in for one.  Exit 77 (skipped) only without podman or
 # root (.ci/deps.sh installs podman; CI runs as root).
 set -euo pipefail
+# a command that fails under set -e says where, not just the exit status
+trap 'echo "container_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 command -v podman >/dev/null || { echo "container_test: no podman: skipped"; exit 77; }
@@ -128,9 +130,7 @@ pm rm -f "$wd" >/dev/null
 pm run -d --name "$wd" --network "$net" "${ro[@]}" "$img" sleep 600 >/dev/null
 ip=$(pm inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$wd")
 url=tcp://$ip:5555
-set +e
-out=$(ctl --timeout 30000 status 2>&1); rc=$?
-set -e
+out=$(ctl --timeout 30000 status 2>&1) && rc=0 || rc=$?
 [ $rc -eq 3 ] && echo "$out" | grep -q 'connection refused' ||
   fail "no daemon: exit $rc, $out"
 pm rm -f -t 0 "$wd" >/dev/null

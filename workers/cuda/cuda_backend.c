@@ -16,5 +16,7 @@ const wv_backend wv_cuda_backend = {
   .reduce = wv_cuda_reduce,
   .hash_prepare = wv_cuda_hash_prepare,
   .hash = wv_cuda_hash,
+  .host_register = wv_cuda_host_register,
+  .host_unregister = wv_cuda_host_unregister,
   .hash_batch = wv_cuda_hash_batch,
 };

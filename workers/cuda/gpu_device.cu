@@ -613,8 +613,8 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
            g->local ? "local" : "shuffle");
   caps->exchange_mode = g->local ? WV_EXCHANGE_LOCAL : WV_EXCHANGE_SHUFFLE;
   caps->reverify = 1;
-  snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
-           g->exchange_reason);
+  snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",
+           g->exchange_reason, g->jit_note);
   caps->hash_batch = hash_batch(g);
 }
 
@@ -635,4 +635,32 @@ extern "C" int WVG_C(hash)(wv_device *dev, const struct wv_pack *pack,
                            wave_error *err)
 {
   return hash_run((gdev *)dev, pack, nonce, count, out, err);
+}
+
+/* Shared-memory regions (worker.h host_register): pinned in place, so the
+ * reduction's gather sees pinned spans (is_pinned) and sends them straight
+ * from the region, without the staging copy.  The mapping is read-only,
+ * hence cudaHostRegisterReadOnly.  A refusal is not a device fault. */
+extern "C" int WVG_C(host_register)(wv_device *dev, const void *ptr,
+                                    size_t bytes, wave_error *err)
+{
+  gdev *g = (gdev *)dev;
+  cudaError_t e = cudaSetDevice(g->index);
+  if (e == cudaSuccess)
+    e = cudaHostRegister((void *)ptr, bytes,
+                         cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return wv_seterr(err, WAVE_EARG, "%s: cudaHostRegister of %zu bytes: %s",
+                     WVG_VENDOR, bytes, cudaGetErrorString(e));
+  }
+  return 0;
+}
+
+extern "C" void WVG_C(host_unregister)(wv_device *dev, const void *ptr)
+{
+  gdev *g = (gdev *)dev;
+  if (cudaSetDevice(g->index) != cudaSuccess ||
+      cudaHostUnregister((void *)ptr) != cudaSuccess)
+    (void)cudaGetLastError();
 }

@@ -20,8 +20,14 @@
  * spot-checked against the CPU's wv_item_from_cache() before first use.
  * Outputs go to the host through the pinned staging slots in sub-batches,
  * the copy of one overlapping the hashing of the next.
+ *
+ * hash_prepare also compiles the pack's own kernel (gpu_jit.cu: straight-
+ * line code, registers in registers; 1.26x this one on the H200) and,
+ * once it gives k_hash's outputs, hash_launch runs that instead; k_hash is
+ * the fallback (no libnvrtc, HIP, WAVE_CUDA_NVRTC=0, a failed compile).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <vector>
@@ -230,6 +236,24 @@ void hash_init(gdev *g, const wv_device_config *cfg)
   g->group_units = cfg->group_units > 0 ? cfg->group_units : 4;
   if (g->group_units > 32)
     g->group_units = 32;
+  /* Per-pack kernels: on unless WAVE_CUDA_NVRTC=0 (docs/backends.md);
+   * WAVE_CUDA_NVRTC_UNROLL=0 keeps a loop over the rounds;
+   * WAVE_CUDA_NVRTC_MINBLOCKS=B asks ptxas for B resident blocks per SM. */
+  const char *jv = getenv("WAVE_CUDA_NVRTC");
+  const char *ju = getenv("WAVE_CUDA_NVRTC_UNROLL");
+  const int want_jit = !(jv != NULL && strcmp(jv, "0") == 0);
+  g->jit = want_jit && jit_available();
+  g->jit_unroll = !(ju != NULL && strcmp(ju, "0") == 0);
+  const char *jm = getenv("WAVE_CUDA_NVRTC_MINBLOCKS");
+  g->jit_minblocks = jm != NULL ? (unsigned)strtoul(jm, NULL, 10) : 0;
+  if (g->jit_minblocks > 32)
+    g->jit_minblocks = 32;
+  if (g->jit)
+    snprintf(g->jit_note, sizeof g->jit_note,
+             "kernel: nvrtc per pack (none prepared yet)");
+  else
+    snprintf(g->jit_note, sizeof g->jit_note, "kernel: interpreter (%s)",
+             !want_jit ? "WAVE_CUDA_NVRTC=0" : jit_missing());
   if (strcmp(want, "local") == 0) {
     g->local = 1;
     snprintf(g->exchange_reason, sizeof g->exchange_reason,
@@ -251,9 +275,11 @@ void hash_init(gdev *g, const wv_device_config *cfg)
 void hash_fini(gdev *g)
 {
   seg_fini(g);
-  for (int i = 0; i < g->npacks; i++)
+  for (int i = 0; i < g->npacks; i++) {
     if (g->packs[i].d_dataset != NULL)
       (void)cudaFree(g->packs[i].d_dataset);
+    jit_free(g->packs[i].jit);
+  }
   g->npacks = 0;
   g->loaded = NULL;
 }
@@ -306,6 +332,13 @@ static int hash_launch(gdev *g, const hpack *hp, uint64_t nonce,
   if (blocks > 0x7fffffffu)
     return wv_seterr(err, WAVE_ERANGE, "hash batch too large");
   const uint64_t *d = hp->d_dataset;
+  if (hp->jit != NULL) {
+    const unsigned jt = 32u * g->group_units;
+    const uint64_t jb = (nunits * 32 + jt - 1) / jt;
+    CK(jit_launch(hp->jit, (unsigned)jb, jt, g->local ? 2u * jt * 8 : 0,
+                  g->compute, d, u0, nunits, nonce, count, d_out));
+    return 0;
+  }
   dim3 grid((unsigned)blocks);
   if (g->local) {
     if (p->closed)
@@ -419,6 +452,47 @@ static int hash_load(gdev *g, const wv_pack *p, wave_error *err)
   return 0;
 }
 
+/* The freshly built kernel of hp against the interpreter on 4096 nonces
+ * from an unaligned start: *ok stays 1 when they agree, else 0 with the
+ * reason in why (a launch the runtime refuses counts as a disagreement).
+ * Device faults are errors. */
+static int jit_crosscheck(gdev *g, hpack *hp, int *ok, char *why,
+                          size_t whylen, wave_error *err)
+{
+  const uint64_t at = 1000003, cnt = 4096;
+  uint64_t *d = (uint64_t *)g->slots[0].d;
+  std::vector<uint64_t> a(cnt), b(cnt);
+  CK(cudaEventSynchronize(g->slots[0].copied));
+  CK(cudaEventSynchronize(g->slots[0].done));
+  int rv = hash_launch(g, hp, at, cnt, d, err);
+  if (rv != 0) {
+    (void)cudaGetLastError();
+    snprintf(why, whylen, "launch: %.150s", err->message);
+    *ok = 0;
+    return 0;
+  }
+  CK(cudaMemcpyAsync(a.data(), d, cnt * 8, cudaMemcpyDeviceToHost,
+                     g->compute));
+  CK(cudaStreamSynchronize(g->compute));
+  hjit *j = hp->jit;
+  hp->jit = NULL;
+  rv = hash_launch(g, hp, at, cnt, d, err);
+  hp->jit = j;
+  if (rv != 0)
+    return rv;
+  CK(cudaMemcpyAsync(b.data(), d, cnt * 8, cudaMemcpyDeviceToHost,
+                     g->compute));
+  CK(cudaStreamSynchronize(g->compute));
+  for (uint64_t i = 0; i < cnt; i++)
+    if (a[i] != b[i]) {
+      snprintf(why, whylen, "differs from the interpreter at nonce %llu",
+               (unsigned long long)(at + i));
+      *ok = 0;
+      return 0;
+    }
+  return 0;
+}
+
 int hash_prepare(gdev *g, const wv_pack *p, wave_error *err)
 {
   if (hash_find(g, p) != NULL)
@@ -435,13 +509,14 @@ int hash_prepare(gdev *g, const wv_pack *p, wave_error *err)
       if (g->loaded == g->packs[i].pack)
         g->loaded = NULL;
       (void)cudaFree(g->packs[i].d_dataset);
+      jit_free(g->packs[i].jit);
       g->packs[i] = g->packs[--g->npacks];
       break;
     }
   if (g->npacks == (int)(sizeof g->packs / sizeof g->packs[0]))
     return wv_seterr(err, WAVE_ENOMEM, "pack %s: too many packs on %s",
                      p->name, WVG_VENDOR);
-  hpack hp = {p, NULL};
+  hpack hp = {p, NULL, NULL};
   if (!p->closed) {
     const uint64_t *cache;
     int rv = wv_pack_cache_get(p, &cache, err);
@@ -488,12 +563,35 @@ int hash_prepare(gdev *g, const wv_pack *p, wave_error *err)
     g->packs[g->npacks++] = hp;
   }
 
-  /* Measure this pack's rate once (2^21 nonces) so that the batch size
-   * keeps a batch near 100 ms; the slowest pack sets it. */
-  const hpack *php = hash_find(g, p);
+  hpack *php = hash_find(g, p);
   int rv = hash_load(g, p, err);
   if (rv != 0)
     return rv;
+  /* The pack's own kernel, cached with the pack, once it gives the
+   * interpreter's outputs; else the interpreter runs the pack and the
+   * device says why. */
+  if (g->jit) {
+    char why[200];
+    int ok = jit_build(g, p, 32u * g->group_units, &php->jit, why,
+                       sizeof why) == 0;
+    if (ok && (rv = jit_crosscheck(g, php, &ok, why, sizeof why, err)) != 0)
+      return rv;
+    if (ok) {
+      /* A fallback note stays until the device closes. */
+      if (!g->jit_fell_back)
+        snprintf(g->jit_note, sizeof g->jit_note,
+                 "kernel: nvrtc (%d packs, last %.40s)", ++g->jit_packs,
+                 p->name);
+    } else {
+      g->jit_fell_back = 1;
+      jit_free(php->jit);
+      php->jit = NULL;
+      snprintf(g->jit_note, sizeof g->jit_note,
+               "kernel: interpreter (pack %.40s: %.60s)", p->name, why);
+    }
+  }
+  /* Measure this pack's rate once (2^21 nonces) so that the batch size
+   * keeps a batch near 100 ms; the slowest pack sets it. */
   cudaEvent_t t0, t1;
   CK(cudaEventCreateWithFlags(&t0, cudaEventDefault));
   CK(cudaEventCreateWithFlags(&t1, cudaEventDefault));

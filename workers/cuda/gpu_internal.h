@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string>
+
 #include "workers/cuda/gpu.h"
 
 extern "C" {
@@ -168,11 +170,13 @@ struct copy_pool {
 };
 
 struct hseg;                  /* gpu_seg.cu: the device fold's buffers */
+struct hjit;                  /* gpu_jit.cu: a pack's compiled kernel */
 
 /* A pack made ready on this device by hash_prepare. */
 struct hpack {
   const struct wv_pack *pack;
   uint64_t *d_dataset;        /* NULL for closed packs */
+  hjit *jit;                  /* the pack's own kernel, NULL: interpreter */
 };
 
 struct gdev {
@@ -196,6 +200,11 @@ struct gdev {
   int npacks;
   const struct wv_pack *loaded; /* program now in constant memory */
   double hash_rate;           /* measured hashes per second, 0 = unknown */
+  int jit;                    /* compile a kernel per pack (gpu_jit.cu) */
+  int jit_unroll;             /* ... with the rounds unrolled too */
+  unsigned jit_minblocks;     /* __launch_bounds__ min blocks, 0 = none */
+  char jit_note[160];         /* which kernel the packs got */
+  int jit_packs, jit_fell_back;
   hseg *seg;                  /* NULL until the first hash_batch */
 };
 
@@ -222,6 +231,27 @@ int hash_device(gdev *g, const struct wv_pack *pack, uint64_t nonce,
 int hash_fold_batch(gdev *g, const struct wv_pack *pack,
                     struct wv_hash_batch *b, wave_error *err);
 void seg_fini(gdev *g);     /* from hash_fini */
+
+/* Per-pack kernels (gpu_jit.cu).  jit_build: compile pack p for g's
+ * architecture and exchange path, blocks of `threads` threads; 0, or -1
+ * with the reason in why (the caller falls back to the interpreter). */
+int jit_available(void);      /* libnvrtc found (opened once) */
+const char *jit_missing(void); /* why not, "" when it is */
+#if defined(WV_HAVE_NVRTC) && !defined(WV_GPU_HIP)
+/* The pack's kernel source compiled to a cubin for sm_<major><minor>; needs
+ * no GPU (tests/cuda/test_cuda_jit.cu). */
+int jit_compile(const struct wv_pack *p, int local, unsigned threads,
+                int unroll, unsigned minblocks, int major, int minor,
+                std::string *cubin, char *why, size_t whylen);
+#endif
+int jit_build(gdev *g, const struct wv_pack *p, unsigned threads, hjit **out,
+              char *why, size_t whylen);
+/* k_hash's arguments and launch shape (smem: the local path's X[2][G]). */
+cudaError_t jit_launch(const hjit *j, unsigned blocks, unsigned threads,
+                       size_t smem, cudaStream_t st, const uint64_t *data,
+                       uint64_t u0, uint64_t nunits, uint64_t nonce,
+                       uint64_t count, uint64_t *out);
+void jit_free(hjit *j);
 
 } /* namespace WVG_NS */
 

@@ -14,5 +14,7 @@ const wv_backend wv_hip_backend = {
   .reduce = wv_hip_reduce,
   .hash_prepare = wv_hip_hash_prepare,
   .hash = wv_hip_hash,
+  .host_register = wv_hip_host_register,
+  .host_unregister = wv_hip_host_unregister,
   .hash_batch = wv_hip_hash_batch,
 };

@@ -16,6 +16,7 @@
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess
 #define cudaErrorNotReady hipErrorNotReady
+#define cudaErrorNotSupported hipErrorNotSupported
 #define cudaStream_t hipStream_t
 #define cudaEvent_t hipEvent_t
 #define cudaDeviceProp hipDeviceProp_t
@@ -46,6 +47,17 @@
 #define cudaFree hipFree
 #define cudaHostAlloc hipHostMalloc
 #define cudaFreeHost hipHostFree
+#define cudaHostRegister hipHostRegister
+#define cudaHostUnregister hipHostUnregister
+#define cudaHostRegisterPortable hipHostRegisterPortable
+/* Debian 12's HIP (ROCm 5.2) has no read-only registration flag; newer
+ * ROCm defines hipHostRegisterReadOnly.  Without it a read-only region may
+ * be refused, and a refused region is staged like any host memory. */
+#ifdef hipHostRegisterReadOnly
+#define cudaHostRegisterReadOnly hipHostRegisterReadOnly
+#else
+#define cudaHostRegisterReadOnly hipHostRegisterDefault
+#endif
 #define cudaMemcpy hipMemcpy
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemsetAsync hipMemsetAsync

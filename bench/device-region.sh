@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench/device-region.sh - issue 10 on the GPU machine: a 2^28-row (1 GiB)
+# shared-memory region reduced by wavedd's CUDA device, against a pinned
+# host->device copy measured in the same run (wvbench-gpu-region), and a
+# 1 GiB file reduced by wavectl through a region against `cat FILE`.
+# bench/device-run.sh calls it as its "region" step; alone:
+#
+#   bench/device-region.sh BUILD_DIR OUT_DIR
+#
+# Exit status 0 when the daemon served, the bench's repeats gave the first
+# run's bits, and SIGTERM stopped the daemon with status 0.
+set -uo pipefail
+B=${1:?build folder}
+OUT=${2:?output folder}
+mkdir -p "$OUT"
+sock=/tmp/wavedd-region-$$.sock
+url=ipc://$sock
+cfg=$OUT/region.yaml
+cat >"$cfg" <<CFG
+listen:
+  - $url
+log_level: info
+allow_client_shm: true
+limits:
+  max_job_rows: 268435456
+packs:
+  load: []
+devices:
+  - name: cuda0
+    backend: cuda
+    index: 0
+  - name: cpu0
+    backend: cpu
+CFG
+"$B/wavedd" --config "$cfg" --foreground 2>"$OUT/wavedd-region.log" &
+pid=$!
+for _ in $(seq 1 600); do
+  "$B/wavectl" --url "$url" status >/dev/null 2>&1 && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.1
+done
+fails=0
+"$B/bench/wvbench-gpu-region" "$url" cuda0 28 || fails=$((fails + 1))
+# wavectl through a region (the CUDA device) vs cat of the same file
+f=$OUT/region-1g.raw
+head -c $((1 << 30)) /dev/urandom >"$f"
+cat "$f" >/dev/null
+for i in 1 2 3; do
+  t0=$(date +%s.%N); cat "$f" >/dev/null; t1=$(date +%s.%N)
+  "$B/wavectl" --url "$url" --timeout 120000 submit reduce --dtype u32 \
+    --op sum --device cuda0 --input "$f" >/dev/null || fails=$((fails + 1))
+  t2=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "| wavectl 1 GiB (cuda0) | cat %.3f s | wavectl %.3f s | %.2fx cat |\n", b - a, c - b, (c - b) / (b - a) }'
+done
+rm -f "$f"
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc = 0 ] || { echo "FAIL wavedd exit $rc"; fails=$((fails + 1)); }
+tail -n 5 "$OUT/wavedd-region.log"
+if [ $fails = 0 ]; then echo "ok   region bench"; else echo "FAIL region bench ($fails)"; fi
+exit $((fails > 0))

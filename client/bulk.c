@@ -1,0 +1,444 @@
+/* bulk.c - big reductions in libwaveclient: streams of pieces for any
+ * transport, shared-memory regions for a daemon on the same host.
+ *
+ * Streams (docs/protocol.md "Streams"): StreamOpen announces the job and
+ * learns the piece size; the pieces go as framed StreamPut messages (the
+ * rows after a small header, copied once from the caller's chunks into the
+ * message), WV_CLIENT_STREAM_DEPTH at a time on contexts of their own so
+ * that the link stays busy; StreamCommit runs the job.  A failed piece
+ * aborts the stream (the daemon drops it when the connection goes anyway).
+ *
+ * Regions: a memfd (memfd_create with MFD_ALLOW_SEALING, sized, sealed with
+ * F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL so its size can never change
+ * under the daemon's mapping), mapped here read-write.  nng's ipc cannot
+ * pass descriptors, so registration names it /proc/<pid>/fd/<n>; the
+ * daemon checks that against the connection's peer credentials.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "client/client_int.h"
+#include "proto/base.h"
+#include "wave/client.h"
+
+/* ---- streams ----------------------------------------------------------- */
+
+typedef struct bk_slot {
+  nng_ctx ctx;
+  nng_aio *aio;
+  int open, busy;
+  uint64_t id;
+} bk_slot;
+
+/* Wait for slot's exchange (send done, then the reply). */
+static int bk_finish(wave_client *c, bk_slot *s, wave_error *err)
+{
+  if (!s->busy)
+    return 0;
+  s->busy = 0;
+  nng_aio_wait(s->aio);
+  int rv = nng_aio_result(s->aio);
+  if (rv != 0) {
+    nng_msg_free(nng_aio_get_msg(s->aio));
+    return wv_seterr(err, rv == NNG_ETIMEDOUT ? WAVE_ETIMEDOUT : WAVE_EIO,
+                     "%s: stream piece not sent: %s", wave_client_url(c),
+                     nng_strerror(rv));
+  }
+  nng_ctx_recv(s->ctx, s->aio);
+  nng_aio_wait(s->aio);
+  if ((rv = nng_aio_result(s->aio)) != 0)
+    return wv_seterr(err, rv == NNG_ETIMEDOUT ? WAVE_ETIMEDOUT : WAVE_EIO,
+                     "%s: no reply to a stream piece: %s", wave_client_url(c),
+                     nng_strerror(rv));
+  Wave__V1__Response *resp;
+  int code = wv_client_reply(c, nng_aio_get_msg(s->aio), s->id,
+                             WAVE__V1__RESPONSE__BODY_STREAM, &resp, err);
+  if (code == 0)
+    wave__v1__response__free_unpacked(resp, NULL);
+  return code;
+}
+
+/* Copy `len` logical bytes starting at byte `off` of the chunk array. */
+static void bk_gather(const wave_chunk *ch, size_t n, size_t off,
+                      uint8_t *dst, size_t len)
+{
+  size_t i = 0;
+  while (i < n && off >= (ch[i].data ? ch[i].bytes : 0)) {
+    off -= ch[i].data ? ch[i].bytes : 0;
+    i++;
+  }
+  while (len > 0 && i < n) {
+    size_t have = (ch[i].data ? ch[i].bytes : 0) - off;
+    size_t take = have < len ? have : len;
+    if (take)
+      memcpy(dst, (const uint8_t *)ch[i].data + off, take);
+    dst += take;
+    len -= take;
+    off = 0;
+    i++;
+  }
+}
+
+static int bk_simple(wave_client *c, Wave__V1__Request *r, int want,
+                     Wave__V1__Response **resp, wave_error *err)
+{
+  return wv_client_call(c, r, want, 0, resp, err);
+}
+
+int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
+                            wave_reduce_result *res, wave_error *err)
+{
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  uint64_t in_bytes = 0, mask_bytes = 0;
+  uint64_t *sizes = calloc(req->n_input + 1, sizeof *sizes);
+  if (sizes == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (size_t i = 0; i < req->n_input; i++) {
+    sizes[i] = req->input[i].data ? req->input[i].bytes : 0;
+    in_bytes += sizes[i];
+  }
+  for (size_t i = 0; i < n_mask; i++)
+    mask_bytes += req->mask[i].data ? req->mask[i].bytes : 0;
+
+  Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
+  so.dtype = (Wave__V1__DType)req->dtype;
+  so.op = (Wave__V1__Op)req->op;
+  so.masked = req->has_mask != 0;
+  so.device = (char *)(req->device ? req->device : "");
+  so.input_bytes = in_bytes;
+  so.mask_bytes = mask_bytes;
+  so.n_input_chunks = req->n_input;
+  so.input_chunks = sizes;
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_STREAM_OPEN;
+  r.stream_open = &so;
+  Wave__V1__Response *resp;
+  int rv = bk_simple(c, &r, WAVE__V1__RESPONSE__BODY_STREAM, &resp, err);
+  free(sizes);
+  if (rv != 0)
+    return rv;
+  uint64_t sid = resp->stream->stream_id;
+  uint64_t piece = resp->stream->piece_bytes;
+  wave__v1__response__free_unpacked(resp, NULL);
+  if (piece == 0)
+    return wv_seterr(err, WAVE_EIO, "%s: stream without a piece size",
+                     c->url);
+
+  bk_slot slots[WV_CLIENT_STREAM_DEPTH];
+  memset(slots, 0, sizeof slots);
+  int code = 0;
+  unsigned k = 0;
+  for (int sec = 0; sec < 2 && code == 0; sec++) {
+    const wave_chunk *ch = sec ? req->mask : req->input;
+    size_t nch = sec ? n_mask : req->n_input;
+    uint64_t size = sec ? mask_bytes : in_bytes;
+    for (uint64_t off = 0; off < size && code == 0; off += piece, k++) {
+      bk_slot *s = &slots[k % WV_CLIENT_STREAM_DEPTH];
+      if ((code = bk_finish(c, s, err)) != 0)
+        break;
+      if (!s->open) {
+        if ((rv = nng_ctx_open(&s->ctx, c->sock)) != 0) {
+          code = wv_seterr(err, WAVE_EIO, "%s: %s", c->url, nng_strerror(rv));
+          break;
+        }
+        if ((rv = nng_aio_alloc(&s->aio, NULL, NULL)) != 0) {
+          nng_ctx_close(s->ctx);
+          code = wv_seterr(err, WAVE_ENOMEM, "%s", nng_strerror(rv));
+          break;
+        }
+        s->open = 1;
+        int ms = atomic_load(&c->timeout_ms);
+        /* no resend of a piece: a reconnect drops the stream anyway */
+        nng_ctx_set_ms(s->ctx, NNG_OPT_REQ_RESENDTIME, ms);
+        nng_aio_set_timeout(s->aio, ms);
+      }
+      size_t len = (size_t)(size - off < piece ? size - off : piece);
+      Wave__V1__StreamPutRequest sp = WAVE__V1__STREAM_PUT_REQUEST__INIT;
+      sp.stream_id = sid;
+      sp.mask = sec == 1;
+      sp.offset = off;
+      Wave__V1__Request pr = WAVE__V1__REQUEST__INIT;
+      pr.body_case = WAVE__V1__REQUEST__BODY_STREAM_PUT;
+      pr.stream_put = &sp;
+      nng_msg *msg;
+      uint8_t *data;
+      if ((code = wv_client_msg(c, &pr, len, &msg, &data, err)) != 0)
+        break;
+      bk_gather(ch, nch, (size_t)off, data, len);
+      s->id = pr.id;
+      s->busy = 1;
+      nng_aio_set_msg(s->aio, msg);
+      nng_ctx_send(s->ctx, s->aio);
+    }
+  }
+  for (unsigned i = 0; i < WV_CLIENT_STREAM_DEPTH; i++) {
+    wave_error e2;
+    int rc2 = bk_finish(c, &slots[i], code ? &e2 : err);
+    if (code == 0)
+      code = rc2;
+    if (slots[i].open) {
+      nng_aio_free(slots[i].aio);
+      nng_ctx_close(slots[i].ctx);
+    }
+  }
+  Wave__V1__StreamCommitRequest sc = WAVE__V1__STREAM_COMMIT_REQUEST__INIT;
+  sc.stream_id = sid;
+  sc.abort = code != 0;
+  Wave__V1__Request cr = WAVE__V1__REQUEST__INIT;
+  cr.body_case = WAVE__V1__REQUEST__BODY_STREAM_COMMIT;
+  cr.stream_commit = &sc;
+  if (code != 0) {
+    wave_error e2;
+    if (code != WAVE_ETIMEDOUT && code != WAVE_EIO &&
+        bk_simple(c, &cr, WAVE__V1__RESPONSE__BODY_STREAM, &resp, &e2) == 0)
+      wave__v1__response__free_unpacked(resp, NULL);
+    return code;
+  }
+  if ((rv = bk_simple(c, &cr, WAVE__V1__RESPONSE__BODY_REDUCE, &resp,
+                      err)) != 0)
+    return rv;
+  return wv_client_reduce_result(c, resp, res, err);
+}
+
+/* ---- regions ----------------------------------------------------------- */
+
+struct wave_region {
+  int fd;
+  uint8_t *base;
+  size_t bytes;
+  uint64_t id;       /* the daemon's, once registered */
+  char name[64];
+};
+
+int wave_region_create(wave_region **out, size_t bytes, const char *name,
+                       wave_error *err)
+{
+  if (out == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_region_create: out is NULL");
+  *out = NULL;
+  if (bytes == 0)
+    return wv_seterr(err, WAVE_EARG, "wave_region_create: 0 bytes");
+  wave_region *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  snprintf(r->name, sizeof r->name, "%s", name ? name : "wave");
+  r->fd = memfd_create(r->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int e;
+  if (r->fd < 0) {
+    e = errno;
+    free(r);
+    return wv_seterr(err, WAVE_EIO, "memfd_create: %s", strerror(e));
+  }
+  if (ftruncate(r->fd, (off_t)bytes) != 0 ||
+      fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    goto fail;
+  r->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+  if (r->base == MAP_FAILED)
+    goto fail;
+  r->bytes = bytes;
+  *out = r;
+  return 0;
+fail:
+  e = errno;
+  close(r->fd);
+  free(r);
+  return wv_seterr(err, e == ENOMEM || e == ENOSPC ? WAVE_ENOMEM : WAVE_EIO,
+                   "region of %zu bytes: %s", bytes, strerror(e));
+}
+
+void wave_region_close(wave_region *r)
+{
+  if (r == NULL)
+    return;
+  if (r->base != NULL) {  /* not a daemon-side copy */
+    munmap(r->base, r->bytes);
+    close(r->fd);
+  }
+  free(r);
+}
+
+void *wave_region_data(wave_region *r) { return r ? r->base : NULL; }
+size_t wave_region_size(const wave_region *r) { return r ? r->bytes : 0; }
+uint64_t wave_region_id(const wave_region *r) { return r ? r->id : 0; }
+int wave_region_fd(const wave_region *r) { return r ? r->fd : -1; }
+
+int wave_region_read_fd(wave_region *r, size_t offset, int fd, size_t bytes,
+                        size_t *got, wave_error *err)
+{
+  if (got != NULL)
+    *got = 0;
+  if (r == NULL || offset > r->bytes || bytes > r->bytes - offset)
+    return wv_seterr(err, WAVE_EARG, "wave_region_read_fd: %zu bytes at %zu "
+                     "do not fit the region", bytes, offset);
+  size_t done = 0;
+  /* sendfile moves page-cache pages into the memfd in the kernel (no page
+   * faults on our mapping); read() is the fallback for what it refuses */
+  off_t dst = (off_t)offset;
+  int use_read = lseek(r->fd, dst, SEEK_SET) < 0;
+  while (done < bytes) {
+    ssize_t n;
+    if (!use_read) {
+      n = sendfile(r->fd, fd, NULL, bytes - done);
+      if (n < 0 && (errno == EINVAL || errno == ENOSYS)) {
+        use_read = 1;
+        continue;
+      }
+    } else {
+      n = read(fd, r->base + offset + done, bytes - done);
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return wv_seterr(err, WAVE_EIO, "reading into the region: %s",
+                       strerror(errno));
+    if (n == 0)
+      break;
+    done += (size_t)n;
+    if (use_read)
+      continue;
+  }
+  if (got != NULL)
+    *got = done;
+  return 0;
+}
+
+static int bk_register(wave_client *c, wave_region *r, int copy,
+                       wave_error *err)
+{
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)getpid(), r->fd);
+  Wave__V1__RegionRegisterRequest rr = WAVE__V1__REGION_REGISTER_REQUEST__INIT;
+  rr.path = path;
+  rr.bytes = r->bytes;
+  rr.name = r->name;
+  rr.copy = copy;
+  Wave__V1__Request q = WAVE__V1__REQUEST__INIT;
+  q.body_case = WAVE__V1__REQUEST__BODY_REGION_REGISTER;
+  q.region_register = &rr;
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &q, WAVE__V1__RESPONSE__BODY_REGION, 0, &resp,
+                          err);
+  if (rv != 0)
+    return rv;
+  r->id = resp->region->id;
+  r->bytes = resp->region->bytes;
+  wave__v1__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
+int wave_region_register(wave_client *c, wave_region *r, wave_error *err)
+{
+  if (c == NULL || r == NULL || r->base == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_region_register: NULL argument "
+                     "or a daemon-side copy");
+  return bk_register(c, r, 0, err);
+}
+
+int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
+                        const char *name, wave_region **out, wave_error *err)
+{
+  if (out == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_region_copy_fd: out is NULL");
+  *out = NULL;
+  if (c == NULL || fd < 0)
+    return wv_seterr(err, WAVE_EARG, "wave_region_copy_fd: bad argument");
+  wave_region *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  r->fd = fd;
+  r->bytes = bytes;
+  snprintf(r->name, sizeof r->name, "%s", name ? name : "copy");
+  int rv = bk_register(c, r, 1, err);
+  if (rv != 0) {
+    free(r);
+    return rv;
+  }
+  *out = r;
+  return 0;
+}
+
+int wave_region_unregister(wave_client *c, wave_region *r, wave_error *err)
+{
+  if (c == NULL || r == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_region_unregister: NULL argument");
+  Wave__V1__RegionUnregisterRequest ur =
+      WAVE__V1__REGION_UNREGISTER_REQUEST__INIT;
+  ur.region_id = r->id;
+  Wave__V1__Request q = WAVE__V1__REQUEST__INIT;
+  q.body_case = WAVE__V1__REQUEST__BODY_REGION_UNREGISTER;
+  q.region_unregister = &ur;
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &q, WAVE__V1__RESPONSE__BODY_REGION, 0, &resp,
+                          err);
+  if (rv != 0)
+    return rv;
+  r->id = 0;
+  wave__v1__response__free_unpacked(resp, NULL);
+  return 0;
+}
+
+int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
+                       wave_reduce_result *res, wave_error *err)
+{
+  if (c == NULL || req == NULL || res == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce_region: NULL argument");
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  if ((req->n_input > 0 && req->input == NULL) ||
+      (n_mask > 0 && req->mask == NULL) ||
+      req->n_input > SIZE_MAX / sizeof(Wave__V1__Extent) / 2 - n_mask)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce_region: bad extent array");
+  size_t n = req->n_input + n_mask;
+  Wave__V1__Extent *ex = calloc(n + 1, sizeof *ex);
+  Wave__V1__Extent **exp = calloc(n + 1, sizeof *exp);
+  if (ex == NULL || exp == NULL) {
+    free(ex);
+    free(exp);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  int rv = 0;
+  for (size_t i = 0; i < n; i++) {
+    const wave_extent *e = i < req->n_input ? &req->input[i]
+                                            : &req->mask[i - req->n_input];
+    if (e->region == NULL || e->region->id == 0) {
+      rv = wv_seterr(err, WAVE_EARG, "wave_reduce_region: %s extent %zu has "
+                     "no registered region", i < req->n_input ? "input" : "mask",
+                     i < req->n_input ? i : i - req->n_input);
+      goto out;
+    }
+    wave__v1__extent__init(&ex[i]);
+    ex[i].region = e->region->id;
+    ex[i].offset = e->offset;
+    ex[i].bytes = e->bytes;
+    exp[i] = &ex[i];
+  }
+  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
+  rr.dtype = (Wave__V1__DType)req->dtype;
+  rr.op = (Wave__V1__Op)req->op;
+  rr.n_input_at = req->n_input;
+  rr.input_at = exp;
+  rr.n_mask_at = n_mask;
+  rr.mask_at = exp + req->n_input;
+  rr.masked = req->has_mask != 0;
+  rr.device = (char *)(req->device ? req->device : "");
+  Wave__V1__Request q = WAVE__V1__REQUEST__INIT;
+  q.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
+  q.reduce = &rr;
+  Wave__V1__Response *resp;
+  if ((rv = wv_client_call(c, &q, WAVE__V1__RESPONSE__BODY_REDUCE, 0, &resp,
+                           err)) == 0)
+    rv = wv_client_reduce_result(c, resp, res, err);
+out:
+  free(ex);
+  free(exp);
+  return rv;
+}

@@ -1,0 +1,190 @@
+/* ctl_region.c - wavectl's files read straight into a shared-memory region
+ * (for a daemon on this host, over ipc).
+ *
+ * Every --input and --mask file that is a regular file in raw or .npy form
+ * is read into one memfd region (wave_region_read_fd: sendfile, i.e. one
+ * copy out of the page cache, like `cat`), each at a 64-byte-aligned
+ * offset; a .npy header is parsed in place and its extent starts after it.
+ * The region is then registered and reduced where it lies, so the daemon
+ * reads the rows without another copy or a message of their size.  Text,
+ * standard input and other non-regular files are not handled here (the
+ * caller loads them as before).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/ctl.h"
+#include "proto/base.h"
+
+#define RG_ALIGN 64
+
+int wv_region_load(const char *const *paths, size_t n, size_t n_inputs,
+                   wv_format fmt, wave_dtype dtype, wave_region **out,
+                   wave_extent *ext, wave_error *err)
+{
+  *out = NULL;
+  if (fmt == WV_FMT_TEXT || n == 0)
+    return 1;
+  int *fds = calloc(n, sizeof *fds);
+  size_t *sizes = calloc(n, sizeof *sizes), *offs = calloc(n, sizeof *offs);
+  int rc = 1;
+  size_t total = 0, opened = 0;
+  if (fds == NULL || sizes == NULL || offs == NULL) {
+    rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+    goto out;
+  }
+  for (; opened < n; opened++) {
+    const char *p = paths[opened];
+    if (strcmp(p, "-") == 0)
+      goto out;  /* rc 1: not for a region */
+    fds[opened] = open(p, O_RDONLY | O_CLOEXEC);
+    if (fds[opened] < 0) {
+      rc = wv_seterr(err, WAVE_EIO, "%s: %s", p, strerror(errno));
+      goto out;
+    }
+    struct stat st;
+    if (fstat(fds[opened], &st) != 0 || !S_ISREG(st.st_mode)) {
+      opened++;
+      goto out;
+    }
+    sizes[opened] = (size_t)st.st_size;
+    total = (total + RG_ALIGN - 1) / RG_ALIGN * RG_ALIGN;
+    offs[opened] = total;
+    total += sizes[opened];
+  }
+  if ((rc = wave_region_create(out, total ? total : RG_ALIGN, "wavectl",
+                               err)) != 0)
+    goto out;
+  unsigned char *base = wave_region_data(*out);
+  for (size_t i = 0; i < n; i++) {
+    size_t got;
+    if ((rc = wave_region_read_fd(*out, offs[i], fds[i], sizes[i], &got,
+                                  err)) != 0)
+      goto fail;
+    if (got != sizes[i]) {
+      rc = wv_seterr(err, WAVE_EIO, "%s: changed while read (%zu of %zu "
+                     "bytes)", paths[i], got, sizes[i]);
+      goto fail;
+    }
+    wave_dtype dt = i < n_inputs ? dtype : WAVE_U32;
+    const unsigned char *b = base + offs[i];
+    int npy = fmt == WV_FMT_NPY ||
+              (fmt == WV_FMT_AUTO && sizes[i] >= 6 &&
+               memcmp(b, "\x93NUMPY", 6) == 0);
+    if (npy) {
+      size_t doff;
+      uint64_t rows;
+      if ((rc = wv_npy_parse(paths[i], b, sizes[i], dt, &doff, &rows,
+                             err)) != 0)
+        goto fail;
+      ext[i] = (wave_extent){*out, offs[i] + doff, (size_t)rows * 4};
+    } else {
+      if (sizes[i] % 4 != 0) {
+        rc = wv_seterr(err, WAVE_ELENGTH, "%s: %zu bytes is not a whole "
+                       "number of 4-byte %s rows", paths[i], sizes[i],
+                       wave_dtype_name(dt));
+        goto fail;
+      }
+      ext[i] = (wave_extent){*out, offs[i], sizes[i]};
+    }
+  }
+  rc = 0;
+  goto out;
+fail:
+  wave_region_close(*out);
+  *out = NULL;
+out:
+  for (size_t i = 0; i < opened; i++)
+    if (fds[i] > 0)
+      close(fds[i]);
+  free(fds);
+  free(sizes);
+  free(offs);
+  return rc;
+}
+
+/* ---- daemon-side copies --------------------------------------------------- */
+
+/* The rows of one open file: [*off, *off + *bytes).  1: not for a copy. */
+static int rg_file_rows(const char *path, int fd, size_t size, wv_format fmt,
+                        wave_dtype dt, size_t *off, size_t *bytes,
+                        wave_error *err)
+{
+  unsigned char head[65536];
+  size_t k = size < sizeof head ? size : sizeof head;
+  if (pread(fd, head, k, 0) != (ssize_t)k)
+    return 1;
+  int npy = fmt == WV_FMT_NPY ||
+            (fmt == WV_FMT_AUTO && k >= 6 && memcmp(head, "\x93NUMPY", 6) == 0);
+  if (!npy) {
+    if (size % 4 != 0)
+      return wv_seterr(err, WAVE_ELENGTH, "%s: %zu bytes is not a whole "
+                       "number of 4-byte %s rows", path, size,
+                       wave_dtype_name(dt));
+    *off = 0;
+    *bytes = size;
+    return 0;
+  }
+  /* the header must lie within what was read (the parser reads it all) */
+  if (k < 12)
+    return 1;
+  size_t hlen = head[6] == 1 ? ((size_t)head[8] | (size_t)head[9] << 8) + 10
+                             : ((size_t)head[8] | (size_t)head[9] << 8 |
+                                (size_t)head[10] << 16 |
+                                (size_t)head[11] << 24) + 12;
+  if (hlen > k)
+    return 1;
+  uint64_t rows;
+  int rc = wv_npy_parse(path, head, size, dt, off, &rows, err);
+  if (rc != 0)
+    return rc;
+  *bytes = (size_t)rows * 4;
+  return 0;
+}
+
+int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
+                 size_t n_inputs, wv_format fmt, wave_dtype dtype,
+                 wave_region **regions, wave_extent *ext, wave_error *err)
+{
+  if (fmt == WV_FMT_TEXT)
+    return 1;
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (strcmp(paths[i], "-") == 0)
+      return 1;
+    int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return wv_seterr(err, WAVE_EIO, "%s: %s", paths[i], strerror(errno));
+    struct stat st;
+    size_t off = 0, bytes = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+      rc = 1;
+    else
+      rc = rg_file_rows(paths[i], fd, (size_t)st.st_size, fmt,
+                        i < n_inputs ? dtype : WAVE_U32, &off, &bytes, err);
+    if (rc == 0) {
+      int e = wave_region_copy_fd(c, fd, (size_t)st.st_size, "wavectl",
+                                  &regions[i], err);
+      if (e == WAVE_EREGION || e == WAVE_EUNSUPPORTED)
+        rc = 2;
+      else
+        rc = e;
+    }
+    close(fd);  /* the daemon has read it */
+    if (rc == 0)
+      ext[i] = (wave_extent){regions[i], off, bytes};
+  }
+  if (rc != 0)
+    for (size_t i = 0; i < n; i++)
+      if (regions[i] != NULL) {
+        wave_error e2;
+        wave_region_unregister(c, regions[i], &e2);
+        wave_region_close(regions[i]);
+        regions[i] = NULL;
+      }
+  return rc;
+}

@@ -1,0 +1,521 @@
+/* region.c - the shared-memory region table (see region.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/region.h"
+#include "proto/base.h"
+#include "workers/wvdev.h"
+
+struct wd_region {
+  wd_regions *t;
+  wd_region *next;          /* table link, while registered */
+  uint64_t id;
+  uint32_t pipe, uid, pid;
+  char name[64];
+  uint8_t *base;
+  uint64_t bytes;           /* mapped */
+  int copied;               /* base is a buffer of ours (copy = true) */
+  size_t cap;               /* ... of this size */
+  _Atomic unsigned refs;    /* the table's + one per job */
+  _Atomic uint32_t pinned;  /* device slots that pinned it */
+  _Atomic uint32_t tried;   /* device slots that tried */
+};
+
+struct wd_regions {
+  pthread_mutex_t mu;
+  wd_region *head;
+  uint64_t next_id;
+  uint64_t bytes;           /* mapped, registered or still in use */
+  int allow;
+  unsigned per_client;
+  uint64_t max_bytes;
+  wd_unpin_fn unpin;
+  void *unpin_arg;
+  /* Buffers of freed copy regions, kept faulted in for the next copy: a
+   * fresh gigabyte costs its page faults, several times a page-cache read */
+  struct rg_buf *cache;
+  uint64_t cached, cache_max;
+  uint64_t copies, copies_max;  /* copy regions: the daemon's own memory */
+};
+
+struct rg_buf {
+  struct rg_buf *next;
+  void *p;
+  size_t cap;
+};
+
+/* A buffer of at least bytes (under no lock): a cached one, or new. */
+static void *rg_buf_get(wd_regions *t, size_t bytes, size_t *cap)
+{
+  struct rg_buf *best = NULL, **bestp = NULL;
+  pthread_mutex_lock(&t->mu);
+  for (struct rg_buf **pp = &t->cache; *pp != NULL; pp = &(*pp)->next)
+    if ((*pp)->cap >= bytes && (best == NULL || (*pp)->cap < best->cap)) {
+      best = *pp;
+      bestp = pp;
+    }
+  if (best != NULL) {
+    *bestp = best->next;
+    t->cached -= best->cap;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (best != NULL) {
+    void *p = best->p;
+    *cap = best->cap;
+    free(best);
+    return p;
+  }
+  size_t c = (bytes + 4095) & ~(size_t)4095;
+  void *p = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  *cap = c;
+  return p;
+}
+
+static void rg_buf_put(wd_regions *t, void *p, size_t cap)
+{
+  struct rg_buf *b = malloc(sizeof *b), *drop = NULL;
+  pthread_mutex_lock(&t->mu);
+  int keep = b != NULL && cap <= t->cache_max;
+  /* the newest buffer stays; older ones go to make room for it */
+  while (keep && t->cached > t->cache_max - cap && t->cache != NULL) {
+    struct rg_buf *o = t->cache;
+    t->cache = o->next;
+    t->cached -= o->cap;
+    o->next = drop;
+    drop = o;
+  }
+  if (keep) {
+    b->p = p;
+    b->cap = cap;
+    b->next = t->cache;
+    t->cache = b;
+    t->cached += cap;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (!keep) {
+    free(b);
+    munmap(p, cap);
+  }
+  while (drop != NULL) {
+    struct rg_buf *nx = drop->next;
+    munmap(drop->p, drop->cap);
+    free(drop);
+    drop = nx;
+  }
+}
+
+int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
+                   wd_regions **out, wave_error *err)
+{
+  wd_regions *t = calloc(1, sizeof *t);
+  if ((*out = t) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  pthread_mutex_init(&t->mu, NULL);
+  t->next_id = 1;
+  t->allow = cfg->allow_client_shm;
+  t->per_client = cfg->limits.max_client_regions;
+  t->max_bytes = cfg->limits.max_region_bytes;
+  t->unpin = unpin;
+  t->unpin_arg = arg;
+  t->cache_max = cfg->limits.region_cache_bytes;
+  t->copies_max = cfg->limits.max_stream_bytes;
+  return 0;
+}
+
+static void rg_unmap(wd_region *r)
+{
+  wd_regions *t = r->t;
+  if (r->copied)
+    rg_buf_put(t, r->base, r->cap);
+  else
+    munmap(r->base, r->bytes);
+  pthread_mutex_lock(&t->mu);
+  if (r->copied)
+    t->copies -= r->bytes;
+  t->bytes -= r->bytes;
+  pthread_mutex_unlock(&t->mu);
+  wd_debug("region %" PRIu64 " (%s) unmapped", r->id, r->name);
+  free(r);
+}
+
+void wd_regions_free(wd_regions *t)
+{
+  if (t == NULL)
+    return;
+  /* the devices are closed: whatever they pinned went with their context */
+  while (t->head != NULL) {
+    wd_region *r = t->head;
+    t->head = r->next;
+    munmap(r->base, r->copied ? r->cap : r->bytes);
+    free(r);
+  }
+  while (t->cache != NULL) {
+    struct rg_buf *b = t->cache;
+    t->cache = b->next;
+    munmap(b->p, b->cap);
+    free(b);
+  }
+  pthread_mutex_destroy(&t->mu);
+  free(t);
+}
+
+static void rg_info(const wd_region *r, Wave__V1__RegionInfo *info,
+                    char *name_buf, size_t name_n)
+{
+  wave__v1__region_info__init(info);
+  info->id = r->id;
+  info->bytes = r->bytes;
+  snprintf(name_buf, name_n, "%s", r->name);
+  info->name = name_buf;
+  info->owner_uid = r->uid;
+  info->owner_pid = r->pid;
+  unsigned refs = atomic_load(&r->refs);
+  info->jobs = refs > 0 ? refs - 1 : 0;
+  info->copied = r->copied;
+}
+
+/* "/proc/<pid>/fd/<n>" -> pid; -1 when path has another form. */
+static long rg_proc_pid(const char *path)
+{
+  const char *p = path;
+  if (strncmp(p, "/proc/", 6) != 0)
+    return -1;
+  p += 6;
+  char *end;
+  errno = 0;
+  long pid = strtol(p, &end, 10);
+  if (errno || end == p || pid <= 0 || strncmp(end, "/fd/", 4) != 0)
+    return -1;
+  p = end + 4;
+  long fd = strtol(p, &end, 10);
+  if (end == p || *end != '\0' || fd < 0)
+    return -1;
+  return pid;
+}
+
+int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
+                   uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
+                   Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
+                   wave_error *err)
+{
+  const char *path = rq->path ? rq->path : "";
+  if (!t->allow)
+    return wv_seterr(err, WAVE_EREGION, "shared-memory regions are off in "
+                     "this daemon (allow_client_shm: false)");
+  if (!have_cred)
+    return wv_seterr(err, WAVE_EREGION, "shared-memory regions are served "
+                     "on ipc connections only (no peer credentials here)");
+  long ppid = rg_proc_pid(path);
+  if (ppid < 0)
+    return wv_seterr(err, WAVE_EREGION, "region path '%.80s' is not "
+                     "/proc/<pid>/fd/<n> of a memfd (POSIX shm objects cannot "
+                     "be sealed against shrinking)", path);
+  if ((uint32_t)ppid != pid)
+    return wv_seterr(err, WAVE_EREGION, "region path '%.80s' names process "
+                     "%ld, but this connection is process %" PRIu32, path,
+                     ppid, pid);
+  pthread_mutex_lock(&t->mu);
+  unsigned mine = 0;
+  for (wd_region *r = t->head; r != NULL; r = r->next)
+    mine += r->pipe == pipe;
+  pthread_mutex_unlock(&t->mu);
+  if (mine >= t->per_client)
+    return wv_seterr(err, WAVE_EREGION, "this connection has %u regions; "
+                     "the daemon allows %u (limits.max_client_regions)", mine,
+                     t->per_client);
+
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return wv_seterr(err, WAVE_EREGION, "cannot open region '%.80s': %s",
+                     path, strerror(errno));
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0) {
+    rc = wv_seterr(err, WAVE_EREGION, "cannot stat region '%.80s': %s", path,
+                   strerror(errno));
+    goto out;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is not a memfd or "
+                   "file", path);
+    goto out;
+  }
+  if (st.st_uid != uid) {
+    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is owned by uid %u, "
+                   "not by the client's uid %" PRIu32, path,
+                   (unsigned)st.st_uid, uid);
+    goto out;
+  }
+  int seals = rq->copy ? F_SEAL_SHRINK : fcntl(fd, F_GET_SEALS);
+  if (seals < 0) {
+    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is not a sealable "
+                   "memfd (%s); create it with memfd_create(MFD_ALLOW_SEALING)",
+                   path, strerror(errno));
+    goto out;
+  }
+  if (!(seals & F_SEAL_SHRINK)) {
+    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is not sealed against "
+                   "shrinking: add F_SEAL_SHRINK (a shrunk mapping would "
+                   "crash its reader)", path);
+    goto out;
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  uint64_t bytes = rq->bytes ? rq->bytes : size;
+  if (bytes > size) {
+    rc = wv_seterr(err, WAVE_ERANGE, "region '%.80s' is %" PRIu64 " bytes; "
+                   "%" PRIu64 " asked", path, size, bytes);
+    goto out;
+  }
+  if (bytes == 0) {
+    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is empty", path);
+    goto out;
+  }
+  pthread_mutex_lock(&t->mu);
+  int over = bytes > t->max_bytes || t->bytes > t->max_bytes - bytes;
+  int over_copy = rq->copy && (bytes > t->copies_max ||
+                               t->copies > t->copies_max - bytes);
+  uint64_t have = t->bytes, have_copy = t->copies;
+  if (!over && !over_copy) {
+    t->bytes += bytes;  /* reserved before the map, so racing adds count */
+    if (rq->copy)
+      t->copies += bytes;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (over_copy && !over) {
+    rc = wv_seterr(err, WAVE_EREGION, "a copy of %" PRIu64 " more bytes "
+                   "would pass the daemon's %" PRIu64 " for copies and "
+                   "streams (limits.max_stream_bytes; %" PRIu64 " copied)",
+                   bytes, t->copies_max, have_copy);
+    goto out;
+  }
+  if (over) {
+    rc = wv_seterr(err, WAVE_EREGION, "%" PRIu64 " more bytes of regions "
+                   "would pass the daemon's %" PRIu64 " (limits."
+                   "max_region_bytes; %" PRIu64 " mapped)", bytes,
+                   t->max_bytes, have);
+    goto out;
+  }
+  size_t cap = 0;
+  void *base;
+  if (rq->copy) {
+    /* one read out of the page cache into a buffer of ours: no seals
+     * needed, the client's file may change afterwards */
+    base = rg_buf_get(t, (size_t)bytes, &cap);
+    if (base == NULL)
+      base = MAP_FAILED;
+    for (uint64_t got = 0; base != MAP_FAILED && got < bytes;) {
+      ssize_t n = pread(fd, (uint8_t *)base + got, (size_t)(bytes - got),
+                        (off_t)got);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        rc = wv_seterr(err, WAVE_EREGION, "reading region '%.80s': %s at "
+                       "byte %" PRIu64 " of %" PRIu64, path,
+                       n < 0 ? strerror(errno) : "the file shrank", got,
+                       bytes);
+        rg_buf_put(t, base, cap);
+        pthread_mutex_lock(&t->mu);
+        t->bytes -= bytes;
+        t->copies -= bytes;
+        pthread_mutex_unlock(&t->mu);
+        goto out;
+      }
+      got += (uint64_t)n;
+    }
+  } else {
+    base = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+  }
+  wd_region *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
+  if (r == NULL) {
+    int e = errno;
+    if (base != MAP_FAILED && rq->copy)
+      rg_buf_put(t, base, cap);
+    else if (base != MAP_FAILED)
+      munmap(base, (size_t)bytes);
+    pthread_mutex_lock(&t->mu);
+    t->bytes -= bytes;
+    if (rq->copy)
+      t->copies -= bytes;
+    pthread_mutex_unlock(&t->mu);
+    rc = wv_seterr(err, WAVE_ENOMEM, "cannot map region '%.80s': %s", path,
+                   strerror(e));
+    goto out;
+  }
+  r->t = t;
+  r->pipe = pipe;
+  r->uid = uid;
+  r->pid = pid;
+  snprintf(r->name, sizeof r->name, "%s", rq->name ? rq->name : "");
+  r->base = base;
+  r->bytes = bytes;
+  r->copied = rq->copy;
+  r->cap = cap;
+  atomic_init(&r->refs, 1);
+  pthread_mutex_lock(&t->mu);
+  r->id = t->next_id++;
+  r->next = t->head;
+  t->head = r;
+  pthread_mutex_unlock(&t->mu);
+  rg_info(r, info, name_buf, name_n);
+  wd_info("region %" PRIu64 " (%s): %" PRIu64 " bytes of pid %" PRIu32
+          " uid %" PRIu32 " %s", r->id, r->name, bytes, pid, uid,
+          r->copied ? "read into a copy" : "mapped");
+out:
+  close(fd);
+  return rc;
+}
+
+void wd_region_put(wd_region *r)
+{
+  if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
+    return;
+  uint32_t pins = atomic_load(&r->pinned);
+  if (pins == 0) {
+    rg_unmap(r);
+    return;
+  }
+  /* each pinning device unpins on its thread; the last one unmaps */
+  for (unsigned s = 0; s < WD_REGION_SLOTS; s++)
+    if (pins & (1u << s))
+      r->t->unpin(r->t->unpin_arg, r, s);
+}
+
+/* Unlink (under mu) every region matching; they are put after unlocking. */
+static wd_region *rg_unlink(wd_regions *t, uint32_t pipe, int all,
+                            uint64_t id)
+{
+  wd_region *out = NULL;
+  for (wd_region **pp = &t->head; *pp != NULL;) {
+    wd_region *r = *pp;
+    if (r->pipe == pipe && (all || r->id == id)) {
+      *pp = r->next;
+      r->next = out;
+      out = r;
+    } else {
+      pp = &r->next;
+    }
+  }
+  return out;
+}
+
+int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
+                      Wave__V1__RegionInfo *info, char *name_buf,
+                      size_t name_n, wave_error *err)
+{
+  pthread_mutex_lock(&t->mu);
+  wd_region *r = rg_unlink(t, pipe, 0, id);
+  pthread_mutex_unlock(&t->mu);
+  if (r == NULL)
+    return wv_seterr(err, WAVE_EREGION, "no region %" PRIu64 " registered by "
+                     "this connection", id);
+  rg_info(r, info, name_buf, name_n);
+  wd_info("region %" PRIu64 " (%s) unregistered", r->id, r->name);
+  wd_region_put(r);
+  return 0;
+}
+
+void wd_regions_drop_pipe(wd_regions *t, uint32_t pipe)
+{
+  pthread_mutex_lock(&t->mu);
+  wd_region *r = rg_unlink(t, pipe, 1, 0);
+  pthread_mutex_unlock(&t->mu);
+  while (r != NULL) {
+    wd_region *nx = r->next;
+    wd_info("region %" PRIu64 " (%s) released: its client disconnected",
+            r->id, r->name);
+    wd_region_put(r);
+    r = nx;
+  }
+}
+
+int wd_regions_get(wd_regions *t, uint32_t pipe, uint64_t id,
+                   wd_region **out, wave_error *err)
+{
+  *out = NULL;
+  pthread_mutex_lock(&t->mu);
+  for (wd_region *r = t->head; r != NULL; r = r->next)
+    if (r->id == id && r->pipe == pipe) {
+      atomic_fetch_add(&r->refs, 1);
+      *out = r;
+      break;
+    }
+  pthread_mutex_unlock(&t->mu);
+  if (*out == NULL)
+    return wv_seterr(err, WAVE_EREGION, "no region %" PRIu64 " registered by "
+                     "this connection", id);
+  return 0;
+}
+
+const uint8_t *wd_region_base(const wd_region *r) { return r->base; }
+uint64_t wd_region_bytes(const wd_region *r) { return r->bytes; }
+uint64_t wd_region_id(const wd_region *r) { return r->id; }
+
+void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
+                   wv_device *bdev)
+{
+  if (!wv_dev_can_pin(b) || slot >= WD_REGION_SLOTS ||
+      (atomic_fetch_or(&r->tried, 1u << slot) & (1u << slot)))
+    return;
+  wave_error e = {0};
+  if (wv_dev_host_register(b, bdev, r->base, (size_t)r->bytes, &e) != 0) {
+    wd_warn("region %" PRIu64 ": %s cannot pin it (%s); copying through "
+            "staging instead", r->id, b->name, e.message);
+    return;
+  }
+  atomic_fetch_or(&r->pinned, 1u << slot);
+}
+
+void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
+                     wv_device *bdev)
+{
+  wv_dev_host_unregister(b, bdev, r->base);
+  uint32_t left = atomic_fetch_and(&r->pinned, ~(1u << slot)) & ~(1u << slot);
+  if (left == 0)
+    rg_unmap(r);
+}
+
+int wd_regions_snapshot(wd_regions *t, wd_region_snap *s)
+{
+  memset(s, 0, sizeof *s);
+  pthread_mutex_lock(&t->mu);
+  size_t n = 0;
+  for (wd_region *r = t->head; r != NULL; r = r->next)
+    n++;
+  s->infos = calloc(n + 1, sizeof *s->infos);
+  s->ptrs = calloc(n + 1, sizeof *s->ptrs);
+  s->names = calloc(n + 1, sizeof *s->names);
+  if (!s->infos || !s->ptrs || !s->names) {
+    pthread_mutex_unlock(&t->mu);
+    wd_region_snap_free(s);
+    return WAVE_ENOMEM;
+  }
+  for (wd_region *r = t->head; r != NULL; r = r->next) {
+    rg_info(r, &s->infos[s->n], s->names[s->n], sizeof s->names[0]);
+    s->ptrs[s->n] = &s->infos[s->n];
+    s->n++;
+  }
+  s->bytes = t->bytes;
+  pthread_mutex_unlock(&t->mu);
+  return 0;
+}
+
+void wd_region_snap_free(wd_region_snap *s)
+{
+  free(s->infos);
+  free(s->ptrs);
+  free(s->names);
+  memset(s, 0, sizeof *s);
+}

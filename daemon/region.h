@@ -1,0 +1,91 @@
+/* region.h - shared-memory regions that same-host clients register, so that
+ * reductions read their rows in place (docs/protocol.md "Regions").
+ *
+ * In the manner of Triton's system shared-memory extension, a client
+ * registers a region once and then names (region, offset, bytes) in its
+ * requests; unlike Triton, the object must be a memfd sealed against
+ * shrinking, because a mapping whose file shrinks raises SIGBUS in whoever
+ * reads past the new end, and the reader here is the daemon.  nng's ipc
+ * cannot pass descriptors, so the client names its memfd as
+ * /proc/<its pid>/fd/<n>; the daemon checks that pid and the file's owner
+ * against the peer credentials of the ipc connection (SO_PEERCRED, which
+ * nng reports as NNG_OPT_IPC_PEER_PID/UID), fstat()s it, checks the seals,
+ * maps it read-only once and closes the descriptor.
+ *
+ * Regions belong to the connection (nng pipe) that registered them: only
+ * it can use or unregister them, and they are dropped when it goes away.
+ * A region is reference-counted: the table holds one reference, each
+ * reduction using it one more, so an unregister or a disconnect mid-job
+ * unmaps only after the job.  Devices that pin regions for DMA (backend
+ * slot host_register) do it on their own thread at first use; the final
+ * release then asks each such device (through the unpin callback) to
+ * unregister before the mapping goes.  The table is locked by one mutex:
+ * decode threads register and look up, nng's pipe callback drops.
+ */
+#ifndef WD_REGION_H
+#define WD_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/config.h"
+#include "proto/wave.pb-c.h"
+#include "wave/error.h"
+#include "workers/worker.h"
+
+#define WD_REGION_SLOTS 32  /* devices that can pin one region */
+
+typedef struct wd_region wd_region;
+typedef struct wd_regions wd_regions;
+
+/* Called when a region pinned on device slot `slot` is released; the
+ * callee must make that device's thread call wd_region_unpin(). */
+typedef void (*wd_unpin_fn)(void *arg, wd_region *r, unsigned slot);
+
+int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
+                   wd_regions **out, wave_error *err);
+/* Unmap everything (devices already closed). */
+void wd_regions_free(wd_regions *t);
+
+/* A registration from pipe (peer credentials uid/pid, have_cred 0 on a
+ * transport that has none).  On success *info is filled (name points into
+ * the region, valid while it is registered). */
+int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
+                   uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
+                   Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
+                   wave_error *err);
+int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
+                      Wave__V1__RegionInfo *info, char *name_buf,
+                      size_t name_n, wave_error *err);
+/* Every region of a connection that went away. */
+void wd_regions_drop_pipe(wd_regions *t, uint32_t pipe);
+
+/* The region id of pipe, with a reference (release: wd_region_put). */
+int wd_regions_get(wd_regions *t, uint32_t pipe, uint64_t id,
+                   wd_region **out, wave_error *err);
+void wd_region_put(wd_region *r);
+const uint8_t *wd_region_base(const wd_region *r);
+uint64_t wd_region_bytes(const wd_region *r);
+uint64_t wd_region_id(const wd_region *r);
+
+/* Device thread of slot: pin r with the backend's host_register (once per
+ * device; a refusal only leaves the region unpinned), and unpin it when
+ * asked through the unpin callback (b and bdev NULL: a device that cannot
+ * run it; only the bookkeeping, then the unmap). */
+void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
+                   wv_device *bdev);
+void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
+                     wv_device *bdev);
+
+/* For status: copies of every region (names included), and the total. */
+typedef struct wd_region_snap {
+  Wave__V1__RegionInfo *infos;
+  Wave__V1__RegionInfo **ptrs;
+  char (*names)[64];
+  size_t n;
+  uint64_t bytes;
+} wd_region_snap;
+int wd_regions_snapshot(wd_regions *t, wd_region_snap *s);
+void wd_region_snap_free(wd_region_snap *s);
+
+#endif
