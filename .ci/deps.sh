@@ -19,6 +19,7 @@ rest=(
   hipcc
   systemd groff-base bash-completion
   podman runc debootstrap prometheus curl
+  slurm-wlm munge
 )
 case "${1:-all}" in
   build) pkgs=("${build[@]}") ;;

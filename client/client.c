@@ -412,6 +412,7 @@ int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
   res->count = rs->count;
   res->rows = rs->rows;
   res->seconds = rs->seconds;
+  res->finite = (int)rs->finite;
   wv_client_copy(res->device, sizeof res->device, rs->device);
   wave__v1__response__free_unpacked(resp, NULL);
   return 0;
@@ -425,6 +426,7 @@ static void cl_pack_check(wave_pack_check *dst, const Wave__V1__PackCheck *pc)
   dst->ok = pc->ok != 0;
   wv_client_copy(dst->state, sizeof dst->state, pc->state);
   wv_client_copy(dst->detail, sizeof dst->detail, pc->detail);
+  dst->hash_rate = pc->hash_rate;
 }
 
 static void cl_device(wave_device_status *d, const Wave__V1__DeviceStatus *s)

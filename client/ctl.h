@@ -107,6 +107,10 @@ typedef struct wv_args {
   int detach;             /* --detach: print the job id, do not wait */
   /* wait, cancel */
   uint64_t job_id;
+  /* fleet (ctl_fleet.c) */
+  const char *fleet;      /* --fleet: URL,URL,... or slurm[:PORT[+]] */
+  uint64_t piece;         /* --piece */
+  int probe;              /* status --probe */
   char *devlist;          /* --devices / --device a,b: owned copy ... */
   const char **devs;      /* ... cut into names */
   size_t n_devs;
@@ -153,5 +157,29 @@ void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
 /* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
 void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
                   int json);
+/* ---- fleet (ctl_fleet.c) ------------------------------------------------ */
+
+/* The daemons of a --fleet SPEC: "URL,URL,..." or "slurm[:PORT[+]]" (the
+ * nodes of $SLURM_JOB_NODELIST through `scontrol show hostnames`, each at
+ * its NodeAddr from `scontrol show node`; PORT+ adds the node's index).
+ * *urls is allocated (wv_fleet_urls_free). */
+int wv_fleet_urls(const char *spec, char ***urls, size_t *n, wave_error *err);
+void wv_fleet_urls_free(char **urls, size_t n);
+
+/* The readiness verdict of a status reply: StatusReply.ready; for a
+ * daemon before protocol 2 (instance 0, which never sets ready): some
+ * device is not faulted and no pack check is pending. */
+int wv_status_ready(const wave_status *s);
+
+/* wavectl's --fleet commands: 0, or a WAVE_E* code with err filled (the
+ * message already names the daemons at fault).  Ctrl-C cancels the job on
+ * every daemon (WAVE_ECANCELLED). */
+int wv_ctl_fleet_hash(const wv_args *a, wave_error *err);
+int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
+                        wave_error *err);
+/* status --fleet: each daemon's status (or with --probe nothing); returns
+ * wavectl's exit status: 0 all ready/answered, 1 one not ready, 3 one
+ * unreachable, 2 a bad SPEC. */
+int wv_ctl_fleet_status(const wv_args *a);
 
 #endif

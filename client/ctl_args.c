@@ -21,12 +21,14 @@ enum {
   A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
   A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
   A_SEGLOG2, A_SEGMENTS, A_DETACH,
+  A_FLEET, A_PIECE, A_PROBE,
 };
 
 #define M_ALL 0xffu
 #define M_NONE (1u << WV_CMD_NONE)
 #define M_RED (1u << WV_CMD_REDUCE)
 #define M_HASH (1u << WV_CMD_HASH)
+#define M_STATUS (1u << WV_CMD_STATUS)
 
 static const struct ar_opt {
   const char *name;
@@ -51,6 +53,9 @@ static const struct ar_opt {
   {"target", 1, A_TARGET, M_HASH},
   {"max-winners", 1, A_MAXWIN, M_HASH},
   {"outputs", 0, A_OUTPUTS, M_HASH},
+  {"fleet", 1, A_FLEET, M_RED | M_HASH | M_STATUS},   /* ctl_fleet.c */
+  {"piece", 1, A_PIECE, M_RED | M_HASH},
+  {"probe", 0, A_PROBE, M_STATUS},
   {"devices", 1, A_DEVICES, M_HASH},
   {"segment-log2", 1, A_SEGLOG2, M_HASH},
   {"segments", 0, A_SEGMENTS, M_HASH},
@@ -221,6 +226,13 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
     a->max_winners = (uint32_t)n;
     break;
   case A_OUTPUTS: a->outputs = 1; break;
+  case A_FLEET: a->fleet = v; break;
+  case A_PIECE:
+    if (wv_parse_u64(v, &a->piece) != 0 || a->piece == 0)
+      return wv_seterr(err, WAVE_EARG, "--piece: '%s' is not a positive "
+                       "number", v);
+    break;
+  case A_PROBE: a->probe = 1; break;
   case A_SEGMENTS: a->segments = 1; break;
   case A_SEGLOG2:
     if (wv_parse_u64(v, &n) != 0 || n < 5 || n > 20)
@@ -367,6 +379,18 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
                      "--outputs/--detach apply only to submit hash");
   if (a->device && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
     return wv_seterr(err, WAVE_EARG, "--device applies only to submit");
+  if (a->fleet && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH &&
+      a->cmd != WV_CMD_STATUS)
+    return wv_seterr(err, WAVE_EARG, "--fleet applies only to submit and "
+                     "status");
+  if (a->piece && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
+    return wv_seterr(err, WAVE_EARG, "--piece applies only to submit");
+  if (a->piece && !a->fleet)
+    return wv_seterr(err, WAVE_EARG, "--piece needs --fleet");
+  if (a->fleet && a->url)
+    return wv_seterr(err, WAVE_EARG, "--fleet names the daemons: drop --url");
+  if (a->probe && a->cmd != WV_CMD_STATUS)
+    return wv_seterr(err, WAVE_EARG, "--probe applies only to status");
 
   if (a->cmd == WV_CMD_REDUCE) {
     if (a->op == WAVE_OP_NONE)
@@ -399,6 +423,12 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  --timeout MS      reply timeout in milliseconds (default 30000)\n"
       "  --json            print one JSON object on stdout\n"
       "  -h, --help        this text\n";
+  static const char fleet_help[] =
+      "\nFleet SPEC: URL,URL,... (one connection each), or slurm[:PORT[+]]:\n"
+      "the nodes of $SLURM_JOB_NODELIST at their NodeAddr, port PORT\n"
+      "(default $WAVE_FLEET_PORT, then 5555); PORT+ adds each node's index\n"
+      "(several daemons on one host).  Daemons that fail are dropped and\n"
+      "their pieces run on the others; the result is exact.\n";
   switch (cmd) {
   case WV_CMD_REDUCE:
     fprintf(f,
@@ -417,7 +447,9 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  --format FMT      auto (default: .npy by magic, else raw), raw,\n"
       "                    npy, text (numbers separated by spaces/commas)\n"
       "  --device NAME     run on this device (default: the daemon picks)\n"
-      "%s", common);
+      "  --fleet SPEC      split the job over several daemons (see below)\n"
+      "  --piece ROWS      fleet piece: 256, 65536 (default) or 16777216 rows\n"
+      "%s%s", common, fleet_help);
     break;
   case WV_CMD_HASH:
     fprintf(f,
@@ -444,7 +476,10 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  --segments        also print every segment fingerprint\n"
       "  --detach          print the job id and exit; the job runs on\n"
       "                    (wavectl jobs / wait ID / cancel ID)\n"
-      "%s", common);
+      "  --fleet SPEC      split the job over several daemons (see below)\n"
+      "  --piece N         fleet piece in nonces (default: count / (16 x "
+      "daemons))\n"
+      "%s%s", common, fleet_help);
     break;
   case WV_CMD_JOBS:
     fprintf(f,
@@ -465,9 +500,14 @@ void wv_usage(FILE *f, wv_cmd cmd)
     break;
   case WV_CMD_STATUS:
     fprintf(f,
-      "usage: wavectl status [--json]\n\n"
+      "usage: wavectl status [--probe] [--fleet SPEC] [--json]\n\n"
       "Show the daemon's devices, backends, queues, jobs served, faults,\n"
-      "hash exchange paths and pack self-checks.\n\n%s", common);
+      "hash exchange paths and pack self-checks.\n\n"
+      "  --probe           print nothing; exit 0 when the daemon is ready,\n"
+      "                    1 when it answers but is not ready, 3 when it\n"
+      "                    does not answer (a readiness probe)\n"
+      "  --fleet SPEC      every daemon of SPEC (as for submit): with\n"
+      "                    --probe, 0 only when all are ready\n%s", common);
     break;
   case WV_CMD_PACKS:
     fprintf(f,

@@ -228,7 +228,7 @@ static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
     wv_json_str(f, c[i].state);
     fputs(", \"detail\": ", f);
     wv_json_str(f, c[i].detail);
-    fputc('}', f);
+    fprintf(f, ", \"hash_rate\": %.6g}", c[i].hash_rate);
   }
   fputc(']', f);
 }
@@ -300,11 +300,15 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
       fprintf(f, "  exchange   %s%s%s%s\n", d->exchange,
               d->exchange_reason[0] ? " (" : "", d->exchange_reason,
               d->exchange_reason[0] ? ")" : "");
-    for (size_t k = 0; k < d->n_packs; k++)
-      fprintf(f, "  pack       %s: %s%s\n", d->packs[k].pack,
+    for (size_t k = 0; k < d->n_packs; k++) {
+      fprintf(f, "  pack       %s: %s%s", d->packs[k].pack,
               ctl_check_word(d->packs[k].ok, d->packs[k].state),
               ctl_detail(buf, sizeof buf, d->packs[k].state,
                          d->packs[k].detail));
+      if (d->packs[k].hash_rate > 0)
+        fprintf(f, ", %.4g hashes/s measured", d->packs[k].hash_rate);
+      fputc('\n', f);
+    }
   }
 }
 

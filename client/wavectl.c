@@ -7,6 +7,9 @@
  * error), 130 a hash job cancelled by Ctrl-C.  Errors print one line on
  * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
  *
+ * status --probe exits 0 ready, 1 not ready, 3 unreachable.  --fleet runs
+ * a job over several daemons (ctl_fleet.c).
+ *
  * Ctrl-C during a hash job: the handler only sets a flag; the poll loop
  * (short waits, so it notices soon) sends CancelRequest and waits for the
  * daemon to report the job ended, then exits 130.  A second Ctrl-C kills
@@ -209,7 +212,7 @@ out:
 static int ctl_reduce(const wv_args *a)
 {
   int rstatus = 0;
-  if (ctl_is_ipc(a) && ctl_reduce_region(a, &rstatus) == 0)
+  if (!a->fleet && ctl_is_ipc(a) && ctl_reduce_region(a, &rstatus) == 0)
     return rstatus;
 
   wave_error err = {0};
@@ -229,6 +232,11 @@ static int ctl_reduce(const wv_args *a)
       ctl_load_all(a->masks, a->n_masks, a->format, WAVE_U32,
                    bufs + a->n_inputs, chunks + a->n_inputs, &err) != 0) {
     status = ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
+  if (a->fleet) {  /* ctl_fleet.c */
+    if (wv_ctl_fleet_reduce(a, chunks, &err) != 0)
+      status = ctl_call_fail(&err);
     goto out;
   }
   if ((status = ctl_connect(a, &c)) != 0)
@@ -451,7 +459,12 @@ static int ctl_status(wave_client *c, const wv_args *a)
   wave_error err = {0};
   wave_status *s;
   if (wave_status_get(c, &s, &err) != 0)
-    return ctl_call_fail(&err);
+    return a->probe ? EXIT_UNREACHABLE : ctl_call_fail(&err);
+  if (a->probe) {  /* readiness: 0 ready, 1 not yet, 3 unreachable */
+    int ready = wv_status_ready(s);
+    wave_status_free(s);
+    return ready ? 0 : EXIT_JOB;
+  }
   wv_print_status(stdout, s, wave_client_url(c), a->json);
   wave_status_free(s);
   return 0;
@@ -491,7 +504,16 @@ int main(int argc, char **argv)
   wave_client *c = NULL;
   if (a.cmd == WV_CMD_REDUCE)
     status = ctl_reduce(&a); /* reads its inputs, then connects */
-  else if ((status = ctl_connect(&a, &c)) == 0) {
+  else if (a.cmd == WV_CMD_STATUS && a.fleet)
+    status = wv_ctl_fleet_status(&a);
+  else if (a.cmd == WV_CMD_HASH && a.fleet) {
+    if (wv_ctl_fleet_hash(&a, &err) != 0)
+      status = err.code == WAVE_ECANCELLED ? ctl_fail(&err, EXIT_INTERRUPTED)
+               : err.code == WAVE_EARG     ? ctl_fail(&err, EXIT_USAGE)
+                                           : ctl_call_fail(&err);
+    else
+      status = 0;
+  } else if ((status = ctl_connect(&a, &c)) == 0) {
     switch (a.cmd) {
     case WV_CMD_HASH: status = ctl_hash(c, &a); break;
     case WV_CMD_STATUS: status = ctl_status(c, &a); break;

@@ -20,6 +20,7 @@
 #include <nng/nng.h>
 #include <yaml.h>
 
+#include "daemon/autodev.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "wave/client.h"
@@ -352,12 +353,19 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
   for (size_t i = 0; i < n; i++) {
     yaml_node_t *it =
         yaml_document_get_node(s->doc, v->data.sequence.items.start[i]);
-    char ipath[160], why[200];
+    char ipath[160], why[1300];
     snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
     const char *str = it ? cf_scalar(it) : NULL;
     if (str == NULL || str[0] == '\0')
       return cf_fail(s, it, ipath, "expected a %s",
                      e->type == CF_URLS ? "URL" : "pack name");
+    char expanded[1024];
+    if (e->type == CF_URLS) {  /* ${VAR}: e.g. a port from the job */
+      if (wd_expand_vars(wd_config_getenv, str, expanded, sizeof expanded,
+                         why, sizeof why))
+        return cf_fail(s, it, ipath, "%s", why);
+      str = expanded;
+    }
     if (e->type == CF_URLS && cf_check_url(s, str, i, why, sizeof why))
       return cf_fail(s, it, ipath, "%s", why);
     if (e->type == CF_NAMES)
@@ -379,8 +387,18 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
 static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
 {
   wd_config *c = s->cfg;
+  if (cf_scalar(v) && strcmp(cf_scalar(v), "auto") == 0) {
+    wd_device_cfg def;  /* the table's defaults for every auto device */
+    memset(&def, 0, sizeof def);
+    cf_defaults(CF_DEVICE, &def);
+    char why[200];
+    if (wd_autodev_fill(wd_config_getenv, &def, &c->devices, &c->n_devices,
+                        why, sizeof why))
+      return cf_fail(s, v, path, "%s", why);
+    return 0;
+  }
   if (v->type != YAML_SEQUENCE_NODE)
-    return cf_fail(s, v, path, "expected a list of devices");
+    return cf_fail(s, v, path, "expected a list of devices or 'auto'");
   size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
   if (n == 0)
     return cf_fail(s, v, path, "at least one device is required");

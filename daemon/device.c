@@ -40,6 +40,7 @@ struct wd_device {
 
   size_t n_packs;
   wd_pack_state *checks;      /* under mu */
+  struct { uint64_t n; double s; } *rate;  /* per pack, under mu */
 
   wd_post_fn post;
   void *post_arg;
@@ -257,7 +258,10 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
   d->long_slots = long_slots;
   d->n_packs = n_packs;
   d->checks = calloc(n_packs ? n_packs : 1, sizeof *d->checks);
-  if (d->checks == NULL) {
+  d->rate = calloc(n_packs ? n_packs : 1, sizeof *d->rate);
+  if (d->checks == NULL || d->rate == NULL) {
+    free(d->checks);
+    free(d->rate);
     free(d);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
@@ -283,6 +287,7 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     free(d->checks);
+    free(d->rate);
     free(d);
     return wv_seterr(err, WAVE_EINTERNAL, "device %s: cannot start thread: %s",
                      cfg->name, strerror(rc));
@@ -390,6 +395,7 @@ void wd_device_free(wd_device *d)
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   free(d->checks);
+  free(d->rate);
   free(d);
 }
 
@@ -446,8 +452,21 @@ int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out)
     return -1;
   pthread_mutex_lock(&d->mu);
   *out = d->checks[pack];
+  out->hash_rate = d->rate[pack].s > 0 ? (double)d->rate[pack].n / d->rate[pack].s
+                                       : 0.0;
   pthread_mutex_unlock(&d->mu);
   return 0;
+}
+
+void wd_device_add_hashes(wd_device *d, size_t pack, uint64_t n,
+                          double seconds)
+{
+  if (pack >= d->n_packs || seconds <= 0)
+    return;
+  pthread_mutex_lock(&d->mu);
+  d->rate[pack].n += n;
+  d->rate[pack].s += seconds;
+  pthread_mutex_unlock(&d->mu);
 }
 
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)

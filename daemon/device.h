@@ -44,6 +44,8 @@ static inline const char *wd_check_state_name(int state)
 typedef struct wd_pack_state {
   int state;
   char detail[160];
+  double hash_rate;       /* out of wd_device_pack_check: hashes/s measured
+                             on this device with this pack; 0: none yet */
 } wd_pack_state;
 
 typedef struct wd_device_snap {
@@ -93,5 +95,9 @@ int wd_device_inject(wd_device *d, wave_error *err);
 /* Read the backend's caps again (after a pack is prepared). */
 void wd_device_refresh_caps(wd_device *d);
 void wd_device_set_check(wd_device *d, size_t pack, const wd_pack_state *st);
+/* A hash batch of n nonces with pack took seconds on the device: the
+ * capacity figure status reports (hash_rate), a coordinator's weight. */
+void wd_device_add_hashes(wd_device *d, size_t pack, uint64_t n,
+                          double seconds);
 
 #endif

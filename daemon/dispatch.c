@@ -109,6 +109,18 @@ static int dp_reduce_run(wd_work *w, wd_device *d)
   if (w->rc == 0)
     w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
                           &c->out, &w->err);
+  c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
+  if (w->rc == 0 && c->job.dtype == WAVE_F32 && c->job.op != WAVE_SUM) {
+    /* Only an answer of all +0.0 with rows selected leaves it open; then
+     * one pass here, on the device thread, that stops at the first
+     * selected finite row. */
+    int some = c->out.count > 0 &&
+               (c->out.bits[0] != 0 ||
+                (c->out.n_values > 1 && c->out.bits[1] != 0) ||
+                wv_reduce_any_finite(&c->job));
+    c->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
+                     : WAVE__V1__FINITE_ROWS__FINITE_NONE;
+  }
   return WD_RUN_END;
 }
 

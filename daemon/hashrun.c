@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/hashjob_int.h"
 #include "daemon/log.h"
@@ -268,9 +269,16 @@ static int hr_run(wd_work *w, wd_device *d)
     else
       p->scratch_n = pc->len;
   }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (rc == 0)
     rc = wv_dev_hash_batch(be, wd_device_bdev(d), j->pack, &b, p->scratch,
                            &err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rc == 0)  /* the capacity figure of status (hash_rate) */
+    wd_device_add_hashes(d, j->pack_index, b.count,
+                         (double)(t1.tv_sec - t0.tv_sec) +
+                             (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
   if (rc == 0 && p->reverify)
     rc = hr_verify(j, d, &b, &err);
   if (rc == WAVE_EDEVICE) {

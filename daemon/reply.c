@@ -78,6 +78,7 @@ void wd_reply_reduce(wd_req *c)
   rr.rows = c->job.rows;
   rr.device = (char *)wd_device_name(c->work.dev);
   rr.seconds = c->work.seconds;
+  rr.finite = (Wave__V1__FiniteRows)c->finite;
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_REDUCE;
   r.reduce = &rr;
@@ -96,6 +97,7 @@ static void rp_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
   pc->ok = st->state == WD_CHECK_OK;
   pc->state = (char *)wd_check_state_name(st->state);
   pc->detail = st->detail;
+  pc->hash_rate = st->hash_rate;
 }
 
 void wd_reply_status(wd_req *c)

@@ -50,6 +50,7 @@ struct wd_req {
   wd_work work;            /* the reduction ... */
   wv_reduce_job job;
   wv_reduce_out out;       /* ... and its result */
+  int finite;              /* ReduceResult.finite (FINITE_*) */
   uv_timer_t timer;        /* parked JobRequest */
   wd_hjob *waiting;        /* parked on this job */
   uint64_t seg_offset;     /* the parked request's segment page */

@@ -4,3 +4,24 @@
 wave_test(test_client
   SOURCES test_client.c jsonq.c
   LIBS wvctl waveclient wvbase nng::nng)
+
+# The fleet coordinator's exact merges against the single-job definitions
+# (the reduction reference, the host hash fold); no sockets.
+wave_test(test_fleet
+  SOURCES test_fleet.c ${PROJECT_SOURCE_DIR}/client/fleet_merge.c
+  LIBS wvworkers wvbase)
+target_compile_options(test_fleet PRIVATE -ffp-contract=off)
+
+# wavectl's --fleet/--piece/--probe: URL lists, the readiness verdict.
+wave_test(test_ctl_fleet SOURCES test_ctl_fleet.c LIBS wvctl waveclient wvbase)
+
+# The fleet coordinator against three real daemons on ipc: fleet jobs equal
+# one daemon's, a daemon stopped and a device faulting, ReduceResult.finite,
+# cancel.
+if(TARGET wavedd)
+  wave_test(test_fleet_daemons SOURCES test_fleet_daemons.c daemon_harness.c
+    LIBS waveclient wvbase wvhash nng::nng)
+  add_dependencies(test_fleet_daemons wavedd)
+  target_compile_definitions(test_fleet_daemons PRIVATE
+    WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+endif()

@@ -1,6 +1,7 @@
 # tests/daemon.cmake: wavedd's config loader, and the real daemon binary
 # spoken to with raw nng + protobuf-c (the wire protocol, docs/protocol.md).
 wave_test(test_config SOURCES test_config.c LIBS wvdaemon)
+wave_test(test_autodev SOURCES test_autodev.c LIBS wvdaemon)
 
 wave_test(test_daemon SOURCES test_daemon.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)

@@ -319,7 +319,7 @@ START_TEST(devices)
   tc_load_bad("log_level: info\n", "1:1", "devices", "missing key 'devices'");
   tc_load_bad("", "1:1", "devices", "at least one device");
   tc_load_bad("devices: []\n", "1:10", "devices", "at least one device");
-  tc_load_bad("devices: cpu\n", "1:10", "devices", "expected a list");
+  tc_load_bad("devices: cpu\n", "1:10", "devices", "expected a list of devices or 'auto'");
   tc_load_bad("devices:\n  - cpu0\n", "2:5", "devices[0]",
               "expected a mapping");
   tc_load_bad("devices:\n"

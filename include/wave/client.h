@@ -72,6 +72,9 @@ typedef struct wave_reduce_result {
   uint64_t rows;          /* rows in the input */
   double seconds;         /* time on the device */
   char device[64];
+  int finite;             /* float min/max/extent: 1 a selected row is
+                             finite, 2 none is, 0 not said (other ops, or a
+                             daemon before ReduceResult.finite) */
 } wave_reduce_result;
 
 WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
@@ -147,6 +150,8 @@ typedef struct wave_pack_check {
   int ok;
   char state[16];  /* "pending", "ok", "failed", "none" (no hash support) */
   char detail[160];
+  double hash_rate;  /* hashes/s measured on the device with the pack, over
+                        its hash batches so far (0: none yet) */
 } wave_pack_check;
 
 typedef struct wave_device_status {

@@ -307,3 +307,16 @@ int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
   }
   return 0;
 }
+
+int wv_reduce_any_finite(const wv_reduce_job *job)
+{
+  rd_mask m = {job, 0, 0};
+  uint64_t row = 0;
+  for (size_t i = 0; i < job->n_input; i++) {
+    const wv_span *c = &job->input[i];
+    for (uint64_t r = 0; r < c->rows; r++, row++)
+      if (rd_selected(&m, row) && isfinite(rd_f32(rd_row(c->data, r))))
+        return 1;
+  }
+  return 0;
+}

@@ -28,6 +28,12 @@ float wv_f32_group_tree(float v[256]);
 /* The result rule of the float sum: count 0 -> +0.0, NaN -> canonical. */
 uint32_t wv_f32_sum_finish(float sum, uint64_t count);
 
+/* Whether some selected row of a float32 job is finite: what a float
+ * min/max/extent partial must say besides its value (docs/reduction.md,
+ * "Partials"), since "no finite row" is answered +0.0.  One pass that
+ * stops at the first such row. */
+int wv_reduce_any_finite(const wv_reduce_job *job);
+
 /* Mask row `row` (logical index) of a chunked mask: nonzero = selected. */
 uint32_t wv_mask_at(const wv_reduce_job *job, uint64_t row);
 

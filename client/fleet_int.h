@@ -1,0 +1,69 @@
+/* fleet_int.h - what the fleet coordinator's files share (not installed):
+ * the fleet handle and the pool of one thread per daemon (fleet.c), used
+ * by the hash pieces (fleet.c) and the reductions (fleet_reduce.c).
+ */
+#ifndef WV_FLEET_INT_H
+#define WV_FLEET_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client/client_int.h"
+#include "wave/fleet.h"
+
+struct wave_fleet {
+  size_t n;
+  wave_client **c;        /* opened on first use (wv_fleet_client) */
+  char **urls;
+  atomic_int cancel;
+  pthread_mutex_t mu;     /* c[] and timeout_ms */
+  int timeout_ms;         /* 0: the client default */
+};
+
+/* Daemon d's connection, opened on first use; NULL with err filled when
+ * it cannot be opened. */
+wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err);
+
+enum { FL_OK = 0, FL_DAEMON = 1, FL_AGAIN = 2, FL_JOB = 3 };
+
+typedef struct fl_pool fl_pool;
+/* Run item i on daemon d (slot: the calling thread's inflight counter);
+ * 0 or a WAVE_E* code with err filled. */
+typedef int (*fl_run_fn)(fl_pool *p, size_t d, size_t slot, size_t i,
+                         wave_error *err);
+
+struct fl_pool {
+  wave_fleet *f;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t *fifo, head, tail, cap;  /* queued item indices */
+  size_t items, remaining;
+  size_t alive, running;          /* threads */
+  int fatal;                      /* first job error (code) */
+  wave_error fatal_err;
+  fl_run_fn run;
+  void *ctx;
+  uint64_t retried;
+  wave_fleet_member *members;     /* f->n */
+  atomic_uint_fast64_t *inflight; /* per thread: work of its current piece */
+  double *first, *last;           /* per daemon: its pieces' wall span */
+  atomic_uint_fast64_t done;      /* work of completed pieces */
+  uint64_t total;
+  const uint64_t *work;           /* per item: nonces or rows */
+};
+
+/* Run items 0..n-1 (work[i] each: nonces or rows) over the fleet, depth
+ * threads per daemon (0: 2) pulling from one FIFO.  0 when every item is
+ * done; the first job error; WAVE_ECANCELLED; or, when every daemon
+ * failed, WAVE_EIO naming them.  members (f->n) get each daemon's share. */
+int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
+                      unsigned depth, fl_run_fn run, void *ctx,
+                      wave_fleet_member *members, uint64_t *retried,
+                      wave_fleet_progress_fn progress, void *parg,
+                      wave_error *err);
+size_t wv_fleet_count_failed(const wave_fleet_member *m, size_t n);
+double wv_fleet_now(void);
+
+#endif

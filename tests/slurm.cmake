@@ -1,0 +1,11 @@
+# tests/slurm.cmake - the fleet on a Slurm test cluster (tests/slurm/): one
+# slurmctld and three slurmd on loopback, contrib/slurm/wavedd.sbatch,
+# fleet jobs against one daemon's bits, a node killed and a device faulted.
+# Needs root (slurmd) and slurm-wlm + munge (.ci/deps.sh); skipped (77)
+# when not root.
+if(TARGET wavedd AND TARGET wavectl)
+  add_test(NAME slurm_fleet
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/slurm/fleet_test.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(slurm_fleet PROPERTIES
+    LABELS slurm SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE)
+endif()

@@ -1,0 +1,221 @@
+/* test_autodev.c - `devices: auto` and `${VAR}` in listen URLs
+ * (daemon/autodev.c), through the config loader as a daemon meets them.
+ *
+ * The environment is a table (wd_config_getenv points at ta_getenv), so
+ * the cases set exactly the variables Slurm would and nothing leaks from
+ * the process that runs the test.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/autodev.h"
+#include "daemon/config.h"
+#include "workers/worker.h"
+
+static const char *ta_env[16][2];
+static size_t ta_nenv;
+
+static const char *ta_getenv(const char *name)
+{
+  for (size_t i = 0; i < ta_nenv; i++)
+    if (strcmp(ta_env[i][0], name) == 0)
+      return ta_env[i][1];
+  return NULL;
+}
+
+static void ta_set(const char *name, const char *value)
+{
+  ck_assert_uint_lt(ta_nenv, 16);
+  ta_env[ta_nenv][0] = name;
+  ta_env[ta_nenv][1] = value;
+  ta_nenv++;
+}
+
+static char ta_path[64];
+static wd_getenv_fn ta_saved;
+static wd_exists_fn ta_saved_exists;
+static int ta_nvidia, ta_amd;  /* which driver nodes "exist" */
+
+static int ta_exists(const char *path)
+{
+  return (strcmp(path, "/dev/nvidiactl") == 0 && ta_nvidia) ||
+         (strcmp(path, "/dev/kfd") == 0 && ta_amd);
+}
+
+static void ta_setup(void)
+{
+  ta_nenv = 0;
+  ta_saved = wd_config_getenv;
+  wd_config_getenv = ta_getenv;
+  ta_saved_exists = wd_autodev_exists;
+  wd_autodev_exists = ta_exists;
+  ta_nvidia = ta_amd = 1;
+  snprintf(ta_path, sizeof ta_path, "/tmp/wave-autodev.XXXXXX");
+  int fd = mkstemp(ta_path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+}
+
+static void ta_teardown(void)
+{
+  unlink(ta_path);
+  wd_config_getenv = ta_saved;
+  wd_autodev_exists = ta_saved_exists;
+}
+
+/* Load text; returns the config (rc 0) or NULL with the message in msg. */
+static wd_config *ta_load(const char *text, char *msg, size_t n)
+{
+  FILE *f = fopen(ta_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  wd_config *c = NULL;
+  wave_error err = {0};
+  int rc = wd_config_load(ta_path, &c, &err);
+  snprintf(msg, n, "%s", rc ? err.message : "");
+  return rc ? NULL : c;
+}
+
+START_TEST(auto_without_gpus_is_one_cpu)
+{
+  char msg[512];
+  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].name, "cpu0");
+  ck_assert_str_eq(c->devices[0].backend, "cpu");
+  ck_assert_uint_eq(c->devices[0].queue_depth, 64);  /* table default */
+  ck_assert_uint_eq(c->devices[0].threads, 0);
+  wd_config_free(c);
+  /* Slurm's "no device files" and -1 grant nothing either */
+  ta_set("CUDA_VISIBLE_DEVICES", "NoDevFiles");
+  ta_set("ROCR_VISIBLE_DEVICES", "-1");
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].backend, "cpu");
+  wd_config_free(c);
+}
+END_TEST
+
+START_TEST(auto_with_granted_gpus)
+{
+  ta_set("CUDA_VISIBLE_DEVICES", "2,3,GPU-8a6f0e1c");
+  char msg[512];
+  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  const char *gpu = wv_backend_find("cuda") ? "cuda"
+                  : wv_backend_find("hip")  ? "hip" : NULL;
+  ck_assert_msg(c != NULL, "%s", msg);
+  if (gpu == NULL) {  /* a build without GPU backends: the CPU serves */
+    ck_assert_uint_eq(c->n_devices, 1);
+    ck_assert_str_eq(c->devices[0].backend, "cpu");
+  } else {            /* entry i is device index i (the runtime renumbers) */
+    ck_assert_uint_eq(c->n_devices, 3);
+    for (unsigned i = 0; i < 3; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "%s%u", gpu, i);
+      ck_assert_str_eq(c->devices[i].name, name);
+      ck_assert_str_eq(c->devices[i].backend, gpu);
+      ck_assert_uint_eq(c->devices[i].index, i);
+    }
+  }
+  wd_config_free(c);
+  /* no driver node for the built backends: the CPU serves (Slurm sets
+   * every vendor's variable for any GPU GRES) */
+  ta_nvidia = ta_amd = 0;
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].backend, "cpu");
+  wd_config_free(c);
+  /* only the ROCm driver: hip (when built) from ROCR_VISIBLE_DEVICES */
+  ta_amd = 1;
+  ta_set("ROCR_VISIBLE_DEVICES", "5");
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].backend, wv_backend_find("hip") ? "hip"
+                                                                 : "cpu");
+  wd_config_free(c);
+}
+END_TEST
+
+START_TEST(auto_malformed_list)
+{
+  char msg[512];
+  ta_set("CUDA_VISIBLE_DEVICES", "0,,1");
+  ta_set("ROCR_VISIBLE_DEVICES", "0,,1");
+  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  if (wv_backend_find("cuda") || wv_backend_find("hip")) {
+    ck_assert_ptr_null(c);
+    ck_assert_msg(strstr(msg, ":1:10: devices: devices: auto:") &&
+                  strstr(msg, "'0,,1' is not a comma list"), "%s", msg);
+  } else {
+    ck_assert_ptr_nonnull(c);  /* nothing reads the GPU lists */
+    wd_config_free(c);
+  }
+  c = ta_load("devices: automatic\n", msg, sizeof msg);
+  ck_assert_ptr_null(c);
+  ck_assert_msg(strstr(msg, "expected a list of devices or 'auto'"), "%s", msg);
+}
+END_TEST
+
+START_TEST(listen_vars)
+{
+  char msg[512];
+  ta_set("WAVE_PORT", "26901");
+  ta_set("EMPTY", "");
+  wd_config *c = ta_load("listen:\n"
+                         "  - tcp://127.0.0.1:${WAVE_PORT}\n"
+                         "  - ipc:///tmp/w-${NODE:-n0}-$$.sock\n"
+                         "  - tcp://127.0.0.1:${EMPTY:-7}\n"
+                         "devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_listen, 3);
+  ck_assert_str_eq(c->listen[0], "tcp://127.0.0.1:26901");
+  ck_assert_str_eq(c->listen[1], "ipc:///tmp/w-n0-$.sock");
+  ck_assert_str_eq(c->listen[2], "tcp://127.0.0.1:7");
+  wd_config_free(c);
+
+  c = ta_load("listen: [\"tcp://127.0.0.1:${NOPE}\"]\ndevices: auto\n", msg,
+              sizeof msg);
+  ck_assert_ptr_null(c);
+  ck_assert_msg(strstr(msg, ":1:10: listen[0]: ") &&
+                strstr(msg, "environment variable NOPE is not set"), "%s", msg);
+  c = ta_load("listen: [\"tcp://127.0.0.1:${WAVE_PORT\"]\ndevices: auto\n",
+              msg, sizeof msg);
+  ck_assert_ptr_null(c);
+  ck_assert_msg(strstr(msg, "malformed ${NAME}"), "%s", msg);
+  c = ta_load("listen: [\"tcp://127.0.0.1:$WAVE_PORT\"]\ndevices: auto\n",
+              msg, sizeof msg);
+  ck_assert_ptr_null(c);
+  ck_assert_msg(strstr(msg, "a literal '$' is '$$'"), "%s", msg);
+  /* the expansion is checked as a URL like any other */
+  ta_set("BAD", "80x");
+  c = ta_load("listen: [\"tcp://127.0.0.1:${BAD}\", \"tcp://${X:-}\"]\n"
+              "devices: auto\n", msg, sizeof msg);
+  ck_assert_ptr_null(c);
+  ck_assert_msg(strstr(msg, "listen[") != NULL, "%s", msg);
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("autodev");
+  TCase *t = tcase_create("autodev");
+  tcase_add_checked_fixture(t, ta_setup, ta_teardown);
+  tcase_add_test(t, auto_without_gpus_is_one_cpu);
+  tcase_add_test(t, auto_with_granted_gpus);
+  tcase_add_test(t, auto_malformed_list);
+  tcase_add_test(t, listen_vars);
+  suite_add_tcase(s, t);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
