@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# .ci/deps.sh - install the Debian packages wavedd's build and tests need.
+# .ci/deps.sh [all|build] - install the Debian packages wavedd needs.
+#   build: what compiling wavedd (CPU + Vulkan backends, no tests) needs;
+#          the Dockerfile's build stage uses this.
+#   all (default): build + tests (Check, lavapipe, PoCL), HIP's compiler,
+#          and the service tests (systemd, podman, debootstrap, Prometheus).
 # Idempotent and quiet: does nothing (and prints nothing) when all are present.
 # The CUDA toolkit (nvcc) is not a Debian package here; the build uses it when
 # it is installed (/usr/local/cuda/bin/nvcc) and skips the CUDA backend if not.
 set -euo pipefail
-pkgs=(
+build=(
   build-essential cmake ninja-build pkg-config
-  libuv1-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev check
-  libsystemd-dev
-  libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
+  libuv1-dev libnng-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev
+  libsystemd-dev libvulkan-dev glslc
+)
+rest=(
+  check mesa-vulkan-drivers vulkan-tools
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
+  systemd groff-base bash-completion
+  podman runc debootstrap prometheus curl
   slurm-wlm munge
 )
+case "${1:-all}" in
+  build) pkgs=("${build[@]}") ;;
+  all) pkgs=("${build[@]}" "${rest[@]}") ;;
+  *) echo "usage: $0 [all|build]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -49,7 +49,8 @@ static uint64_t cl_now_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-int wave_client_open(wave_client **out, const char *url, wave_error *err)
+static int cl_open(wave_client **out, const char *url, int now,
+                   wave_error *err)
 {
   int rv;
   if (out == NULL)
@@ -80,10 +81,24 @@ int wave_client_open(wave_client **out, const char *url, wave_error *err)
   /* The daemon is trusted: replies (want_outputs) may be large. */
   nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, 0);
   /* Non-blocking dial: nng keeps retrying in the background, so a client
-   * may be opened before the daemon is up.  Only a malformed URL fails. */
-  if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
-    int code = wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
-                         "cannot dial '%s': %s", url, nng_strerror(rv));
+   * may be opened before the daemon is up.  Only a malformed URL fails.
+   * wave_client_dial connects first: nothing listening is an error now,
+   * not a timeout later (nng still redials if the daemon restarts). */
+  if ((rv = nng_dial(c->sock, url, NULL, now ? 0 : NNG_FLAG_NONBLOCK)) != 0) {
+    /* a malformed URL (or no memory) is not about the daemon */
+    int bad_url = rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ||
+                  rv == NNG_EINVAL || rv == NNG_ENOMEM;
+    int refused = rv == NNG_ECONNREFUSED || rv == NNG_ENOENT;
+    int code;
+    if (now && refused)
+      code = wv_seterr(err, WAVE_EIO, "%s: connection refused: no wavedd "
+                       "listens there (%s)", url, nng_strerror(rv));
+    else if (now && !bad_url)
+      code = wv_seterr(err, WAVE_EIO, "%s: cannot connect: %s", url,
+                       nng_strerror(rv));
+    else
+      code = wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
+                       "cannot dial '%s': %s", url, nng_strerror(rv));
     nng_close(c->sock);
     free(c->url);
     free(c);
@@ -91,6 +106,16 @@ int wave_client_open(wave_client **out, const char *url, wave_error *err)
   }
   *out = c;
   return 0;
+}
+
+int wave_client_open(wave_client **out, const char *url, wave_error *err)
+{
+  return cl_open(out, url, 0, err);
+}
+
+int wave_client_dial(wave_client **out, const char *url, wave_error *err)
+{
+  return cl_open(out, url, 1, err);
 }
 
 void wave_client_close(wave_client *c)
@@ -444,13 +469,27 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     return rv;
   const Wave__V1__StatusReply *st = resp->status;
   size_t n = st ? st->n_devices : 0;
-  /* One block: the devices follow the header, so one free() releases it. */
-  wave_status *s = calloc(1, sizeof *s + n * sizeof(wave_device_status));
+  size_t nl = st ? st->n_listen : 0, text = 0;
+  for (size_t i = 0; i < nl; i++)
+    text += strlen(st->listen[i] ? st->listen[i] : "") + 1;
+  /* One block: the devices, the listen pointers and their strings follow
+   * the header, so one free() releases it. */
+  wave_status *s = calloc(1, sizeof *s + n * sizeof(wave_device_status) +
+                                 (nl + 1) * sizeof(char *) + text);
   if (s == NULL) {
     wave__v1__response__free_unpacked(resp, NULL);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   s->devices = (wave_device_status *)(s + 1);
+  s->listen = (char **)(s->devices + n);
+  char *at = (char *)(s->listen + nl + 1);
+  for (size_t i = 0; i < nl; i++) {
+    const char *u = st->listen[i] ? st->listen[i] : "";
+    size_t len = strlen(u) + 1;
+    memcpy(at, u, len);
+    s->listen[s->n_listen++] = at;
+    at += len;
+  }
   if (st != NULL) {
     wv_client_copy(s->version, sizeof s->version, st->version);
     s->uptime_ms = st->uptime_ms;

@@ -77,6 +77,9 @@ typedef enum wv_cmd {
   WV_CMD_HASH,
   WV_CMD_STATUS,
   WV_CMD_PACKS,
+  WV_CMD_JOBS,
+  WV_CMD_WAIT,
+  WV_CMD_CANCEL,
 } wv_cmd;
 
 typedef struct wv_args {
@@ -101,6 +104,9 @@ typedef struct wv_args {
   uint32_t max_winners;
   int outputs;
   int have_nonce, have_count;
+  int detach;             /* --detach: print the job id, do not wait */
+  /* wait, cancel */
+  uint64_t job_id;
   /* fleet (ctl_fleet.c) */
   const char *fleet;      /* --fleet: URL,URL,... or slurm[:PORT[+]] */
   uint64_t piece;         /* --piece */
@@ -144,6 +150,13 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
                      int json);
 void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
 
+/* ---- job commands (ctl_jobs.c) ----------------------------------------- */
+
+const char *wv_job_state_name(wave_job_state s);
+void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
+/* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
+void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
+                  int json);
 /* ---- fleet (ctl_fleet.c) ------------------------------------------------ */
 
 /* The daemons of a --fleet SPEC: "URL,URL,..." or "slurm[:PORT[+]]" (the

@@ -2,7 +2,8 @@
  * the usage texts (docs/cli.md is the long form of the same).
  *
  * Forms: wavectl [GLOBAL] COMMAND [OPTIONS], where COMMAND is `submit
- * reduce`, `submit hash`, `status`, `packs` or `help [COMMAND]`.  Options
+ * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID`
+ * or `help [COMMAND]`.  Options
  * are long only (plus -h), "--name value" or "--name=value", and may come
  * before or after the command; a repeated single-valued option keeps the
  * last value.  Names (op, dtype, format) are checked here, so a typo is a
@@ -19,11 +20,11 @@ enum {
   A_URL, A_TIMEOUT, A_JSON, A_HELP, A_VERSION, A_DEVICE,
   A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
   A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
-  A_SEGLOG2, A_SEGMENTS,
+  A_SEGLOG2, A_SEGMENTS, A_DETACH,
   A_FLEET, A_PIECE, A_PROBE,
 };
 
-#define M_ALL 0x1fu
+#define M_ALL 0xffu
 #define M_NONE (1u << WV_CMD_NONE)
 #define M_RED (1u << WV_CMD_REDUCE)
 #define M_HASH (1u << WV_CMD_HASH)
@@ -58,12 +59,14 @@ static const struct ar_opt {
   {"devices", 1, A_DEVICES, M_HASH},
   {"segment-log2", 1, A_SEGLOG2, M_HASH},
   {"segments", 0, A_SEGMENTS, M_HASH},
+  {"detach", 0, A_DETACH, M_HASH},
 };
 
 static const char *const ar_cmd_names[] = {
   [WV_CMD_NONE] = "wavectl", [WV_CMD_REDUCE] = "submit reduce",
   [WV_CMD_HASH] = "submit hash", [WV_CMD_STATUS] = "status",
-  [WV_CMD_PACKS] = "packs",
+  [WV_CMD_PACKS] = "packs", [WV_CMD_JOBS] = "jobs", [WV_CMD_WAIT] = "wait",
+  [WV_CMD_CANCEL] = "cancel",
 };
 
 int wv_parse_u64(const char *s, uint64_t *out)
@@ -173,6 +176,7 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
   case A_JSON: a->json = 1; break;
   case A_HELP: a->help = 1; break;
   case A_VERSION: a->version = 1; break;
+  case A_DETACH: a->detach = 1; break;
   case A_DEVICE:
     if (strchr(v, ',') != NULL) {  /* --device a,b: several (hash jobs) */
       a->device = NULL;
@@ -256,6 +260,21 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
     a->cmd = WV_CMD_PACKS;
     return 1;
   }
+  if (strcmp(w, "jobs") == 0) {
+    a->cmd = WV_CMD_JOBS;
+    return 1;
+  }
+  if (strcmp(w, "wait") == 0 || strcmp(w, "cancel") == 0) {
+    a->cmd = w[0] == 'w' ? WV_CMD_WAIT : WV_CMD_CANCEL;
+    const char *k = i + 1 < argc ? argv[i + 1] : NULL;
+    if (k != NULL && (strcmp(k, "--help") == 0 || strcmp(k, "-h") == 0))
+      return 1;  /* the option loop sees --help */
+    if (k == NULL || wv_parse_u64(k, &a->job_id) != 0)
+      return -wv_seterr(err, WAVE_EARG, "%s: expected a job id (as submit "
+                        "hash --detach or wavectl jobs print it)%s%s%s", w,
+                        k ? ", not '" : "", k ? k : "", k ? "'" : "");
+    return 2;
+  }
   if (strcmp(w, "submit") == 0) {
     const char *k = i + 1 < argc ? argv[i + 1] : NULL;
     if (k != NULL && (strcmp(k, "--help") == 0 || strcmp(k, "-h") == 0)) {
@@ -281,7 +300,8 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
     return 1;
   }
   return -wv_seterr(err, WAVE_EARG, "unknown command '%s' (submit reduce, "
-                    "submit hash, status, packs, help)", w);
+                    "submit hash, status, packs, jobs, wait, cancel, help)",
+                    w);
 }
 
 int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
@@ -354,9 +374,9 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
     return wv_seterr(err, WAVE_EARG, "--op/--dtype/--input/--mask/--format "
                      "apply only to submit reduce");
   if (a->cmd != WV_CMD_HASH && (a->pack || a->have_nonce || a->have_count ||
-                                a->target || a->outputs))
+                                a->target || a->outputs || a->detach))
     return wv_seterr(err, WAVE_EARG, "--pack/--nonce/--count/--target/"
-                     "--outputs apply only to submit hash");
+                     "--outputs/--detach apply only to submit hash");
   if (a->device && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
     return wv_seterr(err, WAVE_EARG, "--device applies only to submit");
   if (a->fleet && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH &&
@@ -454,10 +474,29 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "                    that runs hash jobs\n"
       "  --segment-log2 S  segments of 2^S nonces (5..20, default 13)\n"
       "  --segments        also print every segment fingerprint\n"
+      "  --detach          print the job id and exit; the job runs on\n"
+      "                    (wavectl jobs / wait ID / cancel ID)\n"
       "  --fleet SPEC      split the job over several daemons (see below)\n"
       "  --piece N         fleet piece in nonces (default: count / (16 x "
       "daemons))\n"
       "%s%s", common, fleet_help);
+    break;
+  case WV_CMD_JOBS:
+    fprintf(f,
+      "usage: wavectl jobs [--json]\n\n"
+      "List the daemon's hash jobs: queued, running, and the finished ones\n"
+      "it still keeps (limits.keep_jobs, keep_seconds).\n\n%s", common);
+    break;
+  case WV_CMD_WAIT:
+    fprintf(f,
+      "usage: wavectl wait ID [--json]\n\n"
+      "Wait for hash job ID to end and print its result, as submit hash\n"
+      "would have; Ctrl-C stops waiting (the job runs on).\n\n%s", common);
+    break;
+  case WV_CMD_CANCEL:
+    fprintf(f,
+      "usage: wavectl cancel ID [--json]\n\n"
+      "Cancel hash job ID and print its state.\n\n%s", common);
     break;
   case WV_CMD_STATUS:
     fprintf(f,
@@ -485,6 +524,9 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  submit hash       run a hash job with a program pack\n"
       "  status            show devices, queues and faults\n"
       "  packs             list program packs and their self-checks\n"
+      "  jobs              list hash jobs (also those of gone clients)\n"
+      "  wait ID           wait for a hash job and print its result\n"
+      "  cancel ID         cancel a hash job\n"
       "  help COMMAND      the options of a command\n\n"
       "Options:\n%s"
       "  --version         print wavectl's version\n\n"

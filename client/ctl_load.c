@@ -360,6 +360,25 @@ static int ld_text(const char *name, const char *buf, size_t len,
 
 /* ---- entry points -------------------------------------------------------- */
 
+/* --format auto: text that --format text would read (digits, signs,
+ * points, separators, a newline) is far likelier than raw rows whose every
+ * byte happens to be one of those, so it is refused rather than read as
+ * rows (a raw file of such bytes still loads with --format raw). */
+static int ld_looks_like_text(const char *buf, size_t len)
+{
+  int digit = 0, newline = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)buf[i];
+    if (ch >= '0' && ch <= '9')
+      digit = 1;
+    else if (ch == '\n')
+      newline = 1;
+    else if (ch == 0 || !strchr(" \t\r,;+-.eExXabcdefABCDEFinfINFnaNA#", ch))
+      return 0;
+  }
+  return digit && (newline || len < 4 || len % 4 != 0);
+}
+
 int wv_load_buffer(const char *name, char *buf, size_t len, wv_format fmt,
                    wave_dtype dtype, wv_chunk_buf *out, wave_error *err)
 {
@@ -369,9 +388,16 @@ int wv_load_buffer(const char *name, char *buf, size_t len, wv_format fmt,
     return wv_seterr(err, WAVE_EDTYPE, "%s: no dtype to read it as", name);
   }
   buf[len] = '\0';
-  if (fmt == WV_FMT_AUTO)
+  if (fmt == WV_FMT_AUTO) {
     fmt = (len >= 6 && memcmp(buf, LD_NPY_MAGIC, 6) == 0) ? WV_FMT_NPY
                                                           : WV_FMT_RAW;
+    if (fmt == WV_FMT_RAW && ld_looks_like_text(buf, len)) {
+      free(buf);
+      return wv_seterr(err, WAVE_EARG, "%s: looks like text (numbers), not "
+                       "raw rows; say --format text, or --format raw to read "
+                       "its bytes as rows", name);
+    }
+  }
   int rv = 0;
   switch (fmt) {
   case WV_FMT_TEXT:

@@ -244,9 +244,14 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     wv_json_str(f, url);
     fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
             ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
-            ", \"ready\": %s, \"devices\": [",
+            ", \"ready\": %s, \"listen\": [",
             s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
             s->ready ? "true" : "false");
+    for (size_t i = 0; i < s->n_listen; i++) {
+      fputs(i ? ", " : "", f);
+      wv_json_str(f, s->listen[i]);
+    }
+    fputs("], \"devices\": [", f);
     for (size_t i = 0; i < s->n_devices; i++) {
       const wave_device_status *d = &s->devices[i];
       fputs(i ? ", {\"name\": " : "{\"name\": ", f);
@@ -276,6 +281,10 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
           " failed, %s, instance %" PRIu64 "\n", s->version, url,
           (double)s->uptime_ms / 1000.0, s->jobs_served, s->jobs_failed,
           s->ready ? "ready" : "preparing packs", s->instance);
+  for (size_t i = 0; i < s->n_listen; i++)
+    fprintf(f, "%s%s", i ? ", " : "listening on ", s->listen[i]);
+  if (s->n_listen > 0)
+    fputc('\n', f);
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);

@@ -291,3 +291,37 @@ int wave_hash(wave_client *c, const wave_hash_request *req,
     }
   }
 }
+
+int wave_jobs_get(wave_client *c, wave_job_info **jobs, size_t *n_jobs,
+                  wave_error *err)
+{
+  if (c == NULL || jobs == NULL || n_jobs == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_jobs_get: NULL argument");
+  *jobs = NULL;
+  *n_jobs = 0;
+  Wave__V1__JobsRequest jq = WAVE__V1__JOBS_REQUEST__INIT;
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_JOBS;
+  r.jobs = &jq;
+  Wave__V1__Response *resp;
+  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOBS, 0, &resp, err);
+  if (rv != 0)
+    return rv;
+  const Wave__V1__JobsReply *jr = resp->jobs;
+  size_t n = jr ? jr->n_jobs : 0;
+  wave_job_info *v = calloc(n + 1, sizeof *v);
+  if (v == NULL) {
+    wave__v1__response__free_unpacked(resp, NULL);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (jr->jobs[i] != NULL)
+      job_info(&v[k++], jr->jobs[i]);
+  wave__v1__response__free_unpacked(resp, NULL);
+  *jobs = v;
+  *n_jobs = k;
+  return 0;
+}
+
+void wave_jobs_free(wave_job_info *jobs) { free(jobs); }

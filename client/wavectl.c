@@ -73,7 +73,7 @@ static int ctl_call_fail(const wave_error *e)
 static int ctl_connect(const wv_args *a, wave_client **c)
 {
   wave_error err = {0};
-  if (wave_client_open(c, a->url, &err) != 0)
+  if (wave_client_dial(c, a->url, &err) != 0)
     return ctl_fail(&err, err.code == WAVE_EARG ? EXIT_USAGE
                                                 : EXIT_UNREACHABLE);
   if (a->timeout_ms > 0)
@@ -337,6 +337,14 @@ static int ctl_hash(wave_client *c, const wv_args *a)
     status = ctl_call_fail(&err);
     goto out;
   }
+  if (a->detach) {
+    if (a->json)
+      printf("{\"job\": %" PRIu64 "}\n", id);
+    else
+      printf("job %" PRIu64 " submitted (wavectl wait %" PRIu64 ")\n", id,
+             id);
+    goto out;
+  }
   for (;;) {
     if (ctl_interrupted) {
       status = ctl_cancel(c, id, tty);
@@ -370,6 +378,78 @@ static int ctl_hash(wave_client *c, const wv_args *a)
 out:
   sigaction(SIGINT, &old, NULL);
   return status;
+}
+
+/* ---- jobs, wait, cancel ---------------------------------------------------- */
+
+static int ctl_jobs(wave_client *c, const wv_args *a)
+{
+  wave_error err = {0};
+  wave_job_info *jobs;
+  size_t n;
+  if (wave_jobs_get(c, &jobs, &n, &err) != 0)
+    return ctl_call_fail(&err);
+  wv_print_jobs(stdout, jobs, n, a->json);
+  wave_jobs_free(jobs);
+  return 0;
+}
+
+/* Wait for the job to end (Ctrl-C stops waiting; the job runs on). */
+static int ctl_wait(wave_client *c, const wv_args *a)
+{
+  wave_error err = {0};
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = ctl_on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old);
+  int tty = isatty(STDERR_FILENO), status = 0;
+  for (;;) {
+    if (ctl_interrupted) {
+      if (tty)
+        fputs("\r\033[K", stderr);
+      wv_seterr(&err, WAVE_ECANCELLED, "stopped waiting; job %" PRIu64
+                " runs on", a->job_id);
+      status = ctl_fail(&err, EXIT_INTERRUPTED);
+      break;
+    }
+    wave_job_info info;
+    wave_hash_result res;
+    if (wave_job_poll(c, a->job_id, 250, &info, &res, &err) != 0) {
+      status = ctl_call_fail(&err);
+      break;
+    }
+    if (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
+      if (tty)
+        ctl_progress(&info);
+      continue;
+    }
+    if (tty)
+      fputs("\r\033[K", stderr);
+    if (info.state == WAVE_JOB_DONE) {
+      wv_print_job(stdout, &info, &res, a->json);
+      wave_hash_result_free(&res);
+    } else {
+      status = ctl_fail(&info.error, EXIT_JOB);
+    }
+    break;
+  }
+  sigaction(SIGINT, &old, NULL);
+  return status;
+}
+
+static int ctl_cancel_cmd(wave_client *c, const wv_args *a)
+{
+  wave_error err = {0};
+  wave_job_info info;
+  if (wave_job_cancel(c, a->job_id, &info, &err) != 0)
+    return ctl_call_fail(&err);
+  /* a running job stops at its next batch: wait until it has */
+  while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING)
+    if (wave_job_poll(c, a->job_id, 1000, &info, NULL, &err) != 0)
+      return ctl_call_fail(&err);
+  wv_print_job(stdout, &info, NULL, a->json);
+  return 0;
 }
 
 /* ---- status, packs ------------------------------------------------------ */
@@ -438,6 +518,9 @@ int main(int argc, char **argv)
     case WV_CMD_HASH: status = ctl_hash(c, &a); break;
     case WV_CMD_STATUS: status = ctl_status(c, &a); break;
     case WV_CMD_PACKS: status = ctl_packs(c, &a); break;
+    case WV_CMD_JOBS: status = ctl_jobs(c, &a); break;
+    case WV_CMD_WAIT: status = ctl_wait(c, &a); break;
+    case WV_CMD_CANCEL: status = ctl_cancel_cmd(c, &a); break;
     default: status = EXIT_USAGE; break;
     }
   }

@@ -58,6 +58,7 @@ struct cf_state {
 
 static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n);
 static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
+static int cf_check_metrics(cf_state *s, const char *v, char *why, size_t n);
 
 static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
@@ -73,6 +74,7 @@ static const char *const cf_bools[] = {"false", "true", NULL};
 static const cf_key cf_keys[] = {
   {CF_ROOT, "listen", CF_URLS, FLD(CFG, listen), 0, 0, 0, NULL, NULL, 0, 0, NULL},
   {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0, NULL, NULL, 0, 0, NULL},
+  {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, cf_check_metrics},
   {CF_ROOT, "log_level", CF_ENUM, FLD(CFG, log_level), 0, 0, 0, "info", cf_levels, 0, 0, NULL},
   {CF_ROOT, "allow_client_shm", CF_ENUM, FLD(CFG, allow_client_shm), 0, 0, 0, "false", cf_bools, 0, 0, NULL},
   {CF_ROOT, "limits", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_LIMITS, NULL},
@@ -231,6 +233,37 @@ static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n)
     snprintf(why, n,
              "unknown backend '%s' (known: cpu, cuda, hip, vulkan, opencl)", v);
   return -1;
+}
+
+/* metrics: http://host:port (the Prometheus endpoint is its /metrics). */
+static int cf_check_metrics(cf_state *s, const char *v, char *why, size_t n)
+{
+  (void)s;
+  if (v[0] == '\0')
+    return 0;  /* off */
+  nng_url *u = NULL;
+  int rv = nng_url_parse(&u, v);
+  if (rv != 0) {
+    snprintf(why, n, "'%s' is not a URL (%s)", v, nng_strerror(rv));
+    return -1;
+  }
+  int bad = 0;
+  if (strcmp(u->u_scheme, "http") != 0) {
+    snprintf(why, n, "'%s': the scheme must be http:// (e.g. "
+             "http://127.0.0.1:9464)", v);
+    bad = 1;
+  } else if (u->u_port == NULL || u->u_port[0] == '\0' ||
+             strchr(v + 7, ':') == NULL) {
+    snprintf(why, n, "'%s': needs a port (http://host:port)", v);
+    bad = 1;
+  } else if (strcmp(u->u_path, "") != 0 && strcmp(u->u_path, "/") != 0 &&
+             strcmp(u->u_path, "/metrics") != 0) {
+    snprintf(why, n, "'%s': the endpoint is /metrics; give no other path",
+             v);
+    bad = 1;
+  }
+  nng_url_free(u);
+  return bad ? -1 : 0;
 }
 
 static int cf_check_url(cf_state *s, const char *v, size_t i, char *why,

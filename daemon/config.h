@@ -19,6 +19,8 @@
 #define WD_NAME_MAX 64
 #define WD_PATH_MAX 4096
 
+/* A new field here also goes into reload.c's rl_same_device (a reload
+ * refuses device changes). */
 typedef struct wd_device_cfg {
   char name[WD_NAME_MAX];
   char backend[16];
@@ -60,6 +62,7 @@ typedef struct wd_config {
   char **listen;              /* URLs, n_listen >= 1 */
   size_t n_listen;
   unsigned ipc_mode;          /* 0: leave the socket file to the umask */
+  char metrics[256];          /* http://host:port of /metrics; "" = off */
   int log_level;              /* WD_LOG_* */
   int allow_client_shm;       /* ipc clients may register memfd regions */
   wd_limits limits;

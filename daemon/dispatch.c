@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "daemon/stats.h"
 #include "daemon/pick.h"
 #include "daemon/server_int.h"
 #include "proto/base.h"
@@ -128,6 +129,8 @@ static void dp_reduce_done(wd_work *w)
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
   wd_server *s = c->srv;
   s->reduce_inflight--;
+  wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
+               w->seconds, w->rc, c->job.rows, c->job.rows * 4);
   if (s->closed) {  /* the socket is gone, nobody to answer */
     wd_req_clear(c);
     return;
@@ -324,6 +327,9 @@ static void dp_wait_timeout(uv_timer_t *t)
 void wd_job_ended(void *arg, wd_hjob *j)
 {
   wd_server *s = arg;
+  wd_job_view v;
+  wd_hjob_view(j, 0, 0, &v);
+  wd_stats_job(WD_KIND_HASH, v.id, v.device, v.seconds, v.rc, 0, 0);
   void **head = wd_hjob_waiters(j);
   while (*head != NULL) {
     wd_req *c = *head;
@@ -436,6 +442,24 @@ static void dp_cancel(wd_req *c, const Wave__V1__CancelRequest *cr)
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
+
+/* JobsRequest: every job the table holds. */
+static void dp_jobs(wd_req *c)
+{
+  wd_server *s = c->srv;
+  size_t n = 0;
+  for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j; j = wd_jobs_next(s->jobs, j))
+    n++;
+  wd_job_view *v = calloc(n + 1, sizeof *v);
+  if (v == NULL)
+    return wd_reply_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
+  size_t k = 0;
+  for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j && k < n;
+       j = wd_jobs_next(s->jobs, j))
+    wd_hjob_view(j, 0, 0, &v[k++]);
+  wd_reply_jobs(c, v, k);
+  free(v);
+}
 
 /* Decode thread: unpack c->msg into c->req (or set dec_code), and handle
  * the request's bulk parts (daemon/bulk.h).  Touches only c and what is
@@ -558,6 +582,8 @@ void wd_dispatch(wd_req *c)
     return dp_cancel(c, rq->cancel);
   case WAVE__V1__REQUEST__BODY_PACKS:
     return wd_reply_packs(c);
+  case WAVE__V1__REQUEST__BODY_JOBS:
+    return dp_jobs(c);
   case WAVE__V1__REQUEST__BODY_STREAM_COMMIT:
     if (dp_check_op(c, c->bulk.dtype, c->bulk.op) != 0)
       return;

@@ -423,6 +423,13 @@ void wd_jobs_prune(wd_jobs *t)
 
 size_t wd_jobs_active(const wd_jobs *t) { return t->n_active; }
 
+void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim) { t->lim = *lim; }
+
+wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j)
+{
+  return j == NULL ? t->head : j->next;
+}
+
 uint64_t wd_hjob_id(const wd_hjob *j) { return j->id; }
 
 int wd_hjob_is_ended(const wd_hjob *j) { return j->ended; }

@@ -75,6 +75,10 @@ void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code);
 void wd_jobs_cancel_all(wd_jobs *t, int code);
 void wd_jobs_prune(wd_jobs *t);
 size_t wd_jobs_active(const wd_jobs *t);  /* jobs that have not ended */
+/* A reload's new limits (the ones a reload may change; see reload.c). */
+void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim);
+/* Walk the table in submit order: NULL gives the first job. */
+wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j);
 
 uint64_t wd_hjob_id(const wd_hjob *j);
 int wd_hjob_is_ended(const wd_hjob *j);

@@ -18,6 +18,7 @@
 
 #include "daemon/hashjob_int.h"
 #include "daemon/log.h"
+#include "daemon/stats.h"
 #include "proto/base.h"
 #include "workers/wvdev.h"
 
@@ -317,6 +318,7 @@ static int hr_run(wd_work *w, wd_device *d)
   hr_merge(j, pc, &b);
   pthread_mutex_unlock(&j->mu);
   p->hashes += b.count;
+  wd_stats_hashed(wd_device_name(d), b.count);  /* metrics' hash rates */
   return WD_RUN_MORE;
 }
 

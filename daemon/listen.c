@@ -287,6 +287,16 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
   return 0;
 }
 
+void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap)
+{
+  if (ls == NULL)
+    return;
+  ls->cap = recv_cap;  /* restarted listeners take it too */
+  for (size_t i = 0; i < ls->n; i++)
+    if (ls->v[i].started)
+      nng_listener_set_size(ls->v[i].l, NNG_OPT_RECVMAXSZ, recv_cap);
+}
+
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n)
 {
   *n = ls ? ls->n : 0;

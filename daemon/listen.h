@@ -17,6 +17,8 @@ typedef struct wd_listeners wd_listeners;
 int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
                        const wd_config *cfg, size_t recv_cap,
                        wd_listeners **out, wave_error *err);
+/* A new message cap (a reload's max_request_bytes): new connections get it. */
+void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap);
 /* The URLs as bound (a tcp port 0 replaced by the port chosen). */
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n);
 /* Stop the watchdog and close its handles (the listeners themselves close

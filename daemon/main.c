@@ -2,8 +2,12 @@
  *
  *   config (validated whole) -> packs (a malformed pack refuses start-up)
  *   -> [detach unless --foreground] -> devices open on their threads
- *   -> sockets listen -> loop (packs prepared: READY) ... SIGTERM -> drain
- *   -> exit 0.
+ *   -> sockets listen -> SIGHUP/watchdog/metrics (reload.c) -> loop
+ *   (packs prepared: READY) ... SIGTERM -> drain -> exit 0.
+ *
+ * SIGHUP is ignored from the first line on, so one that arrives while the
+ * devices open never kills the daemon; reload.c handles it once the
+ * sockets listen.
  *
  * Exit status: 0 after a clean stop (or a good --check-config), 2 for a bad
  * command line, config or pack, 1 when start-up fails (no device opened,
@@ -20,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -30,7 +33,9 @@
 #include "daemon/config.h"
 #include "daemon/hashjob.h"
 #include "daemon/log.h"
+#include "daemon/reload.h"
 #include "daemon/server.h"
+#include "daemon/stats.h"
 #include "proto/base.h"
 #include "workers/hash/hash.h"
 
@@ -48,45 +53,9 @@ static void mn_usage(FILE *f)
           "  -V, --version        print the version\n"
           "  -h, --help           this text\n"
           "\n"
-          "Signals: SIGINT/SIGTERM stop taking work, finish what is in "
-          "flight,\nthen exit 0.  Protocol: docs/protocol.md.\n");
-}
-
-/* Load packs.dir, then keep the packs packs.load names (all by default). */
-static int mn_packs(const wd_config *cfg, wv_packset **set, wd_packs *packs,
-                    wave_error *err)
-{
-  *set = NULL;
-  packs->list = NULL;
-  packs->n = 0;
-  struct stat st;
-  if (stat(cfg->packs_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    if (cfg->packs_dir_set || (!cfg->packs_all && cfg->n_packs_load > 0))
-      return wv_seterr(err, WAVE_ECONFIG, "%s: packs.dir: %s is not a folder",
-                       cfg->path, cfg->packs_dir);
-    wd_info("no packs folder %s: hash jobs have no packs", cfg->packs_dir);
-    return 0;
-  }
-  int rc = wv_packset_load(cfg->packs_dir, set, err);
-  if (rc != 0)
-    return rc;
-  size_t n = cfg->packs_all ? wv_packset_count(*set) : cfg->n_packs_load;
-  const wv_pack **list = calloc(n + 1, sizeof *list);
-  if (list == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  for (size_t i = 0; i < n; i++) {
-    list[i] = cfg->packs_all ? wv_packset_at(*set, i)
-                             : wv_packset_find(*set, cfg->packs_load[i]);
-    if (list[i] == NULL) {
-      free(list);
-      return wv_seterr(err, WAVE_ECONFIG, "%s: packs.load: no pack named "
-                       "'%s' in %s", cfg->path, cfg->packs_load[i],
-                       cfg->packs_dir);
-    }
-  }
-  packs->list = list;
-  packs->n = n;
-  return 0;
+          "Signals: SIGINT/SIGTERM/SIGQUIT stop taking work, finish what is "
+          "in flight,\nthen exit 0.  SIGHUP reloads FILE, all or nothing "
+          "(wavedd(8)).\nProtocol: docs/protocol.md.\n");
 }
 
 /* Fork; the parent exits with the status the child reports through the
@@ -171,6 +140,9 @@ int main(int argc, char **argv)
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);   /* until reload.c takes it: never a kill */
+  signal(SIGUSR1, SIG_IGN);  /* nor these: no stale socket */
+  signal(SIGUSR2, SIG_IGN);
 
   wave_error err = {0};
   wd_config *cfg = NULL;
@@ -181,17 +153,16 @@ int main(int argc, char **argv)
   wd_log_set_level(cfg->log_level);
   wv_packset *set = NULL;
   wd_packs packs;
-  if (mn_packs(cfg, &set, &packs, &err) != 0) {
+  if (wd_packs_load(cfg, &set, &packs, &err) != 0) {
     fprintf(stderr, "wavedd: %s\n", err.message);
-    wv_packset_free(set);
+    wd_packs_free(set, &packs);
     wd_config_free(cfg);
     return 2;
   }
   if (check) {
     printf("%s: ok: %zu device(s), %zu listen URL(s), %zu pack(s)\n", path,
            cfg->n_devices, cfg->n_listen, packs.n);
-    free((void *)packs.list);
-    wv_packset_free(set);
+    wd_packs_free(set, &packs);
     wd_config_free(cfg);
     return 0;
   }
@@ -201,15 +172,28 @@ int main(int argc, char **argv)
   uv_loop_t loop;
   uv_loop_init(&loop);
   wd_server *srv = NULL;
-  rc = wd_server_init(&loop, cfg, &packs, &srv, &err);
+  wd_service *svc = NULL;
+  const char *names[64];
+  for (size_t i = 0; i < cfg->n_devices && i < 64; i++)
+    names[i] = cfg->devices[i].name;
+  rc = wd_stats_init(names, cfg->n_devices < 64 ? cfg->n_devices : 64);
+  if (rc != 0)
+    rc = wv_seterr(&err, rc, "no memory for the counters");
+  if (rc == 0)
+    rc = wd_server_init(&loop, cfg, &packs, &srv, &err);
   if (rc == 0)
     rc = wd_server_listen(srv, &err);
+  if (rc == 0)
+    rc = wd_service_start(&loop, path, cfg, srv, &svc, &err);
   if (rc != 0) {
     wd_error("cannot start: %s", err.message);
-    if (srv != NULL) {
+    char st[300];
+    snprintf(st, sizeof st, "STATUS=cannot start: %.250s", err.message);
+    wd_notify(st);
+    wd_service_close(svc);
+    if (srv != NULL)
       wd_server_close(srv);
-      uv_run(&loop, UV_RUN_DEFAULT);
-    }
+    uv_run(&loop, UV_RUN_DEFAULT);
     rc = 1;
   } else {
     wd_info("wavedd %s listening: %zu device(s), %zu pack(s)", WAVE_VERSION,
@@ -219,16 +203,20 @@ int main(int argc, char **argv)
     mn_report(ready_fd, 0);
     ready_fd = -1;
     uv_run(&loop, UV_RUN_DEFAULT);
+    /* the server has closed (socket files gone); now our handles */
+    wd_service_close(svc);
+    uv_run(&loop, UV_RUN_DEFAULT);
   }
   wd_server_free(srv);
+  wd_service_free(svc);
+  wd_stats_fini();
   int lc = uv_loop_close(&loop);
   if (lc != 0) {
     wd_error("uv_loop_close: %s", uv_strerror(lc));
     rc = 1;
   }
   mn_report(ready_fd, (unsigned char)rc);
-  free((void *)packs.list);
-  wv_packset_free(set);
+  wd_packs_free(set, &packs);
   wd_config_free(cfg);
   if (rc == 0)
     wd_info("exit");

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "daemon/stats.h"
 #include "daemon/server_int.h"
 #include "proto/base.h"
 
@@ -55,6 +56,7 @@ void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   wd_debug("request %" PRIu64 ": %s: %s", c->req_id, wave_errname(code), msg);
+  wd_stats_request_error(code);
   Wave__V1__Error e = WAVE__V1__ERROR__INIT;
   e.code = (uint32_t)code;
   e.name = (char *)wave_errname(code);
@@ -295,4 +297,51 @@ out:
   free(wp);
   free(sh);
   free(shp);
+}
+
+/* JobsReply: per job its state and progress, without the result (ask
+ * JobRequest for one job's). */
+void wd_reply_jobs(wd_req *c, const wd_job_view *v, size_t n)
+{
+  Wave__V1__JobInfo *ji = calloc(n + 1, sizeof *ji);
+  Wave__V1__JobInfo **jp = calloc(n + 1, sizeof *jp);
+  Wave__V1__Error *e = calloc(n + 1, sizeof *e);
+  char (*names)[32] = calloc(n + 1, sizeof *names);
+  if (ji == NULL || jp == NULL || e == NULL || names == NULL) {
+    wd_reply_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    wave__v1__job_info__init(&ji[i]);
+    ji[i].job_id = v[i].id;
+    ji[i].state = (Wave__V1__JobState)v[i].state;
+    ji[i].done = v[i].done;
+    ji[i].total = v[i].total;
+    ji[i].seconds = v[i].seconds;
+    ji[i].device = (char *)v[i].device;
+    ji[i].instance = v[i].instance;
+    ji[i].n_devices = v[i].n_devices;
+    ji[i].devices = (char **)v[i].devices;
+    if (v[i].rc != 0) {
+      wave__v1__error__init(&e[i]);
+      e[i].code = (uint32_t)v[i].rc;
+      snprintf(names[i], sizeof names[i], "%s", wave_errname(v[i].rc));
+      e[i].name = names[i];
+      e[i].message = (char *)v[i].message;
+      ji[i].error = &e[i];
+    }
+    jp[i] = &ji[i];
+  }
+  Wave__V1__JobsReply jr = WAVE__V1__JOBS_REPLY__INIT;
+  jr.n_jobs = n;
+  jr.jobs = jp;
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_JOBS;
+  r.jobs = &jr;
+  wd_reply(c, &r);
+out:
+  free(ji);
+  free(jp);
+  free(e);
+  free(names);
 }

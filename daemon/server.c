@@ -286,3 +286,28 @@ void wd_server_free(wd_server *s)
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
+
+/* ---- for metrics.c and reload.c (loop thread) ----------------------------- */
+
+wd_device *const *wd_server_devices(const wd_server *s, size_t *n)
+{
+  *n = s->n_devs;
+  return s->devs;
+}
+
+const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
+
+const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
+
+void wd_server_reconfigure(wd_server *s, const wd_config *cfg)
+{
+  const wd_limits *lim = &cfg->limits;
+  size_t cap = lim->max_request_bytes +
+               (lim->max_request_bytes > (1u << 20) ? lim->max_request_bytes
+                                                    : (1u << 20));
+  s->cfg = cfg;
+  wd_jobs_set_limits(s->jobs, lim);
+  if (s->sock_open)
+    nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
+  wd_listeners_set_cap(s->lst, cap);
+}

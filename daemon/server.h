@@ -32,4 +32,13 @@ void wd_server_free(wd_server *s);
  * StatusReply.ready; READY=1 was sent to the supervisor. */
 int wd_server_ready(const wd_server *s);
 
+/* For metrics.c and reload.c, on the loop thread. */
+wd_device *const *wd_server_devices(const wd_server *s, size_t *n);
+const wd_packs *wd_server_packs(const wd_server *s);
+const wd_config *wd_server_config(const wd_server *s);
+/* Serve with cfg from now on: its limits (and later requests see its
+ * values).  cfg must differ from the serving one only in what reload.c
+ * allows, and outlive the server. */
+void wd_server_reconfigure(wd_server *s, const wd_config *cfg);
+
 #endif

@@ -127,5 +127,6 @@ void wd_reply_reduce(wd_req *c);
 void wd_reply_status(wd_req *c);
 void wd_reply_packs(wd_req *c);
 void wd_reply_job(wd_req *c, const wd_job_view *v);
+void wd_reply_jobs(wd_req *c, const wd_job_view *v, size_t n);
 
 #endif

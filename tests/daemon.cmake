@@ -10,6 +10,13 @@ add_dependencies(test_daemon wavedd)
 target_compile_definitions(test_daemon PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# wavedd as a service: SIGHUP reload, signals, the metrics page, JobsRequest
+wave_test(test_service SOURCES test_service.c daemon_harness.c
+  LIBS wvbase wvhash nng::nng)
+add_dependencies(test_service wavedd)
+target_compile_definitions(test_service PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # Framed requests, streams and shared-memory regions (docs/protocol.md),
 # against the real daemon through libwaveclient and raw nng.
 wave_test(test_bulk SOURCES test_bulk.c daemon_harness.c
@@ -17,6 +24,7 @@ wave_test(test_bulk SOURCES test_bulk.c daemon_harness.c
 add_dependencies(test_bulk wavedd)
 target_compile_definitions(test_bulk PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # hash jobs over several devices and the lifecycle promises (test_jobs.c)
 wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)

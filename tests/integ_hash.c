@@ -151,6 +151,80 @@ START_TEST(hash_known_answers)
 }
 END_TEST
 
+/* A job outlives the wavectl that submitted it: --detach, then jobs, wait
+ * and cancel by id from other wavectl runs. */
+START_TEST(hash_detach_wait_cancel)
+{
+  wv_it_out o;
+  wv_it_ctl(&o, "submit", "hash", "--url", wv_it_urls[0], "--pack", "small",
+            "--nonce", "0", "--count", "8192", "--detach", "--json", NULL);
+  ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
+  jq_node *n = jq_parse(o.out);
+  uint64_t id = 0;
+  ck_assert_int_eq(jq_u64(jq_get(n, "job"), &id), 0);
+  jq_free(n);
+  wv_it_out_free(&o);
+  char ids[32];
+  snprintf(ids, sizeof ids, "%llu", (unsigned long long)id);
+  wv_it_ctl(&o, "wait", ids, "--url", wv_it_urls[1], "--json", NULL);
+  ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
+  n = jq_parse(o.out);
+  /* the same as the same range submitted and waited for in one go */
+  wv_it_out o2;
+  wv_it_ctl(&o2, "submit", "hash", "--url", wv_it_urls[0], "--pack", "small",
+            "--nonce", "0", "--count", "8192", "--json", NULL);
+  ck_assert_msg(o2.status == 0, "exit %d: %s", o2.status, o2.err);
+  jq_node *n2 = jq_parse(o2.out);
+  ck_assert_uint_eq(ih_hex(jq_get(n, "job_fingerprint")),
+                    ih_hex(jq_get(n2, "job_fingerprint")));
+  jq_free(n2);
+  wv_it_out_free(&o2);
+  ck_assert_str_eq(jq_get(n, "state")->text, "done");
+  jq_free(n);
+  wv_it_out_free(&o);
+  /* the list has it, done */
+  wv_it_ctl(&o, "jobs", "--url", wv_it_urls[0], "--json", NULL);
+  ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
+  n = jq_parse(o.out);
+  const jq_node *jobs = jq_get(n, "jobs");
+  int found = 0;
+  for (size_t i = 0; jobs != NULL && i < jobs->n; i++) {
+    uint64_t j = 0;
+    jq_u64(jq_get(jq_at(jobs, i), "job"), &j);
+    if (j == id) {
+      found = 1;
+      ck_assert_str_eq(jq_get(jq_at(jobs, i), "state")->text, "done");
+    }
+  }
+  ck_assert_msg(found, "job %s not in: %s", ids, o.out);
+  jq_free(n);
+  wv_it_out_free(&o);
+  /* a job too long to finish: cancelled by id */
+  wv_it_ctl(&o, "submit", "hash", "--url", wv_it_urls[0], "--pack", "small",
+            "--nonce", "0", "--count", "1099511627776", "--detach", NULL);
+  ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
+  unsigned long long big = 0;
+  ck_assert_int_eq(sscanf(o.out, "job %llu submitted", &big), 1);
+  wv_it_out_free(&o);
+  snprintf(ids, sizeof ids, "%llu", big);
+  wv_it_ctl(&o, "cancel", ids, "--url", wv_it_urls[1], "--json", NULL);
+  ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
+  n = jq_parse(o.out);
+  ck_assert_str_eq(jq_get(n, "state")->text, "cancelled");
+  jq_free(n);
+  wv_it_out_free(&o);
+  wv_it_ctl(&o, "wait", ids, "--url", wv_it_urls[0], NULL);
+  wv_it_ctl_bad(&o, 1, "CANCELLED");
+  wv_it_out_free(&o);
+  wv_it_ctl(&o, "wait", "12345", "--url", wv_it_urls[0], NULL);
+  wv_it_ctl_bad(&o, 1, "NOJOB");
+  wv_it_out_free(&o);
+  wv_it_ctl(&o, "wait", "--url", wv_it_urls[0], NULL);
+  wv_it_ctl_bad(&o, 2, "ARG");
+  wv_it_out_free(&o);
+}
+END_TEST
+
 typedef struct ih_prog {
   unsigned calls;
   wave_job_info last;
@@ -403,6 +477,7 @@ TCase *wv_it_hash_tcase(void)
   tcase_add_test(t, hash_consistency);
   tcase_add_test(t, hash_sigint_cancels);
   tcase_add_test(t, hash_lib_cancel_errors);
+  tcase_add_test(t, hash_detach_wait_cancel);
   tcase_add_test(t, hash_segments_paged);
   tcase_add_test(t, hash_ctl_devices);
   return t;

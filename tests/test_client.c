@@ -50,6 +50,32 @@ static int tc_load(const char *text, size_t len, wv_format fmt,
 
 /* ---- raw --------------------------------------------------------------- */
 
+/* --format auto never reads text as raw rows; --format raw still does. */
+START_TEST(auto_refuses_text)
+{
+  static const char *const texts[] = {"3 1 4 1 5 9 2 6\n", "1,2,3\n", "7\n",
+                                      "-1.5e3 2\n", "12345678\n", "42"};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    wv_chunk_buf b;
+    wave_error e = {0};
+    ck_assert_int_eq(tc_load(texts[i], strlen(texts[i]), WV_FMT_AUTO,
+                             WAVE_U32, &b, &e), WAVE_EARG);
+    ck_assert_ptr_nonnull(strstr(e.message, "--format text"));
+  }
+  wv_chunk_buf b;
+  wave_error e = {0};
+  ck_assert_int_eq(tc_load("1234", 4, WV_FMT_RAW, WAVE_U32, &b, &e), 0);
+  ck_assert_uint_eq(tc_le32(b.data, 0), 0x34333231u);
+  wv_chunk_buf_free(&b);
+  /* four digit bytes and no newline: a whole row, read as raw */
+  ck_assert_int_eq(tc_load("1234", 4, WV_FMT_AUTO, WAVE_U32, &b, &e), 0);
+  wv_chunk_buf_free(&b);
+  /* a raw file with a byte text never has is not text */
+  ck_assert_int_eq(tc_load("12\n\x01", 4, WV_FMT_AUTO, WAVE_U32, &b, &e), 0);
+  wv_chunk_buf_free(&b);
+}
+END_TEST
+
 START_TEST(raw_rows)
 {
   const unsigned char bytes[] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x80, 0x3f};
@@ -767,6 +793,7 @@ static Suite *client_suite(void)
   Suite *s = suite_create("client");
   TCase *t = tcase_create("load");
   tcase_add_test(t, raw_rows);
+  tcase_add_test(t, auto_refuses_text);
   tcase_add_test(t, raw_file_missing);
   tcase_add_test(t, npy_versions);
   tcase_add_test(t, npy_bad);

@@ -384,6 +384,27 @@ START_TEST(listen_urls)
 }
 END_TEST
 
+START_TEST(metrics_url)
+{
+  wd_config *c = tc_load_ok(ONE_DEVICE);
+  ck_assert_str_eq(c->metrics, "");  /* off by default */
+  wd_config_free(c);
+  c = tc_load_ok("metrics: http://127.0.0.1:9464\n" ONE_DEVICE);
+  ck_assert_str_eq(c->metrics, "http://127.0.0.1:9464");
+  wd_config_free(c);
+  c = tc_load_ok("metrics: http://0.0.0.0:0/metrics\n" ONE_DEVICE);
+  wd_config_free(c);
+  tc_load_bad("metrics: tcp://127.0.0.1:9464\n" ONE_DEVICE, "1:10", "metrics",
+              "the scheme must be http://");
+  tc_load_bad("metrics: http://127.0.0.1\n" ONE_DEVICE, "1:10", "metrics",
+              "needs a port");
+  tc_load_bad("metrics: http://127.0.0.1:9464/stats\n" ONE_DEVICE, "1:10",
+              "metrics", "the endpoint is /metrics");
+  tc_load_bad("metrics: [a]\n" ONE_DEVICE, "1:10", "metrics",
+              "expected a string");
+}
+END_TEST
+
 START_TEST(packs_keys)
 {
   tc_load_bad("packs:\n"
@@ -422,6 +443,7 @@ static Suite *config_suite(void)
   tcase_add_test(t, unknown_and_duplicate_keys);
   tcase_add_test(t, devices);
   tcase_add_test(t, listen_urls);
+  tcase_add_test(t, metrics_url);
   tcase_add_test(t, packs_keys);
   tcase_add_test(t, yaml_syntax);
   suite_add_tcase(s, t);

@@ -291,8 +291,8 @@ START_TEST(versions_and_bodies)
   rq.version = 0;
   td_expect_error(td_call(s, &rq), WAVE_EVERSION, 42);
   td_good(s);
-  /* version 1, id 5, and a body field (16) this daemon does not know */
-  const uint8_t future[] = {0x08, 0x01, 0x10, 0x05, 0x82, 0x01, 0x00};
+  /* version 1, id 5, and a body field (99) this daemon does not know */
+  const uint8_t future[] = {0x08, 0x01, 0x10, 0x05, 0x9a, 0x06, 0x00};
   td_expect_error(td_call_raw(s, future, sizeof future), WAVE_EUNSUPPORTED, 5);
   td_good(s);
   /* no body at all */

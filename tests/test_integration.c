@@ -732,6 +732,12 @@ START_TEST(ctl_status)
     }
     ck_assert_int_eq(seen, 3);
     ck_assert_ptr_nonnull(jq_get(n, "jobs_served"));
+    /* the listen URLs as bound: both of the config's */
+    const jq_node *ls = jq_get(n, "listen");
+    ck_assert_ptr_nonnull(ls);
+    ck_assert_uint_eq(ls->n, 2);
+    ck_assert_str_eq(jq_at(ls, 0)->text, wv_it_urls[0]);
+    ck_assert_str_eq(jq_at(ls, 1)->text, wv_it_urls[1]);
     jq_free(n);
     wv_it_out_free(&o);
 
@@ -741,6 +747,7 @@ START_TEST(ctl_status)
     ck_assert_int_eq(o.status, 0);
     ck_assert_ptr_nonnull(strstr(o.out, "cpu0"));
     ck_assert_ptr_nonnull(strstr(o.out, "cpu1"));
+    ck_assert_ptr_nonnull(strstr(o.out, "listening on "));
     wv_it_out_free(&o);
   }
   wave_client *c = wv_it_open(0);
@@ -782,8 +789,14 @@ START_TEST(ctl_unreachable)
   wv_it_path(sock, sizeof sock, "nobody.sock");
   snprintf(url, sizeof url, "ipc://%s", sock);
   wv_it_out o;
-  wv_it_ctl(&o, "--timeout", "300", "status", "--url", url, NULL);
-  wv_it_ctl_bad(&o, 3, "TIMEDOUT");
+  /* refused at once (the default 30 s timeout would say TIMEDOUT) */
+  wv_it_ctl(&o, "status", "--url", url, NULL);
+  wv_it_ctl_bad(&o, 3, "IO");
+  ck_assert_ptr_nonnull(strstr(o.err, "connection refused"));
+  wv_it_out_free(&o);
+  wv_it_ctl(&o, "jobs", "--url", "tcp://127.0.0.1:1", NULL);
+  wv_it_ctl_bad(&o, 3, "IO");
+  ck_assert_ptr_nonnull(strstr(o.err, "connection refused"));
   wv_it_out_free(&o);
   /* a malformed URL is a usage error */
   wv_it_ctl(&o, "status", "--url", "bogus://x", NULL);

@@ -35,6 +35,11 @@ typedef struct wave_client wave_client;
  * WAVE_ETIMEDOUT/WAVE_EIO on the first call, after timeout_ms. */
 WAVE_API int wave_client_open(wave_client **out, const char *url,
                               wave_error *err);
+/* The same, but connect before returning: WAVE_EIO ("connection refused")
+ * at once when no daemon listens at url, instead of a timeout on the first
+ * call.  Later disconnects are redialled as with wave_client_open. */
+WAVE_API int wave_client_dial(wave_client **out, const char *url,
+                              wave_error *err);
 WAVE_API void wave_client_close(wave_client *c);
 /* Per-call reply timeout in milliseconds (default 30000). */
 WAVE_API void wave_client_set_timeout(wave_client *c, int timeout_ms);
@@ -171,6 +176,9 @@ typedef struct wave_status {
   int ready;                    /* every device can serve (packs prepared) */
   size_t n_devices;
   wave_device_status *devices;  /* n_devices entries */
+  size_t n_listen;
+  char **listen;  /* the daemon's listen URLs as bound (a tcp port 0
+                     replaced by the port it got) */
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(). */
@@ -267,6 +275,12 @@ typedef void (*wave_progress_fn)(const wave_job_info *info, void *arg);
 WAVE_API int wave_hash(wave_client *c, const wave_hash_request *req,
                        wave_hash_result *res, wave_progress_fn progress,
                        void *arg, wave_error *err);
+
+/* The hash jobs the daemon knows (queued, running, and the finished ones it
+ * keeps), in submit order; *jobs is allocated (wave_jobs_free). */
+WAVE_API int wave_jobs_get(wave_client *c, wave_job_info **jobs,
+                           size_t *n_jobs, wave_error *err);
+WAVE_API void wave_jobs_free(wave_job_info *jobs);
 
 /* ---- packs ------------------------------------------------------------ */
 

@@ -1,0 +1,337 @@
+/* metrics.c - see metrics.h.  What the page holds (docs/metrics.md):
+ * per device, jobs by kind and outcome, job errors by code, queue depth and
+ * capacity, rows and bytes reduced, nonces hashed and the hash rate over
+ * 10 s / 60 s / 15 min, the device's fault, each pack's self-check state;
+ * daemon-wide, request errors by code, reloads, uptime.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+
+#include "daemon/device.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/stats.h"
+#include "proto/base.h"
+
+#define MT_PERIOD_MS 1000
+
+struct wd_metrics {
+  wd_server *srv;
+  uv_timer_t timer;
+  uint64_t t0;
+  nng_url *url;
+  nng_http_server *http;
+  nng_http_handler *h;
+  int started;
+  char bound[300];
+  pthread_mutex_t mu;     /* page, len */
+  char *page;
+  size_t len;
+};
+
+/* ---- the HTTP side (nng's threads) ---------------------------------------- */
+
+static void mt_serve(nng_aio *aio)
+{
+  nng_http_handler *h = nng_aio_get_input(aio, 1);
+  wd_metrics *m = nng_http_handler_get_data(h);
+  nng_http_res *res = NULL;
+  int rv = nng_http_res_alloc(&res);
+  if (rv == 0) {
+    pthread_mutex_lock(&m->mu);
+    rv = nng_http_res_copy_data(res, m->page ? m->page : "", m->len);
+    pthread_mutex_unlock(&m->mu);
+  }
+  if (rv == 0)
+    rv = nng_http_res_set_header(res, "Content-Type",
+                                 "text/plain; version=0.0.4; charset=utf-8");
+  if (rv != 0) {
+    if (res != NULL)
+      nng_http_res_free(res);
+    nng_aio_finish(aio, rv);
+    return;
+  }
+  nng_aio_set_output(aio, 0, res);
+  nng_aio_finish(aio, 0);
+}
+
+/* ---- the page (loop) ------------------------------------------------------- */
+
+static void mt_help(FILE *f, const char *name, const char *type,
+                    const char *help)
+{
+  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value: backslash, quote and newline escaped. */
+static void mt_label(FILE *f, const char *v)
+{
+  fputc('"', f);
+  for (; v != NULL && *v; v++) {
+    if (*v == '\\' || *v == '"')
+      fputc('\\', f);
+    if (*v == '\n') {
+      fputs("\\n", f);
+      continue;
+    }
+    fputc(*v, f);
+  }
+  fputc('"', f);
+}
+
+static void mt_dev(FILE *f, const char *metric, const char *dev)
+{
+  fprintf(f, "%s{device=", metric);
+  mt_label(f, dev);
+}
+
+static void mt_page(wd_metrics *m, FILE *f)
+{
+  static const char *const windows[WD_STATS_NWIN] = {"10s", "60s", "15m"};
+  static const int pack_states[] = {WD_CHECK_NONE, WD_CHECK_PENDING,
+                                    WD_CHECK_OK, WD_CHECK_FAILED};
+  size_t nd = 0;
+  wd_device *const *devs = wd_server_devices(m->srv, &nd);
+  const wd_packs *packs = wd_server_packs(m->srv);
+  size_t ns = wd_stats_count();
+  wd_stats_dev *sd = calloc(ns + 1, sizeof *sd);
+  if (sd == NULL)
+    return;
+  for (size_t i = 0; i < ns; i++)
+    wd_stats_get(i, &sd[i]);
+
+  mt_help(f, "wavedd_info", "gauge", "wavedd's version (always 1)");
+  fprintf(f, "wavedd_info{version=\"%s\"} 1\n", WAVE_VERSION);
+  mt_help(f, "wavedd_uptime_seconds", "gauge", "seconds since start-up");
+  fprintf(f, "wavedd_uptime_seconds %.3f\n",
+          (double)(uv_hrtime() - m->t0) * 1e-9);
+
+  mt_help(f, "wavedd_jobs_total", "counter",
+          "finished jobs by device, kind and outcome");
+  for (size_t i = 0; i < ns; i++)
+    for (int k = 0; k < WD_KIND_N; k++)
+      for (int o = 0; o < WD_OUT_N; o++) {
+        mt_dev(f, "wavedd_jobs_total", sd[i].name);
+        fprintf(f, ",kind=\"%s\",outcome=\"%s\"} %" PRIu64 "\n",
+                wd_stats_kind_name(k), wd_stats_outcome_name(o),
+                sd[i].jobs[k][o]);
+      }
+  mt_help(f, "wavedd_job_errors_total", "counter",
+          "failed or cancelled jobs by device and error code");
+  for (size_t i = 0; i < ns; i++)
+    for (size_t c = 1; c < WD_STATS_NCODES; c++)
+      if (sd[i].errors[c] > 0) {
+        mt_dev(f, "wavedd_job_errors_total", sd[i].name);
+        fprintf(f, ",code=\"%s\"} %" PRIu64 "\n",
+                wave_errname((int)c), sd[i].errors[c]);
+      }
+  mt_help(f, "wavedd_rows_reduced_total", "counter",
+          "rows of finished reductions");
+  for (size_t i = 0; i < ns; i++) {
+    mt_dev(f, "wavedd_rows_reduced_total", sd[i].name);
+    fprintf(f, "} %" PRIu64 "\n", sd[i].rows);
+  }
+  mt_help(f, "wavedd_bytes_reduced_total", "counter",
+          "input bytes of finished reductions");
+  for (size_t i = 0; i < ns; i++) {
+    mt_dev(f, "wavedd_bytes_reduced_total", sd[i].name);
+    fprintf(f, "} %" PRIu64 "\n", sd[i].bytes);
+  }
+  mt_help(f, "wavedd_hashes_total", "counter", "nonces hashed");
+  for (size_t i = 0; i < ns; i++) {
+    mt_dev(f, "wavedd_hashes_total", sd[i].name);
+    fprintf(f, "} %" PRIu64 "\n", sd[i].hashes);
+  }
+  mt_help(f, "wavedd_hash_rate", "gauge",
+          "nonces hashed per second over the window");
+  for (size_t i = 0; i < ns; i++)
+    for (int w = 0; w < WD_STATS_NWIN; w++) {
+      mt_dev(f, "wavedd_hash_rate", sd[i].name);
+      fprintf(f, ",window=\"%s\"} %.17g\n", windows[w], sd[i].rate[w]);
+    }
+
+  mt_help(f, "wavedd_queue_depth", "gauge",
+          "jobs queued or running on the device, by queue");
+  wd_device_snap *snap = calloc(nd + 1, sizeof *snap);
+  for (size_t i = 0; snap != NULL && i < nd; i++) {
+    wd_device_snapshot(devs[i], &snap[i]);
+    mt_dev(f, "wavedd_queue_depth", wd_device_name(devs[i]));
+    fprintf(f, ",queue=\"reduce\"} %u\n", snap[i].queued);
+    mt_dev(f, "wavedd_queue_depth", wd_device_name(devs[i]));
+    fprintf(f, ",queue=\"hash\"} %u\n", wd_device_long_load(devs[i]));
+  }
+  mt_help(f, "wavedd_queue_capacity", "gauge",
+          "reductions the device queue holds (queue_depth)");
+  for (size_t i = 0; snap != NULL && i < nd; i++) {
+    mt_dev(f, "wavedd_queue_capacity", wd_device_name(devs[i]));
+    fprintf(f, "} %u\n", snap[i].capacity);
+  }
+  mt_help(f, "wavedd_device_faulted", "gauge",
+          "1 when the device is faulted and serves nothing");
+  for (size_t i = 0; snap != NULL && i < nd; i++) {
+    mt_dev(f, "wavedd_device_faulted", wd_device_name(devs[i]));
+    fprintf(f, "} %d\n", snap[i].faulted ? 1 : 0);
+  }
+  free(snap);
+  mt_help(f, "wavedd_pack_state", "gauge",
+          "known-answer self-check of each pack on each device: 1 for the "
+          "current state");
+  for (size_t i = 0; i < nd; i++)
+    for (size_t k = 0; k < packs->n; k++) {
+      wd_pack_state ps;
+      wd_device_pack_check(devs[i], k, &ps);
+      for (size_t x = 0; x < sizeof pack_states / sizeof pack_states[0];
+           x++) {
+        mt_dev(f, "wavedd_pack_state", wd_device_name(devs[i]));
+        fputs(",pack=", f);
+        mt_label(f, wv_pack_name(packs->list[k]));
+        fprintf(f, ",state=\"%s\"} %d\n", wd_check_state_name(pack_states[x]),
+                ps.state == pack_states[x]);
+      }
+    }
+
+  uint64_t req[WD_STATS_NCODES];
+  wd_stats_request_errors(req);
+  mt_help(f, "wavedd_error_replies_total", "counter",
+          "replies that were errors, by code (job failures included)");
+  for (size_t c = 1; c < WD_STATS_NCODES; c++)
+    if (req[c] > 0)
+      fprintf(f, "wavedd_error_replies_total{code=\"%s\"} %" PRIu64 "\n",
+              wave_errname((int)c), req[c]);
+  uint64_t rok, rfail;
+  wd_stats_reloads(&rok, &rfail);
+  mt_help(f, "wavedd_reloads_total", "counter",
+          "configuration reloads (SIGHUP) by result");
+  fprintf(f, "wavedd_reloads_total{result=\"ok\"} %" PRIu64 "\n", rok);
+  fprintf(f, "wavedd_reloads_total{result=\"failed\"} %" PRIu64 "\n", rfail);
+  free(sd);
+}
+
+void wd_metrics_render(wd_metrics *m)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL)
+    return;
+  mt_page(m, f);
+  if (fclose(f) != 0) {
+    free(buf);
+    return;
+  }
+  pthread_mutex_lock(&m->mu);
+  char *old = m->page;
+  m->page = buf;
+  m->len = len;
+  pthread_mutex_unlock(&m->mu);
+  free(old);
+}
+
+static void mt_tick(uv_timer_t *t)
+{
+  wd_metrics *m = t->data;
+  wd_stats_sample();
+  wd_metrics_render(m);
+}
+
+/* ---- start and stop --------------------------------------------------------- */
+
+static void mt_bound(wd_metrics *m)
+{
+  nng_sockaddr sa;
+  char host[INET6_ADDRSTRLEN + 2] = "";
+  unsigned port = 0;
+  if (nng_http_server_get_addr(m->http, &sa) == 0) {
+    if (sa.s_family == NNG_AF_INET) {
+      inet_ntop(AF_INET, &sa.s_in.sa_addr, host, sizeof host);
+      port = ntohs(sa.s_in.sa_port);
+    } else if (sa.s_family == NNG_AF_INET6) {
+      char a[INET6_ADDRSTRLEN] = "";
+      inet_ntop(AF_INET6, sa.s_in6.sa_addr, a, sizeof a);
+      snprintf(host, sizeof host, "[%s]", a);
+      port = ntohs(sa.s_in6.sa_port);
+    }
+  }
+  if (port != 0)
+    snprintf(m->bound, sizeof m->bound, "http://%s:%u/metrics", host, port);
+  else
+    snprintf(m->bound, sizeof m->bound, "%s/metrics", m->url->u_rawurl);
+}
+
+static void mt_free(wd_metrics *m)
+{
+  if (m->http != NULL)
+    nng_http_server_release(m->http);
+  if (m->url != NULL)
+    nng_url_free(m->url);
+  pthread_mutex_destroy(&m->mu);
+  free(m->page);
+  free(m);
+}
+
+int wd_metrics_start(uv_loop_t *loop, wd_server *srv, const char *url,
+                     wd_metrics **out, wave_error *err)
+{
+  *out = NULL;
+  wd_metrics *m = calloc(1, sizeof *m);
+  if (m == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  m->srv = srv;
+  m->t0 = uv_hrtime();
+  pthread_mutex_init(&m->mu, NULL);
+  /* the URL's path is "/metrics" or empty (config.c); serve the host:port */
+  char base[300];
+  snprintf(base, sizeof base, "%s", url);
+  char *path = strstr(base + 7, "/");
+  if (path != NULL)
+    *path = '\0';
+  int rv;
+  if ((rv = nng_url_parse(&m->url, base)) != 0 ||
+      (rv = nng_http_server_hold(&m->http, m->url)) != 0 ||
+      (rv = nng_http_handler_alloc(&m->h, "/metrics", mt_serve)) != 0) {
+    mt_free(m);
+    return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
+  }
+  nng_http_handler_set_method(m->h, "GET");
+  nng_http_handler_set_data(m->h, m, NULL);
+  if ((rv = nng_http_server_add_handler(m->http, m->h)) != 0) {
+    nng_http_handler_free(m->h);
+    mt_free(m);
+    return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
+  }
+  wd_metrics_render(m);  /* the first scrape has a page */
+  if ((rv = nng_http_server_start(m->http)) != 0) {
+    mt_free(m);
+    return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
+  }
+  m->started = 1;
+  mt_bound(m);
+  uv_timer_init(loop, &m->timer);
+  m->timer.data = m;
+  uv_timer_start(&m->timer, mt_tick, MT_PERIOD_MS, MT_PERIOD_MS);
+  uv_unref((uv_handle_t *)&m->timer);
+  wd_info("metrics on %s", m->bound);
+  *out = m;
+  return 0;
+}
+
+const char *wd_metrics_url(const wd_metrics *m) { return m->bound; }
+
+static void mt_closed(uv_handle_t *h) { mt_free(h->data); }
+
+void wd_metrics_close(wd_metrics *m)
+{
+  if (m == NULL)
+    return;
+  if (m->started)
+    nng_http_server_stop(m->http);
+  m->started = 0;
+  uv_close((uv_handle_t *)&m->timer, mt_closed);
+}

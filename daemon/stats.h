@@ -1,0 +1,68 @@
+/* stats.h - wavedd's counters: what the metrics endpoint (metrics.c)
+ * exposes and what the per-job log line says.
+ *
+ * One process-wide registry, like a Prometheus client's default registry:
+ * the device and job code that feeds it is spread over several files and
+ * threads, and threading a handle through all of them would widen every
+ * interface for the sake of counters.  The registry is made once by the loop
+ * (wd_stats_init, before any device thread starts) and freed after the last
+ * one has joined (wd_stats_fini); in between its shape never changes, so
+ * the counters themselves are plain atomics and need no lock.
+ *
+ * Who writes what:
+ *  - device threads: wd_stats_hashed() after each hash batch;
+ *  - the loop: wd_stats_job() for each finished job (and it logs the job's
+ *    one info line), wd_stats_request_error(), wd_stats_sample() once a
+ *    second (the ring the hash-rate windows are computed from).
+ */
+#ifndef WD_STATS_H
+#define WD_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wave/error.h"
+
+enum { WD_KIND_REDUCE = 0, WD_KIND_HASH = 1, WD_KIND_N };
+enum { WD_OUT_OK = 0, WD_OUT_FAILED = 1, WD_OUT_CANCELLED = 2, WD_OUT_N };
+
+/* Hash-rate windows, seconds. */
+#define WD_STATS_WINDOWS {10, 60, 900}
+#define WD_STATS_NWIN 3
+/* Error codes counted: every WAVE_E* code, and a last slot for others. */
+#define WD_STATS_NCODES ((size_t)WAVE_ERR_COUNT_ + 1)
+
+/* Make the registry for these device names (copied).  0 or WAVE_ENOMEM. */
+int wd_stats_init(const char *const *devices, size_t n);
+void wd_stats_fini(void);
+
+/* Any thread: n nonces hashed on device (unknown names are ignored). */
+void wd_stats_hashed(const char *device, uint64_t n);
+/* Loop: a job ended; rc is 0 or its WAVE_E* code.  Logs one info line:
+ * "job <kind> <id> on <device>: <outcome> in <s> s". */
+void wd_stats_job(int kind, uint64_t id, const char *device, double seconds,
+                  int rc, uint64_t rows, uint64_t bytes);
+/* Loop: a request answered with an error before reaching a device. */
+void wd_stats_request_error(int code);
+/* Loop: a reload was tried. */
+void wd_stats_reload(int ok);
+/* Loop, once a second: record the hash counters for the rate windows. */
+void wd_stats_sample(void);
+
+/* Reading (the loop, for metrics.c). */
+typedef struct wd_stats_dev {
+  const char *name;
+  uint64_t jobs[WD_KIND_N][WD_OUT_N];
+  uint64_t errors[WD_STATS_NCODES]; /* job failures by code */
+  uint64_t rows, bytes, hashes;
+  double rate[WD_STATS_NWIN]; /* hashes per second over each window */
+} wd_stats_dev;
+size_t wd_stats_count(void);
+/* Device i, as of now. */
+void wd_stats_get(size_t i, wd_stats_dev *out);
+void wd_stats_request_errors(uint64_t out[WD_STATS_NCODES]);
+void wd_stats_reloads(uint64_t *ok, uint64_t *failed);
+const char *wd_stats_kind_name(int kind);
+const char *wd_stats_outcome_name(int outcome);
+
+#endif

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tests/prometheus_test.sh BUILD_DIR - a real Prometheus server (Debian's
+# prometheus) scrapes a running wavedd's /metrics; its query API must return
+# the series the daemon counted, and `promtool check metrics` must accept the
+# page.  Exit 77 (skipped) only where prometheus/promtool/curl are not
+# installed (.ci/deps.sh installs them).
+set -euo pipefail
+# a command that fails under set -e says where, not just the exit status
+trap 'echo "prometheus_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+build=$(cd "$1" && pwd)
+for t in prometheus promtool curl; do
+  command -v $t >/dev/null || { echo "prometheus_test: no $t: skipped"; exit 77; }
+done
+tmp=$(mktemp -d /tmp/wave-prom.XXXXXX)
+dpid="" ppid=""
+cleanup() {
+  for p in $ppid $dpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "prometheus_test: $*" >&2; [ -f "$tmp/prom.log" ] && tail -20 "$tmp/prom.log" >&2; exit 1; }
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+  return 1
+}
+
+cat > "$tmp/wavedd.yaml" <<CFG
+listen: [ipc://$tmp/w.sock]
+metrics: http://127.0.0.1:0
+packs: {dir: $WAVE_SOURCE_DIR/config/packs, load: [closed]}
+devices:
+  - {name: cpu0, backend: cpu, threads: 1}
+CFG
+"$build/wavedd" --config "$tmp/wavedd.yaml" 2>"$tmp/wavedd.log"
+dpid=$(sed -n 's/^wavedd: running as pid \([0-9]*\)$/\1/p' "$tmp/wavedd.log")
+murl=$(grep -o 'metrics on http://[^ ]*' "$tmp/wavedd.log" | cut -d' ' -f3)
+[ -n "$dpid" ] && [ -n "$murl" ] || fail "wavedd did not start: $(cat "$tmp/wavedd.log")"
+target=${murl#http://}; target=${target%/metrics}
+
+export WAVE_URL=ipc://$tmp/w.sock
+printf '1 2 3 4 5\n' | "$build/wavectl" submit reduce --op sum --dtype u32 \
+  --format text --input - >/dev/null
+"$build/wavectl" submit hash --pack closed --nonce 0 --count 50000 >/dev/null
+
+# the page (rendered once a second) counts both jobs and is valid
+# exposition format
+for _ in $(seq 1 300); do
+  curl -fsS "$murl" > "$tmp/page.txt"
+  grep -q '^wavedd_hashes_total{device="cpu0"} 50000$' "$tmp/page.txt" && break
+  sleep 0.1
+done
+promtool check metrics < "$tmp/page.txt" || fail "promtool check metrics"
+grep -q '^wavedd_jobs_total{device="cpu0",kind="reduce",outcome="ok"} 1$' "$tmp/page.txt" ||
+  fail "the page does not count the reduction: $(grep jobs_total "$tmp/page.txt")"
+
+# a Prometheus server scrapes it
+pport=$(free_port) || fail "no free port"
+cat > "$tmp/prometheus.yml" <<CFG
+global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: wavedd
+    static_configs: [{targets: ["$target"]}]
+CFG
+promtool check config "$tmp/prometheus.yml" >/dev/null || fail "promtool check config"
+prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
+  --web.listen-address="127.0.0.1:$pport" >"$tmp/prom.log" 2>&1 &
+ppid=$!
+api="http://127.0.0.1:$pport/api/v1/query"
+q='wavedd_jobs_total{job="wavedd",device="cpu0",kind="reduce",outcome="ok"}'
+got=""
+for _ in $(seq 1 600); do
+  kill -0 "$ppid" 2>/dev/null || fail "prometheus exited"
+  got=$(curl -fsS --get "$api" --data-urlencode "query=$q" 2>/dev/null || true)
+  echo "$got" | grep -q '"value":\[[0-9.]*,"1"\]' && break
+  sleep 0.2
+done
+echo "$got" | grep -q '"value":\[[0-9.]*,"1"\]' || fail "no scraped series $q: $got"
+h=$(curl -fsS --get "$api" --data-urlencode 'query=wavedd_hashes_total{device="cpu0"}')
+echo "$h" | grep -q '"value":\[[0-9.]*,"50000"\]' || fail "hashes not scraped: $h"
+up=$(curl -fsS --get "$api" --data-urlencode 'query=up{job="wavedd"}')
+echo "$up" | grep -q '"value":\[[0-9.]*,"1"\]' || fail "target not up: $up"
+echo "prometheus_test: ok (Prometheus scraped $murl)"

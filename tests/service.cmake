@@ -1,0 +1,21 @@
+# tests/service.cmake: wavedd installed (cmake --install into a temporary
+# prefix, the unit verified, every shipped pack served), and the container
+# tests (tests/container/run.sh: podman, skipped where podman is missing).
+add_test(NAME install_test
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(install_test PROPERTIES
+  ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+
+add_test(NAME prometheus_test
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/prometheus_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(prometheus_test PROPERTIES SKIP_RETURN_CODE 77
+  ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+
+# The container tests build images (podman, a Debian 12 base made with
+# debootstrap), so they run in the normal build only: the sanitizer build
+# adds nothing to what they check.
+if(NOT WAVE_SANITIZE)
+  add_test(NAME container_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/container/run.sh)
+  set_tests_properties(container_test PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 2400 RUN_SERIAL TRUE)
+endif()

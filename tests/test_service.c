@@ -1,0 +1,308 @@
+/* test_service.c - wavedd as a service (daemon/reload.c, metrics.c,
+ * stats.c): SIGHUP reloads all or nothing, signals never leave a stale
+ * socket, the Prometheus page counts what was served, JobsRequest lists
+ * the hash jobs.  The real daemon (daemon_harness.h), spoken to with raw
+ * nng + protobuf-c, its page fetched with nng's HTTP client.
+ *
+ * Reloads are awaited on the daemon's own log line ("reloaded" or "reload
+ * failed", counted), never on a sleep; a scrape is repeated until the page
+ * (rendered once a second) shows the count the test waits for, with a
+ * bound on tries that only a daemon that never counts would reach.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+
+#include "daemon_harness.h"
+#include "wave/error.h"
+
+static void ts_nap(void)
+{
+  struct timespec ts = {0, 50 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static size_t ts_count(const char *hay, const char *needle)
+{
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+/* Wait until the log holds `want` lines containing needle. */
+static void ts_wait_log(td_daemon *d, const char *needle, size_t want)
+{
+  for (int i = 0; i < 1200; i++) {
+    if (ts_count(td_stderr(d), needle) >= want)
+      return;
+    ts_nap();
+  }
+  ck_abort_msg("no %zu x '%s' in the log:\n%s", want, needle, td_stderr(d));
+}
+
+/* The config file with `from` replaced by `to`. */
+static void ts_edit(td_daemon *d, const char *from, const char *to)
+{
+  FILE *f = fopen(d->cfg, "r");
+  ck_assert_ptr_nonnull(f);
+  static char text[8192], out[8192];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  char *at = strstr(text, from);
+  ck_assert_msg(at != NULL, "'%s' not in the config", from);
+  snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to,
+           at + strlen(from));
+  td_write(d->cfg, out);
+}
+
+static void ts_reduce_rows(nng_socket s, uint32_t rows, int expect_err)
+{
+  static uint32_t v[64];
+  for (uint32_t i = 0; i < rows; i++)
+    v[i] = i + 1;
+  td_chunk in = {v, rows * 4u};
+  Wave__V1__Response *r = td_reduce(s, 9, WAVE__V1__DTYPE__U32,
+                                    WAVE__V1__OP__SUM, &in, 1, NULL, 0, NULL);
+  if (expect_err) {
+    td_expect_error(r, expect_err, 9);
+    return;
+  }
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+  ck_assert_uint_eq(r->reduce->bits[0], rows * (rows + 1) / 2);
+  wave__v1__response__free_unpacked(r, NULL);
+}
+
+START_TEST(reload_good_and_bad)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  ck_assert_int_eq(td_start(&d), 0);
+  nng_socket s = td_dial(d.ipc);
+  ts_reduce_rows(s, 16, 0);
+
+  /* a broken file: reported with file:line:column, the old one serves */
+  ts_edit(&d, "log_level: info\n", "log_level: info\nlimits: [\n");
+  kill(d.pid, SIGHUP);
+  ts_wait_log(&d, "reload failed", 1);
+  char where[300];
+  snprintf(where, sizeof where, "%s:6:20: YAML syntax", d.cfg);
+  ck_assert_msg(strstr(td_stderr(&d), where) != NULL, "no '%s' in:\n%s",
+                where, td_stderr(&d));
+  ts_reduce_rows(s, 16, 0);
+  ts_edit(&d, "log_level: info\nlimits: [\n", "log_level: info\n");
+
+  /* a value out of bounds: the key named, nothing applied */
+  ts_edit(&d, "max_job_rows: 8192", "max_job_rows: 0");
+  kill(d.pid, SIGHUP);
+  ts_wait_log(&d, "reload failed", 2);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "limits.max_job_rows"));
+  ts_reduce_rows(s, 16, 0);
+
+  /* a good file: the new limit is what the next request meets */
+  ts_edit(&d, "max_job_rows: 0", "max_job_rows: 8");
+  kill(d.pid, SIGHUP);
+  ts_wait_log(&d, "reloaded ", 1);
+  ts_reduce_rows(s, 8, 0);
+  ts_reduce_rows(s, 16, WAVE_EJOBSIZE);
+
+  /* what a reload cannot change is refused whole: the limit stays 8 */
+  ts_edit(&d, "max_job_rows: 8", "max_job_rows: 100");
+  ts_edit(&d, "queue_depth: 8", "queue_depth: 9");
+  kill(d.pid, SIGHUP);
+  ts_wait_log(&d, "reload failed", 3);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "devices[1] (cpu1) changed"));
+  ts_reduce_rows(s, 16, WAVE_EJOBSIZE);
+
+  /* SIGHUP after SIGHUP never kills; SIGTERM then exits 0, socket gone */
+  ts_edit(&d, "queue_depth: 9", "queue_depth: 8");
+  kill(d.pid, SIGHUP);
+  ts_wait_log(&d, "reloaded ", 2);
+  ts_reduce_rows(s, 16, 0);
+  nng_close(s);
+  ck_assert_int_eq(td_stop(&d), 0);
+  struct stat st;
+  ck_assert_int_ne(stat(d.ipc + 6, &st), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
+START_TEST(sigquit_and_usr_signals_stop_cleanly)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  ck_assert_int_eq(td_start(&d), 0);
+  kill(d.pid, SIGUSR1);  /* ignored */
+  kill(d.pid, SIGUSR2);
+  kill(d.pid, SIGPIPE);
+  nng_socket s = td_dial(d.ipc);
+  td_good(s);
+  nng_close(s);
+  kill(d.pid, SIGQUIT);
+  waitpid(d.pid, &d.status, 0);
+  d.pid = 0;
+  ck_assert_msg(WIFEXITED(d.status) && WEXITSTATUS(d.status) == 0,
+                "status %d:\n%s", d.status, td_stderr(&d));
+  struct stat st;
+  ck_assert_int_ne(stat(d.ipc + 6, &st), 0);
+  /* SIGKILL cannot be caught: the file stays, and the next start takes
+   * the path back (nothing accepts there) */
+  ck_assert_int_eq(td_start(&d), 0);
+  kill(d.pid, SIGKILL);
+  waitpid(d.pid, &d.status, 0);
+  d.pid = 0;
+  ck_assert_int_eq(stat(d.ipc + 6, &st), 0);
+  ck_assert_int_eq(td_start(&d), 0);
+  s = td_dial(d.ipc);
+  td_good(s);
+  nng_close(s);
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
+/* GET url; the body (static buffer), NULL-terminated. */
+static const char *ts_get(const char *url)
+{
+  static char body[1 << 17];
+  nng_url *u = NULL;
+  nng_http_client *cl = NULL;
+  nng_http_req *req = NULL;
+  nng_http_res *res = NULL;
+  nng_aio *aio = NULL;
+  ck_assert_int_eq(nng_url_parse(&u, url), 0);
+  ck_assert_int_eq(nng_http_client_alloc(&cl, u), 0);
+  ck_assert_int_eq(nng_http_req_alloc(&req, u), 0);
+  ck_assert_int_eq(nng_http_res_alloc(&res), 0);
+  ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
+  nng_aio_set_timeout(aio, 10000);
+  nng_http_client_transact(cl, req, res, aio);
+  nng_aio_wait(aio);
+  ck_assert_int_eq(nng_aio_result(aio), 0);
+  ck_assert_uint_eq(nng_http_res_get_status(res), 200);
+  const char *ct = nng_http_res_get_header(res, "Content-Type");
+  ck_assert_ptr_nonnull(ct);
+  ck_assert_ptr_nonnull(strstr(ct, "text/plain; version=0.0.4"));
+  void *data;
+  size_t len;
+  nng_http_res_get_data(res, &data, &len);
+  ck_assert_uint_lt(len, sizeof body);
+  memcpy(body, data, len);
+  body[len] = '\0';
+  nng_aio_free(aio);
+  nng_http_res_free(res);
+  nng_http_req_free(req);
+  nng_http_client_free(cl);
+  nng_url_free(u);
+  return body;
+}
+
+static void ts_wait_page(const char *url, const char *line)
+{
+  for (int i = 0; i < 600; i++) {
+    if (strstr(ts_get(url), line) != NULL)
+      return;
+    ts_nap();
+  }
+  ck_abort_msg("no '%s' on the page:\n%s", line, ts_get(url));
+}
+
+START_TEST(metrics_count_what_was_served)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char url[80], line[120];
+  int port = td_free_port();
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+  snprintf(line, sizeof line, "log_level: info\nmetrics: http://127.0.0.1:%d\n",
+           port);
+  ts_edit(&d, "log_level: info\n", line);
+  ck_assert_int_eq(td_start(&d), 0);
+  nng_socket s = td_dial(d.ipc);
+  ts_reduce_rows(s, 16, 0);
+  ts_reduce_rows(s, 16, 0);
+  /* and one of 16 zero rows on cpu1 */
+  static uint32_t v[16];
+  td_chunk in = {v, sizeof v};
+  Wave__V1__Response *r = td_reduce(s, 3, WAVE__V1__DTYPE__U32,
+                                    WAVE__V1__OP__SUM, &in, 1, NULL, 0,
+                                    "cpu1");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+  wave__v1__response__free_unpacked(r, NULL);
+  /* a bad request: an error reply, counted by code */
+  td_expect_error(td_reduce(s, 4, 77, WAVE__V1__OP__SUM, &in, 1, NULL, 0,
+                            NULL), WAVE_EDTYPE, 4);
+  /* one hash job of 5000 nonces on cpu1 */
+  r = td_hash(s, 5, "closed", 0, 5000, 0, 0, 0, 0, "cpu1");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  uint64_t job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  r = td_wait_job(s, job);
+  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__DONE);
+  wave__v1__response__free_unpacked(r, NULL);
+
+  /* JobsRequest lists it */
+  Wave__V1__JobsRequest jq = WAVE__V1__JOBS_REQUEST__INIT;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 1;
+  rq.id = 6;
+  rq.body_case = WAVE__V1__REQUEST__BODY_JOBS;
+  rq.jobs = &jq;
+  r = td_call(s, &rq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOBS);
+  ck_assert_uint_eq(r->jobs->n_jobs, 1);
+  ck_assert_uint_eq(r->jobs->jobs[0]->job_id, job);
+  ck_assert_int_eq(r->jobs->jobs[0]->state, WAVE__V1__JOB_STATE__DONE);
+  ck_assert_uint_eq(r->jobs->jobs[0]->done, 5000);
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(s);
+
+  ts_wait_page(url, "wavedd_hashes_total{device=\"cpu1\"} 5000\n");
+  const char *page = ts_get(url);
+  ck_assert_ptr_nonnull(strstr(page,
+      "wavedd_jobs_total{device=\"cpu1\",kind=\"hash\",outcome=\"ok\"} 1\n"));
+  ck_assert_ptr_nonnull(strstr(page,
+      "wavedd_jobs_total{device=\"cpu1\",kind=\"reduce\",outcome=\"ok\"} 1\n"));
+  ck_assert_ptr_nonnull(strstr(page, "wavedd_error_replies_total{code=\"DTYPE\"} 1\n"));
+  ck_assert_ptr_nonnull(strstr(page, "wavedd_rows_reduced_total{device=\"cpu1\"} 16\n"));
+  ck_assert_ptr_nonnull(strstr(page, "wavedd_bytes_reduced_total{device=\"cpu1\"} 64\n"));
+  ck_assert_ptr_nonnull(strstr(page,
+      "wavedd_pack_state{device=\"cpu0\",pack=\"closed\",state=\"ok\"} 1\n"));
+  ck_assert_ptr_nonnull(strstr(page, "wavedd_hash_rate{device=\"cpu1\",window=\"15m\"} "));
+  ck_assert_ptr_nonnull(strstr(page, "wavedd_queue_depth{device=\"cpu0\",queue=\"reduce\"} 0\n"));
+  /* the per-job log lines: id, kind, device, duration, outcome */
+  char want[120];
+  snprintf(want, sizeof want, "job hash %llu on cpu1: ok in ",
+           (unsigned long long)job);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), want));
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "job reduce 3 on cpu1: ok in "));
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("service");
+  TCase *tc = tcase_create("service");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, reload_good_and_bad);
+  tcase_add_test(tc, sigquit_and_usr_signals_stop_cleanly);
+  tcase_add_test(tc, metrics_count_what_was_served);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
