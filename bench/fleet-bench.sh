@@ -23,6 +23,8 @@ mkdir -p "$OUT"
 root=$(cd "$(dirname "$0")/.." && pwd)
 pack=${WAVE_BENCH_PACK:-small}
 count=${WAVE_BENCH_COUNT:-67108864}
+# arithmetic in awk (bc is not on every machine, the GPU host lacks it)
+calc() { awk "BEGIN { printf \"%.9g\", $1 }"; }
 target=${WAVE_BENCH_TARGET:-0000100000000000}
 cores=$(nproc)
 T=$((cores / 3)); [ $T -ge 1 ] || T=1
@@ -59,26 +61,26 @@ for i in 0 1 2; do
   "$B/wavectl" --url "${urls[$i]}" submit hash --pack "$pack" --nonce 0 --count "$count" \
     --target "$target" --json > "$OUT/single$i.json" || { echo "FAIL: single daemon $i"; exit 1; }
   t1=$(now)
-  r=$(echo "$count / ($t1 - $t0)" | bc -l)
-  sum=$(echo "$sum + $r" | bc -l)
+  r=$(calc "$count / ($t1 - $t0)")
+  sum=$(calc "$sum + $r")
   [ "$i" -eq 0 ] && single0=$r
-  printf 'single %d: %.4g hashes/s (%.3f s)\n' "$i" "$r" "$(echo "$t1 - $t0" | bc -l)"
+  printf 'single %d: %.4g hashes/s (%.3f s)\n' "$i" "$r" "$(calc "$t1 - $t0")"
 done
 # the coordinator's own cost: daemon 0 as a fleet of one, against itself
 t0=$(now)
 "$B/wavectl" submit hash --fleet "${urls[0]}" --pack "$pack" --nonce 0 --count "$count" \
   --target "$target" --json > "$OUT/fleet1.json" || { echo "FAIL: fleet of one"; exit 1; }
 t1=$(now)
-r1=$(echo "$count / ($t1 - $t0)" | bc -l)
+r1=$(calc "$count / ($t1 - $t0)")
 printf 'fleet of one (daemon 0): %.4g hashes/s\n' "$r1"
 t0=$(now)
 "$B/wavectl" submit hash --fleet "$fleet" --pack "$pack" --nonce 0 --count "$count" \
   --target "$target" --json > "$OUT/fleet.json" || { echo "FAIL: fleet job"; exit 1; }
 t1=$(now)
-fr=$(echo "$count / ($t1 - $t0)" | bc -l)
+fr=$(calc "$count / ($t1 - $t0)")
 printf 'sum of singles: %.4g hashes/s\nfleet: %.4g hashes/s (%.3f s)\nratio fleet / sum: %.3f\nratio fleet of one / single 0: %.3f\n' \
-  "$sum" "$fr" "$(echo "$t1 - $t0" | bc -l)" "$(echo "$fr / $sum" | bc -l)" \
-  "$(echo "$r1 / $single0" | bc -l)"
+  "$sum" "$fr" "$(calc "$t1 - $t0")" "$(calc "$fr / $sum")" \
+  "$(calc "$r1 / $single0")"
 grep -o '"daemons": \[.*\]' "$OUT/fleet.json" | head -1
 ok=0
 for i in 0 1 2; do
