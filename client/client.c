@@ -173,16 +173,21 @@ int wv_client_msg(wave_client *c, Wave__V1__Request *req, size_t payload,
   req->version = 2;
   req->id = atomic_fetch_add(&c->next_id, 1);
   size_t len = protobuf_c_message_get_packed_size(&req->base);
-  size_t pre = data != NULL ? WV_FRAME_PREFIX : 0;
-  if (len > UINT32_MAX || payload > SIZE_MAX - len - pre)
+  if (len > UINT32_MAX)
     return wv_seterr(err, WAVE_EARG, "request too large");
-  if ((rv = nng_msg_alloc(&msg, pre + len + payload)) != 0)
+  /* a frame: prefix, header, zero padding to 8, payload (proto/frame.h) */
+  size_t pre = data != NULL ? WV_FRAME_PREFIX : 0;
+  size_t head = data != NULL ? wv_frame_payload_at(len) : len;
+  if (payload > SIZE_MAX - head)
+    return wv_seterr(err, WAVE_EARG, "request too large");
+  if ((rv = nng_msg_alloc(&msg, head + payload)) != 0)
     return wv_seterr(err, WAVE_ENOMEM, "request of %zu bytes: %s",
-                     pre + len + payload, nng_strerror(rv));
+                     head + payload, nng_strerror(rv));
   uint8_t *b = nng_msg_body(msg);
   if (data != NULL) {
     wv_frame_prefix(b, (uint32_t)len);
-    *data = b + pre + len;
+    memset(b + pre + len, 0, head - pre - len);
+    *data = b + head;
   }
   protobuf_c_message_pack(&req->base, b + pre);
   *out = msg;

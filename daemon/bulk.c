@@ -135,6 +135,12 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        " bytes", what, i, e->offset, e->offset + e->bytes,
                        e->region ? "region" : "the payload, region",
                        e->region, size);
+    /* rows are read in place as uint32 (wv_span): 4-aligned */
+    if (((uintptr_t)base + e->offset) % 4 != 0)
+      return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
+                       " is not a multiple of 4%s", what, i, e->offset,
+                       e->offset % 4 == 0 ? " from an aligned start (frame "
+                       "header not padded to 8 bytes?)" : "");
     spans[i].data = base + e->offset;
     spans[i].rows = e->bytes / 4;
   }

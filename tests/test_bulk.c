@@ -442,6 +442,8 @@ START_TEST(region_bounds)
     {4096, 4, WAVE_ERANGE, "outside region"},
     {(size_t)-8, 16, WAVE_ERANGE, "outside region"},
     {0, 6, WAVE_ELENGTH, "not a multiple of 4"},
+    {2, 8, WAVE_ERANGE, "offset 2 is not a multiple of 4"},  /* rows read
+                                                               as uint32 */
     {4092, 4, 0, ""},
     {4096, 0, 0, ""},
   };
@@ -625,11 +627,12 @@ static Wave__V1__Response *bt_put(nng_socket s, uint64_t id, int mask,
   if (!framed)
     return td_call(s, &rq);
   size_t h = wave__v1__request__get_packed_size(&rq);
-  uint8_t *buf = malloc(WV_FRAME_PREFIX + h + len);
+  size_t at = wv_frame_payload_at(h);
+  uint8_t *buf = calloc(1, at + len);
   wv_frame_prefix(buf, (uint32_t)h);
   wave__v1__request__pack(&rq, buf + WV_FRAME_PREFIX);
-  memcpy(buf + WV_FRAME_PREFIX + h, data, len);
-  Wave__V1__Response *r = td_call_raw(s, buf, WV_FRAME_PREFIX + h + len);
+  memcpy(buf + at, data, len);
+  Wave__V1__Response *r = td_call_raw(s, buf, at + len);
   free(buf);
   return r;
 }
