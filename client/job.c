@@ -11,6 +11,7 @@
  */
 #include <stdatomic.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -140,6 +141,7 @@ int wave_hash_submit(wave_client *c, const wave_hash_request *req,
   hr.devices = (char **)req->devices;
   hr.segment_log2 = req->segment_log2;
   hr.want_segments = req->want_segments != 0;
+  hr.detach = req->detach != 0;
 
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_HASH;
@@ -200,6 +202,14 @@ int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
   /* res was filled only for a DONE job */
   int filled = rv == 0 && res != NULL && resp->job != NULL &&
                resp->job->state == WAVE__V1__JOB_STATE__DONE;
+  if (filled && resp->job->outputs_delivered) {
+    /* an earlier answer (lost to us) carried them: docs/protocol.md */
+    wave_hash_result_free(res);
+    filled = 0;
+    rv = wv_seterr(err, WAVE_ENOJOB, "%s: job %" PRIu64 "'s outputs were "
+                   "delivered in an earlier reply and are no longer kept",
+                   c->url, job_id);
+  }
   wave__v1__response__free_unpacked(resp, NULL);
   /* the rest of the segment list, page by page */
   while (filled && res->segments != NULL &&

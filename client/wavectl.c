@@ -324,6 +324,7 @@ static int ctl_hash(wave_client *c, const wv_args *a)
     .want_outputs = a->outputs, .device = a->device,
     .devices = a->devs, .n_devices = a->n_devs,
     .segment_log2 = a->segment_log2, .want_segments = a->segments,
+    .detach = a->detach,
   };
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);

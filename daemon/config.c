@@ -84,6 +84,8 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_request_bytes", limits.max_request_bytes, 4096, 1ull << 30, 64ull << 20),
   UINT(CF_LIMITS, CFG, "max_job_rows", limits.max_job_rows, 1, 1ull << 32, 1ull << 28),
   UINT(CF_LIMITS, CFG, "jobs_in_flight", limits.jobs_in_flight, 1, 65536, 64),
+  UINT(CF_LIMITS, CFG, "client_jobs", limits.client_jobs, 1, 65536, 16),
+  UINT(CF_LIMITS, CFG, "keep_result_bytes", limits.keep_result_bytes, 0, 1ull << 40, 64ull << 20),
   UINT(CF_LIMITS, CFG, "contexts", limits.contexts, 1, 4096, 64),
   UINT(CF_LIMITS, CFG, "max_outputs", limits.max_outputs, 0, 1u << 20, 1u << 16),
   UINT(CF_LIMITS, CFG, "max_winners", limits.max_winners, 0, 1u << 16, 4096),

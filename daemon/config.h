@@ -40,6 +40,8 @@ typedef struct wd_limits {
   uint64_t max_request_bytes; /* larger requests are answered TOOBIG */
   uint64_t max_job_rows;      /* larger reductions are answered JOBSIZE */
   unsigned jobs_in_flight;    /* hash jobs queued or running per device */
+  unsigned client_jobs;       /* ... and per principal, all devices */
+  uint64_t keep_result_bytes; /* ended jobs' outputs + segment lists */
   unsigned contexts;          /* requests received concurrently (nng ctxs) */
   unsigned max_outputs;       /* want_outputs only for count <= this */
   unsigned max_winners;       /* HashRequest.max_winners bound */

@@ -8,6 +8,17 @@
  * handles) and named "wd:<device>" so it shows up in top/gdb.  The items'
  * run ops call the backend through workers/wvdev.h with the accessors at
  * the end of this file; nothing here knows what an item is.
+ *
+ * Fairness on the long lane: its items are grouped by owner (wd_work.owner,
+ * the submitting client's key), and the groups form a ring.  Each step
+ * takes the ring's first group and that group's first item; the item, if
+ * it wants more, goes to the end of its group, and the group (if it still
+ * has items) to the end of the ring.  So owners take turns one step (one
+ * batch of a hash job) at a time, and an owner's items take turns among
+ * themselves: a job of 2^64 nonces shares the device.  A lone item is
+ * popped and pushed back between its steps under the mutex, with no wait:
+ * back-to-back batches as before.  Pack preparation (the setup lane) has
+ * its own FIFO, served first: a job's first step needs its pack's check.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -30,6 +41,17 @@ typedef struct dv_queue {
   unsigned n;
 } dv_queue;
 
+/* One owner's long items on this device (under mu).  It lives while any
+ * of them has not ended (queued, running or parked). */
+typedef struct dv_owner {
+  struct dv_owner *next;      /* the ring, while it has queued items */
+  struct dv_owner *all_next;  /* every group */
+  uint64_t key;
+  dv_queue q;                 /* its queued items, FIFO */
+  unsigned members;           /* its items not ended */
+  int in_ring;
+} dv_owner;
+
 struct wd_device {
   wd_device_cfg cfg;
   wv_device_config bcfg;
@@ -49,11 +71,14 @@ struct wd_device {
   int thread_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* work arrived, stop, or opened */
-  dv_queue sq, lq;            /* short and long lanes */
+  dv_queue sq, lq;            /* short lane; setup items */
+  dv_owner *ring, **ring_tail;/* owners with long items queued */
+  dv_owner *owners;           /* every owner group */
+  unsigned ring_n;            /* long items queued in the ring */
   unsigned long_n;            /* bounded long items not ended */
   unsigned long_all;          /* every long item not ended */
   int short_running;
-  wd_work *cur;               /* the long item being stepped */
+  wd_work *cur;               /* the setup item being stepped */
   int opened, open_rc, stop;
 
   _Atomic int faulted;
@@ -96,6 +121,91 @@ static wd_work *dv_pop(dv_queue *q)
     q->n--;
     w->next = NULL;
   }
+  return w;
+}
+
+/* ---- owner groups (under mu) ---- */
+
+static dv_owner *dv_owner_find(wd_device *d, uint64_t key)
+{
+  for (dv_owner *g = d->owners; g != NULL; g = g->all_next)
+    if (g->key == key)
+      return g;
+  return NULL;
+}
+
+static void dv_ring_push(wd_device *d, dv_owner *g, int front)
+{
+  if (g->in_ring)
+    return;
+  g->in_ring = 1;
+  if (front) {
+    g->next = d->ring;
+    if (d->ring == NULL)
+      d->ring_tail = &g->next;
+    d->ring = g;
+  } else {
+    g->next = NULL;
+    *d->ring_tail = g;
+    d->ring_tail = &g->next;
+  }
+}
+
+static void dv_ring_remove(wd_device *d, dv_owner *g)
+{
+  if (!g->in_ring)
+    return;
+  for (dv_owner **pp = &d->ring; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == g) {
+      *pp = g->next;
+      if (d->ring_tail == &g->next)
+        d->ring_tail = pp;
+      break;
+    }
+  g->in_ring = 0;
+  g->next = NULL;
+}
+
+/* One of g's items has ended or left: drop g with its last one. */
+static void dv_owner_release(wd_device *d, dv_owner *g)
+{
+  if (--g->members > 0)
+    return;
+  dv_ring_remove(d, g);
+  for (dv_owner **pp = &d->owners; *pp != NULL; pp = &(*pp)->all_next)
+    if (*pp == g) {
+      *pp = g->all_next;
+      break;
+    }
+  free(g);
+}
+
+/* w (queued or parked before) into its group's queue. */
+static void dv_long_push(wd_device *d, dv_owner *g, wd_work *w, int front)
+{
+  if (front)
+    dv_push_front(&g->q, w);
+  else
+    dv_push(&g->q, w);
+  d->ring_n++;
+  dv_ring_push(d, g, front);
+}
+
+/* The next long item: the ring's first owner's first item; that owner
+ * goes to the ring's end if it has more. */
+static wd_work *dv_long_pop(wd_device *d)
+{
+  dv_owner *g = d->ring;
+  if (g == NULL)
+    return NULL;
+  if ((d->ring = g->next) == NULL)
+    d->ring_tail = &d->ring;
+  g->in_ring = 0;
+  g->next = NULL;
+  wd_work *w = dv_pop(&g->q);
+  d->ring_n--;
+  if (g->q.head != NULL)
+    dv_ring_push(d, g, 0);
   return w;
 }
 
@@ -154,8 +264,12 @@ static void dv_end(wd_device *d, wd_work *w)
     d->short_running = 0;
   } else {
     d->long_all--;
-    if (w->ops->lane == WD_LANE_LONG)
+    if (w->ops->lane == WD_LANE_LONG) {
       d->long_n--;
+      dv_owner *g = dv_owner_find(d, w->owner);
+      if (g != NULL)
+        dv_owner_release(d, g);
+    }
   }
   pthread_mutex_unlock(&d->mu);
   w->next = NULL;
@@ -197,7 +311,7 @@ static void *dv_main(void *arg)
   for (;;) {
     pthread_mutex_lock(&d->mu);
     while (!d->stop && d->sq.head == NULL && d->cur == NULL &&
-           d->lq.head == NULL)
+           d->lq.head == NULL && d->ring == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
     wd_work *w = dv_pop(&d->sq);
     if (w != NULL) {
@@ -211,15 +325,24 @@ static void *dv_main(void *arg)
     if (d->cur == NULL)
       d->cur = dv_pop(&d->lq);
     w = d->cur;
+    if (w == NULL)  /* no setup item: the ring's turn */
+      w = dv_long_pop(d);
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
     int r = dv_step(d, w);
+    if (r == WD_RUN_MORE && w == d->cur)
+      continue;  /* a setup item keeps the device until it ends */
+    pthread_mutex_lock(&d->mu);
+    if (w == d->cur) {
+      d->cur = NULL;
+    } else if (r == WD_RUN_MORE) {  /* to the end of its owner's turn */
+      dv_owner *g = dv_owner_find(d, w->owner);
+      dv_long_push(d, g, w, 0);
+    }
+    pthread_mutex_unlock(&d->mu);
     if (r == WD_RUN_MORE)
       continue;
-    pthread_mutex_lock(&d->mu);
-    d->cur = NULL;
-    pthread_mutex_unlock(&d->mu);
     if (r == WD_RUN_END)
       dv_end(d, w);
     /* WD_RUN_PARK: its owner holds it and resumes it */
@@ -275,6 +398,7 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
   d->post_arg = post_arg;
   d->sq.tail = &d->sq.head;
   d->lq.tail = &d->lq.head;
+  d->ring_tail = &d->ring;
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
 
@@ -332,11 +456,25 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
     rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
                    "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
                    d->long_slots);
+  } else if (lane == WD_LANE_LONG) {
+    dv_owner *g = dv_owner_find(d, w->owner);
+    if (g == NULL && (g = calloc(1, sizeof *g)) != NULL) {
+      g->key = w->owner;
+      g->q.tail = &g->q.head;
+      g->all_next = d->owners;
+      d->owners = g;
+    }
+    if (g == NULL) {
+      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+    } else {
+      g->members++;
+      dv_long_push(d, g, w, 0);
+      d->long_all++;
+      d->long_n++;
+    }
   } else {
     dv_push(&d->lq, w);
     d->long_all++;
-    if (lane == WD_LANE_LONG)
-      d->long_n++;
   }
   if (rc == 0)
     pthread_cond_signal(&d->cv);
@@ -347,7 +485,12 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
 void wd_device_resume(wd_device *d, wd_work *w)
 {
   pthread_mutex_lock(&d->mu);
-  dv_push_front(&d->lq, w);
+  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(d, w->owner)
+                                             : NULL;
+  if (g != NULL)  /* a parked item is still its group's member */
+    dv_long_push(d, g, w, 1);
+  else
+    dv_push_front(&d->lq, w);
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
 }
@@ -356,15 +499,23 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
 {
   int found = 0;
   pthread_mutex_lock(&d->mu);
-  for (wd_work **pp = &d->lq.head; *pp != NULL; pp = &(*pp)->next) {
+  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(d, w->owner)
+                                             : NULL;
+  dv_queue *q = g != NULL ? &g->q : &d->lq;
+  for (wd_work **pp = &q->head; *pp != NULL; pp = &(*pp)->next) {
     if (*pp == w) {
       *pp = w->next;
-      if (d->lq.tail == &w->next)
-        d->lq.tail = pp;
-      d->lq.n--;
+      if (q->tail == &w->next)
+        q->tail = pp;
+      q->n--;
       d->long_all--;
-      if (w->ops->lane == WD_LANE_LONG)
+      if (g != NULL) {
+        d->ring_n--;
         d->long_n--;
+        if (g->q.head == NULL)
+          dv_ring_remove(d, g);
+        dv_owner_release(d, g);
+      }
       found = 1;
       break;
     }
@@ -392,6 +543,10 @@ void wd_device_free(wd_device *d)
   if (d == NULL)
     return;
   wd_device_stop(d);
+  for (dv_owner *g = d->owners, *nx; g != NULL; g = nx) {
+    nx = g->all_next;  /* parked items' groups, left at stop */
+    free(g);
+  }
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   free(d->checks);
@@ -472,7 +627,7 @@ void wd_device_add_hashes(wd_device *d, size_t pack, uint64_t n,
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 {
   pthread_mutex_lock(&d->mu);
-  s->queued = d->sq.n + d->lq.n;
+  s->queued = d->sq.n + d->lq.n + d->ring_n;
   s->capacity = d->cfg.queue_depth;
   s->faulted = atomic_load(&d->faulted);
   snprintf(s->fault, sizeof s->fault, "%s", s->faulted ? d->fault : "");

@@ -2,11 +2,13 @@
  * items (daemon/work.h), and the only thread that calls the device's
  * backend (through workers/wvdev.h).
  *
- * The thread opens the device, then serves two FIFO lanes: short items
- * (reductions; bounded by queue_depth) and long ones (hash job shares and
- * pack preparation; bounded by limits.jobs_in_flight).  A long item runs
- * one step at a time and the short lane is emptied between steps, so an
- * hours-long hash job delays a reduction by at most one step.  Ended items
+ * The thread opens the device, then serves its lanes: short items
+ * (reductions; FIFO, bounded by queue_depth), setup items (pack
+ * preparation; FIFO) and long ones (hash job shares; bounded by
+ * limits.jobs_in_flight, round robin by owner, then by item: device.c).
+ * A long item runs one step at a time and the short lane is emptied
+ * between steps, so an hours-long hash job delays a reduction by at most
+ * one step, and another client's hash job by one step per owner.  Ended items
  * go back through the post callback (the server's completion queue).
  *
  * The device-fault rule lives here and only here: an item that ends with

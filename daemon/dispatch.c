@@ -294,12 +294,33 @@ void wd_unpin(void *arg, wd_region *r, unsigned slot)
 
 /* ---- hash jobs ------------------------------------------------------------ */
 
-static void dp_reply_job(wd_req *c, wd_hjob *j, uint64_t seg_offset,
-                         uint32_t seg_limit)
+/* The JobInfo of j.  An answer to a poll (JobRequest) that carries a DONE
+ * job's outputs delivers them: they are dropped (docs/protocol.md "Job
+ * results"); a submit's or cancel's answer keeps them for the poll. */
+static void dp_answer_job(wd_req *c, wd_hjob *j, uint64_t seg_offset,
+                          uint32_t seg_limit, int poll)
 {
   wd_job_view v;
   wd_hjob_view(j, seg_offset, seg_limit, &v);
   wd_reply_job(c, &v);
+  if (poll && v.state == WD_JOB_DONE && v.n_outputs > 0)
+    wd_hjob_outputs_sent(j);  /* packed into the reply */
+}
+
+static void dp_reply_job(wd_req *c, wd_hjob *j, uint64_t seg_offset,
+                         uint32_t seg_limit)
+{
+  dp_answer_job(c, j, seg_offset, seg_limit, 1);
+}
+
+void wd_pipes_gone(wd_server *s)
+{
+  uint32_t *ids;
+  size_t n;
+  wd_gone_take(&s->gone, &ids, &n);
+  for (size_t i = 0; i < n && !s->closed; i++)
+    wd_jobs_drop_pipe(s->jobs, ids[i]);
+  free(ids);
 }
 
 void wd_unpark(wd_req *c)
@@ -377,12 +398,21 @@ static void dp_hash(wd_req *c, const Wave__V1__HashRequest *hr)
     .n_devices = hr->n_devices,
     .client = hr->client,
     .req_id = c->req_id,
+    .principal = c->principal,
+    .pipe = c->pipe,
+    .detach = hr->detach,
   };
+  if (!hs.detach && wd_gone_recent(&s->gone, c->pipe)) {
+    s->failed++;  /* nobody to answer; nobody to run it for */
+    return wd_reply_error(c, WAVE_ECANCELLED, "the connection closed before "
+                          "the job was queued");
+  }
+  wd_jobs_prune(s->jobs);  /* room for this one's result */
   wd_hjob *j;
   if (wd_jobs_submit(s->jobs, &hs, s->devs, s->n_devs, s->packs, &j,
                      &err) != 0)
     return dp_fail(c, &err);
-  dp_reply_job(c, j, 0, 0);
+  dp_answer_job(c, j, 0, 0, 0);
 }
 
 static wd_hjob *dp_find_job(wd_req *c, uint64_t id, uint64_t instance)
@@ -395,7 +425,8 @@ static wd_hjob *dp_find_job(wd_req *c, uint64_t id, uint64_t instance)
                    " (restarted?)", id, instance, s->instance);
     return NULL;
   }
-  if ((j = wd_jobs_find(s->jobs, id)) == NULL)
+  /* someone else's job answers exactly as an unknown one */
+  if ((j = wd_jobs_find(s->jobs, id, c->principal)) == NULL)
     wd_reply_error(c, WAVE_ENOJOB, "no job %" PRIu64 " (finished jobs are "
                    "kept for %u s, at most %u of them)", id,
                    s->cfg->limits.keep_seconds, s->cfg->limits.keep_jobs);
@@ -438,25 +469,26 @@ static void dp_cancel(wd_req *c, const Wave__V1__CancelRequest *cr)
   if (j == NULL)
     return;
   wd_jobs_cancel(s->jobs, j, WAVE_ECANCELLED);
-  dp_reply_job(c, j, 0, 0);
+  dp_answer_job(c, j, 0, 0, 0);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
 
-/* JobsRequest: every job the table holds. */
+/* JobsRequest: every job of the table the requester may see. */
 static void dp_jobs(wd_req *c)
 {
   wd_server *s = c->srv;
   size_t n = 0;
   for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j; j = wd_jobs_next(s->jobs, j))
-    n++;
+    n += wd_hjob_may(j, c->principal);
   wd_job_view *v = calloc(n + 1, sizeof *v);
   if (v == NULL)
     return wd_reply_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
   size_t k = 0;
   for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j && k < n;
        j = wd_jobs_next(s->jobs, j))
-    wd_hjob_view(j, 0, 0, &v[k++]);
+    if (wd_hjob_may(j, c->principal))
+      wd_hjob_view(j, 0, 0, &v[k++]);
   wd_reply_jobs(c, v, k);
   free(v);
 }
@@ -469,6 +501,7 @@ static void dp_decode(wd_req *c)
   wd_server *s = c->srv;
   nng_msg *m = c->msg;
   c->msg = NULL;
+  wd_peer_identify(m, &c->pipe, c->principal, sizeof c->principal);
   c->req_id = 0;
   c->version = 0;
   c->dec_code = 0;

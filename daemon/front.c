@@ -91,12 +91,16 @@ static void fr_aio_cb(void *arg)
 static void fr_noop_close(uv_handle_t *h) { (void)h; }
 
 /* nng: a connection went away (any nng thread): its regions and streams go
- * (a region in use by a job is unmapped after it). */
+ * (a region in use by a job is unmapped after it), and the loop cancels
+ * its attached hash jobs (daemon/peer.h). */
 static void fr_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
   wd_server *s = arg;
   wd_bulk_drop_pipe(s->bulk, (uint32_t)nng_pipe_id(p));
+  if (!atomic_load(&s->closing) &&
+      wd_gone_add(&s->gone, (uint32_t)nng_pipe_id(p)) == 0)
+    uv_async_send(&s->wake);
 }
 
 static void fr_free_close(uv_handle_t *h) { free(h->data); }

@@ -4,6 +4,8 @@
  * The table is a list in creation order, touched only by the loop thread;
  * lookups scan it, which is fine for the few hundred jobs it holds
  * (limits.jobs_in_flight per device plus limits.keep_jobs finished ones).
+ * Ids are drawn from getrandom(2) for every job; the table is small, so a
+ * scan for a clash costs nothing.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include "daemon/hashjob_int.h"
 #include "daemon/log.h"
+#include "daemon/peer.h"
 #include "daemon/pick.h"
 #include "proto/base.h"
 
@@ -24,7 +27,7 @@ struct wd_jobs {
   void *arg;
   wd_hjob *head, *tail;
   size_t n_active, n_ended;
-  uint64_t next_id;
+  uint64_t kept;              /* bytes ended jobs' results hold */
 };
 
 uint64_t wd_hj_now_ns(void)
@@ -45,18 +48,44 @@ int wd_jobs_new(const wd_limits *lim, uint64_t instance,
   t->instance = instance;
   t->ended = ended;
   t->arg = arg;
-  /* Ids are the instance's own (clients send the instance back); they
-   * still start at a random point below 2^52 so that an old client that
-   * does not send it rarely meets a reused id. */
-  uint64_t r = 0;
-  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-    r = instance ^ wd_hj_now_ns();
-  t->next_id = (r & ((1ull << 52) - 1)) + 1;
   *out = t;
   return 0;
 }
 
 uint64_t wd_jobs_instance(const wd_jobs *t) { return t->instance; }
+
+/* A fresh id: 64 random bits, not 0, not in the table.  getrandom(2) on
+ * Linux >= 3.17 does not fail for 8 bytes once the pool is initialised;
+ * if it ever does, the job is refused rather than given a guessable id. */
+static int hj_new_id(const wd_jobs *t, uint64_t *id, wave_error *err)
+{
+  for (int tries = 0; tries < 8; tries++) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+      break;
+    if (r == 0)
+      continue;
+    const wd_hjob *j = t->head;
+    while (j != NULL && j->id != r)
+      j = j->next;
+    if (j == NULL) {
+      *id = r;
+      return 0;
+    }
+  }
+  return wv_seterr(err, WAVE_EINTERNAL, "no random job id (getrandom)");
+}
+
+/* The bytes an ended job's result holds. */
+static uint64_t hj_result_bytes(const wd_hjob *j)
+{
+  uint64_t n = 0;
+  if (j->outputs != NULL)
+    n += j->count * sizeof *j->outputs;
+  if (j->segments != NULL)
+    n += j->seg_count * sizeof *j->segments;
+  return n;
+}
 
 static void hj_free(wd_hjob *j)
 {
@@ -182,16 +211,31 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
                    const wd_packs *packs, wd_hjob **out, wave_error *err)
 {
   *out = NULL;
-  if (hs->client != 0)  /* a resend of a request we already took */
-    for (wd_hjob *j = t->head; j != NULL; j = j->next)
-      if (j->client == hs->client && j->req_id == hs->req_id) {
-        *out = j;
-        return 0;
-      }
+  const char *who = hs->principal != NULL ? hs->principal : "";
+  size_t mine = 0;
+  for (wd_hjob *j = t->head; j != NULL; j = j->next) {
+    if (strcmp(j->principal, who) != 0)
+      continue;
+    if (hs->client != 0 && j->client == hs->client &&
+        j->req_id == hs->req_id) {  /* a resend of a request we took */
+      if (!j->ended)
+        j->pipe = hs->pipe;  /* nng resends on a new connection */
+      *out = j;
+      return 0;
+    }
+    mine += !j->ended;
+  }
   size_t pi = 0;
   unsigned s = WV_SEG_LOG2_DEFAULT;
   int rc = hj_validate(t, hs, packs, &pi, &s, err);
   if (rc != 0)
+    return rc;
+  if (mine >= t->lim.client_jobs)
+    return wv_seterr(err, WAVE_EBUSY, "%zu of your hash jobs are queued or "
+                     "running (limits.client_jobs %u)", mine,
+                     t->lim.client_jobs);
+  uint64_t id = 0;
+  if ((rc = hj_new_id(t, &id, err)) != 0)
     return rc;
   const wv_pack *p = packs->list[pi];
   wd_device **chosen = calloc(n_devs ? n_devs : 1, sizeof *chosen);
@@ -217,7 +261,11 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   j->table = t;
-  j->id = t->next_id;
+  j->id = id;
+  snprintf(j->principal, sizeof j->principal, "%s", who);
+  j->owner = wd_peer_key(who);
+  j->pipe = hs->pipe;
+  j->detach = hs->detach != 0;
   j->client = hs->client;
   j->req_id = hs->req_id;
   j->pack = p;
@@ -240,6 +288,7 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   for (size_t i = 0; i < n_chosen; i++) {
     hj_part *pt = &j->parts[i];
     pt->work.ops = &wd_hj_part_ops;
+    pt->work.owner = j->owner;
     pt->job = j;
     pt->dev = chosen[i];
     pt->state = HP_QUEUED;
@@ -273,7 +322,6 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
     *err = first_err;
     return first_rc;
   }
-  t->next_id++;
   j->prev = t->tail;
   if (t->tail)
     t->tail->next = j;
@@ -288,12 +336,27 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   return 0;
 }
 
-wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id)
+wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who)
 {
   for (wd_hjob *j = t->head; j != NULL; j = j->next)
     if (j->id == id)
-      return j;
+      return wd_peer_may(who, j->principal) ? j : NULL;
   return NULL;
+}
+
+size_t wd_jobs_drop_pipe(wd_jobs *t, uint32_t pipe)
+{
+  size_t n = 0;
+  for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
+    nx = j->next;  /* the ended callback may run here; it drops nothing */
+    if (j->ended || j->detach || j->pipe != pipe)
+      continue;
+    wd_info("hash job %" PRIu64 ": its connection closed; cancelled "
+            "(submit it detached to keep it)", j->id);
+    wd_jobs_cancel(t, j, WAVE_ECANCELLED);
+    n++;
+  }
+  return n;
 }
 
 /* Every share has ended: the job's outcome. */
@@ -338,6 +401,14 @@ static void hj_finish(wd_hjob *j)
   atomic_store(&j->state, st);
   j->ended = 1;
   j->ended_ns = wd_hj_now_ns();
+  if (st != WD_JOB_DONE) {  /* no view shows them: free them now */
+    free(j->outputs);
+    free(j->segments);
+    j->outputs = NULL;
+    j->segments = NULL;
+  }
+  j->kept = hj_result_bytes(j);
+  t->kept += j->kept;
   t->n_active--;
   t->n_ended++;
   wd_debug("hash job %" PRIu64 " ended: %s", j->id,
@@ -402,12 +473,16 @@ void wd_jobs_prune(wd_jobs *t)
 {
   uint64_t now = wd_hj_now_ns();
   uint64_t keep_ns = (uint64_t)t->lim.keep_seconds * 1000000000u;
+  /* oldest first (the table is in submit order, which is near enough the
+   * order they ended in) */
   for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
     nx = j->next;
     if (!j->ended || j->waiters != NULL)
       continue;
-    if (t->n_ended <= t->lim.keep_jobs && now - j->ended_ns <= keep_ns)
+    if (t->n_ended <= t->lim.keep_jobs && now - j->ended_ns <= keep_ns &&
+        (j->kept == 0 || t->kept <= t->lim.keep_result_bytes))
       continue;
+    t->kept -= j->kept;
     if (j->prev)
       j->prev->next = j->next;
     else
@@ -431,6 +506,23 @@ wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j)
 }
 
 uint64_t wd_hjob_id(const wd_hjob *j) { return j->id; }
+
+int wd_hjob_may(const wd_hjob *j, const char *who)
+{
+  return wd_peer_may(who, j->principal);
+}
+
+void wd_hjob_outputs_sent(wd_hjob *j)
+{
+  if (!j->ended || j->outputs == NULL)
+    return;
+  uint64_t n = j->count * sizeof *j->outputs;
+  free(j->outputs);
+  j->outputs = NULL;
+  j->outputs_sent = 1;
+  j->kept -= n;
+  j->table->kept -= n;
+}
 
 int wd_hjob_is_ended(const wd_hjob *j) { return j->ended; }
 
@@ -492,4 +584,5 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
     v->outputs = j->outputs;
     v->n_outputs = (size_t)j->count;
   }
+  v->outputs_delivered = j->outputs_sent;
 }

@@ -13,10 +13,15 @@
  *    progress (state, done, start time) is published through atomics;
  *  - the job has ended when every device's share of it came back through
  *    the completion queue; only then does the loop read the result.
- * Job ids are unique per daemon instance (a random 64-bit number drawn at
- * start-up, StatusReply/JobInfo.instance); they start at a random point so
- * that a client that does not send the instance still rarely meets a
- * reused id.
+ * Job ids are 64 random bits from getrandom(2) (never 0, never two alike
+ * in the table): nobody finds a job by guessing.  A job belongs to the
+ * principal that submitted it (daemon/peer.h); lookups for anyone else
+ * answer as for an unknown id.  A job is tied to its connection (the nng
+ * pipe) unless submitted detached: when the connection closes, the job is
+ * cancelled.  Per principal, limits.client_jobs jobs may be queued or
+ * running at once.  Ended jobs' results (outputs and segment lists) hold
+ * at most limits.keep_result_bytes: the oldest ended jobs are forgotten
+ * first, and a DONE job's outputs are dropped once a reply carried them.
  */
 #ifndef WD_HASHJOB_H
 #define WD_HASHJOB_H
@@ -54,6 +59,9 @@ typedef struct wd_hash_submit {
   char *const *devices;
   size_t n_devices;
   uint64_t client, req_id;
+  const char *principal;      /* the submitter (daemon/peer.h) */
+  uint32_t pipe;              /* its connection */
+  int detach;                 /* outlives the connection */
 } wd_hash_submit;
 
 /* ended(arg, j): a job ended on the device side (loop thread). */
@@ -68,7 +76,10 @@ uint64_t wd_jobs_instance(const wd_jobs *t);
 int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
                    wd_device *const *devs, size_t n_devs,
                    const wd_packs *packs, wd_hjob **out, wave_error *err);
-wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id);
+/* The job with this id that `who` may see (daemon/peer.h), else NULL. */
+wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who);
+/* Cancel the attached jobs of a closed connection; how many. */
+size_t wd_jobs_drop_pipe(wd_jobs *t, uint32_t pipe);
 /* Ask the job to stop with code (WAVE_ECANCELLED, or WAVE_ESHUTDOWN); the
  * ended callback runs (maybe right here) once it has stopped. */
 void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code);
@@ -81,6 +92,10 @@ void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim);
 wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j);
 
 uint64_t wd_hjob_id(const wd_hjob *j);
+int wd_hjob_may(const wd_hjob *j, const char *who);
+/* A reply carried this DONE job's outputs: they are dropped (later views
+ * say outputs_delivered).  Loop thread. */
+void wd_hjob_outputs_sent(wd_hjob *j);
 int wd_hjob_is_ended(const wd_hjob *j);
 int wd_hjob_state(const wd_hjob *j);  /* WAVE_JOB_* numbers (JobState) */
 /* Where the server parks JobRequests waiting for this job (opaque). */
@@ -118,6 +133,7 @@ typedef struct wd_job_view {
   const char *exchange;
   const uint64_t *outputs;
   size_t n_outputs;
+  int outputs_delivered;     /* want_outputs, sent in an earlier reply */
   const wd_share_view *shares;
   size_t n_shares;
 } wd_job_view;

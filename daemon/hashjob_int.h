@@ -46,6 +46,10 @@ typedef struct hj_part {
 struct wd_hjob {
   wd_jobs *table;
   uint64_t id, client, req_id;
+  char principal[64];        /* the submitter (daemon/peer.h) */
+  uint64_t owner;            /* its fairness key (wd_work.owner) */
+  uint32_t pipe;             /* its connection ... */
+  int detach;                /* ... unless detached */
   const wv_pack *pack;
   size_t pack_index;
   uint64_t nonce, count, target;
@@ -88,6 +92,8 @@ struct wd_hjob {
   wave_error part_err;
   double seconds;
   uint64_t ended_ns;
+  uint64_t kept;             /* ended: bytes its result holds */
+  int outputs_sent;          /* the outputs went out and were dropped */
   void *waiters;
   wd_hjob *prev, *next;
 };

@@ -230,6 +230,7 @@ void wd_reply_job(wd_req *c, const wd_job_view *v)
   ji.instance = v->instance;
   ji.n_devices = v->n_devices;
   ji.devices = (char **)v->devices;
+  ji.outputs_delivered = v->outputs_delivered != 0;
   if (v->rc != 0) {
     e.code = (uint32_t)v->rc;
     snprintf(errname, sizeof errname, "%s", wave_errname(v->rc));

@@ -81,6 +81,7 @@ static void sv_wake_cb(uv_async_t *h)
   s->inbox = NULL;
   s->inbox_tail = &s->inbox;
   pthread_mutex_unlock(&s->mu);
+  wd_pipes_gone(s);  /* before this round's requests: see peer.h */
   for (wd_work *w = done, *nx; w != NULL; w = nx) {
     nx = w->next;
     w->ops->done(w);
@@ -199,6 +200,7 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   s->inbox_tail = &s->inbox;
   s->done_tail = &s->done;
   pthread_mutex_init(&s->mu, NULL);
+  wd_gone_init(&s->gone);
   *out = s;
   int rc;
   if ((rc = wd_jobs_new(&cfg->limits, s->instance, wd_job_ended, s,
@@ -283,6 +285,7 @@ void wd_server_free(wd_server *s)
   wd_front_free(s);
   wd_bulk_free(s->bulk);
   wd_jobs_free(s->jobs);
+  wd_gone_free(&s->gone);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

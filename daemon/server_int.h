@@ -21,6 +21,7 @@
 #include "daemon/hashjob.h"
 #include "daemon/listen.h"
 #include "daemon/packprep.h"
+#include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/work.h"
 #include "proto/wave.pb-c.h"
@@ -46,6 +47,11 @@ struct wd_req {
   int pb_refused;          /* the decode ran out of budget */
   uint64_t req_id;
   unsigned version;        /* the request's protocol version */
+  /* who sent it (daemon/peer.h), set on the decode thread before dispatch:
+   * "uid:N" (ipc) or "pipe:N" (tcp); an authenticated request's
+   * "token:NAME" replaces it */
+  char principal[WD_PRINCIPAL_MAX];
+  uint32_t pipe;           /* its connection (nng pipe id) */
   wv_span *spans;          /* reduction chunks, pointing into req */
   wd_work work;            /* the reduction ... */
   wv_reduce_job job;
@@ -88,6 +94,7 @@ struct wd_server {
   nng_socket sock;
   int sock_open;
   wd_listeners *lst;
+  wd_gone gone;            /* closed connections, for the loop */
   wd_req *reqs;            /* every context */
   size_t n_reqs;           /* contexts that are not retiring */
   size_t n_parked;         /* of them, parked on a job */
@@ -118,6 +125,7 @@ void wd_unpin(void *arg, wd_region *r, unsigned slot);  /* region.h's */
 void wd_job_ended(void *arg, wd_hjob *j);         /* answer its waiters */
 void wd_unpark(wd_req *c);
 void wd_answer_parked(wd_server *s);              /* stop: answer them all */
+void wd_pipes_gone(wd_server *s);   /* loop: cancel closed connections' jobs */
 
 /* reply.c */
 void wd_reply(wd_req *c, Wave__V1__Response *r);

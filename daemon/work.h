@@ -19,6 +19,8 @@
 #ifndef WD_WORK_H
 #define WD_WORK_H
 
+#include <stdint.h>
+
 #include "wave/error.h"
 
 struct wd_device;
@@ -27,8 +29,9 @@ typedef struct wd_work wd_work;
 enum { WD_RUN_MORE = 0, WD_RUN_END = 1, WD_RUN_PARK = 2 };
 
 /* short: bounded by the device's queue_depth, served first; long: bounded
- * by limits.jobs_in_flight, one step at a time; setup: the long lane's
- * order without its bound (pack preparation). */
+ * by limits.jobs_in_flight, one step at a time, round robin between
+ * owners and then between an owner's items; setup: served before long
+ * items, in order, without the bound (pack preparation). */
 enum { WD_LANE_SHORT = 0, WD_LANE_LONG = 1, WD_LANE_SETUP = 2 };
 
 typedef struct wd_work_ops {
@@ -46,6 +49,9 @@ struct wd_work {
   int rc;                   /* result: 0 or WAVE_E*, with err */
   wave_error err;
   double seconds;           /* time on the device, all steps */
+  uint64_t owner;           /* long lane: the fairness key (set before
+                               submit); owners take turns step by step,
+                               and one owner's items take turns too */
 };
 
 #endif

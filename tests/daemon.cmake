@@ -37,3 +37,11 @@ target_compile_definitions(test_jobs PRIVATE
 add_test(NAME daemon_includes
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_includes.sh
           ${PROJECT_SOURCE_DIR}/daemon)
+
+# hash job scheduling and ownership: fair turns, quotas, jobs tied to their
+# connection, owners, results' memory (test_sched.c)
+wave_test(test_sched SOURCES test_sched.c daemon_harness.c
+  LIBS wvbase wvhash nng::nng)
+add_dependencies(test_sched wavedd)
+target_compile_definitions(test_sched PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")

@@ -202,6 +202,10 @@ typedef struct wave_hash_request {
   size_t n_devices;
   unsigned segment_log2;      /* segments of 2^s nonces; 0: 13; 5..20 */
   int want_segments;          /* return the segment fingerprints */
+  /* The job outlives this client's connection; without it the daemon
+   * cancels the job when the connection closes (docs/protocol.md "Job
+   * ownership"). */
+  int detach;
 } wave_hash_request;
 
 typedef enum wave_job_state {

@@ -1,0 +1,503 @@
+/* test_sched.c - hash job scheduling and ownership (issue 12), against the
+ * real wavedd over raw nng + protobuf-c (tests/daemon_harness.h):
+ *
+ *  - a job of 2^64-1 nonces shares its device: another client's small job
+ *    on the same device finishes while it runs;
+ *  - limits.client_jobs: the greedy client gets BUSY, another does not;
+ *  - a killed client's jobs are cancelled, its detached job runs on;
+ *  - another uid (a child that setuid()s to nobody) cannot poll, cancel or
+ *    list someone else's job, and gets exactly the unknown-id answer;
+ *  - ended jobs' results hold at most limits.keep_result_bytes (the oldest
+ *    is forgotten first), and outputs are dropped once delivered.
+ *
+ * No test measures time.  A wait that would never end without the
+ * behaviour under test is bounded by a number of polls (each a daemon-side
+ * wait of TS_POLL_MS) and fails when they run out.  Helper clients run in
+ * forked children that fork before this process first uses nng.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "daemon_harness.h"
+#include "proto/base.h"
+
+#define TS_POLL_MS 2000
+#define TS_POLLS 60
+#define TS_HUGE UINT64_MAX  /* nonces 0 .. 2^64-2 */
+
+static void ts_up(td_daemon *d, const char *limits)
+{
+  td_prepare(d, limits);
+  if (td_start(d) != 0)
+    ck_abort_msg("wavedd did not start:\n%s", td_stderr(d));
+}
+
+static void ts_down(td_daemon *d)
+{
+  int rc = td_stop(d);
+  if (rc != 0)
+    fprintf(stderr, "wavedd exited %d:\n%s\n", rc, td_stderr(d));
+  ck_assert_int_eq(rc, 0);
+  td_cleanup(d);
+}
+
+static Wave__V1__Response *ts_submit(nng_socket s, uint64_t count,
+                                     const char *device, int detach,
+                                     int outputs)
+{
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = "small";
+  hq.nonce = 0;
+  hq.count = count;
+  hq.device = (char *)device;
+  hq.detach = detach;
+  hq.want_outputs = outputs;
+  return td_hash_req(s, 5, &hq);
+}
+
+/* A submit that must be accepted; its job id. */
+static uint64_t ts_job(nng_socket s, uint64_t count, const char *device,
+                       int detach, int outputs)
+{
+  Wave__V1__Response *r = ts_submit(s, count, device, detach, outputs);
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "submit: %s",
+                r->error ? r->error->message : "?");
+  uint64_t id = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  return id;
+}
+
+static int ts_live(int state)
+{
+  return state == WAVE__V1__JOB_STATE__QUEUED ||
+         state == WAVE__V1__JOB_STATE__RUNNING;
+}
+
+/* Poll until the job ends, at most TS_POLLS times; its final state. */
+static int ts_wait_end(nng_socket s, uint64_t id)
+{
+  for (int i = 0; i < TS_POLLS; i++) {
+    Wave__V1__Response *r = td_job(s, id, TS_POLL_MS, 0);
+    ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "poll: %s",
+                  r->error ? r->error->message : "?");
+    int st = r->job->state;
+    wave__v1__response__free_unpacked(r, NULL);
+    if (!ts_live(st))
+      return st;
+  }
+  ck_abort_msg("job %" PRIu64 " did not end in %d polls", id, TS_POLLS);
+  return 0;
+}
+
+static int ts_state(nng_socket s, uint64_t id)
+{
+  Wave__V1__Response *r = td_job(s, id, 0, 0);
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "poll: %s",
+                r->error ? r->error->message : "?");
+  int st = r->job->state;
+  wave__v1__response__free_unpacked(r, NULL);
+  return st;
+}
+
+/* Until the job has hashed something (a RUNNING job). */
+static void ts_wait_started(nng_socket s, uint64_t id)
+{
+  for (int i = 0; i < 100000; i++) {
+    Wave__V1__Response *r = td_job(s, id, 0, 0);
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+    uint64_t done = r->job->done;
+    wave__v1__response__free_unpacked(r, NULL);
+    if (done > 0)
+      return;
+    usleep(1000);
+  }
+  ck_abort_msg("job %" PRIu64 " never started", id);
+}
+
+static void ts_cancel(nng_socket s, uint64_t id)
+{
+  Wave__V1__Response *r = td_job(s, id, 0, 1);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  wave__v1__response__free_unpacked(r, NULL);
+  ck_assert_int_eq(ts_wait_end(s, id), WAVE__V1__JOB_STATE__CANCELLED);
+}
+
+static Wave__V1__Response *ts_jobs(nng_socket s)
+{
+  Wave__V1__JobsRequest jr = WAVE__V1__JOBS_REQUEST__INIT;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 2;
+  rq.id = 9;
+  rq.body_case = WAVE__V1__REQUEST__BODY_JOBS;
+  rq.jobs = &jr;
+  Wave__V1__Response *r = td_call(s, &rq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOBS);
+  return r;
+}
+
+/* ---- children ------------------------------------------------------------ */
+
+typedef struct ts_child {
+  pid_t pid;
+  int to, from;  /* pipes: parent -> child, child -> parent */
+} ts_child;
+
+static void ts_fork(ts_child *k, int (*fn)(const td_daemon *d, int in, int out),
+                    const td_daemon *d)
+{
+  int a[2], b[2];
+  ck_assert_int_eq(pipe(a), 0);
+  ck_assert_int_eq(pipe(b), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(a[1]);
+    close(b[0]);
+    _exit(fn(d, a[0], b[1]));
+  }
+  close(a[0]);
+  close(b[1]);
+  k->pid = pid;
+  k->to = a[1];
+  k->from = b[0];
+}
+
+static int ts_put(int fd, uint64_t v)
+{
+  return write(fd, &v, sizeof v) == (ssize_t)sizeof v ? 0 : -1;
+}
+
+static int ts_get(int fd, uint64_t *v)
+{
+  return read(fd, v, sizeof *v) == (ssize_t)sizeof *v ? 0 : -1;
+}
+
+static int ts_exit_code(ts_child *k)
+{
+  int st = 0;
+  ck_assert_int_eq(waitpid(k->pid, &st, 0), k->pid);
+  close(k->to);
+  close(k->from);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- fair scheduling ----------------------------------------------------- */
+
+/* Without round robin the small job waits behind 2^64 nonces forever: its
+ * wait runs out of polls. */
+START_TEST(test_huge_job_shares_device)
+{
+  td_daemon d;
+  ts_up(&d, NULL);
+  nng_socket a = td_dial(d.ipc), b = td_dial(d.tcp);
+  uint64_t huge = ts_job(a, TS_HUGE, "cpu0", 0, 0);
+  ts_wait_started(a, huge);
+  for (int i = 0; i < 3; i++) {  /* another client, the same device */
+    uint64_t small = ts_job(b, 1u << 16, "cpu0", 0, 0);
+    ck_assert_int_eq(ts_wait_end(b, small), WAVE__V1__JOB_STATE__DONE);
+  }
+  /* two small jobs of one client next to the huge one: both finish */
+  uint64_t s1 = ts_job(b, 1u << 16, "cpu0", 0, 0);
+  uint64_t s2 = ts_job(b, 1u << 16, "cpu0", 0, 0);
+  ck_assert_int_eq(ts_wait_end(b, s1), WAVE__V1__JOB_STATE__DONE);
+  ck_assert_int_eq(ts_wait_end(b, s2), WAVE__V1__JOB_STATE__DONE);
+  ck_assert(ts_live(ts_state(a, huge)));
+  td_good(a);  /* reductions still pass on that device's neighbour */
+  ts_cancel(a, huge);
+  nng_close(a);
+  nng_close(b);
+  ts_down(&d);
+}
+END_TEST
+
+/* ---- quotas -------------------------------------------------------------- */
+
+START_TEST(test_client_quota)
+{
+  td_daemon d;
+  ts_up(&d, "  client_jobs: 2\n  jobs_in_flight: 8\n");
+  nng_socket greedy = td_dial(d.ipc), other = td_dial(d.tcp);
+  uint64_t g1 = ts_job(greedy, TS_HUGE, "cpu0", 0, 0);
+  uint64_t g2 = ts_job(greedy, TS_HUGE, "cpu1", 0, 0);
+  Wave__V1__Response *r = ts_submit(greedy, 100, "cpu0", 0, 0);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_ERROR);
+  ck_assert_int_eq(r->error->code, WAVE_EBUSY);
+  ck_assert_msg(strstr(r->error->message, "client_jobs") != NULL, "%s",
+                r->error->message);
+  wave__v1__response__free_unpacked(r, NULL);
+  /* another client is not locked out, and its small job runs */
+  uint64_t o1 = ts_job(other, 100, "cpu0", 0, 0);
+  ck_assert_int_eq(ts_wait_end(other, o1), WAVE__V1__JOB_STATE__DONE);
+  /* an ended job frees its place in the quota */
+  ts_cancel(greedy, g1);
+  uint64_t g3 = ts_job(greedy, 100, "cpu0", 0, 0);
+  ck_assert_int_eq(ts_wait_end(greedy, g3), WAVE__V1__JOB_STATE__DONE);
+  ts_cancel(greedy, g2);
+  nng_close(greedy);
+  nng_close(other);
+  ts_down(&d);
+}
+END_TEST
+
+/* ---- jobs tied to their connection -------------------------------------- */
+
+/* Child: an attached and a detached huge job; their ids to the parent,
+ * then wait to be killed. */
+static int ts_submitter(const td_daemon *d, int in, int out)
+{
+  (void)in;
+  nng_socket s = td_dial(d->ipc);
+  uint64_t att = ts_job(s, TS_HUGE, "cpu0", 0, 0);
+  uint64_t det = ts_job(s, TS_HUGE, "cpu1", 1, 0);
+  if (ts_put(out, att) || ts_put(out, det))
+    return 2;
+  for (;;)
+    pause();
+}
+
+START_TEST(test_killed_client_jobs_cancelled)
+{
+  td_daemon d;
+  ts_up(&d, NULL);
+  ts_child k;
+  ts_fork(&k, ts_submitter, &d);
+  uint64_t att = 0, det = 0;
+  ck_assert_int_eq(ts_get(k.from, &att), 0);
+  ck_assert_int_eq(ts_get(k.from, &det), 0);
+  kill(k.pid, SIGKILL);
+  ck_assert_int_eq(ts_exit_code(&k), 128 + SIGKILL);
+  nng_socket s = td_dial(d.ipc);  /* root: sees every job */
+  ck_assert_int_eq(ts_wait_end(s, att), WAVE__V1__JOB_STATE__CANCELLED);
+  /* the same round cancelled the attached one: the detached runs on */
+  ck_assert(ts_live(ts_state(s, det)));
+  ts_wait_started(s, det);
+  ck_assert(ts_live(ts_state(s, det)));
+  ts_cancel(s, det);
+  nng_close(s);
+  ts_down(&d);
+}
+END_TEST
+
+/* A client that closes its own connection: same thing, no kill. */
+START_TEST(test_closed_connection_jobs_cancelled)
+{
+  td_daemon d;
+  ts_up(&d, NULL);
+  nng_socket a = td_dial(d.tcp);
+  uint64_t att = ts_job(a, TS_HUGE, "cpu0", 0, 0);
+  nng_close(a);
+  /* over tcp a job belongs to its connection; root over ipc sees all */
+  nng_socket s = td_dial(d.ipc);
+  ck_assert_int_eq(ts_wait_end(s, att), WAVE__V1__JOB_STATE__CANCELLED);
+  nng_close(s);
+  ts_down(&d);
+}
+END_TEST
+
+/* ---- ownership ----------------------------------------------------------- */
+
+/* Child: become nobody, then for the job id the parent sends and for an
+ * unknown id compare the answers of poll, wait and cancel, and count
+ * what JobsRequest lists.  Exit 0 when nobody saw anything. */
+static int ts_intruder(const td_daemon *d, int in, int out)
+{
+  (void)out;
+  uint64_t id = 0;
+  if (ts_get(in, &id))
+    return 2;
+  struct passwd *pw = getpwnam("nobody");
+  uid_t uid = pw ? pw->pw_uid : 65534;
+  gid_t gid = pw ? pw->pw_gid : 65534;
+  if (setgid(gid) != 0 || setuid(uid) != 0)
+    return 3;
+  nng_socket s = td_dial(d->ipc);
+  uint64_t unknown = id ^ 0x5a5a5a5a5a5a5a5aull;
+  for (int kind = 0; kind < 3; kind++) {
+    char msg[2][300];
+    for (int t = 0; t < 2; t++) {
+      uint64_t q = t == 0 ? id : unknown;
+      Wave__V1__Response *r = td_job(s, q, kind == 1 ? 200 : 0, kind == 2);
+      if (r->body_case != WAVE__V1__RESPONSE__BODY_ERROR ||
+          r->error->code != WAVE_ENOJOB)
+        return 10 + kind;
+      /* the same text but for the id */
+      char num[32];
+      snprintf(num, sizeof num, "%" PRIu64, q);
+      const char *at = strstr(r->error->message, num);
+      if (at == NULL)
+        return 20 + kind;
+      snprintf(msg[t], sizeof msg[t], "%.*s#%s",
+               (int)(at - r->error->message), r->error->message,
+               at + strlen(num));
+      wave__v1__response__free_unpacked(r, NULL);
+    }
+    if (strcmp(msg[0], msg[1]) != 0)
+      return 30 + kind;
+  }
+  Wave__V1__Response *r = ts_jobs(s);
+  size_t n = r->jobs->n_jobs;
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(s);
+  return n == 0 ? 0 : 40;
+}
+
+START_TEST(test_other_uid_cannot_touch_job)
+{
+  if (geteuid() != 0) {
+    fprintf(stderr, "test_other_uid_cannot_touch_job: needs root (setuid); "
+            "skipped\n");
+    return;
+  }
+  td_daemon d;
+  td_prepare(&d, NULL);
+  /* let nobody reach the socket: the folder and the socket's mode */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = fopen(d.cfg, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_gt(getdelim(&text, &len, '\0', f), 0);
+  fclose(f);
+  char *m = strstr(text, "ipc_mode: 0600");
+  ck_assert_ptr_nonnull(m);
+  memcpy(m, "ipc_mode: 0666", 14);
+  td_write(d.cfg, text);
+  free(text);
+  ck_assert_int_eq(chmod(d.dir, 0755), 0);
+  ts_child k;
+  ts_fork(&k, ts_intruder, &d);
+  if (td_start(&d) != 0)
+    ck_abort_msg("wavedd did not start:\n%s", td_stderr(&d));
+  nng_socket s = td_dial(d.ipc);
+  uint64_t id = ts_job(s, TS_HUGE, "cpu0", 0, 0);
+  ck_assert_int_eq(ts_put(k.to, id), 0);
+  int code = ts_exit_code(&k);
+  ck_assert_msg(code == 0, "the other uid's check failed with %d", code);
+  ck_assert(ts_live(ts_state(s, id)));  /* its cancel did nothing */
+  Wave__V1__Response *r = ts_jobs(s);
+  ck_assert_uint_eq(r->jobs->n_jobs, 1);
+  wave__v1__response__free_unpacked(r, NULL);
+  ts_cancel(s, id);
+  nng_close(s);
+  ts_down(&d);
+}
+END_TEST
+
+/* Ids: 64 random bits, so consecutive ones are not neighbours. */
+START_TEST(test_ids_unguessable)
+{
+  td_daemon d;
+  ts_up(&d, NULL);
+  nng_socket s = td_dial(d.ipc);
+  uint64_t prev = 0, high = 0;
+  for (int i = 0; i < 8; i++) {
+    uint64_t id = ts_job(s, 16, "cpu0", 0, 0);
+    ck_assert_uint_ne(id, 0);
+    if (prev != 0) {
+      uint64_t gap = id > prev ? id - prev : prev - id;
+      ck_assert_uint_gt(gap, 1u << 20);
+    }
+    high |= id >> 52;
+    prev = id;
+    ts_wait_end(s, id);
+  }
+  ck_assert_uint_ne(high, 0);  /* the old ids stayed below 2^52 */
+  nng_close(s);
+  ts_down(&d);
+}
+END_TEST
+
+/* ---- results' memory ----------------------------------------------------- */
+
+/* Until every job JobsRequest lists has ended (no result fetched). */
+static void ts_wait_all_ended(nng_socket s, size_t n_expect)
+{
+  for (int i = 0; i < 100000; i++) {
+    Wave__V1__Response *r = ts_jobs(s);
+    size_t live = 0;
+    for (size_t k = 0; k < r->jobs->n_jobs; k++)
+      live += ts_live(r->jobs->jobs[k]->state);
+    size_t n = r->jobs->n_jobs;
+    wave__v1__response__free_unpacked(r, NULL);
+    if (live == 0 && n == n_expect)
+      return;
+    usleep(2000);
+  }
+  ck_abort_msg("jobs never ended");
+}
+
+START_TEST(test_result_bytes_bounded)
+{
+  td_daemon d;
+  ts_up(&d, "  keep_result_bytes: 1048576\n  max_outputs: 65536\n");
+  nng_socket s = td_dial(d.ipc);
+  enum { N = 4, C = 65536 };  /* 512 KiB of outputs each */
+  uint64_t id[N];
+  for (int i = 0; i < N; i++)
+    id[i] = ts_job(s, C, i % 2 ? "cpu1" : "cpu0", 0, 1);
+  ts_wait_all_ended(s, N);
+  /* 2 MiB held; the next submit makes room: the oldest go first */
+  uint64_t last = ts_job(s, 16, "cpu0", 0, 0);
+  ts_wait_end(s, last);
+  Wave__V1__Response *r = td_job(s, id[0], 0, 0);
+  td_expect_error(r, WAVE_ENOJOB, 77);
+  r = td_job(s, id[N - 1], 0, 0);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__DONE);
+  ck_assert_uint_eq(r->job->result->n_outputs, C);
+  ck_assert(!r->job->outputs_delivered);
+  uint64_t o5 = r->job->result->outputs[5];
+  wave__v1__response__free_unpacked(r, NULL);
+  /* delivered: dropped, and the next answer says so */
+  r = td_job(s, id[N - 1], 0, 0);
+  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__DONE);
+  ck_assert_uint_eq(r->job->result->n_outputs, 0);
+  ck_assert(r->job->outputs_delivered);
+  wave__v1__response__free_unpacked(r, NULL);
+  /* the same outputs as a fresh job's (bit for bit) */
+  uint64_t again = ts_job(s, C, "cpu0", 0, 1);
+  r = td_wait_job(s, again);  /* the answer that ends the wait has them */
+  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__DONE);
+  ck_assert_uint_eq(r->job->result->n_outputs, C);
+  ck_assert_uint_eq(r->job->result->outputs[5], o5);
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(s);
+  ts_down(&d);
+}
+END_TEST
+
+static Suite *sched_suite(void)
+{
+  Suite *s = suite_create("sched");
+  TCase *t = tcase_create("sched");
+  tcase_set_timeout(t, 600);
+  tcase_add_test(t, test_huge_job_shares_device);
+  tcase_add_test(t, test_client_quota);
+  tcase_add_test(t, test_killed_client_jobs_cancelled);
+  tcase_add_test(t, test_closed_connection_jobs_cancelled);
+  tcase_add_test(t, test_other_uid_cannot_touch_job);
+  tcase_add_test(t, test_ids_unguessable);
+  tcase_add_test(t, test_result_bytes_bounded);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void)
+{
+  signal(SIGPIPE, SIG_IGN);
+  SRunner *r = srunner_create(sched_suite());
+  srunner_run_all(r, CK_ENV);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
