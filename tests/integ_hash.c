@@ -152,7 +152,9 @@ START_TEST(hash_known_answers)
 END_TEST
 
 /* A job outlives the wavectl that submitted it: --detach, then jobs, wait
- * and cancel by id from other wavectl runs. */
+ * and cancel by id from other wavectl runs of the same user (ipc).  Over
+ * tcp without a token a job belongs to its connection: another wavectl
+ * there gets NOJOB (docs/protocol.md "Job ownership"). */
 START_TEST(hash_detach_wait_cancel)
 {
   wv_it_out o;
@@ -166,7 +168,10 @@ START_TEST(hash_detach_wait_cancel)
   wv_it_out_free(&o);
   char ids[32];
   snprintf(ids, sizeof ids, "%llu", (unsigned long long)id);
-  wv_it_ctl(&o, "wait", ids, "--url", wv_it_urls[1], "--json", NULL);
+  wv_it_ctl(&o, "wait", ids, "--url", wv_it_urls[1], NULL);
+  wv_it_ctl_bad(&o, 1, "NOJOB");
+  wv_it_out_free(&o);
+  wv_it_ctl(&o, "wait", ids, "--url", wv_it_urls[0], "--json", NULL);
   ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
   n = jq_parse(o.out);
   /* the same as the same range submitted and waited for in one go */
@@ -207,7 +212,10 @@ START_TEST(hash_detach_wait_cancel)
   ck_assert_int_eq(sscanf(o.out, "job %llu submitted", &big), 1);
   wv_it_out_free(&o);
   snprintf(ids, sizeof ids, "%llu", big);
-  wv_it_ctl(&o, "cancel", ids, "--url", wv_it_urls[1], "--json", NULL);
+  wv_it_ctl(&o, "cancel", ids, "--url", wv_it_urls[1], NULL);
+  wv_it_ctl_bad(&o, 1, "NOJOB");
+  wv_it_out_free(&o);
+  wv_it_ctl(&o, "cancel", ids, "--url", wv_it_urls[0], "--json", NULL);
   ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
   n = jq_parse(o.out);
   ck_assert_str_eq(jq_get(n, "state")->text, "cancelled");
