@@ -218,6 +218,7 @@ static void rl_free(rl_run *r)
   free(r->slot);
   free(r->fresh);
   free(r->preps);
+  free(r->prep_dev);
   wd_config_free(r->nc);
   free(r);
 }

@@ -175,33 +175,41 @@ START_TEST(reload_adds_and_removes_listeners)
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket si = td_dial(d.ipc);
   td_good(si);
-  char tcp2[64];
+  char tcp2[64], ipc2[300];
   snprintf(tcp2, sizeof tcp2, "tcp://127.0.0.1:%d", td_free_port());
+  snprintf(ipc2, sizeof ipc2, "ipc://%s/second.sock", d.dir);
   nng_socket x;
   ck_assert_int_ne(tr_try_dial(tcp2, &x), 0);
 
-  /* add a listener: a client connects to it; the others keep serving */
-  char from[400], to[400];
+  /* add listeners: clients connect to them; the others keep serving */
+  char from[700], to[700];
   snprintf(from, sizeof from, "\"%s\"]", d.tcp);
-  snprintf(to, sizeof to, "\"%s\", \"%s\"]", d.tcp, tcp2);
+  snprintf(to, sizeof to, "\"%s\", \"%s\", \"%s\"]", d.tcp, tcp2, ipc2);
   tr_edit(&d, from, to);
   tr_reload(&d, 1);
-  nng_socket s2;
+  nng_socket s2, s3;
   ck_assert_int_eq(tr_try_dial(tcp2, &s2), 0);
   td_good(s2);
+  ck_assert_int_eq(tr_try_dial(ipc2, &s3), 0);
+  td_good(s3);
+  nng_close(s3);
   ck_assert(tr_status_lists(s2, tcp2));
+  ck_assert(tr_status_lists(s2, ipc2));
   ck_assert(tr_status_lists(s2, d.tcp));
   nng_socket s1 = td_dial(d.tcp);
   td_good(s1);
   td_good(si);
 
-  /* remove the first tcp listener: it refuses connections, the rest serve */
-  snprintf(from, sizeof from, "\"%s\", \"%s\"]", d.tcp, tcp2);
+  /* remove the first tcp listener and the new ipc one: they refuse
+   * connections, the rest serve */
+  snprintf(from, sizeof from, "\"%s\", \"%s\", \"%s\"]", d.tcp, tcp2, ipc2);
   snprintf(to, sizeof to, "\"%s\"]", tcp2);
   tr_edit(&d, from, to);
   tr_reload(&d, 1);
   ck_assert_int_ne(tr_try_dial(d.tcp, &x), 0);
+  ck_assert_int_ne(tr_try_dial(ipc2, &x), 0);
   ck_assert(!tr_status_lists(s2, d.tcp));
+  ck_assert(!tr_status_lists(s2, ipc2));
   ck_assert(tr_status_lists(s2, tcp2));
   td_good(s2);
   td_good(si);
