@@ -13,7 +13,8 @@
  *
  * Packs.  A pack whose content (every field the hash is made of) equals a
  * serving one keeps that object and its slot (its per-device check state
- * and hash rate); a new or changed pack gets a new slot on every device
+ * and hash rate), as does one equal to a pack served before (sv->known:
+ * a reload undone); a new or changed pack gets a new slot on every device
  * (wd_device_add_packs) and is prepared and self-checked there before
  * anything is swapped.  A hash job holds its pack pointer and slot from
  * submission, so a job running across a reload finishes on the pack it
@@ -62,6 +63,12 @@ typedef struct rl_gen {
   wd_packs packs;
 } rl_gen;
 
+/* A pack served at some time, and its slot: prepared on the devices. */
+typedef struct rl_known {
+  const wv_pack *pack;
+  size_t slot;
+} rl_known;
+
 /* One reload under way (at most one: SIGHUPs meanwhile queue another). */
 typedef struct rl_run {
   wd_service *sv;
@@ -89,6 +96,8 @@ struct wd_service {
   rl_gen **gens;             /* reloaded packs */
   size_t n_gens;
   size_t n_slots;            /* pack slots given out on the devices */
+  rl_known *known;           /* every pack served so far */
+  size_t n_known;
   rl_run *run;
   int again, closed;
   wd_metrics *metrics;
@@ -282,6 +291,11 @@ static void rl_apply(rl_run *r)
   if (gens == NULL)
     return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
   sv->gens = gens;
+  rl_known *known = realloc(sv->known,
+                            (sv->n_known + r->np.n + 1) * sizeof *known);
+  if (known == NULL)
+    return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
+  sv->known = known;
   rl_gen *g = NULL;
   if (r->packs_changed && (g = calloc(1, sizeof *g)) == NULL)
     return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
@@ -323,6 +337,9 @@ static void rl_apply(rl_run *r)
     r->np.n = 0;
     r->slot = NULL;
     sv->gens[sv->n_gens++] = g;
+    for (size_t k = 0; k < g->packs.n; k++)
+      if (r->fresh[k])
+        sv->known[sv->n_known++] = (rl_known){g->list[k], g->slot[k]};
     wd_server_set_packs(sv->srv, &g->packs);
     for (size_t k = 0; k < g->packs.n; k++)
       wd_info("serving pack %s version %u (%s)", wv_pack_name(g->list[k]),
@@ -373,11 +390,19 @@ static void rl_loaded(uv_work_t *w, int status)
     size_t m = 0;
     while (m < op->n && !rl_same_pack(op->list[m], list[k]))
       m++;
+    size_t o = 0;  /* or one served before (a reload undone) */
+    while (m == op->n && o < sv->n_known &&
+           !rl_same_pack(sv->known[o].pack, list[k]))
+      o++;
     if (m < op->n) {
       list[k] = op->list[m];  /* the serving object: prepared already */
       r->slot[k] = wd_packs_slot(op, m);
       if (m != k)
         r->packs_changed = 1;
+    } else if (o < sv->n_known) {
+      list[k] = sv->known[o].pack;
+      r->slot[k] = sv->known[o].slot;
+      r->packs_changed = 1;
     } else {
       r->fresh[k] = 1;
       r->slot[k] = sv->n_slots + n_fresh++;
@@ -505,8 +530,14 @@ int wd_service_start(uv_loop_t *loop, const char *path, const wd_config *cfg,
   sv->path = path;
   sv->srv = srv;
   sv->cfg = cfg;
-  sv->n_slots = wd_server_packs(srv)->n;
+  const wd_packs *packs = wd_server_packs(srv);
+  sv->n_slots = packs->n;
   *out = sv;
+  if ((sv->known = calloc(packs->n + 1, sizeof *sv->known)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (size_t k = 0; k < packs->n; k++)
+    sv->known[sv->n_known++] = (rl_known){packs->list[k],
+                                          wd_packs_slot(packs, k)};
   uv_signal_init(loop, &sv->sighup);
   uv_signal_init(loop, &sv->sigquit);
   sv->sighup.data = sv->sigquit.data = sv;
@@ -564,5 +595,6 @@ void wd_service_free(wd_service *sv)
     free(g);
   }
   free(sv->gens);
+  free(sv->known);
   free(sv);
 }

@@ -428,6 +428,17 @@ START_TEST(job_across_a_pack_reload_keeps_its_pack)
                 &best_new);
   ck_assert_uint_ne(fp_new, fp);
   tr_hash_matches(s, "small", small, 128);
+
+  /* undone: the first "small" serves again as it was, not prepared anew */
+  td_write(small, orig);
+  unlink(old);
+  tr_edit(&d, "load: [closed, small, small-old]", "load: [closed, small]");
+  tr_reload(&d, 1);
+  ck_assert_uint_eq(tr_count(td_stderr(&d), "preparing pack small version 1"),
+                    0);
+  ck_assert_uint_eq(tr_count(td_stderr(&d), "preparing pack small version 2"),
+                    2);  /* one per device */
+  tr_hash_matches(s, "small", small, 128);
   free(orig);
   free(ctext);
   free(t1);
