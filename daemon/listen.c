@@ -343,8 +343,7 @@ static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
   ls_one *o = ls_free_slot(ls);
   if (o == NULL)
     return wv_seterr(err, WAVE_EIO, "listen %s: more than %zu listeners "
-                     "over this daemon's life (restart wavedd)", url,
-                     ls->n_alloc);
+                     "at once (restart wavedd)", url, ls->n_alloc);
   o->ls = ls;
   o->url = url;
   o->bound[0] = '\0';
