@@ -39,6 +39,7 @@
  * points at the newest one.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -478,7 +479,12 @@ static void rl_start(wd_service *sv)
   /* before READY (packs still being prepared) systemd hears only STATUS */
   sd_notifyf(0, "%sSTATUS=reloading %s", ready ? "RELOADING=1\n" : "",
              sv->path);
+  /* libuv starts its pool on the first call: its threads get no signals */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   int rv = uv_queue_work(sv->loop, &r->work, rl_load_work, rl_loaded);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rv != 0)
     rl_end(r, wv_seterr(&r->err, WAVE_EIO, "reload: %s", uv_strerror(rv)));
 }
