@@ -10,6 +10,8 @@
  * "reload failed", counted), never on a sleep.
  */
 #include <check.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -168,13 +170,30 @@ static void tr_hash_matches(nng_socket s, const char *pack, const char *file,
   wave__v1__response__free_unpacked(r, NULL);
 }
 
+/* Connections a client socket lost (nng's pipe events, its threads). */
+static _Atomic int tr_lost[2];
+
+static void tr_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+  (void)p;
+  (void)ev;
+  atomic_fetch_add(&tr_lost[(intptr_t)arg], 1);
+}
+
 START_TEST(reload_adds_and_removes_listeners)
 {
   td_daemon d;
   td_prepare(&d, NULL);
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket si = td_dial(d.ipc);
+  nng_socket s1 = td_dial(d.tcp);
+  /* from now on, a connection the daemon closes is counted */
+  ck_assert_int_eq(nng_pipe_notify(si, NNG_PIPE_EV_REM_POST, tr_pipe_gone,
+                                   (void *)(intptr_t)0), 0);
+  ck_assert_int_eq(nng_pipe_notify(s1, NNG_PIPE_EV_REM_POST, tr_pipe_gone,
+                                   (void *)(intptr_t)1), 0);
   td_good(si);
+  td_good(s1);
   char tcp2[64], ipc2[300];
   snprintf(tcp2, sizeof tcp2, "tcp://127.0.0.1:%d", td_free_port());
   snprintf(ipc2, sizeof ipc2, "ipc://%s/second.sock", d.dir);
@@ -196,9 +215,11 @@ START_TEST(reload_adds_and_removes_listeners)
   ck_assert(tr_status_lists(s2, tcp2));
   ck_assert(tr_status_lists(s2, ipc2));
   ck_assert(tr_status_lists(s2, d.tcp));
-  nng_socket s1 = td_dial(d.tcp);
   td_good(s1);
   td_good(si);
+  /* the listeners that stayed kept their connections */
+  ck_assert_int_eq(atomic_load(&tr_lost[0]), 0);
+  ck_assert_int_eq(atomic_load(&tr_lost[1]), 0);
 
   /* remove the first tcp listener and the new ipc one: they refuse
    * connections, the rest serve */
@@ -213,6 +234,11 @@ START_TEST(reload_adds_and_removes_listeners)
   ck_assert(tr_status_lists(s2, tcp2));
   td_good(s2);
   td_good(si);
+  /* the removed listener's connection was closed; the ipc one stayed */
+  for (int i = 0; i < 1200 && atomic_load(&tr_lost[1]) == 0; i++)
+    tr_nap();
+  ck_assert_int_gt(atomic_load(&tr_lost[1]), 0);
+  ck_assert_int_eq(atomic_load(&tr_lost[0]), 0);
   nng_close(s1);
   nng_close(s2);
   nng_close(si);
