@@ -18,7 +18,9 @@
  * themselves: a job of 2^64 nonces shares the device.  A lone item is
  * popped and pushed back between its steps under the mutex, with no wait:
  * back-to-back batches as before.  Pack preparation (the setup lane) has
- * its own FIFO, served first: a job's first step needs its pack's check.
+ * its own FIFO, and its first item takes turns with the ring, step for
+ * step (at start-up nothing else is queued yet; a reload's packs are
+ * prepared while hash jobs run).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -52,6 +54,11 @@ typedef struct dv_owner {
   int in_ring;
 } dv_owner;
 
+typedef struct dv_rate {
+  uint64_t n;
+  double s;
+} dv_rate;
+
 struct wd_device {
   wd_device_cfg cfg;
   wv_device_config bcfg;
@@ -62,7 +69,7 @@ struct wd_device {
 
   size_t n_packs;
   wd_pack_state *checks;      /* under mu */
-  struct { uint64_t n; double s; } *rate;  /* per pack, under mu */
+  dv_rate *rate;              /* per pack, under mu */
 
   wd_post_fn post;
   void *post_arg;
@@ -71,14 +78,16 @@ struct wd_device {
   int thread_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* work arrived, stop, or opened */
-  dv_queue sq, lq;            /* short lane; setup items */
+  dv_queue sq;                /* short lane */
+  dv_queue uq;                /* setup items (pack preparation) */
   dv_owner *ring, **ring_tail;/* owners with long items queued */
   dv_owner *owners;           /* every owner group */
   unsigned ring_n;            /* long items queued in the ring */
   unsigned long_n;            /* bounded long items not ended */
   unsigned long_all;          /* every long item not ended */
   int short_running;
-  wd_work *cur;               /* the setup item being stepped */
+  wd_work *ucur;              /* the setup item being stepped */
+  int turn;                   /* ucur and the ring take turns */
   int opened, open_rc, stop;
 
   _Atomic int faulted;
@@ -310,8 +319,8 @@ static void *dv_main(void *arg)
   dv_open(d);
   for (;;) {
     pthread_mutex_lock(&d->mu);
-    while (!d->stop && d->sq.head == NULL && d->cur == NULL &&
-           d->lq.head == NULL && d->ring == NULL)
+    while (!d->stop && d->sq.head == NULL &&
+           d->ring == NULL && d->ucur == NULL && d->uq.head == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
     wd_work *w = dv_pop(&d->sq);
     if (w != NULL) {
@@ -322,20 +331,22 @@ static void *dv_main(void *arg)
       dv_end(d, w);
       continue;
     }
-    if (d->cur == NULL)
-      d->cur = dv_pop(&d->lq);
-    w = d->cur;
-    if (w == NULL)  /* no setup item: the ring's turn */
-      w = dv_long_pop(d);
+    /* A setup item (a pack being prepared, at start-up or by a reload)
+     * takes turns, step by step, with the ring's long items, so that a
+     * reload does not wait for the hash jobs running here to end. */
+    if (d->ucur == NULL)
+      d->ucur = dv_pop(&d->uq);
+    int setup = d->ucur != NULL && (d->ring == NULL || (d->turn ^= 1));
+    w = setup ? d->ucur : dv_long_pop(d);
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
     int r = dv_step(d, w);
-    if (r == WD_RUN_MORE && w == d->cur)
-      continue;  /* a setup item keeps the device until it ends */
+    if (r == WD_RUN_MORE && setup)
+      continue;  /* the setup item stays ucur until it ends */
     pthread_mutex_lock(&d->mu);
-    if (w == d->cur) {
-      d->cur = NULL;
+    if (setup) {
+      d->ucur = NULL;
     } else if (r == WD_RUN_MORE) {  /* to the end of its owner's turn */
       dv_owner *g = dv_owner_find(d, w->owner);
       dv_long_push(d, g, w, 0);
@@ -397,7 +408,7 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
   d->post = post;
   d->post_arg = post_arg;
   d->sq.tail = &d->sq.head;
-  d->lq.tail = &d->lq.head;
+  d->uq.tail = &d->uq.head;
   d->ring_tail = &d->ring;
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
@@ -473,7 +484,7 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
       d->long_n++;
     }
   } else {
-    dv_push(&d->lq, w);
+    dv_push(&d->uq, w);
     d->long_all++;
   }
   if (rc == 0)
@@ -490,7 +501,7 @@ void wd_device_resume(wd_device *d, wd_work *w)
   if (g != NULL)  /* a parked item is still its group's member */
     dv_long_push(d, g, w, 1);
   else
-    dv_push_front(&d->lq, w);
+    dv_push_front(&d->uq, w);
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
 }
@@ -501,7 +512,7 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
   pthread_mutex_lock(&d->mu);
   dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(d, w->owner)
                                              : NULL;
-  dv_queue *q = g != NULL ? &g->q : &d->lq;
+  dv_queue *q = g != NULL ? &g->q : &d->uq;
   for (wd_work **pp = &q->head; *pp != NULL; pp = &(*pp)->next) {
     if (*pp == w) {
       *pp = w->next;
@@ -603,9 +614,11 @@ unsigned wd_device_long_load(wd_device *d)
 
 int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out)
 {
-  if (pack >= d->n_packs)
-    return -1;
   pthread_mutex_lock(&d->mu);
+  if (pack >= d->n_packs) {  /* n_packs grows on a reload: under mu */
+    pthread_mutex_unlock(&d->mu);
+    return -1;
+  }
   *out = d->checks[pack];
   out->hash_rate = d->rate[pack].s > 0 ? (double)d->rate[pack].n / d->rate[pack].s
                                        : 0.0;
@@ -616,18 +629,20 @@ int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out)
 void wd_device_add_hashes(wd_device *d, size_t pack, uint64_t n,
                           double seconds)
 {
-  if (pack >= d->n_packs || seconds <= 0)
+  if (seconds <= 0)
     return;
   pthread_mutex_lock(&d->mu);
-  d->rate[pack].n += n;
-  d->rate[pack].s += seconds;
+  if (pack < d->n_packs) {
+    d->rate[pack].n += n;
+    d->rate[pack].s += seconds;
+  }
   pthread_mutex_unlock(&d->mu);
 }
 
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 {
   pthread_mutex_lock(&d->mu);
-  s->queued = d->sq.n + d->lq.n + d->ring_n;
+  s->queued = d->sq.n + d->uq.n + d->ring_n;
   s->capacity = d->cfg.queue_depth;
   s->faulted = atomic_load(&d->faulted);
   snprintf(s->fault, sizeof s->fault, "%s", s->faulted ? d->fault : "");
@@ -664,9 +679,37 @@ void wd_device_refresh_caps(wd_device *d)
 
 void wd_device_set_check(wd_device *d, size_t pack, const wd_pack_state *st)
 {
-  if (pack >= d->n_packs)
-    return;
   pthread_mutex_lock(&d->mu);
-  d->checks[pack] = *st;
+  if (pack < d->n_packs)
+    d->checks[pack] = *st;
   pthread_mutex_unlock(&d->mu);
+}
+
+int wd_device_add_packs(wd_device *d, size_t n_packs, wave_error *err)
+{
+  pthread_mutex_lock(&d->mu);
+  int rc = 0;
+  if (n_packs > d->n_packs) {
+    wd_pack_state *c = realloc(d->checks, n_packs * sizeof *c);
+    if (c != NULL)
+      d->checks = c;
+    dv_rate *r = c ? realloc(d->rate, n_packs * sizeof *r) : NULL;
+    if (r == NULL) {
+      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+    } else {
+      d->rate = r;
+      int hash = wv_dev_has_hash(d->backend);
+      for (size_t i = d->n_packs; i < n_packs; i++) {
+        d->checks[i] = (wd_pack_state){
+            .state = hash ? WD_CHECK_PENDING : WD_CHECK_NONE};
+        snprintf(d->checks[i].detail, sizeof d->checks[i].detail, "%s",
+                 hash ? "pending" : "backend has no hash support");
+        d->rate[i].n = 0;
+        d->rate[i].s = 0;
+      }
+      d->n_packs = n_packs;
+    }
+  }
+  pthread_mutex_unlock(&d->mu);
+  return rc;
 }

@@ -8,7 +8,9 @@
  * limits.jobs_in_flight, round robin by owner, then by item: device.c).
  * A long item runs one step at a time and the short lane is emptied
  * between steps, so an hours-long hash job delays a reduction by at most
- * one step, and another client's hash job by one step per owner.  Ended items
+ * one step, and another client's hash job by one step per owner.  Setup
+ * items take turns, step for step, with the long items: a reload's packs
+ * are prepared while hash jobs run.  Ended items
  * go back through the post callback (the server's completion queue).
  *
  * The device-fault rule lives here and only here: an item that ends with
@@ -86,6 +88,8 @@ int wd_device_faulted(wd_device *d);
 unsigned wd_device_load(wd_device *d);       /* short items queued+running */
 unsigned wd_device_long_load(wd_device *d);  /* long items not ended */
 int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out);
+/* A reload's new packs: states for slots up to n_packs (pending). */
+int wd_device_add_packs(wd_device *d, size_t n_packs, wave_error *err);
 void wd_device_snapshot(wd_device *d, wd_device_snap *s);
 
 /* ---- the device thread, inside a run op ---- */

@@ -563,10 +563,13 @@ START_TEST(hash_busy)
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   uint64_t other = r->job->job_id;
   wave__v1__response__free_unpacked(r, NULL);
-  /* the second job has not started: cancelling ends it at once */
+  /* the two jobs take turns on cpu0 (docs/protocol.md, "Run"): the second
+   * may have started; a cancel ends it at once or at its next piece */
   r = td_job(s, jobs[1], 0, 1);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
-  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__CANCELLED);
+  ck_assert_msg(r->job->state == WAVE__V1__JOB_STATE__CANCELLED ||
+                    r->job->state == WAVE__V1__JOB_STATE__RUNNING,
+                "state %d", r->job->state);
   wave__v1__response__free_unpacked(r, NULL);
   r = td_job(s, jobs[0], 0, 1);
   wave__v1__response__free_unpacked(r, NULL);
