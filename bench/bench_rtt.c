@@ -197,7 +197,8 @@ int main(int argc, char **argv)
   snprintf(d_tcp, sizeof d_tcp, "tcp://127.0.0.1:%d", br_free_port());
   snprintf(e_tcp, sizeof e_tcp, "tcp://127.0.0.1:%d", br_free_port());
   snprintf(text, sizeof text,
-           "listen: [\"%s\", \"%s\"]\nlog_level: warn\npacks: {load: []}\n"
+           "listen: [\"%s\", \"%s\"]\nauth: none\nlog_level: warn\n"
+           "packs: {load: []}\n"
            "devices: [{name: cpu0, backend: cpu, threads: 1}]\n",
            d_ipc, d_tcp);
   FILE *f = fopen(cfg, "w");

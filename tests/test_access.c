@@ -10,6 +10,7 @@
  * with and without the CA, the fleet passing the token on).
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,26 @@ START_TEST(wavectl_flags)
 }
 END_TEST
 
+/* A token is rotated by rewriting its file and reloading (SIGHUP). */
+START_TEST(tokens_reload)
+{
+  nng_socket t = td_dial(g_d.tcp);
+  Wave__V1__Response *r = ta_status(t, 3, "alice-7f3e9c1b2a5d4e6f8091");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  wave__v1__response__free_unpacked(r, NULL);
+  td_write(g_alice, "alice-rotated-55aa66bb77cc\n");
+  kill(g_d.pid, SIGHUP);
+  for (int i = 0; i < 2000 && !strstr(td_stderr(&g_d), "reloaded "); i++)
+    usleep(10000);  /* a bound on the reload, not a timing check */
+  ck_assert_msg(strstr(td_stderr(&g_d), "reloaded "), "%s", td_stderr(&g_d));
+  td_expect_error(ta_status(t, 4, "alice-7f3e9c1b2a5d4e6f8091"), WAVE_EAUTH, 4);
+  r = ta_status(t, 5, "alice-rotated-55aa66bb77cc");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(t);
+}
+END_TEST
+
 /* Not started by the fixture: configs the daemon must refuse. */
 START_TEST(refuses_open_tcp)
 {
@@ -354,6 +375,7 @@ int main(void)
   tcase_add_test(t, tls_end_to_end);
   tcase_add_test(t, client_token_files);
   tcase_add_test(t, wavectl_flags);
+  tcase_add_test(t, tokens_reload);
   suite_add_tcase(s, t);
   TCase *r = tcase_create("refused");
   tcase_add_test(r, refuses_open_tcp);
