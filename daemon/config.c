@@ -409,6 +409,8 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
     s->listen = v;
     c->listen = list;
     c->n_listen = 0;
+    if ((c->listen_at = calloc(n + 1, sizeof *c->listen_at)) == NULL)
+      return wv_seterr(s->err, WAVE_ENOMEM, NULL);
   } else {
     c->packs_load = list;
     c->n_packs_load = 0;
@@ -438,9 +440,11 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
           return cf_fail(s, it, ipath, "pack '%s' is listed twice", str);
     if ((list[i] = strdup(str)) == NULL)
       return wv_seterr(s->err, WAVE_ENOMEM, NULL);
-    if (e->type == CF_URLS)
+    if (e->type == CF_URLS) {
       c->n_listen = i + 1;
-    else
+      c->listen_at[i][0] = (unsigned)it->start_mark.line + 1;
+      c->listen_at[i][1] = (unsigned)it->start_mark.column + 1;
+    } else
       c->n_packs_load = i + 1;
   }
   if (e->type == CF_URLS && n == 0)
@@ -811,6 +815,7 @@ void wd_config_free(wd_config *c)
   if (c == NULL)
     return;
   cf_free_list(c->listen, c->n_listen);
+  free(c->listen_at);
   cf_free_list(c->packs_load, c->n_packs_load);
   free(c->devices);
   if (c->tokens != NULL)

@@ -80,6 +80,8 @@ typedef struct wd_config {
   char path[WD_PATH_MAX];     /* as given: messages name it */
   char **listen;              /* URLs, n_listen >= 1 */
   size_t n_listen;
+  unsigned (*listen_at)[2];   /* listen[i]'s line and column in the file;
+                                 NULL when listen was not given */
   unsigned ipc_mode;          /* 0: leave the socket file to the umask */
   char metrics[256];          /* http://host:port of /metrics; "" = off */
   int log_level;              /* WD_LOG_* */
