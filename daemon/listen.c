@@ -35,6 +35,7 @@
 
 #include "daemon/listen.h"
 #include "daemon/log.h"
+#include "daemon/tls.h"
 #include "proto/base.h"
 
 #define LS_PROBE_MS 2000
@@ -82,6 +83,10 @@ static int ls_open(ls_one *o, wave_error *err)
   int rv = nng_listener_create(&o->l, ls->sock, o->url);
   if (rv != 0)
     return wv_seterr(err, WAVE_EIO, "listen %s: %s", o->url, nng_strerror(rv));
+  if ((rv = wd_tls_listener(o->l, o->url, &ls->cfg->tls, err)) != 0) {
+    nng_listener_close(o->l);  /* tls+tcp://: its certificate (tls.c) */
+    return rv;
+  }
   nng_listener_set_size(o->l, NNG_OPT_RECVMAXSZ, ls->cap);
   if (o->ipc && ls->cfg->ipc_mode != 0 &&
       (rv = nng_listener_set_int(o->l, NNG_OPT_IPC_PERMISSIONS,

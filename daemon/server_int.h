@@ -48,8 +48,8 @@ struct wd_req {
   uint64_t req_id;
   unsigned version;        /* the request's protocol version */
   /* who sent it (daemon/peer.h), set on the decode thread before dispatch:
-   * "uid:N" (ipc) or "pipe:N" (tcp); an authenticated request's
-   * "token:NAME" replaces it */
+   * "uid:N" (ipc) or "pipe:N" (tcp); a request a token authenticated gets
+   * "token:NAME" instead (auth.c) */
   char principal[WD_PRINCIPAL_MAX];
   uint32_t pipe;           /* its connection (nng pipe id) */
   wv_span *spans;          /* reduction chunks, pointing into req */
