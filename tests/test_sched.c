@@ -8,7 +8,9 @@
  *  - another uid (a child that setuid()s to nobody) cannot poll, cancel or
  *    list someone else's job, and gets exactly the unknown-id answer;
  *  - ended jobs' results hold at most limits.keep_result_bytes (the oldest
- *    is forgotten first), and outputs are dropped once delivered.
+ *    is forgotten first), and outputs are dropped once delivered;
+ *  - over tcp with tokens a job belongs to its token: another connection
+ *    with the same token sees it, one with another token does not.
  *
  * No test measures time.  A wait that would never end without the
  * behaviour under test is bounded by a number of polls (each a daemon-side
@@ -417,6 +419,97 @@ START_TEST(test_ids_unguessable)
 }
 END_TEST
 
+/* ---- tokens (auth.c names the principal) -------------------------------- */
+
+/* One request with a bearer token; the response (caller frees). */
+static Wave__V1__Response *ts_tok_call(nng_socket s, const char *token,
+                                       Wave__V1__Request *rq)
+{
+  rq->version = 2;
+  rq->id = 31;
+  rq->token = (char *)token;
+  return td_call(s, rq);
+}
+
+static Wave__V1__Response *ts_tok_job(nng_socket s, const char *token,
+                                      uint64_t id, int cancel)
+{
+  Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
+  Wave__V1__CancelRequest cr = WAVE__V1__CANCEL_REQUEST__INIT;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  if (cancel) {
+    cr.job_id = id;
+    rq.body_case = WAVE__V1__REQUEST__BODY_CANCEL;
+    rq.cancel = &cr;
+  } else {
+    jr.job_id = id;
+    rq.body_case = WAVE__V1__REQUEST__BODY_JOB;
+    rq.job = &jr;
+  }
+  return ts_tok_call(s, token, &rq);
+}
+
+START_TEST(test_token_owns_job)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  const char *tok[2] = {"alice-0123456789abcdef", "bob-0123456789abcdef00"};
+  char path[300], *text = NULL;
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/t%d.token", d.dir, i);
+    td_write(path, tok[i]);
+    ck_assert_int_eq(chmod(path, 0600), 0);
+  }
+  size_t len = 0;
+  FILE *f = fopen(d.cfg, "r");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_gt(getdelim(&text, &len, '\0', f), 0);
+  fclose(f);
+  char *a = strstr(text, "auth: none\n");
+  ck_assert_ptr_nonnull(a);
+  *a = '\0';
+  char cfg[4096];
+  snprintf(cfg, sizeof cfg, "%sauth:\n  tokens:\n"
+           "    - {name: alice, file: t0.token}\n"
+           "    - {name: bob, file: t1.token}\n", text);
+  free(text);
+  td_write(d.cfg, cfg);
+  if (td_start(&d) != 0)
+    ck_abort_msg("wavedd did not start:\n%s", td_stderr(&d));
+  nng_socket a1 = td_dial(d.tcp), a2 = td_dial(d.tcp), b = td_dial(d.tcp);
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = "small";
+  hq.count = TS_HUGE;
+  hq.device = "cpu0";
+  hq.detach = 1;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.body_case = WAVE__V1__REQUEST__BODY_HASH;
+  rq.hash = &hq;
+  Wave__V1__Response *r = ts_tok_call(a1, tok[0], &rq);
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "submit: %s",
+                r->error ? r->error->message : "?");
+  uint64_t id = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(a1);  /* detached: it runs on */
+  /* another connection with alice's token sees it; bob's does not */
+  r = ts_tok_job(b, tok[1], id, 1);
+  td_expect_error(r, WAVE_ENOJOB, 31);
+  r = ts_tok_job(a2, tok[0], id, 0);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  ck_assert(ts_live(r->job->state));
+  wave__v1__response__free_unpacked(r, NULL);
+  r = ts_tok_job(a2, tok[0], id, 1);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_socket root = td_dial(d.ipc);
+  ck_assert_int_eq(ts_wait_end(root, id), WAVE__V1__JOB_STATE__CANCELLED);
+  nng_close(root);
+  nng_close(a2);
+  nng_close(b);
+  ts_down(&d);
+}
+END_TEST
+
 /* ---- results' memory ----------------------------------------------------- */
 
 /* Until every job JobsRequest lists has ended (no result fetched). */
@@ -488,6 +581,7 @@ static Suite *sched_suite(void)
   tcase_add_test(t, test_other_uid_cannot_touch_job);
   tcase_add_test(t, test_ids_unguessable);
   tcase_add_test(t, test_result_bytes_bounded);
+  tcase_add_test(t, test_token_owns_job);
   suite_add_tcase(s, t);
   return s;
 }
