@@ -20,7 +20,7 @@ function(wave_defaults tgt)
   target_compile_options(${tgt} PRIVATE
     $<$<COMPILE_LANGUAGE:C>:-Wall -Wextra -Wshadow -Wno-unused-parameter>
     # clang (the fuzz build) does not know GCC's ivdep (workers/cpu/)
-    $<$<C_COMPILER_ID:Clang>:-Wno-unknown-pragmas>)
+    $<$<AND:$<COMPILE_LANGUAGE:C>,$<C_COMPILER_ID:Clang>>:-Wno-unknown-pragmas>)
   if(WAVE_SANITIZE)
     target_compile_options(${tgt} PRIVATE
       $<$<COMPILE_LANGUAGE:C>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
