@@ -141,6 +141,10 @@ typedef struct wv_backend {
  * NULL-terminated, and lookup by name. */
 extern const wv_backend *const wv_backends[];
 const wv_backend *wv_backend_find(const char *name);
+/* One more backend, found by name from now on: test programs only (the
+ * fake backend of wavedd-test), called in main before any thread starts.
+ * -1 when one was already added or the name is taken. */
+int wv_backend_add(const wv_backend *b);
 
 /* Backends compiled in but not here would be listed by name only, so that
  * a config naming one says "built without vulkan" rather than "unknown". */
