@@ -193,7 +193,7 @@ START_TEST(auto_vulkan_by_uuid)
   int nvk = ta_vulkan_uuid();
   if (nvk == 0)
     return;  /* built without vulkan, or no Vulkan driver (CI has lavapipe) */
-  ck_assert_int_eq(nvk, 1);  /* lavapipe alone, so prefixes are unique */
+  /* the first device's UUID (lavapipe's in CI) names it alone */
   char msg[512];
   int cuda = wv_backend_find("cuda") != NULL;
   /* the granted GPU is lavapipe's UUID: vk0, after cuda0 when cuda is
