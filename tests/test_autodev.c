@@ -167,7 +167,7 @@ END_TEST
 
 /* ---- Vulkan devices by UUID ---------------------------------------------- */
 
-static char ta_uuid[40];  /* the first Vulkan device's, as GPU-8-4-4-4-12 */
+static char ta_uuid[48];  /* the first Vulkan device's, as GPU-8-4-4-4-12 */
 
 /* The real probe (a forked child asks the Vulkan loader): lavapipe here.
  * 0 when this build or machine has no Vulkan device. */
@@ -183,8 +183,8 @@ static int ta_vulkan_uuid(void)
     return 0;
   char *p = ta_uuid + snprintf(ta_uuid, sizeof ta_uuid, "GPU-");
   for (int i = 0; i < 16; i++)
-    p += snprintf(p, 4, "%02x%s", u[0][i],
-                  i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
+    p += snprintf(p, sizeof ta_uuid - (size_t)(p - ta_uuid), "%02x%s",
+                  u[0][i], i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
   return n;
 }
 
