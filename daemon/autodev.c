@@ -381,8 +381,9 @@ int wd_autodev_fill(wd_getenv_fn get, const wd_device_cfg *defaults,
   }
   size_t m = k;
   if (kv > 0)
-    m += ad_vulkan(vvar, vlist, kv, list != NULL && strcmp(backend, "cuda") == 0,
-                   defaults, d, k);
+    m += ad_vulkan(vvar, vlist, kv,
+                   list != NULL && strcmp(backend, "cuda") == 0, defaults, d,
+                   k);
   if (m == 0) {  /* nothing granted, or nothing this build can drive */
     d[0] = *defaults;
     snprintf(d[0].name, sizeof d[0].name, "cpu0");
