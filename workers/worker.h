@@ -135,6 +135,14 @@ typedef struct wv_backend {
   int (*host_register)(wv_device *dev, const void *ptr, size_t bytes,
                        wave_error *err);
   void (*host_unregister)(wv_device *dev, const void *ptr);
+  /* Optional.  The UUIDs of this backend's devices (those its open() can
+   * reach, by index: entry i is cfg->index i), the same 16 bytes caps()
+   * reports as uuid, into out[0 .. max-1]; returns how many devices there
+   * are (0 when none, or no driver), or -1 with err filled.  Opens no
+   * device.  Called by `devices: auto` (daemon/autodev.c) in a short-lived
+   * child process, so the daemon itself never starts a GPU runtime before
+   * it detaches; NULL = the backend cannot say. */
+  int (*list_uuids)(unsigned char (*out)[16], size_t max, wave_error *err);
 } wv_backend;
 
 /* The registry (workers/registry.c): the backends built into this binary,
