@@ -403,6 +403,9 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
     if (f.stop && f.rc != 0) {
       rc = f.rc;
       *err = f.err;
+    } else if (s->idx != i) {  /* stopped with no reader error: a bug */
+      rc = wv_seterr(err, WAVE_EINTERNAL, "file reader stopped at piece "
+                     "%zu of %zu", i, f.n);
     }
     pthread_mutex_unlock(&f.mu);
     if (rc != 0)
