@@ -352,11 +352,9 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   wd_region *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
   if (r == NULL) {
     int e = errno;
-    if (file)
-      ;
-    else if (base != MAP_FAILED && rq->copy)
+    if (!file && base != MAP_FAILED && rq->copy)
       rg_buf_put(t, base, cap);
-    else if (base != MAP_FAILED)
+    else if (!file && base != MAP_FAILED)
       munmap(base, (size_t)bytes);
     pthread_mutex_lock(&t->mu);
     t->bytes -= bytes;
