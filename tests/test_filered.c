@@ -10,7 +10,8 @@
  * pieces with no finite row, and sums of selected -0.0 rows next to
  * all-masked pieces.  The same cases run with the daemon's default
  * pieces (CPU: 256 KiB, four per 1 MiB slot, one reader) and with
- * WAVED_FILE_LEVELS=1 and 3 (256-row and 2^24-row pieces, two readers).
+ * WAVED_FILE_LEVELS=1 and 3 (256-row and 2^24-row pieces, two readers),
+ * and, in the Vulkan build, on lavapipe (case vulkan).
  * Then the refusals: another owner's file, a file that shrinks before or
  * during a job (REGION, the daemon keeps serving).
  */
@@ -32,6 +33,8 @@
 
 #define FT_ROWS_MAX (1u << 22)
 
+static const char *ft_devices = "  - {name: cpu0, backend: cpu, threads: 2}\n";
+
 static void ft_start(td_daemon *d, const char *levels)
 {
   td_prepare(d, NULL);
@@ -44,9 +47,8 @@ static void ft_start(td_daemon *d, const char *levels)
            "  max_job_rows: %u\n"
            "packs:\n"
            "  load: []\n"
-           "devices:\n"
-           "  - {name: cpu0, backend: cpu, threads: 2}\n",
-           d->ipc, d->tcp, FT_ROWS_MAX);
+           "devices:\n%s",
+           d->ipc, d->tcp, FT_ROWS_MAX, ft_devices);
   td_write(d->cfg, text);
   if (levels != NULL)
     setenv("WAVED_FILE_LEVELS", levels, 1);
@@ -319,6 +321,18 @@ START_TEST(file_bits_large)
 }
 END_TEST
 
+/* The same on a Vulkan device (lavapipe in CI): its pieces are 2^24 rows
+ * by default, 256 with WAVED_FILE_LEVELS=1. */
+START_TEST(file_bits_vulkan)
+{
+  ft_devices = "  - {name: vk0, backend: vulkan}\n";
+  static const size_t one[] = {100003};
+  ft_bits(NULL, one, 1);
+  static const size_t small[] = {70001};
+  ft_bits("1", small, 1);
+}
+END_TEST
+
 typedef struct ft_trunc {
   int fd;
   off_t to;
@@ -442,6 +456,12 @@ int main(void)
   tcase_set_timeout(r, 300);
   tcase_add_test(r, file_refusals);
   suite_add_tcase(s, r);
+  if (getenv("WAVE_FILERED_VULKAN") != NULL) {
+    TCase *vk = tcase_create("vulkan");
+    tcase_set_timeout(vk, 600);
+    tcase_add_test(vk, file_bits_vulkan);
+    suite_add_tcase(s, vk);
+  }
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
