@@ -32,7 +32,15 @@ struct wave_client {
   atomic_uint_fast64_t next_id; /* Request.id; starts at a random value */
   uint64_t tag;                 /* HashRequest.client: random, per client */
   _Atomic uint64_t instance;    /* the daemon instance of the last submit */
+  char *token;                  /* Request.token, NULL: none (access.c) */
 };
+
+/* access.c: c->token from opts (or $WAVE_TOKEN_FILE), then dial c->sock to
+ * url (tls+tcp://: with a TLS config from opts); now: wait for the
+ * connection.  0, or a WAVE_E* code with err filled. */
+int wv_client_access(wave_client *c, const char *url,
+                     const wave_client_options *opts, int now,
+                     wave_error *err);
 
 /* One exchange: fill req's version and a fresh id, send it on a context of
  * its own, wait up to the client's timeout plus extra_ms for the reply, and
