@@ -40,7 +40,7 @@ static void ft_start(td_daemon *d, const char *levels)
   td_prepare(d, NULL);
   char text[1024];
   snprintf(text, sizeof text,
-           "listen: [\"%s\", \"%s\"]\n"
+           "listen: [\"%s\"]\n"
            "allow_client_shm: true\n"
            "limits:\n"
            "  max_request_bytes: 33554432\n"
@@ -48,7 +48,7 @@ static void ft_start(td_daemon *d, const char *levels)
            "packs:\n"
            "  load: []\n"
            "devices:\n%s",
-           d->ipc, d->tcp, FT_ROWS_MAX, ft_devices);
+           d->ipc, FT_ROWS_MAX, ft_devices);
   td_write(d->cfg, text);
   if (levels != NULL)
     setenv("WAVED_FILE_LEVELS", levels, 1);
