@@ -130,14 +130,20 @@ static int dp_reduce_run(wd_work *w, wd_device *d)
   for (size_t i = 0; i < c->bulk.n_regions; i++)
     wd_region_pin(c->bulk.regions[i], dp_slot(c->srv, d),
                   wd_device_backend(d), wd_device_bdev(d));
-  w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
-                        &c->out, &w->err);
+  int fsome = 0;  /* a file job says it itself (its rows are not here) */
+  if (c->bulk.files)  /* read as reduced: daemon/filered.h */
+    w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
+                           c->bulk.src, &c->out, &fsome, &w->err);
+  else
+    w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
+                          &c->out, &w->err);
   c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (w->rc == 0 && c->job.dtype == WAVE_F32 && c->job.op != WAVE_SUM) {
     /* Only an answer of all +0.0 with rows selected leaves it open; then
      * one pass here, on the device thread, that stops at the first
      * selected finite row. */
-    int some = c->out.count > 0 &&
+    int some = c->bulk.files ? fsome :
+               c->out.count > 0 &&
                (c->out.bits[0] != 0 ||
                 (c->out.n_values > 1 && c->out.bits[1] != 0) ||
                 wv_reduce_any_finite(&c->job));
@@ -251,7 +257,9 @@ static void dp_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
     .has_mask = has_mask,
     .rows = rows,
   };
-  int rc = wv_reduce_validate(&c->job, &err);
+  int rc = c->bulk.files && spans == c->bulk.spans
+               ? wd_file_validate(&c->job, &err)  /* rows not here */
+               : wv_reduce_validate(&c->job, &err);
   if (rc != 0)
     return dp_fail(c, &err);
   wd_device *d;

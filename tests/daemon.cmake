@@ -41,6 +41,14 @@ add_dependencies(test_bulk wavedd)
 target_compile_definitions(test_bulk PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# File regions: jobs that read the client's file in pieces as they reduce
+# (daemon/filered.h), bit for bit against messages and the reference.
+wave_test(test_filered SOURCES test_filered.c daemon_harness.c
+  LIBS waveclient wvbase wvreduce nng::nng)
+add_dependencies(test_filered wavedd)
+target_compile_definitions(test_filered PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # hash jobs over several devices and the lifecycle promises (test_jobs.c)
 wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)
