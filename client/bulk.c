@@ -312,6 +312,7 @@ int wave_region_read_fd(wave_region *r, size_t offset, int fd, size_t bytes,
   return 0;
 }
 
+/* copy: 0 a memfd, 1 a daemon-side copy, 2 a file read at each job */
 static int bk_register(wave_client *c, wave_region *r, int copy,
                        wave_error *err)
 {
@@ -321,7 +322,8 @@ static int bk_register(wave_client *c, wave_region *r, int copy,
   rr.path = path;
   rr.bytes = r->bytes;
   rr.name = r->name;
-  rr.copy = copy;
+  rr.copy = copy != 0;
+  rr.file = copy == 2;
   Wave__V1__Request q = WAVE__V1__REQUEST__INIT;
   q.body_case = WAVE__V1__REQUEST__BODY_REGION_REGISTER;
   q.region_register = &rr;
@@ -344,27 +346,43 @@ int wave_region_register(wave_client *c, wave_region *r, wave_error *err)
   return bk_register(c, r, 0, err);
 }
 
-int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
-                        const char *name, wave_region **out, wave_error *err)
+static int bk_daemon_side(wave_client *c, int fd, size_t bytes,
+                          const char *name, int kind, wave_region **out,
+                          wave_error *err)
 {
   if (out == NULL)
-    return wv_seterr(err, WAVE_EARG, "wave_region_copy_fd: out is NULL");
+    return wv_seterr(err, WAVE_EARG, "wave_region_%s_fd: out is NULL",
+                     kind == 2 ? "file" : "copy");
   *out = NULL;
   if (c == NULL || fd < 0)
-    return wv_seterr(err, WAVE_EARG, "wave_region_copy_fd: bad argument");
+    return wv_seterr(err, WAVE_EARG, "wave_region_%s_fd: bad argument",
+                     kind == 2 ? "file" : "copy");
   wave_region *r = calloc(1, sizeof *r);
   if (r == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   r->fd = fd;
   r->bytes = bytes;
-  snprintf(r->name, sizeof r->name, "%s", name ? name : "copy");
-  int rv = bk_register(c, r, 1, err);
+  snprintf(r->name, sizeof r->name, "%s",
+           name ? name : kind == 2 ? "file" : "copy");
+  int rv = bk_register(c, r, kind, err);
   if (rv != 0) {
     free(r);
     return rv;
   }
   *out = r;
   return 0;
+}
+
+int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
+                        const char *name, wave_region **out, wave_error *err)
+{
+  return bk_daemon_side(c, fd, bytes, name, 1, out, err);
+}
+
+int wave_region_file_fd(wave_client *c, int fd, size_t bytes,
+                        const char *name, wave_region **out, wave_error *err)
+{
+  return bk_daemon_side(c, fd, bytes, name, 2, out, err);
 }
 
 int wave_region_unregister(wave_client *c, wave_region *r, wave_error *err)

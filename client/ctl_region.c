@@ -107,7 +107,12 @@ out:
   return rc;
 }
 
-/* ---- daemon-side copies --------------------------------------------------- */
+/* ---- daemon-side files ---------------------------------------------------- */
+/* wv_copy_load registers each file as a *file region*: the daemon opens it
+ * (by /proc/<pid>/fd/<n>, owner checked), and the job reads it in pieces
+ * through a small ring of buffers that it reduces as they fill
+ * (daemon/filered.c), so the rows cross memory once, as with `cat`.  A
+ * daemon without file regions makes a copy region of it instead. */
 
 /* The rows of one open file: [*off, *off + *bytes).  1: not for a copy. */
 static int rg_file_rows(const char *path, int fd, size_t size, wv_format fmt,
@@ -167,14 +172,14 @@ int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
       rc = rg_file_rows(paths[i], fd, (size_t)st.st_size, fmt,
                         i < n_inputs ? dtype : WAVE_U32, &off, &bytes, err);
     if (rc == 0) {
-      int e = wave_region_copy_fd(c, fd, (size_t)st.st_size, "wavectl",
+      int e = wave_region_file_fd(c, fd, (size_t)st.st_size, "wavectl",
                                   &regions[i], err);
       if (e == WAVE_EREGION || e == WAVE_EUNSUPPORTED)
         rc = 2;
       else
         rc = e;
     }
-    close(fd);  /* the daemon has read it */
+    close(fd);  /* the daemon has its own descriptor (or its copy) */
     if (rc == 0)
       ext[i] = (wave_extent){regions[i], off, bytes};
   }

@@ -102,8 +102,8 @@ static int bk_hold(wd_bulk_req *out, wd_region *r)
 /* Extents -> spans, checked against the payload or their region. */
 static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                       size_t n, const uint8_t *payload, size_t plen,
-                      const char *what, wv_span *spans, wd_bulk_req *out,
-                      wave_error *err)
+                      const char *what, wv_span *spans, wd_fsrc *src,
+                      wd_bulk_req *out, wave_error *err)
 {
   for (size_t i = 0; i < n; i++) {
     const Wave__V1__Extent *e = ex[i];
@@ -112,6 +112,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        "not a multiple of 4", what, i, e->bytes);
     const uint8_t *base;
     uint64_t size;
+    int fd = -1;
     if (e->region == 0) {
       if (payload == NULL)
         return wv_seterr(err, WAVE_EBADREQUEST, "%s chunk %zu names the "
@@ -128,6 +129,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
         return wv_seterr(err, rc, NULL);
       base = wd_region_base(r);
       size = wd_region_bytes(r);
+      fd = wd_region_file(r);
     }
     if (e->offset > size || e->bytes > size - e->offset)
       return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: bytes [%" PRIu64
@@ -135,6 +137,15 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        " bytes", what, i, e->offset, e->offset + e->bytes,
                        e->region ? "region" : "the payload, region",
                        e->region, size);
+    src[i] = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region};
+    spans[i].rows = e->bytes / 4;
+    if (fd >= 0) {  /* a file region: read by the job (daemon/filered.h) */
+      if (e->offset % 4 != 0)
+        return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
+                         " is not a multiple of 4", what, i, e->offset);
+      out->files = 1;
+      continue;
+    }
     /* rows are read in place as uint32 (wv_span): 4-aligned */
     if (((uintptr_t)base + e->offset) % 4 != 0)
       return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
@@ -142,7 +153,6 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        e->offset % 4 == 0 ? " from an aligned start (frame "
                        "header not padded to 8 bytes?)" : "");
     spans[i].data = base + e->offset;
-    spans[i].rows = e->bytes / 4;
   }
   return 0;
 }
@@ -156,13 +166,15 @@ static int bk_reduce(wd_bulk *b, uint32_t pipe, const Wave__V1__ReduceRequest *r
                      "either by value (input/mask) or by place (input_at/"
                      "mask_at), not both");
   size_t n = rr->n_input_at + rr->n_mask_at;
-  if ((out->spans = calloc(n + 1, sizeof *out->spans)) == NULL)
+  if ((out->spans = calloc(n + 1, sizeof *out->spans)) == NULL ||
+      (out->src = calloc(n + 1, sizeof *out->src)) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   int rc;
   if ((rc = bk_extents(b, pipe, rr->input_at, rr->n_input_at, payload, plen,
-                       "input", out->spans, out, err)) != 0 ||
+                       "input", out->spans, out->src, out, err)) != 0 ||
       (rc = bk_extents(b, pipe, rr->mask_at, rr->n_mask_at, payload, plen,
-                       "mask", out->spans + rr->n_input_at, out, err)) != 0)
+                       "mask", out->spans + rr->n_input_at,
+                       out->src + rr->n_input_at, out, err)) != 0)
     return rc;
   out->dtype = (wave_dtype)rr->dtype;
   out->op = (wave_op)rr->op;
@@ -288,6 +300,7 @@ void wd_bulk_clear(wd_bulk_req *out)
   free(out->regions);
   wd_stream_put(out->stream);
   free(out->spans);
+  free(out->src);
   if (out->keep != NULL)
     nng_msg_free(out->keep);
   memset(out, 0, sizeof *out);

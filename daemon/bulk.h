@@ -16,6 +16,7 @@
 #include <nng/nng.h>
 
 #include "daemon/config.h"
+#include "daemon/filered.h"
 #include "daemon/region.h"
 #include "daemon/stream.h"
 #include "proto/wave.pb-c.h"
@@ -30,6 +31,9 @@ typedef struct wd_bulk_req {
   wave_dtype dtype;
   wave_op op;
   wv_span *spans;         /* n_input, then n_mask */
+  wd_fsrc *src;           /* ... where each lies, when files is set */
+  int files;              /* some span is in a file region: the job runs
+                             through wd_file_reduce */
   size_t n_input, n_mask;
   int has_mask;
   char device[64];

@@ -25,6 +25,8 @@ struct wd_region {
   uint8_t *base;
   uint64_t bytes;           /* mapped */
   int copied;               /* base is a buffer of ours (copy = true) */
+  int fd;                   /* a file region (copy + file): base NULL, the
+                               jobs pread it (daemon/filered.c); else -1 */
   size_t cap;               /* ... of this size */
   _Atomic unsigned refs;    /* the table's + one per job */
   _Atomic uint32_t pinned;  /* device slots that pinned it */
@@ -138,7 +140,9 @@ int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
 static void rg_unmap(wd_region *r)
 {
   wd_regions *t = r->t;
-  if (r->copied)
+  if (r->fd >= 0)
+    close(r->fd);
+  else if (r->copied)
     rg_buf_put(t, r->base, r->cap);
   else
     munmap(r->base, r->bytes);
@@ -159,7 +163,10 @@ void wd_regions_free(wd_regions *t)
   while (t->head != NULL) {
     wd_region *r = t->head;
     t->head = r->next;
-    munmap(r->base, r->copied ? r->cap : r->bytes);
+    if (r->fd >= 0)
+      close(r->fd);
+    else
+      munmap(r->base, r->copied ? r->cap : r->bytes);
     free(r);
   }
   while (t->cache != NULL) {
@@ -185,6 +192,7 @@ static void rg_info(const wd_region *r, Wave__V1__RegionInfo *info,
   unsigned refs = atomic_load(&r->refs);
   info->jobs = refs > 0 ? refs - 1 : 0;
   info->copied = r->copied;
+  info->file = r->fd >= 0;
 }
 
 /* "/proc/<pid>/fd/<n>" -> pid; -1 when path has another form. */
@@ -283,14 +291,15 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
     rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is empty", path);
     goto out;
   }
+  int file = rq->copy && rq->file;  /* read by the jobs: none of our memory */
   pthread_mutex_lock(&t->mu);
   int over = bytes > t->max_bytes || t->bytes > t->max_bytes - bytes;
-  int over_copy = rq->copy && (bytes > t->copies_max ||
+  int over_copy = rq->copy && !file && (bytes > t->copies_max ||
                                t->copies > t->copies_max - bytes);
   uint64_t have = t->bytes, have_copy = t->copies;
   if (!over && !over_copy) {
     t->bytes += bytes;  /* reserved before the map, so racing adds count */
-    if (rq->copy)
+    if (rq->copy && !file)
       t->copies += bytes;
   }
   pthread_mutex_unlock(&t->mu);
@@ -310,7 +319,9 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   }
   size_t cap = 0;
   void *base;
-  if (rq->copy) {
+  if (file) {
+    base = NULL;  /* the descriptor stays open: the jobs read it */
+  } else if (rq->copy) {
     /* one read out of the page cache into a buffer of ours: no seals
      * needed, the client's file may change afterwards */
     base = rg_buf_get(t, (size_t)bytes, &cap);
@@ -341,13 +352,13 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   wd_region *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
   if (r == NULL) {
     int e = errno;
-    if (base != MAP_FAILED && rq->copy)
+    if (!file && base != MAP_FAILED && rq->copy)
       rg_buf_put(t, base, cap);
-    else if (base != MAP_FAILED)
+    else if (!file && base != MAP_FAILED)
       munmap(base, (size_t)bytes);
     pthread_mutex_lock(&t->mu);
     t->bytes -= bytes;
-    if (rq->copy)
+    if (rq->copy && !file)
       t->copies -= bytes;
     pthread_mutex_unlock(&t->mu);
     rc = wv_seterr(err, WAVE_ENOMEM, "cannot map region '%.80s': %s", path,
@@ -361,7 +372,10 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   snprintf(r->name, sizeof r->name, "%s", rq->name ? rq->name : "");
   r->base = base;
   r->bytes = bytes;
-  r->copied = rq->copy;
+  r->copied = rq->copy && !file;
+  r->fd = file ? fd : -1;
+  if (file)
+    fd = -1;  /* the region's now */
   r->cap = cap;
   atomic_init(&r->refs, 1);
   pthread_mutex_lock(&t->mu);
@@ -372,9 +386,11 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   rg_info(r, info, name_buf, name_n);
   wd_info("region %" PRIu64 " (%s): %" PRIu64 " bytes of pid %" PRIu32
           " uid %" PRIu32 " %s", r->id, r->name, bytes, pid, uid,
-          r->copied ? "read into a copy" : "mapped");
+          r->fd >= 0 ? "kept open, read by its jobs"
+                     : r->copied ? "read into a copy" : "mapped");
 out:
-  close(fd);
+  if (fd >= 0)
+    close(fd);
   return rc;
 }
 
@@ -462,11 +478,12 @@ int wd_regions_get(wd_regions *t, uint32_t pipe, uint64_t id,
 const uint8_t *wd_region_base(const wd_region *r) { return r->base; }
 uint64_t wd_region_bytes(const wd_region *r) { return r->bytes; }
 uint64_t wd_region_id(const wd_region *r) { return r->id; }
+int wd_region_file(const wd_region *r) { return r->fd; }
 
 void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
                    wv_device *bdev)
 {
-  if (!wv_dev_can_pin(b) || slot >= WD_REGION_SLOTS ||
+  if (r->fd >= 0 || !wv_dev_can_pin(b) || slot >= WD_REGION_SLOTS ||
       (atomic_fetch_or(&r->tried, 1u << slot) & (1u << slot)))
     return;
   wave_error e = {0};

@@ -16,7 +16,10 @@
  * it can use or unregister them, and they are dropped when it goes away.
  * A region is reference-counted: the table holds one reference, each
  * reduction using it one more, so an unregister or a disconnect mid-job
- * unmaps only after the job.  Devices that pin regions for DMA (backend
+ * unmaps only after the job.  A *file region* (copy + file) maps nothing:
+ * the daemon keeps the client's file open (same path, pid and owner rules,
+ * no seals, since pread of a shrunk file returns short instead of raising
+ * SIGBUS) and each job reads it then, in pieces (daemon/filered.h).  Devices that pin regions for DMA (backend
  * slot host_register) do it on their own thread at first use; the final
  * release then asks each such device (through the unpin callback) to
  * unregister before the mapping goes.  The table is locked by one mutex:
@@ -67,6 +70,9 @@ void wd_region_put(wd_region *r);
 const uint8_t *wd_region_base(const wd_region *r);
 uint64_t wd_region_bytes(const wd_region *r);
 uint64_t wd_region_id(const wd_region *r);
+/* A file region (RegionRegisterRequest copy + file): its descriptor, which
+ * jobs pread (daemon/filered.h), and its base is NULL; -1 otherwise. */
+int wd_region_file(const wd_region *r);
 
 /* Device thread of slot: pin r with the backend's host_register (once per
  * device; a refusal only leaves the region unpinned), and unpin it when

@@ -879,8 +879,8 @@ START_TEST(wavectl_paths)
   const char *text[] = {f3};
   char *t = bt_wavectl(on.ipc, text, 1, "--format text");
   ck_assert_ptr_nonnull(strstr(t, "\"rows\": 3"));
-  /* the daemon logged a copy region */
-  ck_assert_ptr_nonnull(strstr(td_stderr(&on), "read into a copy"));
+  /* the daemon logged a file region (read by its job, daemon/filered.h) */
+  ck_assert_ptr_nonnull(strstr(td_stderr(&on), "kept open, read by its jobs"));
   free(p);
   bt_stop(&off);
   bt_stop(&on);

@@ -146,6 +146,15 @@ WAVE_API uint64_t wave_region_id(const wave_region *r);
 WAVE_API int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
                                  const char *name, wave_region **out,
                                  wave_error *err);
+/* Like wave_region_copy_fd, but the daemon keeps the file open and reads
+ * it at each reduction that uses it, in small pieces that it reduces as
+ * they arrive: no copy of the file in its memory, and no snapshot (a job
+ * sees the file as it is then; a file shorter than an extent at that time
+ * fails the job with WAVE_EREGION).  A daemon without file regions makes
+ * the copy instead. */
+WAVE_API int wave_region_file_fd(wave_client *c, int fd, size_t bytes,
+                                 const char *name, wave_region **out,
+                                 wave_error *err);
 
 typedef struct wave_extent {
   const wave_region *region; /* registered with the client it is used on */

@@ -163,7 +163,7 @@ struct copy_op {
  * far slower than a pinned DMA moves). */
 struct copy_pool {
   int nthreads;               /* helpers; the device thread takes a share */
-  pthread_t th[8];
+  pthread_t th[16];
   pthread_mutex_t mu;
   pthread_cond_t go, done;
   unsigned long gen;

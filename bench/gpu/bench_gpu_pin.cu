@@ -1,0 +1,359 @@
+/* bench_gpu_pin.cu - how fast can the first use of a 1 GiB shared-memory
+ * region reach the GPU (issue 10)?  Every figure against a pinned
+ * host->device copy of the same bytes in the same run.
+ *
+ *   wvbench-gpu-pin [LOG2_BYTES]      (default 30: 1 GiB)
+ *
+ * On a memfd mapping filled beforehand (as a client's region is):
+ *   - pin: cudaHostRegister of the whole mapping, and of disjoint pieces of
+ *     it from T threads at once (does pinning scale across threads?);
+ *   - span: after a pinning in pieces, one cudaMemcpy across all of them
+ *     (does a copy cross registrations, and at what rate?);
+ *   - staged: T threads memcpy the mapping into a ring of pinned staging
+ *     buffers, each sent by cudaMemcpyAsync as soon as it is full;
+ *   - pipelined: T threads pin 64 MiB pieces in order while the main thread
+ *     sends each piece as soon as it is pinned (first use that leaves the
+ *     region pinned for the next).
+ * Times are host wall clock around the whole operation, best of 3 where
+ * repeated; the bytes are checked on the device (a checksum) once.
+ */
+#include <cuda_runtime.h>
+
+#include <pthread.h>
+#include <atomic>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CK(x)                                                            \
+  do {                                                                   \
+    cudaError_t e_ = (x);                                                \
+    if (e_ != cudaSuccess) {                                             \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,          \
+              cudaGetErrorString(e_));                                   \
+      exit(1);                                                           \
+    }                                                                    \
+  } while (0)
+
+static double now_s(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static size_t g_bytes;
+static double g_base;  /* pinned copy, seconds */
+
+static void row(const char *what, double s)
+{
+  printf("| %s | %.2f ms | %.1f GB/s | %.2fx |\n", what, s * 1e3,
+         (double)g_bytes / s / 1e9, g_base / s);
+  fflush(stdout);
+}
+
+static uint8_t *region(void)
+{
+  int fd = memfd_create("pin", 0);
+  if (fd < 0 || ftruncate(fd, (off_t)g_bytes) != 0) {
+    perror("memfd");
+    exit(1);
+  }
+  void *p = mmap(NULL, g_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    perror("mmap");
+    exit(1);
+  }
+  for (size_t i = 0; i < g_bytes; i += 4096)
+    ((uint8_t *)p)[i] = (uint8_t)(i >> 12);
+  return (uint8_t *)p;
+}
+
+/* ---- pinning in pieces from threads -------------------------------------- */
+
+typedef struct pin_job {
+  uint8_t *base;
+  size_t piece, n;
+  std::atomic<size_t> next;  /* next piece to pin */
+  std::atomic<int> *ready;   /* per piece: pinned */
+  int fail;
+} pin_job;
+
+static void *pin_main(void *arg)
+{
+  pin_job *j = (pin_job *)arg;
+  CK(cudaSetDevice(0));
+  for (;;) {
+    size_t i = j->next.fetch_add(1);
+    if (i >= j->n)
+      break;
+    size_t len = i + 1 < j->n ? j->piece : g_bytes - i * j->piece;
+    if (cudaHostRegister(j->base + i * j->piece, len,
+                         cudaHostRegisterPortable |
+                             cudaHostRegisterReadOnly) != cudaSuccess)
+      j->fail = 1;
+    j->ready[i].store(1);
+  }
+  return NULL;
+}
+
+static void unpin(uint8_t *base, size_t piece, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    CK(cudaHostUnregister(base + i * piece));
+}
+
+/* Pin in n pieces with t threads; with dev != NULL, send each piece as it
+ * is pinned (in order). */
+static double pin_pieces(uint8_t *base, size_t n, int t, uint8_t *dev,
+                         cudaStream_t st)
+{
+  pin_job j;
+  j.base = base;
+  j.piece = g_bytes / n;
+  j.n = n;
+  j.next.store(0);
+  j.ready = new std::atomic<int>[n];
+  for (size_t i = 0; i < n; i++)
+    j.ready[i].store(0);
+  j.fail = 0;
+  pthread_t th[64];
+  double t0 = now_s();
+  for (int i = 0; i < t; i++)
+    pthread_create(&th[i], NULL, pin_main, &j);
+  if (dev != NULL) {
+    for (size_t i = 0; i < n; i++) {
+      while (!j.ready[i].load())
+        ;
+      size_t len = i + 1 < n ? j.piece : g_bytes - i * j.piece;
+      CK(cudaMemcpyAsync(dev + i * j.piece, base + i * j.piece, len,
+                         cudaMemcpyHostToDevice, st));
+    }
+  }
+  for (int i = 0; i < t; i++)
+    pthread_join(th[i], NULL);
+  if (dev != NULL)
+    CK(cudaStreamSynchronize(st));
+  double s = now_s() - t0;
+  delete[] j.ready;
+  if (j.fail) {
+    fprintf(stderr, "cudaHostRegister of a piece failed\n");
+    exit(1);
+  }
+  return s;
+}
+
+/* ---- staged copy ----------------------------------------------------------- */
+
+#define ST_SLOTS 4
+typedef struct st_job {
+  const uint8_t *src;
+  uint8_t *stage[ST_SLOTS];
+  size_t slot_bytes, off;
+  int t;
+  pthread_barrier_t go, done;
+  int stop;
+} st_job;
+
+typedef struct st_arg { st_job *j; int id; } st_arg;
+
+static void *st_main(void *arg)
+{
+  st_arg *a = (st_arg *)arg;
+  st_job *j = a->j;
+  for (;;) {
+    pthread_barrier_wait(&j->go);
+    if (j->stop)
+      return NULL;
+    size_t len = g_bytes - j->off < j->slot_bytes ? g_bytes - j->off
+                                                   : j->slot_bytes;
+    size_t part = (len / (size_t)j->t + 63) & ~(size_t)63;
+    size_t a0 = (size_t)a->id * part;
+    if (a0 < len)
+      memcpy(j->stage[(j->off / j->slot_bytes) % ST_SLOTS] + a0,
+             j->src + j->off + a0, a0 + part > len ? len - a0 : part);
+    pthread_barrier_wait(&j->done);
+  }
+}
+
+static double staged(const uint8_t *src, uint8_t *dev, int t,
+                     size_t slot_bytes, cudaStream_t st)
+{
+  st_job j;
+  memset(&j, 0, sizeof j);
+  j.src = src;
+  j.slot_bytes = slot_bytes;
+  j.t = t;
+  cudaEvent_t ev[ST_SLOTS];
+  for (int i = 0; i < ST_SLOTS; i++) {
+    CK(cudaHostAlloc((void **)&j.stage[i], slot_bytes, cudaHostAllocDefault));
+    memset(j.stage[i], 0, slot_bytes);
+    CK(cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
+    CK(cudaEventRecord(ev[i], st));
+  }
+  pthread_barrier_init(&j.go, NULL, (unsigned)t + 1);
+  pthread_barrier_init(&j.done, NULL, (unsigned)t + 1);
+  pthread_t th[64];
+  st_arg args[64];
+  for (int i = 0; i < t; i++) {
+    args[i] = (st_arg){&j, i};
+    pthread_create(&th[i], NULL, st_main, &args[i]);
+  }
+  CK(cudaStreamSynchronize(st));
+  double t0 = now_s();
+  for (j.off = 0; j.off < g_bytes; j.off += slot_bytes) {
+    int k = (int)((j.off / slot_bytes) % ST_SLOTS);
+    CK(cudaEventSynchronize(ev[k]));  /* its last copy is done */
+    pthread_barrier_wait(&j.go);
+    pthread_barrier_wait(&j.done);
+    size_t len = g_bytes - j.off < slot_bytes ? g_bytes - j.off : slot_bytes;
+    CK(cudaMemcpyAsync(dev + j.off, j.stage[k], len, cudaMemcpyHostToDevice,
+                       st));
+    CK(cudaEventRecord(ev[k], st));
+  }
+  CK(cudaStreamSynchronize(st));
+  double s = now_s() - t0;
+  j.stop = 1;
+  pthread_barrier_wait(&j.go);
+  for (int i = 0; i < t; i++)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < ST_SLOTS; i++) {
+    CK(cudaFreeHost(j.stage[i]));
+    CK(cudaEventDestroy(ev[i]));
+  }
+  pthread_barrier_destroy(&j.go);
+  pthread_barrier_destroy(&j.done);
+  return s;
+}
+
+__global__ void k_sum(const uint32_t *p, size_t n, unsigned long long *out)
+{
+  unsigned long long s = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    s += p[i];
+  atomicAdd(out, s);
+}
+
+static unsigned long long dev_sum(const uint8_t *dev)
+{
+  unsigned long long *d, h;
+  CK(cudaMalloc(&d, sizeof *d));
+  CK(cudaMemset(d, 0, sizeof *d));
+  k_sum<<<1024, 256>>>((const uint32_t *)dev, g_bytes / 4, d);
+  CK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  return h;
+}
+
+int main(int argc, char **argv)
+{
+  int lg = argc > 1 ? atoi(argv[1]) : 30;
+  g_bytes = (size_t)1 << lg;
+  CK(cudaSetDevice(0));
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  uint8_t *dev, *hp;
+  CK(cudaMalloc(&dev, g_bytes));
+  CK(cudaHostAlloc((void **)&hp, g_bytes, cudaHostAllocDefault));
+  memset(hp, 1, g_bytes);
+  g_base = 1e9;
+  for (int i = 0; i < 5; i++) {
+    double t0 = now_s();
+    CK(cudaMemcpy(dev, hp, g_bytes, cudaMemcpyHostToDevice));
+    double s = now_s() - t0;
+    g_base = s < g_base ? s : g_base;
+  }
+  CK(cudaFreeHost(hp));
+  printf("wvbench-gpu-pin: %zu bytes, %ld host cores\n", g_bytes,
+         sysconf(_SC_NPROCESSORS_ONLN));
+  printf("| what | time | rate | vs pinned copy |\n|---|---:|---:|---:|\n");
+  row("pinned copy (baseline, best of 5)", g_base);
+  uint8_t *r = region();
+  unsigned long long want = 0;
+  for (size_t i = 0; i < g_bytes; i += 4096)
+    want += (uint8_t)(i >> 12);
+  double t0 = now_s();
+  CK(cudaMemcpy(dev, r, g_bytes, cudaMemcpyHostToDevice));
+  row("pageable copy from the region (driver)", now_s() - t0);
+  t0 = now_s();
+  CK(cudaHostRegister(r, g_bytes,
+                      cudaHostRegisterPortable | cudaHostRegisterReadOnly));
+  row("cudaHostRegister, whole, 1 thread", now_s() - t0);
+  t0 = now_s();
+  CK(cudaMemcpy(dev, r, g_bytes, cudaMemcpyHostToDevice));
+  row("copy from the region, pinned", now_s() - t0);
+  t0 = now_s();
+  CK(cudaHostUnregister(r));
+  row("cudaHostUnregister, whole", now_s() - t0);
+  static const int ts[] = {1, 2, 4, 8, 16};
+  for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
+    size_t n = (size_t)ts[k] * 4;  /* pieces: 4 per thread */
+    double best = 1e9;
+    for (int rep = 0; rep < 2; rep++) {
+      double s = pin_pieces(r, n, ts[k], NULL, st);
+      best = s < best ? s : best;
+      if (k == 3 && rep == 1) {  /* 32 pieces pinned: one copy over all */
+        cudaError_t e = cudaSuccess;
+        t0 = now_s();
+        e = cudaMemcpy(dev, r, g_bytes, cudaMemcpyHostToDevice);
+        double cs = now_s() - t0;
+        if (e != cudaSuccess) {
+          printf("| one copy across 32 registrations | %s | | |\n",
+                 cudaGetErrorString(e));
+          (void)cudaGetLastError();
+        } else {
+          row("one copy across 32 registrations", cs);
+          printf("| ... device checksum | %s | | |\n",
+                 dev_sum(dev) == want ? "ok" : "WRONG");
+        }
+      }
+      unpin(r, g_bytes / n, n);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "cudaHostRegister, %zu pieces, %d threads",
+             n, ts[k]);
+    row(what, best);
+  }
+  for (int t = 2; t <= 12; t += (t < 8 ? 2 : 4)) {
+    double best = 1e9;
+    for (int rep = 0; rep < 3; rep++) {
+      CK(cudaMemset(dev, 0, g_bytes));
+      double s = staged(r, dev, t, (size_t)32 << 20, st);
+      best = s < best ? s : best;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "staged: %d memcpy threads, 4 x 32 MiB "
+             "pinned ring", t);
+    row(what, best);
+    if (t == 8)
+      printf("| ... device checksum | %s | | |\n",
+             dev_sum(dev) == want ? "ok" : "WRONG");
+  }
+  size_t pieces = g_bytes / ((size_t)64 << 20);
+  pieces = pieces ? pieces : 1;
+  for (int t = 4; t <= 16; t *= 2) {
+    double best = 1e9;
+    for (int rep = 0; rep < 3; rep++) {
+      CK(cudaMemset(dev, 0, g_bytes));
+      double s = pin_pieces(r, pieces, t, dev, st);
+      best = s < best ? s : best;
+      if (rep == 2 && t == 8)
+        printf("| ... device checksum | %s | | |\n",
+               dev_sum(dev) == want ? "ok" : "WRONG");
+      unpin(r, g_bytes / pieces, pieces);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "pipelined: pin 64 MiB pieces with %d "
+             "threads, send each when pinned", t);
+    row(what, best);
+  }
+  munmap(r, g_bytes);
+  CK(cudaFree(dev));
+  return 0;
+}
