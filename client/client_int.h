@@ -32,7 +32,12 @@ struct wave_client {
   atomic_uint_fast64_t next_id; /* Request.id; starts at a random value */
   uint64_t tag;                 /* HashRequest.client: random, per client */
   _Atomic uint64_t instance;    /* the daemon instance of the last submit */
+  int ipc;                      /* an ipc:// URL: replies' peer uid checked */
+  long trust_uid;               /* WAVE_DAEMON_UID, or -1 */
 };
+
+/* 0, or WAVE_EIO when the ipc peer that sent msg is not trusted. */
+int wv_client_check_peer(const wave_client *c, nng_msg *msg, wave_error *err);
 
 /* One exchange: fill req's version and a fresh id, send it on a context of
  * its own, wait up to the client's timeout plus extra_ms for the reply, and

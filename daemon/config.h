@@ -55,13 +55,19 @@ typedef struct wd_limits {
                                  this many segments (else TOOBIG) */
   unsigned max_parked;        /* JobRequests waiting at once; more are
                                  answered at once */
+  /* per connection (daemon/peer.c, docs/config.md) */
+  unsigned max_connections;   /* pipes open at once; more are closed */
+  unsigned max_peer_requests; /* contexts one pipe holds; then BUSY */
+  unsigned max_peer_parked;   /* parked polls of one pipe */
+  unsigned send_timeout_ms;   /* a reply that cannot leave: pipe closed */
+  unsigned idle_timeout_ms;   /* no message for this long: closed; 0 off */
 } wd_limits;
 
 typedef struct wd_config {
   char path[WD_PATH_MAX];     /* as given: messages name it */
   char **listen;              /* URLs, n_listen >= 1 */
   size_t n_listen;
-  unsigned ipc_mode;          /* 0: leave the socket file to the umask */
+  unsigned ipc_mode;          /* the ipc socket files' mode (default 0660) */
   char metrics[256];          /* http://host:port of /metrics; "" = off */
   int log_level;              /* WD_LOG_* */
   int allow_client_shm;       /* ipc clients may register memfd regions */
