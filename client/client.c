@@ -11,8 +11,8 @@
  * Message bodies are packed straight into the nng message and unpacked from
  * it: input chunks are referenced, never copied, on the way out.
  *
- * Whom we trust on ipc: the socket file must belong to root, to us or to
- * the uid in WAVE_DAEMON_UID (checked when opening, when the file is
+ * Whom we trust on ipc: the socket file must belong to root, to us, to the
+ * system service's user `wavedd` or to the uid in WAVE_DAEMON_UID (checked when opening, when the file is
  * there), and so must the process that answers each reply (the pipe's
  * NNG_OPT_IPC_PEER_UID, which the kernel vouches for).  So another user
  * who got hold of the socket path cannot answer our requests.
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -74,17 +75,30 @@ static long cl_trust_uid(void)
   return u;
 }
 
+/* The system service's account (systemd/wavedd.sysusers): its socket is
+ * /run/wavedd/wavedd.sock, owned by that user. */
+static long cl_service_uid(void)
+{
+  struct passwd pw, *res = NULL;
+  char buf[1024];
+  if (getpwnam_r("wavedd", &pw, buf, sizeof buf, &res) != 0 || res == NULL)
+    return -1;
+  return (long)pw.pw_uid;
+}
+
 static int cl_trusted(const wave_client *c, long uid)
 {
   return uid == 0 || uid == (long)getuid() || uid == (long)geteuid() ||
-         (c->trust_uid >= 0 && uid == c->trust_uid);
+         (c->trust_uid >= 0 && uid == c->trust_uid) ||
+         (c->service_uid >= 0 && uid == c->service_uid);
 }
 
 static int cl_untrusted(const wave_client *c, const char *what, long uid,
                         wave_error *err)
 {
-  return wv_seterr(err, WAVE_EIO, "%s: %s belongs to uid %ld, not to root "
-                   "or to you (uid %ld): not trusting it (set "
+  return wv_seterr(err, WAVE_EIO, "%s: %s belongs to uid %ld, not to root, "
+                   "the wavedd service user or you (uid %ld): not trusting "
+                   "it (set "
                    "WAVE_DAEMON_UID=%ld, or wavectl --daemon-uid, to trust "
                    "that user's daemon)", c->url, what, uid, (long)getuid(),
                    uid);
@@ -124,6 +138,7 @@ static int cl_open(wave_client **out, const char *url, int now,
   }
   c->ipc = strncmp(url, "ipc://", 6) == 0;
   c->trust_uid = cl_trust_uid();
+  c->service_uid = c->ipc ? cl_service_uid() : -1;
   struct stat st;
   int code = 0;
   if (c->trust_uid == -2)

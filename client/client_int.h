@@ -34,6 +34,7 @@ struct wave_client {
   _Atomic uint64_t instance;    /* the daemon instance of the last submit */
   int ipc;                      /* an ipc:// URL: replies' peer uid checked */
   long trust_uid;               /* WAVE_DAEMON_UID, or -1 */
+  long service_uid;             /* user wavedd (the system service), or -1 */
 };
 
 /* 0, or WAVE_EIO when the ipc peer that sent msg is not trusted. */

@@ -66,6 +66,12 @@ static uint64_t fr_now_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* nng's threads: the loop closes it (fr_sweep). */
+static void fr_doom_pipe(wd_server *s, uint32_t id)
+{
+  wd_peers_doom(s->peers, id);
+}
+
 static void fr_close_pipe(uint32_t id)
 {
   nng_pipe p = NNG_PIPE_INITIALIZER;
@@ -104,7 +110,7 @@ static void fr_sent(wd_req *c, int rv)
     wd_warn("closing connection %u: a reply could not leave in %u ms "
             "(limits.send_timeout_ms; the peer does not read)", c->pipe,
             s->cfg->limits.send_timeout_ms);
-    fr_close_pipe(c->pipe);
+    fr_doom_pipe(s, c->pipe);
   }
   wd_peers_end(s->peers, c->pipe, c->sending, fr_now_ms());
   c->sending = 0;
@@ -165,7 +171,7 @@ static void fr_aio_cb(void *arg)
                 wd_peers_sending(s->peers, c->pipe));
         nng_msg_free(c->msg);
         c->msg = NULL;
-        fr_close_pipe(c->pipe);
+        fr_doom_pipe(s, c->pipe);
         fr_sent(c, 0);
         fr_recv(c);
         return;
@@ -233,13 +239,13 @@ static void fr_sweep(uv_timer_t *t)
 {
   wd_server *s = t->data;
   unsigned idle = s->cfg->limits.idle_timeout_ms;
-  if (idle == 0 || atomic_load(&s->closing))
+  if (atomic_load(&s->closing))
     return;
   uint32_t ids[64];
   size_t n = wd_peers_idle(s->peers, fr_now_ms(), idle, ids, 64);
   for (size_t i = 0; i < n; i++) {
-    wd_info("closing connection %u: no complete message for %u ms "
-            "(limits.idle_timeout_ms)", ids[i], idle);
+    wd_info("closing connection %u: marked above, or no complete message "
+            "for %u ms (limits.idle_timeout_ms)", ids[i], idle);
     fr_close_pipe(ids[i]);
     wd_peers_remove(s->peers, ids[i]);  /* once, even before nng's event */
   }

@@ -31,6 +31,7 @@ typedef struct pr_one {
   uint32_t pipe;           /* 0: free slot; PR_TOMB: deleted */
   int uid, pid;
   unsigned held, parked, sending;
+  int doomed;
   uint64_t last_ms;        /* last complete message or reply */
 } pr_one;
 
@@ -242,13 +243,23 @@ size_t wd_peers_idle(wd_peers *p, uint64_t now_ms, uint64_t idle_ms,
   pthread_mutex_lock(&p->mu);
   for (size_t i = 0; i < p->cap && k < n; i++) {
     pr_one *o = &p->v[i];
-    if (o->pipe == 0 || o->pipe == PR_TOMB || o->held > 0 || o->parked > 0)
+    if (o->pipe == 0 || o->pipe == PR_TOMB)
       continue;
-    if (now_ms - o->last_ms >= idle_ms)
+    if (o->doomed || (idle_ms > 0 && o->held == 0 && o->parked == 0 &&
+                      now_ms - o->last_ms >= idle_ms))
       out[k++] = o->pipe;
   }
   pthread_mutex_unlock(&p->mu);
   return k;
+}
+
+void wd_peers_doom(wd_peers *p, uint32_t pipe)
+{
+  pthread_mutex_lock(&p->mu);
+  pr_one *o = pr_find(p, pipe);
+  if (o != NULL)
+    o->doomed = 1;
+  pthread_mutex_unlock(&p->mu);
 }
 
 size_t wd_peers_count(wd_peers *p)

@@ -39,7 +39,10 @@ void wd_peers_unpark(wd_peers *p, uint32_t pipe);
 /* The pipe's ipc peer credentials (-1 when unknown); 0, or -1 when the
  * pipe is gone. */
 int wd_peers_who(wd_peers *p, uint32_t pipe, int *uid, int *pid);
-/* Up to n pipes that hold nothing and completed no message for idle_ms
+/* Mark pipe to be closed by the next wd_peers_idle (nng's callbacks do
+ * not close pipes themselves). */
+void wd_peers_doom(wd_peers *p, uint32_t pipe);
+/* Up to n pipes marked by wd_peers_doom, and pipes that hold nothing and completed no message for idle_ms
  * (a peer stalled inside a partial message looks like this); returns how
  * many were written to out. */
 size_t wd_peers_idle(wd_peers *p, uint64_t now_ms, uint64_t idle_ms,

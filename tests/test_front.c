@@ -6,8 +6,8 @@
  * mode and folder, and the signals.
  *
  * Peers that misbehave are raw unix sockets speaking the SP framing by hand
- * (8-byte handshake, then 8-byte big-endian length + 4-byte request id +
- * body); the well-behaved clients are nng REQ sockets.  "Answered" means
+ * (8-byte handshake, then per message nng's ipc framing: a type byte 1, an
+ * 8-byte big-endian length, the 4-byte request id and the body); the well-behaved clients are nng REQ sockets.  "Answered" means
  * before the probe's timeout (TF_PROBE_MS, below libwaveclient's default
  * 30 s), never a measured time.
  */
@@ -82,15 +82,16 @@ static size_t tf_status_frame(uint8_t *out, size_t n, uint32_t rid)
   rq.body_case = WAVE__V1__REQUEST__BODY_STATUS;
   rq.status = &st;
   size_t len = wave__v1__request__get_packed_size(&rq);
-  ck_assert_uint_le(12 + len, n);
+  ck_assert_uint_le(13 + len, n);
   uint64_t total = 4 + len;
+  out[0] = 1;  /* nng ipc: a message */
   for (int i = 0; i < 8; i++)
-    out[i] = (uint8_t)(total >> (56 - 8 * i));
+    out[1 + i] = (uint8_t)(total >> (56 - 8 * i));
   uint32_t id = rid | 0x80000000u;
   for (int i = 0; i < 4; i++)
-    out[8 + i] = (uint8_t)(id >> (24 - 8 * i));
-  wave__v1__request__pack(&rq, out + 12);
-  return 12 + len;
+    out[9 + i] = (uint8_t)(id >> (24 - 8 * i));
+  wave__v1__request__pack(&rq, out + 13);
+  return 13 + len;
 }
 
 /* A status request on a fresh REQ socket: 1 when answered within
@@ -250,8 +251,8 @@ START_TEST(stalled_partial_message)
   static uint8_t part[30000];
   for (int k = 0; k < 8; k++) {
     fds[k] = tf_raw(tf_path(&d), 1);
-    uint8_t h[8] = {0, 0, 0, 0, 0, 0, 0xea, 0x60};  /* 60000 bytes */
-    ck_assert_int_eq(write(fds[k], h, 8), 8);
+    uint8_t h[9] = {1, 0, 0, 0, 0, 0, 0, 0xea, 0x60};  /* 60000 bytes */
+    ck_assert_int_eq(write(fds[k], h, 9), 9);
     ck_assert_int_eq(write(fds[k], part, sizeof part), (ssize_t)sizeof part);
   }
   ck_assert(tf_probe(d.ipc, 7));
@@ -260,6 +261,8 @@ START_TEST(stalled_partial_message)
                   "open:\n%s", k, td_stderr(&d));
     close(fds[k]);
   }
+  ck_assert_msg(tf_count(&d, "(limits.idle_timeout_ms)") >= 8, "%s",
+                td_stderr(&d));
   ck_assert(tf_probe(d.ipc, 8));
   ck_assert_msg(td_stop(&d) == 0, "%s", td_stderr(&d));
   td_cleanup(&d);

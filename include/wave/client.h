@@ -33,8 +33,8 @@ typedef struct wave_client wave_client;
 #define WAVE_DEFAULT_URL "ipc:///run/wavedd/wavedd.sock"
 
 /* Connect to url; NULL means getenv("WAVE_URL"), then the default above.
- * An ipc socket must belong to root, to the calling user, or to the uid in
- * WAVE_DAEMON_UID: otherwise WAVE_EIO ("... belongs to uid N"), checked on
+ * An ipc socket must belong to root, to the calling user, to the system
+ * service's user `wavedd`, or to the uid in WAVE_DAEMON_UID: otherwise WAVE_EIO ("... belongs to uid N"), checked on
  * the socket file when connecting and on the peer of every reply.
  * The connection is made lazily by nng: an absent daemon shows up as
  * WAVE_ETIMEDOUT/WAVE_EIO on the first call, after timeout_ms. */
