@@ -163,6 +163,8 @@ def run_one(wavedd, seconds, src):
             rc = p.wait()
         res_rc = rc
         log.close()
+        if os.environ.get("ATTACK_LOG"):
+            shutil.copy(os.path.join(d, "log"), os.environ["ATTACK_LOG"])
         shutil.rmtree(d, ignore_errors=True)
         print("  (%s exited %d)" % (wavedd, res_rc), file=sys.stderr)
 

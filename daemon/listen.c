@@ -13,8 +13,9 @@
  * about 4 KB each.
  *
  * What we do (ls_recover): the core counts that accept error in the
- * listener's "other" statistic, so the loop reads it every LS_TICK_MS.  On
- * a rise we start a fresh listener on a temporary name in the socket's
+ * listener's "other" statistic, so the loop reads it every LS_TICK_MS
+ * (nng counts each closed pipe's error there too, so what counts is a rise
+ * beyond the listener's pipes gone, seen on two ticks).  On a rise we start a fresh listener on a temporary name in the socket's
  * folder and rename(2) it over the configured path: new clients reach the
  * fresh one at once, and the stuck one keeps serving the pipes it already
  * has (connected clients keep their connection) until the last goes, then
@@ -65,7 +66,9 @@ typedef struct ls_lst {
   _Atomic int id;           /* l's id, read by the pipe callbacks; 0: free */
   _Atomic int live;         /* its pipes open now */
   _Atomic uint64_t added;   /* pipes it handed to the socket, ever */
-  uint64_t other;           /* its "other" accept errors when last read */
+  _Atomic uint64_t removed; /* its pipes that have gone, ever */
+  uint64_t other;           /* its "other" errors when opened */
+  int suspect;              /* more of them than pipes gone, last tick */
   uint64_t retired;         /* when it stopped serving (loop time) */
 } ls_lst;
 
@@ -173,6 +176,8 @@ static int ls_open_slot(ls_one *o, int k, wave_error *err)
   nng_listener_set_size(t->l, NNG_OPT_RECVMAXSZ, ls->cap);
   atomic_store(&t->live, 0);
   atomic_store(&t->added, 0);
+  atomic_store(&t->removed, 0);
+  t->suspect = 0;
   atomic_store(&t->id, nng_listener_id(t->l));
   if ((rv = nng_listener_start(t->l, 0)) != 0) {
     atomic_store(&t->id, 0);
@@ -224,8 +229,11 @@ void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p)
   int id = nng_listener_id(nng_pipe_listener(p));
   for (size_t i = 0; id > 0 && i < ls->n_alloc; i++) {
     int k = ls_find(&ls->v[i], id);
-    if (k >= 0 && atomic_load(&ls->v[i].s[k].live) > 0)
-      atomic_fetch_sub(&ls->v[i].s[k].live, 1);
+    if (k >= 0) {
+      atomic_fetch_add(&ls->v[i].s[k].removed, 1);
+      if (atomic_load(&ls->v[i].s[k].live) > 0)
+        atomic_fetch_sub(&ls->v[i].s[k].live, 1);
+    }
   }
 }
 
@@ -396,12 +404,22 @@ static void ls_tick(uv_timer_t *t)
       ls_probe(o, now);
       continue;
     }
+    /* nng counts a closed pipe's error in its listener's "other" too: only
+     * errors beyond the pipes gone are accept errors, and one seen on two
+     * ticks is not a pipe still closing */
     ls_lst *c = &o->s[o->cur];
     uint64_t x = ls_other(c->l);
-    if (x == (uint64_t)-1 || x == c->other)
+    if (x == (uint64_t)-1)
       continue;
-    c->other = x;
+    uint64_t gone = atomic_load(&c->removed);
+    int excess = x > c->other && x - c->other > gone;
+    if (!excess || !c->suspect) {
+      c->suspect = excess;
+      continue;
+    }
     if (ls_at_fd_limit()) {
+      c->other = x - gone;  /* nng retries those itself */
+      c->suspect = 0;
       wd_warn("listener %s: out of file descriptors (nng retries the "
               "accept)", o->bound);
       continue;
