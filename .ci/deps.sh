@@ -14,7 +14,7 @@ build=(
   libsystemd-dev libvulkan-dev glslc
 )
 rest=(
-  check mesa-vulkan-drivers vulkan-tools
+  check mesa-vulkan-drivers vulkan-tools openssl
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
   systemd groff-base bash-completion

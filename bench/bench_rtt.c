@@ -1,6 +1,6 @@
 /* bench_rtt.c - the round trip of a tiny reduction through a real wavedd,
  * against a raw nng REQ/REP echo of the same request bytes, same run, same
- * transports (ipc and tcp loopback).
+ * transports (ipc, tcp and tls+tcp loopback).
  *
  * The echo server is a thread in this process that sends every message back
  * as it came: the floor any nng request/reply service can reach here.  The
@@ -10,6 +10,12 @@
  * exchanges alternate between the two, so that drift on a shared machine
  * hits both; medians and 99th percentiles of all exchanges are printed in
  * microseconds, with the ratio wavedd / echo.
+ *
+ * The daemon has a bearer token (auth.tokens) and every request carries it
+ * (ipc ignores it; tcp and tls+tcp check it, docs/security.md), so the
+ * figures include the token check.  tls+tcp uses a throwaway CA and server
+ * certificate made with the openssl CLI; its echo listens with the same
+ * certificate, so its ratio is the daemon's work over TLS's floor.
  *
  *   bench_rtt [--rows N] [--iters N]   (defaults: 16 uint32 rows, 4000)
  */
@@ -30,6 +36,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "proto/wave.pb-c.h"
 
@@ -163,15 +170,47 @@ static void br_report(const char *name, br_side *d, br_side *e)
          d99 / e99);
 }
 
-static nng_socket br_req(const char *url)
+/* ca: for tls+tcp, the CA file (the certificate names "localhost"). */
+static nng_socket br_req(const char *url, const char *ca)
 {
   nng_socket s;
+  nng_dialer d;
+  nng_tls_config *tc = NULL;
   int rv;
   if ((rv = nng_req0_open(&s)) != 0 ||
       (rv = nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 30000)) != 0 ||
-      (rv = nng_dial(s, url, NULL, 0)) != 0)
+      (rv = nng_dialer_create(&d, s, url)) != 0)
+    br_die(url, rv);
+  if (strncmp(url, "tls+", 4) == 0 &&
+      ((rv = nng_tls_config_alloc(&tc, NNG_TLS_MODE_CLIENT)) != 0 ||
+       (rv = nng_tls_config_ca_file(tc, ca)) != 0 ||
+       (rv = nng_tls_config_server_name(tc, "localhost")) != 0 ||
+       (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tc)) != 0))
+    br_die(url, rv);
+  if (tc != NULL)
+    nng_tls_config_free(tc);
+  if ((rv = nng_dialer_start(d, 0)) != 0)
     br_die(url, rv);
   return s;
+}
+
+/* The echo's listener (tls+tcp: with the daemon's certificate). */
+static void br_listen(nng_socket es, const char *url, const char *pem)
+{
+  nng_listener l;
+  nng_tls_config *tc = NULL;
+  int rv;
+  if ((rv = nng_listener_create(&l, es, url)) != 0)
+    br_die(url, rv);
+  if (strncmp(url, "tls+", 4) == 0 &&
+      ((rv = nng_tls_config_alloc(&tc, NNG_TLS_MODE_SERVER)) != 0 ||
+       (rv = nng_tls_config_cert_key_file(tc, pem, NULL)) != 0 ||
+       (rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, tc)) != 0))
+    br_die(url, rv);
+  if (tc != NULL)
+    nng_tls_config_free(tc);
+  if ((rv = nng_listener_start(l, 0)) != 0)
+    br_die(url, rv);
 }
 
 int main(int argc, char **argv)
@@ -191,15 +230,35 @@ int main(int argc, char **argv)
   if (mkdtemp(dir) == NULL)
     br_die("mkdtemp", 0);
   char cfg[128], text[1024], d_ipc[128], d_tcp[64], e_ipc[128], e_tcp[64];
+  char d_tls[64], e_tls[64], ca[128], pem[128], cmd[1024];
   snprintf(cfg, sizeof cfg, "%s/wavedd.yaml", dir);
+  snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+  snprintf(pem, sizeof pem, "%s/srv.pem", dir);
   snprintf(d_ipc, sizeof d_ipc, "ipc://%s/d.sock", dir);
   snprintf(e_ipc, sizeof e_ipc, "ipc://%s/e.sock", dir);
   snprintf(d_tcp, sizeof d_tcp, "tcp://127.0.0.1:%d", br_free_port());
   snprintf(e_tcp, sizeof e_tcp, "tcp://127.0.0.1:%d", br_free_port());
+  snprintf(d_tls, sizeof d_tls, "tls+tcp://127.0.0.1:%d", br_free_port());
+  snprintf(e_tls, sizeof e_tls, "tls+tcp://127.0.0.1:%d", br_free_port());
+  static const char token[] = "bench-rtt-0123456789abcdef";
+  snprintf(cmd, sizeof cmd,
+           "cd %s && (umask 077; echo %s > t.token) && "
+           "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+           "-nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=rtt-ca && "
+           "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+           "-keyout srv.key -out srv.csr -subj /CN=localhost && "
+           "openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key "
+           "-CAcreateserial -out srv.crt -days 2 && cat srv.crt srv.key > "
+           "srv.pem", dir, token);
+  if (system(cmd) != 0)  /* openssl's chatter goes to stderr */
+    br_die("openssl could not make the certificates", 0);
   snprintf(text, sizeof text,
-           "listen: [\"%s\", \"%s\"]\nlog_level: warn\npacks: {load: []}\n"
+           "listen: [\"%s\", \"%s\", \"%s\"]\nlog_level: warn\n"
+           "auth: {tokens: [{name: bench, file: t.token}]}\n"
+           "tls: {cert_file: srv.crt, key_file: srv.key}\n"
+           "packs: {load: []}\n"
            "devices: [{name: cpu0, backend: cpu, threads: 1}]\n",
-           d_ipc, d_tcp);
+           d_ipc, d_tcp, d_tls);
   FILE *f = fopen(cfg, "w");
   if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
     br_die("config", 0);
@@ -218,6 +277,7 @@ int main(int argc, char **argv)
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
   rq.version = 1;
   rq.id = 1;
+  rq.token = (char *)token;
   rq.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
   rq.reduce = &rr;
   size_t len = wave__v1__request__get_packed_size(&rq);
@@ -227,18 +287,20 @@ int main(int argc, char **argv)
   printf("bench_rtt: %u-row uint32 sum, request %zu bytes, %u exchanges per "
          "side and transport, blocks of %d alternating\n",
          rows, len, iters, BR_BLOCK);
-  const char *names[2] = {"ipc", "tcp"};
-  const char *durl[2] = {d_ipc, d_tcp}, *eurl[2] = {e_ipc, e_tcp};
-  for (int t = 0; t < 2; t++) {
+  const char *names[3] = {"ipc", "tcp", "tls"};
+  const char *durl[3] = {d_ipc, d_tcp, d_tls}, *eurl[3] = {e_ipc, e_tcp, e_tls};
+  for (int t = 0; t < 3; t++) {
     nng_socket es;
     int rv;
-    if ((rv = nng_rep0_open(&es)) != 0 ||
-        (rv = nng_listen(es, eurl[t], NULL, 0)) != 0)
+    if ((rv = nng_rep0_open(&es)) != 0)
       br_die(eurl[t], rv);
+    br_listen(es, eurl[t], pem);
     pthread_t th;
     pthread_create(&th, NULL, br_echo_main, &es);
-    br_side d = {.sock = br_req(durl[t]), .us = calloc(iters, sizeof(double))};
-    br_side e = {.sock = br_req(eurl[t]), .us = calloc(iters, sizeof(double))};
+    br_side d = {.sock = br_req(durl[t], ca),
+                 .us = calloc(iters, sizeof(double))};
+    br_side e = {.sock = br_req(eurl[t], ca),
+                 .us = calloc(iters, sizeof(double))};
     for (int i = 0; i < BR_WARMUP; i++) {
       br_exchange(&d, req, len, 0);
       br_exchange(&e, req, len, 0);

@@ -15,6 +15,7 @@ tmp=$(mktemp -d /tmp/wave-bulk.XXXXXX)
 port=$((20000 + $$ % 20000))
 cat >"$tmp/d.yaml" <<CFG
 listen: ["ipc://$tmp/w.sock", "tcp://127.0.0.1:$port"]
+auth: none
 allow_client_shm: true
 packs:
   load: []

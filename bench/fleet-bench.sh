@@ -39,6 +39,7 @@ for i in 0 1 2; do
   port=$((base + i))
   cat > "$OUT/d$i.yaml" <<Y
 listen: ["tcp://127.0.0.1:$port"]
+auth: none                      # loopback only
 log_level: warn
 packs: {dir: $root/config/packs, load: [$pack]}
 devices: [{name: cpu0, backend: cpu, threads: $T}]

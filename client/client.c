@@ -118,7 +118,8 @@ int wv_client_check_peer(const wave_client *c, nng_msg *msg, wave_error *err)
   return 0;
 }
 
-static int cl_open(wave_client **out, const char *url, int now,
+static int cl_open(wave_client **out, const char *url,
+                   const wave_client_options *opts, int now,
                    wave_error *err)
 {
   int rv;
@@ -165,28 +166,12 @@ static int cl_open(wave_client **out, const char *url, int now,
   }
   /* The daemon is trusted: replies (want_outputs) may be large. */
   nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, 0);
-  /* Non-blocking dial: nng keeps retrying in the background, so a client
-   * may be opened before the daemon is up.  Only a malformed URL fails.
-   * wave_client_dial connects first: nothing listening is an error now,
-   * not a timeout later (nng still redials if the daemon restarts). */
-  if ((rv = nng_dial(c->sock, url, NULL, now ? 0 : NNG_FLAG_NONBLOCK)) != 0) {
-    /* a malformed URL (or no memory) is not about the daemon */
-    int bad_url = rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ||
-                  rv == NNG_EINVAL || rv == NNG_ENOMEM;
-    int refused = rv == NNG_ECONNREFUSED || rv == NNG_ENOENT;
-    code = 0;
-    if (now && refused)
-      code = wv_seterr(err, WAVE_EIO, "%s: connection refused: no wavedd "
-                       "listens there (%s)", url, nng_strerror(rv));
-    else if (now && !bad_url)
-      code = wv_seterr(err, WAVE_EIO, "%s: cannot connect: %s", url,
-                       nng_strerror(rv));
-    else
-      code = wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
-                       "cannot dial '%s': %s", url, nng_strerror(rv));
-    nng_close(c->sock);
-    free(c->url);
-    free(c);
+  /* The token, then the dial (access.c): non-blocking unless now, so a
+   * client may be opened before the daemon is up; nng redials in the
+   * background either way. */
+  code = wv_client_access(c, url, opts, now, err);
+  if (code != 0) {
+    wave_client_close(c);
     return code;
   }
   *out = c;
@@ -195,12 +180,18 @@ static int cl_open(wave_client **out, const char *url, int now,
 
 int wave_client_open(wave_client **out, const char *url, wave_error *err)
 {
-  return cl_open(out, url, 0, err);
+  return cl_open(out, url, NULL, 0, err);
 }
 
 int wave_client_dial(wave_client **out, const char *url, wave_error *err)
 {
-  return cl_open(out, url, 1, err);
+  return cl_open(out, url, NULL, 1, err);
+}
+
+int wave_client_open_with(wave_client **out, const char *url,
+                          const wave_client_options *opts, wave_error *err)
+{
+  return cl_open(out, url, opts, opts != NULL && opts->dial, err);
 }
 
 void wave_client_close(wave_client *c)
@@ -208,6 +199,9 @@ void wave_client_close(wave_client *c)
   if (c == NULL)
     return;
   nng_close(c->sock);
+  if (c->token != NULL)
+    memset(c->token, 0, strlen(c->token));
+  free(c->token);
   free(c->url);
   free(c);
 }
@@ -257,6 +251,8 @@ int wv_client_msg(wave_client *c, Wave__V1__Request *req, size_t payload,
   nng_msg *msg;
   req->version = 2;
   req->id = atomic_fetch_add(&c->next_id, 1);
+  if (c->token != NULL)
+    req->token = c->token;  /* the daemon's auth.tokens (access.c) */
   size_t len = protobuf_c_message_get_packed_size(&req->base);
   if (len > UINT32_MAX)
     return wv_seterr(err, WAVE_EARG, "request too large");

@@ -35,10 +35,18 @@ struct wave_client {
   int ipc;                      /* an ipc:// URL: replies' peer uid checked */
   long trust_uid;               /* WAVE_DAEMON_UID, or -1 */
   long service_uid;             /* user wavedd (the system service), or -1 */
+  char *token;                  /* Request.token, NULL: none (access.c) */
 };
 
 /* 0, or WAVE_EIO when the ipc peer that sent msg is not trusted. */
 int wv_client_check_peer(const wave_client *c, nng_msg *msg, wave_error *err);
+
+/* access.c: c->token from opts (or $WAVE_TOKEN_FILE), then dial c->sock to
+ * url (tls+tcp://: with a TLS config from opts); now: wait for the
+ * connection.  0, or a WAVE_E* code with err filled. */
+int wv_client_access(wave_client *c, const char *url,
+                     const wave_client_options *opts, int now,
+                     wave_error *err);
 
 /* One exchange: fill req's version and a fresh id, send it on a context of
  * its own, wait up to the client's timeout plus extra_ms for the reply, and

@@ -88,6 +88,9 @@ typedef struct wv_args {
   int version;            /* --version */
   const char *url;        /* NULL: WAVE_URL, then the default */
   int timeout_ms;         /* 0: the library's default */
+  const char *token_file; /* --token-file (NULL: $WAVE_TOKEN_FILE) */
+  const char *tls_ca;     /* --tls-ca (NULL: $WAVE_TLS_CA, system CAs) */
+  const char *tls_name;   /* --tls-server-name (NULL: the URL's host) */
   int json;
   const char *device;
   /* submit reduce */
@@ -122,6 +125,9 @@ typedef struct wv_args {
  * usage error.  Free with wv_args_fini() whatever it returned. */
 int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err);
 void wv_args_fini(wv_args *a);
+/* The connection options of a's --token-file, --tls-ca, --tls-server-name. */
+void wv_args_client_options(const wv_args *a, int dial,
+                            wave_client_options *o);
 /* Usage text of cmd (WV_CMD_NONE: the overview). */
 void wv_usage(FILE *f, wv_cmd cmd);
 

@@ -21,7 +21,7 @@ enum {
   A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
   A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
   A_SEGLOG2, A_SEGMENTS, A_DETACH,
-  A_FLEET, A_PIECE, A_PROBE, A_DAEMON_UID,
+  A_FLEET, A_PIECE, A_PROBE, A_TOKENFILE, A_TLSCA, A_TLSNAME, A_DAEMON_UID,
 };
 
 #define M_ALL 0xffu
@@ -39,6 +39,9 @@ static const struct ar_opt {
   {"url", 1, A_URL, M_ALL},
   {"timeout", 1, A_TIMEOUT, M_ALL},
   {"daemon-uid", 1, A_DAEMON_UID, M_ALL},
+  {"token-file", 1, A_TOKENFILE, M_ALL},
+  {"tls-ca", 1, A_TLSCA, M_ALL},
+  {"tls-server-name", 1, A_TLSNAME, M_ALL},
   {"json", 0, A_JSON, M_ALL},
   {"help", 0, A_HELP, M_ALL},
   {"version", 0, A_VERSION, M_NONE},
@@ -168,6 +171,9 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
   uint64_t n;
   switch (o->id) {
   case A_URL: a->url = v; break;
+  case A_TOKENFILE: a->token_file = v; break;
+  case A_TLSCA: a->tls_ca = v; break;
+  case A_TLSNAME: a->tls_name = v; break;
   case A_TIMEOUT:
     if (wv_parse_u64(v, &n) != 0 || n == 0 || n > 86400000u)
       return wv_seterr(err, WAVE_EARG, "--timeout: '%s' is not a number of "
@@ -428,8 +434,14 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "                    $XDG_RUNTIME_DIR/wavedd/wavedd.sock if it exists,\n"
       "                    then " WAVE_DEFAULT_URL ")\n"
       "  --timeout MS      reply timeout in milliseconds (default 30000)\n"
-      "  --daemon-uid UID  also trust an ipc daemon run by UID (default: only\n"
-      "                    root and yourself; $WAVE_DAEMON_UID)\n"
+      "  --daemon-uid UID  also trust an ipc daemon run by UID (default: root,\n"
+      "                    yourself, user wavedd; $WAVE_DAEMON_UID)\n"
+      "  --token-file FILE the daemon's token for tcp (default: "
+      "$WAVE_TOKEN_FILE)\n"
+      "  --tls-ca FILE     tls+tcp://: CAs to trust (default: $WAVE_TLS_CA, "
+      "then the system's)\n"
+      "  --tls-server-name NAME  tls+tcp://: the name the certificate "
+      "carries (default: the host)\n"
       "  --json            print one JSON object on stdout\n"
       "  -h, --help        this text\n";
   static const char fleet_help[] =
@@ -544,4 +556,14 @@ void wv_usage(FILE *f, wv_cmd cmd)
       common);
     break;
   }
+}
+
+void wv_args_client_options(const wv_args *a, int dial,
+                            wave_client_options *o)
+{
+  memset(o, 0, sizeof *o);
+  o->dial = dial;
+  o->token_file = a->token_file;
+  o->tls_ca_file = a->tls_ca;
+  o->tls_server_name = a->tls_name;
 }

@@ -279,6 +279,12 @@ static int cf_open(const wv_args *a, wave_fleet **f, wave_error *err)
     return rc;
   rc = wave_fleet_open(f, (const char *const *)urls, n, err);
   wv_fleet_urls_free(urls, n);
+  wave_client_options o;  /* the same token and CA for every daemon */
+  wv_args_client_options(a, 0, &o);
+  if (rc == 0 && (rc = wave_fleet_set_client_options(*f, &o, err)) != 0) {
+    wave_fleet_close(*f);
+    *f = NULL;
+  }
   if (rc == 0 && a->timeout_ms > 0)
     wave_fleet_set_timeout(*f, a->timeout_ms);
   return rc;
@@ -412,7 +418,11 @@ int wv_ctl_fleet_status(const wv_args *a)
   for (size_t i = 0; i < n; i++) {
     wave_client *c;
     wave_status *s;
-    if (wave_client_open(&c, urls[i], &err) != 0) {
+    wave_client_options o;
+    wv_args_client_options(a, 0, &o);
+    if (wave_client_open_with(&c, urls[i], &o, &err) != 0) {
+      fprintf(stderr, "wavectl: %s: %s\n", wave_errname(err.code),
+              err.message);
       status = 2;
       break;
     }

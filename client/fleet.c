@@ -117,7 +117,8 @@ int wave_fleet_open(wave_fleet **out, const char *const *urls, size_t n,
 wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err)
 {
   pthread_mutex_lock(&f->mu);
-  if (f->c[d] == NULL && wave_client_open(&f->c[d], f->urls[d], err) == 0 &&
+  if (f->c[d] == NULL &&
+      wave_client_open_with(&f->c[d], f->urls[d], f->copts, err) == 0 &&
       f->timeout_ms > 0)
     wave_client_set_timeout(f->c[d], f->timeout_ms);
   wave_client *c = f->c[d];
@@ -136,6 +137,7 @@ void wave_fleet_close(wave_fleet *f)
       free(f->urls[i]);
   }
   pthread_mutex_destroy(&f->mu);
+  free(f->copts);
   free(f->c);
   free(f->urls);
   free(f);

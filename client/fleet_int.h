@@ -20,6 +20,7 @@ struct wave_fleet {
   atomic_int cancel;
   pthread_mutex_t mu;     /* c[] and timeout_ms */
   int timeout_ms;         /* 0: the client default */
+  wave_client_options *copts; /* credentials (access.c), NULL: defaults */
 };
 
 /* Daemon d's connection, opened on first use; NULL with err filled when

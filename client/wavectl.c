@@ -74,7 +74,9 @@ static int ctl_call_fail(const wave_error *e)
 static int ctl_connect(const wv_args *a, wave_client **c)
 {
   wave_error err = {0};
-  if (wave_client_dial(c, a->url, &err) != 0)
+  wave_client_options o;
+  wv_args_client_options(a, 1, &o);
+  if (wave_client_open_with(c, a->url, &o, &err) != 0)
     return ctl_fail(&err, err.code == WAVE_EARG ? EXIT_USAGE
                                                 : EXIT_UNREACHABLE);
   if (a->timeout_ms > 0)

@@ -5,19 +5,19 @@ _wavectl()
   local cur prev words cword
   _init_completion || return
   local cmds="submit status packs jobs wait cancel help"
-  local common="--url --timeout --json --help"
+  local common="--url --timeout --token-file --tls-ca --tls-server-name --json --help"
   case $prev in
     --op) COMPREPLY=($(compgen -W "sum min max extent and or xor" -- "$cur")); return ;;
     --dtype) COMPREPLY=($(compgen -W "uint32 sint32 float32" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "auto raw npy text" -- "$cur")); return ;;
-    --input|--mask) _filedir; return ;;
+    --input|--mask|--token-file|--tls-ca) _filedir; return ;;
     --pack)
       COMPREPLY=($(compgen -W "$(wavectl packs --json 2>/dev/null |
         grep -o '"name": "[^"]*"' | cut -d'"' -f4)" -- "$cur")); return ;;
     --device)
       COMPREPLY=($(compgen -W "$(wavectl status --json 2>/dev/null |
         grep -o '"name": "[^"]*"' | cut -d'"' -f4)" -- "$cur")); return ;;
-    --url|--timeout|--nonce|--count|--target|--max-winners) return ;;
+    --url|--timeout|--tls-server-name|--nonce|--count|--target|--max-winners) return ;;
     submit) COMPREPLY=($(compgen -W "reduce hash" -- "$cur")); return ;;
     wait|cancel)
       COMPREPLY=($(compgen -W "$(wavectl jobs --json 2>/dev/null |

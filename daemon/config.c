@@ -16,21 +16,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <yaml.h>
 
+#include "daemon/auth.h"
 #include "daemon/autodev.h"
 #include "daemon/config.h"
+#include "daemon/tls.h"
 #include "daemon/log.h"
 #include "wave/client.h"
 #include "proto/base.h"
 #include "proto/sockdir.h"
 #include "workers/worker.h"
 
-enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE };
+enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN };
 enum { CF_UINT, CF_STR, CF_ENUM, CF_CHOICE, CF_MODE, CF_SECTION, CF_URLS,
-       CF_NAMES, CF_DEVICES };  /* ENUM stores the index, CHOICE the string */
+       CF_NAMES, CF_DEVICES, CF_FILE, CF_AUTHSEC, CF_TOKENS };
+/* ENUM stores the index, CHOICE the string; FILE a path resolved against
+ * the config file's folder, which must name a readable file */
 
 typedef struct cf_state cf_state;
 /* Per-value check beyond type and bounds; fills why and returns nonzero. */
@@ -54,19 +60,25 @@ struct cf_state {
   yaml_document_t *doc;
   wd_config *cfg;
   size_t dev;                 /* device being parsed */
+  size_t tok;                 /* auth token being parsed */
+  yaml_node_t *listen;        /* the listen sequence, for later checks */
   wave_error *err;
 };
 
 static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n);
 static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
 static int cf_check_metrics(cf_state *s, const char *v, char *why, size_t n);
+static int cf_check_tokname(cf_state *s, const char *v, char *why, size_t n);
+static int cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n);
 
 static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
 static const char *const cf_bools[] = {"false", "true", NULL};
+static const char *const cf_verify[] = {"none", "optional", "required", NULL};
 
 #define CFG wd_config
 #define DEV wd_device_cfg
+#define TOK wd_token_cfg
 #define FLD(st, f) offsetof(st, f), sizeof(((st *)0)->f)
 #define UINT(sec, st, key, f, lo, hi, d)                                       \
   {sec, key, CF_UINT, FLD(st, f), lo, hi, d, NULL, NULL, 0, 0, NULL}
@@ -81,6 +93,8 @@ static const cf_key cf_keys[] = {
   {CF_ROOT, "limits", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_LIMITS, NULL},
   {CF_ROOT, "packs", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_PACKS, NULL},
   {CF_ROOT, "devices", CF_DEVICES, FLD(CFG, devices), 0, 0, 0, NULL, NULL, 1, 0, NULL},
+  {CF_ROOT, "tls", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_TLS, NULL},
+  {CF_ROOT, "auth", CF_AUTHSEC, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_AUTH, NULL},
 
   UINT(CF_LIMITS, CFG, "max_request_bytes", limits.max_request_bytes, 4096, 1ull << 30, 64ull << 20),
   UINT(CF_LIMITS, CFG, "max_job_rows", limits.max_job_rows, 1, 1ull << 32, 1ull << 28),
@@ -103,6 +117,15 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_peer_parked", limits.max_peer_parked, 0, 65536, 256),
   UINT(CF_LIMITS, CFG, "send_timeout_ms", limits.send_timeout_ms, 100, 600000, 10000),
   UINT(CF_LIMITS, CFG, "idle_timeout_ms", limits.idle_timeout_ms, 0, 86400000, 120000),
+
+  {CF_TLS, "cert_file", CF_FILE, FLD(CFG, tls.cert_file), 0, 0, 0, "", NULL, 1, 0, NULL},
+  {CF_TLS, "key_file", CF_FILE, FLD(CFG, tls.key_file), 0, 0, 0, "", NULL, 1, 0, NULL},
+  {CF_TLS, "ca_file", CF_FILE, FLD(CFG, tls.ca_file), 0, 0, 0, "", NULL, 0, 0, NULL},
+  {CF_TLS, "verify", CF_ENUM, FLD(CFG, tls.verify), 0, 0, 0, "none", cf_verify, 0, 0, NULL},
+
+  {CF_AUTH, "tokens", CF_TOKENS, FLD(CFG, tokens), 0, 0, 0, NULL, NULL, 1, 0, NULL},
+  {CF_TOKEN, "name", CF_STR, FLD(TOK, name), 0, 0, 0, "", NULL, 1, 0, cf_check_tokname},
+  {CF_TOKEN, "file", CF_FILE, FLD(TOK, file), 0, 0, 0, "", NULL, 1, 0, cf_check_tokfile},
 
   {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
   {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},
@@ -228,6 +251,44 @@ static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n)
   return 0;
 }
 
+/* auth.tokens[].name: as a device name, unique among the tokens. */
+static int cf_check_tokname(cf_state *s, const char *v, char *why, size_t n)
+{
+  if (v[0] == '\0') {
+    snprintf(why, n, "expected a token name (letters, digits, '_', '-', '.')");
+    return -1;
+  }
+  for (const char *p = v; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') {
+      snprintf(why, n, "'%s': a token name is letters, digits, '_', '-', '.'",
+               v);
+      return -1;
+    }
+  for (size_t i = 0; i < s->tok; i++)
+    if (strcmp(s->cfg->tokens[i].name, v) == 0) {
+      snprintf(why, n, "token name '%s' is already used by auth.tokens[%zu]",
+               v, i);
+      return -1;
+    }
+  return 0;
+}
+
+/* auth.tokens[].file (resolved): read the secret now (daemon/auth.c). */
+static int cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n)
+{
+  wd_token_cfg *t = &s->cfg->tokens[s->tok];
+  if (wd_auth_read_token(v, t->secret, sizeof t->secret, &t->len, why, n))
+    return -1;
+  for (size_t i = 0; i < s->tok; i++)
+    if (s->cfg->tokens[i].len == t->len &&
+        memcmp(s->cfg->tokens[i].secret, t->secret, t->len) == 0) {
+      snprintf(why, n, "%s holds the same token as auth.tokens[%zu] (%s): "
+               "each name needs its own", v, i, s->cfg->tokens[i].name);
+      return -1;
+    }
+  return 0;
+}
+
 static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n)
 {
   (void)s;
@@ -290,13 +351,15 @@ static int cf_check_url(cf_state *s, const char *v, size_t i, char *why,
     }
   } else if (strcmp(u->u_scheme, "tcp") == 0 ||
              strcmp(u->u_scheme, "tcp4") == 0 ||
-             strcmp(u->u_scheme, "tcp6") == 0) {
+             strcmp(u->u_scheme, "tcp6") == 0 || wd_tls_url(v)) {
     if (u->u_port == NULL || u->u_port[0] == '\0') {
-      snprintf(why, n, "'%s': a tcp URL needs a port (tcp://host:port)", v);
+      snprintf(why, n, "'%s': a tcp URL needs a port (%s://host:port)", v,
+               u->u_scheme);
       bad = 1;
     }
   } else {
-    snprintf(why, n, "'%s': the scheme must be ipc:// or tcp://", v);
+    snprintf(why, n, "'%s': the scheme must be ipc://, tcp:// or "
+             "tls+tcp://", v);
     bad = 1;
   }
   nng_url_free(u);
@@ -319,7 +382,7 @@ static void cf_defaults(int sec, void *base)
     char *field = (char *)base + e->off;
     if (e->type == CF_UINT || e->type == CF_MODE)
       cf_store_uint(field, e->size, e->def);
-    else if (e->type == CF_STR || e->type == CF_CHOICE)
+    else if (e->type == CF_STR || e->type == CF_CHOICE || e->type == CF_FILE)
       snprintf(field, e->size, "%s", e->sdef);
     else if (e->type == CF_ENUM)
       for (int c = 0; e->choices[c]; c++)
@@ -349,8 +412,11 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
   if (list == NULL)
     return wv_seterr(s->err, WAVE_ENOMEM, NULL);
   if (e->type == CF_URLS) {
+    s->listen = v;
     c->listen = list;
     c->n_listen = 0;
+    if ((c->listen_at = calloc(n + 1, sizeof *c->listen_at)) == NULL)
+      return wv_seterr(s->err, WAVE_ENOMEM, NULL);
   } else {
     c->packs_load = list;
     c->n_packs_load = 0;
@@ -380,9 +446,11 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
           return cf_fail(s, it, ipath, "pack '%s' is listed twice", str);
     if ((list[i] = strdup(str)) == NULL)
       return wv_seterr(s->err, WAVE_ENOMEM, NULL);
-    if (e->type == CF_URLS)
+    if (e->type == CF_URLS) {
       c->n_listen = i + 1;
-    else
+      c->listen_at[i][0] = (unsigned)it->start_mark.line + 1;
+      c->listen_at[i][1] = (unsigned)it->start_mark.column + 1;
+    } else
       c->n_packs_load = i + 1;
   }
   if (e->type == CF_URLS && n == 0)
@@ -427,12 +495,71 @@ static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
   return 0;
 }
 
+/* v relative to the config file's folder (as packs.dir); 0 or -1. */
+static int cf_resolve(const cf_state *s, const char *v, char *out, size_t n)
+{
+  const char *slash = strrchr(s->cfg->path, '/');
+  int len = v[0] == '/' || slash == NULL
+                ? snprintf(out, n, "%s", v)
+                : snprintf(out, n, "%.*s/%s", (int)(slash - s->cfg->path),
+                           s->cfg->path, v);
+  return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+/* auth.tokens: a list of {name, file}. */
+static int cf_tokens(cf_state *s, yaml_node_t *v, const char *path)
+{
+  wd_config *c = s->cfg;
+  if (v->type != YAML_SEQUENCE_NODE)
+    return cf_fail(s, v, path, "expected a list of tokens ({name: ..., "
+                   "file: ...})");
+  size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  if (n == 0)
+    return cf_fail(s, v, path, "at least one token is required (or say "
+                   "auth: none)");
+  if ((c->tokens = calloc(n, sizeof *c->tokens)) == NULL)
+    return wv_seterr(s->err, WAVE_ENOMEM, NULL);
+  for (size_t i = 0; i < n; i++) {
+    yaml_node_t *it =
+        yaml_document_get_node(s->doc, v->data.sequence.items.start[i]);
+    char ipath[64];
+    snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
+    s->tok = i;
+    c->n_tokens = i + 1;
+    if (it == NULL || it->type != YAML_MAPPING_NODE)
+      return cf_fail(s, it, ipath, "expected a mapping (name:, file:)");
+    int rc = cf_mapping(s, it, CF_TOKEN, &c->tokens[i], ipath);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
+/* tls: its keys, then the files loaded as the listeners will load them. */
+static int cf_tls(cf_state *s, yaml_node_t *v, void *base, const char *path)
+{
+  wd_tls_cfg *t = &s->cfg->tls;
+  if (cf_is_null(v))
+    return cf_fail(s, v, path, "expected a mapping (cert_file:, key_file:)");
+  int rc = cf_mapping(s, v, CF_TLS, base, path);
+  if (rc)
+    return rc;
+  t->set = 1;
+  if (t->verify != WD_TLS_VERIFY_NONE && t->ca_file[0] == '\0')
+    return cf_fail(s, v, "tls.verify", "client certificates are checked "
+                   "against tls.ca_file: give one");
+  char why[400];
+  if (wd_tls_check(t, why, sizeof why))
+    return cf_fail(s, v, path, "%s", why);
+  return 0;
+}
+
 static int cf_value(cf_state *s, yaml_node_t *v, const cf_key *e, void *base,
                     const char *path)
 {
   char *field = (char *)base + e->off;
   const char *str = cf_scalar(v);
-  char why[200];
+  char why[400];
   uint64_t x;
   switch (e->type) {
   case CF_UINT:
@@ -475,7 +602,43 @@ static int cf_value(cf_state *s, yaml_node_t *v, const cf_key *e, void *base,
       *(int *)field = found;
     return 0;
   }
+  case CF_FILE: {
+    char full[WD_PATH_MAX], expanded[WD_PATH_MAX];
+    struct stat st;
+    if (str == NULL || str[0] == '\0')
+      return cf_fail(s, v, path, "expected a file path");
+    /* ${VAR}, as in listen: e.g. a job's token file under Slurm */
+    if (wd_expand_vars(wd_config_getenv, str, expanded, sizeof expanded, why,
+                       sizeof why))
+      return cf_fail(s, v, path, "%s", why);
+    if (cf_resolve(s, expanded, full, sizeof full) || strlen(full) >= e->size)
+      return cf_fail(s, v, path, "path too long");
+    if (stat(full, &st) != 0)
+      return cf_fail(s, v, path, "%s: %s", full, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+      return cf_fail(s, v, path, "%s: not a regular file", full);
+    if (access(full, R_OK) != 0)
+      return cf_fail(s, v, path, "%s: cannot read: %s", full,
+                     strerror(errno));
+    snprintf(field, e->size, "%s", full);
+    if (e->check && e->check(s, full, why, sizeof why))
+      return cf_fail(s, v, path, "%s", why);
+    return 0;
+  }
+  case CF_AUTHSEC:
+    if (str != NULL && strcmp(str, "none") == 0) {
+      s->cfg->auth_none = 1;
+      return 0;
+    }
+    if (v->type != YAML_MAPPING_NODE)
+      return cf_fail(s, v, path, "expected 'none' or a mapping (tokens: "
+                     "[{name: ..., file: ...}])");
+    return cf_mapping(s, v, e->sub, base, path);
+  case CF_TOKENS:
+    return cf_tokens(s, v, path);
   case CF_SECTION:
+    if (e->sub == CF_TLS)
+      return cf_tls(s, v, base, path);
     if (cf_is_null(v))
       return 0;  /* "limits:" with nothing under it: all defaults */
     return cf_mapping(s, v, e->sub, base, path);
@@ -528,6 +691,33 @@ static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
   return 0;
 }
 
+/* Every network listener is authenticated, or open on purpose: tokens,
+ * client certificates required (tls+tcp), or auth: none. */
+static int cf_check_access(cf_state *s)
+{
+  wd_config *c = s->cfg;
+  for (size_t i = 0; i < c->n_listen; i++) {
+    const char *u = c->listen[i];
+    int tls = wd_tls_url(u), net = strncmp(u, "ipc://", 6) != 0;
+    yaml_node_t *at =
+        s->listen && s->listen->type == YAML_SEQUENCE_NODE
+            ? yaml_document_get_node(s->doc,
+                                     s->listen->data.sequence.items.start[i])
+            : NULL;
+    char ipath[40];
+    snprintf(ipath, sizeof ipath, "listen[%zu]", i);
+    if (tls && !c->tls.set)
+      return cf_fail(s, at, ipath, "'%s' needs a tls: section (cert_file:, "
+                     "key_file:)", u);
+    if (net && c->n_tokens == 0 && !c->auth_none &&
+        !(tls && c->tls.verify == WD_TLS_VERIFY_REQUIRED))
+      return cf_fail(s, at, ipath, "'%s' is reachable over the network "
+                     "without authentication: list auth.tokens, or say "
+                     "auth: none to serve it open (docs/security.md)", u);
+  }
+  return 0;
+}
+
 /* packs.dir relative to the config file's folder. */
 static int cf_resolve_packs(cf_state *s)
 {
@@ -566,6 +756,7 @@ int wd_config_load(const char *path, wd_config **out, wave_error *err)
   cf_defaults(CF_ROOT, c);
   cf_defaults(CF_LIMITS, c);
   cf_defaults(CF_PACKS, c);
+  cf_defaults(CF_TLS, c);
 
   cf_state s = {.file = path, .cfg = c, .err = err};
   yaml_parser_t parser;
@@ -604,6 +795,8 @@ int wd_config_load(const char *path, wd_config **out, wave_error *err)
     }
     c->n_listen = 1;
   }
+  if ((rc = cf_check_access(&s)) != 0)
+    goto done;
   rc = cf_resolve_packs(&s);
 done:
   if (have_doc)
@@ -630,7 +823,11 @@ void wd_config_free(wd_config *c)
   if (c == NULL)
     return;
   cf_free_list(c->listen, c->n_listen);
+  free(c->listen_at);
   cf_free_list(c->packs_load, c->n_packs_load);
   free(c->devices);
+  if (c->tokens != NULL)
+    memset(c->tokens, 0, c->n_tokens * sizeof *c->tokens);
+  free(c->tokens);
   free(c);
 }

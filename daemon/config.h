@@ -63,15 +63,40 @@ typedef struct wd_limits {
   unsigned idle_timeout_ms;   /* no message for this long: closed; 0 off */
 } wd_limits;
 
+/* auth.tokens[i] (daemon/auth.c checks requests against them). */
+#define WD_TOKEN_MAX 256      /* a secret is 16..WD_TOKEN_MAX-1 bytes */
+typedef struct wd_token_cfg {
+  char name[WD_NAME_MAX];     /* the principal: "token:NAME" */
+  char file[WD_PATH_MAX];     /* resolved against the config file's folder */
+  char secret[WD_TOKEN_MAX];  /* the file's one line, read at load */
+  size_t len;
+} wd_token_cfg;
+
+/* tls: the certificate of every tls+tcp:// listener (daemon/tls.c). */
+enum { WD_TLS_VERIFY_NONE, WD_TLS_VERIFY_OPTIONAL, WD_TLS_VERIFY_REQUIRED };
+typedef struct wd_tls_cfg {
+  int set;                    /* a tls: section was given */
+  char cert_file[WD_PATH_MAX];/* PEM: the server certificate (chain) */
+  char key_file[WD_PATH_MAX]; /* PEM: its private key, unencrypted */
+  char ca_file[WD_PATH_MAX];  /* PEM: CAs for client certificates, "" none */
+  int verify;                 /* client certificates: WD_TLS_VERIFY_* */
+} wd_tls_cfg;
+
 typedef struct wd_config {
   char path[WD_PATH_MAX];     /* as given: messages name it */
   char **listen;              /* URLs, n_listen >= 1 */
   size_t n_listen;
+  unsigned (*listen_at)[2];   /* listen[i]'s line and column in the file;
+                                 NULL when listen was not given */
   unsigned ipc_mode;          /* the ipc socket files' mode (default 0660) */
   char metrics[256];          /* http://host:port of /metrics; "" = off */
   int log_level;              /* WD_LOG_* */
   int allow_client_shm;       /* ipc clients may register memfd regions */
   wd_limits limits;
+  wd_tls_cfg tls;
+  int auth_none;              /* auth: none - tcp served without tokens */
+  wd_token_cfg *tokens;       /* auth.tokens; n_tokens 0: none configured */
+  size_t n_tokens;
   char packs_dir[WD_PATH_MAX];/* resolved against the config file's folder */
   int packs_dir_set;          /* given explicitly: a missing folder is an error */
   int packs_all;              /* load every pack in packs_dir */

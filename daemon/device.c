@@ -30,6 +30,11 @@ typedef struct dv_queue {
   unsigned n;
 } dv_queue;
 
+typedef struct dv_rate {
+  uint64_t n;
+  double s;
+} dv_rate;
+
 struct wd_device {
   wd_device_cfg cfg;
   wv_device_config bcfg;
@@ -40,7 +45,7 @@ struct wd_device {
 
   size_t n_packs;
   wd_pack_state *checks;      /* under mu */
-  struct { uint64_t n; double s; } *rate;  /* per pack, under mu */
+  dv_rate *rate;              /* per pack, under mu */
 
   wd_post_fn post;
   void *post_arg;
@@ -50,10 +55,13 @@ struct wd_device {
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* work arrived, stop, or opened */
   dv_queue sq, lq;            /* short and long lanes */
+  dv_queue uq;                /* setup items (pack preparation) */
   unsigned long_n;            /* bounded long items not ended */
   unsigned long_all;          /* every long item not ended */
   int short_running;
   wd_work *cur;               /* the long item being stepped */
+  wd_work *ucur;              /* the setup item being stepped */
+  int turn;                   /* ucur and cur take turns */
   int opened, open_rc, stop;
 
   _Atomic int faulted;
@@ -197,7 +205,7 @@ static void *dv_main(void *arg)
   for (;;) {
     pthread_mutex_lock(&d->mu);
     while (!d->stop && d->sq.head == NULL && d->cur == NULL &&
-           d->lq.head == NULL)
+           d->lq.head == NULL && d->ucur == NULL && d->uq.head == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
     wd_work *w = dv_pop(&d->sq);
     if (w != NULL) {
@@ -208,9 +216,16 @@ static void *dv_main(void *arg)
       dv_end(d, w);
       continue;
     }
+    /* A setup item (a pack being prepared, at start-up or by a reload)
+     * takes turns, step by step, with the long item being run, so that a
+     * reload does not wait for the hash jobs running here to end. */
+    if (d->ucur == NULL)
+      d->ucur = dv_pop(&d->uq);
     if (d->cur == NULL)
       d->cur = dv_pop(&d->lq);
-    w = d->cur;
+    int setup = d->ucur != NULL && (d->cur == NULL || (d->turn ^= 1));
+    wd_work **slot = setup ? &d->ucur : &d->cur;
+    w = *slot;
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
@@ -218,7 +233,7 @@ static void *dv_main(void *arg)
     if (r == WD_RUN_MORE)
       continue;
     pthread_mutex_lock(&d->mu);
-    d->cur = NULL;
+    *slot = NULL;
     pthread_mutex_unlock(&d->mu);
     if (r == WD_RUN_END)
       dv_end(d, w);
@@ -275,6 +290,7 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
   d->post_arg = post_arg;
   d->sq.tail = &d->sq.head;
   d->lq.tail = &d->lq.head;
+  d->uq.tail = &d->uq.head;
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
 
@@ -333,7 +349,7 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
                    "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
                    d->long_slots);
   } else {
-    dv_push(&d->lq, w);
+    dv_push(lane == WD_LANE_SETUP ? &d->uq : &d->lq, w);
     d->long_all++;
     if (lane == WD_LANE_LONG)
       d->long_n++;
@@ -448,9 +464,11 @@ unsigned wd_device_long_load(wd_device *d)
 
 int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out)
 {
-  if (pack >= d->n_packs)
-    return -1;
   pthread_mutex_lock(&d->mu);
+  if (pack >= d->n_packs) {  /* n_packs grows on a reload: under mu */
+    pthread_mutex_unlock(&d->mu);
+    return -1;
+  }
   *out = d->checks[pack];
   out->hash_rate = d->rate[pack].s > 0 ? (double)d->rate[pack].n / d->rate[pack].s
                                        : 0.0;
@@ -461,18 +479,20 @@ int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out)
 void wd_device_add_hashes(wd_device *d, size_t pack, uint64_t n,
                           double seconds)
 {
-  if (pack >= d->n_packs || seconds <= 0)
+  if (seconds <= 0)
     return;
   pthread_mutex_lock(&d->mu);
-  d->rate[pack].n += n;
-  d->rate[pack].s += seconds;
+  if (pack < d->n_packs) {
+    d->rate[pack].n += n;
+    d->rate[pack].s += seconds;
+  }
   pthread_mutex_unlock(&d->mu);
 }
 
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 {
   pthread_mutex_lock(&d->mu);
-  s->queued = d->sq.n + d->lq.n;
+  s->queued = d->sq.n + d->lq.n + d->uq.n;
   s->capacity = d->cfg.queue_depth;
   s->faulted = atomic_load(&d->faulted);
   snprintf(s->fault, sizeof s->fault, "%s", s->faulted ? d->fault : "");
@@ -509,9 +529,37 @@ void wd_device_refresh_caps(wd_device *d)
 
 void wd_device_set_check(wd_device *d, size_t pack, const wd_pack_state *st)
 {
-  if (pack >= d->n_packs)
-    return;
   pthread_mutex_lock(&d->mu);
-  d->checks[pack] = *st;
+  if (pack < d->n_packs)
+    d->checks[pack] = *st;
   pthread_mutex_unlock(&d->mu);
+}
+
+int wd_device_add_packs(wd_device *d, size_t n_packs, wave_error *err)
+{
+  pthread_mutex_lock(&d->mu);
+  int rc = 0;
+  if (n_packs > d->n_packs) {
+    wd_pack_state *c = realloc(d->checks, n_packs * sizeof *c);
+    if (c != NULL)
+      d->checks = c;
+    dv_rate *r = c ? realloc(d->rate, n_packs * sizeof *r) : NULL;
+    if (r == NULL) {
+      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+    } else {
+      d->rate = r;
+      int hash = wv_dev_has_hash(d->backend);
+      for (size_t i = d->n_packs; i < n_packs; i++) {
+        d->checks[i] = (wd_pack_state){
+            .state = hash ? WD_CHECK_PENDING : WD_CHECK_NONE};
+        snprintf(d->checks[i].detail, sizeof d->checks[i].detail, "%s",
+                 hash ? "pending" : "backend has no hash support");
+        d->rate[i].n = 0;
+        d->rate[i].s = 0;
+      }
+      d->n_packs = n_packs;
+    }
+  }
+  pthread_mutex_unlock(&d->mu);
+  return rc;
 }

@@ -6,7 +6,10 @@
  * (reductions; bounded by queue_depth) and long ones (hash job shares and
  * pack preparation; bounded by limits.jobs_in_flight).  A long item runs
  * one step at a time and the short lane is emptied between steps, so an
- * hours-long hash job delays a reduction by at most one step.  Ended items
+ * hours-long hash job delays a reduction by at most one step.  Setup items
+ * (pack preparation) have a FIFO of their own and take turns, step for
+ * step, with the long item being run: a reload's packs are prepared while
+ * hash jobs run.  Ended items
  * go back through the post callback (the server's completion queue).
  *
  * The device-fault rule lives here and only here: an item that ends with
@@ -84,6 +87,8 @@ int wd_device_faulted(wd_device *d);
 unsigned wd_device_load(wd_device *d);       /* short items queued+running */
 unsigned wd_device_long_load(wd_device *d);  /* long items not ended */
 int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out);
+/* A reload's new packs: states for slots up to n_packs (pending). */
+int wd_device_add_packs(wd_device *d, size_t n_packs, wave_error *err);
 void wd_device_snapshot(wd_device *d, wd_device_snap *s);
 
 /* ---- the device thread, inside a run op ---- */

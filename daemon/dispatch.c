@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/auth.h"
 #include "daemon/log.h"
 #include "daemon/stats.h"
 #include "daemon/pick.h"
@@ -514,6 +515,15 @@ static void dp_decode(wd_req *c)
     return;
   }
   c->req_id = c->req->id;
+  /* tcp needs a token (auth.c): without one nothing else is looked at */
+  c->principal[0] = '\0';
+  if ((c->dec_code = wd_auth_request(s->cfg, nng_msg_get_pipe(m),
+                                     c->req->token, c->principal,
+                                     sizeof c->principal, c->dec_msg,
+                                     sizeof c->dec_msg)) != 0) {
+    nng_msg_free(m);
+    return;
+  }
   if (c->req->version != 1 && c->req->version != WD_PROTOCOL) {
     nng_msg_free(m);  /* the loop answers VERSION */
     return;

@@ -203,7 +203,7 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
     .device = hs->device,
     .devices = hs->devices,
     .n_devices = hs->n_devices,
-    .pack = pi,
+    .pack = wd_packs_slot(packs, pi),
     .pack_name = wv_pack_name(p),
   };
   if ((rc = wd_pick(devs, n_devs, &prq, chosen, &n_chosen, err)) != 0) {
@@ -221,7 +221,7 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   j->client = hs->client;
   j->req_id = hs->req_id;
   j->pack = p;
-  j->pack_index = pi;
+  j->pack_index = wd_packs_slot(packs, pi);
   j->nonce = hs->nonce;
   j->count = hs->count;
   j->target = hs->target;

@@ -38,10 +38,19 @@ enum { WD_JOB_QUEUED = 1, WD_JOB_RUNNING, WD_JOB_DONE, WD_JOB_FAILED,
 typedef struct wd_jobs wd_jobs;
 typedef struct wd_hjob wd_hjob;
 
+/* The packs served.  slot[k] is list[k]'s pack-state index on the devices
+ * (wd_device_pack_check): a reload gives a new or changed pack a new slot
+ * and an unchanged one keeps its own.  slot NULL: slot k is k. */
 typedef struct wd_packs {
   const wv_pack *const *list;
   size_t n;
+  const size_t *slot;
 } wd_packs;
+
+static inline size_t wd_packs_slot(const wd_packs *p, size_t k)
+{
+  return p->slot != NULL ? p->slot[k] : k;
+}
 
 /* A validated submit, in plain C (the dispatcher fills it from the wire). */
 typedef struct wd_hash_submit {

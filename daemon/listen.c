@@ -49,6 +49,7 @@
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/sockpath.h"
+#include "daemon/tls.h"
 #include "proto/base.h"
 
 #define LS_TICK_MS 20
@@ -56,6 +57,7 @@
 #define LS_PROBE_MS 2000    /* without nng statistics only */
 #define LS_DEADLINE_MS 3000
 #define LS_SLOTS 16         /* one listener serving, the rest retiring */
+#define LS_SPARE 32         /* URL slots beyond the start-up ones, for reloads */
 
 /* The SP handshake a REQ (0x30) peer sends. */
 static const uint8_t ls_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
@@ -90,6 +92,7 @@ typedef struct ls_one {
   uv_write_t wr;
   int probing, ending;
   uint64_t since, seen, last_probe;
+  int used;                 /* a configured URL's (not a removed one's) */
 } ls_one;
 
 struct wd_listeners {
@@ -97,9 +100,10 @@ struct wd_listeners {
   nng_socket sock;
   const wd_config *cfg;
   size_t cap;
-  ls_one *v;
-  size_t n, n_alloc;
-  char **urls;
+  ls_one *v;                /* never moved: nng's threads read it */
+  size_t n, n_alloc;        /* slots ever used, allocated */
+  char **urls;              /* the used slots' bound URLs */
+  size_t n_urls;
   uv_timer_t timer;
   int timer_on;
   int stats;                /* nng has statistics */
@@ -173,6 +177,10 @@ static int ls_open_slot(ls_one *o, int k, wave_error *err)
   }
   if ((rv = nng_listener_create(&t->l, ls->sock, url)) != 0)
     return wv_seterr(err, WAVE_EIO, "listen %s: %s", o->url, nng_strerror(rv));
+  if ((rv = wd_tls_listener(t->l, o->url, &ls->cfg->tls, err)) != 0) {
+    nng_listener_close(t->l);  /* tls+tcp://: its certificate (tls.c) */
+    return rv;
+  }
   nng_listener_set_size(t->l, NNG_OPT_RECVMAXSZ, ls->cap);
   atomic_store(&t->live, 0);
   atomic_store(&t->added, 0);
@@ -393,7 +401,7 @@ static void ls_tick(uv_timer_t *t)
   uint64_t now = uv_now(ls->loop);
   for (size_t i = 0; i < ls->n; i++) {
     ls_one *o = &ls->v[i];
-    if (!o->ipc)
+    if (!o->ipc || !o->used)
       continue;
     ls_reap(o, now);
     if (o->cur < 0) {  /* a recovery failed: try again */
@@ -430,6 +438,17 @@ static void ls_tick(uv_timer_t *t)
 
 /* ---- start and stop ------------------------------------------------------- */
 
+/* nng unlinks only the temporary names it bound: the path is ours to
+ * remove, when it is still our socket. */
+static void ls_unlink(ls_one *o)
+{
+  struct stat st;
+  if (o->ipc && o->have_ino && lstat(o->path, &st) == 0 &&
+      st.st_dev == o->dev && st.st_ino == o->ino)
+    unlink(o->path);
+  o->have_ino = 0;
+}
+
 static void ls_bound(ls_one *o)
 {
   snprintf(o->bound, sizeof o->bound, "%s", o->url);
@@ -458,8 +477,8 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
   ls->sock = sock;
   ls->cfg = cfg;
   ls->cap = recv_cap;
-  ls->v = calloc(cfg->n_listen, sizeof *ls->v);
-  ls->urls = calloc(cfg->n_listen + 1, sizeof *ls->urls);
+  ls->v = calloc(cfg->n_listen + LS_SPARE, sizeof *ls->v);
+  ls->urls = calloc(cfg->n_listen + LS_SPARE + 1, sizeof *ls->urls);
   if (ls->v == NULL || ls->urls == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   nng_stat *st = NULL;
@@ -489,16 +508,162 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
     if ((rc = ls_open_slot(o, 0, err)) != 0)
       return rc;
     ls->n = i + 1;
+    o->used = 1;
     ls_bound(o);
     ls->urls[i] = o->bound;
+    ls->n_urls = i + 1;
     wd_info("listening on %s", o->bound);
   }
+  ls->n_alloc = cfg->n_listen + LS_SPARE;
   if (any_ipc) {
     uv_timer_init(loop, &ls->timer);
     ls->timer.data = ls;
     ls->timer_on = 1;
     uv_timer_start(&ls->timer, ls_tick, LS_TICK_MS, LS_TICK_MS);
   }
+  return 0;
+}
+
+/* ---- a reload: listeners added and removed (wd_listeners_update) ------- */
+
+static ls_one *ls_serving(wd_listeners *ls, const char *url)
+{
+  for (size_t i = 0; i < ls->n; i++)
+    if (ls->v[i].used && strcmp(ls->v[i].url, url) == 0)
+      return &ls->v[i];
+  return NULL;
+}
+
+static int ls_wanted(const wd_config *cfg, const char *url)
+{
+  for (size_t i = 0; i < cfg->n_listen; i++)
+    if (strcmp(cfg->listen[i], url) == 0)
+      return 1;
+  return 0;
+}
+
+/* A slot never used, or removed with its probe closed; NULL when none. */
+static ls_one *ls_free_slot(wd_listeners *ls)
+{
+  for (size_t i = 0; i < ls->n_alloc; i++)
+    if (!ls->v[i].used && !ls->v[i].probing)
+      return &ls->v[i];
+  return NULL;
+}
+
+/* Stop serving o's URL: its listeners close (the serving one and any
+ * retiring ones, with the connections they accepted), its probe with it,
+ * its socket path goes; the watchdog skips the slot (ipc 0). */
+static void ls_drop(ls_one *o)
+{
+  o->used = 0;
+  for (int k = 0; k < LS_SLOTS; k++)
+    if (atomic_load(&o->s[k].id) != 0) {
+      atomic_store(&o->s[k].id, 0);
+      nng_listener_close(o->s[k].l);
+    }
+  o->cur = -1;
+  ls_unlink(o);
+  o->ipc = 0;
+  if (o->probing && !o->ending) {
+    o->ending = 1;
+    uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
+  }
+}
+
+/* Start the listener of url in a free slot (the start-up checks and
+ * creation: wd_sockpath_prepare, ls_ipc_live, ls_open_slot). */
+static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
+                  wave_error *err)
+{
+  ls_one *o = ls_free_slot(ls);
+  if (o == NULL)
+    return wv_seterr(err, WAVE_EIO, "listen %s: more than %zu listeners "
+                     "at once (restart wavedd)", url, ls->n_alloc);
+  memset(o->s, 0, sizeof o->s);
+  o->ls = ls;
+  o->url = url;
+  o->bound[0] = '\0';
+  o->cur = -1;
+  o->probing = o->ending = 0;
+  o->have_ino = 0;
+  o->ipc = strncmp(url, "ipc://", 6) == 0;
+  o->path[0] = '\0';
+  if (o->ipc) {
+    snprintf(o->path, sizeof o->path, "%s", url + 6);
+    int rc = wd_sockpath_prepare(o->path, err);
+    if (rc == 0 && ls_ipc_live(o->path))
+      rc = wv_seterr(err, WAVE_EIO, "listen %s: Address in use (a running "
+                     "process, another wavedd?, accepts connections "
+                     "there)", url);
+    if (rc != 0) {
+      o->ipc = 0;
+      return rc;
+    }
+  }
+  int rc = ls_open_slot(o, 0, err);
+  if (rc != 0) {
+    o->ipc = 0;
+    return rc;
+  }
+  o->used = 1;
+  size_t i = (size_t)(o - ls->v);
+  if (i >= ls->n)
+    ls->n = i + 1;
+  ls_bound(o);
+  *out = o;
+  return 0;
+}
+
+int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
+                        size_t *failed, wave_error *err)
+{
+  *failed = cfg->n_listen;
+  ls_one **added = calloc(cfg->n_listen + 1, sizeof *added);
+  if (added == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  const wd_config *was = ls->cfg;
+  ls->cfg = cfg;  /* the options new listeners are created with */
+  size_t n_added = 0;
+  int rc = 0;
+  for (size_t i = 0; i < cfg->n_listen && rc == 0; i++)
+    if (ls_serving(ls, cfg->listen[i]) == NULL) {
+      if ((rc = ls_add(ls, cfg->listen[i], &added[n_added], err)) == 0)
+        n_added++;
+      else
+        *failed = i;
+    }
+  if (rc != 0) {  /* all or nothing: the ones just started close again */
+    for (size_t k = 0; k < n_added; k++)
+      ls_drop(added[k]);
+    ls->cfg = was;
+    free(added);
+    return rc;
+  }
+  for (size_t k = 0; k < n_added; k++)
+    wd_info("listening on %s (reload)", added[k]->bound);
+  int any_ipc = 0;
+  size_t u = 0;
+  for (size_t i = 0; i < ls->n; i++) {
+    ls_one *o = &ls->v[i];
+    if (o->used && !ls_wanted(cfg, o->url)) {
+      wd_info("no longer listening on %s (reload)", o->bound);
+      ls_drop(o);
+    }
+    if (o->used) {
+      ls->urls[u++] = o->bound;
+      any_ipc |= o->ipc;
+    }
+  }
+  ls->urls[u] = NULL;
+  ls->n_urls = u;
+  if (any_ipc && !ls->timer_on) {
+    uv_timer_init(ls->loop, &ls->timer);
+    ls->timer.data = ls;
+    ls->timer_on = 1;
+    uv_timer_start(&ls->timer, ls_tick, LS_TICK_MS, LS_TICK_MS);
+  }
+  free(added);
   return 0;
 }
 
@@ -515,7 +680,7 @@ void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap)
 
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n)
 {
-  *n = ls ? ls->n : 0;
+  *n = ls ? ls->n_urls : 0;
   return ls ? ls->urls : NULL;
 }
 
@@ -537,13 +702,7 @@ void wd_listeners_close(wd_listeners *ls)
       o->ending = 1;
       uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
     }
-    /* nng unlinks only the temporary names it bound: the path is ours to
-     * remove, when it is still our socket */
-    struct stat st;
-    if (o->ipc && o->have_ino && lstat(o->path, &st) == 0 &&
-        st.st_dev == o->dev && st.st_ino == o->ino)
-      unlink(o->path);
-    o->have_ino = 0;
+    ls_unlink(o);
   }
 }
 

@@ -17,6 +17,14 @@ typedef struct wd_listeners wd_listeners;
 int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
                        const wd_config *cfg, size_t recv_cap,
                        wd_listeners **out, wave_error *err);
+/* A reload: serve cfg->listen from now on.  The URLs already served keep
+ * their listener and connections; the new ones start, all or none (when
+ * one cannot, those just started close again and err says why: nothing
+ * changed); then the URLs cfg no longer names close, with the connections
+ * they accepted.  *failed: the index in cfg->listen of the URL that could
+ * not start.  cfg must outlive ls (its URLs are kept). */
+int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
+                        size_t *failed, wave_error *err);
 /* A new message cap (a reload's max_request_bytes): new connections get it. */
 void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap);
 /* nng's thread (front.c's pipe callback): a pipe of sock has gone. */

@@ -186,7 +186,7 @@ static void mt_page(wd_metrics *m, FILE *f)
   for (size_t i = 0; i < nd; i++)
     for (size_t k = 0; k < packs->n; k++) {
       wd_pack_state ps;
-      wd_device_pack_check(devs[i], k, &ps);
+      wd_device_pack_check(devs[i], wd_packs_slot(packs, k), &ps);
       for (size_t x = 0; x < sizeof pack_states / sizeof pack_states[0];
            x++) {
         mt_dev(f, "wavedd_pack_state", wd_device_name(devs[i]));

@@ -1,19 +1,45 @@
 /* reload.c - see reload.h.
  *
- * Why refuse rather than half-apply: the devices were opened and
- * self-checked against the packs at start-up, the nng contexts and the
- * per-device job slots were sized from limits, and the listeners own their
- * URLs and socket files.  Re-seating any of those while requests are in
- * flight is a restart in all but name, so a reload that changes them
- * fails, names the key, and changes nothing; the operator restarts.  What
- * is applied is read by the loop per request (limits, log level) or is ours
- * alone (metrics), so swapping it between two callbacks is safe.
+ * A reload is a small state machine on the loop (rl_run, one at a time; a
+ * SIGHUP meanwhile queues one more):
+ *   rl_start -> [thread pool] rl_load_work: config + packs files
+ *   -> rl_loaded: the refused keys; which packs are new -> one wd_prep per
+ *      hash device and new pack (device threads; they take turns with the
+ *      running hash job, device.c) -> rl_prep_ended, counting down
+ *   -> rl_apply: any pack failed?  metrics endpoint, new listeners (all or
+ *      none, listen.c) -> swap: config, packs, log level -> rl_end.
+ * Every fallible step comes before the swap, so a failure anywhere leaves
+ * the old configuration serving; the swap itself is pointer assignments.
+ *
+ * Packs.  A pack whose content (every field the hash is made of) equals a
+ * serving one keeps that object and its slot (its per-device check state
+ * and hash rate), as does one equal to a pack served before (sv->known:
+ * a reload undone); a new or changed pack gets a new slot on every device
+ * (wd_device_add_packs) and is prepared and self-checked there before
+ * anything is swapped.  A hash job holds its pack pointer and slot from
+ * submission, so a job running across a reload finishes on the pack it
+ * started with.  Why no reference count frees an old pack when its last
+ * job ends: the GPU backends keep a pack's prepared dataset keyed by the
+ * pack's address until the device closes (worker.h has no slot to release
+ * one), so a freed pack whose address a later one reused would be served
+ * the wrong dataset.  Old packs (and their prepared datasets) therefore
+ * live until exit, like the configs: a reload that changes packs costs
+ * their memory; unchanged packs cost nothing.
+ *
+ * Why devices are still refused: a device's thread, queues and backend
+ * context are made at start-up and jobs, regions and pins point at it;
+ * adding one is feasible, but removing one while its jobs and pinned
+ * regions are in flight needs a drain protocol that does not exist yet
+ * (docs/service.md), so device changes fail the reload and name the key.
+ * ipc_mode, limits.contexts and limits.jobs_in_flight size the socket and
+ * the device queues and are refused likewise.
  *
  * Reloaded configs are kept until wd_service_free: the listeners keep
  * pointers into the config they started with (their URLs), and the server
- * points at the newest one.  A reload costs a few KiB that live until exit.
+ * points at the newest one.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +48,44 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "daemon/device.h"
 #include "daemon/log.h"
+#include "daemon/packprep.h"
 #include "daemon/reload.h"
 #include "daemon/stats.h"
 #include "proto/base.h"
+#include "workers/hash/pack.h"
+
+/* A reload's packs, kept until wd_service_free. */
+typedef struct rl_gen {
+  wv_packset *set;
+  const wv_pack *const *list;  /* from set, or kept from an older gen */
+  size_t *slot;
+  wd_packs packs;
+} rl_gen;
+
+/* A pack served at some time, and its slot: prepared on the devices. */
+typedef struct rl_known {
+  const wv_pack *pack;
+  size_t slot;
+} rl_known;
+
+/* One reload under way (at most one: SIGHUPs meanwhile queue another). */
+typedef struct rl_run {
+  wd_service *sv;
+  uv_work_t work;
+  int rc;                    /* rl_load_work's */
+  wave_error err;
+  wd_config *nc;
+  wv_packset *set;
+  wd_packs np;               /* what nc names, as loaded */
+  size_t *slot;              /* np's slots */
+  unsigned char *fresh;      /* np.list[k] is new (to prepare) */
+  int packs_changed;
+  wd_prep *preps;            /* devices x fresh packs */
+  wd_device **prep_dev;
+  size_t n_preps, preps_left;
+} rl_run;
 
 struct wd_service {
   uv_loop_t *loop;
@@ -34,6 +94,13 @@ struct wd_service {
   const wd_config *cfg;      /* serving */
   wd_config **owned;         /* reloaded configs */
   size_t n_owned;
+  rl_gen **gens;             /* reloaded packs */
+  size_t n_gens;
+  size_t n_slots;            /* pack slots given out on the devices */
+  rl_known *known;           /* every pack served so far */
+  size_t n_known;
+  rl_run *run;
+  int again, closed;
   wd_metrics *metrics;
   uv_signal_t sighup, sigquit;
   uv_timer_t watchdog;
@@ -49,6 +116,7 @@ int wd_packs_load(const wd_config *cfg, wv_packset **set, wd_packs *packs,
   *set = NULL;
   packs->list = NULL;
   packs->n = 0;
+  packs->slot = NULL;
   struct stat st;
   if (stat(cfg->packs_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     if (cfg->packs_dir_set || (!cfg->packs_all && cfg->n_packs_load > 0))
@@ -76,6 +144,7 @@ int wd_packs_load(const wd_config *cfg, wv_packset **set, wd_packs *packs,
   }
   packs->list = list;
   packs->n = n;
+  packs->slot = NULL;
   return 0;
 }
 
@@ -101,41 +170,39 @@ static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
          a->fault_after == b->fault_after;
 }
 
-static int rl_same_packs(const wd_packs *a, const wd_packs *b)
+/* The same pack: every field the hash, its dataset and its known answers
+ * are made of (pack.h), not the file it came from.  Such a pack keeps
+ * serving as it is (its object, its slot, its prepared state). */
+static int rl_same_pack(const wv_pack *p, const wv_pack *q)
 {
-  if (a->n != b->n)
-    return 0;
-  for (size_t i = 0; i < a->n; i++) {
-    const wv_pack *p = a->list[i], *q = b->list[i];
-    if (strcmp(wv_pack_name(p), wv_pack_name(q)) != 0 ||
-        wv_pack_version(p) != wv_pack_version(q) ||
-        wv_pack_dataset_bytes(p) != wv_pack_dataset_bytes(q) ||
-        strcmp(wv_pack_description(p), wv_pack_description(q)) != 0)
-      return 0;
-  }
-  return 1;
+  return strcmp(p->name, q->name) == 0 && p->version == q->version &&
+         strcmp(p->description, q->description) == 0 && p->seed == q->seed &&
+         p->registers == q->registers && p->rounds == q->rounds &&
+         p->closed == q->closed && p->cache_items == q->cache_items &&
+         p->dataset_items == q->dataset_items && p->parents == q->parents &&
+         p->item_mask == q->item_mask && p->closed_key == q->closed_key &&
+         memcmp(p->program, q->program, sizeof p->program) == 0 &&
+         p->loads == q->loads && p->has_known == q->has_known &&
+         p->cache_fnv == q->cache_fnv && p->batch_fnv == q->batch_fnv &&
+         p->n_vectors == q->n_vectors &&
+         memcmp(p->vectors, q->vectors,
+                p->n_vectors * sizeof p->vectors[0]) == 0;
 }
 
 /* 0 when nc differs from oc only in what a reload applies. */
-static int rl_check(const wd_config *oc, const wd_config *nc,
-                    const wd_packs *op, const wd_packs *np, wave_error *err)
+static int rl_check(const wd_config *oc, const wd_config *nc, wave_error *err)
 {
   const char *f = nc->path;
   if (nc->n_devices != oc->n_devices)
     return wv_seterr(err, WAVE_ECONFIG, "%s: devices: %zu devices instead "
                      "of %zu; a reload cannot add or remove devices "
-                     "(restart wavedd)", f, nc->n_devices, oc->n_devices);
+                     "(restart wavedd; docs/service.md says why)", f,
+                     nc->n_devices, oc->n_devices);
   for (size_t i = 0; i < nc->n_devices; i++)
     if (!rl_same_device(&oc->devices[i], &nc->devices[i]))
       return wv_seterr(err, WAVE_ECONFIG, "%s: devices[%zu] (%s) changed; a "
-                       "reload cannot change devices (restart wavedd)", f, i,
-                       nc->devices[i].name);
-  int listen_same = nc->n_listen == oc->n_listen;
-  for (size_t i = 0; listen_same && i < nc->n_listen; i++)
-    listen_same = strcmp(nc->listen[i], oc->listen[i]) == 0;
-  if (!listen_same)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: listen changed; a reload "
-                     "cannot move the listeners (restart wavedd)", f);
+                       "reload cannot change devices (restart wavedd; "
+                       "docs/service.md says why)", f, i, nc->devices[i].name);
   if (nc->ipc_mode != oc->ipc_mode)
     return wv_seterr(err, WAVE_ECONFIG, "%s: ipc_mode changed; a reload "
                      "cannot change the socket file (restart wavedd)", f);
@@ -146,55 +213,292 @@ static int rl_check(const wd_config *oc, const wd_config *nc,
     return wv_seterr(err, WAVE_ECONFIG, "%s: limits.jobs_in_flight "
                      "changed; a reload cannot resize the device queues "
                      "(restart wavedd)", f);
-  if (!rl_same_packs(op, np))
-    return wv_seterr(err, WAVE_ECONFIG, "%s: packs: the packs changed (%zu "
-                     "now, %zu serving); the devices check packs at "
-                     "start-up only (restart wavedd)", f, np->n, op->n);
   return 0;
 }
 
-int wd_service_reload(wd_service *sv, wave_error *err)
+/* ---- one reload, step by step -------------------------------------------------- */
+
+static void rl_start(wd_service *sv);
+
+static void rl_free(rl_run *r)
 {
-  wd_config *nc = NULL;
-  wv_packset *set = NULL;
-  wd_packs np = {0};
+  if (r == NULL)
+    return;
+  wd_packs_free(r->set, &r->np);
+  free(r->slot);
+  free(r->fresh);
+  free(r->preps);
+  free(r->prep_dev);
+  wd_config_free(r->nc);
+  free(r);
+}
+
+/* The outcome: logged, counted, told to systemd; then the next SIGHUP's
+ * reload if one came meanwhile. */
+static void rl_end(rl_run *r, int rc)
+{
+  wd_service *sv = r->sv;
+  sv->run = NULL;
+  int ready = wd_server_ready(sv->srv);
+  char status[400];
+  if (rc == 0) {
+    wd_info("reloaded %s: log_level %s; limits, listen, packs and metrics "
+            "applied", sv->path, wd_log_level_name(sv->cfg->log_level));
+    snprintf(status, sizeof status, "%sSTATUS=serving; reloaded %s",
+             ready ? "READY=1\n" : "", sv->path);
+  } else {
+    wd_error("reload failed, the old configuration keeps serving: %s",
+             r->err.message);
+    snprintf(status, sizeof status, "%sSTATUS=serving; last reload "
+             "failed: %.300s", ready ? "READY=1\n" : "", r->err.message);
+  }
+  wd_stats_reload(rc == 0);
+  rl_free(r);
+  if (!sv->closed && !wd_server_stopping(sv->srv))
+    wd_notify(status);
+  if (sv->again && !sv->closed && !wd_server_stopping(sv->srv)) {
+    sv->again = 0;
+    rl_start(sv);
+  }
+}
+
+/* Every check passed and every new pack is prepared: the last fallible
+ * steps (the metrics endpoint, the new listeners), then the swap. */
+static void rl_apply(rl_run *r)
+{
+  wd_service *sv = r->sv;
+  wave_error *err = &r->err;
+  if (sv->closed || wd_server_stopping(sv->srv))
+    return rl_end(r, wv_seterr(err, WAVE_ESHUTDOWN, "the daemon is stopping"));
+  /* a pack that failed on a device fails the reload (a faulted device is
+   * left out, as at start-up) */
+  for (size_t i = 0; i < r->n_preps; i++) {
+    wd_prep *p = &r->preps[i];
+    if (p->work.rc == 0 || p->work.rc == WAVE_EDEVFAULT)
+      continue;
+    wd_pack_state st = {0};
+    wd_device_pack_check(r->prep_dev[i], p->index, &st);
+    return rl_end(r, wv_seterr(err, WAVE_ECONFIG, "%s: packs: pack %s (%s) "
+                               "failed on device %s: %s", r->nc->path,
+                               wv_pack_name(p->pack), p->pack->path,
+                               wd_device_name(r->prep_dev[i]),
+                               st.detail[0] ? st.detail : p->work.err.message));
+  }
+  wd_config **owned = realloc(sv->owned, (sv->n_owned + 1) * sizeof *owned);
+  if (owned == NULL)
+    return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
+  sv->owned = owned;
+  rl_gen **gens = realloc(sv->gens, (sv->n_gens + 1) * sizeof *gens);
+  if (gens == NULL)
+    return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
+  sv->gens = gens;
+  rl_known *known = realloc(sv->known,
+                            (sv->n_known + r->np.n + 1) * sizeof *known);
+  if (known == NULL)
+    return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
+  sv->known = known;
+  rl_gen *g = NULL;
+  if (r->packs_changed && (g = calloc(1, sizeof *g)) == NULL)
+    return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
+  wd_config *nc = r->nc;
   wd_metrics *nm = NULL;
   int rc;
-  if ((rc = wd_config_load(sv->path, &nc, err)) != 0)
-    goto fail;
-  if ((rc = wd_packs_load(nc, &set, &np, err)) != 0)
-    goto fail;
-  if ((rc = rl_check(sv->cfg, nc, wd_server_packs(sv->srv), &np, err)) != 0)
-    goto fail;
-  wd_packs_free(set, &np);  /* the same as those serving */
-  set = NULL;
   int move_metrics = strcmp(nc->metrics, sv->cfg->metrics) != 0;
   if (move_metrics && nc->metrics[0] != '\0' &&
-      (rc = wd_metrics_start(sv->loop, sv->srv, nc->metrics, &nm, err)) != 0)
-    goto fail;
-  wd_config **owned = realloc(sv->owned, (sv->n_owned + 1) * sizeof *owned);
-  if (owned == NULL) {
-    wd_metrics_close(nm);
-    rc = wv_seterr(err, WAVE_ENOMEM, NULL);
-    goto fail;
+      (rc = wd_metrics_start(sv->loop, sv->srv, nc->metrics, &nm, err)) != 0) {
+    free(g);
+    return rl_end(r, rc);
   }
-  sv->owned = owned;
+  size_t bad = 0;
+  if ((rc = wd_server_relisten(sv->srv, nc, &bad, err)) != 0) {
+    wd_metrics_close(nm);
+    free(g);
+    if (bad < nc->n_listen && nc->listen_at != NULL) {
+      char msg[sizeof err->message];
+      snprintf(msg, sizeof msg, "%s", err->message);
+      wv_seterr(err, rc, "%s:%u:%u: listen[%zu]: %s", nc->path,
+                nc->listen_at[bad][0], nc->listen_at[bad][1], bad, msg);
+    }
+    return rl_end(r, rc);
+  }
+  /* nothing fails from here on */
   sv->owned[sv->n_owned++] = nc;
-  /* all checked: apply */
+  r->nc = NULL;
   if (move_metrics) {
     wd_metrics_close(sv->metrics);
     sv->metrics = nm;
   }
+  if (g != NULL) {
+    g->set = r->set;
+    g->list = r->np.list;
+    g->slot = r->slot;
+    g->packs = (wd_packs){.list = g->list, .n = r->np.n, .slot = g->slot};
+    r->set = NULL;
+    r->np.list = NULL;
+    r->np.n = 0;
+    r->slot = NULL;
+    sv->gens[sv->n_gens++] = g;
+    for (size_t k = 0; k < g->packs.n; k++)
+      if (r->fresh[k])
+        sv->known[sv->n_known++] = (rl_known){g->list[k], g->slot[k]};
+    wd_server_set_packs(sv->srv, &g->packs);
+    for (size_t k = 0; k < g->packs.n; k++)
+      wd_info("serving pack %s version %u (%s)", wv_pack_name(g->list[k]),
+              wv_pack_version(g->list[k]),
+              r->fresh[k] ? "new, prepared on the devices" : "unchanged");
+  }
   wd_log_set_level(nc->log_level);
   wd_server_reconfigure(sv->srv, nc);
   sv->cfg = nc;
-  wd_stats_reload(1);
-  return 0;
-fail:
-  wd_packs_free(set, &np);
-  wd_config_free(nc);
-  wd_stats_reload(0);
-  return rc;
+  rl_end(r, 0);
+}
+
+/* Loop thread: one device is done with one new pack. */
+static void rl_prep_ended(void *arg)
+{
+  rl_run *r = arg;
+  if (--r->preps_left == 0)
+    rl_apply(r);
+}
+
+/* Loop thread: the file and its packs are loaded (rl_load_work); compare
+ * them with what serves, then prepare the new packs on every device. */
+static void rl_loaded(uv_work_t *w, int status)
+{
+  rl_run *r = w->data;
+  wd_service *sv = r->sv;
+  wave_error *err = &r->err;
+  (void)status;
+  if (r->rc != 0)
+    return rl_end(r, r->rc);
+  if (sv->closed || wd_server_stopping(sv->srv))
+    return rl_end(r, wv_seterr(err, WAVE_ESHUTDOWN, "the daemon is stopping"));
+  int rc;
+  if ((rc = rl_check(sv->cfg, r->nc, err)) != 0)
+    return rl_end(r, rc);
+  /* packs: an unchanged one keeps its object and slot; a new or changed
+   * one gets a new slot and is prepared on every device first */
+  const wd_packs *op = wd_server_packs(sv->srv);
+  size_t n = r->np.n;
+  r->slot = calloc(n + 1, sizeof *r->slot);
+  r->fresh = calloc(n + 1, sizeof *r->fresh);
+  if (r->slot == NULL || r->fresh == NULL)
+    return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
+  size_t n_fresh = 0;
+  r->packs_changed = n != op->n;
+  for (size_t k = 0; k < n; k++) {
+    const wv_pack **list = (const wv_pack **)r->np.list;
+    size_t m = 0;
+    while (m < op->n && !rl_same_pack(op->list[m], list[k]))
+      m++;
+    size_t o = 0;  /* or one served before (a reload undone) */
+    while (m == op->n && o < sv->n_known &&
+           !rl_same_pack(sv->known[o].pack, list[k]))
+      o++;
+    if (m < op->n) {
+      list[k] = op->list[m];  /* the serving object: prepared already */
+      r->slot[k] = wd_packs_slot(op, m);
+      if (m != k)
+        r->packs_changed = 1;
+    } else if (o < sv->n_known) {
+      list[k] = sv->known[o].pack;
+      r->slot[k] = sv->known[o].slot;
+      r->packs_changed = 1;
+    } else {
+      r->fresh[k] = 1;
+      r->slot[k] = sv->n_slots + n_fresh++;
+      r->packs_changed = 1;
+    }
+  }
+  if (n_fresh == 0)
+    return rl_apply(r);
+  size_t nd = 0;
+  wd_device *const *devs = wd_server_devices(sv->srv, &nd);
+  sv->n_slots += n_fresh;  /* given out: a failed reload leaves them unused */
+  r->preps = calloc(nd * n_fresh + 1, sizeof *r->preps);
+  r->prep_dev = calloc(nd * n_fresh + 1, sizeof *r->prep_dev);
+  if (r->preps == NULL || r->prep_dev == NULL)
+    return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
+  for (size_t i = 0; i < nd; i++)
+    if ((rc = wd_device_add_packs(devs[i], sv->n_slots, err)) != 0)
+      return rl_end(r, rc);
+  /* count them all before the first can come back */
+  for (size_t i = 0; i < nd; i++) {
+    if (!wd_device_has_hash(devs[i]))
+      continue;
+    for (size_t k = 0; k < n; k++) {
+      if (!r->fresh[k])
+        continue;
+      wd_prep *p = &r->preps[r->n_preps];
+      p->pack = r->np.list[k];
+      p->index = r->slot[k];
+      p->ended = rl_prep_ended;
+      p->arg = r;
+      r->prep_dev[r->n_preps++] = devs[i];
+      wd_info("device %s: preparing pack %s version %u (reload)",
+              wd_device_name(devs[i]), wv_pack_name(p->pack),
+              wv_pack_version(p->pack));
+    }
+  }
+  if (r->n_preps == 0)
+    return rl_apply(r);
+  r->preps_left = r->n_preps + 1;  /* + 1: held while submitting */
+  for (size_t i = 0; i < r->n_preps; i++) {
+    wave_error e = {0};
+    int src = wd_prep_submit(r->prep_dev[i], &r->preps[i], &e);
+    if (src != 0) {
+      r->preps[i].work.rc = src;
+      r->preps[i].work.err = e;
+      r->preps_left--;
+    }
+  }
+  rl_prep_ended(r);  /* the hold */
+}
+
+/* libuv's thread pool, never the loop: read the file and its packs. */
+static void rl_load_work(uv_work_t *w)
+{
+  rl_run *r = w->data;
+  r->rc = wd_config_load(r->sv->path, &r->nc, &r->err);
+  if (r->rc == 0)
+    r->rc = wd_packs_load(r->nc, &r->set, &r->np, &r->err);
+}
+
+static void rl_start(wd_service *sv)
+{
+  rl_run *r = calloc(1, sizeof *r);
+  if (r == NULL) {
+    wd_error("reload failed: out of memory");
+    wd_stats_reload(0);
+    return;
+  }
+  r->sv = sv;
+  r->work.data = r;
+  sv->run = r;
+  int ready = wd_server_ready(sv->srv);
+  /* before READY (packs still being prepared) systemd hears only STATUS */
+  sd_notifyf(0, "%sSTATUS=reloading %s", ready ? "RELOADING=1\n" : "",
+             sv->path);
+  /* libuv starts its pool on the first call: its threads get no signals */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rv = uv_queue_work(sv->loop, &r->work, rl_load_work, rl_loaded);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rv != 0)
+    rl_end(r, wv_seterr(&r->err, WAVE_EIO, "reload: %s", uv_strerror(rv)));
+}
+
+void wd_service_reload(wd_service *sv)
+{
+  if (sv->closed)
+    return;
+  if (sv->run != NULL) {  /* one at a time; this one follows */
+    wd_info("a reload is under way; another follows it");
+    sv->again = 1;
+    return;
+  }
+  rl_start(sv);
 }
 
 /* ---- signals and the watchdog ------------------------------------------------- */
@@ -204,24 +508,7 @@ static void rl_sighup(uv_signal_t *h, int signum)
   wd_service *sv = h->data;
   (void)signum;
   wd_info("SIGHUP received: reloading %s", sv->path);
-  /* before READY (packs still being prepared) systemd hears only STATUS */
-  int ready = wd_server_ready(sv->srv);
-  sd_notifyf(0, "%sSTATUS=reloading %s", ready ? "RELOADING=1\n" : "",
-             sv->path);
-  wave_error err = {0};
-  char status[400];
-  if (wd_service_reload(sv, &err) == 0) {
-    wd_info("reloaded %s: log_level %s, limits and metrics applied",
-            sv->path, wd_log_level_name(sv->cfg->log_level));
-    snprintf(status, sizeof status, "%sSTATUS=serving; reloaded %s",
-             ready ? "READY=1\n" : "", sv->path);
-  } else {
-    wd_error("reload failed, the old configuration keeps serving: %s",
-             err.message);
-    snprintf(status, sizeof status, "%sSTATUS=serving; last reload "
-             "failed: %.300s", ready ? "READY=1\n" : "", err.message);
-  }
-  wd_notify(status);
+  wd_service_reload(sv);
 }
 
 static void rl_sigquit(uv_signal_t *h, int signum)
@@ -249,7 +536,14 @@ int wd_service_start(uv_loop_t *loop, const char *path, const wd_config *cfg,
   sv->path = path;
   sv->srv = srv;
   sv->cfg = cfg;
+  const wd_packs *packs = wd_server_packs(srv);
+  sv->n_slots = packs->n;
   *out = sv;
+  if ((sv->known = calloc(packs->n + 1, sizeof *sv->known)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (size_t k = 0; k < packs->n; k++)
+    sv->known[sv->n_known++] = (rl_known){packs->list[k],
+                                          wd_packs_slot(packs, k)};
   uv_signal_init(loop, &sv->sighup);
   uv_signal_init(loop, &sv->sigquit);
   sv->sighup.data = sv->sigquit.data = sv;
@@ -283,6 +577,7 @@ void wd_service_close(wd_service *sv)
   if (sv == NULL || !sv->open_handles)
     return;
   sv->open_handles = 0;
+  sv->closed = 1;
   wd_metrics_close(sv->metrics);
   sv->metrics = NULL;
   uv_close((uv_handle_t *)&sv->sighup, NULL);
@@ -294,8 +589,18 @@ void wd_service_free(wd_service *sv)
 {
   if (sv == NULL)
     return;
+  rl_free(sv->run);  /* a reload the stop cut short */
   for (size_t i = 0; i < sv->n_owned; i++)
     wd_config_free(sv->owned[i]);
   free(sv->owned);
+  for (size_t i = 0; i < sv->n_gens; i++) {
+    rl_gen *g = sv->gens[i];
+    wd_packs tmp = {.list = g->list, .n = g->packs.n};
+    wd_packs_free(g->set, &tmp);
+    free(g->slot);
+    free(g);
+  }
+  free(sv->gens);
+  free(sv->known);
   free(sv);
 }

@@ -3,15 +3,22 @@
  * watchdog is fed from the loop.  Also the pack loading that start-up and a
  * reload share.
  *
- * A reload reads the file again into a fresh wd_config, reads the packs it
- * names, and compares the result with what is serving.  Applied: log_level,
- * the limits except contexts and jobs_in_flight, metrics (the endpoint moves).
- * Refused (the reload fails and says which key; restart wavedd to apply):
- * devices, listen, ipc_mode, limits.contexts, limits.jobs_in_flight, and a
- * change in the packs (names or versions).  A file that does not load (its
- * file:line:column message is logged), a pack that does not load, or any
- * refused change leaves the old configuration serving untouched.  The
- * outcome is logged, counted (metrics) and told to systemd as STATUS=.
+ * A reload reads the file again into a fresh wd_config and the packs it
+ * names (off the loop, in libuv's thread pool), compares the result with
+ * what is serving, prepares and self-checks every new or changed pack on
+ * every device (setup items on the device threads), then binds the new
+ * listeners, and only when all of that succeeded swaps it in.  Applied:
+ * log_level, the limits except contexts and jobs_in_flight, metrics (the
+ * endpoint moves), listen (listeners added and removed; the unchanged ones
+ * keep their connections) and the packs (new hash jobs use the new ones;
+ * jobs already submitted keep the pack they were given).  Refused (the
+ * reload fails and says which key; restart wavedd to apply): devices,
+ * ipc_mode, limits.contexts, limits.jobs_in_flight.  A file that does not
+ * load (its file:line:column message is logged), a pack that does not load
+ * or fails its known answers on a device, a listener that cannot bind
+ * (file:line:column of its URL), or any refused change leaves the old
+ * configuration serving untouched.  The outcome is logged, counted
+ * (metrics) and told to systemd as STATUS=.
  */
 #ifndef WD_RELOAD_H
 #define WD_RELOAD_H
@@ -38,9 +45,11 @@ typedef struct wd_service wd_service;
  * here.  The handles are unref'd: they do not keep uv_run going. */
 int wd_service_start(uv_loop_t *loop, const char *path, const wd_config *cfg,
                      wd_server *srv, wd_service **out, wave_error *err);
-/* What SIGHUP does; 0 when the new config serves, else err says why and
- * the old one still does. */
-int wd_service_reload(wd_service *sv, wave_error *err);
+/* What SIGHUP does: start a reload (rl_*, reload.c), or queue one when a
+ * reload is under way.  Its outcome is logged ("reloaded FILE" or "reload
+ * failed, the old configuration keeps serving: why"), counted and told to
+ * systemd. */
+void wd_service_reload(wd_service *sv);
 wd_metrics *wd_service_metrics(wd_service *sv);
 /* Close the handles (run the loop once more), then free: after the server
  * is freed, as the server points into the configs. */

@@ -137,7 +137,8 @@ void wd_reply_status(wd_req *c)
     ds[i].packs = pp + i * np;
     for (size_t k = 0; k < np; k++) {
       size_t x = i * np + k;
-      rp_pack_check(&pc[x], &st[x], d, k, s->packs->list[k]);
+      rp_pack_check(&pc[x], &st[x], d, wd_packs_slot(s->packs, k),
+                    s->packs->list[k]);
       pp[x] = &pc[x];
     }
     dp[i] = &ds[i];
@@ -193,7 +194,8 @@ void wd_reply_packs(wd_req *c)
     pi[k].devices = pp + k * nd;
     for (size_t i = 0; i < nd; i++) {
       size_t x = k * nd + i;
-      rp_pack_check(&pc[x], &st[x], s->devs[i], k, p);
+      rp_pack_check(&pc[x], &st[x], s->devs[i], wd_packs_slot(s->packs, k),
+                    p);
       pp[x] = &pc[x];
     }
     pip[k] = &pi[k];

@@ -323,6 +323,31 @@ const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
 
 const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
 
+int wd_server_stopping(const wd_server *s)
+{
+  return s->stopping || s->closed || !s->listening;
+}
+
+int wd_server_relisten(wd_server *s, const wd_config *cfg, size_t *failed,
+                       wave_error *err)
+{
+  *failed = cfg->n_listen;
+  if (s->lst == NULL)
+    return wv_seterr(err, WAVE_ESHUTDOWN, "not listening");
+  /* as in wd_front_listen: threads nng may start get no signals */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = wd_listeners_update(s->lst, cfg, failed, err);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+void wd_server_set_packs(wd_server *s, const wd_packs *packs)
+{
+  s->packs = packs;
+}
+
 void wd_server_reconfigure(wd_server *s, const wd_config *cfg)
 {
   const wd_limits *lim = &cfg->limits;

@@ -40,5 +40,14 @@ const wd_config *wd_server_config(const wd_server *s);
  * values).  cfg must differ from the serving one only in what reload.c
  * allows, and outlive the server. */
 void wd_server_reconfigure(wd_server *s, const wd_config *cfg);
+/* A reload: SIGTERM/SIGINT seen (or closed), nothing may change now. */
+int wd_server_stopping(const wd_server *s);
+/* A reload's listeners (wd_listeners_update): all or nothing. */
+int wd_server_relisten(wd_server *s, const wd_config *cfg, size_t *failed,
+                       wave_error *err);
+/* A reload's packs, prepared on the devices: new hash jobs use them; jobs
+ * already submitted keep the pack they were given.  packs (and the packs
+ * it lists) must outlive the server. */
+void wd_server_set_packs(wd_server *s, const wd_packs *packs);
 
 #endif

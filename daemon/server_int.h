@@ -65,6 +65,8 @@ struct wd_req {
   int dec_code;            /* the decode failed: this error ... */
   char dec_msg[200];       /* ... with this message */
   wd_bulk_req bulk;        /* framed, stream and region parts (bulk.h) */
+  char principal[64];      /* who sent it: "token:NAME" (auth.c) when a
+                              token authenticated it, "" = not yet named */
 };
 
 struct wd_server {

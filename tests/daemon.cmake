@@ -17,6 +17,13 @@ add_dependencies(test_service wavedd)
 target_compile_definitions(test_service PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# what a SIGHUP reload changes while serving: listeners, packs
+wave_test(test_reload SOURCES test_reload.c daemon_harness.c
+  LIBS wvbase wvhash nng::nng)
+add_dependencies(test_reload wavedd)
+target_compile_definitions(test_reload PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # Framed requests, streams and shared-memory regions (docs/protocol.md),
 # against the real daemon through libwaveclient and raw nng.
 wave_test(test_bulk SOURCES test_bulk.c daemon_harness.c

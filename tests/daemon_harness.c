@@ -83,7 +83,8 @@ void td_prepare(td_daemon *d, const char *limits)
            "  load: [closed, small]\n"
            "devices:\n"
            "  - {name: cpu0, backend: cpu, threads: 1}\n"
-           "  - {name: cpu1, backend: cpu, threads: 1, queue_depth: 8}\n",
+           "  - {name: cpu1, backend: cpu, threads: 1, queue_depth: 8}\n"
+           "auth: none\n",  /* the tcp listener is open (test_access) */
            d->ipc, d->tcp, limits ? limits : "", src ? src : ".");
   td_write(d->cfg, text);
 }

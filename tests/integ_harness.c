@@ -235,6 +235,7 @@ int wv_it_daemon_start(void)
   fprintf(f,
           "# written by test_integration\n"
           "listen:\n  - %s\n  - %s\n"
+          "auth: none\n"
           "log_level: debug\n"
           "packs:\n  dir: %s/config/packs\n  load: [small, closed]\n"
           "devices:\n"

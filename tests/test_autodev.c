@@ -173,6 +173,7 @@ START_TEST(listen_vars)
                          "  - tcp://127.0.0.1:${WAVE_PORT}\n"
                          "  - ipc:///tmp/w-${NODE:-n0}-$$.sock\n"
                          "  - tcp://127.0.0.1:${EMPTY:-7}\n"
+                         "auth: none\n"
                          "devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_listen, 3);

@@ -49,6 +49,7 @@ static void bt_prepare(td_daemon *d, int shm, const char *devices)
            "  max_stream_bytes: 67108864\n"
            "packs:\n"
            "  load: []\n"
+           "auth: none\n"
            "devices:\n%s",
            d->ipc, d->tcp, shm ? "true" : "false", BT_ROWS_MAX,
            devices ? devices : "  - {name: cpu0, backend: cpu, threads: 1}\n");

@@ -118,6 +118,7 @@ START_TEST(every_key)
 {
   wd_config *c = tc_load_ok(
       "listen: [ipc:///tmp/x.sock, \"tcp://127.0.0.1:7000\"]\n"
+      "auth: none\n"
       "ipc_mode: 0640\n"
       "log_level: debug\n"
       "limits:\n"
@@ -368,7 +369,8 @@ START_TEST(listen_urls)
   tc_load_bad("listen:\n"
               "  - ipc:///tmp/a.sock\n"
               "  - http://127.0.0.1:80\n" ONE_DEVICE,
-              "3:5", "listen[1]", "the scheme must be ipc:// or tcp://");
+              "3:5", "listen[1]",
+              "the scheme must be ipc://, tcp:// or tls+tcp://");
   tc_load_bad("listen:\n"
               "  - tcp://127.0.0.1\n" ONE_DEVICE,
               "2:5", "listen[0]", "needs a port");

@@ -45,6 +45,30 @@ WAVE_API int wave_client_open(wave_client **out, const char *url,
  * call.  Later disconnects are redialled as with wave_client_open. */
 WAVE_API int wave_client_dial(wave_client **out, const char *url,
                               wave_error *err);
+/* How to reach a daemon that asks for credentials (docs/security.md).
+ * Zero it, then set what applies; NULL fields fall back as noted. */
+typedef struct wave_client_options {
+  int dial;                    /* connect before returning (as
+                                  wave_client_dial) */
+  const char *token;           /* bearer token sent with every request;
+                                  NULL: read token_file */
+  const char *token_file;      /* a file holding the token (mode 0600);
+                                  NULL: $WAVE_TOKEN_FILE, else no token */
+  const char *tls_ca_file;     /* tls+tcp://: PEM CAs that sign the
+                                  daemon's certificate; NULL: $WAVE_TLS_CA,
+                                  else the system's CAs */
+  const char *tls_server_name; /* tls+tcp://: the name the certificate must
+                                  carry; NULL: the URL's host */
+} wave_client_options;
+
+/* wave_client_open with options (opts NULL: the defaults above, which is
+ * what wave_client_open and wave_client_dial use).  A token file that
+ * cannot be read, or is open to group or others, is WAVE_EARG.  A
+ * tls+tcp:// daemon whose certificate is not trusted is WAVE_EIO ("TLS
+ * handshake failed") at once when dialing, a timeout otherwise. */
+WAVE_API int wave_client_open_with(wave_client **out, const char *url,
+                                   const wave_client_options *opts,
+                                   wave_error *err);
 WAVE_API void wave_client_close(wave_client *c);
 /* Per-call reply timeout in milliseconds (default 30000). */
 WAVE_API void wave_client_set_timeout(wave_client *c, int timeout_ms);

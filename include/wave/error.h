@@ -45,7 +45,8 @@ extern "C" {
   X(INTERNAL,   27, "internal error")                                          \
   X(ARG,        28, "invalid argument")                                        \
   X(REGION,     29, "shared-memory region refused")                            \
-  X(INCOMPLETE, 30, "streamed job is missing pieces")
+  X(INCOMPLETE, 30, "streamed job is missing pieces")                         \
+  X(AUTH,       31, "not authenticated: missing or wrong token")
 
 typedef enum wave_err {
 #define WAVE_ERR_ENUM_(name, num, msg) WAVE_E##name = (num),

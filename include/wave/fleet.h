@@ -42,6 +42,13 @@ typedef struct wave_fleet wave_fleet;
 WAVE_API int wave_fleet_open(wave_fleet **out, const char *const *urls,
                              size_t n, wave_error *err);
 WAVE_API void wave_fleet_close(wave_fleet *f);
+/* Credentials for every daemon of the fleet (the same token, CA and server
+ * name for all; wave/client.h).  Call before the first job: the strings
+ * are copied.  Without it each connection uses wave_client_open's
+ * defaults ($WAVE_TOKEN_FILE, $WAVE_TLS_CA). */
+WAVE_API int wave_fleet_set_client_options(wave_fleet *f,
+                                           const wave_client_options *opts,
+                                           wave_error *err);
 WAVE_API size_t wave_fleet_size(const wave_fleet *f);
 WAVE_API const char *wave_fleet_url(const wave_fleet *f, size_t i);
 /* Per-exchange reply timeout (default 30000 ms): a daemon silent for

@@ -161,6 +161,7 @@ for node in n1 n2 n3; do
   fa=0; [ "$node" = n2 ] && fa=3
   cat > "node-$node.yaml" <<YAML
 listen: ["tcp://127.0.0.1:\${WAVE_PORT}"]
+auth: {tokens: [{name: job, file: "\${WAVE_TOKEN_FILE}"}]}
 log_level: info
 packs: {dir: $src/config/packs, load: [small, closed]}
 devices: [{name: cpu0, backend: cpu, threads: 1, fault_after: $fa}]
@@ -169,6 +170,7 @@ done
 # the healthy run: devices: auto (no GPU backend here: one CPU device each)
 cat > node-auto.yaml <<YAML
 listen: ["tcp://127.0.0.1:\${WAVE_PORT}"]
+auth: {tokens: [{name: job, file: "\${WAVE_TOKEN_FILE}"}]}
 log_level: info
 packs: {dir: $src/config/packs, load: [small, closed]}
 devices: auto

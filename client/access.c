@@ -1,0 +1,214 @@
+/* access.c - libwaveclient's credentials: the bearer token every request
+ * carries (Request.token) and the TLS side of tls+tcp:// dials.
+ *
+ * The token comes from wave_client_options (the string, or a file), else
+ * from the file $WAVE_TOKEN_FILE names, else there is none.  A token file
+ * must be a regular file not open to group or others (as ssh treats keys):
+ * a token others can read is a token others can use.  The token is sent on
+ * every transport; an ipc daemon ignores it, and over plain tcp:// it
+ * travels in the clear, so tls+tcp:// is the way across a network
+ * (docs/security.md).
+ *
+ * tls+tcp:// dials get a client TLS config: the CAs from the options,
+ * $WAVE_TLS_CA or the system's bundle, the server name from the options or
+ * the URL's host, and verification required (nng's default for dialers).
+ * A handshake that fails because the certificate is not trusted is
+ * reported as such, not as a bare nng error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
+
+#include "client/client_int.h"
+#include "client/fleet_int.h"
+#include "proto/base.h"
+
+#define AC_TOKEN_MAX 256
+#define AC_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"
+
+static int ac_tls_url(const char *url)
+{
+  return strncmp(url, "tls+tcp://", 10) == 0 ||
+         strncmp(url, "tls+tcp4://", 11) == 0 ||
+         strncmp(url, "tls+tcp6://", 11) == 0;
+}
+
+/* The token in path: one line, trailing whitespace dropped. */
+static int ac_read_token(const char *path, const char *what, char **out,
+                         wave_error *err)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return wv_seterr(err, WAVE_EARG, "%s %s: cannot open: %s", what, path,
+                     strerror(errno));
+  struct stat st;
+  char buf[AC_TOKEN_MAX + 2];
+  size_t got = 0;
+  int code = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    code = wv_seterr(err, WAVE_EARG, "%s %s: not a regular file", what, path);
+  else if ((st.st_mode & 077) != 0)
+    code = wv_seterr(err, WAVE_EARG, "%s %s: mode %04o: a token file must "
+                     "not be open to group or others (chmod 600)", what, path,
+                     (unsigned)(st.st_mode & 07777));
+  while (code == 0 && got < sizeof buf) {
+    ssize_t r = read(fd, buf + got, sizeof buf - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      code = wv_seterr(err, WAVE_EARG, "%s %s: %s", what, path,
+                       strerror(errno));
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  close(fd);
+  while (code == 0 && got > 0 &&
+         (buf[got - 1] == '\n' || buf[got - 1] == '\r' ||
+          buf[got - 1] == ' ' || buf[got - 1] == '\t'))
+    got--;
+  if (code == 0 && (got == 0 || got >= AC_TOKEN_MAX || memchr(buf, '\n', got)))
+    code = wv_seterr(err, WAVE_EARG, "%s %s: expected one line of 1..%d "
+                     "bytes", what, path, AC_TOKEN_MAX - 1);
+  if (code == 0 && (*out = strndup(buf, got)) == NULL)
+    code = wv_seterr(err, WAVE_ENOMEM, NULL);
+  memset(buf, 0, sizeof buf);
+  return code;
+}
+
+static int ac_token(wave_client *c, const wave_client_options *o,
+                    wave_error *err)
+{
+  if (o != NULL && o->token != NULL) {
+    if (o->token[0] == '\0' || strlen(o->token) >= AC_TOKEN_MAX)
+      return wv_seterr(err, WAVE_EARG, "token: 1..%d bytes",
+                       AC_TOKEN_MAX - 1);
+    return (c->token = strdup(o->token)) ? 0
+                                         : wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  if (o != NULL && o->token_file != NULL)
+    return ac_read_token(o->token_file, "token file", &c->token, err);
+  const char *env = getenv("WAVE_TOKEN_FILE");
+  if (env != NULL && env[0] != '\0')
+    return ac_read_token(env, "WAVE_TOKEN_FILE", &c->token, err);
+  return 0;
+}
+
+/* The dialer's TLS config; 0 or an nng error, why filled. */
+static int ac_tls(nng_dialer d, const char *url, const wave_client_options *o,
+                  char *why, size_t n)
+{
+  const char *ca = o && o->tls_ca_file ? o->tls_ca_file : getenv("WAVE_TLS_CA");
+  if (ca == NULL || ca[0] == '\0')
+    ca = AC_SYSTEM_CAS;
+  nng_url *u = NULL;
+  nng_tls_config *tc = NULL;
+  int rv = nng_url_parse(&u, url);
+  if (rv != 0) {
+    snprintf(why, n, "cannot dial '%s': %s", url, nng_strerror(rv));
+    return rv;
+  }
+  const char *name = o && o->tls_server_name ? o->tls_server_name
+                                             : u->u_hostname;
+  if ((rv = nng_tls_config_alloc(&tc, NNG_TLS_MODE_CLIENT)) != 0)
+    snprintf(why, n, "%s: TLS: %s", url, nng_strerror(rv));
+  else if ((rv = nng_tls_config_ca_file(tc, ca)) != 0)
+    snprintf(why, n, "%s: TLS CA file %s: %s (PEM certificates; --tls-ca "
+             "FILE, WAVE_TLS_CA)", url, ca, nng_strerror(rv));
+  else if ((rv = nng_tls_config_server_name(tc, name)) != 0 ||
+           (rv = nng_tls_config_auth_mode(tc, NNG_TLS_AUTH_MODE_REQUIRED)) != 0)
+    snprintf(why, n, "%s: TLS: %s", url, nng_strerror(rv));
+  else if ((rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tc)) != 0)
+    snprintf(why, n, "%s: TLS config: %s", url, nng_strerror(rv));
+  if (tc != NULL)
+    nng_tls_config_free(tc);  /* the dialer holds its own reference */
+  nng_url_free(u);
+  return rv;
+}
+
+int wv_client_access(wave_client *c, const char *url,
+                     const wave_client_options *o, int now, wave_error *err)
+{
+  int code = ac_token(c, o, err);
+  if (code != 0)
+    return code;
+  int tls = ac_tls_url(url);
+  char why[300] = "";
+  nng_dialer d;
+  int rv = nng_dialer_create(&d, c->sock, url);
+  if (rv == 0 && tls && (rv = ac_tls(d, url, o, why, sizeof why)) != 0)
+    return wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG, "%s",
+                     why);
+  if (rv == 0)
+    rv = nng_dialer_start(d, now ? 0 : NNG_FLAG_NONBLOCK);
+  if (rv == 0)
+    return 0;
+  /* a malformed URL (or no memory) is not about the daemon */
+  int bad_url = rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ||
+                rv == NNG_EINVAL || rv == NNG_ENOMEM;
+  int refused = rv == NNG_ECONNREFUSED || rv == NNG_ENOENT;
+  if (now && tls && (rv == NNG_EPEERAUTH || rv == NNG_ECRYPTO ||
+                     rv == NNG_ECLOSED || rv == NNG_ECONNSHUT))
+    return wv_seterr(err, WAVE_EIO, "%s: TLS handshake failed (%s): the "
+                     "daemon's certificate is not signed by a CA we trust "
+                     "(--tls-ca FILE, WAVE_TLS_CA) or does not name the host "
+                     "we dialled", url, nng_strerror(rv));
+  if (now && refused)
+    return wv_seterr(err, WAVE_EIO, "%s: connection refused: no wavedd "
+                     "listens there (%s)", url, nng_strerror(rv));
+  if (now && !bad_url)
+    return wv_seterr(err, WAVE_EIO, "%s: cannot connect: %s", url,
+                     nng_strerror(rv));
+  return wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG,
+                   "cannot dial '%s': %s", url, nng_strerror(rv));
+}
+
+/* ---- the fleet's copy ----------------------------------------------------- */
+
+static char *ac_put(char **at, const char *s)
+{
+  if (s == NULL)
+    return NULL;
+  char *p = *at;
+  size_t n = strlen(s) + 1;
+  memcpy(p, s, n);
+  *at += n;
+  return p;
+}
+
+int wave_fleet_set_client_options(wave_fleet *f,
+                                  const wave_client_options *o,
+                                  wave_error *err)
+{
+  if (f == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_fleet_set_client_options: NULL");
+  const char *strs[4] = {o ? o->token : NULL, o ? o->token_file : NULL,
+                         o ? o->tls_ca_file : NULL,
+                         o ? o->tls_server_name : NULL};
+  size_t size = sizeof(wave_client_options);
+  for (int i = 0; i < 4; i++)
+    size += strs[i] ? strlen(strs[i]) + 1 : 0;
+  wave_client_options *copy = NULL;
+  if (o != NULL) {
+    if ((copy = calloc(1, size)) == NULL)
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    char *at = (char *)(copy + 1);
+    copy->dial = 0;  /* the fleet's connections are lazy */
+    copy->token = ac_put(&at, strs[0]);
+    copy->token_file = ac_put(&at, strs[1]);
+    copy->tls_ca_file = ac_put(&at, strs[2]);
+    copy->tls_server_name = ac_put(&at, strs[3]);
+  }
+  pthread_mutex_lock(&f->mu);
+  free(f->copts);
+  f->copts = copy;
+  pthread_mutex_unlock(&f->mu);
+  return 0;
+}

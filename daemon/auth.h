@@ -1,0 +1,27 @@
+/* auth.h - who may send requests over tcp: bearer tokens (see auth.c). */
+#ifndef WD_AUTH_H
+#define WD_AUTH_H
+
+#include <stddef.h>
+
+#include <nng/nng.h>
+
+#include "daemon/config.h"
+
+/* Read a token file: a regular file owned by us or root, not readable or
+ * writable by group or others, holding one line of 16..WD_TOKEN_MAX-1
+ * printable non-blank ASCII bytes (trailing whitespace is dropped).  0, or
+ * -1 with why filled. */
+int wd_auth_read_token(const char *path, char *secret, size_t cap,
+                       size_t *len, char *why, size_t n);
+
+/* Any thread: may the request that arrived on pipe p with `token` (the
+ * Request's field, "" when absent) be served?  ipc connections always may
+ * (the socket file's mode and the peer's uid guard them); tcp and tls+tcp
+ * ones need one of cfg->tokens when any is configured.  0 (principal set to
+ * "token:NAME" when a token matched, left alone otherwise), or WAVE_EAUTH
+ * with why filled. */
+int wd_auth_request(const wd_config *cfg, nng_pipe p, const char *token,
+                    char *principal, size_t pn, char *why, size_t n);
+
+#endif

@@ -1,0 +1,9 @@
+# tests/access.cmake: tls+tcp:// listeners and bearer tokens on tcp
+# (docs/security.md).  The certificates are made with the openssl CLI.
+wave_test(test_access_config SOURCES test_access_config.c LIBS wvdaemon)
+
+wave_test(test_access SOURCES test_access.c daemon_harness.c
+  LIBS waveclient wvbase nng::nng)
+add_dependencies(test_access wavedd wavectl)
+target_compile_definitions(test_access PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
