@@ -3,7 +3,8 @@
 #   build: what compiling wavedd (CPU + Vulkan backends, no tests) needs;
 #          the Dockerfile's build stage uses this.
 #   all (default): build + tests (Check, lavapipe, PoCL), HIP's compiler,
-#          and the service tests (systemd, podman, debootstrap, Prometheus).
+#          the service tests (systemd, podman, debootstrap, Prometheus),
+#          and clang with libFuzzer for .ci/fuzz.sh.
 # Idempotent and quiet: does nothing (and prints nothing) when all are present.
 # The CUDA toolkit (nvcc) is not a Debian package here; the build uses it when
 # it is installed (/usr/local/cuda/bin/nvcc) and skips the CUDA backend if not.
@@ -20,6 +21,7 @@ rest=(
   systemd groff-base bash-completion
   podman runc debootstrap prometheus curl
   slurm-wlm munge
+  clang-14 libclang-rt-14-dev
 )
 case "${1:-all}" in
   build) pkgs=("${build[@]}") ;;

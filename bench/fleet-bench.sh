@@ -12,8 +12,11 @@
 # the three as a fleet (wavectl --fleet).  Rates are end to end: nonces
 # over the wall time of the wavectl call.  Prints each single rate, their
 # sum, the fleet rate and the ratio, daemon 0 as a "fleet of one" against
-# itself (the coordinator's own cost), and checks that the fleet's job
-# fingerprint, winners and best equal the single daemons'.  Needs at least
+# itself (the coordinator's own cost), the fleet with the old fixed cut
+# (pieces of count/48) beside the default guided cut, and the three single
+# jobs run at the same time (what the three daemons give together on this
+# host: they share caches, memory and clock boosts); checks that every
+# job fingerprint, winners and best agree.  Needs at least
 # 3 cores to mean anything (with fewer, the daemons share cores and the
 # ratio can only show the sharing); exit 0 when the bits agree.
 set -uo pipefail
@@ -74,16 +77,46 @@ t0=$(now)
 t1=$(now)
 r1=$(calc "$count / ($t1 - $t0)")
 printf 'fleet of one (daemon 0): %.4g hashes/s\n' "$r1"
+# the old default cut for comparison: fixed pieces of count / (16 x 3)
+t0=$(now)
+"$B/wavectl" submit hash --fleet "$fleet" --pack "$pack" --nonce 0 --count "$count" \
+  --target "$target" --piece $((count / 48)) --json > "$OUT/fleet-fixed.json" \
+  || { echo "FAIL: fleet job (fixed pieces)"; exit 1; }
+t1=$(now)
+frx=$(calc "$count / ($t1 - $t0)")
+# the fleet as it runs by default (guided pieces)
 t0=$(now)
 "$B/wavectl" submit hash --fleet "$fleet" --pack "$pack" --nonce 0 --count "$count" \
   --target "$target" --json > "$OUT/fleet.json" || { echo "FAIL: fleet job"; exit 1; }
 t1=$(now)
 fr=$(calc "$count / ($t1 - $t0)")
-printf 'sum of singles: %.4g hashes/s\nfleet: %.4g hashes/s (%.3f s)\nratio fleet / sum: %.3f\nratio fleet of one / single 0: %.3f\n' \
-  "$sum" "$fr" "$(calc "$t1 - $t0")" "$(calc "$fr / $sum")" \
+# the three singles at once, each on its own daemon: what the three can
+# give together on this host (shared caches, memory, clocks)
+for i in 0 1 2; do
+  ( t0=$(now)
+    "$B/wavectl" --url "${urls[$i]}" submit hash --pack "$pack" --nonce 0 \
+      --count "$count" --target "$target" --json > "$OUT/conc$i.json"
+    t1=$(now); calc "$count / ($t1 - $t0)" > "$OUT/conc$i.rate" ) &
+  cpids+=($!)
+done
+wait "${cpids[@]}"
+csum=0
+for i in 0 1 2; do
+  r=$(cat "$OUT/conc$i.rate"); csum=$(calc "$csum + $r")
+  printf 'single %d, the three at once: %.4g hashes/s\n' "$i" "$r"
+done
+printf 'sum of singles: %.4g hashes/s\nsum of singles run at once: %.4g hashes/s\n' "$sum" "$csum"
+printf 'fleet, fixed pieces of count/48: %.4g hashes/s (ratio to the sum %.3f)\n' "$frx" "$(calc "$frx / $sum")"
+printf 'fleet: %.4g hashes/s (%.3f s)\nratio fleet / sum: %.3f\nratio fleet / sum run at once: %.3f\nratio fleet of one / single 0: %.3f\n' \
+  "$fr" "$(calc "$count / $fr")" "$(calc "$fr / $sum")" "$(calc "$fr / $csum")" \
   "$(calc "$r1 / $single0")"
 grep -o '"daemons": \[.*\]' "$OUT/fleet.json" | head -1
+grep -o '"pieces": [0-9]*' "$OUT/fleet.json" | head -1
 ok=0
+for i in 0 1 2; do
+  [ "$(key "$OUT/conc$i.json")" = "$(key "$OUT/fleet.json")" ] || { echo "FAIL: single daemon $i (at once) differs"; ok=1; }
+done
+[ "$(key "$OUT/fleet-fixed.json")" = "$(key "$OUT/fleet.json")" ] || { echo "FAIL: the fixed-piece fleet differs"; ok=1; }
 for i in 0 1 2; do
   [ "$(key "$OUT/single$i.json")" = "$(key "$OUT/fleet.json")" ] || { echo "FAIL: fleet bits differ from single daemon $i"; ok=1; }
 done

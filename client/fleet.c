@@ -20,6 +20,11 @@
  * most 200 ms on the daemon); a thread that sees it cancels its piece's
  * job on its daemon, so the cancel reaches every daemon with work.
  *
+ * Hash pieces are guided by default (wv_fleet_hash_guided): each about a
+ * 1/(4 daemons) share of the nonces left, so they shrink toward the end
+ * and the last ones, held two per daemon, are small; with pieces of one
+ * size the daemons' finishing times spread by up to two whole pieces.
+ *
  * The hash pieces speak protocol 2 directly (segment_log2, want_segments,
  * segment paging, the daemon instance), through wv_client_call.
  */
@@ -613,11 +618,11 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
   int want_segments = (opt && opt->want_segments) || req->want_segments;
   if (s < 5 || s > 20)
     return wv_seterr(err, WAVE_EARG, "segment_log2 %u is outside 5..20", s);
+  /* piece 0: guided pieces, shrinking toward the end (fleet_merge.h) */
   uint64_t piece = opt ? opt->piece : 0;
-  if (piece == 0) {  /* about 16 pieces per daemon, at least 2^s */
-    piece = req->count / (16 * f->n);
-  }
-  uint64_t n = wv_fleet_hash_pieces(req->nonce, req->count, s, piece);
+  uint64_t n = piece ? wv_fleet_hash_pieces(req->nonce, req->count, s, piece)
+                     : wv_fleet_hash_guided(req->nonce, req->count, s, f->n,
+                                            NULL, NULL);
   if (n > (1u << 24))
     return wv_seterr(err, WAVE_EARG, "%llu pieces: give a larger piece",
                      (unsigned long long)n);
@@ -631,9 +636,18 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
     rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     goto out;
   }
+  if (piece == 0) {  /* work[] holds the starts for a moment */
+    wv_fleet_hash_guided(req->nonce, req->count, s, f->n, work, NULL);
+    for (uint64_t i = 0; i < n; i++)
+      h.parts[i].nonce = work[i];
+    wv_fleet_hash_guided(req->nonce, req->count, s, f->n, NULL, work);
+  }
   for (uint64_t i = 0; i < n; i++) {
-    wv_fleet_hash_piece(req->nonce, req->count, s, piece, i,
-                        &h.parts[i].nonce, &h.parts[i].count);
+    if (piece != 0)
+      wv_fleet_hash_piece(req->nonce, req->count, s, piece, i,
+                          &h.parts[i].nonce, &h.parts[i].count);
+    else
+      h.parts[i].count = work[i];
     work[i] = h.parts[i].count;
   }
   res->n_members = f->n;

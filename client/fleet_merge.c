@@ -228,6 +228,42 @@ void wv_fleet_hash_piece(uint64_t nonce, uint64_t count, unsigned s,
   *p_count = b_last - a + 1;
 }
 
+/* Counted in segments: segment k of the job is absolute segment
+ * (nonce >> s) + k; a piece is the segments [k, k + len), clipped to the
+ * job's first and last nonce.  Segment indices stay below 2^59, so none
+ * of the arithmetic wraps, also for a job that ends at 2^64 - 1. */
+uint64_t wv_fleet_hash_guided(uint64_t nonce, uint64_t count, unsigned s,
+                              size_t daemons, uint64_t *nonces,
+                              uint64_t *counts)
+{
+  uint64_t last = nonce + (count - 1);
+  uint64_t first_seg = nonce >> s;
+  uint64_t nseg = (last >> s) - first_seg + 1;
+  uint64_t d = daemons ? (uint64_t)daemons : 1;
+  uint64_t least = nseg / (128 * d);
+  if (least == 0)
+    least = 1;
+  uint64_t k = 0, n = 0;
+  while (k < nseg) {
+    uint64_t len = (nseg - k) / (4 * d);
+    if (len < least)
+      len = least;
+    if (len > nseg - k)
+      len = nseg - k;
+    uint64_t a = k == 0 ? nonce : (first_seg + k) << s;
+    uint64_t b = ((first_seg + k + len - 1) << s) | ((1ull << s) - 1);
+    if (b > last)
+      b = last;
+    if (nonces != NULL)
+      nonces[n] = a;
+    if (counts != NULL)
+      counts[n] = b - a + 1;
+    k += len;
+    n++;
+  }
+  return n;
+}
+
 int wv_fleet_hash_merge(const wv_fleet_hpart *p, size_t n,
                         uint32_t max_winners, int want_segments,
                         wave_fleet_hash_result *res, wave_error *err)

@@ -77,4 +77,15 @@ void wv_fleet_hash_piece(uint64_t nonce, uint64_t count, unsigned s,
                          uint64_t piece, uint64_t i, uint64_t *p_nonce,
                          uint64_t *p_count);
 
+/* Guided pieces for a fleet of `daemons` (the default cut): in nonce
+ * order, each piece a run of whole segments of 2^s (the job's first and
+ * last may be partial) of about a 1/(4 daemons) share of what is left,
+ * but at least 1/(128 daemons) of the job and one segment, so pieces
+ * shrink toward the end and the daemons finish together.  Writes piece i's
+ * start to nonces[i] and length to counts[i] (either may be NULL) and
+ * returns the number of pieces (call with NULL first to learn it). */
+uint64_t wv_fleet_hash_guided(uint64_t nonce, uint64_t count, unsigned s,
+                              size_t daemons, uint64_t *nonces,
+                              uint64_t *counts);
+
 #endif

@@ -21,6 +21,13 @@ extern wd_getenv_fn wd_config_getenv;
  * it for the GPU drivers' device nodes. */
 typedef int (*wd_exists_fn)(const char *path);
 extern wd_exists_fn wd_autodev_exists;
+/* The UUIDs of a backend's devices by index ("vulkan", "cuda"): the
+ * count (at most max written), or -1 with why filled.  By default the
+ * backend's list_uuids in a forked child, once per process and only while
+ * it has one thread (autodev.c says why); a test may set its own. */
+typedef int (*wd_uuids_fn)(const char *backend, unsigned char (*out)[16],
+                           size_t max, char *why, size_t why_n);
+extern wd_uuids_fn wd_autodev_uuids;
 
 /* `devices: auto`: one device per GPU the allocation grants, in the order
  * listed (docs/config.md, "devices: auto"):
@@ -29,7 +36,13 @@ extern wd_exists_fn wd_autodev_exists;
  *     index 0.. (the CUDA runtime renumbers the visible GPUs);
  *   - else ROCR_VISIBLE_DEVICES, then CUDA_VISIBLE_DEVICES, when hip is
  *     built and the ROCm driver is there (/dev/kfd): hip0.. the same way;
- *   - else one cpu device cpu0 (all cores).
+ *   - and, when vulkan is built, vk<i> for entry i of the granted list
+ *     (the one above, else CUDA_VISIBLE_DEVICES, else
+ *     ROCR_VISIBLE_DEVICES) whose UUID exactly one Vulkan physical device
+ *     has: CUDA's UUID of visible device i when cuda is listed, else the
+ *     entry's own GPU-<hex> (a prefix will do); these come after the
+ *     cuda/hip devices;
+ *   - else (none of the above) one cpu device cpu0 (all cores).
  * Slurm sets all of these variables for any GPU GRES, so the driver's
  * device node is what tells an NVIDIA node from an AMD one.
  * Values "", "-1" and "NoDevFiles" (Slurm's "no device files") grant none.

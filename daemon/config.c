@@ -3,8 +3,9 @@
  * Every key the file may hold is one row of cf_keys[] below: its section,
  * name, type, where it lands in the struct, bounds and default.  Defaults
  * are applied from the table, the YAML document is walked once against it,
- * and checks that need more than one value (unique device names, unique
- * URLs) run as each value is stored, so every message can point at the
+ * and checks that need more than one value (unique device names, URLs and
+ * pack names) run once their list is stored, by sorting (n log n: 100k
+ * devices are a fraction of a second), each message still pointing at the
  * node that is wrong.  The result is a fresh struct, handed out only when
  * the whole file is valid: a bad file never leaves half a config behind.
  */
@@ -63,7 +64,11 @@ struct cf_state {
   size_t tok;                 /* auth token being parsed */
   yaml_node_t *listen;        /* the listen sequence, for later checks */
   wave_error *err;
+  yaml_node_t *packs_dir;     /* where packs.dir and packs.load are */
+  yaml_node_t *packs_load;
 };
+
+_Thread_local uint64_t wd_config_compares;
 
 static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n);
 static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
@@ -140,7 +145,6 @@ static const cf_key cf_keys[] = {
   {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL},
   UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0),
   UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0),
-  UINT(CF_DEVICE, DEV, "fault_after", fault_after, 0, 1ull << 62, 0),
 };
 #define CF_NKEYS (sizeof cf_keys / sizeof cf_keys[0])
 
@@ -242,13 +246,7 @@ static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n)
                v);
       return -1;
     }
-  for (size_t i = 0; i < s->dev; i++)
-    if (strcmp(s->cfg->devices[i].name, v) == 0) {
-      snprintf(why, n, "device name '%s' is already used by devices[%zu]", v,
-               i);
-      return -1;
-    }
-  return 0;
+  return 0;  /* unique: cf_devices, once all are stored */
 }
 
 /* auth.tokens[].name: as a device name, unique among the tokens. */
@@ -363,12 +361,69 @@ static int cf_check_url(cf_state *s, const char *v, size_t i, char *why,
     bad = 1;
   }
   nng_url_free(u);
-  for (size_t j = 0; !bad && j < i; j++)
-    if (strcmp(s->cfg->listen[j], v) == 0) {
-      snprintf(why, n, "'%s' is listed twice", v);
-      bad = 1;
-    }
+  (void)s;
+  (void)i;  /* unique: cf_list, once all are stored */
   return bad ? -1 : 0;
+}
+
+/* ---- duplicates ---------------------------------------------------------- */
+
+typedef struct cf_name {
+  const char *s;
+  size_t i;
+} cf_name;
+
+static int cf_name_cmp(const void *a, const void *b)
+{
+  const cf_name *x = a, *y = b;
+  wd_config_compares++;
+  int c = strcmp(x->s, y->s);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The lowest index whose string an earlier entry already has: 1 with *dup
+ * and *first (the earliest entry with that string) set, 0 when all are
+ * unique, -1 out of memory.  Sorting by (string, index): O(n log n). */
+static int cf_first_dup(const char *const *strs, size_t stride, size_t n,
+                        size_t *dup, size_t *first)
+{
+  if (n < 2)
+    return 0;
+  cf_name *v = malloc(n * sizeof *v);
+  if (v == NULL)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    v[i] = (cf_name){*(const char *const *)((const char *)strs + i * stride),
+                     i};
+  qsort(v, n, sizeof *v, cf_name_cmp);
+  int found = 0;
+  for (size_t g = 0; g < n;) {  /* each run of equal strings */
+    size_t e = g + 1;
+    while (e < n && strcmp(v[e].s, v[g].s) == 0)
+      e++;
+    if (e - g > 1 && (!found || v[g + 1].i < *dup)) {
+      *dup = v[g + 1].i;
+      *first = v[g].i;
+      found = 1;
+    }
+    g = e;
+  }
+  free(v);
+  return found;
+}
+
+/* The value node of key in mapping map, or map. */
+static yaml_node_t *cf_key_node(cf_state *s, yaml_node_t *map, const char *key)
+{
+  if (map == NULL || map->type != YAML_MAPPING_NODE)
+    return map;
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+       p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(s->doc, p->key);
+    if (k != NULL && cf_scalar(k) && strcmp(cf_scalar(k), key) == 0)
+      return yaml_document_get_node(s->doc, p->value);
+  }
+  return map;
 }
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -440,10 +495,6 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
     }
     if (e->type == CF_URLS && cf_check_url(s, str, i, why, sizeof why))
       return cf_fail(s, it, ipath, "%s", why);
-    if (e->type == CF_NAMES)
-      for (size_t j = 0; j < i; j++)
-        if (strcmp(list[j], str) == 0)
-          return cf_fail(s, it, ipath, "pack '%s' is listed twice", str);
     if ((list[i] = strdup(str)) == NULL)
       return wv_seterr(s->err, WAVE_ENOMEM, NULL);
     if (e->type == CF_URLS) {
@@ -455,6 +506,20 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
   }
   if (e->type == CF_URLS && n == 0)
     return cf_fail(s, v, path, "at least one URL is required");
+  size_t dup, first;
+  int d = cf_first_dup((const char *const *)list, sizeof *list, n, &dup,
+                       &first);
+  if (d < 0)
+    return wv_seterr(s->err, WAVE_ENOMEM, NULL);
+  if (d > 0) {
+    char ipath[160];
+    snprintf(ipath, sizeof ipath, "%s[%zu]", path, dup);
+    return cf_fail(s, yaml_document_get_node(s->doc,
+                                             v->data.sequence.items.start[dup]),
+                   ipath, e->type == CF_URLS ? "'%s' is listed twice"
+                                             : "pack '%s' is listed twice",
+                   list[dup]);
+  }
   return 0;
 }
 
@@ -491,6 +556,25 @@ static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
     int rc = cf_mapping(s, it, CF_DEVICE, &c->devices[i], ipath);
     if (rc)
       return rc;
+  }
+  const char **names = malloc(n * sizeof *names);
+  if (names == NULL)
+    return wv_seterr(s->err, WAVE_ENOMEM, NULL);
+  for (size_t i = 0; i < n; i++)
+    names[i] = c->devices[i].name;
+  size_t dup, first;
+  int d = cf_first_dup(names, sizeof *names, n, &dup, &first);
+  free(names);
+  if (d < 0)
+    return wv_seterr(s->err, WAVE_ENOMEM, NULL);
+  if (d > 0) {
+    char ipath[64];
+    snprintf(ipath, sizeof ipath, "devices[%zu].name", dup);
+    yaml_node_t *it =
+        yaml_document_get_node(s->doc, v->data.sequence.items.start[dup]);
+    return cf_fail(s, cf_key_node(s, it, "name"), ipath,
+                   "device name '%s' is already used by devices[%zu]",
+                   c->devices[dup].name, first);
   }
   return 0;
 }
@@ -676,8 +760,12 @@ static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
       return cf_fail(s, k, path, "unknown key");
     if (seen[ki]++)
       return cf_fail(s, k, path, "duplicate key");
-    if (sec == CF_PACKS && strcmp(name, "dir") == 0)
+    if (sec == CF_PACKS && strcmp(name, "dir") == 0) {
       s->cfg->packs_dir_set = 1;
+      s->packs_dir = v;
+    }
+    if (sec == CF_PACKS && strcmp(name, "load") == 0)
+      s->packs_load = v;
     int rc = cf_value(s, v, &cf_keys[ki], base, path);
     if (rc)
       return rc;
@@ -797,6 +885,10 @@ int wd_config_load(const char *path, wd_config **out, wave_error *err)
   }
   if ((rc = cf_check_access(&s)) != 0)
     goto done;
+  /* where packs.dir (else packs.load) is, for wd_packs_load's message */
+  yaml_node_t *at = s.packs_dir ? s.packs_dir : s.packs_load;
+  c->packs_line = at ? at->start_mark.line + 1 : 1;
+  c->packs_col = at ? at->start_mark.column + 1 : 1;
   rc = cf_resolve_packs(&s);
 done:
   if (have_doc)

@@ -32,8 +32,6 @@ typedef struct wd_device_cfg {
   char exchange[16];      /* hash exchange: auto, shuffle, local */
   unsigned group_units;
   uint64_t batch;         /* nonces per hash batch, 0 = backend default */
-  uint64_t fault_after;   /* testing: a device fault after this many
-                             reductions + hash batches; 0 = never */
 } wd_device_cfg;
 
 typedef struct wd_limits {
@@ -99,6 +97,7 @@ typedef struct wd_config {
   size_t n_tokens;
   char packs_dir[WD_PATH_MAX];/* resolved against the config file's folder */
   int packs_dir_set;          /* given explicitly: a missing folder is an error */
+  size_t packs_line, packs_col; /* where packs.dir (else packs.load) is */
   int packs_all;              /* load every pack in packs_dir */
   char **packs_load;          /* otherwise these names */
   size_t n_packs_load;
@@ -110,5 +109,9 @@ typedef struct wd_config {
  * "file:line:column: key: what" with code WAVE_ECONFIG. */
 int wd_config_load(const char *path, wd_config **out, wave_error *err);
 void wd_config_free(wd_config *c);
+
+/* Name comparisons the duplicate checks made in this thread, ever: the
+ * tests bound it (O(n log n), not n^2). */
+extern _Thread_local uint64_t wd_config_compares;
 
 #endif

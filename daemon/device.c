@@ -68,7 +68,6 @@ struct wd_device {
   char fault[200];            /* under mu */
   _Atomic int running;
   _Atomic uint64_t done, failed;
-  uint64_t steps;             /* device thread: fault_after's count */
 };
 
 static double dv_now(void)
@@ -507,16 +506,6 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 const wv_backend *wd_device_backend(const wd_device *d) { return d->backend; }
 
 wv_device *wd_device_bdev(wd_device *d) { return d->bdev; }
-
-int wd_device_inject(wd_device *d, wave_error *err)
-{
-  if (d->cfg.fault_after == 0 || d->steps < d->cfg.fault_after) {
-    d->steps++;
-    return 0;
-  }
-  return wv_seterr(err, WAVE_EDEVICE, "injected fault after %llu jobs "
-                   "(fault_after)", (unsigned long long)d->steps);
-}
 
 void wd_device_refresh_caps(wd_device *d)
 {

@@ -94,9 +94,6 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s);
 /* ---- the device thread, inside a run op ---- */
 const wv_backend *wd_device_backend(const wd_device *d);
 wv_device *wd_device_bdev(wd_device *d);
-/* fault_after (docs/config.md): WAVE_EDEVICE once the device has run that
- * many reductions and hash steps; each call counts one. */
-int wd_device_inject(wd_device *d, wave_error *err);
 /* Read the backend's caps again (after a pack is prepared). */
 void wd_device_refresh_caps(wd_device *d);
 void wd_device_set_check(wd_device *d, size_t pack, const wd_pack_state *st);

@@ -29,8 +29,14 @@
 
 /* protobuf-c allocates while it decodes, and a request of many tiny chunks
  * decodes to many times its wire size (2 wire bytes per empty chunk, 16 in
- * the decoded array): each context decodes through this allocator, which
- * refuses to go past pb_budget bytes in total. */
+ * the decoded array).  While it scans a message it also holds 32 bytes per
+ * field, in slabs that double (so up to 64), and frees them before it
+ * returns.  Each context decodes through this allocator, which counts the
+ * bytes live now (a header holds each block's size) and refuses to go past
+ * pb_budget of them; what stays once decoded is checked against
+ * dp_pb_kept. */
+#define DP_PB_HDR 16  /* keeps malloc's alignment */
+
 static void *dp_pb_alloc(void *data, size_t size)
 {
   wd_req *c = data;
@@ -38,22 +44,40 @@ static void *dp_pb_alloc(void *data, size_t size)
     c->pb_refused = 1;
     return NULL;
   }
+  unsigned char *p = malloc(DP_PB_HDR + size);
+  if (p == NULL)
+    return NULL;
+  memcpy(p, &size, sizeof size);
   c->pb_used += size;
-  return malloc(size);
+  return p + DP_PB_HDR;
 }
 
 static void dp_pb_free(void *data, void *ptr)
 {
-  (void)data;
-  free(ptr);
+  wd_req *c = data;
+  if (ptr == NULL)
+    return;
+  unsigned char *p = (unsigned char *)ptr - DP_PB_HDR;
+  size_t size;
+  memcpy(&size, p, sizeof size);
+  c->pb_used -= size;
+  free(p);
 }
 
 /* A request of one-row chunks decodes to about 3.3 times its wire size,
- * empty chunks to 8 times; 4 times plus room for the envelope admits the
- * first and refuses the second (docs/config.md). */
-static size_t dp_pb_budget(size_t len)
+ * empty chunks to 8 times; keeping 4 times plus room for the envelope
+ * admits the first and refuses the second (docs/config.md).  While
+ * decoding, the scan slabs come on top: one-row chunks peak below 15
+ * times, so the budget of live bytes is 16 times (empty chunks reach it:
+ * refused before they take more). */
+static size_t dp_pb_kept(size_t len)
 {
   return 4 * len + ((size_t)64 << 10);
+}
+
+static size_t dp_pb_budget(size_t len)
+{
+  return 16 * len + ((size_t)64 << 10);
 }
 
 void wd_req_clear(wd_req *c)
@@ -106,10 +130,8 @@ static int dp_reduce_run(wd_work *w, wd_device *d)
   for (size_t i = 0; i < c->bulk.n_regions; i++)
     wd_region_pin(c->bulk.regions[i], dp_slot(c->srv, d),
                   wd_device_backend(d), wd_device_bdev(d));
-  w->rc = wd_device_inject(d, &w->err);
-  if (w->rc == 0)
-    w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
-                          &c->out, &w->err);
+  w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
+                        &c->out, &w->err);
   c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (w->rc == 0 && c->job.dtype == WAVE_F32 && c->job.op != WAVE_SUM) {
     /* Only an answer of all +0.0 with rows selected leaves it open; then
@@ -465,6 +487,56 @@ static void dp_jobs(wd_req *c)
   free(v);
 }
 
+/* The raw value of Request.version (field 1, a varint), as sent: protobuf-c
+ * keeps the low 32 bits of a uint32, so version 2^32 + 1 would read as 1.
+ * The last occurrence counts, as in protobuf; 0 when absent or when the
+ * bytes are not a message (protobuf-c then says so). */
+static uint64_t dp_raw_version(const uint8_t *p, size_t len)
+{
+  uint64_t version = 0;
+  size_t i = 0;
+  while (i < len) {
+    uint64_t key = 0, v = 0;
+    for (unsigned sh = 0;; sh += 7) {  /* the tag */
+      if (i >= len || sh > 63)
+        return version;
+      key |= (uint64_t)(p[i] & 0x7f) << sh;
+      if (!(p[i++] & 0x80))
+        break;
+    }
+    switch (key & 7) {
+    case 0:  /* varint */
+      for (unsigned sh = 0;; sh += 7) {
+        if (i >= len || sh > 63)
+          return version;
+        v |= (uint64_t)(p[i] & 0x7f) << sh;
+        if (!(p[i++] & 0x80))
+          break;
+      }
+      if (key >> 3 == 1)
+        version = v;
+      break;
+    case 1: i += 8; break;
+    case 5: i += 4; break;
+    case 2:
+      for (unsigned sh = 0;; sh += 7) {
+        if (i >= len || sh > 63)
+          return version;
+        v |= (uint64_t)(p[i] & 0x7f) << sh;
+        if (!(p[i++] & 0x80))
+          break;
+      }
+      if (v > len - i)
+        return version;
+      i += (size_t)v;
+      break;
+    default:
+      return version;
+    }
+  }
+  return version;
+}
+
 /* Decode thread: unpack c->msg into c->req (or set dec_code), and handle
  * the request's bulk parts (daemon/bulk.h).  Touches only c and what is
  * constant or locked (cfg, the bulk tables). */
@@ -502,19 +574,35 @@ static void dp_decode(wd_req *c)
   c->pb_refused = 0;
   c->pb_budget = dp_pb_budget(hlen);
   c->req = wave__v1__request__unpack(&c->pb, hlen, hdr);
+  if (c->req != NULL && c->pb_used > dp_pb_kept(hlen)) {
+    wave__v1__request__free_unpacked(c->req, &c->pb);
+    c->req = NULL;
+    c->pb_refused = 1;
+  }
   if (c->req == NULL) {
     nng_msg_free(m);
     c->dec_code = c->pb_refused ? WAVE_ETOOBIG : WAVE_EBADREQUEST;
     if (c->pb_refused)
       snprintf(c->dec_msg, sizeof c->dec_msg, "request of %zu bytes takes "
                "more than %zu bytes to decode (too many chunks?)", len,
-               c->pb_budget);
+               dp_pb_kept(hlen));
     else
       snprintf(c->dec_msg, sizeof c->dec_msg, "%zu bytes that are not a "
                "wave.v1.Request", len);
     return;
   }
   c->req_id = c->req->id;
+  uint64_t raw = dp_raw_version(hdr, hlen);
+  if (raw > UINT32_MAX) {  /* not version raw & 0xffffffff */
+    nng_msg_free(m);
+    wave__v1__request__free_unpacked(c->req, &c->pb);
+    c->req = NULL;
+    c->dec_code = WAVE_EVERSION;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "protocol version %" PRIu64
+             "; this daemon speaks version %u (and version 1 without hash "
+             "submits)", raw, WD_PROTOCOL);
+    return;
+  }
   /* tcp needs a token (auth.c): without one nothing else is looked at */
   c->principal[0] = '\0';
   if ((c->dec_code = wd_auth_request(s->cfg, nng_msg_get_pipe(m),

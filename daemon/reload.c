@@ -120,8 +120,10 @@ int wd_packs_load(const wd_config *cfg, wv_packset **set, wd_packs *packs,
   struct stat st;
   if (stat(cfg->packs_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     if (cfg->packs_dir_set || (!cfg->packs_all && cfg->n_packs_load > 0))
-      return wv_seterr(err, WAVE_ECONFIG, "%s: packs.dir: %s is not a folder",
-                       cfg->path, cfg->packs_dir);
+      return wv_seterr(err, WAVE_ECONFIG, "%s:%zu:%zu: %s: %s is not a "
+                       "folder", cfg->path, cfg->packs_line, cfg->packs_col,
+                       cfg->packs_dir_set ? "packs.dir" : "packs.load",
+                       cfg->packs_dir);
     wd_info("no packs folder %s: hash jobs have no packs", cfg->packs_dir);
     return 0;
   }
@@ -166,8 +168,7 @@ static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
          strcmp(a->device, b->device) == 0 && a->threads == b->threads &&
          a->queue_depth == b->queue_depth &&
          strcmp(a->exchange, b->exchange) == 0 &&
-         a->group_units == b->group_units && a->batch == b->batch &&
-         a->fault_after == b->fault_after;
+         a->group_units == b->group_units && a->batch == b->batch;
 }
 
 /* The same pack: every field the hash, its dataset and its known answers

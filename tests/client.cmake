@@ -21,7 +21,7 @@ wave_test(test_ctl_fleet SOURCES test_ctl_fleet.c LIBS wvctl waveclient wvbase)
 if(TARGET wavedd)
   wave_test(test_fleet_daemons SOURCES test_fleet_daemons.c daemon_harness.c
     LIBS waveclient wvbase wvhash nng::nng)
-  add_dependencies(test_fleet_daemons wavedd)
+  add_dependencies(test_fleet_daemons wavedd wavedd-test)
   target_compile_definitions(test_fleet_daemons PRIVATE
     WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 endif()

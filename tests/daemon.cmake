@@ -1,11 +1,20 @@
 # tests/daemon.cmake: wavedd's config loader, and the real daemon binary
 # spoken to with raw nng + protobuf-c (the wire protocol, docs/protocol.md).
-wave_test(test_config SOURCES test_config.c LIBS wvdaemon)
+# wavedd-test: wavedd plus the fake backend (workers/fake/), for the tests
+# whose devices must fault (wavedd_test.c includes daemon/main.c).
+add_executable(wavedd-test wavedd_test.c)
+target_link_libraries(wavedd-test PRIVATE wvdcore wvfake)
+target_include_directories(wavedd-test PRIVATE ${PROJECT_SOURCE_DIR})
+set_target_properties(wavedd-test PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
+wave_defaults(wavedd-test)
+
+wave_test(test_config SOURCES test_config.c LIBS wvdcore)
 wave_test(test_autodev SOURCES test_autodev.c LIBS wvdaemon)
 
 wave_test(test_daemon SOURCES test_daemon.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)
-add_dependencies(test_daemon wavedd)
+add_dependencies(test_daemon wavedd wavedd-test)
 # WAVE_BINARY_DIR (set by wave_test) wins; this is for running it by hand
 target_compile_definitions(test_daemon PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -35,7 +44,7 @@ target_compile_definitions(test_bulk PRIVATE
 # hash jobs over several devices and the lifecycle promises (test_jobs.c)
 wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)
-add_dependencies(test_jobs wavedd)
+add_dependencies(test_jobs wavedd wavedd-test)
 target_compile_definitions(test_jobs PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 

@@ -34,6 +34,13 @@ const char *td_wavedd(void)
   return path;
 }
 
+const char *td_wavedd_test(void)
+{
+  static char path[520];
+  snprintf(path, sizeof path, "%s-test", td_wavedd());
+  return path;
+}
+
 int td_free_port(void)
 {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -109,7 +116,7 @@ int td_spawn(td_daemon *d, const char *const *args, int wait_ready)
       dup2(fd, STDERR_FILENO);
       dup2(fd, STDOUT_FILENO);
     }
-    const char *argv[16] = {td_wavedd()};
+    const char *argv[16] = {d->fake ? td_wavedd_test() : td_wavedd()};
     for (int i = 0; args[i] != NULL && i < 14; i++)
       argv[i + 1] = args[i];
     execv(argv[0], (char *const *)argv);

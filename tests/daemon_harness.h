@@ -28,10 +28,14 @@ typedef struct td_daemon {
   char notify[100];  /* fits sockaddr_un.sun_path */
   pid_t pid;
   int status;        /* wait status once it exited */
+  int fake;          /* run wavedd-test (the fake backend) instead */
 } td_daemon;
 
 /* ---- processes ---- */
 const char *td_wavedd(void);      /* $WAVE_BINARY_DIR/wavedd */
+/* $WAVE_BINARY_DIR/wavedd-test: wavedd plus the fake backend, whose
+ * devices fault after "fault_after=N" steps (workers/fake/fake.c) */
+const char *td_wavedd_test(void);
 int td_free_port(void);
 void td_write(const char *path, const char *text);
 /* A fresh folder and config; limits (may be NULL) is appended to limits:. */

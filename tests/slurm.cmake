@@ -3,7 +3,7 @@
 # fleet jobs against one daemon's bits, a node killed and a device faulted.
 # Needs root (slurmd) and slurm-wlm + munge (.ci/deps.sh); skipped (77)
 # when not root.
-if(TARGET wavedd AND TARGET wavectl)
+if(TARGET wavedd AND TARGET wavectl AND TARGET wavedd-test)
   add_test(NAME slurm_fleet
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/slurm/fleet_test.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(slurm_fleet PROPERTIES

@@ -150,7 +150,8 @@ START_TEST(auto_malformed_list)
   ta_set("CUDA_VISIBLE_DEVICES", "0,,1");
   ta_set("ROCR_VISIBLE_DEVICES", "0,,1");
   wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
-  if (wv_backend_find("cuda") || wv_backend_find("hip")) {
+  if (wv_backend_find("cuda") || wv_backend_find("hip") ||
+      wv_backend_find("vulkan")) {
     ck_assert_ptr_null(c);
     ck_assert_msg(strstr(msg, ":1:10: devices: devices: auto:") &&
                   strstr(msg, "'0,,1' is not a comma list"), "%s", msg);
@@ -161,6 +162,135 @@ START_TEST(auto_malformed_list)
   c = ta_load("devices: automatic\n", msg, sizeof msg);
   ck_assert_ptr_null(c);
   ck_assert_msg(strstr(msg, "expected a list of devices or 'auto'"), "%s", msg);
+}
+END_TEST
+
+/* ---- Vulkan devices by UUID ---------------------------------------------- */
+
+static char ta_uuid[48];  /* the first Vulkan device's, as GPU-8-4-4-4-12 */
+
+/* The real probe (a forked child asks the Vulkan loader): lavapipe here.
+ * 0 when this build or machine has no Vulkan device. */
+static int ta_vulkan_uuid(void)
+{
+  if (!wv_backend_find("vulkan"))
+    return 0;
+  unsigned char u[64][16];
+  char why[200] = "";
+  int n = wd_autodev_uuids("vulkan", u, 64, why, sizeof why);
+  ck_assert_msg(n >= 0, "%s", why);
+  if (n == 0)
+    return 0;
+  char *p = ta_uuid + snprintf(ta_uuid, sizeof ta_uuid, "GPU-");
+  for (int i = 0; i < 16; i++)
+    p += snprintf(p, sizeof ta_uuid - (size_t)(p - ta_uuid), "%02x%s",
+                  u[0][i], i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
+  return n;
+}
+
+START_TEST(auto_vulkan_by_uuid)
+{
+  int nvk = ta_vulkan_uuid();
+  if (nvk == 0)
+    return;  /* built without vulkan, or no Vulkan driver (CI has lavapipe) */
+  /* the first device's UUID (lavapipe's in CI) names it alone */
+  char msg[512];
+  int cuda = wv_backend_find("cuda") != NULL;
+  /* the granted GPU is lavapipe's UUID: vk0, after cuda0 when cuda is
+   * built (the CUDA runtime finds no device here, so the entry's own
+   * UUID is what matches) */
+  ta_set("CUDA_VISIBLE_DEVICES", ta_uuid);
+  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, (size_t)(cuda ? 2 : 1));
+  const wd_device_cfg *v = &c->devices[cuda ? 1 : 0];
+  ck_assert_str_eq(v->name, "vk0");
+  ck_assert_str_eq(v->backend, "vulkan");
+  ck_assert_uint_eq(v->index, 0);
+  ck_assert_uint_eq(v->queue_depth, 64);  /* table default */
+  if (cuda)
+    ck_assert_str_eq(c->devices[0].name, "cuda0");
+  wd_config_free(c);
+
+  /* a Vulkan-only node (no NVIDIA driver node): vk0 alone, and the
+   * second entry's match is named after its place in the list; an upper
+   * case prefix of 12 hex digits is enough */
+  ta_nvidia = ta_amd = 0;
+  char list[128], pre[20];
+  snprintf(pre, sizeof pre, "%.13s", ta_uuid);  /* GPU-xxxxxxxx-x */
+  for (char *q = pre + 4; *q; q++)
+    if (*q >= 'a' && *q <= 'f')
+      *q = (char)(*q - 'a' + 'A');
+  snprintf(list, sizeof list, "GPU-00000000-0000-0000-0000-000000000000,%s",
+           pre);
+  ta_nenv = 0;
+  ta_set("CUDA_VISIBLE_DEVICES", list);
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].name, "vk1");
+  ck_assert_str_eq(c->devices[0].backend, "vulkan");
+  ck_assert_uint_eq(c->devices[0].index, 0);
+  wd_config_free(c);
+
+  /* no entry matches: no Vulkan device, and the CPU serves */
+  ta_nenv = 0;
+  ta_set("CUDA_VISIBLE_DEVICES", "GPU-00000000-0000-0000-0000-000000000000,0");
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].backend, "cpu");
+  wd_config_free(c);
+  /* nothing granted: cpu0, as ever */
+  ta_nenv = 0;
+  c = ta_load("devices: auto\n", msg, sizeof msg);
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 1);
+  ck_assert_str_eq(c->devices[0].name, "cpu0");
+  wd_config_free(c);
+}
+END_TEST
+
+/* An index entry is matched through CUDA's UUID of that visible device.
+ * No CUDA runs here, so this case gives autodev a table for both
+ * backends (the Vulkan side is the real probe's job, above). */
+static int ta_fake_uuids(const char *backend, unsigned char (*out)[16],
+                         size_t max, char *why, size_t why_n)
+{
+  (void)why;
+  (void)why_n;
+  ck_assert_uint_ge(max, 3);
+  memset(out, 0, 3 * 16);
+  if (strcmp(backend, "vulkan") == 0) {  /* two GPUs, in another order */
+    out[0][0] = 0xbb;
+    out[1][0] = 0xaa;
+    out[2][0] = 0xcc;                    /* a third, not granted */
+    return 3;
+  }
+  out[0][0] = 0xaa;  /* cuda: visible device 0 and 1 */
+  out[1][0] = 0xbb;
+  return 2;
+}
+
+START_TEST(auto_vulkan_by_cuda_index)
+{
+  if (!wv_backend_find("vulkan") || !wv_backend_find("cuda"))
+    return;  /* needs both backends built */
+  wd_uuids_fn saved = wd_autodev_uuids;
+  wd_autodev_uuids = ta_fake_uuids;
+  ta_set("CUDA_VISIBLE_DEVICES", "4,7");
+  char msg[512];
+  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  wd_autodev_uuids = saved;
+  ck_assert_msg(c != NULL, "%s", msg);
+  ck_assert_uint_eq(c->n_devices, 4);
+  ck_assert_str_eq(c->devices[0].name, "cuda0");
+  ck_assert_str_eq(c->devices[1].name, "cuda1");
+  ck_assert_str_eq(c->devices[2].name, "vk0");  /* cuda0's UUID 0xaa.. */
+  ck_assert_uint_eq(c->devices[2].index, 1);
+  ck_assert_str_eq(c->devices[3].name, "vk1");
+  ck_assert_uint_eq(c->devices[3].index, 0);
+  wd_config_free(c);
 }
 END_TEST
 
@@ -212,6 +342,8 @@ int main(void)
   tcase_add_test(t, auto_without_gpus_is_one_cpu);
   tcase_add_test(t, auto_with_granted_gpus);
   tcase_add_test(t, auto_malformed_list);
+  tcase_add_test(t, auto_vulkan_by_uuid);
+  tcase_add_test(t, auto_vulkan_by_cuda_index);
   tcase_add_test(t, listen_vars);
   suite_add_tcase(s, t);
   SRunner *r = srunner_create(s);

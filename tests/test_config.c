@@ -14,6 +14,7 @@
 
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/reload.h"
 #include "wave/client.h"
 #include "workers/worker.h"
 
@@ -420,6 +421,97 @@ START_TEST(packs_keys)
 }
 END_TEST
 
+/* The product has no testing keys: fault_after (a device that fails on
+ * purpose) moved to wavedd-test's fake backend, which wavedd lacks. */
+START_TEST(no_testing_aids)
+{
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: cpu\n"
+              "    fault_after: 3\n",
+              "4:5", "devices[0].fault_after", "unknown key");
+  tc_load_bad("devices:\n"
+              "  - name: cpu0\n"
+              "    backend: fake\n",
+              "3:14", "devices[0].backend", "unknown backend 'fake'");
+}
+END_TEST
+
+/* 50,000 devices load, and the duplicate-name check is O(n log n): the
+ * quadratic one made n^2/2 = 1.25e9 comparisons here (100k devices did
+ * not finish in 120 s, issue 12).  A duplicate at the end is still found,
+ * at its own node. */
+START_TEST(many_devices)
+{
+  enum { N = 50000 };
+  size_t cap = (size_t)N * 48 + 64;
+  char *text = malloc(cap);
+  ck_assert_ptr_nonnull(text);
+  size_t k = (size_t)snprintf(text, cap, "devices:\n");
+  for (unsigned i = 0; i < N; i++)
+    k += (size_t)snprintf(text + k, cap - k,
+                          "  - {name: d%u, backend: cpu}\n", i);
+  uint64_t before = wd_config_compares;
+  wd_config *c = tc_load_ok(text);
+  uint64_t made = wd_config_compares - before;
+  ck_assert_uint_eq(c->n_devices, N);
+  ck_assert_str_eq(c->devices[N - 1].name, "d49999");
+  wd_config_free(c);
+  /* n log2 n is 780k; qsort's merge sort stays below 2 n log2 n */
+  ck_assert_msg(made < 2000000, "%llu comparisons for %d names",
+                (unsigned long long)made, N);
+  /* the last device repeats d17 */
+  k += (size_t)snprintf(text + k, cap - k, "  - {name: d17, backend: cpu}\n");
+  char where[32];
+  snprintf(where, sizeof where, "%d:12", N + 2);
+  tc_load_bad(text, where, "devices[50000].name",
+              "'d17' is already used by devices[17]");
+  free(text);
+}
+END_TEST
+
+/* Among several duplicates, the first device (in file order) that repeats
+ * an earlier name is the one named, with the earliest it repeats. */
+START_TEST(duplicates_first_in_order)
+{
+  tc_load_bad("devices:\n"
+              "  - {name: b, backend: cpu}\n"
+              "  - {name: a, backend: cpu}\n"
+              "  - {name: c, backend: cpu}\n"
+              "  - {name: a, backend: cpu}\n"
+              "  - {name: b, backend: cpu}\n",
+              "5:12", "devices[3].name", "'a' is already used by devices[1]");
+  tc_load_bad("listen: [\"ipc:///tmp/a\", \"ipc:///tmp/b\", \"ipc:///tmp/b\","
+              " \"ipc:///tmp/a\"]\n" ONE_DEVICE,
+              "1:42", "listen[2]", "listed twice");
+}
+END_TEST
+
+/* packs.dir that is not a folder: the message names its line:column. */
+START_TEST(packs_dir_not_a_folder)
+{
+  wd_config *c = tc_load_ok("log_level: info\n"
+                            "packs:\n"
+                            "  dir: /nonexistent/wave-packs\n" ONE_DEVICE);
+  wv_packset *set = NULL;
+  wd_packs packs;
+  wave_error err = {0};
+  ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
+  char want[600];
+  snprintf(want, sizeof want, "%s:3:8: packs.dir: /nonexistent/wave-packs is "
+           "not a folder", tc_path);
+  ck_assert_str_eq(err.message, want);
+  wd_config_free(c);
+  c = tc_load_ok("packs:\n"
+                 "  load: [small]\n" ONE_DEVICE);  /* packs/ beside c.yaml */
+  ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
+  snprintf(want, sizeof want, "%s:2:9: packs.load: ", tc_path);
+  ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0, "%s",
+                err.message);
+  wd_config_free(c);
+}
+END_TEST
+
 START_TEST(yaml_syntax)
 {
   tc_load_bad("devices:\n"
@@ -448,6 +540,10 @@ static Suite *config_suite(void)
   tcase_add_test(t, metrics_url);
   tcase_add_test(t, packs_keys);
   tcase_add_test(t, yaml_syntax);
+  tcase_add_test(t, no_testing_aids);
+  tcase_add_test(t, many_devices);
+  tcase_add_test(t, duplicates_first_in_order);
+  tcase_add_test(t, packs_dir_not_a_folder);
   suite_add_tcase(s, t);
   return s;
 }

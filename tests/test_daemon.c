@@ -252,6 +252,35 @@ START_TEST(too_big)
   ck_assert_uint_le(n, sizeof many);
   td_expect_error(td_call_raw(s, many, n), WAVE_ETOOBIG, 0);
   td_good(s);
+  /* ... while 3000 one-row chunks (18 KB; 3.3 times decoded, and
+   * protobuf-c's scan buffers on top while it decodes) are served
+   * (issue 12: they were TOOBIG) */
+  n = 0;
+  many[n++] = 0x08; many[n++] = 0x02;                    /* version 2 */
+  many[n++] = 0x10; many[n++] = 0x08;                    /* id 8 */
+  many[n++] = 0x52;                                      /* body: reduce */
+  body = 4 + 6 * 3000;
+  many[n++] = (uint8_t)(0x80 | (body & 0x7f));
+  many[n++] = (uint8_t)(0x80 | ((body >> 7) & 0x7f));
+  many[n++] = (uint8_t)(body >> 14);
+  many[n++] = 0x08; many[n++] = 0x01;                    /* dtype U32 */
+  many[n++] = 0x10; many[n++] = 0x01;                    /* op SUM */
+  for (uint32_t i = 0; i < 3000; i++) {
+    many[n++] = 0x1a;                                    /* input: */
+    many[n++] = 0x04;                                    /* one row */
+    uint32_t row = i + 1;
+    memcpy(many + n, &row, 4);
+    n += 4;
+  }
+  Wave__V1__Response *r = td_call_raw(s, many, n);
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_REDUCE, "%s",
+                r->body_case == WAVE__V1__RESPONSE__BODY_ERROR
+                    ? r->error->message : "not a reduce result");
+  ck_assert_uint_eq(r->id, 8);
+  ck_assert_uint_eq(r->reduce->bits[0], 3000u * 3001u / 2);
+  ck_assert_uint_eq(r->reduce->count, 3000);
+  wave__v1__response__free_unpacked(r, NULL);
+  td_good(s);
   nng_close(s);
 }
 END_TEST
@@ -291,6 +320,27 @@ START_TEST(versions_and_bodies)
   rq.version = 0;
   td_expect_error(td_call(s, &rq), WAVE_EVERSION, 42);
   td_good(s);
+  /* version 2^32 + 1 and 2^32 + 2 (a second version field: the last one
+   * counts) are not versions 1 and 2, whatever protobuf-c's uint32 keeps
+   * of them (issue 12) */
+  rq.version = 1;
+  rq.id = 44;
+  uint8_t wide[64];
+  size_t wn = wave__v1__request__pack(&rq, wide);
+  static const uint8_t v41[] = {0x08, 0x81, 0x80, 0x80, 0x80, 0x10};
+  memcpy(wide + wn, v41, sizeof v41);
+  Wave__V1__Response *rw = td_call_raw(s, wide, wn + sizeof v41);
+  ck_assert_int_eq(rw->body_case, WAVE__V1__RESPONSE__BODY_ERROR);
+  ck_assert_ptr_nonnull(strstr(rw->error->message, "version 4294967297"));
+  td_expect_error(rw, WAVE_EVERSION, 44);
+  wide[wn + 1] = 0x82;
+  td_expect_error(td_call_raw(s, wide, wn + sizeof v41), WAVE_EVERSION, 44);
+  wide[wn + 5] = 0x00;  /* the same bytes meaning version 2: served */
+  Wave__V1__Response *r2 = td_call_raw(s, wide, wn + sizeof v41);
+  ck_assert_int_eq(r2->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  wave__v1__response__free_unpacked(r2, NULL);
+  rq.id = 42;
+  rq.version = 0;
   /* version 1, id 5, and a body field (99) this daemon does not know */
   const uint8_t future[] = {0x08, 0x01, 0x10, 0x05, 0x9a, 0x06, 0x00};
   td_expect_error(td_call_raw(s, future, sizeof future), WAVE_EUNSUPPORTED, 5);
@@ -852,8 +902,8 @@ START_TEST(faulted_device)
 }
 END_TEST
 
-/* A device that fails in the middle of its work (fault_after, the
- * configured stand-in for a GPU that dies): the job it was running fails
+/* A device that fails in the middle of its work (the fake backend of
+ * wavedd-test with fault_after=4, the stand-in for a GPU that dies): the job it was running fails
  * with DEVFAULT after some of its batches, later work for it fails fast,
  * status names the fault, and the other device keeps serving. */
 START_TEST(fault_mid_job)
@@ -864,11 +914,12 @@ START_TEST(fault_mid_job)
   snprintf(text, sizeof text, "listen: [\"%s\"]\n"
            "packs: {dir: %s/config/packs, load: [closed]}\n"
            "devices:\n"
-           "  - {name: cpu0, backend: cpu, threads: 1, batch: 1024,"
-           " fault_after: 4}\n"
+           "  - {name: cpu0, backend: fake, device: \"fault_after=4\","
+           " threads: 1, batch: 1024}\n"
            "  - {name: cpu1, backend: cpu, threads: 1}\n", d.ipc,
            getenv("WAVE_SOURCE_DIR"));
   td_write(d.cfg, text);
+  d.fake = 1;
   ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
   nng_socket s = td_dial(d.ipc);
   uint32_t v[4] = {5, 6, 7, 8};

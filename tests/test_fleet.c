@@ -269,8 +269,10 @@ END_TEST
 
 /* ---- hash jobs ---------------------------------------------------------- */
 
-static void tf_hash_case(uint64_t nonce, uint64_t count, unsigned s,
-                         uint64_t piece, size_t max_winners)
+/* piece 0: the guided cut for `daemons` daemons (the coordinator's
+ * default), else pieces of `piece` nonces. */
+static void tf_hash_case2(uint64_t nonce, uint64_t count, unsigned s,
+                          uint64_t piece, size_t max_winners, size_t daemons)
 {
   uint64_t *out = malloc(count * sizeof *out);
   for (uint64_t i = 0; i < count; i++)
@@ -286,12 +288,30 @@ static void tf_hash_case(uint64_t nonce, uint64_t count, unsigned s,
   wv_hash_fold(&whole, out);
   uint64_t fp = wv_fnv1a64_u64(WV_FNV_OFFSET, seg, nseg);
 
-  uint64_t n = wv_fleet_hash_pieces(nonce, count, s, piece);
+  uint64_t n = piece ? wv_fleet_hash_pieces(nonce, count, s, piece)
+             : wv_fleet_hash_guided(nonce, count, s, daemons, NULL, NULL);
   wv_fleet_hpart *parts = calloc(n, sizeof *parts);
+  uint64_t *gn = calloc(n, sizeof *gn), *gc = calloc(n, sizeof *gc);
+  if (piece == 0) {
+    ck_assert_uint_eq(wv_fleet_hash_guided(nonce, count, s, daemons, gn, gc),
+                      n);
+    /* guided: at most about 18 pieces per daemon (4d ln 32 + 4d) */
+    ck_assert_uint_le(n, 20 * (daemons ? daemons : 1) + 2);
+  }
   uint64_t next = nonce;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t a, c;
-    wv_fleet_hash_piece(nonce, count, s, piece, i, &a, &c);
+    if (piece) {
+      wv_fleet_hash_piece(nonce, count, s, piece, i, &a, &c);
+    } else {
+      a = gn[i];
+      c = gc[i];
+      /* shrinking: no inner piece holds more segments than the one
+       * before it (the first may be cut short by the job's start) */
+      if (i >= 2 && i + 1 < n)
+        ck_assert_uint_le(wv_seg_count(a, c, s),
+                          wv_seg_count(gn[i - 1], gc[i - 1], s));
+    }
     ck_assert_uint_eq(a, next);  /* contiguous, in order, no gaps */
     ck_assert_uint_ge(c, 1);
     if (i + 1 < n)  /* inner boundaries on whole segments */
@@ -344,9 +364,17 @@ static void tf_hash_case(uint64_t nonce, uint64_t count, unsigned s,
     free(parts[i].winners);
   }
   free(parts);
+  free(gn);
+  free(gc);
   free(seg);
   free(win);
   free(out);
+}
+
+static void tf_hash_case(uint64_t nonce, uint64_t count, unsigned s,
+                         uint64_t piece, size_t max_winners)
+{
+  tf_hash_case2(nonce, count, s, piece, max_winners, 0);
 }
 
 START_TEST(hash_merge)
@@ -359,6 +387,14 @@ START_TEST(hash_merge)
   /* a job ending at 2^64 - 1: the last piece's end must not wrap */
   tf_hash_case(UINT64_MAX - 70000, 70001, 13, 1u << 15, 8);
   ck_assert_uint_eq(wv_fleet_hash_pieces(10, 2, 5, 1), 1);
+  /* the guided cut (piece 0), for 1, 3 and 7 daemons */
+  tf_hash_case2(12345, 1u << 20, 13, 0, 16, 3);   /* 128 segments */
+  tf_hash_case2(0, 1u << 22, 5, 0, 64, 3);        /* 2^17 segments */
+  tf_hash_case2(7, 5000, 5, 0, 3, 1);
+  tf_hash_case2(7, 5000, 5, 0, 3, 7);
+  tf_hash_case2(100, 50, 13, 0, 5, 3);            /* inside one segment */
+  tf_hash_case2(UINT64_MAX - 70000, 70001, 13, 0, 8, 3);
+  ck_assert_uint_eq(wv_fleet_hash_guided(0, 1, 13, 3, NULL, NULL), 1);
 }
 END_TEST
 

@@ -6,7 +6,7 @@
  * (job fingerprint, segment list, winners, winner count, best) and
  * reductions (value bits and count, with empty, all-masked and non-finite
  * pieces).  Then one daemon is stopped and another's device faults
- * mid-job (fault_after): the answers stay exact and the result names both.
+ * mid-job (wavedd-test's fake backend): the answers stay exact and the result names both.
  * A stream of independent reductions (wave_fleet_reduce_many) gives each
  * job one daemon's answer, a bad job its own error.  ReduceResult.finite
  * is checked on its own.  Cancel is asked from the
@@ -24,23 +24,27 @@
 
 static td_daemon tf_d[3];
 
-/* One daemon: a CPU device, packs small and closed; with fault_after, its
- * device faults on its second step (batches of 256 nonces, so a hash piece
- * of more than 256 nonces in segments of 2^8 fails there). */
+/* One daemon: a CPU device, packs small and closed; with fault_after, it
+ * is wavedd-test and its device a fake one (workers/fake/) that faults on
+ * its second step (batches of 256 nonces, so a hash piece of more than 256
+ * nonces in segments of 2^8 fails there). */
 static void tf_config(td_daemon *d, unsigned fault_after)
 {
   td_prepare(d, NULL);
   const char *src = getenv("WAVE_SOURCE_DIR");
-  char text[2048];
+  char text[2048], fake[80] = "";
+  if (fault_after)
+    snprintf(fake, sizeof fake, ", batch: 256, device: \"fault_after=%u\"",
+             fault_after);
   snprintf(text, sizeof text,
            "listen: [\"%s\"]\n"
            "log_level: info\n"
            "limits: {max_request_bytes: 16777216, max_job_rows: 1048576}\n"
            "packs: {dir: %s/config/packs, load: [closed, small]}\n"
            "devices:\n"
-           "  - {name: cpu0, backend: cpu, threads: 1, fault_after: %u%s}\n",
-           d->ipc, src ? src : ".", fault_after,
-           fault_after ? ", batch: 256" : "");
+           "  - {name: cpu0, backend: %s, threads: 1%s}\n",
+           d->ipc, src ? src : ".", fault_after ? "fake" : "cpu", fake);
+  d->fake = fault_after != 0;
   td_write(d->cfg, text);
 }
 

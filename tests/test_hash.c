@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proto/base.h"
@@ -505,6 +506,12 @@ static const th_bad th_bads[] = {
   {"not a power of two", "  closed: true\n",
    "  cache_bytes: 96\n  dataset_bytes: 1024\n  parents: 2\n",
    ":7:16: dataset.cache_bytes"},
+  {"dataset of 1 TiB", "  closed: true\n",
+   "  cache_bytes: 1024\n  dataset_bytes: 1099511627776\n  parents: 2\n",
+   ":8:18: dataset.dataset_bytes"},
+  {"dataset of 32 GiB", "  closed: true\n",
+   "  cache_bytes: 1024\n  dataset_bytes: 34359738368\n  parents: 2\n",
+   ":8:18: dataset.dataset_bytes"},
   {"bad YAML", "rounds: 1\n", "rounds: [1\n", ": (yaml)"},
   {"not a mapping", NULL, "[1, 2, 3]\n", ":1:1: (top)"},
   {"empty file", NULL, "", ":1:1: (top)"},
@@ -540,6 +547,50 @@ START_TEST(loader_rejects_malformed)
                 "%s: message '%s' lacks '%s'", b->what, err.message, b->where);
   free(bad);
   free(text);
+}
+END_TEST
+
+/* The largest dataset (WV_DATASET_MAX, 16 GiB) loads: the bound is
+ * inclusive.  Loading builds nothing, so this costs no memory. */
+START_TEST(loader_dataset_bound)
+{
+  const char *first[1] = {"load r2, r0"};
+  char head[512];
+  snprintf(head, sizeof head, "name: t\nversion: 1\nseed: 0x1234\n"
+           "registers: 8\nrounds: 1\ndataset:\n  cache_bytes: 1024\n"
+           "  dataset_bytes: %llu\n  parents: 2\n",
+           (unsigned long long)WV_DATASET_MAX);
+  char *text = th_program_text(head, first, 1);
+  wv_pack *p = th_load_text(text);
+  ck_assert_uint_eq(wv_pack_dataset_bytes(p), WV_DATASET_MAX);
+  wv_pack_free(p);
+  free(text);
+}
+END_TEST
+
+/* An empty packs folder is an empty set, not a qsort(NULL, 0) (UBSan's
+ * "null pointer passed as argument 1" in the asan build, issue 12). */
+START_TEST(packset_empty_folder)
+{
+  char sub[128];
+  snprintf(sub, sizeof sub, "%s/empty", th_dir);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  wv_packset *s = NULL;
+  wave_error err = {0};
+  ck_assert_msg(wv_packset_load(sub, &s, &err) == 0, "%s", err.message);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_uint_eq(wv_packset_count(s), 0);
+  ck_assert_ptr_null(wv_packset_find(s, "small"));
+  wv_packset_free(s);
+  /* one file that is not a pack (no .yaml): still empty */
+  snprintf(sub, sizeof sub, "%s/empty/README", th_dir);
+  FILE *f = fopen(sub, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  snprintf(sub, sizeof sub, "%s/empty", th_dir);
+  ck_assert_int_eq(wv_packset_load(sub, &s, &err), 0);
+  ck_assert_uint_eq(wv_packset_count(s), 0);
+  wv_packset_free(s);
 }
 END_TEST
 
@@ -965,6 +1016,8 @@ static Suite *hash_suite(void)
   tcase_add_test(tc, memory_load_semantics);
   tcase_add_loop_test(tc, shipped_packs_known_answers, 0, 2);
   tcase_add_test(tc, packset_loads_shipped_dir);
+  tcase_add_test(tc, loader_dataset_bound);
+  tcase_add_test(tc, packset_empty_folder);
   tcase_add_test(tc, acc_winners_best_fingerprint);
   tcase_add_test(tc, fold_segments_ragged_and_near_top);
   tcase_add_test(tc, segment_zero_is_batch_fnv);

@@ -253,17 +253,18 @@ START_TEST(cpu_and_vulkan_equal_one)
 }
 END_TEST
 
-/* cpu0 faults on its first hash piece (fault_after 1, after one
- * reduction): that piece goes back to the job, cpu1 hashes everything, the
+/* cpu0 faults on its first hash piece (the fake backend, fault_after=1:
+ * after one reduction): that piece goes back to the job, cpu1 hashes everything, the
  * bits are those of the job on cpu1 alone, and the fault is on record. */
 START_TEST(fault_loses_no_piece)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  tj_config(&d, "  - {name: cpu0, backend: cpu, threads: 1, batch: 1024,"
-                " fault_after: 1}\n"
+  tj_config(&d, "  - {name: cpu0, backend: fake, device: \"fault_after=1\","
+                " threads: 1, batch: 1024}\n"
                 "  - {name: cpu1, backend: cpu, threads: 1, batch: 1024}\n",
             NULL);
+  d.fake = 1;
   ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
   nng_socket s = td_dial(d.ipc);
   uint32_t v[2] = {1, 2};

@@ -1,5 +1,7 @@
 /* registry.c - the backends built into this binary.  Adding a backend is one
- * folder under workers/ and one line here. */
+ * folder under workers/ and one line here.  A test program may add one more
+ * at start-up (wv_backend_add: wavedd-test's fake backend, workers/fake/);
+ * the product binaries never do. */
 #include <string.h>
 
 #include "workers/worker.h"
@@ -35,8 +37,20 @@ const wv_backend *const wv_backends[] = {
   NULL,
 };
 
+static const wv_backend *rg_extra;  /* set before any thread starts */
+
+int wv_backend_add(const wv_backend *b)
+{
+  if (rg_extra != NULL || wv_backend_find(b->name) != NULL)
+    return -1;
+  rg_extra = b;
+  return 0;
+}
+
 const wv_backend *wv_backend_find(const char *name)
 {
+  if (rg_extra != NULL && strcmp(rg_extra->name, name) == 0)
+    return rg_extra;
   for (size_t i = 0; wv_backends[i] != NULL; i++)
     if (strcmp(wv_backends[i]->name, name) == 0)
       return wv_backends[i];

@@ -135,12 +135,24 @@ typedef struct wv_backend {
   int (*host_register)(wv_device *dev, const void *ptr, size_t bytes,
                        wave_error *err);
   void (*host_unregister)(wv_device *dev, const void *ptr);
+  /* Optional.  The UUIDs of this backend's devices (those its open() can
+   * reach, by index: entry i is cfg->index i), the same 16 bytes caps()
+   * reports as uuid, into out[0 .. max-1]; returns how many devices there
+   * are (0 when none, or no driver), or -1 with err filled.  Opens no
+   * device.  Called by `devices: auto` (daemon/autodev.c) in a short-lived
+   * child process, so the daemon itself never starts a GPU runtime before
+   * it detaches; NULL = the backend cannot say. */
+  int (*list_uuids)(unsigned char (*out)[16], size_t max, wave_error *err);
 } wv_backend;
 
 /* The registry (workers/registry.c): the backends built into this binary,
  * NULL-terminated, and lookup by name. */
 extern const wv_backend *const wv_backends[];
 const wv_backend *wv_backend_find(const char *name);
+/* One more backend, found by name from now on: test programs only (the
+ * fake backend of wavedd-test), called in main before any thread starts.
+ * -1 when one was already added or the name is taken. */
+int wv_backend_add(const wv_backend *b);
 
 /* Backends compiled in but not here would be listed by name only, so that
  * a config naming one says "built without vulkan" rather than "unknown". */

@@ -39,6 +39,17 @@ void wv_dev_caps(const wv_backend *be, wv_device *dev, wv_caps *caps)
 
 int wv_dev_has_hash(const wv_backend *be) { return be->hash != NULL; }
 
+int wv_dev_list_uuids(const wv_backend *be, unsigned char (*out)[16],
+                      size_t max, wave_error *err)
+{
+  if (be->list_uuids == NULL) {
+    wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not list device "
+              "UUIDs", be->name);
+    return -1;
+  }
+  return be->list_uuids(out, max, err);
+}
+
 int wv_dev_batch_needs_scratch(const wv_backend *be)
 {
   return be->hash_batch == NULL;

@@ -22,6 +22,12 @@ void wv_dev_close(const wv_backend *be, wv_device *dev);
 void wv_dev_caps(const wv_backend *be, wv_device *dev, wv_caps *caps);
 /* The backend runs hash jobs (has a hash slot). */
 int wv_dev_has_hash(const wv_backend *be);
+/* The UUIDs of the backend's devices by index (worker.h's list_uuids):
+ * the device count, or -1 with err filled (WAVE_EUNSUPPORTED when the
+ * backend cannot say).  Unlike the other wrappers, no device thread: any
+ * thread of a process that may start the backend's runtime. */
+int wv_dev_list_uuids(const wv_backend *be, unsigned char (*out)[16],
+                      size_t max, wave_error *err);
 /* wv_hash_run_batch needs a scratch buffer of batch->count outputs (the
  * host fold) when the backend has no hash_batch slot. */
 int wv_dev_batch_needs_scratch(const wv_backend *be);

@@ -61,7 +61,10 @@ WAVE_API void wave_fleet_cancel(wave_fleet *f);
 typedef struct wave_fleet_options {
   unsigned segment_log2;  /* hash: 2^s nonces per segment (0: 13), 5..20 */
   uint64_t piece;         /* hash: nonces per piece, rounded up to whole
-                             segments (0: about count / (16 daemons));
+                             segments (0: guided pieces, about 1/(4
+                             daemons) of what is left, shrinking to
+                             count / (128 daemons), so the daemons finish
+                             together);
                              reduce: rows per piece, 256, 65536 or 2^24
                              (0: 65536) */
   int want_segments;      /* hash: return the job's segment list */

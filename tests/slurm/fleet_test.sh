@@ -7,7 +7,8 @@
 #   1. all three daemons healthy: fleet reductions (every float op, masked,
 #      chunks empty and not, pieces of 256 rows) give the bits and counts
 #      of the same jobs on one standalone daemon; every daemon exits 0;
-#   2. n2's device faults after 3 steps (fault_after) and n3's wavedd is
+#   2. n2's device faults after 3 steps (wavedd-test's fake backend, the
+#      daemons of this run are wavedd-test) and n3's wavedd is
 #      killed with SIGKILL once ready: the same jobs still give the exact
 #      bits, wavectl names both daemons as failed, n1 and n2 exit 0 and
 #      n3 shows it was killed.
@@ -17,6 +18,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:?usage: fleet_test.sh BUILD_DIR}" && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: the Slurm test cluster needs root"; exit 77; }
 WAVEDD=$build/wavedd
+WAVEDD_TEST=$build/wavedd-test  # wavedd plus the fake backend (workers/fake/)
 WAVECTL=$build/wavectl
 dir=$(mktemp -d /tmp/wslurm.XXXXXX)
 export WAVE_SLURM_PORT=${WAVE_SLURM_PORT:-$((20000 + $$ % 20000))}
@@ -126,10 +128,10 @@ done < "$hash_file"
 JOB
 chmod +x job.sh
 
-run_batch() {  # tag, then per-node config template
-  local tag=$1 cfg=$2
+run_batch() {  # tag, per-node config template, the daemon binary
+  local tag=$1 cfg=$2 bin=${3:-$WAVEDD}
   mkdir -p "$dir/logs-$tag"
-  WAVEDD=$WAVEDD WAVECTL=$WAVECTL WAVE_CONFIG=$cfg WAVE_FLEET_PORT="$daemon_port+" \
+  WAVEDD=$bin WAVECTL=$WAVECTL WAVE_CONFIG=$cfg WAVE_FLEET_PORT="$daemon_port+" \
   WAVE_LOGDIR=$dir/logs-$tag WAVE_READY_TIMEOUT=60 WAVE_CONTRIB_DIR=$src/contrib/slurm \
     timeout 300 sbatch --wait -N 3 --gres=gpu:2 --output="$dir/batch-$tag.out" \
       --chdir="$dir" "$src/contrib/slurm/wavedd.sbatch" --run "$dir/job.sh" "$tag"
@@ -158,13 +160,13 @@ $want"
 
 # Per-node configs: %n is the node name (wavedd.sbatch).
 for node in n1 n2 n3; do
-  fa=0; [ "$node" = n2 ] && fa=3
+  dev="backend: cpu"; [ "$node" = n2 ] && dev='backend: fake, device: "fault_after=3"'
   cat > "node-$node.yaml" <<YAML
 listen: ["tcp://127.0.0.1:\${WAVE_PORT}"]
 auth: {tokens: [{name: job, file: "\${WAVE_TOKEN_FILE}"}]}
 log_level: info
 packs: {dir: $src/config/packs, load: [small, closed]}
-devices: [{name: cpu0, backend: cpu, threads: 1, fault_after: $fa}]
+devices: [{name: cpu0, $dev, threads: 1}]
 YAML
 done
 # the healthy run: devices: auto (no GPU backend here: one CPU device each)
@@ -187,7 +189,7 @@ done
 echo "ok: healthy: the three daemons stopped with exit 0"
 
 # ---- 2. one node killed, one whose device faults
-run_batch faults "$dir/node-%n.yaml"; rc=$?
+run_batch faults "$dir/node-%n.yaml" "$WAVEDD_TEST"; rc=$?
 cat "$dir/batch-faults.out"
 compare faults
 grep -q "FAILED" faults-1.err || die "faults: wavectl did not report failed daemons: $(cat faults-1.err)"

@@ -19,4 +19,5 @@ const wv_backend wv_cuda_backend = {
   .host_register = wv_cuda_host_register,
   .host_unregister = wv_cuda_host_unregister,
   .hash_batch = wv_cuda_hash_batch,
+  .list_uuids = wv_cuda_list_uuids,
 };

@@ -671,3 +671,36 @@ extern "C" void WVG_C(host_unregister)(wv_device *dev, const void *ptr)
       cudaHostUnregister((void *)ptr) != cudaSuccess)
     (void)cudaGetLastError();
 }
+
+/* The visible devices' UUIDs (worker.h list_uuids), by runtime index: the
+ * runtime applies CUDA_VISIBLE_DEVICES, so entry i is the i-th granted
+ * GPU.  No driver: 0 devices.  Debian 12's HIP has no UUID in its device
+ * properties, so the hip build cannot say (and registers no slot). */
+extern "C" int WVG_C(list_uuids)(unsigned char (*out)[16], size_t max,
+                                 wave_error *err)
+{
+#if defined(WV_GPU_HIP)
+  (void)out;
+  (void)max;
+  wv_seterr(err, WAVE_EUNSUPPORTED, "%s: no device UUIDs", WVG_VENDOR);
+  return -1;
+#else
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  for (int i = 0; i < n && (size_t)i < max; i++) {
+    cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, i);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      wv_seterr(err, WAVE_EDEVICE, "%s: cudaGetDeviceProperties(%d): %s",
+                WVG_VENDOR, i, cudaGetErrorString(e));
+      return -1;
+    }
+    memcpy(out[i], &prop.uuid, sizeof out[i]);
+  }
+  return n;
+#endif
+}

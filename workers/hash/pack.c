@@ -265,7 +265,8 @@ static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
   uint64_t cb, db, pa;
   if ((rv = pk_pow2(c, cache, "dataset.cache_bytes", 64, 1ull << 30, &cb)))
     return rv;
-  if ((rv = pk_pow2(c, data, "dataset.dataset_bytes", cb, 1ull << 40, &db)))
+  if ((rv = pk_pow2(c, data, "dataset.dataset_bytes", cb, WV_DATASET_MAX,
+                    &db)))
     return rv;
   if ((rv = pk_u64(c, parents, "dataset.parents", 1, 256, &pa)))
     return rv;
@@ -554,8 +555,10 @@ int wv_packset_load(const char *dir, wv_packset **out, wave_error *err)
   closedir(d);
   wv_packset *s = NULL;
   if (rv == 0) {
-    /* Sorted, so that the daemon lists packs in a stable order. */
-    qsort(names, n, sizeof *names, pk_cmp_str);
+    /* Sorted, so that the daemon lists packs in a stable order (an empty
+     * folder has names NULL, which qsort may not be given). */
+    if (n > 1)
+      qsort(names, n, sizeof *names, pk_cmp_str);
     s = calloc(1, sizeof *s);
     if (s == NULL || (n && (s->packs = calloc(n, sizeof *s->packs)) == NULL))
       rv = wv_seterr(err, WAVE_ENOMEM, "packs");

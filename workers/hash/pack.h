@@ -41,6 +41,10 @@
 #define WV_CACHE_PASSES 3u
 #define WV_CHECK_BATCH_LOG2 13u    /* known batch: nonces [0, 2^13) */
 #define WV_MAX_VECTORS 8u
+/* The largest dataset a pack may ask for: 16 GiB, sixteen times the main
+ * pack's, and what every device of the pack must hold in memory (a GPU's
+ * own, the CPU backend's RAM); docs/hash.md "Pack files". */
+#define WV_DATASET_MAX (1ull << 34)
 
 #define WV_GAMMA      0x9e3779b97f4a7c15ull
 #define WV_MIX_M1     0xbf58476d1ce4e5b9ull

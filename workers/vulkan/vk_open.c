@@ -627,6 +627,53 @@ static void vo_caps(wv_device *d, wv_caps *caps)
   memcpy(caps->uuid, d->uuid, sizeof caps->uuid);
 }
 
+/* Every physical device's deviceUUID, in vkEnumeratePhysicalDevices order
+ * (the order vo_pick indexes).  No driver: 0 devices. */
+static int vo_list_uuids(unsigned char (*out)[16], size_t max,
+                         wave_error *err)
+{
+  VkInstance inst;
+  wave_error e = {0};
+  if (vo_instance(&inst, &e) != 0) {
+    if (e.code == WAVE_ENODEV)
+      return 0;
+    *err = e;
+    return -1;
+  }
+  uint32_t n = 0;
+  VkResult r = vkEnumeratePhysicalDevices(inst, &n, NULL);
+  if (r != VK_SUCCESS) {
+    wv_vk_fail(err, r, "vkEnumeratePhysicalDevices");
+    return -1;
+  }
+  if (n == 0)
+    return 0;
+  VkPhysicalDevice *pd = calloc(n, sizeof *pd);
+  if (pd == NULL) {
+    wv_seterr(err, WAVE_ENOMEM, NULL);
+    return -1;
+  }
+  r = vkEnumeratePhysicalDevices(inst, &n, pd);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    free(pd);
+    wv_vk_fail(err, r, "vkEnumeratePhysicalDevices");
+    return -1;
+  }
+  for (uint32_t i = 0; i < n && i < max; i++) {
+    VkPhysicalDeviceIDProperties idp = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
+    };
+    VkPhysicalDeviceProperties2 p2 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &idp,
+    };
+    vkGetPhysicalDeviceProperties2(pd[i], &p2);
+    memcpy(out[i], idp.deviceUUID, sizeof out[i]);
+  }
+  free(pd);
+  return (int)n;
+}
+
 const wv_backend wv_vulkan_backend = {
   .name = "vulkan",
   .open = vo_open,
@@ -636,4 +683,5 @@ const wv_backend wv_vulkan_backend = {
   .hash_prepare = wv_vk_hash_prepare,
   .hash = wv_vk_hash,
   .hash_batch = wv_vk_hash_batch_run,
+  .list_uuids = vo_list_uuids,
 };

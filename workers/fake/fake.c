@@ -1,0 +1,147 @@
+/* fake.c - the fake backend: the CPU backend that faults on purpose, for
+ * tests only (docs/config.md "Testing").
+ *
+ * It is registered only by test programs (wavedd-test, tests/
+ * wavedd_test.c, through wv_backend_add), never by wavedd, so no product
+ * config can ask a device to fail.  A fake device is a CPU device (the same
+ * threads, batch and exchange keys, bit-exact results) that counts its
+ * steps, a reduction or a hash batch each (pack preparation does not
+ * count), and once it has run `fault_after` of them every later step
+ * fails with WAVE_EDEVICE, as a GPU that died would.  The count comes from
+ * the device entry's `device` string: "fault_after=N" (N = 0 or no string:
+ * never).  That replaces the product's former `fault_after` key.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/base.h"
+#include "workers/fake/fake.h"
+#include "workers/hash/hash.h"
+
+extern const wv_backend wv_cpu_backend;  /* workers/cpu/cpu.c */
+
+struct wv_device {
+  wv_device *cpu;        /* the CPU device that does the work */
+  uint64_t fault_after;  /* 0 = never */
+  uint64_t steps;        /* device thread only */
+  char name[64];
+};
+
+/* "fault_after=N": 0 and N, or -1 for anything else. */
+static int fk_parse(const char *s, uint64_t *out)
+{
+  *out = 0;
+  if (s == NULL || s[0] == '\0')
+    return 0;
+  static const char key[] = "fault_after=";
+  if (strncmp(s, key, sizeof key - 1) != 0)
+    return -1;
+  const char *v = s + sizeof key - 1;
+  if (*v < '0' || *v > '9')
+    return -1;
+  errno = 0;
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return -1;
+  *out = x;
+  return 0;
+}
+
+static int fk_open(const wv_device_config *cfg, wv_device **out,
+                   wave_error *err)
+{
+  *out = NULL;
+  uint64_t n;
+  if (fk_parse(cfg->device_match, &n) != 0)
+    return wv_seterr(err, WAVE_ECONFIG, "device %s: the fake backend's "
+                     "device string is \"fault_after=N\", not \"%s\"",
+                     cfg->name, cfg->device_match);
+  wv_device *d = calloc(1, sizeof *d);
+  if (d == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  int rc = wv_cpu_backend.open(cfg, &d->cpu, err);
+  if (rc != 0) {
+    free(d);
+    return rc;
+  }
+  d->fault_after = n;
+  snprintf(d->name, sizeof d->name, "%s", cfg->name);
+  *out = d;
+  return 0;
+}
+
+static void fk_close(wv_device *d)
+{
+  if (d == NULL)
+    return;
+  wv_cpu_backend.close(d->cpu);
+  free(d);
+}
+
+static void fk_caps(wv_device *d, wv_caps *caps)
+{
+  wv_cpu_backend.caps(d->cpu, caps);
+  char desc[sizeof caps->description];
+  snprintf(desc, sizeof desc, "fake (faults after %llu steps), %.100s",
+           (unsigned long long)d->fault_after, caps->description);
+  memcpy(caps->description, desc, sizeof desc);
+}
+
+/* One step: 0, or the fault once fault_after steps have run. */
+static int fk_step(wv_device *d, wave_error *err)
+{
+  if (d->fault_after == 0 || d->steps < d->fault_after) {
+    d->steps++;
+    return 0;
+  }
+  return wv_seterr(err, WAVE_EDEVICE, "injected fault after %llu steps "
+                   "(fake backend, fault_after=%llu)",
+                   (unsigned long long)d->steps,
+                   (unsigned long long)d->fault_after);
+}
+
+static int fk_reduce(wv_device *d, const wv_reduce_job *job,
+                     wv_reduce_out *out, wave_error *err)
+{
+  int rc = fk_step(d, err);
+  return rc ? rc : wv_cpu_backend.reduce(d->cpu, job, out, err);
+}
+
+static int fk_prepare(wv_device *d, const struct wv_pack *p, wave_error *err)
+{
+  return wv_cpu_backend.hash_prepare(d->cpu, p, err);
+}
+
+static int fk_prepare_step(wv_device *d, const struct wv_pack *p, int *done,
+                           wave_error *err)
+{
+  return wv_cpu_backend.hash_prepare_step(d->cpu, p, done, err);
+}
+
+static int fk_hash(wv_device *d, const struct wv_pack *p, uint64_t nonce,
+                   uint64_t count, uint64_t *out, wave_error *err)
+{
+  return wv_cpu_backend.hash(d->cpu, p, nonce, count, out, err);
+}
+
+static int fk_hash_batch(wv_device *d, const struct wv_pack *p,
+                         struct wv_hash_batch *b, wave_error *err)
+{
+  int rc = fk_step(d, err);
+  return rc ? rc : wv_cpu_backend.hash_batch(d->cpu, p, b, err);
+}
+
+const wv_backend wv_fake_backend = {
+  .name = "fake",
+  .open = fk_open,
+  .close = fk_close,
+  .caps = fk_caps,
+  .reduce = fk_reduce,
+  .hash_prepare = fk_prepare,
+  .hash_prepare_step = fk_prepare_step,
+  .hash = fk_hash,
+  .hash_batch = fk_hash_batch,
+};
