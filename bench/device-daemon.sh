@@ -33,7 +33,8 @@ B=${1:?build folder}
 OUT=${2:?output folder}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
-sock=/tmp/wavedd-gpu-$$.sock
+sockdir=$(mktemp -d /tmp/wavedd-gpu.XXXXXX)  # private: wavedd refuses world-writable /tmp
+sock=$sockdir/w.sock
 url=ipc://$sock
 cfg=$OUT/daemon.yaml
 cat >"$cfg" <<EOF

@@ -13,7 +13,8 @@ set -uo pipefail
 B=${1:?build folder}
 OUT=${2:?output folder}
 mkdir -p "$OUT"
-sock=/tmp/wavedd-region-$$.sock
+sockdir=$(mktemp -d /tmp/wavedd-region.XXXXXX)  # private: wavedd refuses world-writable /tmp
+sock=$sockdir/w.sock
 url=ipc://$sock
 cfg=$OUT/region.yaml
 cat >"$cfg" <<CFG

@@ -10,12 +10,22 @@
  *
  * Message bodies are packed straight into the nng message and unpacked from
  * it: input chunks are referenced, never copied, on the way out.
+ *
+ * Whom we trust on ipc: the socket file must belong to root, to us, to the
+ * system service's user `wavedd` or to the uid in WAVE_DAEMON_UID (checked when opening, when the file is
+ * there), and so must the process that answers each reply (the pipe's
+ * NNG_OPT_IPC_PEER_UID, which the kernel vouches for).  So another user
+ * who got hold of the socket path cannot answer our requests.
  */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +35,7 @@
 #include "client/client_int.h"
 #include "proto/base.h"
 #include "proto/frame.h"
+#include "proto/sockdir.h"
 #include "wave/client.h"
 
 /* ---- connection ------------------------------------------------------- */
@@ -49,23 +60,97 @@ static uint64_t cl_now_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* WAVE_DAEMON_UID: a uid we trust besides root and ourselves; -1 none,
+ * -2 malformed. */
+static long cl_trust_uid(void)
+{
+  const char *v = getenv("WAVE_DAEMON_UID");
+  if (v == NULL || v[0] == '\0')
+    return -1;
+  char *end;
+  errno = 0;
+  long u = strtol(v, &end, 10);
+  if (errno != 0 || *end != '\0' || u < 0 || u > 0x7fffffffL)
+    return -2;
+  return u;
+}
+
+/* The system service's account (systemd/wavedd.sysusers): its socket is
+ * /run/wavedd/wavedd.sock, owned by that user. */
+static long cl_service_uid(void)
+{
+  struct passwd pw, *res = NULL;
+  char buf[1024];
+  if (getpwnam_r("wavedd", &pw, buf, sizeof buf, &res) != 0 || res == NULL)
+    return -1;
+  return (long)pw.pw_uid;
+}
+
+static int cl_trusted(const wave_client *c, long uid)
+{
+  return uid == 0 || uid == (long)getuid() || uid == (long)geteuid() ||
+         (c->trust_uid >= 0 && uid == c->trust_uid) ||
+         (c->service_uid >= 0 && uid == c->service_uid);
+}
+
+static int cl_untrusted(const wave_client *c, const char *what, long uid,
+                        wave_error *err)
+{
+  return wv_seterr(err, WAVE_EIO, "%s: %s belongs to uid %ld, not to root, "
+                   "the wavedd service user or you (uid %ld): not trusting "
+                   "it (set "
+                   "WAVE_DAEMON_UID=%ld, or wavectl --daemon-uid, to trust "
+                   "that user's daemon)", c->url, what, uid, (long)getuid(),
+                   uid);
+}
+
+int wv_client_check_peer(const wave_client *c, nng_msg *msg, wave_error *err)
+{
+  if (!c->ipc)
+    return 0;
+  uint64_t uid = 0;
+  nng_pipe p = nng_msg_get_pipe(msg);
+  if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) != 0)
+    return wv_seterr(err, WAVE_EIO, "%s: cannot tell who answered (no peer "
+                     "credentials)", c->url);
+  if (uid > 0x7fffffffu || !cl_trusted(c, (long)uid))
+    return cl_untrusted(c, "the process that answered", (long)uid, err);
+  return 0;
+}
+
 static int cl_open(wave_client **out, const char *url,
                    const wave_client_options *opts, int now,
                    wave_error *err)
 {
   int rv;
+  char def[160];
   if (out == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_client_open: out is NULL");
   *out = NULL;
   if (url == NULL || url[0] == '\0')
     url = getenv("WAVE_URL");
   if (url == NULL || url[0] == '\0')
-    url = WAVE_DEFAULT_URL;
+    url = wv_default_url(def, sizeof def, 1);
 
   wave_client *c = calloc(1, sizeof *c);
   if (c == NULL || (c->url = strdup(url)) == NULL) {
     free(c);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  c->ipc = strncmp(url, "ipc://", 6) == 0;
+  c->trust_uid = cl_trust_uid();
+  c->service_uid = c->ipc ? cl_service_uid() : -1;
+  struct stat st;
+  int code = 0;
+  if (c->trust_uid == -2)
+    code = wv_seterr(err, WAVE_EARG, "WAVE_DAEMON_UID='%s' is not a uid",
+                     getenv("WAVE_DAEMON_UID"));
+  else if (c->ipc && stat(url + 6, &st) == 0 && !cl_trusted(c, st.st_uid))
+    code = cl_untrusted(c, "the socket file", (long)st.st_uid, err);
+  if (code != 0) {
+    free(c->url);
+    free(c);
+    return code;
   }
   atomic_init(&c->timeout_ms, WV_CLIENT_TIMEOUT_MS);
   /* Ids start at a random point so that a restarted client does not reuse
@@ -84,7 +169,7 @@ static int cl_open(wave_client **out, const char *url,
   /* The token, then the dial (access.c): non-blocking unless now, so a
    * client may be opened before the daemon is up; nng redials in the
    * background either way. */
-  int code = wv_client_access(c, url, opts, now, err);
+  code = wv_client_access(c, url, opts, now, err);
   if (code != 0) {
     wave_client_close(c);
     return code;
@@ -260,6 +345,10 @@ int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
 {
   int code = 0;
   *resp = NULL;
+  if ((code = wv_client_check_peer(c, msg, err)) != 0) {
+    nng_msg_free(msg);
+    return code;
+  }
   Wave__V1__Response *r =
       wave__v1__response__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
   nng_msg_free(msg);

@@ -32,8 +32,14 @@ struct wave_client {
   atomic_uint_fast64_t next_id; /* Request.id; starts at a random value */
   uint64_t tag;                 /* HashRequest.client: random, per client */
   _Atomic uint64_t instance;    /* the daemon instance of the last submit */
+  int ipc;                      /* an ipc:// URL: replies' peer uid checked */
+  long trust_uid;               /* WAVE_DAEMON_UID, or -1 */
+  long service_uid;             /* user wavedd (the system service), or -1 */
   char *token;                  /* Request.token, NULL: none (access.c) */
 };
+
+/* 0, or WAVE_EIO when the ipc peer that sent msg is not trusted. */
+int wv_client_check_peer(const wave_client *c, nng_msg *msg, wave_error *err);
 
 /* access.c: c->token from opts (or $WAVE_TOKEN_FILE), then dial c->sock to
  * url (tls+tcp://: with a TLS config from opts); now: wait for the

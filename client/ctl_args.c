@@ -21,7 +21,7 @@ enum {
   A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
   A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
   A_SEGLOG2, A_SEGMENTS, A_DETACH,
-  A_FLEET, A_PIECE, A_PROBE, A_TOKENFILE, A_TLSCA, A_TLSNAME,
+  A_FLEET, A_PIECE, A_PROBE, A_TOKENFILE, A_TLSCA, A_TLSNAME, A_DAEMON_UID,
 };
 
 #define M_ALL 0xffu
@@ -38,6 +38,7 @@ static const struct ar_opt {
 } ar_opts[] = {
   {"url", 1, A_URL, M_ALL},
   {"timeout", 1, A_TIMEOUT, M_ALL},
+  {"daemon-uid", 1, A_DAEMON_UID, M_ALL},
   {"token-file", 1, A_TOKENFILE, M_ALL},
   {"tls-ca", 1, A_TLSCA, M_ALL},
   {"tls-server-name", 1, A_TLSNAME, M_ALL},
@@ -178,6 +179,11 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
       return wv_seterr(err, WAVE_EARG, "--timeout: '%s' is not a number of "
                        "milliseconds (1..86400000)", v);
     a->timeout_ms = (int)n;
+    break;
+  case A_DAEMON_UID:  /* libwaveclient reads it (wave/client.h) */
+    if (wv_parse_u64(v, &n) != 0 || n > 0x7fffffffu)
+      return wv_seterr(err, WAVE_EARG, "--daemon-uid: '%s' is not a uid", v);
+    setenv("WAVE_DAEMON_UID", v, 1);
     break;
   case A_JSON: a->json = 1; break;
   case A_HELP: a->help = 1; break;
@@ -424,9 +430,12 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
 void wv_usage(FILE *f, wv_cmd cmd)
 {
   static const char common[] =
-      "  --url URL         daemon address (default: $WAVE_URL, then "
-      WAVE_DEFAULT_URL ")\n"
+      "  --url URL         daemon address (default: $WAVE_URL, then\n"
+      "                    $XDG_RUNTIME_DIR/wavedd/wavedd.sock if it exists,\n"
+      "                    then " WAVE_DEFAULT_URL ")\n"
       "  --timeout MS      reply timeout in milliseconds (default 30000)\n"
+      "  --daemon-uid UID  also trust an ipc daemon run by UID (default: root,\n"
+      "                    yourself, user wavedd; $WAVE_DAEMON_UID)\n"
       "  --token-file FILE the daemon's token for tcp (default: "
       "$WAVE_TOKEN_FILE)\n"
       "  --tls-ca FILE     tls+tcp://: CAs to trust (default: $WAVE_TLS_CA, "

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "proto/sockdir.h"
 #include "proto/base.h"
 #include "wave/client.h"
 
@@ -102,10 +103,11 @@ static int ctl_load_all(const char *const *paths, size_t n, wv_format fmt,
 static int ctl_is_ipc(const wv_args *a)
 {
   const char *u = a->url;
+  char def[160];
   if (u == NULL || u[0] == '\0')
     u = getenv("WAVE_URL");
   if (u == NULL || u[0] == '\0')
-    u = WAVE_DEFAULT_URL;
+    u = wv_default_url(def, sizeof def, 1);
   return strncmp(u, "ipc://", 6) == 0;
 }
 

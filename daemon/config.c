@@ -30,6 +30,7 @@
 #include "daemon/log.h"
 #include "wave/client.h"
 #include "proto/base.h"
+#include "proto/sockdir.h"
 #include "workers/worker.h"
 
 enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN };
@@ -90,7 +91,7 @@ static const char *const cf_verify[] = {"none", "optional", "required", NULL};
 /* The one table: docs/config.md describes the same rows. */
 static const cf_key cf_keys[] = {
   {CF_ROOT, "listen", CF_URLS, FLD(CFG, listen), 0, 0, 0, NULL, NULL, 0, 0, NULL},
-  {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0, NULL, NULL, 0, 0, NULL},
+  {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0660, NULL, NULL, 0, 0, NULL},
   {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, cf_check_metrics},
   {CF_ROOT, "log_level", CF_ENUM, FLD(CFG, log_level), 0, 0, 0, "info", cf_levels, 0, 0, NULL},
   {CF_ROOT, "allow_client_shm", CF_ENUM, FLD(CFG, allow_client_shm), 0, 0, 0, "false", cf_bools, 0, 0, NULL},
@@ -118,6 +119,11 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30),
   UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20),
   UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024),
+  UINT(CF_LIMITS, CFG, "max_connections", limits.max_connections, 1, 65536, 256),
+  UINT(CF_LIMITS, CFG, "max_peer_requests", limits.max_peer_requests, 1, 4096, 16),
+  UINT(CF_LIMITS, CFG, "max_peer_parked", limits.max_peer_parked, 0, 65536, 256),
+  UINT(CF_LIMITS, CFG, "send_timeout_ms", limits.send_timeout_ms, 100, 600000, 10000),
+  UINT(CF_LIMITS, CFG, "idle_timeout_ms", limits.idle_timeout_ms, 0, 86400000, 120000),
 
   {CF_TLS, "cert_file", CF_FILE, FLD(CFG, tls.cert_file), 0, 0, 0, "", NULL, 1, 0, NULL},
   {CF_TLS, "key_file", CF_FILE, FLD(CFG, tls.key_file), 0, 0, 0, "", NULL, 1, 0, NULL},
@@ -870,8 +876,10 @@ int wd_config_load(const char *path, wd_config **out, wave_error *err)
   if ((rc = cf_mapping(&s, root, CF_ROOT, c, "")) != 0)
     goto done;
   if (c->listen == NULL) {
+    char def[160];  /* /run/wavedd/, or $XDG_RUNTIME_DIR/wavedd/ */
     c->listen = calloc(2, sizeof *c->listen);
-    if (c->listen == NULL || (c->listen[0] = strdup(WAVE_DEFAULT_URL)) == NULL) {
+    if (c->listen == NULL ||
+        (c->listen[0] = strdup(wv_default_url(def, sizeof def, 0))) == NULL) {
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
       goto done;
     }

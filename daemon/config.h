@@ -55,6 +55,12 @@ typedef struct wd_limits {
                                  this many segments (else TOOBIG) */
   unsigned max_parked;        /* JobRequests waiting at once; more are
                                  answered at once */
+  /* per connection (daemon/peer.c, docs/config.md) */
+  unsigned max_connections;   /* pipes open at once; more are closed */
+  unsigned max_peer_requests; /* contexts one pipe holds; then BUSY */
+  unsigned max_peer_parked;   /* parked polls of one pipe */
+  unsigned send_timeout_ms;   /* a reply that cannot leave: pipe closed */
+  unsigned idle_timeout_ms;   /* no message for this long: closed; 0 off */
 } wd_limits;
 
 /* auth.tokens[i] (daemon/auth.c checks requests against them). */
@@ -82,7 +88,7 @@ typedef struct wd_config {
   size_t n_listen;
   unsigned (*listen_at)[2];   /* listen[i]'s line and column in the file;
                                  NULL when listen was not given */
-  unsigned ipc_mode;          /* 0: leave the socket file to the umask */
+  unsigned ipc_mode;          /* the ipc socket files' mode (default 0660) */
   char metrics[256];          /* http://host:port of /metrics; "" = off */
   int log_level;              /* WD_LOG_* */
   int allow_client_shm;       /* ipc clients may register memfd regions */

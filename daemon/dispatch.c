@@ -366,6 +366,7 @@ void wd_unpark(wd_req *c)
   c->wait_next = NULL;
   c->waiting = NULL;
   c->srv->n_parked--;
+  wd_peers_unpark(c->srv->peers, c->pipe);
 }
 
 static void dp_wait_timeout(uv_timer_t *t)
@@ -474,12 +475,14 @@ static void dp_job(wd_req *c, const Wave__V1__JobRequest *jr)
   if (wait > s->cfg->limits.max_wait_ms)
     wait = s->cfg->limits.max_wait_ms;
   if (wait == 0 || wd_hjob_is_ended(j) || s->stopping ||
-      s->n_parked >= s->cfg->limits.max_parked)
+      s->n_parked >= s->cfg->limits.max_parked ||
+      wd_peers_park(s->peers, c->pipe, s->cfg->limits.max_peer_parked) != 0)
     return dp_reply_job(c, j, jr->segment_offset, jr->segment_limit);
   /* park: answered by wd_job_ended or by the timer, whichever comes first;
    * a fresh context takes this one's place in the receive pool */
   wave_error err = {0};
   if (wd_front_add(s, &err) != 0) {
+    wd_peers_unpark(s->peers, c->pipe);
     wd_warn("cannot open a context for a parked poll: %s", err.message);
     return dp_reply_job(c, j, jr->segment_offset, jr->segment_limit);
   }
@@ -582,7 +585,8 @@ static void dp_decode(wd_req *c)
   wd_server *s = c->srv;
   nng_msg *m = c->msg;
   c->msg = NULL;
-  wd_peer_identify(m, &c->pipe, c->principal, sizeof c->principal);
+  uint32_t pipe;  /* c->pipe, which front.c has set from the same message */
+  wd_peer_identify(m, &pipe, c->principal, sizeof c->principal);
   c->req_id = 0;
   c->version = 0;
   c->dec_code = 0;
@@ -701,6 +705,18 @@ void wd_dispatch(wd_req *c)
                           "hash submits)", rq->version, WD_PROTOCOL);
   }
   c->version = rq->version;
+  /* its connection holds its share of the contexts already (front.c,
+   * peer.c); a poll that will park frees its context */
+  int parks = rq->body_case == WAVE__V1__REQUEST__BODY_JOB && rq->job != NULL &&
+              rq->job->wait_ms > 0;
+  wd_front_extra(c);
+  if (!parks && c->over &&
+      wd_peers_held(s->peers, c->pipe) > 2 * wd_front_peer_cap(s)) {
+    s->failed++;
+    return wd_reply_error(c, WAVE_EBUSY, "this connection has more than %u "
+                          "requests in flight (2 x limits.max_peer_requests);"
+                          " wait for their replies", 2 * wd_front_peer_cap(s));
+  }
   int work = rq->body_case == WAVE__V1__REQUEST__BODY_REDUCE ||
              rq->body_case == WAVE__V1__REQUEST__BODY_HASH ||
              rq->body_case == WAVE__V1__REQUEST__BODY_STREAM_COMMIT;

@@ -23,9 +23,24 @@
  * plus 1 MiB) and a decode thread answers anything above the limit with
  * TOOBIG;
  * only requests beyond that hard cap are dropped by nng.
+ *
+ * Per connection (daemon/peer.c): each received request is counted on its
+ * pipe.  A pipe holds at most its share (`cap`, wd_front_peer_cap) of the
+ * pool: a request beyond it brings a fresh context into the pool (like a
+ * parked one, RQ_RETIRE once answered), so its own requests pile up, not
+ * everyone's; beyond 2 * cap it is answered BUSY (dispatch.c); a peer that
+ * holds 4 * cap while cap of its replies wait to leave (pipelining, not
+ * reading) has its pipe closed.  Every send has
+ * a timeout (limits.send_timeout_ms): a reply that cannot leave within it
+ * closes that pipe (nng_pipe_close), which frees every context queued on
+ * it, so a peer that never reads loses its own connection, not everyone's
+ * service.  A timer closes pipes that hold nothing and completed no message
+ * for limits.idle_timeout_ms (a peer stalled inside a partial message), and
+ * nng's pipe event closes pipes beyond limits.max_connections.
  */
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -44,6 +59,85 @@ void wd_front_inbox(wd_server *s, wd_req *c)
   uv_async_send(&s->wake);
 }
 
+static uint64_t fr_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* nng's threads: the loop closes it (fr_sweep). */
+static void fr_doom_pipe(wd_server *s, uint32_t id)
+{
+  wd_peers_doom(s->peers, id);
+}
+
+static void fr_close_pipe(uint32_t id)
+{
+  nng_pipe p = NNG_PIPE_INITIALIZER;
+  p.id = id;
+  nng_pipe_close(p);
+}
+
+unsigned wd_front_peer_cap(const wd_server *s)
+{
+  const wd_limits *lim = &s->cfg->limits;
+  unsigned q = lim->contexts / 2 > 2 ? lim->contexts / 2 : 2;
+  return lim->max_peer_requests < q ? lim->max_peer_requests : q;
+}
+
+int wd_front_peer(wd_server *s, uint32_t pipe, int *uid, int *pid)
+{
+  return wd_peers_who(s->peers, pipe, uid, pid);
+}
+
+static void fr_recv(wd_req *c)
+{
+  c->state = RQ_RECV;
+  nng_aio_set_timeout(c->aio, NNG_DURATION_INFINITE);
+  nng_ctx_recv(c->ctx, c->aio);
+}
+
+/* A reply has left (or failed): the context no longer counts on its pipe;
+ * one that could not leave in time closes that pipe. */
+static void fr_sent(wd_req *c, int rv)
+{
+  wd_server *s = c->srv;
+  if (c->pipe == 0)
+    return;
+
+  if (rv == NNG_ETIMEDOUT) {
+    wd_warn("closing connection %u: a reply could not leave in %u ms "
+            "(limits.send_timeout_ms; the peer does not read)", c->pipe,
+            s->cfg->limits.send_timeout_ms);
+    fr_doom_pipe(s, c->pipe);
+  }
+  wd_peers_end(s->peers, c->pipe, c->sending, fr_now_ms());
+  c->sending = 0;
+  c->pipe = 0;
+}
+
+/* Loop: a request beyond its connection's share gets a context of its own
+ * in the pool (so the others keep theirs). */
+void wd_front_extra(wd_req *c)
+{
+  wd_server *s = c->srv;
+  if (!c->over || c->extra)
+    return;
+  wave_error err = {0};
+  if (wd_front_add(s, &err) != 0)
+    return;
+  c->extra = 1;
+  s->n_extra++;
+}
+
+void wd_front_unextra(wd_req *c)
+{
+  if (c->extra)
+    c->srv->n_extra--;
+  c->extra = 0;
+}
+
 static void fr_aio_cb(void *arg)
 {
   wd_req *c = arg;
@@ -56,7 +150,7 @@ static void fr_aio_cb(void *arg)
         c->state = RQ_IDLE;
         return;
       }
-      nng_ctx_recv(c->ctx, c->aio);  /* a transient error: keep serving */
+      fr_recv(c);  /* a transient error: keep serving */
       return;
     }
     if (atomic_load(&s->closing)) {
@@ -65,12 +159,32 @@ static void fr_aio_cb(void *arg)
       return;
     }
     c->msg = nng_aio_get_msg(c->aio);
+    c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(c->msg));
+    wd_peers_begin(s->peers, c->pipe, fr_now_ms());
+    c->over = 0;
+    {
+      unsigned held = wd_peers_held(s->peers, c->pipe);
+      unsigned cap = wd_front_peer_cap(s);
+      if (held > 4 * cap && wd_peers_sending(s->peers, c->pipe) >= cap) {
+        wd_warn("closing connection %u: %u requests in flight and %u "
+                "replies it does not read", c->pipe, held,
+                wd_peers_sending(s->peers, c->pipe));
+        nng_msg_free(c->msg);
+        c->msg = NULL;
+        fr_doom_pipe(s, c->pipe);
+        fr_sent(c, 0);
+        fr_recv(c);
+        return;
+      }
+      c->over = held > cap;  /* the loop adds a context for it */
+    }
     c->state = RQ_WORK;
     wd_pool_push(s->pool, &c->item);  /* -> wd_decode_cb, then the loop */
     return;
   case RQ_SEND:
     if (rv != 0)  /* the client went away: the reply is ours to free */
       nng_msg_free(nng_aio_get_msg(c->aio));
+    fr_sent(c, rv);
     if (atomic_load(&s->closing)) {
       c->state = RQ_IDLE;
       return;
@@ -80,8 +194,7 @@ static void fr_aio_cb(void *arg)
       wd_front_inbox(s, c);
       return;
     }
-    c->state = RQ_RECV;
-    nng_ctx_recv(c->ctx, c->aio);
+    fr_recv(c);
     return;
   default:
     return;
@@ -92,15 +205,54 @@ static void fr_noop_close(uv_handle_t *h) { (void)h; }
 
 /* nng: a connection went away (any nng thread): its regions and streams go
  * (a region in use by a job is unmapped after it), and the loop cancels
- * its attached hash jobs (daemon/peer.h). */
+ * its attached hash jobs (daemon/principal.h). */
 static void fr_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
   wd_server *s = arg;
+  wd_peers_remove(s->peers, (uint32_t)nng_pipe_id(p));
   wd_bulk_drop_pipe(s->bulk, (uint32_t)nng_pipe_id(p));
   if (!atomic_load(&s->closing) &&
       wd_gone_add(&s->gone, (uint32_t)nng_pipe_id(p)) == 0)
     uv_async_send(&s->wake);
+  wd_listeners_pipe_gone(s->lst, p);
+}
+
+/* nng: a connection is joining; beyond limits.max_connections it goes. */
+static void fr_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+  (void)ev;
+  wd_server *s = arg;
+  uint64_t u = 0, v = 0;
+  int uid = -1, pid = -1;
+  if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &u) == 0 && u <= INT32_MAX)
+    uid = (int)u;
+  if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &v) == 0 && v <= INT32_MAX)
+    pid = (int)v;
+  if (wd_peers_add(s->peers, (uint32_t)nng_pipe_id(p), uid, pid,
+                   s->cfg->limits.max_connections, fr_now_ms()) != 0) {
+    wd_warn("refusing a connection: %u are open (limits.max_connections)",
+            s->cfg->limits.max_connections);
+    nng_pipe_close(p);
+  }
+}
+
+/* Loop: close connections that hold nothing and sent nothing for
+ * limits.idle_timeout_ms. */
+static void fr_sweep(uv_timer_t *t)
+{
+  wd_server *s = t->data;
+  unsigned idle = s->cfg->limits.idle_timeout_ms;
+  if (atomic_load(&s->closing))
+    return;
+  uint32_t ids[64];
+  size_t n = wd_peers_idle(s->peers, fr_now_ms(), idle, ids, 64);
+  for (size_t i = 0; i < n; i++) {
+    wd_info("closing connection %u: marked above, or no complete message "
+            "for %u ms (limits.idle_timeout_ms)", ids[i], idle);
+    fr_close_pipe(ids[i]);
+    wd_peers_remove(s->peers, ids[i]);  /* once, even before nng's event */
+  }
 }
 
 static void fr_free_close(uv_handle_t *h) { free(h->data); }
@@ -130,10 +282,8 @@ int wd_front_add(wd_server *s, wave_error *err)
     s->reqs->all_prev = c;
   s->reqs = c;
   s->n_reqs++;
-  if (s->listening) {
-    c->state = RQ_RECV;
-    nng_ctx_recv(c->ctx, c->aio);
-  }
+  if (s->listening)
+    fr_recv(c);
   return 0;
 }
 
@@ -141,19 +291,29 @@ void wd_front_send(wd_req *c, nng_msg *m)
 {
   wd_server *s = c->srv;
   /* above the pool's size once parked requests are counted: retire */
-  if (s->n_reqs > s->cfg->limits.contexts + s->n_parked) {
+  if (s->n_reqs > s->cfg->limits.contexts + s->n_parked + s->n_extra) {
     c->retire = 1;
     s->n_reqs--;
   }
+  wd_front_unextra(c);
+  if (c->pipe != 0) {
+    wd_peers_send(s->peers, c->pipe);
+    c->sending = 1;
+  }
   c->state = RQ_SEND;
+  nng_aio_set_timeout(c->aio, (nng_duration)s->cfg->limits.send_timeout_ms);
   nng_aio_set_msg(c->aio, m);
   nng_ctx_send(c->ctx, c->aio);
 }
 
 void wd_front_recv(wd_req *c)
 {
-  c->state = RQ_RECV;
-  nng_ctx_recv(c->ctx, c->aio);
+  /* no reply for this request (decoded while closing) */
+  if (c->pipe != 0)
+    wd_peers_end(c->srv->peers, c->pipe, 0, fr_now_ms());
+  c->pipe = 0;
+  wd_front_unextra(c);
+  fr_recv(c);
 }
 
 void wd_front_retire(wd_req *c)
@@ -189,8 +349,17 @@ int wd_front_listen(wd_server *s, wave_error *err)
     goto out;
   }
   s->sock_open = 1;
+  if (s->peers == NULL && (s->peers = wd_peers_new()) == NULL) {
+    rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+    goto out;
+  }
   nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
+  nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, fr_pipe_new, s);
   nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, fr_pipe_gone, s);
+  uv_timer_init(s->loop, &s->sweep);
+  s->sweep.data = s;
+  s->sweep_on = 1;
+  uv_timer_start(&s->sweep, fr_sweep, 250, 250);
   for (size_t i = 0; i < lim->contexts; i++)
     if ((rc = wd_front_add(s, err)) != 0)
       goto out;
@@ -199,7 +368,7 @@ int wd_front_listen(wd_server *s, wave_error *err)
     goto out;
   s->listening = 1;
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
-    wd_front_recv(c);
+    fr_recv(c);
 out:
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
@@ -209,6 +378,9 @@ void wd_front_close(wd_server *s)
 {
   atomic_store(&s->closing, 1);
   wd_listeners_close(s->lst);  /* no more listener restarts */
+  if (s->sweep_on)
+    uv_close((uv_handle_t *)&s->sweep, fr_noop_close);
+  s->sweep_on = 0;
   /* nng first: after nng_aio_stop no callback runs for that context */
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
     if (c->aio != NULL)
@@ -237,4 +409,7 @@ void wd_front_free(wd_server *s)
   }
   s->reqs = NULL;
   wd_listeners_free(s->lst);
+  s->lst = NULL;
+  wd_peers_free(s->peers);
+  s->peers = NULL;
 }

@@ -16,7 +16,7 @@
 
 #include "daemon/hashjob_int.h"
 #include "daemon/log.h"
-#include "daemon/peer.h"
+#include "daemon/principal.h"
 #include "daemon/pick.h"
 #include "proto/base.h"
 

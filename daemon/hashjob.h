@@ -15,7 +15,7 @@
  *    the completion queue; only then does the loop read the result.
  * Job ids are 64 random bits from getrandom(2) (never 0, never two alike
  * in the table): nobody finds a job by guessing.  A job belongs to the
- * principal that submitted it (daemon/peer.h); lookups for anyone else
+ * principal that submitted it (daemon/principal.h); lookups for anyone else
  * answer as for an unknown id.  A job is tied to its connection (the nng
  * pipe) unless submitted detached: when the connection closes, the job is
  * cancelled.  Per principal, limits.client_jobs jobs may be queued or
@@ -68,7 +68,7 @@ typedef struct wd_hash_submit {
   char *const *devices;
   size_t n_devices;
   uint64_t client, req_id;
-  const char *principal;      /* the submitter (daemon/peer.h) */
+  const char *principal;      /* the submitter (daemon/principal.h) */
   uint32_t pipe;              /* its connection */
   int detach;                 /* outlives the connection */
 } wd_hash_submit;
@@ -85,7 +85,7 @@ uint64_t wd_jobs_instance(const wd_jobs *t);
 int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
                    wd_device *const *devs, size_t n_devs,
                    const wd_packs *packs, wd_hjob **out, wave_error *err);
-/* The job with this id that `who` may see (daemon/peer.h), else NULL. */
+/* The job with this id that `who` may see (daemon/principal.h), else NULL. */
 wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who);
 /* Cancel the attached jobs of a closed connection; how many. */
 size_t wd_jobs_drop_pipe(wd_jobs *t, uint32_t pipe);

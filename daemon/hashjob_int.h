@@ -46,7 +46,7 @@ typedef struct hj_part {
 struct wd_hjob {
   wd_jobs *table;
   uint64_t id, client, req_id;
-  char principal[64];        /* the submitter (daemon/peer.h) */
+  char principal[64];        /* the submitter (daemon/principal.h) */
   uint64_t owner;            /* its fairness key (wd_work.owner) */
   uint32_t pipe;             /* its connection ... */
   int detach;                /* ... unless detached */

@@ -2,25 +2,37 @@
  * ipc ones.
  *
  * Why a watchdog: nng 1.5.2, the version Debian ships, has a bug
- * (nanomsg/nng#1518, fixed in 1.6) in its ipc transport: a peer that
- * connects and goes away before the 8-byte SP handshake makes the listener
- * stop accepting, for good.  A health check, a stray `nc -U`, or nng's own
- * stale-socket test run by a second wavedd started on the same path is
- * enough to make the daemon deaf on ipc.  Two defences:
- *  - before listening on an ipc path we try it ourselves, completing the
- *    handshake (harmless to an nng peer): when something accepts, the path
- *    belongs to a live process and we refuse to start, instead of letting
- *    nng's stale test (connect, then close) break the daemon that owns it;
- *  - every LS_PROBE_MS the loop opens a new connection to each ipc listener
- *    (libuv, never blocking) and sends the handshake.  A stuck listener
- *    still completes handshakes but never hands the connection to the
- *    socket, so the test is nng's pipe event: a healthy listener attaches
- *    the probe (NNG_PIPE_EV_ADD_POST for that listener) at once, whatever
- *    the daemon is busy with.  One that attaches nothing within
- *    LS_DEADLINE_MS is closed and created anew (its clients reconnect;
- *    nng's REQ resends what was in flight).
- * tcp listeners are not affected (the error they see differs) and are not
- * probed.
+ * (nanomsg/nng#1518, fixed in 1.6) in its ipc transport.  When a peer
+ * closes during the 8-byte SP handshake, the transport finishes the
+ * listener's pending accept with NNG_ECLOSED, which nng's core takes for
+ * "the listener was closed" and never asks to accept again.  The transport
+ * keeps accepting and negotiating, but the pipes it negotiates wait for an
+ * accept that never comes: the listener is deaf, for good.  A health check,
+ * a stray `nc -U`, or nng's own stale-socket test is enough.  And closing
+ * such a listener leaks the pipes that were waiting (nng never frees them),
+ * about 4 KB each.
+ *
+ * What we do (ls_recover): the core counts that accept error in the
+ * listener's "other" statistic, so the loop reads it every LS_TICK_MS
+ * (nng counts each closed pipe's error there too, so what counts is a rise
+ * beyond the listener's pipes gone, seen on two ticks).  On a rise we start a fresh listener on a temporary name in the socket's
+ * folder and rename(2) it over the configured path: new clients reach the
+ * fresh one at once, and the stuck one keeps serving the pipes it already
+ * has (connected clients keep their connection) until the last goes, then
+ * it is closed.  Only a client that connected in the few milliseconds
+ * between the bug and the rename waits on the stuck listener: it is cut
+ * when that listener closes (LS_GRACE_MS at the earliest), and its nng
+ * REQ socket redials and resends; its half-made pipe is what nng leaks.  Every ipc listener is bound
+ * on a temporary name, so no listener's close ever unlinks the path (nng
+ * unlinks the name it bound); the path is unlinked here, at the end, if it
+ * is still our socket.  A rise that comes from the fd limit (nng retries
+ * those by itself) starts no recovery.  Where nng has no statistics, a
+ * probe connection every LS_PROBE_MS checks that the listener attaches it.
+ *
+ * Before listening on an ipc path: the folder and any file there pass
+ * sockpath.c's checks, and when something accepts on the path it belongs
+ * to a live process (another wavedd?) and we refuse to start.
+ * tcp listeners are not affected (the error they see differs).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,37 +42,56 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon/listen.h"
 #include "daemon/log.h"
+#include "daemon/sockpath.h"
 #include "daemon/tls.h"
 #include "proto/base.h"
 
-#define LS_PROBE_MS 2000
+#define LS_TICK_MS 20
+#define LS_GRACE_MS 1000    /* a retired listener lives at least this long */
+#define LS_PROBE_MS 2000    /* without nng statistics only */
 #define LS_DEADLINE_MS 3000
-#define LS_SPARE 32   /* slots beyond the start-up URLs, for reloads */
+#define LS_SLOTS 16         /* one listener serving, the rest retiring */
+#define LS_SPARE 32         /* URL slots beyond the start-up ones, for reloads */
 
 /* The SP handshake a REQ (0x30) peer sends. */
 static const uint8_t ls_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
+
+/* One nng listener of a URL: the serving one or a stuck one retiring. */
+typedef struct ls_lst {
+  nng_listener l;
+  _Atomic int id;           /* l's id, read by the pipe callbacks; 0: free */
+  _Atomic int live;         /* its pipes open now */
+  _Atomic uint64_t added;   /* pipes it handed to the socket, ever */
+  _Atomic uint64_t removed; /* its pipes that have gone, ever */
+  uint64_t other;           /* its "other" errors when opened */
+  int suspect;              /* more of them than pipes gone, last tick */
+  uint64_t retired;         /* when it stopped serving (loop time) */
+} ls_lst;
 
 typedef struct ls_one {
   wd_listeners *ls;
   const char *url;          /* as configured */
   char bound[300];          /* as reported */
-  nng_listener l;
-  _Atomic int l_id;         /* l's id, read by the pipe callback */
-  _Atomic uint64_t attached;/* pipes l handed to the socket */
-  int started;              /* l is listening */
+  ls_lst s[LS_SLOTS];
+  int cur;                  /* the serving slot; -1: none */
   int ipc;
   char path[108];
-  /* the probe; the pipe handle exists while probing is set */
+  dev_t dev;                /* path's socket, once renamed there */
+  ino_t ino;
+  int have_ino;
+  unsigned gen;             /* temporary names */
+  /* the probe (no statistics); the pipe handle exists while probing */
   uv_pipe_t pipe;
   uv_connect_t conn;
   uv_write_t wr;
   int probing, ending;
-  uint64_t since, seen;     /* probe start: time, o->attached */
+  uint64_t since, seen, last_probe;
   int used;                 /* a configured URL's (not a removed one's) */
 } ls_one;
 
@@ -75,32 +106,112 @@ struct wd_listeners {
   size_t n_urls;
   uv_timer_t timer;
   int timer_on;
+  int stats;                /* nng has statistics */
+  unsigned recoveries;
 };
 
-static int ls_open(ls_one *o, wave_error *err)
+static int ls_find(ls_one *o, int id)
+{
+  for (int k = 0; id > 0 && k < LS_SLOTS; k++)
+    if (atomic_load(&o->s[k].id) == id)
+      return k;
+  return -1;
+}
+
+/* The scope of listener id in nng's statistics tree (nng 1.5.2's
+ * nng_stat_find_listener returns the first listener's, whatever it is
+ * asked). */
+static nng_stat *ls_stat_scope(nng_stat *n, int id)
+{
+  for (; n != NULL; n = nng_stat_next(n)) {
+    if (nng_stat_type(n) == NNG_STAT_SCOPE &&
+        strcmp(nng_stat_name(n), "listener") == 0)
+      for (nng_stat *c = nng_stat_child(n); c != NULL; c = nng_stat_next(c))
+        if (strcmp(nng_stat_name(c), "id") == 0 &&
+            nng_stat_value(c) == (uint64_t)id)
+          return n;
+    nng_stat *r = ls_stat_scope(nng_stat_child(n), id);
+    if (r != NULL)
+      return r;
+  }
+  return NULL;
+}
+
+/* The listener's "other" accept errors; (uint64_t)-1 when unknown. */
+static uint64_t ls_other(nng_listener l)
+{
+  nng_stat *st = NULL, *one, *v;
+  uint64_t x = (uint64_t)-1;
+  if (nng_stats_get(&st) != 0)
+    return x;
+  if ((one = ls_stat_scope(st, nng_listener_id(l))) != NULL &&
+      (v = nng_stat_find(one, "other")) != NULL)
+    x = nng_stat_value(v);
+  nng_stats_free(st);
+  return x;
+}
+
+/* Start an nng listener for url in slot k; for ipc, bound on a temporary
+ * name in the path's folder, given the mode, then renamed over the path. */
+static int ls_open_slot(ls_one *o, int k, wave_error *err)
 {
   wd_listeners *ls = o->ls;
-  int rv = nng_listener_create(&o->l, ls->sock, o->url);
-  if (rv != 0)
+  ls_lst *t = &o->s[k];
+  char url[160], tmp[108] = "";
+  int rv;
+  snprintf(url, sizeof url, "%s", o->url);
+  if (o->ipc) {
+    char dir[108];
+    snprintf(dir, sizeof dir, "%s", o->path);
+    char *sl = strrchr(dir, '/');
+    if (sl != NULL)
+      sl[1] = '\0';
+    else
+      dir[0] = '\0';
+    int w = snprintf(tmp, sizeof tmp, "%s.wavedd-%ld-%u.sock", dir,
+                     (long)getpid(), o->gen++);
+    if (w < 0 || (size_t)w >= sizeof tmp)
+      tmp[0] = '\0';  /* no room for a temporary name: bind the path */
+    else
+      snprintf(url, sizeof url, "ipc://%s", tmp);
+  }
+  if ((rv = nng_listener_create(&t->l, ls->sock, url)) != 0)
     return wv_seterr(err, WAVE_EIO, "listen %s: %s", o->url, nng_strerror(rv));
-  if ((rv = wd_tls_listener(o->l, o->url, &ls->cfg->tls, err)) != 0) {
-    nng_listener_close(o->l);  /* tls+tcp://: its certificate (tls.c) */
+  if ((rv = wd_tls_listener(t->l, o->url, &ls->cfg->tls, err)) != 0) {
+    nng_listener_close(t->l);  /* tls+tcp://: its certificate (tls.c) */
     return rv;
   }
-  nng_listener_set_size(o->l, NNG_OPT_RECVMAXSZ, ls->cap);
-  if (o->ipc && ls->cfg->ipc_mode != 0 &&
-      (rv = nng_listener_set_int(o->l, NNG_OPT_IPC_PERMISSIONS,
-                                 (int)ls->cfg->ipc_mode)) != 0) {
-    nng_listener_close(o->l);
-    return wv_seterr(err, WAVE_EIO, "ipc_mode for %s: %s", o->url,
-                     nng_strerror(rv));
-  }
-  if ((rv = nng_listener_start(o->l, 0)) != 0) {
-    nng_listener_close(o->l);
+  nng_listener_set_size(t->l, NNG_OPT_RECVMAXSZ, ls->cap);
+  atomic_store(&t->live, 0);
+  atomic_store(&t->added, 0);
+  atomic_store(&t->removed, 0);
+  t->suspect = 0;
+  atomic_store(&t->id, nng_listener_id(t->l));
+  if ((rv = nng_listener_start(t->l, 0)) != 0) {
+    atomic_store(&t->id, 0);
+    nng_listener_close(t->l);
     return wv_seterr(err, WAVE_EIO, "listen %s: %s", o->url, nng_strerror(rv));
   }
-  atomic_store(&o->l_id, nng_listener_id(o->l));
-  o->started = 1;
+  const char *at = tmp[0] ? tmp : o->path;
+  struct stat st;
+  if (o->ipc && (chmod(at, (mode_t)ls->cfg->ipc_mode) != 0 ||
+                 (tmp[0] && rename(tmp, o->path) != 0) ||
+                 lstat(o->path, &st) != 0)) {
+    int e = errno;
+    atomic_store(&t->id, 0);
+    nng_listener_close(t->l);
+    if (tmp[0])
+      unlink(tmp);
+    return wv_seterr(err, WAVE_EIO, "listen %s: %s: %s", o->url, at,
+                     strerror(e));
+  }
+  if (o->ipc) {
+    o->dev = st.st_dev;
+    o->ino = st.st_ino;
+    o->have_ino = tmp[0] != '\0';  /* else nng unlinks it on close */
+  }
+  t->other = ls->stats ? ls_other(t->l) : 0;
+  o->cur = k;
   return 0;
 }
 
@@ -110,9 +221,28 @@ static void ls_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
   wd_listeners *ls = arg;
   (void)ev;
   int id = nng_listener_id(nng_pipe_listener(p));
-  for (size_t i = 0; id > 0 && i < ls->n_alloc; i++)
-    if (atomic_load(&ls->v[i].l_id) == id)
-      atomic_fetch_add(&ls->v[i].attached, 1);
+  for (size_t i = 0; id > 0 && i < ls->n_alloc; i++) {
+    int k = ls_find(&ls->v[i], id);
+    if (k >= 0) {
+      atomic_fetch_add(&ls->v[i].s[k].live, 1);
+      atomic_fetch_add(&ls->v[i].s[k].added, 1);
+    }
+  }
+}
+
+void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p)
+{
+  if (ls == NULL)
+    return;
+  int id = nng_listener_id(nng_pipe_listener(p));
+  for (size_t i = 0; id > 0 && i < ls->n_alloc; i++) {
+    int k = ls_find(&ls->v[i], id);
+    if (k >= 0) {
+      atomic_fetch_add(&ls->v[i].s[k].removed, 1);
+      if (atomic_load(&ls->v[i].s[k].live) > 0)
+        atomic_fetch_sub(&ls->v[i].s[k].live, 1);
+    }
+  }
 }
 
 /* 1 when a live process accepts connections on path. */
@@ -149,18 +279,62 @@ static int ls_ipc_live(const char *path)
 
 /* ---- the watchdog ------------------------------------------------------- */
 
-static void ls_restart(ls_one *o, const char *why)
+/* 1 when this process cannot open one more file (nng then retries its
+ * accept by itself after 100 ms: nothing to recover). */
+static int ls_at_fd_limit(void)
 {
-  wd_warn("listener %s %s; restarting it (nng 1.5 stops accepting on ipc "
-          "after an aborted handshake)", o->bound, why);
-  if (o->started)
-    nng_listener_close(o->l);
-  o->started = 0;
+  int fd = dup(STDERR_FILENO);
+  if (fd >= 0) {
+    close(fd);
+    return 0;
+  }
+  return errno == EMFILE || errno == ENFILE;
+}
+
+/* A fresh listener on the path; the stuck one retires with its pipes. */
+static void ls_recover(ls_one *o, const char *why)
+{
+  int k = -1;
+  for (int i = 0; i < LS_SLOTS && k < 0; i++)
+    if (i != o->cur && atomic_load(&o->s[i].id) == 0)
+      k = i;
+  if (k < 0) {  /* every slot retiring: the oldest goes, with its clients */
+    k = (o->cur + 1) % LS_SLOTS;
+    wd_warn("listener %s: %d stuck listeners still serve clients; closing "
+            "one of them", o->bound, LS_SLOTS - 1);
+    atomic_store(&o->s[k].id, 0);
+    nng_listener_close(o->s[k].l);
+  }
+  int old = o->cur;
   wave_error err = {0};
-  if (ls_open(o, &err) != 0)
-    wd_error("%s (retrying)", err.message);
-  else
-    wd_info("listening on %s again", o->bound);
+  if (ls_open_slot(o, k, &err) != 0) {
+    wd_error("listener %s %s; a fresh one failed: %s (retrying)", o->bound,
+             why, err.message);
+    return;
+  }
+  o->ls->recoveries++;
+  if (old >= 0)
+    o->s[old].retired = uv_now(o->ls->loop);
+  wd_warn("listener %s %s (nng 1.5 stops accepting on ipc after an aborted "
+          "handshake); a fresh listener took the path, connected clients "
+          "stay on the old one", o->bound, why);
+}
+
+/* Close retired listeners whose last pipe has gone, LS_GRACE_MS after they
+ * retired at the earliest: a client that connected to one in the moment
+ * before the rename is waiting there, and its connection must have been
+ * made before it is closed under it (its REQ socket then redials the path
+ * and resends). */
+static void ls_reap(ls_one *o, uint64_t now)
+{
+  for (int k = 0; k < LS_SLOTS; k++)
+    if (k != o->cur && atomic_load(&o->s[k].id) != 0 &&
+        atomic_load(&o->s[k].live) == 0 &&
+        now - o->s[k].retired >= LS_GRACE_MS) {
+      atomic_store(&o->s[k].id, 0);
+      nng_listener_close(o->s[k].l);
+      wd_debug("listener %s: a retired listener closed", o->bound);
+    }
 }
 
 static void ls_probe_closed(uv_handle_t *h)
@@ -177,7 +351,7 @@ static void ls_probe_done(ls_one *o, const char *why)
   o->ending = 1;
   uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
   if (why != NULL)
-    ls_restart(o, why);
+    ls_recover(o, why);
 }
 
 static void ls_written(uv_write_t *w, int status)
@@ -198,43 +372,88 @@ static void ls_connected(uv_connect_t *c, int status)
     ls_probe_done(o, "failed the probe connection");
 }
 
+static void ls_probe(ls_one *o, uint64_t now)
+{
+  ls_lst *t = &o->s[o->cur];
+  if (o->probing) {
+    if (o->ending)
+      return;
+    if (atomic_load(&t->added) != o->seen)
+      ls_probe_done(o, NULL);  /* it attaches pipes: healthy */
+    else if (now - o->since > LS_DEADLINE_MS)
+      ls_probe_done(o, "did not take the probe connection");
+    return;
+  }
+  if (now - o->last_probe < LS_PROBE_MS)
+    return;
+  o->last_probe = now;
+  o->seen = atomic_load(&t->added);
+  o->since = now;
+  o->probing = 1;
+  uv_pipe_init(o->ls->loop, &o->pipe, 0);
+  o->pipe.data = o->conn.data = o->wr.data = o;
+  uv_pipe_connect(&o->conn, &o->pipe, o->path, ls_connected);
+}
+
 static void ls_tick(uv_timer_t *t)
 {
   wd_listeners *ls = t->data;
   uint64_t now = uv_now(ls->loop);
   for (size_t i = 0; i < ls->n; i++) {
     ls_one *o = &ls->v[i];
-    if (!o->ipc)
+    if (!o->ipc || !o->used)
       continue;
-    if (o->probing) {
-      if (o->ending)
-        continue;
-      if (atomic_load(&o->attached) != o->seen)
-        ls_probe_done(o, NULL);  /* it attaches pipes: healthy */
-      else if (now - o->since > LS_DEADLINE_MS)
-        ls_probe_done(o, "did not take the probe connection");
+    ls_reap(o, now);
+    if (o->cur < 0) {  /* a recovery failed: try again */
+      ls_recover(o, "is down");
       continue;
     }
-    if (!o->started) {  /* a restart failed: try again */
-      ls_restart(o, "is down");
+    if (!ls->stats) {
+      ls_probe(o, now);
       continue;
     }
-    o->seen = atomic_load(&o->attached);
-    o->since = now;
-    o->probing = 1;
-    uv_pipe_init(ls->loop, &o->pipe, 0);
-    o->pipe.data = o->conn.data = o->wr.data = o;
-    uv_pipe_connect(&o->conn, &o->pipe, o->path, ls_connected);
+    /* nng counts a closed pipe's error in its listener's "other" too: only
+     * errors beyond the pipes gone are accept errors, and one seen on two
+     * ticks is not a pipe still closing */
+    ls_lst *c = &o->s[o->cur];
+    uint64_t x = ls_other(c->l);
+    if (x == (uint64_t)-1)
+      continue;
+    uint64_t gone = atomic_load(&c->removed);
+    int excess = x > c->other && x - c->other > gone;
+    if (!excess || !c->suspect) {
+      c->suspect = excess;
+      continue;
+    }
+    if (ls_at_fd_limit()) {
+      c->other = x - gone;  /* nng retries those itself */
+      c->suspect = 0;
+      wd_warn("listener %s: out of file descriptors (nng retries the "
+              "accept)", o->bound);
+      continue;
+    }
+    ls_recover(o, "stopped accepting");
   }
 }
 
 /* ---- start and stop ------------------------------------------------------- */
 
+/* nng unlinks only the temporary names it bound: the path is ours to
+ * remove, when it is still our socket. */
+static void ls_unlink(ls_one *o)
+{
+  struct stat st;
+  if (o->ipc && o->have_ino && lstat(o->path, &st) == 0 &&
+      st.st_dev == o->dev && st.st_ino == o->ino)
+    unlink(o->path);
+  o->have_ino = 0;
+}
+
 static void ls_bound(ls_one *o)
 {
   snprintf(o->bound, sizeof o->bound, "%s", o->url);
   int port = 0;
-  if (o->ipc || nng_listener_get_int(o->l, NNG_OPT_TCP_BOUND_PORT, &port) != 0)
+  if (o->ipc || nng_listener_get_int(o->s[o->cur].l, NNG_OPT_TCP_BOUND_PORT, &port) != 0)
     return;
   nng_url *u = NULL;
   if (nng_url_parse(&u, o->url) != 0)
@@ -258,28 +477,35 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
   ls->sock = sock;
   ls->cfg = cfg;
   ls->cap = recv_cap;
-  ls->n_alloc = cfg->n_listen + LS_SPARE;
-  ls->v = calloc(ls->n_alloc, sizeof *ls->v);
-  ls->urls = calloc(ls->n_alloc + 1, sizeof *ls->urls);
+  ls->v = calloc(cfg->n_listen + LS_SPARE, sizeof *ls->v);
+  ls->urls = calloc(cfg->n_listen + LS_SPARE + 1, sizeof *ls->urls);
   if (ls->v == NULL || ls->urls == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
+  nng_stat *st = NULL;
+  ls->stats = nng_stats_get(&st) == 0;
+  if (st != NULL)
+    nng_stats_free(st);
   nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, ls_pipe_added, ls);
   int any_ipc = 0;
   for (size_t i = 0; i < cfg->n_listen; i++) {
     ls_one *o = &ls->v[i];
     o->ls = ls;
     o->url = cfg->listen[i];
+    o->cur = -1;
     o->ipc = strncmp(o->url, "ipc://", 6) == 0;
+    int rc;
     if (o->ipc) {
       snprintf(o->path, sizeof o->path, "%s", o->url + 6);
+      if ((rc = wd_sockpath_prepare(o->path, err)) != 0)
+        return rc;
       if (ls_ipc_live(o->path))
         return wv_seterr(err, WAVE_EIO, "listen %s: Address in use (a "
                          "running process, another wavedd?, accepts "
                          "connections there)", o->url);
       any_ipc = 1;
     }
-    int rc = ls_open(o, err);
-    if (rc != 0)
+    ls->n_alloc = i + 1;  /* the pipe callbacks look at it from here on */
+    if ((rc = ls_open_slot(o, 0, err)) != 0)
       return rc;
     ls->n = i + 1;
     o->used = 1;
@@ -288,11 +514,12 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
     ls->n_urls = i + 1;
     wd_info("listening on %s", o->bound);
   }
+  ls->n_alloc = cfg->n_listen + LS_SPARE;
   if (any_ipc) {
     uv_timer_init(loop, &ls->timer);
     ls->timer.data = ls;
     ls->timer_on = 1;
-    uv_timer_start(&ls->timer, ls_tick, LS_PROBE_MS, LS_PROBE_MS);
+    uv_timer_start(&ls->timer, ls_tick, LS_TICK_MS, LS_TICK_MS);
   }
   return 0;
 }
@@ -324,15 +551,19 @@ static ls_one *ls_free_slot(wd_listeners *ls)
   return NULL;
 }
 
-/* Stop serving o's URL: the listener closes (and the connections it
- * accepted), its probe with it; the watchdog skips the slot (ipc 0). */
+/* Stop serving o's URL: its listeners close (the serving one and any
+ * retiring ones, with the connections they accepted), its probe with it,
+ * its socket path goes; the watchdog skips the slot (ipc 0). */
 static void ls_drop(ls_one *o)
 {
   o->used = 0;
-  atomic_store(&o->l_id, 0);
-  if (o->started)
-    nng_listener_close(o->l);
-  o->started = 0;
+  for (int k = 0; k < LS_SLOTS; k++)
+    if (atomic_load(&o->s[k].id) != 0) {
+      atomic_store(&o->s[k].id, 0);
+      nng_listener_close(o->s[k].l);
+    }
+  o->cur = -1;
+  ls_unlink(o);
   o->ipc = 0;
   if (o->probing && !o->ending) {
     o->ending = 1;
@@ -341,7 +572,7 @@ static void ls_drop(ls_one *o)
 }
 
 /* Start the listener of url in a free slot (the start-up checks and
- * creation: ls_ipc_live, ls_open). */
+ * creation: wd_sockpath_prepare, ls_ipc_live, ls_open_slot). */
 static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
                   wave_error *err)
 {
@@ -349,24 +580,28 @@ static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
   if (o == NULL)
     return wv_seterr(err, WAVE_EIO, "listen %s: more than %zu listeners "
                      "at once (restart wavedd)", url, ls->n_alloc);
+  memset(o->s, 0, sizeof o->s);
   o->ls = ls;
   o->url = url;
   o->bound[0] = '\0';
-  o->started = 0;
+  o->cur = -1;
   o->probing = o->ending = 0;
-  atomic_store(&o->attached, 0);
+  o->have_ino = 0;
   o->ipc = strncmp(url, "ipc://", 6) == 0;
   o->path[0] = '\0';
   if (o->ipc) {
     snprintf(o->path, sizeof o->path, "%s", url + 6);
-    if (ls_ipc_live(o->path)) {
+    int rc = wd_sockpath_prepare(o->path, err);
+    if (rc == 0 && ls_ipc_live(o->path))
+      rc = wv_seterr(err, WAVE_EIO, "listen %s: Address in use (a running "
+                     "process, another wavedd?, accepts connections "
+                     "there)", url);
+    if (rc != 0) {
       o->ipc = 0;
-      return wv_seterr(err, WAVE_EIO, "listen %s: Address in use (a running "
-                       "process, another wavedd?, accepts connections "
-                       "there)", url);
+      return rc;
     }
   }
-  int rc = ls_open(o, err);
+  int rc = ls_open_slot(o, 0, err);
   if (rc != 0) {
     o->ipc = 0;
     return rc;
@@ -426,7 +661,7 @@ int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
     uv_timer_init(ls->loop, &ls->timer);
     ls->timer.data = ls;
     ls->timer_on = 1;
-    uv_timer_start(&ls->timer, ls_tick, LS_PROBE_MS, LS_PROBE_MS);
+    uv_timer_start(&ls->timer, ls_tick, LS_TICK_MS, LS_TICK_MS);
   }
   free(added);
   return 0;
@@ -436,16 +671,22 @@ void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap)
 {
   if (ls == NULL)
     return;
-  ls->cap = recv_cap;  /* restarted listeners take it too */
+  ls->cap = recv_cap;  /* fresh listeners take it too */
   for (size_t i = 0; i < ls->n; i++)
-    if (ls->v[i].started)
-      nng_listener_set_size(ls->v[i].l, NNG_OPT_RECVMAXSZ, recv_cap);
+    for (int k = 0; k < LS_SLOTS; k++)
+      if (atomic_load(&ls->v[i].s[k].id) != 0)
+        nng_listener_set_size(ls->v[i].s[k].l, NNG_OPT_RECVMAXSZ, recv_cap);
 }
 
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n)
 {
   *n = ls ? ls->n_urls : 0;
   return ls ? ls->urls : NULL;
+}
+
+unsigned wd_listeners_recoveries(const wd_listeners *ls)
+{
+  return ls ? ls->recoveries : 0;
 }
 
 void wd_listeners_close(wd_listeners *ls)
@@ -455,11 +696,14 @@ void wd_listeners_close(wd_listeners *ls)
   if (ls->timer_on)
     uv_close((uv_handle_t *)&ls->timer, NULL);
   ls->timer_on = 0;
-  for (size_t i = 0; i < ls->n; i++)
-    if (ls->v[i].probing && !ls->v[i].ending) {
-      ls->v[i].ending = 1;
-      uv_close((uv_handle_t *)&ls->v[i].pipe, ls_probe_closed);
+  for (size_t i = 0; i < ls->n; i++) {
+    ls_one *o = &ls->v[i];
+    if (o->probing && !o->ending) {
+      o->ending = 1;
+      uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
     }
+    ls_unlink(o);
+  }
 }
 
 void wd_listeners_free(wd_listeners *ls)

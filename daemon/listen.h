@@ -27,10 +27,14 @@ int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
                         size_t *failed, wave_error *err);
 /* A new message cap (a reload's max_request_bytes): new connections get it. */
 void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap);
+/* nng's thread (front.c's pipe callback): a pipe of sock has gone. */
+void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p);
+/* How many times a stuck ipc listener was replaced (status, tests). */
+unsigned wd_listeners_recoveries(const wd_listeners *ls);
 /* The URLs as bound (a tcp port 0 replaced by the port chosen). */
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n);
-/* Stop the watchdog and close its handles (the listeners themselves close
- * with the socket).  Free after the loop has run the close callbacks. */
+/* Stop the watchdog, close its handles and unlink the ipc paths that are
+ * still our sockets (the listeners themselves close with the socket).  Free after the loop has run the close callbacks. */
 void wd_listeners_close(wd_listeners *ls);
 void wd_listeners_free(wd_listeners *ls);
 

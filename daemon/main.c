@@ -54,8 +54,9 @@ static void mn_usage(FILE *f)
           "  -h, --help           this text\n"
           "\n"
           "Signals: SIGINT/SIGTERM/SIGQUIT stop taking work, finish what is "
-          "in flight,\nthen exit 0.  SIGHUP reloads FILE, all or nothing "
-          "(wavedd(8)).\nProtocol: docs/protocol.md.\n");
+          "in flight,\nremove the socket files, then exit 0.  SIGHUP reloads "
+          "FILE, all or nothing.\nSIGUSR1 logs a status line (wavedd(8)).\n"
+          "Protocol: docs/protocol.md.\n");
 }
 
 /* Fork; the parent exits with the status the child reports through the
@@ -141,8 +142,9 @@ int main(int argc, char **argv)
   }
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);   /* until reload.c takes it: never a kill */
-  signal(SIGUSR1, SIG_IGN);  /* nor these: no stale socket */
-  signal(SIGUSR2, SIG_IGN);
+  signal(SIGUSR1, SIG_IGN);  /* nor these: no stale socket (the server */
+  signal(SIGUSR2, SIG_IGN);  /* takes SIGUSR1 and SIGQUIT once it exists) */
+  signal(SIGQUIT, SIG_IGN);
 
   wave_error err = {0};
   wd_config *cfg = NULL;

@@ -1,58 +1,52 @@
-/* peer.h - who sent a request, and which connections went away.
- *
- * The principal is the identity that owns the hash jobs a request submits
- * (docs/protocol.md "Job ownership"): "uid:N" for an ipc peer (nng's
- * NNG_OPT_IPC_PEER_UID on the message's pipe, i.e. SO_PEERCRED), "pipe:N"
- * for a tcp connection (the connection itself; an authenticated request's
- * "token:NAME" replaces it before dispatch).  Only the principal that
- * submitted a job may poll, wait on, list or cancel it; "uid:0" (root over
- * ipc) may see every job.
- *
- * Connections that close: nng's pipe callback (any nng thread) adds the
- * pipe's id to a wd_gone list and wakes the loop, which takes the ids and
- * cancels the jobs tied to them.  The loop also remembers the last
- * WD_GONE_RECENT ids it took, so that a submit decoded before its
- * connection closed but dispatched after the loop took the id is still
- * seen as orphaned.
+/* peer.h - one record per connection (nng pipe) of wavedd's socket: what it
+ * holds (contexts, parked polls), when it last completed a message, and
+ * who it is (the ipc peer's uid and pid).  front.c fills it from nng's pipe
+ * events and its context callbacks; see peer.c for the limits it enforces.
+ * Every call is thread safe (one mutex); none calls into nng.
  */
 #ifndef WD_PEER_H
 #define WD_PEER_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include <nng/nng.h>
+typedef struct wd_peers wd_peers;
 
-#define WD_PRINCIPAL_MAX 64
-#define WD_GONE_RECENT 1024
+wd_peers *wd_peers_new(void);
+void wd_peers_free(wd_peers *p);
 
-/* From the received message m (any thread, before it is freed): its
- * pipe's id and the principal ("uid:N" or "pipe:N"). */
-void wd_peer_identify(nng_msg *m, uint32_t *pipe, char *principal,
-                      size_t size);
-/* May `who` see a job that `owner` submitted? */
-int wd_peer_may(const char *who, const char *owner);
-/* The fairness key of a principal (device.c's wd_work.owner). */
-uint64_t wd_peer_key(const char *principal);
-
-typedef struct wd_gone {
-  pthread_mutex_t mu;
-  uint32_t *ids;             /* gone, not yet taken (under mu) */
-  size_t n, cap;
-  uint32_t recent[WD_GONE_RECENT];  /* loop only: taken lately (a ring) */
-  size_t n_recent;
-} wd_gone;
-
-void wd_gone_init(wd_gone *g);
-void wd_gone_free(wd_gone *g);
-/* Any thread: pipe has closed.  0, or -1 when out of memory (then that
- * connection's jobs are not cancelled: they run to their end). */
-int wd_gone_add(wd_gone *g, uint32_t pipe);
-/* Loop: take the ids added since the last take (*out is malloc'd; may be
- * NULL with *n 0); they enter the recent ring. */
-void wd_gone_take(wd_gone *g, uint32_t **out, size_t *n);
-/* Loop: was pipe taken lately? */
-int wd_gone_recent(const wd_gone *g, uint32_t pipe);
+/* A pipe joined (uid, pid -1 when not ipc); 0, or -1 when max connections
+ * are already open (the caller closes the pipe). */
+int wd_peers_add(wd_peers *p, uint32_t pipe, int uid, int pid,
+                 unsigned max_conn, uint64_t now_ms);
+void wd_peers_remove(wd_peers *p, uint32_t pipe);
+/* A request arrived on pipe and holds a context until wd_peers_end. */
+void wd_peers_begin(wd_peers *p, uint32_t pipe, uint64_t now_ms);
+/* Contexts the pipe holds now (parked ones excepted). */
+unsigned wd_peers_held(wd_peers *p, uint32_t pipe);
+/* A reply was handed to nng for pipe; returns the replies of pipe handed
+ * over and not yet left, this one included. */
+unsigned wd_peers_send(wd_peers *p, uint32_t pipe);
+/* Replies of pipe handed over and not yet left. */
+unsigned wd_peers_sending(wd_peers *p, uint32_t pipe);
+/* The context's reply has left or failed (sent: it was counted by
+ * wd_peers_send); the context no longer counts. */
+void wd_peers_end(wd_peers *p, uint32_t pipe, int sent, uint64_t now_ms);
+/* Parking a poll: 0 and counted when the pipe parks fewer than cap (its
+ * context then no longer counts as held); -1 otherwise. */
+int wd_peers_park(wd_peers *p, uint32_t pipe, unsigned cap);
+void wd_peers_unpark(wd_peers *p, uint32_t pipe);
+/* The pipe's ipc peer credentials (-1 when unknown); 0, or -1 when the
+ * pipe is gone. */
+int wd_peers_who(wd_peers *p, uint32_t pipe, int *uid, int *pid);
+/* Mark pipe to be closed by the next wd_peers_idle (nng's callbacks do
+ * not close pipes themselves). */
+void wd_peers_doom(wd_peers *p, uint32_t pipe);
+/* Up to n pipes marked by wd_peers_doom, and pipes that hold nothing and completed no message for idle_ms
+ * (a peer stalled inside a partial message looks like this); returns how
+ * many were written to out. */
+size_t wd_peers_idle(wd_peers *p, uint64_t now_ms, uint64_t idle_ms,
+                     uint32_t *out, size_t n);
+size_t wd_peers_count(wd_peers *p);
 
 #endif

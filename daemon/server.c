@@ -16,7 +16,11 @@
  * came back (and the sockets listen), StatusReply.ready turns true and
  * READY=1 goes to the supervisor (sd_notify).
  *
- * Stop (SIGINT/SIGTERM, as uv_signal callbacks): new reductions and hash
+ * Signals (uv_signal callbacks on the loop): SIGUSR1 logs one status line
+ * (sv_summary); SIGHUP (reload) and SIGQUIT (the same stop as SIGTERM) are
+ * reload.c's.
+ *
+ * Stop (SIGINT/SIGTERM, and SIGQUIT through reload.c): new reductions and hash
  * jobs are answered SHUTDOWN, hash jobs are cancelled, parked polls are
  * answered.  Once no reduction is on a device and no hash job is left, the
  * loop waits SV_LINGER_MS for the last replies to leave (nng 1.5 has no
@@ -151,6 +155,22 @@ static void sv_signal(uv_signal_t *h, int signum)
   wd_server_stop(s);
 }
 
+/* SIGUSR1: one line that says how the daemon is doing. */
+static void sv_summary(uv_signal_t *h, int signum)
+{
+  (void)signum;
+  wd_server *s = h->data;
+  wd_info("status: up %" PRIu64 " s, %s, %zu device(s), %zu connection(s), "
+          "%zu context(s), %zu parked poll(s), %u reduction(s) and %zu hash "
+          "job(s) in flight, %" PRIu64 " served, %" PRIu64 " failed, %u "
+          "ipc listener recovery(ies)",
+          (uv_hrtime() - s->t0) / 1000000000u,
+          s->stopping ? "stopping" : s->ready ? "ready" : "starting",
+          s->n_devs, s->peers ? wd_peers_count(s->peers) : 0, s->n_reqs,
+          s->n_parked, s->reduce_inflight, wd_jobs_active(s->jobs), s->served,
+          s->failed, wd_listeners_recoveries(s->lst));
+}
+
 static void sv_noop_close(uv_handle_t *h) { (void)h; }
 
 void wd_server_close(wd_server *s)
@@ -167,6 +187,7 @@ void wd_server_close(wd_server *s)
     uv_close((uv_handle_t *)&s->wake, sv_noop_close);
     uv_close((uv_handle_t *)&s->sigint, sv_noop_close);
     uv_close((uv_handle_t *)&s->sigterm, sv_noop_close);
+    uv_close((uv_handle_t *)&s->sigusr1, sv_noop_close);
     uv_close((uv_handle_t *)&s->tick, sv_noop_close);
   }
   wd_info("closed");
@@ -212,11 +233,14 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   uv_async_init(loop, &s->wake, sv_wake_cb);
   uv_signal_init(loop, &s->sigint);
   uv_signal_init(loop, &s->sigterm);
+  uv_signal_init(loop, &s->sigusr1);
   uv_timer_init(loop, &s->tick);
   s->wake.data = s->sigint.data = s->sigterm.data = s->tick.data = s;
+  s->sigusr1.data = s;
   s->handles = 1;
   uv_signal_start(&s->sigint, sv_signal, SIGINT);
   uv_signal_start(&s->sigterm, sv_signal, SIGTERM);
+  uv_signal_start(&s->sigusr1, sv_summary, SIGUSR1);
   uv_timer_start(&s->tick, sv_tick, SV_TICK_MS, SV_TICK_MS);
 
   if ((s->devs = calloc(cfg->n_devices, sizeof *s->devs)) == NULL)

@@ -22,6 +22,7 @@
 #include "daemon/listen.h"
 #include "daemon/packprep.h"
 #include "daemon/peer.h"
+#include "daemon/principal.h"
 #include "daemon/server.h"
 #include "daemon/work.h"
 #include "proto/wave.pb-c.h"
@@ -38,6 +39,10 @@ struct wd_req {
   nng_aio *aio;
   int state;               /* RQ_*; handed over through the inbox mutex */
   int retire;              /* close this context once its reply is sent */
+  uint32_t pipe;           /* the request's connection (0: none held) */
+  int over;                /* its pipe holds more than its share: */
+  int extra;               /* ... so it brought a context of its own */
+  int sending;             /* its reply counts in the pipe's sending */
   wd_req *next;            /* inbox link */
   wd_req *all_prev, *all_next;  /* every context (loop thread) */
   nng_msg *msg;            /* the received request, until decoded */
@@ -47,11 +52,10 @@ struct wd_req {
   int pb_refused;          /* the decode ran out of budget */
   uint64_t req_id;
   unsigned version;        /* the request's protocol version */
-  /* who sent it (daemon/peer.h), set on the decode thread before dispatch:
+  /* who sent it (daemon/principal.h), set on the decode thread before dispatch:
    * "uid:N" (ipc) or "pipe:N" (tcp); a request a token authenticated gets
    * "token:NAME" instead (auth.c) */
   char principal[WD_PRINCIPAL_MAX];
-  uint32_t pipe;           /* its connection (nng pipe id) */
   wv_span *spans;          /* reduction chunks, pointing into req */
   wd_work work;            /* the reduction ... */
   wv_reduce_job job;
@@ -83,7 +87,7 @@ struct wd_server {
   int ready, listening;
 
   uv_async_t wake;
-  uv_signal_t sigint, sigterm;
+  uv_signal_t sigint, sigterm, sigusr1;
   uv_timer_t tick;
   int handles;             /* wake, signals, tick initialised */
 
@@ -95,9 +99,13 @@ struct wd_server {
   int sock_open;
   wd_listeners *lst;
   wd_gone gone;            /* closed connections, for the loop */
+  wd_peers *peers;         /* per-connection records (daemon/peer.h) */
+  uv_timer_t sweep;        /* closes idle connections */
+  int sweep_on;
   wd_req *reqs;            /* every context */
   size_t n_reqs;           /* contexts that are not retiring */
   size_t n_parked;         /* of them, parked on a job */
+  size_t n_extra;          /* of them, beyond their connection's share */
 
   _Atomic int closing;     /* final close under way: nng callbacks stop */
   int stopping;            /* SIGTERM seen: no new work */
@@ -112,11 +120,18 @@ int wd_front_listen(wd_server *s, wave_error *err);
 int wd_front_add(wd_server *s, wave_error *err);  /* one more receiving ctx */
 void wd_front_send(wd_req *c, nng_msg *m);
 void wd_front_recv(wd_req *c);                    /* back to receiving */
+void wd_front_extra(wd_req *c);    /* loop: a context for one over its share */
+void wd_front_unextra(wd_req *c);
 void wd_front_retire(wd_req *c);                  /* loop: close and free */
 void wd_front_close(wd_server *s);
 void wd_front_free(wd_server *s);
 void wd_front_inbox(wd_server *s, wd_req *c);     /* any thread: to the loop */
 void wd_req_clear(wd_req *c);
+/* The connection's ipc peer (uid, pid; -1 when unknown or not ipc):
+ * 0, or -1 when the pipe is gone.  For job ownership. */
+int wd_front_peer(wd_server *s, uint32_t pipe, int *uid, int *pid);
+/* limits.max_peer_requests, bounded by a quarter of the pool */
+unsigned wd_front_peer_cap(const wd_server *s);
 
 /* dispatch.c */
 void wd_decode_cb(wd_pool_item *it);              /* decode thread, then loop */

@@ -85,7 +85,7 @@ START_TEST(defaults)
   /* docs/config.md's defaults */
   ck_assert_uint_eq(c->n_listen, 1);
   ck_assert_str_eq(c->listen[0], WAVE_DEFAULT_URL);
-  ck_assert_uint_eq(c->ipc_mode, 0);
+  ck_assert_uint_eq(c->ipc_mode, 0660);
   ck_assert_int_eq(c->log_level, WD_LOG_INFO);
   ck_assert_uint_eq(c->limits.max_request_bytes, 64ull << 20);
   ck_assert_uint_eq(c->limits.max_job_rows, 1ull << 28);

@@ -26,11 +26,16 @@ extern "C" {
 
 typedef struct wave_client wave_client;
 
-/* The daemon's default URL when neither an explicit URL nor WAVE_URL is
- * given. */
-#define WAVE_DEFAULT_URL "ipc:///tmp/wavedd.sock"
+/* The system daemon's socket (systemd's RuntimeDirectory=wavedd).  With
+ * neither an explicit URL nor WAVE_URL, a client that is not root uses
+ * $XDG_RUNTIME_DIR/wavedd/wavedd.sock when that file exists (a user's own
+ * daemon), else this one; a daemon run by a user listens on the former. */
+#define WAVE_DEFAULT_URL "ipc:///run/wavedd/wavedd.sock"
 
-/* Connect to url; NULL means getenv("WAVE_URL"), then WAVE_DEFAULT_URL.
+/* Connect to url; NULL means getenv("WAVE_URL"), then the default above.
+ * An ipc socket must belong to root, to the calling user, to the system
+ * service's user `wavedd`, or to the uid in WAVE_DAEMON_UID: otherwise WAVE_EIO ("... belongs to uid N"), checked on
+ * the socket file when connecting and on the peer of every reply.
  * The connection is made lazily by nng: an absent daemon shows up as
  * WAVE_ETIMEDOUT/WAVE_EIO on the first call, after timeout_ms. */
 WAVE_API int wave_client_open(wave_client **out, const char *url,
