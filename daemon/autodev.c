@@ -350,11 +350,12 @@ int wd_autodev_fill(wd_getenv_fn get, const wd_device_cfg *defaults,
     return -1;
   }
   /* the list Vulkan devices are matched against: the chosen one, else
-   * whichever grants GPUs (a Vulkan-only build) */
+   * whichever grants GPUs (a Vulkan-only build); none without vulkan */
   const char *vvar = var, *vlist = list;
-  if (vlist == NULL && ad_count(cuda) > 0)
+  int vulkan = wv_backend_find("vulkan") != NULL;
+  if (vlist == NULL && vulkan && ad_count(cuda) > 0)
     vvar = "CUDA_VISIBLE_DEVICES", vlist = cuda;
-  else if (vlist == NULL && ad_count(rocr) > 0)
+  else if (vlist == NULL && vulkan && ad_count(rocr) > 0)
     vvar = "ROCR_VISIBLE_DEVICES", vlist = rocr;
   if (vlist != NULL && !ad_wellformed(vlist)) {
     snprintf(why, why_n, "devices: auto: %s='%s' is not a comma list of "
@@ -362,7 +363,7 @@ int wd_autodev_fill(wd_getenv_fn get, const wd_device_cfg *defaults,
     return -1;
   }
   size_t k = list ? ad_count(list) : 0;
-  size_t kv = wv_backend_find("vulkan") && vlist ? ad_count(vlist) : 0;
+  size_t kv = vulkan && vlist ? ad_count(vlist) : 0;
   if (k > 255 || kv > 255) {
     snprintf(why, why_n, "devices: auto: %s lists %zu GPUs (at most 255)",
              vvar, k > kv ? k : kv);
