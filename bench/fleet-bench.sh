@@ -6,8 +6,10 @@
 #   bench/fleet-bench.sh BUILD_DIR [OUT_DIR]
 #
 # Three wavedd, each with one CPU device of T threads, each pinned with
-# taskset to its own T cores (T = WAVE_BENCH_THREADS, default cores / 3),
-# listen on 127.0.0.1.  The
+# taskset to its own T cores (T = WAVE_BENCH_THREADS, default (cores - 3) / 3:
+# three cores stay free for the daemons' loop and decode threads and the
+# coordinator; with all cores hashing the host itself is the limit, see
+# docs/fleet.md), listen on 127.0.0.1.  The
 # same job (WAVE_BENCH_PACK, default small; WAVE_BENCH_COUNT nonces,
 # default 2^26, from nonce 0) runs first on each daemon alone, then over
 # the three as a fleet (wavectl --fleet).  Rates are end to end: nonces
@@ -31,7 +33,7 @@ count=${WAVE_BENCH_COUNT:-67108864}
 calc() { awk "BEGIN { printf \"%.9g\", $1 }"; }
 target=${WAVE_BENCH_TARGET:-0000100000000000}
 cores=$(nproc)
-T=${WAVE_BENCH_THREADS:-$((cores / 3))}; [ $T -ge 1 ] || T=1
+T=${WAVE_BENCH_THREADS:-$(( (cores - 3) / 3 ))}; [ $T -ge 1 ] || T=1
 base=${WAVE_BENCH_PORT:-$((30000 + $$ % 20000))}
 pids=()
 stop() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
