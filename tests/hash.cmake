@@ -1,7 +1,8 @@
 # tests/hash.cmake - the lottery hash (docs/hash.md): spec and known answers
 # (small and closed packs), pack loader errors, FNV, the GPU emulator, the
 # CPU backend's hash slots.  Fast: nothing here touches the 1 GiB main pack.
-wave_test(test_hash SOURCES test_hash.c LIBS wvworkers)
+wave_test(test_hash SOURCES test_hash.c hash_harness.c LIBS wvworkers)
+wave_test(test_pack SOURCES test_pack.c hash_harness.c LIBS wvworkers)
 
 # The main pack's known answers on the CPU backend (1 GiB dataset, ~10 s on
 # 2 cores): its own entry, label "main-pack", so `ctest -LE main-pack` skips
