@@ -19,6 +19,13 @@ add_dependencies(test_daemon wavedd wavedd-test)
 target_compile_definitions(test_daemon PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# start and stop, each with a daemon of its own (faults: wavedd-test)
+wave_test(test_lifecycle SOURCES test_lifecycle.c daemon_harness.c
+  LIBS wvbase wvhash nng::nng)
+add_dependencies(test_lifecycle wavedd wavedd-test)
+target_compile_definitions(test_lifecycle PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # wavedd as a service: SIGHUP reload, signals, the metrics page, JobsRequest
 wave_test(test_service SOURCES test_service.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)
