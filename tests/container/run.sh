@@ -37,8 +37,10 @@ wd=wavedd-$tag
 wds=wavedd-systemd-$tag
 t0=$(date +%s)
 step() { echo "container_test: [$(( $(date +%s) - t0 )) s] $*"; }
+tok=
 cleanup() {
   pm rm -f -t 0 "$wd" "$wds" >/dev/null 2>&1 || true
+  [ -z "$tok" ] || rm -rf "$tok"
   pm network rm -f "$net" >/dev/null 2>&1 || true
   pm rmi -f "$img" "$simg" >/dev/null 2>&1 || true
 }
@@ -81,12 +83,29 @@ pm run --rm "${ro[@]}" "$img" sh -c \
 # ---- 2. two containers on a network --------------------------------------------
 step "network: wavedd in $wd"
 pm network create "$net" >/dev/null
-pm run -d --name "$wd" --network "$net" "${ro[@]}" "$img" >/dev/null
+# tcp with a token (the image's own config says auth: none): the daemon's
+# config and token are mounted, owned by the image's user, mode 0600
+tok=$(mktemp -d /var/tmp/wavedd-token.XXXXXX)
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tok/client.token"
+sed 's|^auth: none$|auth: {tokens: [{name: client, file: /etc/wavedd/client.token}]}|' \
+  "$src/config/container.yaml" > "$tok/container.yaml"
+grep -q '^auth: {tokens' "$tok/container.yaml" || fail "container.yaml has no 'auth: none' line"
+wuid=$(pm run --rm "${ro[@]}" "$img" id -u) || fail "the image's user"
+chown "$wuid" "$tok/client.token" "$tok/container.yaml"
+chmod 0600 "$tok/client.token"; chmod 0644 "$tok/container.yaml"
+mnt=(-v "$tok/container.yaml:/etc/wavedd/container.yaml:ro"
+     -v "$tok/client.token:/etc/wavedd/client.token:ro")
+pm run -d --name "$wd" --network "$net" "${ro[@]}" "${mnt[@]}" "$img" >/dev/null
 until_ok 240 pm healthcheck run "$wd" || fail "the HEALTHCHECK never passed"
 ip=$(pm inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$wd")
 [ -n "$ip" ] || fail "no address on $net"
 url=tcp://$ip:5555
-ctl() { pm run --rm -i --network "$net" "${ro[@]}" "$img" wavectl --url "$url" "$@"; }
+ctl() { pm run --rm -i --network "$net" "${ro[@]}" -v "$tok/client.token:/tmp/client.token:ro" \
+          "$img" wavectl --url "$url" --token-file /tmp/client.token "$@"; }
+# without the token, tcp is refused (AUTH)
+na=$(pm run --rm --network "$net" "${ro[@]}" "$img" wavectl --url "$url" status 2>&1) &&
+  fail "status over tcp without a token was served: $na"
+grep -q AUTH <<<"$na" || fail "no AUTH error without a token: $na"
 st=$(ctl status --json) || fail "wavectl status over $url"
 echo "$st" | grep -q '"tcp://0.0.0.0:5555"' || fail "status does not list the tcp listener: $st"
 out=$(printf '3 1 4 1 5 9 2 6\n' | ctl submit reduce --op sum --dtype u32 --format text --input -)
