@@ -439,15 +439,9 @@ int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
     ex[i].bytes = e->bytes;
     exp[i] = &ex[i];
   }
-  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
-  rr.dtype = (Wave__V1__DType)req->dtype;
-  rr.op = (Wave__V1__Op)req->op;
-  rr.n_input_at = req->n_input;
-  rr.input_at = exp;
-  rr.n_mask_at = n_mask;
-  rr.mask_at = exp + req->n_input;
-  rr.masked = req->has_mask != 0;
-  rr.device = (char *)(req->device ? req->device : "");
+  Wave__V1__ReduceRequest rr;
+  wv_client_reduce_fill(&rr, req->dtype, req->op, req->has_mask, req->device,
+                        exp, req->n_input, n_mask);
   Wave__V1__Request q = WAVE__V1__REQUEST__INIT;
   q.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
   q.reduce = &rr;

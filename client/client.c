@@ -447,15 +447,9 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
     off += ex[i].bytes;
     exp[i] = &ex[i];
   }
-  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
-  rr.dtype = (Wave__V1__DType)req->dtype;
-  rr.op = (Wave__V1__Op)req->op;
-  rr.n_input_at = req->n_input;
-  rr.input_at = exp;
-  rr.n_mask_at = n_mask;
-  rr.mask_at = exp + req->n_input;
-  rr.masked = req->has_mask != 0;
-  rr.device = (char *)(req->device ? req->device : "");
+  Wave__V1__ReduceRequest rr;
+  wv_client_reduce_fill(&rr, req->dtype, req->op, req->has_mask, req->device,
+                        exp, req->n_input, n_mask);
 
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
@@ -482,6 +476,22 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   if (rv != 0)
     return rv;
   return wv_client_reduce_result(c, resp, res, err);
+}
+
+void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
+                           wave_op op, int has_mask, const char *device,
+                           Wave__V1__Extent **ex, size_t n_input,
+                           size_t n_mask)
+{
+  wave__v1__reduce_request__init(rr);
+  rr->dtype = (Wave__V1__DType)dtype;
+  rr->op = (Wave__V1__Op)op;
+  rr->n_input_at = n_input;
+  rr->input_at = ex;
+  rr->n_mask_at = n_mask;
+  rr->mask_at = ex + n_input;
+  rr->masked = has_mask != 0;
+  rr->device = (char *)(device ? device : "");
 }
 
 int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,

@@ -69,6 +69,14 @@ int wv_client_call_msg(wave_client *c, nng_msg *msg, uint64_t id, int want,
 /* Unpack and check a reply (taken over) as wv_client_call does. */
 int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
                     Wave__V1__Response **resp, wave_error *err);
+/* The ReduceRequest whose chunks are ex[0..n_input) (inputs) and then
+ * ex[n_input..n_input + n_mask) (masks), for client.c's framed messages and
+ * bulk.c's region extents alike. */
+void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
+                           wave_op op, int has_mask, const char *device,
+                           Wave__V1__Extent **ex, size_t n_input,
+                           size_t n_mask);
+
 /* The result of a ReduceResult reply (frees resp). */
 int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
                             wave_reduce_result *res, wave_error *err);
