@@ -498,7 +498,7 @@ void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
 void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
                      wv_device *bdev)
 {
-  wv_dev_host_unregister(b, bdev, r->base);
+  wv_dev_host_unregister(b, bdev, r->base, (size_t)r->bytes);
   uint32_t left = atomic_fetch_and(&r->pinned, ~(1u << slot)) & ~(1u << slot);
   if (left == 0)
     rg_unmap(r);

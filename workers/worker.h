@@ -129,12 +129,16 @@ typedef struct wv_backend {
   /* Optional.  Pin [ptr, ptr + bytes) of host memory (a shared-memory
    * region, mapped read-only) for DMA, so that reductions whose spans lie
    * in it are sent without a staging copy; NULL = the device reads host
-   * memory as it is (CPU) or stages it.  A refusal is not a device fault:
-   * the region is then used unpinned.  host_unregister undoes it before the
-   * memory is unmapped.  Device thread only. */
+   * memory as it is (CPU) or stages it.  The daemon pins a region in
+   * adjacent pieces, one call each, while the device is idle, so a span
+   * may lie across several pieces, or partly in none: the backend sends
+   * what is pinned directly and stages the rest.  A refusal is not a
+   * device fault: the rest of the region is then used unpinned.
+   * host_unregister undoes every piece inside [ptr, ptr + bytes) before
+   * the memory is unmapped.  Device thread only. */
   int (*host_register)(wv_device *dev, const void *ptr, size_t bytes,
                        wave_error *err);
-  void (*host_unregister)(wv_device *dev, const void *ptr);
+  void (*host_unregister)(wv_device *dev, const void *ptr, size_t bytes);
   /* Optional.  The UUIDs of this backend's devices (those its open() can
    * reach, by index: entry i is cfg->index i), the same 16 bytes caps()
    * reports as uuid, into out[0 .. max-1]; returns how many devices there

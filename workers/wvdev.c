@@ -106,8 +106,8 @@ int wv_dev_host_register(const wv_backend *be, wv_device *dev, const void *ptr,
 }
 
 void wv_dev_host_unregister(const wv_backend *be, wv_device *dev,
-                            const void *ptr)
+                            const void *ptr, size_t bytes)
 {
   if (be != NULL && be->host_unregister != NULL && dev != NULL)
-    be->host_unregister(dev, ptr);
+    be->host_unregister(dev, ptr, bytes);
 }

@@ -52,7 +52,7 @@ int wv_dev_can_pin(const wv_backend *be);
 int wv_dev_host_register(const wv_backend *be, wv_device *dev, const void *ptr,
                          size_t bytes, wave_error *err);
 void wv_dev_host_unregister(const wv_backend *be, wv_device *dev,
-                            const void *ptr);
+                            const void *ptr, size_t bytes);
 
 /* "lanes", "shuffle", "local", or "none". */
 const char *wv_exchange_name(wv_exchange x);

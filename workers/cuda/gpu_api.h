@@ -21,7 +21,7 @@ int WVG_C(hash)(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,
                 uint64_t count, uint64_t *out, wave_error *err);
 int WVG_C(host_register)(wv_device *dev, const void *ptr, size_t bytes,
                          wave_error *err);
-void WVG_C(host_unregister)(wv_device *dev, const void *ptr);
+void WVG_C(host_unregister)(wv_device *dev, const void *ptr, size_t bytes);
 int WVG_C(hash_batch)(wv_device *dev, const struct wv_pack *pack,
                       struct wv_hash_batch *batch, wave_error *err);
 int WVG_C(list_uuids)(unsigned char (*out)[16], size_t max, wave_error *err);

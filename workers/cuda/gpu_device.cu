@@ -679,8 +679,10 @@ extern "C" int WVG_C(host_register)(wv_device *dev, const void *ptr,
   return 0;
 }
 
-extern "C" void WVG_C(host_unregister)(wv_device *dev, const void *ptr)
+extern "C" void WVG_C(host_unregister)(wv_device *dev, const void *ptr,
+                                       size_t bytes)
 {
+  (void)bytes;
   gdev *g = (gdev *)dev;
   if (cudaSetDevice(g->index) != cudaSuccess ||
       cudaHostUnregister((void *)ptr) != cudaSuccess)
