@@ -114,23 +114,9 @@ static int dp_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
   return 0;
 }
 
-/* The device's index among the server's: its slot in a region's pins. */
-static unsigned dp_slot(const wd_server *s, const wd_device *d)
-{
-  for (size_t i = 0; i < s->n_devs; i++)
-    if (s->devs[i] == d)
-      return (unsigned)i;
-  return WD_REGION_SLOTS;  /* never pins */
-}
-
 static int dp_reduce_run(wd_work *w, wd_device *d)
 {
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
-  /* a region not yet pinned here is pinned first (daemon/region.h) */
-  for (size_t i = 0; i < c->bulk.n_regions; i++)
-    while (wd_region_pin_step(c->bulk.regions[i], dp_slot(c->srv, d),
-                              wd_device_backend(d), wd_device_bdev(d)))
-      ;
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   if (c->bulk.files)  /* read as reduced: daemon/filered.h */
     w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
@@ -287,8 +273,9 @@ typedef struct dp_pin {
 static int dp_pin_run(wd_work *w, wd_device *d)
 {
   dp_pin *p = (dp_pin *)w;
-  return wd_region_pin_step(p->r, p->slot, wd_device_backend(d),
-                            wd_device_bdev(d)) ? WD_RUN_MORE : WD_RUN_END;
+  int more = wd_region_pin_step(p->r, p->slot, wd_device_backend(d),
+                                wd_device_bdev(d));
+  return more ? WD_RUN_MORE : WD_RUN_END;
 }
 
 static void dp_pin_abort(wd_work *w, wd_device *d)

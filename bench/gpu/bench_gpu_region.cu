@@ -251,6 +251,10 @@ int main(int argc, char **argv)
              tfill * 1e3, r.seconds * 1e3);
       wave_region_unregister(c, rg, &e);
       wave_region_close(rg);
+      /* the daemon unpins and unmaps it now (a 1 GiB teardown takes tens
+       * of ms, its mmap lock held): keep that out of the next one's
+       * registration */
+      usleep(500000);
     }
   }
   rc |= check_bits(c, dev);
