@@ -10,7 +10,10 @@
  *
  * Regions: a memfd (memfd_create with MFD_ALLOW_SEALING, sized, sealed with
  * F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL so its size can never change
- * under the daemon's mapping), mapped here read-write.  nng's ipc cannot
+ * under the daemon's mapping), mapped here read-write; of huge pages when
+ * it is big and the host has them reserved (a shared hugetlb mapping
+ * reserves its pages at mmap, so a short pool fails there, never later
+ * with SIGBUS, and we fall back to ordinary pages).  nng's ipc cannot
  * pass descriptors, so registration names it /proc/<pid>/fd/<n>; the
  * daemon checks that against the connection's peer credentials.
  */
@@ -216,9 +219,40 @@ struct wave_region {
   int fd;
   uint8_t *base;
   size_t bytes;
+  size_t map_len;    /* bytes rounded up to the memfd's page size */
   uint64_t id;       /* the daemon's, once registered */
   char name[64];
 };
+
+#define BK_HUGE_MIN ((size_t)64 << 20)  /* smaller: page tables are cheap */
+
+/* A sealed memfd of `bytes` mapped read-write into r: of huge pages when
+ * `huge`, and 0, or -1 with errno (everything undone). */
+static int bk_memfd(wave_region *r, size_t bytes, int huge)
+{
+  r->fd = memfd_create(r->name, MFD_CLOEXEC | MFD_ALLOW_SEALING |
+                                    (huge ? MFD_HUGETLB : 0));
+  if (r->fd < 0)
+    return -1;
+  struct stat st;
+  size_t page = 4096;
+  if (huge && fstat(r->fd, &st) == 0 && st.st_blksize > 0)
+    page = (size_t)st.st_blksize;  /* hugetlbfs: the huge page size */
+  r->map_len = (bytes + page - 1) / page * page;
+  if (ftruncate(r->fd, (off_t)r->map_len) == 0 &&
+      fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+    r->base = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
+                   0);
+    if (r->base != MAP_FAILED)
+      return 0;
+  }
+  int e = errno;
+  close(r->fd);
+  r->fd = -1;
+  r->base = NULL;
+  errno = e;
+  return -1;
+}
 
 int wave_region_create(wave_region **out, size_t bytes, const char *name,
                        wave_error *err)
@@ -232,25 +266,14 @@ int wave_region_create(wave_region **out, size_t bytes, const char *name,
   if (r == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   snprintf(r->name, sizeof r->name, "%s", name ? name : "wave");
-  r->fd = memfd_create(r->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  int e;
-  if (r->fd < 0) {
-    e = errno;
-    free(r);
-    return wv_seterr(err, WAVE_EIO, "memfd_create: %s", strerror(e));
+  const char *hp = getenv("WAVE_REGION_HUGEPAGES");
+  int huge = bytes >= BK_HUGE_MIN && !(hp != NULL && strcmp(hp, "off") == 0);
+  if ((huge && bk_memfd(r, bytes, 1) == 0) || bk_memfd(r, bytes, 0) == 0) {
+    r->bytes = bytes;
+    *out = r;
+    return 0;
   }
-  if (ftruncate(r->fd, (off_t)bytes) != 0 ||
-      fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-    goto fail;
-  r->base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-  if (r->base == MAP_FAILED)
-    goto fail;
-  r->bytes = bytes;
-  *out = r;
-  return 0;
-fail:
-  e = errno;
-  close(r->fd);
+  int e = errno;
   free(r);
   return wv_seterr(err, e == ENOMEM || e == ENOSPC ? WAVE_ENOMEM : WAVE_EIO,
                    "region of %zu bytes: %s", bytes, strerror(e));
@@ -261,7 +284,7 @@ void wave_region_close(wave_region *r)
   if (r == NULL)
     return;
   if (r->base != NULL) {  /* not a daemon-side copy */
-    munmap(r->base, r->bytes);
+    munmap(r->base, r->map_len);
     close(r->fd);
   }
   free(r);

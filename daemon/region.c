@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -27,7 +29,8 @@ struct wd_region {
   int copied;               /* base is a buffer of ours (copy = true) */
   int fd;                   /* a file region (copy + file): base NULL, the
                                jobs pread it (daemon/filered.c); else -1 */
-  size_t cap;               /* ... of this size */
+  size_t cap;               /* ... of this size; or the mapping's length
+                               (bytes, in whole pages of a hugetlbfs memfd) */
   _Atomic unsigned refs;    /* the table's + one per job */
   _Atomic uint32_t pinned;  /* device slots with pieces pinned */
   _Atomic uint32_t whole;   /* device slots with all of it pinned */
@@ -148,7 +151,7 @@ static void rg_unmap(wd_region *r)
   else if (r->copied)
     rg_buf_put(t, r->base, r->cap);
   else
-    munmap(r->base, r->bytes);
+    munmap(r->base, r->cap);
   pthread_mutex_lock(&t->mu);
   if (r->copied)
     t->copies -= r->bytes;
@@ -169,7 +172,7 @@ void wd_regions_free(wd_regions *t)
     if (r->fd >= 0)
       close(r->fd);
     else
-      munmap(r->base, r->copied ? r->cap : r->bytes);
+      munmap(r->base, r->cap);
     free(r);
   }
   while (t->cache != NULL) {
@@ -351,7 +354,13 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
       got += (uint64_t)n;
     }
   } else {
-    base = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+    /* a memfd of huge pages (client/bulk.c) maps, and must be unmapped,
+     * in whole huge pages */
+    struct statfs sf;
+    size_t page = fstatfs(fd, &sf) == 0 && sf.f_type == HUGETLBFS_MAGIC &&
+                  st.st_blksize > 0 ? (size_t)st.st_blksize : 1;
+    cap = ((size_t)bytes + page - 1) / page * page;
+    base = mmap(NULL, cap, PROT_READ, MAP_SHARED, fd, 0);
   }
   wd_region *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
   if (r == NULL) {
@@ -359,7 +368,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
     if (!file && base != MAP_FAILED && rq->copy)
       rg_buf_put(t, base, cap);
     else if (!file && base != MAP_FAILED)
-      munmap(base, (size_t)bytes);
+      munmap(base, cap);
     pthread_mutex_lock(&t->mu);
     t->bytes -= bytes;
     if (rq->copy && !file)

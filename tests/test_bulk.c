@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -300,6 +302,109 @@ START_TEST(region_pinned_in_pieces)
   nng_close(s);
   wave_client_close(c);
   bt_stop(&d);
+}
+END_TEST
+
+static long bt_read_long(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  if (f != NULL) {
+    if (fscanf(f, "%ld", &v) != 1)
+      v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+static int bt_write_long(const char *path, long v)
+{
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    return -1;
+  int rc = fprintf(f, "%ld\n", v) > 0 ? 0 : -1;
+  return fclose(f) == 0 ? rc : -1;
+}
+
+/* Bytes of pid's mappings in pages of kernel size kib (smaps). */
+static long bt_mapped_kib(pid_t pid, long kib)
+{
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%ld/smaps", (long)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  long size = 0, total = 0, page;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "Size: %ld kB", &size) == 1)
+      continue;
+    if (sscanf(line, "KernelPageSize: %ld kB", &page) == 1 && page == kib)
+      total += size;
+  }
+  fclose(f);
+  return total;
+}
+
+/* A region of 64 MiB or more is of huge pages when the host has them
+ * reserved: the daemon maps it (whole huge pages, smaps) and reduces it
+ * with the bits of a message job, and unmaps it all when it goes.  Where
+ * the pool can be raised (root, not a read-only /proc), this test raises
+ * it for the case; elsewhere it checks the fallback to ordinary pages. */
+START_TEST(region_huge_pages)
+{
+  static const char *pool = "/proc/sys/vm/nr_hugepages";
+  const size_t bytes = (64u << 20) + 12345 * 4;  /* not a whole huge page */
+  long had = bt_read_long(pool);
+  int raised = had >= 0 && bt_write_long(pool, had + 40) == 0 &&
+               bt_read_long(pool) >= had + 40;
+  td_daemon d;
+  bt_start(&d, 1, NULL);
+  wave_client *c = bt_client(d.ipc);
+  wave_error e = {0};
+  wave_region *rg;
+  ck_assert_int_eq(wave_region_create(&rg, bytes, "huge", &e), 0);
+  /* its pages are the memfd's now (a shared mapping reserves them at
+   * mmap); the pool goes back before anything here can fail */
+  if (raised)
+    ck_assert_int_eq(bt_write_long(pool, had), 0);
+  ck_assert_uint_eq(wave_region_size(rg), bytes);
+  struct statfs sf;
+  ck_assert_int_eq(fstatfs(wave_region_fd(rg), &sf), 0);
+  int huge = sf.f_type == HUGETLBFS_MAGIC;
+  ck_assert_msg(huge == raised, "huge pages %s, but the region is %s",
+                raised ? "reserved" : "not reserved",
+                huge ? "of huge pages" : "not");
+  uint32_t *p = wave_region_data(rg);
+  size_t rows = BT_ROWS_MAX;
+  bt_fill(p, bytes / 4, 11, 0);
+  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
+  long before = bt_mapped_kib(d.pid, 2048);
+  if (huge)  /* the daemon's mapping: whole huge pages past `bytes` */
+    ck_assert_int_eq(before, (long)((bytes + (2u << 20) - 1) >> 21) * 2048);
+  /* the last rows, up to the region's very end */
+  wave_extent in = {rg, bytes - rows * 4, rows * 4};
+  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &in,
+                          .n_input = 1};
+  wave_reduce_result a, b;
+  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
+  wave_chunk ch = {(char *)p + bytes - rows * 4, rows * 4};
+  wave_reduce_request m = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
+                           .n_input = 1};
+  ck_assert_int_eq(wave_reduce(c, &m, &b, &e), 0);
+  ck_assert_uint_eq(a.bits[0], b.bits[0]);
+  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
+  long left = -1;
+  for (int i = 0; i < 300 && left != 0; i++) {
+    left = bt_mapped_kib(d.pid, 2048);
+    if (left != 0)
+      usleep(10000);
+  }
+  ck_assert_int_eq(left, 0);
+  wave_region_close(rg);
+  wave_client_close(c);
+  bt_stop(&d);
+  if (!raised)
+    fprintf(stderr, "region_huge_pages: no huge pages to reserve here; the "
+            "fallback to ordinary pages was checked\n");
 }
 END_TEST
 
@@ -1051,6 +1156,7 @@ int main(void)
   tcase_set_timeout(rg, 300);
   tcase_add_test(rg, region_lifecycle);
   tcase_add_test(rg, region_pinned_in_pieces);
+  tcase_add_test(rg, region_huge_pages);
   tcase_add_test(rg, region_refusals);
   tcase_add_test(rg, region_other_uid);
   tcase_add_test(rg, region_bounds);

@@ -123,7 +123,13 @@ WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
  * place, with no copy and no message of their size.  The daemon drops the
  * registration when the client disconnects; wave_region_close unmaps and
  * closes here.  Rows written while a reduction runs give an unspecified
- * result, never a crash. */
+ * result, never a crash.
+ *
+ * A region of 64 MiB or more is made of 2 MiB huge pages when the host has
+ * them reserved (vm.nr_hugepages), else of ordinary pages, silently: a
+ * daemon that first meets the region then maps 512 page-table entries a
+ * GiB instead of 262,144 (docs/performance.md "Regions").
+ * WAVE_REGION_HUGEPAGES=off in the environment never asks for them. */
 typedef struct wave_region wave_region;
 
 WAVE_API int wave_region_create(wave_region **out, size_t bytes,
