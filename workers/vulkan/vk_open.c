@@ -9,7 +9,10 @@
  *    (docs/hash.md "Exchange paths"), or shared memory; the reason goes to
  *    caps();
  *  - whether float sums may run: DenormPreserve where promised, else a
- *    probe of what the device does with subnormals.
+ *    probe of what the device does with subnormals;
+ *  - whether shared-memory regions can be imported in place
+ *    (VK_EXT_external_memory_host, enabled when present and storage
+ *    buffers are importable from host allocations; vk_pin.c).
  * Nothing here reads the environment: tests reach the knobs through
  * wv_vk_open_ex().  A machine without a Vulkan driver gets WAVE_ENODEV from
  * open(), never a crash (the loader itself is linked; without an ICD,
