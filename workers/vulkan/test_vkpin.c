@@ -94,7 +94,10 @@ static const uint32_t *tp_map_region(void)
 static wv_device *tp_open(uint32_t window, int no_import)
 {
   wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0};
-  wv_vk_options opt = {.window_rows = window, .no_host_import = no_import};
+  /* every run in place, however short (the default stages runs under
+   * 64 KiB; test_default_windows checks that) */
+  wv_vk_options opt = {.window_rows = window, .no_host_import = no_import,
+                       .inplace_min_rows = window ? 1 : 0};
   wv_device *d = NULL;
   wave_error e = {0};
   int rc = wv_vk_open_ex(&cfg, &opt, &d, &e);
@@ -416,7 +419,7 @@ START_TEST(test_refusals)
 END_TEST
 
 /* The device's own window sizes: one in-place window for the whole half,
- * against staging windows of 16 MiB. */
+ * against staging windows of 16 MiB; and the default minimum run. */
 START_TEST(test_default_windows)
 {
   tp_register(0, TP_BYTES);
@@ -424,6 +427,15 @@ START_TEST(test_default_windows)
   wave_op op;
   TP_EACH(dt, op)
     ck_assert_uint_eq(tp_one(dt, op, 0, TP_ROWS, "default windows"), TP_ROWS);
+  /* a run under 16384 rows is staged; one of 16384 is not */
+  ck_assert_uint_eq(tp_one(WAVE_U32, WAVE_SUM, 0, 16383, "short"), 0);
+  ck_assert_uint_eq(tp_one(WAVE_U32, WAVE_SUM, 0, 16384, "short"), 16384);
+  wv_span in[200];
+  for (size_t k = 0; k < 200; k++)
+    in[k] = (wv_span){tp_rows(WAVE_U32, 4096 * k), 1000};
+  wv_reduce_job job = {.dtype = WAVE_U32, .op = WAVE_XOR, .input = in,
+                       .n_input = 200, .rows = 200000};
+  ck_assert_uint_eq(tp_check(&job, "many small chunks"), 0);
 }
 END_TEST
 

@@ -103,6 +103,8 @@ typedef struct wv_vk_options {
                              ones, so that a CPU driver reuses the slots */
   int no_host_import;     /* never import host memory (host_register
                              refuses: the copy path, for tests and bench) */
+  uint32_t inplace_min_rows; /* reduce: shorter runs of imported rows are
+                             staged; 0 = 16384 (tests use 1) */
 } wv_vk_options;
 
 /* One piece of host memory imported for the device (vk_pin.c): the

@@ -51,6 +51,10 @@
 
 #define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum_f32.comp: groups per WG */
 #define VR_MAX_PARTIAL_BYTES (1ull << 30)
+/* Runs of imported rows shorter than this are staged (vr_cut_chunk): each
+ * in-place run is a window of its own (one submission), while short staged
+ * runs share a window; 64 KiB is a few microseconds of copy. */
+#define VR_MIN_INPLACE_ROWS 16384u
 
 enum { VR_KEY_NONE = 0, VR_KEY_SIGNED = 1, VR_KEY_FLOAT = 2 };
 enum { VR_ADD = 0, VR_UMIN = 1, VR_UMAX = 2, VR_AND = 3, VR_OR = 4,
@@ -520,9 +524,11 @@ static uint64_t vr_direct_window(const wv_device *d)
  *  - float sum: it starts on a 256-row group boundary of its chunk, and
  *    ends on one or at the chunk's end (a group straddling a piece's end
  *    is staged: the staging window gives it a group of its own);
- * everything else is staged: unaligned heads, rows in no piece, and a
+ * everything else is staged: unaligned heads, rows in no piece, a
  * float-sum chunk whose groups all start off the alignment (a chunk
- * starting at a misaligned address, when the alignment divides 1 KiB). */
+ * starting at a misaligned address, when the alignment divides 1 KiB), and
+ * runs shorter than VR_MIN_INPLACE_ROWS (so that a job of many small chunks
+ * is not one submission per chunk: staged, they share windows). */
 static int vr_cut_chunk(const wv_device *d, const wv_span *c, int fsum,
                         vr_pieces *ps, wave_error *err)
 {
@@ -530,6 +536,8 @@ static int vr_cut_chunk(const wv_device *d, const wv_span *c, int fsum,
   if (A < 16)
     A = 16;
   const uint64_t Wd = vr_direct_window(d), n = c->rows;
+  const uint64_t min_rows = d->opt.inplace_min_rows != 0
+                              ? d->opt.inplace_min_rows : VR_MIN_INPLACE_ROWS;
   const unsigned char *base = c->data;
   uint64_t at = 0;
   int rc = 0;
@@ -561,6 +569,10 @@ static int vr_cut_chunk(const wv_device *d, const wv_span *c, int fsum,
         direct = at + t < n ? t / WV_GROUP * WV_GROUP : t;
         if (direct == 0)
           stage = WV_GROUP < n - at ? WV_GROUP : n - at;
+      }
+      if (direct > 0 && direct < min_rows) {
+        stage = direct;   /* a short run: a copy costs less than a window */
+        direct = 0;
       }
       for (uint64_t u = 0; u < direct && rc == 0; u += Wd)
         rc = vr_push(ps, pin->buf, off + u * 4,
