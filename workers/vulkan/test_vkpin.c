@@ -418,8 +418,8 @@ START_TEST(test_refusals)
 }
 END_TEST
 
-/* The device's own window sizes: one in-place window for the whole half,
- * against staging windows of 16 MiB; and the default minimum run. */
+/* The device's own window sizes (on lavapipe 2^22 rows, in place as
+ * staged: the half is one window) and the default minimum run. */
 START_TEST(test_default_windows)
 {
   tp_register(0, TP_BYTES);

@@ -267,6 +267,8 @@ void wv_vk_barrier(wv_vk_slot *s);
 
 int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
                  wave_error *err);
+/* Rows per window bound in place from an imported region (vk_pin.c). */
+uint64_t wv_vk_inplace_window(const wv_device *d);
 
 /* Benchmarks: reduce / stream-read rows already in device buffer data
  * (no mask, one chunk); *seconds is device time (timestamps) when the
