@@ -265,7 +265,7 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
                nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
     if ((rc = wd_regions_add(b->regions, pipe, cred, (uint32_t)uid,
                              (uint32_t)pid, rq->region_register, &ri, name,
-                             sizeof name, &err)) == 0)
+                             sizeof name, &out->pin, &err)) == 0)
       bk_region_reply(out, id, &ri);
     break;
   }
@@ -297,6 +297,7 @@ void wd_bulk_clear(wd_bulk_req *out)
     nng_msg_free(out->reply);
   for (size_t i = 0; i < out->n_regions; i++)
     wd_region_put(out->regions[i]);
+  wd_region_put(out->pin);
   free(out->regions);
   wd_stream_put(out->stream);
   free(out->spans);

@@ -38,6 +38,7 @@ typedef struct wd_bulk_req {
   int has_mask;
   char device[64];
   wd_region **regions;    /* references held for the job */
+  wd_region *pin;         /* registered: to pin once the reply is sent */
   size_t n_regions;
   wd_stream *stream;      /* likewise */
   nng_msg *keep;          /* the framed request whose payload spans use */

@@ -126,10 +126,11 @@ static unsigned dp_slot(const wd_server *s, const wd_device *d)
 static int dp_reduce_run(wd_work *w, wd_device *d)
 {
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
-  /* regions are pinned at their first use on this device, in its time */
+  /* a region not yet pinned here is pinned first (daemon/region.h) */
   for (size_t i = 0; i < c->bulk.n_regions; i++)
-    wd_region_pin(c->bulk.regions[i], dp_slot(c->srv, d),
-                  wd_device_backend(d), wd_device_bdev(d));
+    while (wd_region_pin_step(c->bulk.regions[i], dp_slot(c->srv, d),
+                              wd_device_backend(d), wd_device_bdev(d)))
+      ;
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   if (c->bulk.files)  /* read as reduced: daemon/filered.h */
     w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
@@ -270,6 +271,65 @@ static void dp_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   if ((rc = wd_device_submit(d, &c->work, &err)) != 0)
     return dp_fail(c, &err);
   s->reduce_inflight++;
+}
+
+/* ---- pinning regions -------------------------------------------------------- */
+
+/* A region registered: each device that can pin it gets a setup item that
+ * pins one piece per step (daemon/region.h), so the short lane's jobs run
+ * between pieces.  The item holds a reference to the region until done. */
+typedef struct dp_pin {
+  wd_work work;
+  wd_region *r;
+  unsigned slot;
+} dp_pin;
+
+static int dp_pin_run(wd_work *w, wd_device *d)
+{
+  dp_pin *p = (dp_pin *)w;
+  return wd_region_pin_step(p->r, p->slot, wd_device_backend(d),
+                            wd_device_bdev(d)) ? WD_RUN_MORE : WD_RUN_END;
+}
+
+static void dp_pin_abort(wd_work *w, wd_device *d)
+{
+  (void)w;
+  (void)d;  /* faulted or stopping: the region stays as pinned as it is */
+}
+
+static void dp_pin_done(wd_work *w)
+{
+  dp_pin *p = (dp_pin *)w;
+  wd_region_put(p->r);
+  free(p);
+}
+
+static const wd_work_ops dp_pin_ops = {
+  .name = "region pin",
+  .lane = WD_LANE_SETUP,
+  .run = dp_pin_run,
+  .abort = dp_pin_abort,
+  .done = dp_pin_done,
+};
+
+static void dp_pin_start(wd_server *s, wd_region *r)
+{
+  for (size_t i = 0; i < s->n_devs && i < WD_REGION_SLOTS; i++) {
+    if (!wv_dev_can_pin(wd_device_backend(s->devs[i])))
+      continue;
+    dp_pin *p = calloc(1, sizeof *p);
+    wave_error err;
+    if (p == NULL)
+      return;  /* only slower: the region is staged */
+    p->work.ops = &dp_pin_ops;
+    p->r = r;
+    p->slot = (unsigned)i;
+    wd_region_ref(r);
+    if (wd_device_submit(s->devs[i], &p->work, &err) != 0) {
+      wd_region_put(r);
+      free(p);
+    }
+  }
 }
 
 /* ---- unpinning regions ---------------------------------------------------- */
@@ -690,11 +750,18 @@ void wd_dispatch(wd_req *c)
   }
   if (c->bulk.reply != NULL) {  /* answered on the decode thread */
     nng_msg *m = c->bulk.reply;
+    wd_region *pin = c->bulk.pin;
     c->bulk.reply = NULL;
+    c->bulk.pin = NULL;
     if (c->bulk.failed)
       s->failed++;
     wd_req_clear(c);
-    return wd_front_send(c, m);
+    wd_front_send(c, m);
+    if (pin != NULL) {  /* a registration: its answer first, then the pins */
+      dp_pin_start(s, pin);
+      wd_region_put(pin);
+    }
+    return;
   }
   const Wave__V1__Request *rq = c->req;
   c->req_id = rq->id;

@@ -29,8 +29,11 @@ struct wd_region {
                                jobs pread it (daemon/filered.c); else -1 */
   size_t cap;               /* ... of this size */
   _Atomic unsigned refs;    /* the table's + one per job */
-  _Atomic uint32_t pinned;  /* device slots that pinned it */
-  _Atomic uint32_t tried;   /* device slots that tried */
+  _Atomic uint32_t pinned;  /* device slots with pieces pinned */
+  _Atomic uint32_t whole;   /* device slots with all of it pinned */
+  _Atomic int gone;         /* unregistered: stop pinning */
+  uint64_t pin_at[WD_REGION_SLOTS]; /* bytes pinned from base, by the slot's
+                                       device thread only */
 };
 
 struct wd_regions {
@@ -193,6 +196,7 @@ static void rg_info(const wd_region *r, Wave__V1__RegionInfo *info,
   info->jobs = refs > 0 ? refs - 1 : 0;
   info->copied = r->copied;
   info->file = r->fd >= 0;
+  info->pinned_devices = (uint32_t)__builtin_popcount(atomic_load(&r->whole));
 }
 
 /* "/proc/<pid>/fd/<n>" -> pid; -1 when path has another form. */
@@ -217,7 +221,7 @@ static long rg_proc_pid(const char *path)
 int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
                    uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
                    Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
-                   wave_error *err)
+                   wd_region **pin, wave_error *err)
 {
   const char *path = rq->path ? rq->path : "";
   if (!t->allow)
@@ -388,11 +392,17 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
           " uid %" PRIu32 " %s", r->id, r->name, bytes, pid, uid,
           r->fd >= 0 ? "kept open, read by its jobs"
                      : r->copied ? "read into a copy" : "mapped");
+  if (pin != NULL && r->base != NULL) {
+    atomic_fetch_add(&r->refs, 1);
+    *pin = r;
+  }
 out:
   if (fd >= 0)
     close(fd);
   return rc;
 }
+
+void wd_region_ref(wd_region *r) { atomic_fetch_add(&r->refs, 1); }
 
 void wd_region_put(wd_region *r)
 {
@@ -417,6 +427,7 @@ static wd_region *rg_unlink(wd_regions *t, uint32_t pipe, int all,
   for (wd_region **pp = &t->head; *pp != NULL;) {
     wd_region *r = *pp;
     if (r->pipe == pipe && (all || r->id == id)) {
+      atomic_store(&r->gone, 1);
       *pp = r->next;
       r->next = out;
       out = r;
@@ -480,25 +491,40 @@ uint64_t wd_region_bytes(const wd_region *r) { return r->bytes; }
 uint64_t wd_region_id(const wd_region *r) { return r->id; }
 int wd_region_file(const wd_region *r) { return r->fd; }
 
-void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
-                   wv_device *bdev)
+int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
+                       wv_device *bdev)
 {
-  if (r->fd >= 0 || !wv_dev_can_pin(b) || slot >= WD_REGION_SLOTS ||
-      (atomic_fetch_or(&r->tried, 1u << slot) & (1u << slot)))
-    return;
+  if (r->base == NULL || !wv_dev_can_pin(b) || slot >= WD_REGION_SLOTS ||
+      atomic_load(&r->gone))
+    return 0;
+  uint64_t at = r->pin_at[slot];
+  if (at >= r->bytes)
+    return 0;
+  uint64_t n = r->bytes - at < WD_PIN_PIECE ? r->bytes - at : WD_PIN_PIECE;
   wave_error e = {0};
-  if (wv_dev_host_register(b, bdev, r->base, (size_t)r->bytes, &e) != 0) {
-    wd_warn("region %" PRIu64 ": %s cannot pin it (%s); copying through "
-            "staging instead", r->id, b->name, e.message);
-    return;
+  if (wv_dev_host_register(b, bdev, r->base + at, (size_t)n, &e) != 0) {
+    wd_warn("region %" PRIu64 ": %s cannot pin it from byte %" PRIu64
+            " (%s); that part is copied through staging", r->id, b->name, at,
+            e.message);
+    r->pin_at[slot] = r->bytes;  /* no more tries */
+    return 0;
   }
   atomic_fetch_or(&r->pinned, 1u << slot);
+  r->pin_at[slot] = at + n;
+  if (at + n < r->bytes)
+    return 1;
+  atomic_fetch_or(&r->whole, 1u << slot);
+  wd_debug("region %" PRIu64 " (%s) pinned on device slot %u", r->id, r->name,
+           slot);
+  return 0;
 }
 
 void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
                      wv_device *bdev)
 {
   wv_dev_host_unregister(b, bdev, r->base, (size_t)r->bytes);
+  wd_debug("region %" PRIu64 " (%s) unpinned on device slot %u", r->id,
+           r->name, slot);
   uint32_t left = atomic_fetch_and(&r->pinned, ~(1u << slot)) & ~(1u << slot);
   if (left == 0)
     rg_unmap(r);

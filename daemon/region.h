@@ -19,11 +19,22 @@
  * unmaps only after the job.  A *file region* (copy + file) maps nothing:
  * the daemon keeps the client's file open (same path, pid and owner rules,
  * no seals, since pread of a shrunk file returns short instead of raising
- * SIGBUS) and each job reads it then, in pieces (daemon/filered.h).  Devices that pin regions for DMA (backend
- * slot host_register) do it on their own thread at first use; the final
- * release then asks each such device (through the unpin callback) to
- * unregister before the mapping goes.  The table is locked by one mutex:
- * decode threads register and look up, nng's pipe callback drops.
+ * SIGBUS) and each job reads it then, in pieces (daemon/filered.h).
+ *
+ * Devices that pin host memory for DMA (backend slot host_register) pin a
+ * mapped region from its registration on (once the reply is on its way),
+ * WD_PIN_PIECE bytes at a time, on their own thread and between other
+ * work (a setup item, daemon/work.h; dispatch.c): pinning 1 GiB costs
+ * about twice its copy on the H200 host, so a client that registers
+ * before it fills gets the region pinned while it writes.  A job on a
+ * region not yet pinned there first pins the rest itself: on the H200
+ * host, staging the unpinned part of a partly pinned region ran 4-5x
+ * slower than staging an unpinned one (measured, not explained), and
+ * pinning first then sending at the DMA rate beat both.  The final
+ * release asks each device that pinned pieces (the unpin callback) to
+ * unregister them before the mapping goes.
+ * The table is locked by one mutex: decode threads register and look up,
+ * nng's pipe callback drops.
  */
 #ifndef WD_REGION_H
 #define WD_REGION_H
@@ -37,12 +48,14 @@
 #include "workers/worker.h"
 
 #define WD_REGION_SLOTS 32  /* devices that can pin one region */
+#define WD_PIN_PIECE ((uint64_t)32 << 20)  /* about 1.2 ms to pin there */
 
 typedef struct wd_region wd_region;
 typedef struct wd_regions wd_regions;
 
-/* Called when a region pinned on device slot `slot` is released; the
- * callee must make that device's thread call wd_region_unpin(). */
+/* Called when a region with pieces pinned on device slot `slot` is
+ * released; the callee must make that device's thread call
+ * wd_region_unpin(). */
 typedef void (*wd_unpin_fn)(void *arg, wd_region *r, unsigned slot);
 
 int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
@@ -52,11 +65,12 @@ void wd_regions_free(wd_regions *t);
 
 /* A registration from pipe (peer credentials uid/pid, have_cred 0 on a
  * transport that has none).  On success *info is filled (name points into
- * the region, valid while it is registered). */
+ * the region, valid while it is registered), and *pin (when not NULL) is
+ * the region, with a reference, if it is mapped and so can be pinned. */
 int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
                    uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
                    Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
-                   wave_error *err);
+                   wd_region **pin, wave_error *err);
 int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
                       Wave__V1__RegionInfo *info, char *name_buf,
                       size_t name_n, wave_error *err);
@@ -66,6 +80,7 @@ void wd_regions_drop_pipe(wd_regions *t, uint32_t pipe);
 /* The region id of pipe, with a reference (release: wd_region_put). */
 int wd_regions_get(wd_regions *t, uint32_t pipe, uint64_t id,
                    wd_region **out, wave_error *err);
+void wd_region_ref(wd_region *r);
 void wd_region_put(wd_region *r);
 const uint8_t *wd_region_base(const wd_region *r);
 uint64_t wd_region_bytes(const wd_region *r);
@@ -74,12 +89,14 @@ uint64_t wd_region_id(const wd_region *r);
  * jobs pread (daemon/filered.h), and its base is NULL; -1 otherwise. */
 int wd_region_file(const wd_region *r);
 
-/* Device thread of slot: pin r with the backend's host_register (once per
- * device; a refusal only leaves the region unpinned), and unpin it when
- * asked through the unpin callback (b and bdev NULL: a device that cannot
- * run it; only the bookkeeping, then the unmap). */
-void wd_region_pin(wd_region *r, unsigned slot, const wv_backend *b,
-                   wv_device *bdev);
+/* Device thread of slot: pin r's next piece with the backend's
+ * host_register; 1 while pieces remain, 0 once the region is pinned, or
+ * cannot be (a refusal leaves the rest unpinned, a region unregistered
+ * meanwhile stops), or the backend does not pin.  Unpin it when asked
+ * through the unpin hook (b and bdev NULL: a device that cannot run it;
+ * only the bookkeeping, then the unmap). */
+int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
+                       wv_device *bdev);
 void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
                      wv_device *bdev);
 

@@ -111,6 +111,25 @@ static size_t bt_regions(nng_socket s, uint64_t *bytes)
   return n;
 }
 
+/* Status over raw nng: pinned_devices of the only region. */
+static unsigned bt_pinned(nng_socket s)
+{
+  Wave__V1__Response *r = td_status(s, 5);
+  ck_assert_uint_eq(r->status->n_regions, 1);
+  unsigned n = r->status->regions[0]->pinned_devices;
+  wave__v1__response__free_unpacked(r, NULL);
+  return n;
+}
+
+/* Count of `needle` in the daemon's log so far. */
+static int bt_log_count(const td_daemon *d, const char *needle)
+{
+  int n = 0;
+  for (const char *p = td_stderr(d); (p = strstr(p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
 /* ---- regions ------------------------------------------------------------ */
 
 START_TEST(region_lifecycle)
@@ -207,6 +226,78 @@ static void bt_expect(Wave__V1__Response *r, int code, const char *needle)
                  needle, r->error->name, r->error->message);
   wave__v1__response__free_unpacked(r, NULL);
 }
+
+/* A device that pins (the fake backend's slots, workers/fake/fake.c) has a
+ * registered region pinned in WD_PIN_PIECE pieces: whole once a job on it
+ * is answered (a job pins the rest first), every piece released when it
+ * is unregistered; a region whose client goes away mid-pin is released
+ * whole too, and the daemon keeps serving. */
+START_TEST(region_pinned_in_pieces)
+{
+  td_daemon d;
+  bt_prepare(&d, 1, "  - {name: fk0, backend: fake}\n"
+                    "  - {name: cpu0, backend: cpu, threads: 1}\n");
+  d.fake = 1;
+  if (td_start(&d) != 0)
+    ck_abort_msg("wavedd-test did not start:\n%s", td_stderr(&d));
+  wave_client *c = bt_client(d.ipc);
+  wave_error e = {0};
+  const size_t piece = 32u << 20, bytes = 3 * piece + 3 * 4096;  /* 4 */
+  const size_t rows = BT_ROWS_MAX;
+  wave_region *rg;
+  ck_assert_int_eq(wave_region_create(&rg, bytes, "pin", &e), 0);
+  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
+  uint32_t *p = wave_region_data(rg);
+  bt_fill(p, rows, 3, 0);
+  nng_socket s = td_dial(d.ipc);
+  wave_extent in = {rg, 4096, rows * 4};
+  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_XOR, .input = &in,
+                          .n_input = 1, .device = "fk0"};
+  wave_reduce_result a, b;
+  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
+  ck_assert_uint_eq(bt_pinned(s), 1);
+  q.device = "cpu0";
+  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), 0);
+  ck_assert_uint_eq(a.bits[0], b.bits[0]);
+  uint32_t want = 0;
+  for (size_t i = 0; i < rows; i++)
+    want ^= p[1024 + i];
+  ck_assert_uint_eq(a.bits[0], want);
+  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
+  wave_region_close(rg);
+  char line[160];
+  snprintf(line, sizeof line, "fake fk0: unpinned 4 pieces, %zu bytes; 0 left",
+           bytes);
+  for (int i = 0; i < 500 && bt_log_count(&d, line) == 0; i++)
+    usleep(10000);
+  ck_assert_msg(bt_log_count(&d, line) == 1, "no \"%s\" in:\n%s", line,
+                td_stderr(&d));
+
+  /* registered, then its client is gone while the pieces are pinned */
+  wave_client *c2 = bt_client(d.ipc);
+  ck_assert_int_eq(wave_region_create(&rg, 8 * piece, "gone", &e), 0);
+  ck_assert_int_eq(wave_region_register(c2, rg, &e), 0);
+  wave_client_close(c2);
+  wave_region_close(rg);
+  size_t left = 1;
+  for (int i = 0; i < 500 && left > 0; i++) {
+    left = bt_regions(s, NULL);
+    if (left > 0)
+      usleep(10000);
+  }
+  ck_assert_uint_eq(left, 0);
+  /* whatever was pinned of it went too: no unpin leaves a piece behind */
+  for (int i = 0; i < 100 && strstr(td_stderr(&d), "(gone) unmapped") == NULL;
+       i++)
+    usleep(10000);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "(gone) unmapped"));
+  ck_assert_int_eq(bt_log_count(&d, " left\n"), bt_log_count(&d, " 0 left\n"));
+  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), WAVE_EARG);  /* gone */
+  nng_close(s);
+  wave_client_close(c);
+  bt_stop(&d);
+}
+END_TEST
 
 START_TEST(region_refusals)
 {
@@ -958,6 +1049,7 @@ int main(void)
   TCase *rg = tcase_create("regions");
   tcase_set_timeout(rg, 300);
   tcase_add_test(rg, region_lifecycle);
+  tcase_add_test(rg, region_pinned_in_pieces);
   tcase_add_test(rg, region_refusals);
   tcase_add_test(rg, region_other_uid);
   tcase_add_test(rg, region_bounds);

@@ -19,6 +19,9 @@
  *    chunk values into the result.
  *  - the mask, chunked independently of the input, is gathered by logical
  *    row into the staging buffer's mask region, parallel to the rows.
+ *  - shared-memory regions are pinned piece by piece (host_register, at
+ *    the bottom); a span is cut at the pieces' edges, so what is pinned
+ *    goes straight from the region and the rest through staging.
  *
  * Every runtime call is checked: a failure is WAVE_EDEVICE with the
  * runtime's message, and the daemon marks the device faulted.
@@ -179,6 +182,9 @@ static void dev_free(gdev *g)
     (void)cudaFreeHost(g->h_res);
   if (g->h_seg != NULL)
     (void)cudaFreeHost(g->h_seg);
+  for (size_t i = 0; i < g->npins; i++)  /* the daemon unpins first */
+    (void)cudaHostUnregister((void *)g->pins[i].lo);
+  free(g->pins);
   if (g->copy != NULL)
     (void)cudaStreamDestroy(g->copy);
   if (g->compute != NULL)
@@ -302,8 +308,50 @@ static int is_pinned(const void *p)
 #endif
 }
 
+/* The first registered range that ends after p. */
+static size_t pins_find(const gdev *g, uintptr_t p)
+{
+  size_t a = 0, b = g->npins;
+  while (a < b) {
+    size_t m = a + (b - a) / 2;
+    if (g->pins[m].hi <= p)
+      a = m + 1;
+    else
+      b = m;
+  }
+  return a;
+}
+
+/* Append [src, src + bytes) at staging offset dst: the parts inside
+ * registered ranges as pinned segs, one per range (a copy cannot cross two
+ * registrations), the parts between them staged.  Memory outside every
+ * range keeps the span's own answer (span_pinned: cudaHostAlloc'd rows). */
+static void add_seg(const gdev *g, std::vector<seg> *segs, size_t dst,
+                    const void *src, size_t bytes, int span_pinned)
+{
+  uintptr_t p = (uintptr_t)src, end = p + bytes;
+  size_t i = pins_find(g, p);
+  if (i == g->npins || g->pins[i].lo >= end) {
+    seg x = {dst, src, bytes, span_pinned};
+    segs->push_back(x);
+    return;
+  }
+  while (p < end) {
+    uintptr_t q;
+    int pinned = i < g->npins && g->pins[i].lo <= p;
+    if (pinned)
+      q = std::min(end, g->pins[i++].hi);
+    else
+      q = i < g->npins ? std::min(end, g->pins[i].lo) : end;
+    seg x = {dst + (size_t)(p - (uintptr_t)src), (const void *)p,
+             (size_t)(q - p), pinned};
+    segs->push_back(x);
+    p = q;
+  }
+}
+
 /* Append `rows` rows from the cursor to segs at byte offset dst. */
-static void gather(cursor *c, uint64_t rows, size_t dst,
+static void gather(const gdev *g, cursor *c, uint64_t rows, size_t dst,
                    std::vector<seg> *segs)
 {
   while (rows > 0) {
@@ -320,9 +368,8 @@ static void gather(cursor *c, uint64_t rows, size_t dst,
       /* Only large chunks are worth a driver query. */
       c->pinned[c->i] = (signed char)(s->rows * 4 >= (1u << 20)
                                       ? is_pinned(s->data) : 0);
-    seg g = {dst, (const char *)s->data + c->off * 4, (size_t)take * 4,
-             c->pinned[c->i]};
-    segs->push_back(g);
+    add_seg(g, segs, dst, (const char *)s->data + c->off * 4,
+            (size_t)take * 4, c->pinned[c->i]);
     dst += (size_t)take * 4;
     c->off += take;
     rows -= take;
@@ -406,9 +453,9 @@ static int reduce_int(gdev *g, const wv_reduce_job *job, int kop, int key,
     uint64_t n = job->rows - r0 < WVG_SLICE_ROWS ? job->rows - r0
                                                   : WVG_SLICE_ROWS;
     segs.clear();
-    gather(&in, n, 0, &segs);
+    gather(g, &in, n, 0, &segs);
     if (job->has_mask)
-      gather(&mk, n, WVG_MASK_OFF, &segs);
+      gather(g, &mk, n, WVG_MASK_OFF, &segs);
     int first = k == 0, has_mask = job->has_mask;
     reducer *r = &g->red;
     cudaStream_t st = g->compute;
@@ -503,11 +550,10 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
           return rv;
         at = 0;
       }
-      seg sg = {(size_t)at * 4, (const char *)ch->data + off * 4,
-                (size_t)len * 4, in_pinned[c]};
-      segs.push_back(sg);
+      add_seg(g, &segs, (size_t)at * 4, (const char *)ch->data + off * 4,
+              (size_t)len * 4, in_pinned[c]);
       if (job->has_mask)
-        gather(&mk, len, WVG_MASK_OFF + (size_t)at * 4, &segs);
+        gather(g, &mk, len, WVG_MASK_OFF + (size_t)at * 4, &segs);
       piece_desc pd = {ntiles, nt, (uint32_t)piece_no, 0};
       for (uint32_t t = 0; t < nt; t++) {
         uint32_t tr = len - t * WVG_TILE_ROWS;
@@ -647,19 +693,20 @@ extern "C" int WVG_C(hash)(wv_device *dev, const struct wv_pack *pack,
   return hash_run((gdev *)dev, pack, nonce, count, out, err);
 }
 
-/* Shared-memory regions (worker.h host_register): pinned in place, so the
- * reduction's gather sees pinned spans (is_pinned) and sends them straight
- * from the region, without the staging copy.  The mapping is read-only,
- * hence cudaHostRegisterReadOnly.  A refusal is not a device fault.
+/* Shared-memory regions (worker.h host_register): each call pins one
+ * piece in place and records its range, so the reduction's gather
+ * (add_seg) sends what lies in a piece straight from the region and
+ * stages the rest.  The mapping is read-only, hence
+ * cudaHostRegisterReadOnly.  A refusal is not a device fault.
  *
  * Measured on the H200 host (wvbench-gpu-pin, device-region.sh): pinning
- * 1 GiB costs 32-54 ms and does not get faster from several threads
- * pinning disjoint pieces (the driver serialises them), a pin running on
- * another thread stalls the staged copies of the job meanwhile (first use
- * no faster than pinning here), and one copy cannot cross two
- * registrations.  So the first use pins here, in its own time, and later
- * uses send from the region at the DMA rate.  WAVE_CUDA_PIN=off never
- * pins (every use staged; for measurements). */
+ * 1 GiB costs 37-54 ms, about twice the copy itself, and does not get
+ * faster from several threads pinning disjoint pieces (the driver
+ * serialises them); a pin on another thread stalls the staged copies of a
+ * job meanwhile, and one copy cannot cross two registrations.  So the
+ * daemon pins a region in pieces on this device's own thread, between
+ * jobs (daemon/region.h), from its registration on.  WAVE_CUDA_PIN=off
+ * never pins (every use staged; for measurements). */
 extern "C" int WVG_C(host_register)(wv_device *dev, const void *ptr,
                                     size_t bytes, wave_error *err)
 {
@@ -667,6 +714,19 @@ extern "C" int WVG_C(host_register)(wv_device *dev, const void *ptr,
   const char *mode = getenv("WAVE_CUDA_PIN");
   if (mode != NULL && strcmp(mode, "off") == 0)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "WAVE_CUDA_PIN=off");
+  uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+  size_t i = pins_find(g, lo);
+  if (bytes == 0 || (i < g->npins && g->pins[i].lo < hi))
+    return wv_seterr(err, WAVE_EARG, "%s: host range of %zu bytes is empty "
+                     "or already pinned", WVG_VENDOR, bytes);
+  if (g->npins == g->pins_cap) {
+    size_t cap = g->pins_cap ? 2 * g->pins_cap : 64;
+    pin_range *p = (pin_range *)realloc(g->pins, cap * sizeof *p);
+    if (p == NULL)
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    g->pins = p;
+    g->pins_cap = cap;
+  }
   cudaError_t e = cudaSetDevice(g->index);
   if (e == cudaSuccess)
     e = cudaHostRegister((void *)ptr, bytes,
@@ -676,17 +736,28 @@ extern "C" int WVG_C(host_register)(wv_device *dev, const void *ptr,
     return wv_seterr(err, WAVE_EARG, "%s: cudaHostRegister of %zu bytes: %s",
                      WVG_VENDOR, bytes, cudaGetErrorString(e));
   }
+  memmove(&g->pins[i + 1], &g->pins[i], (g->npins - i) * sizeof *g->pins);
+  g->pins[i].lo = lo;
+  g->pins[i].hi = hi;
+  g->npins++;
   return 0;
 }
 
 extern "C" void WVG_C(host_unregister)(wv_device *dev, const void *ptr,
                                        size_t bytes)
 {
-  (void)bytes;
   gdev *g = (gdev *)dev;
-  if (cudaSetDevice(g->index) != cudaSuccess ||
-      cudaHostUnregister((void *)ptr) != cudaSuccess)
+  uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+  size_t i = pins_find(g, lo), j = i;
+  if (cudaSetDevice(g->index) != cudaSuccess)
     (void)cudaGetLastError();
+  while (j < g->npins && g->pins[j].hi <= hi && g->pins[j].lo >= lo) {
+    if (cudaHostUnregister((void *)g->pins[j].lo) != cudaSuccess)
+      (void)cudaGetLastError();
+    j++;
+  }
+  memmove(&g->pins[i], &g->pins[j], (g->npins - j) * sizeof *g->pins);
+  g->npins -= j - i;
 }
 
 /* The visible devices' UUIDs (worker.h list_uuids), by runtime index: the

@@ -10,6 +10,12 @@
  * fails with WAVE_EDEVICE, as a GPU that died would.  The count comes from
  * the device entry's `device` string: "fault_after=N" (N = 0 or no string:
  * never).  That replaces the product's former `fault_after` key.
+ *
+ * It also takes the pinning slots (worker.h host_register) without
+ * pinning anything: it keeps the ranges, refuses overlapping ones, and
+ * says on stderr what each host_unregister released, so that tests see
+ * the daemon keep the slots' contract (pieces pinned once each, all of
+ * them released before the mapping goes) with no GPU.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +33,8 @@ struct wv_device {
   uint64_t fault_after;  /* 0 = never */
   uint64_t steps;        /* device thread only */
   char name[64];
+  struct fk_range { uintptr_t lo, hi; } pins[256];  /* host_register'd */
+  size_t npins;
 };
 
 /* "fault_after=N": 0 and N, or -1 for anything else. */
@@ -134,6 +142,42 @@ static int fk_hash_batch(wv_device *d, const struct wv_pack *p,
   return rc ? rc : wv_cpu_backend.hash_batch(d->cpu, p, b, err);
 }
 
+static int fk_host_register(wv_device *d, const void *ptr, size_t bytes,
+                            wave_error *err)
+{
+  uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+  for (size_t i = 0; i < d->npins; i++)
+    if (d->pins[i].lo < hi && lo < d->pins[i].hi)
+      return wv_seterr(err, WAVE_EARG, "fake %s: [%#lx, %#lx) is pinned "
+                       "already", d->name, (unsigned long)lo,
+                       (unsigned long)hi);
+  if (bytes == 0 || d->npins == sizeof d->pins / sizeof d->pins[0])
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "fake %s: no room to pin",
+                     d->name);
+  d->pins[d->npins].lo = lo;
+  d->pins[d->npins].hi = hi;
+  d->npins++;
+  return 0;
+}
+
+static void fk_host_unregister(wv_device *d, const void *ptr, size_t bytes)
+{
+  uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
+  size_t kept = 0, pieces = 0;
+  uint64_t freed = 0;
+  for (size_t i = 0; i < d->npins; i++) {
+    if (d->pins[i].lo >= lo && d->pins[i].hi <= hi) {
+      pieces++;
+      freed += d->pins[i].hi - d->pins[i].lo;
+    } else {
+      d->pins[kept++] = d->pins[i];
+    }
+  }
+  d->npins = kept;
+  fprintf(stderr, "fake %s: unpinned %zu pieces, %llu bytes; %zu left\n",
+          d->name, pieces, (unsigned long long)freed, kept);
+}
+
 const wv_backend wv_fake_backend = {
   .name = "fake",
   .open = fk_open,
@@ -144,4 +188,6 @@ const wv_backend wv_fake_backend = {
   .hash_prepare_step = fk_prepare_step,
   .hash = fk_hash,
   .hash_batch = fk_hash_batch,
+  .host_register = fk_host_register,
+  .host_unregister = fk_host_unregister,
 };
