@@ -11,3 +11,12 @@ target_include_directories(wvbench-vulkan PRIVATE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(wvbench-vulkan PRIVATE
   WAVE_BENCH_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 wave_defaults(wvbench-vulkan)
+
+# wvbench-vkhost: a memfd region reduced in place (imported with
+# VK_EXT_external_memory_host) against the copy path, same run
+# (bench_vkhost.c).  Not named wvbench-vulkan-*: device-run.sh runs the
+# first bench/wvbench-vulkan* it finds as its vulkan step.
+add_executable(wvbench-vkhost bench_vkhost.c)
+target_link_libraries(wvbench-vkhost PRIVATE wvvulkan)
+target_include_directories(wvbench-vkhost PRIVATE ${PROJECT_SOURCE_DIR})
+wave_defaults(wvbench-vkhost)

@@ -1143,6 +1143,12 @@ START_TEST(region_bits_cpu_vulkan)
         if (!masked && dv == 1)
           ck_assert_uint_eq(a.bits[0], first[k][0]);
       }
+  /* vk0 imported the read-only mapping (workers/vulkan/vk_pin.c): status
+   * counts it (cpu0 does not pin), and no refusal was logged */
+  nng_socket s = td_dial(d.ipc);
+  ck_assert_uint_eq(bt_pinned(s), 1);
+  nng_close(s);
+  ck_assert_ptr_null(strstr(td_stderr(&d), "cannot pin it"));
   wave_region_close(rg);
   wave_client_close(c);
   bt_stop(&d);

@@ -3,6 +3,8 @@
 # 128 -> 4, 256 -> 8 (default), 512 -> 16 lanes).
 #
 #  test_vulkan            the backend's own suite (workers/vulkan/test_vulkan.c)
+#  test_vkpin             regions imported for the device and reduced in place
+#                         (workers/vulkan/test_vkpin.c)
 #  vulkan_caps_w<bits>    vkcaps asserts the sub-group size lavapipe reports
 #                         at that vector width, so the runs below are known to
 #                         have changed it
@@ -19,6 +21,12 @@ endif()
 
 wave_test(test_vulkan
   SOURCES ${PROJECT_SOURCE_DIR}/workers/vulkan/test_vulkan.c
+  LIBS wvvulkan wvreduce)
+
+# Host memory imported into the device (vk_pin.c) and reduced in place, on
+# a read-only memfd mapping as the daemon maps regions.
+wave_test(test_vkpin
+  SOURCES ${PROJECT_SOURCE_DIR}/workers/vulkan/test_vkpin.c
   LIBS wvvulkan wvreduce)
 
 add_executable(vkcaps ${PROJECT_SOURCE_DIR}/workers/vulkan/vkcaps.c)
@@ -41,6 +49,8 @@ file(MAKE_DIRECTORY ${WV_MESA_CACHE}/w128 ${WV_MESA_CACHE}/w256
      ${WV_MESA_CACHE}/w512)
 
 set_property(TEST test_vulkan APPEND PROPERTY ENVIRONMENT
+  ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
+set_property(TEST test_vkpin APPEND PROPERTY ENVIRONMENT
   ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
 
 foreach(bits 128 256 512)

@@ -1,7 +1,8 @@
 /* vk.h - the Vulkan backend's device context, shared by the files of
  * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
  * vk_device.c: memory, pipelines, submission; vk_reduce.c: reductions;
- * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device).
+ * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device;
+ * vk_pin.c: host memory imported for the device, the host_register slot).
  *
  * The process shares one VkInstance (vk_open.c says why); everything else
  * belongs to one device.
@@ -11,6 +12,12 @@
  * one of two "slots" (command buffer + fence + descriptor pool + host-visible
  * staging buffer): while the device runs one slot the host fills the other.
  * Buffers are created once and grown on demand, never per job.
+ *
+ * Shared-memory regions (worker.h host_register) are imported in place
+ * with VK_EXT_external_memory_host, one VkBuffer per registered piece
+ * (vk_pin.c); a reduction binds windows of such a buffer directly where a
+ * span lies in one and the binding rules allow, and stages the rest
+ * through the windows as above (vk_reduce.c says which rules).
  *
  * Errors: every VkResult other than VK_SUCCESS met while running a job is
  * WAVE_EDEVICE with the result's name (vk_device.c: wv_vk_fail), which makes
@@ -94,7 +101,19 @@ typedef struct wv_vk_options {
   uint32_t seg_sub_log2;  /* hash_batch: sub-batches of 2^N nonces (at
                              least the segment); 0 = 23.  Tests use small
                              ones, so that a CPU driver reuses the slots */
+  int no_host_import;     /* never import host memory (host_register
+                             refuses: the copy path, for tests and bench) */
+  uint32_t inplace_min_rows; /* reduce: shorter runs of imported rows are
+                             staged; 0 = 16384 (tests use 1) */
 } wv_vk_options;
+
+/* One piece of host memory imported for the device (vk_pin.c): the
+ * aligned range [lo, hi) of a host_register call, bound whole to buf. */
+typedef struct wv_vk_pin {
+  const unsigned char *lo, *hi;
+  VkBuffer buf;
+  VkDeviceMemory mem;
+} wv_vk_pin;
 
 typedef struct wv_vk_slot {
   VkCommandBuffer cb;
@@ -159,6 +178,16 @@ struct wv_device {
   char description[160];
   char exchange[16];
   char exchange_reason[200];
+
+  /* host memory import (VK_EXT_external_memory_host, vk_pin.c) */
+  int host_import;                  /* extension enabled, importable */
+  char host_import_why[120];        /* why not, when !host_import */
+  VkDeviceSize import_align;        /* minImportedHostPointerAlignment */
+  PFN_vkGetMemoryHostPointerPropertiesEXT get_host_ptr_props;
+  wv_vk_pin *pins;                  /* sorted by lo, disjoint */
+  size_t n_pins, cap_pins;
+  uint64_t inplace_rows;            /* rows reduce bound in place so far
+                                       (tests and benchmarks read it) */
 
   void *hash_state;                 /* vk_hash.c */
   struct wv_vk_seg *seg_state;      /* vk_seg.c */
@@ -238,6 +267,8 @@ void wv_vk_barrier(wv_vk_slot *s);
 
 int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
                  wave_error *err);
+/* Rows per window bound in place from an imported region (vk_pin.c). */
+uint64_t wv_vk_inplace_window(const wv_device *d);
 
 /* Benchmarks: reduce / stream-read rows already in device buffer data
  * (no mask, one chunk); *seconds is device time (timestamps) when the
@@ -247,6 +278,18 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
                           double *seconds, wave_error *err);
 int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
                           double *seconds, wave_error *err);
+
+/* ---- vk_pin.c ----------------------------------------------------------- */
+
+/* The host_register / host_unregister slots (workers/worker.h). */
+int wv_vk_host_register(wv_device *d, const void *ptr, size_t bytes,
+                        wave_error *err);
+void wv_vk_host_unregister(wv_device *d, const void *ptr, size_t bytes);
+void wv_vk_pins_free(wv_device *d);        /* close() */
+/* The imported piece holding byte p, or NULL; *next (when not NULL) gets
+ * the start of the first piece above p (NULL when there is none). */
+const wv_vk_pin *wv_vk_pin_find(const wv_device *d, const void *p,
+                                const unsigned char **next);
 
 /* ---- vk_hash.c ----------------------------------------------------------- */
 

@@ -9,7 +9,10 @@
  *    (docs/hash.md "Exchange paths"), or shared memory; the reason goes to
  *    caps();
  *  - whether float sums may run: DenormPreserve where promised, else a
- *    probe of what the device does with subnormals.
+ *    probe of what the device does with subnormals;
+ *  - whether shared-memory regions can be imported in place
+ *    (VK_EXT_external_memory_host, enabled when present and storage
+ *    buffers are importable from host allocations; vk_pin.c).
  * Nothing here reads the environment: tests reach the knobs through
  * wv_vk_open_ex().  A machine without a Vulkan driver gets WAVE_ENODEV from
  * open(), never a crash (the loader itself is linked; without an ICD,
@@ -103,6 +106,7 @@ void wv_vk_close(wv_device *d)
     vkDeviceWaitIdle(d->dev);
     wv_vk_seg_free(d);
     wv_vk_hash_free(d);
+    wv_vk_pins_free(d);
     for (unsigned i = 0; i < 2; i++) {
       wv_vk_buf_destroy(d, &d->slot[i].stage);
       wv_vk_buf_destroy(d, &d->part[i]);
@@ -249,6 +253,41 @@ static int vo_pick(wv_device *d, const wv_device_config *cfg, wave_error *err)
   return 0;
 }
 
+/* Whether shared-memory regions can be imported (vk_pin.c): the
+ * extension, a sane alignment, and storage buffers importable from a host
+ * allocation.  The reason for a no goes to host_register's refusals. */
+static void vo_host_import(wv_device *d, int has_ext, VkDeviceSize align)
+{
+  d->host_import = 0;
+  const char *why = NULL;
+  if (d->opt.no_host_import)
+    why = "host memory import switched off (wv_vk_options)";
+  else if (!has_ext)
+    why = "no VK_EXT_external_memory_host";
+  else if (align == 0 || (align & (align - 1)) != 0 || align > (1u << 21))
+    why = "odd minImportedHostPointerAlignment";
+  if (why == NULL) {
+    VkPhysicalDeviceExternalBufferInfo bi = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO,
+      .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+      .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+    };
+    VkExternalBufferProperties ep = {
+      .sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES,
+    };
+    vkGetPhysicalDeviceExternalBufferProperties(d->phys, &bi, &ep);
+    if (!(ep.externalMemoryProperties.externalMemoryFeatures &
+          VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
+      why = "storage buffers cannot be imported from host allocations";
+  }
+  if (why != NULL) {
+    snprintf(d->host_import_why, sizeof d->host_import_why, "%s", why);
+    return;
+  }
+  d->host_import = 1;
+  d->import_align = align;
+}
+
 static int vo_create_device(wv_device *d, wave_error *err)
 {
   uint32_t ne = 0;
@@ -273,6 +312,8 @@ static int vo_create_device(wv_device *d, wave_error *err)
   int has_fctl = v12 ||
     vo_has_ext(ext, ne, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
   int has_smb = vo_has_ext(ext, ne, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  int has_hostmem =
+    vo_has_ext(ext, ne, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   free(ext);
 
   /* Properties: sub-groups, and the size-control range. */
@@ -299,6 +340,14 @@ static int vo_create_device(wv_device *d, wave_error *err)
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
     .pNext = has_smb ? (void *)&smp : (void *)&sgp,
   };
+  /* Host memory import: the alignment of an imported pointer and size. */
+  VkPhysicalDeviceExternalMemoryHostPropertiesEXT hmp = {
+    .sType =
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
+    .pNext = idp.pNext,
+  };
+  if (has_hostmem)
+    idp.pNext = &hmp;
   VkPhysicalDeviceProperties2 p2 = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
     .pNext = &idp,
@@ -317,6 +366,7 @@ static int vo_create_device(wv_device *d, wave_error *err)
     (sgp.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
 
   d->denorm = has_fctl && fcp.shaderDenormPreserveFloat32;
+  vo_host_import(d, has_hostmem, hmp.minImportedHostPointerAlignment);
 
   /* Features we may turn on (queried through one chain). */
   wv_vk_maxreconv_features mrf = {.sType = WV_VK_STYPE_MAXRECONV};
@@ -360,7 +410,7 @@ static int vo_create_device(wv_device *d, wave_error *err)
   /* Enable exactly what we use. */
   VkPhysicalDeviceFeatures core = {.shaderInt64 = d->int64 ? VK_TRUE : VK_FALSE};
   f2.features = core;
-  const char *names[4];
+  const char *names[6];
   uint32_t nn = 0;
   void *chain = NULL;
   if (d->bda) {
@@ -386,6 +436,8 @@ static int vo_create_device(wv_device *d, wave_error *err)
     szf.pNext = chain;
     chain = &szf;
   }
+  if (d->host_import)
+    names[nn++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
   f2.pNext = chain;
 
   float prio = 1.0f;
@@ -406,6 +458,15 @@ static int vo_create_device(wv_device *d, wave_error *err)
   if ((r = vkCreateDevice(d->phys, &di, NULL, &d->dev)) != VK_SUCCESS)
     return wv_vk_fail(err, r, "vkCreateDevice");
   vkGetDeviceQueue(d->dev, d->qfam, 0, &d->queue);
+  if (d->host_import) {
+    d->get_host_ptr_props = (PFN_vkGetMemoryHostPointerPropertiesEXT)
+      vkGetDeviceProcAddr(d->dev, "vkGetMemoryHostPointerPropertiesEXT");
+    if (d->get_host_ptr_props == NULL) {
+      d->host_import = 0;
+      snprintf(d->host_import_why, sizeof d->host_import_why,
+               "vkGetMemoryHostPointerPropertiesEXT not found");
+    }
+  }
   return 0;
 }
 
@@ -683,5 +744,7 @@ const wv_backend wv_vulkan_backend = {
   .hash_prepare = wv_vk_hash_prepare,
   .hash = wv_vk_hash,
   .hash_batch = wv_vk_hash_batch_run,
+  .host_register = wv_vk_host_register,
+  .host_unregister = wv_vk_host_unregister,
   .list_uuids = vo_list_uuids,
 };
