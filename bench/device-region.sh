@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # bench/device-region.sh - issue 10 on the GPU machine: a 2^28-row (1 GiB)
-# shared-memory region reduced by wavedd's CUDA device, against a pinned
-# host->device copy measured in the same run (wvbench-gpu-region), and a
-# 1 GiB file reduced by wavectl through a region against `cat FILE`.
+# shared-memory region reduced by wavedd's CUDA device and by its Vulkan
+# device, against a pinned host->device copy measured in the same run
+# (wvbench-gpu-region: both ways to meet a region, and a bits check against
+# cpu0); the CUDA run again with the region of 2 MiB huge pages when
+# WAVE_REGION_HUGE_POOL pages can be reserved (default 1400, put back
+# after); wvbench-vkhost (Vulkan import vs copy, when built); and a 1 GiB
+# file reduced by wavectl through a region against `cat FILE`.
 # bench/device-run.sh calls it as its "region" step; alone:
 #
 #   bench/device-region.sh BUILD_DIR OUT_DIR
@@ -32,6 +36,9 @@ devices:
     index: 0
   - name: cpu0
     backend: cpu
+  - name: vk0
+    backend: vulkan
+    index: 0
 CFG
 "$B/wavedd" --config "$cfg" --foreground 2>"$OUT/wavedd-region.log" &
 pid=$!
@@ -41,7 +48,26 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 fails=0
+echo "== cuda0, ordinary pages"
 "$B/bench/wvbench-gpu-region" "$url" cuda0 28 || fails=$((fails + 1))
+echo "== vk0, ordinary pages"
+"$B/bench/wvbench-gpu-region" "$url" vk0 28 || fails=$((fails + 1))
+pool=/proc/sys/vm/nr_hugepages
+had=$(cat $pool 2>/dev/null || echo -1)
+if [ "$had" != -1 ] && echo $((had + ${WAVE_REGION_HUGE_POOL:-1400})) >$pool 2>/dev/null; then
+  echo "== cuda0, 2 MiB huge pages ($(cat $pool) reserved)"
+  "$B/bench/wvbench-gpu-region" "$url" cuda0 28 || fails=$((fails + 1))
+  echo "$had" >$pool
+else
+  echo "== huge pages: cannot reserve any here"
+fi
+if [ -x "$B/bench/wvbench-vkhost" ]; then
+  echo "== wvbench-vkhost (Vulkan import vs copy)"
+  # a driver that cannot import is a figure, not a failure: the daemon
+  # stages for it (checked by the vk0 bits above)
+  "$B/bench/wvbench-vkhost" --mib 1024 --reps 5 || echo "   (no import here)"
+
+fi
 # wavectl through a region (the CUDA device) vs cat of the same file
 f=$OUT/region-1g.raw
 head -c $((1 << 30)) /dev/urandom >"$f"

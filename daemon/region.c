@@ -512,9 +512,13 @@ int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
   uint64_t n = r->bytes - at < WD_PIN_PIECE ? r->bytes - at : WD_PIN_PIECE;
   wave_error e = {0};
   if (wv_dev_host_register(b, bdev, r->base + at, (size_t)n, &e) != 0) {
-    wd_warn("region %" PRIu64 ": %s cannot pin it from byte %" PRIu64
-            " (%s); that part is copied through staging", r->id, b->name, at,
-            e.message);
+    /* said once per device at warn level: a driver that refuses one
+     * region refuses them all */
+    static _Atomic uint32_t warned;
+    int first = !(atomic_fetch_or(&warned, 1u << slot) & (1u << slot));
+    wd_log(first ? WD_LOG_WARN : WD_LOG_DEBUG, "region %" PRIu64 ": %s cannot "
+           "pin it from byte %" PRIu64 " (%s); that part is copied through "
+           "staging", r->id, b->name, at, e.message);
     r->pin_at[slot] = r->bytes;  /* no more tries */
     return 0;
   }

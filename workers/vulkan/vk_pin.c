@@ -74,13 +74,14 @@ static void vp_destroy(wv_device *d, wv_vk_pin *pin)
   pin->mem = VK_NULL_HANDLE;
 }
 
-/* Import [lo, lo + size) into pin (lo and size aligned). */
-static int vp_import(wv_device *d, const unsigned char *lo, VkDeviceSize size,
-                     wv_vk_pin *pin, wave_error *err)
+/* Import [lo, lo + size) into pin (lo and size aligned) as handle type
+ * ht. */
+static int vp_import_as(wv_device *d, const unsigned char *lo,
+                        VkDeviceSize size,
+                        VkExternalMemoryHandleTypeFlagBits ht, wv_vk_pin *pin,
+                        wave_error *err)
 {
   memset(pin, 0, sizeof *pin);
-  const VkExternalMemoryHandleTypeFlagBits ht =
-    VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
   VkMemoryHostPointerPropertiesEXT hp = {
     .sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT,
   };
@@ -157,6 +158,27 @@ static int vp_import(wv_device *d, const unsigned char *lo, VkDeviceSize size,
   pin->lo = lo;
   pin->hi = lo + size;
   return 0;
+}
+
+/* A region is a MAP_SHARED mapping of a memfd: a driver may take it as a
+ * host allocation (lavapipe does) or only as memory "mapped from foreign
+ * memory" (the extension's other handle type; NVIDIA refused the first
+ * with OUT_OF_DEVICE_MEMORY on the H200 host), so both are tried. */
+static int vp_import(wv_device *d, const unsigned char *lo, VkDeviceSize size,
+                     wv_vk_pin *pin, wave_error *err)
+{
+  wave_error first = {0};
+  if (vp_import_as(d, lo, size,
+                   VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, pin,
+                   &first) == 0)
+    return 0;
+  wave_error second = {0};
+  if (vp_import_as(d, lo, size,
+                   VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_MAPPED_FOREIGN_MEMORY_BIT_EXT,
+                   pin, &second) == 0)
+    return 0;
+  return wv_seterr(err, first.code, "%.200s; as foreign memory: %.200s",
+                   first.message, second.message);
 }
 
 int wv_vk_host_register(wv_device *d, const void *ptr, size_t bytes,
