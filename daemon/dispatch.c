@@ -259,20 +259,21 @@ static void dp_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   s->reduce_inflight++;
 }
 
-/* ---- pinning regions -------------------------------------------------------- */
+/* ---- pinning and unpinning regions --------------------------------------- */
+
+/* A region's business on the device of one slot (a pin or an unpin). */
+typedef struct dp_region_work {
+  wd_work work;
+  wd_region *r;
+  unsigned slot;
+} dp_region_work;
 
 /* A region registered: each device that can pin it gets a setup item that
  * pins one piece per step (daemon/region.h), so the short lane's jobs run
  * between pieces.  The item holds a reference to the region until done. */
-typedef struct dp_pin {
-  wd_work work;
-  wd_region *r;
-  unsigned slot;
-} dp_pin;
-
 static int dp_pin_run(wd_work *w, wd_device *d)
 {
-  dp_pin *p = (dp_pin *)w;
+  dp_region_work *p = (dp_region_work *)w;
   int more = wd_region_pin_step(p->r, p->slot, wd_device_backend(d),
                                 wd_device_bdev(d));
   return more ? WD_RUN_MORE : WD_RUN_END;
@@ -286,7 +287,7 @@ static void dp_pin_abort(wd_work *w, wd_device *d)
 
 static void dp_pin_done(wd_work *w)
 {
-  dp_pin *p = (dp_pin *)w;
+  dp_region_work *p = (dp_region_work *)w;
   wd_region_put(p->r);
   free(p);
 }
@@ -304,7 +305,7 @@ static void dp_pin_start(wd_server *s, wd_region *r)
   for (size_t i = 0; i < s->n_devs && i < WD_REGION_SLOTS; i++) {
     if (!wv_dev_can_pin(wd_device_backend(s->devs[i])))
       continue;
-    dp_pin *p = calloc(1, sizeof *p);
+    dp_region_work *p = calloc(1, sizeof *p);
     wave_error err;
     if (p == NULL)
       return;  /* only slower: the region is staged */
@@ -319,21 +320,13 @@ static void dp_pin_start(wd_server *s, wd_region *r)
   }
 }
 
-/* ---- unpinning regions ---------------------------------------------------- */
-
 /* A region pinned on device slot is released: that device's thread unpins
  * it (a short item), then the region is unmapped.  A device that cannot
  * take the item (faulted, queue full) leaves the pin to its context's end:
  * the region's bookkeeping is dropped and it is unmapped now. */
-typedef struct dp_unpin {
-  wd_work work;
-  wd_region *r;
-  unsigned slot;
-} dp_unpin;
-
 static int dp_unpin_run(wd_work *w, wd_device *d)
 {
-  dp_unpin *u = (dp_unpin *)w;
+  dp_region_work *u = (dp_region_work *)w;
   wd_region_unpin(u->r, u->slot, wd_device_backend(d), wd_device_bdev(d));
   u->r = NULL;
   return WD_RUN_END;
@@ -341,7 +334,7 @@ static int dp_unpin_run(wd_work *w, wd_device *d)
 
 static void dp_unpin_done(wd_work *w)
 {
-  dp_unpin *u = (dp_unpin *)w;
+  dp_region_work *u = (dp_region_work *)w;
   if (u->r != NULL)  /* ended without running (faulted device) */
     wd_region_unpin(u->r, u->slot, NULL, NULL);
   free(u);
@@ -357,7 +350,7 @@ static const wd_work_ops dp_unpin_ops = {
 void wd_unpin(void *arg, wd_region *r, unsigned slot)
 {
   wd_server *s = arg;
-  dp_unpin *u = calloc(1, sizeof *u);
+  dp_region_work *u = calloc(1, sizeof *u);
   wave_error err;
   if (u != NULL && slot < s->n_devs) {
     u->work.ops = &dp_unpin_ops;
