@@ -182,9 +182,6 @@ static void dev_free(gdev *g)
     (void)cudaFreeHost(g->h_res);
   if (g->h_seg != NULL)
     (void)cudaFreeHost(g->h_seg);
-  for (size_t i = 0; i < g->npins; i++)  /* the daemon unpins first */
-    (void)cudaHostUnregister((void *)g->pins[i].lo);
-  free(g->pins);
   if (g->copy != NULL)
     (void)cudaStreamDestroy(g->copy);
   if (g->compute != NULL)
@@ -308,13 +305,27 @@ static int is_pinned(const void *p)
 #endif
 }
 
-/* The first registered range that ends after p. */
-static size_t pins_find(const gdev *g, uintptr_t p)
+/* Pinned host ranges, one per host_register call.  cudaHostRegister-
+ * Portable makes a registration the whole process's: a second device
+ * asking for the same piece must not register it again (the runtime
+ * refuses), and must cut its spans at the first one's ranges (one copy
+ * cannot cross two registrations).  So one table for the process, each
+ * range counted by the devices that hold it, under one mutex. */
+struct pin_range {
+  uintptr_t lo, hi;
+  unsigned refs;
+};
+static pthread_mutex_t pins_mu = PTHREAD_MUTEX_INITIALIZER;
+static pin_range *pins;      /* sorted, disjoint */
+static size_t npins, pins_cap;
+
+/* The first range that ends after p (pins_mu held). */
+static size_t pins_find(uintptr_t p)
 {
-  size_t a = 0, b = g->npins;
+  size_t a = 0, b = npins;
   while (a < b) {
     size_t m = a + (b - a) / 2;
-    if (g->pins[m].hi <= p)
+    if (pins[m].hi <= p)
       a = m + 1;
     else
       b = m;
@@ -327,11 +338,14 @@ static size_t pins_find(const gdev *g, uintptr_t p)
  * ours is cut at the ranges by add_seg instead: asking the driver about
  * its first byte would call all of it pinned once its first piece is, and
  * the rest would go by the driver's pageable copy (0.14x the DMA rate). */
-static int span_pinned(const gdev *g, const void *data, uint64_t rows)
+static int span_pinned(const void *data, uint64_t rows)
 {
   uintptr_t p = (uintptr_t)data, end = p + rows * 4;
-  size_t i = pins_find(g, p);
-  if (i < g->npins && g->pins[i].lo < end)
+  pthread_mutex_lock(&pins_mu);
+  size_t i = pins_find(p);
+  int ours = i < npins && pins[i].lo < end;
+  pthread_mutex_unlock(&pins_mu);
+  if (ours)
     return 0;
   /* Only large chunks are worth a driver query. */
   return rows * 4 >= (1u << 20) ? is_pinned(data) : 0;
@@ -342,32 +356,35 @@ static int span_pinned(const gdev *g, const void *data, uint64_t rows)
  * registrations), the parts between them staged.  Memory outside every
  * range keeps the span's own answer (whole_pinned, from span_pinned: 0
  * for a span that touches a range). */
-static void add_seg(const gdev *g, std::vector<seg> *segs, size_t dst,
-                    const void *src, size_t bytes, int whole_pinned)
+static void add_seg(std::vector<seg> *segs, size_t dst, const void *src,
+                    size_t bytes, int whole_pinned)
 {
   uintptr_t p = (uintptr_t)src, end = p + bytes;
-  size_t i = pins_find(g, p);
-  if (i == g->npins || g->pins[i].lo >= end) {
+  pthread_mutex_lock(&pins_mu);
+  size_t i = pins_find(p);
+  if (i == npins || pins[i].lo >= end) {
+    pthread_mutex_unlock(&pins_mu);
     seg x = {dst, src, bytes, whole_pinned};
     segs->push_back(x);
     return;
   }
   while (p < end) {
     uintptr_t q;
-    int pinned = i < g->npins && g->pins[i].lo <= p;
+    int pinned = i < npins && pins[i].lo <= p;
     if (pinned)
-      q = std::min(end, g->pins[i++].hi);
+      q = std::min(end, pins[i++].hi);
     else
-      q = i < g->npins ? std::min(end, g->pins[i].lo) : end;
+      q = i < npins ? std::min(end, pins[i].lo) : end;
     seg x = {dst + (size_t)(p - (uintptr_t)src), (const void *)p,
              (size_t)(q - p), pinned};
     segs->push_back(x);
     p = q;
   }
+  pthread_mutex_unlock(&pins_mu);
 }
 
 /* Append `rows` rows from the cursor to segs at byte offset dst. */
-static void gather(const gdev *g, cursor *c, uint64_t rows, size_t dst,
+static void gather(cursor *c, uint64_t rows, size_t dst,
                    std::vector<seg> *segs)
 {
   while (rows > 0) {
@@ -381,8 +398,8 @@ static void gather(const gdev *g, cursor *c, uint64_t rows, size_t dst,
     if (take > rows)
       take = rows;
     if (c->pinned[c->i] < 0)
-      c->pinned[c->i] = (signed char)span_pinned(g, s->data, s->rows);
-    add_seg(g, segs, dst, (const char *)s->data + c->off * 4,
+      c->pinned[c->i] = (signed char)span_pinned(s->data, s->rows);
+    add_seg(segs, dst, (const char *)s->data + c->off * 4,
             (size_t)take * 4, c->pinned[c->i]);
     dst += (size_t)take * 4;
     c->off += take;
@@ -467,9 +484,9 @@ static int reduce_int(gdev *g, const wv_reduce_job *job, int kop, int key,
     uint64_t n = job->rows - r0 < WVG_SLICE_ROWS ? job->rows - r0
                                                   : WVG_SLICE_ROWS;
     segs.clear();
-    gather(g, &in, n, 0, &segs);
+    gather(&in, n, 0, &segs);
     if (job->has_mask)
-      gather(g, &mk, n, WVG_MASK_OFF, &segs);
+      gather(&mk, n, WVG_MASK_OFF, &segs);
     int first = k == 0, has_mask = job->has_mask;
     reducer *r = &g->red;
     cudaStream_t st = g->compute;
@@ -551,7 +568,7 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
       continue;
     seg_first.push_back((uint32_t)piece_no);
     if (in_pinned[c] < 0)
-      in_pinned[c] = (signed char)span_pinned(g, ch->data, ch->rows);
+      in_pinned[c] = (signed char)span_pinned(ch->data, ch->rows);
     for (uint64_t off = 0; off < ch->rows; off += WVG_PIECE_ROWS) {
       uint32_t len = (uint32_t)(ch->rows - off < WVG_PIECE_ROWS
                                     ? ch->rows - off : WVG_PIECE_ROWS);
@@ -563,10 +580,10 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
           return rv;
         at = 0;
       }
-      add_seg(g, &segs, (size_t)at * 4, (const char *)ch->data + off * 4,
+      add_seg(&segs, (size_t)at * 4, (const char *)ch->data + off * 4,
               (size_t)len * 4, in_pinned[c]);
       if (job->has_mask)
-        gather(g, &mk, len, WVG_MASK_OFF + (size_t)at * 4, &segs);
+        gather(&mk, len, WVG_MASK_OFF + (size_t)at * 4, &segs);
       piece_desc pd = {ntiles, nt, (uint32_t)piece_no, 0};
       for (uint32_t t = 0; t < nt; t++) {
         uint32_t tr = len - t * WVG_TILE_ROWS;
@@ -728,32 +745,48 @@ extern "C" int WVG_C(host_register)(wv_device *dev, const void *ptr,
   if (mode != NULL && strcmp(mode, "off") == 0)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "WAVE_CUDA_PIN=off");
   uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
-  size_t i = pins_find(g, lo);
-  if (bytes == 0 || (i < g->npins && g->pins[i].lo < hi))
-    return wv_seterr(err, WAVE_EARG, "%s: host range of %zu bytes is empty "
-                     "or already pinned", WVG_VENDOR, bytes);
-  if (g->npins == g->pins_cap) {
-    size_t cap = g->pins_cap ? 2 * g->pins_cap : 64;
-    pin_range *p = (pin_range *)realloc(g->pins, cap * sizeof *p);
-    if (p == NULL)
-      return wv_seterr(err, WAVE_ENOMEM, NULL);
-    g->pins = p;
-    g->pins_cap = cap;
+  int rv = 0;
+  pthread_mutex_lock(&pins_mu);
+  size_t i = pins_find(lo);
+  if (bytes > 0 && i < npins && pins[i].lo == lo && pins[i].hi == hi) {
+    pins[i].refs++;  /* another device's, and so ours too */
+    goto out;
   }
-  cudaError_t e = cudaSetDevice(g->index);
-  if (e == cudaSuccess)
-    e = cudaHostRegister((void *)ptr, bytes,
-                         cudaHostRegisterPortable | cudaHostRegisterReadOnly);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return wv_seterr(err, WAVE_EARG, "%s: cudaHostRegister of %zu bytes: %s",
+  if (bytes == 0 || (i < npins && pins[i].lo < hi)) {
+    rv = wv_seterr(err, WAVE_EARG, "%s: host range of %zu bytes is empty or "
+                   "overlaps one pinned already", WVG_VENDOR, bytes);
+    goto out;
+  }
+  if (npins == pins_cap) {
+    size_t cap = pins_cap ? 2 * pins_cap : 64;
+    pin_range *p = (pin_range *)realloc(pins, cap * sizeof *p);
+    if (p == NULL) {
+      rv = wv_seterr(err, WAVE_ENOMEM, NULL);
+      goto out;
+    }
+    pins = p;
+    pins_cap = cap;
+  }
+  {
+    cudaError_t e = cudaSetDevice(g->index);
+    if (e == cudaSuccess)
+      e = cudaHostRegister((void *)ptr, bytes,
+                           cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      rv = wv_seterr(err, WAVE_EARG, "%s: cudaHostRegister of %zu bytes: %s",
                      WVG_VENDOR, bytes, cudaGetErrorString(e));
+      goto out;
+    }
   }
-  memmove(&g->pins[i + 1], &g->pins[i], (g->npins - i) * sizeof *g->pins);
-  g->pins[i].lo = lo;
-  g->pins[i].hi = hi;
-  g->npins++;
-  return 0;
+  memmove(&pins[i + 1], &pins[i], (npins - i) * sizeof *pins);
+  pins[i].lo = lo;
+  pins[i].hi = hi;
+  pins[i].refs = 1;
+  npins++;
+out:
+  pthread_mutex_unlock(&pins_mu);
+  return rv;
 }
 
 extern "C" void WVG_C(host_unregister)(wv_device *dev, const void *ptr,
@@ -761,16 +794,20 @@ extern "C" void WVG_C(host_unregister)(wv_device *dev, const void *ptr,
 {
   gdev *g = (gdev *)dev;
   uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;
-  size_t i = pins_find(g, lo), j = i;
+  pthread_mutex_lock(&pins_mu);
   if (cudaSetDevice(g->index) != cudaSuccess)
     (void)cudaGetLastError();
-  while (j < g->npins && g->pins[j].hi <= hi && g->pins[j].lo >= lo) {
-    if (cudaHostUnregister((void *)g->pins[j].lo) != cudaSuccess)
-      (void)cudaGetLastError();
-    j++;
+  size_t kept = pins_find(lo);
+  for (size_t j = kept; j < npins; j++) {
+    if (pins[j].lo >= lo && pins[j].hi <= hi && --pins[j].refs == 0) {
+      if (cudaHostUnregister((void *)pins[j].lo) != cudaSuccess)
+        (void)cudaGetLastError();
+      continue;  /* dropped */
+    }
+    pins[kept++] = pins[j];
   }
-  memmove(&g->pins[i], &g->pins[j], (g->npins - j) * sizeof *g->pins);
-  g->npins -= j - i;
+  npins = kept;
+  pthread_mutex_unlock(&pins_mu);
 }
 
 /* The visible devices' UUIDs (worker.h list_uuids), by runtime index: the

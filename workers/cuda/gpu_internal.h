@@ -182,11 +182,6 @@ struct hpack {
   hjit *jit;                  /* the pack's own kernel, NULL: interpreter */
 };
 
-/* One host_register call: [lo, hi) pinned (gpu_device.cu). */
-struct pin_range {
-  uintptr_t lo, hi;
-};
-
 struct gdev {
   int index;
   char name[320];
@@ -199,8 +194,6 @@ struct gdev {
   uint32_t *h_seg;            /* pinned, chunk -> first piece */
   size_t h_seg_cap;
   copy_pool pool;
-  pin_range *pins;            /* registered host ranges, sorted, disjoint */
-  size_t npins, pins_cap;
   /* hash */
   int local;                  /* exchange path: 1 local memory, 0 shuffle */
   char exchange_reason[200];
