@@ -42,15 +42,23 @@ target_compile_definitions(test_reload PRIVATE
 
 # Framed requests, streams and shared-memory regions (docs/protocol.md),
 # against the real daemon through libwaveclient and raw nng.
-wave_test(test_bulk SOURCES test_bulk.c daemon_harness.c
+wave_test(test_bulk SOURCES test_bulk.c bulk_harness.c daemon_harness.c
   LIBS waveclient wvbase wvreduce nng::nng)
 add_dependencies(test_bulk wavedd)
 target_compile_definitions(test_bulk PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# Regions pinned for the devices, piece by piece (the fake backend's pinning
+# slots), and regions of huge pages (test_pin.c).
+wave_test(test_pin SOURCES test_pin.c bulk_harness.c daemon_harness.c
+  LIBS waveclient wvbase nng::nng)
+add_dependencies(test_pin wavedd wavedd-test)
+target_compile_definitions(test_pin PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # File regions: jobs that read the client's file in pieces as they reduce
 # (daemon/filered.h), bit for bit against messages and the reference.
-wave_test(test_filered SOURCES test_filered.c daemon_harness.c
+wave_test(test_filered SOURCES test_filered.c bulk_harness.c daemon_harness.c
   LIBS waveclient wvbase wvreduce nng::nng)
 add_dependencies(test_filered wavedd)
 target_compile_definitions(test_filered PRIVATE

@@ -183,6 +183,15 @@ int td_stop(td_daemon *d)
   return WIFEXITED(d->status) ? WEXITSTATUS(d->status) : -1;
 }
 
+void td_stop_ok(td_daemon *d)
+{
+  int rc = td_stop(d);
+  if (rc != 0)
+    fprintf(stderr, "wavedd exit %d:\n%s\n", rc, td_stderr(d));
+  td_cleanup(d);
+  ck_assert_int_eq(rc, 0);
+}
+
 char *td_stderr(const td_daemon *d)
 {
   static char buf[1 << 16];

@@ -48,6 +48,9 @@ int td_start(td_daemon *d);       /* --config d->cfg --foreground */
  * wait_ready 2 of td_spawn. */
 int td_start_listening(td_daemon *d);
 int td_stop(td_daemon *d);        /* SIGTERM; the exit status or -1 */
+/* td_stop, its log on stderr unless it exited 0, td_cleanup; the test
+ * fails unless it exited 0. */
+void td_stop_ok(td_daemon *d);
 char *td_stderr(const td_daemon *d);  /* its log so far (static buffer) */
 void td_cleanup(td_daemon *d);    /* kill if running, remove the folder */
 

@@ -17,139 +17,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "bulk_harness.h"
 #include "daemon_harness.h"
 #include "proto/frame.h"
 #include "wave/client.h"
 #include "workers/reduce/reduce.h"
-
-#define BT_ROWS_MAX (1u << 22)
-
-/* A daemon with regions on (or off), big enough limits, and the devices
- * given (YAML list items). */
-static void bt_prepare(td_daemon *d, int shm, const char *devices)
-{
-  td_prepare(d, NULL);
-  char text[2048];
-  snprintf(text, sizeof text,
-           "listen: [\"%s\", \"%s\"]\n"
-           "ipc_mode: 0666\n"
-           "log_level: debug\n"
-           "allow_client_shm: %s\n"
-           "limits:\n"
-           "  max_request_bytes: 65536\n"
-           "  max_job_rows: %u\n"
-           "  max_client_regions: 3\n"
-           "  max_stream_bytes: 67108864\n"
-           "packs:\n"
-           "  load: []\n"
-           "auth: none\n"
-           "devices:\n%s",
-           d->ipc, d->tcp, shm ? "true" : "false", BT_ROWS_MAX,
-           devices ? devices : "  - {name: cpu0, backend: cpu, threads: 1}\n");
-  td_write(d->cfg, text);
-  chmod(d->dir, 0755);  /* the nobody test connects too */
-}
-
-static void bt_start(td_daemon *d, int shm, const char *devices)
-{
-  bt_prepare(d, shm, devices);
-  if (td_start(d) != 0) {
-    fprintf(stderr, "wavedd did not start:\n%s\n", td_stderr(d));
-    ck_abort_msg("wavedd did not start");
-  }
-}
-
-static void bt_stop(td_daemon *d)
-{
-  int rc = td_stop(d);
-  if (rc != 0)
-    fprintf(stderr, "wavedd exit %d:\n%s\n", rc, td_stderr(d));
-  td_cleanup(d);
-  ck_assert_int_eq(rc, 0);
-}
-
-static wave_client *bt_client(const char *url)
-{
-  wave_client *c;
-  wave_error e;
-  ck_assert_int_eq(wave_client_open(&c, url, &e), 0);
-  wave_client_set_timeout(c, 60000);
-  return c;
-}
-
-static void bt_fill(uint32_t *rows, size_t n, uint32_t seed, int floats)
-{
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    if (floats) {
-      float f = (float)((int64_t)(x % 2000001) - 1000000) / 1024.0f;
-      memcpy(&rows[i], &f, 4);
-    } else {
-      rows[i] = (uint32_t)(x >> 20);
-    }
-  }
-}
-
-/* Status over raw nng: the regions listed. */
-static size_t bt_regions(nng_socket s, uint64_t *bytes)
-{
-  Wave__V1__Response *r = td_status(s, 5);
-  size_t n = r->status->n_regions;
-  if (bytes)
-    *bytes = r->status->region_bytes;
-  wave__v1__response__free_unpacked(r, NULL);
-  return n;
-}
-
-/* Status over raw nng: pinned_devices of the only region. */
-static unsigned bt_pinned(nng_socket s)
-{
-  Wave__V1__Response *r = td_status(s, 5);
-  ck_assert_uint_eq(r->status->n_regions, 1);
-  unsigned n = r->status->regions[0]->pinned_devices;
-  wave__v1__response__free_unpacked(r, NULL);
-  return n;
-}
-
-/* Count of `needle` in the daemon's log so far. */
-static int bt_log_count(const td_daemon *d, const char *needle)
-{
-  int n = 0;
-  for (const char *p = td_stderr(d); (p = strstr(p, needle)) != NULL; p++)
-    n++;
-  return n;
-}
 
 /* ---- regions ------------------------------------------------------------ */
 
 START_TEST(region_lifecycle)
 {
   td_daemon d;
-  bt_start(&d, 1, NULL);
-  wave_client *c = bt_client(d.ipc);
+  bh_start(&d, 1, NULL);
+  wave_client *c = bh_client(d.ipc);
   wave_error e = {0};
   size_t rows = 1u << 20;
   wave_region *rg;
   ck_assert_int_eq(wave_region_create(&rg, rows * 4, "life", &e), 0);
   uint32_t *p = wave_region_data(rg);
-  bt_fill(p, rows, 1, 0);
+  bh_fill(p, rows, 1, 0);
   ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
   ck_assert_uint_ne(wave_region_id(rg), 0);
   nng_socket s = td_dial(d.ipc);
   uint64_t bytes;
-  ck_assert_uint_eq(bt_regions(s, &bytes), 1);
+  ck_assert_uint_eq(bh_regions(s, &bytes), 1);
   ck_assert_uint_eq(bytes, rows * 4);
 
   /* the same rows by place and by value: the same bits */
@@ -171,7 +69,7 @@ START_TEST(region_lifecycle)
 
   /* a masked one: mask rows in the same region's tail are fine too */
   ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
-  ck_assert_uint_eq(bt_regions(s, NULL), 0);
+  ck_assert_uint_eq(bh_regions(s, NULL), 0);
   /* the old id is gone */
   wave_region_reduce q2 = q;
   wave_extent gone = {rg, 0, 16};
@@ -188,12 +86,12 @@ START_TEST(region_lifecycle)
     ck_assert_int_eq(rv, i < 3 ? 0 : WAVE_EREGION);
   }
   ck_assert_ptr_nonnull(strstr(e.message, "max_client_regions"));
-  ck_assert_uint_eq(bt_regions(s, NULL), 3);
+  ck_assert_uint_eq(bh_regions(s, NULL), 3);
   /* closing the connection releases them */
   wave_client_close(c);
   size_t left = 3;
   for (int i = 0; i < 500 && left > 0; i++) {
-    left = bt_regions(s, NULL);
+    left = bh_regions(s, NULL);
     if (left)
       usleep(10000);
   }
@@ -201,7 +99,7 @@ START_TEST(region_lifecycle)
   for (int i = 0; i < 4; i++)
     wave_region_close(many[i]);
   nng_close(s);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -229,195 +127,10 @@ static void bt_expect(Wave__V1__Response *r, int code, const char *needle)
   wave__v1__response__free_unpacked(r, NULL);
 }
 
-/* A device that pins (the fake backend's slots, workers/fake/fake.c) has a
- * registered region pinned in WD_PIN_PIECE pieces, in its own time (jobs
- * before and after give the same bits), every piece released when it is
- * unregistered; a region whose client goes away mid-pin is released
- * whole too, and the daemon keeps serving. */
-START_TEST(region_pinned_in_pieces)
-{
-  td_daemon d;
-  bt_prepare(&d, 1, "  - {name: fk0, backend: fake}\n"
-                    "  - {name: cpu0, backend: cpu, threads: 1}\n");
-  d.fake = 1;
-  if (td_start(&d) != 0)
-    ck_abort_msg("wavedd-test did not start:\n%s", td_stderr(&d));
-  wave_client *c = bt_client(d.ipc);
-  wave_error e = {0};
-  const size_t piece = 32u << 20, bytes = 3 * piece + 3 * 4096;  /* 4 */
-  const size_t rows = BT_ROWS_MAX;
-  wave_region *rg;
-  ck_assert_int_eq(wave_region_create(&rg, bytes, "pin", &e), 0);
-  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
-  uint32_t *p = wave_region_data(rg);
-  bt_fill(p, rows, 3, 0);
-  nng_socket s = td_dial(d.ipc);
-  wave_extent in = {rg, 4096, rows * 4};
-  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_XOR, .input = &in,
-                          .n_input = 1, .device = "fk0"};
-  wave_reduce_result a, b;
-  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), 0);  /* maybe partly */
-  for (int i = 0; i < 500 && bt_pinned(s) == 0; i++)
-    usleep(10000);
-  ck_assert_uint_eq(bt_pinned(s), 1);
-  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
-  ck_assert_uint_eq(a.bits[0], b.bits[0]);
-  q.device = "cpu0";
-  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), 0);
-  ck_assert_uint_eq(a.bits[0], b.bits[0]);
-  uint32_t want = 0;
-  for (size_t i = 0; i < rows; i++)
-    want ^= p[1024 + i];
-  ck_assert_uint_eq(a.bits[0], want);
-  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
-  wave_region_close(rg);
-  char line[160];
-  snprintf(line, sizeof line, "fake fk0: unpinned 4 pieces, %zu bytes; 0 left",
-           bytes);
-  for (int i = 0; i < 500 && bt_log_count(&d, line) == 0; i++)
-    usleep(10000);
-  ck_assert_msg(bt_log_count(&d, line) == 1, "no \"%s\" in:\n%s", line,
-                td_stderr(&d));
-
-  /* registered, then its client is gone while the pieces are pinned */
-  wave_client *c2 = bt_client(d.ipc);
-  ck_assert_int_eq(wave_region_create(&rg, 8 * piece, "gone", &e), 0);
-  ck_assert_int_eq(wave_region_register(c2, rg, &e), 0);
-  wave_client_close(c2);
-  wave_region_close(rg);
-  size_t left = 1;
-  for (int i = 0; i < 500 && left > 0; i++) {
-    left = bt_regions(s, NULL);
-    if (left > 0)
-      usleep(10000);
-  }
-  ck_assert_uint_eq(left, 0);
-  /* whatever was pinned of it went too: no unpin leaves a piece behind */
-  for (int i = 0; i < 100 && strstr(td_stderr(&d), "(gone) unmapped") == NULL;
-       i++)
-    usleep(10000);
-  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "(gone) unmapped"));
-  ck_assert_int_eq(bt_log_count(&d, " left\n"), bt_log_count(&d, " 0 left\n"));
-  /* and the daemon serves on */
-  uint32_t rows16[16] = {1, 2, 3};
-  wave_chunk ch = {rows16, sizeof rows16};
-  wave_reduce_request m = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
-                           .n_input = 1, .device = "fk0"};
-  ck_assert_int_eq(wave_reduce(c, &m, &b, &e), 0);
-  ck_assert_uint_eq(b.bits[0], 6);
-  nng_close(s);
-  wave_client_close(c);
-  bt_stop(&d);
-}
-END_TEST
-
-static long bt_read_long(const char *path)
-{
-  FILE *f = fopen(path, "r");
-  long v = -1;
-  if (f != NULL) {
-    if (fscanf(f, "%ld", &v) != 1)
-      v = -1;
-    fclose(f);
-  }
-  return v;
-}
-
-static int bt_write_long(const char *path, long v)
-{
-  FILE *f = fopen(path, "w");
-  if (f == NULL)
-    return -1;
-  int rc = fprintf(f, "%ld\n", v) > 0 ? 0 : -1;
-  return fclose(f) == 0 ? rc : -1;
-}
-
-/* Bytes of pid's mappings in pages of kernel size kib (smaps). */
-static long bt_mapped_kib(pid_t pid, long kib)
-{
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%ld/smaps", (long)pid);
-  FILE *f = fopen(path, "r");
-  ck_assert_ptr_nonnull(f);
-  long size = 0, total = 0, page;
-  while (fgets(line, sizeof line, f) != NULL) {
-    if (sscanf(line, "Size: %ld kB", &size) == 1)
-      continue;
-    if (sscanf(line, "KernelPageSize: %ld kB", &page) == 1 && page == kib)
-      total += size;
-  }
-  fclose(f);
-  return total;
-}
-
-/* A region of 64 MiB or more is of huge pages when the host has them
- * reserved: the daemon maps it (whole huge pages, smaps) and reduces it
- * with the bits of a message job, and unmaps it all when it goes.  Where
- * the pool can be raised (root, not a read-only /proc), this test raises
- * it for the case; elsewhere it checks the fallback to ordinary pages. */
-START_TEST(region_huge_pages)
-{
-  static const char *pool = "/proc/sys/vm/nr_hugepages";
-  const size_t bytes = (64u << 20) + 12345 * 4;  /* not a whole huge page */
-  long had = bt_read_long(pool);
-  int raised = had >= 0 && bt_write_long(pool, had + 40) == 0 &&
-               bt_read_long(pool) >= had + 40;
-  td_daemon d;
-  bt_start(&d, 1, NULL);
-  wave_client *c = bt_client(d.ipc);
-  wave_error e = {0};
-  wave_region *rg;
-  ck_assert_int_eq(wave_region_create(&rg, bytes, "huge", &e), 0);
-  /* its pages are the memfd's now (a shared mapping reserves them at
-   * mmap); the pool goes back before anything here can fail */
-  if (raised)
-    ck_assert_int_eq(bt_write_long(pool, had), 0);
-  ck_assert_uint_eq(wave_region_size(rg), bytes);
-  struct statfs sf;
-  ck_assert_int_eq(fstatfs(wave_region_fd(rg), &sf), 0);
-  int huge = sf.f_type == HUGETLBFS_MAGIC;
-  ck_assert_msg(huge == raised, "huge pages %s, but the region is %s",
-                raised ? "reserved" : "not reserved",
-                huge ? "of huge pages" : "not");
-  uint32_t *p = wave_region_data(rg);
-  size_t rows = BT_ROWS_MAX;
-  bt_fill(p, bytes / 4, 11, 0);
-  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
-  long before = bt_mapped_kib(d.pid, 2048);
-  if (huge)  /* the daemon's mapping: whole huge pages past `bytes` */
-    ck_assert_int_eq(before, (long)((bytes + (2u << 20) - 1) >> 21) * 2048);
-  /* the last rows, up to the region's very end */
-  wave_extent in = {rg, bytes - rows * 4, rows * 4};
-  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &in,
-                          .n_input = 1};
-  wave_reduce_result a, b;
-  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
-  wave_chunk ch = {(char *)p + bytes - rows * 4, rows * 4};
-  wave_reduce_request m = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
-                           .n_input = 1};
-  ck_assert_int_eq(wave_reduce(c, &m, &b, &e), 0);
-  ck_assert_uint_eq(a.bits[0], b.bits[0]);
-  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
-  long left = -1;
-  for (int i = 0; i < 300 && left != 0; i++) {
-    left = bt_mapped_kib(d.pid, 2048);
-    if (left != 0)
-      usleep(10000);
-  }
-  ck_assert_int_eq(left, 0);
-  wave_region_close(rg);
-  wave_client_close(c);
-  bt_stop(&d);
-  if (!raised)
-    fprintf(stderr, "region_huge_pages: no huge pages to reserve here; the "
-            "fallback to ordinary pages was checked\n");
-}
-END_TEST
-
 START_TEST(region_refusals)
 {
   td_daemon d;
-  bt_start(&d, 1, NULL);
+  bh_start(&d, 1, NULL);
   nng_socket s = td_dial(d.ipc);
   char path[64];
   /* unsealed memfd */
@@ -461,11 +174,11 @@ START_TEST(region_refusals)
   close(fd);
   close(fd2);
   close(fd3);
-  bt_stop(&d);
+  td_stop_ok(&d);
 
   /* off by default */
-  bt_start(&d, 0, NULL);
-  wave_client *c = bt_client(d.ipc);
+  bh_start(&d, 0, NULL);
+  wave_client *c = bh_client(d.ipc);
   wave_region *rg;
   wave_error e;
   ck_assert_int_eq(wave_region_create(&rg, 4096, "off", &e), 0);
@@ -473,7 +186,7 @@ START_TEST(region_refusals)
   ck_assert_ptr_nonnull(strstr(e.message, "allow_client_shm"));
   wave_region_close(rg);
   wave_client_close(c);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -489,7 +202,7 @@ START_TEST(region_other_uid)
             "checking the pid rule only\n");
   }
   td_daemon d;
-  bt_start(&d, 1, NULL);
+  bh_start(&d, 1, NULL);
   int fd = memfd_create("root", MFD_ALLOW_SEALING);
   ck_assert_int_eq(ftruncate(fd, 4096), 0);
   ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
@@ -571,7 +284,7 @@ START_TEST(region_other_uid)
   ck_assert_msg(strncmp(l2, "29|", 3) == 0 && strstr(l2, "names process"),
                 "got '%s'", l2);
   close(fd);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -580,14 +293,14 @@ END_TEST
 START_TEST(region_copy)
 {
   td_daemon d;
-  bt_start(&d, 1, NULL);
-  wave_client *c = bt_client(d.ipc);
+  bh_start(&d, 1, NULL);
+  wave_client *c = bh_client(d.ipc);
   wave_error e;
   char file[256];
   snprintf(file, sizeof file, "%s/rows.raw", d.dir);
   size_t rows = 100000;
   uint32_t *p = malloc(rows * 4);
-  bt_fill(p, rows, 5, 0);
+  bh_fill(p, rows, 5, 0);
   uint32_t want = 0;
   for (size_t i = 0; i < rows; i++)
     want += p[i];
@@ -629,7 +342,7 @@ START_TEST(region_copy)
   nng_close(s);
   free(p);
   wave_client_close(c);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -637,8 +350,8 @@ END_TEST
 START_TEST(region_bounds)
 {
   td_daemon d;
-  bt_start(&d, 1, NULL);
-  wave_client *c = bt_client(d.ipc);
+  bh_start(&d, 1, NULL);
+  wave_client *c = bh_client(d.ipc);
   wave_error e;
   wave_region *rg;
   ck_assert_int_eq(wave_region_create(&rg, 4096, "bounds", &e), 0);
@@ -695,7 +408,7 @@ START_TEST(region_bounds)
   nng_close(s);
   wave_region_close(rg);
   wave_client_close(c);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -718,10 +431,10 @@ static void *bt_run(void *arg)
 START_TEST(region_shrink_mid_job)
 {
   td_daemon d;
-  bt_start(&d, 1, NULL);
-  wave_client *c = bt_client(d.ipc);
+  bh_start(&d, 1, NULL);
+  wave_client *c = bh_client(d.ipc);
   wave_error e;
-  size_t rows = BT_ROWS_MAX;
+  size_t rows = BH_ROWS_MAX;
   wave_region *rg;
   ck_assert_int_eq(wave_region_create(&rg, rows * 4, "shrink", &e), 0);
   uint32_t *p = wave_region_data(rg);
@@ -748,7 +461,7 @@ START_TEST(region_shrink_mid_job)
   td_good(s);
   nng_close(s);
   wave_client_close(c);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -757,7 +470,7 @@ END_TEST
 START_TEST(region_client_dies)
 {
   td_daemon d;
-  bt_start(&d, 1, NULL);
+  bh_start(&d, 1, NULL);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
@@ -765,11 +478,11 @@ START_TEST(region_client_dies)
     wave_error e;
     wave_region *rg;
     if (wave_client_open(&c, d.ipc, &e) != 0 ||
-        wave_region_create(&rg, BT_ROWS_MAX * 4, "dies", &e) != 0 ||
+        wave_region_create(&rg, BH_ROWS_MAX * 4, "dies", &e) != 0 ||
         wave_region_register(c, rg, &e) != 0)
       _exit(2);
     wave_client_set_timeout(c, 1);  /* submit, then give up at once */
-    wave_extent x = {rg, 0, BT_ROWS_MAX * 4};
+    wave_extent x = {rg, 0, BH_ROWS_MAX * 4};
     wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &x,
                             .n_input = 1};
     wave_reduce_result res;
@@ -782,7 +495,7 @@ START_TEST(region_client_dies)
   nng_socket s = td_dial(d.ipc);
   size_t left = 1;
   for (int i = 0; i < 1000 && left > 0; i++) {
-    left = bt_regions(s, NULL);
+    left = bh_regions(s, NULL);
     if (left)
       usleep(10000);
   }
@@ -790,7 +503,7 @@ START_TEST(region_client_dies)
   td_good(s);
   nng_close(s);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "its client disconnected"));
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -868,11 +581,11 @@ static void bt_ok_stream(Wave__V1__Response *r)
 START_TEST(stream_pieces)
 {
   td_daemon d;
-  bt_start(&d, 0, NULL);
+  bh_start(&d, 0, NULL);
   nng_socket s = td_dial(d.tcp);
   size_t rows = 300000;  /* 1.2 MB: 37 pieces of 32 KiB, the last short */
   uint32_t *in = malloc(rows * 4), *mk = malloc(rows * 4);
-  bt_fill(in, rows, 7, 0);
+  bh_fill(in, rows, 7, 0);
   uint32_t want = 0;
   uint64_t cnt = 0;
   for (size_t i = 0; i < rows; i++) {
@@ -929,7 +642,7 @@ START_TEST(stream_pieces)
   bt_expect(bt_commit(s, id, 0), WAVE_ENOJOB, "no open stream");
 
   /* refusals at open, before any row travels */
-  bt_expect(bt_open(s, (uint64_t)BT_ROWS_MAX * 4 + 4, 0, WAVE__V1__OP__SUM),
+  bt_expect(bt_open(s, (uint64_t)BH_ROWS_MAX * 4 + 4, 0, WAVE__V1__OP__SUM),
             WAVE_EJOBSIZE, "max_job_rows");
   bt_expect(bt_open(s, 4096, 4092, WAVE__V1__OP__SUM), WAVE_EMASKLEN,
             "mask rows");
@@ -966,7 +679,7 @@ START_TEST(stream_pieces)
   nng_close(s);
   free(in);
   free(mk);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -975,11 +688,11 @@ END_TEST
 START_TEST(stream_by_library)
 {
   td_daemon d;
-  bt_start(&d, 0, NULL);
-  wave_client *c = bt_client(d.tcp);
-  size_t rows = BT_ROWS_MAX;  /* 16 MiB + a mask: a stream */
+  bh_start(&d, 0, NULL);
+  wave_client *c = bh_client(d.tcp);
+  size_t rows = BH_ROWS_MAX;  /* 16 MiB + a mask: a stream */
   uint32_t *in = malloc(rows * 4), *mk = malloc(rows * 4);
-  bt_fill(in, rows, 3, 1);
+  bh_fill(in, rows, 3, 1);
   for (size_t i = 0; i < rows; i++)
     mk[i] = (uint32_t)(i % 5 != 1);
   size_t cut[] = {0, 1000, 1000, 3000000, rows};  /* chunks, one empty */
@@ -1024,7 +737,7 @@ START_TEST(stream_by_library)
   free(in);
   free(mk);
   wave_client_close(c);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -1057,19 +770,19 @@ static char *bt_wavectl(const char *url, const char *const *files, size_t n,
 START_TEST(wavectl_paths)
 {
   td_daemon on, off;
-  bt_start(&on, 1, NULL);
-  bt_start(&off, 0, NULL);
+  bh_start(&on, 1, NULL);
+  bh_start(&off, 0, NULL);
   size_t rows = 600000;  /* 2.4 MB per file: over tcp, a stream */
   uint32_t *p = malloc(rows * 4);
   char f1[256], f2[256], f3[256];
   snprintf(f1, sizeof f1, "%s/a.raw", on.dir);
   snprintf(f2, sizeof f2, "%s/b.raw", on.dir);
   snprintf(f3, sizeof f3, "%s/c.txt", on.dir);
-  bt_fill(p, rows, 11, 1);
+  bh_fill(p, rows, 11, 1);
   FILE *f = fopen(f1, "wb");
   fwrite(p, 4, rows, f);
   fclose(f);
-  bt_fill(p, rows, 12, 1);
+  bh_fill(p, rows, 12, 1);
   f = fopen(f2, "wb");
   fwrite(p, 4, 1000, f);
   fclose(f);
@@ -1088,8 +801,8 @@ START_TEST(wavectl_paths)
   /* the daemon logged a file region (read by its job, daemon/filered.h) */
   ck_assert_ptr_nonnull(strstr(td_stderr(&on), "kept open, read by its jobs"));
   free(p);
-  bt_stop(&off);
-  bt_stop(&on);
+  td_stop_ok(&off);
+  td_stop_ok(&on);
 }
 END_TEST
 
@@ -1098,15 +811,15 @@ END_TEST
 START_TEST(region_bits_cpu_vulkan)
 {
   td_daemon d;
-  bt_start(&d, 1, "  - {name: cpu0, backend: cpu, threads: 1}\n"
+  bh_start(&d, 1, "  - {name: cpu0, backend: cpu, threads: 1}\n"
                   "  - {name: vk0, backend: vulkan}\n");
-  wave_client *c = bt_client(d.ipc);
+  wave_client *c = bh_client(d.ipc);
   wave_error e;
   size_t rows = 1u << 21;
   wave_region *rg;
   ck_assert_int_eq(wave_region_create(&rg, rows * 8, "bits", &e), 0);
   uint32_t *p = wave_region_data(rg);
-  bt_fill(p, rows, 9, 1);
+  bh_fill(p, rows, 9, 1);
   for (size_t i = 0; i < rows; i++)
     p[rows + i] = (uint32_t)(i % 7 != 0);
   ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
@@ -1152,12 +865,12 @@ START_TEST(region_bits_cpu_vulkan)
   /* vk0 imported the read-only mapping (workers/vulkan/vk_pin.c): status
    * counts it (cpu0 does not pin), and no refusal was logged */
   nng_socket s = td_dial(d.ipc);
-  ck_assert_uint_eq(bt_pinned(s), 1);
+  ck_assert_uint_eq(bh_pinned(s), 1);
   nng_close(s);
   ck_assert_ptr_null(strstr(td_stderr(&d), "cannot pin it"));
   wave_region_close(rg);
   wave_client_close(c);
-  bt_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 
@@ -1167,8 +880,6 @@ int main(void)
   TCase *rg = tcase_create("regions");
   tcase_set_timeout(rg, 300);
   tcase_add_test(rg, region_lifecycle);
-  tcase_add_test(rg, region_pinned_in_pieces);
-  tcase_add_test(rg, region_huge_pages);
   tcase_add_test(rg, region_refusals);
   tcase_add_test(rg, region_other_uid);
   tcase_add_test(rg, region_bounds);

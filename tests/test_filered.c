@@ -27,6 +27,7 @@
 
 #include <nng/nng.h>
 
+#include "bulk_harness.h"
 #include "daemon_harness.h"
 #include "wave/client.h"
 #include "workers/reduce/reduce.h"
@@ -58,24 +59,6 @@ static void ft_start(td_daemon *d, const char *levels)
     fprintf(stderr, "wavedd did not start:\n%s\n", td_stderr(d));
     ck_abort_msg("wavedd did not start");
   }
-}
-
-static void ft_stop(td_daemon *d)
-{
-  int rc = td_stop(d);
-  if (rc != 0)
-    fprintf(stderr, "wavedd exit %d:\n%s\n", rc, td_stderr(d));
-  td_cleanup(d);
-  ck_assert_int_eq(rc, 0);
-}
-
-static wave_client *ft_client(const char *url)
-{
-  wave_client *c;
-  wave_error e;
-  ck_assert_int_eq(wave_client_open(&c, url, &e), 0);
-  wave_client_set_timeout(c, 60000);
-  return c;
 }
 
 static uint64_t ft_next(uint64_t *x)
@@ -271,7 +254,7 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
 {
   td_daemon d;
   ft_start(&d, levels);
-  wave_client *c = ft_client(d.ipc);
+  wave_client *c = bh_client(d.ipc);
   size_t most = 0;
   for (size_t i = 0; i < n_sizes; i++)
     most = sizes[i] > most ? sizes[i] : most;
@@ -293,7 +276,7 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
   free(rows);
   free(mask);
   wave_client_close(c);
-  ft_stop(&d);
+  td_stop_ok(&d);
 }
 
 /* default pieces: 1 MiB slots of four 65536-row pieces on the CPU */
@@ -352,7 +335,7 @@ START_TEST(file_refusals)
 {
   td_daemon d;
   ft_start(&d, NULL);
-  wave_client *c = ft_client(d.ipc);
+  wave_client *c = bh_client(d.ipc);
   wave_error e;
   char file[300];
   snprintf(file, sizeof file, "%s/rows.raw", d.dir);
@@ -439,7 +422,7 @@ START_TEST(file_refusals)
   nng_close(s);
   free(p);
   wave_client_close(c);
-  ft_stop(&d);
+  td_stop_ok(&d);
 }
 END_TEST
 

@@ -1,0 +1,229 @@
+/* test_pin.c - shared-memory regions pinned for the devices (daemon/
+ * region.h): a region pinned piece by piece from its registration on, in
+ * the device's own time, every piece released when it goes (the fake
+ * backend's pinning slots, workers/fake/fake.c); and regions of huge
+ * pages, mapped and unmapped by the daemon in whole huge pages.  Against
+ * the real wavedd-test through libwaveclient (tests/bulk_harness.h).
+ */
+#include <check.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+
+#include "bulk_harness.h"
+#include "daemon_harness.h"
+#include "wave/client.h"
+
+/* Count of `needle` in the daemon's log so far. */
+static int tp_log_count(const td_daemon *d, const char *needle)
+{
+  int n = 0;
+  for (const char *p = td_stderr(d); (p = strstr(p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+/* A device that pins (the fake backend's slots, workers/fake/fake.c) has a
+ * registered region pinned in WD_PIN_PIECE pieces, in its own time (jobs
+ * before and after give the same bits), every piece released when it is
+ * unregistered; a region whose client goes away mid-pin is released
+ * whole too, and the daemon keeps serving. */
+START_TEST(region_pinned_in_pieces)
+{
+  td_daemon d;
+  bh_prepare(&d, 1, "  - {name: fk0, backend: fake}\n"
+                    "  - {name: cpu0, backend: cpu, threads: 1}\n");
+  d.fake = 1;
+  if (td_start(&d) != 0)
+    ck_abort_msg("wavedd-test did not start:\n%s", td_stderr(&d));
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  const size_t piece = 32u << 20, bytes = 3 * piece + 3 * 4096;  /* 4 */
+  const size_t rows = BH_ROWS_MAX;
+  wave_region *rg;
+  ck_assert_int_eq(wave_region_create(&rg, bytes, "pin", &e), 0);
+  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
+  uint32_t *p = wave_region_data(rg);
+  bh_fill(p, rows, 3, 0);
+  nng_socket s = td_dial(d.ipc);
+  wave_extent in = {rg, 4096, rows * 4};
+  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_XOR, .input = &in,
+                          .n_input = 1, .device = "fk0"};
+  wave_reduce_result a, b;
+  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), 0);  /* maybe partly */
+  for (int i = 0; i < 500 && bh_pinned(s) == 0; i++)
+    usleep(10000);
+  ck_assert_uint_eq(bh_pinned(s), 1);
+  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
+  ck_assert_uint_eq(a.bits[0], b.bits[0]);
+  q.device = "cpu0";
+  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), 0);
+  ck_assert_uint_eq(a.bits[0], b.bits[0]);
+  uint32_t want = 0;
+  for (size_t i = 0; i < rows; i++)
+    want ^= p[1024 + i];
+  ck_assert_uint_eq(a.bits[0], want);
+  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
+  wave_region_close(rg);
+  char line[160];
+  snprintf(line, sizeof line, "fake fk0: unpinned 4 pieces, %zu bytes; 0 left",
+           bytes);
+  for (int i = 0; i < 500 && tp_log_count(&d, line) == 0; i++)
+    usleep(10000);
+  ck_assert_msg(tp_log_count(&d, line) == 1, "no \"%s\" in:\n%s", line,
+                td_stderr(&d));
+
+  /* registered, then its client is gone while the pieces are pinned */
+  wave_client *c2 = bh_client(d.ipc);
+  ck_assert_int_eq(wave_region_create(&rg, 8 * piece, "gone", &e), 0);
+  ck_assert_int_eq(wave_region_register(c2, rg, &e), 0);
+  wave_client_close(c2);
+  wave_region_close(rg);
+  size_t left = 1;
+  for (int i = 0; i < 500 && left > 0; i++) {
+    left = bh_regions(s, NULL);
+    if (left > 0)
+      usleep(10000);
+  }
+  ck_assert_uint_eq(left, 0);
+  /* whatever was pinned of it went too: no unpin leaves a piece behind */
+  for (int i = 0; i < 100 && strstr(td_stderr(&d), "(gone) unmapped") == NULL;
+       i++)
+    usleep(10000);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "(gone) unmapped"));
+  ck_assert_int_eq(tp_log_count(&d, " left\n"), tp_log_count(&d, " 0 left\n"));
+  /* and the daemon serves on */
+  uint32_t rows16[16] = {1, 2, 3};
+  wave_chunk ch = {rows16, sizeof rows16};
+  wave_reduce_request m = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
+                           .n_input = 1, .device = "fk0"};
+  ck_assert_int_eq(wave_reduce(c, &m, &b, &e), 0);
+  ck_assert_uint_eq(b.bits[0], 6);
+  nng_close(s);
+  wave_client_close(c);
+  td_stop_ok(&d);
+}
+END_TEST
+
+static long tp_read_long(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  if (f != NULL) {
+    if (fscanf(f, "%ld", &v) != 1)
+      v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+static int tp_write_long(const char *path, long v)
+{
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    return -1;
+  int rc = fprintf(f, "%ld\n", v) > 0 ? 0 : -1;
+  return fclose(f) == 0 ? rc : -1;
+}
+
+/* Bytes of pid's mappings in pages of kernel size kib (smaps). */
+static long tp_mapped_kib(pid_t pid, long kib)
+{
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%ld/smaps", (long)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  long size = 0, total = 0, page;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "Size: %ld kB", &size) == 1)
+      continue;
+    if (sscanf(line, "KernelPageSize: %ld kB", &page) == 1 && page == kib)
+      total += size;
+  }
+  fclose(f);
+  return total;
+}
+
+/* A region of 64 MiB or more is of huge pages when the host has them
+ * reserved: the daemon maps it (whole huge pages, smaps) and reduces it
+ * with the bits of a message job, and unmaps it all when it goes.  Where
+ * the pool can be raised (root, not a read-only /proc), this test raises
+ * it for the case; elsewhere it checks the fallback to ordinary pages. */
+START_TEST(region_huge_pages)
+{
+  static const char *pool = "/proc/sys/vm/nr_hugepages";
+  const size_t bytes = (64u << 20) + 12345 * 4;  /* not a whole huge page */
+  long had = tp_read_long(pool);
+  int raised = had >= 0 && tp_write_long(pool, had + 40) == 0 &&
+               tp_read_long(pool) >= had + 40;
+  td_daemon d;
+  bh_start(&d, 1, NULL);
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  wave_region *rg;
+  ck_assert_int_eq(wave_region_create(&rg, bytes, "huge", &e), 0);
+  /* its pages are the memfd's now (a shared mapping reserves them at
+   * mmap); the pool goes back before anything here can fail */
+  if (raised)
+    ck_assert_int_eq(tp_write_long(pool, had), 0);
+  ck_assert_uint_eq(wave_region_size(rg), bytes);
+  struct statfs sf;
+  ck_assert_int_eq(fstatfs(wave_region_fd(rg), &sf), 0);
+  int huge = sf.f_type == HUGETLBFS_MAGIC;
+  ck_assert_msg(huge == raised, "huge pages %s, but the region is %s",
+                raised ? "reserved" : "not reserved",
+                huge ? "of huge pages" : "not");
+  uint32_t *p = wave_region_data(rg);
+  size_t rows = BH_ROWS_MAX;
+  bh_fill(p, bytes / 4, 11, 0);
+  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
+  long before = tp_mapped_kib(d.pid, 2048);
+  if (huge)  /* the daemon's mapping: whole huge pages past `bytes` */
+    ck_assert_int_eq(before, (long)((bytes + (2u << 20) - 1) >> 21) * 2048);
+  /* the last rows, up to the region's very end */
+  wave_extent in = {rg, bytes - rows * 4, rows * 4};
+  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &in,
+                          .n_input = 1};
+  wave_reduce_result a, b;
+  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
+  wave_chunk ch = {(char *)p + bytes - rows * 4, rows * 4};
+  wave_reduce_request m = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
+                           .n_input = 1};
+  ck_assert_int_eq(wave_reduce(c, &m, &b, &e), 0);
+  ck_assert_uint_eq(a.bits[0], b.bits[0]);
+  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
+  long left = -1;
+  for (int i = 0; i < 300 && left != 0; i++) {
+    left = tp_mapped_kib(d.pid, 2048);
+    if (left != 0)
+      usleep(10000);
+  }
+  ck_assert_int_eq(left, 0);
+  wave_region_close(rg);
+  wave_client_close(c);
+  td_stop_ok(&d);
+  if (!raised)
+    fprintf(stderr, "region_huge_pages: no huge pages to reserve here; the "
+            "fallback to ordinary pages was checked\n");
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("pin");
+  TCase *tc = tcase_create("regions");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, region_pinned_in_pieces);
+  tcase_add_test(tc, region_huge_pages);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
