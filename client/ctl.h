@@ -132,6 +132,7 @@ typedef struct wv_args {
   int detach;             /* --detach: print the job id, do not wait */
   /* wait, cancel */
   uint64_t job_id;
+  wave_job_key key;       /* --key (wait, cancel, jobs); key.set 0: none */
   /* fleet (ctl_fleet.c) */
   const char *fleet;      /* --fleet: URL,URL,... or slurm[:PORT[+]] */
   uint64_t piece;         /* --piece */
@@ -182,6 +183,11 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
 
 const char *wv_job_state_name(wave_job_state s);
 void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
+/* submit hash --detach: the job id and a command that reaches the job
+ * again (with --key when the daemon gave a key), or no command when none
+ * would work; url is the one connected to.  JSON: {"job": ID, "key"?}. */
+void wv_print_detached(FILE *f, const wv_args *a, const char *url,
+                       uint64_t id, const wave_job_key *key, int json);
 /* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
 void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
                   int json);

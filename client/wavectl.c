@@ -390,16 +390,13 @@ static int ctl_hash(wave_client *c, const wv_args *a)
 
   int tty = isatty(STDERR_FILENO), status = 0;
   uint64_t id;
-  if (wave_hash_submit(c, &q, &id, &err) != 0) {
+  wave_job_key key;
+  if (wave_hash_submit_key(c, &q, &id, &key, &err) != 0) {
     status = ctl_call_fail(&err);
     goto out;
   }
   if (a->detach) {
-    if (a->json)
-      printf("{\"job\": %" PRIu64 "}\n", id);
-    else
-      printf("job %" PRIu64 " submitted (wavectl wait %" PRIu64 ")\n", id,
-             id);
+    wv_print_detached(stdout, a, wave_client_url(c), id, &key, a->json);
     goto out;
   }
   for (;;) {
@@ -444,7 +441,7 @@ static int ctl_jobs(wave_client *c, const wv_args *a)
   wave_error err = {0};
   wave_job_info *jobs;
   size_t n;
-  if (wave_jobs_get(c, &jobs, &n, &err) != 0)
+  if (wave_jobs_get_key(c, &a->key, &jobs, &n, &err) != 0)
     return ctl_call_fail(&err);
   wv_print_jobs(stdout, jobs, n, a->json);
   wave_jobs_free(jobs);
@@ -472,7 +469,8 @@ static int ctl_wait(wave_client *c, const wv_args *a)
     }
     wave_job_info info;
     wave_hash_result res;
-    if (wave_job_poll(c, a->job_id, 250, &info, &res, &err) != 0) {
+    if (wave_job_poll_key(c, a->job_id, &a->key, 250, &info, &res,
+                          &err) != 0) {
       status = ctl_call_fail(&err);
       break;
     }
@@ -499,11 +497,12 @@ static int ctl_cancel_cmd(wave_client *c, const wv_args *a)
 {
   wave_error err = {0};
   wave_job_info info;
-  if (wave_job_cancel(c, a->job_id, &info, &err) != 0)
+  if (wave_job_cancel_key(c, a->job_id, &a->key, &info, &err) != 0)
     return ctl_call_fail(&err);
   /* a running job stops at its next batch: wait until it has */
   while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING)
-    if (wave_job_poll(c, a->job_id, 1000, &info, NULL, &err) != 0)
+    if (wave_job_poll_key(c, a->job_id, &a->key, 1000, &info, NULL,
+                          &err) != 0)
       return ctl_call_fail(&err);
   wv_print_job(stdout, &info, NULL, a->json);
   return 0;
