@@ -39,7 +39,7 @@ static uint64_t tk_submit(nng_socket s, uint64_t count, uint8_t *key,
   uint64_t id = r->job->job_id;
   ck_assert_uint_ne(id, 0);
   *key_len = r->job->key.len;
-  if (r->job->key.len <= TK_KEY)
+  if (r->job->key.len > 0 && r->job->key.len <= TK_KEY)
     memcpy(key, r->job->key.data, r->job->key.len);
   wave__v1__response__free_unpacked(r, NULL);
   return id;
