@@ -17,7 +17,8 @@
 /* ---- input loaders (ctl_load.c) ---------------------------------------- */
 
 typedef enum wv_format {
-  WV_FMT_AUTO = 0, /* .npy when the file starts with its magic, else raw */
+  WV_FMT_AUTO = 0, /* .npy when the file starts with its magic, text-like
+                      files refused, else raw (wv_format_decide) */
   WV_FMT_RAW,
   WV_FMT_NPY,
   WV_FMT_TEXT,

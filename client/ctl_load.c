@@ -10,6 +10,11 @@
  *    floats accept nan, inf, -0.0 (strtof), integers decimal or 0x-hex.
  * An empty file is an empty chunk (except for --format npy, which needs a
  * header).  Rows are kept little-endian whatever the host is.
+ *
+ * Which form a file is, and whether it is refused, is wv_format_decide's
+ * call alone, from the first WV_FORMAT_HEAD bytes and the size: the loaders
+ * here and every region path of ctl_region.c ask it, so no way the rows
+ * travel can read a file differently from another (tests/test_formats.c).
  */
 #include <ctype.h>
 #include <errno.h>
