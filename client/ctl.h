@@ -17,7 +17,8 @@
 /* ---- input loaders (ctl_load.c) ---------------------------------------- */
 
 typedef enum wv_format {
-  WV_FMT_AUTO = 0, /* .npy when the file starts with its magic, else raw */
+  WV_FMT_AUTO = 0, /* .npy when the file starts with its magic, text-like
+                      files refused, else raw (wv_format_decide) */
   WV_FMT_RAW,
   WV_FMT_NPY,
   WV_FMT_TEXT,
@@ -32,6 +33,27 @@ typedef struct wv_chunk_buf {
 } wv_chunk_buf;
 
 int wv_format_parse(const char *s, wv_format *out);
+
+/* How many leading bytes of a file the format decision looks at. */
+#define WV_FORMAT_HEAD 65536
+
+/* Where the rows of one file lie, as wv_format_decide found them. */
+typedef struct wv_layout {
+  wv_format format;  /* WV_FMT_RAW, WV_FMT_NPY or WV_FMT_TEXT */
+  size_t offset;     /* raw, npy: the rows are [offset, offset + bytes) */
+  uint64_t bytes;    /* text: the file's size (the caller parses it) */
+} wv_layout;
+
+/* The one decision of what a file's bytes are, for every path that carries
+ * them (messages, streams, memfd, copy and file regions; docs/cli.md
+ * "--format"): from fmt, the first k bytes at head and the file's size.
+ * k must be min(size, WV_FORMAT_HEAD).  Refusals: auto on what looks like
+ * text (ARG), raw lengths not a multiple of 4 (LENGTH), an npy that is
+ * malformed (ARG) or of another dtype (DTYPE), --format npy on an empty
+ * file (ARG).  An empty raw or text file is zero rows. */
+int wv_format_decide(const char *name, const void *head, size_t k,
+                     uint64_t size, wv_format fmt, wave_dtype dtype,
+                     wv_layout *out, wave_error *err);
 
 /* Load path ("-": standard input) as rows of dtype (WAVE_U32 for masks). */
 int wv_load_file(const char *path, wv_format fmt, wave_dtype dtype,
@@ -61,12 +83,13 @@ int wv_region_load(const char *const *paths, size_t n, size_t n_inputs,
                    wv_format fmt, wave_dtype dtype, wave_region **out,
                    wave_extent *ext, wave_error *err);
 
-/* The same files read by the daemon into its own memory (one region per
- * file, wave_region_copy_fd): 0 done; 1 not for this (text, "-", not a
- * regular file, empty); 2 the daemon refused (regions off, too many): the
- * caller tries wv_region_load; else an error. */
+/* The same files registered with the daemon one region per file: file
+ * regions read at each job (wave_region_file_fd), or with copy, read once
+ * into the daemon's memory (wave_region_copy_fd): 0 done; 1 not for this
+ * (text, "-", not a regular file, empty); 2 the daemon refused (regions
+ * off, too many): the caller tries wv_region_load; else an error. */
 int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
-                 size_t n_inputs, wv_format fmt, wave_dtype dtype,
+                 size_t n_inputs, wv_format fmt, wave_dtype dtype, int copy,
                  wave_region **regions, wave_extent *ext, wave_error *err);
 
 /* ---- command line (ctl_args.c) ----------------------------------------- */
@@ -110,6 +133,7 @@ typedef struct wv_args {
   int detach;             /* --detach: print the job id, do not wait */
   /* wait, cancel */
   uint64_t job_id;
+  wave_job_key key;       /* --key (wait, cancel, jobs); key.set 0: none */
   /* fleet (ctl_fleet.c) */
   const char *fleet;      /* --fleet: URL,URL,... or slurm[:PORT[+]] */
   uint64_t piece;         /* --piece */
@@ -160,6 +184,11 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
 
 const char *wv_job_state_name(wave_job_state s);
 void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
+/* submit hash --detach: the job id and a command that reaches the job
+ * again (with --key when the daemon gave a key), or no command when none
+ * would work; url is the one connected to.  JSON: {"job": ID, "key"?}. */
+void wv_print_detached(FILE *f, const wv_args *a, const char *url,
+                       uint64_t id, const wave_job_key *key, int json);
 /* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
 void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
                   int json);

@@ -22,6 +22,7 @@ enum {
   A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
   A_SEGLOG2, A_SEGMENTS, A_DETACH,
   A_FLEET, A_PIECE, A_PROBE, A_TOKENFILE, A_TLSCA, A_TLSNAME, A_DAEMON_UID,
+  A_KEY,
 };
 
 #define M_ALL 0xffu
@@ -29,6 +30,8 @@ enum {
 #define M_RED (1u << WV_CMD_REDUCE)
 #define M_HASH (1u << WV_CMD_HASH)
 #define M_STATUS (1u << WV_CMD_STATUS)
+#define M_JOB ((1u << WV_CMD_JOBS) | (1u << WV_CMD_WAIT) | \
+               (1u << WV_CMD_CANCEL))
 
 static const struct ar_opt {
   const char *name;
@@ -64,6 +67,7 @@ static const struct ar_opt {
   {"segment-log2", 1, A_SEGLOG2, M_HASH},
   {"segments", 0, A_SEGMENTS, M_HASH},
   {"detach", 0, A_DETACH, M_HASH},
+  {"key", 1, A_KEY, M_JOB},   /* a job key (docs/cli.md "jobs, wait, ...") */
 };
 
 static const char *const ar_cmd_names[] = {
@@ -189,6 +193,12 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
   case A_HELP: a->help = 1; break;
   case A_VERSION: a->version = 1; break;
   case A_DETACH: a->detach = 1; break;
+  case A_KEY:
+    if (wave_job_key_parse(v, &a->key, err) != 0)
+      return wv_seterr(err, WAVE_EARG, "--key: '%.40s' is not a job key "
+                       "(32 hex digits, as submit hash --detach prints it)",
+                       v);
+    break;
   case A_DEVICE:
     if (strchr(v, ',') != NULL) {  /* --device a,b: several (hash jobs) */
       a->device = NULL;
@@ -504,20 +514,25 @@ void wv_usage(FILE *f, wv_cmd cmd)
     break;
   case WV_CMD_JOBS:
     fprintf(f,
-      "usage: wavectl jobs [--json]\n\n"
+      "usage: wavectl jobs [--key KEY] [--json]\n\n"
       "List the daemon's hash jobs: queued, running, and the finished ones\n"
-      "it still keeps (limits.keep_jobs, keep_seconds).\n\n%s", common);
+      "it still keeps (limits.keep_jobs, keep_seconds).\n"
+      "  --key KEY         also the job of this job key\n\n%s", common);
     break;
   case WV_CMD_WAIT:
     fprintf(f,
-      "usage: wavectl wait ID [--json]\n\n"
+      "usage: wavectl wait ID [--key KEY] [--json]\n\n"
       "Wait for hash job ID to end and print its result, as submit hash\n"
-      "would have; Ctrl-C stops waiting (the job runs on).\n\n%s", common);
+      "would have; Ctrl-C stops waiting (the job runs on).\n"
+      "  --key KEY         the job key submit hash --detach printed\n\n%s",
+      common);
     break;
   case WV_CMD_CANCEL:
     fprintf(f,
-      "usage: wavectl cancel ID [--json]\n\n"
-      "Cancel hash job ID and print its state.\n\n%s", common);
+      "usage: wavectl cancel ID [--key KEY] [--json]\n\n"
+      "Cancel hash job ID and print its state.\n"
+      "  --key KEY         the job key submit hash --detach printed\n\n%s",
+      common);
     break;
   case WV_CMD_STATUS:
     fprintf(f,

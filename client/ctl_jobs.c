@@ -1,8 +1,11 @@
 /* ctl_jobs.c - wavectl's printers for the job commands: `jobs` (the list),
  * `wait ID` (a result known only by its id: no pack or range is printed,
- * since JobInfo does not carry them) and `cancel ID`. */
+ * since JobInfo does not carry them) and `cancel ID`; and the line of
+ * `submit hash --detach`, whose hint must be a command that works. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "client/ctl.h"
 
@@ -103,4 +106,70 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
     fprintf(f, "  nonce %" PRIu64 " output %016" PRIx64 "\n",
             r->winners[i].nonce, r->winners[i].output);
   fprintf(f, "hashes       %" PRIu64 "\n", r->hashes);
+}
+
+/* One word for sh: as it is when it holds only safe bytes, else quoted. */
+static void jb_word(FILE *f, const char *w)
+{
+  if (w[0] != '\0' && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+                               "QRSTUVWXYZ0123456789_./:@%+=,-") == strlen(w)) {
+    fputs(w, f);
+    return;
+  }
+  fputc('\'', f);
+  for (const char *p = w; *p; p++)
+    if (*p == '\'')
+      fputs("'\\''", f);
+    else
+      fputc(*p, f);
+  fputc('\'', f);
+}
+
+static void jb_opt(FILE *f, const char *name, const char *v)
+{
+  if (v == NULL || v[0] == '\0')
+    return;
+  fprintf(f, " --%s ", name);
+  jb_word(f, v);
+}
+
+void wv_print_detached(FILE *f, const wv_args *a, const char *url,
+                       uint64_t id, const wave_job_key *key, int json)
+{
+  char hex[WAVE_JOB_KEY_HEX];
+  wave_job_key_format(key, hex, sizeof hex);
+  if (json) {
+    fprintf(f, "{\"job\": %" PRIu64, id);
+    if (hex[0] != '\0')
+      fprintf(f, ", \"key\": \"%s\"", hex);
+    fputs("}\n", f);
+    return;
+  }
+  /* Who can reach the job again (docs/protocol.md "Job ownership"): the
+   * key's holder; else the same uid over ipc, the same token over tcp;
+   * over tcp without a token and without a key (a daemon before keys)
+   * nobody but root over ipc, and then no hint is printed. */
+  const char *tf = a->token_file ? a->token_file : getenv("WAVE_TOKEN_FILE");
+  int ipc = url != NULL && strncmp(url, "ipc://", 6) == 0;
+  if (hex[0] == '\0' && !ipc && (tf == NULL || tf[0] == '\0')) {
+    fprintf(f, "job %" PRIu64 " submitted (the daemon gave no job key, and "
+            "without a token nobody but root over ipc can reach it again)\n",
+            id);
+    return;
+  }
+  fprintf(f, "job %" PRIu64 " submitted (wavectl", id);
+  /* the connection as given on this command line; the environment
+   * (WAVE_URL, WAVE_TOKEN_FILE, ...) is the caller's still */
+  jb_opt(f, "url", a->url);
+  if (hex[0] == '\0')
+    jb_opt(f, "token-file", a->token_file);
+  jb_opt(f, "tls-ca", a->tls_ca);
+  jb_opt(f, "tls-server-name", a->tls_name);
+  const char *du = getenv("WAVE_DAEMON_UID");
+  if (ipc)
+    jb_opt(f, "daemon-uid", du);
+  fprintf(f, " wait %" PRIu64, id);
+  if (hex[0] != '\0')
+    fprintf(f, " --key %s", hex);
+  fputs(")\n", f);
 }

@@ -10,6 +10,11 @@
  *    floats accept nan, inf, -0.0 (strtof), integers decimal or 0x-hex.
  * An empty file is an empty chunk (except for --format npy, which needs a
  * header).  Rows are kept little-endian whatever the host is.
+ *
+ * Which form a file is, and whether it is refused, is wv_format_decide's
+ * call alone, from the first WV_FORMAT_HEAD bytes and the size: the loaders
+ * here and every region path of ctl_region.c ask it, so no way the rows
+ * travel can read a file differently from another (tests/test_formats.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -153,11 +158,14 @@ static int ld_shape(ld_cur *c, uint64_t *rows)
   return 0;
 }
 
-int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
-                 wave_dtype dtype, size_t *data_off, uint64_t *rows,
-                 wave_error *err)
+/* buf holds the first k bytes of a .npy image of len bytes in all: the
+ * header must lie within them (k is at most WV_FORMAT_HEAD, so a header
+ * longer than that is refused on every path alike). */
+static int ld_npy(const char *name, const unsigned char *buf, size_t k,
+                  uint64_t len, wave_dtype dtype, size_t *data_off,
+                  uint64_t *rows, wave_error *err)
 {
-  if (len < 10 || memcmp(buf, LD_NPY_MAGIC, 6) != 0)
+  if (k < 10 || memcmp(buf, LD_NPY_MAGIC, 6) != 0)
     return wv_seterr(err, WAVE_EARG, "%s: not a .npy file (no \\x93NUMPY "
                      "magic)", name);
   unsigned major = buf[6], minor = buf[7];
@@ -166,7 +174,7 @@ int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
     hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
     off = 10;
   } else if (major == 2 || major == 3) {
-    if (len < 12)
+    if (k < 12)
       return wv_seterr(err, WAVE_EARG, "%s: truncated .npy header", name);
     hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 |
            (size_t)buf[11] << 24;
@@ -177,7 +185,12 @@ int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
   }
   if (hlen > len - off)
     return wv_seterr(err, WAVE_EARG, "%s: truncated .npy header (%zu bytes "
-                     "announced, %zu present)", name, hlen, len - off);
+                     "announced, %llu present)", name, hlen,
+                     (unsigned long long)(len - off));
+  if (hlen > k - off)
+    return wv_seterr(err, WAVE_EARG, "%s: .npy header of %zu bytes is longer "
+                     "than wavectl reads (%d bytes)", name, hlen,
+                     WV_FORMAT_HEAD);
 
   ld_cur c = {(const char *)buf + off, (const char *)buf + off + hlen};
   char key[32], descr[32] = "";
@@ -233,18 +246,26 @@ int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
     return wv_seterr(err, WAVE_EARG, "%s: Fortran-ordered .npy arrays are "
                      "not supported (save with C order)", name);
   off += hlen;
-  if (n > (UINT64_MAX / 4) || n * 4 != (uint64_t)(len - off))
+  if (n > (UINT64_MAX / 4) || n * 4 != len - off)
     return wv_seterr(err, WAVE_ELENGTH, "%s: .npy shape holds %llu rows "
-                     "(%llu bytes) but %zu data bytes follow the header",
+                     "(%llu bytes) but %llu data bytes follow the header",
                      name, (unsigned long long)n,
                      (unsigned long long)(n <= UINT64_MAX / 4 ? n * 4 : 0),
-                     len - off);
+                     (unsigned long long)(len - off));
   *data_off = off;
   *rows = n;
   return 0;
 bad:
   return wv_seterr(err, WAVE_EARG, "%s: malformed .npy header near '%.20s'",
                    name, c.p < c.end ? c.p : "<end>");
+}
+
+int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
+                 wave_dtype dtype, size_t *data_off, uint64_t *rows,
+                 wave_error *err)
+{
+  return ld_npy(name, buf, len < WV_FORMAT_HEAD ? len : WV_FORMAT_HEAD, len,
+                dtype, data_off, rows, err);
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -358,17 +379,20 @@ static int ld_text(const char *name, const char *buf, size_t len,
   return 0;
 }
 
-/* ---- entry points -------------------------------------------------------- */
+/* ---- the one format decision ------------------------------------------- */
 
 /* --format auto: text that --format text would read (digits, signs,
  * points, separators, a newline) is far likelier than raw rows whose every
  * byte happens to be one of those, so it is refused rather than read as
- * rows (a raw file of such bytes still loads with --format raw). */
-static int ld_looks_like_text(const char *buf, size_t len)
+ * rows (a raw file of such bytes still loads with --format raw).  Only the
+ * head is looked at, so that a region path decides the same as the message
+ * path without reading the whole file first. */
+static int ld_looks_like_text(const unsigned char *head, size_t k,
+                              uint64_t size)
 {
   int digit = 0, newline = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char ch = (unsigned char)buf[i];
+  for (size_t i = 0; i < k; i++) {
+    unsigned char ch = head[i];
     if (ch >= '0' && ch <= '9')
       digit = 1;
     else if (ch == '\n')
@@ -376,60 +400,77 @@ static int ld_looks_like_text(const char *buf, size_t len)
     else if (ch == 0 || !strchr(" \t\r,;+-.eExXabcdefABCDEFinfINFnaNA#", ch))
       return 0;
   }
-  return digit && (newline || len < 4 || len % 4 != 0);
+  return digit && (newline || size < 4 || size % 4 != 0);
 }
+
+int wv_format_decide(const char *name, const void *head_, size_t k,
+                     uint64_t size, wv_format fmt, wave_dtype dtype,
+                     wv_layout *out, wave_error *err)
+{
+  const unsigned char *head = head_;
+  memset(out, 0, sizeof *out);
+  if (dtype != WAVE_U32 && dtype != WAVE_S32 && dtype != WAVE_F32)
+    return wv_seterr(err, WAVE_EDTYPE, "%s: no dtype to read it as", name);
+  /* the caller hands the whole head, never a shorter piece of it: the
+   * answer must not depend on how much some path happened to read */
+  if (k > size || (k < WV_FORMAT_HEAD && k != size))
+    return wv_seterr(err, WAVE_EARG, "%s: changed while read (%zu bytes of "
+                     "%llu)", name, k, (unsigned long long)size);
+  if (fmt == WV_FMT_AUTO) {
+    if (k >= 6 && memcmp(head, LD_NPY_MAGIC, 6) == 0) {
+      fmt = WV_FMT_NPY;
+    } else if (ld_looks_like_text(head, k, size)) {
+      return wv_seterr(err, WAVE_EARG, "%s: looks like text (numbers), not "
+                       "raw rows; say --format text, or --format raw to read "
+                       "its bytes as rows", name);
+    } else {
+      fmt = WV_FMT_RAW;
+    }
+  }
+  out->format = fmt;
+  switch (fmt) {
+  case WV_FMT_TEXT:
+    out->bytes = size;  /* the caller parses it all (wv_load_buffer) */
+    return 0;
+  case WV_FMT_NPY: {
+    uint64_t rows;
+    int rv = ld_npy(name, head, k, size, dtype, &out->offset, &rows, err);
+    if (rv == 0)
+      out->bytes = rows * 4;
+    return rv;
+  }
+  default:
+    if (size % 4 != 0)
+      return wv_seterr(err, WAVE_ELENGTH, "%s: %llu bytes is not a whole "
+                       "number of 4-byte %s rows", name,
+                       (unsigned long long)size, wave_dtype_name(dtype));
+    out->format = WV_FMT_RAW;
+    out->bytes = size;
+    return 0;
+  }
+}
+
+/* ---- entry points -------------------------------------------------------- */
 
 int wv_load_buffer(const char *name, char *buf, size_t len, wv_format fmt,
                    wave_dtype dtype, wv_chunk_buf *out, wave_error *err)
 {
   memset(out, 0, sizeof *out);
-  if (dtype != WAVE_U32 && dtype != WAVE_S32 && dtype != WAVE_F32) {
-    free(buf);
-    return wv_seterr(err, WAVE_EDTYPE, "%s: no dtype to read it as", name);
-  }
   buf[len] = '\0';
-  if (fmt == WV_FMT_AUTO) {
-    fmt = (len >= 6 && memcmp(buf, LD_NPY_MAGIC, 6) == 0) ? WV_FMT_NPY
-                                                          : WV_FMT_RAW;
-    if (fmt == WV_FMT_RAW && ld_looks_like_text(buf, len)) {
-      free(buf);
-      return wv_seterr(err, WAVE_EARG, "%s: looks like text (numbers), not "
-                       "raw rows; say --format text, or --format raw to read "
-                       "its bytes as rows", name);
-    }
-  }
-  int rv = 0;
-  switch (fmt) {
-  case WV_FMT_TEXT:
+  wv_layout lay;
+  int rv = wv_format_decide(name, buf,
+                            len < WV_FORMAT_HEAD ? len : WV_FORMAT_HEAD, len,
+                            fmt, dtype, &lay, err);
+  if (rv == 0 && lay.format == WV_FMT_TEXT) {
     rv = ld_text(name, buf, len, dtype, out, err);
-    free(buf);
-    return rv;
-  case WV_FMT_NPY: {
-    size_t off;
-    uint64_t rows;
-    rv = wv_npy_parse(name, (const unsigned char *)buf, len, dtype, &off,
-                      &rows, err);
-    if (rv != 0) {
-      free(buf);
-      return rv;
-    }
+  } else if (rv == 0) {
     out->mem = buf;
-    out->data = buf + off;
-    out->bytes = (size_t)rows * 4;
+    out->data = buf + lay.offset;
+    out->bytes = (size_t)lay.bytes;
     return 0;
   }
-  default:
-    if (len % 4 != 0) {
-      free(buf);
-      return wv_seterr(err, WAVE_ELENGTH, "%s: %zu bytes is not a whole "
-                       "number of 4-byte %s rows", name, len,
-                       wave_dtype_name(dtype));
-    }
-    out->mem = buf;
-    out->data = buf;
-    out->bytes = len;
-    return 0;
-  }
+  free(buf);
+  return rv;
 }
 
 int wv_load_file(const char *path, wv_format fmt, wave_dtype dtype,

@@ -71,26 +71,17 @@ int wv_region_load(const char *const *paths, size_t n, size_t n_inputs,
       goto fail;
     }
     wave_dtype dt = i < n_inputs ? dtype : WAVE_U32;
-    const unsigned char *b = base + offs[i];
-    int npy = fmt == WV_FMT_NPY ||
-              (fmt == WV_FMT_AUTO && sizes[i] >= 6 &&
-               memcmp(b, "\x93NUMPY", 6) == 0);
-    if (npy) {
-      size_t doff;
-      uint64_t rows;
-      if ((rc = wv_npy_parse(paths[i], b, sizes[i], dt, &doff, &rows,
-                             err)) != 0)
-        goto fail;
-      ext[i] = (wave_extent){*out, offs[i] + doff, (size_t)rows * 4};
-    } else {
-      if (sizes[i] % 4 != 0) {
-        rc = wv_seterr(err, WAVE_ELENGTH, "%s: %zu bytes is not a whole "
-                       "number of 4-byte %s rows", paths[i], sizes[i],
-                       wave_dtype_name(dt));
-        goto fail;
-      }
-      ext[i] = (wave_extent){*out, offs[i], sizes[i]};
+    wv_layout lay;
+    if ((rc = wv_format_decide(paths[i], base + offs[i],
+                               sizes[i] < WV_FORMAT_HEAD ? sizes[i]
+                                                         : WV_FORMAT_HEAD,
+                               sizes[i], fmt, dt, &lay, err)) != 0)
+      goto fail;
+    if (lay.format == WV_FMT_TEXT) {
+      rc = 1;
+      goto fail;
     }
+    ext[i] = (wave_extent){*out, offs[i] + lay.offset, (size_t)lay.bytes};
   }
   rc = 0;
   goto out;
@@ -119,40 +110,23 @@ static int rg_file_rows(const char *path, int fd, size_t size, wv_format fmt,
                         wave_dtype dt, size_t *off, size_t *bytes,
                         wave_error *err)
 {
-  unsigned char head[65536];
+  unsigned char head[WV_FORMAT_HEAD];
   size_t k = size < sizeof head ? size : sizeof head;
   if (pread(fd, head, k, 0) != (ssize_t)k)
     return 1;
-  int npy = fmt == WV_FMT_NPY ||
-            (fmt == WV_FMT_AUTO && k >= 6 && memcmp(head, "\x93NUMPY", 6) == 0);
-  if (!npy) {
-    if (size % 4 != 0)
-      return wv_seterr(err, WAVE_ELENGTH, "%s: %zu bytes is not a whole "
-                       "number of 4-byte %s rows", path, size,
-                       wave_dtype_name(dt));
-    *off = 0;
-    *bytes = size;
-    return 0;
-  }
-  /* the header must lie within what was read (the parser reads it all) */
-  if (k < 12)
-    return 1;
-  size_t hlen = head[6] == 1 ? ((size_t)head[8] | (size_t)head[9] << 8) + 10
-                             : ((size_t)head[8] | (size_t)head[9] << 8 |
-                                (size_t)head[10] << 16 |
-                                (size_t)head[11] << 24) + 12;
-  if (hlen > k)
-    return 1;
-  uint64_t rows;
-  int rc = wv_npy_parse(path, head, size, dt, off, &rows, err);
+  wv_layout lay;
+  int rc = wv_format_decide(path, head, k, size, fmt, dt, &lay, err);
   if (rc != 0)
     return rc;
-  *bytes = (size_t)rows * 4;
+  if (lay.format == WV_FMT_TEXT)
+    return 1;
+  *off = lay.offset;
+  *bytes = (size_t)lay.bytes;
   return 0;
 }
 
 int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
-                 size_t n_inputs, wv_format fmt, wave_dtype dtype,
+                 size_t n_inputs, wv_format fmt, wave_dtype dtype, int copy,
                  wave_region **regions, wave_extent *ext, wave_error *err)
 {
   if (fmt == WV_FMT_TEXT)
@@ -166,14 +140,18 @@ int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
       return wv_seterr(err, WAVE_EIO, "%s: %s", paths[i], strerror(errno));
     struct stat st;
     size_t off = 0, bytes = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
       rc = 1;
-    else
+    else  /* decided first: an empty file is refused or not as elsewhere */
       rc = rg_file_rows(paths[i], fd, (size_t)st.st_size, fmt,
                         i < n_inputs ? dtype : WAVE_U32, &off, &bytes, err);
+    if (rc == 0 && st.st_size == 0)
+      rc = 1;  /* the daemon takes no empty region */
     if (rc == 0) {
-      int e = wave_region_file_fd(c, fd, (size_t)st.st_size, "wavectl",
-                                  &regions[i], err);
+      int e = copy ? wave_region_copy_fd(c, fd, (size_t)st.st_size, "wavectl",
+                                         &regions[i], err)
+                   : wave_region_file_fd(c, fd, (size_t)st.st_size, "wavectl",
+                                         &regions[i], err);
       if (e == WAVE_EREGION || e == WAVE_EUNSUPPORTED)
         rc = 2;
       else

@@ -8,6 +8,9 @@
  * wait is never mistaken for a dead daemon.  HashRequest.client carries the
  * client's random tag, so if nng resends a submit after a reconnect the
  * daemon returns the job it already has instead of starting a second one.
+ * A job key (wave_job_key: what the daemon gives an anonymous tcp
+ * submitter) travels with the *_key variants' requests, so the job can be
+ * reached from another connection.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -126,6 +129,14 @@ void wave_hash_result_free(wave_hash_result *res)
 int wave_hash_submit(wave_client *c, const wave_hash_request *req,
                      uint64_t *job_id, wave_error *err)
 {
+  return wave_hash_submit_key(c, req, job_id, NULL, err);
+}
+
+int wave_hash_submit_key(wave_client *c, const wave_hash_request *req,
+                         uint64_t *job_id, wave_job_key *key, wave_error *err)
+{
+  if (key != NULL)
+    memset(key, 0, sizeof *key);
   if (c == NULL || req == NULL || job_id == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_hash_submit: NULL argument");
   Wave__V1__HashRequest hr = WAVE__V1__HASH_REQUEST__INIT;
@@ -156,6 +167,11 @@ int wave_hash_submit(wave_client *c, const wave_hash_request *req,
                      c->url);
   }
   *job_id = resp->job->job_id;
+  /* a key of another length is not one this library can present back */
+  if (key != NULL && resp->job->key.len == WAVE_JOB_KEY_BYTES) {
+    memcpy(key->bytes, resp->job->key.data, WAVE_JOB_KEY_BYTES);
+    key->set = 1;
+  }
   atomic_store(&c->instance, resp->job->instance);
   wave__v1__response__free_unpacked(resp, NULL);
   return 0;
@@ -181,8 +197,27 @@ static int job_reply(wave_client *c, Wave__V1__Response *resp,
   return 0;
 }
 
+/* The key as a protobuf bytes field: empty when there is none. */
+static ProtobufCBinaryData job_key_bytes(const wave_job_key *key)
+{
+  ProtobufCBinaryData b = {0, NULL};
+  if (key != NULL && key->set) {
+    b.len = WAVE_JOB_KEY_BYTES;
+    b.data = (uint8_t *)key->bytes;
+  }
+  return b;
+}
+
 int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
                   wave_job_info *info, wave_hash_result *res, wave_error *err)
+{
+  return wave_job_poll_key(c, job_id, NULL, wait_ms, info, res, err);
+}
+
+int wave_job_poll_key(wave_client *c, uint64_t job_id,
+                      const wave_job_key *key, unsigned wait_ms,
+                      wave_job_info *info, wave_hash_result *res,
+                      wave_error *err)
 {
   if (c == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_job_poll: NULL client");
@@ -190,6 +225,7 @@ int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
   jr.job_id = job_id;
   jr.wait_ms = wait_ms;
   jr.instance = atomic_load(&c->instance);
+  jr.key = job_key_bytes(key);
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_JOB;
   r.job = &jr;
@@ -241,11 +277,19 @@ int wave_job_poll(wave_client *c, uint64_t job_id, unsigned wait_ms,
 int wave_job_cancel(wave_client *c, uint64_t job_id, wave_job_info *info,
                     wave_error *err)
 {
+  return wave_job_cancel_key(c, job_id, NULL, info, err);
+}
+
+int wave_job_cancel_key(wave_client *c, uint64_t job_id,
+                        const wave_job_key *key, wave_job_info *info,
+                        wave_error *err)
+{
   if (c == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_job_cancel: NULL client");
   Wave__V1__CancelRequest cr = WAVE__V1__CANCEL_REQUEST__INIT;
   cr.job_id = job_id;
   cr.instance = atomic_load(&c->instance);
+  cr.key = job_key_bytes(key);
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_CANCEL;
   r.cancel = &cr;
@@ -305,11 +349,18 @@ int wave_hash(wave_client *c, const wave_hash_request *req,
 int wave_jobs_get(wave_client *c, wave_job_info **jobs, size_t *n_jobs,
                   wave_error *err)
 {
+  return wave_jobs_get_key(c, NULL, jobs, n_jobs, err);
+}
+
+int wave_jobs_get_key(wave_client *c, const wave_job_key *key,
+                      wave_job_info **jobs, size_t *n_jobs, wave_error *err)
+{
   if (c == NULL || jobs == NULL || n_jobs == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_jobs_get: NULL argument");
   *jobs = NULL;
   *n_jobs = 0;
   Wave__V1__JobsRequest jq = WAVE__V1__JOBS_REQUEST__INIT;
+  jq.key = job_key_bytes(key);
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_JOBS;
   r.jobs = &jq;
@@ -335,3 +386,50 @@ int wave_jobs_get(wave_client *c, wave_job_info **jobs, size_t *n_jobs,
 }
 
 void wave_jobs_free(wave_job_info *jobs) { free(jobs); }
+
+void wave_job_key_format(const wave_job_key *key, char *buf, size_t n)
+{
+  static const char hex[] = "0123456789abcdef";
+  if (buf == NULL || n == 0)
+    return;
+  buf[0] = '\0';
+  if (key == NULL || !key->set || n < WAVE_JOB_KEY_HEX)
+    return;
+  for (size_t i = 0; i < WAVE_JOB_KEY_BYTES; i++) {
+    buf[2 * i] = hex[key->bytes[i] >> 4];
+    buf[2 * i + 1] = hex[key->bytes[i] & 15];
+  }
+  buf[2 * WAVE_JOB_KEY_BYTES] = '\0';
+}
+
+static int job_hexval(char ch)
+{
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  return -1;
+}
+
+int wave_job_key_parse(const char *s, wave_job_key *key, wave_error *err)
+{
+  if (key == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_job_key_parse: NULL key");
+  memset(key, 0, sizeof *key);
+  if (s == NULL || strlen(s) != 2 * WAVE_JOB_KEY_BYTES)
+    return wv_seterr(err, WAVE_EARG, "a job key is %d hex digits",
+                     2 * WAVE_JOB_KEY_BYTES);
+  for (size_t i = 0; i < WAVE_JOB_KEY_BYTES; i++) {
+    int hi = job_hexval(s[2 * i]), lo = job_hexval(s[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      memset(key, 0, sizeof *key);
+      return wv_seterr(err, WAVE_EARG, "a job key is %d hex digits; "
+                       "'%.40s' is not", 2 * WAVE_JOB_KEY_BYTES, s);
+    }
+    key->bytes[i] = (unsigned char)(hi << 4 | lo);
+  }
+  key->set = 1;
+  return 0;
+}

@@ -111,11 +111,44 @@ static int ctl_is_ipc(const wv_args *a)
   return strncmp(u, "ipc://", 6) == 0;
 }
 
+/* How the rows travel.  WAVECTL_PATH (for tests, docs/cli.md) forces one
+ * way so that each can be checked to give the same answer; wavectl then
+ * says on stderr which way it took ("wavectl: via file").  A forced way
+ * that an input cannot take (text and "-" are always parsed here; the
+ * daemon takes no empty region) falls to the next, as without it. */
+typedef enum ctl_path {
+  CTL_AUTO = 0, CTL_MESSAGE, CTL_STREAM, CTL_MEMFD, CTL_COPY, CTL_FILE,
+} ctl_path;
+
+static const char *const ctl_path_names[] = {
+  "auto", "message", "stream", "memfd", "copy", "file",
+};
+
+static int ctl_path_get(ctl_path *p)
+{
+  const char *v = getenv("WAVECTL_PATH");
+  *p = CTL_AUTO;
+  if (v == NULL || v[0] == '\0')
+    return 0;
+  for (size_t i = 0; i < sizeof ctl_path_names / sizeof *ctl_path_names; i++)
+    if (strcmp(v, ctl_path_names[i]) == 0) {
+      *p = (ctl_path)i;
+      return 0;
+    }
+  return -1;
+}
+
+static void ctl_via(ctl_path took)
+{
+  if (getenv("WAVECTL_PATH") != NULL)
+    fprintf(stderr, "wavectl: via %s\n", ctl_path_names[took]);
+}
+
 /* A daemon on this host: the files go into one shared-memory region, read
  * once, and the daemon reduces them where they lie.  1 when not possible
  * (text, stdin), so the caller loads and sends them; a daemon that refuses
  * regions (allow_client_shm off) gets the region's rows as messages. */
-static int ctl_reduce_region(const wv_args *a, int *status)
+static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
 {
   wave_error err = {0};
   size_t n = a->n_inputs + a->n_masks;
@@ -139,9 +172,15 @@ static int ctl_reduce_region(const wv_args *a, int *status)
     goto out;
   wave_reduce_result r;
   /* 1. the daemon reads each file into its own memory: one read, like cat */
-  int rc = wv_copy_load(c, paths, n, a->n_inputs, a->format, a->dtype,
-                        copies, ext, &err);
+  int rc = path == CTL_MEMFD ? 1
+           : wv_copy_load(c, paths, n, a->n_inputs, a->format, a->dtype,
+                          path == CTL_COPY, copies, ext, &err);
+  if (rc == 2 && (path == CTL_COPY || path == CTL_FILE)) {
+    *status = ctl_fail(&err, EXIT_JOB);  /* forced: no other way */
+    goto out;
+  }
   if (rc == 0) {
+    ctl_via(path == CTL_COPY ? CTL_COPY : CTL_FILE);
     wave_region_reduce q = {
       .dtype = a->dtype, .op = a->op,
       .input = ext, .n_input = a->n_inputs,
@@ -172,6 +211,7 @@ static int ctl_reduce_region(const wv_args *a, int *status)
     goto out;
   }
   if (wave_region_register(c, rg, &err) == 0) {
+    ctl_via(CTL_MEMFD);
     wave_region_reduce q = {
       .dtype = a->dtype, .op = a->op,
       .input = ext, .n_input = a->n_inputs,
@@ -182,7 +222,9 @@ static int ctl_reduce_region(const wv_args *a, int *status)
       *status = ctl_call_fail(&err);
       goto out;
     }
-  } else if (err.code == WAVE_EREGION || err.code == WAVE_EUNSUPPORTED) {
+  } else if (path == CTL_AUTO &&
+             (err.code == WAVE_EREGION || err.code == WAVE_EUNSUPPORTED)) {
+    ctl_via(CTL_MESSAGE);
     unsigned char *base = wave_region_data(rg);
     for (size_t i = 0; i < n; i++)
       chunks[i] = (wave_chunk){base + ext[i].offset, ext[i].bytes};
@@ -216,7 +258,16 @@ out:
 static int ctl_reduce(const wv_args *a)
 {
   int rstatus = 0;
-  if (!a->fleet && ctl_is_ipc(a) && ctl_reduce_region(a, &rstatus) == 0)
+  ctl_path path;
+  if (ctl_path_get(&path) != 0) {
+    fprintf(stderr, "wavectl: ARG: WAVECTL_PATH must be one of auto, "
+            "message, stream, memfd, copy, file\n");
+    return EXIT_USAGE;
+  }
+  if (path == CTL_STREAM)
+    setenv("WAVE_CLIENT_STREAM", "1", 1);  /* client/client.c */
+  if (!a->fleet && (path == CTL_AUTO ? ctl_is_ipc(a) : path >= CTL_MEMFD) &&
+      ctl_reduce_region(a, path, &rstatus) == 0)
     return rstatus;
 
   wave_error err = {0};
@@ -245,6 +296,7 @@ static int ctl_reduce(const wv_args *a)
   }
   if ((status = ctl_connect(a, &c)) != 0)
     goto out;
+  ctl_via(path == CTL_STREAM ? CTL_STREAM : CTL_MESSAGE);
   wave_reduce_request q = {
     .dtype = a->dtype, .op = a->op,
     .input = chunks, .n_input = a->n_inputs,
@@ -338,16 +390,13 @@ static int ctl_hash(wave_client *c, const wv_args *a)
 
   int tty = isatty(STDERR_FILENO), status = 0;
   uint64_t id;
-  if (wave_hash_submit(c, &q, &id, &err) != 0) {
+  wave_job_key key;
+  if (wave_hash_submit_key(c, &q, &id, &key, &err) != 0) {
     status = ctl_call_fail(&err);
     goto out;
   }
   if (a->detach) {
-    if (a->json)
-      printf("{\"job\": %" PRIu64 "}\n", id);
-    else
-      printf("job %" PRIu64 " submitted (wavectl wait %" PRIu64 ")\n", id,
-             id);
+    wv_print_detached(stdout, a, wave_client_url(c), id, &key, a->json);
     goto out;
   }
   for (;;) {
@@ -392,7 +441,7 @@ static int ctl_jobs(wave_client *c, const wv_args *a)
   wave_error err = {0};
   wave_job_info *jobs;
   size_t n;
-  if (wave_jobs_get(c, &jobs, &n, &err) != 0)
+  if (wave_jobs_get_key(c, &a->key, &jobs, &n, &err) != 0)
     return ctl_call_fail(&err);
   wv_print_jobs(stdout, jobs, n, a->json);
   wave_jobs_free(jobs);
@@ -420,7 +469,8 @@ static int ctl_wait(wave_client *c, const wv_args *a)
     }
     wave_job_info info;
     wave_hash_result res;
-    if (wave_job_poll(c, a->job_id, 250, &info, &res, &err) != 0) {
+    if (wave_job_poll_key(c, a->job_id, &a->key, 250, &info, &res,
+                          &err) != 0) {
       status = ctl_call_fail(&err);
       break;
     }
@@ -447,11 +497,12 @@ static int ctl_cancel_cmd(wave_client *c, const wv_args *a)
 {
   wave_error err = {0};
   wave_job_info info;
-  if (wave_job_cancel(c, a->job_id, &info, &err) != 0)
+  if (wave_job_cancel_key(c, a->job_id, &a->key, &info, &err) != 0)
     return ctl_call_fail(&err);
   /* a running job stops at its next batch: wait until it has */
   while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING)
-    if (wave_job_poll(c, a->job_id, 1000, &info, NULL, &err) != 0)
+    if (wave_job_poll_key(c, a->job_id, &a->key, 1000, &info, NULL,
+                          &err) != 0)
       return ctl_call_fail(&err);
   wv_print_job(stdout, &info, NULL, a->json);
   return 0;

@@ -484,10 +484,16 @@ static void dp_hash(wd_req *c, const Wave__V1__HashRequest *hr)
   if (wd_jobs_submit(s->jobs, &hs, s->devs, s->n_devs, s->packs, &j,
                      &err) != 0)
     return dp_fail(c, &err);
-  dp_answer_job(c, j, 0, 0, 0);
+  /* the one reply that carries the job key: the submitter's */
+  wd_job_view v;
+  wd_hjob_view(j, 0, 0, &v);
+  v.key = wd_hjob_key(j);
+  v.key_len = v.key != NULL ? WD_JOB_KEY_BYTES : 0;
+  wd_reply_job(c, &v);
 }
 
-static wd_hjob *dp_find_job(wd_req *c, uint64_t id, uint64_t instance)
+static wd_hjob *dp_find_job(wd_req *c, uint64_t id, uint64_t instance,
+                            ProtobufCBinaryData key)
 {
   wd_server *s = c->srv;
   wd_hjob *j = NULL;
@@ -498,7 +504,8 @@ static wd_hjob *dp_find_job(wd_req *c, uint64_t id, uint64_t instance)
     return NULL;
   }
   /* someone else's job answers exactly as an unknown one */
-  if ((j = wd_jobs_find(s->jobs, id, c->principal)) == NULL)
+  if ((j = wd_jobs_find(s->jobs, id, c->principal, key.data,
+                        key.len)) == NULL)
     wd_reply_error(c, WAVE_ENOJOB, "no job %" PRIu64 " (finished jobs are "
                    "kept for %u s, at most %u of them)", id,
                    s->cfg->limits.keep_seconds, s->cfg->limits.keep_jobs);
@@ -508,7 +515,7 @@ static wd_hjob *dp_find_job(wd_req *c, uint64_t id, uint64_t instance)
 static void dp_job(wd_req *c, const Wave__V1__JobRequest *jr)
 {
   wd_server *s = c->srv;
-  wd_hjob *j = dp_find_job(c, jr->job_id, jr->instance);
+  wd_hjob *j = dp_find_job(c, jr->job_id, jr->instance, jr->key);
   if (j == NULL)
     return;
   unsigned wait = jr->wait_ms;
@@ -539,7 +546,7 @@ static void dp_job(wd_req *c, const Wave__V1__JobRequest *jr)
 static void dp_cancel(wd_req *c, const Wave__V1__CancelRequest *cr)
 {
   wd_server *s = c->srv;
-  wd_hjob *j = dp_find_job(c, cr->job_id, cr->instance);
+  wd_hjob *j = dp_find_job(c, cr->job_id, cr->instance, cr->key);
   if (j == NULL)
     return;
   wd_jobs_cancel(s->jobs, j, WAVE_ECANCELLED);
@@ -548,20 +555,24 @@ static void dp_cancel(wd_req *c, const Wave__V1__CancelRequest *cr)
 
 /* ---- dispatch ------------------------------------------------------------- */
 
-/* JobsRequest: every job of the table the requester may see. */
-static void dp_jobs(wd_req *c)
+/* JobsRequest: every job of the table the requester may see, and the one
+ * its key opens (the key itself is never listed: wd_hjob_view leaves it
+ * out). */
+static void dp_jobs(wd_req *c, const Wave__V1__JobsRequest *jq)
 {
   wd_server *s = c->srv;
+  const uint8_t *key = jq != NULL ? jq->key.data : NULL;
+  size_t key_len = jq != NULL ? jq->key.len : 0;
   size_t n = 0;
   for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j; j = wd_jobs_next(s->jobs, j))
-    n += wd_hjob_may(j, c->principal);
+    n += wd_hjob_may(j, c->principal, key, key_len);
   wd_job_view *v = calloc(n + 1, sizeof *v);
   if (v == NULL)
     return wd_reply_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
   size_t k = 0;
   for (wd_hjob *j = wd_jobs_next(s->jobs, NULL); j && k < n;
        j = wd_jobs_next(s->jobs, j))
-    if (wd_hjob_may(j, c->principal))
+    if (wd_hjob_may(j, c->principal, key, key_len))
       wd_hjob_view(j, 0, 0, &v[k++]);
   wd_reply_jobs(c, v, k);
   free(v);
@@ -785,7 +796,7 @@ void wd_dispatch(wd_req *c)
   case WAVE__V1__REQUEST__BODY_PACKS:
     return wd_reply_packs(c);
   case WAVE__V1__REQUEST__BODY_JOBS:
-    return dp_jobs(c);
+    return dp_jobs(c, rq->jobs);
   case WAVE__V1__REQUEST__BODY_STREAM_COMMIT:
     if (dp_check_op(c, c->bulk.dtype, c->bulk.op) != 0)
       return;

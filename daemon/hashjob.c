@@ -264,6 +264,14 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   j->id = id;
   snprintf(j->principal, sizeof j->principal, "%s", who);
   j->owner = wd_peer_key(who);
+  if (wd_peer_anonymous(who)) {
+    if (wd_job_key_new(j->key) != 0) {
+      hj_free(j);
+      free(chosen);
+      return wv_seterr(err, WAVE_EINTERNAL, "no random job key (getrandom)");
+    }
+    j->has_key = 1;
+  }
   j->pipe = hs->pipe;
   j->detach = hs->detach != 0;
   j->client = hs->client;
@@ -336,11 +344,12 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   return 0;
 }
 
-wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who)
+wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who,
+                      const uint8_t *key, size_t key_len)
 {
   for (wd_hjob *j = t->head; j != NULL; j = j->next)
     if (j->id == id)
-      return wd_peer_may(who, j->principal) ? j : NULL;
+      return wd_hjob_may(j, who, key, key_len) ? j : NULL;
   return NULL;
 }
 
@@ -507,9 +516,16 @@ wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j)
 
 uint64_t wd_hjob_id(const wd_hjob *j) { return j->id; }
 
-int wd_hjob_may(const wd_hjob *j, const char *who)
+int wd_hjob_may(const wd_hjob *j, const char *who, const uint8_t *key,
+                size_t key_len)
 {
-  return wd_peer_may(who, j->principal);
+  return wd_peer_may(who, j->principal) ||
+         (j->has_key && wd_job_key_equal(j->key, key, key_len));
+}
+
+const uint8_t *wd_hjob_key(const wd_hjob *j)
+{
+  return j->has_key ? j->key : NULL;
 }
 
 void wd_hjob_outputs_sent(wd_hjob *j)

@@ -85,8 +85,10 @@ uint64_t wd_jobs_instance(const wd_jobs *t);
 int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
                    wd_device *const *devs, size_t n_devs,
                    const wd_packs *packs, wd_hjob **out, wave_error *err);
-/* The job with this id that `who` may see (daemon/principal.h), else NULL. */
-wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who);
+/* The job with this id that `who` may see (daemon/principal.h), or that
+ * the key (key_len bytes, may be 0) opens, else NULL. */
+wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who,
+                      const uint8_t *key, size_t key_len);
 /* Cancel the attached jobs of a closed connection; how many. */
 size_t wd_jobs_drop_pipe(wd_jobs *t, uint32_t pipe);
 /* Ask the job to stop with code (WAVE_ECANCELLED, or WAVE_ESHUTDOWN); the
@@ -101,7 +103,11 @@ void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim);
 wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j);
 
 uint64_t wd_hjob_id(const wd_hjob *j);
-int wd_hjob_may(const wd_hjob *j, const char *who);
+/* May `who` see j, or does the key (key_len bytes, may be 0) open it? */
+int wd_hjob_may(const wd_hjob *j, const char *who, const uint8_t *key,
+                size_t key_len);
+/* j's job key (WD_JOB_KEY_BYTES), or NULL when its submitter has none. */
+const uint8_t *wd_hjob_key(const wd_hjob *j);
 /* A reply carried this DONE job's outputs: they are dropped (later views
  * say outputs_delivered).  Loop thread. */
 void wd_hjob_outputs_sent(wd_hjob *j);
@@ -145,6 +151,9 @@ typedef struct wd_job_view {
   int outputs_delivered;     /* want_outputs, sent in an earlier reply */
   const wd_share_view *shares;
   size_t n_shares;
+  /* the submit reply only (dispatch.c sets it): JobInfo.key */
+  const uint8_t *key;
+  size_t key_len;
 } wd_job_view;
 
 /* The view of j now; for a DONE job with segments, the page

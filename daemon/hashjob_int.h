@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "daemon/hashjob.h"
+#include "daemon/principal.h"
 
 enum { HP_QUEUED = 1, HP_ACTIVE, HP_PARKED, HP_ENDED };
 
@@ -48,6 +49,8 @@ struct wd_hjob {
   uint64_t id, client, req_id;
   char principal[64];        /* the submitter (daemon/principal.h) */
   uint64_t owner;            /* its fairness key (wd_work.owner) */
+  int has_key;               /* an anonymous submitter's job key */
+  uint8_t key[WD_JOB_KEY_BYTES];
   uint32_t pipe;             /* its connection ... */
   int detach;                /* ... unless detached */
   const wv_pack *pack;

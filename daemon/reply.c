@@ -288,6 +288,10 @@ void wd_reply_job(wd_req *c, const wd_job_view *v)
     hr.outputs = (uint64_t *)v->outputs;
     ji.result = &hr;
   }
+  if (v->key_len > 0) {
+    ji.key.data = (uint8_t *)v->key;
+    ji.key.len = v->key_len;
+  }
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_JOB;
   r.job = &ji;

@@ -25,3 +25,13 @@ if(TARGET wavedd)
   target_compile_definitions(test_fleet_daemons PRIVATE
     WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 endif()
+
+# One input, one answer on every way the rows travel: format x path x
+# dtype through wavectl against a real daemon with regions on.
+if(TARGET wavedd)
+  wave_test(test_formats SOURCES test_formats.c bulk_harness.c
+    daemon_harness.c LIBS waveclient wvbase nng::nng)
+  add_dependencies(test_formats wavedd wavectl)
+  target_compile_definitions(test_formats PRIVATE
+    WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+endif()

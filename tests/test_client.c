@@ -255,6 +255,87 @@ START_TEST(npy_bad)
 }
 END_TEST
 
+/* The one format decision looks at the first WV_FORMAT_HEAD bytes and the
+ * size only, so a loader holding the whole file decides as a region path
+ * holding just the head. */
+START_TEST(format_decide_head)
+{
+  wave_error e = {0};
+  wv_layout lay;
+  wv_chunk_buf b;
+  size_t big = 2 * WV_FORMAT_HEAD;
+  /* a head of text over a raw tail: refused either way */
+  char *img = malloc(big + 1);
+  ck_assert_ptr_nonnull(img);
+  for (size_t i = 0; i < big; i++)
+    img[i] = i < WV_FORMAT_HEAD ? (i % 2 ? '\n' : '7') : (char)(i * 7 + 1);
+  ck_assert_int_eq(wv_format_decide("t", img, WV_FORMAT_HEAD, big,
+                                    WV_FMT_AUTO, WAVE_U32, &lay, &e),
+                   WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "looks like text"));
+  ck_assert_int_eq(wv_load_buffer("t", img, big, WV_FMT_AUTO, WAVE_U32, &b,
+                                  &e), WAVE_EARG);
+  /* a .npy header longer than the head: refused even with the whole file */
+  img = malloc(big + 1);
+  ck_assert_ptr_nonnull(img);
+  size_t hl = WV_FORMAT_HEAD + 64 - 12;
+  memset(img, ' ', big);
+  memcpy(img, "\x93NUMPY\x02\x00", 8);
+  img[8] = (char)(hl & 0xff);
+  img[9] = (char)(hl >> 8 & 0xff);
+  img[10] = (char)(hl >> 16 & 0xff);
+  img[11] = 0;
+  const char *d = "{'descr': '<u4', 'fortran_order': False, 'shape': (";
+  memcpy(img + 12, d, strlen(d));
+  size_t rows = (big - 12 - hl) / 4;
+  char sh[32];
+  int n = snprintf(sh, sizeof sh, "%zu,), }", rows);
+  memcpy(img + 12 + strlen(d), sh, (size_t)n);
+  img[12 + hl - 1] = '\n';
+  ck_assert_int_eq(wv_format_decide("h.npy", img, WV_FORMAT_HEAD, big,
+                                    WV_FMT_AUTO, WAVE_U32, &lay, &e),
+                   WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "longer than"));
+  ck_assert_int_eq(wv_load_buffer("h.npy", img, big, WV_FMT_AUTO, WAVE_U32,
+                                  &b, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "longer than"));
+  /* a caller that hands less than the head breaks the contract */
+  ck_assert_int_eq(wv_format_decide("x", "1234", 4, 8, WV_FMT_RAW, WAVE_U32,
+                                    &lay, &e), WAVE_EARG);
+  /* raw: the layout is the whole file */
+  ck_assert_int_eq(wv_format_decide("r", "\x01\x02\x03\x04", 4, 4,
+                                    WV_FMT_AUTO, WAVE_U32, &lay, &e), 0);
+  ck_assert_int_eq(lay.format, WV_FMT_RAW);
+  ck_assert_uint_eq(lay.offset, 0);
+  ck_assert_uint_eq(lay.bytes, 4);
+}
+END_TEST
+
+/* Job keys as text: 32 hex digits, both ways. */
+START_TEST(job_key_text)
+{
+  wave_job_key k, k2;
+  wave_error e = {0};
+  char hex[WAVE_JOB_KEY_HEX];
+  ck_assert_int_eq(wave_job_key_parse("00112233445566778899AABBCCDDEEFF", &k,
+                                      &e), 0);
+  ck_assert_int_eq(k.set, 1);
+  ck_assert_uint_eq(k.bytes[0], 0x00);
+  ck_assert_uint_eq(k.bytes[15], 0xff);
+  wave_job_key_format(&k, hex, sizeof hex);
+  ck_assert_str_eq(hex, "00112233445566778899aabbccddeeff");
+  ck_assert_int_eq(wave_job_key_parse(hex, &k2, &e), 0);
+  ck_assert_mem_eq(k.bytes, k2.bytes, WAVE_JOB_KEY_BYTES);
+  ck_assert_int_eq(wave_job_key_parse("0011", &k, &e), WAVE_EARG);
+  ck_assert_int_eq(k.set, 0);
+  ck_assert_int_eq(wave_job_key_parse("00112233445566778899aabbccddeefg", &k,
+                                      &e), WAVE_EARG);
+  ck_assert_int_eq(k.set, 0);
+  wave_job_key_format(&k, hex, sizeof hex);
+  ck_assert_str_eq(hex, "");
+}
+END_TEST
+
 /* ---- text -------------------------------------------------------------- */
 
 START_TEST(text_numbers)
@@ -797,6 +878,8 @@ static Suite *client_suite(void)
   tcase_add_test(t, raw_file_missing);
   tcase_add_test(t, npy_versions);
   tcase_add_test(t, npy_bad);
+  tcase_add_test(t, format_decide_head);
+  tcase_add_test(t, job_key_text);
   tcase_add_test(t, text_numbers);
   tcase_add_test(t, text_errors);
   suite_add_tcase(s, t);

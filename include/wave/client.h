@@ -330,6 +330,61 @@ WAVE_API int wave_jobs_get(wave_client *c, wave_job_info **jobs,
                            size_t *n_jobs, wave_error *err);
 WAVE_API void wave_jobs_free(wave_job_info *jobs);
 
+/* ---- job keys --------------------------------------------------------- */
+
+/* A job key: 128 random bits that reach one hash job from any connection.
+ *
+ * A job belongs to the principal that submitted it (docs/protocol.md "Job
+ * ownership"): the uid over ipc, the token's name over tcp with a token.
+ * Over tcp without a token (a listener with `auth: none`) there is no one
+ * but the connection, so the daemon gives each job a key in the submit
+ * reply, and only there.  Whoever presents it may poll, wait on, cancel
+ * and list that job (and no other), from any connection; the daemon
+ * compares it in constant time.  Keep it as secret as the job deserves. */
+#define WAVE_JOB_KEY_BYTES 16
+#define WAVE_JOB_KEY_HEX (2 * WAVE_JOB_KEY_BYTES + 1) /* text form, NUL */
+
+typedef struct wave_job_key {
+  int set;                               /* 0: no key (none was given) */
+  unsigned char bytes[WAVE_JOB_KEY_BYTES];
+} wave_job_key;
+
+/* wave_hash_submit_key - submit a hash job and learn its key.
+ *
+ * As wave_hash_submit(); *key (may be NULL) receives the job's key, with
+ * key->set 0 when the daemon gave none (the submitter is a uid or a
+ * token, which reaches the job already, or the daemon predates keys). */
+WAVE_API int wave_hash_submit_key(wave_client *c, const wave_hash_request *req,
+                                  uint64_t *job_id, wave_job_key *key,
+                                  wave_error *err);
+
+/* wave_job_poll_key, wave_job_cancel_key, wave_jobs_get_key - the same as
+ * wave_job_poll(), wave_job_cancel() and wave_jobs_get(), presenting key
+ * (NULL or key->set 0: none) with the request.  The job is found if this
+ * connection's principal owns it or the key is the job's; otherwise, and
+ * for a wrong key, the answer is WAVE_ENOJOB, as for an unknown id.
+ * wave_jobs_get_key lists the principal's jobs and the key's one job;
+ * listings never carry keys. */
+WAVE_API int wave_job_poll_key(wave_client *c, uint64_t job_id,
+                               const wave_job_key *key, unsigned wait_ms,
+                               wave_job_info *info, wave_hash_result *res,
+                               wave_error *err);
+WAVE_API int wave_job_cancel_key(wave_client *c, uint64_t job_id,
+                                 const wave_job_key *key, wave_job_info *info,
+                                 wave_error *err);
+WAVE_API int wave_jobs_get_key(wave_client *c, const wave_job_key *key,
+                               wave_job_info **jobs, size_t *n_jobs,
+                               wave_error *err);
+
+/* wave_job_key_format - key as 32 lowercase hex digits and a NUL into buf
+ * (n >= WAVE_JOB_KEY_HEX); "" for a key that is not set.
+ * wave_job_key_parse - the reverse: exactly 32 hex digits (either case);
+ * WAVE_EARG otherwise. */
+WAVE_API void wave_job_key_format(const wave_job_key *key, char *buf,
+                                  size_t n);
+WAVE_API int wave_job_key_parse(const char *s, wave_job_key *key,
+                                wave_error *err);
+
 /* ---- packs ------------------------------------------------------------ */
 
 typedef struct wave_pack_info {

@@ -1,0 +1,271 @@
+/* test_formats.c - one input, one answer, whatever way the rows travel.
+ *
+ * wavectl decides what a file's bytes are (--format auto|raw|text|npy:
+ * client/ctl_load.c wv_format_decide) and then carries them one of several
+ * ways: as one message (tcp), as a stream of pieces (tcp with
+ * WAVE_CLIENT_STREAM=1), in a sealed memfd, as a daemon-side copy, as a file
+ * region read at each job (ipc, forced with WAVECTL_PATH), or as it picks by
+ * itself over ipc.  For a matrix of files (text, raw, npy of each dtype,
+ * empty, odd lengths, a text head over a raw tail) x format x dtype, every
+ * way must print the same answer (the JSON result, bits, rows, count; not
+ * the seconds) or the same refusal (exit status and error name).  The
+ * answers themselves are not written here: what matters is that no path
+ * disagrees with the plain message over tcp, which no region code touches.
+ *
+ * Where a forced way can carry the input (raw or npy rows that were
+ * accepted, not empty), wavectl must say it took it ("wavectl: via PATH"),
+ * so a path that silently fell back to another cannot pass for itself.
+ *
+ * wavectl runs as a subprocess against one real wavedd (regions allowed),
+ * started before the tests fork; this process never touches nng.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "bulk_harness.h"
+
+static td_daemon g_d;
+
+typedef struct tf_file {
+  const char *name;
+  unsigned char *bytes;
+  size_t len;
+} tf_file;
+
+enum { TF_FILES = 13 };
+static tf_file g_files[TF_FILES];
+
+static const char *const tf_formats[] = {"auto", "raw", "text", "npy"};
+static const char *const tf_dtypes[] = {"uint32", "sint32", "float32"};
+
+/* The ways: env, whether over tcp, and the name wavectl says it took. */
+typedef struct tf_way {
+  const char *label, *env;
+  int tcp;
+  const char *via;  /* NULL: any (the default choice) */
+} tf_way;
+
+static const tf_way tf_ways[] = {
+  {"message", "", 1, NULL},
+  {"stream", "WAVECTL_PATH=stream", 1, "stream"},
+  {"ipc-default", "", 0, NULL},
+  {"memfd", "WAVECTL_PATH=memfd", 0, "memfd"},
+  {"copy", "WAVECTL_PATH=copy", 0, "copy"},
+  {"file", "WAVECTL_PATH=file", 0, "file"},
+  {"stdin", "", 0, NULL},   /* --input - over ipc: parsed here, a message */
+};
+enum { TF_WAYS = sizeof tf_ways / sizeof tf_ways[0] };
+
+static void tf_path(char *out, size_t n, const char *name)
+{
+  snprintf(out, n, "%s/%s", g_d.dir, name);
+}
+
+static unsigned char *tf_npy(const char *descr, const uint32_t *rows,
+                             size_t n, size_t *len)
+{
+  char hdr[128];
+  int h = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, "
+                   "'shape': (%zu,), }", descr, n);
+  size_t hl = (size_t)h + 1;
+  size_t pad = (64 - (10 + hl) % 64) % 64;
+  hl += pad;
+  *len = 10 + hl + n * 4;
+  unsigned char *b = malloc(*len);
+  ck_assert_ptr_nonnull(b);
+  memcpy(b, "\x93NUMPY\x01\x00", 8);
+  b[8] = (unsigned char)hl;
+  b[9] = (unsigned char)(hl >> 8);
+  memcpy(b + 10, hdr, (size_t)h);
+  memset(b + 10 + h, ' ', pad);
+  b[10 + hl - 1] = '\n';
+  memcpy(b + 10 + hl, rows, n * 4);
+  return b;
+}
+
+static void tf_add(int i, const char *name, const void *bytes, size_t len)
+{
+  g_files[i].name = name;
+  g_files[i].bytes = malloc(len + 1);
+  memcpy(g_files[i].bytes, bytes, len);
+  g_files[i].len = len;
+  char p[300];
+  tf_path(p, sizeof p, name);
+  FILE *f = fopen(p, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+  fclose(f);
+}
+
+static void tf_make_files(void)
+{
+  uint32_t ints[16], floats[16];
+  bh_fill(ints, 16, 7, 0);
+  bh_fill(floats, 16, 8, 1);
+  int i = 0;
+  tf_add(i++, "t.txt", "1 2 3 4\n", 8);           /* the case */
+  tf_add(i++, "neg.txt", "-1, 5 # five\n0x10\n", 18);
+  tf_add(i++, "odd.txt", "12345", 5);             /* text, no newline */
+  tf_add(i++, "four.bin", "1234", 4);             /* digits, one raw row */
+  tf_add(i++, "ints.raw", ints, sizeof ints);
+  tf_add(i++, "floats.raw", floats, sizeof floats);
+  tf_add(i++, "empty", "", 0);
+  tf_add(i++, "odd.raw", "\x01\x02\x00\xff\x10\x20\x30", 7);
+  static const char *const descr[] = {"<u4", "<i4", "<f4"};
+  static const char *const names[] = {"u4.npy", "i4.npy", "f4.npy"};
+  for (int d = 0; d < 3; d++) {
+    size_t len;
+    unsigned char *b = tf_npy(descr[d], d == 2 ? floats : ints, 16, &len);
+    tf_add(i++, names[d], b, len);
+    free(b);
+  }
+  /* more than the head the decision reads: 256 KiB of raw rows, and a
+   * head of text (64 KiB of "1\n") over a raw tail */
+  size_t big = 256 * 1024;
+  unsigned char *b = malloc(big);
+  bh_fill((uint32_t *)b, big / 4, 9, 0);
+  tf_add(i++, "big.raw", b, big);
+  for (size_t k = 0; k < 65536; k += 2)
+    memcpy(b + k, "1\n", 2);
+  tf_add(i++, "texthead.raw", b, big);
+  free(b);
+  ck_assert_int_eq(i, TF_FILES);
+}
+
+/* One run's verdict: the status, and the answer (stdout up to "seconds")
+ * or the error name. */
+typedef struct tf_verdict {
+  int status;
+  char answer[1024];
+  char via[32];
+} tf_verdict;
+
+static void tf_read(const char *path, char *buf, size_t n)
+{
+  FILE *f = fopen(path, "r");
+  size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+  buf[got] = '\0';
+  if (f)
+    fclose(f);
+}
+
+static void tf_run(const tf_way *w, const char *file, const char *fmt,
+                   const char *dtype, tf_verdict *v)
+{
+  char in[300], out[300], err[300], cmd[2048];
+  tf_path(in, sizeof in, file);
+  tf_path(out, sizeof out, "run.out");
+  tf_path(err, sizeof err, "run.err");
+  int stdin_ = strcmp(w->label, "stdin") == 0;
+  snprintf(cmd, sizeof cmd, "%s %s/wavectl --url %s --timeout 60000 --json "
+           "submit reduce --op sum --dtype %s --format %s --input %s %s%s "
+           ">%s 2>%s", w->env, getenv("WAVE_BINARY_DIR"),
+           w->tcp ? g_d.tcp : g_d.ipc, dtype, fmt, stdin_ ? "-" : in,
+           stdin_ ? "<" : "", stdin_ ? in : "", out, err);
+  int st = system(cmd);
+  v->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  char o[4096], e[4096];
+  tf_read(out, o, sizeof o);
+  tf_read(err, e, sizeof e);
+  v->via[0] = '\0';
+  const char *p = strstr(e, "wavectl: via ");
+  if (p != NULL)
+    sscanf(p + 13, "%31s", v->via);
+  if (v->status == 0) {
+    char *s = strstr(o, ", \"seconds\"");
+    ck_assert_msg(s != NULL, "%s %s %s %s: no answer: %s", w->label, file,
+                  fmt, dtype, o);
+    *s = '\0';
+    snprintf(v->answer, sizeof v->answer, "%s", o);
+  } else {
+    /* the first "wavectl: NAME: message" line that is not the via line */
+    const char *q = e;
+    v->answer[0] = '\0';
+    while ((q = strstr(q, "wavectl: ")) != NULL) {
+      q += 9;
+      if (strncmp(q, "via ", 4) == 0)
+        continue;
+      size_t k = strcspn(q, ":");
+      snprintf(v->answer, sizeof v->answer, "%.*s", (int)k, q);
+      break;
+    }
+    ck_assert_msg(v->answer[0] != '\0', "%s %s %s %s: status %d, no error "
+                  "line: %s", w->label, file, fmt, dtype, v->status, e);
+  }
+}
+
+START_TEST(formats_agree)
+{
+  const tf_file *f = &g_files[_i];
+  for (size_t fi = 0; fi < 4; fi++)
+    for (size_t di = 0; di < 3; di++) {
+      tf_verdict ref, v;
+      tf_run(&tf_ways[0], f->name, tf_formats[fi], tf_dtypes[di], &ref);
+      ck_assert_msg(ref.status == 0 || ref.status == 1, "%s %s %s: status "
+                    "%d", f->name, tf_formats[fi], tf_dtypes[di], ref.status);
+      for (size_t wi = 1; wi < TF_WAYS; wi++) {
+        const tf_way *w = &tf_ways[wi];
+        tf_run(w, f->name, tf_formats[fi], tf_dtypes[di], &v);
+        ck_assert_msg(v.status == ref.status &&
+                      strcmp(v.answer, ref.answer) == 0,
+                      "%s --format %s --dtype %s: %s gives status %d '%s', "
+                      "the message gives status %d '%s'", f->name,
+                      tf_formats[fi], tf_dtypes[di], w->label, v.status,
+                      v.answer, ref.status, ref.answer);
+        /* a way that could carry these rows must have carried them */
+        int rows = ref.status == 0 && f->len > 0 &&
+                   strcmp(tf_formats[fi], "text") != 0;
+        if (w->via != NULL && ref.status == 0 &&
+            (rows || strcmp(w->via, "stream") == 0))
+          ck_assert_msg(strcmp(v.via, w->via) == 0, "%s --format %s --dtype "
+                        "%s: WAVECTL_PATH=%s went via '%s'", f->name,
+                        tf_formats[fi], tf_dtypes[di], w->via, v.via);
+      }
+    }
+}
+END_TEST
+
+/* The issue's own case, spelled out: auto refuses text on every way. */
+START_TEST(text_as_raw_refused)
+{
+  for (size_t wi = 0; wi < TF_WAYS; wi++) {
+    tf_verdict v;
+    tf_run(&tf_ways[wi], "t.txt", "auto", "uint32", &v);
+    ck_assert_msg(v.status == 1 && strcmp(v.answer, "ARG") == 0,
+                  "%s: status %d '%s'", tf_ways[wi].label, v.status,
+                  v.answer);
+  }
+}
+END_TEST
+
+static void tf_setup(void)
+{
+  bh_start(&g_d, 1, NULL);
+  tf_make_files();
+}
+
+static void tf_teardown(void)
+{
+  td_stop_ok(&g_d);
+  for (int i = 0; i < TF_FILES; i++)
+    free(g_files[i].bytes);
+}
+
+int main(void)
+{
+  Suite *s = suite_create("formats");
+  TCase *t = tcase_create("matrix");
+  tcase_set_timeout(t, 600);
+  tcase_add_unchecked_fixture(t, tf_setup, tf_teardown);
+  tcase_add_test(t, text_as_raw_refused);
+  tcase_add_loop_test(t, formats_agree, 0, TF_FILES);
+  suite_add_tcase(s, t);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
