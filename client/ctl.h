@@ -80,11 +80,53 @@ typedef enum wv_cmd {
   WV_CMD_JOBS,
   WV_CMD_WAIT,
   WV_CMD_CANCEL,
+  WV_CMD_COUNT
 } wv_cmd;
+
+#define WV_CMD_BIT(c) (1u << (c))
+#define WV_CMDS_ALL 0xffu
+
+/* ---- the option table (ctl_opts.c) -------------------------------------- */
+
+typedef enum wv_opt_id {
+  WV_O_URL, WV_O_TIMEOUT, WV_O_JSON, WV_O_HELP, WV_O_VERSION, WV_O_DEVICE,
+  WV_O_OP, WV_O_DTYPE, WV_O_INPUT, WV_O_MASK, WV_O_FORMAT,
+  WV_O_PACK, WV_O_NONCE, WV_O_COUNT, WV_O_TARGET, WV_O_MAXWIN, WV_O_OUTPUTS,
+  WV_O_DEVICES, WV_O_SEGLOG2, WV_O_SEGMENTS, WV_O_DETACH, WV_O_PROGRESS,
+  WV_O_FLEET, WV_O_PIECE, WV_O_PROBE, WV_O_TOKENFILE, WV_O_TLSCA,
+  WV_O_TLSNAME, WV_O_DAEMON_UID,
+} wv_opt_id;
+
+/* One row of wavectl's option table: the parser, --help, the man page and
+ * the shell completions are all made from these rows. */
+typedef struct wv_opt {
+  const char *name;   /* without the dashes */
+  const char *arg;    /* the value's name (URL, MS); NULL: a flag */
+  wv_opt_id id;
+  unsigned cmds;      /* WV_CMD_BIT of each command that takes it */
+  const char *values; /* for completion: NULL nothing to offer; "=file" a
+                         path; "=pack", "=device" the names the daemon
+                         lists; else the words, space separated */
+  const char *help;   /* one paragraph, wrapped by the printers */
+} wv_opt;
+
+typedef struct wv_env {
+  const char *name, *help;
+} wv_env;
+
+extern const wv_opt wv_opts[];
+extern const size_t wv_n_opts;
+extern const wv_env wv_envs[];  /* the environment wavectl reads */
+extern const size_t wv_n_envs;
+/* "submit reduce", "status", ... ("wavectl" for WV_CMD_NONE). */
+const char *wv_cmd_name(wv_cmd c);
+/* One line on what the command does (NULL for WV_CMD_NONE). */
+const char *wv_cmd_summary(wv_cmd c);
 
 typedef struct wv_args {
   wv_cmd cmd;
   int help;               /* --help: print usage of cmd (or the overview) */
+  int help_submit;        /* `help submit`: the usages of both kinds */
   int version;            /* --version */
   const char *url;        /* NULL: WAVE_URL, then the default */
   int timeout_ms;         /* 0: the library's default */
@@ -108,6 +150,7 @@ typedef struct wv_args {
   int outputs;
   int have_nonce, have_count;
   int detach;             /* --detach: print the job id, do not wait */
+  int progress;           /* --progress: report even off a terminal */
   /* wait, cancel */
   uint64_t job_id;
   /* fleet (ctl_fleet.c) */

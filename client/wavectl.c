@@ -498,8 +498,13 @@ int main(int argc, char **argv)
     return status;
   }
   if (a.help || a.version) {
-    if (a.help)
+    if (a.help && a.help_submit) {
+      wv_usage(stdout, WV_CMD_REDUCE);
+      fputc('\n', stdout);
+      wv_usage(stdout, WV_CMD_HASH);
+    } else if (a.help) {
       wv_usage(stdout, a.cmd);
+    }
     else
       printf("wavectl %s\n", WAVE_VERSION);
     wv_args_fini(&a);
