@@ -403,4 +403,5 @@ void wv_args_client_options(const wv_args *a, int dial,
   o->token_file = a->token_file;
   o->tls_ca_file = a->tls_ca;
   o->tls_server_name = a->tls_name;
+  o->timeout_ms = a->timeout_ms;  /* bounds the dial too */
 }

@@ -1,10 +1,12 @@
 /* wavectl.c - the command line client of wavedd: main(), and the commands
  * run over libwaveclient (parsing, loading and printing live in ctl_*.c).
  *
- * Exit status says who was at fault, for scripts: 0 ok, 1 the job or the
- * daemon refused (bad input, unknown pack, device fault), 2 the command line
- * was wrong, 3 the daemon could not be reached (timeout or transport
- * error), 130 a hash job cancelled by Ctrl-C.  Errors print one line on
+ * Exit status says who was at fault, for scripts (docs/cli.md's table,
+ * checked row by row by tests/ctl_exit_test.sh): 0 ok, 1 the job or the
+ * daemon refused (bad or missing input file, unknown pack, device fault), 2
+ * the command line was wrong, 3 the daemon could not be reached or did not
+ * answer within --timeout (which bounds the dial too), 130 a hash job
+ * cancelled by Ctrl-C.  Errors print one line on
  * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
  *
  * status --probe exits 0 ready, 1 not ready, 3 unreachable.  --fleet runs
@@ -15,6 +17,8 @@
  * daemon to report the job ended, then exits 130.  A second Ctrl-C kills
  * wavectl at once (the handler is reset to the default after the first).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -213,9 +217,32 @@ out:
   return rv;
 }
 
+/* Every input and mask file can be opened: a missing or unreadable file is
+ * the job's fault (exit 1), found before any connection (the region paths
+ * open the files only once connected, where an IO error would read as the
+ * daemon's). */
+static int ctl_inputs_readable(const wv_args *a)
+{
+  wave_error err = {0};
+  for (size_t i = 0; i < a->n_inputs + a->n_masks; i++) {
+    const char *p = i < a->n_inputs ? a->inputs[i] : a->masks[i - a->n_inputs];
+    if (strcmp(p, "-") == 0)
+      continue;
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  /* a FIFO: no wait */
+    if (fd < 0) {
+      wv_seterr(&err, WAVE_EIO, "%s: %s", p, strerror(errno));
+      return ctl_fail(&err, EXIT_JOB);
+    }
+    close(fd);
+  }
+  return 0;
+}
+
 static int ctl_reduce(const wv_args *a)
 {
-  int rstatus = 0;
+  int rstatus = ctl_inputs_readable(a);
+  if (rstatus != 0)
+    return rstatus;
   if (!a->fleet && ctl_is_ipc(a) && ctl_reduce_region(a, &rstatus) == 0)
     return rstatus;
 

@@ -59,6 +59,10 @@ typedef struct wave_client_options {
                                   else the system's CAs */
   const char *tls_server_name; /* tls+tcp://: the name the certificate must
                                   carry; NULL: the URL's host */
+  int timeout_ms;              /* the per-call timeout (as
+                                  wave_client_set_timeout), and with dial
+                                  the bound on connecting: WAVE_ETIMEDOUT
+                                  past it; 0: 30000 */
 } wave_client_options;
 
 /* wave_client_open with options (opts NULL: the defaults above, which is
