@@ -202,6 +202,17 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
 /* ---- job commands (ctl_jobs.c) ----------------------------------------- */
 
 const char *wv_job_state_name(wave_job_state s);
+/* Nonces per second so far (0: unknown yet) and seconds left (-1:
+ * unknown), from the job's done, total and seconds. */
+double wv_job_rate(const wave_job_info *j);
+double wv_job_eta(const wave_job_info *j);
+/* "1.23 MH/s" ("-" for 0); "42s", "3m05s", "4h12m", "2d03h" ("-" for < 0). */
+void wv_fmt_rate(char *buf, size_t n, double rate);
+void wv_fmt_eta(char *buf, size_t n, double seconds);
+/* The progress of j in one line: bar, the terminal's form ("[###---]
+ * 12.3%  1.23 MH/s  4.0 s  ETA 3m05s"), else the plain form for logs
+ * ("job ID: 12.3%, D of T nonces, 1.23 MH/s, 4.0 s, ETA 3m05s"). */
+void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar);
 void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
 /* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
 void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
