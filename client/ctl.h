@@ -120,8 +120,6 @@ extern const wv_env wv_envs[];  /* the environment wavectl reads */
 extern const size_t wv_n_envs;
 /* "submit reduce", "status", ... ("wavectl" for WV_CMD_NONE). */
 const char *wv_cmd_name(wv_cmd c);
-/* One line on what the command does (NULL for WV_CMD_NONE). */
-const char *wv_cmd_summary(wv_cmd c);
 
 typedef struct wv_args {
   wv_cmd cmd;

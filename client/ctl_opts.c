@@ -132,11 +132,6 @@ const char *wv_cmd_name(wv_cmd c)
   return (unsigned)c < WV_CMD_COUNT ? op_cmds[c].name : "?";
 }
 
-const char *wv_cmd_summary(wv_cmd c)
-{
-  return (unsigned)c < WV_CMD_COUNT ? op_cmds[c].summary : NULL;
-}
-
 /* lead ("  --name ARG") then help from column 20, wrapped before column
  * 78. */
 static void op_wrap(FILE *f, const char *lead, const char *s)
