@@ -488,6 +488,20 @@ START_TEST(args_good)
   ck_assert_int_eq(a.help, 1);
   ck_assert_int_eq(a.cmd, WV_CMD_NONE);
   wv_args_fini(&a);
+  /* help CMD needs no job id, and `help submit` is both kinds */
+  const char *s3[] = {"wavectl", "help", "wait", NULL};
+  ck_assert_int_eq(tc_parse(&a, &e, s3), 0);
+  ck_assert_int_eq(a.help, 1);
+  ck_assert_int_eq(a.cmd, WV_CMD_WAIT);
+  wv_args_fini(&a);
+  const char *s4[] = {"wavectl", "help", "submit", NULL};
+  ck_assert_int_eq(tc_parse(&a, &e, s4), 0);
+  ck_assert_int_eq(a.help_submit, 1);
+  wv_args_fini(&a);
+  const char *s5[] = {"wavectl", "wait", "7", "--progress", NULL};
+  ck_assert_int_eq(tc_parse(&a, &e, s5), 0);
+  ck_assert_int_eq(a.progress, 1);
+  wv_args_fini(&a);
   const char *s2[] = {"wavectl", "status", "-h", NULL};
   ck_assert_int_eq(tc_parse(&a, &e, s2), 0);
   ck_assert_int_eq(a.help, 1);
@@ -508,6 +522,10 @@ static void tc_bad(const char *want, const char *const *v)
 START_TEST(args_bad)
 {
   tc_bad("no command", (const char *[]){"wavectl", NULL});
+  tc_bad("--progress does not apply to status",
+         (const char *[]){"wavectl", "status", "--progress", NULL});
+  tc_bad("--progress applies only to submit hash and wait",
+         (const char *[]){"wavectl", "--progress", "jobs", NULL});
   tc_bad("unknown command 'frob'", (const char *[]){"wavectl", "frob", NULL});
   tc_bad("expected 'reduce' or 'hash'",
          (const char *[]){"wavectl", "submit", NULL});
