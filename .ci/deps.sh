@@ -18,7 +18,7 @@ rest=(
   check mesa-vulkan-drivers vulkan-tools openssl
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
-  systemd groff-base bash-completion
+  systemd groff-base bash-completion zsh fish
   podman runc debootstrap prometheus curl
   slurm-wlm munge
   clang-14 libclang-rt-14-dev

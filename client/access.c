@@ -14,9 +14,20 @@
  * the URL's host, and verification required (nng's default for dialers).
  * A handshake that fails because the certificate is not trusted is
  * reported as such, not as a bare nng error.
+ *
+ * A dial that waits (wave_client_dial, options.dial) is bounded by the
+ * client's timeout (options.timeout_ms).  nng's blocking dial has no bound
+ * of its own: a daemon that accepts the connection but never answers the
+ * handshake (stopped with SIGSTOP, or wedged) holds it for the transport's
+ * negotiation timeout, 10 s on ipc.  So the blocking dial runs on a thread
+ * of its own and the caller waits for it on a condition variable with a
+ * deadline; past it the open fails TIMEDOUT, and wave_client_close (after
+ * nng_close has aborted the dial) joins the thread.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +144,85 @@ static int ac_tls(nng_dialer d, const char *url, const wave_client_options *o,
   return rv;
 }
 
+/* ---- the bounded dial ----------------------------------------------------- */
+
+struct wv_dial {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;  /* on CLOCK_MONOTONIC */
+  pthread_t thread;
+  nng_dialer d;
+  int done, rv;
+};
+
+static void *ac_dial_main(void *arg)
+{
+  struct wv_dial *x = arg;
+  int rv = nng_dialer_start(x->d, 0);
+  pthread_mutex_lock(&x->mu);
+  x->rv = rv;
+  x->done = 1;
+  pthread_cond_signal(&x->cv);
+  pthread_mutex_unlock(&x->mu);
+  return NULL;
+}
+
+static void ac_dial_free(struct wv_dial *x)
+{
+  pthread_cond_destroy(&x->cv);
+  pthread_mutex_destroy(&x->mu);
+  free(x);
+}
+
+/* nng_dialer_start(d, 0) for at most ms: its result, or NNG_ETIMEDOUT with
+ * the dial still running (c->dial, joined by wv_client_access_fini). */
+static int ac_dial_bounded(wave_client *c, nng_dialer d, int ms)
+{
+  struct wv_dial *x = calloc(1, sizeof *x);
+  if (x == NULL)
+    return NNG_ENOMEM;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&x->mu, NULL);
+  pthread_cond_init(&x->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  x->d = d;
+  if (pthread_create(&x->thread, NULL, ac_dial_main, x) != 0) {
+    ac_dial_free(x);
+    return nng_dialer_start(d, 0);  /* no thread: unbounded, as before */
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += ms / 1000;
+  until.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&x->mu);
+  while (!x->done &&
+         pthread_cond_timedwait(&x->cv, &x->mu, &until) != ETIMEDOUT)
+    ;
+  int done = x->done, rv = x->rv;
+  pthread_mutex_unlock(&x->mu);
+  if (!done) {
+    c->dial = x;
+    return NNG_ETIMEDOUT;
+  }
+  pthread_join(x->thread, NULL);
+  ac_dial_free(x);
+  return rv;
+}
+
+void wv_client_access_fini(wave_client *c)
+{
+  if (c->dial == NULL)
+    return;
+  pthread_join(c->dial->thread, NULL);  /* nng_close ended the dial */
+  ac_dial_free(c->dial);
+  c->dial = NULL;
+}
+
 int wv_client_access(wave_client *c, const char *url,
                      const wave_client_options *o, int now, wave_error *err)
 {
@@ -146,10 +236,17 @@ int wv_client_access(wave_client *c, const char *url,
   if (rv == 0 && tls && (rv = ac_tls(d, url, o, why, sizeof why)) != 0)
     return wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EARG, "%s",
                      why);
+  int ms = o != NULL && o->timeout_ms > 0 ? o->timeout_ms
+                                           : WV_CLIENT_TIMEOUT_MS;
   if (rv == 0)
-    rv = nng_dialer_start(d, now ? 0 : NNG_FLAG_NONBLOCK);
+    rv = now ? ac_dial_bounded(c, d, ms)
+             : nng_dialer_start(d, NNG_FLAG_NONBLOCK);
   if (rv == 0)
     return 0;
+  if (now && rv == NNG_ETIMEDOUT && c->dial != NULL)
+    return wv_seterr(err, WAVE_ETIMEDOUT, "%s: not connected within %d ms "
+                     "(--timeout): the daemon took the connection but did "
+                     "not answer (stopped or overloaded?)", url, ms);
   /* a malformed URL (or no memory) is not about the daemon */
   int bad_url = rv == NNG_EADDRINVAL || rv == NNG_ENOTSUP ||
                 rv == NNG_EINVAL || rv == NNG_ENOMEM;
@@ -205,6 +302,7 @@ int wave_fleet_set_client_options(wave_fleet *f,
     copy->token_file = ac_put(&at, strs[1]);
     copy->tls_ca_file = ac_put(&at, strs[2]);
     copy->tls_server_name = ac_put(&at, strs[3]);
+    copy->timeout_ms = o->timeout_ms;
   }
   pthread_mutex_lock(&f->mu);
   free(f->copts);

@@ -152,7 +152,9 @@ static int cl_open(wave_client **out, const char *url,
     free(c);
     return code;
   }
-  atomic_init(&c->timeout_ms, WV_CLIENT_TIMEOUT_MS);
+  atomic_init(&c->timeout_ms, opts != NULL && opts->timeout_ms > 0
+                                  ? opts->timeout_ms
+                                  : WV_CLIENT_TIMEOUT_MS);
   /* Ids start at a random point so that a restarted client does not reuse
    * the (client tag, id) pairs the daemon may still remember. */
   atomic_init(&c->next_id, cl_random64() >> 1);
@@ -199,6 +201,7 @@ void wave_client_close(wave_client *c)
   if (c == NULL)
     return;
   nng_close(c->sock);
+  wv_client_access_fini(c);
   if (c->token != NULL)
     memset(c->token, 0, strlen(c->token));
   free(c->token);

@@ -36,6 +36,8 @@ struct wave_client {
   long trust_uid;               /* WAVE_DAEMON_UID, or -1 */
   long service_uid;             /* user wavedd (the system service), or -1 */
   char *token;                  /* Request.token, NULL: none (access.c) */
+  struct wv_dial *dial;         /* a bounded dial that ran out of time and
+                                   still runs (access.c) */
 };
 
 /* 0, or WAVE_EIO when the ipc peer that sent msg is not trusted. */
@@ -43,10 +45,12 @@ int wv_client_check_peer(const wave_client *c, nng_msg *msg, wave_error *err);
 
 /* access.c: c->token from opts (or $WAVE_TOKEN_FILE), then dial c->sock to
  * url (tls+tcp://: with a TLS config from opts); now: wait for the
- * connection.  0, or a WAVE_E* code with err filled. */
+ * connection, at most opts->timeout_ms (WAVE_ETIMEDOUT past it).  0, or a WAVE_E* code with err filled. */
 int wv_client_access(wave_client *c, const char *url,
                      const wave_client_options *opts, int now,
                      wave_error *err);
+/* After nng_close: join a dial left running (access.c). */
+void wv_client_access_fini(wave_client *c);
 
 /* One exchange: fill req's version and a fresh id, send it on a context of
  * its own, wait up to the client's timeout plus extra_ms for the reply, and

@@ -103,11 +103,51 @@ typedef enum wv_cmd {
   WV_CMD_JOBS,
   WV_CMD_WAIT,
   WV_CMD_CANCEL,
+  WV_CMD_COUNT
 } wv_cmd;
+
+#define WV_CMD_BIT(c) (1u << (c))
+#define WV_CMDS_ALL 0xffu
+
+/* ---- the option table (ctl_opts.c) -------------------------------------- */
+
+typedef enum wv_opt_id {
+  WV_O_URL, WV_O_TIMEOUT, WV_O_JSON, WV_O_HELP, WV_O_VERSION, WV_O_DEVICE,
+  WV_O_OP, WV_O_DTYPE, WV_O_INPUT, WV_O_MASK, WV_O_FORMAT,
+  WV_O_PACK, WV_O_NONCE, WV_O_COUNT, WV_O_TARGET, WV_O_MAXWIN, WV_O_OUTPUTS,
+  WV_O_DEVICES, WV_O_SEGLOG2, WV_O_SEGMENTS, WV_O_DETACH, WV_O_PROGRESS,
+  WV_O_FLEET, WV_O_PIECE, WV_O_PROBE, WV_O_TOKENFILE, WV_O_TLSCA,
+  WV_O_TLSNAME, WV_O_DAEMON_UID, WV_O_KEY,
+} wv_opt_id;
+
+/* One row of wavectl's option table: the parser, --help, the man page and
+ * the shell completions are all made from these rows. */
+typedef struct wv_opt {
+  const char *name;   /* without the dashes */
+  const char *arg;    /* the value's name (URL, MS); NULL: a flag */
+  wv_opt_id id;
+  unsigned cmds;      /* WV_CMD_BIT of each command that takes it */
+  const char *values; /* for completion: NULL nothing to offer; "=file" a
+                         path; "=pack", "=device" the names the daemon
+                         lists; else the words, space separated */
+  const char *help;   /* one paragraph, wrapped by the printers */
+} wv_opt;
+
+typedef struct wv_env {
+  const char *name, *help;
+} wv_env;
+
+extern const wv_opt wv_opts[];
+extern const size_t wv_n_opts;
+extern const wv_env wv_envs[];  /* the environment wavectl reads */
+extern const size_t wv_n_envs;
+/* "submit reduce", "status", ... ("wavectl" for WV_CMD_NONE). */
+const char *wv_cmd_name(wv_cmd c);
 
 typedef struct wv_args {
   wv_cmd cmd;
   int help;               /* --help: print usage of cmd (or the overview) */
+  int help_submit;        /* `help submit`: the usages of both kinds */
   int version;            /* --version */
   const char *url;        /* NULL: WAVE_URL, then the default */
   int timeout_ms;         /* 0: the library's default */
@@ -131,6 +171,7 @@ typedef struct wv_args {
   int outputs;
   int have_nonce, have_count;
   int detach;             /* --detach: print the job id, do not wait */
+  int progress;           /* --progress: report even off a terminal */
   /* wait, cancel */
   uint64_t job_id;
   wave_job_key key;       /* --key (wait, cancel, jobs); key.set 0: none */
@@ -183,6 +224,17 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
 /* ---- job commands (ctl_jobs.c) ----------------------------------------- */
 
 const char *wv_job_state_name(wave_job_state s);
+/* Nonces per second so far (0: unknown yet) and seconds left (-1:
+ * unknown), from the job's done, total and seconds. */
+double wv_job_rate(const wave_job_info *j);
+double wv_job_eta(const wave_job_info *j);
+/* "1.23 MH/s" ("-" for 0); "42s", "3m05s", "4h12m", "2d03h" ("-" for < 0). */
+void wv_fmt_rate(char *buf, size_t n, double rate);
+void wv_fmt_eta(char *buf, size_t n, double seconds);
+/* The progress of j in one line: bar, the terminal's form ("[###---]
+ * 12.3%  1.23 MH/s  4.0 s  ETA 3m05s"), else the plain form for logs
+ * ("job ID: 12.3%, D of T nonces, 1.23 MH/s, 4.0 s, ETA 3m05s"). */
+void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar);
 void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
 /* submit hash --detach: the job id and a command that reaches the job
  * again (with --key when the daemon gave a key), or no command when none

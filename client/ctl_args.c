@@ -1,5 +1,5 @@
-/* ctl_args.c - wavectl's command line: one option table, one parser, and
- * the usage texts (docs/cli.md is the long form of the same).
+/* ctl_args.c - wavectl's command line: the parser over the one option
+ * table of ctl_opts.c (docs/cli.md is the long form of the same).
  *
  * Forms: wavectl [GLOBAL] COMMAND [OPTIONS], where COMMAND is `submit
  * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID`
@@ -15,67 +15,6 @@
 
 #include "client/ctl.h"
 #include "proto/base.h"
-
-enum {
-  A_URL, A_TIMEOUT, A_JSON, A_HELP, A_VERSION, A_DEVICE,
-  A_OP, A_DTYPE, A_INPUT, A_MASK, A_FORMAT,
-  A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
-  A_SEGLOG2, A_SEGMENTS, A_DETACH,
-  A_FLEET, A_PIECE, A_PROBE, A_TOKENFILE, A_TLSCA, A_TLSNAME, A_DAEMON_UID,
-  A_KEY,
-};
-
-#define M_ALL 0xffu
-#define M_NONE (1u << WV_CMD_NONE)
-#define M_RED (1u << WV_CMD_REDUCE)
-#define M_HASH (1u << WV_CMD_HASH)
-#define M_STATUS (1u << WV_CMD_STATUS)
-#define M_JOB ((1u << WV_CMD_JOBS) | (1u << WV_CMD_WAIT) | \
-               (1u << WV_CMD_CANCEL))
-
-static const struct ar_opt {
-  const char *name;
-  int arg;            /* takes a value */
-  int id;
-  unsigned cmds;      /* bit (1 << wv_cmd) per command that accepts it */
-} ar_opts[] = {
-  {"url", 1, A_URL, M_ALL},
-  {"timeout", 1, A_TIMEOUT, M_ALL},
-  {"daemon-uid", 1, A_DAEMON_UID, M_ALL},
-  {"token-file", 1, A_TOKENFILE, M_ALL},
-  {"tls-ca", 1, A_TLSCA, M_ALL},
-  {"tls-server-name", 1, A_TLSNAME, M_ALL},
-  {"json", 0, A_JSON, M_ALL},
-  {"help", 0, A_HELP, M_ALL},
-  {"version", 0, A_VERSION, M_NONE},
-  {"device", 1, A_DEVICE, M_RED | M_HASH},
-  {"op", 1, A_OP, M_RED},
-  {"dtype", 1, A_DTYPE, M_RED},
-  {"input", 1, A_INPUT, M_RED},
-  {"mask", 1, A_MASK, M_RED},
-  {"format", 1, A_FORMAT, M_RED},
-  {"pack", 1, A_PACK, M_HASH},
-  {"nonce", 1, A_NONCE, M_HASH},
-  {"count", 1, A_COUNT, M_HASH},
-  {"target", 1, A_TARGET, M_HASH},
-  {"max-winners", 1, A_MAXWIN, M_HASH},
-  {"outputs", 0, A_OUTPUTS, M_HASH},
-  {"fleet", 1, A_FLEET, M_RED | M_HASH | M_STATUS},   /* ctl_fleet.c */
-  {"piece", 1, A_PIECE, M_RED | M_HASH},
-  {"probe", 0, A_PROBE, M_STATUS},
-  {"devices", 1, A_DEVICES, M_HASH},
-  {"segment-log2", 1, A_SEGLOG2, M_HASH},
-  {"segments", 0, A_SEGMENTS, M_HASH},
-  {"detach", 0, A_DETACH, M_HASH},
-  {"key", 1, A_KEY, M_JOB},   /* a job key (docs/cli.md "jobs, wait, ...") */
-};
-
-static const char *const ar_cmd_names[] = {
-  [WV_CMD_NONE] = "wavectl", [WV_CMD_REDUCE] = "submit reduce",
-  [WV_CMD_HASH] = "submit hash", [WV_CMD_STATUS] = "status",
-  [WV_CMD_PACKS] = "packs", [WV_CMD_JOBS] = "jobs", [WV_CMD_WAIT] = "wait",
-  [WV_CMD_CANCEL] = "cancel",
-};
 
 int wv_parse_u64(const char *s, uint64_t *out)
 {
@@ -159,110 +98,118 @@ static int ar_devlist(wv_args *a, const char *v, wave_error *err)
   return 0;
 }
 
-static const struct ar_opt *ar_find(const char *name, size_t len)
+/* The first row named name[0..len), and in *cmds the commands of all the
+ * rows of that name (--device has one row per meaning). */
+static const wv_opt *ar_find(const char *name, size_t len, unsigned *cmds)
 {
-  for (size_t i = 0; i < sizeof ar_opts / sizeof ar_opts[0]; i++)
-    if (strlen(ar_opts[i].name) == len &&
-        memcmp(ar_opts[i].name, name, len) == 0)
-      return &ar_opts[i];
-  return NULL;
+  const wv_opt *first = NULL;
+  *cmds = 0;
+  for (size_t i = 0; i < wv_n_opts; i++)
+    if (strlen(wv_opts[i].name) == len &&
+        memcmp(wv_opts[i].name, name, len) == 0) {
+      if (first == NULL)
+        first = &wv_opts[i];
+      *cmds |= wv_opts[i].cmds;
+    }
+  return first;
 }
 
 /* Apply one option with its value (NULL for flags). */
-static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
+static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
                     wave_error *err)
 {
   uint64_t n;
   switch (o->id) {
-  case A_URL: a->url = v; break;
-  case A_TOKENFILE: a->token_file = v; break;
-  case A_TLSCA: a->tls_ca = v; break;
-  case A_TLSNAME: a->tls_name = v; break;
-  case A_TIMEOUT:
+  case WV_O_URL: a->url = v; break;
+  case WV_O_TOKENFILE: a->token_file = v; break;
+  case WV_O_TLSCA: a->tls_ca = v; break;
+  case WV_O_TLSNAME: a->tls_name = v; break;
+  case WV_O_TIMEOUT:
     if (wv_parse_u64(v, &n) != 0 || n == 0 || n > 86400000u)
       return wv_seterr(err, WAVE_EARG, "--timeout: '%s' is not a number of "
                        "milliseconds (1..86400000)", v);
     a->timeout_ms = (int)n;
     break;
-  case A_DAEMON_UID:  /* libwaveclient reads it (wave/client.h) */
+  case WV_O_DAEMON_UID:  /* libwaveclient reads it (wave/client.h) */
     if (wv_parse_u64(v, &n) != 0 || n > 0x7fffffffu)
       return wv_seterr(err, WAVE_EARG, "--daemon-uid: '%s' is not a uid", v);
     setenv("WAVE_DAEMON_UID", v, 1);
     break;
-  case A_JSON: a->json = 1; break;
-  case A_HELP: a->help = 1; break;
-  case A_VERSION: a->version = 1; break;
-  case A_DETACH: a->detach = 1; break;
-  case A_KEY:
+  case WV_O_JSON: a->json = 1; break;
+  case WV_O_HELP: a->help = 1; break;
+  case WV_O_VERSION: a->version = 1; break;
+  case WV_O_DETACH: a->detach = 1; break;
+  case WV_O_PROGRESS: a->progress = 1; break;
+  case WV_O_KEY:
     if (wave_job_key_parse(v, &a->key, err) != 0)
       return wv_seterr(err, WAVE_EARG, "--key: '%.40s' is not a job key "
                        "(32 hex digits, as submit hash --detach prints it)",
                        v);
     break;
-  case A_DEVICE:
+  case WV_O_DEVICE:
     if (strchr(v, ',') != NULL) {  /* --device a,b: several (hash jobs) */
       a->device = NULL;
       return ar_devlist(a, v, err);
     }
     a->device = v;
     break;
-  case A_OP:
+  case WV_O_OP:
     if ((a->op = wave_op_parse(v)) == WAVE_OP_NONE)
       return wv_seterr(err, WAVE_EARG, "--op: unknown op '%s' (sum, min, "
                        "max, extent, and, or, xor)", v);
     break;
-  case A_DTYPE:
+  case WV_O_DTYPE:
     if ((a->dtype = wave_dtype_parse(v)) == WAVE_DTYPE_NONE)
       return wv_seterr(err, WAVE_EARG, "--dtype: unknown dtype '%s' "
                        "(uint32, sint32, float32)", v);
     break;
-  case A_INPUT: a->inputs[a->n_inputs++] = v; break;
-  case A_MASK: a->masks[a->n_masks++] = v; break;
-  case A_FORMAT:
+  case WV_O_INPUT: a->inputs[a->n_inputs++] = v; break;
+  case WV_O_MASK: a->masks[a->n_masks++] = v; break;
+  case WV_O_FORMAT:
     if (wv_format_parse(v, &a->format) != 0)
       return wv_seterr(err, WAVE_EARG, "--format: unknown format '%s' "
                        "(raw, npy, text, auto)", v);
     break;
-  case A_PACK: a->pack = v; break;
-  case A_NONCE:
+  case WV_O_PACK: a->pack = v; break;
+  case WV_O_NONCE:
     if (wv_parse_u64(v, &a->nonce) != 0)
       return wv_seterr(err, WAVE_EARG, "--nonce: '%s' is not an unsigned "
                        "64-bit number", v);
     a->have_nonce = 1;
     break;
-  case A_COUNT:
+  case WV_O_COUNT:
     if (wv_parse_u64(v, &a->count) != 0 || a->count == 0)
       return wv_seterr(err, WAVE_EARG, "--count: '%s' is not a positive "
                        "64-bit number", v);
     a->have_count = 1;
     break;
-  case A_TARGET:
+  case WV_O_TARGET:
     if (wv_parse_hex64(v, &a->target) != 0)
       return wv_seterr(err, WAVE_EARG, "--target: '%s' is not 1 to 16 hex "
                        "digits", v);
     break;
-  case A_MAXWIN:
+  case WV_O_MAXWIN:
     if (wv_parse_u64(v, &n) != 0 || n > UINT32_MAX)
       return wv_seterr(err, WAVE_EARG, "--max-winners: '%s' is not a number "
                        "up to 4294967295", v);
     a->max_winners = (uint32_t)n;
     break;
-  case A_OUTPUTS: a->outputs = 1; break;
-  case A_FLEET: a->fleet = v; break;
-  case A_PIECE:
+  case WV_O_OUTPUTS: a->outputs = 1; break;
+  case WV_O_FLEET: a->fleet = v; break;
+  case WV_O_PIECE:
     if (wv_parse_u64(v, &a->piece) != 0 || a->piece == 0)
       return wv_seterr(err, WAVE_EARG, "--piece: '%s' is not a positive "
                        "number", v);
     break;
-  case A_PROBE: a->probe = 1; break;
-  case A_SEGMENTS: a->segments = 1; break;
-  case A_SEGLOG2:
+  case WV_O_PROBE: a->probe = 1; break;
+  case WV_O_SEGMENTS: a->segments = 1; break;
+  case WV_O_SEGLOG2:
     if (wv_parse_u64(v, &n) != 0 || n < 5 || n > 20)
       return wv_seterr(err, WAVE_EARG, "--segment-log2: '%s' is not a "
                        "number 5..20", v);
     a->segment_log2 = (unsigned)n;
     break;
-  case A_DEVICES:
+  case WV_O_DEVICES:
     return ar_devlist(a, v, err);
   }
   return 0;
@@ -300,7 +247,7 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
   if (strcmp(w, "submit") == 0) {
     const char *k = i + 1 < argc ? argv[i + 1] : NULL;
     if (k != NULL && (strcmp(k, "--help") == 0 || strcmp(k, "-h") == 0)) {
-      a->help = 1; /* `submit --help`: the overview lists both kinds */
+      a->help = a->help_submit = 1; /* `submit --help`: both kinds */
       return 2;
     }
     if (k != NULL && strcmp(k, "reduce") == 0)
@@ -313,13 +260,26 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
                         k ? "'" : "");
     return 2;
   }
-  if (strcmp(w, "help") == 0) {
+  if (strcmp(w, "help") == 0) {  /* help [COMMAND]: no job id needed */
     a->help = 1;
-    if (i + 1 < argc && strcmp(argv[i + 1], "help") != 0) {
-      int n = ar_command(argc, argv, i + 1, a, err);
-      return n < 0 ? n : 1 + n;
+    const char *k = i + 1 < argc ? argv[i + 1] : NULL;
+    if (k == NULL || k[0] == '-' || strcmp(k, "help") == 0)
+      return k != NULL && k[0] != '-' ? 2 : 1;
+    if (strcmp(k, "wait") == 0 || strcmp(k, "cancel") == 0) {
+      a->cmd = k[0] == 'w' ? WV_CMD_WAIT : WV_CMD_CANCEL;
+      return 2;
     }
-    return 1;
+    if (strcmp(k, "submit") == 0) {
+      const char *t = i + 2 < argc ? argv[i + 2] : NULL;
+      if (t != NULL && (strcmp(t, "reduce") == 0 || strcmp(t, "hash") == 0)) {
+        a->cmd = t[0] == 'r' ? WV_CMD_REDUCE : WV_CMD_HASH;
+        return 3;
+      }
+      a->help_submit = 1;  /* both kinds */
+      return 2;
+    }
+    int n = ar_command(argc, argv, i + 1, a, err);
+    return n < 0 ? n : 1 + n;
   }
   return -wv_seterr(err, WAVE_EARG, "unknown command '%s' (submit reduce, "
                     "submit hash, status, packs, jobs, wait, cancel, help)",
@@ -359,13 +319,14 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
                        "long: --name)", s);
     const char *name = s + 2, *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    const struct ar_opt *o = ar_find(name, len);
+    unsigned cmds;
+    const wv_opt *o = ar_find(name, len, &cmds);
     /* Options may precede the command, so only reject a known option for
      * the wrong command once the command is known (checked below). */
     if (o == NULL)
       return wv_seterr(err, WAVE_EARG, "unknown option '--%.*s'%s%s",
                        (int)len, name, a->cmd ? " for " : "",
-                       a->cmd ? ar_cmd_names[a->cmd] : "");
+                       a->cmd ? wv_cmd_name(a->cmd) : "");
     const char *v = NULL;
     if (o->arg) {
       if (eq != NULL)
@@ -379,9 +340,9 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
       return wv_seterr(err, WAVE_EARG, "option --%s takes no value",
                        o->name);
     }
-    if (a->cmd != WV_CMD_NONE && !(o->cmds & (1u << a->cmd)))
+    if (a->cmd != WV_CMD_NONE && !(cmds & WV_CMD_BIT(a->cmd)))
       return wv_seterr(err, WAVE_EARG, "option --%s does not apply to %s",
-                       o->name, ar_cmd_names[a->cmd]);
+                       o->name, wv_cmd_name(a->cmd));
     if ((rv = ar_apply(a, o, v, err)) != 0)
       return rv;
   }
@@ -411,6 +372,9 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
     return wv_seterr(err, WAVE_EARG, "--piece needs --fleet");
   if (a->fleet && a->url)
     return wv_seterr(err, WAVE_EARG, "--fleet names the daemons: drop --url");
+  if (a->progress && a->cmd != WV_CMD_HASH && a->cmd != WV_CMD_WAIT)
+    return wv_seterr(err, WAVE_EARG, "--progress applies only to submit hash "
+                     "and wait");
   if (a->probe && a->cmd != WV_CMD_STATUS)
     return wv_seterr(err, WAVE_EARG, "--probe applies only to status");
 
@@ -437,142 +401,6 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
   return 0;
 }
 
-void wv_usage(FILE *f, wv_cmd cmd)
-{
-  static const char common[] =
-      "  --url URL         daemon address (default: $WAVE_URL, then\n"
-      "                    $XDG_RUNTIME_DIR/wavedd/wavedd.sock if it exists,\n"
-      "                    then " WAVE_DEFAULT_URL ")\n"
-      "  --timeout MS      reply timeout in milliseconds (default 30000)\n"
-      "  --daemon-uid UID  also trust an ipc daemon run by UID (default: root,\n"
-      "                    yourself, user wavedd; $WAVE_DAEMON_UID)\n"
-      "  --token-file FILE the daemon's token for tcp (default: "
-      "$WAVE_TOKEN_FILE)\n"
-      "  --tls-ca FILE     tls+tcp://: CAs to trust (default: $WAVE_TLS_CA, "
-      "then the system's)\n"
-      "  --tls-server-name NAME  tls+tcp://: the name the certificate "
-      "carries (default: the host)\n"
-      "  --json            print one JSON object on stdout\n"
-      "  -h, --help        this text\n";
-  static const char fleet_help[] =
-      "\nFleet SPEC: URL,URL,... (one connection each), or slurm[:PORT[+]]:\n"
-      "the nodes of $SLURM_JOB_NODELIST at their NodeAddr, port PORT\n"
-      "(default $WAVE_FLEET_PORT, then 5555); PORT+ adds each node's index\n"
-      "(several daemons on one host).  Daemons that fail are dropped and\n"
-      "their pieces run on the others; the result is exact.\n";
-  switch (cmd) {
-  case WV_CMD_REDUCE:
-    fprintf(f,
-      "usage: wavectl submit reduce --op OP --dtype DTYPE --input FILE "
-      "[--input FILE ...]\n"
-      "                             [--mask FILE ...] [--format FMT] "
-      "[--device NAME] [--json]\n\n"
-      "Reduce the rows of the input files (one chunk per --input, in order)\n"
-      "on the daemon; with --mask files (uint32 rows, any chunking, as many\n"
-      "rows in total as the input) only rows whose mask row is nonzero.\n\n"
-      "  --op OP           sum, min, max, extent, and, or, xor\n"
-      "  --dtype DTYPE     uint32, sint32, float32 (also u32, s32/int32, "
-      "f32)\n"
-      "  --input FILE      one chunk; '-' reads standard input\n"
-      "  --mask FILE       one mask chunk\n"
-      "  --format FMT      auto (default: .npy by magic, else raw), raw,\n"
-      "                    npy, text (numbers separated by spaces/commas)\n"
-      "  --device NAME     run on this device (default: the daemon picks)\n"
-      "  --fleet SPEC      split the job over several daemons (see below)\n"
-      "  --piece ROWS      fleet piece: 256, 65536 (default) or 16777216 rows\n"
-      "%s%s", common, fleet_help);
-    break;
-  case WV_CMD_HASH:
-    fprintf(f,
-      "usage: wavectl submit hash --pack NAME --nonce N --count C "
-      "[--target HEX]\n"
-      "                           [--max-winners K] [--outputs] "
-      "[--device NAME[,NAME...]]\n"
-      "                           [--devices all|NAME,...] "
-      "[--segment-log2 S] [--segments] [--json]\n\n"
-      "Hash nonces [N, N + C) with a program pack; report the fingerprint,\n"
-      "the best output and the winners (output < target).  A progress bar\n"
-      "is shown on stderr when it is a terminal; Ctrl-C cancels the job.\n\n"
-      "  --pack NAME       program pack (see wavectl packs)\n"
-      "  --nonce N         first nonce (decimal or 0x-hex)\n"
-      "  --count C         number of nonces, >= 1\n"
-      "  --target HEX      winners have output < HEX (default 0: none)\n"
-      "  --max-winners K   winners to list (default 16; the count is exact)\n"
-      "  --outputs         also return every output (small jobs only)\n"
-      "  --device NAME     run on this device (default: the daemon picks);\n"
-      "                    NAME,NAME,...: one job over those devices\n"
-      "  --devices LIST    one job over these devices; 'all': every device\n"
-      "                    that runs hash jobs\n"
-      "  --segment-log2 S  segments of 2^S nonces (5..20, default 13)\n"
-      "  --segments        also print every segment fingerprint\n"
-      "  --detach          print the job id and exit; the job runs on\n"
-      "                    (wavectl jobs / wait ID / cancel ID)\n"
-      "  --fleet SPEC      split the job over several daemons (see below)\n"
-      "  --piece N         fleet piece in nonces (default: count / (16 x "
-      "daemons))\n"
-      "%s%s", common, fleet_help);
-    break;
-  case WV_CMD_JOBS:
-    fprintf(f,
-      "usage: wavectl jobs [--key KEY] [--json]\n\n"
-      "List the daemon's hash jobs: queued, running, and the finished ones\n"
-      "it still keeps (limits.keep_jobs, keep_seconds).\n"
-      "  --key KEY         also the job of this job key\n\n%s", common);
-    break;
-  case WV_CMD_WAIT:
-    fprintf(f,
-      "usage: wavectl wait ID [--key KEY] [--json]\n\n"
-      "Wait for hash job ID to end and print its result, as submit hash\n"
-      "would have; Ctrl-C stops waiting (the job runs on).\n"
-      "  --key KEY         the job key submit hash --detach printed\n\n%s",
-      common);
-    break;
-  case WV_CMD_CANCEL:
-    fprintf(f,
-      "usage: wavectl cancel ID [--key KEY] [--json]\n\n"
-      "Cancel hash job ID and print its state.\n"
-      "  --key KEY         the job key submit hash --detach printed\n\n%s",
-      common);
-    break;
-  case WV_CMD_STATUS:
-    fprintf(f,
-      "usage: wavectl status [--probe] [--fleet SPEC] [--json]\n\n"
-      "Show the daemon's devices, backends, queues, jobs served, faults,\n"
-      "hash exchange paths and pack self-checks.\n\n"
-      "  --probe           print nothing; exit 0 when the daemon is ready,\n"
-      "                    1 when it answers but is not ready, 3 when it\n"
-      "                    does not answer (a readiness probe)\n"
-      "  --fleet SPEC      every daemon of SPEC (as for submit): with\n"
-      "                    --probe, 0 only when all are ready\n%s", common);
-    break;
-  case WV_CMD_PACKS:
-    fprintf(f,
-      "usage: wavectl packs [--json]\n\n"
-      "List the daemon's program packs and their known-answer status on\n"
-      "each device.\n\n%s", common);
-    break;
-  default:
-    fprintf(f,
-      "usage: wavectl [--url URL] [--timeout MS] COMMAND [OPTIONS]\n\n"
-      "Commands:\n"
-      "  submit reduce     run a reduction (sum, min, max, ...) on the "
-      "daemon\n"
-      "  submit hash       run a hash job with a program pack\n"
-      "  status            show devices, queues and faults\n"
-      "  packs             list program packs and their self-checks\n"
-      "  jobs              list hash jobs (also those of gone clients)\n"
-      "  wait ID           wait for a hash job and print its result\n"
-      "  cancel ID         cancel a hash job\n"
-      "  help COMMAND      the options of a command\n\n"
-      "Options:\n%s"
-      "  --version         print wavectl's version\n\n"
-      "Exit status: 0 success, 1 job or daemon error, 2 usage error,\n"
-      "3 daemon unreachable, 130 hash job cancelled by Ctrl-C.\n",
-      common);
-    break;
-  }
-}
-
 void wv_args_client_options(const wv_args *a, int dial,
                             wave_client_options *o)
 {
@@ -581,4 +409,5 @@ void wv_args_client_options(const wv_args *a, int dial,
   o->token_file = a->token_file;
   o->tls_ca_file = a->tls_ca;
   o->tls_server_name = a->tls_name;
+  o->timeout_ms = a->timeout_ms;  /* bounds the dial too */
 }

@@ -1,7 +1,13 @@
-/* ctl_jobs.c - wavectl's printers for the job commands: `jobs` (the list),
- * `wait ID` (a result known only by its id: no pack or range is printed,
- * since JobInfo does not carry them) and `cancel ID`; and the line of
- * `submit hash --detach`, whose hint must be a command that works. */
+/* ctl_jobs.c - wavectl's printers for the job commands: `jobs` (the list,
+ * with rate and time left), `wait ID` (a result known only by its id: no
+ * pack or range is printed, since JobInfo does not carry them), `cancel
+ * ID`, the progress of a running job (the bar on a terminal, a plain line
+ * otherwise), and the line of `submit hash --detach`, whose hint must be a
+ * command that works.
+ *
+ * Rate and ETA come from JobInfo alone: rate = done / seconds (the job's
+ * own clock, so the figure is the same whoever asks and when), ETA =
+ * (total - done) / rate; unknown ("-") before the first nonce is done. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +27,87 @@ const char *wv_job_state_name(wave_job_state s)
   }
 }
 
+/* ---- rate, ETA and the progress line ---------------------------------- */
+
+double wv_job_rate(const wave_job_info *j)
+{
+  return j->seconds > 0 && j->done > 0 ? (double)j->done / j->seconds : 0.0;
+}
+
+double wv_job_eta(const wave_job_info *j)
+{
+  double rate = wv_job_rate(j);
+  if (rate <= 0 || j->done >= j->total)
+    return j->done >= j->total && j->total > 0 ? 0.0 : -1.0;
+  return (double)(j->total - j->done) / rate;
+}
+
+void wv_fmt_rate(char *buf, size_t n, double rate)
+{
+  static const char *const units[] = {"", "k", "M", "G", "T", "P"};
+  unsigned u = 0;
+  if (rate <= 0) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  while (rate >= 1000.0 && u + 1 < sizeof units / sizeof units[0]) {
+    rate /= 1000.0;
+    u++;
+  }
+  snprintf(buf, n, "%.2f %sH/s", rate, units[u]);
+}
+
+void wv_fmt_eta(char *buf, size_t n, double s)
+{
+  if (s < 0 || s > 1e9) {  /* unknown, or beyond any sense */
+    snprintf(buf, n, "-");
+    return;
+  }
+  unsigned long t = (unsigned long)(s + 0.5);
+  if (t >= 86400)
+    snprintf(buf, n, "%lud%02luh", t / 86400, t % 86400 / 3600);
+  else if (t >= 3600)
+    snprintf(buf, n, "%luh%02lum", t / 3600, t % 3600 / 60);
+  else if (t >= 60)
+    snprintf(buf, n, "%lum%02lus", t / 60, t % 60);
+  else
+    snprintf(buf, n, "%lus", t);
+}
+
+/* "[#####-----]  12.3%" */
+static void jb_bar(char *buf, size_t n, double frac)
+{
+  enum { WIDTH = 30 };
+  char bar[WIDTH + 1];
+  unsigned fill = (unsigned)(frac * WIDTH);
+  for (unsigned i = 0; i < WIDTH; i++)
+    bar[i] = i < fill ? '#' : '-';
+  bar[WIDTH] = '\0';
+  snprintf(buf, n, "[%s] %5.1f%%", bar, frac * 100.0);
+}
+
+void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar)
+{
+  double frac = j->total ? (double)j->done / (double)j->total : 0.0;
+  if (frac > 1.0)
+    frac = 1.0;
+  char head[64], rate[32], eta[32];
+  wv_fmt_rate(rate, sizeof rate, wv_job_rate(j));
+  wv_fmt_eta(eta, sizeof eta, wv_job_eta(j));
+  const char *state = j->state == WAVE_JOB_QUEUED ? "  queued" : "";
+  if (bar) {
+    jb_bar(head, sizeof head, frac);
+    snprintf(buf, n, "%s  %s  %.1f s  ETA %s%s", head, rate, j->seconds, eta,
+             state);
+  } else {
+    snprintf(buf, n, "job %" PRIu64 ": %.1f%%, %" PRIu64 " of %" PRIu64
+             " nonces, %s, %.1f s, ETA %s%s", j->job_id, frac * 100.0,
+             j->done, j->total, rate, j->seconds, eta, state);
+  }
+}
+
+/* ---- jobs, wait, cancel --------------------------------------------------- */
+
 static void jb_json_info(FILE *f, const wave_job_info *j)
 {
   fprintf(f, "{\"job\": %" PRIu64 ", \"state\": \"%s\", \"done\": %" PRIu64
@@ -28,6 +115,10 @@ static void jb_json_info(FILE *f, const wave_job_info *j)
           j->job_id, wv_job_state_name(j->state), j->done, j->total,
           j->seconds);
   wv_json_str(f, j->device);
+  fprintf(f, ", \"rate\": %.6g", wv_job_rate(j));
+  double eta = wv_job_eta(j);
+  if (j->state == WAVE_JOB_RUNNING && eta >= 0)
+    fprintf(f, ", \"eta_seconds\": %.3f", eta);
   if (j->error.code != 0) {
     fprintf(f, ", \"error\": {\"code\": %d, \"name\": \"%s\", \"message\": ",
             j->error.code, wave_errname(j->error.code));
@@ -52,14 +143,18 @@ void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json)
     fputs("no hash jobs\n", f);
     return;
   }
-  fprintf(f, "%-20s %-9s %-10s %22s %10s\n", "JOB", "STATE", "DEVICE",
-          "DONE/TOTAL", "SECONDS");
+  fprintf(f, "%-20s %-9s %-10s %22s %10s %12s %8s\n", "JOB", "STATE",
+          "DEVICE", "DONE/TOTAL", "SECONDS", "RATE", "ETA");
   for (size_t i = 0; i < n; i++) {
     const wave_job_info *j = &jobs[i];
-    char prog[48];
+    char prog[48], rate[32], eta[32] = "-";
     snprintf(prog, sizeof prog, "%" PRIu64 "/%" PRIu64, j->done, j->total);
-    fprintf(f, "%-20" PRIu64 " %-9s %-10s %22s %10.3f", j->job_id,
-            wv_job_state_name(j->state), j->device, prog, j->seconds);
+    wv_fmt_rate(rate, sizeof rate, wv_job_rate(j));
+    if (j->state == WAVE_JOB_RUNNING || j->state == WAVE_JOB_QUEUED)
+      wv_fmt_eta(eta, sizeof eta, wv_job_eta(j));
+    fprintf(f, "%-20" PRIu64 " %-9s %-10s %22s %10.3f %12s %8s", j->job_id,
+            wv_job_state_name(j->state), j->device, prog, j->seconds, rate,
+            eta);
     if (j->error.code != 0)
       fprintf(f, "  %s", wave_errname(j->error.code));
     fputc('\n', f);

@@ -346,7 +346,7 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
     if (p[i].dataset_bytes)
       fprintf(f, ", dataset %" PRIu64 " bytes", p[i].dataset_bytes);
     else
-      fputs(", closed form", f);
+      fputs(", no dataset", f);  /* the description says "closed form" */
     if (p[i].description[0])
       fprintf(f, ": %s", p[i].description);
     fputc('\n', f);

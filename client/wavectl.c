@@ -1,10 +1,12 @@
 /* wavectl.c - the command line client of wavedd: main(), and the commands
  * run over libwaveclient (parsing, loading and printing live in ctl_*.c).
  *
- * Exit status says who was at fault, for scripts: 0 ok, 1 the job or the
- * daemon refused (bad input, unknown pack, device fault), 2 the command line
- * was wrong, 3 the daemon could not be reached (timeout or transport
- * error), 130 a hash job cancelled by Ctrl-C.  Errors print one line on
+ * Exit status says who was at fault, for scripts (docs/cli.md's table,
+ * checked row by row by tests/ctl_exit_test.sh): 0 ok, 1 the job or the
+ * daemon refused (bad or missing input file, unknown pack, device fault), 2
+ * the command line was wrong, 3 the daemon could not be reached or did not
+ * answer within --timeout (which bounds the dial too), 130 a hash job
+ * cancelled by Ctrl-C.  Errors print one line on
  * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
  *
  * status --probe exits 0 ready, 1 not ready, 3 unreachable.  --fleet runs
@@ -15,11 +17,14 @@
  * daemon to report the job ended, then exits 130.  A second Ctrl-C kills
  * wavectl at once (the handler is reset to the default after the first).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/ctl.h"
@@ -255,9 +260,32 @@ out:
   return rv;
 }
 
+/* Every input and mask file can be opened: a missing or unreadable file is
+ * the job's fault (exit 1), found before any connection (the region paths
+ * open the files only once connected, where an IO error would read as the
+ * daemon's). */
+static int ctl_inputs_readable(const wv_args *a)
+{
+  wave_error err = {0};
+  for (size_t i = 0; i < a->n_inputs + a->n_masks; i++) {
+    const char *p = i < a->n_inputs ? a->inputs[i] : a->masks[i - a->n_inputs];
+    if (strcmp(p, "-") == 0)
+      continue;
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  /* a FIFO: no wait */
+    if (fd < 0) {
+      wv_seterr(&err, WAVE_EIO, "%s: %s", p, strerror(errno));
+      return ctl_fail(&err, EXIT_JOB);
+    }
+    close(fd);
+  }
+  return 0;
+}
+
 static int ctl_reduce(const wv_args *a)
 {
-  int rstatus = 0;
+  int rstatus = ctl_inputs_readable(a);
+  if (rstatus != 0)
+    return rstatus;
   ctl_path path;
   if (ctl_path_get(&path) != 0) {
     fprintf(stderr, "wavectl: ARG: WAVECTL_PATH must be one of auto, "
@@ -320,44 +348,61 @@ out:
 
 /* ---- submit hash -------------------------------------------------------- */
 
-static void ctl_rate(char *buf, size_t n, double rate)
+/* Progress on stderr: on a terminal the bar, redrawn at every poll; with
+ * --progress elsewhere (a log, a CI job) a plain line at the first poll and
+ * then every CTL_PLAIN_MS.  The lines come from ctl_jobs.c. */
+#define CTL_PLAIN_MS 5000
+
+typedef struct ctl_prog {
+  int tty, plain;
+  uint64_t next_ms;
+} ctl_prog;
+
+static uint64_t ctl_now_ms(void)
 {
-  static const char *const units[] = {"", "k", "M", "G", "T", "P"};
-  unsigned u = 0;
-  while (rate >= 1000.0 && u + 1 < sizeof units / sizeof units[0]) {
-    rate /= 1000.0;
-    u++;
-  }
-  snprintf(buf, n, "%.2f %sH/s", rate, units[u]);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void ctl_progress(const wave_job_info *info)
+static void ctl_prog_init(ctl_prog *p, const wv_args *a)
 {
-  enum { WIDTH = 30 };
-  double frac = info->total ? (double)info->done / (double)info->total : 0.0;
-  if (frac > 1.0)
-    frac = 1.0;
-  char bar[WIDTH + 1], rate[32];
-  unsigned fill = (unsigned)(frac * WIDTH);
-  for (unsigned i = 0; i < WIDTH; i++)
-    bar[i] = i < fill ? '#' : '-';
-  bar[WIDTH] = '\0';
-  ctl_rate(rate, sizeof rate,
-           info->seconds > 0 ? (double)info->done / info->seconds : 0.0);
-  const char *state = info->state == WAVE_JOB_QUEUED ? "queued" : "";
-  fprintf(stderr, "\r[%s] %5.1f%%  %s  %.1f s %s\033[K", bar, frac * 100.0,
-          rate, info->seconds, state);
-  fflush(stderr);
+  p->tty = isatty(STDERR_FILENO);
+  p->plain = !p->tty && a->progress;
+  p->next_ms = 0;
+}
+
+static void ctl_prog_show(ctl_prog *p, const wave_job_info *info)
+{
+  char line[256];
+  if (p->tty) {
+    wv_progress_line(line, sizeof line, info, 1);
+    fprintf(stderr, "\r%s\033[K", line);
+    fflush(stderr);
+    return;
+  }
+  uint64_t now = ctl_now_ms();
+  if (!p->plain || now < p->next_ms)
+    return;
+  p->next_ms = now + CTL_PLAIN_MS;
+  wv_progress_line(line, sizeof line, info, 0);
+  fprintf(stderr, "%s\n", line);
+}
+
+/* Before the result (erase the bar) or an error (keep it, end its line). */
+static void ctl_prog_end(const ctl_prog *p, int keep)
+{
+  if (p->tty)
+    fputs(keep ? "\n" : "\r\033[K", stderr);
 }
 
 /* After Ctrl-C: ask the daemon to cancel, then wait until it says the job
  * has ended (it may finish or fail in the meantime: that ends it too). */
-static int ctl_cancel(wave_client *c, uint64_t id, int tty)
+static int ctl_cancel(wave_client *c, uint64_t id, const ctl_prog *prog)
 {
   wave_error err = {0};
   wave_job_info info;
-  if (tty)
-    fputs("\r\033[K", stderr);
+  ctl_prog_end(prog, 0);
   if (wave_job_cancel(c, id, &info, &err) != 0)
     return ctl_call_fail(&err);
   while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
@@ -388,7 +433,9 @@ static int ctl_hash(wave_client *c, const wv_args *a)
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old);
 
-  int tty = isatty(STDERR_FILENO), status = 0;
+  ctl_prog prog;
+  ctl_prog_init(&prog, a);
+  int status = 0;
   uint64_t id;
   wave_job_key key;
   if (wave_hash_submit_key(c, &q, &id, &key, &err) != 0) {
@@ -401,30 +448,27 @@ static int ctl_hash(wave_client *c, const wv_args *a)
   }
   for (;;) {
     if (ctl_interrupted) {
-      status = ctl_cancel(c, id, tty);
+      status = ctl_cancel(c, id, &prog);
       goto out;
     }
     wave_job_info info;
     wave_hash_result res;
     /* Short waits, so that Ctrl-C is acted on promptly. */
     if (wave_job_poll(c, id, 250, &info, &res, &err) != 0) {
-      if (tty)
-        fputs("\n", stderr);
+      ctl_prog_end(&prog, 1);
       status = ctl_call_fail(&err);
       goto out;
     }
-    if (tty && info.state != WAVE_JOB_DONE)
-      ctl_progress(&info);
+    if (info.state != WAVE_JOB_DONE)
+      ctl_prog_show(&prog, &info);
     if (info.state == WAVE_JOB_DONE) {
-      if (tty)
-        fputs("\r\033[K", stderr);
+      ctl_prog_end(&prog, 0);
       wv_print_hash(stdout, &q, &res, id, a->json);
       wave_hash_result_free(&res);
       goto out;
     }
     if (info.state == WAVE_JOB_FAILED || info.state == WAVE_JOB_CANCELLED) {
-      if (tty)
-        fputs("\n", stderr);
+      ctl_prog_end(&prog, 1);
       status = ctl_fail(&info.error, EXIT_JOB);
       goto out;
     }
@@ -457,11 +501,12 @@ static int ctl_wait(wave_client *c, const wv_args *a)
   sa.sa_handler = ctl_on_sigint;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old);
-  int tty = isatty(STDERR_FILENO), status = 0;
+  ctl_prog prog;
+  ctl_prog_init(&prog, a);
+  int status = 0;
   for (;;) {
     if (ctl_interrupted) {
-      if (tty)
-        fputs("\r\033[K", stderr);
+      ctl_prog_end(&prog, 0);
       wv_seterr(&err, WAVE_ECANCELLED, "stopped waiting; job %" PRIu64
                 " runs on", a->job_id);
       status = ctl_fail(&err, EXIT_INTERRUPTED);
@@ -471,16 +516,15 @@ static int ctl_wait(wave_client *c, const wv_args *a)
     wave_hash_result res;
     if (wave_job_poll_key(c, a->job_id, &a->key, 250, &info, &res,
                           &err) != 0) {
+      ctl_prog_end(&prog, 1);
       status = ctl_call_fail(&err);
       break;
     }
     if (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
-      if (tty)
-        ctl_progress(&info);
+      ctl_prog_show(&prog, &info);
       continue;
     }
-    if (tty)
-      fputs("\r\033[K", stderr);
+    ctl_prog_end(&prog, 0);
     if (info.state == WAVE_JOB_DONE) {
       wv_print_job(stdout, &info, &res, a->json);
       wave_hash_result_free(&res);
@@ -549,8 +593,13 @@ int main(int argc, char **argv)
     return status;
   }
   if (a.help || a.version) {
-    if (a.help)
+    if (a.help && a.help_submit) {
+      wv_usage(stdout, WV_CMD_REDUCE);
+      fputc('\n', stdout);
+      wv_usage(stdout, WV_CMD_HASH);
+    } else if (a.help) {
       wv_usage(stdout, a.cmd);
+    }
     else
       printf("wavectl %s\n", WAVE_VERSION);
     wv_args_fini(&a);

@@ -1,5 +1,7 @@
 /* log.h - wavedd's log: one line per event on stderr, with a UTC timestamp,
- * the level and the message.  Any thread may log; each line is written with
+ * the pid, the level and the message; under journald the line starts with
+ * the sd-daemon priority prefix ("<3>") instead of the time and pid
+ * (log.c).  Any thread may log; each line is written with
  * one write() so lines from different threads never interleave.  The level
  * is a process-wide setting (config key log_level). */
 #ifndef WD_LOG_H
@@ -10,6 +12,9 @@ enum { WD_LOG_ERROR = 0, WD_LOG_WARN = 1, WD_LOG_INFO = 2, WD_LOG_DEBUG = 3 };
 void wd_log_set_level(int level);
 int wd_log_level(void);
 const char *wd_log_level_name(int level);
+/* 1 when lines carry sd-daemon "<N>" prefixes (stderr is the journal, or
+ * WAVEDD_LOG=journal). */
+int wd_log_journal(void);
 void wd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Tell a supervisor (systemd's NOTIFY_SOCKET, or a test harness) how we

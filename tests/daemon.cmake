@@ -84,3 +84,10 @@ wave_test(test_sched SOURCES test_sched.c daemon_harness.c
 add_dependencies(test_sched wavedd)
 target_compile_definitions(test_sched PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
+# the log under journald: sd-daemon "<N>" priority prefixes, no second
+# timestamp or pid ($JOURNAL_STREAM naming stderr); plain lines otherwise
+add_test(NAME log_journal_test
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/log_journal_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(log_journal_test PROPERTIES TIMEOUT 180
+  ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")

@@ -28,7 +28,9 @@ for f in bin/wavedd bin/wavectl lib/systemd/system/wavedd.service \
          etc/wavedd/devices.yaml share/man/man8/wavedd.8 \
          share/man/man1/wavectl.1 share/man/man5/devices.yaml.5 \
          share/bash-completion/completions/wavectl \
-         share/bash-completion/completions/wavedd; do
+         share/bash-completion/completions/wavedd \
+         share/zsh/vendor-completions/_wavectl \
+         share/fish/vendor_completions.d/wavectl.fish; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 packs=$(ls "$prefix/share/wavedd/packs")

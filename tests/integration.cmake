@@ -10,3 +10,12 @@ if(TARGET wavedd)
     WAVEDD_PATH="$<TARGET_FILE:wavedd>")
   add_dependencies(test_integration wavectl wavedd)
 endif()
+
+# wavectl's exit status, one real case per row of docs/cli.md's table
+# (--timeout against a SIGSTOPped daemon included)
+if(TARGET wavedd)
+  add_test(NAME ctl_exit_test
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ctl_exit_test.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(ctl_exit_test PROPERTIES TIMEOUT 300
+    ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endif()

@@ -569,6 +569,20 @@ START_TEST(args_good)
   ck_assert_int_eq(a.help, 1);
   ck_assert_int_eq(a.cmd, WV_CMD_NONE);
   wv_args_fini(&a);
+  /* help CMD needs no job id, and `help submit` is both kinds */
+  const char *s3[] = {"wavectl", "help", "wait", NULL};
+  ck_assert_int_eq(tc_parse(&a, &e, s3), 0);
+  ck_assert_int_eq(a.help, 1);
+  ck_assert_int_eq(a.cmd, WV_CMD_WAIT);
+  wv_args_fini(&a);
+  const char *s4[] = {"wavectl", "help", "submit", NULL};
+  ck_assert_int_eq(tc_parse(&a, &e, s4), 0);
+  ck_assert_int_eq(a.help_submit, 1);
+  wv_args_fini(&a);
+  const char *s5[] = {"wavectl", "wait", "7", "--progress", NULL};
+  ck_assert_int_eq(tc_parse(&a, &e, s5), 0);
+  ck_assert_int_eq(a.progress, 1);
+  wv_args_fini(&a);
   const char *s2[] = {"wavectl", "status", "-h", NULL};
   ck_assert_int_eq(tc_parse(&a, &e, s2), 0);
   ck_assert_int_eq(a.help, 1);
@@ -589,6 +603,10 @@ static void tc_bad(const char *want, const char *const *v)
 START_TEST(args_bad)
 {
   tc_bad("no command", (const char *[]){"wavectl", NULL});
+  tc_bad("--progress does not apply to status",
+         (const char *[]){"wavectl", "status", "--progress", NULL});
+  tc_bad("--progress applies only to submit hash and wait",
+         (const char *[]){"wavectl", "--progress", "jobs", NULL});
   tc_bad("unknown command 'frob'", (const char *[]){"wavectl", "frob", NULL});
   tc_bad("expected 'reduce' or 'hash'",
          (const char *[]){"wavectl", "submit", NULL});
@@ -869,6 +887,53 @@ START_TEST(lib_offline)
 }
 END_TEST
 
+/* Rate and ETA from JobInfo, the two progress forms, and the jobs table's
+ * RATE and ETA columns. */
+START_TEST(progress_lines)
+{
+  char b[256];
+  wave_job_info j = {.job_id = 7, .state = WAVE_JOB_RUNNING, .done = 1000,
+                     .total = 4000, .seconds = 2.0};
+  ck_assert(wv_job_rate(&j) == 500.0);
+  ck_assert(wv_job_eta(&j) == 6.0);
+  wv_fmt_eta(b, sizeof b, 6.0);
+  ck_assert_str_eq(b, "6s");
+  wv_fmt_eta(b, sizeof b, 3.5 * 3600);
+  ck_assert_str_eq(b, "3h30m");
+  wv_fmt_eta(b, sizeof b, 185);
+  ck_assert_str_eq(b, "3m05s");
+  wv_fmt_eta(b, sizeof b, 2 * 86400 + 3 * 3600);
+  ck_assert_str_eq(b, "2d03h");
+  wv_fmt_eta(b, sizeof b, -1);
+  ck_assert_str_eq(b, "-");
+  wv_fmt_rate(b, sizeof b, 1.5e6);
+  ck_assert_str_eq(b, "1.50 MH/s");
+  wv_progress_line(b, sizeof b, &j, 0);
+  ck_assert_str_eq(b, "job 7: 25.0%, 1000 of 4000 nonces, 500.00 H/s, "
+                   "2.0 s, ETA 6s");
+  wv_progress_line(b, sizeof b, &j, 1);
+  ck_assert_str_eq(b, "[#######-----------------------]  25.0%  500.00 H/s"
+                   "  2.0 s  ETA 6s");
+  wave_job_info q = {.job_id = 8, .state = WAVE_JOB_QUEUED, .total = 10};
+  ck_assert(wv_job_eta(&q) < 0);  /* nothing done yet: unknown */
+  wv_progress_line(b, sizeof b, &q, 0);
+  ck_assert_ptr_nonnull(strstr(b, "ETA -  queued"));
+
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  wave_job_info two[2] = {j, {.job_id = 9, .state = WAVE_JOB_DONE,
+                              .done = 10, .total = 10, .seconds = 1.0}};
+  wv_print_jobs(f, two, 2, 0);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(text, "RATE"));
+  ck_assert_ptr_nonnull(strstr(text, "500.00 H/s"));
+  ck_assert_ptr_nonnull(strstr(text, "      6s\n"));   /* running: an ETA */
+  ck_assert_ptr_nonnull(strstr(text, "10.00 H/s        -\n"));  /* done */
+  free(text);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
   Suite *s = suite_create("client");
@@ -886,6 +951,7 @@ static Suite *client_suite(void)
   t = tcase_create("output");
   tcase_add_test(t, json_values);
   tcase_add_test(t, json_documents);
+  tcase_add_test(t, progress_lines);
   suite_add_tcase(s, t);
   t = tcase_create("args");
   tcase_add_test(t, args_good);

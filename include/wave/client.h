@@ -42,7 +42,10 @@ WAVE_API int wave_client_open(wave_client **out, const char *url,
                               wave_error *err);
 /* The same, but connect before returning: WAVE_EIO ("connection refused")
  * at once when no daemon listens at url, instead of a timeout on the first
- * call.  Later disconnects are redialled as with wave_client_open. */
+ * call; WAVE_ETIMEDOUT when the connection is not made within the timeout
+ * (30000 ms, or wave_client_options.timeout_ms): a daemon that takes it but
+ * does not answer, such as a stopped one.  Later disconnects are redialled
+ * as with wave_client_open. */
 WAVE_API int wave_client_dial(wave_client **out, const char *url,
                               wave_error *err);
 /* How to reach a daemon that asks for credentials (docs/security.md).
@@ -59,6 +62,10 @@ typedef struct wave_client_options {
                                   else the system's CAs */
   const char *tls_server_name; /* tls+tcp://: the name the certificate must
                                   carry; NULL: the URL's host */
+  int timeout_ms;              /* the per-call timeout (as
+                                  wave_client_set_timeout), and with dial
+                                  the bound on connecting: WAVE_ETIMEDOUT
+                                  past it; 0: 30000 */
 } wave_client_options;
 
 /* wave_client_open with options (opts NULL: the defaults above, which is
