@@ -159,6 +159,10 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json);
 /* ---- job commands (ctl_jobs.c) ----------------------------------------- */
 
 const char *wv_job_state_name(wave_job_state s);
+/* Queued, preparing or running: not ended yet. */
+int wv_job_live(wave_job_state s);
+/* PREPARING: "waiting for pack main on cpu0: 22 of 64 steps"; else "". */
+void wv_job_waiting(const wave_job_info *j, char *buf, size_t n);
 void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
 /* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
 void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,

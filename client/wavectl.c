@@ -292,6 +292,13 @@ static void ctl_progress(const wave_job_info *info)
   bar[WIDTH] = '\0';
   ctl_rate(rate, sizeof rate,
            info->seconds > 0 ? (double)info->done / info->seconds : 0.0);
+  char wait[200];
+  wv_job_waiting(info, wait, sizeof wait);
+  if (wait[0] != '\0') {  /* PREPARING: the pack's progress, not the job's */
+    fprintf(stderr, "\r%s\033[K", wait);
+    fflush(stderr);
+    return;
+  }
   const char *state = info->state == WAVE_JOB_QUEUED ? "queued" : "";
   fprintf(stderr, "\r[%s] %5.1f%%  %s  %.1f s %s\033[K", bar, frac * 100.0,
           rate, info->seconds, state);
@@ -308,7 +315,7 @@ static int ctl_cancel(wave_client *c, uint64_t id, int tty)
     fputs("\r\033[K", stderr);
   if (wave_job_cancel(c, id, &info, &err) != 0)
     return ctl_call_fail(&err);
-  while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
+  while (wv_job_live(info.state)) {
     if (wave_job_poll(c, id, 1000, &info, NULL, &err) != 0)
       return ctl_call_fail(&err);
   }
@@ -424,7 +431,7 @@ static int ctl_wait(wave_client *c, const wv_args *a)
       status = ctl_call_fail(&err);
       break;
     }
-    if (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
+    if (wv_job_live(info.state)) {
       if (tty)
         ctl_progress(&info);
       continue;
@@ -450,7 +457,7 @@ static int ctl_cancel_cmd(wave_client *c, const wv_args *a)
   if (wave_job_cancel(c, a->job_id, &info, &err) != 0)
     return ctl_call_fail(&err);
   /* a running job stops at its next batch: wait until it has */
-  while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING)
+  while (wv_job_live(info.state))
     if (wave_job_poll(c, a->job_id, 1000, &info, NULL, &err) != 0)
       return ctl_call_fail(&err);
   wv_print_job(stdout, &info, NULL, a->json);

@@ -84,3 +84,11 @@ wave_test(test_sched SOURCES test_sched.c daemon_harness.c
 add_dependencies(test_sched wavedd)
 target_compile_definitions(test_sched PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
+# hash jobs that wait for their pack's preparation (PREPARING), with the
+# fake backend holding a pack's preparation until the test lets it go
+wave_test(test_packwait SOURCES test_packwait.c daemon_harness.c
+  LIBS wvbase wvhash nng::nng)
+add_dependencies(test_packwait wavedd wavedd-test)
+target_compile_definitions(test_packwait PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
