@@ -11,6 +11,8 @@
  *    is ready;
  *  - a job cancelled while PREPARING ends CANCELLED, and the device serves
  *    on;
+ *  - a job on every device starts on the one whose pack is ready and ends
+ *    without waiting for the one still preparing it;
  *  - a pack whose known answers really fail still gives SELFCHECK, with
  *    the check's own reason (not "pending"), to the job that waited and to
  *    the next one at submit;
@@ -36,8 +38,19 @@
 
 /* The config: one fake device that holds preparations under d->dir/hold,
  * packs from packs_dir (NULL: the shipped ones), prepare: `when`. */
+static void pw_config2(td_daemon *d, const char *packs_dir,
+                       const char *load, const char *when,
+                       const char *more);
+
 static void pw_config(td_daemon *d, const char *packs_dir, const char *load,
                       const char *when)
+{
+  pw_config2(d, packs_dir, load, when, "");
+}
+
+/* The same, with more device lines after fk0. */
+static void pw_config2(td_daemon *d, const char *packs_dir,
+                       const char *load, const char *when, const char *more)
 {
   char hold[200], text[2048], shipped[300];
   snprintf(hold, sizeof hold, "%s/hold", d->dir);
@@ -47,8 +60,8 @@ static void pw_config(td_daemon *d, const char *packs_dir, const char *load,
   snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
            "packs: {dir: %s, load: [%s], prepare: %s}\n"
            "devices:\n  - {name: fk0, backend: fake, threads: 1, "
-           "device: \"hold_prepare=%s\"}\n", d->ipc,
-           packs_dir ? packs_dir : shipped, load, when, hold);
+           "device: \"hold_prepare=%s\"}\n%s", d->ipc,
+           packs_dir ? packs_dir : shipped, load, when, hold, more);
   td_write(d->cfg, text);
   d->fake = 1;
 }
@@ -272,6 +285,54 @@ START_TEST(cancel_while_preparing)
 }
 END_TEST
 
+/* devices: all, fk0's preparation held: the job starts on cpu1 once its
+ * pack is ready there, ends DONE with cpu1 doing every nonce, without
+ * waiting for fk0, and equals the job on cpu1 alone. */
+START_TEST(all_devices_start_when_ready)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  pw_config2(&d, NULL, "small", "first-use",
+             "  - {name: cpu1, backend: cpu, threads: 1}\n");
+  pw_hold(&d, "small", 1);
+  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
+  nng_socket s = td_dial(d.ipc);
+  Wave__V1__HashRequest hq;
+  pw_request(&hq, "small", 0);
+  char *all[] = {(char *)"all"};
+  hq.n_devices = 1;
+  hq.devices = all;
+  Wave__V1__Response *r = td_hash_req(s, 1, &hq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  ck_assert_uint_eq(r->job->n_devices, 2);
+  uint64_t job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  Wave__V1__Response *both = pw_wait_done(s, job);
+  const Wave__V1__HashResult *hb = both->job->result;
+  ck_assert_uint_eq(hb->n_shares, 2);
+  ck_assert_str_eq(hb->shares[0]->device, "fk0");
+  ck_assert_uint_eq(hb->shares[0]->hashes, 0);
+  ck_assert_uint_eq(hb->shares[1]->hashes, hq.count);
+  /* fk0 is still held: its check is pending */
+  r = td_status(s, 2);
+  ck_assert_str_eq(pw_check(r->status, "small")->state, "pending");
+  wave__v1__response__free_unpacked(r, NULL);
+  pw_request(&hq, "small", 0);
+  hq.device = (char *)"cpu1";
+  r = td_hash_req(s, 3, &hq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  Wave__V1__Response *one = pw_wait_done(s, job);
+  pw_same(one->job->result, hb);
+  wave__v1__response__free_unpacked(one, NULL);
+  wave__v1__response__free_unpacked(both, NULL);
+  pw_hold(&d, "small", 0);
+  nng_close(s);
+  td_stop_ok(&d);
+}
+END_TEST
+
 /* small.yaml as pack "bad" whose known cache fingerprint is wrong. */
 static void pw_bad_packs(td_daemon *d, char *dir, size_t n)
 {
@@ -386,6 +447,7 @@ static Suite *packwait_suite(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, jobs_wait_for_their_pack);
   tcase_add_test(tc, cancel_while_preparing);
+  tcase_add_test(tc, all_devices_start_when_ready);
   tcase_add_test(tc, selfcheck_failure_is_selfcheck);
   tcase_add_test(tc, small_packs_first);
   suite_add_tcase(s, tc);
