@@ -36,6 +36,16 @@ static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
                           wave_error *err);
 static void hj_release_waiting(wd_hjob *j);
 
+/* p waits for its pack (under j->mu: the job's other shares may be
+ * running, and their states are written on their device threads). */
+static int hj_is_waiting(wd_hjob *j, const hj_part *p)
+{
+  pthread_mutex_lock(&j->mu);
+  int w = p->state == HP_WAITING;
+  pthread_mutex_unlock(&j->mu);
+  return w;
+}
+
 uint64_t wd_hj_now_ns(void)
 {
   struct timespec ts;
@@ -311,7 +321,9 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
     wave_error e = {0};
     int src = hj_share_start(t, j, pt, &e);
     if (src != 0) {
+      pthread_mutex_lock(&j->mu);  /* other shares may be running */
       pt->state = HP_ENDED;  /* no device holds it */
+      pthread_mutex_unlock(&j->mu);
       pt->work.rc = src;
       pt->work.err = e;
       if (first_rc == 0) {
@@ -474,7 +486,7 @@ void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
   wv_seterr(&e, code, "job %" PRIu64 " cancelled while its pack was being "
             "prepared", j->id);
   for (size_t i = 0; i < j->n_parts && !j->ended; i++)
-    if (j->parts[i].state == HP_WAITING) {
+    if (hj_is_waiting(j, &j->parts[i])) {
       j->parts[i].work.rc = code;
       j->parts[i].work.err = e;
       wd_hj_part_ended(&j->parts[i]);
@@ -633,6 +645,9 @@ void wd_jobs_set_prepare(wd_jobs *t, wd_prepare_fn prepare, void *arg)
 static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
                           wave_error *err)
 {
+  if (wd_device_faulted(pt->dev))  /* its preparation did not run, either */
+    return wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted",
+                     wd_device_name(pt->dev));
   wd_pack_state ck = {.state = WD_CHECK_FAILED};
   wd_device_pack_check(pt->dev, j->pack_index, &ck);
   if (ck.state == WD_CHECK_PENDING) {
@@ -646,7 +661,9 @@ static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
       if (rc != 0)
         return rc;
     }
+    pthread_mutex_lock(&j->mu);  /* other shares may be running */
     pt->state = HP_WAITING;
+    pthread_mutex_unlock(&j->mu);
     j->waiting++;
     return 0;
   }
@@ -687,7 +704,7 @@ void wd_jobs_pack_ended(wd_jobs *t, wd_device *d, size_t slot)
       continue;
     for (size_t i = 0; i < j->n_parts && !j->ended; i++) {
       hj_part *p = &j->parts[i];
-      if (p->state != HP_WAITING || p->dev != d)
+      if (p->dev != d || !hj_is_waiting(j, p))
         continue;
       wave_error e = {0};
       j->waiting--;  /* hj_share_start queues it or says why not */

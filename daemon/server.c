@@ -338,8 +338,8 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
       size_t k = order[n];
       if (first_use) {
         wd_pack_state st = {.state = WD_CHECK_PENDING};
-        snprintf(st.detail, sizeof st.detail, "not prepared yet "
-                 "(packs.prepare: first-use): the first job prepares it");
+        snprintf(st.detail, sizeof st.detail, "not prepared yet: "
+                 "packs.prepare is first-use, the first job prepares it");
         wd_device_set_check(s->devs[i], k, &st);
         continue;
       }
