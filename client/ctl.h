@@ -235,6 +235,10 @@ void wv_fmt_eta(char *buf, size_t n, double seconds);
  * 12.3%  1.23 MH/s  4.0 s  ETA 3m05s"), else the plain form for logs
  * ("job ID: 12.3%, D of T nonces, 1.23 MH/s, 4.0 s, ETA 3m05s"). */
 void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar);
+/* Queued, preparing or running: not ended yet. */
+int wv_job_live(wave_job_state s);
+/* PREPARING: "waiting for pack main on cpu0: 22 of 64 steps"; else "". */
+void wv_job_waiting(const wave_job_info *j, char *buf, size_t n);
 void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json);
 /* submit hash --detach: the job id and a command that reaches the job
  * again (with --key when the daemon gave a key), or no command when none

@@ -23,6 +23,7 @@ const char *wv_job_state_name(wave_job_state s)
   case WAVE_JOB_DONE: return "done";
   case WAVE_JOB_FAILED: return "failed";
   case WAVE_JOB_CANCELLED: return "cancelled";
+  case WAVE_JOB_PREPARING: return "preparing";
   default: return "unknown";
   }
 }
@@ -91,6 +92,15 @@ void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar)
   double frac = j->total ? (double)j->done / (double)j->total : 0.0;
   if (frac > 1.0)
     frac = 1.0;
+  char wait[200];
+  wv_job_waiting(j, wait, sizeof wait);
+  if (wait[0] != '\0') {  /* PREPARING: the pack's progress, not the job's */
+    if (bar)
+      snprintf(buf, n, "%s", wait);
+    else
+      snprintf(buf, n, "job %" PRIu64 ": %s", j->job_id, wait);
+    return;
+  }
   char head[64], rate[32], eta[32];
   wv_fmt_rate(rate, sizeof rate, wv_job_rate(j));
   wv_fmt_eta(eta, sizeof eta, wv_job_eta(j));
@@ -108,6 +118,27 @@ void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar)
 
 /* ---- jobs, wait, cancel --------------------------------------------------- */
 
+int wv_job_live(wave_job_state s)
+{
+  return s == WAVE_JOB_QUEUED || s == WAVE_JOB_RUNNING ||
+         s == WAVE_JOB_PREPARING;
+}
+
+void wv_job_waiting(const wave_job_info *j, char *buf, size_t n)
+{
+  buf[0] = '\0';
+  if (j->state != WAVE_JOB_PREPARING)
+    return;
+  const char *pack = j->waiting_pack[0] ? j->waiting_pack : "?";
+  const char *dev = j->waiting_device[0] ? j->waiting_device : "?";
+  if (j->prepare_steps_total > 0)
+    snprintf(buf, n, "waiting for pack %s on %s: %u of %u steps", pack, dev,
+             j->prepare_steps, j->prepare_steps_total);
+  else
+    snprintf(buf, n, "waiting for pack %s on %s: %u steps done", pack, dev,
+             j->prepare_steps);
+}
+
 static void jb_json_info(FILE *f, const wave_job_info *j)
 {
   fprintf(f, "{\"job\": %" PRIu64 ", \"state\": \"%s\", \"done\": %" PRIu64
@@ -119,6 +150,14 @@ static void jb_json_info(FILE *f, const wave_job_info *j)
   double eta = wv_job_eta(j);
   if (j->state == WAVE_JOB_RUNNING && eta >= 0)
     fprintf(f, ", \"eta_seconds\": %.3f", eta);
+  if (j->state == WAVE_JOB_PREPARING) {
+    fputs(", \"waiting\": {\"pack\": ", f);
+    wv_json_str(f, j->waiting_pack);
+    fputs(", \"device\": ", f);
+    wv_json_str(f, j->waiting_device);
+    fprintf(f, ", \"steps\": %u, \"steps_total\": %u}", j->prepare_steps,
+            j->prepare_steps_total);
+  }
   if (j->error.code != 0) {
     fprintf(f, ", \"error\": {\"code\": %d, \"name\": \"%s\", \"message\": ",
             j->error.code, wave_errname(j->error.code));
@@ -155,8 +194,12 @@ void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json)
     fprintf(f, "%-20" PRIu64 " %-9s %-10s %22s %10.3f %12s %8s", j->job_id,
             wv_job_state_name(j->state), j->device, prog, j->seconds, rate,
             eta);
+    char wait[200];
+    wv_job_waiting(j, wait, sizeof wait);
     if (j->error.code != 0)
       fprintf(f, "  %s", wave_errname(j->error.code));
+    else if (wait[0] != '\0')
+      fprintf(f, "  %s", wait);
     fputc('\n', f);
   }
 }
@@ -191,6 +234,10 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
   if (j->error.code != 0)
     fprintf(f, "error        %s: %s\n", wave_errname(j->error.code),
             j->error.message);
+  char wait[200];
+  wv_job_waiting(j, wait, sizeof wait);
+  if (wait[0] != '\0')
+    fprintf(f, "%s\n", wait);
   if (r == NULL)
     return;
   fprintf(f, "job fingerprint %016" PRIx64 "\n", r->job_fingerprint);

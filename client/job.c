@@ -34,6 +34,12 @@ static void job_info(wave_job_info *dst, const Wave__V1__JobInfo *ji)
   wv_client_copy(dst->device, sizeof dst->device, ji->device);
   dst->instance = ji->instance;
   dst->n_devices = ji->n_devices;
+  wv_client_copy(dst->waiting_pack, sizeof dst->waiting_pack,
+                 ji->waiting_pack);
+  wv_client_copy(dst->waiting_device, sizeof dst->waiting_device,
+                 ji->waiting_device);
+  dst->prepare_steps = ji->prepare_steps;
+  dst->prepare_steps_total = ji->prepare_steps_total;
   if (ji->error != NULL) {
     dst->error.code = (int)ji->error->code;
     wv_client_copy(dst->error.message, sizeof dst->error.message,

@@ -405,7 +405,7 @@ static int ctl_cancel(wave_client *c, uint64_t id, const ctl_prog *prog)
   ctl_prog_end(prog, 0);
   if (wave_job_cancel(c, id, &info, &err) != 0)
     return ctl_call_fail(&err);
-  while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
+  while (wv_job_live(info.state)) {
     if (wave_job_poll(c, id, 1000, &info, NULL, &err) != 0)
       return ctl_call_fail(&err);
   }
@@ -520,7 +520,7 @@ static int ctl_wait(wave_client *c, const wv_args *a)
       status = ctl_call_fail(&err);
       break;
     }
-    if (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING) {
+    if (wv_job_live(info.state)) {
       ctl_prog_show(&prog, &info);
       continue;
     }
@@ -544,7 +544,7 @@ static int ctl_cancel_cmd(wave_client *c, const wv_args *a)
   if (wave_job_cancel_key(c, a->job_id, &a->key, &info, &err) != 0)
     return ctl_call_fail(&err);
   /* a running job stops at its next batch: wait until it has */
-  while (info.state == WAVE_JOB_QUEUED || info.state == WAVE_JOB_RUNNING)
+  while (wv_job_live(info.state))
     if (wave_job_poll_key(c, a->job_id, &a->key, 1000, &info, NULL,
                           &err) != 0)
       return ctl_call_fail(&err);

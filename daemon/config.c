@@ -80,6 +80,7 @@ static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
 static const char *const cf_bools[] = {"false", "true", NULL};
 static const char *const cf_verify[] = {"none", "optional", "required", NULL};
+static const char *const cf_prepare[] = {"startup", "first-use", NULL};
 
 #define CFG wd_config
 #define DEV wd_device_cfg
@@ -136,6 +137,7 @@ static const cf_key cf_keys[] = {
 
   {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
   {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},
+  {CF_PACKS, "prepare", CF_ENUM, FLD(CFG, packs_prepare), 0, 0, 0, "startup", cf_prepare, 0, 0, NULL},
 
   {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, cf_check_devname},
   {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, cf_check_backend},

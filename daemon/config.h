@@ -82,6 +82,10 @@ typedef struct wd_tls_cfg {
   int verify;                 /* client certificates: WD_TLS_VERIFY_* */
 } wd_tls_cfg;
 
+/* packs.prepare: every pack on every device before READY=1, or each
+ * pack on a device when the first hash job there needs it. */
+enum { WD_PREPARE_STARTUP = 0, WD_PREPARE_FIRST_USE = 1 };
+
 typedef struct wd_config {
   char path[WD_PATH_MAX];     /* as given: messages name it */
   char **listen;              /* URLs, n_listen >= 1 */
@@ -103,6 +107,7 @@ typedef struct wd_config {
   int packs_all;              /* load every pack in packs_dir */
   char **packs_load;          /* otherwise these names */
   size_t n_packs_load;
+  int packs_prepare;          /* WD_PREPARE_*: when packs are prepared */
   wd_device_cfg *devices;
   size_t n_devices;
 } wd_config;

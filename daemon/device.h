@@ -48,6 +48,11 @@ static inline const char *wd_check_state_name(int state)
 typedef struct wd_pack_state {
   int state;
   char detail[160];
+  /* PENDING: a preparation is queued or running (packprep.c), and how far
+   * it got; steps_total 0 = the backend does not say.  Not queued: the
+   * pack waits for its first job (packs.prepare: first-use). */
+  int queued;
+  unsigned steps, steps_total;
   double hash_rate;       /* out of wd_device_pack_check: hashes/s measured
                              on this device with this pack; 0: none yet */
 } wd_pack_state;

@@ -28,7 +28,23 @@ struct wd_jobs {
   wd_hjob *head, *tail;
   size_t n_active, n_ended;
   uint64_t kept;              /* bytes ended jobs' results hold */
+  wd_prepare_fn prepare;      /* a pack's preparation, on demand */
+  void *prepare_arg;
 };
+
+static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
+                          wave_error *err);
+static void hj_release_waiting(wd_hjob *j);
+
+/* p waits for its pack (under j->mu: the job's other shares may be
+ * running, and their states are written on their device threads). */
+static int hj_is_waiting(wd_hjob *j, const hj_part *p)
+{
+  pthread_mutex_lock(&j->mu);
+  int w = p->state == HP_WAITING;
+  pthread_mutex_unlock(&j->mu);
+  return w;
+}
 
 uint64_t wd_hj_now_ns(void)
 {
@@ -303,17 +319,19 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
     j->dev_names[i] = wd_device_name(chosen[i]);
   }
   free(chosen);
-  /* Queue every share; one that its device refuses (busy, faulted) is left
-   * out, unless none is left. */
+  /* Queue every share, or let it wait for its device's preparation of the
+   * pack; one that its device refuses (busy, faulted) is left out, unless
+   * none is left. */
   int first_rc = 0;
   wave_error first_err = {0};
   for (size_t i = 0; i < j->n_parts; i++) {
     hj_part *pt = &j->parts[i];
     wave_error e = {0};
-    pthread_mutex_lock(&j->mu);
-    int src = wd_device_submit(pt->dev, &pt->work, &e);
+    int src = hj_share_start(t, j, pt, &e);
     if (src != 0) {
-      pt->state = HP_ENDED;
+      pthread_mutex_lock(&j->mu);  /* other shares may be running */
+      pt->state = HP_ENDED;  /* no device holds it */
+      pthread_mutex_unlock(&j->mu);
       pt->work.rc = src;
       pt->work.err = e;
       if (first_rc == 0) {
@@ -323,7 +341,6 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
     } else {
       j->live++;
     }
-    pthread_mutex_unlock(&j->mu);
   }
   if (j->live == 0) {
     hj_free(j);
@@ -429,8 +446,11 @@ void wd_hj_part_ended(hj_part *p)
 {
   wd_hjob *j = p->job;
   pthread_mutex_lock(&j->mu);
+  int waited = p->state == HP_WAITING;
   p->state = HP_ENDED;
   pthread_mutex_unlock(&j->mu);
+  if (waited)
+    j->waiting--;
   free(p->scratch);  /* a batch of outputs: not kept with the job */
   p->scratch = NULL;
   p->scratch_n = 0;
@@ -442,6 +462,8 @@ void wd_hj_part_ended(hj_part *p)
   }
   if (--j->live == 0)
     hj_finish(j);
+  else
+    hj_release_waiting(j);
 }
 
 void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
@@ -468,6 +490,16 @@ void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
   pthread_mutex_unlock(&j->mu);
   for (size_t i = 0; i < n_off; i++)
     wd_hj_part_ended(off[i]);
+  /* the shares still waiting for their pack never reached a device */
+  wave_error e;
+  wv_seterr(&e, code, "job %" PRIu64 " cancelled while its pack was being "
+            "prepared", j->id);
+  for (size_t i = 0; i < j->n_parts && !j->ended; i++)
+    if (hj_is_waiting(j, &j->parts[i])) {
+      j->parts[i].work.rc = code;
+      j->parts[i].work.err = e;
+      wd_hj_part_ended(&j->parts[i]);
+    }
 }
 
 void wd_jobs_cancel_all(wd_jobs *t, int code)
@@ -560,8 +592,21 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
   int st = atomic_load(&j->state);
   if (!j->ended) {
     /* the devices may have finished; the loop has not seen it yet */
-    if (st != WD_JOB_QUEUED)
+    if (j->waiting > 0 && j->waiting == j->live) {
+      st = WD_JOB_PREPARING;
+      for (size_t i = 0; i < j->n_parts; i++)
+        if (j->parts[i].state == HP_WAITING) {
+          wd_pack_state ck = {0};
+          wd_device_pack_check(j->parts[i].dev, j->pack_index, &ck);
+          v->wait_pack = wv_pack_name(j->pack);
+          v->wait_device = j->dev_names[i];
+          v->prepare_steps = ck.steps;
+          v->prepare_steps_total = ck.steps_total;
+          break;
+        }
+    } else if (st != WD_JOB_QUEUED) {
       st = WD_JOB_RUNNING;
+    }
     uint64_t t0 = atomic_load(&j->t_start_ns);
     v->seconds = t0 ? (double)(wd_hj_now_ns() - t0) * 1e-9 : 0.0;
     v->state = st;
@@ -601,4 +646,94 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
     v->n_outputs = (size_t)j->count;
   }
   v->outputs_delivered = j->outputs_sent;
+}
+
+/* ---- shares waiting for their pack (hashjob.h "Packs being prepared") ---- */
+
+void wd_jobs_set_prepare(wd_jobs *t, wd_prepare_fn prepare, void *arg)
+{
+  t->prepare = prepare;
+  t->prepare_arg = arg;
+}
+
+/* Queue pt on its device, or let it wait there for the pack.  0, or why
+ * it cannot run (the caller ends it). */
+static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
+                          wave_error *err)
+{
+  if (wd_device_faulted(pt->dev))  /* its preparation did not run, either */
+    return wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted",
+                     wd_device_name(pt->dev));
+  wd_pack_state ck = {.state = WD_CHECK_FAILED};
+  wd_device_pack_check(pt->dev, j->pack_index, &ck);
+  if (ck.state == WD_CHECK_PENDING) {
+    if (!ck.queued) {
+      int rc = t->prepare != NULL
+                   ? t->prepare(t->prepare_arg, pt->dev, j->pack,
+                                j->pack_index, err)
+                   : wv_seterr(err, WAVE_EINTERNAL, "pack %s is not "
+                               "prepared on device %s", wv_pack_name(j->pack),
+                               wd_device_name(pt->dev));
+      if (rc != 0)
+        return rc;
+    }
+    pthread_mutex_lock(&j->mu);  /* other shares may be running */
+    pt->state = HP_WAITING;
+    pthread_mutex_unlock(&j->mu);
+    j->waiting++;
+    return 0;
+  }
+  if (ck.state == WD_CHECK_FAILED)
+    return wv_seterr(err, WAVE_ESELFCHECK,
+                     "pack %s failed its self-check on device %s: %s",
+                     wv_pack_name(j->pack), wd_device_name(pt->dev),
+                     ck.detail);
+  pthread_mutex_lock(&j->mu);  /* the device may run it at once */
+  pt->state = HP_QUEUED;
+  int rc = wd_device_submit(pt->dev, &pt->work, err);
+  pthread_mutex_unlock(&j->mu);
+  return rc;
+}
+
+/* Only waiting shares are left, and the others did the whole job (or it
+ * failed): the waiting ones have nothing to do. */
+static void hj_release_waiting(wd_hjob *j)
+{
+  if (j->ended || j->live != j->waiting ||
+      (j->folded != j->count && j->abort_rc == 0))
+    return;
+  for (size_t i = 0; i < j->n_parts && !j->ended; i++)
+    if (j->parts[i].state == HP_WAITING) {
+      j->parts[i].work.rc = 0;
+      wd_hj_part_ended(&j->parts[i]);
+    }
+}
+
+void wd_jobs_pack_ended(wd_jobs *t, wd_device *d, size_t slot)
+{
+  wd_pack_state ck = {.state = WD_CHECK_FAILED};
+  wd_device_pack_check(d, slot, &ck);
+  if (ck.state == WD_CHECK_PENDING)
+    return;  /* a newer preparation is queued: wait for that one */
+  for (wd_hjob *j = t->head; j != NULL; j = j->next) {
+    if (j->ended || j->waiting == 0 || j->pack_index != slot)
+      continue;
+    for (size_t i = 0; i < j->n_parts && !j->ended; i++) {
+      hj_part *p = &j->parts[i];
+      if (p->dev != d || !hj_is_waiting(j, p))
+        continue;
+      wave_error e = {0};
+      j->waiting--;  /* hj_share_start queues it or says why not */
+      int rc = hj_share_start(t, j, p, &e);
+      if (rc == 0)
+        continue;
+      pthread_mutex_lock(&j->mu);
+      p->state = HP_WAITING;  /* no device holds it: it ends as one */
+      pthread_mutex_unlock(&j->mu);
+      j->waiting++;
+      p->work.rc = rc;
+      p->work.err = e;
+      wd_hj_part_ended(p);
+    }
+  }
 }

@@ -22,6 +22,18 @@
  * running at once.  Ended jobs' results (outputs and segment lists) hold
  * at most limits.keep_result_bytes: the oldest ended jobs are forgotten
  * first, and a DONE job's outputs are dropped once a reply carried them.
+ *
+ * Packs being prepared.  A share whose device has not yet prepared the
+ * job's pack (start-up still building it, or packs.prepare: first-use and
+ * no job has used it) is not queued on the device: it waits on the loop
+ * (HP_WAITING) and asks for the preparation if none is queued (the
+ * prepare callback: the server queues a wd_prep).  When a preparation
+ * comes back (wd_jobs_pack_ended) the shares waiting for it are queued, or,
+ * if the pack failed its check there, end with SELFCHECK.  While every
+ * live share of a job waits, the job is PREPARING; a job on several
+ * devices starts on those that are ready, the others join when theirs is,
+ * and a share still waiting when the job's nonces are all done just ends.
+ * Nothing here blocks: the waiting is a list walk when a preparation ends.
  */
 #ifndef WD_HASHJOB_H
 #define WD_HASHJOB_H
@@ -35,7 +47,7 @@
 
 /* JobState's numbers (proto/wave.proto). */
 enum { WD_JOB_QUEUED = 1, WD_JOB_RUNNING, WD_JOB_DONE, WD_JOB_FAILED,
-       WD_JOB_CANCELLED };
+       WD_JOB_CANCELLED, WD_JOB_PREPARING };
 
 /* Segments returned per JobRequest at most (a page of 512 KiB). */
 #define WD_SEGMENT_PAGE (1u << 16)
@@ -99,6 +111,15 @@ void wd_jobs_prune(wd_jobs *t);
 size_t wd_jobs_active(const wd_jobs *t);  /* jobs that have not ended */
 /* A reload's new limits (the ones a reload may change; see reload.c). */
 void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim);
+/* prepare(arg, d, pack, slot, err): queue pack's preparation on d (loop
+ * thread; a job found it pending with none queued).  0, or the error the
+ * waiting share ends with. */
+typedef int (*wd_prepare_fn)(void *arg, wd_device *d, const wv_pack *pack,
+                             size_t slot, wave_error *err);
+void wd_jobs_set_prepare(wd_jobs *t, wd_prepare_fn prepare, void *arg);
+/* A preparation of pack slot `slot` on d came back (its check state says
+ * how): queue the shares that waited for it, or end them with SELFCHECK. */
+void wd_jobs_pack_ended(wd_jobs *t, wd_device *d, size_t slot);
 /* Walk the table in submit order: NULL gives the first job. */
 wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j);
 
@@ -154,6 +175,10 @@ typedef struct wd_job_view {
   /* the submit reply only (dispatch.c sets it): JobInfo.key */
   const uint8_t *key;
   size_t key_len;
+  /* PREPARING: the pack it waits for, on which device, and how far that
+   * device's preparation got (steps_total 0: unknown) */
+  const char *wait_pack, *wait_device;
+  unsigned prepare_steps, prepare_steps_total;
 } wd_job_view;
 
 /* The view of j now; for a DONE job with segments, the page

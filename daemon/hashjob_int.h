@@ -21,7 +21,9 @@
 #include "daemon/hashjob.h"
 #include "daemon/principal.h"
 
-enum { HP_QUEUED = 1, HP_ACTIVE, HP_PARKED, HP_ENDED };
+/* HP_WAITING: not on its device yet; it waits for the pack there (loop
+ * thread only: hashjob.h "Packs being prepared"). */
+enum { HP_QUEUED = 1, HP_ACTIVE, HP_PARKED, HP_ENDED, HP_WAITING };
 
 typedef struct hj_piece {
   struct hj_piece *next;
@@ -65,6 +67,7 @@ struct wd_hjob {
   const char **dev_names;    /* n_parts */
   wd_share_view *shares;     /* n_parts, filled at the end */
   size_t live;               /* loop: shares not ended */
+  size_t waiting;            /* loop: of those, HP_WAITING */
 
   pthread_mutex_t mu;        /* everything down to `outputs` */
   uint64_t cursor;           /* offset of the next new piece */

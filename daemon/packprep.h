@@ -7,7 +7,11 @@
  * built is answered at once.  When the last step is done the self-check
  * runs, the device's caps are read again (a backend may measure its batch
  * size on the prepared pack), and the item comes back to the loop, which
- * counts down to readiness (StatusReply.ready, READY=1).
+ * counts down to readiness (StatusReply.ready, READY=1) and starts the
+ * hash jobs that waited for the pack on this device (hashjob.h,
+ * wd_jobs_pack_ended).  While it is queued or runs, the device's state of
+ * the pack says so (wd_pack_state.queued) with the steps done and the
+ * steps in all, which a waiting job's JobInfo reports.
  */
 #ifndef WD_PACKPREP_H
 #define WD_PACKPREP_H
@@ -24,7 +28,9 @@ typedef struct wd_prep {
   size_t index;              /* the pack's index in the device's states */
   int prepared;
   unsigned steps;            /* preparation steps done (status detail) */
-  void (*ended)(void *arg);  /* loop thread, once the item came back */
+  unsigned steps_total;      /* the backend's count; 0: unknown */
+  /* loop thread, once the item came back (p->work.rc: how it ended) */
+  void (*ended)(void *arg, struct wd_prep *p);
   void *arg;
 } wd_prep;
 

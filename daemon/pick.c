@@ -163,7 +163,9 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
     return rc;
   }
   if (rq->kind == WD_PICK_HASH) {
-    /* the fewest hash jobs in flight among those that can run the pack */
+    /* the fewest hash jobs in flight among those that can run the pack,
+     * a device with the pack ready before one still preparing it (a job
+     * there would wait for the preparation: hashjob.h) */
     wd_device *cand[n_devs ? n_devs : 1];
     size_t nc;
     int rc = pk_all(devs, n_devs, rq, cand, &nc, err);
@@ -171,11 +173,17 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
       return rc;
     wd_device *best = NULL;
     unsigned best_load = 0;
+    int best_ready = 0;
     for (size_t i = 0; i < nc; i++) {
       unsigned load = wd_device_long_load(cand[i]);
-      if (best == NULL || load < best_load) {
+      wd_pack_state ck;
+      wd_device_pack_check(cand[i], rq->pack, &ck);
+      int ready = ck.state == WD_CHECK_OK;
+      if (best == NULL || ready > best_ready ||
+          (ready == best_ready && load < best_load)) {
         best = cand[i];
         best_load = load;
+        best_ready = ready;
       }
     }
     out[0] = best;

@@ -4,7 +4,9 @@
  * faulted (config order breaks ties).  Hash jobs: the named device
  * (HashRequest.device), the listed ones (HashRequest.devices; ["all"] is
  * every device with hash jobs that can run the pack), or else the device
- * with the fewest hash jobs in flight.  A named device must exist, run hash
+ * with the fewest hash jobs in flight (one with the pack ready first).  A
+ * device still preparing the pack is picked like a ready one: the job
+ * waits there for the pack (hashjob.h).  A named device must exist, run hash
  * jobs, not be faulted, and not have failed the pack's self-check.  Of
  * several devices that are one physical GPU (the same caps UUID, e.g. a
  * CUDA and a Vulkan device of one card) a job keeps one: the fastest on

@@ -210,6 +210,9 @@ static int rl_check(const wd_config *oc, const wd_config *nc, wave_error *err)
   if (nc->limits.contexts != oc->limits.contexts)
     return wv_seterr(err, WAVE_ECONFIG, "%s: limits.contexts changed; a "
                      "reload cannot resize the socket (restart wavedd)", f);
+  if (nc->packs_prepare != oc->packs_prepare)
+    return wv_seterr(err, WAVE_ECONFIG, "%s: packs.prepare changed; it "
+                     "says what start-up does (restart wavedd)", f);
   if (nc->limits.jobs_in_flight != oc->limits.jobs_in_flight)
     return wv_seterr(err, WAVE_ECONFIG, "%s: limits.jobs_in_flight "
                      "changed; a reload cannot resize the device queues "
@@ -355,9 +358,10 @@ static void rl_apply(rl_run *r)
 }
 
 /* Loop thread: one device is done with one new pack. */
-static void rl_prep_ended(void *arg)
+static void rl_prep_ended(void *arg, wd_prep *p)
 {
   rl_run *r = arg;
+  (void)p;  /* a new slot: no job waits for it before the swap */
   if (--r->preps_left == 0)
     rl_apply(r);
 }
@@ -453,7 +457,7 @@ static void rl_loaded(uv_work_t *w, int status)
       r->preps_left--;
     }
   }
-  rl_prep_ended(r);  /* the hold */
+  rl_prep_ended(r, NULL);  /* the hold */
 }
 
 /* libuv's thread pool, never the loop: read the file and its packs. */

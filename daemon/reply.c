@@ -233,6 +233,10 @@ void wd_reply_job(wd_req *c, const wd_job_view *v)
   ji.n_devices = v->n_devices;
   ji.devices = (char **)v->devices;
   ji.outputs_delivered = v->outputs_delivered != 0;
+  ji.waiting_pack = (char *)(v->wait_pack ? v->wait_pack : "");
+  ji.waiting_device = (char *)(v->wait_device ? v->wait_device : "");
+  ji.prepare_steps = v->prepare_steps;
+  ji.prepare_steps_total = v->prepare_steps_total;
   if (v->rc != 0) {
     e.code = (uint32_t)v->rc;
     snprintf(errname, sizeof errname, "%s", wave_errname(v->rc));
@@ -329,6 +333,10 @@ void wd_reply_jobs(wd_req *c, const wd_job_view *v, size_t n)
     ji[i].instance = v[i].instance;
     ji[i].n_devices = v[i].n_devices;
     ji[i].devices = (char **)v[i].devices;
+    ji[i].waiting_pack = (char *)(v[i].wait_pack ? v[i].wait_pack : "");
+    ji[i].waiting_device = (char *)(v[i].wait_device ? v[i].wait_device : "");
+    ji[i].prepare_steps = v[i].prepare_steps;
+    ji[i].prepare_steps_total = v[i].prepare_steps_total;
     if (v[i].rc != 0) {
       wave__v1__error__init(&e[i]);
       e[i].code = (uint32_t)v[i].rc;

@@ -11,10 +11,16 @@
  * both queues whole).  The loop runs each ended item's done op and each
  * received request's dispatch.
  *
- * Readiness: after the devices opened, every device prepares and checks
- * every pack (setup items, served between reductions).  Once all those
- * came back (and the sockets listen), StatusReply.ready turns true and
- * READY=1 goes to the supervisor (sd_notify).
+ * Readiness: after the devices opened, with packs.prepare: startup every
+ * device prepares and checks every pack (setup items, served between
+ * reductions; the smallest datasets first, so that a 4 MiB pack does not
+ * wait for a 1 GiB one).  Once all those came back (and the sockets
+ * listen), StatusReply.ready turns true and READY=1 goes to the supervisor
+ * (sd_notify).  With packs.prepare: first-use nothing is prepared at
+ * start-up and READY=1 comes once the sockets listen; the first hash job
+ * on a pack and device queues its preparation (sv_prepare), and the job
+ * waits for it in PREPARING (hashjob.h).  Either way, each preparation
+ * that comes back starts the jobs that waited for it (wd_jobs_pack_ended).
  *
  * Signals (uv_signal callbacks on the loop): SIGUSR1 logs one status line
  * (sv_summary); SIGHUP (reload) and SIGQUIT (the same stop as SIGTERM) are
@@ -37,6 +43,7 @@
 #include "daemon/log.h"
 #include "daemon/server_int.h"
 #include "proto/base.h"
+#include "workers/hash/pack.h"
 
 #define SV_LINGER_MS 100   /* after the last reply, before closing sockets */
 #define SV_TICK_MS 1000    /* job table pruning */
@@ -60,18 +67,60 @@ static void sv_check_ready(wd_server *s)
   if (s->ready || s->preps_left > 0 || !s->listening || s->stopping)
     return;
   s->ready = 1;
-  wd_info("ready: every device has prepared its packs");
+  if (s->cfg->packs_prepare == WD_PREPARE_FIRST_USE)
+    wd_info("ready: packs are prepared on first use (packs.prepare)");
+  else
+    wd_info("ready: every device has prepared its packs");
   char state[96];
   snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu device(s)",
            s->n_devs);
   wd_notify(state);
 }
 
-static void sv_prep_ended(void *arg)
+/* A start-up preparation came back. */
+static void sv_prep_ended(void *arg, wd_prep *p)
 {
   wd_server *s = arg;
   s->preps_left--;
+  wd_jobs_pack_ended(s->jobs, p->work.dev, p->index);
   sv_check_ready(s);
+}
+
+/* A preparation a job asked for came back. */
+static void sv_demand_ended(void *arg, wd_prep *p)
+{
+  wd_server *s = arg;
+  wd_jobs_pack_ended(s->jobs, p->work.dev, p->index);
+  free(p);
+}
+
+/* hashjob.c: a job found `pack` pending on d with no preparation queued
+ * (packs.prepare: first-use, or an earlier one could not be queued). */
+static int sv_prepare(void *arg, wd_device *d, const wv_pack *pack,
+                      size_t slot, wave_error *err)
+{
+  wd_server *s = arg;
+  wd_prep *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  p->pack = pack;
+  p->index = slot;
+  p->ended = sv_demand_ended;
+  p->arg = s;
+  int rc = wd_prep_submit(d, p, err);
+  if (rc != 0) {
+    free(p);
+    return rc;
+  }
+  wd_info("device %s: preparing pack %s for its first job", wd_device_name(d),
+          wv_pack_name(pack));
+  return 0;
+}
+
+/* Dataset bytes: the order start-up prepares packs in. */
+static uint64_t sv_pack_bytes(const wv_pack *p)
+{
+  return p->closed ? 0 : p->dataset_items * sizeof(uint64_t);
 }
 
 static void sv_wake_cb(uv_async_t *h)
@@ -261,25 +310,50 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
                      s->n_devs);
   if (opened < s->n_devs)
     wd_warn("%zu of %zu devices opened; serving those", opened, s->n_devs);
-  /* every device prepares every pack, in steps, between its reductions */
+  wd_jobs_set_prepare(s->jobs, sv_prepare, s);
+  rc = 0;
+  /* every device prepares every pack, in steps, between its reductions,
+   * the smallest dataset first (a device builds one at a time) */
   s->preps = calloc(s->n_devs * packs->n + 1, sizeof *s->preps);
-  if (s->preps == NULL)
+  size_t *order = calloc(packs->n + 1, sizeof *order);
+  if (s->preps == NULL || order == NULL) {
+    free(order);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
-  for (size_t i = 0; i < s->n_devs; i++) {
+  }
+  for (size_t k = 0; k < packs->n; k++) {  /* insertion sort: a few packs */
+    size_t m = k;
+    while (m > 0 &&
+           sv_pack_bytes(packs->list[order[m - 1]]) >
+               sv_pack_bytes(packs->list[k])) {
+      order[m] = order[m - 1];
+      m--;
+    }
+    order[m] = k;
+  }
+  int first_use = cfg->packs_prepare == WD_PREPARE_FIRST_USE;
+  for (size_t i = 0; i < s->n_devs && rc == 0; i++) {
     if (!wd_device_has_hash(s->devs[i]))
       continue;
-    for (size_t k = 0; k < packs->n; k++) {
+    for (size_t n = 0; n < packs->n && rc == 0; n++) {
+      size_t k = order[n];
+      if (first_use) {
+        wd_pack_state st = {.state = WD_CHECK_PENDING};
+        snprintf(st.detail, sizeof st.detail, "not prepared yet: "
+                 "packs.prepare is first-use, the first job prepares it");
+        wd_device_set_check(s->devs[i], k, &st);
+        continue;
+      }
       wd_prep *p = &s->preps[i * packs->n + k];
       p->pack = packs->list[k];
       p->index = k;
       p->ended = sv_prep_ended;
       p->arg = s;
-      if ((rc = wd_prep_submit(s->devs[i], p, err)) != 0)
-        return rc;
-      s->preps_left++;
+      if ((rc = wd_prep_submit(s->devs[i], p, err)) == 0)
+        s->preps_left++;
     }
   }
-  return 0;
+  free(order);
+  return rc;
 }
 
 int wd_server_listen(wd_server *s, wave_error *err)

@@ -91,3 +91,11 @@ add_test(NAME log_journal_test
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/log_journal_test.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(log_journal_test PROPERTIES TIMEOUT 180
   ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+
+# hash jobs that wait for their pack's preparation (PREPARING), with the
+# fake backend holding a pack's preparation until the test lets it go
+wave_test(test_packwait SOURCES test_packwait.c daemon_harness.c
+  LIBS wvbase wvhash nng::nng)
+add_dependencies(test_packwait wavedd wavedd-test)
+target_compile_definitions(test_packwait PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")

@@ -414,8 +414,8 @@ Wave__V1__Response *td_job(nng_socket s, uint64_t job, unsigned wait,
   return td_call(s, &rq);
 }
 
-/* Poll (waiting inside the daemon) until the job is no longer queued or
- * running; returns the final JobInfo response. */
+/* Poll (waiting inside the daemon) until the job is no longer queued,
+ * preparing or running; returns the final JobInfo response. */
 Wave__V1__Response *td_wait_job(nng_socket s, uint64_t job)
 {
   for (int i = 0; i < 600; i++) {
@@ -423,7 +423,8 @@ Wave__V1__Response *td_wait_job(nng_socket s, uint64_t job)
     ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
     ck_assert_uint_eq(r->job->job_id, job);
     if (r->job->state != WAVE__V1__JOB_STATE__QUEUED &&
-        r->job->state != WAVE__V1__JOB_STATE__RUNNING)
+        r->job->state != WAVE__V1__JOB_STATE__RUNNING &&
+        r->job->state != WAVE__V1__JOB_STATE__PREPARING)
       return r;
     wave__v1__response__free_unpacked(r, NULL);
   }

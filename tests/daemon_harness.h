@@ -86,7 +86,8 @@ Wave__V1__Response *td_hash_req(nng_socket s, uint64_t id,
 /* JobRequest (cancel: CancelRequest) with Request.id 77. */
 Wave__V1__Response *td_job(nng_socket s, uint64_t job, unsigned wait,
                            int cancel);
-/* Poll with waits until the job has ended; its JobInfo response. */
+/* Poll with waits until the job has ended (not QUEUED, PREPARING or
+ * RUNNING); its JobInfo response. */
 Wave__V1__Response *td_wait_job(nng_socket s, uint64_t job);
 
 #endif

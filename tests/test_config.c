@@ -101,6 +101,7 @@ START_TEST(defaults)
   ck_assert_str_eq(c->packs_dir, dir);
   ck_assert_int_eq(c->packs_dir_set, 0);
   ck_assert_int_eq(c->packs_all, 1);
+  ck_assert_int_eq(c->packs_prepare, WD_PREPARE_STARTUP);
   ck_assert_uint_eq(c->n_devices, 1);
   const wd_device_cfg *d = &c->devices[0];
   ck_assert_str_eq(d->name, "cpu0");
@@ -135,6 +136,7 @@ START_TEST(every_key)
       "packs:\n"
       "  dir: /opt/packs\n"
       "  load: [small, closed]\n"
+      "  prepare: first-use\n"
       "devices:\n"
       "  - name: a\n"
       "    backend: cpu\n"
@@ -167,6 +169,7 @@ START_TEST(every_key)
   ck_assert_uint_eq(c->n_packs_load, 2);
   ck_assert_str_eq(c->packs_load[0], "small");
   ck_assert_str_eq(c->packs_load[1], "closed");
+  ck_assert_int_eq(c->packs_prepare, WD_PREPARE_FIRST_USE);
   ck_assert_uint_eq(c->n_devices, 2);
   ck_assert_str_eq(c->devices[0].name, "a");
   ck_assert_uint_eq(c->devices[0].index, 2);
@@ -201,6 +204,8 @@ START_TEST(shipped_default)
   char packs[700];
   snprintf(packs, sizeof packs, "%s/config/packs", src);
   ck_assert_str_eq(c->packs_dir, packs);
+  /* packs on first use: the idle daemon holds no 1 GiB dataset */
+  ck_assert_int_eq(c->packs_prepare, WD_PREPARE_FIRST_USE);
   wd_config_free(c);
 }
 END_TEST
@@ -292,6 +297,9 @@ START_TEST(bad_enums_and_modes)
               "    exchange: warp\n",
               "4:15", "devices[0].exchange",
               "expected one of: auto, shuffle, local");
+  tc_load_bad("packs:\n"
+              "  prepare: lazily\n" ONE_DEVICE,
+              "2:12", "packs.prepare", "expected one of: startup, first-use");
 }
 END_TEST
 

@@ -118,6 +118,9 @@ typedef struct wv_backend {
    * pack is ready.  NULL = hash_prepare in one call. */
   int (*hash_prepare_step)(wv_device *dev, const struct wv_pack *pack,
                            int *done, wave_error *err);
+  /* Optional.  How many hash_prepare_step calls preparing pack takes in
+   * all, for progress reports ("22 of 64 steps"); NULL or 0 = unknown. */
+  unsigned (*hash_prepare_steps)(wv_device *dev, const struct wv_pack *pack);
   /* Optional.  Outputs of nonces [nonce, nonce + count) into out[count]. */
   int (*hash)(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,
               uint64_t count, uint64_t *out, wave_error *err);

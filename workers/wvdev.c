@@ -78,6 +78,16 @@ int wv_dev_prepare_step(const wv_backend *be, wv_device *dev,
   return rv;
 }
 
+unsigned wv_dev_prepare_steps(const wv_backend *be, wv_device *dev,
+                              const wv_pack *p)
+{
+  if (be->hash == NULL)
+    return 0;
+  if (be->hash_prepare_step == NULL)
+    return 1;  /* hash_prepare in one step */
+  return be->hash_prepare_steps != NULL ? be->hash_prepare_steps(dev, p) : 0;
+}
+
 int wv_dev_selfcheck(const wv_backend *be, wv_device *dev, const wv_pack *p,
                      char *detail, size_t detail_len, wave_error *err)
 {

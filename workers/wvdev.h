@@ -38,6 +38,9 @@ int wv_dev_reduce(const wv_backend *be, wv_device *dev,
  * hash_prepare_step slot, the whole hash_prepare (or nothing) in one step. */
 int wv_dev_prepare_step(const wv_backend *be, wv_device *dev,
                         const wv_pack *p, int *done, wave_error *err);
+/* How many steps preparing p takes (0: the backend does not say). */
+unsigned wv_dev_prepare_steps(const wv_backend *be, wv_device *dev,
+                              const wv_pack *p);
 /* The pack's known answers (wv_pack_selfcheck) once it is prepared. */
 int wv_dev_selfcheck(const wv_backend *be, wv_device *dev, const wv_pack *p,
                      char *detail, size_t detail_len, wave_error *err);

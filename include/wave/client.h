@@ -265,6 +265,10 @@ typedef enum wave_job_state {
   WAVE_JOB_DONE = 3,
   WAVE_JOB_FAILED = 4,
   WAVE_JOB_CANCELLED = 5,
+  /* Waiting for its pack to be prepared on its device(s): waiting_pack,
+   * waiting_device and the prepare_steps say which and how far.  It starts
+   * by itself once the pack passes its check; poll as for QUEUED. */
+  WAVE_JOB_PREPARING = 6,
 } wave_job_state;
 
 typedef struct wave_winner {
@@ -308,6 +312,11 @@ typedef struct wave_job_info {
   wave_error error;        /* when FAILED or CANCELLED */
   uint64_t instance;       /* the daemon instance that owns job_id */
   size_t n_devices;        /* how many devices the job runs on */
+  /* PREPARING: the pack it waits for, the device preparing it, and that
+   * preparation's steps done of prepare_steps_total (0: not known) */
+  char waiting_pack[64];
+  char waiting_device[64];
+  unsigned prepare_steps, prepare_steps_total;
 } wave_job_info;
 
 WAVE_API int wave_hash_submit(wave_client *c, const wave_hash_request *req,

@@ -110,11 +110,10 @@ st=$(ctl status --json) || fail "wavectl status over $url"
 echo "$st" | grep -q '"tcp://0.0.0.0:5555"' || fail "status does not list the tcp listener: $st"
 out=$(printf '3 1 4 1 5 9 2 6\n' | ctl submit reduce --op sum --dtype u32 --format text --input -)
 echo "$out" | grep -q '^sum uint32 = 31 ' || fail "reduce over tcp: $out"
-# every shipped pack, once its self-check has run: the same fingerprint
-# over tcp from another container as over ipc inside the daemon's
+# every shipped pack: the same fingerprint over tcp from another container
+# as over ipc inside the daemon's (container.yaml prepares a pack on first
+# use: the first job waits for it), and then every self-check has run
 checks_done() { local o; o=$(pm exec "$wd" wavectl packs --json) && ! grep -q pending <<<"$o"; }
-until_ok 600 checks_done ||
-  fail "self-checks never finished"
 packs=$(pm exec "$wd" ls /usr/share/wavedd/packs | sed 's/\.yaml$//')
 [ "$(echo "$packs" | wc -l)" -eq "$(ls "$src/config/packs" | wc -l)" ] || fail "packs: $packs"
 for p in $packs; do
@@ -124,6 +123,7 @@ for p in $packs; do
       grep -o '"job_fingerprint": "[0-9a-f]*"') || fail "hash on pack $p over ipc"
   [ "$a" = "$b" ] || fail "pack $p: $a over tcp, $b over ipc"
 done
+until_ok 600 checks_done || fail "self-checks never finished"
 pm exec "$wd" wavectl packs --json | grep -q '"state": "failed"' && fail "a pack failed its self-check"
 # a detached job, waited for by another container
 id=$(ctl submit hash --pack small --nonce 0 --count 8192 --detach --json | grep -o '[0-9]\+')
@@ -170,7 +170,7 @@ until_ok 480 active || {
 [ "$(prop Result)" = success ] || fail "Result=$(prop Result)"
 prop StatusText | grep -q '^serving' || fail "STATUS=$(prop StatusText)"
 [ "$(prop WatchdogUSec)" = 30s ] || fail "WatchdogUSec=$(prop WatchdogUSec)"
-until_ok 240 journal_has 'ready: every device has prepared its packs' || fail "no ready line"
+until_ok 240 journal_has 'ready: ' || fail "no ready line"
 step "systemd: status"
 sx wavectl status | grep -q 'cpu0' || fail "wavectl status in the systemd container"
 [ "$(sx stat -c '%U %a' /run/wavedd/wavedd.sock)" = "wavedd 660" ] ||

@@ -232,6 +232,7 @@ const wv_backend wv_cpu_backend = {
   .reduce = wv_cpu_reduce,
   .hash_prepare = wv_cpu_hash_prepare,
   .hash_prepare_step = wv_cpu_hash_prepare_step,
+  .hash_prepare_steps = wv_cpu_hash_prepare_steps,
   .hash = wv_cpu_hash,
   .hash_batch = wv_cpu_hash_batch,
 };

@@ -46,6 +46,8 @@ unsigned wv_cpu_simd_lanes(void);  /* 8 with AVX2, 4 otherwise */
 struct wv_pack;
 int wv_cpu_hash_prepare_step(wv_device *dev, const struct wv_pack *pack,
                              int *done, wave_error *err);
+unsigned wv_cpu_hash_prepare_steps(wv_device *dev,
+                                   const struct wv_pack *pack);
 int wv_cpu_hash_prepare(wv_device *dev, const struct wv_pack *pack,
                         wave_error *err);
 int wv_cpu_hash(wv_device *dev, const struct wv_pack *pack, uint64_t nonce,

@@ -158,6 +158,15 @@ int wv_cpu_hash_prepare_step(wv_device *dev, const wv_pack *p, int *done,
   return 0;
 }
 
+/* The steps above: one per CH_STEP_ITEMS items; a closed-form pack, or one
+ * whose dataset this device holds already, is one step that does nothing. */
+unsigned wv_cpu_hash_prepare_steps(wv_device *dev, const wv_pack *p)
+{
+  if (p->closed || ch_find(dev, p) != NULL)
+    return 1;
+  return (unsigned)((p->dataset_items + CH_STEP_ITEMS - 1) / CH_STEP_ITEMS);
+}
+
 int wv_cpu_hash_prepare(wv_device *dev, const wv_pack *p, wave_error *err)
 {
   int done = 0, rv;

@@ -11,6 +11,12 @@
  * the device entry's `device` string: "fault_after=N" (N = 0 or no string:
  * never).  That replaces the product's former `fault_after` key.
  *
+ * "hold_prepare=DIR" (alone, or after the count: "fault_after=N,
+ * hold_prepare=DIR") holds a pack's preparation while the file DIR/<pack
+ * name> exists: the step waits inside (the device thread sleeps in 5 ms
+ * naps), so a test sees a pack being prepared for as long as it likes and
+ * lets it go by removing the file.  No timing is involved.
+ *
  * It also takes the pinning slots (worker.h host_register) without
  * pinning anything: it keeps the ranges, refuses overlapping ones, and
  * says on stderr what each host_unregister released, so that tests see
@@ -21,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "proto/base.h"
 #include "workers/fake/fake.h"
@@ -32,29 +40,41 @@ struct wv_device {
   wv_device *cpu;        /* the CPU device that does the work */
   uint64_t fault_after;  /* 0 = never */
   uint64_t steps;        /* device thread only */
+  char hold[200];        /* hold_prepare=DIR, or "" */
   char name[64];
   struct fk_range { uintptr_t lo, hi; } pins[256];  /* host_register'd */
   size_t npins;
 };
 
-/* "fault_after=N": 0 and N, or -1 for anything else. */
-static int fk_parse(const char *s, uint64_t *out)
+/* "[fault_after=N][,hold_prepare=DIR]": 0, N and DIR, or -1 for anything
+ * else. */
+static int fk_parse(const char *s, uint64_t *out, char *hold, size_t n)
 {
   *out = 0;
+  hold[0] = '\0';
   if (s == NULL || s[0] == '\0')
     return 0;
-  static const char key[] = "fault_after=";
-  if (strncmp(s, key, sizeof key - 1) != 0)
+  static const char key[] = "fault_after=", hkey[] = "hold_prepare=";
+  if (strncmp(s, key, sizeof key - 1) == 0) {
+    const char *v = s + sizeof key - 1;
+    if (*v < '0' || *v > '9')
+      return -1;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno != 0 || (*end != '\0' && *end != ','))
+      return -1;
+    *out = x;
+    s = *end == ',' ? end + 1 : end;
+    if (*s == '\0')
+      return *end == ',' ? -1 : 0;
+  }
+  if (strncmp(s, hkey, sizeof hkey - 1) != 0)
     return -1;
-  const char *v = s + sizeof key - 1;
-  if (*v < '0' || *v > '9')
+  s += sizeof hkey - 1;
+  if (*s == '\0' || strlen(s) >= n)
     return -1;
-  errno = 0;
-  char *end;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (errno != 0 || *end != '\0')
-    return -1;
-  *out = x;
+  memcpy(hold, s, strlen(s) + 1);
   return 0;
 }
 
@@ -63,10 +83,12 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
 {
   *out = NULL;
   uint64_t n;
-  if (fk_parse(cfg->device_match, &n) != 0)
+  char hold[200];
+  if (fk_parse(cfg->device_match, &n, hold, sizeof hold) != 0)
     return wv_seterr(err, WAVE_ECONFIG, "device %s: the fake backend's "
-                     "device string is \"fault_after=N\", not \"%s\"",
-                     cfg->name, cfg->device_match);
+                     "device string is \"fault_after=N\", "
+                     "\"hold_prepare=DIR\" or both (comma between), not "
+                     "\"%s\"", cfg->name, cfg->device_match);
   wv_device *d = calloc(1, sizeof *d);
   if (d == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
@@ -76,6 +98,7 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
     return rc;
   }
   d->fault_after = n;
+  snprintf(d->hold, sizeof d->hold, "%s", hold);
   snprintf(d->name, sizeof d->name, "%s", cfg->name);
   *out = d;
   return 0;
@@ -123,10 +146,28 @@ static int fk_prepare(wv_device *d, const struct wv_pack *p, wave_error *err)
   return wv_cpu_backend.hash_prepare(d->cpu, p, err);
 }
 
+/* hold_prepare: wait while DIR/<pack> exists (see the top). */
+static void fk_hold(const wv_device *d, const struct wv_pack *p)
+{
+  if (d->hold[0] == '\0')
+    return;
+  char path[320];
+  snprintf(path, sizeof path, "%s/%s", d->hold, wv_pack_name(p));
+  struct timespec nap = {0, 5 * 1000 * 1000};
+  while (access(path, F_OK) == 0)
+    nanosleep(&nap, NULL);
+}
+
 static int fk_prepare_step(wv_device *d, const struct wv_pack *p, int *done,
                            wave_error *err)
 {
+  fk_hold(d, p);
   return wv_cpu_backend.hash_prepare_step(d->cpu, p, done, err);
+}
+
+static unsigned fk_prepare_steps(wv_device *d, const struct wv_pack *p)
+{
+  return wv_cpu_backend.hash_prepare_steps(d->cpu, p);
 }
 
 static int fk_hash(wv_device *d, const struct wv_pack *p, uint64_t nonce,
@@ -186,6 +227,7 @@ const wv_backend wv_fake_backend = {
   .reduce = fk_reduce,
   .hash_prepare = fk_prepare,
   .hash_prepare_step = fk_prepare_step,
+  .hash_prepare_steps = fk_prepare_steps,
   .hash = fk_hash,
   .hash_batch = fk_hash_batch,
   .host_register = fk_host_register,
