@@ -110,6 +110,7 @@ typedef struct ls_one {
   int used;                 /* a configured URL's (not a removed one's) */
   int guard_port;           /* tls+tcp://: the port connguard.c watches */
   int foreign;              /* the path holds a file not ours (logged) */
+  int renew_failed;         /* remaking a removed path failed (logged) */
 } ls_one;
 
 struct wd_listeners {
@@ -330,10 +331,13 @@ static void ls_renew(ls_one *o, const char *why, int nng_bug)
   int old = o->cur;
   wave_error err = {0};
   if (ls_open_slot(o, k, &err) != 0) {
-    wd_error("listener %s %s; a fresh one failed: %s (retrying)", o->bound,
-             why, err.message);
+    if (nng_bug || !o->renew_failed)  /* a removed folder: said once */
+      wd_error("listener %s %s; a fresh one failed: %s (retrying)",
+               o->bound, why, err.message);
+    o->renew_failed = !nng_bug;
     return;
   }
+  o->renew_failed = 0;
   o->ls->recoveries++;
   if (old >= 0)
     o->s[old].retired = uv_now(o->ls->loop);
@@ -655,6 +659,7 @@ static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
   o->have_ino = 0;
   o->guard_port = 0;
   o->foreign = 0;
+  o->renew_failed = 0;
   o->ipc = strncmp(url, "ipc://", 6) == 0;
   o->path[0] = '\0';
   if (o->ipc) {

@@ -10,6 +10,6 @@ target_compile_definitions(test_front PRIVATE
 # TLS connections that must end, a deleted socket file, certificate dates.
 wave_test(test_fdlimits SOURCES test_fdlimits.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)
-add_dependencies(test_fdlimits wavedd)
+add_dependencies(test_fdlimits wavedd wavectl)
 target_compile_definitions(test_fdlimits PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")

@@ -230,6 +230,20 @@ START_TEST(files_limit_raised_and_reported)
   ck_assert_uint_eq(fl_status_ipc(&d), soft);
   ck_assert_msg(strstr(td_stderr(&d), "soft limit raised from 512") != NULL,
                 "%s", td_stderr(&d));
+  /* wavectl status prints it */
+  char ctl[600], cmd[1200], out[8192], want[64];
+  snprintf(ctl, sizeof ctl, "%s", td_wavedd());
+  char *slash = strrchr(ctl, '/');
+  snprintf(slash + 1, sizeof ctl - (size_t)(slash + 1 - ctl), "wavectl");
+  snprintf(cmd, sizeof cmd, "'%s' --url '%s' status 2>&1", ctl, d.ipc);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t got = fread(out, 1, sizeof out - 1, f);
+  out[got] = '\0';
+  ck_assert_int_eq(pclose(f), 0);
+  snprintf(want, sizeof want, "open files limit %llu\n",
+           (unsigned long long)soft);
+  ck_assert_msg(strstr(out, want) != NULL, "%s", out);
   /* the figure is the limit now, not the one at start */
   struct rlimit rl = {1000, hard};
   ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
