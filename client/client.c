@@ -604,6 +604,7 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->jobs_failed = st->jobs_failed;
     s->instance = st->instance;
     s->ready = st->ready;
+    s->max_files = st->max_files;
     for (size_t i = 0; i < n; i++)
       if (st->devices[i] != NULL)
         cl_device(&s->devices[s->n_devices++], st->devices[i]);

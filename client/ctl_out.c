@@ -244,9 +244,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     wv_json_str(f, url);
     fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
             ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
-            ", \"ready\": %s, \"listen\": [",
+            ", \"ready\": %s, \"max_files\": %" PRIu64 ", \"listen\": [",
             s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
-            s->ready ? "true" : "false");
+            s->ready ? "true" : "false", s->max_files);
     for (size_t i = 0; i < s->n_listen; i++) {
       fputs(i ? ", " : "", f);
       wv_json_str(f, s->listen[i]);
@@ -285,6 +285,8 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fprintf(f, "%s%s", i ? ", " : "listening on ", s->listen[i]);
   if (s->n_listen > 0)
     fputc('\n', f);
+  if (s->max_files > 0)
+    fprintf(f, "open files limit %" PRIu64 "\n", s->max_files);
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);

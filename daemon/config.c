@@ -125,6 +125,11 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_peer_parked", limits.max_peer_parked, 0, 65536, 256),
   UINT(CF_LIMITS, CFG, "send_timeout_ms", limits.send_timeout_ms, 100, 600000, 10000),
   UINT(CF_LIMITS, CFG, "idle_timeout_ms", limits.idle_timeout_ms, 0, 86400000, 120000),
+  /* connguard.c: connections nng never ends (issue 22, finding 4) */
+  UINT(CF_LIMITS, CFG, "tls_handshake_ms", limits.tls_handshake_ms, 0, 600000, 10000),
+  UINT(CF_LIMITS, CFG, "max_tls_handshakes", limits.max_tls_handshakes, 1, 65536, 64),
+  UINT(CF_LIMITS, CFG, "metrics_max_age_ms", limits.metrics_max_age_ms, 0, 86400000, 30000),
+  UINT(CF_LIMITS, CFG, "metrics_connections", limits.metrics_connections, 1, 4096, 16),
 
   {CF_TLS, "cert_file", CF_FILE, FLD(CFG, tls.cert_file), 0, 0, 0, "", NULL, 1, 0, NULL},
   {CF_TLS, "key_file", CF_FILE, FLD(CFG, tls.key_file), 0, 0, 0, "", NULL, 1, 0, NULL},

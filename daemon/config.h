@@ -61,6 +61,11 @@ typedef struct wd_limits {
   unsigned max_peer_parked;   /* parked polls of one pipe */
   unsigned send_timeout_ms;   /* a reply that cannot leave: pipe closed */
   unsigned idle_timeout_ms;   /* no message for this long: closed; 0 off */
+  /* connections that are not pipes yet, and metrics (daemon/connguard.c) */
+  unsigned tls_handshake_ms;  /* TLS + SP handshake deadline; 0 off */
+  unsigned max_tls_handshakes;/* TLS connections not yet pipes, at once */
+  unsigned metrics_max_age_ms;/* a metrics connection lives this long */
+  unsigned metrics_connections;/* metrics connections at once */
 } wd_limits;
 
 /* auth.tokens[i] (daemon/auth.c checks requests against them). */

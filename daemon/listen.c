@@ -29,6 +29,19 @@
  * those by itself) starts no recovery.  Where nng has no statistics, a
  * probe connection every LS_PROBE_MS checks that the listener attaches it.
  *
+ * A socket file that someone removes (rm, a tmp cleaner) leaves the
+ * listener accepting on a name nobody can reach.  So the tick also lstat()s
+ * each path every LS_PATH_TICKS ticks and compares the inode with the one
+ * we renamed there: when the path is gone, a fresh listener takes it as in
+ * a recovery (logged at warning; connected clients stay).  When something
+ * else is there now, it is not ours to replace (another wavedd may have
+ * started on the path): that is logged at error, once, and new clients
+ * cannot reach this daemon on the path until it is restarted.
+ *
+ * The listeners also feed connguard.c (the deadline of TLS connections
+ * that are not pipes yet): the tls+tcp:// ports, and the peer address of
+ * every pipe.
+ *
  * Before listening on an ipc path: the folder and any file there pass
  * sockpath.c's checks, and when something accepts on the path it belongs
  * to a live process (another wavedd?) and we refuse to start.
@@ -46,6 +59,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/connguard.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/sockpath.h"
@@ -58,6 +72,7 @@
 #define LS_DEADLINE_MS 3000
 #define LS_SLOTS 16         /* one listener serving, the rest retiring */
 #define LS_SPARE 32         /* URL slots beyond the start-up ones, for reloads */
+#define LS_PATH_TICKS 10    /* the socket file is checked this often */
 
 /* The SP handshake a REQ (0x30) peer sends. */
 static const uint8_t ls_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
@@ -93,6 +108,9 @@ typedef struct ls_one {
   int probing, ending;
   uint64_t since, seen, last_probe;
   int used;                 /* a configured URL's (not a removed one's) */
+  int guard_port;           /* tls+tcp://: the port connguard.c watches */
+  int foreign;              /* the path holds a file not ours (logged) */
+  int renew_failed;         /* remaking a removed path failed (logged) */
 } ls_one;
 
 struct wd_listeners {
@@ -108,6 +126,8 @@ struct wd_listeners {
   int timer_on;
   int stats;                /* nng has statistics */
   unsigned recoveries;
+  unsigned ticks;
+  wd_guard *guard;
 };
 
 static int ls_find(ls_one *o, int id)
@@ -228,12 +248,14 @@ static void ls_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
       atomic_fetch_add(&ls->v[i].s[k].added, 1);
     }
   }
+  wd_guard_pipe_added(ls->guard, p);
 }
 
 void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p)
 {
   if (ls == NULL)
     return;
+  wd_guard_pipe_gone(ls->guard, p);
   int id = nng_listener_id(nng_pipe_listener(p));
   for (size_t i = 0; id > 0 && i < ls->n_alloc; i++) {
     int k = ls_find(&ls->v[i], id);
@@ -291,8 +313,9 @@ static int ls_at_fd_limit(void)
   return errno == EMFILE || errno == ENFILE;
 }
 
-/* A fresh listener on the path; the stuck one retires with its pipes. */
-static void ls_recover(ls_one *o, const char *why)
+/* A fresh listener on the path; the stuck one retires with its pipes.
+ * nng_bug: the cause is nng#1518 (else the socket file was removed). */
+static void ls_renew(ls_one *o, const char *why, int nng_bug)
 {
   int k = -1;
   for (int i = 0; i < LS_SLOTS && k < 0; i++)
@@ -308,16 +331,51 @@ static void ls_recover(ls_one *o, const char *why)
   int old = o->cur;
   wave_error err = {0};
   if (ls_open_slot(o, k, &err) != 0) {
-    wd_error("listener %s %s; a fresh one failed: %s (retrying)", o->bound,
-             why, err.message);
+    if (nng_bug || !o->renew_failed)  /* a removed folder: said once */
+      wd_error("listener %s %s; a fresh one failed: %s (retrying)",
+               o->bound, why, err.message);
+    o->renew_failed = !nng_bug;
     return;
   }
+  o->renew_failed = 0;
   o->ls->recoveries++;
   if (old >= 0)
     o->s[old].retired = uv_now(o->ls->loop);
-  wd_warn("listener %s %s (nng 1.5 stops accepting on ipc after an aborted "
-          "handshake); a fresh listener took the path, connected clients "
-          "stay on the old one", o->bound, why);
+  if (nng_bug)
+    wd_warn("listener %s %s (nng 1.5 stops accepting on ipc after an "
+            "aborted handshake); a fresh listener took the path, connected "
+            "clients stay on the old one", o->bound, why);
+  else
+    wd_warn("listener %s: %s; a fresh listener made it again, connected "
+            "clients stay on the old one", o->bound, why);
+}
+
+static void ls_recover(ls_one *o, const char *why) { ls_renew(o, why, 1); }
+
+/* Is the path still the socket we renamed there? */
+static void ls_check_path(ls_one *o)
+{
+  if (!o->have_ino || o->cur < 0)
+    return;  /* bound on the path itself (nng owns it), or down */
+  struct stat st;
+  if (lstat(o->path, &st) == 0) {
+    if (st.st_dev == o->dev && st.st_ino == o->ino) {
+      o->foreign = 0;
+      return;
+    }
+    if (!o->foreign)
+      wd_error("listener %s: %s is no longer our socket (another file is "
+               "there now; not replaced): new clients cannot reach this "
+               "daemon there until it restarts", o->bound, o->path);
+    o->foreign = 1;
+    return;
+  }
+  if (errno == ENOENT)
+    ls_renew(o, "the socket file was removed", 0);
+  else if (!o->foreign) {
+    wd_error("listener %s: %s: %s", o->bound, o->path, strerror(errno));
+    o->foreign = 1;
+  }
 }
 
 /* Close retired listeners whose last pipe has gone, LS_GRACE_MS after they
@@ -399,6 +457,7 @@ static void ls_tick(uv_timer_t *t)
 {
   wd_listeners *ls = t->data;
   uint64_t now = uv_now(ls->loop);
+  int path_tick = ++ls->ticks % LS_PATH_TICKS == 0;
   for (size_t i = 0; i < ls->n; i++) {
     ls_one *o = &ls->v[i];
     if (!o->ipc || !o->used)
@@ -408,6 +467,8 @@ static void ls_tick(uv_timer_t *t)
       ls_recover(o, "is down");
       continue;
     }
+    if (path_tick)
+      ls_check_path(o);
     if (!ls->stats) {
       ls_probe(o, now);
       continue;
@@ -455,6 +516,10 @@ static void ls_bound(ls_one *o)
   int port = 0;
   if (o->ipc || nng_listener_get_int(o->s[o->cur].l, NNG_OPT_TCP_BOUND_PORT, &port) != 0)
     return;
+  if (wd_tls_url(o->url)) {
+    o->guard_port = port;
+    wd_guard_port(o->ls->guard, WD_GUARD_TLS, port, 1);
+  }
   nng_url *u = NULL;
   if (nng_url_parse(&u, o->url) != 0)
     return;
@@ -480,6 +545,8 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
   ls->v = calloc(cfg->n_listen + LS_SPARE, sizeof *ls->v);
   ls->urls = calloc(cfg->n_listen + LS_SPARE + 1, sizeof *ls->urls);
   if (ls->v == NULL || ls->urls == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  if ((ls->guard = wd_guard_new(loop, &ls->cfg)) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   nng_stat *st = NULL;
   ls->stats = nng_stats_get(&st) == 0;
@@ -565,6 +632,9 @@ static void ls_drop(ls_one *o)
   o->cur = -1;
   ls_unlink(o);
   o->ipc = 0;
+  if (o->guard_port > 0)
+    wd_guard_port(o->ls->guard, WD_GUARD_TLS, o->guard_port, 0);
+  o->guard_port = 0;
   if (o->probing && !o->ending) {
     o->ending = 1;
     uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
@@ -587,6 +657,9 @@ static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
   o->cur = -1;
   o->probing = o->ending = 0;
   o->have_ino = 0;
+  o->guard_port = 0;
+  o->foreign = 0;
+  o->renew_failed = 0;
   o->ipc = strncmp(url, "ipc://", 6) == 0;
   o->path[0] = '\0';
   if (o->ipc) {
@@ -689,6 +762,11 @@ unsigned wd_listeners_recoveries(const wd_listeners *ls)
   return ls ? ls->recoveries : 0;
 }
 
+wd_guard *wd_listeners_guard(const wd_listeners *ls)
+{
+  return ls ? ls->guard : NULL;
+}
+
 void wd_listeners_close(wd_listeners *ls)
 {
   if (ls == NULL)
@@ -696,6 +774,7 @@ void wd_listeners_close(wd_listeners *ls)
   if (ls->timer_on)
     uv_close((uv_handle_t *)&ls->timer, NULL);
   ls->timer_on = 0;
+  wd_guard_close(ls->guard);
   for (size_t i = 0; i < ls->n; i++) {
     ls_one *o = &ls->v[i];
     if (o->probing && !o->ending) {
@@ -710,6 +789,7 @@ void wd_listeners_free(wd_listeners *ls)
 {
   if (ls == NULL)
     return;
+  wd_guard_free(ls->guard);
   free(ls->v);
   free(ls->urls);
   free(ls);

@@ -31,6 +31,10 @@ void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap);
 void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p);
 /* How many times a stuck ipc listener was replaced (status, tests). */
 unsigned wd_listeners_recoveries(const wd_listeners *ls);
+/* The connection guard (connguard.c) the listeners feed; metrics.c adds
+ * its port to it. */
+typedef struct wd_guard wd_guard;
+wd_guard *wd_listeners_guard(const wd_listeners *ls);
 /* The URLs as bound (a tcp port 0 replaced by the port chosen). */
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n);
 /* Stop the watchdog, close its handles and unlink the ipc paths that are

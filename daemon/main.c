@@ -13,6 +13,12 @@
  * command line, config or pack, 1 when start-up fails (no device opened,
  * an address already in use) or the loop does not close cleanly.
  *
+ * Descriptors: the soft RLIMIT_NOFILE is raised to the hard limit before
+ * the loop, nng or a device opens anything (mn_raise_files): the default soft limit, 1024, is what
+ * 60 clients with 16 file regions each use up, and each connection is one
+ * more.  systemd/wavedd.service.in sets the hard limit (LimitNOFILE=);
+ * status and the metrics page report the figure (connguard.c).
+ *
  * Detaching forks before any thread exists (the device threads, nng's and
  * libuv's come later); the parent waits on a pipe until the child is
  * listening or has failed, so `wavedd --config f && wavectl status` works
@@ -24,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -36,6 +44,7 @@
 #include "daemon/reload.h"
 #include "daemon/server.h"
 #include "daemon/stats.h"
+#include "daemon/tls.h"
 #include "proto/base.h"
 #include "workers/hash/hash.h"
 
@@ -101,6 +110,35 @@ static int mn_detach(void)
   return fds[1];
 }
 
+/* Soft RLIMIT_NOFILE up to the hard limit, logged either way. */
+static void mn_raise_files(void)
+{
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    wd_warn("getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+    return;
+  }
+  rlim_t was = rl.rlim_cur;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+      wd_warn("open files: cannot raise the soft limit %llu to the hard "
+              "limit %llu: %s", (unsigned long long)was,
+              (unsigned long long)rl.rlim_max, strerror(errno));
+      return;
+    }
+    wd_info("open files: soft limit raised from %llu to the hard limit %llu",
+            (unsigned long long)was, (unsigned long long)rl.rlim_max);
+  } else {
+    wd_info("open files: limit %llu (the hard limit)",
+            (unsigned long long)rl.rlim_cur);
+  }
+  if (rl.rlim_cur < 4096)
+    wd_warn("open files: a limit of %llu is low for a daemon (each "
+            "connection and file region holds one; LimitNOFILE= in the unit, "
+            "docs/service.md)", (unsigned long long)rl.rlim_cur);
+}
+
 static void mn_report(int fd, unsigned char status)
 {
   if (fd < 0)
@@ -161,6 +199,18 @@ int main(int argc, char **argv)
     wd_config_free(cfg);
     return 2;
   }
+  if (check && cfg->tls.set) {
+    char why[400];
+    int dates = wd_tls_dates(&cfg->tls, time(NULL), why, sizeof why);
+    if (dates == -1 || dates == -2) {
+      fprintf(stderr, "wavedd: %s: tls: %s\n", path, why);
+      wd_packs_free(set, &packs);
+      wd_config_free(cfg);
+      return 2;
+    }
+    if (dates == 1)
+      fprintf(stderr, "wavedd: warning: %s: tls: %s\n", path, why);
+  }
   if (check) {
     printf("%s: ok: %zu device(s), %zu listen URL(s), %zu pack(s)\n", path,
            cfg->n_devices, cfg->n_listen, packs.n);
@@ -168,6 +218,7 @@ int main(int argc, char **argv)
     wd_config_free(cfg);
     return 0;
   }
+  mn_raise_files();
   int ready_fd = foreground ? -1 : mn_detach();
 
   int rc = 0;

@@ -2,7 +2,15 @@
  * per device, jobs by kind and outcome, job errors by code, queue depth and
  * capacity, rows and bytes reduced, nonces hashed and the hash rate over
  * 10 s / 60 s / 15 min, the device's fault, each pack's self-check state;
- * daemon-wide, request errors by code, reloads, uptime.
+ * daemon-wide, request errors by code, reloads, uptime, open files and
+ * their limit, connections the guard closed.
+ *
+ * Every connection ends: nng 1.5.2's HTTP server keeps a connection that
+ * sends no request for good and has no cap on their number (no option for
+ * either), so the port is handed to connguard.c, which closes connections
+ * past limits.metrics_max_age_ms and beyond limits.metrics_connections.
+ * The page is served with "Connection: close": a scrape's connection ends
+ * with its reply, and only a peer that holds one open meets the guard.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -14,7 +22,9 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
+#include "daemon/connguard.h"
 #include "daemon/device.h"
+#include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/stats.h"
@@ -31,6 +41,7 @@ struct wd_metrics {
   nng_http_handler *h;
   int started;
   char bound[300];
+  int port;               /* given to the guard */
   pthread_mutex_t mu;     /* page, len */
   char *page;
   size_t len;
@@ -52,6 +63,8 @@ static void mt_serve(nng_aio *aio)
   if (rv == 0)
     rv = nng_http_res_set_header(res, "Content-Type",
                                  "text/plain; version=0.0.4; charset=utf-8");
+  if (rv == 0)  /* nng then closes the connection once the reply is out */
+    rv = nng_http_res_set_header(res, "Connection", "close");
   if (rv != 0) {
     if (res != NULL)
       nng_http_res_free(res);
@@ -211,6 +224,22 @@ static void mt_page(wd_metrics *m, FILE *f)
           "configuration reloads (SIGHUP) by result");
   fprintf(f, "wavedd_reloads_total{result=\"ok\"} %" PRIu64 "\n", rok);
   fprintf(f, "wavedd_reloads_total{result=\"failed\"} %" PRIu64 "\n", rfail);
+  wd_guard *g = wd_server_guard(m->srv);
+  mt_help(f, "wavedd_max_files", "gauge",
+          "the daemon's open-files limit (soft RLIMIT_NOFILE)");
+  fprintf(f, "wavedd_max_files %" PRIu64 "\n", wd_max_files());
+  uint64_t of = wd_guard_open_files(g);
+  if (of != (uint64_t)-1) {
+    mt_help(f, "wavedd_open_files", "gauge", "descriptors the daemon holds");
+    fprintf(f, "wavedd_open_files %" PRIu64 "\n", of);
+  }
+  mt_help(f, "wavedd_guard_closed_total", "counter",
+          "connections closed by the guard: TLS ones not a pipe in time, "
+          "metrics ones past their age or over the cap");
+  fprintf(f, "wavedd_guard_closed_total{kind=\"tls\"} %" PRIu64 "\n",
+          wd_guard_closed(g, WD_GUARD_TLS));
+  fprintf(f, "wavedd_guard_closed_total{kind=\"metrics\"} %" PRIu64 "\n",
+          wd_guard_closed(g, WD_GUARD_METRICS));
   free(sd);
 }
 
@@ -259,6 +288,7 @@ static void mt_bound(wd_metrics *m)
       port = ntohs(sa.s_in6.sa_port);
     }
   }
+  m->port = (int)port;
   if (port != 0)
     snprintf(m->bound, sizeof m->bound, "http://%s:%u/metrics", host, port);
   else
@@ -313,6 +343,7 @@ int wd_metrics_start(uv_loop_t *loop, wd_server *srv, const char *url,
   }
   m->started = 1;
   mt_bound(m);
+  wd_guard_port(wd_server_guard(srv), WD_GUARD_METRICS, m->port, 1);
   uv_timer_init(loop, &m->timer);
   m->timer.data = m;
   uv_timer_start(&m->timer, mt_tick, MT_PERIOD_MS, MT_PERIOD_MS);
@@ -330,8 +361,10 @@ void wd_metrics_close(wd_metrics *m)
 {
   if (m == NULL)
     return;
-  if (m->started)
+  if (m->started) {
+    wd_guard_port(wd_server_guard(m->srv), WD_GUARD_METRICS, m->port, 0);
     nng_http_server_stop(m->http);
+  }
   m->started = 0;
   uv_close((uv_handle_t *)&m->timer, mt_closed);
 }

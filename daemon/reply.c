@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/connguard.h"
 #include "daemon/log.h"
 #include "daemon/stats.h"
 #include "daemon/server_int.h"
@@ -153,6 +154,7 @@ void wd_reply_status(wd_req *c)
   sr.listen = wd_listeners_urls(s->lst, &sr.n_listen);
   sr.instance = s->instance;
   sr.ready = s->ready != 0;
+  sr.max_files = wd_max_files();
   wd_region_snap rsnap;
   wd_bulk_status(s->bulk, &sr, &rsnap);
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;

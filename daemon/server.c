@@ -400,6 +400,11 @@ const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
 
 const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
 
+struct wd_guard *wd_server_guard(const wd_server *s)
+{
+  return wd_listeners_guard(s->lst);
+}
+
 int wd_server_stopping(const wd_server *s)
 {
   return s->stopping || s->closed || !s->listening;

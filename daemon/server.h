@@ -36,6 +36,8 @@ int wd_server_ready(const wd_server *s);
 wd_device *const *wd_server_devices(const wd_server *s, size_t *n);
 const wd_packs *wd_server_packs(const wd_server *s);
 const wd_config *wd_server_config(const wd_server *s);
+/* The connection guard (connguard.c); NULL before the sockets listen. */
+struct wd_guard *wd_server_guard(const wd_server *s);
 /* Serve with cfg from now on: its limits (and later requests see its
  * values).  cfg must differ from the serving one only in what reload.c
  * allows, and outlive the server. */

@@ -10,6 +10,14 @@
  * --check-config time as well as at start-up (wd_tls_check runs the same
  * loading on a throwaway config).  TLS 1.2 is the floor, nng's default.
  *
+ * Certificate dates (wd_tls_dates) are read with mbedTLS's X.509 parser,
+ * the library nng's TLS already uses: an expired (or not yet valid)
+ * certificate fails --check-config (main.c), and when a tls+tcp://
+ * listener starts (start-up, or a reload that adds one) it is logged at
+ * error and still served, because refusing to start would also stop every
+ * ipc and tcp client over a TLS-only problem; one that ends within
+ * WD_TLS_WARN_DAYS days is a warning in both places.
+ *
  * TLS authenticates the daemon to its clients and keeps tokens and data
  * private on the wire; who may send requests is still decided by the
  * tokens (auth.c), or by verify: required.
@@ -19,9 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mbedtls/x509_crt.h>
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 
+#include "daemon/log.h"
 #include "daemon/tls.h"
 #include "proto/base.h"
 
@@ -127,7 +137,13 @@ int wd_tls_listener(nng_listener l, const char *url, const wd_tls_cfg *t,
   if (!t->set)
     return wv_seterr(err, WAVE_ECONFIG, "listen %s: no tls: section "
                      "(cert_file, key_file)", url);
-  char why[300];
+  char why[400];
+  int dates = wd_tls_dates(t, time(NULL), why, sizeof why);
+  if (dates == -1)
+    wd_error("listen %s: %s (served anyway; other listeners are not "
+             "affected)", url, why);
+  else if (dates == 1)
+    wd_warn("listen %s: %s", url, why);
   nng_tls_config *tc = tl_make(t, why, sizeof why);
   if (tc == NULL)
     return wv_seterr(err, WAVE_ECONFIG, "listen %s: tls %s", url, why);
@@ -137,4 +153,67 @@ int wd_tls_listener(nng_listener l, const char *url, const wd_tls_cfg *t,
     return wv_seterr(err, WAVE_EIO, "listen %s: TLS config: %s", url,
                      nng_strerror(rv));
   return 0;
+}
+
+static time_t tl_time(const mbedtls_x509_time *x)
+{
+  struct tm tm = {.tm_year = x->year - 1900, .tm_mon = x->mon - 1,
+                  .tm_mday = x->day, .tm_hour = x->hour, .tm_min = x->min,
+                  .tm_sec = x->sec};
+  return timegm(&tm);
+}
+
+static void tl_date(time_t t, char *out, size_t n)
+{
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, n, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+int wd_tls_dates(const wd_tls_cfg *t, time_t now, char *why, size_t n)
+{
+  char *pem = tl_read("cert_file", t->cert_file, why, n);
+  if (pem == NULL)
+    return -2;
+  mbedtls_x509_crt crt;
+  mbedtls_x509_crt_init(&crt);
+  int rv = mbedtls_x509_crt_parse(&crt, (const unsigned char *)pem,
+                                  strlen(pem) + 1);
+  free(pem);
+  if (rv < 0) {  /* > 0: some certificates of the file were skipped */
+    snprintf(why, n, "cert_file %s: not a PEM certificate (mbedTLS -0x%04x)",
+             t->cert_file, (unsigned)-rv);
+    mbedtls_x509_crt_free(&crt);
+    return -2;
+  }
+  int k = 0, at = 0, worst = 0;
+  time_t end = 0, begin = 0;
+  for (const mbedtls_x509_crt *c = &crt; c != NULL && c->raw.p != NULL;
+       c = c->next, k++) {
+    time_t b = tl_time(&c->valid_from), e = tl_time(&c->valid_to);
+    int bad = b > now || e <= now;
+    if (k == 0 || (bad && !worst) || (bad == worst && e < end)) {
+      at = k, end = e, begin = b, worst = bad;
+    }
+  }
+  mbedtls_x509_crt_free(&crt);
+  char d1[40], d2[40];
+  tl_date(begin, d1, sizeof d1);
+  tl_date(end, d2, sizeof d2);
+  const char *which = at == 0 ? "the certificate" : "a chain certificate";
+  if (begin > now) {
+    snprintf(why, n, "cert_file %s: %s (number %d in the file) is not valid "
+             "before %s", t->cert_file, which, at + 1, d1);
+    return -1;
+  }
+  if (end <= now) {
+    snprintf(why, n, "cert_file %s: %s (number %d in the file) expired on %s: "
+             "TLS clients refuse it; renew it", t->cert_file, which, at + 1,
+             d2);
+    return -1;
+  }
+  double days = difftime(end, now) / 86400.0;
+  snprintf(why, n, "cert_file %s: %s (number %d in the file) expires on %s, "
+           "in %.1f days", t->cert_file, which, at + 1, d2, days);
+  return days < WD_TLS_WARN_DAYS ? 1 : 0;
 }

@@ -230,6 +230,7 @@ typedef struct wave_status {
   size_t n_listen;
   char **listen;  /* the daemon's listen URLs as bound (a tcp port 0
                      replaced by the port it got) */
+  uint64_t max_files;  /* the daemon's open-files limit (0: not reported) */
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(). */
