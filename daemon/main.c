@@ -30,6 +30,7 @@
 
 #include <uv.h>
 
+#include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/hashjob.h"
 #include "daemon/log.h"
@@ -167,6 +168,13 @@ int main(int argc, char **argv)
     wd_packs_free(set, &packs);
     wd_config_free(cfg);
     return 0;
+  }
+  /* auth.tokens[].generate: the absent token files, once, before serving */
+  if (wd_auth_generate(cfg, &err) != 0) {
+    fprintf(stderr, "wavedd: %s\n", err.message);
+    wd_packs_free(set, &packs);
+    wd_config_free(cfg);
+    return 2;
   }
   int ready_fd = foreground ? -1 : mn_detach();
 
