@@ -15,7 +15,8 @@ set_tests_properties(prometheus_test PROPERTIES SKIP_RETURN_CODE 77
 # debootstrap), so they run in the normal build only: the sanitizer build
 # adds nothing to what they check.
 if(NOT WAVE_SANITIZE)
-  add_test(NAME container_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/container/run.sh)
+  add_test(NAME container_test
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/container/run.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(container_test PROPERTIES SKIP_RETURN_CODE 77
     TIMEOUT 2400 RUN_SERIAL TRUE)
 endif()
