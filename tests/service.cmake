@@ -20,3 +20,12 @@ if(NOT WAVE_SANITIZE)
   set_tests_properties(container_test PROPERTIES SKIP_RETURN_CODE 77
     TIMEOUT 2400 RUN_SERIAL TRUE)
 endif()
+
+# The README test (tests/readme/run.sh): README.md's shell blocks and
+# docs/cli.md's examples, as written, in a container (podman, as a user,
+# 2 CPUs); skipped where podman or root is missing.
+if(NOT WAVE_SANITIZE)
+  add_test(NAME readme_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/readme/run.sh)
+  set_tests_properties(readme_test PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 1200 RUN_SERIAL TRUE)
+endif()
