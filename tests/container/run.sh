@@ -53,7 +53,8 @@ tok=
 data=
 readme=
 cleanup() {
-  pm rm -f -t 0 "$wd" "$wds" "$wd2" >/dev/null 2>&1 || true
+  # one at a time: podman rm stops at a name that does not exist
+  for c in "$wd" "$wds" "$wd2"; do pm rm -f -t 0 "$c" >/dev/null 2>&1 || true; done
   if [ -n "$readme" ]; then
     pm rm -f -t 0 wavedd >/dev/null 2>&1 || true
     rm -rf "$readme" "$src/wavedd.token"
@@ -61,7 +62,7 @@ cleanup() {
   [ -z "$tok" ] || rm -rf "$tok"
   [ -z "$data" ] || rm -rf "$data"
   pm network rm -f "$net" >/dev/null 2>&1 || true
-  pm rmi -f "$img" "$simg" >/dev/null 2>&1 || true
+  for i in "$img" "$simg"; do pm rmi -f "$i" >/dev/null 2>&1 || true; done
   rm -rf "$podman_conf"
 }
 trap cleanup EXIT
@@ -263,7 +264,8 @@ ratio() { awk -v a="$1" -v b="$cat_ms" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 
 step "two uids: 1 GiB on cpu0: cat $c1 ms, $c2 ms; wavectl as wavedd $ms_same ms" \
      "($(ratio "$ms_same")x cat), as uid $ouid $ms_other ms ($(ratio "$ms_other")x cat)"
 # the fast path: a file region ("kept open, read by its jobs"), not a copy
-how() { pm logs "$wd2" 2>&1 | grep "(wavectl): 1073741824 bytes of pid [0-9]* uid $1 " | tail -1; }
+how() { pm logs "$wd2" 2>&1 | grep "(wavectl): 1073741824 bytes of pid [0-9]* uid $1 " | tail -1 |
+        grep . || echo "no region of uid $1 in the daemon's log"; }
 how "$wuid" | grep -q 'kept open, read by its jobs' ||
   fail "two uids: as wavedd the file was not a file region: $(how "$wuid")"
 if [ "${WAVE_TEST_FDPASS:-0}" = 1 ]; then
@@ -272,7 +274,7 @@ if [ "${WAVE_TEST_FDPASS:-0}" = 1 ]; then
 else
   echo "container_test: two uids: fast path for uid $ouid not checked" \
        "(WAVE_TEST_FDPASS=1 checks it; needs descriptor passing):" \
-       "$(how "$ouid" | grep . || echo "no region of uid $ouid in the daemon's log")"
+       "$(how "$ouid")"
 fi
 pm rm -f -t 30 "$wd2" >/dev/null
 rm -rf "$data"
