@@ -15,7 +15,7 @@
 #   WAVE_URL=tcp://127.0.0.1:5555 wavectl --token-file wavedd.token status
 #
 # The HEALTHCHECK is `wavectl status --probe` over the ipc socket inside:
-# healthy once the daemon is ready (every device has checked its packs).
+# healthy once the daemon says it is ready, not merely once it answers.
 # GPUs: NVIDIA through CDI (podman run --device nvidia.com/gpu=all) or the
 # nodes (--device /dev/nvidia0 --device /dev/nvidiactl --device
 # /dev/nvidia-uvm); Vulkan through --device /dev/dri; HIP through --device
@@ -66,8 +66,8 @@ FROM base AS runtime
 USER wavedd
 ENV WAVE_URL=ipc:///run/wavedd/wavedd.sock
 EXPOSE 5555 9464
-# ready, not merely answering: status --probe exits 0 only once every
-# device has checked its packs (1 while they are pending, 3 unreachable)
+# ready, not merely answering: status --probe exits 0 once the daemon says
+# it is ready (StatusReply.ready, READY=1), 1 before, 3 when unreachable
 HEALTHCHECK --interval=30s --timeout=10s --start-period=120s --retries=3 \
   CMD ["wavectl", "--timeout", "5000", "status", "--probe"]
 STOPSIGNAL SIGTERM
