@@ -1,14 +1,21 @@
 # Dockerfile - wavedd in a container (docs/service.md).  Multi-stage on
-# Debian 12: `build` compiles with the project's own .ci/deps.sh, `runtime`
-# holds only the runtime libraries and runs wavedd as the non-root user
-# wavedd; `systemd` adds systemd as PID 1 with the installed unit enabled
-# (tests/container/ runs it with podman --systemd=always).
+# Debian 12: `build` compiles with the project's own .ci/deps.sh; `base`
+# holds only the runtime libraries, the install and the user wavedd;
+# `systemd` adds systemd as PID 1 with the installed unit enabled (a named
+# target: tests/container/ builds it with --target systemd and runs it with
+# podman --systemd=always); `runtime`, the last stage and so the default,
+# runs wavedd as the non-root user wavedd on ipc, tcp 5555 with a token
+# (generated at first start into /var/lib/wavedd/token unless one is
+# mounted there; config/container.yaml) and metrics on 9464.
 #
 #   podman build --format docker -t wavedd .  # or: docker build -t wavedd .
-#   (--format docker: the OCI image format drops HEALTHCHECK)
-#   podman run -d -p 5555:5555 -p 9464:9464 wavedd
-#   WAVE_URL=tcp://127.0.0.1:5555 wavectl status
+#   (--format docker: podman's default OCI image format drops HEALTHCHECK)
+#   podman run -d --name wavedd -p 5555:5555 -p 9464:9464 wavedd
+#   podman exec wavedd cat /var/lib/wavedd/token > wavedd.token
+#   WAVE_URL=tcp://127.0.0.1:5555 wavectl --token-file wavedd.token status
 #
+# The HEALTHCHECK is `wavectl status --probe` over the ipc socket inside:
+# healthy once the daemon says it is ready, not merely once it answers.
 # GPUs: NVIDIA through CDI (podman run --device nvidia.com/gpu=all) or the
 # nodes (--device /dev/nvidia0 --device /dev/nvidiactl --device
 # /dev/nvidia-uvm); Vulkan through --device /dev/dri; HIP through --device
@@ -28,7 +35,8 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && rm -rf /stage/usr/include /stage/usr/lib/cmake /stage/usr/lib/pkgconfig \
  && install -D -m 0644 /src/config/container.yaml /stage/etc/wavedd/container.yaml
 
-FROM ${BASE} AS runtime
+# what both images share: the runtime libraries, the install, the user
+FROM ${BASE} AS base
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libuv1 libnng1 libprotobuf-c1 libyaml-0-2 libsystemd0 libvulkan1 >/dev/null \
@@ -36,19 +44,13 @@ RUN apt-get update -qq \
  && (getent group render || groupadd --system render) \
  && useradd --system --user-group --groups render,video \
       --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin wavedd \
- && install -d -o wavedd -g wavedd -m 0750 /run/wavedd
+ && install -d -o wavedd -g wavedd -m 0750 /run/wavedd \
+ && install -d -o wavedd -g wavedd -m 0700 /var/lib/wavedd
 COPY --from=build /stage/ /
-USER wavedd
-ENV WAVE_URL=ipc:///run/wavedd/wavedd.sock
-EXPOSE 5555 9464
-HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
-  CMD ["wavectl", "--timeout", "5000", "status"]
-STOPSIGNAL SIGTERM
-CMD ["wavedd", "--config", "/etc/wavedd/container.yaml", "--foreground"]
 
-# systemd as PID 1, the installed unit enabled (tests: podman --systemd=always)
-FROM runtime AS systemd
-USER root
+# systemd as PID 1, the installed unit enabled: a named target only
+# (podman build --target systemd; tests: podman --systemd=always)
+FROM base AS systemd
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       systemd >/dev/null \
@@ -56,5 +58,17 @@ RUN apt-get update -qq \
  && systemctl enable wavedd.service \
  && systemctl mask systemd-logind.service getty.target console-getty.service
 STOPSIGNAL SIGRTMIN+3
-HEALTHCHECK NONE
 CMD ["/lib/systemd/systemd"]
+
+# the default image: last, so a plain `podman build .` / `docker build .`
+# gives it
+FROM base AS runtime
+USER wavedd
+ENV WAVE_URL=ipc:///run/wavedd/wavedd.sock
+EXPOSE 5555 9464
+# ready, not merely answering: status --probe exits 0 once the daemon says
+# it is ready (StatusReply.ready, READY=1), 1 before, 3 when unreachable
+HEALTHCHECK --interval=30s --timeout=10s --start-period=120s --retries=3 \
+  CMD ["wavectl", "--timeout", "5000", "status", "--probe"]
+STOPSIGNAL SIGTERM
+CMD ["wavedd", "--config", "/etc/wavedd/container.yaml", "--foreground"]

@@ -23,6 +23,13 @@ case "$kind" in
       auto) command -v hipcc >/dev/null && args+=(-DWAVE_HIP=ON) ;;
       *) args+=(-DWAVE_HIP="$WAVE_HIP") ;;
     esac
+    # WAVE_TESTS: auto (default) builds the Check suites when Check is
+    # installed (.ci/deps.sh; `deps.sh build`, as the demo runs, has none)
+    case "${WAVE_TESTS:-auto}" in
+      auto) if pkg-config --exists check; then args+=(-DWAVE_TESTS=ON)
+            else args+=(-DWAVE_TESTS=OFF); fi ;;
+      *) args+=(-DWAVE_TESTS="$WAVE_TESTS") ;;
+    esac
     ;;
   asan)
     dir=build-asan

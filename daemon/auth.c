@@ -16,16 +16,26 @@
  * with masks, never a branch on secret data.  Configs without tokens are
  * only accepted (config.c) when every tcp listener is open on purpose
  * (auth: none) or demands a client certificate.
+ *
+ * A token may be generated (auth.tokens[].generate: true), for a container
+ * whose operator mounts nothing: when the file is absent at start (or at a
+ * reload), wd_auth_generate writes 128 bits from getrandom(2) as 32 hex
+ * digits, created exclusively with mode 0600, and logs the secret once;
+ * every later start reads the file like any other token file.  --check-config
+ * only checks that the folder is writable (config.c): validating a config
+ * must not write a secret.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/auth.h"
+#include "daemon/log.h"
 #include "proto/base.h"
 
 int wd_auth_read_token(const char *path, char *secret, size_t cap,
@@ -96,6 +106,91 @@ out:
   return rc;
 }
 
+/* Make t->file: 128 random bits as one line of hex, created exclusively
+ * (O_EXCL: never over a file someone else just made), mode 0600. */
+static int au_generate_one(wd_token_cfg *t, wave_error *err)
+{
+  unsigned char raw[16];
+  size_t got = 0;
+  while (got < sizeof raw) {
+    ssize_t r = getrandom(raw + got, sizeof raw - got, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return wv_seterr(err, WAVE_EIO, "auth.tokens %s: getrandom: %s",
+                       t->name, strerror(errno));
+    got += (size_t)r;
+  }
+  char line[2 * sizeof raw + 2];
+  for (size_t i = 0; i < sizeof raw; i++)
+    snprintf(line + 2 * i, 3, "%02x", raw[i]);
+  memset(raw, 0, sizeof raw);
+  line[2 * sizeof raw] = '\n';
+  line[2 * sizeof raw + 1] = '\0';
+  int fd = open(t->file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
+  if (fd < 0) {
+    int e = errno;
+    memset(line, 0, sizeof line);
+    if (e == EEXIST)
+      return 1;  /* made meanwhile: read it as any token file */
+    return wv_seterr(err, WAVE_ECONFIG, "auth.tokens %s: cannot generate %s: "
+                     "%s", t->name, t->file, strerror(e));
+  }
+  size_t len = 2 * sizeof raw + 1, done = 0;
+  int rc = 0;
+  while (done < len) {
+    ssize_t w = write(fd, line + done, len - done);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0) {
+      rc = wv_seterr(err, WAVE_EIO, "auth.tokens %s: %s: %s", t->name,
+                     t->file, strerror(errno));
+      break;
+    }
+    done += (size_t)w;
+  }
+  if (rc == 0 && fsync(fd) != 0)
+    rc = wv_seterr(err, WAVE_EIO, "auth.tokens %s: %s: %s", t->name, t->file,
+                   strerror(errno));
+  close(fd);
+  if (rc != 0) {
+    unlink(t->file);
+    memset(line, 0, sizeof line);
+    return rc;
+  }
+  memcpy(t->secret, line, 2 * sizeof raw);
+  t->secret[2 * sizeof raw] = '\0';
+  t->len = 2 * sizeof raw;
+  t->pending = 0;
+  memset(line, 0, sizeof line);
+  /* once: the next start reads the file and logs nothing about it */
+  wd_info("auth: generated token '%s' (128 random bits) in %s: %s", t->name,
+          t->file, t->secret);
+  return 0;
+}
+
+int wd_auth_generate(wd_config *cfg, wave_error *err)
+{
+  for (size_t i = 0; i < cfg->n_tokens; i++) {
+    wd_token_cfg *t = &cfg->tokens[i];
+    if (!t->pending)
+      continue;
+    int rc = au_generate_one(t, err);
+    if (rc < 0 || rc > 1)
+      return rc;
+    if (rc == 1) {
+      char why[256];
+      if (wd_auth_read_token(t->file, t->secret, sizeof t->secret, &t->len,
+                             why, sizeof why))
+        return wv_seterr(err, WAVE_ECONFIG, "auth.tokens %s: %s", t->name,
+                         why);
+      t->pending = 0;
+    }
+  }
+  return 0;
+}
+
 /* 1 when the pipe is an ipc (unix socket) connection. */
 static int au_is_ipc(nng_pipe p)
 {
@@ -134,7 +229,9 @@ int wd_auth_request(const wd_config *cfg, nng_pipe p, const char *token,
   unsigned found = 0;
   size_t which = 0;
   for (size_t i = 0; i < cfg->n_tokens; i++) {
-    unsigned eq = au_equal(&cfg->tokens[i], token, blen);
+    /* a pending token (never generated) has no secret: it matches nothing */
+    unsigned eq = au_equal(&cfg->tokens[i], token, blen) &
+                  -(unsigned)!cfg->tokens[i].pending;
     which |= (size_t)(eq & ~found) & i;  /* the first match */
     found |= eq;
   }

@@ -62,6 +62,7 @@ struct cf_state {
   wd_config *cfg;
   size_t dev;                 /* device being parsed */
   size_t tok;                 /* auth token being parsed */
+  int tok_generate;           /* ... and it says generate: true */
   yaml_node_t *listen;        /* the listen sequence, for later checks */
   wave_error *err;
   yaml_node_t *packs_dir;     /* where packs.dir and packs.load are */
@@ -75,6 +76,8 @@ static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
 static int cf_check_metrics(cf_state *s, const char *v, char *why, size_t n);
 static int cf_check_tokname(cf_state *s, const char *v, char *why, size_t n);
 static int cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n);
+static int cf_token_absent(cf_state *s, const yaml_node_t *at,
+                           const char *path, const char *full);
 
 static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
@@ -139,6 +142,7 @@ static const cf_key cf_keys[] = {
   {CF_AUTH, "tokens", CF_TOKENS, FLD(CFG, tokens), 0, 0, 0, NULL, NULL, 1, 0, NULL},
   {CF_TOKEN, "name", CF_STR, FLD(TOK, name), 0, 0, 0, "", NULL, 1, 0, cf_check_tokname},
   {CF_TOKEN, "file", CF_FILE, FLD(TOK, file), 0, 0, 0, "", NULL, 1, 0, cf_check_tokfile},
+  {CF_TOKEN, "generate", CF_ENUM, FLD(TOK, generate), 0, 0, 0, "false", cf_bools, 0, 0, NULL},
 
   {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
   {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},
@@ -293,6 +297,29 @@ static int cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n)
                "each name needs its own", v, i, s->cfg->tokens[i].name);
       return -1;
     }
+  return 0;
+}
+
+/* auth.tokens[].file is absent and generate: true: the daemon makes it at
+ * start (wd_auth_generate), so its folder must be there and writable by us
+ * now; --check-config says so before the start does. */
+static int cf_token_absent(cf_state *s, const yaml_node_t *at,
+                           const char *path, const char *full)
+{
+  char dir[WD_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", full);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash != NULL)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  if (access(dir, W_OK | X_OK) != 0)
+    return cf_fail(s, at, path, "%s is absent and generate: true, but its "
+                   "folder %s is not writable: %s", full, dir,
+                   strerror(errno));
+  s->cfg->tokens[s->tok].pending = 1;
   return 0;
 }
 
@@ -599,7 +626,22 @@ static int cf_resolve(const cf_state *s, const char *v, char *out, size_t n)
   return len < 0 || (size_t)len >= n ? -1 : 0;
 }
 
-/* auth.tokens: a list of {name, file}. */
+/* 1 when the token mapping says generate: true (parsed again, and checked,
+ * by cf_mapping). */
+static int cf_token_generates(cf_state *s, yaml_node_t *map)
+{
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+       p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(s->doc, p->key);
+    yaml_node_t *v = yaml_document_get_node(s->doc, p->value);
+    const char *kn = k ? cf_scalar(k) : NULL, *vn = v ? cf_scalar(v) : NULL;
+    if (kn && vn && strcmp(kn, "generate") == 0 && strcmp(vn, "true") == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* auth.tokens: a list of {name, file[, generate]}. */
 static int cf_tokens(cf_state *s, yaml_node_t *v, const char *path)
 {
   wd_config *c = s->cfg;
@@ -621,6 +663,8 @@ static int cf_tokens(cf_state *s, yaml_node_t *v, const char *path)
     c->n_tokens = i + 1;
     if (it == NULL || it->type != YAML_MAPPING_NODE)
       return cf_fail(s, it, ipath, "expected a mapping (name:, file:)");
+    /* file: is checked as it is met, and may come before generate: */
+    s->tok_generate = cf_token_generates(s, it);
     int rc = cf_mapping(s, it, CF_TOKEN, &c->tokens[i], ipath);
     if (rc)
       return rc;
@@ -706,8 +750,15 @@ static int cf_value(cf_state *s, yaml_node_t *v, const cf_key *e, void *base,
       return cf_fail(s, v, path, "%s", why);
     if (cf_resolve(s, expanded, full, sizeof full) || strlen(full) >= e->size)
       return cf_fail(s, v, path, "path too long");
-    if (stat(full, &st) != 0)
-      return cf_fail(s, v, path, "%s: %s", full, strerror(errno));
+    if (stat(full, &st) != 0) {
+      int e0 = errno;
+      /* auth.tokens[].generate: a missing token file is made at start */
+      if (e0 == ENOENT && e->sec == CF_TOKEN && s->tok_generate) {
+        snprintf(field, e->size, "%s", full);
+        return cf_token_absent(s, v, path, full);
+      }
+      return cf_fail(s, v, path, "%s: %s", full, strerror(e0));
+    }
     if (!S_ISREG(st.st_mode))
       return cf_fail(s, v, path, "%s: not a regular file", full);
     if (access(full, R_OK) != 0)

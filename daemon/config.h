@@ -75,6 +75,10 @@ typedef struct wd_token_cfg {
   char file[WD_PATH_MAX];     /* resolved against the config file's folder */
   char secret[WD_TOKEN_MAX];  /* the file's one line, read at load */
   size_t len;
+  int generate;               /* generate: true - a missing file is made at
+                                 start (wd_auth_generate) */
+  int pending;                /* generate and the file is absent: no secret
+                                 yet; never matches a request */
 } wd_token_cfg;
 
 /* tls: the certificate of every tls+tcp:// listener (daemon/tls.c). */

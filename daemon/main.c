@@ -38,6 +38,7 @@
 
 #include <uv.h>
 
+#include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/hashjob.h"
 #include "daemon/log.h"
@@ -219,6 +220,13 @@ int main(int argc, char **argv)
     return 0;
   }
   mn_raise_files();
+  /* auth.tokens[].generate: the absent token files, once, before serving */
+  if (wd_auth_generate(cfg, &err) != 0) {
+    fprintf(stderr, "wavedd: %s\n", err.message);
+    wd_packs_free(set, &packs);
+    wd_config_free(cfg);
+    return 2;
+  }
   int ready_fd = foreground ? -1 : mn_detach();
 
   int rc = 0;

@@ -15,7 +15,17 @@ set_tests_properties(prometheus_test PROPERTIES SKIP_RETURN_CODE 77
 # debootstrap), so they run in the normal build only: the sanitizer build
 # adds nothing to what they check.
 if(NOT WAVE_SANITIZE)
-  add_test(NAME container_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/container/run.sh)
+  add_test(NAME container_test
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/container/run.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(container_test PROPERTIES SKIP_RETURN_CODE 77
     TIMEOUT 2400 RUN_SERIAL TRUE)
+endif()
+
+# The README test (tests/readme/run.sh): README.md's shell blocks and
+# docs/cli.md's examples, as written, in a container (podman, as a user,
+# 2 CPUs); skipped where podman or root is missing.
+if(NOT WAVE_SANITIZE)
+  add_test(NAME readme_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/readme/run.sh)
+  set_tests_properties(readme_test PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 1200 RUN_SERIAL TRUE)
 endif()

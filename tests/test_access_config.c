@@ -236,6 +236,67 @@ START_TEST(token_compare)
 }
 END_TEST
 
+/* generate: true - an absent file is pending at load, made by
+ * wd_auth_generate (0600, 32 hex digits), then read like any token file. */
+START_TEST(token_generate)
+{
+  char dir[600], file[700];
+  snprintf(dir, sizeof dir, "%s/state", ta_dir);
+  ck_assert_int_eq(mkdir(dir, 0700), 0);
+  snprintf(file, sizeof file, "%s/gen.token", dir);
+  const char *cfg = "listen: [\"tcp://127.0.0.1:7000\"]\n"
+                    "auth: {tokens: [{file: state/gen.token, generate: true, "
+                    "name: client}]}\n" DEV;
+  wd_config *c = ta_ok(cfg);
+  ck_assert_int_eq(c->tokens[0].pending, 1);
+  ck_assert_int_eq(c->tokens[0].generate, 1);
+  ck_assert_uint_eq(c->tokens[0].len, 0);
+  ck_assert_int_eq(access(file, F_OK), -1);  /* loading writes nothing */
+  nng_pipe p = NNG_PIPE_INITIALIZER;
+  char who[64] = "", why[200];
+  /* pending: nothing matches, not even an empty secret */
+  ck_assert_int_eq(wd_auth_request(c, p, "x", who, sizeof who, why,
+                                   sizeof why), WAVE_EAUTH);
+  wave_error err = {0};
+  ck_assert_int_eq(wd_auth_generate(c, &err), 0);
+  ck_assert_int_eq(c->tokens[0].pending, 0);
+  ck_assert_uint_eq(c->tokens[0].len, 32);
+  struct stat st;
+  ck_assert_int_eq(stat(file, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 07777, 0600);
+  char secret[WD_TOKEN_MAX];
+  snprintf(secret, sizeof secret, "%s", c->tokens[0].secret);
+  ck_assert_uint_eq(strspn(secret, "0123456789abcdef"), 32);
+  ck_assert_int_eq(wd_auth_request(c, p, secret, who, sizeof who, why,
+                                   sizeof why), 0);
+  ck_assert_str_eq(who, "token:client");
+  wd_config_free(c);
+  /* the next load reads the file: the same secret, nothing pending */
+  c = ta_ok(cfg);
+  ck_assert_int_eq(c->tokens[0].pending, 0);
+  ck_assert_str_eq(c->tokens[0].secret, secret);
+  ck_assert_int_eq(wd_auth_generate(c, &err), 0);
+  ck_assert_str_eq(c->tokens[0].secret, secret);
+  wd_config_free(c);
+  /* a second generation gives another secret */
+  ck_assert_int_eq(unlink(file), 0);
+  c = ta_ok(cfg);
+  ck_assert_int_eq(wd_auth_generate(c, &err), 0);
+  ck_assert_str_ne(c->tokens[0].secret, secret);
+  wd_config_free(c);
+  /* without generate: an absent file is an error, as before */
+  ck_assert_int_eq(unlink(file), 0);
+  ta_bad("auth: {tokens: [{name: c, file: state/gen.token}]}\n" DEV,
+         "1:33", "auth.tokens[0].file", "No such file");
+  /* generate into a folder that is not there */
+  ta_bad("auth: {tokens: [{name: c, file: nodir/gen.token, generate: true}]}"
+         "\n" DEV, "1:33", "auth.tokens[0].file", "folder");
+  ta_bad("auth: {tokens: [{name: c, generate: yes, file: state/gen.token}]}"
+         "\n" DEV, "1:37", "auth.tokens[0].generate",
+         "expected one of: false, true");
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("access_config");
@@ -246,6 +307,7 @@ int main(void)
   tcase_add_test(t, bad_auth_keys);
   tcase_add_test(t, bad_tls_keys);
   tcase_add_test(t, token_compare);
+  tcase_add_test(t, token_generate);
   suite_add_tcase(s, t);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
