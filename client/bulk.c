@@ -353,8 +353,9 @@ int wave_region_read_fd(wave_region *r, size_t offset, int fd, size_t bytes,
 /* Hand fd to the daemon of an ipc:// url: one message of one byte with
  * the descriptor (SCM_RIGHTS) on "<ipc path>.fd"; the reply is a status
  * byte and the 16-byte ticket, or an error code and its message
- * (daemon/fdpass.h).  0, a WAVE_E code, or -1 when the url is not ipc (the
- * daemon then refuses the registration itself). */
+ * (daemon/fdpass.h).  0, a WAVE_E code, or -1 when the url is not ipc
+ * (the daemon then refuses the registration itself) or the daemon has no
+ * side socket (an older one, which opens /proc/<pid>/fd/<n>). */
 static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
                       wave_error *err)
 {
@@ -374,9 +375,12 @@ static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   int rc = 0;
   if (connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    rc = wv_seterr(err, WAVE_EREGION, "%s: cannot pass the region's "
-                   "descriptor: %s (a daemon older than descriptor passing?)",
-                   sa.sun_path, strerror(errno));
+    /* no side socket: a daemon older than descriptor passing, which takes
+     * a /proc path (bk_register) */
+    rc = errno == ENOENT || errno == ECONNREFUSED
+             ? -1
+             : wv_seterr(err, WAVE_EREGION, "%s: cannot pass the region's "
+                         "descriptor: %s", sa.sun_path, strerror(errno));
     goto out;
   }
   uint8_t hello = 1;  /* WD_FDPASS_HELLO */
@@ -437,9 +441,13 @@ static int bk_register(wave_client *c, wave_region *r, int copy,
   if (rv > 0)
     return rv;
   Wave__V1__RegionRegisterRequest rr = WAVE__V1__REGION_REGISTER_REQUEST__INIT;
+  char path[64];
   if (rv == 0) {
     rr.fd_ticket.data = ticket;
     rr.fd_ticket.len = sizeof ticket;
+  } else {  /* what an older daemon opens; today's refuse it, clearly */
+    snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)getpid(), r->fd);
+    rr.path = path;
   }
   rr.bytes = r->bytes;
   rr.name = r->name;

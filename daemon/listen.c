@@ -33,6 +33,10 @@
  * sockpath.c's checks, and when something accepts on the path it belongs
  * to a live process (another wavedd?) and we refuse to start.
  * tcp listeners are not affected (the error they see differs).
+ *
+ * Each ipc URL also gets its descriptor socket "<path>.fd" (fdpass.h),
+ * opened after the listener with the same mode, closed and unlinked with
+ * it; the watchdog's recoveries leave it alone (it is not nng's).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -7,8 +7,8 @@
  * fusermount), whose file answers every request but READ.  That is what a
  * hung network or FUSE file looks like to the daemon: pread blocks in the
  * kernel.  Without /dev/fuse or the right to mount (root), the test says
- * so and skips.  At the end the connection is aborted (the device closed),
- * which fails the blocked reads, and the daemon must stop cleanly.
+ * so and skips.  At the end the server goes, which aborts the connection
+ * and fails the blocked reads, and the daemon must stop cleanly.
  */
 #include <check.h>
 #include <errno.h>
@@ -20,8 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -35,12 +38,9 @@
 typedef struct ts_fuse {
   int fd;
   char mnt[256];
-  pthread_t th;
-  _Atomic int reads;     /* READ requests seen (never answered) */
-  _Atomic int stop;
+  pid_t server;          /* the process serving the mount */
+  _Atomic int *reads;    /* READ requests seen (never answered), shared */
 } ts_fuse;
-
-static void ts_wake(int sig) { (void)sig; }  /* only to end a read */
 
 static void ts_reply(int fd, uint64_t unique, int error, const void *p,
                      size_t n)
@@ -50,7 +50,8 @@ static void ts_reply(int fd, uint64_t unique, int error, const void *p,
   h->len = (uint32_t)(sizeof *h + n);
   h->error = error;
   h->unique = unique;
-  memcpy(buf + sizeof *h, p, n);
+  if (n > 0)
+    memcpy(buf + sizeof *h, p, n);
   if (write(fd, buf, h->len) < 0 && errno != ENOENT)
     fprintf(stderr, "fuse reply: %s\n", strerror(errno));
 }
@@ -77,8 +78,6 @@ static void *ts_serve(void *arg)
   static char buf[FUSE_MIN_READ_BUFFER + (1 << 20)];
   for (;;) {
     ssize_t n = read(f->fd, buf, sizeof buf);
-    if (atomic_load(&f->stop))
-      return NULL;
     if (n < 0 && (errno == EINTR || errno == ENOENT))
       continue;
     if (n < (ssize_t)sizeof(struct fuse_in_header))
@@ -124,7 +123,7 @@ static void *ts_serve(void *arg)
       break;
     }
     case FUSE_READ:
-      atomic_fetch_add(&f->reads, 1);  /* the hang: no answer, ever */
+      atomic_fetch_add(f->reads, 1);  /* the hang: no answer, ever */
       break;
     case FUSE_FLUSH:
     case FUSE_RELEASE:
@@ -141,7 +140,11 @@ static void *ts_serve(void *arg)
   }
 }
 
-/* Mount the stalling file system at dir/mnt; 0, or -1 (said why) where
+/* Mount the stalling file system at dir/mnt, served by a child process
+ * (which dies with us: PR_SET_PDEATHSIG), so that however this test ends
+ * the last /dev/fuse descriptor closes, which aborts the connection and
+ * fails the daemon's blocked reads (a request already read by the server
+ * is waited for even by a killed process).  0, or -1 (said why) where
  * this host cannot. */
 static int ts_mount(ts_fuse *f, const char *dir)
 {
@@ -149,6 +152,9 @@ static int ts_mount(ts_fuse *f, const char *dir)
   snprintf(f->mnt, sizeof f->mnt, "%s/mnt", dir);
   if (mkdir(f->mnt, 0755) != 0)
     return -1;
+  f->reads = mmap(NULL, sizeof *f->reads, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert(f->reads != MAP_FAILED);
   f->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
   if (f->fd < 0) {
     fprintf(stderr, "test_stall: /dev/fuse: %s; skipped\n", strerror(errno));
@@ -164,23 +170,26 @@ static int ts_mount(ts_fuse *f, const char *dir)
     close(f->fd);
     return -1;
   }
-  ck_assert_int_eq(pthread_create(&f->th, NULL, ts_serve, f), 0);
+  pid_t parent = getpid();
+  f->server = fork();
+  ck_assert_int_ge(f->server, 0);
+  if (f->server == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(0);
+    ts_serve(f);
+    _exit(0);
+  }
+  close(f->fd);  /* the server's alone now */
   return 0;
 }
 
-/* The server thread leaves its read (a signal with no SA_RESTART), then
- * the last /dev/fuse descriptor closes, which aborts the connection: the
- * daemon's blocked reads return ENOTCONN. */
 static void ts_umount(ts_fuse *f)
 {
-  struct sigaction sa = {.sa_handler = ts_wake};
-  sigaction(SIGUSR1, &sa, NULL);
-  atomic_store(&f->stop, 1);
-  do  /* again, should it have been just before its read */
-    pthread_kill(f->th, SIGUSR1);
-  while (pthread_tryjoin_np(f->th, NULL) != 0 && usleep(10000) == 0);
-  close(f->fd);
+  kill(f->server, SIGKILL);
+  waitpid(f->server, NULL, 0);
   umount2(f->mnt, MNT_DETACH);
+  munmap(f->reads, sizeof *f->reads);
 }
 
 /* A file region on the stalling mount: the job fails with REGION after the
@@ -223,7 +232,7 @@ START_TEST(file_read_stalls)
   ck_assert_int_eq(wave_reduce_region(c, &q, &res, &e), WAVE_EREGION);
   ck_assert_msg(strstr(e.message, "region_read_timeout_ms") != NULL, "%s",
                 e.message);
-  ck_assert_int_ge(atomic_load(&f.reads), 1);  /* it did block in a read */
+  ck_assert_int_ge(atomic_load(f.reads), 1);  /* it did block in a read */
   /* the device moved on */
   uint32_t rows[1000];
   bh_fill(rows, 1000, 3, 0);
