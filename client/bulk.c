@@ -14,8 +14,11 @@
  * it is big and the host has them reserved (a shared hugetlb mapping
  * reserves its pages at mmap, so a short pool fails there, never later
  * with SIGBUS, and we fall back to ordinary pages).  nng's ipc cannot
- * pass descriptors, so registration names it /proc/<pid>/fd/<n>; the
- * daemon checks that against the connection's peer credentials.
+ * pass descriptors, so registration first sends the descriptor by
+ * SCM_RIGHTS on the daemon's side socket "<ipc path>.fd" and then names
+ * the ticket it got (daemon/fdpass.h); the daemon takes it only for the
+ * ipc connection of the same uid and pid.  That works whatever the two
+ * uids: the daemon reads what we could open.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +27,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -239,12 +245,21 @@ static int bk_memfd(wave_region *r, size_t bytes, int huge)
   if (huge && fstat(r->fd, &st) == 0 && st.st_blksize > 0)
     page = (size_t)st.st_blksize;  /* hugetlbfs: the huge page size */
   r->map_len = (bytes + page - 1) / page * page;
+  /* ordinary pages are allocated now (fallocate), charged to us: the
+   * daemon refuses a sparse region, whose zero pages it would fault in;
+   * huge pages are reserved by the mapping.  The huge one is sealed
+   * against writes after we map it (F_SEAL_FUTURE_WRITE: our mapping
+   * stays writable, nobody can punch a hole in it) */
   if (ftruncate(r->fd, (off_t)r->map_len) == 0 &&
-      fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+      (huge || fallocate(r->fd, 0, 0, (off_t)r->map_len) == 0)) {
     r->base = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd,
                    0);
-    if (r->base != MAP_FAILED)
+    if (r->base != MAP_FAILED &&
+        fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL |
+                                      (huge ? F_SEAL_FUTURE_WRITE : 0)) == 0)
       return 0;
+    if (r->base != MAP_FAILED)
+      munmap(r->base, r->map_len);
   }
   int e = errno;
   close(r->fd);
@@ -312,7 +327,7 @@ int wave_region_read_fd(wave_region *r, size_t offset, int fd, size_t bytes,
     ssize_t n;
     if (!use_read) {
       n = sendfile(r->fd, fd, NULL, bytes - done);
-      if (n < 0 && (errno == EINVAL || errno == ENOSYS)) {
+      if (n < 0 && (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
         use_read = 1;
         continue;
       }
@@ -335,14 +350,105 @@ int wave_region_read_fd(wave_region *r, size_t offset, int fd, size_t bytes,
   return 0;
 }
 
-/* copy: 0 a memfd, 1 a daemon-side copy, 2 a file read at each job */
+/* Hand fd to the daemon of an ipc:// url: one message of one byte with
+ * the descriptor (SCM_RIGHTS) on "<ipc path>.fd"; the reply is a status
+ * byte and the 16-byte ticket, or an error code and its message
+ * (daemon/fdpass.h).  0, a WAVE_E code, or -1 when the url is not ipc
+ * (the daemon then refuses the registration itself) or the daemon has no
+ * side socket (an older one, which opens /proc/<pid>/fd/<n>). */
+static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
+                      wave_error *err)
+{
+  if (strncmp(c->url, "ipc://", 6) != 0)
+    return -1;
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  int w = snprintf(sa.sun_path, sizeof sa.sun_path, "%s.fd", c->url + 6);
+  if (w < 0 || (size_t)w >= sizeof sa.sun_path)
+    return wv_seterr(err, WAVE_EREGION, "%s: no room for the descriptor "
+                     "socket's name (%s.fd)", c->url, c->url + 6);
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return wv_seterr(err, WAVE_EIO, "descriptor socket: %s", strerror(errno));
+  int ms = atomic_load(&c->timeout_ms);
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  int rc = 0;
+  if (connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    /* no side socket: a daemon older than descriptor passing, which takes
+     * a /proc path (bk_register) */
+    rc = errno == ENOENT || errno == ECONNREFUSED
+             ? -1
+             : wv_seterr(err, WAVE_EREGION, "%s: cannot pass the region's "
+                         "descriptor: %s", sa.sun_path, strerror(errno));
+    goto out;
+  }
+  uint8_t hello = 1;  /* WD_FDPASS_HELLO */
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct iovec iov = {&hello, 1};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1,
+                     .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+  struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  ssize_t k;
+  while ((k = sendmsg(s, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    ;
+  if (k != 1) {
+    rc = wv_seterr(err, WAVE_EIO, "%s: descriptor not sent: %s", sa.sun_path,
+                   k < 0 ? strerror(errno) : "short send");
+    goto out;
+  }
+  uint8_t b[1 + 256];
+  while ((k = recv(s, b, sizeof b - 1, 0)) < 0 && errno == EINTR)
+    ;
+  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    rc = wv_seterr(err, WAVE_ETIMEDOUT, "%s: no ticket within %d ms",
+                   sa.sun_path, ms);
+  } else if (k <= 0) {
+    rc = wv_seterr(err, WAVE_EIO, "%s: no ticket for the descriptor: %s",
+                   sa.sun_path, k < 0 ? strerror(errno) : "closed (the "
+                   "daemon's side connections are full?)");
+  } else if (b[0] != 0) {
+    b[k] = '\0';
+    rc = wv_seterr(err, (int)b[0], "%s: %s",
+                   sa.sun_path, (char *)b + 1);
+  } else if (k != 17) {
+    rc = wv_seterr(err, WAVE_EIO, "%s: a ticket of %zd bytes", sa.sun_path,
+                   k - 1);
+  } else {
+    memcpy(ticket, b + 1, 16);
+  }
+out:
+  close(s);
+  return rc;
+}
+
+/* copy: 0 a memfd, 1 a daemon-side copy, 2 a file read at each job.  The
+ * descriptor goes to the daemon first (bk_pass_fd); the registration names
+ * its ticket. */
 static int bk_register(wave_client *c, wave_region *r, int copy,
                        wave_error *err)
 {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)getpid(), r->fd);
+  uint8_t ticket[16];
+  int rv = bk_pass_fd(c, r->fd, ticket, err);
+  if (rv > 0)
+    return rv;
   Wave__V1__RegionRegisterRequest rr = WAVE__V1__REGION_REGISTER_REQUEST__INIT;
-  rr.path = path;
+  char path[64];
+  if (rv == 0) {
+    rr.fd_ticket.data = ticket;
+    rr.fd_ticket.len = sizeof ticket;
+  } else {  /* what an older daemon opens; today's refuse it, clearly */
+    snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)getpid(), r->fd);
+    rr.path = path;
+  }
   rr.bytes = r->bytes;
   rr.name = r->name;
   rr.copy = copy != 0;
@@ -351,8 +457,7 @@ static int bk_register(wave_client *c, wave_region *r, int copy,
   q.body_case = WAVE__V1__REQUEST__BODY_REGION_REGISTER;
   q.region_register = &rr;
   Wave__V1__Response *resp;
-  int rv = wv_client_call(c, &q, WAVE__V1__RESPONSE__BODY_REGION, 0, &resp,
-                          err);
+  rv = wv_client_call(c, &q, WAVE__V1__RESPONSE__BODY_REGION, 0, &resp, err);
   if (rv != 0)
     return rv;
   r->id = resp->region->id;

@@ -99,8 +99,9 @@ out:
 }
 
 /* ---- daemon-side files ---------------------------------------------------- */
-/* wv_copy_load registers each file as a *file region*: the daemon opens it
- * (by /proc/<pid>/fd/<n>, owner checked), and the job reads it in pieces
+/* wv_copy_load registers each file as a *file region*: the daemon gets our
+ * descriptor (SCM_RIGHTS, client/bulk.c), so it reads what we could open
+ * whatever its uid, and the job reads it in pieces
  * through a small ring of buffers that it reduces as they fill
  * (daemon/filered.c), so the rows cross memory once, as with `cat`.  A
  * daemon without file regions makes a copy region of it instead. */

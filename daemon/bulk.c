@@ -103,7 +103,7 @@ static int bk_hold(wd_bulk_req *out, wd_region *r)
 static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                       size_t n, const uint8_t *payload, size_t plen,
                       const char *what, wv_span *spans, wd_fsrc *src,
-                      wd_bulk_req *out, wave_error *err)
+                      uint64_t *mem_rows, wd_bulk_req *out, wave_error *err)
 {
   for (size_t i = 0; i < n; i++) {
     const Wave__V1__Extent *e = ex[i];
@@ -112,7 +112,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        "not a multiple of 4", what, i, e->bytes);
     const uint8_t *base;
     uint64_t size;
-    int fd = -1;
+    int fd = -1, held = 1;  /* rows in the daemon's own memory */
     if (e->region == 0) {
       if (payload == NULL)
         return wv_seterr(err, WAVE_EBADREQUEST, "%s chunk %zu names the "
@@ -130,6 +130,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
       base = wd_region_base(r);
       size = wd_region_bytes(r);
       fd = wd_region_file(r);
+      held = wd_region_copied(r);
     }
     if (e->offset > size || e->bytes > size - e->offset)
       return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: bytes [%" PRIu64
@@ -139,6 +140,8 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        e->region, size);
     src[i] = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region};
     spans[i].rows = e->bytes / 4;
+    if (held && mem_rows != NULL)
+      *mem_rows += spans[i].rows;
     if (fd >= 0) {  /* a file region: read by the job (daemon/filered.h) */
       if (e->offset % 4 != 0)
         return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
@@ -171,10 +174,11 @@ static int bk_reduce(wd_bulk *b, uint32_t pipe, const Wave__V1__ReduceRequest *r
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   int rc;
   if ((rc = bk_extents(b, pipe, rr->input_at, rr->n_input_at, payload, plen,
-                       "input", out->spans, out->src, out, err)) != 0 ||
+                       "input", out->spans, out->src, &out->mem_rows, out,
+                       err)) != 0 ||
       (rc = bk_extents(b, pipe, rr->mask_at, rr->n_mask_at, payload, plen,
                        "mask", out->spans + rr->n_input_at,
-                       out->src + rr->n_input_at, out, err)) != 0)
+                       out->src + rr->n_input_at, NULL, out, err)) != 0)
     return rc;
   out->dtype = (wave_dtype)rr->dtype;
   out->op = (wave_op)rr->op;
@@ -209,6 +213,8 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
                     &out->op, &out->has_mask, &dev) != 0)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   snprintf(out->device, sizeof out->device, "%s", dev);
+  for (size_t i = 0; i < out->n_input; i++)
+    out->mem_rows += out->spans[i].rows;  /* the stream's buffer is ours */
   out->ready = 1;
   return 0;
 }
@@ -305,6 +311,11 @@ void wd_bulk_clear(wd_bulk_req *out)
   if (out->keep != NULL)
     nng_msg_free(out->keep);
   memset(out, 0, sizeof *out);
+}
+
+wd_fdpass *wd_bulk_fdpass(wd_bulk *b)
+{
+  return b ? wd_regions_fdpass(b->regions) : NULL;
 }
 
 void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe)

@@ -35,6 +35,10 @@ typedef struct wd_bulk_req {
   int files;              /* some span is in a file region: the job runs
                              through wd_file_reduce */
   size_t n_input, n_mask;
+  uint64_t mem_rows;      /* input rows held in the daemon's memory (a
+                             payload, a copy region, a stream): what
+                             limits.max_job_rows bounds; mapped and file
+                             regions hold none */
   int has_mask;
   char device[64];
   wd_region **regions;    /* references held for the job */
@@ -56,6 +60,8 @@ void wd_bulk_free(wd_bulk *b);
  * plain request for the loop. */
 int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msg,
                    const uint8_t *payload, size_t plen, wd_bulk_req *out);
+/* Where the side sockets keep passed descriptors (daemon/fdpass.h). */
+wd_fdpass *wd_bulk_fdpass(wd_bulk *b);
 /* Release what out holds (references, the kept message, an unsent reply). */
 void wd_bulk_clear(wd_bulk_req *out);
 

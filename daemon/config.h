@@ -51,6 +51,8 @@ typedef struct wd_limits {
   unsigned max_client_regions;/* shared-memory regions per connection */
   uint64_t max_region_bytes;  /* shared-memory regions mapped, all clients */
   uint64_t region_cache_bytes;/* freed copy-region buffers kept for reuse */
+  unsigned region_read_timeout_ms; /* a file-region read that blocks longer
+                                 fails its job (daemon/filered.h) */
   unsigned max_segments;      /* want_segments only for jobs of at most
                                  this many segments (else TOOBIG) */
   unsigned max_parked;        /* JobRequests waiting at once; more are

@@ -120,7 +120,9 @@ static int dp_reduce_run(wd_work *w, wd_device *d)
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   if (c->bulk.files)  /* read as reduced: daemon/filered.h */
     w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
-                           c->bulk.src, &c->out, &fsome, &w->err);
+                           c->bulk.src,
+                           c->srv->cfg->limits.region_read_timeout_ms,
+                           &c->out, &fsome, &w->err);
   else
     w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
                           &c->out, &w->err);
@@ -225,10 +227,13 @@ static void dp_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   uint64_t rows = 0;
   for (size_t i = 0; i < n_input; i++)
     rows += spans[i].rows;
-  if (rows > s->cfg->limits.max_job_rows) {
-    wv_seterr(&err, WAVE_EJOBSIZE, "%" PRIu64 " rows; this daemon takes at "
-              "most %" PRIu64 " (limits.max_job_rows)", rows,
-              s->cfg->limits.max_job_rows);
+  /* the limit is on rows held in the daemon's memory: a mapped or file
+   * region's rows are the client's (docs/config.md "limits") */
+  uint64_t held = spans == c->bulk.spans ? c->bulk.mem_rows : rows;
+  if (held > s->cfg->limits.max_job_rows) {
+    wv_seterr(&err, WAVE_EJOBSIZE, "%" PRIu64 " rows in the daemon's memory; "
+              "this daemon takes at most %" PRIu64 " (limits.max_job_rows)",
+              held, s->cfg->limits.max_job_rows);
     return dp_fail(c, &err);
   }
   memset(&c->work, 0, sizeof c->work);

@@ -1,13 +1,18 @@
 /* filered.c - reductions over file regions, read as they are reduced (see
  * filered.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/filered.h"
+#include "daemon/log.h"
 #include "proto/base.h"
 #include "workers/reduce/reduce.h"
 #include "workers/wvdev.h"
@@ -28,8 +33,11 @@ typedef struct fr_slot {
 } fr_slot;
 
 typedef struct fr {
-  const wv_reduce_job *job;
+  const wv_reduce_job *job;      /* the device thread's: readers touch it
+                                    only outside a read (see fr_abandon) */
   const wd_fsrc *src;
+  int *fds;                      /* our dup of each file span's descriptor,
+                                    -1 for spans in memory */
   fr_piece *pieces;
   size_t n;
   uint64_t *mask_start;          /* logical first row of each mask chunk */
@@ -40,7 +48,74 @@ typedef struct fr {
   size_t next, done;             /* pieces claimed by readers, consumed */
   int stop, rc;
   wave_error err;                /* the first reader error */
+  unsigned refs;                 /* the device thread + each reader alive */
+  unsigned running, in_read;     /* readers alive; of them, inside pread */
+  int abandoned;                 /* the device thread has gone: readers
+                                    still in a read free f when it returns */
+  int counted;                   /* ... and they count in fr_stuck */
+  size_t job_spans;              /* entries of fds */
 } fr;
+
+/* Readers abandoned inside a read that has not returned, all jobs. */
+static _Atomic unsigned fr_stuck;
+
+unsigned wd_file_stuck(void) { return atomic_load(&fr_stuck); }
+
+static uint64_t fr_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* cv waits with a deadline: CLOCK_MONOTONIC, set in fr_cv_init. */
+static void fr_cv_init(pthread_cond_t *cv)
+{
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(cv, &a);
+  pthread_condattr_destroy(&a);
+}
+
+/* Wait on cv until deadline_ms (monotonic); 1 when it passed. */
+static int fr_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                         uint64_t deadline_ms)
+{
+  uint64_t now = fr_now_ms();
+  if (now >= deadline_ms)
+    return 1;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t ns = (uint64_t)ts.tv_nsec + (deadline_ms - now) % 1000 * 1000000;
+  ts.tv_sec += (time_t)((deadline_ms - now) / 1000 + ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  return pthread_cond_timedwait(cv, mu, &ts) == ETIMEDOUT &&
+         fr_now_ms() >= deadline_ms;
+}
+
+static void fr_free(fr *f)
+{
+  for (unsigned s = 0; s < f->n_slots; s++) {
+    free(f->slots[s].in);
+    free(f->slots[s].mask);
+  }
+  for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
+    if (f->fds[i] >= 0)
+      close(f->fds[i]);
+  free(f->fds);
+  free(f->pieces);
+  free(f->mask_start);
+  pthread_cond_destroy(&f->cv);
+  pthread_mutex_destroy(&f->mu);
+  free(f);
+}
+
+/* Under f->mu: one holder fewer; 1 when it was the last (free f then). */
+static int fr_unref(fr *f)
+{
+  return --f->refs == 0;
+}
 
 /* All of [off, off + bytes) of fd into buf. */
 static int fr_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
@@ -68,7 +143,7 @@ static int fr_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
 static int fr_rows(const fr *f, size_t i, uint64_t row, uint64_t k,
                    uint8_t *dst, const uint8_t **p, wave_error *err)
 {
-  const wd_fsrc *s = &f->src[i];
+  const wd_fsrc *s = &f->src[i];  /* read before any pread: see fr_abandon */
   const wv_span *sp = i < f->job->n_input ? &f->job->input[i]
                                           : &f->job->mask[i - f->job->n_input];
   if (s->fd < 0) {
@@ -81,8 +156,26 @@ static int fr_rows(const fr *f, size_t i, uint64_t row, uint64_t k,
   }
   if (p != NULL)
     *p = dst;
-  return fr_pread(s->fd, dst, k * 4, s->off + row * 4, s->region,
-                  s->off + sp->rows * 4, err);
+  uint64_t end = s->off + sp->rows * 4;
+  fr *g = (fr *)f;
+  pthread_mutex_lock(&g->mu);
+  if (g->stop) {
+    pthread_mutex_unlock(&g->mu);
+    return wv_seterr(err, WAVE_ECANCELLED, "the job stopped");
+  }
+  g->in_read++;
+  pthread_mutex_unlock(&g->mu);
+  /* in here only f's own memory is touched (its buffer, its descriptor):
+   * a read that never returns is left behind with them */
+  int rc = fr_pread(g->fds[i], dst, k * 4, s->off + row * 4, s->region, end,
+                    err);
+  pthread_mutex_lock(&g->mu);
+  g->in_read--;
+  int gone = g->abandoned;
+  if (!gone)
+    pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+  return gone ? WAVE_ECANCELLED : rc;
 }
 
 /* Reader: piece i into slot s. */
@@ -145,7 +238,14 @@ static void *fr_reader(void *arg)
     s->idx = i;
     pthread_cond_broadcast(&f->cv);
   }
+  f->running--;
+  if (f->counted)
+    atomic_fetch_sub(&fr_stuck, 1);
+  pthread_cond_broadcast(&f->cv);
+  int last = fr_unref(f);
   pthread_mutex_unlock(&f->mu);
+  if (last)
+    fr_free(f);
   return NULL;
 }
 
@@ -332,32 +432,84 @@ static void fr_shape(const wv_backend *b, uint64_t *p, uint64_t *slot,
   }
 }
 
+/* Said at warn level: a reader left in a read that did not return. */
+static void wd_file_stuck_warn(unsigned n)
+{
+  wd_warn("%u file-region reader(s) left blocked in a read that did not "
+          "return within limits.region_read_timeout_ms; %u stuck now (at "
+          "%d, file jobs are refused)", n, atomic_load(&fr_stuck),
+          WD_FILE_STUCK_MAX);
+}
+
+/* The device thread leaves the readers (under f->mu): those outside a
+ * read stop at their next step, and it waits for them, since they may
+ * touch the job's memory; those inside a read touch only f's buffers and
+ * descriptors, so they are left to finish it, free f when the last goes,
+ * and count in fr_stuck meanwhile. */
+static void fr_abandon(fr *f)
+{
+  f->stop = 1;
+  f->abandoned = 1;
+  pthread_cond_broadcast(&f->cv);
+  while (f->running > f->in_read)
+    pthread_cond_wait(&f->cv, &f->mu);
+  if (f->running > 0) {
+    f->counted = 1;
+    atomic_fetch_add(&fr_stuck, f->running);
+  }
+}
+
 int wd_file_reduce(const wv_backend *b, wv_device *bdev,
                    const wv_reduce_job *job, const wd_fsrc *src,
-                   wv_reduce_out *out, int *some_finite, wave_error *err)
+                   unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
+                   wave_error *err)
 {
   uint64_t P, slot_rows;
   unsigned n_readers, n_slots;
   fr_shape(b, &P, &slot_rows, &n_readers, &n_slots);
-  fr f = {.job = job, .src = src, .n_slots = n_slots};
+  unsigned stuck = atomic_load(&fr_stuck);
+  if (stuck >= WD_FILE_STUCK_MAX)
+    return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
+                     "returned (a hung mount?); no more file jobs until they "
+                     "do", stuck);
+  fr *f = calloc(1, sizeof *f);
+  if (f == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  f->job = job;
+  f->src = src;
+  f->n_slots = n_slots;
+  f->refs = 1;
+  pthread_mutex_init(&f->mu, NULL);
+  fr_cv_init(&f->cv);
   fr_acc a = {.dt = job->dtype, .op = job->op, .chunk = SIZE_MAX};
-  int rc = 0, need_in = 0;
+  int rc = 0, need_in = 0, stalled = 0;
   size_t max_vals = 0;
+  f->job_spans = job->n_input + job->n_mask;
+  f->fds = malloc((f->job_spans + 1) * sizeof *f->fds);
+  for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
+    f->fds[i] = -1;
+  for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
+    if (src[i].fd >= 0 &&
+        (f->fds[i] = fcntl(src[i].fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+      rc = wv_seterr(err, WAVE_EREGION, "file region %" PRIu64 ": %s",
+                     src[i].region, strerror(errno));
+      goto out;
+    }
   for (size_t i = 0; i < job->n_input; i++) {
-    f.n += (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows);
+    f->n += (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows);
     need_in |= src[i].fd >= 0;
     size_t nv = (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows *
                          ((slot_rows + P - 1) / P));  /* device calls */
     max_vals = nv > max_vals ? nv : max_vals;
   }
-  f.pieces = calloc(f.n + 1, sizeof *f.pieces);
-  f.mask_start = calloc(job->n_mask + 2, sizeof *f.mask_start);
+  f->pieces = calloc(f->n + 1, sizeof *f->pieces);
+  f->mask_start = calloc(job->n_mask + 2, sizeof *f->mask_start);
   int fsum = job->dtype == WAVE_F32 && job->op == WAVE_SUM;
   if (fsum) {
     a.vals = malloc((max_vals + 1) * sizeof *a.vals);
     a.cvals = malloc((job->n_input + 1) * sizeof *a.cvals);
   }
-  if (f.pieces == NULL || f.mask_start == NULL ||
+  if (f->fds == NULL || f->pieces == NULL || f->mask_start == NULL ||
       (fsum && (a.vals == NULL || a.cvals == NULL))) {
     rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     goto out;
@@ -366,51 +518,71 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
   for (size_t i = 0, k = 0; i < job->n_input; i++) {
     for (uint64_t r = 0; r < job->input[i].rows; r += slot_rows, k++) {
       uint64_t left = job->input[i].rows - r;
-      f.pieces[k] = (fr_piece){i, r, left < slot_rows ? left : slot_rows,
-                               lrow + r};
+      f->pieces[k] = (fr_piece){i, r, left < slot_rows ? left : slot_rows,
+                                lrow + r};
     }
     lrow += job->input[i].rows;
   }
   for (size_t m = 0; m < job->n_mask; m++)
-    f.mask_start[m + 1] = f.mask_start[m] + job->mask[m].rows;
+    f->mask_start[m + 1] = f->mask_start[m] + job->mask[m].rows;
   size_t bytes = (size_t)slot_rows * 4;
   for (unsigned s = 0; s < n_slots; s++) {
-    f.slots[s].idx = SIZE_MAX;
-    if ((need_in && (f.slots[s].in = aligned_alloc(4096, bytes)) == NULL) ||
+    f->slots[s].idx = SIZE_MAX;
+    if ((need_in && (f->slots[s].in = aligned_alloc(4096, bytes)) == NULL) ||
         (job->has_mask &&
-         (f.slots[s].mask = aligned_alloc(4096, bytes)) == NULL)) {
+         (f->slots[s].mask = aligned_alloc(4096, bytes)) == NULL)) {
       rc = wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
                      "bytes)", n_slots, bytes);
       goto out;
     }
   }
-  pthread_mutex_init(&f.mu, NULL);
-  pthread_cond_init(&f.cv, NULL);
-  pthread_t tid[FR_MAX_READERS];
-  unsigned started = 0;
-  if (n_readers > f.n)
-    n_readers = (unsigned)f.n;
-  for (; started < n_readers; started++)
-    if (pthread_create(&tid[started], NULL, fr_reader, &f) != 0)
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  if (n_readers > f->n)
+    n_readers = (unsigned)f->n;
+  pthread_mutex_lock(&f->mu);
+  for (unsigned t = 0; t < n_readers; t++) {
+    pthread_t tid;
+    f->refs++;
+    f->running++;
+    if (pthread_create(&tid, &at, fr_reader, f) != 0) {
+      f->refs--;
+      f->running--;
       break;
-  if (started == 0 && f.n > 0)
+    }
+  }
+  unsigned started = f->running;
+  pthread_mutex_unlock(&f->mu);
+  pthread_attr_destroy(&at);
+  if (started == 0 && f->n > 0)
     rc = wv_seterr(err, WAVE_ENOMEM, "cannot start a file reader thread");
-  for (size_t i = 0; rc == 0 && i < f.n; i++) {
-    fr_slot *s = &f.slots[i % n_slots];
-    pthread_mutex_lock(&f.mu);
-    while (s->idx != i && !f.stop)
-      pthread_cond_wait(&f.cv, &f.mu);
-    if (f.stop && f.rc != 0) {
-      rc = f.rc;
-      *err = f.err;
+  for (size_t i = 0; rc == 0 && i < f->n; i++) {
+    fr_slot *s = &f->slots[i % n_slots];
+    pthread_mutex_lock(&f->mu);
+    /* a read that blocks (a hung network or FUSE file) fails this job after
+     * the bound; the device moves on */
+    uint64_t deadline = fr_now_ms() + timeout_ms;
+    int late = 0;
+    while (s->idx != i && !f->stop && !late)
+      late = fr_wait_until(&f->cv, &f->mu, deadline);
+    stalled = late && s->idx != i && !f->stop;
+    if (f->stop && f->rc != 0) {
+      rc = f->rc;
+      *err = f->err;
+    } else if (s->idx != i && late) {
+      rc = wv_seterr(err, WAVE_EREGION, "reading a file region stalled for "
+                     "more than %u ms (limits.region_read_timeout_ms): the "
+                     "job fails and its read is left behind (a hung mount?)",
+                     timeout_ms);
     } else if (s->idx != i) {  /* stopped with no reader error: a bug */
       rc = wv_seterr(err, WAVE_EINTERNAL, "file reader stopped at piece "
-                     "%zu of %zu", i, f.n);
+                     "%zu of %zu", i, f->n);
     }
-    pthread_mutex_unlock(&f.mu);
+    pthread_mutex_unlock(&f->mu);
     if (rc != 0)
       break;
-    const fr_piece *pc = &f.pieces[i];
+    const fr_piece *pc = &f->pieces[i];
     if (fsum && pc->chunk != a.chunk) {
       fr_chunk_end(&a);
       a.chunk = pc->chunk;
@@ -427,31 +599,129 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
       if ((rc = wv_dev_reduce(b, bdev, &j, &o, err)) == 0)
         fr_merge(&a, &j, &o);
     }
-    pthread_mutex_lock(&f.mu);
-    f.done = i + 1;
+    pthread_mutex_lock(&f->mu);
+    f->done = i + 1;
     if (rc != 0)
-      f.stop = 1;
-    pthread_cond_broadcast(&f.cv);
-    pthread_mutex_unlock(&f.mu);
+      f->stop = 1;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
   }
-  pthread_mutex_lock(&f.mu);
-  f.stop = 1;
-  pthread_cond_broadcast(&f.cv);
-  pthread_mutex_unlock(&f.mu);
-  for (unsigned t = 0; t < started; t++)
-    pthread_join(tid[t], NULL);
-  pthread_cond_destroy(&f.cv);
-  pthread_mutex_destroy(&f.mu);
   if (rc == 0)
     fr_result(&a, out, some_finite);
 out:
-  for (unsigned s = 0; s < n_slots; s++) {
-    free(f.slots[s].in);
-    free(f.slots[s].mask);
-  }
-  free(f.pieces);
-  free(f.mask_start);
+  pthread_mutex_lock(&f->mu);
+  fr_abandon(f);
+  if (stalled)
+    wd_file_stuck_warn(f->running);
+  int last = fr_unref(f);
+  pthread_mutex_unlock(&f->mu);
+  if (last)
+    fr_free(f);
   free(a.vals);
   free(a.cvals);
+  return rc;
+}
+
+/* ---- a bounded read for copy regions ------------------------------------ */
+
+typedef struct fr_one {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int fd;
+  void *buf;
+  size_t cap;
+  uint64_t bytes;
+  int done, rc, abandoned;
+  unsigned refs;
+  wave_error err;
+} fr_one;
+
+static void fr_one_free(fr_one *o)
+{
+  if (o->abandoned) {
+    munmap(o->buf, o->cap);  /* the buffer was left to us */
+    atomic_fetch_sub(&fr_stuck, 1);
+  }
+  close(o->fd);
+  pthread_cond_destroy(&o->cv);
+  pthread_mutex_destroy(&o->mu);
+  free(o);
+}
+
+static void *fr_one_run(void *arg)
+{
+  fr_one *o = arg;
+  wave_error e = {0};
+  int rc = fr_pread(o->fd, o->buf, o->bytes, 0, 0, o->bytes, &e);
+  pthread_mutex_lock(&o->mu);
+  o->rc = rc;
+  o->err = e;
+  o->done = 1;
+  pthread_cond_broadcast(&o->cv);
+  int last = --o->refs == 0;
+  pthread_mutex_unlock(&o->mu);
+  if (last)
+    fr_one_free(o);
+  return NULL;
+}
+
+int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
+                         unsigned timeout_ms, int *gave, wave_error *err)
+{
+  *gave = 0;
+  unsigned stuck = atomic_load(&fr_stuck);
+  if (stuck >= WD_FILE_STUCK_MAX)
+    return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
+                     "returned (a hung mount?); no more copies until they "
+                     "do", stuck);
+  fr_one *o = calloc(1, sizeof *o);
+  if (o == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  if ((o->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+    free(o);
+    return wv_seterr(err, WAVE_EREGION, "the region's descriptor: %s",
+                     strerror(errno));
+  }
+  pthread_mutex_init(&o->mu, NULL);
+  fr_cv_init(&o->cv);
+  o->buf = buf;
+  o->cap = cap;
+  o->bytes = bytes;
+  o->refs = 2;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_t tid;
+  int started = pthread_create(&tid, &at, fr_one_run, o) == 0;
+  pthread_attr_destroy(&at);
+  if (!started) {
+    o->refs = 1;
+    fr_one_free(o);
+    return wv_seterr(err, WAVE_ENOMEM, "cannot start a reader thread");
+  }
+  pthread_mutex_lock(&o->mu);
+  uint64_t deadline = fr_now_ms() + timeout_ms;
+  int late = 0;
+  while (!o->done && !late)
+    late = fr_wait_until(&o->cv, &o->mu, deadline);
+  int rc;
+  if (o->done) {
+    rc = o->rc;
+    if (rc != 0)
+      *err = o->err;
+  } else {
+    o->abandoned = 1;
+    atomic_fetch_add(&fr_stuck, 1);
+    *gave = 1;
+    rc = wv_seterr(err, WAVE_EREGION, "reading the region stalled for more "
+                   "than %u ms (limits.region_read_timeout_ms); the read is "
+                   "left behind (a hung mount?)", timeout_ms);
+  }
+  int last = --o->refs == 0;
+  pthread_mutex_unlock(&o->mu);
+  if (last)
+    fr_one_free(o);
+  if (*gave)
+    wd_file_stuck_warn(1);
   return rc;
 }

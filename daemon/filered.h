@@ -29,7 +29,17 @@
  * Errors.  A file that is shorter, at the time of the job, than an extent
  * of it fails the job with REGION (pread returns short: no SIGBUS here).
  * A device error ends the job with that error.  Readers stop at the first
- * error and are joined before return.
+ * error.
+ *
+ * Stalls.  A read that blocks (a file on a hung NFS or FUSE mount) must not
+ * hold the device: when the slot the device waits for is not filled within
+ * limits.region_read_timeout_ms, the job fails with REGION and the device
+ * moves on.  The readers own what they read with (the ring, their dup of
+ * each descriptor) and touch the job's memory only outside a read, so the
+ * device thread waits for the readers that are not in a read and leaves
+ * those that are: each frees the ring when its read returns.  Until then
+ * it counts as stuck; at WD_FILE_STUCK_MAX stuck readers, file jobs and
+ * copies are refused (REGION) rather than start more threads that block.
  */
 #ifndef WD_FILERED_H
 #define WD_FILERED_H
@@ -48,11 +58,25 @@ typedef struct wd_fsrc {
 /* wv_reduce_validate for a job whose file spans have data NULL. */
 int wd_file_validate(const wv_reduce_job *job, wave_error *err);
 
+#define WD_FILE_STUCK_MAX 16  /* readers left in reads that never returned */
+
 /* Device thread.  job is validated (its file spans have data NULL); src has
- * n_input + n_mask entries.  *some_finite (float min/max/extent): whether a
- * selected row is finite, as ReduceResult.finite says. */
+ * n_input + n_mask entries; timeout_ms bounds the wait for each slot.
+ * *some_finite (float min/max/extent): whether a selected row is finite,
+ * as ReduceResult.finite says. */
 int wd_file_reduce(const wv_backend *b, wv_device *bdev,
                    const wv_reduce_job *job, const wd_fsrc *src,
-                   wv_reduce_out *out, int *some_finite, wave_error *err);
+                   unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
+                   wave_error *err);
+
+/* The first bytes of fd into buf (cap bytes, an anonymous mapping) on a
+ * reader thread, waited for at most timeout_ms (a copy region's one read).
+ * On a stall: WAVE_EREGION and *gave = 1: the buffer belongs to the reader
+ * left behind, which unmaps it when its read returns. */
+int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
+                         unsigned timeout_ms, int *gave, wave_error *err);
+
+/* Readers left blocked in a read, now. */
+unsigned wd_file_stuck(void);
 
 #endif

@@ -363,8 +363,8 @@ int wd_front_listen(wd_server *s, wave_error *err)
   for (size_t i = 0; i < lim->contexts; i++)
     if ((rc = wd_front_add(s, err)) != 0)
       goto out;
-  if ((rc = wd_listeners_start(s->loop, s->sock, s->cfg, cap, &s->lst,
-                               err)) != 0)
+  if ((rc = wd_listeners_start(s->loop, s->sock, s->cfg, cap,
+                               wd_bulk_fdpass(s->bulk), &s->lst, err)) != 0)
     goto out;
   s->listening = 1;
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)

@@ -46,6 +46,10 @@
  * sockpath.c's checks, and when something accepts on the path it belongs
  * to a live process (another wavedd?) and we refuse to start.
  * tcp listeners are not affected (the error they see differs).
+ *
+ * Each ipc URL also gets its descriptor socket "<path>.fd" (fdpass.h),
+ * opened after the listener with the same mode, closed and unlinked with
+ * it; the watchdog's recoveries leave it alone (it is not nng's).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +64,7 @@
 #include <unistd.h>
 
 #include "daemon/connguard.h"
+#include "daemon/fdpass.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/sockpath.h"
@@ -111,10 +116,12 @@ typedef struct ls_one {
   int guard_port;           /* tls+tcp://: the port connguard.c watches */
   int foreign;              /* the path holds a file not ours (logged) */
   int renew_failed;         /* remaking a removed path failed (logged) */
+  wd_fdsock *side;          /* ipc: "<path>.fd", descriptors (fdpass.h) */
 } ls_one;
 
 struct wd_listeners {
   uv_loop_t *loop;
+  wd_fdpass *fp;            /* where the side sockets keep descriptors */
   nng_socket sock;
   const wd_config *cfg;
   size_t cap;
@@ -499,10 +506,34 @@ static void ls_tick(uv_timer_t *t)
 
 /* ---- start and stop ------------------------------------------------------- */
 
+/* The descriptor socket beside an ipc path (fdpass.h).  A path with no
+ * room for ".fd" serves no descriptors: said once, regions are refused. */
+static int ls_side_open(ls_one *o, wave_error *err)
+{
+  char side[108];
+  if (o->ls->fp == NULL)
+    return 0;
+  if (wd_fdpass_path(o->path, side, sizeof side) != 0) {
+    wd_warn("listener %s: no room for its descriptor socket %s.fd (a socket "
+            "address holds 107 bytes): regions cannot be registered there",
+            o->url, o->path);
+    return 0;
+  }
+  return wd_fdsock_open(o->ls->fp, o->ls->loop, o->path,
+                        o->ls->cfg->ipc_mode, &o->side, err);
+}
+
+static void ls_side_close(ls_one *o)
+{
+  wd_fdsock_close(o->side);
+  o->side = NULL;
+}
+
 /* nng unlinks only the temporary names it bound: the path is ours to
  * remove, when it is still our socket. */
 static void ls_unlink(ls_one *o)
 {
+  ls_side_close(o);
   struct stat st;
   if (o->ipc && o->have_ino && lstat(o->path, &st) == 0 &&
       st.st_dev == o->dev && st.st_ino == o->ino)
@@ -530,7 +561,7 @@ static void ls_bound(ls_one *o)
 }
 
 int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
-                       const wd_config *cfg, size_t recv_cap,
+                       const wd_config *cfg, size_t recv_cap, wd_fdpass *fp,
                        wd_listeners **out, wave_error *err)
 {
   *out = NULL;
@@ -539,6 +570,7 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   *out = ls;
   ls->loop = loop;
+  ls->fp = fp;
   ls->sock = sock;
   ls->cfg = cfg;
   ls->cap = recv_cap;
@@ -576,6 +608,8 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
       return rc;
     ls->n = i + 1;
     o->used = 1;
+    if (o->ipc && (rc = ls_side_open(o, err)) != 0)
+      return rc;
     ls_bound(o);
     ls->urls[i] = o->bound;
     ls->n_urls = i + 1;
@@ -675,6 +709,12 @@ static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
     }
   }
   int rc = ls_open_slot(o, 0, err);
+  if (rc == 0 && o->ipc && (rc = ls_side_open(o, err)) != 0) {
+    atomic_store(&o->s[o->cur].id, 0);
+    nng_listener_close(o->s[o->cur].l);
+    o->cur = -1;
+    ls_unlink(o);
+  }
   if (rc != 0) {
     o->ipc = 0;
     return rc;

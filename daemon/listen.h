@@ -9,13 +9,16 @@
 #include <uv.h>
 
 #include "daemon/config.h"
+#include "daemon/fdpass.h"
 
 typedef struct wd_listeners wd_listeners;
 
 /* Start one listener per cfg->listen URL on sock, each taking messages up
- * to recv_cap bytes.  0, or WAVE_EIO with err ("listen URL: why"). */
+ * to recv_cap bytes; each ipc one with its descriptor socket "<path>.fd"
+ * (fdpass.h) keeping what it receives in fp (NULL: none).  0, or WAVE_EIO
+ * with err ("listen URL: why"). */
 int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
-                       const wd_config *cfg, size_t recv_cap,
+                       const wd_config *cfg, size_t recv_cap, wd_fdpass *fp,
                        wd_listeners **out, wave_error *err);
 /* A reload: serve cfg->listen from now on.  The URLs already served keep
  * their listener and connections; the new ones start, all or none (when

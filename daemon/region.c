@@ -13,6 +13,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "daemon/filered.h"
 #include "daemon/log.h"
 #include "daemon/region.h"
 #include "proto/base.h"
@@ -54,6 +55,9 @@ struct wd_regions {
   struct rg_buf *cache;
   uint64_t cached, cache_max;
   uint64_t copies, copies_max;  /* copy regions: the daemon's own memory */
+  unsigned read_ms;         /* limits.region_read_timeout_ms */
+  wd_fdpass *fp;            /* descriptors passed, waiting for their
+                               registration (fdpass.h) */
 };
 
 struct rg_buf {
@@ -140,8 +144,11 @@ int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
   t->unpin_arg = arg;
   t->cache_max = cfg->limits.region_cache_bytes;
   t->copies_max = cfg->limits.max_stream_bytes;
-  return 0;
+  t->read_ms = cfg->limits.region_read_timeout_ms;
+  return wd_fdpass_new(&t->fp, err);
 }
+
+wd_fdpass *wd_regions_fdpass(wd_regions *t) { return t ? t->fp : NULL; }
 
 static void rg_unmap(wd_region *r)
 {
@@ -181,6 +188,7 @@ void wd_regions_free(wd_regions *t)
     munmap(b->p, b->cap);
     free(b);
   }
+  wd_fdpass_free(t->fp);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
@@ -202,23 +210,53 @@ static void rg_info(const wd_region *r, Wave__V1__RegionInfo *info,
   info->pinned_devices = (uint32_t)__builtin_popcount(atomic_load(&r->whole));
 }
 
-/* "/proc/<pid>/fd/<n>" -> pid; -1 when path has another form. */
-static long rg_proc_pid(const char *path)
+/* What a non-regular descriptor is, for the refusal. */
+static const char *rg_kind(mode_t m)
 {
-  const char *p = path;
-  if (strncmp(p, "/proc/", 6) != 0)
-    return -1;
-  p += 6;
-  char *end;
-  errno = 0;
-  long pid = strtol(p, &end, 10);
-  if (errno || end == p || pid <= 0 || strncmp(end, "/fd/", 4) != 0)
-    return -1;
-  p = end + 4;
-  long fd = strtol(p, &end, 10);
-  if (end == p || *end != '\0' || fd < 0)
-    return -1;
-  return pid;
+  return S_ISFIFO(m) ? "a FIFO (pipe)" : S_ISCHR(m) ? "a character device "
+         "(a terminal?)" : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ?
+         "a directory" : S_ISBLK(m) ? "a block device" : S_ISLNK(m) ?
+         "a symbolic link" : "not a regular file";
+}
+
+/* A mapped region's object is checked once, here, so that no later read of
+ * the mapping can fault (docs/security.md "Regions"): sealed against
+ * shrinking; a hugetlbfs memfd also against hole punching (F_SEAL_WRITE or
+ * F_SEAL_FUTURE_WRITE: a punched huge page refaults only while free huge
+ * pages last, then SIGBUS); a shmem memfd with no hole in [0, bytes) (its
+ * zero pages would be faulted in, and charged, in the daemon). */
+static int rg_check_mapped(int fd, const struct stat *st, uint64_t bytes,
+                           int huge, wave_error *err)
+{
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0)
+    return wv_seterr(err, WAVE_EREGION, "the region is not a sealable memfd "
+                     "(%s); create it with memfd_create(MFD_ALLOW_SEALING), "
+                     "or register the file as a file region", strerror(errno));
+  if (!(seals & F_SEAL_SHRINK))
+    return wv_seterr(err, WAVE_EREGION, "the region is not sealed against "
+                     "shrinking: add F_SEAL_SHRINK (a shrunk mapping would "
+                     "crash its reader)");
+  if (huge && !(seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
+    return wv_seterr(err, WAVE_EREGION, "the region is a memfd of huge pages "
+                     "not sealed against writes: add F_SEAL_FUTURE_WRITE "
+                     "(after mapping it for writing) or F_SEAL_WRITE, so that "
+                     "no hole can be punched in it under the daemon's mapping");
+  if (huge)
+    return 0;  /* the daemon's mmap reserves huge pages for any hole */
+  /* st_blocks counts the pages there: dense objects need no seek (which
+   * moves the client's file offset, shared with this descriptor) */
+  uint64_t have = (uint64_t)st->st_blocks * 512;
+  if (have >= bytes)
+    return 0;
+  off_t hole = lseek(fd, 0, SEEK_HOLE);
+  if (hole >= 0 && (uint64_t)hole < bytes)
+    return wv_seterr(err, WAVE_EREGION, "the region is sparse (a hole at "
+                     "byte %lld, %" PRIu64 " of %" PRIu64 " bytes there): "
+                     "write or fallocate(2) all of it before registering, "
+                     "or register it as a file region", (long long)hole,
+                     have, bytes);
+  return 0;
 }
 
 int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
@@ -226,78 +264,69 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
                    Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
                    wd_region **pin, wave_error *err)
 {
-  const char *path = rq->path ? rq->path : "";
+  const char *path = "the region";  /* for messages: no path any more */
   if (!t->allow)
     return wv_seterr(err, WAVE_EREGION, "shared-memory regions are off in "
                      "this daemon (allow_client_shm: false)");
   if (!have_cred)
     return wv_seterr(err, WAVE_EREGION, "shared-memory regions are served "
                      "on ipc connections only (no peer credentials here)");
-  long ppid = rg_proc_pid(path);
-  if (ppid < 0)
-    return wv_seterr(err, WAVE_EREGION, "region path '%.80s' is not "
-                     "/proc/<pid>/fd/<n> of a memfd (POSIX shm objects cannot "
-                     "be sealed against shrinking)", path);
-  if ((uint32_t)ppid != pid)
-    return wv_seterr(err, WAVE_EREGION, "region path '%.80s' names process "
-                     "%ld, but this connection is process %" PRIu32, path,
-                     ppid, pid);
+  if (rq->fd_ticket.len == 0)  /* an older client: it named a path */
+    return wv_seterr(err, WAVE_EREGION, "this daemon takes region "
+                     "descriptors, not /proc paths: update libwaveclient (it "
+                     "passes the descriptor on \"<ipc path>.fd\" and "
+                     "registers its fd_ticket; docs/protocol.md \"Regions\")");
   pthread_mutex_lock(&t->mu);
   unsigned mine = 0;
   for (wd_region *r = t->head; r != NULL; r = r->next)
     mine += r->pipe == pipe;
   pthread_mutex_unlock(&t->mu);
-  if (mine >= t->per_client)
-    return wv_seterr(err, WAVE_EREGION, "this connection has %u regions; "
-                     "the daemon allows %u (limits.max_client_regions)", mine,
-                     t->per_client);
-
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return wv_seterr(err, WAVE_EREGION, "cannot open region '%.80s': %s",
-                     path, strerror(errno));
+  int fd, rc = 0;
+  /* claimed first: a refused registration still spends (closes) it */
+  if ((rc = wd_fdpass_claim(t->fp, rq->fd_ticket.data, rq->fd_ticket.len,
+                            uid, pid, &fd, err)) != 0)
+    return rc;
+  if (mine >= t->per_client) {
+    rc = wv_seterr(err, WAVE_EREGION, "this connection has %u regions; "
+                   "the daemon allows %u (limits.max_client_regions)", mine,
+                   t->per_client);
+    goto out;
+  }
   struct stat st;
-  int rc = 0;
   if (fstat(fd, &st) != 0) {
-    rc = wv_seterr(err, WAVE_EREGION, "cannot stat region '%.80s': %s", path,
+    rc = wv_seterr(err, WAVE_EREGION, "cannot stat %s: %s", path,
                    strerror(errno));
     goto out;
   }
   if (!S_ISREG(st.st_mode)) {
-    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is not a memfd or "
-                   "file", path);
+    rc = wv_seterr(err, WAVE_EREGION, "the region's descriptor is %s: "
+                   "regions are regular files and memfds only",
+                   rg_kind(st.st_mode));
     goto out;
   }
-  if (st.st_uid != uid) {
-    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is owned by uid %u, "
-                   "not by the client's uid %" PRIu32, path,
-                   (unsigned)st.st_uid, uid);
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY) {
+    rc = wv_seterr(err, WAVE_EREGION, "the region's descriptor is not open "
+                   "for reading (%s): open it O_RDONLY or O_RDWR",
+                   fl < 0 ? strerror(errno) : (fl & O_PATH) ? "O_PATH"
+                                                            : "O_WRONLY");
     goto out;
   }
-  int seals = rq->copy ? F_SEAL_SHRINK : fcntl(fd, F_GET_SEALS);
-  if (seals < 0) {
-    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is not a sealable "
-                   "memfd (%s); create it with memfd_create(MFD_ALLOW_SEALING)",
-                   path, strerror(errno));
-    goto out;
-  }
-  if (!(seals & F_SEAL_SHRINK)) {
-    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is not sealed against "
-                   "shrinking: add F_SEAL_SHRINK (a shrunk mapping would "
-                   "crash its reader)", path);
-    goto out;
-  }
+  struct statfs sf;
+  int huge = fstatfs(fd, &sf) == 0 && sf.f_type == HUGETLBFS_MAGIC;
   uint64_t size = (uint64_t)st.st_size;
   uint64_t bytes = rq->bytes ? rq->bytes : size;
   if (bytes > size) {
-    rc = wv_seterr(err, WAVE_ERANGE, "region '%.80s' is %" PRIu64 " bytes; "
+    rc = wv_seterr(err, WAVE_ERANGE, "%s is %" PRIu64 " bytes; "
                    "%" PRIu64 " asked", path, size, bytes);
     goto out;
   }
   if (bytes == 0) {
-    rc = wv_seterr(err, WAVE_EREGION, "region '%.80s' is empty", path);
+    rc = wv_seterr(err, WAVE_EREGION, "%s is empty", path);
     goto out;
   }
+  if (!rq->copy && (rc = rg_check_mapped(fd, &st, bytes, huge, err)) != 0)
+    goto out;
   int file = rq->copy && rq->file;  /* read by the jobs: none of our memory */
   pthread_mutex_lock(&t->mu);
   int over = bytes > t->max_bytes || t->bytes > t->max_bytes - bytes;
@@ -330,35 +359,29 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
     base = NULL;  /* the descriptor stays open: the jobs read it */
   } else if (rq->copy) {
     /* one read out of the page cache into a buffer of ours: no seals
-     * needed, the client's file may change afterwards */
+     * needed, the client's file may change afterwards.  Read on a reader
+     * thread under limits.region_read_timeout_ms (a hung mount fails this
+     * registration, not the decode thread); a stalled reader keeps the
+     * buffer until its read returns. */
     base = rg_buf_get(t, (size_t)bytes, &cap);
     if (base == NULL)
       base = MAP_FAILED;
-    for (uint64_t got = 0; base != MAP_FAILED && got < bytes;) {
-      ssize_t n = pread(fd, (uint8_t *)base + got, (size_t)(bytes - got),
-                        (off_t)got);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        rc = wv_seterr(err, WAVE_EREGION, "reading region '%.80s': %s at "
-                       "byte %" PRIu64 " of %" PRIu64, path,
-                       n < 0 ? strerror(errno) : "the file shrank", got,
-                       bytes);
+    int gave = 0;
+    if (base != MAP_FAILED &&
+        (rc = wd_file_read_bounded(fd, base, cap, bytes, t->read_ms, &gave,
+                                   err)) != 0) {
+      if (!gave)
         rg_buf_put(t, base, cap);
-        pthread_mutex_lock(&t->mu);
-        t->bytes -= bytes;
-        t->copies -= bytes;
-        pthread_mutex_unlock(&t->mu);
-        goto out;
-      }
-      got += (uint64_t)n;
+      pthread_mutex_lock(&t->mu);
+      t->bytes -= bytes;
+      t->copies -= bytes;
+      pthread_mutex_unlock(&t->mu);
+      goto out;
     }
   } else {
     /* a memfd of huge pages (client/bulk.c) maps, and must be unmapped,
      * in whole huge pages */
-    struct statfs sf;
-    size_t page = fstatfs(fd, &sf) == 0 && sf.f_type == HUGETLBFS_MAGIC &&
-                  st.st_blksize > 0 ? (size_t)st.st_blksize : 1;
+    size_t page = huge && st.st_blksize > 0 ? (size_t)st.st_blksize : 1;
     cap = ((size_t)bytes + page - 1) / page * page;
     base = mmap(NULL, cap, PROT_READ, MAP_SHARED, fd, 0);
   }
@@ -374,7 +397,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
     if (rq->copy && !file)
       t->copies -= bytes;
     pthread_mutex_unlock(&t->mu);
-    rc = wv_seterr(err, WAVE_ENOMEM, "cannot map region '%.80s': %s", path,
+    rc = wv_seterr(err, WAVE_ENOMEM, "cannot map %s: %s", path,
                    strerror(e));
     goto out;
   }
@@ -499,6 +522,7 @@ const uint8_t *wd_region_base(const wd_region *r) { return r->base; }
 uint64_t wd_region_bytes(const wd_region *r) { return r->bytes; }
 uint64_t wd_region_id(const wd_region *r) { return r->id; }
 int wd_region_file(const wd_region *r) { return r->fd; }
+int wd_region_copied(const wd_region *r) { return r->copied; }
 
 int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
                        wv_device *bdev)

@@ -3,23 +3,31 @@
  *
  * In the manner of Triton's system shared-memory extension, a client
  * registers a region once and then names (region, offset, bytes) in its
- * requests; unlike Triton, the object must be a memfd sealed against
- * shrinking, because a mapping whose file shrinks raises SIGBUS in whoever
- * reads past the new end, and the reader here is the daemon.  nng's ipc
- * cannot pass descriptors, so the client names its memfd as
- * /proc/<its pid>/fd/<n>; the daemon checks that pid and the file's owner
- * against the peer credentials of the ipc connection (SO_PEERCRED, which
- * nng reports as NNG_OPT_IPC_PEER_PID/UID), fstat()s it, checks the seals,
- * maps it read-only once and closes the descriptor.
+ * requests.  The client hands the object over as a descriptor (SCM_RIGHTS
+ * on the side socket "<ipc path>.fd", daemon/fdpass.h) and names the
+ * ticket it got for it; the daemon claims it only for the ipc connection
+ * whose peer credentials (SO_PEERCRED, which nng reports as
+ * NNG_OPT_IPC_PEER_PID/UID) passed it, and never opens a path a client
+ * names.  What the descriptor may be (docs/security.md "Regions"): a
+ * regular file or memfd (fstat), open for reading.  A mapped region must
+ * be a memfd sealed against shrinking, because a mapping whose file
+ * shrinks raises SIGBUS in whoever reads past the new end, and the reader
+ * here is the daemon; one of huge pages must also be sealed against
+ * writes (F_SEAL_FUTURE_WRITE), since a punched hole refaults only while
+ * free huge pages last; an ordinary one must have no holes (the daemon
+ * would fault in, and be charged for, its zero pages).  It is mapped
+ * read-only once and the descriptor closed.
  *
  * Regions belong to the connection (nng pipe) that registered them: only
  * it can use or unregister them, and they are dropped when it goes away.
  * A region is reference-counted: the table holds one reference, each
  * reduction using it one more, so an unregister or a disconnect mid-job
  * unmaps only after the job.  A *file region* (copy + file) maps nothing:
- * the daemon keeps the client's file open (same path, pid and owner rules,
- * no seals, since pread of a shrunk file returns short instead of raising
- * SIGBUS) and each job reads it then, in pieces (daemon/filered.h).
+ * the daemon keeps the client's descriptor (no seals, since pread of a
+ * shrunk file returns short instead of raising SIGBUS) and each job reads
+ * it then, in pieces (daemon/filered.h), each read bounded by
+ * limits.region_read_timeout_ms.  A copy region is read once, at
+ * registration, under the same bound.
  *
  * Devices that pin host memory for DMA (backend slot host_register) pin a
  * mapped region from its registration on (once the reply is on its way),
@@ -43,6 +51,7 @@
 #include <stdint.h>
 
 #include "daemon/config.h"
+#include "daemon/fdpass.h"
 #include "proto/wave.pb-c.h"
 #include "wave/error.h"
 #include "workers/worker.h"
@@ -62,6 +71,8 @@ int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
                    wd_regions **out, wave_error *err);
 /* Unmap everything (devices already closed). */
 void wd_regions_free(wd_regions *t);
+/* Where the side sockets keep passed descriptors for registrations. */
+wd_fdpass *wd_regions_fdpass(wd_regions *t);
 
 /* A registration from pipe (peer credentials uid/pid, have_cred 0 on a
  * transport that has none).  On success *info is filled (name points into
@@ -88,6 +99,8 @@ uint64_t wd_region_id(const wd_region *r);
 /* A file region (RegionRegisterRequest copy + file): its descriptor, which
  * jobs pread (daemon/filered.h), and its base is NULL; -1 otherwise. */
 int wd_region_file(const wd_region *r);
+/* A copy region: its rows are the daemon's own memory. */
+int wd_region_copied(const wd_region *r);
 
 /* Device thread of slot: pin r's next piece with the backend's
  * host_register; 1 while pieces remain, 0 once the region is pinned, or

@@ -1,8 +1,12 @@
 /* bulk_harness.c - see bulk_harness.h. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "bulk_harness.h"
 
@@ -85,4 +89,92 @@ unsigned bh_pinned(nng_socket s)
   unsigned n = r->status->regions[0]->pinned_devices;
   wave__v1__response__free_unpacked(r, NULL);
   return n;
+}
+
+int bh_pass_fd(const char *ipc_url, int fd, int n_fds, uint8_t ticket[16],
+               char *msg, size_t n)
+{
+  ck_assert(strncmp(ipc_url, "ipc://", 6) == 0);
+  ck_assert(n_fds >= 0 && n_fds <= 4);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s.fd", ipc_url + 6);
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(s, 0);
+  struct timeval tv = {10, 0};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ck_assert_msg(connect(s, (struct sockaddr *)&sa, sizeof sa) == 0,
+                "connect %s: %s", sa.sun_path, strerror(errno));
+  uint8_t hello = 1;
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(4 * sizeof(int))];
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct iovec iov = {&hello, 1};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (n_fds > 0) {
+    m.msg_control = ctl.buf;
+    m.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+    for (int i = 0; i < n_fds; i++)
+      memcpy(CMSG_DATA(cm) + i * sizeof(int), &fd, sizeof fd);
+  }
+  ck_assert_int_eq(sendmsg(s, &m, MSG_NOSIGNAL), 1);
+  uint8_t b[300];
+  ssize_t k = recv(s, b, sizeof b - 1, 0);
+  close(s);
+  ck_assert_msg(k >= 1, "no reply on the descriptor socket: %s",
+                k < 0 ? strerror(errno) : "closed");
+  if (b[0] == 0) {
+    ck_assert_int_eq(k, 17);
+    memcpy(ticket, b + 1, 16);
+    return 0;
+  }
+  b[k] = '\0';
+  if (msg != NULL)
+    snprintf(msg, n, "%s", (char *)b + 1);
+  return b[0];
+}
+
+Wave__V1__Response *bh_register(nng_socket s, const uint8_t *ticket,
+                                const char *path, uint64_t bytes, int copy,
+                                int file)
+{
+  Wave__V1__RegionRegisterRequest rr = WAVE__V1__REGION_REGISTER_REQUEST__INIT;
+  if (ticket != NULL) {
+    rr.fd_ticket.data = (uint8_t *)ticket;
+    rr.fd_ticket.len = 16;
+  }
+  rr.path = (char *)(path ? path : "");
+  rr.bytes = bytes;
+  rr.copy = copy != 0;
+  rr.file = file != 0;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 1;
+  rq.id = 9;
+  rq.body_case = WAVE__V1__REQUEST__BODY_REGION_REGISTER;
+  rq.region_register = &rr;
+  return td_call(s, &rq);
+}
+
+Wave__V1__Response *bh_register_fd(const char *ipc_url, nng_socket s, int fd,
+                                   uint64_t bytes, int copy, int file)
+{
+  uint8_t t[16];
+  char msg[256] = "";
+  int rc = bh_pass_fd(ipc_url, fd, 1, t, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "descriptor refused: %d %s", rc, msg);
+  return bh_register(s, t, NULL, bytes, copy, file);
+}
+
+void bh_expect(Wave__V1__Response *r, int code, const char *needle)
+{
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_ERROR);
+  if ((int)r->error->code != code || strstr(r->error->message, needle) == NULL)
+    ck_abort_msg("expected %s with '%s', got %s: %s", wave_errname(code),
+                 needle, r->error->name, r->error->message);
+  wave__v1__response__free_unpacked(r, NULL);
 }

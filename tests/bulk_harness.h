@@ -29,4 +29,22 @@ size_t bh_regions(nng_socket s, uint64_t *bytes);
 /* Status over raw nng: pinned_devices of the only region. */
 unsigned bh_pinned(nng_socket s);
 
+/* The descriptor socket's side of a registration, by hand (the protocol of
+ * daemon/fdpass.h, written out here rather than through libwaveclient):
+ * send fd (n_fds copies of it in one message; 1 normally) to "<ipc
+ * path>.fd" of ipc_url; 0 and the ticket, or the reply's error code with
+ * its text in msg. */
+int bh_pass_fd(const char *ipc_url, int fd, int n_fds, uint8_t ticket[16],
+               char *msg, size_t n);
+/* A raw RegionRegisterRequest on s naming ticket (NULL: none) or path
+ * (NULL: none). */
+Wave__V1__Response *bh_register(nng_socket s, const uint8_t *ticket,
+                                const char *path, uint64_t bytes, int copy,
+                                int file);
+/* pass fd and register it on s (a raw nng connection of this process) */
+Wave__V1__Response *bh_register_fd(const char *ipc_url, nng_socket s, int fd,
+                                   uint64_t bytes, int copy, int file);
+/* r is an Error of code whose message holds needle; frees r. */
+void bh_expect(Wave__V1__Response *r, int code, const char *needle);
+
 #endif

@@ -64,6 +64,24 @@ add_dependencies(test_filered wavedd)
 target_compile_definitions(test_filered PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# Region descriptors by SCM_RIGHTS: what a region may be, the tickets'
+# rules, a client of another uid, a 4 GiB file under the shipped limits
+# (test_fdpass.c).
+wave_test(test_fdpass SOURCES test_fdpass.c bulk_harness.c daemon_harness.c
+  LIBS waveclient wvbase nng::nng)
+add_dependencies(test_fdpass wavedd wavectl)
+target_compile_definitions(test_fdpass PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
+# A file-region read that never returns (a FUSE file served by the test on
+# /dev/fuse; skipped without it) fails its job after the bound, and the
+# device and decode threads move on (test_stall.c).
+wave_test(test_stall SOURCES test_stall.c bulk_harness.c daemon_harness.c
+  LIBS waveclient wvbase nng::nng)
+add_dependencies(test_stall wavedd)
+target_compile_definitions(test_stall PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # hash jobs over several devices and the lifecycle promises (test_jobs.c)
 wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
   LIBS wvbase wvhash nng::nng)

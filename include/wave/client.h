@@ -123,11 +123,14 @@ WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
 
 /* ---- shared-memory regions (same host, ipc) ---------------------------- */
 
-/* A region is a memfd sealed against shrinking and growing, mapped
+/* A region is a memfd sealed against shrinking and growing, its pages
+ * allocated at creation (the daemon refuses sparse ones), mapped
  * read-write here.  Fill it (wave_region_data, wave_region_read_fd), then
- * register it with a daemon over ipc (the daemon must allow it:
- * allow_client_shm) and reduce extents of it: the daemon reads the rows in
- * place, with no copy and no message of their size.  The daemon drops the
+ * register it with a daemon over ipc (allow_client_shm, on by default):
+ * the descriptor is passed to the daemon by SCM_RIGHTS ("<ipc path>.fd",
+ * docs/protocol.md "Regions"), whatever the two processes' users, and the
+ * daemon reads the rows in place, with no copy and no message of their
+ * size.  The daemon drops the
  * registration when the client disconnects; wave_region_close unmaps and
  * closes here.  Rows written while a reduction runs give an unspecified
  * result, never a crash.
@@ -135,7 +138,9 @@ WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,
  * A region of 64 MiB or more is made of 2 MiB huge pages when the host has
  * them reserved (vm.nr_hugepages), else of ordinary pages, silently: a
  * daemon that first meets the region then maps 512 page-table entries a
- * GiB instead of 262,144 (docs/performance.md "Regions").
+ * GiB instead of 262,144 (docs/performance.md "Regions"); it is sealed
+ * against writes too (F_SEAL_FUTURE_WRITE: this mapping stays writable,
+ * no hole can be punched), as the daemon requires of huge pages.
  * WAVE_REGION_HUGEPAGES=off in the environment never asks for them. */
 typedef struct wave_region wave_region;
 
@@ -157,7 +162,8 @@ WAVE_API int wave_region_unregister(wave_client *c, wave_region *r,
                                     wave_error *err);
 WAVE_API uint64_t wave_region_id(const wave_region *r);
 /* A region the daemon reads into its own memory, now, from the regular
- * file open at fd (owned by this user; bytes 0: all of it): one read from
+ * file open for reading at fd (its descriptor is passed, so any file this
+ * process could open; bytes 0: all of it): one read from
  * the page cache, with no memory of ours, and a snapshot (later writes to
  * the file do not reach it).  Reduce it like any region; its data here is
  * NULL.  wave_region_close forgets it (fd stays the caller's). */

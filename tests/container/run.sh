@@ -268,7 +268,7 @@ how() { pm logs "$wd2" 2>&1 | grep "(wavectl): 1073741824 bytes of pid [0-9]* ui
         grep . || echo "no region of uid $1 in the daemon's log"; }
 how "$wuid" | grep -q 'kept open, read by its jobs' ||
   fail "two uids: as wavedd the file was not a file region: $(how "$wuid")"
-if [ "${WAVE_TEST_FDPASS:-0}" = 1 ]; then
+if [ "${WAVE_TEST_FDPASS:-1}" = 1 ]; then
   how "$ouid" | grep -q 'kept open, read by its jobs' ||
     fail "two uids: as uid $ouid the file was not a file region: $(how "$ouid")"
 else
