@@ -22,13 +22,16 @@
  * step (at start-up nothing else is queued yet; a reload's packs are
  * prepared while hash jobs run).
  *
- * The short lane (reductions) has an owner ring of its own, keyed the same
- * way (the principal, daemon/principal.h): each pop takes the first
- * owner's oldest reduction and sends that owner to the ring's end, so a
+ * The short lane (reductions) has owner groups of its own, keyed the same
+ * way (the principal, daemon/principal.h), served by turns in the manner
+ * of start-time fair queueing: a reduction's turn is the turn being served
+ * when its owner had nothing queued (or the turn after that owner's last
+ * one, if later), else the one after its owner's previous reduction; the
+ * earliest turn goes first, ties in the order the owners queued.  So a
  * client that pipelines many big sums delays another client's reduction
- * by one of them (the one running, and one per other busy client), not by
- * its whole backlog.  A short group
- * lives while it has items queued.
+ * by the one running, not by its backlog, and a client that sends one at
+ * a time cannot step ahead of the others more than once per turn (its
+ * group, kept until its last turn has come, remembers it).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -61,6 +64,8 @@ typedef struct dv_owner {
   dv_queue q;                 /* its queued items, FIFO */
   unsigned members;           /* long: its items not ended; short: queued */
   int in_ring;
+  uint64_t tag, finish;       /* short: its first item's turn, and the
+                                 turn after its last one's */
 } dv_owner;
 
 /* A lane served in turns by owner: the ring of groups with items queued,
@@ -69,6 +74,7 @@ typedef struct dv_fair {
   dv_owner *ring, **ring_tail;
   dv_owner *owners;
   unsigned n;                 /* items queued in the ring */
+  uint64_t now;               /* short: the turn being served */
 } dv_fair;
 
 typedef struct dv_rate {
@@ -237,8 +243,8 @@ static void dv_fair_push(dv_fair *f, dv_owner *g, wd_work *w, int front)
 }
 
 /* The next item: the ring's first owner's first item; that owner goes to
- * the ring's end if it has more.  *from: the item's group. */
-static wd_work *dv_fair_pop(dv_fair *f, dv_owner **from)
+ * the ring's end if it has more. */
+static wd_work *dv_fair_pop(dv_fair *f)
 {
   dv_owner *g = f->ring;
   if (g == NULL)
@@ -251,8 +257,53 @@ static wd_work *dv_fair_pop(dv_fair *f, dv_owner **from)
   f->n--;
   if (g->q.head != NULL)
     dv_ring_push(f, g, 0);
-  if (from != NULL)
-    *from = g;
+  return w;
+}
+
+/* ---- the short lane's turns (under mu) ---- */
+
+/* w into its owner's queue.  An owner with nothing queued takes the turn
+ * being served, or the one after its last item if that is later; each
+ * further item the next turn. */
+static void dv_short_push(dv_fair *f, dv_owner *g, wd_work *w)
+{
+  if (g->q.head == NULL) {
+    g->tag = g->finish > f->now ? g->finish : f->now;
+    g->finish = g->tag + 1;
+  } else {
+    g->finish++;
+  }
+  g->members++;
+  dv_fair_push(f, g, w, 0);
+}
+
+/* The queued reduction with the earliest turn (the ring's order among
+ * equal ones); its owner's next item takes the next turn.  Owners with
+ * nothing queued are forgotten once their last turn has come. */
+static wd_work *dv_short_pop(dv_fair *f)
+{
+  dv_owner *g = NULL;
+  for (dv_owner *o = f->ring; o != NULL; o = o->next)
+    if (g == NULL || o->tag < g->tag)
+      g = o;
+  if (g == NULL)
+    return NULL;
+  dv_ring_remove(f, g);
+  wd_work *w = dv_pop(&g->q);
+  f->n--;
+  g->members--;
+  f->now = g->tag++;
+  if (g->q.head != NULL)
+    dv_ring_push(f, g, 0);
+  for (dv_owner **pp = &f->owners; *pp != NULL;) {
+    dv_owner *o = *pp;
+    if (o->members == 0 && o->finish <= f->now) {
+      *pp = o->all_next;
+      free(o);
+    } else {
+      pp = &o->all_next;
+    }
+  }
   return w;
 }
 
@@ -360,10 +411,8 @@ static void *dv_main(void *arg)
     while (!d->stop && d->sq.ring == NULL &&
            d->lq.ring == NULL && d->ucur == NULL && d->uq.head == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
-    dv_owner *from;
-    wd_work *w = dv_fair_pop(&d->sq, &from);
+    wd_work *w = dv_short_pop(&d->sq);
     if (w != NULL) {  /* owners take turns, one reduction each */
-      dv_owner_release(&d->sq, from);
       d->short_running = 1;
       pthread_mutex_unlock(&d->mu);
       while (dv_step(d, w) != WD_RUN_END)
@@ -377,7 +426,7 @@ static void *dv_main(void *arg)
     if (d->ucur == NULL)
       d->ucur = dv_pop(&d->uq);
     int setup = d->ucur != NULL && (d->lq.ring == NULL || (d->turn ^= 1));
-    w = setup ? d->ucur : dv_fair_pop(&d->lq, NULL);
+    w = setup ? d->ucur : dv_fair_pop(&d->lq);
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
@@ -504,10 +553,8 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
                      d->cfg.queue_depth);
     else if ((g = dv_owner_get(&d->sq, w->owner)) == NULL)
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
-    else {
-      g->members++;
-      dv_fair_push(&d->sq, g, w, 0);
-    }
+    else
+      dv_short_push(&d->sq, g, w);
   } else if (lane == WD_LANE_LONG && d->long_n >= d->long_slots) {
     rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
                    "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
