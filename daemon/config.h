@@ -118,6 +118,7 @@ typedef struct wd_config {
   int packs_all;              /* load every pack in packs_dir */
   char **packs_load;          /* otherwise these names */
   size_t n_packs_load;
+  unsigned (*packs_load_at)[2]; /* packs_load[i]'s line and column */
   int packs_prepare;          /* WD_PREPARE_*: when packs are prepared */
   wd_device_cfg *devices;
   size_t n_devices;
@@ -127,6 +128,10 @@ typedef struct wd_config {
  * "file:line:column: key: what" with code WAVE_ECONFIG. */
 int wd_config_load(const char *path, wd_config **out, wave_error *err);
 void wd_config_free(wd_config *c);
+/* Do a and b say the same in every field (token secrets included, the
+ * file's positions too)?  A reload of an unchanged file keeps serving the
+ * config it has (reload.c): nothing is kept for it. */
+int wd_config_same(const wd_config *a, const wd_config *b);
 
 /* Name comparisons the duplicate checks made in this thread, ever: the
  * tests bound it (O(n log n), not n^2). */

@@ -1,6 +1,6 @@
 /* device.c - the device threads (see device.h).
  *
- * Each device is a thread with a mutex, a condition variable and two FIFO
+ * Each device is a thread with a mutex, a condition variable and three
  * lanes, in the manner of Valkey's bio.c: the loop appends under the mutex
  * and signals; the thread pops, runs the item's step with the mutex
  * released, and hands an ended item to the post callback.  The thread is
@@ -21,6 +21,17 @@
  * its own FIFO, and its first item takes turns with the ring, step for
  * step (at start-up nothing else is queued yet; a reload's packs are
  * prepared while hash jobs run).
+ *
+ * The short lane (reductions) has owner groups of its own, keyed the same
+ * way (the principal, daemon/principal.h), served by turns in the manner
+ * of start-time fair queueing: a reduction's turn is the turn being served
+ * when its owner had nothing queued (or the turn after that owner's last
+ * one, if later), else the one after its owner's previous reduction; the
+ * earliest turn goes first, ties in the order the owners queued.  So a
+ * client that pipelines many big sums delays another client's reduction
+ * by the one running, not by its backlog, and a client that sends one at
+ * a time cannot step ahead of the others more than once per turn (its
+ * group, kept until its last turn has come, remembers it).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -43,16 +54,28 @@ typedef struct dv_queue {
   unsigned n;
 } dv_queue;
 
-/* One owner's long items on this device (under mu).  It lives while any
- * of them has not ended (queued, running or parked). */
+/* One owner's items in one lane on this device (under mu).  A long-lane
+ * group lives while any of its items has not ended (queued, running or
+ * parked); a short-lane group while any of its items is queued. */
 typedef struct dv_owner {
   struct dv_owner *next;      /* the ring, while it has queued items */
-  struct dv_owner *all_next;  /* every group */
+  struct dv_owner *all_next;  /* every group of the lane */
   uint64_t key;
   dv_queue q;                 /* its queued items, FIFO */
-  unsigned members;           /* its items not ended */
+  unsigned members;           /* long: its items not ended; short: queued */
   int in_ring;
+  uint64_t tag, finish;       /* short: its first item's turn, and the
+                                 turn after its last one's */
 } dv_owner;
+
+/* A lane served in turns by owner: the ring of groups with items queued,
+ * and every group. */
+typedef struct dv_fair {
+  dv_owner *ring, **ring_tail;
+  dv_owner *owners;
+  unsigned n;                 /* items queued in the ring */
+  uint64_t now;               /* short: the turn being served */
+} dv_fair;
 
 typedef struct dv_rate {
   uint64_t n;
@@ -78,11 +101,9 @@ struct wd_device {
   int thread_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* work arrived, stop, or opened */
-  dv_queue sq;                /* short lane */
+  dv_fair sq;                 /* short lane (reductions), by owner */
   dv_queue uq;                /* setup items (pack preparation) */
-  dv_owner *ring, **ring_tail;/* owners with long items queued */
-  dv_owner *owners;           /* every owner group */
-  unsigned ring_n;            /* long items queued in the ring */
+  dv_fair lq;                 /* long lane (hash job shares), by owner */
   unsigned long_n;            /* bounded long items not ended */
   unsigned long_all;          /* every long item not ended */
   int short_running;
@@ -134,53 +155,66 @@ static wd_work *dv_pop(dv_queue *q)
 
 /* ---- owner groups (under mu) ---- */
 
-static dv_owner *dv_owner_find(wd_device *d, uint64_t key)
+static dv_owner *dv_owner_find(dv_fair *f, uint64_t key)
 {
-  for (dv_owner *g = d->owners; g != NULL; g = g->all_next)
+  for (dv_owner *g = f->owners; g != NULL; g = g->all_next)
     if (g->key == key)
       return g;
   return NULL;
 }
 
-static void dv_ring_push(wd_device *d, dv_owner *g, int front)
+/* key's group in f, made if it has none; NULL when out of memory. */
+static dv_owner *dv_owner_get(dv_fair *f, uint64_t key)
+{
+  dv_owner *g = dv_owner_find(f, key);
+  if (g == NULL && (g = calloc(1, sizeof *g)) != NULL) {
+    g->key = key;
+    g->q.tail = &g->q.head;
+    g->all_next = f->owners;
+    f->owners = g;
+  }
+  return g;
+}
+
+static void dv_ring_push(dv_fair *f, dv_owner *g, int front)
 {
   if (g->in_ring)
     return;
   g->in_ring = 1;
   if (front) {
-    g->next = d->ring;
-    if (d->ring == NULL)
-      d->ring_tail = &g->next;
-    d->ring = g;
+    g->next = f->ring;
+    if (f->ring == NULL)
+      f->ring_tail = &g->next;
+    f->ring = g;
   } else {
     g->next = NULL;
-    *d->ring_tail = g;
-    d->ring_tail = &g->next;
+    *f->ring_tail = g;
+    f->ring_tail = &g->next;
   }
 }
 
-static void dv_ring_remove(wd_device *d, dv_owner *g)
+static void dv_ring_remove(dv_fair *f, dv_owner *g)
 {
   if (!g->in_ring)
     return;
-  for (dv_owner **pp = &d->ring; *pp != NULL; pp = &(*pp)->next)
+  for (dv_owner **pp = &f->ring; *pp != NULL; pp = &(*pp)->next)
     if (*pp == g) {
       *pp = g->next;
-      if (d->ring_tail == &g->next)
-        d->ring_tail = pp;
+      if (f->ring_tail == &g->next)
+        f->ring_tail = pp;
       break;
     }
   g->in_ring = 0;
   g->next = NULL;
 }
 
-/* One of g's items has ended or left: drop g with its last one. */
-static void dv_owner_release(wd_device *d, dv_owner *g)
+/* One of g's members has ended or left: drop g with its last one. */
+static void dv_owner_release(dv_fair *f, dv_owner *g)
 {
   if (--g->members > 0)
     return;
-  dv_ring_remove(d, g);
-  for (dv_owner **pp = &d->owners; *pp != NULL; pp = &(*pp)->all_next)
+  dv_ring_remove(f, g);
+  for (dv_owner **pp = &f->owners; *pp != NULL; pp = &(*pp)->all_next)
     if (*pp == g) {
       *pp = g->all_next;
       break;
@@ -188,32 +222,88 @@ static void dv_owner_release(wd_device *d, dv_owner *g)
   free(g);
 }
 
+static void dv_fair_free(dv_fair *f)
+{
+  for (dv_owner *g = f->owners, *nx; g != NULL; g = nx) {
+    nx = g->all_next;  /* parked items' groups, left at stop */
+    free(g);
+  }
+  f->owners = NULL;
+}
+
 /* w (queued or parked before) into its group's queue. */
-static void dv_long_push(wd_device *d, dv_owner *g, wd_work *w, int front)
+static void dv_fair_push(dv_fair *f, dv_owner *g, wd_work *w, int front)
 {
   if (front)
     dv_push_front(&g->q, w);
   else
     dv_push(&g->q, w);
-  d->ring_n++;
-  dv_ring_push(d, g, front);
+  f->n++;
+  dv_ring_push(f, g, front);
 }
 
-/* The next long item: the ring's first owner's first item; that owner
- * goes to the ring's end if it has more. */
-static wd_work *dv_long_pop(wd_device *d)
+/* The next item: the ring's first owner's first item; that owner goes to
+ * the ring's end if it has more. */
+static wd_work *dv_fair_pop(dv_fair *f)
 {
-  dv_owner *g = d->ring;
+  dv_owner *g = f->ring;
   if (g == NULL)
     return NULL;
-  if ((d->ring = g->next) == NULL)
-    d->ring_tail = &d->ring;
+  if ((f->ring = g->next) == NULL)
+    f->ring_tail = &f->ring;
   g->in_ring = 0;
   g->next = NULL;
   wd_work *w = dv_pop(&g->q);
-  d->ring_n--;
+  f->n--;
   if (g->q.head != NULL)
-    dv_ring_push(d, g, 0);
+    dv_ring_push(f, g, 0);
+  return w;
+}
+
+/* ---- the short lane's turns (under mu) ---- */
+
+/* w into its owner's queue.  An owner with nothing queued takes the turn
+ * being served, or the one after its last item if that is later; each
+ * further item the next turn. */
+static void dv_short_push(dv_fair *f, dv_owner *g, wd_work *w)
+{
+  if (g->q.head == NULL) {
+    g->tag = g->finish > f->now ? g->finish : f->now;
+    g->finish = g->tag + 1;
+  } else {
+    g->finish++;
+  }
+  g->members++;
+  dv_fair_push(f, g, w, 0);
+}
+
+/* The queued reduction with the earliest turn (the ring's order among
+ * equal ones); its owner's next item takes the next turn.  Owners with
+ * nothing queued are forgotten once their last turn has come. */
+static wd_work *dv_short_pop(dv_fair *f)
+{
+  dv_owner *g = NULL;
+  for (dv_owner *o = f->ring; o != NULL; o = o->next)
+    if (g == NULL || o->tag < g->tag)
+      g = o;
+  if (g == NULL)
+    return NULL;
+  dv_ring_remove(f, g);
+  wd_work *w = dv_pop(&g->q);
+  f->n--;
+  g->members--;
+  f->now = g->tag++;
+  if (g->q.head != NULL)
+    dv_ring_push(f, g, 0);
+  for (dv_owner **pp = &f->owners; *pp != NULL;) {
+    dv_owner *o = *pp;
+    if (o->members == 0 && o->finish <= f->now) {
+      *pp = o->all_next;
+      free(o);
+    } else {
+      pp = &o->all_next;
+    }
+  }
   return w;
 }
 
@@ -274,9 +364,9 @@ static void dv_end(wd_device *d, wd_work *w)
     d->long_all--;
     if (w->ops->lane == WD_LANE_LONG) {
       d->long_n--;
-      dv_owner *g = dv_owner_find(d, w->owner);
+      dv_owner *g = dv_owner_find(&d->lq, w->owner);
       if (g != NULL)
-        dv_owner_release(d, g);
+        dv_owner_release(&d->lq, g);
     }
   }
   pthread_mutex_unlock(&d->mu);
@@ -318,11 +408,11 @@ static void *dv_main(void *arg)
   dv_open(d);
   for (;;) {
     pthread_mutex_lock(&d->mu);
-    while (!d->stop && d->sq.head == NULL &&
-           d->ring == NULL && d->ucur == NULL && d->uq.head == NULL)
+    while (!d->stop && d->sq.ring == NULL &&
+           d->lq.ring == NULL && d->ucur == NULL && d->uq.head == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
-    wd_work *w = dv_pop(&d->sq);
-    if (w != NULL) {
+    wd_work *w = dv_short_pop(&d->sq);
+    if (w != NULL) {  /* owners take turns, one reduction each */
       d->short_running = 1;
       pthread_mutex_unlock(&d->mu);
       while (dv_step(d, w) != WD_RUN_END)
@@ -335,8 +425,8 @@ static void *dv_main(void *arg)
      * reload does not wait for the hash jobs running here to end. */
     if (d->ucur == NULL)
       d->ucur = dv_pop(&d->uq);
-    int setup = d->ucur != NULL && (d->ring == NULL || (d->turn ^= 1));
-    w = setup ? d->ucur : dv_long_pop(d);
+    int setup = d->ucur != NULL && (d->lq.ring == NULL || (d->turn ^= 1));
+    w = setup ? d->ucur : dv_fair_pop(&d->lq);
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
@@ -347,8 +437,8 @@ static void *dv_main(void *arg)
     if (setup) {
       d->ucur = NULL;
     } else if (r == WD_RUN_MORE) {  /* to the end of its owner's turn */
-      dv_owner *g = dv_owner_find(d, w->owner);
-      dv_long_push(d, g, w, 0);
+      dv_owner *g = dv_owner_find(&d->lq, w->owner);
+      dv_fair_push(&d->lq, g, w, 0);
     }
     pthread_mutex_unlock(&d->mu);
     if (r == WD_RUN_MORE)
@@ -406,9 +496,9 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
   }
   d->post = post;
   d->post_arg = post_arg;
-  d->sq.tail = &d->sq.head;
+  d->sq.ring_tail = &d->sq.ring;
   d->uq.tail = &d->uq.head;
-  d->ring_tail = &d->ring;
+  d->lq.ring_tail = &d->lq.ring;
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
 
@@ -456,29 +546,26 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
     rc = wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted: %s",
                    d->cfg.name, d->fault);
   } else if (lane == WD_LANE_SHORT) {
+    dv_owner *g = NULL;
     if (d->sq.n >= d->cfg.queue_depth)
       rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u reductions queued "
                      "(queue_depth %u)", d->cfg.name, d->sq.n,
                      d->cfg.queue_depth);
+    else if ((g = dv_owner_get(&d->sq, w->owner)) == NULL)
+      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     else
-      dv_push(&d->sq, w);
+      dv_short_push(&d->sq, g, w);
   } else if (lane == WD_LANE_LONG && d->long_n >= d->long_slots) {
     rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
                    "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
                    d->long_slots);
   } else if (lane == WD_LANE_LONG) {
-    dv_owner *g = dv_owner_find(d, w->owner);
-    if (g == NULL && (g = calloc(1, sizeof *g)) != NULL) {
-      g->key = w->owner;
-      g->q.tail = &g->q.head;
-      g->all_next = d->owners;
-      d->owners = g;
-    }
+    dv_owner *g = dv_owner_get(&d->lq, w->owner);
     if (g == NULL) {
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     } else {
       g->members++;
-      dv_long_push(d, g, w, 0);
+      dv_fair_push(&d->lq, g, w, 0);
       d->long_all++;
       d->long_n++;
     }
@@ -495,10 +582,11 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
 void wd_device_resume(wd_device *d, wd_work *w)
 {
   pthread_mutex_lock(&d->mu);
-  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(d, w->owner)
-                                             : NULL;
+  dv_owner *g = w->ops->lane == WD_LANE_LONG
+                    ? dv_owner_find(&d->lq, w->owner)
+                    : NULL;
   if (g != NULL)  /* a parked item is still its group's member */
-    dv_long_push(d, g, w, 1);
+    dv_fair_push(&d->lq, g, w, 1);
   else
     dv_push_front(&d->uq, w);
   pthread_cond_signal(&d->cv);
@@ -509,8 +597,9 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
 {
   int found = 0;
   pthread_mutex_lock(&d->mu);
-  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(d, w->owner)
-                                             : NULL;
+  dv_owner *g = w->ops->lane == WD_LANE_LONG
+                    ? dv_owner_find(&d->lq, w->owner)
+                    : NULL;
   dv_queue *q = g != NULL ? &g->q : &d->uq;
   for (wd_work **pp = &q->head; *pp != NULL; pp = &(*pp)->next) {
     if (*pp == w) {
@@ -520,11 +609,11 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
       q->n--;
       d->long_all--;
       if (g != NULL) {
-        d->ring_n--;
+        d->lq.n--;
         d->long_n--;
         if (g->q.head == NULL)
-          dv_ring_remove(d, g);
-        dv_owner_release(d, g);
+          dv_ring_remove(&d->lq, g);
+        dv_owner_release(&d->lq, g);
       }
       found = 1;
       break;
@@ -553,10 +642,8 @@ void wd_device_free(wd_device *d)
   if (d == NULL)
     return;
   wd_device_stop(d);
-  for (dv_owner *g = d->owners, *nx; g != NULL; g = nx) {
-    nx = g->all_next;  /* parked items' groups, left at stop */
-    free(g);
-  }
+  dv_fair_free(&d->lq);
+  dv_fair_free(&d->sq);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   free(d->checks);
@@ -641,7 +728,7 @@ void wd_device_add_hashes(wd_device *d, size_t pack, uint64_t n,
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 {
   pthread_mutex_lock(&d->mu);
-  s->queued = d->sq.n + d->uq.n + d->ring_n;
+  s->queued = d->sq.n + d->uq.n + d->lq.n;
   s->capacity = d->cfg.queue_depth;
   s->faulted = atomic_load(&d->faulted);
   snprintf(s->fault, sizeof s->fault, "%s", s->faulted ? d->fault : "");

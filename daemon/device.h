@@ -3,7 +3,8 @@
  * backend (through workers/wvdev.h).
  *
  * The thread opens the device, then serves its lanes: short items
- * (reductions; FIFO, bounded by queue_depth), setup items (pack
+ * (reductions; bounded by queue_depth, round robin by owner: one
+ * reduction per client in turn), setup items (pack
  * preparation; FIFO) and long ones (hash job shares; bounded by
  * limits.jobs_in_flight, round robin by owner, then by item: device.c).
  * A long item runs one step at a time and the short lane is emptied

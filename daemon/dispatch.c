@@ -239,6 +239,7 @@ static void dp_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   memset(&c->work, 0, sizeof c->work);
   memset(&c->out, 0, sizeof c->out);
   c->work.ops = &dp_reduce_ops;
+  c->work.owner = wd_peer_key(c->principal);  /* clients take turns */
   c->job = (wv_reduce_job){
     .dtype = dt,
     .op = op,

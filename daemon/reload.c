@@ -36,7 +36,11 @@
  *
  * Reloaded configs are kept until wd_service_free: the listeners keep
  * pointers into the config they started with (their URLs), and the server
- * points at the newest one.
+ * points at the newest one.  A reload whose file says what the serving
+ * config says (wd_config_same: every key, token secrets, positions) keeps
+ * serving that one and frees what it read, so reloading an unchanged file
+ * costs no memory; the log line of each reload says how many configs and
+ * pack sets are kept (the start-up ones included).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -139,10 +143,13 @@ int wd_packs_load(const wd_config *cfg, wv_packset **set, wd_packs *packs,
     list[i] = cfg->packs_all ? wv_packset_at(*set, i)
                              : wv_packset_find(*set, cfg->packs_load[i]);
     if (list[i] == NULL) {
-      free(list);
-      return wv_seterr(err, WAVE_ECONFIG, "%s: packs.load: no pack named "
-                       "'%s' in %s", cfg->path, cfg->packs_load[i],
-                       cfg->packs_dir);
+      free(list);  /* *set: the caller frees it */
+      /* where the name is, as every other config error says */
+      unsigned line = cfg->packs_load_at ? cfg->packs_load_at[i][0] : 1;
+      unsigned col = cfg->packs_load_at ? cfg->packs_load_at[i][1] : 1;
+      return wv_seterr(err, WAVE_ECONFIG, "%s:%u:%u: packs.load[%zu]: no "
+                       "pack named '%s' in %s", cfg->path, line, col, i,
+                       cfg->packs_load[i], cfg->packs_dir);
     }
   }
   packs->list = list;
@@ -248,7 +255,9 @@ static void rl_end(rl_run *r, int rc)
   char status[400];
   if (rc == 0) {
     wd_info("reloaded %s: log_level %s; limits, listen, packs and metrics "
-            "applied", sv->path, wd_log_level_name(sv->cfg->log_level));
+            "applied; configs kept: %zu, pack sets kept: %zu", sv->path,
+            wd_log_level_name(sv->cfg->log_level), sv->n_owned + 1,
+            sv->n_gens + 1);
     snprintf(status, sizeof status, "%sSTATUS=serving; reloaded %s",
              ready ? "READY=1\n" : "", sv->path);
   } else {
@@ -305,7 +314,9 @@ static void rl_apply(rl_run *r)
   rl_gen *g = NULL;
   if (r->packs_changed && (g = calloc(1, sizeof *g)) == NULL)
     return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
-  wd_config *nc = r->nc;
+  /* an unchanged file: the serving config stays and the copy just read
+   * goes (rl_free), so a reload of it keeps nothing */
+  const wd_config *nc = wd_config_same(sv->cfg, r->nc) ? sv->cfg : r->nc;
   wd_metrics *nm = NULL;
   int rc;
   int move_metrics = strcmp(nc->metrics, sv->cfg->metrics) != 0;
@@ -327,8 +338,10 @@ static void rl_apply(rl_run *r)
     return rl_end(r, rc);
   }
   /* nothing fails from here on */
-  sv->owned[sv->n_owned++] = nc;
-  r->nc = NULL;
+  if (nc == r->nc) {
+    sv->owned[sv->n_owned++] = r->nc;
+    r->nc = NULL;
+  }
   if (move_metrics) {
     wd_metrics_close(sv->metrics);
     sv->metrics = nm;

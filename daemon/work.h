@@ -28,7 +28,8 @@ typedef struct wd_work wd_work;
 
 enum { WD_RUN_MORE = 0, WD_RUN_END = 1, WD_RUN_PARK = 2 };
 
-/* short: bounded by the device's queue_depth, served first; long: bounded
+/* short: bounded by the device's queue_depth, served first, round robin
+ * between owners (one whole item each turn); long: bounded
  * by limits.jobs_in_flight, one step at a time, round robin between
  * owners and then between an owner's items; setup: served before long
  * items, in order, without the bound (pack preparation). */
@@ -49,9 +50,11 @@ struct wd_work {
   int rc;                   /* result: 0 or WAVE_E*, with err */
   wave_error err;
   double seconds;           /* time on the device, all steps */
-  uint64_t owner;           /* long lane: the fairness key (set before
-                               submit); owners take turns step by step,
-                               and one owner's items take turns too */
+  uint64_t owner;           /* the fairness key (set before submit; 0:
+                               the daemon's own items): short-lane owners
+                               take turns item by item, long-lane ones
+                               step by step, and one owner's long items
+                               take turns too */
 };
 
 #endif

@@ -117,3 +117,15 @@ wave_test(test_packwait SOURCES test_packwait.c daemon_harness.c
 add_dependencies(test_packwait wavedd wavedd-test)
 target_compile_definitions(test_packwait PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
+# reductions take turns by client: two clients' sums queued behind a held
+# device complete alternately (test_fairred.c, fake backend)
+# the same turns in process: a CPU device, items that write down their
+# order, one holding the device (test_turns.c)
+wave_test(test_turns SOURCES test_turns.c LIBS wvdcore)
+
+wave_test(test_fairred SOURCES test_fairred.c daemon_harness.c
+  LIBS wvbase nng::nng)
+add_dependencies(test_fairred wavedd wavedd-test)
+target_compile_definitions(test_fairred PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")

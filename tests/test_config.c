@@ -520,6 +520,71 @@ START_TEST(packs_dir_not_a_folder)
 }
 END_TEST
 
+/* A packs.load name with no pack: the error points at the name, as every
+ * other config error points at its node. */
+START_TEST(packs_load_missing_pack)
+{
+  char text[1200];
+  snprintf(text, sizeof text, "packs:\n  dir: %s/config/packs\n"
+           "  load:\n    - closed\n    - nosuch\n" ONE_DEVICE,
+           getenv("WAVE_SOURCE_DIR"));
+  wd_config *c = tc_load_ok(text);
+  wv_packset *set = NULL;
+  wd_packs packs;
+  wave_error err = {0};
+  ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
+  char want[1200];
+  snprintf(want, sizeof want, "%s:5:7: packs.load[1]: no pack named 'nosuch' "
+           "in %s/config/packs", tc_path, getenv("WAVE_SOURCE_DIR"));
+  ck_assert_str_eq(err.message, want);
+  wd_packs_free(set, &packs);
+  wd_config_free(c);
+  /* flow style: the column of the name inside the brackets */
+  snprintf(text, sizeof text, "packs: {dir: %s/config/packs, "
+           "load: [nosuch, closed]}\n" ONE_DEVICE, getenv("WAVE_SOURCE_DIR"));
+  c = tc_load_ok(text);
+  ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
+  size_t col = strlen("packs: {dir: ") + strlen(getenv("WAVE_SOURCE_DIR")) +
+               strlen("/config/packs, load: [") + 1;
+  snprintf(want, sizeof want, "%s:1:%zu: packs.load[0]: no pack named "
+           "'nosuch' in ", tc_path, col);
+  ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0, "%s",
+                err.message);
+  wd_packs_free(set, &packs);
+  wd_config_free(c);
+}
+END_TEST
+
+/* wd_config_same: one file read twice is the same config; any key that
+ * differs, a device's included, makes them differ. */
+START_TEST(same_config)
+{
+  static const char base[] = "listen: [\"ipc:///tmp/x.sock\"]\n"
+                             "limits: {max_job_rows: 100}\n" ONE_DEVICE;
+  wd_config *a = tc_load_ok(base), *b = tc_load_ok(base);
+  ck_assert_int_eq(wd_config_same(a, b), 1);
+  wd_config_free(b);
+  static const char *const other[] = {
+      "listen: [\"ipc:///tmp/y.sock\"]\nlimits: {max_job_rows: 100}\n"
+      ONE_DEVICE,
+      "listen: [\"ipc:///tmp/x.sock\"]\nlimits: {max_job_rows: 101}\n"
+      ONE_DEVICE,
+      "listen: [\"ipc:///tmp/x.sock\"]\nlimits: {max_job_rows: 100}\n"
+      ONE_DEVICE "    queue_depth: 3\n",
+      "listen: [\"ipc:///tmp/x.sock\"]\nlimits: {max_job_rows: 100}\n"
+      "log_level: debug\n" ONE_DEVICE,
+      "listen: [\"ipc:///tmp/x.sock\"]\nlimits: {max_job_rows: 100}\n"
+      "packs: {load: [small]}\n" ONE_DEVICE,
+  };
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+    b = tc_load_ok(other[i]);
+    ck_assert_msg(!wd_config_same(a, b), "the same as: %s", other[i]);
+    wd_config_free(b);
+  }
+  wd_config_free(a);
+}
+END_TEST
+
 START_TEST(yaml_syntax)
 {
   tc_load_bad("devices:\n"
@@ -552,6 +617,8 @@ static Suite *config_suite(void)
   tcase_add_test(t, many_devices);
   tcase_add_test(t, duplicates_first_in_order);
   tcase_add_test(t, packs_dir_not_a_folder);
+  tcase_add_test(t, packs_load_missing_pack);
+  tcase_add_test(t, same_config);
   suite_add_tcase(s, t);
   return s;
 }

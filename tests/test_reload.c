@@ -476,6 +476,84 @@ START_TEST(job_across_a_pack_reload_keeps_its_pack)
 }
 END_TEST
 
+/* The counts in the last reload's log line. */
+static void tr_kept(td_daemon *d, size_t *configs, size_t *packs)
+{
+  const char *log = td_stderr(d), *p, *last = NULL;
+  for (p = log; (p = strstr(p, "configs kept: ")) != NULL; p++)
+    last = p;
+  ck_assert_msg(last != NULL, "no reload says what it keeps:\n%s", log);
+  ck_assert_int_eq(sscanf(last, "configs kept: %zu, pack sets kept: %zu",
+                          configs, packs), 2);
+}
+
+/* Reloading an unchanged file keeps nothing (it used to keep a config,
+ * about 24 KB, each time); a changed one keeps its config, and the next
+ * unchanged reload keeps nothing more. */
+START_TEST(reload_of_an_unchanged_file_keeps_nothing)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  ck_assert_int_eq(td_start(&d), 0);
+  nng_socket s = td_dial(d.ipc);
+  size_t configs, packs;
+  for (int i = 0; i < 20; i++) {
+    tr_reload(&d, 1);
+    tr_kept(&d, &configs, &packs);
+    ck_assert_uint_eq(configs, 1);  /* the start-up one */
+    ck_assert_uint_eq(packs, 1);
+  }
+  td_good(s);
+  tr_edit(&d, "max_job_rows: 8192", "max_job_rows: 16");
+  tr_reload(&d, 1);
+  tr_kept(&d, &configs, &packs);
+  ck_assert_uint_eq(configs, 2);
+  ck_assert_uint_eq(packs, 1);  /* the packs did not change */
+  for (int i = 0; i < 5; i++) {
+    tr_reload(&d, 1);
+    tr_kept(&d, &configs, &packs);
+    ck_assert_uint_eq(configs, 2);
+  }
+  /* the kept config is the changed one: 17 rows are too many now */
+  uint32_t v[17] = {0};
+  td_chunk c = {v, sizeof v};
+  td_expect_error(td_reduce(s, 5, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, &c,
+                            1, NULL, 0, NULL),
+                  WAVE_EJOBSIZE, 5);
+  nng_close(s);
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
+/* A reload whose packs.load names no pack fails with the name's position. */
+START_TEST(reload_of_a_missing_pack_says_where)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  ck_assert_int_eq(td_start(&d), 0);
+  tr_edit(&d, "load: [closed, small]", "load: [closed, nosuch]");
+  tr_reload(&d, 0);
+  /* line and column of "nosuch" in the file as written */
+  char *text = tr_read(d.cfg);
+  const char *at = strstr(text, "nosuch");
+  size_t line = 1, col = 1;
+  for (const char *p = text; p < at; p++, col++)
+    if (*p == '\n') {
+      line++;
+      col = 0;
+    }
+  free(text);
+  char want[600];
+  snprintf(want, sizeof want, "%s:%zu:%zu: packs.load[1]: no pack named "
+           "'nosuch'", d.cfg, line, col);
+  ck_assert_msg(strstr(td_stderr(&d), want) != NULL, "no '%s' in:\n%s", want,
+                td_stderr(&d));
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
 int main(void)
 {
   Suite *su = suite_create("reload");
@@ -486,6 +564,8 @@ int main(void)
   tcase_add_test(tc, reload_adds_a_pack);
   tcase_add_test(tc, reload_with_a_broken_pack_changes_nothing);
   tcase_add_test(tc, job_across_a_pack_reload_keeps_its_pack);
+  tcase_add_test(tc, reload_of_an_unchanged_file_keeps_nothing);
+  tcase_add_test(tc, reload_of_a_missing_pack_says_where);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,278 @@
+/* bench_fair.c - a small reduction's latency behind another client's big
+ * ones (daemon/device.c: reductions take turns by client).
+ *
+ * One wavedd with one CPU device.  The heavy client (ipc, principal
+ * "uid:N") keeps --heavy sums of --mib MiB in flight from as many threads
+ * sharing one wave_client, over a shared-memory region, so that the rows
+ * travel in no message and the device, not the transfer, is what they
+ * wait for.  The light client (tcp, principal "pipe:N": another client)
+ * times 1-row sums one after the other, first with the daemon idle, then
+ * while the heavy client runs.  It prints both latencies (median, 90th
+ * percentile), their ratio, and how long one heavy sum takes on the
+ * device: with turns by client a light sum waits for at most the heavy
+ * sum running when it arrives; first in, first out it waited for every
+ * heavy sum queued before it.
+ *
+ *   bench_fair [--iters N] [--heavy N] [--mib N]   (defaults: 400, 16, 16)
+ */
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wave/client.h"
+
+#define BF_WARMUP 50
+
+static double bf_now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int bf_cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void bf_die(const char *what, const wave_error *err)
+{
+  fprintf(stderr, "bench_fair: %s%s%s\n", what, err ? ": " : "",
+          err ? err->message : "");
+  exit(1);
+}
+
+static int bf_free_port(void)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
+    bf_die("no loopback port", NULL);
+  int port = ntohs(sa.sin_port);
+  close(fd);
+  return port;
+}
+
+/* Start wavedd on cfg and wait for its READY=1. */
+static pid_t bf_start(const char *dir, const char *cfg)
+{
+  char notify[100];
+  snprintf(notify, sizeof notify, "%.80s/notify", dir);
+  int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", notify);
+  if (ns < 0 || bind(ns, (struct sockaddr *)&sa, sizeof sa) != 0)
+    bf_die("notify socket", NULL);
+  char bin[512];
+  const char *bd = getenv("WAVE_BINARY_DIR");
+  snprintf(bin, sizeof bin, "%s", WAVEDD_PATH);
+  if (bd != NULL)
+    snprintf(bin, sizeof bin, "%s/wavedd", bd);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("NOTIFY_SOCKET", notify, 1);
+    execl(bin, bin, "--config", cfg, "--foreground", (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 600; i++) {
+    struct pollfd p = {.fd = ns, .events = POLLIN};
+    if (poll(&p, 1, 100) == 1) {
+      char buf[64] = {0};
+      if (recv(ns, buf, sizeof buf - 1, 0) > 0 && strstr(buf, "READY=1")) {
+        close(ns);
+        return pid;
+      }
+    }
+    if (waitpid(pid, NULL, WNOHANG) == pid)
+      break;
+  }
+  bf_die("wavedd did not start", NULL);
+  return -1;
+}
+
+/* ---- the heavy client --------------------------------------------------- */
+
+typedef struct bf_heavy {
+  wave_client *c;
+  wave_region *r;
+  _Atomic int stop;
+  _Atomic unsigned long done, busy;
+  pthread_mutex_t mu;
+  double *dev_s;   /* device seconds of the sums done (under mu) */
+  size_t n_dev, cap_dev;
+} bf_heavy;
+
+static void *bf_heavy_main(void *arg)
+{
+  bf_heavy *h = arg;
+  wave_extent ex = {h->r, 0, wave_region_size(h->r)};
+  wave_region_reduce rq = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ex,
+                           .n_input = 1};
+  while (!atomic_load(&h->stop)) {
+    wave_reduce_result res;
+    wave_error err = {0};
+    int rc = wave_reduce_region(h->c, &rq, &res, &err);
+    if (rc == WAVE_EBUSY) {  /* the queue is full: that is the load */
+      atomic_fetch_add(&h->busy, 1);
+      struct timespec nap = {0, 200 * 1000};
+      nanosleep(&nap, NULL);
+      continue;
+    }
+    if (rc != 0)
+      bf_die("heavy sum", &err);
+    atomic_fetch_add(&h->done, 1);
+    pthread_mutex_lock(&h->mu);
+    if (h->n_dev < h->cap_dev)
+      h->dev_s[h->n_dev++] = res.seconds;
+    pthread_mutex_unlock(&h->mu);
+  }
+  return NULL;
+}
+
+/* ---- the light client ---------------------------------------------------- */
+
+/* n 1-row sums, one after the other; their round trips in us[]. */
+static void bf_light(wave_client *c, double *us, size_t n, int keep)
+{
+  uint32_t v = 7;
+  wave_chunk ch = {&v, sizeof v};
+  wave_reduce_request rq = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
+                            .n_input = 1};
+  for (size_t i = 0; i < n; i++) {
+    wave_reduce_result res;
+    wave_error err = {0};
+    double t0 = bf_now_us();
+    if (wave_reduce(c, &rq, &res, &err) != 0)
+      bf_die("light sum", &err);
+    double t1 = bf_now_us();
+    if (res.bits[0] != 7)
+      bf_die("light sum: wrong answer", NULL);
+    if (keep)
+      us[i] = t1 - t0;
+  }
+}
+
+static void bf_stats(double *us, size_t n, double *med, double *p90)
+{
+  qsort(us, n, sizeof *us, bf_cmp);
+  *med = us[n / 2];
+  *p90 = us[n * 9 / 10];
+}
+
+int main(int argc, char **argv)
+{
+  unsigned iters = 400, heavy = 16, mib = 16;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--iters") == 0)
+      iters = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--heavy") == 0)
+      heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--mib") == 0)
+      mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else {
+      fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N]\n");
+      return 2;
+    }
+  }
+  if (iters < 10 || heavy < 1 || heavy > 16 || mib < 1 || mib > 1024) {
+    fprintf(stderr, "bench_fair: --iters >= 10, --heavy 1..16 (one "
+            "connection's limits.max_peer_requests), --mib 1..1024\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  char dir[] = "/tmp/wave-fair.XXXXXX";
+  if (mkdtemp(dir) == NULL)
+    bf_die("mkdtemp", NULL);
+  char cfg[128], text[1024], ipc[128], tcp[64];
+  snprintf(cfg, sizeof cfg, "%s/wavedd.yaml", dir);
+  snprintf(ipc, sizeof ipc, "ipc://%s/d.sock", dir);
+  snprintf(tcp, sizeof tcp, "tcp://127.0.0.1:%d", bf_free_port());
+  snprintf(text, sizeof text,
+           "listen: [\"%s\", \"%s\"]\nlog_level: warn\nauth: none\n"
+           "allow_client_shm: true\npacks: {load: []}\n"
+           "devices: [{name: cpu0, backend: cpu, threads: 1, "
+           "queue_depth: 256}]\n", ipc, tcp);
+  FILE *f = fopen(cfg, "w");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+    bf_die("config", NULL);
+  pid_t pid = bf_start(dir, cfg);
+
+  wave_error err = {0};
+  bf_heavy h = {.cap_dev = 1u << 20};
+  h.dev_s = calloc(h.cap_dev, sizeof *h.dev_s);
+  pthread_mutex_init(&h.mu, NULL);
+  wave_client *light;
+  if (wave_client_open(&h.c, ipc, &err) != 0 ||
+      wave_client_open(&light, tcp, &err) != 0)
+    bf_die("connect", &err);
+  size_t bytes = (size_t)mib << 20;
+  if (wave_region_create(&h.r, bytes, "bench-fair", &err) != 0)
+    bf_die("region", &err);
+  uint32_t *rows = wave_region_data(h.r);
+  for (size_t i = 0; i < bytes / 4; i++)
+    rows[i] = (uint32_t)i;
+  if (wave_region_register(h.c, h.r, &err) != 0)
+    bf_die("region register", &err);
+
+  double *idle = calloc(iters, sizeof *idle), *loaded = calloc(iters,
+                                                               sizeof *loaded);
+  bf_light(light, idle, BF_WARMUP, 0);
+  bf_light(light, idle, iters, 1);
+
+  pthread_t th[16];
+  for (unsigned i = 0; i < heavy; i++)
+    pthread_create(&th[i], NULL, bf_heavy_main, &h);
+  while (atomic_load(&h.done) < heavy)  /* every heavy thread is going */
+    usleep(1000);
+  bf_light(light, loaded, iters, 1);
+  unsigned long during = atomic_load(&h.done);
+  atomic_store(&h.stop, 1);
+  for (unsigned i = 0; i < heavy; i++)
+    pthread_join(th[i], NULL);
+
+  double im, i90, lm, l90, hm, h90;
+  bf_stats(idle, iters, &im, &i90);
+  bf_stats(loaded, iters, &lm, &l90);
+  bf_stats(h.dev_s, h.n_dev, &hm, &h90);
+  printf("bench_fair: light 1-row sums over tcp, %u each; heavy: %u %u-MiB "
+         "region sums in flight over ipc (%lu done, %lu BUSY retries)\n",
+         iters, heavy, mib, during, atomic_load(&h.busy));
+  printf("heavy sum on the device  median %9.1f us\n", hm * 1e6);
+  printf("light idle               median %9.1f us  p90 %9.1f us\n", im, i90);
+  printf("light loaded             median %9.1f us  p90 %9.1f us\n", lm, l90);
+  printf("ratio loaded / idle      median %9.2fx     p90 %9.2fx\n", lm / im,
+         l90 / i90);
+  printf("loaded / (idle + one heavy sum)  median %.2fx\n", lm / (im + hm * 1e6));
+
+  wave_region_unregister(h.c, h.r, NULL);
+  wave_region_close(h.r);
+  wave_client_close(h.c);
+  wave_client_close(light);
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fprintf(stderr, "bench_fair: wavedd exited with status %d\n", st);
+  char rm[160];
+  snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+  if (system(rm) != 0)
+    fprintf(stderr, "bench_fair: could not remove %s\n", dir);
+  free(idle);
+  free(loaded);
+  free(h.dev_s);
+  return 0;
+}

@@ -1,0 +1,8 @@
+# bench/fair.cmake - a 1-row sum's latency behind another client's pipelined
+# 16 MiB sums, idle vs loaded (bench_fair.c; daemon/device.c's turns).
+add_executable(bench_fair bench_fair.c)
+target_link_libraries(bench_fair PRIVATE waveclient Threads::Threads)
+add_dependencies(bench_fair wavedd)
+target_compile_definitions(bench_fair PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+wave_defaults(bench_fair)

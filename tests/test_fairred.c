@@ -1,0 +1,221 @@
+/* test_fairred.c - reductions take turns by client (daemon/device.c, the
+ * short lane's owner ring), against the real daemon (wavedd-test: the
+ * fake backend, whose "hold_prepare=DIR" device string holds a pack's
+ * preparation while DIR/<pack> exists).
+ *
+ * The device is held inside a pack's preparation (a hash job on a
+ * first-use pack starts it).  Client A (one tcp connection: principal
+ * "pipe:N") queues four reductions, then client B (another connection)
+ * two; status says when each batch is queued, so nothing depends on
+ * timing.  Let go, the device serves the six in turns, A B A B A A, where
+ * first in, first out would give A A A A B B.  The order is read from the
+ * daemon's log ("job reduce ID on fk0: ok"), which the loop writes as each
+ * reduction's completion arrives, in the device's order.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+
+#include "daemon_harness.h"
+#include "proto/base.h"
+
+#define FR_A 4  /* reductions from client A */
+#define FR_B 2  /* from client B */
+
+static void fr_config(td_daemon *d)
+{
+  char hold[200], text[2048];
+  snprintf(hold, sizeof hold, "%s/hold", d->dir);
+  ck_assert_int_eq(mkdir(hold, 0700), 0);
+  snprintf(text, sizeof text,
+           "listen: [\"%s\", \"%s\"]\nauth: none\nlog_level: info\n"
+           "packs: {dir: %s/config/packs, load: [small], prepare: first-use}\n"
+           "devices:\n  - {name: fk0, backend: fake, threads: 1, "
+           "device: \"hold_prepare=%s\"}\n",
+           d->ipc, d->tcp, getenv("WAVE_SOURCE_DIR"), hold);
+  td_write(d->cfg, text);
+  d->fake = 1;
+}
+
+static void fr_hold(td_daemon *d, int on)
+{
+  char path[300];
+  snprintf(path, sizeof path, "%s/hold/small", d->dir);
+  if (on)
+    td_write(path, "held by test_fairred\n");
+  else
+    ck_assert_int_eq(unlink(path), 0);
+}
+
+/* fk0's queued items, as status says. */
+static unsigned fr_queued(nng_socket s)
+{
+  Wave__V1__Response *r = td_status(s, 1);
+  ck_assert_uint_eq(r->status->n_devices, 1);
+  unsigned n = r->status->devices[0]->queue_depth;
+  wave__v1__response__free_unpacked(r, NULL);
+  return n;
+}
+
+/* Until fk0 has want items queued (a bound on polls, not a time). */
+static void fr_wait_queued(nng_socket s, unsigned want)
+{
+  unsigned n = 0;
+  for (int i = 0; i < 6000 && (n = fr_queued(s)) < want; i++) {
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+  }
+  ck_assert_uint_eq(n, want);
+}
+
+/* Send a sum of one row (request id) on ctx without waiting for the
+ * reply; the aio carries it. */
+static nng_aio *fr_send(nng_ctx ctx, uint64_t id)
+{
+  uint32_t v = (uint32_t)id;
+  ProtobufCBinaryData in = {sizeof v, (uint8_t *)&v};
+  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
+  rr.dtype = WAVE__V1__DTYPE__U32;
+  rr.op = WAVE__V1__OP__SUM;
+  rr.n_input = 1;
+  rr.input = &in;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 2;
+  rq.id = id;
+  rq.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
+  rq.reduce = &rr;
+  size_t n = wave__v1__request__get_packed_size(&rq);
+  nng_msg *m;
+  ck_assert_int_eq(nng_msg_alloc(&m, n), 0);
+  wave__v1__request__pack(&rq, nng_msg_body(m));
+  nng_aio *aio;
+  ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
+  nng_aio_set_timeout(aio, 60000);
+  nng_aio_set_msg(aio, m);
+  nng_ctx_send(ctx, aio);
+  nng_aio_wait(aio);
+  ck_assert_int_eq(nng_aio_result(aio), 0);
+  nng_ctx_recv(ctx, aio);
+  return aio;
+}
+
+/* The reply to request id: a sum equal to id. */
+static void fr_reply(nng_aio *aio, uint64_t id)
+{
+  nng_aio_wait(aio);
+  ck_assert_msg(nng_aio_result(aio) == 0, "no reply: %s",
+                nng_strerror(nng_aio_result(aio)));
+  nng_msg *m = nng_aio_get_msg(aio);
+  Wave__V1__Response *r =
+      wave__v1__response__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
+  nng_msg_free(m);
+  nng_aio_free(aio);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_REDUCE, "%s",
+                r->error ? r->error->message : "?");
+  ck_assert_uint_eq(r->id, id);
+  ck_assert_uint_eq(r->reduce->n_bits, 1);
+  ck_assert_uint_eq(r->reduce->bits[0], id);
+  wave__v1__response__free_unpacked(r, NULL);
+}
+
+START_TEST(reductions_take_turns_by_client)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  fr_config(&d);
+  fr_hold(&d, 1);
+  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
+  nng_socket s = td_dial(d.ipc);
+  /* a hash job on the first-use pack: fk0 steps into its preparation and
+   * stays there while the hold file exists */
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = "small";
+  hq.count = 1000;
+  hq.detach = 1;
+  Wave__V1__Response *r = td_hash_req(s, 2, &hq);
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "submit: %s",
+                r->error ? r->error->message : "?");
+  uint64_t job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  for (int i = 0; i < 6000; i++) {  /* until the preparation has begun */
+    r = td_job(s, job, 0, 0);
+    int begun = r->job->prepare_steps_total > 0;
+    wave__v1__response__free_unpacked(r, NULL);
+    if (begun)
+      break;
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+  }
+  ck_assert_uint_eq(fr_queued(s), 0);
+
+  nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp);
+  nng_ctx ca[FR_A], cb[FR_B];
+  nng_aio *aa[FR_A], *ab[FR_B];
+  for (int i = 0; i < FR_A; i++) {  /* A: ids 101..104, in order */
+    ck_assert_int_eq(nng_ctx_open(&ca[i], a), 0);
+    aa[i] = fr_send(ca[i], 101 + (uint64_t)i);
+    fr_wait_queued(s, (unsigned)i + 1);
+  }
+  for (int i = 0; i < FR_B; i++) {  /* then B: ids 201, 202 */
+    ck_assert_int_eq(nng_ctx_open(&cb[i], b), 0);
+    ab[i] = fr_send(cb[i], 201 + (uint64_t)i);
+    fr_wait_queued(s, FR_A + (unsigned)i + 1);
+  }
+  fr_hold(&d, 0);
+  for (int i = 0; i < FR_A; i++) {
+    fr_reply(aa[i], 101 + (uint64_t)i);
+    nng_ctx_close(ca[i]);
+  }
+  for (int i = 0; i < FR_B; i++) {
+    fr_reply(ab[i], 201 + (uint64_t)i);
+    nng_ctx_close(cb[i]);
+  }
+
+  /* the order the device served them in */
+  static const unsigned want[FR_A + FR_B] = {101, 201, 102, 202, 103, 104};
+  const char *log = td_stderr(&d), *p = log;
+  unsigned got[FR_A + FR_B], n = 0;
+  while ((p = strstr(p, "job reduce ")) != NULL && n < FR_A + FR_B) {
+    unsigned id;
+    if (sscanf(p, "job reduce %u on fk0: ok", &id) == 1)
+      got[n++] = id;
+    p++;
+  }
+  ck_assert_msg(n == FR_A + FR_B, "%u reductions in the log:\n%s", n, log);
+  for (unsigned i = 0; i < n; i++)
+    ck_assert_msg(got[i] == want[i], "reduction %u was %u, not %u:\n%s", i,
+                  got[i], want[i], log);
+  nng_close(a);
+  nng_close(b);
+  nng_close(s);
+  td_stop_ok(&d);
+}
+END_TEST
+
+static Suite *fr_suite(void)
+{
+  Suite *s = suite_create("fairred");
+  TCase *t = tcase_create("turns");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, reductions_take_turns_by_client);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void)
+{
+  signal(SIGPIPE, SIG_IGN);
+  SRunner *sr = srunner_create(fr_suite());
+  srunner_run_all(sr, CK_ENV);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
