@@ -37,6 +37,13 @@ _NP = {v: k for k, v in DTYPES.items()}
 
 OPS = ("sum", "min", "max", "extent", "and", "or", "xor")
 
+# Bound now: a region's finalizer may run inside a cffi call that holds
+# cffi's (non-reentrant) lock, where a first lookup of lib.NAME would wait
+# on it for ever.
+_region_close = lib.wave_region_close
+_region_unregister = lib.wave_region_unregister
+_NULL = ffi.NULL
+
 _PAR_MIN = 64 << 20       # bytes from which a pool copy uses threads
 _POOL_ALIGN = 2 << 20     # pool sizes: whole huge pages
 
@@ -167,9 +174,9 @@ class _Region:
         if conn is not None:
             with conn.lock:
                 if conn.h is not None and conn.regions.pop(id(self), None):
-                    lib.wave_region_unregister(conn.h, self.r, ffi.NULL)
+                    _region_unregister(conn.h, self.r, _NULL)
         if self.r is not None:
-            lib.wave_region_close(self.r)
+            _region_close(self.r)
             self.r = None
 
     def array(self, shape, dtype):
