@@ -175,3 +175,6 @@ def test_timedout(client):
         assert j.status().state in ("queued", "running")
     finally:
         j.cancel()
+        # ended before the next test (client_jobs counts it until then)
+        with pytest.raises(wavedd.CancelledError):
+            j.wait(progress=False)

@@ -107,3 +107,6 @@ def test_ctrl_c_leaves_detached(client):
     finally:
         t.cancel()
         j.cancel()
+        # ended before the next test (client_jobs counts it until then)
+        with pytest.raises(wavedd.CancelledError):
+            j.wait(progress=False)
