@@ -22,10 +22,13 @@ def test_result_as_wavectl(daemon, client):
     ref = wavectl_hash(daemon, "--pack", "small", "--nonce", "1000",
                        "--count", "50000", "--target", "%x" % (1 << 56),
                        "--max-winners", "4")
-    flat = json.dumps(ref)
-    assert r.hashes == 50000
-    assert "%016x" % r.fingerprint in flat or str(r.fingerprint) in flat
-    assert str(r.best_nonce) in flat
+    assert r.hashes == ref["hashes"] == 50000
+    assert r.fingerprint == int(ref["job_fingerprint"], 16)
+    assert r.best_nonce == ref["best"]["nonce"]
+    assert r.best_output == int(ref["best"]["output"], 16)
+    assert r.winner_count == ref["winner_count"]
+    assert r.winners == [(w["nonce"], int(w["output"], 16))
+                         for w in ref["winners"]]
     assert len(r.winners) == min(4, r.winner_count)
     assert all(out < (1 << 56) for _, out in r.winners)
     assert j.result() is r                       # kept
