@@ -4,7 +4,6 @@ the C reference through wavectl's bits, and against NumPy for the integer
 ops; masks, chunks, buffers, dtypes refused."""
 import array
 import json
-import os
 
 import numpy as np
 import pytest
