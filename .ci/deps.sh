@@ -4,7 +4,8 @@
 #          the Dockerfile's build stage uses this.
 #   all (default): build + tests (Check, lavapipe, PoCL), HIP's compiler,
 #          the service tests (systemd, podman, debootstrap, Prometheus),
-#          and clang with libFuzzer for .ci/fuzz.sh.
+#          clang with libFuzzer for .ci/fuzz.sh, and the Python package's
+#          NumPy, cffi, pytest and pip/venv/setuptools (python/).
 # Idempotent and quiet: does nothing (and prints nothing) when all are present.
 # The CUDA toolkit (nvcc) is not a Debian package here; the build uses it when
 # it is installed (/usr/local/cuda/bin/nvcc) and skips the CUDA backend if not.
@@ -22,6 +23,7 @@ rest=(
   podman runc debootstrap prometheus curl
   slurm-wlm munge
   clang-14 libclang-rt-14-dev
+  python3-numpy python3-cffi python3-pytest python3-pip python3-venv python3-setuptools
 )
 case "${1:-all}" in
   build) pkgs=("${build[@]}") ;;

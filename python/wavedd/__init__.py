@@ -1,0 +1,18 @@
+"""wavedd - exact reductions of NumPy arrays and hash jobs on a wavedd
+daemon, through libwaveclient (docs/python.md).
+
+    import numpy as np, wavedd
+    with wavedd.Client() as c:
+        print(c.reduce("sum", np.arange(10, dtype=np.float32)).value)
+"""
+from ._lib import LIBRARY
+from .client import OPS, Client, Result, empty
+from .errors import CLASSES as _CLASSES
+from .errors import Error
+from .jobs import HashResult, Job, JobInfo
+
+globals().update(_CLASSES)
+
+__version__ = "0.1.0"
+__all__ = ["Client", "Result", "empty", "Error", "Job", "JobInfo",
+           "HashResult", "OPS", "LIBRARY"] + sorted(_CLASSES)

@@ -1,0 +1,484 @@
+"""client.py - wavedd.Client: reductions of NumPy arrays, region-backed
+arrays, status.
+
+How the rows of client.reduce travel (docs/python.md "How arrays travel"):
+  * every chunk (and mask chunk) lies in a region of this client
+    (wavedd.empty, client.region): extents of the regions, no copy;
+  * otherwise, over ipc to a daemon that allows regions, inputs of at least
+    copy_threshold bytes are copied (by several threads when big) into one
+    pooled region of this client, registered once and reused; regions
+    among the chunks stay extents;
+  * otherwise they go as messages (libwaveclient streams big ones), read
+    in place from the arrays' memory.
+A region is a sealed memfd of libwaveclient (wave_region_*), registered as
+soon as it is made, so the daemon can pin it while it is being filled.
+The NumPy array's memory is the mapping; when the last array (or view) on
+it goes, the region is unregistered and unmapped.  Closing the client ends
+the connection, which drops every registration in the daemon; the arrays
+stay valid memory of this process until they go.
+"""
+import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import errors
+from ._lib import ffi, lib, text
+from .errors import ArgError, DtypeError, OpError, RegionError
+
+DTYPES = {
+    np.dtype("<u4"): lib.WAVE_U32,
+    np.dtype("<i4"): lib.WAVE_S32,
+    np.dtype("<f4"): lib.WAVE_F32,
+}
+_NP = {v: k for k, v in DTYPES.items()}
+
+OPS = ("sum", "min", "max", "extent", "and", "or", "xor")
+
+# Bound now: a region's finalizer may run inside a cffi call that holds
+# cffi's (non-reentrant) lock, where a first lookup of lib.NAME would wait
+# on it for ever.
+_region_close = lib.wave_region_close
+_region_unregister = lib.wave_region_unregister
+_NULL = ffi.NULL
+
+_PAR_MIN = 64 << 20       # bytes from which a pool copy uses threads
+_POOL_ALIGN = 2 << 20     # pool sizes: whole huge pages
+
+
+def _fix(dt):
+    """What to call instead, for an unsupported dtype."""
+    if dt.kind == "f":
+        return "a.astype(np.float32)"
+    if dt.kind == "i":
+        return "a.astype(np.int32)"
+    if dt.kind in "ub":
+        return "a.astype(np.uint32)"
+    return "a.astype(np.float32), a.astype(np.int32) or a.astype(np.uint32)"
+
+
+def _dtype_of(dt):
+    dt = np.dtype(dt)
+    wd = DTYPES.get(dt)
+    if wd is None:
+        if dt.itemsize == 4 and dt.byteorder == ">":
+            fix = "a.astype(a.dtype.newbyteorder('<'))"
+        else:
+            fix = _fix(dt)
+        raise DtypeError(f"dtype {dt} is not one wavedd reduces (uint32, "
+                         f"int32, float32, little-endian); convert it "
+                         f"yourself, e.g. {fix} (wavedd never converts "
+                         f"silently)")
+    return wd
+
+
+def _as_array(x, what):
+    """x as a NumPy array on the same memory (no copy)."""
+    if isinstance(x, np.ndarray):
+        a = x
+    else:
+        try:
+            a = np.asarray(memoryview(x))
+        except TypeError:
+            raise ArgError(f"{what}: a {type(x).__name__} is neither a NumPy "
+                           f"array nor a buffer") from None
+    if not a.flags.c_contiguous:
+        raise ArgError(f"{what}: the array is not C-contiguous; pass "
+                       f"np.ascontiguousarray(a) (wavedd does not copy "
+                       f"silently)")
+    return a
+
+
+def _addr(a):
+    return a.__array_interface__["data"][0]
+
+
+class Result:
+    """A reduction's answer.  value: a NumPy scalar of the dtype (a pair
+    (min, max) for extent); bits: the raw 32-bit results (a tuple);
+    count: rows selected; rows: rows in the input; device; seconds (on
+    the device); finite (float min/max/extent: True when a selected row is
+    finite, False when none is, None when not said); via: "region",
+    "pool" or "message", how the rows travelled."""
+
+    def __init__(self, r, via):
+        dt = _NP[r.dtype]
+        n = min(r.n_values, 2)
+        self.bits = tuple(int(r.bits[i]) for i in range(n))
+        vals = np.array(self.bits, dtype=np.uint32).view(dt)
+        self.value = (vals[0], vals[1]) if n == 2 else vals[0]
+        self.dtype = dt
+        self.op = text(lib.wave_op_name(r.op))
+        self.count = int(r.count)
+        self.rows = int(r.rows)
+        self.device = text(r.device)
+        self.seconds = float(r.seconds)
+        self.finite = {1: True, 2: False}.get(r.finite)
+        self.via = via
+
+    def __repr__(self):
+        return (f"Result(op={self.op!r}, value={self.value!r}, "
+                f"bits={tuple(hex(b) for b in self.bits)}, "
+                f"count={self.count}, rows={self.rows}, "
+                f"device={self.device!r}, seconds={self.seconds:.6f})")
+
+
+class _Conn:
+    """The wave_client handle, shared by the Client and its regions."""
+
+    def __init__(self, handle):
+        self.h = handle
+        self.lock = threading.RLock()  # a finalizer may run inside
+        self.regions = {}  # id(_Region) -> _Region, registered here
+
+    def close(self):
+        with self.lock:
+            if self.h is None:
+                return
+            h, self.h = self.h, None
+            for rg in list(self.regions.values()):
+                rg.conn = None   # the daemon drops them with the connection
+            self.regions.clear()
+            lib.wave_client_close(h)
+
+
+class _Region:
+    """One wave_region, registered with conn; freed by its finalizer."""
+
+    def __init__(self, conn, nbytes, name):
+        err = errors.new_err()
+        out = ffi.new("wave_region **")
+        errors.check(lib.wave_region_create(out, nbytes, name.encode(), err),
+                     err)
+        self.r = out[0]
+        self.nbytes = nbytes
+        self.addr = int(ffi.cast("uintptr_t", lib.wave_region_data(self.r)))
+        self.conn = None
+        with conn.lock:
+            rv = (lib.wave_region_register(conn.h, self.r, err)
+                  if conn.h is not None else -1)
+            if rv == 0:
+                self.conn = conn
+                conn.regions[id(self)] = self
+        if rv != 0:
+            lib.wave_region_close(self.r)
+            self.r = None
+            if rv == -1:
+                raise ArgError("the client is closed")
+            errors.check(rv, err)
+
+    def release(self):
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with conn.lock:
+                if conn.h is not None and conn.regions.pop(id(self), None):
+                    _region_unregister(conn.h, self.r, _NULL)
+        if self.r is not None:
+            _region_close(self.r)
+            self.r = None
+
+    def array(self, shape, dtype):
+        """A NumPy array on the whole mapping; the region goes with it."""
+        data = ffi.gc(ffi.cast("char *", self.addr), lambda _: self.release())
+        buf = ffi.buffer(data, self.nbytes)
+        a = np.frombuffer(buf, dtype=dtype)
+        return a.reshape(shape)
+
+
+class Client:
+    """A connection to wavedd.
+
+    url: None means $WAVE_URL, then the user's own daemon
+    ($XDG_RUNTIME_DIR/wavedd/wavedd.sock, when not root and it exists),
+    then ipc:///run/wavedd/wavedd.sock, as wavectl.  token / token_file:
+    the bearer token, or a file holding it (mode 0600); None:
+    $WAVE_TOKEN_FILE, else none.  timeout: seconds per call (None: 30).
+    The connection is made here: no daemon raises TransportError at once.
+    A context manager: `with wavedd.Client() as c:` closes it at the end.
+
+    copy_threshold: plain arrays of at least this many bytes are copied
+    into a pooled region (over ipc, when the daemon allows regions);
+    smaller ones go as messages.
+    """
+
+    copy_threshold = 1 << 20
+
+    def __init__(self, url=None, token=None, token_file=None, timeout=None):
+        opts = ffi.new("wave_client_options *")
+        keep = []
+
+        def cstr(s):
+            if s is None:
+                return ffi.NULL
+            b = ffi.new("char[]", os.fsencode(s))
+            keep.append(b)
+            return b
+
+        opts.dial = 1
+        opts.token = cstr(token)
+        opts.token_file = cstr(token_file)
+        if timeout is not None:
+            ms = int(round(float(timeout) * 1000))
+            if ms <= 0:
+                raise ArgError(f"timeout {timeout!r}: give a number of "
+                               f"seconds above 0")
+            opts.timeout_ms = ms
+        out = ffi.new("wave_client **")
+        err = errors.new_err()
+        errors.check(lib.wave_client_open_with(out, cstr(url), opts, err),
+                     err)
+        self._conn = _Conn(out[0])
+        self._final = weakref.finalize(self, self._conn.close)
+        self._pool = None
+        self._pool_lock = threading.Lock()
+        self._regions_ok = self.url.startswith("ipc://")
+
+    # ---- connection ----------------------------------------------------
+    @property
+    def url(self):
+        return text(lib.wave_client_url(self._handle()))
+
+    def _handle(self):
+        h = self._conn.h
+        if h is None:
+            raise ArgError("the client is closed")
+        return h
+
+    def close(self):
+        """End the connection; the daemon drops this client's regions."""
+        with self._pool_lock:
+            self._pool = None
+        self._conn.close()
+
+    @property
+    def closed(self):
+        return self._conn.h is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self.closed else self.url
+        return f"<wavedd.Client {state}>"
+
+    # ---- regions ---------------------------------------------------------
+    def region(self, nbytes):
+        """A uint8 array of nbytes on a fresh region registered with the
+        daemon (view it as you need: .view(np.float32))."""
+        nbytes = int(nbytes)
+        if nbytes <= 0:
+            raise ArgError(f"region of {nbytes} bytes: give at least 1")
+        return _Region(self._conn, nbytes, "python").array((nbytes,),
+                                                           np.uint8)
+
+    def empty(self, shape, dtype=np.float32):
+        """As wavedd.empty(shape, dtype, client=self)."""
+        dt = np.dtype(dtype)
+        _dtype_of(dt)
+        shape = (int(shape),) if np.isscalar(shape) else tuple(shape)
+        n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if n <= 0:
+            raise ArgError(f"shape {shape}: a region holds at least one row")
+        return _Region(self._conn, n, "python").array(shape, dt)
+
+    def regions(self):
+        """How many regions this client has registered now (the pool
+        included)."""
+        return len(self._conn.regions)
+
+    def _find(self, a):
+        """(region, offset) when a's memory lies in a region of ours."""
+        p, n = _addr(a), a.nbytes
+        for rg in list(self._conn.regions.values()):
+            if rg.addr <= p and p + n <= rg.addr + rg.nbytes:
+                return rg, p - rg.addr
+        return None
+
+    def _pool_get(self, nbytes):
+        """The pooled region, at least nbytes (under _pool_lock)."""
+        if self._pool is not None and self._pool[0].nbytes >= nbytes:
+            return self._pool
+        self._pool = None   # the old one goes with its array
+        size = -(-nbytes // _POOL_ALIGN) * _POOL_ALIGN
+        rg = _Region(self._conn, size, "python-pool")
+        self._pool = (rg, rg.array((size,), np.uint8))
+        return self._pool
+
+    # ---- reductions ----------------------------------------------------
+    def reduce(self, op, *chunks, mask=None, device=None):
+        """Reduce the rows of chunks (in order) with op: "sum", "min",
+        "max", "extent", "and", "or", "xor".  mask: None, or an array (or
+        a list of arrays) of uint32 rows, one per input row, nonzero
+        selecting it.  device: a device name, or None for the daemon's
+        pick.  Returns a Result."""
+        h = self._handle()
+        wop = lib.wave_op_parse(op.encode()) if isinstance(op, str) else 0
+        if wop == lib.WAVE_OP_NONE:
+            raise OpError(f"op {op!r}: one of {', '.join(OPS)}")
+        if not chunks:
+            raise ArgError("reduce: give at least one chunk")
+        ins = [_as_array(c, f"chunk {i}") for i, c in enumerate(chunks)]
+        wdt = _dtype_of(ins[0].dtype)
+        for i, a in enumerate(ins):
+            if a.dtype != ins[0].dtype:
+                raise DtypeError(f"chunk {i} is {a.dtype}, chunk 0 "
+                                 f"{ins[0].dtype}: give one dtype")
+        has_mask = mask is not None
+        if isinstance(mask, (list, tuple)):
+            masks = [_as_array(m, f"mask {i}") for i, m in enumerate(mask)]
+        else:
+            masks = [_as_array(mask, "mask")] if has_mask else []
+        for i, m in enumerate(masks):
+            if m.dtype != np.dtype("<u4"):
+                raise DtypeError(f"mask {i} is {m.dtype}: a mask holds uint32 "
+                                 f"rows, e.g. m.astype(np.uint32)")
+        dev = ffi.new("char[]", device.encode()) if device else ffi.NULL
+        res = ffi.new("wave_reduce_result *")
+        err = errors.new_err()
+        every = ins + masks
+        found = [self._find(a) for a in every]
+        plain = sum(a.nbytes for a, f in zip(every, found) if f is None)
+        if plain == 0 and all(f is not None for f in found):
+            self._reduce_ext(h, wdt, wop, every, found, len(ins), has_mask,
+                             dev, res, err)
+            return Result(res, "region")
+        if self._regions_ok and plain >= self.copy_threshold:
+            with self._pool_lock:
+                try:
+                    pool = self._pool_get(plain)
+                except errors.Error as e:
+                    if not isinstance(e, (RegionError,
+                                          errors.UnsupportedError)):
+                        raise
+                    self._regions_ok = False  # the daemon takes none
+                    pool = None
+                if pool is not None:
+                    rg, buf = pool
+                    off = 0
+                    for i, (a, f) in enumerate(zip(every, found)):
+                        if f is None:
+                            _copy(buf[off:off + a.nbytes], a)
+                            found[i] = (rg, off)
+                            off += a.nbytes
+                    self._reduce_ext(h, wdt, wop, every, found, len(ins),
+                                     has_mask, dev, res, err)
+                    return Result(res, "pool")
+        ch = ffi.new("wave_chunk[]", max(len(every), 1))
+        keep = []
+        for i, a in enumerate(every):
+            cd = ffi.from_buffer(a, require_writable=False)
+            keep.append(cd)
+            ch[i].data = cd
+            ch[i].bytes = a.nbytes
+        q = ffi.new("wave_reduce_request *")
+        q.dtype, q.op = wdt, wop
+        q.input, q.n_input = ch, len(ins)
+        q.mask, q.n_mask = ch + len(ins), len(masks)
+        q.has_mask = int(has_mask)
+        q.device = dev
+        errors.check(lib.wave_reduce(h, q, res, err), err)
+        return Result(res, "message")
+
+    @staticmethod
+    def _reduce_ext(h, wdt, wop, every, found, n_in, has_mask, dev, res,
+                    err):
+        ex = ffi.new("wave_extent[]", max(len(every), 1))
+        for i, (a, (rg, off)) in enumerate(zip(every, found)):
+            ex[i].region = rg.r
+            ex[i].offset = off
+            ex[i].bytes = a.nbytes
+        q = ffi.new("wave_region_reduce *")
+        q.dtype, q.op = wdt, wop
+        q.input, q.n_input = ex, n_in
+        q.mask, q.n_mask = ex + n_in, len(every) - n_in
+        q.has_mask = int(has_mask)
+        q.device = dev
+        errors.check(lib.wave_reduce_region(h, q, res, err), err)
+
+    # ---- status ----------------------------------------------------------
+    def status(self):
+        """The daemon's status: a dict (version, ready, uptime_ms,
+        jobs_served, jobs_failed, listen, devices: a list of dicts)."""
+        out = ffi.new("wave_status **")
+        err = errors.new_err()
+        errors.check(lib.wave_status_get(self._handle(), out, err), err)
+        s = out[0]
+        try:
+            devs = []
+            for i in range(s.n_devices):
+                d = s.devices[i]
+                devs.append({
+                    "name": text(d.name), "backend": text(d.backend),
+                    "description": text(d.description),
+                    "queue_depth": d.queue_depth,
+                    "queue_capacity": d.queue_capacity,
+                    "jobs_done": d.jobs_done, "jobs_failed": d.jobs_failed,
+                    "faulted": bool(d.faulted), "running": bool(d.running),
+                    "fault": text(d.fault),
+                    "packs": {text(d.packs[j].pack): text(d.packs[j].state)
+                              for j in range(min(d.n_packs, 16))},
+                })
+            return {
+                "version": text(s.version), "ready": bool(s.ready),
+                "uptime_ms": s.uptime_ms, "jobs_served": s.jobs_served,
+                "jobs_failed": s.jobs_failed, "instance": s.instance,
+                "listen": [ffi.string(s.listen[i]).decode()
+                           for i in range(s.n_listen)],
+                "devices": devs,
+            }
+        finally:
+            lib.wave_status_free(s)
+
+    # ---- hash jobs (jobs.py) -------------------------------------------
+    def hash(self, pack, nonce, count, target=0, devices=None,
+             segments=False, device=None, max_winners=16, segment_log2=0,
+             detach=False):
+        """Submit a hash job; returns a wavedd.Job (see jobs.py)."""
+        from .jobs import submit
+        return submit(self, pack, nonce, count, target, devices, segments,
+                      device, max_winners, segment_log2, detach)
+
+    def jobs(self):
+        """The hash jobs the daemon knows of ours, as JobInfo, in submit
+        order."""
+        from .jobs import list_jobs
+        return list_jobs(self)
+
+    def job(self, job_id):
+        """The Job of that id (NoJobError when the daemon knows none)."""
+        from .jobs import find_job
+        return find_job(self, job_id)
+
+
+def _copy(dst, a):
+    """Copy a's bytes into dst (uint8), by several threads when big: one
+    thread's memcpy is far from what the memory can do."""
+    src = a.reshape(-1).view(np.uint8)
+    n = src.nbytes
+    if n < _PAR_MIN:
+        np.copyto(dst, src)
+        return
+    k = min(os.cpu_count() or 1, 16)
+    step = -(-n // k)
+    step = -(-step // 4096) * 4096
+
+    def part(i):
+        np.copyto(dst[i:i + step], src[i:i + step])
+
+    with ThreadPoolExecutor(k) as ex:
+        list(ex.map(part, range(0, n, step)))
+
+
+def empty(shape, dtype=np.float32, client=None):
+    """A NumPy array of shape and dtype on a region registered with
+    client's daemon (registered before you fill it).  Its memory starts
+    zeroed.  client.reduce(op, arr) then sends extents, not bytes."""
+    if client is None:
+        raise ArgError("wavedd.empty: give client=, the wavedd.Client whose "
+                       "daemon the region is registered with")
+    return client.empty(shape, dtype)
