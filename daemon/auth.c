@@ -319,6 +319,8 @@ static au_peer *au_find(const unsigned char key[17], const wd_limits *l,
     e->credits = l->auth_failures;
     e->stamp = now;
   }
+  if (e->credits > l->auth_failures)  /* the limit went down at a reload */
+    e->credits = l->auth_failures;
   uint64_t per = l->auth_failure_ms ? l->auth_failure_ms : 1;
   if (now > e->stamp) {
     uint64_t add = (now - e->stamp) / per;
@@ -330,8 +332,6 @@ static au_peer *au_find(const unsigned char key[17], const wd_limits *l,
       e->stamp += add * per;
     }
   }
-  if (e->credits > l->auth_failures)  /* the limit went down at a reload */
-    e->credits = l->auth_failures;
   return e;
 }
 
