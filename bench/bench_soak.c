@@ -5,7 +5,7 @@
  *
  * Each client is a thread with its own REQ socket and random stream, and
  * sends, by weight:
- *   60%  reductions of every dtype and op (1..2048 rows in 1..4 chunks,
+ *   45%  reductions of every dtype and op (1..2048 rows in 1..4 chunks,
  *        a mask in 1..3 chunks one time in three, random bits: NaN, inf,
  *        subnormals), checked bit for bit and by count against
  *        wv_reduce_reference;
@@ -13,14 +13,28 @@
  *        random target), polled until done, the outputs checked against
  *        the 32-lane reference (wv_ref_range) and the winner count
  *        recounted from them;
- *   15%  status (a StatusReply with the devices);
+ *   10%  status (a StatusReply with the devices);
  *   10%  bad requests, each answered with its own code: garbage bytes
  *        (BADREQUEST), version 3 (VERSION), dtype 9 (DTYPE), a mask of the
- *        wrong length (MASKLEN), 7 bytes of u32 rows (LENGTH).
+ *        wrong length (MASKLEN), 7 bytes of u32 rows (LENGTH);
+ * and through libwaveclient (one wave_client per client thread), of
+ * 1..65536 random rows, checked against wv_reduce_reference:
+ *    7%  a memfd region (created, filled, registered by descriptor,
+ *        reduced, unregistered, closed);
+ *    7%  a file region (a temporary file passed by descriptor; the daemon
+ *        reads the file at the reduction);
+ *    6%  a stream (WAVE_CLIENT_STREAM=1: StreamOpen, pieces, commit).
+ * Over tcp there are no regions: those draws are streams too.  With
+ * WAVE_TOKEN_FILE set, every request carries its token (libwaveclient
+ * reads the variable itself), so two bench_soak processes, one over ipc
+ * and one over tcp with a token, are two principals on one daemon.
+ * (The weights above are of 100 draws: reduce 45, hash 15, status 10,
+ * bad 10, region 7, file region 7, stream 6.)
  * A transport failure or timeout (10 s) counts as an error, a wrong
  * answer as wrong.  Prints one line per kind: answers, wrong, errors,
  * mean and max latency; exit 1 when anything was wrong or lost.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,14 +48,19 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "proto/wave.pb-c.h"
+#include "wave/client.h"
 #include "wave/error.h"
 #include "workers/hash/pack.h"
 #include "workers/hash/ref.h"
 #include "workers/reduce/reduce.h"
 
-enum { SK_REDUCE, SK_HASH, SK_STATUS, SK_BAD, SK_KINDS };
+enum { SK_REDUCE, SK_HASH, SK_STATUS, SK_BAD, SK_REGION, SK_FILE, SK_STREAM,
+       SK_KINDS };
 static const char *const sk_names[SK_KINDS] = {"reduce", "hash", "status",
-                                               "bad request"};
+                                               "bad request", "region",
+                                               "file region", "stream"};
+static char sk_token[256];  /* WAVE_TOKEN_FILE's line, "" none */
+static int sk_ipc;          /* the URL is ipc: regions can be used */
 
 typedef struct sk_stat {
   uint64_t n, wrong, errors;
@@ -90,6 +109,8 @@ static Wave__V1__Response *sk_raw(nng_socket s, const void *buf, size_t n)
 
 static Wave__V1__Response *sk_call(nng_socket s, Wave__V1__Request *rq)
 {
+  if (sk_token[0] != '\0')
+    rq->token = sk_token;
   size_t n = wave__v1__request__get_packed_size(rq);
   uint8_t *buf = malloc(n ? n : 1);
   if (buf == NULL)
@@ -299,13 +320,98 @@ static int sk_bad(nng_socket s, uint64_t *rng, uint64_t id)
   return rc;
 }
 
+/* A reduction through libwaveclient, of kind SK_REGION, SK_FILE or
+ * SK_STREAM: 0 right, 1 wrong, 2 error. */
+static int sk_bulk(wave_client *c, int kind, uint64_t *rng)
+{
+  static const int ops_int[] = {1, 2, 3, 4, 5, 6, 7}, ops_f[] = {1, 2, 3, 4};
+  int dt = 1 + (int)(sk_rand(rng) % 3);
+  int op = dt == 3 ? ops_f[sk_rand(rng) % 4] : ops_int[sk_rand(rng) % 7];
+  size_t rows = 1 + sk_rand(rng) % 65536, bytes = rows * 4;
+  uint32_t *v = malloc(bytes);
+  for (size_t i = 0; i < rows; i++)
+    v[i] = (uint32_t)sk_rand(rng);
+  wave_error err = {0};
+  wave_reduce_result res;
+  wave_region *r = NULL;
+  int rc = 2, fd = -1;
+  if (kind == SK_REGION) {
+    if (wave_region_create(&r, bytes, "soak", &err) == 0) {
+      memcpy(wave_region_data(r), v, bytes);
+      if (wave_region_register(c, r, &err) != 0) {
+        wave_region_close(r);
+        r = NULL;
+      }
+    }
+  } else if (kind == SK_FILE) {
+    char path[] = "/tmp/wave-soak-file.XXXXXX";
+    fd = mkstemp(path);
+    if (fd >= 0) {
+      unlink(path);
+      if (write(fd, v, bytes) != (ssize_t)bytes ||
+          wave_region_file_fd(c, fd, bytes, "soakf", &r, &err) != 0)
+        r = NULL;
+    }
+  }
+  int got;
+  wave_reduce_request rq = {.dtype = (wave_dtype)dt, .op = (wave_op)op};
+  wave_chunk ch = {v, bytes};
+  if (kind == SK_STREAM) {
+    rq.input = &ch;
+    rq.n_input = 1;
+    got = wave_reduce(c, &rq, &res, &err);
+  } else if (r != NULL) {
+    wave_extent ex = {r, 0, bytes};
+    wave_region_reduce rr = {.dtype = (wave_dtype)dt, .op = (wave_op)op,
+                             .input = &ex, .n_input = 1};
+    got = wave_reduce_region(c, &rr, &res, &err);
+  } else {
+    got = err.code ? err.code : WAVE_EIO;
+  }
+  wv_span sp = {v, rows};
+  wv_reduce_job job = {.dtype = (wave_dtype)dt, .op = (wave_op)op,
+                       .input = &sp, .n_input = 1, .rows = rows};
+  wv_reduce_out want;
+  wave_error rerr = {0};
+  if (got != 0) {
+    fprintf(stderr, "soak: %s: %s\n", sk_names[kind], err.message);
+  } else if (wv_reduce_reference(&job, &want, &rerr) != 0) {
+    fprintf(stderr, "soak: reference: %s\n", rerr.message);
+    rc = 1;
+  } else {
+    rc = res.n_values != want.n_values || res.count != want.count ||
+         res.bits[0] != want.bits[0] ||
+         (want.n_values > 1 && res.bits[1] != want.bits[1]);
+    if (rc)
+      fprintf(stderr, "soak: %s dtype %d op %d rows %zu: wrong answer\n",
+              sk_names[kind], dt, op, rows);
+  }
+  if (r != NULL) {
+    wave_error e2 = {0};
+    if (wave_region_unregister(c, r, &e2) != 0 && rc == 0) {
+      fprintf(stderr, "soak: unregister: %s\n", e2.message);
+      rc = 2;
+    }
+    wave_region_close(r);
+  }
+  if (fd >= 0)
+    close(fd);
+  free(v);
+  return rc;
+}
+
 static void *sk_client(void *arg)
 {
   uint64_t rng = 0x5eed0000ull + (uint64_t)(uintptr_t)arg, id = 1;
   sk_stat st[SK_KINDS];
   memset(st, 0, sizeof st);
   nng_socket s;
-  if (nng_req0_open(&s) != 0 || nng_dial(s, sk_url, NULL, 0) != 0) {
+  wave_client *c = NULL;
+  wave_error cerr = {0};
+  if (wave_client_open(&c, sk_url, &cerr) != 0) {
+    fprintf(stderr, "soak: %s\n", cerr.message);
+    st[SK_STREAM].errors++;
+  } else if (nng_req0_open(&s) != 0 || nng_dial(s, sk_url, NULL, 0) != 0) {
     fprintf(stderr, "soak: cannot dial %s\n", sk_url);
     st[SK_STATUS].errors++;
   } else {
@@ -313,13 +419,17 @@ static void *sk_client(void *arg)
     nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
     while (sk_now() < sk_end) {
       uint64_t w = sk_rand(&rng) % 100;
-      int k = w < 60 ? SK_REDUCE : w < 75 ? SK_HASH : w < 90 ? SK_STATUS
-                                                              : SK_BAD;
+      int k = w < 45 ? SK_REDUCE : w < 60 ? SK_HASH : w < 70 ? SK_STATUS
+              : w < 80 ? SK_BAD : w < 87 ? SK_REGION : w < 94 ? SK_FILE
+                                                               : SK_STREAM;
+      if (!sk_ipc && (k == SK_REGION || k == SK_FILE))
+        k = SK_STREAM;
       double t0 = sk_now();
       int rc = k == SK_REDUCE ? sk_reduce(s, &rng, id)
                : k == SK_HASH ? sk_hash(s, &rng, id)
                : k == SK_STATUS ? sk_status(s, id)
-                                : sk_bad(s, &rng, id);
+               : k == SK_BAD ? sk_bad(s, &rng, id)
+                             : sk_bulk(c, k, &rng);
       double ms = (sk_now() - t0) * 1e3;
       id++;
       st[k].n++;
@@ -331,6 +441,8 @@ static void *sk_client(void *arg)
     }
     nng_close(s);
   }
+  if (c != NULL)
+    wave_client_close(c);
   pthread_mutex_lock(&sk_mu);
   for (int k = 0; k < SK_KINDS; k++) {
     sk_total[k].n += st[k].n;
@@ -351,6 +463,18 @@ int main(int argc, char **argv)
     return 2;
   }
   sk_url = argv[1];
+  sk_ipc = strncmp(sk_url, "ipc://", 6) == 0;
+  setenv("WAVE_CLIENT_STREAM", "1", 1);  /* libwaveclient's reduces stream */
+  const char *tf = getenv("WAVE_TOKEN_FILE");
+  if (tf != NULL && tf[0] != '\0') {
+    FILE *f = fopen(tf, "r");
+    if (f == NULL || fgets(sk_token, sizeof sk_token, f) == NULL) {
+      fprintf(stderr, "soak: cannot read the token file %s\n", tf);
+      return 2;
+    }
+    fclose(f);
+    sk_token[strcspn(sk_token, "\r\n")] = '\0';
+  }
   double secs = atof(argv[2]);
   int n = atoi(argv[3]);
   char path[1024];

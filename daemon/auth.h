@@ -3,6 +3,7 @@
 #define WD_AUTH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <nng/nng.h>
 
@@ -10,8 +11,9 @@
 
 /* Read a token file: a regular file owned by us or root, not readable or
  * writable by group or others, holding one line of 16..WD_TOKEN_MAX-1
- * printable non-blank ASCII bytes (trailing whitespace is dropped).  0, or
- * -1 with why filled. */
+ * printable non-blank ASCII bytes (trailing whitespace is dropped) that
+ * carry at least 128 bits by auth.c's estimate.  0, or -1 with why
+ * filled. */
 int wd_auth_read_token(const char *path, char *secret, size_t cap,
                        size_t *len, char *why, size_t n);
 
@@ -27,8 +29,19 @@ int wd_auth_generate(wd_config *cfg, wave_error *err);
  * (the socket file's mode and the peer's uid guard them); tcp and tls+tcp
  * ones need one of cfg->tokens when any is configured.  0 (principal set to
  * "token:NAME" when a token matched, left alone otherwise), or WAVE_EAUTH
- * with why filled. */
+ * with why filled.  Wrong tokens are limited per peer address
+ * (limits.auth_failures, limits.auth_failure_ms): past the limit the
+ * answer is WAVE_EAUTH without the token being compared. */
 int wd_auth_request(const wd_config *cfg, nng_pipe p, const char *token,
                     char *principal, size_t pn, char *why, size_t n);
+
+/* wd_auth_request's check, for a peer address (NULL or an unknown family:
+ * one shared bucket) at now_ms on a monotonic clock: the tests give both. */
+int wd_auth_check(const wd_config *cfg, const nng_sockaddr *peer,
+                  uint64_t now_ms, const char *token, char *principal,
+                  size_t pn, char *why, size_t n);
+
+/* A peer's wrong tokens are logged at warn at most once this often. */
+#define WD_AUTH_LOG_MS 10000u
 
 #endif

@@ -134,6 +134,8 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_tls_handshakes", limits.max_tls_handshakes, 1, 65536, 64),
   UINT(CF_LIMITS, CFG, "metrics_max_age_ms", limits.metrics_max_age_ms, 0, 86400000, 30000),
   UINT(CF_LIMITS, CFG, "metrics_connections", limits.metrics_connections, 1, 4096, 16),
+  UINT(CF_LIMITS, CFG, "auth_failures", limits.auth_failures, 1, 1000, 5),
+  UINT(CF_LIMITS, CFG, "auth_failure_ms", limits.auth_failure_ms, 1, 3600000, 1000),
 
   {CF_TLS, "cert_file", CF_FILE, FLD(CFG, tls.cert_file), 0, 0, 0, "", NULL, 1, 0, NULL},
   {CF_TLS, "key_file", CF_FILE, FLD(CFG, tls.key_file), 0, 0, 0, "", NULL, 1, 0, NULL},

@@ -68,10 +68,14 @@ typedef struct wd_limits {
   unsigned max_tls_handshakes;/* TLS connections not yet pipes, at once */
   unsigned metrics_max_age_ms;/* a metrics connection lives this long */
   unsigned metrics_connections;/* metrics connections at once */
+  /* wrong tokens per tcp peer address (daemon/auth.c) */
+  unsigned auth_failures;     /* a peer's burst of wrong tokens */
+  unsigned auth_failure_ms;   /* then one more each this long */
 } wd_limits;
 
 /* auth.tokens[i] (daemon/auth.c checks requests against them). */
-#define WD_TOKEN_MAX 256      /* a secret is 16..WD_TOKEN_MAX-1 bytes */
+#define WD_TOKEN_MAX 256      /* a secret is 16..WD_TOKEN_MAX-1 bytes, with
+                                 at least 128 bits (auth.c) */
 typedef struct wd_token_cfg {
   char name[WD_NAME_MAX];     /* the principal: "token:NAME" */
   char file[WD_PATH_MAX];     /* resolved against the config file's folder */

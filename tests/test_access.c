@@ -27,6 +27,7 @@
 static td_daemon g_d;
 static char g_tls[96];       /* tls+tcp://localhost:PORT */
 static char g_alice[300], g_bob[300], g_wrong[300], g_open[300];
+static char g_tcp2[96];  /* g_d.tcp dialed from 127.0.0.2: another peer */
 static char g_ca[300], g_other[300];
 
 static void ta_path(char *out, size_t n, const char *name)
@@ -72,11 +73,16 @@ static void ta_prepare(void)
   ta_token(g_open, sizeof g_open, "open.token",
            "alice-7f3e9c1b2a5d4e6f8091\n", 0644);
   snprintf(g_tls, sizeof g_tls, "tls+tcp://localhost:%d", td_free_port());
+  /* nng's "tcp://LOCAL;HOST:PORT": the dialer binds LOCAL first */
+  snprintf(g_tcp2, sizeof g_tcp2, "tcp://127.0.0.2;%.63s",
+           g_d.tcp + strlen("tcp://"));
   char text[2048];
+  /* wrong tokens: 5 per peer address, then one an hour (none in a test) */
   snprintf(text, sizeof text,
            "listen: [\"%s\", \"%s\", \"%s\"]\n"
            "ipc_mode: 0600\n"
            "log_level: debug\n"
+           "limits: {auth_failures: 5, auth_failure_ms: 3600000}\n"
            "tls:\n  cert_file: srv.crt\n  key_file: srv.key\n"
            "auth:\n  tokens:\n"
            "    - {name: alice, file: alice.token}\n"
@@ -176,6 +182,41 @@ START_TEST(tcp_needs_the_token)
   ck_assert_uint_eq(ta_served(i), served + 1);
   nng_close(t);
   nng_close(i);
+}
+END_TEST
+
+/* Past limits.auth_failures wrong tokens, a peer address gets AUTH even
+ * with the right token, without it being compared; another address
+ * (127.0.0.2) is served; the log says so at warn. */
+START_TEST(tcp_wrong_tokens_limited)
+{
+  nng_socket t = td_dial(g_d.tcp), u = td_dial(g_tcp2);
+  Wave__V1__Response *r = ta_status(t, 1, "bob-0a1b2c3d4e5f60718293");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+  wave__v1__response__free_unpacked(r, NULL);
+  for (uint64_t id = 2; id < 7; id++) {
+    r = ta_status(t, id, "bob-0a1b2c3d4e5f60718294");
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_ERROR);
+    ck_assert_str_eq(r->error->message, "wrong token");
+    td_expect_error(r, WAVE_EAUTH, id);
+  }
+  /* a new connection from the same address is the same peer */
+  nng_close(t);
+  t = td_dial(g_d.tcp);
+  r = ta_status(t, 7, "bob-0a1b2c3d4e5f60718293");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_ERROR);
+  ck_assert_msg(strstr(r->error->message, "too many wrong tokens"), "%s",
+                r->error->message);
+  td_expect_error(r, WAVE_EAUTH, 7);
+  r = ta_status(u, 8, "bob-0a1b2c3d4e5f60718293");
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_STATUS, "%s",
+                r->error->message);
+  wave__v1__response__free_unpacked(r, NULL);
+  const char *log = td_stderr(&g_d);
+  ck_assert_msg(strstr(log, "warn: auth: 1 wrong token from 127.0.0.1 and 0 "
+                "refused unchecked"), "%s", log);
+  nng_close(t);
+  nng_close(u);
 }
 END_TEST
 
@@ -375,6 +416,7 @@ int main(void)
   tcase_add_checked_fixture(t, ta_setup, ta_teardown);
   tcase_set_timeout(t, 120);
   tcase_add_test(t, tcp_needs_the_token);
+  tcase_add_test(t, tcp_wrong_tokens_limited);
   tcase_add_test(t, tls_end_to_end);
   tcase_add_test(t, client_token_files);
   tcase_add_test(t, wavectl_flags);
