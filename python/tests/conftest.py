@@ -145,6 +145,7 @@ def plain(tmpdir_session):
     os.write(fd, b"python-test-token-0123456789\n")
     os.close(fd)
     d = Daemon(tmpdir_session, "plain", f"""  - tcp://127.0.0.1:0
+allow_client_shm: false
 auth:
   tokens:
     - {{name: client, file: {tok}}}

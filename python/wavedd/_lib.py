@@ -130,6 +130,7 @@ typedef struct wave_status {
   wave_device_status *devices;
   size_t n_listen;
   char **listen;
+  uint64_t max_files;
 } wave_status;
 int wave_status_get(wave_client *c, wave_status **out, wave_error *err);
 void wave_status_free(wave_status *s);
@@ -149,7 +150,8 @@ typedef struct wave_hash_request {
   int detach;
 } wave_hash_request;
 typedef enum wave_job_state { WAVE_JOB_QUEUED = 1, WAVE_JOB_RUNNING = 2,
-  WAVE_JOB_DONE = 3, WAVE_JOB_FAILED = 4, WAVE_JOB_CANCELLED = 5
+  WAVE_JOB_DONE = 3, WAVE_JOB_FAILED = 4, WAVE_JOB_CANCELLED = 5,
+  WAVE_JOB_PREPARING = 6
 } wave_job_state;
 typedef struct wave_winner { uint64_t nonce, output; } wave_winner;
 typedef struct wave_device_share {
@@ -186,6 +188,9 @@ typedef struct wave_job_info {
   wave_error error;
   uint64_t instance;
   size_t n_devices;
+  char waiting_pack[64];
+  char waiting_device[64];
+  unsigned prepare_steps, prepare_steps_total;
 } wave_job_info;
 int wave_hash_submit(wave_client *c, const wave_hash_request *req,
                      uint64_t *job_id, wave_error *err);

@@ -13,16 +13,18 @@ from . import errors
 from ._lib import ffi, lib, text
 
 STATES = {1: "queued", 2: "running", 3: "done", 4: "failed",
-          5: "cancelled"}
+          5: "cancelled", 6: "preparing"}
 
 _STEP_MS = 500
 
 
 class JobInfo:
-    """A job's progress: id, state ("queued", "running", "done",
-    "failed", "cancelled"), done and total (nonces), seconds, device,
-    devices (how many it runs on), error (a wavedd.Error when it failed or
-    was cancelled, else None)."""
+    """A job's progress: id, state ("queued", "preparing", "running",
+    "done", "failed", "cancelled"), done and total (nonces), seconds,
+    device, devices (how many it runs on), error (a wavedd.Error when it
+    failed or was cancelled, else None); while "preparing", waiting (the
+    pack, the device preparing it, steps done, steps in all; else
+    None)."""
 
     def __init__(self, ji):
         self.id = int(ji.job_id)
@@ -32,6 +34,9 @@ class JobInfo:
         self.seconds = float(ji.seconds)
         self.device = text(ji.device)
         self.devices = int(ji.n_devices)
+        self.waiting = ((text(ji.waiting_pack), text(ji.waiting_device),
+                         int(ji.prepare_steps), int(ji.prepare_steps_total))
+                        if ji.state == 6 else None)
         self.error = (errors.error(ji.error.code, text(ji.error.message)
                                    or None)
                       if ji.state in (4, 5) and ji.error.code else None)
