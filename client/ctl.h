@@ -137,6 +137,7 @@ typedef struct wv_args {
   /* fleet (ctl_fleet.c) */
   const char *fleet;      /* --fleet: URL,URL,... or slurm[:PORT[+]] */
   uint64_t piece;         /* --piece */
+  unsigned stall_s;       /* --stall: fleet progress deadline, 0: default */
   int probe;              /* status --probe */
   char *devlist;          /* --devices / --device a,b: owned copy ... */
   const char **devs;      /* ... cut into names */
@@ -216,5 +217,23 @@ int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
  * wavectl's exit status: 0 all ready/answered, 1 one not ready, 3 one
  * unreachable, 2 a bad SPEC. */
 int wv_ctl_fleet_status(const wv_args *a);
+
+/* The coordinator's hash for wave_fleet_set_rehash: pack NAME loaded from
+ * the packs folder (wv_fleet_packs_dir: $WAVE_PACKS_DIR, else the installed
+ * one), first as DIR/NAME.yaml, else by its name: in the folder. */
+typedef struct wv_pack wv_pack;
+typedef struct wv_packset wv_packset;
+typedef struct wv_fleet_pack {
+  const wv_pack *pack;
+  wv_pack *own;           /* loaded alone, or NULL */
+  wv_packset *set;        /* the folder, or NULL */
+} wv_fleet_pack;
+const char *wv_fleet_packs_dir(void);
+int wv_fleet_pack_open(const char *dir, const char *name, wv_fleet_pack *out,
+                       wave_error *err);
+void wv_fleet_pack_close(wv_fleet_pack *p);
+/* wave_fleet_rehash_fn over a wv_fleet_pack (arg). */
+int wv_fleet_rehash(void *arg, const char *pack, uint64_t nonce,
+                    uint64_t count, uint64_t *outputs, wave_error *err);
 
 #endif

@@ -22,7 +22,7 @@ enum {
   A_PACK, A_NONCE, A_COUNT, A_TARGET, A_MAXWIN, A_OUTPUTS, A_DEVICES,
   A_SEGLOG2, A_SEGMENTS, A_DETACH,
   A_FLEET, A_PIECE, A_PROBE, A_TOKENFILE, A_TLSCA, A_TLSNAME, A_DAEMON_UID,
-  A_KEY,
+  A_KEY, A_STALL,
 };
 
 #define M_ALL 0xffu
@@ -62,6 +62,7 @@ static const struct ar_opt {
   {"outputs", 0, A_OUTPUTS, M_HASH},
   {"fleet", 1, A_FLEET, M_RED | M_HASH | M_STATUS},   /* ctl_fleet.c */
   {"piece", 1, A_PIECE, M_RED | M_HASH},
+  {"stall", 1, A_STALL, M_HASH},   /* fleet progress deadline, seconds */
   {"probe", 0, A_PROBE, M_STATUS},
   {"devices", 1, A_DEVICES, M_HASH},
   {"segment-log2", 1, A_SEGLOG2, M_HASH},
@@ -254,6 +255,12 @@ static int ar_apply(wv_args *a, const struct ar_opt *o, const char *v,
       return wv_seterr(err, WAVE_EARG, "--piece: '%s' is not a positive "
                        "number", v);
     break;
+  case A_STALL:
+    if (wv_parse_u64(v, &n) != 0 || n == 0 || n > 86400)
+      return wv_seterr(err, WAVE_EARG, "--stall: '%s' is not a number of "
+                       "seconds in 1..86400", v);
+    a->stall_s = (unsigned)n;
+    break;
   case A_PROBE: a->probe = 1; break;
   case A_SEGMENTS: a->segments = 1; break;
   case A_SEGLOG2:
@@ -409,6 +416,8 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
     return wv_seterr(err, WAVE_EARG, "--piece applies only to submit");
   if (a->piece && !a->fleet)
     return wv_seterr(err, WAVE_EARG, "--piece needs --fleet");
+  if (a->stall_s && !a->fleet)
+    return wv_seterr(err, WAVE_EARG, "--stall needs --fleet");
   if (a->fleet && a->url)
     return wv_seterr(err, WAVE_EARG, "--fleet names the daemons: drop --url");
   if (a->probe && a->cmd != WV_CMD_STATUS)
@@ -510,6 +519,8 @@ void wv_usage(FILE *f, wv_cmd cmd)
       "  --fleet SPEC      split the job over several daemons (see below)\n"
       "  --piece N         fleet piece in nonces (default: count / (16 x "
       "daemons))\n"
+      "  --stall S         fleet: drop a daemon whose piece makes no progress\n"
+      "                    for S seconds (default 120)\n"
       "%s%s", common, fleet_help);
     break;
   case WV_CMD_JOBS:
