@@ -853,9 +853,11 @@ static int fl_hash_check(const fl_link *l, const fl_hash *h,
                   pt->best_nonce);
   /* One segment in full, picked at random so a daemon cannot know which:
    * a made-up fingerprint list fails it for sure, one bad segment with
-   * odds 1/segments.  Only for segments of at most 2^13 nonces, so the
-   * check costs at most that many CPU hashes per piece. */
-  if (h->s > 13 || pt->n_segments == 0)
+   * odds 1/segments.  Only for segments of at most 2^13 nonces and at most
+   * 1/64 of the piece: the CPU reference is slow (0.2 s for 2^13 nonces of
+   * pack main on one core, docs/fleet.md), and the check must stay small
+   * beside the piece it checks. */
+  if (h->s > 13 || pt->n_segments == 0 || (pt->count >> 6) < (1ull << h->s))
     return 0;
   uint64_t x = l->c->tag ^ ((uint64_t)item * 0x9e3779b97f4a7c15ull) ^
                (uint64_t)(wv_fleet_now() * 1e9);

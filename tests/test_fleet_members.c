@@ -271,7 +271,7 @@ static wv_fleet_pack tm_fp;
 
 static const wave_hash_request tm_req = {
   .pack = "closed", .nonce = 1000003, .count = 24000,
-  .target = 0x0100000000000000ull, .max_winners = 40, .segment_log2 = 10,
+  .target = 0x0100000000000000ull, .max_winners = 40, .segment_log2 = 5,
 };
 
 /* Run tm_req over members with these modes; returns the call's code, the
@@ -292,8 +292,9 @@ static int tm_run(const int *modes, size_t n, int rehash, int stall_ms,
     wave_fleet_set_stall(f, stall_ms);
   if (rehash)
     wave_fleet_set_rehash(f, wv_fleet_rehash, &tm_fp);
-  /* small fixed pieces: every member gets several */
-  wave_fleet_options o = {.piece = 1024, .want_segments = 1};
+  /* small fixed pieces, so every member gets several, of 64 segments, so
+   * the coordinator spot-checks one of each */
+  wave_fleet_options o = {.piece = 2048, .want_segments = 1};
   int rc = wave_fleet_hash(f, &tm_req, &o, r, NULL, NULL, err);
   for (size_t i = 0; i < n; i++)
     tm_stop(&mb[i]);

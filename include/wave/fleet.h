@@ -74,8 +74,9 @@ typedef int (*wave_fleet_rehash_fn)(void *arg, const char *pack,
                                     uint64_t nonce, uint64_t count,
                                     uint64_t *outputs, wave_error *err);
 /* With a rehash function set, wave_fleet_hash re-hashes every winner and
- * the best of every piece, and one segment of each piece whose segments
- * are at most 2^13 nonces (its fingerprint re-folded); a daemon whose
+ * the best of every piece, and one random segment of each piece whose
+ * segments are at most 2^13 nonces and 1/64 of the piece (its fingerprint
+ * re-folded); a daemon whose
  * answer differs is dropped as lying (WAVE_FLEET_LIED) and every piece it
  * answered runs again elsewhere.  Without one, only what needs no hash is
  * checked: ranges, counts, order, output < target, best <= winners. */

@@ -20,6 +20,8 @@ build=$(cd "${1:?usage: fleet_test.sh BUILD_DIR}" && pwd)
 WAVEDD=$build/wavedd
 WAVEDD_TEST=$build/wavedd-test  # wavedd plus the fake backend (workers/fake/)
 WAVECTL=$build/wavectl
+# the fleet re-hashes winners with the daemons' packs (docs/fleet.md)
+export WAVE_PACKS_DIR=$src/config/packs
 dir=$(mktemp -d /tmp/wslurm.XXXXXX)
 export WAVE_SLURM_PORT=${WAVE_SLURM_PORT:-$((20000 + $$ % 20000))}
 daemon_port=$((WAVE_SLURM_PORT + 100))
