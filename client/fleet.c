@@ -8,7 +8,8 @@
  * REQ socket per daemon, each call on its own nng context) and reports:
  *   - done: the piece's answer is stored in its slot;
  *   - daemon failure (the daemon is silent, shut down, restarted, lacks
- *     the pack, or its devices fault): the index goes back at the head of
+ *     the pack, its devices fault, it answers AUTH, lies, stalls or hangs
+ *     up: p->why says which): the index goes back at the head of
  *     the FIFO for the others and the daemon's threads end, the daemon
  *     marked failed with the reason;
  *   - BUSY: the index goes back and the thread pauses briefly;
@@ -26,7 +27,17 @@
  * size the daemons' finishing times spread by up to two whole pieces.
  *
  * The hash pieces speak protocol 2 directly (segment_log2, want_segments,
- * segment paging, the daemon instance), through wv_client_call.
+ * segment paging, the daemon instance), through wv_fleet_call: the
+ * exchange of wv_client_call, but one that nng's pipe-removed event
+ * (nng_pipe_notify) aborts at once, so a daemon that hangs up while it
+ * holds a piece loses it now rather than after the reply timeout.
+ *
+ * Members are not believed (docs/fleet.md, "Checks"): fl_hash_check
+ * tests every DONE answer's ranges, counts and order, and, with the
+ * caller's re-hash function, its winners, best and one random segment.
+ * A liar is dropped and every piece it answered goes back in the queue
+ * (fl_drop); a piece whose `done` stands still for the stall deadline is
+ * cancelled there and moved, its daemon dropped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,9 +46,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 
 #include "client/client_int.h"
 #include "client/fleet_int.h"
@@ -99,15 +107,18 @@ int wave_fleet_open(wave_fleet **out, const char *const *urls, size_t n,
   if (f == NULL || (f->c = calloc(n, sizeof *f->c)) == NULL ||
       (f->urls = calloc(n, sizeof *f->urls)) == NULL ||
       (f->why = calloc(n, sizeof *f->why)) == NULL ||
-      (f->closes = calloc(n, sizeof *f->closes)) == NULL) {
+      (f->closes = calloc(n, sizeof *f->closes)) == NULL ||
+      (f->gone = calloc(n, sizeof *f->gone)) == NULL) {
     wave_fleet_close(f);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   f->n = n;
   f->stall_ms = WAVE_FLEET_STALL_MS;
   atomic_init(&f->cancel, 0);
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     atomic_init(&f->closes[i], 0);
+    atomic_init(&f->gone[i], 0);
+  }
   for (size_t i = 0; i < n; i++) {
     nng_url *u = NULL;
     int rv = nng_url_parse(&u, urls[i]);
@@ -126,33 +137,6 @@ int wave_fleet_open(wave_fleet **out, const char *const *urls, size_t n,
   return 0;
 }
 
-/* nng calls this on its own thread when one of daemon d's connections is
- * gone; wv_fleet_call watches the count. */
-static void fl_pipe_gone(nng_pipe pipe, nng_pipe_ev ev, void *arg)
-{
-  (void)pipe;
-  (void)ev;
-  atomic_fetch_add((atomic_uint *)arg, 1);
-}
-
-/* Connections are made when a daemon's first piece is taken: a daemon the
- * call never needs is never dialled (closing a socket mid-handshake costs
- * the daemon work, and nng 1.5 leaks the half-made pipe). */
-wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err)
-{
-  pthread_mutex_lock(&f->mu);
-  if (f->c[d] == NULL &&
-      wave_client_open_with(&f->c[d], f->urls[d], f->copts, err) == 0) {
-    if (f->timeout_ms > 0)
-      wave_client_set_timeout(f->c[d], f->timeout_ms);
-    nng_pipe_notify(f->c[d]->sock, NNG_PIPE_EV_REM_POST, fl_pipe_gone,
-                    &f->closes[d]);
-  }
-  wave_client *c = f->c[d];
-  pthread_mutex_unlock(&f->mu);
-  return c;
-}
-
 void wave_fleet_close(wave_fleet *f)
 {
   if (f == NULL)
@@ -166,6 +150,7 @@ void wave_fleet_close(wave_fleet *f)
   pthread_mutex_destroy(&f->mu);
   free(f->why);
   free((void *)f->closes);
+  free((void *)f->gone);
   free(f->copts);
   free(f->c);
   free(f->urls);
@@ -229,124 +214,6 @@ const char *wave_fleet_drop_name(int why)
   }
 }
 
-/* ---- one exchange, watching the connection ----------------------------- */
-
-typedef struct fl_wait {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int done;
-} fl_wait;
-
-static void fl_aio_done(void *arg)
-{
-  fl_wait *w = arg;
-  pthread_mutex_lock(&w->mu);
-  w->done = 1;
-  pthread_cond_signal(&w->cv);
-  pthread_mutex_unlock(&w->mu);
-}
-
-/* Wait for aio, polling f->closes[d] every 50 ms: a connection that went
- * away since gen aborts it (nng would otherwise wait for a reconnect and
- * resend until the reply timeout).  1 when it was aborted so. */
-static int fl_aio_watch(wave_fleet *f, size_t d, unsigned gen, nng_aio *aio,
-                        fl_wait *w)
-{
-  int closed = 0;
-  pthread_mutex_lock(&w->mu);
-  while (!w->done) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 50 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-    if (!w->done && !closed && atomic_load(&f->closes[d]) != gen) {
-      closed = 1;
-      pthread_mutex_unlock(&w->mu);
-      nng_aio_abort(aio, NNG_ECLOSED);
-      pthread_mutex_lock(&w->mu);
-    }
-  }
-  w->done = 0;
-  pthread_mutex_unlock(&w->mu);
-  return closed;
-}
-
-int wv_fleet_call(wave_fleet *f, size_t d, wave_client *c,
-                  Wave__V1__Request *req, int want, unsigned extra_ms,
-                  Wave__V1__Response **resp, unsigned gen, int *why,
-                  wave_error *err)
-{
-  nng_msg *msg;
-  *resp = NULL;
-  int rc = wv_client_msg(c, req, 0, &msg, NULL, err);
-  if (rc != 0)
-    return rc;
-  uint64_t id = req->id;
-  uint64_t sum = (uint64_t)atomic_load(&c->timeout_ms) + extra_ms;
-  nng_duration total = sum > INT32_MAX ? INT32_MAX : (nng_duration)sum;
-  fl_wait w = {.done = 0};
-  pthread_mutex_init(&w.mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&w.cv, &ca);
-  pthread_condattr_destroy(&ca);
-  nng_ctx ctx;
-  nng_aio *aio = NULL;
-  int rv = nng_ctx_open(&ctx, c->sock);
-  if (rv != 0) {
-    nng_msg_free(msg);
-    rc = wv_seterr(err, WAVE_EIO, "%s: %s", c->url, nng_strerror(rv));
-    goto out_w;
-  }
-  /* as wv_client_call: only a reconnect may resend */
-  nng_ctx_set_ms(ctx, NNG_OPT_REQ_RESENDTIME, total);
-  if ((rv = nng_aio_alloc(&aio, fl_aio_done, &w)) != 0) {
-    nng_msg_free(msg);
-    rc = wv_seterr(err, WAVE_ENOMEM, "%s", nng_strerror(rv));
-    goto out_ctx;
-  }
-  /* one deadline for the whole exchange (nng counts it per operation) */
-  double end = wv_fleet_now() + (double)total / 1e3;
-  nng_aio_set_msg(aio, msg);
-  nng_aio_set_timeout(aio, total);
-  nng_ctx_send(ctx, aio);
-  int closed = fl_aio_watch(f, d, gen, aio, &w);
-  if ((rv = nng_aio_result(aio)) == 0) {
-    double left = end - wv_fleet_now();
-    nng_aio_set_timeout(aio, left < 0.001 ? 1 : (nng_duration)(left * 1e3));
-    nng_ctx_recv(ctx, aio);
-    closed = fl_aio_watch(f, d, gen, aio, &w);
-    rv = nng_aio_result(aio);
-  } else {
-    nng_msg_free(nng_aio_get_msg(aio)); /* still ours when the send failed */
-  }
-  if (rv == 0) {
-    rc = wv_client_reply(c, nng_aio_get_msg(aio), id, want, resp, err);
-  } else if (closed) {
-    *why = WAVE_FLEET_CLOSED;
-    rc = wv_seterr(err, WAVE_EIO, "%s: the connection closed while it held "
-                   "a piece", c->url);
-  } else if (rv == NNG_ETIMEDOUT) {
-    rc = wv_seterr(err, WAVE_ETIMEDOUT, "no reply from %s within %d ms",
-                   c->url, (int)total);
-  } else {
-    rc = wv_seterr(err, rv == NNG_ENOMEM ? WAVE_ENOMEM : WAVE_EIO, "%s: %s",
-                   c->url, nng_strerror(rv));
-  }
-  nng_aio_free(aio);
-out_ctx:
-  nng_ctx_close(ctx);
-out_w:
-  pthread_cond_destroy(&w.cv);
-  pthread_mutex_destroy(&w.mu);
-  return rc;
-}
-
 /* ---- the pool ----------------------------------------------------------- */
 
 typedef struct fl_thread {
@@ -372,6 +239,11 @@ static void fl_drop(fl_pool *p, size_t d, int why, const wave_error *e)
   m->error = *e;
   p->f->why[d] = why;
   p->alive--;
+  /* its other piece: a liar's answer is not wanted, a staller's or an
+   * AUTH refuser's would not come, and one that hung up has no connection
+   * left to answer on (nng would wait for a redial until the timeout) */
+  if (why != WAVE_FLEET_FAILED)
+    atomic_store(&p->f->gone[d], 1);
   if (why != WAVE_FLEET_LIED)
     return;
   for (size_t i = 0; i < p->items; i++)
@@ -505,6 +377,7 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
     memset(&members[d], 0, sizeof members[d]);
     members[d].url = f->urls[d];
     f->why[d] = WAVE_FLEET_KEPT;
+    atomic_store(&f->gone[d], 0);
   }
   pthread_mutex_init(&p.mu, NULL);
   pthread_condattr_t ca;

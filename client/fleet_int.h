@@ -26,6 +26,9 @@ struct wave_fleet {
   void *rehash_arg;
   int *why;               /* per daemon: wave_fleet_drop of the last call */
   atomic_uint *closes;    /* per daemon: pipes closed (nng_pipe_notify) */
+  atomic_int *gone;       /* per daemon: dropped as a liar, stalled, AUTH
+                             or hung up in this call: its other exchanges
+                             end at once (wv_fleet_call) */
 };
 
 /* Daemon d's connection, opened on first use; NULL with err filled when
@@ -77,7 +80,8 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
 size_t wv_fleet_count_failed(const wave_fleet_member *m, size_t n);
 /* One exchange with daemon d as wv_client_call, except that a connection
  * closing while the reply is awaited ends it at once (WAVE_EIO, *why =
- * WAVE_FLEET_CLOSED) instead of after the reply timeout.  gen: f->closes[d]
+ * WAVE_FLEET_CLOSED) instead of after the reply timeout, and so does the
+ * daemon being dropped meanwhile (f->gone[d]: WAVE_EIO).  gen: f->closes[d]
  * when the piece began (a close between two polls counts too). */
 int wv_fleet_call(wave_fleet *f, size_t d, wave_client *c,
                   Wave__V1__Request *req, int want, unsigned extra_ms,

@@ -1,12 +1,12 @@
 /* test_fleet_members.c - the fleet coordinator against members that lie,
  * stall, refuse the token or hang up (issue 22, finding 8).
  *
- * Each member is a real peer: an nng REP socket on ipc in this process,
+ * Each member is a real peer: an nng REP socket on tcp in this process,
  * speaking the wave protocol through protobuf-c, and hashing with the
  * real CPU reference (workers/hash/, pack "closed" of config/packs).  An
  * honest member answers each piece with the reference's fold of it; the
  * others answer the same but for one lie, or never progress, or answer
- * AUTH, or close their socket when given a piece.  The coordinator
+ * AUTH, or close the connection when given a piece.  The coordinator
  * re-hashes with wavectl's own function (wv_fleet_rehash, the pack loaded
  * by name from config/packs).  Every job's merged result must equal the
  * reference's fold of the whole job, bit for bit, and the bad member must
@@ -22,6 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -41,7 +46,7 @@ enum {
   TM_LIE_LATE,     /* honest first piece, then a made-up winner */
   TM_STALL,        /* RUNNING forever, done never moves */
   TM_AUTH,         /* every request answered AUTH */
-  TM_CLOSE,        /* takes a piece, then closes its socket */
+  TM_CLOSE,        /* takes a piece, then closes the connection */
 };
 
 #define TM_MAX_JOBS 256
@@ -56,6 +61,7 @@ typedef struct tm_member {
   char url[128];
   int mode;
   nng_socket sock;
+  int lfd;                /* TM_CLOSE: a plain TCP listener */
   pthread_t th;
   atomic_int stop;
   tm_job jobs[TM_MAX_JOBS];
@@ -64,6 +70,10 @@ typedef struct tm_member {
 } tm_member;
 
 static const wv_pack *tm_pack;
+/* Honest members hold their first piece until a bad member has been
+ * asked something, so that the bad one surely gets a piece (else two fast
+ * honest members could finish the job before its threads start). */
+static atomic_int tm_bad_seen;
 
 /* The reference's answer for [nonce, nonce + count): outputs folded. */
 typedef struct tm_fold {
@@ -213,14 +223,14 @@ static void *tm_serve(void *arg)
     if (q == NULL)
       continue;
     uint64_t id = q->id;
+    if (m->mode != TM_HONEST)
+      atomic_store(&tm_bad_seen, 1);
+    while (m->mode == TM_HONEST && !atomic_load(&tm_bad_seen) &&
+           !atomic_load(&m->stop))
+      usleep(1000);
     if (m->mode == TM_AUTH) {
       tm_error(m, id, WAVE_EAUTH, "wrong token");
     } else if (q->body_case == WAVE__V1__REQUEST__BODY_HASH) {
-      if (m->mode == TM_CLOSE) {  /* take it and hang up */
-        wave__v1__request__free_unpacked(q, NULL);
-        nng_close(m->sock);
-        return NULL;
-      }
       ck_assert_uint_lt(m->n_jobs, TM_MAX_JOBS);
       tm_job *j = &m->jobs[m->n_jobs++];
       *j = (tm_job){q->hash->nonce, q->hash->count, q->hash->target,
@@ -245,16 +255,61 @@ static void *tm_serve(void *arg)
   return NULL;
 }
 
-static void tm_start(tm_member *m, int mode, int i)
+/* The member that hangs up speaks SP over TCP by hand (the 8-byte SP
+ * header, then 64-bit big-endian length-prefixed messages: nng's tcp
+ * transport), so that its hang-up is a plain close(2) of the connection:
+ * with nng's own nng_pipe_close on a REP socket the peer now and then did
+ * not see the close at all.  It reads a request, closes, and does the
+ * same to every redial (nng resends the request on each). */
+static void *tm_hangup(void *arg)
+{
+  tm_member *m = arg;
+  while (!atomic_load(&m->stop)) {
+    struct pollfd pfd = {.fd = m->lfd, .events = POLLIN};
+    if (poll(&pfd, 1, 100) <= 0)
+      continue;
+    int fd = accept(m->lfd, NULL, NULL);
+    if (fd < 0)
+      continue;
+    const unsigned char hello[8] = {0, 'S', 'P', 0, 0x00, 0x31, 0, 0};
+    unsigned char peer[8], len[8];
+    if (write(fd, hello, 8) == 8 && read(fd, peer, 8) == 8 &&
+        read(fd, len, 8) == 8)  /* a request is on its way: hang up */
+      atomic_store(&tm_bad_seen, 1);
+    close(fd);
+  }
+  close(m->lfd);
+  return NULL;
+}
+
+/* On tcp, at a port the kernel picks (nng 1.5's ipc transport has the
+ * listener bug of daemon/listen.c, nng#1518). */
+static void tm_start(tm_member *m, int mode)
 {
   memset(m, 0, sizeof *m);
-  snprintf(m->url, sizeof m->url, "ipc:///tmp/wave-fm-%ld-%d.sock",
-           (long)getpid(), i);
   m->mode = mode;
   atomic_init(&m->stop, 0);
+  if (mode == TM_CLOSE) {
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    m->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(m->lfd, 0);
+    ck_assert_int_eq(bind(m->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(m->lfd, 16), 0);
+    ck_assert_int_eq(getsockname(m->lfd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(m->url, sizeof m->url, "tcp://127.0.0.1:%d",
+             (int)ntohs(sa.sin_port));
+    ck_assert_int_eq(pthread_create(&m->th, NULL, tm_hangup, m), 0);
+    return;
+  }
   ck_assert_int_eq(nng_rep0_open(&m->sock), 0);
   nng_socket_set_ms(m->sock, NNG_OPT_RECVTIMEO, 100);
-  ck_assert_int_eq(nng_listen(m->sock, m->url, NULL, 0), 0);
+  nng_listener l;
+  ck_assert_int_eq(nng_listen(m->sock, "tcp://127.0.0.1:0", &l, 0), 0);
+  int port = 0;
+  ck_assert_int_eq(nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port), 0);
+  snprintf(m->url, sizeof m->url, "tcp://127.0.0.1:%d", port);
   ck_assert_int_eq(pthread_create(&m->th, NULL, tm_serve, m), 0);
 }
 
@@ -262,7 +317,6 @@ static void tm_stop(tm_member *m)
 {
   atomic_store(&m->stop, 1);
   pthread_join(m->th, NULL);
-  unlink(m->url + strlen("ipc://"));
 }
 
 /* ---- the fleet ---------------------------------------------------------- */
@@ -281,8 +335,12 @@ static int tm_run(const int *modes, size_t n, int rehash, int stall_ms,
                   wave_fleet_hash_result *r, wave_error *err)
 {
   const char *urls[8];
+  int bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad |= modes[i] != TM_HONEST;
+  atomic_store(&tm_bad_seen, !bad);
   for (size_t i = 0; i < n; i++) {
-    tm_start(&mb[i], modes[i], (int)i);
+    tm_start(&mb[i], modes[i]);
     urls[i] = mb[i].url;
   }
   wave_fleet *f;
@@ -296,10 +354,17 @@ static int tm_run(const int *modes, size_t n, int rehash, int stall_ms,
    * the coordinator spot-checks one of each */
   wave_fleet_options o = {.piece = 2048, .want_segments = 1};
   int rc = wave_fleet_hash(f, &tm_req, &o, r, NULL, NULL, err);
-  for (size_t i = 0; i < n; i++)
-    tm_stop(&mb[i]);
   *fo = f;
   return rc;
+}
+
+/* The fleet's connections close first: nng 1.5's nng_close of a REP
+ * socket can hang while a peer still redials it. */
+static void tm_finish(wave_fleet *f, tm_member *mb, size_t n)
+{
+  wave_fleet_close(f);
+  for (size_t i = 0; i < n; i++)
+    tm_stop(&mb[i]);
 }
 
 /* The merged result is the reference's whole job, bit for bit. */
@@ -348,7 +413,7 @@ static void tm_one_bad(int mode, int why, int rehash, int stall_ms,
   ck_assert_uint_eq(r.members[2].pieces, 0);
   ck_assert_uint_eq(r.members[0].work + r.members[1].work, tm_req.count);
   wave_fleet_hash_result_free(&r);
-  wave_fleet_close(f);
+  tm_finish(f, mb, sizeof mb / sizeof mb[0]);
 }
 
 START_TEST(honest_fleet)
@@ -363,7 +428,7 @@ START_TEST(honest_fleet)
   tm_same(&r);
   ck_assert_uint_eq(r.n_failed, 0);
   wave_fleet_hash_result_free(&r);
-  wave_fleet_close(f);
+  tm_finish(f, mb, sizeof mb / sizeof mb[0]);
 }
 END_TEST
 
@@ -429,7 +494,7 @@ START_TEST(all_dropped)
   ck_assert_int_eq(wave_fleet_member_why(f, 0), WAVE_FLEET_LIED);
   ck_assert_int_eq(wave_fleet_member_why(f, 1), WAVE_FLEET_AUTH);
   wave_fleet_hash_result_free(&r);
-  wave_fleet_close(f);
+  tm_finish(f, mb, sizeof mb / sizeof mb[0]);
 }
 END_TEST
 

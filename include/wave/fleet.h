@@ -17,7 +17,12 @@
  *     values (docs/reduction.md, "Partials").
  * A daemon that stops answering, or whose job fails with a device error,
  * is dropped: its piece goes back in the queue for the others, and the
- * result names it (members[i].failed).  An error of the job itself (a bad
+ * result names it (members[i].failed, wave_fleet_member_why).  So is one
+ * whose hash answer fails the coordinator's checks (its nonces outside the
+ * piece, counts that do not add up, a winner or best that does not re-hash
+ * to its output: wave_fleet_set_rehash), one that makes no progress for
+ * the stall deadline, one that answers AUTH, and one whose connection
+ * closes while it holds a hash piece.  An error of the job itself (a bad
  * pack, a mask of the wrong length) fails the whole call.
  *
  * Threads: a wave_fleet runs one call at a time; wave_fleet_cancel() may be
