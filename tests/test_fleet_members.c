@@ -322,6 +322,7 @@ static void tm_stop(tm_member *m)
 /* ---- the fleet ---------------------------------------------------------- */
 
 static wv_fleet_pack tm_fp;
+static unsigned tm_depth;   /* pieces in flight per member, 0: the default */
 
 static const wave_hash_request tm_req = {
   .pack = "closed", .nonce = 1000003, .count = 24000,
@@ -352,7 +353,8 @@ static int tm_run(const int *modes, size_t n, int rehash, int stall_ms,
     wave_fleet_set_rehash(f, wv_fleet_rehash, &tm_fp);
   /* small fixed pieces, so every member gets several, of 64 segments, so
    * the coordinator spot-checks one of each */
-  wave_fleet_options o = {.piece = 2048, .want_segments = 1};
+  wave_fleet_options o = {.piece = 2048, .want_segments = 1,
+                          .depth = tm_depth};
   int rc = wave_fleet_hash(f, &tm_req, &o, r, NULL, NULL, err);
   *fo = f;
   return rc;
@@ -475,7 +477,11 @@ END_TEST
  * close can move the piece. */
 START_TEST(hangs_up)
 {
+  /* one piece in flight per member: with two, nng 1.5 now and then loses
+   * (leaks) the second request when the peer hangs up while it is sent */
+  tm_depth = 1;
   tm_one_bad(TM_CLOSE, WAVE_FLEET_CLOSED, 1, 0, 3600 * 1000);
+  tm_depth = 0;
 }
 END_TEST
 
