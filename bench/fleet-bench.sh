@@ -27,6 +27,7 @@ B=$(cd "${1:?build folder}" && pwd)
 OUT=${2:-$(mktemp -d /tmp/fleet-bench.XXXXXX)}
 mkdir -p "$OUT"
 root=$(cd "$(dirname "$0")/.." && pwd)
+export WAVE_PACKS_DIR=$root/config/packs  # the fleet re-hashes winners
 pack=${WAVE_BENCH_PACK:-small}
 count=${WAVE_BENCH_COUNT:-67108864}
 # arithmetic in awk (bc is not on every machine, the GPU host lacks it)

@@ -117,7 +117,7 @@ typedef enum wv_opt_id {
   WV_O_PACK, WV_O_NONCE, WV_O_COUNT, WV_O_TARGET, WV_O_MAXWIN, WV_O_OUTPUTS,
   WV_O_DEVICES, WV_O_SEGLOG2, WV_O_SEGMENTS, WV_O_DETACH, WV_O_PROGRESS,
   WV_O_FLEET, WV_O_PIECE, WV_O_PROBE, WV_O_TOKENFILE, WV_O_TLSCA,
-  WV_O_TLSNAME, WV_O_DAEMON_UID, WV_O_KEY,
+  WV_O_TLSNAME, WV_O_DAEMON_UID, WV_O_KEY, WV_O_STALL,
 } wv_opt_id;
 
 /* One row of wavectl's option table: the parser, --help, the man page and
@@ -178,6 +178,7 @@ typedef struct wv_args {
   /* fleet (ctl_fleet.c) */
   const char *fleet;      /* --fleet: URL,URL,... or slurm[:PORT[+]] */
   uint64_t piece;         /* --piece */
+  unsigned stall_s;       /* --stall: fleet progress deadline, 0: default */
   int probe;              /* status --probe */
   char *devlist;          /* --devices / --device a,b: owned copy ... */
   const char **devs;      /* ... cut into names */
@@ -272,5 +273,23 @@ int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
  * wavectl's exit status: 0 all ready/answered, 1 one not ready, 3 one
  * unreachable, 2 a bad SPEC. */
 int wv_ctl_fleet_status(const wv_args *a);
+
+/* The coordinator's hash for wave_fleet_set_rehash: pack NAME loaded from
+ * the packs folder (wv_fleet_packs_dir: $WAVE_PACKS_DIR, else the installed
+ * one), first as DIR/NAME.yaml, else by its name: in the folder. */
+typedef struct wv_pack wv_pack;
+typedef struct wv_packset wv_packset;
+typedef struct wv_fleet_pack {
+  const wv_pack *pack;
+  wv_pack *own;           /* loaded alone, or NULL */
+  wv_packset *set;        /* the folder, or NULL */
+} wv_fleet_pack;
+const char *wv_fleet_packs_dir(void);
+int wv_fleet_pack_open(const char *dir, const char *name, wv_fleet_pack *out,
+                       wave_error *err);
+void wv_fleet_pack_close(wv_fleet_pack *p);
+/* wave_fleet_rehash_fn over a wv_fleet_pack (arg). */
+int wv_fleet_rehash(void *arg, const char *pack, uint64_t nonce,
+                    uint64_t count, uint64_t *outputs, wave_error *err);
 
 #endif

@@ -140,6 +140,12 @@ static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
   case WV_O_VERSION: a->version = 1; break;
   case WV_O_DETACH: a->detach = 1; break;
   case WV_O_PROGRESS: a->progress = 1; break;
+  case WV_O_STALL:
+    if (wv_parse_u64(v, &n) != 0 || n == 0 || n > 86400)
+      return wv_seterr(err, WAVE_EARG, "--stall: '%s' is not a number of "
+                       "seconds in 1..86400", v);
+    a->stall_s = (unsigned)n;
+    break;
   case WV_O_KEY:
     if (wave_job_key_parse(v, &a->key, err) != 0)
       return wv_seterr(err, WAVE_EARG, "--key: '%.40s' is not a job key "
@@ -370,6 +376,8 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
     return wv_seterr(err, WAVE_EARG, "--piece applies only to submit");
   if (a->piece && !a->fleet)
     return wv_seterr(err, WAVE_EARG, "--piece needs --fleet");
+  if (a->stall_s && !a->fleet)
+    return wv_seterr(err, WAVE_EARG, "--stall needs --fleet");
   if (a->fleet && a->url)
     return wv_seterr(err, WAVE_EARG, "--fleet names the daemons: drop --url");
   if (a->progress && a->cmd != WV_CMD_HASH && a->cmd != WV_CMD_WAIT)

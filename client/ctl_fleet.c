@@ -13,6 +13,15 @@
  * Output: the merged result on stdout (JSON or text), who did what on
  * stderr in text mode and under "fleet" in JSON, so a fleet's stdout
  * compares with one daemon's field by field.
+ *
+ * The coordinator's hash.  A fleet hash job re-hashes every winner, every
+ * best and one segment per piece here (wave_fleet_set_rehash), with the
+ * CPU reference of workers/hash/ (wvhash, linked into wavectl only: it
+ * brings libyaml, which libwaveclient does not need).  The pack is loaded
+ * by name from the packs folder, $WAVE_PACKS_DIR or the installed one
+ * (WAVE_PACKS_DEFAULT): it must be the daemons' pack, or every honest
+ * daemon looks like a liar.  Asking a daemon for the pack definition
+ * would let a lying daemon choose the pack that checks its own lies.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +36,12 @@
 #include "client/ctl.h"
 #include "proto/base.h"
 #include "wave/fleet.h"
+#include "workers/hash/hash.h"
+#include "workers/hash/ref.h"
+
+#ifndef WAVE_PACKS_DEFAULT
+#define WAVE_PACKS_DEFAULT "/usr/share/wavedd/packs"
+#endif
 
 extern char **environ;
 
@@ -244,10 +259,78 @@ static void cf_progress(const wave_fleet_progress *p, void *arg)
   fflush(stderr);
 }
 
-static void cf_members(FILE *f, const wave_fleet_member *m, size_t n,
-                       int json)
+/* ---- the coordinator's hash -------------------------------------------- */
+
+const char *wv_fleet_packs_dir(void)
+{
+  const char *d = getenv("WAVE_PACKS_DIR");
+  return d && d[0] ? d : WAVE_PACKS_DEFAULT;
+}
+
+int wv_fleet_pack_open(const char *dir, const char *name, wv_fleet_pack *out,
+                       wave_error *err)
+{
+  memset(out, 0, sizeof *out);
+  if (name == NULL || name[0] == '\0')
+    return wv_seterr(err, WAVE_EARG, "a fleet hash job needs --pack");
+  /* NAME.yaml first (the usual file name), else the whole folder */
+  char path[4096];
+  wave_error e1 = {0};
+  if ((size_t)snprintf(path, sizeof path, "%s/%s.yaml", dir, name) <
+          sizeof path &&
+      access(path, F_OK) == 0 &&
+      wv_pack_load_file(path, &out->own, &e1) == 0) {
+    if (strcmp(wv_pack_name(out->own), name) == 0) {
+      out->pack = out->own;
+      return 0;
+    }
+    wv_pack_free(out->own);
+    out->own = NULL;
+  }
+  wave_error e2 = {0};
+  if (wv_packset_load(dir, &out->set, &e2) == 0 &&
+      (out->pack = wv_packset_find(out->set, name)) != NULL)
+    return 0;
+  wv_fleet_pack_close(out);
+  return wv_seterr(err, WAVE_EPACK, "the fleet re-hashes the daemons' "
+                   "winners here, with pack '%s' from %s, and cannot load "
+                   "it (%s); set WAVE_PACKS_DIR to the daemons' packs folder",
+                   name, dir, e1.code ? e1.message
+                              : e2.code ? e2.message : "no such pack");
+}
+
+void wv_fleet_pack_close(wv_fleet_pack *p)
+{
+  if (p->own)
+    wv_pack_free(p->own);
+  if (p->set)
+    wv_packset_free(p->set);
+  memset(p, 0, sizeof *p);
+}
+
+int wv_fleet_rehash(void *arg, const char *pack, uint64_t nonce,
+                    uint64_t count, uint64_t *outputs, wave_error *err)
+{
+  const wv_fleet_pack *fp = arg;
+  const wv_pack *p = fp->pack;
+  if (strcmp(pack, wv_pack_name(p)) != 0)
+    return wv_seterr(err, WAVE_EPACK, "asked to re-hash pack '%s' with "
+                     "'%s' loaded", pack, wv_pack_name(p));
+  if (count == 1)
+    return wv_hash_verify(p, nonce, outputs, err);
+  wv_hash_mem m = {.pack = p};
+  int rc;
+  if (!p->closed && (rc = wv_pack_cache_get(p, &m.cache, err)) != 0)
+    return rc;
+  wv_ref_range(&m, nonce, count, outputs);
+  return 0;
+}
+
+static void cf_members(const wave_fleet *fl, FILE *f,
+                       const wave_fleet_member *m, size_t n, int json)
 {
   for (size_t i = 0; i < n; i++) {
+    const char *why = wave_fleet_drop_name(wave_fleet_member_why(fl, i));
     if (json) {
       fprintf(f, "%s{\"url\": ", i ? ", " : "");
       wv_json_str(f, m[i].url);
@@ -259,13 +342,16 @@ static void cf_members(FILE *f, const wave_fleet_member *m, size_t n,
         wv_json_str(f, wave_errname(m[i].error.code));
         fputs(", \"message\": ", f);
         wv_json_str(f, m[i].error.message);
+        fputs(", \"dropped\": ", f);
+        wv_json_str(f, why);
       }
       fputc('}', f);
     } else {
-      fprintf(f, "fleet: %s: %" PRIu64 " pieces, %" PRIu64 " done, %.3f s%s%s%s\n",
-              m[i].url, m[i].pieces, m[i].work, m[i].seconds,
-              m[i].failed ? ", FAILED (" : "",
-              m[i].failed ? m[i].error.message : "", m[i].failed ? ")" : "");
+      fprintf(f, "fleet: %s: %" PRIu64 " pieces, %" PRIu64 " done, %.3f s",
+              m[i].url, m[i].pieces, m[i].work, m[i].seconds);
+      if (m[i].failed)
+        fprintf(f, ", DROPPED (%s: %s)", why, m[i].error.message);
+      fputc('\n', f);
     }
   }
 }
@@ -287,6 +373,8 @@ static int cf_open(const wv_args *a, wave_fleet **f, wave_error *err)
   }
   if (rc == 0 && a->timeout_ms > 0)
     wave_fleet_set_timeout(*f, a->timeout_ms);
+  if (rc == 0 && a->stall_s > 0)
+    wave_fleet_set_stall(*f, (int)(a->stall_s * 1000u));
   return rc;
 }
 
@@ -305,6 +393,12 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
     .pack = a->pack, .nonce = a->nonce, .count = a->count,
     .target = a->target, .max_winners = a->max_winners, .device = a->device,
   };
+  wv_fleet_pack pk;
+  if ((rc = wv_fleet_pack_open(wv_fleet_packs_dir(), a->pack, &pk, err))) {
+    wave_fleet_close(f);
+    return rc;
+  }
+  wave_fleet_set_rehash(f, wv_fleet_rehash, &pk);
   wave_fleet_options o = {.piece = a->piece, .segment_log2 = a->segment_log2,
                           .want_segments = a->segments};
   wave_fleet_hash_result r;
@@ -340,7 +434,7 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
              PRIu64 ", \"retried\": %" PRIu64 ", \"failed\": %zu, "
              "\"daemons\": [", r.winner_count, r.hashes, r.seconds, rate,
              r.pieces, r.retried, r.n_failed);
-      cf_members(stdout, r.members, r.n_members, 1);
+      cf_members(f, stdout, r.members, r.n_members, 1);
       printf("]}");
       if (r.segments != NULL) {
         printf(", \"segments\": [");
@@ -367,13 +461,14 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
       for (uint64_t i = 0; r.segments != NULL && i < r.segment_count; i++)
         printf("segment %" PRIu64 " %016" PRIx64 "\n",
                (q.nonce >> r.segment_log2) + i, r.segments[i]);
-      cf_members(stderr, r.members, r.n_members, 0);
+      cf_members(f, stderr, r.members, r.n_members, 0);
     }
   } else if (r.members != NULL) {
-    cf_members(stderr, r.members, r.n_members, 0);
+    cf_members(f, stderr, r.members, r.n_members, 0);
   }
   wave_fleet_hash_result_free(&r);
   wave_fleet_close(f);
+  wv_fleet_pack_close(&pk);
   return rc;
 }
 
@@ -397,8 +492,8 @@ int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
     wv_print_reduce(stdout, &r.value, a->json);
   if (r.members != NULL) {
     fprintf(stderr, "fleet: %" PRIu64 " pieces, %" PRIu64 " retried, %zu "
-            "daemons failed\n", r.pieces, r.retried, r.n_failed);
-    cf_members(stderr, r.members, r.n_members, 0);
+            "daemons dropped\n", r.pieces, r.retried, r.n_failed);
+    cf_members(f, stderr, r.members, r.n_members, 0);
   }
   wave_fleet_reduce_result_free(&r);
   wave_fleet_close(f);

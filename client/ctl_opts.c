@@ -68,6 +68,9 @@ const wv_opt wv_opts[] = {
    "fleet piece: 256, 65536 (default) or 16777216 rows"},
   {"piece", "N", WV_O_PIECE, B(HASH), NULL,
    "fleet piece in nonces (default: count / (16 x daemons))"},
+  {"stall", "S", WV_O_STALL, B(HASH), NULL,
+   "fleet: drop a daemon whose piece makes no progress for S seconds "
+   "(default 120)"},
   {"probe", NULL, WV_O_PROBE, B(STATUS), NULL,
    "print nothing; exit 0 when the daemon is ready, 1 when it answers but "
    "is not ready, 3 when it does not answer (a readiness probe); with "
@@ -111,6 +114,9 @@ const wv_env wv_envs[] = {
   {"WAVE_FLEET_PORT", "--fleet slurm: the port when SPEC names none "
    "(default 5555)"},
   {"SLURM_JOB_NODELIST", "--fleet slurm: the nodes of the job"},
+  {"WAVE_PACKS_DIR", "--fleet submit hash: the folder of the daemons' "
+   "packs, whose programs re-hash what members report (default: the "
+   "installed packs folder)"},
   {"WAVE_REGION_HUGEPAGES", "'off': shared-memory regions of 64 MiB or "
    "more never use huge pages"},
 };

@@ -8,7 +8,8 @@
  * REQ socket per daemon, each call on its own nng context) and reports:
  *   - done: the piece's answer is stored in its slot;
  *   - daemon failure (the daemon is silent, shut down, restarted, lacks
- *     the pack, or its devices fault): the index goes back at the head of
+ *     the pack, its devices fault, it answers AUTH, lies, stalls or hangs
+ *     up: p->why says which): the index goes back at the head of
  *     the FIFO for the others and the daemon's threads end, the daemon
  *     marked failed with the reason;
  *   - BUSY: the index goes back and the thread pauses briefly;
@@ -26,7 +27,17 @@
  * size the daemons' finishing times spread by up to two whole pieces.
  *
  * The hash pieces speak protocol 2 directly (segment_log2, want_segments,
- * segment paging, the daemon instance), through wv_client_call.
+ * segment paging, the daemon instance), through wv_fleet_call: the
+ * exchange of wv_client_call, but one that nng's pipe-removed event
+ * (nng_pipe_notify) aborts at once, so a daemon that hangs up while it
+ * holds a piece loses it now rather than after the reply timeout.
+ *
+ * Members are not believed (docs/fleet.md, "Checks"): fl_hash_check
+ * tests every DONE answer's ranges, counts and order, and, with the
+ * caller's re-hash function, its winners, best and one random segment.
+ * A liar is dropped and every piece it answered goes back in the queue
+ * (fl_drop); a piece whose `done` stands still for the stall deadline is
+ * cancelled there and moved, its daemon dropped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -65,6 +76,8 @@ static int fl_class(int code)
   case WAVE_EDEVFAULT: case WAVE_EDEVICE: case WAVE_ENODEV:
   case WAVE_ESELFCHECK: case WAVE_EMISMATCH: case WAVE_EPACK:
   case WAVE_EVERSION: case WAVE_EUNSUPPORTED:
+  case WAVE_EAUTH:  /* one daemon refusing the fleet's token is that
+                       daemon's: the others may still take the job */
     return FL_DAEMON;
   default: return FL_JOB;
   }
@@ -92,12 +105,20 @@ int wave_fleet_open(wave_fleet **out, const char *const *urls, size_t n,
   if (f != NULL)
     pthread_mutex_init(&f->mu, NULL);
   if (f == NULL || (f->c = calloc(n, sizeof *f->c)) == NULL ||
-      (f->urls = calloc(n, sizeof *f->urls)) == NULL) {
+      (f->urls = calloc(n, sizeof *f->urls)) == NULL ||
+      (f->why = calloc(n, sizeof *f->why)) == NULL ||
+      (f->closes = calloc(n, sizeof *f->closes)) == NULL ||
+      (f->gone = calloc(n, sizeof *f->gone)) == NULL) {
     wave_fleet_close(f);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   f->n = n;
+  f->stall_ms = WAVE_FLEET_STALL_MS;
   atomic_init(&f->cancel, 0);
+  for (size_t i = 0; i < n; i++) {
+    atomic_init(&f->closes[i], 0);
+    atomic_init(&f->gone[i], 0);
+  }
   for (size_t i = 0; i < n; i++) {
     nng_url *u = NULL;
     int rv = nng_url_parse(&u, urls[i]);
@@ -116,21 +137,6 @@ int wave_fleet_open(wave_fleet **out, const char *const *urls, size_t n,
   return 0;
 }
 
-/* Connections are made when a daemon's first piece is taken: a daemon the
- * call never needs is never dialled (closing a socket mid-handshake costs
- * the daemon work, and nng 1.5 leaks the half-made pipe). */
-wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err)
-{
-  pthread_mutex_lock(&f->mu);
-  if (f->c[d] == NULL &&
-      wave_client_open_with(&f->c[d], f->urls[d], f->copts, err) == 0 &&
-      f->timeout_ms > 0)
-    wave_client_set_timeout(f->c[d], f->timeout_ms);
-  wave_client *c = f->c[d];
-  pthread_mutex_unlock(&f->mu);
-  return c;
-}
-
 void wave_fleet_close(wave_fleet *f)
 {
   if (f == NULL)
@@ -142,6 +148,9 @@ void wave_fleet_close(wave_fleet *f)
       free(f->urls[i]);
   }
   pthread_mutex_destroy(&f->mu);
+  free(f->why);
+  free((void *)f->closes);
+  free((void *)f->gone);
   free(f->copts);
   free(f->c);
   free(f->urls);
@@ -173,6 +182,38 @@ void wave_fleet_cancel(wave_fleet *f)
     atomic_store(&f->cancel, 1);
 }
 
+void wave_fleet_set_stall(wave_fleet *f, int stall_ms)
+{
+  if (f)
+    f->stall_ms = stall_ms > 0 ? stall_ms : WAVE_FLEET_STALL_MS;
+}
+
+void wave_fleet_set_rehash(wave_fleet *f, wave_fleet_rehash_fn fn, void *arg)
+{
+  if (f) {
+    f->rehash = fn;
+    f->rehash_arg = arg;
+  }
+}
+
+int wave_fleet_member_why(const wave_fleet *f, size_t i)
+{
+  return f && i < f->n ? f->why[i] : WAVE_FLEET_KEPT;
+}
+
+const char *wave_fleet_drop_name(int why)
+{
+  switch (why) {
+  case WAVE_FLEET_KEPT: return "kept";
+  case WAVE_FLEET_FAILED: return "failed";
+  case WAVE_FLEET_LIED: return "lied";
+  case WAVE_FLEET_STALLED: return "stalled";
+  case WAVE_FLEET_AUTH: return "auth";
+  case WAVE_FLEET_CLOSED: return "closed";
+  default: return "?";
+  }
+}
+
 /* ---- the pool ----------------------------------------------------------- */
 
 typedef struct fl_thread {
@@ -185,6 +226,36 @@ static void fl_push_front(fl_pool *p, size_t i)
 {
   p->head = (p->head + p->cap - 1) % p->cap;
   p->fifo[p->head] = i;
+}
+
+/* Daemon d is dropped (p->mu held).  A liar's answers so far are not
+ * believed either: every piece it answered goes back in the queue. */
+static void fl_drop(fl_pool *p, size_t d, int why, const wave_error *e)
+{
+  wave_fleet_member *m = &p->members[d];
+  if (m->failed)
+    return;
+  m->failed = 1;
+  m->error = *e;
+  p->f->why[d] = why;
+  p->alive--;
+  /* its other piece: a liar's answer is not wanted, a staller's or an
+   * AUTH refuser's would not come, and one that hung up has no connection
+   * left to answer on (nng would wait for a redial until the timeout) */
+  if (why != WAVE_FLEET_FAILED)
+    atomic_store(&p->f->gone[d], 1);
+  if (why != WAVE_FLEET_LIED)
+    return;
+  for (size_t i = 0; i < p->items; i++)
+    if (p->owner[i] == d) {
+      p->owner[i] = SIZE_MAX;
+      fl_push_front(p, i);
+      p->remaining++;
+      p->retried++;
+      atomic_fetch_sub(&p->done, p->work[i]);
+    }
+  m->pieces = 0;
+  m->work = 0;
 }
 
 static void *fl_worker(void *arg)
@@ -208,6 +279,7 @@ static void *fl_worker(void *arg)
     pthread_mutex_unlock(&p->mu);
 
     wave_error e = {0};
+    p->why[t->slot] = 0;
     int rc = p->run(p, t->d, t->slot, i, &e);
     double t1 = wv_fleet_now();
     atomic_store(&p->inflight[t->slot], 0);
@@ -215,11 +287,20 @@ static void *fl_worker(void *arg)
     pthread_mutex_lock(&p->mu);
     p->last[t->d] = t1;
     int cls = fl_class(rc);
+    int why = p->why[t->slot];
+    if (rc == WAVE_EAUTH)
+      why = WAVE_FLEET_AUTH;
+    if (rc != 0 && why != 0)
+      cls = FL_DAEMON;
     if (rc == WAVE_ECANCELLED && atomic_load(&p->f->cancel))
       cls = FL_JOB;
-    if (cls == FL_OK) {  /* a whole answer counts even from a daemon that
-                            failed meanwhile on its other piece */
+    if (cls == FL_OK && m->failed && p->f->why[t->d] == WAVE_FLEET_LIED) {
+      fl_push_front(p, i);  /* a liar's answer, however whole */
+      p->retried++;
+    } else if (cls == FL_OK) {  /* a whole answer counts even from a daemon
+                                   that failed meanwhile on its other piece */
       p->remaining--;
+      p->owner[i] = t->d;
       m->pieces++;
       m->work += p->work[i];
       atomic_fetch_add(&p->done, p->work[i]);
@@ -231,11 +312,7 @@ static void *fl_worker(void *arg)
     } else if (cls == FL_DAEMON) {
       fl_push_front(p, i);
       p->retried++;
-      if (!m->failed) {
-        m->failed = 1;
-        m->error = e;
-        p->alive--;
-      }
+      fl_drop(p, t->d, why ? why : WAVE_FLEET_FAILED, &e);
     } else if (p->fatal == 0) {
       p->fatal = rc;
       p->fatal_err = e;
@@ -274,25 +351,33 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
   size_t nth = f->n * depth;
   p.fifo = calloc(p.cap, sizeof *p.fifo);
   p.inflight = calloc(nth, sizeof *p.inflight);
+  p.why = calloc(nth, sizeof *p.why);
+  p.owner = malloc((n ? n : 1) * sizeof *p.owner);
   p.first = calloc(f->n, sizeof *p.first);
   p.last = calloc(f->n, sizeof *p.last);
   fl_thread *th = calloc(nth, sizeof *th);
   if (p.fifo == NULL || p.inflight == NULL || th == NULL || p.first == NULL ||
-      p.last == NULL) {
+      p.last == NULL || p.why == NULL || p.owner == NULL) {
     free(p.fifo);
     free(p.inflight);
+    free(p.why);
+    free(p.owner);
     free(p.first);
     free(p.last);
     free(th);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     p.fifo[p.tail++] = i;
+    p.owner[i] = SIZE_MAX;
+  }
   for (size_t t = 0; t < nth; t++)
     atomic_init(&p.inflight[t], 0);
   for (size_t d = 0; d < f->n; d++) {
     memset(&members[d], 0, sizeof members[d]);
     members[d].url = f->urls[d];
+    f->why[d] = WAVE_FLEET_KEPT;
+    atomic_store(&f->gone[d], 0);
   }
   pthread_mutex_init(&p.mu, NULL);
   pthread_condattr_t ca;
@@ -360,9 +445,11 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
                    "was cancelled");
   } else if (p.remaining > 0) {
     char msg[sizeof err->message];
-    size_t o = (size_t)snprintf(msg, sizeof msg, "every daemon failed:");
+    size_t o = (size_t)snprintf(msg, sizeof msg, "every daemon was "
+                                "dropped:");
     for (size_t d = 0; d < f->n && o < sizeof msg; d++)
-      o += (size_t)snprintf(msg + o, sizeof msg - o, " %s;",
+      o += (size_t)snprintf(msg + o, sizeof msg - o, " %s (%s): %s;",
+                            f->urls[d], wave_fleet_drop_name(f->why[d]),
                             members[d].error.message);
     rc = wv_seterr(err, WAVE_EIO, "%s", msg);
   }
@@ -373,6 +460,8 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
   pthread_mutex_destroy(&p.mu);
   free(p.fifo);
   free(p.inflight);
+  free(p.why);
+  free(p.owner);
   free(p.first);
   free(p.last);
   free(th);
@@ -396,10 +485,21 @@ typedef struct fl_hash {
   wv_fleet_hpart *parts;
 } fl_hash;
 
-static int fl_hash_submit(wave_client *c, const fl_hash *h, uint64_t nonce,
+/* The exchange of one piece's calls: daemon d, its connection, the close
+ * count when the piece began, and where a close is reported. */
+typedef struct fl_link {
+  wave_fleet *f;
+  size_t d;
+  wave_client *c;
+  unsigned gen;
+  int *why;
+} fl_link;
+
+static int fl_hash_submit(const fl_link *l, const fl_hash *h, uint64_t nonce,
                           uint64_t count, uint64_t *job, uint64_t *inst,
                           wave_error *err)
 {
+  wave_client *c = l->c;
   static char all[] = "all";
   char *devs[1] = {all};
   Wave__V1__HashRequest hr = WAVE__V1__HASH_REQUEST__INIT;
@@ -426,7 +526,8 @@ static int fl_hash_submit(wave_client *c, const fl_hash *h, uint64_t nonce,
   r.body_case = WAVE__V1__REQUEST__BODY_HASH;
   r.hash = &hr;
   Wave__V1__Response *resp;
-  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOB, 0, &resp, err);
+  int rv = wv_fleet_call(l->f, l->d, c, &r, WAVE__V1__RESPONSE__BODY_JOB, 0,
+                         &resp, l->gen, l->why, err);
   if (rv != 0)
     return rv;
   if (resp->job == NULL || resp->job->job_id == 0) {
@@ -440,10 +541,11 @@ static int fl_hash_submit(wave_client *c, const fl_hash *h, uint64_t nonce,
   return 0;
 }
 
-static int fl_job_call(wave_client *c, uint64_t job, uint64_t inst,
+static int fl_job_call(const fl_link *l, uint64_t job, uint64_t inst,
                        unsigned wait_ms, uint64_t seg_off, int cancel,
                        Wave__V1__Response **resp, wave_error *err)
 {
+  wave_client *c = l->c;
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
   Wave__V1__CancelRequest cr = WAVE__V1__CANCEL_REQUEST__INIT;
@@ -460,8 +562,8 @@ static int fl_job_call(wave_client *c, uint64_t job, uint64_t inst,
     r.body_case = WAVE__V1__REQUEST__BODY_JOB;
     r.job = &jr;
   }
-  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_JOB, wait_ms, resp,
-                          err);
+  int rv = wv_fleet_call(l->f, l->d, c, &r, WAVE__V1__RESPONSE__BODY_JOB,
+                         wait_ms, resp, l->gen, l->why, err);
   if (rv == 0 && (*resp)->job == NULL) {
     wave__v1__response__free_unpacked(*resp, NULL);
     *resp = NULL;
@@ -471,10 +573,11 @@ static int fl_job_call(wave_client *c, uint64_t job, uint64_t inst,
 }
 
 /* Copy the DONE result of a piece, fetching every page of its segments. */
-static int fl_hash_collect(wave_client *c, uint64_t job, uint64_t inst,
+static int fl_hash_collect(const fl_link *l, uint64_t job, uint64_t inst,
                            const Wave__V1__HashResult *hr, unsigned s,
                            wv_fleet_hpart *pt, wave_error *err)
 {
+  wave_client *c = l->c;
   uint64_t want = wv_fleet_seg_count(pt->nonce, pt->count, s);
   if (hr->segment_log2 != s || hr->segment_count != want ||
       hr->hashes != pt->count)
@@ -526,7 +629,7 @@ static int fl_hash_collect(wave_client *c, uint64_t job, uint64_t inst,
     resp = NULL;
     if (pt->n_segments == want)
       break;
-    if ((rc = fl_job_call(c, job, inst, 0, pt->n_segments, 0, &resp, err)))
+    if ((rc = fl_job_call(l, job, inst, 0, pt->n_segments, 0, &resp, err)))
       break;
     if (resp->job->state != WAVE__V1__JOB_STATE__DONE ||
         resp->job->result == NULL) {
@@ -541,6 +644,119 @@ static int fl_hash_collect(wave_client *c, uint64_t job, uint64_t inst,
   return rc;
 }
 
+/* FNV-1a-64 over 64-bit values as 8 little-endian bytes (docs/hash.md),
+ * the segment fingerprint of the outputs of a segment's nonces. */
+static uint64_t fl_fnv_u64(const uint64_t *v, uint64_t n)
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint64_t i = 0; i < n; i++)
+    for (unsigned b = 0; b < 8; b++) {
+      h ^= (v[i] >> (8 * b)) & 0xff;
+      h *= 0x100000001b3ull;
+    }
+  return h;
+}
+
+/* A lie: the daemon is dropped and all it answered runs again. */
+static int fl_lie(const fl_link *l, wave_error *err, const char *what,
+                  const wv_fleet_hpart *pt, uint64_t nonce)
+{
+  *l->why = WAVE_FLEET_LIED;
+  return wv_seterr(err, WAVE_EMISMATCH, "%s: piece [%llu, +%llu): %s "
+                   "(nonce %llu); the daemon is not believed", l->c->url,
+                   (unsigned long long)pt->nonce,
+                   (unsigned long long)pt->count, what,
+                   (unsigned long long)nonce);
+}
+
+/* The coordinator's checks of one piece's answer (docs/fleet.md,
+ * "Checks"): what needs no hash, then, with f->rehash, every winner, the
+ * best and one segment re-hashed here. */
+static int fl_hash_check(const fl_link *l, const fl_hash *h,
+                         const wv_fleet_hpart *pt, size_t item,
+                         wave_error *err)
+{
+  const wave_hash_request *req = h->req;
+  uint64_t lo = pt->nonce, hi = pt->nonce + (pt->count - 1);
+  uint64_t target = req->target;
+  if (pt->n_winners > req->max_winners || pt->n_winners > pt->winner_count ||
+      pt->winner_count > pt->count)
+    return fl_lie(l, err, "winner counts do not add up", pt,
+                  pt->winner_count);
+  if (pt->winner_count > pt->n_winners && pt->n_winners < req->max_winners)
+    return fl_lie(l, err, "fewer winners listed than counted", pt,
+                  pt->winner_count);
+  if (pt->best_nonce < lo || pt->best_nonce > hi)
+    return fl_lie(l, err, "the best lies outside the piece", pt,
+                  pt->best_nonce);
+  if ((pt->best_output < target) != (pt->winner_count > 0))
+    return fl_lie(l, err, "the best and the winner count disagree", pt,
+                  pt->best_nonce);
+  for (size_t j = 0; j < pt->n_winners; j++) {
+    const wave_winner *w = &pt->winners[j];
+    if (w->nonce < lo || w->nonce > hi)
+      return fl_lie(l, err, "a winner lies outside the piece", pt, w->nonce);
+    if (j > 0 && w->nonce <= pt->winners[j - 1].nonce)
+      return fl_lie(l, err, "winners out of nonce order", pt, w->nonce);
+    if (w->output >= target)
+      return fl_lie(l, err, "a winner does not meet the target", pt,
+                    w->nonce);
+    if (w->output < pt->best_output ||
+        (w->output == pt->best_output && w->nonce < pt->best_nonce))
+      return fl_lie(l, err, "a winner beats the best", pt, w->nonce);
+  }
+  wave_fleet *f = l->f;
+  if (f->rehash == NULL)
+    return 0;
+  const char *pack = req->pack ? req->pack : "";
+  uint64_t out;
+  int rc;
+  for (size_t j = 0; j < pt->n_winners; j++) {
+    if ((rc = f->rehash(f->rehash_arg, pack, pt->winners[j].nonce, 1, &out,
+                        err)) != 0)
+      return rc;
+    if (out != pt->winners[j].output)
+      return fl_lie(l, err, "a winner's output is not its hash", pt,
+                    pt->winners[j].nonce);
+  }
+  if ((rc = f->rehash(f->rehash_arg, pack, pt->best_nonce, 1, &out, err)))
+    return rc;
+  if (out != pt->best_output)
+    return fl_lie(l, err, "the best's output is not its hash", pt,
+                  pt->best_nonce);
+  /* One segment in full, picked at random so a daemon cannot know which:
+   * a made-up fingerprint list fails it for sure, one bad segment with
+   * odds 1/segments.  Only for segments of at most 2^13 nonces and at most
+   * 1/64 of the piece: the CPU reference is slow (0.2 s for 2^13 nonces of
+   * pack main on one core, docs/fleet.md), and the check must stay small
+   * beside the piece it checks. */
+  if (h->s > 13 || pt->n_segments == 0 || (pt->count >> 6) < (1ull << h->s))
+    return 0;
+  uint64_t x = l->c->tag ^ ((uint64_t)item * 0x9e3779b97f4a7c15ull) ^
+               (uint64_t)(wv_fleet_now() * 1e9);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  uint64_t k = x % pt->n_segments;
+  uint64_t a = ((lo >> h->s) + k) << h->s, b = a | ((1ull << h->s) - 1);
+  if (a < lo)
+    a = lo;
+  if (b > hi)
+    b = hi;
+  uint64_t *o = malloc((size_t)(b - a + 1) * sizeof *o);
+  if (o == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  rc = f->rehash(f->rehash_arg, pack, a, b - a + 1, o, err);
+  uint64_t fp = rc == 0 ? fl_fnv_u64(o, b - a + 1) : 0;
+  free(o);
+  if (rc != 0)
+    return rc;
+  if (fp != pt->segments[k])
+    return fl_lie(l, err, "a segment fingerprint is not its outputs' (spot "
+                  "check)", pt, a);
+  return 0;
+}
+
 static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
                        wave_error *err)
 {
@@ -548,6 +764,8 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
   wave_client *c = wv_fleet_client(p->f, d, err);
   if (c == NULL)
     return err->code;
+  fl_link l = {.f = p->f, .d = d, .c = c, .why = &p->why[slot],
+               .gen = atomic_load(&p->f->closes[d])};
   wv_fleet_hpart *pt = &h->parts[i];
   free(pt->segments);
   free(pt->winners);
@@ -557,27 +775,32 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
   pt->count = count;
 
   uint64_t job = 0, inst = 0;
-  int rc = fl_hash_submit(c, h, nonce, count, &job, &inst, err);
+  int rc = fl_hash_submit(&l, h, nonce, count, &job, &inst, err);
   if (rc != 0)
     return rc;
+  /* the progress deadline: `done` must grow within stall_ms */
+  uint64_t seen = 0;
+  double moved = wv_fleet_now(), stall = (double)p->f->stall_ms / 1e3;
   for (;;) {
     Wave__V1__Response *resp;
     if (atomic_load(&p->f->cancel)) {
       wave_error ce;
-      if (fl_job_call(c, job, inst, 0, 0, 1, &resp, &ce) == 0)
+      if (fl_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
         wave__v1__response__free_unpacked(resp, NULL);
       return wv_seterr(err, WAVE_ECANCELLED, NULL);
     }
-    if ((rc = fl_job_call(c, job, inst, 200, 0, 0, &resp, err)) != 0)
+    if ((rc = fl_job_call(&l, job, inst, 200, 0, 0, &resp, err)) != 0)
       return rc;
     const Wave__V1__JobInfo *ji = resp->job;
     atomic_store(&p->inflight[slot], ji->done <= count ? ji->done : count);
     if (ji->state == WAVE__V1__JOB_STATE__DONE) {
-      rc = ji->result ? fl_hash_collect(c, job, inst, ji->result, h->s, pt,
+      rc = ji->result ? fl_hash_collect(&l, job, inst, ji->result, h->s, pt,
                                         err)
                       : wv_seterr(err, WAVE_EIO, "%s: job done without a "
                                   "result", c->url);
       wave__v1__response__free_unpacked(resp, NULL);
+      if (rc == 0)
+        rc = fl_hash_check(&l, h, pt, i, err);
       return rc;
     }
     if (ji->state == WAVE__V1__JOB_STATE__FAILED ||
@@ -593,7 +816,23 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
       wave__v1__response__free_unpacked(resp, NULL);
       return rc;
     }
+    uint64_t done = ji->done;
     wave__v1__response__free_unpacked(resp, NULL);
+    double now = wv_fleet_now();
+    if (done > seen && done <= count) {
+      seen = done;
+      moved = now;
+    } else if (now - moved > stall) {
+      wave_error ce;  /* let it go: the piece runs elsewhere */
+      if (fl_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
+        wave__v1__response__free_unpacked(resp, NULL);
+      *l.why = WAVE_FLEET_STALLED;
+      return wv_seterr(err, WAVE_ETIMEDOUT, "%s: piece [%llu, +%llu) made "
+                       "no progress for %.1f s (stall deadline; %llu of "
+                       "%llu done)", c->url, (unsigned long long)nonce,
+                       (unsigned long long)count, now - moved,
+                       (unsigned long long)seen, (unsigned long long)count);
+    }
   }
 }
 

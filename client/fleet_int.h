@@ -21,6 +21,14 @@ struct wave_fleet {
   pthread_mutex_t mu;     /* c[] and timeout_ms */
   int timeout_ms;         /* 0: the client default */
   wave_client_options *copts; /* credentials (access.c), NULL: defaults */
+  int stall_ms;           /* progress deadline (WAVE_FLEET_STALL_MS) */
+  wave_fleet_rehash_fn rehash;  /* the coordinator's hash, or NULL */
+  void *rehash_arg;
+  int *why;               /* per daemon: wave_fleet_drop of the last call */
+  atomic_uint *closes;    /* per daemon: pipes closed (nng_pipe_notify) */
+  atomic_int *gone;       /* per daemon: dropped as a liar, stalled, AUTH
+                             or hung up in this call: its other exchanges
+                             end at once (wv_fleet_call) */
 };
 
 /* Daemon d's connection, opened on first use; NULL with err filled when
@@ -31,7 +39,9 @@ enum { FL_OK = 0, FL_DAEMON = 1, FL_AGAIN = 2, FL_JOB = 3 };
 
 typedef struct fl_pool fl_pool;
 /* Run item i on daemon d (slot: the calling thread's inflight counter);
- * 0 or a WAVE_E* code with err filled. */
+ * 0 or a WAVE_E* code with err filled.  A run that finds the daemon at
+ * fault in a way the code does not say (a lie, a stall, a closed
+ * connection) also sets p->why[slot] (wave_fleet_drop). */
 typedef int (*fl_run_fn)(fl_pool *p, size_t d, size_t slot, size_t i,
                          wave_error *err);
 
@@ -49,6 +59,9 @@ struct fl_pool {
   uint64_t retried;
   wave_fleet_member *members;     /* f->n */
   atomic_uint_fast64_t *inflight; /* per thread: work of its current piece */
+  int *why;                       /* per thread: wave_fleet_drop of its run */
+  size_t *owner;                  /* per item: daemon that answered it, or
+                                     SIZE_MAX (a liar's answers run again) */
   double *first, *last;           /* per daemon: its pieces' wall span */
   atomic_uint_fast64_t done;      /* work of completed pieces */
   uint64_t total;
@@ -65,6 +78,15 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
                       wave_fleet_progress_fn progress, void *parg,
                       wave_error *err);
 size_t wv_fleet_count_failed(const wave_fleet_member *m, size_t n);
+/* One exchange with daemon d as wv_client_call, except that a connection
+ * closing while the reply is awaited ends it at once (WAVE_EIO, *why =
+ * WAVE_FLEET_CLOSED) instead of after the reply timeout, and so does the
+ * daemon being dropped meanwhile (f->gone[d]: WAVE_EIO).  gen: f->closes[d]
+ * when the piece began (a close between two polls counts too). */
+int wv_fleet_call(wave_fleet *f, size_t d, wave_client *c,
+                  Wave__V1__Request *req, int want, unsigned extra_ms,
+                  Wave__V1__Response **resp, unsigned gen, int *why,
+                  wave_error *err);
 double wv_fleet_now(void);
 
 #endif

@@ -12,6 +12,13 @@ wave_test(test_fleet
   LIBS wvworkers wvbase)
 target_compile_options(test_fleet PRIVATE -ffp-contract=off)
 
+# The fleet coordinator against members that lie, stall, answer AUTH or
+# hang up: fake members are nng REP peers in the test process that speak
+# the protocol and hash with the CPU reference (issue 22, finding 8).
+wave_test(test_fleet_members SOURCES test_fleet_members.c
+  LIBS wvctl waveclient wvhash wvbase nng::nng)
+set_tests_properties(test_fleet_members PROPERTIES TIMEOUT 300)
+
 # wavectl's --fleet/--piece/--probe: URL lists, the readiness verdict.
 wave_test(test_ctl_fleet SOURCES test_ctl_fleet.c LIBS wvctl waveclient wvbase)
 

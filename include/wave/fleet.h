@@ -17,7 +17,12 @@
  *     values (docs/reduction.md, "Partials").
  * A daemon that stops answering, or whose job fails with a device error,
  * is dropped: its piece goes back in the queue for the others, and the
- * result names it (members[i].failed).  An error of the job itself (a bad
+ * result names it (members[i].failed, wave_fleet_member_why).  So is one
+ * whose hash answer fails the coordinator's checks (its nonces outside the
+ * piece, counts that do not add up, a winner or best that does not re-hash
+ * to its output: wave_fleet_set_rehash), one that makes no progress for
+ * the stall deadline, one that answers AUTH, and one whose connection
+ * closes while it holds a hash piece.  An error of the job itself (a bad
  * pack, a mask of the wrong length) fails the whole call.
  *
  * Threads: a wave_fleet runs one call at a time; wave_fleet_cancel() may be
@@ -58,6 +63,31 @@ WAVE_API void wave_fleet_set_timeout(wave_fleet *f, int timeout_ms);
  * call returns WAVE_ECANCELLED.  Async-signal-safe (one atomic store). */
 WAVE_API void wave_fleet_cancel(wave_fleet *f);
 
+/* Progress deadline (default 120000 ms; 0 or less: the default): a daemon
+ * whose hash piece reports no new `done` nonces for this long is dropped
+ * as stalled and its piece runs elsewhere (docs/fleet.md). */
+#define WAVE_FLEET_STALL_MS 120000
+WAVE_API void wave_fleet_set_stall(wave_fleet *f, int stall_ms);
+
+/* The coordinator's own hash: outputs[0..count) of nonces [nonce, nonce +
+ * count) under the named pack, computed on this host (wavectl loads the
+ * pack from its packs folder and runs the CPU reference).  0, or a WAVE_E*
+ * code with err filled (the call then fails with it: a pack the
+ * coordinator cannot hash is the caller's problem, not a daemon's).
+ * Called from the fleet's threads, several at once. */
+typedef int (*wave_fleet_rehash_fn)(void *arg, const char *pack,
+                                    uint64_t nonce, uint64_t count,
+                                    uint64_t *outputs, wave_error *err);
+/* With a rehash function set, wave_fleet_hash re-hashes every winner and
+ * the best of every piece, and one random segment of each piece whose
+ * segments are at most 2^13 nonces and 1/64 of the piece (its fingerprint
+ * re-folded); a daemon whose
+ * answer differs is dropped as lying (WAVE_FLEET_LIED) and every piece it
+ * answered runs again elsewhere.  Without one, only what needs no hash is
+ * checked: ranges, counts, order, output < target, best <= winners. */
+WAVE_API void wave_fleet_set_rehash(wave_fleet *f, wave_fleet_rehash_fn fn,
+                                    void *arg);
+
 typedef struct wave_fleet_options {
   unsigned segment_log2;  /* hash: 2^s nonces per segment (0: 13), 5..20 */
   uint64_t piece;         /* hash: nonces per piece, rounded up to whole
@@ -82,6 +112,23 @@ typedef struct wave_fleet_member {
   int failed;             /* dropped: error says why */
   wave_error error;
 } wave_fleet_member;
+
+/* Why a daemon was dropped (wave_fleet_member.why). */
+typedef enum wave_fleet_drop {
+  WAVE_FLEET_KEPT = 0,
+  WAVE_FLEET_FAILED = 1,   /* silent, transport error, or a daemon error
+                              (shutdown, restart, pack, device fault) */
+  WAVE_FLEET_LIED = 2,     /* an answer failed the coordinator's checks */
+  WAVE_FLEET_STALLED = 3,  /* no progress within the stall deadline */
+  WAVE_FLEET_AUTH = 4,     /* refused the fleet's token (AUTH) */
+  WAVE_FLEET_CLOSED = 5,   /* its connection closed while it held a piece */
+} wave_fleet_drop;
+/* Why daemon i was dropped in the fleet's last call (wave_fleet_drop;
+ * WAVE_FLEET_KEPT when it was not).  A function, not a member field, so
+ * that wave_fleet_member keeps its size for programs built before it. */
+WAVE_API int wave_fleet_member_why(const wave_fleet *f, size_t i);
+/* "kept", "failed", "lied", "stalled", "auth", "closed" (else "?"). */
+WAVE_API const char *wave_fleet_drop_name(int why);
 
 typedef struct wave_fleet_progress {
   uint64_t done, total;   /* nonces (hash) or rows (reduce) */

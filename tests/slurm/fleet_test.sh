@@ -20,6 +20,8 @@ build=$(cd "${1:?usage: fleet_test.sh BUILD_DIR}" && pwd)
 WAVEDD=$build/wavedd
 WAVEDD_TEST=$build/wavedd-test  # wavedd plus the fake backend (workers/fake/)
 WAVECTL=$build/wavectl
+# the fleet re-hashes winners with the daemons' packs (docs/fleet.md)
+export WAVE_PACKS_DIR=$src/config/packs
 dir=$(mktemp -d /tmp/wslurm.XXXXXX)
 export WAVE_SLURM_PORT=${WAVE_SLURM_PORT:-$((20000 + $$ % 20000))}
 daemon_port=$((WAVE_SLURM_PORT + 100))
@@ -192,9 +194,9 @@ echo "ok: healthy: the three daemons stopped with exit 0"
 run_batch faults "$dir/node-%n.yaml" "$WAVEDD_TEST"; rc=$?
 cat "$dir/batch-faults.out"
 compare faults
-grep -q "FAILED" faults-1.err || die "faults: wavectl did not report failed daemons: $(cat faults-1.err)"
-grep -q "127.0.0.1:$((daemon_port + 2)).*FAILED" faults-1.err || die "faults: n3 (killed) not reported failed"
-grep -q "127.0.0.1:$((daemon_port + 1)).*FAILED" faults-1.err || die "faults: n2 (faulted) not reported failed"
+grep -q "DROPPED (" faults-1.err || die "faults: wavectl did not report failed daemons: $(cat faults-1.err)"
+grep -q "127.0.0.1:$((daemon_port + 2)).*DROPPED (" faults-1.err || die "faults: n3 (killed) not reported failed"
+grep -q "127.0.0.1:$((daemon_port + 1)).*DROPPED (" faults-1.err || die "faults: n2 (faulted) not reported failed"
 grep -q '"failed": true' faults-h1.json || die "faults: the fleet hash result names no failed daemon"
 for node in n1 n2; do
   grep -q "exited 0" "$dir/logs-faults/wavedd-$node.log" || die "faults: wavedd on $node did not exit 0"
