@@ -67,10 +67,13 @@ void wd_bulk_clear(wd_bulk_req *out);
 
 /* A connection went away: its regions and streams go too.  Any thread. */
 void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe);
+/* Nonzero when pipe holds a region or an open stream (the idle sweep's
+ * hook, wd_peers_set_holds; arg is the wd_bulk). */
+int wd_bulk_holds(void *arg, uint32_t pipe);
 
-/* Status fields (regions, region_bytes, streams); snap holds the copies
+/* Status fields (regions who may see, region_bytes, streams); snap holds the copies
  * until the reply is packed. */
-void wd_bulk_status(wd_bulk *b, Wave__V1__StatusReply *sr,
+void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_region_snap *snap);
 
 /* Pack r (version, id) into a new message; NULL without memory. */
