@@ -71,7 +71,8 @@ void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe);
  * hook, wd_peers_set_holds; arg is the wd_bulk). */
 int wd_bulk_holds(void *arg, uint32_t pipe);
 
-/* Status fields (regions who may see, region_bytes, streams); snap holds the copies
+/* Status fields (the regions principal who may see, region_bytes,
+ * streams); snap holds the copies
  * until the reply is packed. */
 void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_region_snap *snap);

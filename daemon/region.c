@@ -280,7 +280,8 @@ static void rg_untake(wd_regions *t, uint64_t key, int took, uint64_t bytes)
 }
 
 int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
-                   uint32_t uid, uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
+                   uint32_t uid, uint32_t pid,
+                   const Wave__V1__RegionRegisterRequest *rq,
                    Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
                    wd_region **pin, wave_error *err)
 {

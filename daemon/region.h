@@ -76,12 +76,14 @@ void wd_regions_free(wd_regions *t);
 /* Where the side sockets keep passed descriptors for registrations. */
 wd_fdpass *wd_regions_fdpass(wd_regions *t);
 
-/* A registration from pipe of principal key (wd_peer_key; its shares), (peer credentials uid/pid, have_cred 0 on a
- * transport that has none).  On success *info is filled (name points into
- * the region, valid while it is registered), and *pin (when not NULL) is
- * the region, with a reference, if it is mapped and so can be pinned. */
+/* A registration from pipe of principal key (wd_peer_key: its shares,
+ * share.h), peer credentials uid/pid (have_cred 0 on a transport that has
+ * none).  On success *info is filled (name points into the region, valid
+ * while it is registered), and *pin (when not NULL) is the region, with a
+ * reference, if it is mapped and so can be pinned. */
 int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
-                   uint32_t uid, uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
+                   uint32_t uid, uint32_t pid,
+                   const Wave__V1__RegionRegisterRequest *rq,
                    Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
                    wd_region **pin, wave_error *err);
 int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,

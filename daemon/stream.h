@@ -16,7 +16,8 @@
  *
  * A stream belongs to its connection (nng pipe): another connection cannot
  * see it, and it is dropped when the connection goes.  Buffers of all
- * streams together stay within limits.max_stream_bytes.  The table has one
+ * streams and copy regions together stay within limits.max_stream_bytes,
+ * and each client's within its share (share.h).  The table has one
  * mutex; a stream is reference-counted (the table, a put copying, the job).
  */
 #ifndef WD_STREAM_H
