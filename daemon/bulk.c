@@ -225,8 +225,9 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
   return 0;
 }
 
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
-                   const uint8_t *payload, size_t plen, wd_bulk_req *out)
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
+                   nng_msg **msgp, const uint8_t *payload, size_t plen,
+                   wd_bulk_req *out)
 {
   nng_msg *msg = *msgp;
   wave_error err = {0};
@@ -235,10 +236,7 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
   uint64_t id = rq->id;
   out->version = rq->version;
   /* whose share a stream or region draws on: "uid:N" on ipc, the
-   * connection on tcp (principal.h) */
-  uint32_t who_pipe;
-  char who[64];
-  wd_peer_identify(msg, &who_pipe, who, sizeof who);
+   * connection or its token on tcp (principal.h) */
   uint64_t key = wd_peer_key(who);
   int rc = 0;
   Wave__V1__StreamInfo si;

@@ -57,9 +57,11 @@ void wd_bulk_free(wd_bulk *b);
  * a stream may keep it, setting *msg to NULL);
  * payload/plen: a frame's payload (NULL, 0 for a plain request).  Returns 1
  * when rq was handled here (out->reply or out->ready set), 0 when it is a
- * plain request for the loop. */
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msg,
-                   const uint8_t *payload, size_t plen, wd_bulk_req *out);
+ * plain request for the loop.  who: the request's principal (principal.h;
+ * "token:NAME" once a token named it), whose shares it draws on. */
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
+                   nng_msg **msg, const uint8_t *payload, size_t plen,
+                   wd_bulk_req *out);
 /* Where the side sockets keep passed descriptors (daemon/fdpass.h). */
 wd_fdpass *wd_bulk_fdpass(wd_bulk *b);
 /* Release what out holds (references, the kept message, an unsent reply). */
