@@ -201,14 +201,16 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   unsigned mine = 0;
   for (wd_stream *o = t->head; o != NULL; o = o->next)
     mine += o->pipe == pipe;
+  /* the client's share and the total, copy regions counted (share.h);
+   * under mu, so that racing opens of one connection count its streams */
+  int rc = mine >= WD_STREAMS_PER_CLIENT ? WAVE_EBUSY
+           : wd_share_take(t->sh, key, WD_SHARE_BUF, total, WAVE_EBUSY, err);
   pthread_mutex_unlock(&t->mu);
   if (mine >= WD_STREAMS_PER_CLIENT) {
     free(s);
     return wv_seterr(err, WAVE_EBUSY, "this connection has %u open streams "
                      "(at most %u)", mine, WD_STREAMS_PER_CLIENT);
   }
-  /* the client's share and the total, copy regions counted (share.h) */
-  int rc = wd_share_take(t->sh, key, WD_SHARE_BUF, total, WAVE_EBUSY, err);
   if (rc != 0) {
     free(s);
     return rc;
