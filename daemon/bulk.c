@@ -7,11 +7,13 @@
 
 #include "daemon/bulk.h"
 #include "daemon/log.h"
+#include "daemon/principal.h"
 #include "proto/base.h"
 
 struct wd_bulk {
   wd_regions *regions;
   wd_streams *streams;
+  wd_shares *shares;  /* each client's share of both (share.h) */
 };
 
 int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
@@ -21,8 +23,11 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
   if ((*out = b) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   int rc;
-  if ((rc = wd_regions_new(cfg, unpin, arg, &b->regions, err)) != 0 ||
-      (rc = wd_streams_new(&cfg->limits, &b->streams, err)) != 0)
+  if ((b->shares = wd_shares_new(&cfg->limits)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  if ((rc = wd_regions_new(cfg, b->shares, unpin, arg, &b->regions,
+                           err)) != 0 ||
+      (rc = wd_streams_new(&cfg->limits, b->shares, &b->streams, err)) != 0)
     return rc;
   return 0;
 }
@@ -33,6 +38,7 @@ void wd_bulk_free(wd_bulk *b)
     return;
   wd_regions_free(b->regions);
   wd_streams_free(b->streams);
+  wd_shares_free(b->shares);
   free(b);
 }
 
@@ -219,8 +225,9 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
   return 0;
 }
 
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
-                   const uint8_t *payload, size_t plen, wd_bulk_req *out)
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
+                   nng_msg **msgp, const uint8_t *payload, size_t plen,
+                   wd_bulk_req *out)
 {
   nng_msg *msg = *msgp;
   wave_error err = {0};
@@ -228,6 +235,9 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
   uint32_t pipe = (uint32_t)nng_pipe_id(p);
   uint64_t id = rq->id;
   out->version = rq->version;
+  /* whose share a stream or region draws on: "uid:N" on ipc, the
+   * connection or its token on tcp (principal.h) */
+  uint64_t key = wd_peer_key(who);
   int rc = 0;
   Wave__V1__StreamInfo si;
   Wave__V1__RegionInfo ri;
@@ -240,7 +250,7 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
     rc = bk_reduce(b, pipe, rq->reduce, payload, plen, out, &err);
     break;
   case WAVE__V1__REQUEST__BODY_STREAM_OPEN:
-    if ((rc = wd_streams_open(b->streams, pipe, rq->stream_open, &si,
+    if ((rc = wd_streams_open(b->streams, pipe, key, rq->stream_open, &si,
                               &err)) == 0)
       bk_stream_reply(out, id, &si);
     break;
@@ -269,7 +279,7 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msgp,
     uint64_t uid = 0, pid = 0;  /* nng 1.5: uint64 options, ipc only */
     int cred = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
                nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
-    if ((rc = wd_regions_add(b->regions, pipe, cred, (uint32_t)uid,
+    if ((rc = wd_regions_add(b->regions, pipe, key, cred, (uint32_t)uid,
                              (uint32_t)pid, rq->region_register, &ri, name,
                              sizeof name, &out->pin, &err)) == 0)
       bk_region_reply(out, id, &ri);
@@ -324,10 +334,17 @@ void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe)
   wd_streams_drop_pipe(b->streams, pipe);
 }
 
-void wd_bulk_status(wd_bulk *b, Wave__V1__StatusReply *sr,
+int wd_bulk_holds(void *arg, uint32_t pipe)
+{
+  wd_bulk *b = arg;
+  return b != NULL && (wd_regions_held(b->regions, pipe) > 0 ||
+                       wd_streams_held(b->streams, pipe) > 0);
+}
+
+void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_region_snap *snap)
 {
-  if (wd_regions_snapshot(b->regions, snap) == 0) {
+  if (wd_regions_snapshot(b->regions, who, snap) == 0) {
     sr->n_regions = snap->n;
     sr->regions = snap->ptrs;
     sr->region_bytes = snap->bytes;

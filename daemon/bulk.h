@@ -57,9 +57,11 @@ void wd_bulk_free(wd_bulk *b);
  * a stream may keep it, setting *msg to NULL);
  * payload/plen: a frame's payload (NULL, 0 for a plain request).  Returns 1
  * when rq was handled here (out->reply or out->ready set), 0 when it is a
- * plain request for the loop. */
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, nng_msg **msg,
-                   const uint8_t *payload, size_t plen, wd_bulk_req *out);
+ * plain request for the loop.  who: the request's principal (principal.h;
+ * "token:NAME" once a token named it), whose shares it draws on. */
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
+                   nng_msg **msg, const uint8_t *payload, size_t plen,
+                   wd_bulk_req *out);
 /* Where the side sockets keep passed descriptors (daemon/fdpass.h). */
 wd_fdpass *wd_bulk_fdpass(wd_bulk *b);
 /* Release what out holds (references, the kept message, an unsent reply). */
@@ -67,10 +69,14 @@ void wd_bulk_clear(wd_bulk_req *out);
 
 /* A connection went away: its regions and streams go too.  Any thread. */
 void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe);
+/* Nonzero when pipe holds a region or an open stream (the idle sweep's
+ * hook, wd_peers_set_holds; arg is the wd_bulk). */
+int wd_bulk_holds(void *arg, uint32_t pipe);
 
-/* Status fields (regions, region_bytes, streams); snap holds the copies
+/* Status fields (the regions principal who may see, region_bytes,
+ * streams); snap holds the copies
  * until the reply is packed. */
-void wd_bulk_status(wd_bulk *b, Wave__V1__StatusReply *sr,
+void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_region_snap *snap);
 
 /* Pack r (version, id) into a new message; NULL without memory. */

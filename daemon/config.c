@@ -120,6 +120,10 @@ static const cf_key cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_stream_bytes", limits.max_stream_bytes, 0, 1ull << 40, 1ull << 31),
   UINT(CF_LIMITS, CFG, "max_client_regions", limits.max_client_regions, 0, 4096, 16),
   UINT(CF_LIMITS, CFG, "max_region_bytes", limits.max_region_bytes, 0, 1ull << 44, 1ull << 36),
+  /* each client's share: a quarter of each default total (share.h) */
+  UINT(CF_LIMITS, CFG, "max_client_region_bytes", limits.max_client_region_bytes, 0, 1ull << 44, 1ull << 34),
+  UINT(CF_LIMITS, CFG, "max_client_stream_bytes", limits.max_client_stream_bytes, 0, 1ull << 40, 1ull << 29),
+  UINT(CF_LIMITS, CFG, "max_client_files", limits.max_client_files, 0, 65536, 64),
   UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30),
   UINT(CF_LIMITS, CFG, "region_read_timeout_ms", limits.region_read_timeout_ms, 1, 3600000, 5000),
   UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20),

@@ -50,6 +50,9 @@ typedef struct wd_limits {
   uint64_t max_stream_bytes;  /* streamed jobs' buffers, all clients */
   unsigned max_client_regions;/* shared-memory regions per connection */
   uint64_t max_region_bytes;  /* shared-memory regions mapped, all clients */
+  uint64_t max_client_region_bytes; /* ... of one client (share.h) */
+  uint64_t max_client_stream_bytes; /* streams + copies of one client */
+  unsigned max_client_files;  /* descriptors of one client's file regions */
   uint64_t region_cache_bytes;/* freed copy-region buffers kept for reuse */
   unsigned region_read_timeout_ms; /* a file-region read that blocks longer
                                  fails its job (daemon/filered.h) */

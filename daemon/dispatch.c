@@ -717,8 +717,9 @@ static void dp_decode(wd_req *c)
   }
   /* a framed payload stays in the received message, used in place; a
    * stream may keep the message as its piece (m set to NULL) */
-  if (wd_bulk_decode(s->bulk, c->req, &m, framed ? payload : NULL, plen,
-                     &c->bulk) && c->bulk.ready && framed)
+  if (wd_bulk_decode(s->bulk, c->req, c->principal, &m,
+                     framed ? payload : NULL, plen, &c->bulk) &&
+      c->bulk.ready && framed)
     c->bulk.keep = m;
   else if (m != NULL)
     nng_msg_free(m);

@@ -237,8 +237,8 @@ static void fr_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
   }
 }
 
-/* Loop: close connections that hold nothing and sent nothing for
- * limits.idle_timeout_ms. */
+/* Loop: close connections that hold nothing (no request, no region, no
+ * open stream) and sent nothing for limits.idle_timeout_ms. */
 static void fr_sweep(uv_timer_t *t)
 {
   wd_server *s = t->data;
@@ -353,6 +353,8 @@ int wd_front_listen(wd_server *s, wave_error *err)
     rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     goto out;
   }
+  /* a connection holding regions or streams is not idle (peer.h) */
+  wd_peers_set_holds(s->peers, wd_bulk_holds, s->bulk);
   nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
   nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, fr_pipe_new, s);
   nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, fr_pipe_gone, s);

@@ -17,6 +17,8 @@
  * socket's receive cap) with nothing visible to the socket.  What the
  * daemon can see is that the pipe completed no message for a long time
  * while holding nothing; front.c closes such pipes (limits.idle_timeout_ms).
+ * Holding counts regions and open streams too (the holds hook): a client
+ * that registered a region and reduces it every few minutes keeps it.
  *
  * The table: open addressing on the pipe id, under one mutex (nng's pipe
  * callbacks and context callbacks run on nng's threads, the sweep and
@@ -41,6 +43,8 @@ struct wd_peers {
   pthread_mutex_t mu;
   pr_one *v;
   size_t cap, used, live;  /* slots, non-free slots, live records */
+  wd_peers_holds_fn holds;  /* regions or streams held: not idle */
+  void *holds_arg;
 };
 
 wd_peers *wd_peers_new(void)
@@ -246,11 +250,20 @@ size_t wd_peers_idle(wd_peers *p, uint64_t now_ms, uint64_t idle_ms,
     if (o->pipe == 0 || o->pipe == PR_TOMB)
       continue;
     if (o->doomed || (idle_ms > 0 && o->held == 0 && o->parked == 0 &&
-                      now_ms - o->last_ms >= idle_ms))
+                      now_ms - o->last_ms >= idle_ms &&
+                      (p->holds == NULL || !p->holds(p->holds_arg, o->pipe))))
       out[k++] = o->pipe;
   }
   pthread_mutex_unlock(&p->mu);
   return k;
+}
+
+void wd_peers_set_holds(wd_peers *p, wd_peers_holds_fn holds, void *arg)
+{
+  pthread_mutex_lock(&p->mu);
+  p->holds = holds;
+  p->holds_arg = arg;
+  pthread_mutex_unlock(&p->mu);
 }
 
 void wd_peers_doom(wd_peers *p, uint32_t pipe)

@@ -48,5 +48,11 @@ void wd_peers_doom(wd_peers *p, uint32_t pipe);
 size_t wd_peers_idle(wd_peers *p, uint64_t now_ms, uint64_t idle_ms,
                      uint32_t *out, size_t n);
 size_t wd_peers_count(wd_peers *p);
+/* What a connection holds beyond its requests (regions, open streams):
+ * a pipe for which holds() answers nonzero is never idle.  server.c
+ * injects the bulk tables' answer (wd_bulk_holds); called under the peer
+ * table's lock, so holds() must not call back into it. */
+typedef int (*wd_peers_holds_fn)(void *arg, uint32_t pipe);
+void wd_peers_set_holds(wd_peers *p, wd_peers_holds_fn holds, void *arg);
 
 #endif

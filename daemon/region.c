@@ -15,6 +15,7 @@
 
 #include "daemon/filered.h"
 #include "daemon/log.h"
+#include "daemon/principal.h"
 #include "daemon/region.h"
 #include "proto/base.h"
 #include "workers/wvdev.h"
@@ -24,6 +25,7 @@ struct wd_region {
   wd_region *next;          /* table link, while registered */
   uint64_t id;
   uint32_t pipe, uid, pid;
+  uint64_t key;             /* the principal's share (share.h) */
   char name[64];
   uint8_t *base;
   uint64_t bytes;           /* mapped */
@@ -54,7 +56,8 @@ struct wd_regions {
    * fresh gigabyte costs its page faults, several times a page-cache read */
   struct rg_buf *cache;
   uint64_t cached, cache_max;
-  uint64_t copies, copies_max;  /* copy regions: the daemon's own memory */
+  wd_shares *sh;            /* each client's share; copies count with
+                               streams there (limits.max_stream_bytes) */
   unsigned read_ms;         /* limits.region_read_timeout_ms */
   wd_fdpass *fp;            /* descriptors passed, waiting for their
                                registration (fdpass.h) */
@@ -129,8 +132,8 @@ static void rg_buf_put(wd_regions *t, void *p, size_t cap)
   }
 }
 
-int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
-                   wd_regions **out, wave_error *err)
+int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_unpin_fn unpin,
+                   void *arg, wd_regions **out, wave_error *err)
 {
   wd_regions *t = calloc(1, sizeof *t);
   if ((*out = t) == NULL)
@@ -143,7 +146,7 @@ int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
   t->unpin = unpin;
   t->unpin_arg = arg;
   t->cache_max = cfg->limits.region_cache_bytes;
-  t->copies_max = cfg->limits.max_stream_bytes;
+  t->sh = sh;
   t->read_ms = cfg->limits.region_read_timeout_ms;
   return wd_fdpass_new(&t->fp, err);
 }
@@ -160,10 +163,13 @@ static void rg_unmap(wd_region *r)
   else
     munmap(r->base, r->cap);
   pthread_mutex_lock(&t->mu);
-  if (r->copied)
-    t->copies -= r->bytes;
   t->bytes -= r->bytes;
   pthread_mutex_unlock(&t->mu);
+  wd_share_give(t->sh, r->key, WD_SHARE_REGION, r->bytes);
+  if (r->copied)
+    wd_share_give(t->sh, r->key, WD_SHARE_BUF, r->bytes);
+  if (r->fd >= 0)  /* closed above: the descriptor's share back */
+    wd_share_give(t->sh, r->key, WD_SHARE_FILES, 1);
   wd_debug("region %" PRIu64 " (%s) unmapped", r->id, r->name);
   free(r);
 }
@@ -259,8 +265,23 @@ static int rg_check_mapped(int fd, const struct stat *st, uint64_t bytes,
   return 0;
 }
 
-int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
-                   uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
+/* A registration that failed after its reservation: give it all back. */
+static void rg_untake(wd_regions *t, uint64_t key, int took, uint64_t bytes)
+{
+  pthread_mutex_lock(&t->mu);
+  t->bytes -= bytes;
+  pthread_mutex_unlock(&t->mu);
+  if (took & 1)
+    wd_share_give(t->sh, key, WD_SHARE_REGION, bytes);
+  if (took & 2)
+    wd_share_give(t->sh, key, WD_SHARE_BUF, bytes);
+  if (took & 4)
+    wd_share_give(t->sh, key, WD_SHARE_FILES, 1);
+}
+
+int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
+                   uint32_t uid, uint32_t pid,
+                   const Wave__V1__RegionRegisterRequest *rq,
                    Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
                    wd_region **pin, wave_error *err)
 {
@@ -330,27 +351,32 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   int file = rq->copy && rq->file;  /* read by the jobs: none of our memory */
   pthread_mutex_lock(&t->mu);
   int over = bytes > t->max_bytes || t->bytes > t->max_bytes - bytes;
-  int over_copy = rq->copy && !file && (bytes > t->copies_max ||
-                               t->copies > t->copies_max - bytes);
-  uint64_t have = t->bytes, have_copy = t->copies;
-  if (!over && !over_copy) {
+  uint64_t have = t->bytes;
+  if (!over)
     t->bytes += bytes;  /* reserved before the map, so racing adds count */
-    if (rq->copy && !file)
-      t->copies += bytes;
-  }
   pthread_mutex_unlock(&t->mu);
-  if (over_copy && !over) {
-    rc = wv_seterr(err, WAVE_EREGION, "a copy of %" PRIu64 " more bytes "
-                   "would pass the daemon's %" PRIu64 " for copies and "
-                   "streams (limits.max_stream_bytes; %" PRIu64 " copied)",
-                   bytes, t->copies_max, have_copy);
-    goto out;
-  }
   if (over) {
     rc = wv_seterr(err, WAVE_EREGION, "%" PRIu64 " more bytes of regions "
                    "would pass the daemon's %" PRIu64 " (limits."
                    "max_region_bytes; %" PRIu64 " mapped)", bytes,
                    t->max_bytes, have);
+    goto out;
+  }
+  /* this client's shares (share.h): one client cannot fill the caps */
+  int took = 0;  /* shares taken: 1 region bytes, 2 + buffered, 4 + file */
+  if ((rc = wd_share_take(t->sh, key, WD_SHARE_REGION, bytes, WAVE_EREGION,
+                          err)) == 0)
+    took |= 1;
+  if (rc == 0 && rq->copy && !file &&
+      (rc = wd_share_take(t->sh, key, WD_SHARE_BUF, bytes, WAVE_EREGION,
+                          err)) == 0)
+    took |= 2;
+  if (rc == 0 && file &&
+      (rc = wd_share_take(t->sh, key, WD_SHARE_FILES, 1, WAVE_EREGION,
+                          err)) == 0)
+    took |= 4;
+  if (rc != 0) {
+    rg_untake(t, key, took, bytes);
     goto out;
   }
   size_t cap = 0;
@@ -372,10 +398,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
                                    err)) != 0) {
       if (!gave)
         rg_buf_put(t, base, cap);
-      pthread_mutex_lock(&t->mu);
-      t->bytes -= bytes;
-      t->copies -= bytes;
-      pthread_mutex_unlock(&t->mu);
+      rg_untake(t, key, took, bytes);
       goto out;
     }
   } else {
@@ -392,11 +415,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
       rg_buf_put(t, base, cap);
     else if (!file && base != MAP_FAILED)
       munmap(base, cap);
-    pthread_mutex_lock(&t->mu);
-    t->bytes -= bytes;
-    if (rq->copy && !file)
-      t->copies -= bytes;
-    pthread_mutex_unlock(&t->mu);
+    rg_untake(t, key, took, bytes);
     rc = wv_seterr(err, WAVE_ENOMEM, "cannot map %s: %s", path,
                    strerror(e));
     goto out;
@@ -405,6 +424,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
   r->pipe = pipe;
   r->uid = uid;
   r->pid = pid;
+  r->key = key;
   snprintf(r->name, sizeof r->name, "%s", rq->name ? rq->name : "");
   r->base = base;
   r->bytes = bytes;
@@ -484,6 +504,16 @@ int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
   wd_info("region %" PRIu64 " (%s) unregistered", r->id, r->name);
   wd_region_put(r);
   return 0;
+}
+
+unsigned wd_regions_held(wd_regions *t, uint32_t pipe)
+{
+  unsigned n = 0;
+  pthread_mutex_lock(&t->mu);
+  for (wd_region *r = t->head; r != NULL; r = r->next)
+    n += r->pipe == pipe;
+  pthread_mutex_unlock(&t->mu);
+  return n;
 }
 
 void wd_regions_drop_pipe(wd_regions *t, uint32_t pipe)
@@ -567,7 +597,16 @@ void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
     rg_unmap(r);
 }
 
-int wd_regions_snapshot(wd_regions *t, wd_region_snap *s)
+/* May principal who see r (its name, pid, uid)?  Its owner, or root over
+ * ipc, as with jobs (wd_peer_may); tcp principals own no regions. */
+static int rg_visible(const wd_region *r, const char *who)
+{
+  char owner[32];
+  snprintf(owner, sizeof owner, "uid:%" PRIu32, r->uid);
+  return who != NULL && wd_peer_may(who, owner);
+}
+
+int wd_regions_snapshot(wd_regions *t, const char *who, wd_region_snap *s)
 {
   memset(s, 0, sizeof *s);
   pthread_mutex_lock(&t->mu);
@@ -583,6 +622,8 @@ int wd_regions_snapshot(wd_regions *t, wd_region_snap *s)
     return WAVE_ENOMEM;
   }
   for (wd_region *r = t->head; r != NULL; r = r->next) {
+    if (!rg_visible(r, who))
+      continue;
     rg_info(r, &s->infos[s->n], s->names[s->n], sizeof s->names[0]);
     s->ptrs[s->n] = &s->infos[s->n];
     s->n++;

@@ -52,6 +52,7 @@
 
 #include "daemon/config.h"
 #include "daemon/fdpass.h"
+#include "daemon/share.h"
 #include "proto/wave.pb-c.h"
 #include "wave/error.h"
 #include "workers/worker.h"
@@ -67,19 +68,22 @@ typedef struct wd_regions wd_regions;
  * wd_region_unpin(). */
 typedef void (*wd_unpin_fn)(void *arg, wd_region *r, unsigned slot);
 
-int wd_regions_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
-                   wd_regions **out, wave_error *err);
+/* sh: the clients' shares (share.h), kept by the caller. */
+int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_unpin_fn unpin,
+                   void *arg, wd_regions **out, wave_error *err);
 /* Unmap everything (devices already closed). */
 void wd_regions_free(wd_regions *t);
 /* Where the side sockets keep passed descriptors for registrations. */
 wd_fdpass *wd_regions_fdpass(wd_regions *t);
 
-/* A registration from pipe (peer credentials uid/pid, have_cred 0 on a
- * transport that has none).  On success *info is filled (name points into
- * the region, valid while it is registered), and *pin (when not NULL) is
- * the region, with a reference, if it is mapped and so can be pinned. */
-int wd_regions_add(wd_regions *t, uint32_t pipe, int have_cred, uint32_t uid,
-                   uint32_t pid, const Wave__V1__RegionRegisterRequest *rq,
+/* A registration from pipe of principal key (wd_peer_key: its shares,
+ * share.h), peer credentials uid/pid (have_cred 0 on a transport that has
+ * none).  On success *info is filled (name points into the region, valid
+ * while it is registered), and *pin (when not NULL) is the region, with a
+ * reference, if it is mapped and so can be pinned. */
+int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
+                   uint32_t uid, uint32_t pid,
+                   const Wave__V1__RegionRegisterRequest *rq,
                    Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
                    wd_region **pin, wave_error *err);
 int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
@@ -87,6 +91,8 @@ int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
                       size_t name_n, wave_error *err);
 /* Every region of a connection that went away. */
 void wd_regions_drop_pipe(wd_regions *t, uint32_t pipe);
+/* How many regions pipe has registered (the idle sweep keeps it). */
+unsigned wd_regions_held(wd_regions *t, uint32_t pipe);
 
 /* The region id of pipe, with a reference (release: wd_region_put). */
 int wd_regions_get(wd_regions *t, uint32_t pipe, uint64_t id,
@@ -113,7 +119,8 @@ int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
 void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
                      wv_device *bdev);
 
-/* For status: copies of every region (names included), and the total. */
+/* For status: copies of the regions principal who may see (its own; root's
+ * over ipc: all; docs/security.md "Status"), and the total of all. */
 typedef struct wd_region_snap {
   Wave__V1__RegionInfo *infos;
   Wave__V1__RegionInfo **ptrs;
@@ -121,7 +128,7 @@ typedef struct wd_region_snap {
   size_t n;
   uint64_t bytes;
 } wd_region_snap;
-int wd_regions_snapshot(wd_regions *t, wd_region_snap *s);
+int wd_regions_snapshot(wd_regions *t, const char *who, wd_region_snap *s);
 void wd_region_snap_free(wd_region_snap *s);
 
 #endif

@@ -17,6 +17,7 @@ struct wd_stream {
   wd_stream *next;
   uint64_t id;
   uint32_t pipe;
+  uint64_t key;             /* the principal's share (share.h) */
   wave_dtype dtype;
   wave_op op;
   int masked;
@@ -44,10 +45,12 @@ struct wd_streams {
   wd_stream *head;
   unsigned n;
   uint64_t next_id;
-  uint64_t bytes, max_bytes, max_rows, piece;
+  uint64_t max_bytes, max_rows, piece;
+  wd_shares *sh;            /* buffered bytes, with copy regions' */
 };
 
-int wd_streams_new(const wd_limits *lim, wd_streams **out, wave_error *err)
+int wd_streams_new(const wd_limits *lim, wd_shares *sh, wd_streams **out,
+                   wave_error *err)
 {
   wd_streams *t = calloc(1, sizeof *t);
   if ((*out = t) == NULL)
@@ -59,6 +62,7 @@ int wd_streams_new(const wd_limits *lim, wd_streams **out, wave_error *err)
     r = (uint64_t)(uintptr_t)t;
   t->next_id = (r >> 16) | 1;
   t->max_bytes = lim->max_stream_bytes;
+  t->sh = sh;
   t->max_rows = lim->max_job_rows;
   /* a piece and its header fit any request limit (4096 at least) */
   uint64_t p = lim->max_request_bytes / 2;
@@ -85,9 +89,7 @@ static void st_free_pieces(wd_stream *s)
 static void st_destroy(wd_stream *s)
 {
   wd_streams *t = s->t;
-  pthread_mutex_lock(&t->mu);
-  t->bytes -= s->in_bytes + s->mask_bytes;
-  pthread_mutex_unlock(&t->mu);
+  wd_share_give(t->sh, s->key, WD_SHARE_BUF, s->in_bytes + s->mask_bytes);
   st_free_pieces(s);
   free(s->buf);
   free(s->have);
@@ -128,7 +130,7 @@ static void st_info(const wd_stream *s, Wave__V1__StreamInfo *info)
   info->received_bytes = s->received;
 }
 
-int wd_streams_open(wd_streams *t, uint32_t pipe,
+int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
                     const Wave__V1__StreamOpenRequest *rq,
                     Wave__V1__StreamInfo *info, wave_error *err)
 {
@@ -184,6 +186,7 @@ int wd_streams_open(wd_streams *t, uint32_t pipe,
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   s->t = t;
   s->pipe = pipe;
+  s->key = key;
   s->dtype = dt;
   s->op = op;
   s->masked = rq->masked;
@@ -198,21 +201,19 @@ int wd_streams_open(wd_streams *t, uint32_t pipe,
   unsigned mine = 0;
   for (wd_stream *o = t->head; o != NULL; o = o->next)
     mine += o->pipe == pipe;
-  int busy = t->bytes > t->max_bytes - total;
-  uint64_t have = t->bytes;
-  if (!busy && mine < WD_STREAMS_PER_CLIENT)
-    t->bytes += total;
+  /* the client's share and the total, copy regions counted (share.h);
+   * under mu, so that racing opens of one connection count its streams */
+  int rc = mine >= WD_STREAMS_PER_CLIENT ? WAVE_EBUSY
+           : wd_share_take(t->sh, key, WD_SHARE_BUF, total, WAVE_EBUSY, err);
   pthread_mutex_unlock(&t->mu);
   if (mine >= WD_STREAMS_PER_CLIENT) {
     free(s);
     return wv_seterr(err, WAVE_EBUSY, "this connection has %u open streams "
                      "(at most %u)", mine, WD_STREAMS_PER_CLIENT);
   }
-  if (busy) {
+  if (rc != 0) {
     free(s);
-    return wv_seterr(err, WAVE_EBUSY, "streams hold %" PRIu64 " bytes; %"
-                     PRIu64 " more would pass limits.max_stream_bytes (%"
-                     PRIu64 "); retry later", have, total, t->max_bytes);
+    return rc;
   }
   s->inplace = !(dt == WAVE_F32 && op == WAVE_SUM);
   if (s->inplace) {
@@ -395,6 +396,16 @@ void wd_streams_drop_pipe(wd_streams *t, uint32_t pipe)
     wd_stream_put(drop);
     drop = nx;
   }
+}
+
+unsigned wd_streams_held(wd_streams *t, uint32_t pipe)
+{
+  unsigned n = 0;
+  pthread_mutex_lock(&t->mu);
+  for (wd_stream *s = t->head; s != NULL; s = s->next)
+    n += s->pipe == pipe;
+  pthread_mutex_unlock(&t->mu);
+  return n;
 }
 
 unsigned wd_streams_count(wd_streams *t)

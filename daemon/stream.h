@@ -16,7 +16,8 @@
  *
  * A stream belongs to its connection (nng pipe): another connection cannot
  * see it, and it is dropped when the connection goes.  Buffers of all
- * streams together stay within limits.max_stream_bytes.  The table has one
+ * streams and copy regions together stay within limits.max_stream_bytes,
+ * and each client's within its share (share.h).  The table has one
  * mutex; a stream is reference-counted (the table, a put copying, the job).
  */
 #ifndef WD_STREAM_H
@@ -27,6 +28,7 @@
 #include <nng/nng.h>
 
 #include "daemon/config.h"
+#include "daemon/share.h"
 #include "proto/wave.pb-c.h"
 #include "wave/error.h"
 #include "workers/worker.h"
@@ -37,10 +39,13 @@
 typedef struct wd_stream wd_stream;
 typedef struct wd_streams wd_streams;
 
-int wd_streams_new(const wd_limits *lim, wd_streams **out, wave_error *err);
+/* sh: the clients' shares (share.h), kept by the caller. */
+int wd_streams_new(const wd_limits *lim, wd_shares *sh, wd_streams **out,
+                   wave_error *err);
 void wd_streams_free(wd_streams *t);
 
-int wd_streams_open(wd_streams *t, uint32_t pipe,
+/* key: the principal (wd_peer_key), whose share the stream draws on. */
+int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
                     const Wave__V1__StreamOpenRequest *rq,
                     Wave__V1__StreamInfo *info, wave_error *err);
 /* One piece (data, len) of stream id; info: the stream after it.  When
@@ -57,6 +62,8 @@ int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
                       wave_error *err);
 void wd_streams_drop_pipe(wd_streams *t, uint32_t pipe);
 unsigned wd_streams_count(wd_streams *t);
+/* How many open streams pipe has (the idle sweep keeps it). */
+unsigned wd_streams_held(wd_streams *t, uint32_t pipe);
 
 /* The committed job: *spans (allocated) holds the n_input input chunks,
  * then the n_mask mask chunks. */

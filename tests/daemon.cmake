@@ -48,6 +48,15 @@ add_dependencies(test_bulk wavedd)
 target_compile_definitions(test_bulk PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# What one client may hold: idle connections with regions, shares of region
+# bytes, of copy+stream bytes and of file descriptors, status's regions
+# (issue 22 findings 5, 6, 12; docs/security.md "Shares").
+wave_test(test_shares SOURCES test_shares.c bulk_harness.c daemon_harness.c
+  LIBS waveclient wvbase wvreduce nng::nng)
+add_dependencies(test_shares wavedd)
+target_compile_definitions(test_shares PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # Regions pinned for the devices, piece by piece (the fake backend's pinning
 # slots), and regions of huge pages (test_pin.c).
 wave_test(test_pin SOURCES test_pin.c bulk_harness.c daemon_harness.c
