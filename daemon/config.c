@@ -1,6 +1,6 @@
 /* config.c - devices.yaml -> wd_config (see config.h, docs/config.md).
  *
- * Every key the file may hold is one row of cf_keys[] below: its section,
+ * Every key the file may hold is one row of wd_cf_keys[] below: its section,
  * name, type, where it lands in the struct, bounds and default.  Defaults
  * are applied from the table, the YAML document is walked once against it,
  * and checks that need more than one value (unique device names, URLs and
@@ -26,35 +26,13 @@
 #include "daemon/auth.h"
 #include "daemon/autodev.h"
 #include "daemon/config.h"
+#include "daemon/config_keys.h"
 #include "daemon/tls.h"
 #include "daemon/log.h"
 #include "wave/client.h"
 #include "proto/base.h"
 #include "proto/sockdir.h"
 #include "workers/worker.h"
-
-enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN };
-enum { CF_UINT, CF_STR, CF_ENUM, CF_CHOICE, CF_MODE, CF_SECTION, CF_URLS,
-       CF_NAMES, CF_DEVICES, CF_FILE, CF_AUTHSEC, CF_TOKENS };
-/* ENUM stores the index, CHOICE the string; FILE a path resolved against
- * the config file's folder, which must name a readable file */
-
-typedef struct cf_state cf_state;
-/* Per-value check beyond type and bounds; fills why and returns nonzero. */
-typedef int (*cf_check)(cf_state *s, const char *value, char *why, size_t n);
-
-typedef struct cf_key {
-  int sec;
-  const char *name;
-  int type;
-  size_t off, size;           /* field in wd_config / wd_device_cfg */
-  uint64_t min, max, def;     /* CF_UINT, CF_MODE */
-  const char *sdef;           /* CF_STR, CF_ENUM default */
-  const char *const *choices; /* CF_ENUM, CF_CHOICE; NULL-terminated */
-  int required;
-  int sub;                    /* CF_SECTION: which section */
-  cf_check check;
-} cf_key;
 
 struct cf_state {
   const char *file;
@@ -93,7 +71,7 @@ static const char *const cf_prepare[] = {"startup", "first-use", NULL};
   {sec, key, CF_UINT, FLD(st, f), lo, hi, d, NULL, NULL, 0, 0, NULL}
 
 /* The one table: docs/config.md describes the same rows. */
-static const cf_key cf_keys[] = {
+const cf_key wd_cf_keys[] = {
   {CF_ROOT, "listen", CF_URLS, FLD(CFG, listen), 0, 0, 0, NULL, NULL, 0, 0, NULL},
   {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0660, NULL, NULL, 0, 0, NULL},
   {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, cf_check_metrics},
@@ -166,7 +144,8 @@ static const cf_key cf_keys[] = {
   UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0),
   UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0),
 };
-#define CF_NKEYS (sizeof cf_keys / sizeof cf_keys[0])
+#define CF_NKEYS (sizeof wd_cf_keys / sizeof wd_cf_keys[0])
+const size_t wd_cf_nkeys = CF_NKEYS;
 
 /* ---- messages ---------------------------------------------------------- */
 
@@ -473,8 +452,8 @@ static yaml_node_t *cf_key_node(cf_state *s, yaml_node_t *map, const char *key)
 
 static void cf_defaults(int sec, void *base)
 {
-  for (size_t k = 0; k < CF_NKEYS; k++) {
-    const cf_key *e = &cf_keys[k];
+  for (size_t k = 0; k < wd_cf_nkeys; k++) {
+    const cf_key *e = &wd_cf_keys[k];
     if (e->sec != sec)
       continue;
     char *field = (char *)base + e->off;
@@ -824,11 +803,11 @@ static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
                      "expected a plain key");
     char path[128];
     snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", name);
-    size_t ki = CF_NKEYS;
-    for (size_t j = 0; j < CF_NKEYS; j++)
-      if (cf_keys[j].sec == sec && strcmp(cf_keys[j].name, name) == 0)
+    size_t ki = wd_cf_nkeys;
+    for (size_t j = 0; j < wd_cf_nkeys; j++)
+      if (wd_cf_keys[j].sec == sec && strcmp(wd_cf_keys[j].name, name) == 0)
         ki = j;
-    if (ki == CF_NKEYS)
+    if (ki == wd_cf_nkeys)
       return cf_fail(s, k, path, "unknown key");
     if (seen[ki]++)
       return cf_fail(s, k, path, "duplicate key");
@@ -838,16 +817,16 @@ static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
     }
     if (sec == CF_PACKS && strcmp(name, "load") == 0)
       s->packs_load = v;
-    int rc = cf_value(s, v, &cf_keys[ki], base, path);
+    int rc = cf_value(s, v, &wd_cf_keys[ki], base, path);
     if (rc)
       return rc;
   }
-  for (size_t j = 0; j < CF_NKEYS; j++)
-    if (cf_keys[j].sec == sec && cf_keys[j].required && !seen[j])
-      return cf_fail(s, map, prefix[0] ? prefix : cf_keys[j].name,
+  for (size_t j = 0; j < wd_cf_nkeys; j++)
+    if (wd_cf_keys[j].sec == sec && wd_cf_keys[j].required && !seen[j])
+      return cf_fail(s, map, prefix[0] ? prefix : wd_cf_keys[j].name,
                      prefix[0] ? "missing key '%s'"
                                : "missing key '%s' (at least one device)",
-                     cf_keys[j].name);
+                     wd_cf_keys[j].name);
   return 0;
 }
 
@@ -995,82 +974,4 @@ void wd_config_free(wd_config *c)
     memset(c->tokens, 0, c->n_tokens * sizeof *c->tokens);
   free(c->tokens);
   free(c);
-}
-
-/* ---- comparing two configs ------------------------------------------------ */
-
-/* The fields of sec's rows in base a and b (the table says where each is
- * and what it holds): equal? */
-static int cf_same_rows(int sec, const void *a, const void *b)
-{
-  for (size_t i = 0; i < CF_NKEYS; i++) {
-    const cf_key *e = &cf_keys[i];
-    if (e->sec != sec)
-      continue;
-    const char *x = (const char *)a + e->off, *y = (const char *)b + e->off;
-    switch (e->type) {
-    case CF_UINT:
-    case CF_ENUM:
-    case CF_MODE:
-      if (memcmp(x, y, e->size) != 0)
-        return 0;
-      break;
-    case CF_STR:
-    case CF_CHOICE:
-    case CF_FILE:
-      if (strncmp(x, y, e->size) != 0)
-        return 0;
-      break;
-    default:  /* sections and lists: compared by wd_config_same */
-      break;
-    }
-  }
-  return 1;
-}
-
-static int cf_same_list(char *const *a, char *const *b, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(a[i], b[i]) != 0)
-      return 0;
-  return 1;
-}
-
-static int cf_same_at(const unsigned (*a)[2], const unsigned (*b)[2],
-                      size_t n)
-{
-  if (a == NULL || b == NULL)
-    return a == b;
-  return memcmp(a, b, n * sizeof *a) == 0;
-}
-
-/* Every row of the table, its lists, and the fields the loader sets
- * besides (a field added to wd_config outside the table belongs here). */
-int wd_config_same(const wd_config *a, const wd_config *b)
-{
-  if (strcmp(a->path, b->path) != 0 || a->n_listen != b->n_listen ||
-      !cf_same_list(a->listen, b->listen, a->n_listen) ||
-      !cf_same_at(a->listen_at, b->listen_at, a->n_listen) ||
-      a->tls.set != b->tls.set || a->auth_none != b->auth_none ||
-      a->packs_dir_set != b->packs_dir_set ||
-      a->packs_line != b->packs_line || a->packs_col != b->packs_col ||
-      a->packs_all != b->packs_all || a->n_packs_load != b->n_packs_load ||
-      !cf_same_list(a->packs_load, b->packs_load, a->n_packs_load) ||
-      !cf_same_at(a->packs_load_at, b->packs_load_at, a->n_packs_load) ||
-      a->n_devices != b->n_devices || a->n_tokens != b->n_tokens)
-    return 0;
-  static const int secs[] = {CF_ROOT, CF_LIMITS, CF_PACKS, CF_TLS};
-  for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++)
-    if (!cf_same_rows(secs[i], a, b))
-      return 0;
-  for (size_t i = 0; i < a->n_devices; i++)
-    if (!cf_same_rows(CF_DEVICE, &a->devices[i], &b->devices[i]))
-      return 0;
-  for (size_t i = 0; i < a->n_tokens; i++) {
-    const wd_token_cfg *x = &a->tokens[i], *y = &b->tokens[i];
-    if (!cf_same_rows(CF_TOKEN, x, y) || x->len != y->len ||
-        memcmp(x->secret, y->secret, x->len) != 0)
-      return 0;
-  }
-  return 1;
 }
