@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/cpu/cpu.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 static double bc_now(void)
 {

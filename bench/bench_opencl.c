@@ -20,11 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 #include "workers/opencl/ocl.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 static uint64_t bo_s = 42;
 static uint32_t bo_rand(void)

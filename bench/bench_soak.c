@@ -52,7 +52,7 @@
 #include "wave/error.h"
 #include "workers/hash/pack.h"
 #include "workers/hash/ref.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 enum { SK_REDUCE, SK_HASH, SK_STATUS, SK_BAD, SK_REGION, SK_FILE, SK_STREAM,
        SK_KINDS };

@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/base.h"
-#include "workers/reduce/reduce.h"
+#include "core/base.h"
+#include "core/reduce.h"
 #include "workers/vulkan/vk.h"
 
 static double bh_now(void)

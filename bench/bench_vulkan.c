@@ -33,10 +33,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 #include "workers/vulkan/vk.h"
 
 static double bv_now(void)

@@ -39,7 +39,7 @@
 
 #include "client/client_int.h"
 #include "client/fleet_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define AC_TOKEN_MAX 256
 #define AC_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"

@@ -37,7 +37,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "client/client_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "wave/client.h"
 
 /* ---- streams ----------------------------------------------------------- */

@@ -33,9 +33,9 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "client/client_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "proto/frame.h"
-#include "proto/sockdir.h"
+#include "core/sockdir.h"
 #include "wave/client.h"
 
 /* ---- connection ------------------------------------------------------- */

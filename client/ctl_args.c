@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "client/ctl.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 int wv_parse_u64(const char *s, uint64_t *out)
 {

@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "wave/fleet.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/ref.h"

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define LD_NPY_MAGIC "\x93NUMPY"
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define RG_ALIGN 64
 

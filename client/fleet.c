@@ -50,7 +50,7 @@
 #include "client/client_int.h"
 #include "client/fleet_int.h"
 #include "client/fleet_merge.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "wave/fleet.h"
 
 double wv_fleet_now(void)

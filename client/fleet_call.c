@@ -24,7 +24,7 @@
 
 #include "client/client_int.h"
 #include "client/fleet_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "wave/fleet.h"
 
 /* nng calls this on its own thread when one of daemon d's connections is

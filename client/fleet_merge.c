@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "client/fleet_merge.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "wave/fleet.h"
 
 #define FM_GROUP 256u

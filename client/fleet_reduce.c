@@ -20,7 +20,7 @@
 
 #include "client/fleet_int.h"
 #include "client/fleet_merge.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "wave/fleet.h"
 
 typedef struct fr_piece {

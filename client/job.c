@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "client/client_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "wave/client.h"
 
 static void job_info(wave_job_info *dst, const Wave__V1__JobInfo *ji)

@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
-#include "proto/sockdir.h"
-#include "proto/base.h"
+#include "core/sockdir.h"
+#include "core/base.h"
 #include "wave/client.h"
 
 enum { EXIT_JOB = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3,

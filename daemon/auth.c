@@ -40,7 +40,7 @@
 
 #include "daemon/auth.h"
 #include "daemon/log.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 /* The estimated bits of a token of len printable bytes: len times the
  * bits of its alphabet; 0 with fewer than 8 distinct characters. */

@@ -8,7 +8,7 @@
 #include "daemon/bulk.h"
 #include "daemon/log.h"
 #include "daemon/principal.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 struct wd_bulk {
   wd_regions *regions;

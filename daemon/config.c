@@ -30,8 +30,8 @@
 #include "daemon/tls.h"
 #include "daemon/log.h"
 #include "wave/client.h"
-#include "proto/base.h"
-#include "proto/sockdir.h"
+#include "core/base.h"
+#include "core/sockdir.h"
 #include "workers/worker.h"
 
 struct cf_state {

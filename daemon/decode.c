@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "daemon/decode.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 struct wd_pool {
   pthread_mutex_t mu;

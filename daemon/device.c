@@ -43,7 +43,7 @@
 
 #include "daemon/device.h"
 #include "daemon/log.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/wvdev.h"
 
 #define DV_DEFAULT_BATCH (1u << 16)

@@ -22,9 +22,9 @@
 #include "daemon/stats.h"
 #include "daemon/pick.h"
 #include "daemon/server_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "proto/frame.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 #include "workers/wvdev.h"
 
 /* protobuf-c allocates while it decodes, and a request of many tiny chunks

@@ -27,7 +27,7 @@
 #include "daemon/fdpass.h"
 #include "daemon/log.h"
 #include "daemon/sockpath.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define FS_MAX_CONNS 64
 #define FS_CONN_MS 2000

@@ -13,8 +13,8 @@
 
 #include "daemon/filered.h"
 #include "daemon/log.h"
-#include "proto/base.h"
-#include "workers/reduce/reduce.h"
+#include "core/base.h"
+#include "core/reduce.h"
 #include "workers/wvdev.h"
 
 #define FR_MAX_SLOTS 8

@@ -47,7 +47,7 @@
 
 #include "daemon/log.h"
 #include "daemon/server_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 void wd_front_inbox(wd_server *s, wd_req *c)
 {

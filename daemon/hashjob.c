@@ -18,7 +18,7 @@
 #include "daemon/log.h"
 #include "daemon/principal.h"
 #include "daemon/pick.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 struct wd_jobs {
   wd_limits lim;

@@ -19,7 +19,7 @@
 #include "daemon/hashjob_int.h"
 #include "daemon/log.h"
 #include "daemon/stats.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/wvdev.h"
 
 void wd_hj_piece_free(hj_piece *p)

@@ -69,7 +69,7 @@
 #include "daemon/log.h"
 #include "daemon/sockpath.h"
 #include "daemon/tls.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define LS_TICK_MS 20
 #define LS_GRACE_MS 1000    /* a retired listener lives at least this long */

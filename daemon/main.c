@@ -46,7 +46,7 @@
 #include "daemon/server.h"
 #include "daemon/stats.h"
 #include "daemon/tls.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 
 static void mn_usage(FILE *f)

@@ -28,7 +28,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/stats.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define MT_PERIOD_MS 1000
 

@@ -4,7 +4,7 @@
 
 #include "daemon/log.h"
 #include "daemon/packprep.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/wvdev.h"
 
 static void pp_set(wd_device *d, wd_prep *p, int state, const char *detail)

@@ -3,7 +3,7 @@
 
 #include "daemon/log.h"
 #include "daemon/pick.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 static wd_device *pk_find(wd_device *const *devs, size_t n, const char *name)
 {

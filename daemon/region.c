@@ -17,7 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/principal.h"
 #include "daemon/region.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/wvdev.h"
 
 struct wd_region {

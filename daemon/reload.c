@@ -58,7 +58,7 @@
 #include "daemon/packprep.h"
 #include "daemon/reload.h"
 #include "daemon/stats.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/pack.h"
 
 /* A reload's packs, kept until wd_service_free. */

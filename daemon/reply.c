@@ -16,7 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/stats.h"
 #include "daemon/server_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 void wd_reply(wd_req *c, Wave__V1__Response *r)
 {

@@ -42,7 +42,7 @@
 
 #include "daemon/log.h"
 #include "daemon/server_int.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/pack.h"
 
 #define SV_LINGER_MS 100   /* after the last reply, before closing sockets */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "daemon/share.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 typedef struct {
   uint64_t key;

@@ -3,7 +3,7 @@
  *
  * Why: with the socket in world-writable /tmp, another user who binds the
  * path first makes wavedd fail to start and then answers root's wavectl.
- * The default socket lives in a private runtime folder (proto/sockdir.h);
+ * The default socket lives in a private runtime folder (core/sockdir.h);
  * for any ipc path wavedd refuses a folder owned by someone else (root
  * excepted: /run, systemd's RuntimeDirectory) or writable by everyone, and
  * refuses to replace an existing file that is not a socket of our uid.
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/sockpath.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 int wd_sockpath_prepare(const char *path, wave_error *err)
 {

@@ -15,7 +15,7 @@
 
 #include "daemon/log.h"
 #include "daemon/stats.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define WD_ST_NCODES WD_STATS_NCODES
 #define WD_ST_RING 901

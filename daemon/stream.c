@@ -10,7 +10,7 @@
 #include <nng/nng.h>
 
 #include "daemon/stream.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 struct wd_stream {
   wd_streams *t;

@@ -33,7 +33,7 @@
 
 #include "daemon/log.h"
 #include "daemon/tls.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define TL_PEM_MAX (1u << 20)
 

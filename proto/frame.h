@@ -14,7 +14,7 @@
  * and the header's Extents with region 0 name byte ranges of the payload.
  * The first byte 'W' (0x57) is field 10 with wire type 7, which no valid
  * protobuf message starts with, so a daemon tells a frame from a plain
- * Request by its first four bytes.  Header only: wvbase, the daemon and
+ * Request by its first four bytes.  Header only: wvcore, the daemon and
  * libwaveclient share it.
  */
 #ifndef WV_FRAME_H

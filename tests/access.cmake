@@ -3,7 +3,7 @@
 wave_test(test_access_config SOURCES test_access_config.c LIBS wvdaemon)
 
 wave_test(test_access SOURCES test_access.c daemon_harness.c
-  LIBS waveclient wvbase nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_access wavedd wavectl)
 target_compile_definitions(test_access PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -12,7 +12,7 @@ target_compile_definitions(test_access PRIVATE
 # connection by the key, and nobody else does (docs/protocol.md "Job
 # ownership"); wavectl's --detach hints run as printed.
 wave_test(test_jobkey SOURCES test_jobkey.c daemon_harness.c
-  LIBS wvbase nng::nng)
+  LIBS wvcore wvproto nng::nng)
 add_dependencies(test_jobkey wavedd wavectl)
 target_compile_definitions(test_jobkey PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")

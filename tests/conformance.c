@@ -27,9 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "tests/conformance.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 /* ---- harness ------------------------------------------------------------- */
 

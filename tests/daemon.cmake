@@ -13,7 +13,7 @@ wave_test(test_config SOURCES test_config.c LIBS wvdcore)
 wave_test(test_autodev SOURCES test_autodev.c LIBS wvdaemon)
 
 wave_test(test_daemon SOURCES test_daemon.c daemon_harness.c
-  LIBS wvbase wvhash nng::nng)
+  LIBS wvcore wvproto wvhash nng::nng)
 add_dependencies(test_daemon wavedd wavedd-test)
 # WAVE_BINARY_DIR (set by wave_test) wins; this is for running it by hand
 target_compile_definitions(test_daemon PRIVATE
@@ -21,21 +21,21 @@ target_compile_definitions(test_daemon PRIVATE
 
 # start and stop, each with a daemon of its own (faults: wavedd-test)
 wave_test(test_lifecycle SOURCES test_lifecycle.c daemon_harness.c
-  LIBS wvbase wvhash nng::nng)
+  LIBS wvcore wvproto wvhash nng::nng)
 add_dependencies(test_lifecycle wavedd wavedd-test)
 target_compile_definitions(test_lifecycle PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
 # wavedd as a service: SIGHUP reload, signals, the metrics page, JobsRequest
 wave_test(test_service SOURCES test_service.c daemon_harness.c
-  LIBS wvbase wvhash nng::nng)
+  LIBS wvcore wvproto wvhash nng::nng)
 add_dependencies(test_service wavedd)
 target_compile_definitions(test_service PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
 # what a SIGHUP reload changes while serving: listeners, packs
 wave_test(test_reload SOURCES test_reload.c daemon_harness.c
-  LIBS wvbase wvhash nng::nng)
+  LIBS wvcore wvproto wvhash nng::nng)
 add_dependencies(test_reload wavedd)
 target_compile_definitions(test_reload PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -43,7 +43,7 @@ target_compile_definitions(test_reload PRIVATE
 # Framed requests, streams and shared-memory regions (docs/protocol.md),
 # against the real daemon through libwaveclient and raw nng.
 wave_test(test_bulk SOURCES test_bulk.c bulk_harness.c daemon_harness.c
-  LIBS waveclient wvbase wvreduce nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_bulk wavedd)
 target_compile_definitions(test_bulk PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -52,7 +52,7 @@ target_compile_definitions(test_bulk PRIVATE
 # bytes, of copy+stream bytes and of file descriptors, status's regions
 # (issue 22 findings 5, 6, 12; docs/security.md "Shares").
 wave_test(test_shares SOURCES test_shares.c bulk_harness.c daemon_harness.c
-  LIBS waveclient wvbase wvreduce nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_shares wavedd)
 target_compile_definitions(test_shares PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -60,7 +60,7 @@ target_compile_definitions(test_shares PRIVATE
 # Regions pinned for the devices, piece by piece (the fake backend's pinning
 # slots), and regions of huge pages (test_pin.c).
 wave_test(test_pin SOURCES test_pin.c bulk_harness.c daemon_harness.c
-  LIBS waveclient wvbase nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_pin wavedd wavedd-test)
 target_compile_definitions(test_pin PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -68,7 +68,7 @@ target_compile_definitions(test_pin PRIVATE
 # File regions: jobs that read the client's file in pieces as they reduce
 # (daemon/filered.h), bit for bit against messages and the reference.
 wave_test(test_filered SOURCES test_filered.c bulk_harness.c daemon_harness.c
-  LIBS waveclient wvbase wvreduce nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_filered wavedd)
 target_compile_definitions(test_filered PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -77,7 +77,7 @@ target_compile_definitions(test_filered PRIVATE
 # rules, a client of another uid, a 4 GiB file under the shipped limits
 # (test_fdpass.c).
 wave_test(test_fdpass SOURCES test_fdpass.c bulk_harness.c daemon_harness.c
-  LIBS waveclient wvbase nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_fdpass wavedd wavectl)
 target_compile_definitions(test_fdpass PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -86,14 +86,14 @@ target_compile_definitions(test_fdpass PRIVATE
 # /dev/fuse; skipped without it) fails its job after the bound, and the
 # device and decode threads move on (test_stall.c).
 wave_test(test_stall SOURCES test_stall.c bulk_harness.c daemon_harness.c
-  LIBS waveclient wvbase nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_stall wavedd)
 target_compile_definitions(test_stall PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
 # hash jobs over several devices and the lifecycle promises (test_jobs.c)
 wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
-  LIBS wvbase wvhash nng::nng)
+  LIBS wvcore wvproto wvhash nng::nng)
 add_dependencies(test_jobs wavedd wavedd-test)
 target_compile_definitions(test_jobs PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -107,7 +107,7 @@ add_test(NAME daemon_includes
 # hash job scheduling and ownership: fair turns, quotas, jobs tied to their
 # connection, owners, results' memory (test_sched.c)
 wave_test(test_sched SOURCES test_sched.c daemon_harness.c
-  LIBS wvbase wvhash nng::nng)
+  LIBS wvcore wvproto wvhash nng::nng)
 add_dependencies(test_sched wavedd)
 target_compile_definitions(test_sched PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -122,7 +122,7 @@ set_tests_properties(log_journal_test PROPERTIES TIMEOUT 180
 # hash jobs that wait for their pack's preparation (PREPARING), with the
 # fake backend holding a pack's preparation until the test lets it go
 wave_test(test_packwait SOURCES test_packwait.c daemon_harness.c
-  LIBS wvbase wvhash nng::nng)
+  LIBS wvcore wvproto wvhash nng::nng)
 add_dependencies(test_packwait wavedd wavedd-test)
 target_compile_definitions(test_packwait PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
@@ -134,7 +134,7 @@ target_compile_definitions(test_packwait PRIVATE
 wave_test(test_turns SOURCES test_turns.c LIBS wvdcore)
 
 wave_test(test_fairred SOURCES test_fairred.c daemon_harness.c
-  LIBS wvbase nng::nng)
+  LIBS wvcore wvproto nng::nng)
 add_dependencies(test_fairred wavedd wavedd-test)
 target_compile_definitions(test_fairred PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")

@@ -19,7 +19,7 @@ file(MAKE_DIRECTORY ${WV_POCL_CACHE})
 
 wave_test(test_opencl
   SOURCES ${PROJECT_SOURCE_DIR}/workers/opencl/test_opencl.c
-  LIBS wvopencl wvreduce)
+  LIBS wvopencl wvcore)
 target_link_libraries(test_opencl PRIVATE OpenCL::OpenCL)
 set_property(TEST test_opencl APPEND PROPERTY ENVIRONMENT
   "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")

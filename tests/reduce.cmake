@@ -1,4 +1,4 @@
-# tests/reduce.cmake - reduction semantics (workers/reduce) and the CPU
+# tests/reduce.cmake - reduction semantics (core/reduce.c) and the CPU
 # backend (workers/cpu) against independently computed expectations.
 wave_test(test_reduce SOURCES test_reduce.c LIBS wvcpu)
 # The test's own float-sum tree must be the same IEEE adds, unfused.

@@ -1,4 +1,4 @@
-/* test_base.c - the error table and the dtype/op vocabulary (wvbase).
+/* test_base.c - the error table and the dtype/op vocabulary (wvcore).
  *
  * The error numbers travel on the wire and must never change, so the test
  * pins them against a literal list here (written from the wire contract, not
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "proto/wave.pb-c.h"
 #include "wave/error.h"
 #include "wave/types.h"

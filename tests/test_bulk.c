@@ -28,7 +28,7 @@
 #include "daemon_harness.h"
 #include "proto/frame.h"
 #include "wave/client.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 /* ---- regions ------------------------------------------------------------ */
 

@@ -24,7 +24,7 @@
 #include <nng/nng.h>
 
 #include "daemon_harness.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define FR_A 4  /* reductions from client A */
 #define FR_B 2  /* from client B */

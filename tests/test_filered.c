@@ -30,7 +30,7 @@
 #include "bulk_harness.h"
 #include "daemon_harness.h"
 #include "wave/client.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 #define FT_ROWS_MAX (1u << 22)
 

@@ -21,7 +21,7 @@
 
 #include "client/fleet_merge.h"
 #include "workers/hash/hash.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 static uint64_t tf_rng = 0x9e3779b97f4a7c15ull;
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 
 #include "daemon_harness.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 enum { TK_KEY = 16 };
 #define TK_LONG 1099511627776ull  /* nonces: far more than a test runs */

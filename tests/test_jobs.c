@@ -27,7 +27,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "daemon_harness.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 
 /* ---- helpers ---------------------------------------------------------- */

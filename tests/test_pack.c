@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "hash_harness.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 

@@ -32,7 +32,7 @@
 #include <nng/nng.h>
 
 #include "daemon_harness.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define PW_PREPARING WAVE__V1__JOB_STATE__PREPARING
 

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/cpu/cpu.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 /* ---- helpers --------------------------------------------------------- */
 

@@ -32,7 +32,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "daemon_harness.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 #define TS_POLL_MS 2000
 #define TS_POLLS 60

@@ -21,13 +21,13 @@ endif()
 
 wave_test(test_vulkan
   SOURCES ${PROJECT_SOURCE_DIR}/workers/vulkan/test_vulkan.c
-  LIBS wvvulkan wvreduce)
+  LIBS wvvulkan wvcore)
 
 # Host memory imported into the device (vk_pin.c) and reduced in place, on
 # a read-only memfd mapping as the daemon maps regions.
 wave_test(test_vkpin
   SOURCES ${PROJECT_SOURCE_DIR}/workers/vulkan/test_vkpin.c
-  LIBS wvvulkan wvreduce)
+  LIBS wvvulkan wvcore)
 
 add_executable(vkcaps ${PROJECT_SOURCE_DIR}/workers/vulkan/vkcaps.c)
 target_link_libraries(vkcaps PRIVATE wvvulkan)

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/wvdev.h"
 
 int wv_dev_open(const wv_backend *be, const wv_device_config *cfg,

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/cpu/cpu.h"
 
 #define CPU_MAX_THREADS 1024u

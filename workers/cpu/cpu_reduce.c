@@ -35,9 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/cpu/cpu.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 #define CR_ITEM_ROWS 65536u  /* WV_GROUP * WV_GROUP: one level-2 group */
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/cpu/cpu.h"
 #include "workers/hash/hash.h"
 

@@ -19,8 +19,8 @@
 #include "workers/cuda/gpu.h"
 
 extern "C" {
-#include "proto/base.h"
-#include "workers/reduce/reduce.h"
+#include "core/base.h"
+#include "core/reduce.h"
 #include "workers/worker.h"
 }
 

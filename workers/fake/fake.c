@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/fake/fake.h"
 #include "workers/hash/hash.h"
 

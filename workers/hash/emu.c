@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/ref.h"
 
 typedef struct emu_sg {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 #include "workers/hash/ref.h"

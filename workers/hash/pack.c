@@ -15,7 +15,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 

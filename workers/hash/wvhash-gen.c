@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 #include "workers/hash/ref.h"

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "ocl.h"
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 

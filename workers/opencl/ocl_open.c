@@ -38,7 +38,7 @@
 
 #include "ocl.h"
 #include <CL/cl_ext.h> /* after ocl.h, which sets the target version */
-#include "proto/base.h"
+#include "core/base.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 

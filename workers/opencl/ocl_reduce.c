@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include "ocl.h"
-#include "proto/base.h"
-#include "workers/reduce/reduce.h"
+#include "core/base.h"
+#include "core/reduce.h"
 
 #define OR_GROUPS_PER_CU 8u
 

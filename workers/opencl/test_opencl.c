@@ -25,7 +25,7 @@
 #include "workers/hash/pack.h"
 #include "workers/hash/ref.h"
 #include "workers/opencl/ocl.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 static uint64_t to_state;
 

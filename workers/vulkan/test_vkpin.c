@@ -25,7 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 #include "workers/vulkan/vk.h"
 
 #define TP_ROWS (1u << 20)            /* rows per half */

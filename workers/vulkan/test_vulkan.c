@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "workers/hash/ref.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 #include "workers/vulkan/vk.h"
 
 /* ---- a small deterministic generator (splitmix64) ------------------------ */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "vk.h"
 
 #define VO_POOL_SETS 256u                  /* descriptor sets per slot */

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "vk.h"
 
 /* Index of the first piece whose end is above p (n_pins when none). */

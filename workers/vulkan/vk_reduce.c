@@ -45,9 +45,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "vk.h"
-#include "workers/reduce/reduce.h"
+#include "core/reduce.h"
 
 #define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum_f32.comp: groups per WG */
 #define VR_MAX_PARTIAL_BYTES (1ull << 30)

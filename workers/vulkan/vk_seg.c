@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
+#include "core/base.h"
 #include "vk.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"

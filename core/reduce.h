@@ -12,7 +12,8 @@
 
 #include <stdint.h>
 
-#include "workers/worker.h"
+#include "core/job.h"
+#include "wave/error.h"
 
 #define WV_GROUP 256u                /* rows per group at every level */
 #define WV_F32_NEG_ZERO 0x80000000u  /* leaf for masked / padding rows */

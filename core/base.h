@@ -1,4 +1,4 @@
-/* proto/base.h - internal helpers shared by every program (wvbase). */
+/* core/base.h - internal helpers shared by every program (wvcore). */
 #ifndef WV_BASE_H
 #define WV_BASE_H
 

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/sockdir.h"
+#include "core/sockdir.h"
 
 const char *wv_default_url(char *url, size_t n, int for_client)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "wave/error.h"
-#include "proto/base.h"
+#include "core/base.h"
 
 const char *wave_strerror(int err)
 {

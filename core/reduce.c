@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/base.h"
-#include "workers/reduce/reduce.h"
+#include "core/base.h"
+#include "core/reduce.h"
 
 static uint32_t rd_row(const void *data, uint64_t i)
 {
