@@ -9,9 +9,7 @@
  * node that is wrong.  The result is a fresh struct, handed out only when
  * the whole file is valid: a bad file never leaves half a config behind.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,42 +18,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nng/nng.h>
-#include <yaml.h>
-
 #include "daemon/auth.h"
 #include "daemon/autodev.h"
 #include "daemon/config.h"
 #include "daemon/config_keys.h"
 #include "daemon/tls.h"
-#include "daemon/log.h"
-#include "wave/client.h"
 #include "core/base.h"
 #include "core/sockdir.h"
-#include "workers/worker.h"
-
-struct cf_state {
-  const char *file;
-  yaml_document_t *doc;
-  wd_config *cfg;
-  size_t dev;                 /* device being parsed */
-  size_t tok;                 /* auth token being parsed */
-  int tok_generate;           /* ... and it says generate: true */
-  yaml_node_t *listen;        /* the listen sequence, for later checks */
-  wave_error *err;
-  yaml_node_t *packs_dir;     /* where packs.dir and packs.load are */
-  yaml_node_t *packs_load;
-};
+#include "core/yamlconf.h"
 
 _Thread_local uint64_t wd_config_compares;
 
-static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n);
-static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
-static int cf_check_metrics(cf_state *s, const char *v, char *why, size_t n);
-static int cf_check_tokname(cf_state *s, const char *v, char *why, size_t n);
-static int cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n);
-static int cf_token_absent(cf_state *s, const yaml_node_t *at,
-                           const char *path, const char *full);
 
 static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
@@ -74,7 +47,7 @@ static const char *const cf_prepare[] = {"startup", "first-use", NULL};
 const cf_key wd_cf_keys[] = {
   {CF_ROOT, "listen", CF_URLS, FLD(CFG, listen), 0, 0, 0, NULL, NULL, 0, 0, NULL},
   {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0660, NULL, NULL, 0, 0, NULL},
-  {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, cf_check_metrics},
+  {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, wd_cf_check_metrics},
   {CF_ROOT, "log_level", CF_ENUM, FLD(CFG, log_level), 0, 0, 0, "info", cf_levels, 0, 0, NULL},
   {CF_ROOT, "allow_client_shm", CF_ENUM, FLD(CFG, allow_client_shm), 0, 0, 0, "true", cf_bools, 0, 0, NULL},
   {CF_ROOT, "limits", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_LIMITS, NULL},
@@ -125,16 +98,16 @@ const cf_key wd_cf_keys[] = {
   {CF_TLS, "verify", CF_ENUM, FLD(CFG, tls.verify), 0, 0, 0, "none", cf_verify, 0, 0, NULL},
 
   {CF_AUTH, "tokens", CF_TOKENS, FLD(CFG, tokens), 0, 0, 0, NULL, NULL, 1, 0, NULL},
-  {CF_TOKEN, "name", CF_STR, FLD(TOK, name), 0, 0, 0, "", NULL, 1, 0, cf_check_tokname},
-  {CF_TOKEN, "file", CF_FILE, FLD(TOK, file), 0, 0, 0, "", NULL, 1, 0, cf_check_tokfile},
+  {CF_TOKEN, "name", CF_STR, FLD(TOK, name), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_tokname},
+  {CF_TOKEN, "file", CF_FILE, FLD(TOK, file), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_tokfile},
   {CF_TOKEN, "generate", CF_ENUM, FLD(TOK, generate), 0, 0, 0, "false", cf_bools, 0, 0, NULL},
 
   {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
   {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},
   {CF_PACKS, "prepare", CF_ENUM, FLD(CFG, packs_prepare), 0, 0, 0, "startup", cf_prepare, 0, 0, NULL},
 
-  {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, cf_check_devname},
-  {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, cf_check_backend},
+  {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_devname},
+  {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_backend},
   UINT(CF_DEVICE, DEV, "index", index, 0, 255, 0),
   UINT(CF_DEVICE, DEV, "platform", platform, 0, 255, 0),
   {CF_DEVICE, "device", CF_STR, FLD(DEV, device), 0, 0, 0, "", NULL, 0, 0, NULL},
@@ -155,72 +128,12 @@ static int cf_fail(cf_state *s, const yaml_node_t *at, const char *key,
 static int cf_fail(cf_state *s, const yaml_node_t *at, const char *key,
                    const char *fmt, ...)
 {
-  char what[200];
+  char what[256];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  size_t line = at ? at->start_mark.line + 1 : 1;
-  size_t col = at ? at->start_mark.column + 1 : 1;
-  return wv_seterr(s->err, WAVE_ECONFIG, "%s:%zu:%zu: %s: %s", s->file, line,
-                   col, key, what);
-}
-
-/* ---- scalars ----------------------------------------------------------- */
-
-static const char *cf_scalar(const yaml_node_t *n)
-{
-  return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                     : NULL;
-}
-
-static int cf_is_null(const yaml_node_t *n)
-{
-  if (n->type != YAML_SCALAR_NODE ||
-      n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-    return 0;
-  const char *v = cf_scalar(n);
-  return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0;
-}
-
-/* Decimal or 0x-hex, no sign, no spaces; 0 on success. */
-static int cf_parse_u64(const char *v, uint64_t *out)
-{
-  int base = 10;
-  if (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
-    base = 16;
-    v += 2;
-  }
-  if (*v == '\0')
-    return -1;
-  for (const char *p = v; *p; p++)
-    if (base == 10 ? !isdigit((unsigned char)*p)
-                   : !isxdigit((unsigned char)*p))
-      return -1;
-  errno = 0;
-  char *end;
-  unsigned long long x = strtoull(v, &end, base);
-  if (errno != 0 || *end != '\0')
-    return -1;
-  *out = x;
-  return 0;
-}
-
-/* An octal mode: 0660, 660 or 0o660. */
-static int cf_parse_mode(const char *v, uint64_t *out)
-{
-  if (v[0] == '0' && (v[1] == 'o' || v[1] == 'O'))
-    v += 2;
-  if (*v == '\0' || strlen(v) > 4)
-    return -1;
-  uint64_t x = 0;
-  for (const char *p = v; *p; p++) {
-    if (*p < '0' || *p > '7')
-      return -1;
-    x = x * 8 + (uint64_t)(*p - '0');
-  }
-  *out = x;
-  return 0;
+  return wv_yc_fail(s->y, at, key, "%s", what);
 }
 
 static void cf_store_uint(void *field, size_t size, uint64_t x)
@@ -231,60 +144,7 @@ static void cf_store_uint(void *field, size_t size, uint64_t x)
     *(unsigned *)field = (unsigned)x;
 }
 
-/* ---- per-value checks ---------------------------------------------------- */
-
-static int cf_check_devname(cf_state *s, const char *v, char *why, size_t n)
-{
-  if (v[0] == '\0') {
-    snprintf(why, n, "expected a device name (letters, digits, '_', '-', '.')");
-    return -1;
-  }
-  for (const char *p = v; *p; p++)
-    if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') {
-      snprintf(why, n, "'%s': a device name is letters, digits, '_', '-', '.'",
-               v);
-      return -1;
-    }
-  return 0;  /* unique: cf_devices, once all are stored */
-}
-
-/* auth.tokens[].name: as a device name, unique among the tokens. */
-static int cf_check_tokname(cf_state *s, const char *v, char *why, size_t n)
-{
-  if (v[0] == '\0') {
-    snprintf(why, n, "expected a token name (letters, digits, '_', '-', '.')");
-    return -1;
-  }
-  for (const char *p = v; *p; p++)
-    if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') {
-      snprintf(why, n, "'%s': a token name is letters, digits, '_', '-', '.'",
-               v);
-      return -1;
-    }
-  for (size_t i = 0; i < s->tok; i++)
-    if (strcmp(s->cfg->tokens[i].name, v) == 0) {
-      snprintf(why, n, "token name '%s' is already used by auth.tokens[%zu]",
-               v, i);
-      return -1;
-    }
-  return 0;
-}
-
-/* auth.tokens[].file (resolved): read the secret now (daemon/auth.c). */
-static int cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n)
-{
-  wd_token_cfg *t = &s->cfg->tokens[s->tok];
-  if (wd_auth_read_token(v, t->secret, sizeof t->secret, &t->len, why, n))
-    return -1;
-  for (size_t i = 0; i < s->tok; i++)
-    if (s->cfg->tokens[i].len == t->len &&
-        memcmp(s->cfg->tokens[i].secret, t->secret, t->len) == 0) {
-      snprintf(why, n, "%s holds the same token as auth.tokens[%zu] (%s): "
-               "each name needs its own", v, i, s->cfg->tokens[i].name);
-      return -1;
-    }
-  return 0;
-}
+/* ---- per-value checks (the others are in config_check.c) ---------------- */
 
 /* auth.tokens[].file is absent and generate: true: the daemon makes it at
  * start (wd_auth_generate), so its folder must be there and writable by us
@@ -307,85 +167,6 @@ static int cf_token_absent(cf_state *s, const yaml_node_t *at,
                    strerror(errno));
   s->cfg->tokens[s->tok].pending = 1;
   return 0;
-}
-
-static int cf_check_backend(cf_state *s, const char *v, char *why, size_t n)
-{
-  (void)s;
-  if (wv_backend_find(v) != NULL)
-    return 0;
-  if (wv_backend_known(v))
-    snprintf(why, n, "backend '%s' not built into this wavedd", v);
-  else
-    snprintf(why, n,
-             "unknown backend '%s' (known: cpu, cuda, hip, vulkan, opencl)", v);
-  return -1;
-}
-
-/* metrics: http://host:port (the Prometheus endpoint is its /metrics). */
-static int cf_check_metrics(cf_state *s, const char *v, char *why, size_t n)
-{
-  (void)s;
-  if (v[0] == '\0')
-    return 0;  /* off */
-  nng_url *u = NULL;
-  int rv = nng_url_parse(&u, v);
-  if (rv != 0) {
-    snprintf(why, n, "'%s' is not a URL (%s)", v, nng_strerror(rv));
-    return -1;
-  }
-  int bad = 0;
-  if (strcmp(u->u_scheme, "http") != 0) {
-    snprintf(why, n, "'%s': the scheme must be http:// (e.g. "
-             "http://127.0.0.1:9464)", v);
-    bad = 1;
-  } else if (u->u_port == NULL || u->u_port[0] == '\0' ||
-             strchr(v + 7, ':') == NULL) {
-    snprintf(why, n, "'%s': needs a port (http://host:port)", v);
-    bad = 1;
-  } else if (strcmp(u->u_path, "") != 0 && strcmp(u->u_path, "/") != 0 &&
-             strcmp(u->u_path, "/metrics") != 0) {
-    snprintf(why, n, "'%s': the endpoint is /metrics; give no other path",
-             v);
-    bad = 1;
-  }
-  nng_url_free(u);
-  return bad ? -1 : 0;
-}
-
-static int cf_check_url(cf_state *s, const char *v, size_t i, char *why,
-                        size_t n)
-{
-  nng_url *u = NULL;
-  int rv = nng_url_parse(&u, v);
-  if (rv != 0) {
-    snprintf(why, n, "'%s' is not a URL (%s)", v, nng_strerror(rv));
-    return -1;
-  }
-  int bad = 0;
-  if (strcmp(u->u_scheme, "ipc") == 0) {
-    size_t len = strlen(u->u_path);
-    if (len == 0 || len > 107) {
-      snprintf(why, n, "'%s': an ipc path must be 1..107 bytes", v);
-      bad = 1;
-    }
-  } else if (strcmp(u->u_scheme, "tcp") == 0 ||
-             strcmp(u->u_scheme, "tcp4") == 0 ||
-             strcmp(u->u_scheme, "tcp6") == 0 || wd_tls_url(v)) {
-    if (u->u_port == NULL || u->u_port[0] == '\0') {
-      snprintf(why, n, "'%s': a tcp URL needs a port (%s://host:port)", v,
-               u->u_scheme);
-      bad = 1;
-    }
-  } else {
-    snprintf(why, n, "'%s': the scheme must be ipc://, tcp:// or "
-             "tls+tcp://", v);
-    bad = 1;
-  }
-  nng_url_free(u);
-  (void)s;
-  (void)i;  /* unique: cf_list, once all are stored */
-  return bad ? -1 : 0;
 }
 
 /* ---- duplicates ---------------------------------------------------------- */
@@ -437,15 +218,8 @@ static int cf_first_dup(const char *const *strs, size_t stride, size_t n,
 /* The value node of key in mapping map, or map. */
 static yaml_node_t *cf_key_node(cf_state *s, yaml_node_t *map, const char *key)
 {
-  if (map == NULL || map->type != YAML_MAPPING_NODE)
-    return map;
-  for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-       p < map->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = yaml_document_get_node(s->doc, p->key);
-    if (k != NULL && cf_scalar(k) && strcmp(cf_scalar(k), key) == 0)
-      return yaml_document_get_node(s->doc, p->value);
-  }
-  return map;
+  yaml_node_t *v = wv_yc_get(s->y, map, key);
+  return v ? v : map;
 }
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -476,7 +250,7 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
                    const char *path)
 {
   wd_config *c = s->cfg;
-  if (e->type == CF_NAMES && cf_scalar(v) && strcmp(cf_scalar(v), "all") == 0) {
+  if (e->type == CF_NAMES && wv_yc_scalar(v) && strcmp(wv_yc_scalar(v), "all") == 0) {
     c->packs_all = 1;
     return 0;
   }
@@ -484,7 +258,7 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
     return cf_fail(s, v, path, e->type == CF_URLS
                                    ? "expected a list of URLs"
                                    : "expected a list of pack names or 'all'");
-  size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  size_t n = wv_yc_len(v);
   char **list = calloc(n + 1, sizeof *list);
   if (list == NULL)
     return wv_seterr(s->err, WAVE_ENOMEM, NULL);
@@ -503,10 +277,10 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
   }
   for (size_t i = 0; i < n; i++) {
     yaml_node_t *it =
-        yaml_document_get_node(s->doc, v->data.sequence.items.start[i]);
+        wv_yc_item(s->y, v, i);
     char ipath[160], why[1300];
     snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
-    const char *str = it ? cf_scalar(it) : NULL;
+    const char *str = it ? wv_yc_scalar(it) : NULL;
     if (str == NULL || str[0] == '\0')
       return cf_fail(s, it, ipath, "expected a %s",
                      e->type == CF_URLS ? "URL" : "pack name");
@@ -517,7 +291,7 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
         return cf_fail(s, it, ipath, "%s", why);
       str = expanded;
     }
-    if (e->type == CF_URLS && cf_check_url(s, str, i, why, sizeof why))
+    if (e->type == CF_URLS && wd_cf_check_url(s, str, i, why, sizeof why))
       return cf_fail(s, it, ipath, "%s", why);
     if ((list[i] = strdup(str)) == NULL)
       return wv_seterr(s->err, WAVE_ENOMEM, NULL);
@@ -541,8 +315,7 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
   if (d > 0) {
     char ipath[160];
     snprintf(ipath, sizeof ipath, "%s[%zu]", path, dup);
-    return cf_fail(s, yaml_document_get_node(s->doc,
-                                             v->data.sequence.items.start[dup]),
+    return cf_fail(s, wv_yc_item(s->y, v, dup),
                    ipath, e->type == CF_URLS ? "'%s' is listed twice"
                                              : "pack '%s' is listed twice",
                    list[dup]);
@@ -553,7 +326,7 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
 static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
 {
   wd_config *c = s->cfg;
-  if (cf_scalar(v) && strcmp(cf_scalar(v), "auto") == 0) {
+  if (wv_yc_scalar(v) && strcmp(wv_yc_scalar(v), "auto") == 0) {
     wd_device_cfg def;  /* the table's defaults for every auto device */
     memset(&def, 0, sizeof def);
     cf_defaults(CF_DEVICE, &def);
@@ -565,14 +338,14 @@ static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
   }
   if (v->type != YAML_SEQUENCE_NODE)
     return cf_fail(s, v, path, "expected a list of devices or 'auto'");
-  size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  size_t n = wv_yc_len(v);
   if (n == 0)
     return cf_fail(s, v, path, "at least one device is required");
   if ((c->devices = calloc(n, sizeof *c->devices)) == NULL)
     return wv_seterr(s->err, WAVE_ENOMEM, NULL);
   for (size_t i = 0; i < n; i++) {
     yaml_node_t *it =
-        yaml_document_get_node(s->doc, v->data.sequence.items.start[i]);
+        wv_yc_item(s->y, v, i);
     char ipath[64];
     snprintf(ipath, sizeof ipath, "devices[%zu]", i);
     s->dev = i;
@@ -598,7 +371,7 @@ static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
     char ipath[64];
     snprintf(ipath, sizeof ipath, "devices[%zu].name", dup);
     yaml_node_t *it =
-        yaml_document_get_node(s->doc, v->data.sequence.items.start[dup]);
+        wv_yc_item(s->y, v, dup);
     return cf_fail(s, cf_key_node(s, it, "name"), ipath,
                    "device name '%s' is already used by devices[%zu]",
                    c->devices[dup].name, first);
@@ -623,9 +396,9 @@ static int cf_token_generates(cf_state *s, yaml_node_t *map)
 {
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
        p < map->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = yaml_document_get_node(s->doc, p->key);
-    yaml_node_t *v = yaml_document_get_node(s->doc, p->value);
-    const char *kn = k ? cf_scalar(k) : NULL, *vn = v ? cf_scalar(v) : NULL;
+    yaml_node_t *k = yaml_document_get_node(&s->y->doc, p->key);
+    yaml_node_t *v = yaml_document_get_node(&s->y->doc, p->value);
+    const char *kn = k ? wv_yc_scalar(k) : NULL, *vn = v ? wv_yc_scalar(v) : NULL;
     if (kn && vn && strcmp(kn, "generate") == 0 && strcmp(vn, "true") == 0)
       return 1;
   }
@@ -639,7 +412,7 @@ static int cf_tokens(cf_state *s, yaml_node_t *v, const char *path)
   if (v->type != YAML_SEQUENCE_NODE)
     return cf_fail(s, v, path, "expected a list of tokens ({name: ..., "
                    "file: ...})");
-  size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+  size_t n = wv_yc_len(v);
   if (n == 0)
     return cf_fail(s, v, path, "at least one token is required (or say "
                    "auth: none)");
@@ -647,7 +420,7 @@ static int cf_tokens(cf_state *s, yaml_node_t *v, const char *path)
     return wv_seterr(s->err, WAVE_ENOMEM, NULL);
   for (size_t i = 0; i < n; i++) {
     yaml_node_t *it =
-        yaml_document_get_node(s->doc, v->data.sequence.items.start[i]);
+        wv_yc_item(s->y, v, i);
     char ipath[64];
     snprintf(ipath, sizeof ipath, "%s[%zu]", path, i);
     s->tok = i;
@@ -667,7 +440,7 @@ static int cf_tokens(cf_state *s, yaml_node_t *v, const char *path)
 static int cf_tls(cf_state *s, yaml_node_t *v, void *base, const char *path)
 {
   wd_tls_cfg *t = &s->cfg->tls;
-  if (cf_is_null(v))
+  if (wv_yc_is_null(v))
     return cf_fail(s, v, path, "expected a mapping (cert_file:, key_file:)");
   int rc = cf_mapping(s, v, CF_TLS, base, path);
   if (rc)
@@ -686,44 +459,28 @@ static int cf_value(cf_state *s, yaml_node_t *v, const cf_key *e, void *base,
                     const char *path)
 {
   char *field = (char *)base + e->off;
-  const char *str = cf_scalar(v);
+  const char *str = wv_yc_scalar(v);
   char why[400];
   uint64_t x;
   switch (e->type) {
   case CF_UINT:
-    if (str == NULL || cf_parse_u64(str, &x) || x < e->min || x > e->max)
-      return cf_fail(s, v, path, "expected an integer %" PRIu64 "..%" PRIu64,
-                     e->min, e->max);
-    cf_store_uint(field, e->size, x);
-    return 0;
   case CF_MODE:
-    if (str == NULL || cf_parse_mode(str, &x) || x > e->max)
-      return cf_fail(s, v, path,
-                     "expected an octal file mode 0..0777 (e.g. 0660)");
+    if ((e->type == CF_UINT ? wv_yc_uint(s->y, v, path, e->min, e->max, &x)
+                            : wv_yc_mode(s->y, v, path, e->max, &x)) != 0)
+      return s->y->code;
     cf_store_uint(field, e->size, x);
     return 0;
   case CF_STR:
-    if (str == NULL || strlen(str) >= e->size)
-      return cf_fail(s, v, path, "expected a string of at most %zu bytes",
-                     e->size - 1);
+    if (wv_yc_str(s->y, v, path, field, e->size) != 0)
+      return s->y->code;
     if (e->check && e->check(s, str, why, sizeof why))
       return cf_fail(s, v, path, "%s", why);
-    snprintf(field, e->size, "%s", str);
     return 0;
   case CF_ENUM:
   case CF_CHOICE: {
-    int found = -1;
-    for (int c = 0; str && e->choices[c]; c++)
-      if (strcmp(e->choices[c], str) == 0)
-        found = c;
-    if (found < 0) {
-      char list[120] = "";
-      for (int c = 0; e->choices[c]; c++) {
-        strncat(list, c ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, e->choices[c], sizeof list - strlen(list) - 1);
-      }
-      return cf_fail(s, v, path, "expected one of: %s", list);
-    }
+    int found;
+    if (wv_yc_enum(s->y, v, path, e->choices, &found) != 0)
+      return s->y->code;
     if (e->type == CF_CHOICE)
       snprintf(field, e->size, "%s", str);
     else
@@ -774,7 +531,7 @@ static int cf_value(cf_state *s, yaml_node_t *v, const cf_key *e, void *base,
   case CF_SECTION:
     if (e->sub == CF_TLS)
       return cf_tls(s, v, base, path);
-    if (cf_is_null(v))
+    if (wv_yc_is_null(v))
       return 0;  /* "limits:" with nothing under it: all defaults */
     return cf_mapping(s, v, e->sub, base, path);
   case CF_URLS:
@@ -795,9 +552,9 @@ static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
   unsigned char seen[CF_NKEYS] = {0};
   for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
        p < map->data.mapping.pairs.top; p++) {
-    yaml_node_t *k = yaml_document_get_node(s->doc, p->key);
-    yaml_node_t *v = yaml_document_get_node(s->doc, p->value);
-    const char *name = k ? cf_scalar(k) : NULL;
+    yaml_node_t *k = yaml_document_get_node(&s->y->doc, p->key);
+    yaml_node_t *v = yaml_document_get_node(&s->y->doc, p->value);
+    const char *name = k ? wv_yc_scalar(k) : NULL;
     if (name == NULL || v == NULL)
       return cf_fail(s, k, prefix[0] ? prefix : "(top level)",
                      "expected a plain key");
@@ -840,8 +597,7 @@ static int cf_check_access(cf_state *s)
     int tls = wd_tls_url(u), net = strncmp(u, "ipc://", 6) != 0;
     yaml_node_t *at =
         s->listen && s->listen->type == YAML_SEQUENCE_NODE
-            ? yaml_document_get_node(s->doc,
-                                     s->listen->data.sequence.items.start[i])
+            ? wv_yc_item(s->y, s->listen, i)
             : NULL;
     char ipath[40];
     snprintf(ipath, sizeof ipath, "listen[%zu]", i);
@@ -881,15 +637,9 @@ static int cf_resolve_packs(cf_state *s)
 int wd_config_load(const char *path, wd_config **out, wave_error *err)
 {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: cannot open: %s", path,
-                     strerror(errno));
   wd_config *c = calloc(1, sizeof *c);
-  if (c == NULL) {
-    fclose(f);
+  if (c == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
-  }
   snprintf(c->path, sizeof c->path, "%s", path);
   c->packs_all = 1;
   cf_defaults(CF_ROOT, c);
@@ -897,27 +647,13 @@ int wd_config_load(const char *path, wd_config **out, wave_error *err)
   cf_defaults(CF_PACKS, c);
   cf_defaults(CF_TLS, c);
 
-  cf_state s = {.file = path, .cfg = c, .err = err};
-  yaml_parser_t parser;
-  yaml_document_t doc;
-  int rc = 0, have_doc = 0;
-  if (!yaml_parser_initialize(&parser)) {
-    fclose(f);
-    free(c);
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  }
-  yaml_parser_set_input_file(&parser, f);
-  if (!yaml_parser_load(&parser, &doc)) {
-    rc = wv_seterr(err, WAVE_ECONFIG, "%s:%zu:%zu: YAML syntax: %s", path,
-                   parser.problem_mark.line + 1,
-                   parser.problem_mark.column + 1,
-                   parser.problem ? parser.problem : "unreadable");
+  wv_yc y;
+  cf_state s = {.y = &y, .cfg = c, .err = err};
+  int rc = wv_yc_open(&y, path, WAVE_ECONFIG, WAVE_ECONFIG, err);
+  if (rc != 0)
     goto done;
-  }
-  have_doc = 1;
-  s.doc = &doc;
-  yaml_node_t *root = yaml_document_get_root_node(&doc);
-  if (root == NULL || cf_is_null(root)) {
+  yaml_node_t *root = wv_yc_root(&y);
+  if (root == NULL || wv_yc_is_null(root)) {
     rc = cf_fail(&s, NULL, "devices",
                  "the file is empty; at least one device is required");
     goto done;
@@ -942,10 +678,7 @@ int wd_config_load(const char *path, wd_config **out, wave_error *err)
   c->packs_col = at ? at->start_mark.column + 1 : 1;
   rc = cf_resolve_packs(&s);
 done:
-  if (have_doc)
-    yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
-  fclose(f);
+  wv_yc_close(&y);
   if (rc) {
     wd_config_free(c);
     return rc;

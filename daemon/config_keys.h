@@ -1,11 +1,15 @@
 /* config_keys.h - the key table of devices.yaml, shared by the loader
- * (config.c, which fills it) and the comparison of two loaded configs
- * (config_same.c).  Private to daemon/config*.c. */
+ * (config.c, which fills it), its per-value checks (config_check.c) and
+ * the comparison of two loaded configs (config_same.c).  Private to
+ * daemon/config*.c. */
 #ifndef WD_CONFIG_KEYS_H
 #define WD_CONFIG_KEYS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/yamlconf.h"
+#include "daemon/config.h"
 
 enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN };
 enum { CF_UINT, CF_STR, CF_ENUM, CF_CHOICE, CF_MODE, CF_SECTION, CF_URLS,
@@ -13,7 +17,18 @@ enum { CF_UINT, CF_STR, CF_ENUM, CF_CHOICE, CF_MODE, CF_SECTION, CF_URLS,
 /* ENUM stores the index, CHOICE the string; FILE a path resolved against
  * the config file's folder, which must name a readable file */
 
-typedef struct cf_state cf_state;
+/* The loader's walk: where it is in the document and the struct. */
+typedef struct cf_state {
+  wv_yc *y;                   /* the document and its file name */
+  wd_config *cfg;
+  size_t dev;                 /* device being parsed */
+  size_t tok;                 /* auth token being parsed */
+  int tok_generate;           /* ... and it says generate: true */
+  yaml_node_t *listen;        /* the listen sequence, for later checks */
+  wave_error *err;
+  yaml_node_t *packs_dir;     /* where packs.dir and packs.load are */
+  yaml_node_t *packs_load;
+} cf_state;
 /* Per-value check beyond type and bounds; fills why and returns nonzero. */
 typedef int (*cf_check)(cf_state *s, const char *value, char *why, size_t n);
 
@@ -33,5 +48,14 @@ typedef struct cf_key {
 /* Every key the file may hold, one row each (config.c). */
 extern const cf_key wd_cf_keys[];
 extern const size_t wd_cf_nkeys;
+
+/* Per-value checks (config_check.c), named in the table's check column;
+ * wd_cf_check_url is cf_list's, for each listen entry. */
+int wd_cf_check_devname(cf_state *s, const char *v, char *why, size_t n);
+int wd_cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
+int wd_cf_check_metrics(cf_state *s, const char *v, char *why, size_t n);
+int wd_cf_check_tokname(cf_state *s, const char *v, char *why, size_t n);
+int wd_cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n);
+int wd_cf_check_url(cf_state *s, const char *v, size_t i, char *why, size_t n);
 
 #endif

@@ -34,7 +34,7 @@
  * its handshake within the deadline; a metrics connection lives at most its
  * age (Prometheus reconnects).  Between two ticks a flood can still use up
  * descriptors for a moment: nng retries its accepts, and the raised
- * RLIMIT_NOFILE (main.c) makes that moment need tens of thousands of
+ * RLIMIT_NOFILE (wdmain.c) makes that moment need tens of thousands of
  * connections.
  */
 #include <dirent.h>

@@ -1,10 +1,10 @@
 /* decode.c - the decode threads (see decode.h). */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 
 #include "daemon/decode.h"
 #include "core/base.h"
+#include "core/thread.h"
 
 struct wd_pool {
   pthread_mutex_t mu;
@@ -18,7 +18,6 @@ struct wd_pool {
 static void *pl_main(void *arg)
 {
   wd_pool *p = arg;
-  pthread_setname_np(pthread_self(), "wd:decode");
   pthread_mutex_lock(&p->mu);
   for (;;) {
     while (p->head == NULL && !p->stop)
@@ -48,17 +47,11 @@ int wd_pool_start(unsigned threads, wd_pool **out, wave_error *err)
   pthread_cond_init(&p->cv, NULL);
   p->tail = &p->head;
   *out = p;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = 0;
   for (; p->n < threads; p->n++)
-    if (pthread_create(&p->threads[p->n], NULL, pl_main, p) != 0) {
-      rc = wv_seterr(err, WAVE_ENOMEM, "cannot start decode thread %u", p->n);
-      break;
-    }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return rc;
+    if (wv_thread_start(&p->threads[p->n], "wd:decode", pl_main, p) != 0)
+      return wv_seterr(err, WAVE_ENOMEM, "cannot start decode thread %u",
+                       p->n);
+  return 0;
 }
 
 void wd_pool_push(wd_pool *p, wd_pool_item *it)

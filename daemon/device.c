@@ -34,7 +34,6 @@
  * group, kept until its last turn has come, remembers it).
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +43,7 @@
 #include "daemon/device.h"
 #include "daemon/log.h"
 #include "core/base.h"
+#include "core/thread.h"
 #include "workers/wvdev.h"
 
 #define DV_DEFAULT_BATCH (1u << 16)
@@ -402,9 +402,6 @@ static void dv_open(wd_device *d)
 static void *dv_main(void *arg)
 {
   wd_device *d = arg;
-  char tname[16];  /* the kernel keeps 15 bytes of a thread name */
-  snprintf(tname, sizeof tname, "wd:%.12s", d->cfg.name);
-  pthread_setname_np(pthread_self(), tname);
   dv_open(d);
   for (;;) {
     pthread_mutex_lock(&d->mu);
@@ -502,11 +499,9 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
 
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&d->thread, NULL, dv_main, d);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  char tname[16];  /* the kernel keeps 15 bytes of a thread name */
+  snprintf(tname, sizeof tname, "wd:%.12s", cfg->name);
+  int rc = wv_thread_start(&d->thread, tname, dv_main, d);
   if (rc != 0) {
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);

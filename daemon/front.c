@@ -48,6 +48,7 @@
 #include "daemon/log.h"
 #include "daemon/server_int.h"
 #include "core/base.h"
+#include "core/thread.h"
 
 void wd_front_inbox(wd_server *s, wd_req *c)
 {
@@ -340,9 +341,8 @@ int wd_front_listen(wd_server *s, wave_error *err)
                                                     : (1u << 20));
   /* nng starts its threads here: they inherit a mask with every signal
    * blocked, so signals reach the loop's thread */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  sigset_t old;
+  wv_sigmask_block(&old);
   int rc = 0, rv;
   if ((rv = nng_rep0_open(&s->sock)) != 0) {
     rc = wv_seterr(err, WAVE_EIO, "nng rep0 socket: %s", nng_strerror(rv));
@@ -372,7 +372,7 @@ int wd_front_listen(wd_server *s, wave_error *err)
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
     fr_recv(c);
 out:
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  wv_sigmask_restore(&old);
   return rc;
 }
 

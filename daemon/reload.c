@@ -59,6 +59,7 @@
 #include "daemon/reload.h"
 #include "daemon/stats.h"
 #include "core/base.h"
+#include "core/thread.h"
 #include "workers/hash/pack.h"
 
 /* A reload's packs, kept until wd_service_free. */
@@ -501,11 +502,8 @@ static void rl_start(wd_service *sv)
   sd_notifyf(0, "%sSTATUS=reloading %s", ready ? "RELOADING=1\n" : "",
              sv->path);
   /* libuv starts its pool on the first call: its threads get no signals */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rv = uv_queue_work(sv->loop, &r->work, rl_load_work, rl_loaded);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int rv;
+  WV_MASKED(rv = uv_queue_work(sv->loop, &r->work, rl_load_work, rl_loaded));
   if (rv != 0)
     rl_end(r, wv_seterr(&r->err, WAVE_EIO, "reload: %s", uv_strerror(rv)));
 }

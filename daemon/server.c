@@ -43,6 +43,7 @@
 #include "daemon/log.h"
 #include "daemon/server_int.h"
 #include "core/base.h"
+#include "core/thread.h"
 #include "workers/hash/pack.h"
 
 #define SV_LINGER_MS 100   /* after the last reply, before closing sockets */
@@ -417,11 +418,8 @@ int wd_server_relisten(wd_server *s, const wd_config *cfg, size_t *failed,
   if (s->lst == NULL)
     return wv_seterr(err, WAVE_ESHUTDOWN, "not listening");
   /* as in wd_front_listen: threads nng may start get no signals */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = wd_listeners_update(s->lst, cfg, failed, err);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int rc;
+  WV_MASKED(rc = wd_listeners_update(s->lst, cfg, failed, err));
   return rc;
 }
 

@@ -1,7 +1,7 @@
 /* server.h - the request side of wavedd: nng sockets, the libuv loop's
  * handles, dispatch to the device threads, replies, shutdown.
  *
- * Lifecycle (main.c): wd_server_init (devices start and open) ->
+ * Lifecycle (wdmain.c): wd_server_init (devices start and open) ->
  * wd_server_listen (sockets up) -> uv_run -> [SIGINT/SIGTERM: stop taking
  * work, finish what is in flight, close] -> uv_run returns ->
  * wd_server_free -> uv_loop_close.  When init or listen fails, call

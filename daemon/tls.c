@@ -12,7 +12,7 @@
  *
  * Certificate dates (wd_tls_dates) are read with mbedTLS's X.509 parser,
  * the library nng's TLS already uses: an expired (or not yet valid)
- * certificate fails --check-config (main.c), and when a tls+tcp://
+ * certificate fails --check-config (wdmain.c), and when a tls+tcp://
  * listener starts (start-up, or a reload that adds one) it is logged at
  * error and still served, because refusing to start would also stop every
  * ipc and tcp client over a TLS-only problem; one that ends within

@@ -1,7 +1,7 @@
 # tests/daemon.cmake: wavedd's config loader, and the real daemon binary
 # spoken to with raw nng + protobuf-c (the wire protocol, docs/protocol.md).
 # wavedd-test: wavedd plus the fake backend (workers/fake/), for the tests
-# whose devices must fault (wavedd_test.c includes daemon/main.c).
+# whose devices must fault (wavedd_test.c: the fake backend, then wd_main).
 add_executable(wavedd-test wavedd_test.c)
 target_link_libraries(wavedd-test PRIVATE wvdcore wvfake)
 target_include_directories(wavedd-test PRIVATE ${PROJECT_SOURCE_DIR})

@@ -1,7 +1,7 @@
 # tests/opencl.cmake - the OpenCL backend, run for real on PoCL (Debian's
 # pocl-opencl-icd, a CPU OpenCL driver) in CI.
 #
-#  test_opencl        the backend's own suite (workers/opencl/test_opencl.c)
+#  test_opencl        the backend's own suite (tests/test_opencl.c)
 #  conformance_opencl tests/conformance.c on the opencl backend alone (it must
 #                     open: WAVE_REQUIRE_BACKENDS=cpu,opencl); its hash part
 #                     runs exchange auto and exchange local
@@ -18,7 +18,7 @@ set(WV_OCL_LSAN "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/lsan-open
 file(MAKE_DIRECTORY ${WV_POCL_CACHE})
 
 wave_test(test_opencl
-  SOURCES ${PROJECT_SOURCE_DIR}/workers/opencl/test_opencl.c
+  SOURCES test_opencl.c
   LIBS wvopencl wvcore)
 target_link_libraries(test_opencl PRIVATE OpenCL::OpenCL)
 set_property(TEST test_opencl APPEND PROPERTY ENVIRONMENT

@@ -5,13 +5,18 @@
  * generated from the header).  The dtype and op numbers are checked against
  * the enums protoc-c generates from proto/wave.proto, the other source of
  * truth they must agree with.  Which op is defined for which dtype is a
- * literal table transcribed from docs/reduction.md.
+ * literal table transcribed from docs/reduction.md.  The thread helpers
+ * (core/thread.h) are checked for the mask and name a started thread gets
+ * and for leaving the caller's mask as it was.
  */
 #include <check.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/base.h"
+#include "core/thread.h"
 #include "proto/wave.pb-c.h"
 #include "wave/error.h"
 #include "wave/types.h"
@@ -194,6 +199,85 @@ START_TEST(op_values)
 }
 END_TEST
 
+/* What a started thread saw of its mask (SIGTERM, SIGHUP, SIGUSR1
+ * blocked?); it stays until released, so that its name can be read. */
+typedef struct tb_seen {
+  int term, hup, usr1;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int go;
+} tb_seen;
+
+static void *tb_look(void *arg)
+{
+  tb_seen *s = arg;
+  sigset_t now;
+  pthread_sigmask(SIG_SETMASK, NULL, &now);
+  s->term = sigismember(&now, SIGTERM);
+  s->hup = sigismember(&now, SIGHUP);
+  s->usr1 = sigismember(&now, SIGUSR1);
+  pthread_mutex_lock(&s->mu);
+  while (!s->go)
+    pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* The caller's mask holds none of the three; the thread has all blocked,
+ * its name cut to the kernel's 15 bytes; the caller's mask is unchanged. */
+START_TEST(thread_start_blocks_and_names)
+{
+  sigset_t none, before, after;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, &before);
+  tb_seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                  .cv = PTHREAD_COND_INITIALIZER};
+  pthread_t t;
+  ck_assert_int_eq(wv_thread_start(&t, "wv:a-long-thread-name", tb_look,
+                                   &seen), 0);
+  char name[16];
+  ck_assert_int_eq(pthread_getname_np(t, name, sizeof name), 0);
+  pthread_mutex_lock(&seen.mu);
+  seen.go = 1;
+  pthread_cond_signal(&seen.cv);
+  pthread_mutex_unlock(&seen.mu);
+  pthread_join(t, NULL);
+  ck_assert_int_eq(seen.term, 1);
+  ck_assert_int_eq(seen.hup, 1);
+  ck_assert_int_eq(seen.usr1, 1);
+  ck_assert_str_eq(name, "wv:a-long-threa");  /* 15 bytes */
+  pthread_sigmask(SIG_SETMASK, NULL, &after);
+  ck_assert_int_eq(sigismember(&after, SIGTERM), 0);
+  ck_assert_int_eq(sigismember(&after, SIGUSR1), 0);
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
+}
+END_TEST
+
+static int tb_masked_term(void)
+{
+  sigset_t now;
+  pthread_sigmask(SIG_SETMASK, NULL, &now);
+  return sigismember(&now, SIGTERM);
+}
+
+START_TEST(masked_runs_blocked_then_restores)
+{
+  sigset_t none, before;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, &before);
+  int inside = -1;
+  WV_MASKED(inside = tb_masked_term());
+  ck_assert_int_eq(inside, 1);
+  ck_assert_int_eq(tb_masked_term(), 0);
+  sigset_t old;
+  wv_sigmask_block(&old);
+  ck_assert_int_eq(tb_masked_term(), 1);
+  wv_sigmask_restore(&old);
+  ck_assert_int_eq(tb_masked_term(), 0);
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("base");
@@ -211,6 +295,10 @@ int main(void)
   tcase_add_test(tc, op_parse_and_name);
   tcase_add_test(tc, op_check_matrix);
   tcase_add_test(tc, op_values);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("threads");
+  tcase_add_test(tc, thread_start_blocks_and_names);
+  tcase_add_test(tc, masked_runs_blocked_then_restores);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/yamlconf.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/reload.h"
@@ -585,6 +586,87 @@ START_TEST(same_config)
 }
 END_TEST
 
+/* The one number rule (core/yamlconf.h, docs/config.md "Numbers"), which
+ * the pack loader shares: its edge cases on the parser itself. */
+START_TEST(number_rule)
+{
+  static const struct {
+    const char *text;
+    int ok;
+    uint64_t value;
+  } cases[] = {
+    {"0", 1, 0},
+    {"42", 1, 42},
+    {"010", 1, 10},                     /* a leading 0 is not octal */
+    {"0x10", 1, 16},
+    {"0XfF", 1, 255},
+    {"1_000_000", 1, 1000000},
+    {"0xdead_beef", 1, 0xdeadbeefull},
+    {"18446744073709551615", 1, UINT64_MAX},
+    {"0xffffffffffffffff", 1, UINT64_MAX},
+    {"0x0000000000000000ff", 1, 255},   /* leading zeros never overflow */
+    {"18446744073709551616", 0, 0},     /* 2^64 */
+    {"0x10000000000000000", 0, 0},
+    {"99999999999999999999", 0, 0},
+    {"", 0, 0},
+    {"_", 0, 0},
+    {"0x", 0, 0},
+    {"0x_", 0, 0},
+    {"-1", 0, 0},
+    {"+1", 0, 0},
+    {" 1", 0, 0},
+    {"1 ", 0, 0},
+    {"12ab", 0, 0},
+    {"0o17", 0, 0},                     /* octal only for file modes */
+    {"0b101", 0, 0},
+    {"1e3", 0, 0},
+    {"1.0", 0, 0},
+    {"64MiB", 0, 0},                    /* no size suffixes */
+    {"4k", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint64_t v = 12345;
+    int rc = wv_yc_parse_u64(cases[i].text, &v);
+    ck_assert_msg((rc == 0) == cases[i].ok, "'%s': rc %d", cases[i].text, rc);
+    if (cases[i].ok)
+      ck_assert_msg(v == cases[i].value, "'%s': %llu", cases[i].text,
+                    (unsigned long long)v);
+    else
+      ck_assert_msg(v == 12345, "'%s': written on failure", cases[i].text);
+  }
+}
+END_TEST
+
+/* ... and as the loader applies it: separators and hex in any integer key,
+ * quoted or plain; the bounds after the rule; the message names the value. */
+START_TEST(numbers_in_config)
+{
+  wd_config *c = tc_load_ok("limits:\n"
+                            "  max_request_bytes: 67_108_864\n"
+                            "  max_job_rows: \"0x1000\"\n"
+                            "  contexts: 007\n" ONE_DEVICE);
+  ck_assert_uint_eq(c->limits.max_request_bytes, 64u << 20);
+  ck_assert_uint_eq(c->limits.max_job_rows, 4096);
+  ck_assert_uint_eq(c->limits.contexts, 7);
+  wd_config_free(c);
+  tc_load_bad("limits:\n"
+              "  keep_result_bytes: 18446744073709551616\n" ONE_DEVICE,
+              "2:22", "limits.keep_result_bytes",
+              "expected an integer 0..1099511627776, not "
+              "'18446744073709551616'");
+  tc_load_bad("limits:\n"
+              "  contexts: 64k\n" ONE_DEVICE,
+              "2:13", "limits.contexts", "expected an integer 1..4096, not '64k'");
+  tc_load_bad("limits:\n"
+              "  contexts: +5\n" ONE_DEVICE,
+              "2:13", "limits.contexts", "not '+5'");
+  tc_load_bad("limits:\n"
+              "  contexts:\n"
+              "  keep_jobs: 1\n" ONE_DEVICE,
+              "2:12", "limits.contexts", "expected an integer 1..4096");
+}
+END_TEST
+
 START_TEST(yaml_syntax)
 {
   tc_load_bad("devices:\n"
@@ -613,6 +695,8 @@ static Suite *config_suite(void)
   tcase_add_test(t, metrics_url);
   tcase_add_test(t, packs_keys);
   tcase_add_test(t, yaml_syntax);
+  tcase_add_test(t, number_rule);
+  tcase_add_test(t, numbers_in_config);
   tcase_add_test(t, no_testing_aids);
   tcase_add_test(t, many_devices);
   tcase_add_test(t, duplicates_first_in_order);

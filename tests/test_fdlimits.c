@@ -1,6 +1,6 @@
 /* test_fdlimits.c - descriptors, connections that must end, the socket file
  * and the certificate dates, against the real wavedd (issue 22, findings 4,
- * 9 and 14; daemon/main.c, connguard.c, listen.c, tls.c, metrics.c).
+ * 9 and 14; daemon/wdmain.c, connguard.c, listen.c, tls.c, metrics.c).
  *
  *  - the open-files limit: the daemon raises its soft limit to the hard one
  *    and StatusReply.max_files is the limit /proc/PID/limits shows, also

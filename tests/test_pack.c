@@ -50,6 +50,15 @@ static const th_bad th_bads[] = {
   {"negative", "rounds: 1", "rounds: -1", ":5:9: rounds"},
   {"no digits", "seed: 0x1234", "seed: _", ":3:7: seed"},
   {"0x, no digits", "seed: 0x1234", "seed: 0x__", ":3:7: seed"},
+  {"seed of 2^64", "seed: 0x1234", "seed: 18446744073709551616", ":3:7: seed"},
+  {"hex seed of 2^64", "seed: 0x1234", "seed: 0x1_0000_0000_0000_0000",
+   ":3:7: seed"},
+  {"plus sign", "rounds: 1", "rounds: +1", ":5:9: rounds"},
+  {"size suffix", "  closed: true\n",
+   "  cache_bytes: 1k\n  dataset_bytes: 1024\n  parents: 2\n",
+   ":7:16: dataset.cache_bytes"},
+  {"immediate of 2^64", "add r2, r0, r1", "addi r2, r0, 18446744073709551616",
+   ":9:5: program[0]"},
   {"duplicate dataset key", "  closed: true\n",
    "  closed: true\n  closed: true\n", ":8:3: dataset"},
   {"hex register", "add r2, r0, r1", "add r0x2, r0, r1", ":9:5: program[0]"},
@@ -65,7 +74,7 @@ static const th_bad th_bads[] = {
   {"dataset of 32 GiB", "  closed: true\n",
    "  cache_bytes: 1024\n  dataset_bytes: 34359738368\n  parents: 2\n",
    ":8:18: dataset.dataset_bytes"},
-  {"bad YAML", "rounds: 1\n", "rounds: [1\n", ": (yaml)"},
+  {"bad YAML", "rounds: 1\n", "rounds: [1\n", ": YAML syntax: "},
   {"not a mapping", NULL, "[1, 2, 3]\n", ":1:1: (top)"},
   {"empty file", NULL, "", ":1:1: (top)"},
 };
@@ -99,6 +108,24 @@ START_TEST(loader_rejects_malformed)
                     strstr(err.message, b->where) != NULL,
                 "%s: message '%s' lacks '%s'", b->what, err.message, b->where);
   free(bad);
+  free(text);
+}
+END_TEST
+
+/* The number rule is devices.yaml's (core/yamlconf.h): '_' separators,
+ * 0x hex, a leading 0 in decimal, in keys and in immediates alike. */
+START_TEST(loader_number_rule)
+{
+  const char *first[1] = {"addi r2, r0, 0xffff_ffff_ffff_ffff"};
+  char *text = th_program_text("name: t\nversion: 0_1\nseed: 0xdead_beef\n"
+                               "registers: 08\nrounds: 1\ndataset:\n"
+                               "  closed: true\n", first, 1);
+  wv_pack *p = th_load_text(text);
+  ck_assert_uint_eq(wv_pack_version(p), 1);
+  ck_assert_uint_eq(p->seed, 0xdeadbeefull);
+  ck_assert_uint_eq(p->registers, 8);
+  ck_assert_uint_eq(p->program[0].imm, UINT64_MAX);
+  wv_pack_free(p);
   free(text);
 }
 END_TEST
@@ -207,6 +234,7 @@ static Suite *pack_suite(void)
   tcase_add_checked_fixture(tc, th_setup, th_teardown);
   tcase_add_loop_test(tc, loader_rejects_malformed, 0, (int)TH_NBADS);
   tcase_add_test(tc, loader_dataset_bound);
+  tcase_add_test(tc, loader_number_rule);
   tcase_add_test(tc, packset_empty_folder);
   tcase_add_test(tc, packset_rejects_duplicates_and_unknown_answers);
   suite_add_tcase(s, tc);

@@ -2,9 +2,9 @@
 # (a CPU Vulkan driver; its sub-group size follows LP_NATIVE_VECTOR_WIDTH:
 # 128 -> 4, 256 -> 8 (default), 512 -> 16 lanes).
 #
-#  test_vulkan            the backend's own suite (workers/vulkan/test_vulkan.c)
+#  test_vulkan            the backend's own suite (tests/test_vulkan.c)
 #  test_vkpin             regions imported for the device and reduced in place
-#                         (workers/vulkan/test_vkpin.c)
+#                         (tests/test_vkpin.c)
 #  vulkan_caps_w<bits>    vkcaps asserts the sub-group size lavapipe reports
 #                         at that vector width, so the runs below are known to
 #                         have changed it
@@ -20,13 +20,13 @@ if(NOT WAVE_VULKAN)
 endif()
 
 wave_test(test_vulkan
-  SOURCES ${PROJECT_SOURCE_DIR}/workers/vulkan/test_vulkan.c
+  SOURCES test_vulkan.c
   LIBS wvvulkan wvcore)
 
 # Host memory imported into the device (vk_pin.c) and reduced in place, on
 # a read-only memfd mapping as the daemon maps regions.
 wave_test(test_vkpin
-  SOURCES ${PROJECT_SOURCE_DIR}/workers/vulkan/test_vkpin.c
+  SOURCES test_vkpin.c
   LIBS wvvulkan wvcore)
 
 add_executable(vkcaps ${PROJECT_SOURCE_DIR}/workers/vulkan/vkcaps.c)

@@ -2,16 +2,13 @@
  * registered, for the tests that need a device to fault (test_daemon,
  * test_jobs, test_fleet_daemons, tests/slurm/fleet_test.sh).
  *
- * daemon/main.c is included with main renamed wd_main; this main
- * registers the fake backend and hands over.  Everything else is the
- * product's code (wvdcore), so a test against wavedd-test tests wavedd.
+ * It registers the fake backend and calls wd_main (daemon/wdmain.c), the
+ * whole of wavedd's run; everything else is the product's code (wvdcore),
+ * so a test against wavedd-test tests wavedd.
  */
+#include "daemon/wdmain.h"
 #include "workers/fake/fake.h"
-
-#define main wd_main
-int wd_main(int argc, char **argv);
-#include "daemon/main.c"
-#undef main
+#include "workers/worker.h"
 
 int main(int argc, char **argv)
 {

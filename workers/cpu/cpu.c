@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/base.h"
+#include "core/thread.h"
 #include "workers/cpu/cpu.h"
 
 #define CPU_MAX_THREADS 1024u
@@ -145,22 +145,17 @@ static int cpu_pool_start(wv_device *dev, wave_error *err)
   pthread_cond_init(&pool->idle, NULL);
   dev->pool = pool;
 
-  /* Threads inherit the signal mask: block everything while creating. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = 0;
   for (unsigned i = 0; i < n; i++) {
     pool->ws[i] = (struct cpu_worker){pool, i + 1};
-    rc = pthread_create(&pool->tids[i], NULL, cpu_worker_main, &pool->ws[i]);
+    char tname[16];
+    snprintf(tname, sizeof tname, "%.10s/%u", dev->name, (i + 1) % 10000u);
+    rc = wv_thread_start(&pool->tids[i], tname, cpu_worker_main,
+                         &pool->ws[i]);
     if (rc != 0)
       break;
     pool->n_workers++;
-    char tname[16];
-    snprintf(tname, sizeof tname, "%.10s/%u", dev->name, (i + 1) % 10000u);
-    pthread_setname_np(pool->tids[i], tname);
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     /* The caller is thread 1; worker k (from 0) is thread k + 2. */
     unsigned failed = pool->n_workers + 2;

@@ -1,21 +1,20 @@
 /* pack.c - the pack file loader (docs/hash.md "Pack files").
  *
- * libyaml's document API gives every node its file position, so each error
- * names file:line:column and the key it is under, the way a config loader
- * should.  A pack is parsed into a fresh wv_pack, validated whole (program
+ * core/yamlconf gives every node its file position, so each error names
+ * file:line:column and the key it is under, and reads numbers by the same
+ * rule as devices.yaml.  A pack is parsed into a fresh wv_pack, validated whole (program
  * shape, registers, exchanges, dataset sizes, known answers) and only then
  * handed out; a packs directory is all-or-nothing.
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "core/base.h"
+#include "core/yamlconf.h"
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 
@@ -23,97 +22,6 @@ struct wv_packset {
   size_t n;
   wv_pack **packs;
 };
-
-typedef struct pk_ctx {
-  const char *path;
-  yaml_document_t *doc;
-  wave_error *err;
-} pk_ctx;
-
-static int pk_fail(pk_ctx *c, const yaml_node_t *node, const char *key,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-/* "file:line:column: key: message" (libyaml marks are 0-based). */
-static int pk_fail(pk_ctx *c, const yaml_node_t *node, const char *key,
-                   const char *fmt, ...)
-{
-  char msg[160];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  size_t line = node ? node->start_mark.line + 1 : 1;
-  size_t col = node ? node->start_mark.column + 1 : 1;
-  return wv_seterr(c->err, WAVE_EPACKFILE, "%s:%zu:%zu: %s: %s", c->path,
-                   line, col, key ? key : "(top)", msg);
-}
-
-static const char *pk_scalar(const yaml_node_t *n)
-{
-  return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                     : NULL;
-}
-
-/* Decimal or 0x-hex, no sign, no octal, fits in 64 bits.  '_' may separate
- * digits, but at least one digit is needed ("_" and "0x_" are not 0). */
-static int pk_parse_u64(const char *s, uint64_t *out)
-{
-  int base = 10, digits = 0;
-  if (s == NULL || *s == '\0')
-    return -1;
-  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s += 2;
-    if (*s == '\0')
-      return -1;
-  }
-  uint64_t v = 0;
-  for (; *s; s++) {
-    int d;
-    if (*s >= '0' && *s <= '9')
-      d = *s - '0';
-    else if (base == 16 && isxdigit((unsigned char)*s))
-      d = tolower((unsigned char)*s) - 'a' + 10;
-    else if (*s == '_')
-      continue;
-    else
-      return -1;
-    if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
-      return -1;
-    v = v * (uint64_t)base + (uint64_t)d;
-    digits++;
-  }
-  if (digits == 0)
-    return -1;
-  *out = v;
-  return 0;
-}
-
-static int pk_u64(pk_ctx *c, const yaml_node_t *n, const char *key,
-                  uint64_t lo, uint64_t hi, uint64_t *out)
-{
-  const char *s = pk_scalar(n);
-  uint64_t v;
-  if (s == NULL)
-    return pk_fail(c, n, key, "expected an integer");
-  if (pk_parse_u64(s, &v) != 0)
-    return pk_fail(c, n, key, "'%s' is not a 64-bit unsigned integer", s);
-  if (v < lo || v > hi)
-    return pk_fail(c, n, key, "%s is out of range [%llu, %llu]", s,
-                   (unsigned long long)lo, (unsigned long long)hi);
-  *out = v;
-  return 0;
-}
-
-static int pk_pow2(pk_ctx *c, const yaml_node_t *n, const char *key,
-                   uint64_t lo, uint64_t hi, uint64_t *out)
-{
-  int rv = pk_u64(c, n, key, lo, hi, out);
-  if (rv == 0 && (*out & (*out - 1)) != 0)
-    return pk_fail(c, n, key, "%llu is not a power of two",
-                   (unsigned long long)*out);
-  return rv;
-}
 
 /* ---- instructions ------------------------------------------------------- */
 
@@ -132,74 +40,74 @@ static int pk_reg(const char *tok, unsigned nregs, uint32_t *out)
   /* r0..r31 in decimal only: "r0x1f" or "r1_0" are not register names. */
   if (tok[0] != 'r' || tok[1] == '\0' ||
       strspn(tok + 1, "0123456789") != strlen(tok + 1) ||
-      pk_parse_u64(tok + 1, &v) != 0 || v >= nregs)
+      wv_yc_parse_u64(tok + 1, &v) != 0 || v >= nregs)
     return -1;
   *out = (uint32_t)v;
   return 0;
 }
 
 /* One program entry, e.g. "xchg r3, r5, 4". */
-static int pk_insn(pk_ctx *c, const yaml_node_t *n, unsigned idx,
+static int pk_insn(wv_yc *c, const yaml_node_t *n, unsigned idx,
                    unsigned nregs, wv_insn *in)
 {
   char key[32], buf[128];
   char *tok[5];
   int nt = 0;
   snprintf(key, sizeof key, "program[%u]", idx);
-  const char *s = pk_scalar(n);
+  const char *s = wv_yc_scalar(n);
   if (s == NULL)
-    return pk_fail(c, n, key, "an instruction must be a string");
+    return wv_yc_fail(c, n, key, "an instruction must be a string");
   if (strlen(s) >= sizeof buf)
-    return pk_fail(c, n, key, "instruction too long");
+    return wv_yc_fail(c, n, key, "instruction too long");
   strcpy(buf, s);
   char *save = NULL;
   for (char *p = strtok_r(buf, " \t,", &save); p != NULL;
        p = strtok_r(NULL, " \t,", &save)) {
     if (nt == 5)
-      return pk_fail(c, n, key, "too many operands in '%s'", s);
+      return wv_yc_fail(c, n, key, "too many operands in '%s'", s);
     tok[nt++] = p;
   }
   if (nt == 0)
-    return pk_fail(c, n, key, "empty instruction");
+    return wv_yc_fail(c, n, key, "empty instruction");
   memset(in, 0, sizeof *in);
   unsigned op;
   for (op = 0; op < WV_OP_COUNT_; op++)
     if (strcmp(tok[0], pk_mnemonics[op]) == 0)
       break;
   if (op == WV_OP_COUNT_)
-    return pk_fail(c, n, key, "unknown instruction '%s'", tok[0]);
+    return wv_yc_fail(c, n, key, "unknown instruction '%s'", tok[0]);
   in->op = op;
   int want = op == WV_OP_LOAD ? 3 : 4;
   if (nt != want)
-    return pk_fail(c, n, key, "'%s' takes %d operands, got %d", tok[0],
+    return wv_yc_fail(c, n, key, "'%s' takes %d operands, got %d", tok[0],
                    want - 1, nt - 1);
   if (pk_reg(tok[1], nregs, &in->dst) != 0)
-    return pk_fail(c, n, key, "'%s' is not a register r0..r%u", tok[1],
+    return wv_yc_fail(c, n, key, "'%s' is not a register r0..r%u", tok[1],
                    nregs - 1);
   if (pk_reg(tok[2], nregs, &in->a) != 0)
-    return pk_fail(c, n, key, "'%s' is not a register r0..r%u", tok[2],
+    return wv_yc_fail(c, n, key, "'%s' is not a register r0..r%u", tok[2],
                    nregs - 1);
   uint64_t v;
   switch (op) {
   case WV_OP_ADD: case WV_OP_SUB: case WV_OP_XOR: case WV_OP_MUL:
     if (pk_reg(tok[3], nregs, &in->b) != 0)
-      return pk_fail(c, n, key, "'%s' is not a register r0..r%u", tok[3],
+      return wv_yc_fail(c, n, key, "'%s' is not a register r0..r%u", tok[3],
                      nregs - 1);
     break;
   case WV_OP_ROTL: case WV_OP_XSHR:
-    if (pk_parse_u64(tok[3], &v) != 0 || v < 1 || v > 63)
-      return pk_fail(c, n, key, "shift '%s' is not in 1..63", tok[3]);
+    if (wv_yc_parse_u64(tok[3], &v) != 0 || v < 1 || v > 63)
+      return wv_yc_fail(c, n, key, "shift '%s' is not in 1..63", tok[3]);
     in->b = (uint32_t)v;
     break;
   case WV_OP_ADDI: case WV_OP_MULI:
-    if (pk_parse_u64(tok[3], &v) != 0)
-      return pk_fail(c, n, key, "'%s' is not a 64-bit immediate", tok[3]);
+    if (wv_yc_parse_u64(tok[3], &v) != 0)
+      return wv_yc_fail(c, n, key, "'%s' is not a 64-bit immediate", tok[3]);
     in->imm = v;
     break;
   case WV_OP_XCHG:
-    if (pk_parse_u64(tok[3], &v) != 0 ||
+    if (wv_yc_parse_u64(tok[3], &v) != 0 ||
         !(v == 1 || v == 2 || v == 4 || v == 8 || v == 16))
-      return pk_fail(c, n, key,
+      return wv_yc_fail(c, n, key,
                      "exchange distance '%s' is not 1, 2, 4, 8 or 16", tok[3]);
     in->b = (uint32_t)v;
     break;
@@ -211,46 +119,24 @@ static int pk_insn(pk_ctx *c, const yaml_node_t *n, unsigned idx,
 
 /* ---- sections ----------------------------------------------------------- */
 
-/* Fill vals[i] with the value of keys[i] in mapping n (section names it in
- * errors): an unknown key or one given twice is an error (libyaml leaves
- * duplicates to us; the last would silently win). */
-static int pk_map(pk_ctx *c, yaml_node_t *n, const char *section,
-                  const char *const *keys, size_t nkeys, yaml_node_t **vals)
-{
-  for (yaml_node_pair_t *pr = n->data.mapping.pairs.start;
-       pr < n->data.mapping.pairs.top; pr++) {
-    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-    const char *ks = pk_scalar(k);
-    size_t i = 0;
-    while (i < nkeys && !(ks && strcmp(ks, keys[i]) == 0))
-      i++;
-    if (i == nkeys)
-      return pk_fail(c, k, section, "unknown key '%s'", ks ? ks : "?");
-    if (vals[i] != NULL)
-      return pk_fail(c, k, section, "duplicate key '%s'", ks);
-    vals[i] = yaml_document_get_node(c->doc, pr->value);
-  }
-  return 0;
-}
-
-static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
+static int pk_dataset(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
-    return pk_fail(c, n, "dataset", "expected a mapping");
+    return wv_yc_fail(c, n, "dataset", "expected a mapping");
   static const char *const keys[] = {"cache_bytes", "dataset_bytes",
                                      "parents", "closed"};
   yaml_node_t *val[4] = {0};
-  int rv = pk_map(c, n, "dataset", keys, 4, val);
+  int rv = wv_yc_keys(c, n, "dataset", keys, 4, val);
   if (rv != 0)
     return rv;
   yaml_node_t *cache = val[0], *data = val[1], *parents = val[2],
               *closed = val[3];
   if (closed != NULL) {
-    const char *s = pk_scalar(closed);
+    const char *s = wv_yc_scalar(closed);
     if (s == NULL || strcmp(s, "true") != 0)
-      return pk_fail(c, closed, "dataset.closed", "must be true when given");
+      return wv_yc_fail(c, closed, "dataset.closed", "must be true when given");
     if (cache || data || parents)
-      return pk_fail(c, n, "dataset",
+      return wv_yc_fail(c, n, "dataset",
                      "a closed-form dataset has no cache_bytes, dataset_bytes "
                      "or parents");
     p->closed = 1;
@@ -259,16 +145,16 @@ static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
     return 0;
   }
   if (!cache || !data || !parents)
-    return pk_fail(c, n, "dataset",
+    return wv_yc_fail(c, n, "dataset",
                    "needs cache_bytes, dataset_bytes and parents (or "
                    "closed: true)");
   uint64_t cb, db, pa;
-  if ((rv = pk_pow2(c, cache, "dataset.cache_bytes", 64, 1ull << 30, &cb)))
+  if ((rv = wv_yc_pow2(c, cache, "dataset.cache_bytes", 64, 1ull << 30, &cb)))
     return rv;
-  if ((rv = pk_pow2(c, data, "dataset.dataset_bytes", cb, WV_DATASET_MAX,
+  if ((rv = wv_yc_pow2(c, data, "dataset.dataset_bytes", cb, WV_DATASET_MAX,
                     &db)))
     return rv;
-  if ((rv = pk_u64(c, parents, "dataset.parents", 1, 256, &pa)))
+  if ((rv = wv_yc_uint(c, parents, "dataset.parents", 1, 256, &pa)))
     return rv;
   p->cache_items = cb / 8;
   p->dataset_items = db / 8;
@@ -277,19 +163,17 @@ static int pk_dataset(pk_ctx *c, yaml_node_t *n, wv_pack *p)
   return 0;
 }
 
-static int pk_program(pk_ctx *c, yaml_node_t *n, wv_pack *p)
+static int pk_program(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_SEQUENCE_NODE)
-    return pk_fail(c, n, "program", "expected a sequence of instructions");
-  size_t len = (size_t)(n->data.sequence.items.top -
-                        n->data.sequence.items.start);
+    return wv_yc_fail(c, n, "program", "expected a sequence of instructions");
+  size_t len = wv_yc_len(n);
   if (len != WV_PROGRAM_LEN)
-    return pk_fail(c, n, "program", "has %zu instructions, must be exactly %u",
+    return wv_yc_fail(c, n, "program", "has %zu instructions, must be exactly %u",
                    len, WV_PROGRAM_LEN);
   unsigned xchg = 0, loads = 0;
   for (unsigned i = 0; i < WV_PROGRAM_LEN; i++) {
-    yaml_node_t *it =
-        yaml_document_get_node(c->doc, n->data.sequence.items.start[i]);
+    yaml_node_t *it = wv_yc_item(c, n, i);
     int rv = pk_insn(c, it, i, p->registers, &p->program[i]);
     if (rv != 0)
       return rv;
@@ -297,80 +181,75 @@ static int pk_program(pk_ctx *c, yaml_node_t *n, wv_pack *p)
     loads += p->program[i].op == WV_OP_LOAD;
   }
   if (xchg != WV_EXCHANGES)
-    return pk_fail(c, n, "program", "has %u xchg instructions, must be "
+    return wv_yc_fail(c, n, "program", "has %u xchg instructions, must be "
                    "exactly %u", xchg, WV_EXCHANGES);
   p->loads = loads;
   return 0;
 }
 
-static int pk_vector(pk_ctx *c, yaml_node_t *n, const char *key,
+static int pk_vector(wv_yc *c, yaml_node_t *n, const char *key,
                      wv_pack_vector *v)
 {
   if (n->type != YAML_MAPPING_NODE)
-    return pk_fail(c, n, key, "expected a mapping {nonce, outputs}");
+    return wv_yc_fail(c, n, key, "expected a mapping {nonce, outputs}");
   static const char *const keys[] = {"nonce", "outputs"};
   yaml_node_t *val[2] = {0};
-  int rm = pk_map(c, n, key, keys, 2, val);
+  int rm = wv_yc_keys(c, n, key, keys, 2, val);
   if (rm != 0)
     return rm;
   yaml_node_t *nonce = val[0], *outs = val[1];
   if (!nonce || !outs)
-    return pk_fail(c, n, key, "needs nonce and outputs");
-  int rv = pk_u64(c, nonce, key, 0, UINT64_MAX, &v->nonce);
+    return wv_yc_fail(c, n, key, "needs nonce and outputs");
+  int rv = wv_yc_uint(c, nonce, key, 0, UINT64_MAX, &v->nonce);
   if (rv)
     return rv;
   if (v->nonce % WV_LANES != 0)
-    return pk_fail(c, nonce, key, "nonce is not a multiple of 32");
-  if (outs->type != YAML_SEQUENCE_NODE ||
-      outs->data.sequence.items.top - outs->data.sequence.items.start !=
-          WV_LANES)
-    return pk_fail(c, outs, key, "outputs must be a sequence of 32 values");
+    return wv_yc_fail(c, nonce, key, "nonce is not a multiple of 32");
+  if (outs->type != YAML_SEQUENCE_NODE || wv_yc_len(outs) != WV_LANES)
+    return wv_yc_fail(c, outs, key, "outputs must be a sequence of 32 values");
   for (unsigned i = 0; i < WV_LANES; i++) {
-    yaml_node_t *o =
-        yaml_document_get_node(c->doc, outs->data.sequence.items.start[i]);
-    if ((rv = pk_u64(c, o, key, 0, UINT64_MAX, &v->outputs[i])))
+    yaml_node_t *o = wv_yc_item(c, outs, i);
+    if ((rv = wv_yc_uint(c, o, key, 0, UINT64_MAX, &v->outputs[i])))
       return rv;
   }
   return 0;
 }
 
-static int pk_known(pk_ctx *c, yaml_node_t *n, wv_pack *p)
+static int pk_known(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
-    return pk_fail(c, n, "known", "expected a mapping");
+    return wv_yc_fail(c, n, "known", "expected a mapping");
   static const char *const keys[] = {"cache_fnv", "batch_fnv", "vectors"};
   yaml_node_t *val[3] = {0};
-  int rm = pk_map(c, n, "known", keys, 3, val);
+  int rm = wv_yc_keys(c, n, "known", keys, 3, val);
   if (rm != 0)
     return rm;
   yaml_node_t *cache = val[0], *batch = val[1], *vecs = val[2];
   int rv;
   if (p->closed && cache)
-    return pk_fail(c, cache, "known.cache_fnv",
+    return wv_yc_fail(c, cache, "known.cache_fnv",
                    "a closed-form pack has no cache");
   if (!p->closed && !cache)
-    return pk_fail(c, n, "known", "missing key 'cache_fnv'");
-  if (cache && (rv = pk_u64(c, cache, "known.cache_fnv", 0, UINT64_MAX,
+    return wv_yc_fail(c, n, "known", "missing key 'cache_fnv'");
+  if (cache && (rv = wv_yc_uint(c, cache, "known.cache_fnv", 0, UINT64_MAX,
                             &p->cache_fnv)))
     return rv;
   if (!batch)
-    return pk_fail(c, n, "known", "missing key 'batch_fnv'");
-  if ((rv = pk_u64(c, batch, "known.batch_fnv", 0, UINT64_MAX, &p->batch_fnv)))
+    return wv_yc_fail(c, n, "known", "missing key 'batch_fnv'");
+  if ((rv = wv_yc_uint(c, batch, "known.batch_fnv", 0, UINT64_MAX, &p->batch_fnv)))
     return rv;
   if (!vecs)
-    return pk_fail(c, n, "known", "missing key 'vectors'");
+    return wv_yc_fail(c, n, "known", "missing key 'vectors'");
   if (vecs->type != YAML_SEQUENCE_NODE)
-    return pk_fail(c, vecs, "known.vectors", "expected a sequence");
-  size_t nv = (size_t)(vecs->data.sequence.items.top -
-                       vecs->data.sequence.items.start);
+    return wv_yc_fail(c, vecs, "known.vectors", "expected a sequence");
+  size_t nv = wv_yc_len(vecs);
   if (nv < 1 || nv > WV_MAX_VECTORS)
-    return pk_fail(c, vecs, "known.vectors", "has %zu vectors, must be 1..%u",
+    return wv_yc_fail(c, vecs, "known.vectors", "has %zu vectors, must be 1..%u",
                    nv, WV_MAX_VECTORS);
   for (size_t i = 0; i < nv; i++) {
     char key[32];
     snprintf(key, sizeof key, "known.vectors[%zu]", i);
-    yaml_node_t *v =
-        yaml_document_get_node(c->doc, vecs->data.sequence.items.start[i]);
+    yaml_node_t *v = wv_yc_item(c, vecs, i);
     if ((rv = pk_vector(c, v, key, &p->vectors[i])))
       return rv;
   }
@@ -392,7 +271,7 @@ static int pk_name_ok(const char *s)
 
 /* The top-level mapping, in two steps: collect the keys (so that seed and
  * registers are known before program and dataset are parsed), then parse. */
-static int pk_document(pk_ctx *c, wv_pack *p)
+static int pk_document(wv_yc *c, wv_pack *p)
 {
   enum { K_NAME, K_VERSION, K_DESC, K_SEED, K_REGS, K_ROUNDS, K_DATASET,
          K_PROGRAM, K_KNOWN, K_COUNT };
@@ -401,54 +280,54 @@ static int pk_document(pk_ctx *c, wv_pack *p)
     "dataset", "program", "known",
   };
   yaml_node_t *val[K_COUNT] = {0};
-  yaml_node_t *root = yaml_document_get_root_node(c->doc);
+  yaml_node_t *root = wv_yc_root(c);
   if (root == NULL)
-    return pk_fail(c, NULL, NULL, "empty file");
+    return wv_yc_fail(c, NULL, NULL, "empty file");
   if (root->type != YAML_MAPPING_NODE)
-    return pk_fail(c, root, NULL, "a pack is a mapping of keys");
+    return wv_yc_fail(c, root, NULL, "a pack is a mapping of keys");
   for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
        pr < root->data.mapping.pairs.top; pr++) {
-    yaml_node_t *k = yaml_document_get_node(c->doc, pr->key);
-    const char *ks = pk_scalar(k);
+    yaml_node_t *k = yaml_document_get_node(&c->doc, pr->key);
+    const char *ks = wv_yc_scalar(k);
     int i;
     for (i = 0; i < K_COUNT; i++)
       if (ks && strcmp(ks, keys[i]) == 0)
         break;
     if (i == K_COUNT)
-      return pk_fail(c, k, ks ? ks : "?", "unknown key");
+      return wv_yc_fail(c, k, ks ? ks : "?", "unknown key");
     if (val[i] != NULL)
-      return pk_fail(c, k, ks, "duplicate key");
-    val[i] = yaml_document_get_node(c->doc, pr->value);
+      return wv_yc_fail(c, k, ks, "duplicate key");
+    val[i] = yaml_document_get_node(&c->doc, pr->value);
   }
   for (int i = 0; i < K_COUNT; i++)
     if (val[i] == NULL && i != K_DESC && i != K_KNOWN)
-      return pk_fail(c, root, keys[i], "missing key");
+      return wv_yc_fail(c, root, keys[i], "missing key");
 
-  const char *s = pk_scalar(val[K_NAME]);
+  const char *s = wv_yc_scalar(val[K_NAME]);
   if (s == NULL || !pk_name_ok(s))
-    return pk_fail(c, val[K_NAME], "name",
+    return wv_yc_fail(c, val[K_NAME], "name",
                    "must be 1..63 characters of [A-Za-z0-9_.-]");
   snprintf(p->name, sizeof p->name, "%s", s);
   if (val[K_DESC] != NULL) {
-    s = pk_scalar(val[K_DESC]);
+    s = wv_yc_scalar(val[K_DESC]);
     if (s == NULL || strlen(s) >= sizeof p->description)
-      return pk_fail(c, val[K_DESC], "description",
+      return wv_yc_fail(c, val[K_DESC], "description",
                      "must be a string of at most %zu characters",
                      sizeof p->description - 1);
     snprintf(p->description, sizeof p->description, "%s", s);
   }
   uint64_t v;
   int rv;
-  if ((rv = pk_u64(c, val[K_VERSION], "version", 1, UINT32_MAX, &v)))
+  if ((rv = wv_yc_uint(c, val[K_VERSION], "version", 1, UINT32_MAX, &v)))
     return rv;
   p->version = (unsigned)v;
-  if ((rv = pk_u64(c, val[K_SEED], "seed", 0, UINT64_MAX, &p->seed)))
+  if ((rv = wv_yc_uint(c, val[K_SEED], "seed", 0, UINT64_MAX, &p->seed)))
     return rv;
-  if ((rv = pk_u64(c, val[K_REGS], "registers", WV_REGS_MIN, WV_REGS_MAX,
+  if ((rv = wv_yc_uint(c, val[K_REGS], "registers", WV_REGS_MIN, WV_REGS_MAX,
                    &v)))
     return rv;
   p->registers = (unsigned)v;
-  if ((rv = pk_u64(c, val[K_ROUNDS], "rounds", 1, WV_ROUNDS_MAX, &v)))
+  if ((rv = wv_yc_uint(c, val[K_ROUNDS], "rounds", 1, WV_ROUNDS_MAX, &v)))
     return rv;
   p->rounds = (unsigned)v;
   if ((rv = pk_dataset(c, val[K_DATASET], p)))
@@ -463,26 +342,10 @@ static int pk_document(pk_ctx *c, wv_pack *p)
 int wv_pack_load_file(const char *path, wv_pack **out, wave_error *err)
 {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return wv_seterr(err, WAVE_EIO, "%s: %s", path, strerror(errno));
-  yaml_parser_t parser;
-  yaml_document_t doc;
-  int rv = 0;
-  if (!yaml_parser_initialize(&parser)) {
-    fclose(f);
-    return wv_seterr(err, WAVE_ENOMEM, "yaml parser");
-  }
-  yaml_parser_set_input_file(&parser, f);
-  if (!yaml_parser_load(&parser, &doc)) {
-    rv = wv_seterr(err, WAVE_EPACKFILE, "%s:%zu:%zu: (yaml): %s%s%s", path,
-                   parser.problem_mark.line + 1,
-                   parser.problem_mark.column + 1,
-                   parser.problem ? parser.problem : "bad YAML",
-                   parser.context ? " " : "",
-                   parser.context ? parser.context : "");
-    yaml_parser_delete(&parser);
-    fclose(f);
+  wv_yc c;
+  int rv = wv_yc_open(&c, path, WAVE_EPACKFILE, WAVE_EIO, err);
+  if (rv != 0) {
+    wv_yc_close(&c);
     return rv;
   }
   wv_pack *p = calloc(1, sizeof *p);
@@ -491,12 +354,9 @@ int wv_pack_load_file(const char *path, wv_pack **out, wave_error *err)
   } else {
     pthread_mutex_init(&p->lock_, NULL);
     snprintf(p->path, sizeof p->path, "%s", path);
-    pk_ctx c = {path, &doc, err};
     rv = pk_document(&c, p);
   }
-  yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
-  fclose(f);
+  wv_yc_close(&c);
   if (rv != 0) {
     wv_pack_free(p);
     return rv;
