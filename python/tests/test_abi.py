@@ -18,10 +18,10 @@ import subprocess
 import pytest
 
 from conftest import SOURCE
-from wavedd import _abi, _ctypes
+from wavedd import _abi, _via_ctypes as _ctypes
 
 try:
-    from wavedd import _cffi
+    from wavedd import _via_cffi as _cffi
 except ImportError:
     _cffi = None
 

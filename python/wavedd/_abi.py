@@ -1,15 +1,16 @@
 """_abi.py - the one description of libwaveclient's C API that wavedd uses.
 
-Both foreign-function backends are built from these tables: _cffi.py
-turns them into cffi's cdef text, _ctypes.py into ctypes Structures and
-argtypes.  Nothing else in the package spells a C type.  Each entry is
+Both foreign-function backends are built from these tables: _via_cffi.py
+turns them into cffi's cdef text, _via_ctypes.py into ctypes Structures and
+argtypes.  The rest of the package names the tables' types
+(C.new("wave_error")) but declares none.  Each entry is
 written as the header writes it (include/wave/types.h, error.h,
 client.h), one field or one prototype a string, so a change of the
 header is copied here line for line.  tests/test_abi.py compiles a probe
-against the header that checks every struct's size, every field's offset
-and size, every enum value and every prototype (as a function pointer of
-this type, with -Werror), so the tables cannot drift from the header
-unseen.
+against the header that checks every struct's size, every field's type,
+offset and size, every enum value and every prototype (as a function
+pointer of this type, with -Werror), so the tables cannot drift from the
+header unseen.
 
 Types the parsers know (decl() below): void, char, int, unsigned,
 uint32_t, uint64_t, size_t, double, the enums and structs of these

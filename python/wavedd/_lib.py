@@ -1,7 +1,7 @@
 """_lib.py - libwaveclient, through cffi or ctypes.
 
-The C declarations are written once, in _abi.py; _cffi.py and _ctypes.py
-build their backend from them, and this module picks one:
+The C declarations are written once, in _abi.py; _via_cffi.py and
+_via_ctypes.py build their backend from them, and this module picks one:
 $WAVEDD_FFI=cffi or ctypes forces it; unset (or empty), cffi when it
 imports, else ctypes, so the package runs on the standard library and
 NumPy alone.  FFI names the one in use.  Nothing of the wire protocol is
@@ -30,14 +30,14 @@ if _CHOICE not in ("", "cffi", "ctypes"):
 _backend = None
 if _CHOICE in ("", "cffi"):
     try:
-        from . import _cffi as _backend
+        from . import _via_cffi as _backend
     except ImportError as e:
         if _CHOICE == "cffi":
             raise ImportError(f"wavedd: WAVEDD_FFI=cffi, but cffi does not "
                               f"import ({e}); install python3-cffi, or "
                               f"unset WAVEDD_FFI to use ctypes") from e
 if _backend is None:
-    from . import _ctypes as _backend
+    from . import _via_ctypes as _backend
 
 FFI = _backend.NAME
 

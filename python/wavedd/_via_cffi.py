@@ -1,6 +1,6 @@
-"""_cffi.py - the cffi backend (ABI mode: nothing compiled): cffi's cdef
+"""_via_cffi.py - the cffi backend (ABI mode: nothing compiled): cffi's cdef
 text made from the tables of _abi.py, and the few helpers the package
-calls through _lib.py (the same names as _ctypes.py's)."""
+calls through _lib.py (the same names as _via_ctypes.py's)."""
 import cffi
 
 from . import _abi

@@ -1,7 +1,7 @@
-"""_ctypes.py - the ctypes backend (the standard library alone): ctypes
+"""_via_ctypes.py - the ctypes backend (the standard library alone): ctypes
 Structures, restypes and argtypes made from the tables of _abi.py, and
 the helpers the package calls through _lib.py (the same names as
-_cffi.py's).
+_via_cffi.py's).
 
 The C types map as the x86-64 and aarch64 ABIs lay them out: an enum is
 an int (all of wavedd's are small and non-negative), a char * a
