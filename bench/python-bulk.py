@@ -5,6 +5,10 @@ run.
 
     bench/python-bulk.py [BUILD_DIR]     (default: build)
 
+It needs NumPy alone (torch and CuPy are peers, measured when present):
+the wavedd package comes from python/ beside it, through cffi when that
+imports and ctypes otherwise ($WAVEDD_FFI forces one), on BUILD_DIR's
+client/libwaveclient.so (any soname) when there, else the loader's.
 It starts wavedd from BUILD_DIR (regions allowed, max_job_rows 2^28) with
 the device WAVE_BENCH_DEVICE (default cuda0, backend cuda; cpu0 and vk0,
 backend vulkan, are known too) and measures, each from the same host
@@ -26,6 +30,7 @@ said so in the table.  Ratios are speeds: baseline time / its time.
 The wavedd rows must give the same bits every time (exit 1 otherwise).
 bench/device-run.sh runs it as its step "python".
 """
+import glob
 import os
 import statistics
 import subprocess
@@ -43,14 +48,20 @@ except ImportError:
     sys.exit(0)
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
-lib = os.path.join(BUILD, "client", "libwaveclient.so.0")
-if "WAVEDD_LIBWAVECLIENT" not in os.environ and os.path.exists(lib):
-    os.environ["WAVEDD_LIBWAVECLIENT"] = lib
+if "WAVEDD_LIBWAVECLIENT" not in os.environ:
+    # the build's link (libwaveclient.so), else its soname, whichever it
+    # is; none: the loader's (bench/device-run.sh bundles the library into
+    # LD_LIBRARY_PATH)
+    libs = sorted(glob.glob(os.path.join(BUILD, "client",
+                                         "libwaveclient.so*")), key=len)
+    if libs:
+        os.environ["WAVEDD_LIBWAVECLIENT"] = libs[0]
 try:
     import wavedd
 except ImportError as e:
-    print(f"python-bulk: skipped: the wavedd package does not load: {e}")
-    sys.exit(0)
+    # it needs NumPy alone: a package that does not load is a failure
+    print(f"python-bulk: FAIL: the wavedd package does not load: {e}")
+    sys.exit(1)
 
 LOG2 = int(os.environ.get("WAVE_BENCH_LOG2", "28"))
 REPS = int(os.environ.get("WAVE_BENCH_REPS", "5"))
@@ -200,7 +211,9 @@ def main():
     gib = NBYTES / 2**30
     print(f"python-bulk: {ROWS} float32 rows ({gib:g} GiB), device {DEVICE}, "
           f"median of {REPS}; sum bits "
-          f"{' '.join('0x%08x' % b for b in sorted(bits)[0])}")
+          f"{' '.join('0x%08x' % b for b in sorted(bits)[0])}; wavedd "
+          f"through {wavedd.FFI} on {wavedd.LIBRARY}; Python "
+          f"{sys.version.split()[0]}, NumPy {np.__version__}")
     for n in notes:
         print("note:", n)
     print(f"baseline: {base[0]}: {base[1]:.4f} s, "
@@ -217,15 +230,19 @@ def main():
     reg = by["wavedd region-backed array, repeats"]
     plain = [s for w, s, _ in rows if w.startswith("wavedd plain")][0]
     print()
-    if torch is not None:
+    if torch is not None or cupy is not None:
         print(f"target region repeats >= 0.9x the pinned copy: "
               f"{base[1] / reg:.2f}x")
+    else:
+        print("target region repeats >= 0.9x the pinned copy: not measured "
+              "(no torch or CuPy with CUDA for the pinned copy)")
+    if torch is not None:
         tn = by["torch.from_numpy(a).cuda().sum()"]
         print(f"target plain NumPy >= 2x torch.from_numpy(a).cuda().sum(): "
               f"{tn / plain:.2f}x")
     else:
-        print("targets: need torch with CUDA (the pinned-copy baseline and "
-              "torch.from_numpy) in the same run")
+        print("target plain NumPy >= 2x torch.from_numpy(a).cuda().sum(): "
+              "not measured (no torch with CUDA)")
     return 0
 
 

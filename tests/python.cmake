@@ -1,7 +1,10 @@
-# tests/python.cmake - python_test: the wavedd Python package (python/)
-# under pytest against real daemons of this build (python/tests/conftest.py
-# starts them: cpu0, and lavapipe's vk0 where the Vulkan backend is built
-# and lavapipe is installed).
+# tests/python.cmake - python_test and python_ctypes_test: the wavedd
+# Python package (python/) under pytest against real daemons of this build
+# (python/tests/conftest.py starts them: cpu0, and lavapipe's vk0 where the
+# Vulkan backend is built and lavapipe is installed), the whole suite once
+# through each backend (WAVEDD_FFI: cffi, then ctypes), so that neither
+# rots.  python_test needs cffi (python3-cffi); the ctypes run needs only
+# the standard library and NumPy.
 #
 # Debian's interpreter (/usr/bin/python3) first: its python3-numpy,
 # python3-cffi and python3-pytest are what .ci/deps.sh installs (a python3
@@ -46,8 +49,15 @@ if(WAVE_SANITIZE)
     "WAVEDD_CHILD_ASAN_OPTIONS=detect_leaks=1:abort_on_error=1")
 endif()
 
-add_test(NAME python_test
-  COMMAND ${WAVE_PYTHON3} -m pytest -q -p no:cacheprovider
-          -o faulthandler_timeout=300 ${PROJECT_SOURCE_DIR}/python/tests)
-set_tests_properties(python_test PROPERTIES ENVIRONMENT "${WV_PY_ENV}"
-  TIMEOUT 1200)
+foreach(ffi cffi ctypes)
+  if(ffi STREQUAL "cffi")
+    set(name python_test)
+  else()
+    set(name python_${ffi}_test)
+  endif()
+  add_test(NAME ${name}
+    COMMAND ${WAVE_PYTHON3} -m pytest -q -p no:cacheprovider
+            -o faulthandler_timeout=300 ${PROJECT_SOURCE_DIR}/python/tests)
+  set_tests_properties(${name} PROPERTIES
+    ENVIRONMENT "${WV_PY_ENV};WAVEDD_FFI=${ffi}" TIMEOUT 1200)
+endforeach()

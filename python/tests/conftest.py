@@ -1,10 +1,12 @@
 """conftest.py - real wavedd daemons for the Python package's tests.
 
 WAVEDD_BUILD names the build tree (its wavedd, wavectl and
-client/libwaveclient.so.0); WAVE_SOURCE_DIR the source tree (packs,
-headers, docs).  ctest's python_test sets both (tests/python.cmake); by
-hand:
+client/libwaveclient.so, the link that every soname has); WAVE_SOURCE_DIR
+the source tree (packs, headers, docs).  ctest's python_test and
+python_ctypes_test set both (tests/python.cmake), and WAVEDD_FFI (cffi,
+ctypes) picks the backend; by hand:
     WAVEDD_BUILD=$PWD/build python3 -m pytest python/tests
+    WAVEDD_FFI=ctypes WAVEDD_BUILD=$PWD/build python3 -m pytest python/tests
 WAVEDD_TEST_VULKAN=1 adds a lavapipe device vk0 to the main daemon.
 
 Fixtures:
@@ -28,7 +30,7 @@ SOURCE = os.environ.get("WAVE_SOURCE_DIR") or os.path.dirname(
 BUILD = os.environ.get("WAVEDD_BUILD") or os.path.join(SOURCE, "build")
 WAVEDD = os.path.join(BUILD, "wavedd")
 WAVECTL = os.path.join(BUILD, "wavectl")
-LIB = os.path.join(BUILD, "client", "libwaveclient.so.0")
+LIB = os.path.join(BUILD, "client", "libwaveclient.so")
 os.environ.setdefault("WAVEDD_LIBWAVECLIENT", LIB)
 
 import wavedd  # noqa: E402  (after the library's path is set)

@@ -4,8 +4,11 @@ daemon, through libwaveclient (docs/python.md).
     import numpy as np, wavedd
     with wavedd.Client() as c:
         print(c.reduce("sum", np.arange(10, dtype=np.float32)).value)
+
+It reaches libwaveclient through cffi when cffi imports, else through
+ctypes ($WAVEDD_FFI=cffi or ctypes forces one); wavedd.FFI says which.
 """
-from ._lib import LIBRARY
+from ._lib import FFI, LIBRARY
 from .client import OPS, Client, Result, empty
 from .errors import CLASSES as _CLASSES
 from .errors import Error
@@ -15,4 +18,4 @@ globals().update(_CLASSES)
 
 __version__ = "0.1.0"
 __all__ = ["Client", "Result", "empty", "Error", "Job", "JobInfo",
-           "HashResult", "OPS", "LIBRARY"] + sorted(_CLASSES)
+           "HashResult", "OPS", "LIBRARY", "FFI"] + sorted(_CLASSES)

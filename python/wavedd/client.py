@@ -25,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import errors
-from ._lib import ffi, lib, text
+from . import _lib as C
+from ._lib import lib, text
 from .errors import ArgError, DtypeError, OpError, RegionError
 
 DTYPES = {
@@ -42,7 +43,7 @@ OPS = ("sum", "min", "max", "extent", "and", "or", "xor")
 # on it for ever.
 _region_close = lib.wave_region_close
 _region_unregister = lib.wave_region_unregister
-_NULL = ffi.NULL
+_NULL = C.NULL
 
 _PAR_MIN = 64 << 20       # bytes from which a pool copy uses threads
 _POOL_ALIGN = 2 << 20     # pool sizes: whole huge pages
@@ -149,12 +150,12 @@ class _Region:
 
     def __init__(self, conn, nbytes, name):
         err = errors.new_err()
-        out = ffi.new("wave_region **")
+        out = C.out("wave_region *")
         errors.check(lib.wave_region_create(out, nbytes, name.encode(), err),
                      err)
         self.r = out[0]
         self.nbytes = nbytes
-        self.addr = int(ffi.cast("uintptr_t", lib.wave_region_data(self.r)))
+        self.addr = C.addr(lib.wave_region_data(self.r))
         self.conn = None
         with conn.lock:
             rv = (lib.wave_region_register(conn.h, self.r, err)
@@ -181,8 +182,7 @@ class _Region:
 
     def array(self, shape, dtype):
         """A NumPy array on the whole mapping; the region goes with it."""
-        data = ffi.gc(ffi.cast("char *", self.addr), lambda _: self.release())
-        buf = ffi.buffer(data, self.nbytes)
+        buf = C.memory(self.addr, self.nbytes, self.release)
         a = np.frombuffer(buf, dtype=dtype)
         return a.reshape(shape)
 
@@ -206,13 +206,13 @@ class Client:
     copy_threshold = 1 << 20
 
     def __init__(self, url=None, token=None, token_file=None, timeout=None):
-        opts = ffi.new("wave_client_options *")
+        opts = C.new("wave_client_options")
         keep = []
 
         def cstr(s):
             if s is None:
-                return ffi.NULL
-            b = ffi.new("char[]", os.fsencode(s))
+                return C.NULL
+            b = C.cstr(os.fsencode(s))
             keep.append(b)
             return b
 
@@ -225,7 +225,7 @@ class Client:
                 raise ArgError(f"timeout {timeout!r}: give a number of "
                                f"seconds above 0")
             opts.timeout_ms = ms
-        out = ffi.new("wave_client **")
+        out = C.out("wave_client *")
         err = errors.new_err()
         errors.check(lib.wave_client_open_with(out, cstr(url), opts, err),
                      err)
@@ -337,8 +337,8 @@ class Client:
             if m.dtype != np.dtype("<u4"):
                 raise DtypeError(f"mask {i} is {m.dtype}: a mask holds uint32 "
                                  f"rows, e.g. m.astype(np.uint32)")
-        dev = ffi.new("char[]", device.encode()) if device else ffi.NULL
-        res = ffi.new("wave_reduce_result *")
+        dev = C.cstr(device.encode()) if device else C.NULL
+        res = C.new("wave_reduce_result")
         err = errors.new_err()
         every = ins + masks
         found = [self._find(a) for a in every]
@@ -368,17 +368,17 @@ class Client:
                     self._reduce_ext(h, wdt, wop, every, found, len(ins),
                                      has_mask, dev, res, err)
                     return Result(res, "pool")
-        ch = ffi.new("wave_chunk[]", max(len(every), 1))
-        keep = []
+        # every array stays referenced (every) while the call reads it
+        ch, mk = C.array("wave_chunk", len(ins)), C.array("wave_chunk",
+                                                         len(masks))
         for i, a in enumerate(every):
-            cd = ffi.from_buffer(a, require_writable=False)
-            keep.append(cd)
-            ch[i].data = cd
-            ch[i].bytes = a.nbytes
-        q = ffi.new("wave_reduce_request *")
+            c = ch[i] if i < len(ins) else mk[i - len(ins)]
+            c.data = C.ptr(_addr(a))
+            c.bytes = a.nbytes
+        q = C.new("wave_reduce_request")
         q.dtype, q.op = wdt, wop
         q.input, q.n_input = ch, len(ins)
-        q.mask, q.n_mask = ch + len(ins), len(masks)
+        q.mask, q.n_mask = mk, len(masks)
         q.has_mask = int(has_mask)
         q.device = dev
         errors.check(lib.wave_reduce(h, q, res, err), err)
@@ -387,15 +387,17 @@ class Client:
     @staticmethod
     def _reduce_ext(h, wdt, wop, every, found, n_in, has_mask, dev, res,
                     err):
-        ex = ffi.new("wave_extent[]", max(len(every), 1))
+        ex = C.array("wave_extent", n_in)
+        mx = C.array("wave_extent", len(every) - n_in)
         for i, (a, (rg, off)) in enumerate(zip(every, found)):
-            ex[i].region = rg.r
-            ex[i].offset = off
-            ex[i].bytes = a.nbytes
-        q = ffi.new("wave_region_reduce *")
+            e = ex[i] if i < n_in else mx[i - n_in]
+            e.region = rg.r
+            e.offset = off
+            e.bytes = a.nbytes
+        q = C.new("wave_region_reduce")
         q.dtype, q.op = wdt, wop
         q.input, q.n_input = ex, n_in
-        q.mask, q.n_mask = ex + n_in, len(every) - n_in
+        q.mask, q.n_mask = mx, len(every) - n_in
         q.has_mask = int(has_mask)
         q.device = dev
         errors.check(lib.wave_reduce_region(h, q, res, err), err)
@@ -404,10 +406,10 @@ class Client:
     def status(self):
         """The daemon's status: a dict (version, ready, uptime_ms,
         jobs_served, jobs_failed, listen, devices: a list of dicts)."""
-        out = ffi.new("wave_status **")
+        out = C.out("wave_status *")
         err = errors.new_err()
         errors.check(lib.wave_status_get(self._handle(), out, err), err)
-        s = out[0]
+        s = out[0][0]
         try:
             devs = []
             for i in range(s.n_devices):
@@ -427,12 +429,11 @@ class Client:
                 "version": text(s.version), "ready": bool(s.ready),
                 "uptime_ms": s.uptime_ms, "jobs_served": s.jobs_served,
                 "jobs_failed": s.jobs_failed, "instance": s.instance,
-                "listen": [ffi.string(s.listen[i]).decode()
-                           for i in range(s.n_listen)],
+                "listen": [text(s.listen[i]) for i in range(s.n_listen)],
                 "devices": devs,
             }
         finally:
-            lib.wave_status_free(s)
+            lib.wave_status_free(out[0])
 
     # ---- hash jobs (jobs.py) -------------------------------------------
     def hash(self, pack, nonce, count, target=0, devices=None,

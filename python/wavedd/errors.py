@@ -13,7 +13,7 @@ symbol, .message: the daemon's message, or a local one for argument and
 transport errors); a few derive also from the builtin exception that says
 the same, so that `except TimeoutError` works.
 """
-from ._lib import ffi, lib, text
+from ._lib import lib, new, text
 
 NAMES = {
     "BADREQUEST": "BadRequestError",
@@ -116,4 +116,4 @@ def check(rv, err):
 
 
 def new_err():
-    return ffi.new("wave_error *")
+    return new("wave_error")

@@ -10,7 +10,8 @@ import sys
 import time
 
 from . import errors
-from ._lib import ffi, lib, text
+from . import _lib as C
+from ._lib import lib, text
 
 STATES = {1: "queued", 2: "running", 3: "done", 4: "failed",
           5: "cancelled", 6: "preparing"}
@@ -64,7 +65,7 @@ class HashResult:
         self.segment_log2 = int(r.segment_log2)
         self.segment_count = int(r.segment_count)
         self.segments = ([int(r.segments[i]) for i in range(r.n_segments)]
-                         if r.segments != ffi.NULL else None)
+                         if r.segments else None)
         self.shares = [{"device": text(r.shares[i].device),
                         "hashes": int(r.shares[i].hashes),
                         "seconds": float(r.shares[i].seconds),
@@ -141,8 +142,8 @@ class Job:
         return f"<wavedd.Job {self.id}>"
 
     def _poll(self, wait_ms):
-        info = ffi.new("wave_job_info *")
-        res = ffi.new("wave_hash_result *")
+        info = C.new("wave_job_info")
+        res = C.new("wave_hash_result")
         err = errors.new_err()
         errors.check(lib.wave_job_poll(self.client._handle(), self.id,
                                        wait_ms, info, res, err), err)
@@ -208,7 +209,7 @@ class Job:
 
     def cancel(self):
         """Cancel the job; its JobInfo after."""
-        info = ffi.new("wave_job_info *")
+        info = C.new("wave_job_info")
         err = errors.new_err()
         errors.check(lib.wave_job_cancel(self.client._handle(), self.id, info,
                                          err), err)
@@ -220,36 +221,36 @@ def submit(client, pack, nonce, count, target, devices, segments, device,
     keep = []
 
     def cstr(s):
-        b = ffi.new("char[]", str(s).encode())
+        b = C.cstr(str(s).encode())
         keep.append(b)
         return b
 
-    q = ffi.new("wave_hash_request *")
+    q = C.new("wave_hash_request")
     q.pack = cstr(pack)
     q.nonce = int(nonce)
     q.count = int(count)
     q.target = int(target)
     q.max_winners = int(max_winners)
-    q.device = cstr(device) if device else ffi.NULL
+    q.device = cstr(device) if device else C.NULL
     if devices is not None:
         if isinstance(devices, str):
             devices = [devices]
-        arr = ffi.new("char *[]", [cstr(d) for d in devices])
+        arr = C.cstrs([cstr(d) for d in devices])
         keep.append(arr)
         q.devices = arr
         q.n_devices = len(devices)
     q.segment_log2 = int(segment_log2)
     q.want_segments = int(bool(segments))
     q.detach = int(bool(detach))
-    job_id = ffi.new("uint64_t *")
+    job_id = C.out("uint64_t")
     err = errors.new_err()
     errors.check(lib.wave_hash_submit(client._handle(), q, job_id, err), err)
     return Job(client, job_id[0], detached=bool(detach))
 
 
 def list_jobs(client):
-    out = ffi.new("wave_job_info **")
-    n = ffi.new("size_t *")
+    out = C.out("wave_job_info *")
+    n = C.out("size_t")
     err = errors.new_err()
     errors.check(lib.wave_jobs_get(client._handle(), out, n, err), err)
     try:
