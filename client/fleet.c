@@ -578,7 +578,7 @@ static int fl_hash_collect(const fl_link *l, uint64_t job, uint64_t inst,
                            wv_fleet_hpart *pt, wave_error *err)
 {
   wave_client *c = l->c;
-  uint64_t want = wv_fleet_seg_count(pt->nonce, pt->count, s);
+  uint64_t want = wv_seg_count(pt->nonce, pt->count, s);
   if (hr->segment_log2 != s || hr->segment_count != want ||
       hr->hashes != pt->count)
     return wv_seterr(err, WAVE_EVERSION,
@@ -644,19 +644,6 @@ static int fl_hash_collect(const fl_link *l, uint64_t job, uint64_t inst,
   return rc;
 }
 
-/* FNV-1a-64 over 64-bit values as 8 little-endian bytes (docs/hash.md),
- * the segment fingerprint of the outputs of a segment's nonces. */
-static uint64_t fl_fnv_u64(const uint64_t *v, uint64_t n)
-{
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t i = 0; i < n; i++)
-    for (unsigned b = 0; b < 8; b++) {
-      h ^= (v[i] >> (8 * b)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  return h;
-}
-
 /* A lie: the daemon is dropped and all it answered runs again. */
 static int fl_lie(const fl_link *l, wave_error *err, const char *what,
                   const wv_fleet_hpart *pt, uint64_t nonce)
@@ -693,7 +680,7 @@ static int fl_hash_check(const fl_link *l, const fl_hash *h,
     return fl_lie(l, err, "the best and the winner count disagree", pt,
                   pt->best_nonce);
   for (size_t j = 0; j < pt->n_winners; j++) {
-    const wave_winner *w = &pt->winners[j];
+    const wv_hash_winner *w = &pt->winners[j];
     if (w->nonce < lo || w->nonce > hi)
       return fl_lie(l, err, "a winner lies outside the piece", pt, w->nonce);
     if (j > 0 && w->nonce <= pt->winners[j - 1].nonce)
@@ -747,7 +734,8 @@ static int fl_hash_check(const fl_link *l, const fl_hash *h,
   if (o == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   rc = f->rehash(f->rehash_arg, pack, a, b - a + 1, o, err);
-  uint64_t fp = rc == 0 ? fl_fnv_u64(o, b - a + 1) : 0;
+  uint64_t fp = rc == 0 ? wv_fnv1a64_u64(WV_FNV_OFFSET, o, (size_t)(b - a + 1))
+                        : 0;
   free(o);
   if (rc != 0)
     return rc;
@@ -853,10 +841,11 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
                      "or passes 2^64", (unsigned long long)req->nonce,
                      (unsigned long long)req->count);
   unsigned s = opt && opt->segment_log2 ? opt->segment_log2
-               : req->segment_log2 ? req->segment_log2 : 13;
+               : req->segment_log2 ? req->segment_log2 : WV_SEG_LOG2_DEFAULT;
   int want_segments = (opt && opt->want_segments) || req->want_segments;
-  if (s < 5 || s > 20)
-    return wv_seterr(err, WAVE_EARG, "segment_log2 %u is outside 5..20", s);
+  if (s < WV_SEG_LOG2_MIN || s > WV_SEG_LOG2_MAX)
+    return wv_seterr(err, WAVE_EARG, "segment_log2 %u is outside %u..%u", s,
+                     WV_SEG_LOG2_MIN, WV_SEG_LOG2_MAX);
   /* piece 0: guided pieces, shrinking toward the end (fleet_merge.h) */
   uint64_t piece = opt ? opt->piece : 0;
   uint64_t n = piece ? wv_fleet_hash_pieces(req->nonce, req->count, s, piece)
@@ -899,7 +888,7 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
   res->pieces = n;
   res->segment_log2 = s;
   if (rc == 0)
-    rc = wv_fleet_hash_merge(h.parts, (size_t)n, req->max_winners,
+    rc = wv_fleet_hash_merge(h.parts, (size_t)n, s, req->max_winners,
                              want_segments, res, err);
 out:
   for (uint64_t i = 0; h.parts && i < n; i++) {

@@ -2,8 +2,10 @@
  * functions (no sockets, no threads) so that tests can hold them against
  * the single-daemon reference (tests/test_fleet.c).
  *
- * docs/fleet.md and docs/reduction.md ("Partials") state the rules; this
- * is their transcription.
+ * docs/fleet.md and docs/reduction.md ("Partials") state the rules; the
+ * exact merges themselves are core/partial.c and core/hashmerge.c, shared
+ * with the daemon; this file adapts them to the fleet's pieces and cuts
+ * the pieces.
  */
 #ifndef WV_FLEET_MERGE_H
 #define WV_FLEET_MERGE_H
@@ -11,60 +13,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/partial.h"
+#include "core/segments.h"
 #include "wave/client.h"
 #include "wave/fleet.h"
 
 /* ---- reductions --------------------------------------------------------- */
 
-/* The answer for one piece: a run of rows of one input chunk. */
-typedef struct wv_fleet_rpart {
-  size_t chunk;           /* input chunk it belongs to (pieces in order) */
-  uint32_t bits[2];       /* the daemon's answer */
-  uint64_t count;         /* rows selected */
-  int finite;             /* float min/max/extent: a selected row is finite */
-} wv_fleet_rpart;
-
-/* Merge n pieces (in job order) of a job of dtype/op into res->bits,
- * n_values and count, exactly as one daemon reduces the whole job.
- * 0, or WAVE_ENOMEM. */
-int wv_fleet_reduce_merge(wave_dtype dt, wave_op op,
-                          const wv_fleet_rpart *p, size_t n,
-                          wave_reduce_result *res, wave_error *err);
-
-/* The float-sum tree's levels (docs/reduction.md) over v[0..n-1], n >= 1,
- * in place: returns the one value left. */
-float wv_fleet_f32_levels(float *v, size_t n);
+/* Merge n pieces (core/partial.h, in job order) of a job of dtype/op into
+ * res->bits, n_values and count, exactly as one daemon reduces the whole
+ * job.  0, or WAVE_ENOMEM. */
+int wv_fleet_reduce_merge(wave_dtype dt, wave_op op, const wv_partial *p,
+                          size_t n, wave_reduce_result *res,
+                          wave_error *err);
 
 /* Does rows [0, rows) of data, under the mask (NULL: all selected; else
- * mask spans covering the same rows), hold a selected finite float? */
+ * mask spans covering the same rows), hold a selected finite float?
+ * (wv_reduce_any_finite over the client's chunks.) */
 int wv_fleet_any_finite(const uint32_t *data, uint64_t rows,
                         const wave_chunk *mask, size_t n_mask);
 
 /* ---- hash jobs ---------------------------------------------------------- */
-
-/* Segments of 2^s that [nonce, nonce + count) touches (count >= 1). */
-static inline uint64_t wv_fleet_seg_count(uint64_t nonce, uint64_t count,
-                                          unsigned s)
-{
-  return ((nonce + (count - 1)) >> s) - (nonce >> s) + 1;
-}
 
 /* The answer for one piece [nonce, nonce + count): whole segments. */
 typedef struct wv_fleet_hpart {
   uint64_t nonce, count;
   uint64_t *segments;     /* n_segments fingerprints, in nonce order */
   uint64_t n_segments;
-  wave_winner *winners;   /* its lowest-nonce winners, in nonce order */
+  wv_hash_winner *winners;  /* its lowest-nonce winners, in nonce order */
   size_t n_winners;
   uint64_t winner_count;
   uint64_t best_nonce, best_output;
 } wv_fleet_hpart;
 
-/* Merge n pieces, in nonce order and covering the job without gaps, into
- * res (job_fingerprint, segment_count, winners up to max_winners,
- * winner_count, best, hashes; segments too when want_segments).  0, or
- * WAVE_ENOMEM. */
-int wv_fleet_hash_merge(const wv_fleet_hpart *p, size_t n,
+/* Merge n pieces of segments of 2^s (core/hashmerge.h), in nonce order and
+ * covering the job without gaps, each holding wv_seg_count of its range
+ * segments, into res (job_fingerprint, segment_count, winners up to
+ * max_winners, winner_count, best, hashes; segments too when
+ * want_segments).  0, or WAVE_ENOMEM. */
+int wv_fleet_hash_merge(const wv_fleet_hpart *p, size_t n, unsigned s,
                         uint32_t max_winners, int want_segments,
                         wave_fleet_hash_result *res, wave_error *err);
 

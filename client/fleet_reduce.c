@@ -34,7 +34,7 @@ typedef struct fr_piece {
 typedef struct fr_job {
   const wave_reduce_request *req;
   fr_piece *pieces;
-  wv_fleet_rpart *parts;
+  wv_partial *parts;
 } fr_job;
 
 static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
@@ -59,7 +59,7 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
                      "for %llu rows", p->f->urls[d],
                      (unsigned long long)pc->rows,
                      (unsigned long long)r.rows);
-  wv_fleet_rpart *pt = &j->parts[i];
+  wv_partial *pt = &j->parts[i];
   pt->chunk = pc->chunk;
   pt->bits[0] = r.bits[0];
   pt->bits[1] = r.n_values > 1 ? r.bits[1] : 0;

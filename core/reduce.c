@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/base.h"
+#include "core/partial.h"
 #include "core/reduce.h"
 
 static uint32_t rd_row(const void *data, uint64_t i)
@@ -149,25 +150,6 @@ uint32_t wv_f32_sum_finish(float sum, uint64_t count)
   return rd_bits(sum);
 }
 
-/* The levels of docs/reduction.md over a[0..n-1], in place (value g of a
- * level only overwrites a[g], which that level has already read). */
-static float rd_levels(float *a, size_t n)
-{
-  while (n > 1) {
-    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
-    for (size_t g = 0; g < m; g++) {
-      float v[WV_GROUP];
-      for (size_t j = 0; j < WV_GROUP; j++) {
-        size_t k = g * WV_GROUP + j;
-        v[j] = k < n ? a[k] : -0.0f;
-      }
-      a[g] = wv_f32_group_tree(v);
-    }
-    n = m;
-  }
-  return a[0];
-}
-
 /* One non-empty chunk of the float sum: its leaves, then its levels.  The
  * first level is built here from the leaves, group by group. */
 static int rd_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m,
@@ -194,7 +176,7 @@ static int rd_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m,
     }
     a[g] = wv_f32_group_tree(v);
   }
-  *out = rd_levels(a, groups);
+  *out = wv_f32_levels(a, groups);
   free(a);
   return 0;
 }
@@ -227,7 +209,7 @@ static int rd_float_sum(const wv_reduce_job *job, uint64_t count,
     }
     row += c->rows;
   }
-  float sum = rd_levels(vals, nonempty);
+  float sum = wv_f32_levels(vals, nonempty);
   free(vals);
   *bits = wv_f32_sum_finish(sum, count);
   return 0;

@@ -14,6 +14,7 @@
 #include "daemon/filered.h"
 #include "daemon/log.h"
 #include "core/base.h"
+#include "core/partial.h"
 #include "core/reduce.h"
 #include "workers/wvdev.h"
 
@@ -249,142 +250,6 @@ static void *fr_reader(void *arg)
   return NULL;
 }
 
-/* ---- merging the pieces' answers (docs/reduction.md "Partials") --------- */
-
-static float fr_f32(uint32_t b)
-{
-  float f;
-  memcpy(&f, &b, 4);
-  return f;
-}
-
-/* The levels over a[0..n-1] (n >= 1; a is clobbered). */
-static float fr_levels(float *a, size_t n)
-{
-  while (n > 1) {
-    size_t groups = (n + WV_GROUP - 1) / WV_GROUP;
-    for (size_t g = 0; g < groups; g++) {
-      float v[WV_GROUP];
-      for (size_t j = 0; j < WV_GROUP; j++) {
-        size_t x = g * WV_GROUP + j;
-        v[j] = x < n ? a[x] : fr_f32(WV_F32_NEG_ZERO);
-      }
-      a[g] = wv_f32_group_tree(v);
-    }
-    n = groups;
-  }
-  return a[0];
-}
-
-static uint32_t fr_key(uint32_t x)
-{
-  return x ^ ((x >> 31) ? 0xffffffffu : 0x80000000u);
-}
-
-typedef struct fr_acc {
-  wave_dtype dt;
-  wave_op op;
-  uint64_t count;
-  int have;             /* a piece that selects a row (float: a finite) */
-  uint32_t v[2];        /* integers: the value; floats: min/max keys */
-  float *vals;          /* float sum: the pieces of the current chunk */
-  size_t n_vals;
-  float *cvals;         /* ... the values of the chunks so far */
-  size_t n_cvals;
-  size_t chunk;         /* the current chunk */
-} fr_acc;
-
-static uint32_t fr_int(const fr_acc *a, wave_op op, uint32_t x, uint32_t y)
-{
-  int s = a->dt == WAVE_S32;
-  switch (op) {
-  case WAVE_SUM: return x + y;
-  case WAVE_AND: return x & y;
-  case WAVE_OR: return x | y;
-  case WAVE_XOR: return x ^ y;
-  case WAVE_MIN:
-    return (s ? (int32_t)y < (int32_t)x : y < x) ? y : x;
-  case WAVE_MAX:
-    return (s ? (int32_t)y > (int32_t)x : y > x) ? y : x;
-  default: return x;
-  }
-}
-
-/* One piece's answer o of the one-chunk job j. */
-static void fr_merge(fr_acc *a, const wv_reduce_job *j,
-                     const wv_reduce_out *o)
-{
-  a->count += o->count;
-  if (a->dt == WAVE_F32 && a->op == WAVE_SUM) {
-    a->vals[a->n_vals++] = o->count == 0 ? fr_f32(WV_F32_NEG_ZERO)
-                                         : fr_f32(o->bits[0]);
-    return;
-  }
-  if (o->count == 0)
-    return;
-  if (a->dt != WAVE_F32 && a->op == WAVE_EXTENT) {
-    a->v[0] = a->have ? fr_int(a, WAVE_MIN, a->v[0], o->bits[0]) : o->bits[0];
-    a->v[1] = a->have ? fr_int(a, WAVE_MAX, a->v[1], o->bits[1]) : o->bits[1];
-    a->have = 1;
-    return;
-  }
-  if (a->dt != WAVE_F32) {
-    a->v[0] = a->have ? fr_int(a, a->op, a->v[0], o->bits[0]) : o->bits[0];
-    a->have = 1;
-    return;
-  }
-  int finite = o->bits[0] != 0 || (o->n_values > 1 && o->bits[1] != 0) ||
-               wv_reduce_any_finite(j);
-  if (!finite)
-    return;
-  uint32_t lo = fr_key(o->bits[0]);
-  uint32_t hi = fr_key(o->n_values > 1 ? o->bits[1] : o->bits[0]);
-  if (!a->have) {
-    a->v[0] = lo;
-    a->v[1] = hi;
-  } else {
-    a->v[0] = lo < a->v[0] ? lo : a->v[0];
-    a->v[1] = hi > a->v[1] ? hi : a->v[1];
-  }
-  a->have = 1;
-}
-
-static void fr_chunk_end(fr_acc *a)
-{
-  if (a->n_vals > 0)
-    a->cvals[a->n_cvals++] = fr_levels(a->vals, a->n_vals);
-  a->n_vals = 0;
-}
-
-static uint32_t fr_unkey(uint32_t k)
-{
-  return k ^ ((k >> 31) ? 0x80000000u : 0xffffffffu);
-}
-
-static void fr_result(fr_acc *a, wv_reduce_out *out, int *some)
-{
-  memset(out, 0, sizeof *out);
-  out->n_values = a->op == WAVE_EXTENT ? 2 : 1;
-  out->count = a->count;
-  *some = a->have;
-  if (a->dt == WAVE_F32 && a->op == WAVE_SUM) {
-    fr_chunk_end(a);
-    float v = a->n_cvals > 0 ? fr_levels(a->cvals, a->n_cvals) : 0.0f;
-    out->bits[0] = wv_f32_sum_finish(v, a->count);
-    *some = 0;
-  } else if (a->count == 0 || !a->have) {
-    ; /* nothing selected (or no finite row): 0 / +0.0 */
-  } else if (a->dt != WAVE_F32) {
-    out->bits[0] = a->v[0];
-    out->bits[1] = a->op == WAVE_EXTENT ? a->v[1] : 0;
-  } else if (a->op == WAVE_EXTENT) {
-    out->bits[0] = fr_unkey(a->v[0]);
-    out->bits[1] = fr_unkey(a->v[1]);
-  } else {
-    out->bits[0] = fr_unkey(a->op == WAVE_MIN ? a->v[0] : a->v[1]);
-  }
-}
-
 int wd_file_validate(const wv_reduce_job *job, wave_error *err)
 {
   size_t n = job->n_input + job->n_mask;
@@ -459,19 +324,12 @@ static void fr_abandon(fr *f)
   }
 }
 
-int wd_file_reduce(const wv_backend *b, wv_device *bdev,
-                   const wv_reduce_job *job, const wd_fsrc *src,
-                   unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
+/* The device thread's side: f with its descriptors, pieces, mask starts
+ * and slot buffers (slots of slot_rows), or an error (f is freed). */
+static int fr_open(const wv_reduce_job *job, const wd_fsrc *src,
+                   uint64_t slot_rows, unsigned n_slots, fr **out,
                    wave_error *err)
 {
-  uint64_t P, slot_rows;
-  unsigned n_readers, n_slots;
-  fr_shape(b, &P, &slot_rows, &n_readers, &n_slots);
-  unsigned stuck = atomic_load(&fr_stuck);
-  if (stuck >= WD_FILE_STUCK_MAX)
-    return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
-                     "returned (a hung mount?); no more file jobs until they "
-                     "do", stuck);
   fr *f = calloc(1, sizeof *f);
   if (f == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
@@ -481,9 +339,7 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
   f->refs = 1;
   pthread_mutex_init(&f->mu, NULL);
   fr_cv_init(&f->cv);
-  fr_acc a = {.dt = job->dtype, .op = job->op, .chunk = SIZE_MAX};
-  int rc = 0, need_in = 0, stalled = 0;
-  size_t max_vals = 0;
+  int rc = 0, need_in = 0;
   f->job_spans = job->n_input + job->n_mask;
   f->fds = malloc((f->job_spans + 1) * sizeof *f->fds);
   for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
@@ -493,26 +349,17 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
         (f->fds[i] = fcntl(src[i].fd, F_DUPFD_CLOEXEC, 0)) < 0) {
       rc = wv_seterr(err, WAVE_EREGION, "file region %" PRIu64 ": %s",
                      src[i].region, strerror(errno));
-      goto out;
+      goto fail;
     }
   for (size_t i = 0; i < job->n_input; i++) {
     f->n += (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows);
     need_in |= src[i].fd >= 0;
-    size_t nv = (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows *
-                         ((slot_rows + P - 1) / P));  /* device calls */
-    max_vals = nv > max_vals ? nv : max_vals;
   }
   f->pieces = calloc(f->n + 1, sizeof *f->pieces);
   f->mask_start = calloc(job->n_mask + 2, sizeof *f->mask_start);
-  int fsum = job->dtype == WAVE_F32 && job->op == WAVE_SUM;
-  if (fsum) {
-    a.vals = malloc((max_vals + 1) * sizeof *a.vals);
-    a.cvals = malloc((job->n_input + 1) * sizeof *a.cvals);
-  }
-  if (f->fds == NULL || f->pieces == NULL || f->mask_start == NULL ||
-      (fsum && (a.vals == NULL || a.cvals == NULL))) {
+  if (f->fds == NULL || f->pieces == NULL || f->mask_start == NULL) {
     rc = wv_seterr(err, WAVE_ENOMEM, NULL);
-    goto out;
+    goto fail;
   }
   uint64_t lrow = 0;  /* the job's logical row of each chunk's start */
   for (size_t i = 0, k = 0; i < job->n_input; i++) {
@@ -533,16 +380,26 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
          (f->slots[s].mask = aligned_alloc(4096, bytes)) == NULL)) {
       rc = wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
                      "bytes)", n_slots, bytes);
-      goto out;
+      goto fail;
     }
   }
+  *out = f;
+  return 0;
+fail:
+  fr_free(f);  /* no reader yet */
+  return rc;
+}
+
+/* Up to n readers, detached; how many started. */
+static unsigned fr_start_readers(fr *f, unsigned n)
+{
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (n_readers > f->n)
-    n_readers = (unsigned)f->n;
+  if (n > f->n)
+    n = (unsigned)f->n;
   pthread_mutex_lock(&f->mu);
-  for (unsigned t = 0; t < n_readers; t++) {
+  for (unsigned t = 0; t < n; t++) {
     pthread_t tid;
     f->refs++;
     f->running++;
@@ -555,50 +412,105 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
   unsigned started = f->running;
   pthread_mutex_unlock(&f->mu);
   pthread_attr_destroy(&at);
-  if (started == 0 && f->n > 0)
+  return started;
+}
+
+/* Wait until piece i is in its slot: 0, or the reader's error, or a stall
+ * past timeout_ms (*stalled set: its read is left behind). */
+static int fr_await(fr *f, size_t i, unsigned timeout_ms, int *stalled,
+                    wave_error *err)
+{
+  fr_slot *s = &f->slots[i % f->n_slots];
+  int rc = 0;
+  pthread_mutex_lock(&f->mu);
+  /* a read that blocks (a hung network or FUSE file) fails this job after
+   * the bound; the device moves on */
+  uint64_t deadline = fr_now_ms() + timeout_ms;
+  int late = 0;
+  while (s->idx != i && !f->stop && !late)
+    late = fr_wait_until(&f->cv, &f->mu, deadline);
+  *stalled = late && s->idx != i && !f->stop;
+  if (f->stop && f->rc != 0) {
+    rc = f->rc;
+    *err = f->err;
+  } else if (s->idx != i && late) {
+    rc = wv_seterr(err, WAVE_EREGION, "reading a file region stalled for "
+                   "more than %u ms (limits.region_read_timeout_ms): the "
+                   "job fails and its read is left behind (a hung mount?)",
+                   timeout_ms);
+  } else if (s->idx != i) {  /* stopped with no reader error: a bug */
+    rc = wv_seterr(err, WAVE_EINTERNAL, "file reader stopped at piece "
+                   "%zu of %zu", i, f->n);
+  }
+  pthread_mutex_unlock(&f->mu);
+  return rc;
+}
+
+/* Piece i, in its slot, on the device in calls of P rows, each answer a
+ * partial of the job (docs/reduction.md "Partials", core/partial.h). */
+static int fr_reduce_piece(fr *f, size_t i, const wv_backend *b,
+                           wv_device *bdev, uint64_t P, wv_partial_acc *acc,
+                           wave_error *err)
+{
+  const wv_reduce_job *job = f->job;
+  const fr_slot *s = &f->slots[i % f->n_slots];
+  const fr_piece *pc = &f->pieces[i];
+  int rc = 0;
+  for (uint64_t r = 0; r < pc->k && rc == 0; r += P) {
+    uint64_t n = pc->k - r < P ? pc->k - r : P;
+    wv_span in = {s->in_p + r * 4, n};
+    wv_span mk = {job->has_mask ? s->mask_p + r * 4 : NULL, n};
+    wv_reduce_job j = {.dtype = job->dtype, .op = job->op, .input = &in,
+                       .n_input = 1, .mask = &mk,
+                       .n_mask = job->has_mask ? 1 : 0,
+                       .has_mask = job->has_mask, .rows = n};
+    wv_reduce_out o = {0};
+    wv_partial pt;
+    if ((rc = wv_dev_reduce(b, bdev, &j, &o, err)) == 0) {
+      wv_partial_of(&j, &o, pc->chunk, &pt);
+      rc = wv_partial_add(acc, &pt, err);
+    }
+  }
+  return rc;
+}
+
+int wd_file_reduce(const wv_backend *b, wv_device *bdev,
+                   const wv_reduce_job *job, const wd_fsrc *src,
+                   unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
+                   wave_error *err)
+{
+  uint64_t P, slot_rows;
+  unsigned n_readers, n_slots;
+  fr_shape(b, &P, &slot_rows, &n_readers, &n_slots);
+  unsigned stuck = atomic_load(&fr_stuck);
+  if (stuck >= WD_FILE_STUCK_MAX)
+    return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
+                     "returned (a hung mount?); no more file jobs until they "
+                     "do", stuck);
+  /* float sum: the chunk values, and the largest chunk's device calls */
+  size_t max_vals = 0;
+  for (size_t i = 0; i < job->n_input; i++) {
+    size_t nv = (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows *
+                         ((slot_rows + P - 1) / P));
+    max_vals = nv > max_vals ? nv : max_vals;
+  }
+  wv_partial_acc acc;
+  int rc = wv_partial_init(&acc, job->dtype, job->op,
+                           job->n_input + max_vals + 1, err);
+  if (rc != 0)
+    return rc;
+  fr *f = NULL;
+  if ((rc = fr_open(job, src, slot_rows, n_slots, &f, err)) != 0) {
+    wv_partial_fini(&acc);
+    return rc;
+  }
+  if (fr_start_readers(f, n_readers) == 0 && f->n > 0)
     rc = wv_seterr(err, WAVE_ENOMEM, "cannot start a file reader thread");
+  int stalled = 0;
   for (size_t i = 0; rc == 0 && i < f->n; i++) {
-    fr_slot *s = &f->slots[i % n_slots];
-    pthread_mutex_lock(&f->mu);
-    /* a read that blocks (a hung network or FUSE file) fails this job after
-     * the bound; the device moves on */
-    uint64_t deadline = fr_now_ms() + timeout_ms;
-    int late = 0;
-    while (s->idx != i && !f->stop && !late)
-      late = fr_wait_until(&f->cv, &f->mu, deadline);
-    stalled = late && s->idx != i && !f->stop;
-    if (f->stop && f->rc != 0) {
-      rc = f->rc;
-      *err = f->err;
-    } else if (s->idx != i && late) {
-      rc = wv_seterr(err, WAVE_EREGION, "reading a file region stalled for "
-                     "more than %u ms (limits.region_read_timeout_ms): the "
-                     "job fails and its read is left behind (a hung mount?)",
-                     timeout_ms);
-    } else if (s->idx != i) {  /* stopped with no reader error: a bug */
-      rc = wv_seterr(err, WAVE_EINTERNAL, "file reader stopped at piece "
-                     "%zu of %zu", i, f->n);
-    }
-    pthread_mutex_unlock(&f->mu);
-    if (rc != 0)
+    if ((rc = fr_await(f, i, timeout_ms, &stalled, err)) != 0)
       break;
-    const fr_piece *pc = &f->pieces[i];
-    if (fsum && pc->chunk != a.chunk) {
-      fr_chunk_end(&a);
-      a.chunk = pc->chunk;
-    }
-    for (uint64_t r = 0; r < pc->k && rc == 0; r += P) {
-      uint64_t n = pc->k - r < P ? pc->k - r : P;
-      wv_span in = {s->in_p + r * 4, n};
-      wv_span mk = {job->has_mask ? s->mask_p + r * 4 : NULL, n};
-      wv_reduce_job j = {.dtype = job->dtype, .op = job->op, .input = &in,
-                         .n_input = 1, .mask = &mk,
-                         .n_mask = job->has_mask ? 1 : 0,
-                         .has_mask = job->has_mask, .rows = n};
-      wv_reduce_out o = {0};
-      if ((rc = wv_dev_reduce(b, bdev, &j, &o, err)) == 0)
-        fr_merge(&a, &j, &o);
-    }
+    rc = fr_reduce_piece(f, i, b, bdev, P, &acc, err);
     pthread_mutex_lock(&f->mu);
     f->done = i + 1;
     if (rc != 0)
@@ -607,8 +519,7 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
     pthread_mutex_unlock(&f->mu);
   }
   if (rc == 0)
-    fr_result(&a, out, some_finite);
-out:
+    wv_partial_result(&acc, out, some_finite);
   pthread_mutex_lock(&f->mu);
   fr_abandon(f);
   if (stalled)
@@ -617,8 +528,7 @@ out:
   pthread_mutex_unlock(&f->mu);
   if (last)
     fr_free(f);
-  free(a.vals);
-  free(a.cvals);
+  wv_partial_fini(&acc);
   return rc;
 }
 

@@ -10,8 +10,9 @@
  * pread the input (and mask) rows a slot at a time into a small ring of
  * buffers, ahead of the device, and the device reduces each slot in place
  * as a one-chunk job of its own; the answers merge as the pieces of
- * docs/reduction.md "Partials" do, so the result has the bits of the whole
- * job on one device.
+ * docs/reduction.md "Partials" do (core/partial.c, the merge the fleet
+ * coordinator uses too), so the result has the bits of the whole job on
+ * one device.
  *
  * Pieces.  A slot is the rows [a, a + k) of one input chunk, a a multiple
  * of the slot size counted from the chunk's start; each device call takes

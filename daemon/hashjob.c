@@ -98,8 +98,8 @@ static uint64_t hj_result_bytes(const wd_hjob *j)
   uint64_t n = 0;
   if (j->outputs != NULL)
     n += j->count * sizeof *j->outputs;
-  if (j->segments != NULL)
-    n += j->seg_count * sizeof *j->segments;
+  if (j->m.segments != NULL)
+    n += j->seg_count * sizeof *j->m.segments;
   return n;
 }
 
@@ -122,9 +122,9 @@ static void hj_free(wd_hjob *j)
   free(j->parts);
   free(j->dev_names);
   free(j->shares);
-  free(j->segments);
-  free(j->winners);
-  free(j->wtmp);
+  free(j->m.segments);
+  free(j->m.winners);
+  free(j->m.tmp);
   free(j->outputs);
   pthread_mutex_destroy(&j->mu);
   free(j);
@@ -199,15 +199,15 @@ static wd_hjob *hj_alloc(const wd_hash_submit *hs, size_t n_parts,
   j->shares = calloc(n_parts, sizeof *j->shares);
   int bad = !j->parts || !j->dev_names || !j->shares;
   if (hs->max_winners > 0) {
-    j->winners = calloc(hs->max_winners, sizeof *j->winners);
-    j->wtmp = calloc(hs->max_winners, sizeof *j->wtmp);
-    bad = bad || !j->winners || !j->wtmp;
+    j->m.winners = calloc(hs->max_winners, sizeof *j->m.winners);
+    j->m.tmp = calloc(hs->max_winners, sizeof *j->m.tmp);
+    bad = bad || !j->m.winners || !j->m.tmp;
   }
   if (hs->want_outputs &&
       (j->outputs = malloc(hs->count * sizeof *j->outputs)) == NULL)
     bad = 1;
   if (hs->want_segments &&
-      (j->segments = calloc(segs, sizeof *j->segments)) == NULL)
+      (j->m.segments = calloc(segs, sizeof *j->m.segments)) == NULL)
     bad = 1;
   j->n_parts = n_parts;
   for (size_t i = 0; i < n_parts && !bad; i++)
@@ -302,9 +302,8 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   j->want_segments = hs->want_segments != 0;
   j->seg_log2 = s;
   j->seg_count = segs;
-  j->jfp = WV_FNV_OFFSET;
-  j->best_output = UINT64_MAX;
-  j->best_nonce = hs->nonce;
+  wv_hash_merge_init(&j->m, hs->nonce, s, hs->max_winners, j->m.winners,
+                     j->m.tmp, j->m.segments);
   atomic_init(&j->state, WD_JOB_QUEUED);
   atomic_init(&j->cancel, 0);
   atomic_init(&j->done, 0);
@@ -397,7 +396,7 @@ static void hj_finish(wd_hjob *j)
     st = WD_JOB_FAILED;
     j->rc = j->abort_rc;
     j->err = j->abort_err;
-  } else if (j->folded == j->count) {
+  } else if (j->m.folded == j->count) {
     st = WD_JOB_DONE;
     j->rc = 0;
   } else if (cancel) {
@@ -429,9 +428,9 @@ static void hj_finish(wd_hjob *j)
   j->ended_ns = wd_hj_now_ns();
   if (st != WD_JOB_DONE) {  /* no view shows them: free them now */
     free(j->outputs);
-    free(j->segments);
+    free(j->m.segments);
     j->outputs = NULL;
-    j->segments = NULL;
+    j->m.segments = NULL;
   }
   j->kept = hj_result_bytes(j);
   t->kept += j->kept;
@@ -621,25 +620,25 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
     v->message = j->err.message;
     return;
   }
-  v->job_fingerprint = j->jfp;
+  v->job_fingerprint = j->m.fingerprint;
   v->segment_log2 = j->seg_log2;
   v->segment_count = j->seg_count;
-  if (j->segments != NULL && seg_offset < j->seg_count) {
+  if (j->m.segments != NULL && seg_offset < j->seg_count) {
     uint64_t n = j->seg_count - seg_offset;
     uint32_t lim = seg_limit == 0 || seg_limit > WD_SEGMENT_PAGE
                        ? WD_SEGMENT_PAGE : seg_limit;
     if (n > lim)
       n = lim;
-    v->segments = j->segments + seg_offset;
+    v->segments = j->m.segments + seg_offset;
     v->n_segments = (size_t)n;
   }
   v->segment_offset = seg_offset;
-  v->winners = j->winners;
-  v->n_winners = j->n_winners;
-  v->winner_count = j->winner_count;
-  v->best_nonce = j->best_nonce;
-  v->best_output = j->best_output;
-  v->hashes = j->hashes;
+  v->winners = j->m.winners;
+  v->n_winners = j->m.n_winners;
+  v->winner_count = j->m.winner_count;
+  v->best_nonce = j->m.best_nonce;
+  v->best_output = j->m.best_output;
+  v->hashes = j->m.hashes;
   v->exchange = j->exchange;
   if (j->outputs != NULL) {
     v->outputs = j->outputs;
@@ -700,7 +699,7 @@ static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
 static void hj_release_waiting(wd_hjob *j)
 {
   if (j->ended || j->live != j->waiting ||
-      (j->folded != j->count && j->abort_rc == 0))
+      (j->m.folded != j->count && j->abort_rc == 0))
     return;
   for (size_t i = 0; i < j->n_parts && !j->ended; i++)
     if (j->parts[i].state == HP_WAITING) {

@@ -9,8 +9,9 @@
  * (`returned`) and another share takes it.  A share that finds no piece
  * while others are still in flight parks (WD_RUN_PARK) and is resumed when
  * a piece comes back or the last one is done, so nothing is left behind and
- * no thread waits.  Pieces complete out of order: the job fingerprint
- * folds over the completed prefix (`folded`), later pieces wait in `held`.
+ * no thread waits.  Pieces complete out of order: they merge at once
+ * (core/hashmerge.h), but the job fingerprint folds over the completed
+ * prefix (`m.folded`), so later pieces wait in `held`.
  */
 #ifndef WD_HASHJOB_INT_H
 #define WD_HASHJOB_INT_H
@@ -20,6 +21,7 @@
 
 #include "daemon/hashjob.h"
 #include "daemon/principal.h"
+#include "core/hashmerge.h"
 
 /* HP_WAITING: not on its device yet; it waits for the pack there (loop
  * thread only: hashjob.h "Packs being prepared"). */
@@ -76,13 +78,10 @@ struct wd_hjob {
   int abort_rc;              /* a job-level failure (mismatch, no memory) */
   wave_error abort_err;
   hj_piece *held;            /* done after a gap, by offset */
-  uint64_t folded;           /* nonces folded into jfp */
-  uint64_t jfp;
-  uint64_t *segments;        /* want_segments: seg_count */
-  wv_hash_winner *winners, *wtmp;  /* max_winners slots each */
-  size_t n_winners;
-  uint64_t winner_count, best_nonce, best_output, hashes;
-  int have_best;
+  /* the merged pieces (core/hashmerge.h): winners and tmp max_winners
+   * slots each, segments seg_count when want_segments; the fingerprint
+   * over the first m.folded nonces */
+  wv_hash_merge m;
   char exchange[48];
   uint64_t *outputs;         /* want_outputs: count */
 

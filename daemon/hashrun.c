@@ -4,11 +4,10 @@
  * One step of a share = one piece: take it from the job, hash and fold it
  * on the device (wv_dev_hash_batch: segment fingerprints, winners, best),
  * re-verify its winners and best on the CPU when the device's caps ask for
- * it, and merge it into the job.  The merge is exact whatever the order
- * pieces finish in: winners are the lowest-nonce max_winners of the union
- * (every piece reports its own lowest max_winners), winner_count is a sum,
- * best is the minimum (output, nonce), segments land at their index, and
- * the job fingerprint folds segment fingerprints in nonce order.
+ * it, and merge it into the job with core/hashmerge.h, exact whatever the
+ * order pieces finish in (winners, count, best, segments at their index);
+ * only the job fingerprint needs the pieces in nonce order, so a piece
+ * that finishes after a gap waits in the job's `held` list.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -87,42 +86,18 @@ static void hr_put_back(wd_hjob *j, hj_piece *pc)
 
 static void hr_fold(wd_hjob *j, hj_piece *pc)
 {
-  j->jfp = wv_fnv1a64_u64(j->jfp, pc->seg, pc->n_seg);
-  j->folded += pc->len;
+  wv_hash_merge_fold(&j->m, pc->seg, pc->n_seg, pc->len);
   wd_hj_piece_free(pc);
 }
 
-/* Merge a finished piece (under j->mu). */
+/* Merge a finished piece (under j->mu); the job fingerprint takes the
+ * pieces in nonce order, so one that finished after a gap is held. */
 static void hr_merge(wd_hjob *j, hj_piece *pc, const wv_hash_batch *b)
 {
-  /* winners: the lowest-nonce max_winners of both sorted lists */
-  size_t a = 0, c = 0, n = 0;
-  while (n < j->max_winners && (a < j->n_winners || c < b->n_winners)) {
-    if (c == b->n_winners ||
-        (a < j->n_winners && j->winners[a].nonce < b->winners[c].nonce))
-      j->wtmp[n++] = j->winners[a++];
-    else
-      j->wtmp[n++] = b->winners[c++];
-  }
-  if (n > 0)
-    memcpy(j->winners, j->wtmp, n * sizeof *j->winners);
-  j->n_winners = n;
-  j->winner_count += b->winner_count;
-  if (!j->have_best || b->best_output < j->best_output ||
-      (b->best_output == j->best_output && b->best_nonce < j->best_nonce)) {
-    j->best_output = b->best_output;
-    j->best_nonce = b->best_nonce;
-    j->have_best = 1;
-  }
-  j->hashes += pc->len;
-  if (j->segments != NULL) {
-    uint64_t k = ((j->nonce + pc->off) >> j->seg_log2) -
-                 (j->nonce >> j->seg_log2);
-    memcpy(j->segments + k, pc->seg, pc->n_seg * sizeof *pc->seg);
-  }
-  if (pc->off == j->folded) {
+  wv_hash_merge_add(&j->m, b);
+  if (pc->off == j->m.folded) {
     hr_fold(j, pc);
-    while (j->held != NULL && j->held->off == j->folded) {
+    while (j->held != NULL && j->held->off == j->m.folded) {
       hj_piece *h = j->held;
       j->held = h->next;
       hr_fold(j, h);
@@ -150,12 +125,9 @@ static int hr_verify(wd_hjob *j, wd_device *d, const wv_hash_batch *b,
                      wave_error *err)
 {
   pthread_mutex_lock(&j->mu);
-  uint64_t cut = j->n_winners < j->max_winners ? UINT64_MAX
-                 : j->n_winners > 0 ? j->winners[j->n_winners - 1].nonce
-                                    : 0;
-  int best_counts = !j->have_best || b->best_output < j->best_output ||
-                    (b->best_output == j->best_output &&
-                     b->best_nonce < j->best_nonce);
+  uint64_t cut = wv_hash_merge_cut(&j->m);
+  int best_counts = wv_hash_merge_better(&j->m, b->best_output,
+                                         b->best_nonce);
   pthread_mutex_unlock(&j->mu);
   for (size_t i = 0; i <= b->n_winners; i++) {
     uint64_t nonce, output, cpu;

@@ -492,6 +492,7 @@ int main(void)
 #ifdef WAVE_CONF_HASH
   suite_add_tcase(s, conf_hash_tcase());
 #endif
+  suite_add_tcase(s, conf_merge_tcase());
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

@@ -1,8 +1,10 @@
 # tests/conformance.cmake - the cross-backend conformance suite: the same
 # jobs on every backend built in, compared bit for bit with the CPU
 # reference.  Other job kinds join as conformance_<kind>.c (one TCase each,
-# see conformance.h), listed here.
-wave_test(conformance SOURCES conformance.c conformance_hash.c LIBS wvworkers)
+# see conformance.h), listed here.  conformance_merge.c holds core/'s exact
+# merges (partials, hash pieces) against whole jobs.
+wave_test(conformance SOURCES conformance.c conformance_hash.c conformance_merge.c
+  LIBS wvworkers)
 target_compile_definitions(conformance PRIVATE WAVE_CONF_HASH
   WAVE_SOURCE_DIR_DEFAULT="${PROJECT_SOURCE_DIR}")
 # GPU runs at WAVE_CONFORMANCE_MAX_LOG2=28 take minutes.

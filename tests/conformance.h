@@ -5,7 +5,8 @@
  * the reduce jobs live in conformance.c, and other job kinds (hash jobs)
  * can live in their own file, conformance_<kind>.c, which tests/
  * conformance.cmake adds to the program when it exists and which provides
- * one TCase (see conf_hash_tcase below).
+ * one TCase (see conf_hash_tcase below).  conformance_merge.c holds the
+ * exact merges of core/ (partials, hash pieces) to whole jobs.
  *
  * Environment:
  *   WAVE_CONFORMANCE_BACKENDS  comma list: run only these backends
@@ -70,5 +71,8 @@ unsigned conf_max_log2(void);
 
 /* Provided by conformance_hash.c when it exists (WAVE_CONF_HASH). */
 TCase *conf_hash_tcase(void);
+/* conformance_merge.c: core/partial and core/hashmerge against whole
+ * jobs, pieces answered by the reference and by every device. */
+TCase *conf_merge_tcase(void);
 
 #endif

@@ -139,7 +139,7 @@ static void tf_check(const tf_job *j, wave_dtype dt, wave_op op, uint64_t P)
     for (uint64_t r = 0; r < j->mask_rows[m]; r++)
       flat[at++] = j->mask[m][r];
 
-  wv_fleet_rpart parts[4096];
+  wv_partial parts[4096];
   size_t n = 0;
   uint64_t row0 = 0;
   for (size_t c = 0; c < j->n_in; c++) {
@@ -229,7 +229,7 @@ START_TEST(reduce_merge_edges)
 {
   /* one piece all NaN/inf (min answers +0.0 with count > 0), one with 5.0:
    * the merge must ignore the first */
-  wv_fleet_rpart p[3] = {
+  wv_partial p[3] = {
       {.chunk = 0, .bits = {0, 0}, .count = 256, .finite = 0},
       {.chunk = 0, .bits = {0x40a00000u, 0}, .count = 3, .finite = 1},
       {.chunk = 1, .bits = {0, 0}, .count = 0, .finite = 0}};
@@ -243,7 +243,7 @@ START_TEST(reduce_merge_edges)
   ck_assert_int_eq(wv_fleet_reduce_merge(WAVE_F32, WAVE_MIN, p, 3, &r, &err), 0);
   ck_assert_uint_eq(r.bits[0], 0);
   /* nothing selected anywhere: zeros, count 0 */
-  wv_fleet_rpart q[2] = {{.chunk = 0, .count = 0}, {.chunk = 1, .count = 0}};
+  wv_partial q[2] = {{.chunk = 0, .count = 0}, {.chunk = 1, .count = 0}};
   ck_assert_int_eq(wv_fleet_reduce_merge(WAVE_F32, WAVE_SUM, q, 2, &r, &err), 0);
   ck_assert_uint_eq(r.bits[0], 0);
   ck_assert_uint_eq(r.count, 0);
@@ -251,7 +251,7 @@ START_TEST(reduce_merge_edges)
   ck_assert_uint_eq(r.bits[0], 0);
   /* an all-masked chunk is -0.0 in the sum: chunks [-0.0-only masked],
    * [x] give x's bits even when x is -0.0 */
-  wv_fleet_rpart s[2] = {{.chunk = 0, .bits = {0}, .count = 0},
+  wv_partial s[2] = {{.chunk = 0, .bits = {0}, .count = 0},
                          {.chunk = 1, .bits = {0x80000000u}, .count = 1}};
   ck_assert_int_eq(wv_fleet_reduce_merge(WAVE_F32, WAVE_SUM, s, 2, &r, &err), 0);
   ck_assert_uint_eq(r.bits[0], 0x80000000u);
@@ -259,7 +259,7 @@ START_TEST(reduce_merge_edges)
    * last cut in two pieces: its pieces fold to 2^-23 first, then the
    * chunk level gives 1 + 2^-23 (0x3f800001), where three chunk values
    * would give 0x3f800000 */
-  wv_fleet_rpart t[3] = {{.chunk = 0, .bits = {0x3f800000u}, .count = 1},
+  wv_partial t[3] = {{.chunk = 0, .bits = {0x3f800000u}, .count = 1},
                          {.chunk = 2, .bits = {0x33800000u}, .count = 1},
                          {.chunk = 2, .bits = {0x33800000u}, .count = 1}};
   ck_assert_int_eq(wv_fleet_reduce_merge(WAVE_F32, WAVE_SUM, t, 3, &r, &err), 0);
@@ -342,7 +342,7 @@ static void tf_hash_case2(uint64_t nonce, uint64_t count, unsigned s,
   wave_fleet_hash_result res;
   memset(&res, 0, sizeof res);
   wave_error err = {0};
-  ck_assert_int_eq(wv_fleet_hash_merge(parts, n, (uint32_t)max_winners, 1,
+  ck_assert_int_eq(wv_fleet_hash_merge(parts, n, s, (uint32_t)max_winners, 1,
                                        &res, &err), 0);
   ck_assert_uint_eq(res.job_fingerprint, fp);
   ck_assert_uint_eq(res.segment_count, nseg);

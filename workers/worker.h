@@ -74,7 +74,7 @@ typedef struct wv_caps {
 
 typedef struct wv_device wv_device;  /* backend-private device context */
 struct wv_pack;                      /* workers/hash/pack.h */
-struct wv_hash_batch;                /* workers/hash/hash.h */
+struct wv_hash_batch;                /* core/segments.h */
 
 typedef struct wv_backend {
   const char *name;

@@ -21,7 +21,7 @@
  * start at multiples of 65536 within their chunk, so item j of a chunk IS
  * value j of the chunk's level 2.  The remaining levels of each chunk
  * (n / 65536 values) and the merge of the chunk values are small and run on
- * the calling thread with the same group kernel.  A chunk of <= 256 rows
+ * the calling thread: the items are partials, merged by core/partial.c.  A chunk of <= 256 rows
  * has only level 1 (its single group is its value).
  *
  * The group kernel holds 256 leaves as 32 vectors of 8 floats: the folds
@@ -36,8 +36,9 @@
 #include <string.h>
 
 #include "core/base.h"
-#include "workers/cpu/cpu.h"
+#include "core/partial.h"
 #include "core/reduce.h"
+#include "workers/cpu/cpu.h"
 
 #define CR_ITEM_ROWS 65536u  /* WV_GROUP * WV_GROUP: one level-2 group */
 
@@ -338,25 +339,6 @@ CR_INLINE float cr_group(const unsigned char *p, const unsigned char *m,
   return c0 + c1;                                     /* fold 1 */
 }
 
-/* The levels of docs/reduction.md over a[0..n-1], in place. */
-static float cr_levels(float *a, size_t n)
-{
-  cr_v8u unused = {0};
-  while (n > 1) {
-    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
-    for (size_t g = 0; g < m; g++) {
-      float v[WV_GROUP];
-      size_t len = n - g * WV_GROUP < WV_GROUP ? n - g * WV_GROUP : WV_GROUP;
-      memcpy(v, a + g * WV_GROUP, len * sizeof *v);
-      for (size_t j = len; j < WV_GROUP; j++)
-        v[j] = -0.0f;
-      a[g] = cr_group((const unsigned char *)v, NULL, &unused);
-    }
-    n = m;
-  }
-  return a[0];
-}
-
 CR_CLONES static void cr_item_fsum(const cr_ctx *c, cr_item *it)
 {
   const wv_reduce_job *job = c->job;
@@ -463,34 +445,22 @@ static int cr_plan(cr_ctx *c, wave_error *err)
   return 0;
 }
 
-/* Chunk values from the items (per chunk: its level-2 values, in order,
- * through the remaining levels), then the merge over the chunk values. */
-static int cr_fsum_finish(cr_ctx *c, float *sum, uint64_t *count,
-                          wave_error *err)
+/* Item i is the level-2 partial of its chunk's rows (a piece of 256^2
+ * rows, docs/reduction.md "Partials"): the items merge with core/partial.c
+ * (per chunk the remaining levels, then the levels over the chunk values). */
+static int cr_fsum_finish(cr_ctx *c, wv_reduce_out *out, wave_error *err)
 {
-  float *a = malloc(c->n_items * sizeof *a);
-  if (a == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, "cpu reduce: %zu partials",
-                     c->n_items);
-  uint64_t n = 0;
-  for (size_t i = 0; i < c->n_items; i++) {
-    a[i] = c->items[i].v;
-    n += c->items[i].count;
+  wv_partial_acc a;
+  int rc = wv_partial_init(&a, WAVE_F32, WAVE_SUM, c->n_items, err);
+  for (size_t i = 0; rc == 0 && i < c->n_items; i++) {
+    wv_partial p = {.chunk = c->items[i].chunk, .count = c->items[i].count};
+    memcpy(&p.bits[0], &c->items[i].v, sizeof p.bits[0]);
+    rc = wv_partial_add(&a, &p, err);
   }
-  /* Items i..j-1 are one chunk.  Its value goes to a[n_vals]: n_vals <= i,
-   * so the slot is free by the time it is written. */
-  size_t n_vals = 0;
-  for (size_t i = 0; i < c->n_items;) {
-    size_t j = i + 1;
-    while (j < c->n_items && c->items[j].chunk == c->items[i].chunk)
-      j++;
-    a[n_vals++] = cr_levels(a + i, j - i);
-    i = j;
-  }
-  *sum = cr_levels(a, n_vals);
-  *count = n;
-  free(a);
-  return 0;
+  if (rc == 0)
+    wv_partial_result(&a, out, NULL);
+  wv_partial_fini(&a);
+  return rc;
 }
 
 int wv_cpu_reduce(wv_device *dev, const wv_reduce_job *job,
@@ -515,10 +485,8 @@ int wv_cpu_reduce(wv_device *dev, const wv_reduce_job *job,
 
   uint64_t count = 0;
   if (rc == 0 && c.kind == CR_FSUM) {
-    float sum = 0.0f;
-    rc = cr_fsum_finish(&c, &sum, &count, err);
-    if (rc == 0)
-      out->bits[0] = wv_f32_sum_finish(sum, count);
+    rc = cr_fsum_finish(&c, out, err);
+    count = out->count;
   } else if (rc == 0) {
     uint32_t a = job->op == WAVE_AND ? 0xffffffffu : 0;
     uint32_t lo = 0xffffffffu, hi = 0;

@@ -1,7 +1,7 @@
 /* gpu_seg.cu - hash batches folded on the device: the hash_batch slot
- * (struct wv_hash_batch and its host reference wv_hash_fold in
- * workers/hash/hash.h; docs/hash.md "Segments").  Built for CUDA and, by
- * hipcc, for HIP.
+ * (struct wv_hash_batch in core/segments.h, its host reference
+ * wv_hash_fold in core/hashmerge.h; docs/hash.md "Segments").  Built for
+ * CUDA and, by hipcc, for HIP.
  *
  * A batch is cut into sub-batches at absolute multiples of 2^24 nonces,
  * so a segment (at most 2^20 nonces, aligned at multiples of 2^s) never

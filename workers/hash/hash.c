@@ -1,5 +1,5 @@
 /* hash.c - the host side of the lottery hash that every backend shares:
- * FNV-1a, the cache, dataset generation in ranges, the job accumulator, the
+ * the cache, dataset generation in ranges, the job accumulator, the
  * known-answer self-check and CPU re-verification of winners
  * (docs/hash.md).  The hash itself lives in ref.c (plain), emu.c (as a GPU
  * runs it) and the backends.
@@ -12,23 +12,6 @@
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 #include "workers/hash/ref.h"
-
-uint64_t wv_fnv1a64(uint64_t h, const void *data, size_t n)
-{
-  const unsigned char *b = data;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ b[i]) * WV_FNV_PRIME;
-  return h;
-}
-
-/* FNV over 64-bit values, each as 8 little-endian bytes (any host order). */
-uint64_t wv_fnv1a64_u64(uint64_t h, const uint64_t *v, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    for (unsigned k = 0; k < 8; k++)
-      h = (h ^ ((v[i] >> (8 * k)) & 0xff)) * WV_FNV_PRIME;
-  return h;
-}
 
 /* ---- cache and dataset (docs/hash.md "Cache", "Dataset") ---------------- */
 
@@ -161,43 +144,7 @@ void wv_hash_acc_fini(wv_hash_acc *a)
   a->n_winners = a->max_winners = 0;
 }
 
-/* ---- segments ------------------------------------------------------------ */
-
-void wv_hash_fold(wv_hash_batch *b, const uint64_t *out)
-{
-  const unsigned s = b->seg_log2;
-  uint64_t i = 0, k = 0;
-  b->n_winners = 0;
-  b->winner_count = 0;
-  b->best_output = UINT64_MAX;
-  b->best_nonce = b->nonce;
-  while (i < b->count) {
-    /* The segment of nonce b->nonce + i ends at the next multiple of 2^s
-     * (or at the batch's end); computed without overflow near 2^64. */
-    uint64_t n = b->nonce + i;
-    uint64_t left = (((n >> s) + 1) << s) - n;  /* 0 when it wraps to 2^64 */
-    uint64_t len = b->count - i;
-    if (left != 0 && left < len)
-      len = left;
-    b->seg_fp[k++] = wv_fnv1a64_u64(WV_FNV_OFFSET, out + i, (size_t)len);
-    i += len;
-  }
-  for (i = 0; i < b->count; i++) {
-    uint64_t o = out[i];
-    if (o < b->best_output || i == 0) {
-      b->best_output = o;
-      b->best_nonce = b->nonce + i;
-    }
-    if (o < b->target) {
-      if (b->n_winners < b->max_winners) {
-        b->winners[b->n_winners].nonce = b->nonce + i;
-        b->winners[b->n_winners].output = o;
-        b->n_winners++;
-      }
-      b->winner_count++;
-    }
-  }
-}
+/* ---- batches (the fold itself: core/hashmerge.c) ------------------------- */
 
 int wv_hash_run_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
                       wv_hash_batch *b, uint64_t *scratch, wave_error *err)

@@ -1,0 +1,199 @@
+/* partial.c - the one exact merge of reduction partials (partial.h,
+ * docs/reduction.md "Partials").
+ *
+ * Float sum.  A piece of P = 256^k rows answers exactly the chunk's level-k
+ * partial for its rows (its levels 1..k are the chunk's, restricted to it),
+ * and a shorter last piece stops once one value is left, which running the
+ * remaining levels over one padded value would not change.  Two answers
+ * are not the tree's value and are mapped back: a piece that selects no row
+ * is answered +0.0 but its tree is -0.0 leaves, so it counts as -0.0; a NaN
+ * is canonicalised, which never matters since the job's NaN is too.  A
+ * chunk's value is then the levels over its pieces' values, and the job's
+ * the levels over the values of its non-empty chunks (empty chunks give no
+ * pieces), followed by the result rule (wv_f32_sum_finish).
+ *
+ * Other ops are order-free.  Pieces that select no row are skipped (an
+ * `and` over nothing answers 0, not its identity); float min/max/extent
+ * skip pieces with no selected finite row too (their +0.0 means
+ * "nothing"), and compare under the total order (wv_f32_key).
+ *
+ * Compiled with -ffp-contract=off (CMakeLists.txt): every float operation
+ * is one binary32 addition.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base.h"
+#include "core/partial.h"
+#include "core/reduce.h"
+
+static float pt_f32(uint32_t b)
+{
+  float f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+float wv_f32_levels(float *a, size_t n)
+{
+  /* value g of a level only overwrites a[g], which that level has read */
+  while (n > 1) {
+    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
+    for (size_t g = 0; g < m; g++) {
+      float v[WV_GROUP];
+      for (size_t j = 0; j < WV_GROUP; j++) {
+        size_t k = g * WV_GROUP + j;
+        v[j] = k < n ? a[k] : pt_f32(WV_F32_NEG_ZERO);
+      }
+      a[g] = wv_f32_group_tree(v);
+    }
+    n = m;
+  }
+  return a[0];
+}
+
+void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
+                   size_t chunk, wv_partial *p)
+{
+  memset(p, 0, sizeof *p);
+  p->chunk = chunk;
+  p->bits[0] = o->bits[0];
+  p->bits[1] = o->n_values > 1 ? o->bits[1] : 0;
+  p->count = o->count;
+  p->finite = o->count > 0;
+  if (j->dtype == WAVE_F32 && j->op != WAVE_SUM && p->finite &&
+      p->bits[0] == 0 && p->bits[1] == 0)
+    p->finite = wv_reduce_any_finite(j);
+}
+
+int wv_partial_init(wv_partial_acc *a, wave_dtype dt, wave_op op,
+                    size_t cap, wave_error *err)
+{
+  memset(a, 0, sizeof *a);
+  a->dtype = dt;
+  a->op = op;
+  a->chunk = SIZE_MAX;
+  if (dt != WAVE_F32 || op != WAVE_SUM || cap == 0)
+    return 0;
+  if ((a->vals = malloc(cap * sizeof *a->vals)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, "%zu partial values", cap);
+  a->cap = cap;
+  return 0;
+}
+
+void wv_partial_fini(wv_partial_acc *a)
+{
+  free(a->vals);
+  a->vals = NULL;
+  a->cap = a->n_vals = a->n_chunks = 0;
+}
+
+/* The current chunk's pieces become its value, a[n_chunks]. */
+static void pt_chunk_end(wv_partial_acc *a)
+{
+  if (a->n_vals > a->n_chunks) {
+    a->vals[a->n_chunks] = wv_f32_levels(a->vals + a->n_chunks,
+                                         a->n_vals - a->n_chunks);
+    a->n_chunks++;
+  }
+  a->n_vals = a->n_chunks;
+}
+
+static int pt_fsum_add(wv_partial_acc *a, const wv_partial *p,
+                       wave_error *err)
+{
+  if (p->chunk != a->chunk) {
+    pt_chunk_end(a);
+    a->chunk = p->chunk;
+  }
+  if (a->n_vals == a->cap) {
+    size_t cap = a->cap ? 2 * a->cap : 64;
+    float *v = realloc(a->vals, cap * sizeof *v);
+    if (v == NULL)
+      return wv_seterr(err, WAVE_ENOMEM, "%zu partial values", cap);
+    a->vals = v;
+    a->cap = cap;
+  }
+  /* all masked out: answered +0.0, but its tree value is -0.0 */
+  a->vals[a->n_vals++] = p->count == 0 ? pt_f32(WV_F32_NEG_ZERO)
+                                       : pt_f32(p->bits[0]);
+  return 0;
+}
+
+/* x < y in the order of dtype dt (floats: finite ones). */
+static int pt_less(wave_dtype dt, uint32_t x, uint32_t y)
+{
+  switch (dt) {
+  case WAVE_S32: return (int32_t)x < (int32_t)y;
+  case WAVE_F32: return wv_f32_key(x) < wv_f32_key(y);
+  default: return x < y;
+  }
+}
+
+int wv_partial_add(wv_partial_acc *a, const wv_partial *p, wave_error *err)
+{
+  a->count += p->count;
+  if (a->dtype == WAVE_F32 && a->op == WAVE_SUM)
+    return pt_fsum_add(a, p, err);
+  if (p->count == 0 || (a->dtype == WAVE_F32 && !p->finite))
+    return 0;
+  uint32_t x = p->bits[0], y = a->op == WAVE_EXTENT ? p->bits[1] : x;
+  if (!a->have) {
+    a->lo = a->acc = x;
+    a->hi = y;
+    a->have = 1;
+    return 0;
+  }
+  switch (a->op) {
+  case WAVE_SUM: a->acc += x; break;  /* wraps modulo 2^32 */
+  case WAVE_AND: a->acc &= x; break;
+  case WAVE_OR:  a->acc |= x; break;
+  case WAVE_XOR: a->acc ^= x; break;
+  default:       /* min, max, extent */
+    if (pt_less(a->dtype, x, a->lo))
+      a->lo = x;
+    if (pt_less(a->dtype, a->hi, y))
+      a->hi = y;
+    break;
+  }
+  return 0;
+}
+
+void wv_partial_result(wv_partial_acc *a, wv_reduce_out *out,
+                       int *some_finite)
+{
+  memset(out, 0, sizeof *out);
+  out->n_values = wave_op_values(a->op);
+  out->count = a->count;
+  if (some_finite != NULL)
+    *some_finite = a->have;
+  if (a->dtype == WAVE_F32 && a->op == WAVE_SUM) {
+    pt_chunk_end(a);
+    float v = a->n_chunks > 0 ? wv_f32_levels(a->vals, a->n_chunks) : 0.0f;
+    out->bits[0] = wv_f32_sum_finish(v, a->count);
+    a->n_chunks = a->n_vals = 0;
+    return;
+  }
+  if (a->count == 0 || !a->have)
+    return;  /* nothing selected (float: nothing finite): zeros */
+  switch (a->op) {
+  case WAVE_MIN:    out->bits[0] = a->lo; break;
+  case WAVE_MAX:    out->bits[0] = a->hi; break;
+  case WAVE_EXTENT: out->bits[0] = a->lo; out->bits[1] = a->hi; break;
+  default:          out->bits[0] = a->acc; break;
+  }
+}
+
+int wv_partial_merge(wave_dtype dt, wave_op op, const wv_partial *p,
+                     size_t n, wv_reduce_out *out, int *some_finite,
+                     wave_error *err)
+{
+  wv_partial_acc a;
+  int rc = wv_partial_init(&a, dt, op, n, err);
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = wv_partial_add(&a, &p[i], err);
+  if (rc == 0)
+    wv_partial_result(&a, out, some_finite);
+  wv_partial_fini(&a);
+  return rc;
+}

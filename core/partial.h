@@ -1,0 +1,86 @@
+/* partial.h - docs/reduction.md "Partials": the one exact merge of the
+ * answers of a reduction job's pieces, written once for every program that
+ * cuts a job (the fleet coordinator, the daemon's file reader, the CPU
+ * backend's items) and for the reference itself.
+ *
+ *  - wv_f32_key / wv_f32_unkey: the float total order (-0.0 < +0.0) as
+ *    unsigned integers, for finite floats;
+ *  - wv_f32_levels: the float-sum levels over n values (G over groups of
+ *    256, -0.0 padding, until one value is left);
+ *  - wv_partial_acc: pieces in job order in, the whole job's bits out.
+ *
+ * A piece is the rows [a, a + r) of one input chunk, a a multiple of
+ * P = 256^k from the chunk's start and r = min(P, rows - a), with the mask
+ * rows of the same logical rows; its answer is that of a one-chunk job over
+ * those rows.  P may differ from chunk to chunk, not inside one.
+ */
+#ifndef WV_PARTIAL_H
+#define WV_PARTIAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/job.h"
+#include "wave/error.h"
+
+/* The order key of a finite float's bits: unsigned comparison of keys is
+ * the float order, -0.0 (key 0x7fffffff) just below +0.0 (0x80000000). */
+static inline uint32_t wv_f32_key(uint32_t x)
+{
+  return x ^ ((x >> 31) ? 0xffffffffu : 0x80000000u);
+}
+
+static inline uint32_t wv_f32_unkey(uint32_t k)
+{
+  return k ^ ((k >> 31) ? 0x80000000u : 0xffffffffu);
+}
+
+/* The levels of docs/reduction.md over a[0..n-1], n >= 1, in place (a is
+ * clobbered): returns the one value left.  n == 1 runs no level. */
+float wv_f32_levels(float *a, size_t n);
+
+/* One piece's answer. */
+typedef struct wv_partial {
+  size_t chunk;        /* the job's input chunk it is a piece of */
+  uint32_t bits[2];    /* the answer's bits ([min, max] for extent) */
+  uint64_t count;      /* rows it selects */
+  int finite;          /* float min/max/extent: a selected row is finite */
+} wv_partial;
+
+/* The piece answer o of the one-chunk job j as a partial of chunk `chunk`;
+ * `finite` is known from the value unless it is all +0.0, else found with
+ * wv_reduce_any_finite (one pass that stops at the first finite row). */
+void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
+                   size_t chunk, wv_partial *p);
+
+typedef struct wv_partial_acc {
+  wave_dtype dtype;
+  wave_op op;
+  uint64_t count;
+  int have;            /* a piece selected a row (float: a finite one) */
+  uint32_t lo, hi, acc;
+  /* float sum: the values of the chunks closed so far, [0, n_chunks),
+   * then the current chunk's piece values, [n_chunks, n_vals) */
+  float *vals;
+  size_t n_chunks, n_vals, cap;
+  size_t chunk;        /* the current chunk; SIZE_MAX before the first */
+} wv_partial_acc;
+
+/* cap: float-sum values to reserve (at most chunks + the largest chunk's
+ * pieces are ever held; more grow the buffer). 0, or WAVE_ENOMEM. */
+int wv_partial_init(wv_partial_acc *a, wave_dtype dt, wave_op op,
+                    size_t cap, wave_error *err);
+/* The next piece, in job order.  0, or WAVE_ENOMEM (float sum past cap). */
+int wv_partial_add(wv_partial_acc *a, const wv_partial *p, wave_error *err);
+/* The whole job's answer; *some_finite (may be NULL): float min/max/extent,
+ * a selected row is finite (ReduceResult.finite).  Ends the accumulation. */
+void wv_partial_result(wv_partial_acc *a, wv_reduce_out *out,
+                       int *some_finite);
+void wv_partial_fini(wv_partial_acc *a);
+
+/* The n pieces p (job order) of a job of dt/op merged into out. */
+int wv_partial_merge(wave_dtype dt, wave_op op, const wv_partial *p,
+                     size_t n, wv_reduce_out *out, int *some_finite,
+                     wave_error *err);
+
+#endif
