@@ -43,7 +43,7 @@ except ImportError:
     sys.exit(0)
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
-lib = os.path.join(BUILD, "client", "libwaveclient.so.0")
+lib = os.path.join(BUILD, "client", "libwaveclient.so.1")
 if "WAVEDD_LIBWAVECLIENT" not in os.environ and os.path.exists(lib):
     os.environ["WAVEDD_LIBWAVECLIENT"] = lib
 try:

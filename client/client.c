@@ -17,7 +17,9 @@
  * NNG_OPT_IPC_PEER_UID, which the kernel vouches for).  So another user
  * who got hold of the socket path cannot answer our requests.
  */
+#include <assert.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +139,7 @@ static int cl_open(wave_client **out, const char *url,
     free(c);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
+  pthread_mutex_init(&c->names_mu, NULL);
   c->ipc = strncmp(url, "ipc://", 6) == 0;
   c->trust_uid = cl_trust_uid();
   c->service_uid = c->ipc ? cl_service_uid() : -1;
@@ -148,6 +151,7 @@ static int cl_open(wave_client **out, const char *url,
   else if (c->ipc && stat(url + 6, &st) == 0 && !cl_trusted(c, st.st_uid))
     code = cl_untrusted(c, "the socket file", (long)st.st_uid, err);
   if (code != 0) {
+    pthread_mutex_destroy(&c->names_mu);
     free(c->url);
     free(c);
     return code;
@@ -161,6 +165,7 @@ static int cl_open(wave_client **out, const char *url,
   c->tag = cl_random64();
 
   if ((rv = nng_req0_open(&c->sock)) != 0) {
+    pthread_mutex_destroy(&c->names_mu);
     free(c->url);
     free(c);
     return wv_seterr(err, WAVE_EIO, "cannot open an nng req socket: %s",
@@ -206,6 +211,11 @@ void wave_client_close(wave_client *c)
     memset(c->token, 0, strlen(c->token));
   free(c->token);
   free(c->url);
+  for (struct wv_name *n = c->names, *next; n != NULL; n = next) {
+    next = n->next;
+    free(n);
+  }
+  pthread_mutex_destroy(&c->names_mu);
   free(c);
 }
 
@@ -218,6 +228,69 @@ void wave_client_set_timeout(wave_client *c, int timeout_ms)
 const char *wave_client_url(const wave_client *c)
 {
   return c ? c->url : NULL;
+}
+
+/* ---- the names results point at, and result blocks -------------------- */
+
+int wv_client_name(wave_client *c, const char *s, const char **out,
+                   wave_error *err)
+{
+  if (s == NULL || s[0] == '\0') {
+    *out = "";
+    return 0;
+  }
+  /* A handful of names in practice (a daemon's devices, packs and
+   * exchanges): a list is fast enough, and pointers handed out stay put. */
+  int code = 0;
+  pthread_mutex_lock(&c->names_mu);
+  struct wv_name *n = c->names;
+  while (n != NULL && strcmp(n->s, s) != 0)
+    n = n->next;
+  if (n == NULL) {
+    size_t len = strlen(s) + 1;
+    if (c->n_names >= WAVE_CLIENT_NAMES_MAX)
+      code = wv_seterr(err, WAVE_EIO, "%s: the daemon sent more than %d "
+                       "distinct names", c->url, WAVE_CLIENT_NAMES_MAX);
+    else if ((n = malloc(sizeof *n + len)) == NULL)
+      code = wv_seterr(err, WAVE_ENOMEM, NULL);
+    else {
+      memcpy(n->s, s, len);
+      n->next = c->names;
+      c->names = n;
+      c->n_names++;
+    }
+  }
+  pthread_mutex_unlock(&c->names_mu);
+  *out = code == 0 ? n->s : "";
+  return code;
+}
+
+#define WV_BLK_ALIGN _Alignof(max_align_t)
+
+size_t wv_blk_size(const char *s)
+{
+  return strlen(s ? s : "") + 1;
+}
+
+void *wv_blk_take(wv_blk *b, size_t n)
+{
+  size_t pad = (WV_BLK_ALIGN - (uintptr_t)b->at % WV_BLK_ALIGN) %
+               WV_BLK_ALIGN;
+  assert(pad + n <= (size_t)(b->end - b->at));
+  void *p = b->at + pad;
+  memset(p, 0, n);
+  b->at += pad + n;
+  return p;
+}
+
+const char *wv_blk_str(wv_blk *b, const char *s)
+{
+  size_t n = wv_blk_size(s);
+  assert(n <= (size_t)(b->end - b->at));
+  char *p = b->at;
+  memcpy(p, s ? s : "", n);
+  b->at += n;
+  return p;
 }
 
 void wv_client_copy(char *dst, size_t n, const char *src)
@@ -520,43 +593,70 @@ int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
   res->rows = rs->rows;
   res->seconds = rs->seconds;
   res->finite = (int)rs->finite;
-  wv_client_copy(res->device, sizeof res->device, rs->device);
+  int rv = wv_client_name(c, rs->device, &res->device, err);
   wave__v1__response__free_unpacked(resp, NULL);
-  return 0;
+  return rv;
 }
 
 /* ---- status ------------------------------------------------------------ */
 
-static void cl_pack_check(wave_pack_check *dst, const Wave__V1__PackCheck *pc)
+/* The bytes of the block that holds a StatusReply's devices, their pack
+ * checks, the listen URLs and every string (cl_status_fill's order). */
+static size_t cl_status_size(const Wave__V1__StatusReply *st)
 {
-  wv_client_copy(dst->pack, sizeof dst->pack, pc->pack);
-  dst->ok = pc->ok != 0;
-  wv_client_copy(dst->state, sizeof dst->state, pc->state);
-  wv_client_copy(dst->detail, sizeof dst->detail, pc->detail);
-  dst->hash_rate = pc->hash_rate;
+  size_t n = WV_BLK_ROOM(sizeof(wave_status));
+  if (st == NULL)
+    return n + wv_blk_size(NULL);
+  n += WV_BLK_ROOM(st->n_devices * sizeof(wave_device_status));
+  n += WV_BLK_ROOM((st->n_listen + 1) * sizeof(char *));
+  n += wv_blk_size(st->version);
+  for (size_t i = 0; i < st->n_listen; i++)
+    n += wv_blk_size(st->listen[i]);
+  for (size_t i = 0; i < st->n_devices; i++) {
+    const Wave__V1__DeviceStatus *d = st->devices[i];
+    if (d == NULL)
+      continue;
+    n += wv_blk_size(d->name) + wv_blk_size(d->backend) +
+         wv_blk_size(d->description) + wv_blk_size(d->fault) +
+         wv_blk_size(d->exchange) + wv_blk_size(d->exchange_reason);
+    n += WV_BLK_ROOM(d->n_packs * sizeof(wave_pack_check));
+    for (size_t k = 0; k < d->n_packs; k++)
+      if (d->packs[k] != NULL)
+        n += wv_blk_size(d->packs[k]->pack) + wv_blk_size(d->packs[k]->state) +
+             wv_blk_size(d->packs[k]->detail);
+  }
+  return n;
 }
 
-static void cl_device(wave_device_status *d, const Wave__V1__DeviceStatus *s)
+static void cl_device(wv_blk *b, wave_device_status *d,
+                      const Wave__V1__DeviceStatus *s)
 {
-  wv_client_copy(d->name, sizeof d->name, s->name);
-  wv_client_copy(d->backend, sizeof d->backend, s->backend);
-  wv_client_copy(d->description, sizeof d->description, s->description);
+  d->name = wv_blk_str(b, s->name);
+  d->backend = wv_blk_str(b, s->backend);
+  d->description = wv_blk_str(b, s->description);
   d->queue_depth = s->queue_depth;
   d->queue_capacity = s->queue_capacity;
   d->jobs_done = s->jobs_done;
   d->jobs_failed = s->jobs_failed;
   d->faulted = s->faulted != 0;
   d->running = s->running != 0;
-  wv_client_copy(d->fault, sizeof d->fault, s->fault);
+  d->fault = wv_blk_str(b, s->fault);
   d->wave_width = s->wave_width;
-  wv_client_copy(d->exchange, sizeof d->exchange, s->exchange);
-  wv_client_copy(d->exchange_reason, sizeof d->exchange_reason,
-                 s->exchange_reason);
-  size_t cap = sizeof d->packs / sizeof d->packs[0];
+  d->exchange = wv_blk_str(b, s->exchange);
+  d->exchange_reason = wv_blk_str(b, s->exchange_reason);
+  d->packs = wv_blk_take(b, s->n_packs * sizeof *d->packs);
   d->n_packs = 0;
-  for (size_t i = 0; i < s->n_packs && d->n_packs < cap; i++)
-    if (s->packs[i] != NULL)
-      cl_pack_check(&d->packs[d->n_packs++], s->packs[i]);
+  for (size_t i = 0; i < s->n_packs; i++) {
+    const Wave__V1__PackCheck *pc = s->packs[i];
+    if (pc == NULL)
+      continue;
+    wave_pack_check *dst = &d->packs[d->n_packs++];
+    dst->pack = wv_blk_str(b, pc->pack);
+    dst->ok = pc->ok != 0;
+    dst->state = wv_blk_str(b, pc->state);
+    dst->detail = wv_blk_str(b, pc->detail);
+    dst->hash_rate = pc->hash_rate;
+  }
 }
 
 int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
@@ -575,39 +675,33 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
   if (rv != 0)
     return rv;
   const Wave__V1__StatusReply *st = resp->status;
-  size_t n = st ? st->n_devices : 0;
-  size_t nl = st ? st->n_listen : 0, text = 0;
-  for (size_t i = 0; i < nl; i++)
-    text += strlen(st->listen[i] ? st->listen[i] : "") + 1;
-  /* One block: the devices, the listen pointers and their strings follow
-   * the header, so one free() releases it. */
-  wave_status *s = calloc(1, sizeof *s + n * sizeof(wave_device_status) +
-                                 (nl + 1) * sizeof(char *) + text);
-  if (s == NULL) {
+  /* One block: the devices, their packs, the listen pointers and every
+   * string follow the header, so one free() releases it. */
+  size_t bytes = cl_status_size(st);
+  wv_blk b = {malloc(bytes), NULL};
+  if (b.at == NULL) {
     wave__v1__response__free_unpacked(resp, NULL);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
-  s->devices = (wave_device_status *)(s + 1);
-  s->listen = (char **)(s->devices + n);
-  char *at = (char *)(s->listen + nl + 1);
-  for (size_t i = 0; i < nl; i++) {
-    const char *u = st->listen[i] ? st->listen[i] : "";
-    size_t len = strlen(u) + 1;
-    memcpy(at, u, len);
-    s->listen[s->n_listen++] = at;
-    at += len;
-  }
-  if (st != NULL) {
-    wv_client_copy(s->version, sizeof s->version, st->version);
+  b.end = b.at + bytes;
+  wave_status *s = wv_blk_take(&b, sizeof *s);
+  if (st == NULL) {
+    s->version = wv_blk_str(&b, NULL);
+  } else {
+    s->devices = wv_blk_take(&b, st->n_devices * sizeof *s->devices);
+    s->listen = wv_blk_take(&b, (st->n_listen + 1) * sizeof *s->listen);
+    s->version = wv_blk_str(&b, st->version);
+    for (size_t i = 0; i < st->n_listen; i++)
+      s->listen[s->n_listen++] = (char *)wv_blk_str(&b, st->listen[i]);
     s->uptime_ms = st->uptime_ms;
     s->jobs_served = st->jobs_served;
     s->jobs_failed = st->jobs_failed;
     s->instance = st->instance;
     s->ready = st->ready;
     s->max_files = st->max_files;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < st->n_devices; i++)
       if (st->devices[i] != NULL)
-        cl_device(&s->devices[s->n_devices++], st->devices[i]);
+        cl_device(&b, &s->devices[s->n_devices++], st->devices[i]);
   }
   wave__v1__response__free_unpacked(resp, NULL);
   *out = s;
@@ -620,6 +714,45 @@ void wave_status_free(wave_status *s)
 }
 
 /* ---- packs ------------------------------------------------------------- */
+
+/* The bytes of the block that holds the pack array, each pack's devices
+ * and every string (wave_packs_get's order). */
+static size_t cl_packs_size(const Wave__V1__PacksReply *pl, size_t n)
+{
+  size_t bytes = WV_BLK_ROOM((n ? n : 1) * sizeof(wave_pack_info));
+  for (size_t i = 0; i < n; i++) {
+    const Wave__V1__PackInfo *pi = pl->packs[i];
+    if (pi == NULL)
+      continue;
+    bytes += wv_blk_size(pi->name) + wv_blk_size(pi->description);
+    bytes += WV_BLK_ROOM(pi->n_devices * sizeof(wave_pack_device));
+    for (size_t j = 0; j < pi->n_devices; j++)
+      if (pi->devices[j] != NULL)
+        bytes += wv_blk_size(pi->devices[j]->device) +
+                 wv_blk_size(pi->devices[j]->state) +
+                 wv_blk_size(pi->devices[j]->detail);
+  }
+  return bytes;
+}
+
+static void cl_pack(wv_blk *b, wave_pack_info *d, const Wave__V1__PackInfo *pi)
+{
+  d->name = wv_blk_str(b, pi->name);
+  d->version = pi->version;
+  d->dataset_bytes = pi->dataset_bytes;
+  d->description = wv_blk_str(b, pi->description);
+  d->devices = wv_blk_take(b, pi->n_devices * sizeof *d->devices);
+  for (size_t j = 0; j < pi->n_devices; j++) {
+    const Wave__V1__PackCheck *pc = pi->devices[j];
+    if (pc == NULL)
+      continue;
+    wave_pack_device *pd = &d->devices[d->n_devices++];
+    pd->device = wv_blk_str(b, pc->device);
+    pd->ok = pc->ok != 0;
+    pd->state = wv_blk_str(b, pc->state);
+    pd->detail = wv_blk_str(b, pc->detail);
+  }
+}
 
 int wave_packs_get(wave_client *c, wave_pack_info **packs, size_t *n_packs,
                    wave_error *err)
@@ -640,36 +773,20 @@ int wave_packs_get(wave_client *c, wave_pack_info **packs, size_t *n_packs,
     return rv;
   const Wave__V1__PacksReply *pl = resp->packs;
   size_t n = pl ? pl->n_packs : 0;
-  wave_pack_info *p = calloc(n ? n : 1, sizeof *p);
-  if (p == NULL) {
+  /* The array comes first in the block, so wave_packs_free(array) frees
+   * the devices and strings with it. */
+  size_t bytes = cl_packs_size(pl, n);
+  wv_blk b = {malloc(bytes), NULL};
+  if (b.at == NULL) {
     wave__v1__response__free_unpacked(resp, NULL);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
+  b.end = b.at + bytes;
+  wave_pack_info *p = wv_blk_take(&b, (n ? n : 1) * sizeof *p);
   size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    const Wave__V1__PackInfo *pi = pl->packs[i];
-    if (pi == NULL)
-      continue;
-    wave_pack_info *d = &p[k++];
-    wv_client_copy(d->name, sizeof d->name, pi->name);
-    d->version = pi->version;
-    d->dataset_bytes = pi->dataset_bytes;
-    wv_client_copy(d->description, sizeof d->description, pi->description);
-    size_t cap = sizeof d->devices / sizeof d->devices[0];
-    for (size_t j = 0; j < pi->n_devices && d->n_devices < cap; j++) {
-      const Wave__V1__PackCheck *pc = pi->devices[j];
-      if (pc == NULL)
-        continue;
-      wv_client_copy(d->devices[d->n_devices].device,
-                     sizeof d->devices[0].device, pc->device);
-      d->devices[d->n_devices].ok = pc->ok != 0;
-      wv_client_copy(d->devices[d->n_devices].state,
-                     sizeof d->devices[0].state, pc->state);
-      wv_client_copy(d->devices[d->n_devices].detail,
-                     sizeof d->devices[0].detail, pc->detail);
-      d->n_devices++;
-    }
-  }
+  for (size_t i = 0; i < n; i++)
+    if (pl->packs[i] != NULL)
+      cl_pack(&b, &p[k++], pl->packs[i]);
   wave__v1__response__free_unpacked(resp, NULL);
   *packs = p;
   *n_packs = k;

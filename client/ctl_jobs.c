@@ -129,8 +129,11 @@ void wv_job_waiting(const wave_job_info *j, char *buf, size_t n)
   buf[0] = '\0';
   if (j->state != WAVE_JOB_PREPARING)
     return;
-  const char *pack = j->waiting_pack[0] ? j->waiting_pack : "?";
-  const char *dev = j->waiting_device[0] ? j->waiting_device : "?";
+  /* NULL too: a wave_job_info that did not come from the library */
+  const char *pack = j->waiting_pack && j->waiting_pack[0] ? j->waiting_pack
+                                                           : "?";
+  const char *dev = j->waiting_device && j->waiting_device[0]
+                        ? j->waiting_device : "?";
   if (j->prepare_steps_total > 0)
     snprintf(buf, n, "waiting for pack %s on %s: %u of %u steps", pack, dev,
              j->prepare_steps, j->prepare_steps_total);
@@ -192,8 +195,8 @@ void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json)
     if (j->state == WAVE_JOB_RUNNING || j->state == WAVE_JOB_QUEUED)
       wv_fmt_eta(eta, sizeof eta, wv_job_eta(j));
     fprintf(f, "%-20" PRIu64 " %-9s %-10s %22s %10.3f %12s %8s", j->job_id,
-            wv_job_state_name(j->state), j->device, prog, j->seconds, rate,
-            eta);
+            wv_job_state_name(j->state), j->device ? j->device : "", prog,
+            j->seconds, rate, eta);
     char wait[200];
     wv_job_waiting(j, wait, sizeof wait);
     if (j->error.code != 0)
