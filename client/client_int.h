@@ -1,7 +1,9 @@
 /* client_int.h - what the files of libwaveclient share (not installed).
  *
  * client.c owns the connection and the one request/reply exchange every call
- * goes through (wv_client_call); job.c builds the hash-job calls on it.
+ * goes through (wv_client_call), and the names and blocks results are made
+ * of; reduce.c (wave_reduce), region.c (regions), status.c (status, packs)
+ * and job.c (hash jobs) build the calls on it.
  */
 #ifndef WV_CLIENT_INT_H
 #define WV_CLIENT_INT_H
@@ -105,9 +107,9 @@ int wv_client_call_msg(wave_client *c, nng_msg *msg, uint64_t id, int want,
 /* Unpack and check a reply (taken over) as wv_client_call does. */
 int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
                     Wave__V1__Response **resp, wave_error *err);
-/* The ReduceRequest whose chunks are ex[0..n_input) (inputs) and then
- * ex[n_input..n_input + n_mask) (masks), for client.c's framed messages and
- * bulk.c's region extents alike. */
+/* reduce.c: the ReduceRequest whose chunks are ex[0..n_input) (inputs) and
+ * then ex[n_input..n_input + n_mask) (masks), for reduce.c's framed
+ * messages and region.c's region extents alike. */
 void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
                            wave_op op, int has_mask, const char *device,
                            Wave__V1__Extent **ex, size_t n_input,
@@ -116,7 +118,7 @@ void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
 /* The result of a ReduceResult reply (frees resp). */
 int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
                             wave_reduce_result *res, wave_error *err);
-/* Reductions of big inputs in pieces (bulk.c), used by wave_reduce. */
+/* Reductions of big inputs in pieces (reduce.c), used by wave_reduce. */
 int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
                             wave_reduce_result *res, wave_error *err);
 
