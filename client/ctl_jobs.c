@@ -92,7 +92,7 @@ void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar)
   double frac = j->total ? (double)j->done / (double)j->total : 0.0;
   if (frac > 1.0)
     frac = 1.0;
-  char wait[200];
+  char wait[512];  /* the names are whole (ABI 1) */
   wv_job_waiting(j, wait, sizeof wait);
   if (wait[0] != '\0') {  /* PREPARING: the pack's progress, not the job's */
     if (bar)
@@ -197,7 +197,7 @@ void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json)
     fprintf(f, "%-20" PRIu64 " %-9s %-10s %22s %10.3f %12s %8s", j->job_id,
             wv_job_state_name(j->state), j->device ? j->device : "", prog,
             j->seconds, rate, eta);
-    char wait[200];
+    char wait[512];  /* the names are whole (ABI 1) */
     wv_job_waiting(j, wait, sizeof wait);
     if (j->error.code != 0)
       fprintf(f, "  %s", wave_errname(j->error.code));
@@ -237,7 +237,7 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
   if (j->error.code != 0)
     fprintf(f, "error        %s: %s\n", wave_errname(j->error.code),
             j->error.message);
-  char wait[200];
+  char wait[512];  /* the names are whole (ABI 1) */
   wv_job_waiting(j, wait, sizeof wait);
   if (wait[0] != '\0')
     fprintf(f, "%s\n", wait);
