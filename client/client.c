@@ -1,5 +1,7 @@
-/* client.c - libwaveclient: the connection, the one request/reply exchange,
- * and the reduce, status and packs calls.
+/* client.c - libwaveclient: the connection, whom it trusts, and the one
+ * request/reply exchange every call goes through; the names and blocks
+ * results are made of.  The calls are in reduce.c, region.c, status.c and
+ * job.c.
  *
  * A wave_client is one nng REQ socket dialed (lazily, in the background) to
  * one URL.  Every call opens its own nng_ctx on that socket: REQ contexts
@@ -17,7 +19,9 @@
  * NNG_OPT_IPC_PEER_UID, which the kernel vouches for).  So another user
  * who got hold of the socket path cannot answer our requests.
  */
+#include <assert.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +141,7 @@ static int cl_open(wave_client **out, const char *url,
     free(c);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
+  pthread_mutex_init(&c->names_mu, NULL);
   c->ipc = strncmp(url, "ipc://", 6) == 0;
   c->trust_uid = cl_trust_uid();
   c->service_uid = c->ipc ? cl_service_uid() : -1;
@@ -148,6 +153,7 @@ static int cl_open(wave_client **out, const char *url,
   else if (c->ipc && stat(url + 6, &st) == 0 && !cl_trusted(c, st.st_uid))
     code = cl_untrusted(c, "the socket file", (long)st.st_uid, err);
   if (code != 0) {
+    pthread_mutex_destroy(&c->names_mu);
     free(c->url);
     free(c);
     return code;
@@ -161,6 +167,7 @@ static int cl_open(wave_client **out, const char *url,
   c->tag = cl_random64();
 
   if ((rv = nng_req0_open(&c->sock)) != 0) {
+    pthread_mutex_destroy(&c->names_mu);
     free(c->url);
     free(c);
     return wv_seterr(err, WAVE_EIO, "cannot open an nng req socket: %s",
@@ -206,6 +213,11 @@ void wave_client_close(wave_client *c)
     memset(c->token, 0, strlen(c->token));
   free(c->token);
   free(c->url);
+  for (struct wv_name *n = c->names, *next; n != NULL; n = next) {
+    next = n->next;
+    free(n);
+  }
+  pthread_mutex_destroy(&c->names_mu);
   free(c);
 }
 
@@ -218,6 +230,69 @@ void wave_client_set_timeout(wave_client *c, int timeout_ms)
 const char *wave_client_url(const wave_client *c)
 {
   return c ? c->url : NULL;
+}
+
+/* ---- the names results point at, and result blocks -------------------- */
+
+int wv_client_name(wave_client *c, const char *s, const char **out,
+                   wave_error *err)
+{
+  if (s == NULL || s[0] == '\0') {
+    *out = "";
+    return 0;
+  }
+  /* A handful of names in practice (a daemon's devices, packs and
+   * exchanges): a list is fast enough, and pointers handed out stay put. */
+  int code = 0;
+  pthread_mutex_lock(&c->names_mu);
+  struct wv_name *n = c->names;
+  while (n != NULL && strcmp(n->s, s) != 0)
+    n = n->next;
+  if (n == NULL) {
+    size_t len = strlen(s) + 1;
+    if (c->n_names >= WAVE_CLIENT_NAMES_MAX)
+      code = wv_seterr(err, WAVE_EIO, "%s: the daemon sent more than %d "
+                       "distinct names", c->url, WAVE_CLIENT_NAMES_MAX);
+    else if ((n = malloc(sizeof *n + len)) == NULL)
+      code = wv_seterr(err, WAVE_ENOMEM, NULL);
+    else {
+      memcpy(n->s, s, len);
+      n->next = c->names;
+      c->names = n;
+      c->n_names++;
+    }
+  }
+  pthread_mutex_unlock(&c->names_mu);
+  *out = code == 0 ? n->s : "";
+  return code;
+}
+
+#define WV_BLK_ALIGN _Alignof(max_align_t)
+
+size_t wv_blk_size(const char *s)
+{
+  return strlen(s ? s : "") + 1;
+}
+
+void *wv_blk_take(wv_blk *b, size_t n)
+{
+  size_t pad = (WV_BLK_ALIGN - (uintptr_t)b->at % WV_BLK_ALIGN) %
+               WV_BLK_ALIGN;
+  assert(pad + n <= (size_t)(b->end - b->at));
+  void *p = b->at + pad;
+  memset(p, 0, n);
+  b->at += pad + n;
+  return p;
+}
+
+const char *wv_blk_str(wv_blk *b, const char *s)
+{
+  size_t n = wv_blk_size(s);
+  assert(n <= (size_t)(b->end - b->at));
+  char *p = b->at;
+  memcpy(p, s ? s : "", n);
+  b->at += n;
+  return p;
 }
 
 void wv_client_copy(char *dst, size_t n, const char *src)
@@ -384,299 +459,4 @@ int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
   }
   *resp = r;
   return 0;
-}
-
-/* ---- reduce ------------------------------------------------------------ */
-
-int wave_reduce(wave_client *c, const wave_reduce_request *req,
-                wave_reduce_result *res, wave_error *err)
-{
-  if (c == NULL || req == NULL || res == NULL)
-    return wv_seterr(err, WAVE_EARG, "wave_reduce: NULL argument");
-  if ((req->n_input > 0 && req->input == NULL) ||
-      (req->has_mask && req->n_mask > 0 && req->mask == NULL))
-    return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk array is NULL");
-  size_t n_mask = req->has_mask ? req->n_mask : 0;
-  /* The chunk array below holds n_input + n_mask + 1 entries: a sum that
-   * wraps would size it too small for the loops that fill it. */
-  const size_t max_chunks = SIZE_MAX / sizeof(ProtobufCBinaryData) - 1;
-  if (n_mask > max_chunks || req->n_input > max_chunks - n_mask)
-    return wv_seterr(err, WAVE_EARG, "wave_reduce: %zu + %zu chunks is too "
-                     "many", req->n_input, n_mask);
-  /* A chunk without data but with a length would go out as an empty chunk
-   * and the daemon would reduce fewer rows than the caller meant. */
-  for (size_t i = 0; i < req->n_input + n_mask; i++) {
-    const wave_chunk *ch = i < req->n_input ? &req->input[i]
-                                            : &req->mask[i - req->n_input];
-    if (ch->data == NULL && ch->bytes != 0)
-      return wv_seterr(err, WAVE_EARG, "wave_reduce: %s chunk %zu has %zu "
-                       "bytes but no data", i < req->n_input ? "input" : "mask",
-                       i < req->n_input ? i : i - req->n_input, ch->bytes);
-  }
-
-  /* Everything else (dtype, op, lengths) is the daemon's to judge: it is
-   * the one authority on what a valid job is. */
-  size_t total = 0;
-  for (size_t i = 0; i < req->n_input + n_mask; i++) {
-    size_t b = i < req->n_input ? req->input[i].bytes
-                                : req->mask[i - req->n_input].bytes;
-    if (b > SIZE_MAX - total)
-      return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk sizes overflow");
-    total += b;
-  }
-  /* Big inputs go in pieces (any transport): no message above a bound,
-   * and TOOBIG/JOBSIZE come back before any row travels. */
-  size_t n_all = req->n_input + n_mask;
-  /* WAVE_CLIENT_STREAM=1 sends every job as a stream: for the tests that
-   * check that each path gives the same answer (docs/cli.md). */
-  const char *force = getenv("WAVE_CLIENT_STREAM");
-  if ((force != NULL && strcmp(force, "1") == 0) ||
-      total > WV_CLIENT_FRAME_MAX || n_all > WV_CLIENT_FRAME_MAX / 32 ||
-      total + 32 * n_all + 256 > WV_CLIENT_FRAME_MAX)
-    return wv_client_stream_reduce(c, req, res, err);
-
-  /* One framed message: the rows travel after the header, by place
-   * (Extent, region 0), so the daemon reduces them in the received buffer. */
-  Wave__V1__Extent *ex = calloc(req->n_input + n_mask + 1, sizeof *ex);
-  Wave__V1__Extent **exp = calloc(req->n_input + n_mask + 1, sizeof *exp);
-  if (ex == NULL || exp == NULL) {
-    free(ex);
-    free(exp);
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  }
-  size_t off = 0;
-  for (size_t i = 0; i < req->n_input + n_mask; i++) {
-    const wave_chunk *ch = i < req->n_input ? &req->input[i]
-                                            : &req->mask[i - req->n_input];
-    wave__v1__extent__init(&ex[i]);
-    ex[i].offset = off;
-    ex[i].bytes = ch->data ? ch->bytes : 0;
-    off += ex[i].bytes;
-    exp[i] = &ex[i];
-  }
-  Wave__V1__ReduceRequest rr;
-  wv_client_reduce_fill(&rr, req->dtype, req->op, req->has_mask, req->device,
-                        exp, req->n_input, n_mask);
-
-  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
-  r.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
-  r.reduce = &rr;
-  nng_msg *msg;
-  uint8_t *data;
-  int rv = wv_client_msg(c, &r, off, &msg, &data, err);
-  if (rv == 0)
-    for (size_t i = 0; i < req->n_input + n_mask; i++)
-      if (ex[i].bytes) {
-        const wave_chunk *ch = i < req->n_input ? &req->input[i]
-                                                : &req->mask[i - req->n_input];
-        memcpy(data + ex[i].offset, ch->data, ex[i].bytes);
-      }
-  free(ex);
-  free(exp);
-  if (rv != 0)
-    return rv;
-  Wave__V1__Response *resp;
-  rv = wv_client_call_msg(c, msg, r.id, WAVE__V1__RESPONSE__BODY_REDUCE, 0,
-                          &resp, err);
-  if (rv == WAVE_ETOOBIG)  /* a daemon with a small request limit */
-    return wv_client_stream_reduce(c, req, res, err);
-  if (rv != 0)
-    return rv;
-  return wv_client_reduce_result(c, resp, res, err);
-}
-
-void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
-                           wave_op op, int has_mask, const char *device,
-                           Wave__V1__Extent **ex, size_t n_input,
-                           size_t n_mask)
-{
-  wave__v1__reduce_request__init(rr);
-  rr->dtype = (Wave__V1__DType)dtype;
-  rr->op = (Wave__V1__Op)op;
-  rr->n_input_at = n_input;
-  rr->input_at = ex;
-  rr->n_mask_at = n_mask;
-  rr->mask_at = ex + n_input;
-  rr->masked = has_mask != 0;
-  rr->device = (char *)(device ? device : "");
-}
-
-int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
-                            wave_reduce_result *res, wave_error *err)
-{
-  const Wave__V1__ReduceResult *rs = resp->reduce;
-  memset(res, 0, sizeof *res);
-  if (rs == NULL || rs->n_bits < 1 || rs->n_bits > 2) {
-    wave__v1__response__free_unpacked(resp, NULL);
-    return wv_seterr(err, WAVE_EIO, "%s: reduce reply without 1 or 2 values",
-                     c->url);
-  }
-  res->dtype = (wave_dtype)rs->dtype;
-  res->op = (wave_op)rs->op;
-  res->n_values = (unsigned)rs->n_bits;
-  for (size_t i = 0; i < rs->n_bits; i++)
-    res->bits[i] = rs->bits[i];
-  res->count = rs->count;
-  res->rows = rs->rows;
-  res->seconds = rs->seconds;
-  res->finite = (int)rs->finite;
-  wv_client_copy(res->device, sizeof res->device, rs->device);
-  wave__v1__response__free_unpacked(resp, NULL);
-  return 0;
-}
-
-/* ---- status ------------------------------------------------------------ */
-
-static void cl_pack_check(wave_pack_check *dst, const Wave__V1__PackCheck *pc)
-{
-  wv_client_copy(dst->pack, sizeof dst->pack, pc->pack);
-  dst->ok = pc->ok != 0;
-  wv_client_copy(dst->state, sizeof dst->state, pc->state);
-  wv_client_copy(dst->detail, sizeof dst->detail, pc->detail);
-  dst->hash_rate = pc->hash_rate;
-}
-
-static void cl_device(wave_device_status *d, const Wave__V1__DeviceStatus *s)
-{
-  wv_client_copy(d->name, sizeof d->name, s->name);
-  wv_client_copy(d->backend, sizeof d->backend, s->backend);
-  wv_client_copy(d->description, sizeof d->description, s->description);
-  d->queue_depth = s->queue_depth;
-  d->queue_capacity = s->queue_capacity;
-  d->jobs_done = s->jobs_done;
-  d->jobs_failed = s->jobs_failed;
-  d->faulted = s->faulted != 0;
-  d->running = s->running != 0;
-  wv_client_copy(d->fault, sizeof d->fault, s->fault);
-  d->wave_width = s->wave_width;
-  wv_client_copy(d->exchange, sizeof d->exchange, s->exchange);
-  wv_client_copy(d->exchange_reason, sizeof d->exchange_reason,
-                 s->exchange_reason);
-  size_t cap = sizeof d->packs / sizeof d->packs[0];
-  d->n_packs = 0;
-  for (size_t i = 0; i < s->n_packs && d->n_packs < cap; i++)
-    if (s->packs[i] != NULL)
-      cl_pack_check(&d->packs[d->n_packs++], s->packs[i]);
-}
-
-int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
-{
-  if (c == NULL || out == NULL)
-    return wv_seterr(err, WAVE_EARG, "wave_status_get: NULL argument");
-  *out = NULL;
-  Wave__V1__StatusRequest sr = WAVE__V1__STATUS_REQUEST__INIT;
-  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
-  r.body_case = WAVE__V1__REQUEST__BODY_STATUS;
-  r.status = &sr;
-
-  Wave__V1__Response *resp;
-  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_STATUS, 0, &resp,
-                          err);
-  if (rv != 0)
-    return rv;
-  const Wave__V1__StatusReply *st = resp->status;
-  size_t n = st ? st->n_devices : 0;
-  size_t nl = st ? st->n_listen : 0, text = 0;
-  for (size_t i = 0; i < nl; i++)
-    text += strlen(st->listen[i] ? st->listen[i] : "") + 1;
-  /* One block: the devices, the listen pointers and their strings follow
-   * the header, so one free() releases it. */
-  wave_status *s = calloc(1, sizeof *s + n * sizeof(wave_device_status) +
-                                 (nl + 1) * sizeof(char *) + text);
-  if (s == NULL) {
-    wave__v1__response__free_unpacked(resp, NULL);
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  }
-  s->devices = (wave_device_status *)(s + 1);
-  s->listen = (char **)(s->devices + n);
-  char *at = (char *)(s->listen + nl + 1);
-  for (size_t i = 0; i < nl; i++) {
-    const char *u = st->listen[i] ? st->listen[i] : "";
-    size_t len = strlen(u) + 1;
-    memcpy(at, u, len);
-    s->listen[s->n_listen++] = at;
-    at += len;
-  }
-  if (st != NULL) {
-    wv_client_copy(s->version, sizeof s->version, st->version);
-    s->uptime_ms = st->uptime_ms;
-    s->jobs_served = st->jobs_served;
-    s->jobs_failed = st->jobs_failed;
-    s->instance = st->instance;
-    s->ready = st->ready;
-    s->max_files = st->max_files;
-    for (size_t i = 0; i < n; i++)
-      if (st->devices[i] != NULL)
-        cl_device(&s->devices[s->n_devices++], st->devices[i]);
-  }
-  wave__v1__response__free_unpacked(resp, NULL);
-  *out = s;
-  return 0;
-}
-
-void wave_status_free(wave_status *s)
-{
-  free(s);
-}
-
-/* ---- packs ------------------------------------------------------------- */
-
-int wave_packs_get(wave_client *c, wave_pack_info **packs, size_t *n_packs,
-                   wave_error *err)
-{
-  if (c == NULL || packs == NULL || n_packs == NULL)
-    return wv_seterr(err, WAVE_EARG, "wave_packs_get: NULL argument");
-  *packs = NULL;
-  *n_packs = 0;
-  Wave__V1__PacksRequest pr = WAVE__V1__PACKS_REQUEST__INIT;
-  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
-  r.body_case = WAVE__V1__REQUEST__BODY_PACKS;
-  r.packs = &pr;
-
-  Wave__V1__Response *resp;
-  int rv = wv_client_call(c, &r, WAVE__V1__RESPONSE__BODY_PACKS, 0, &resp,
-                          err);
-  if (rv != 0)
-    return rv;
-  const Wave__V1__PacksReply *pl = resp->packs;
-  size_t n = pl ? pl->n_packs : 0;
-  wave_pack_info *p = calloc(n ? n : 1, sizeof *p);
-  if (p == NULL) {
-    wave__v1__response__free_unpacked(resp, NULL);
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  }
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    const Wave__V1__PackInfo *pi = pl->packs[i];
-    if (pi == NULL)
-      continue;
-    wave_pack_info *d = &p[k++];
-    wv_client_copy(d->name, sizeof d->name, pi->name);
-    d->version = pi->version;
-    d->dataset_bytes = pi->dataset_bytes;
-    wv_client_copy(d->description, sizeof d->description, pi->description);
-    size_t cap = sizeof d->devices / sizeof d->devices[0];
-    for (size_t j = 0; j < pi->n_devices && d->n_devices < cap; j++) {
-      const Wave__V1__PackCheck *pc = pi->devices[j];
-      if (pc == NULL)
-        continue;
-      wv_client_copy(d->devices[d->n_devices].device,
-                     sizeof d->devices[0].device, pc->device);
-      d->devices[d->n_devices].ok = pc->ok != 0;
-      wv_client_copy(d->devices[d->n_devices].state,
-                     sizeof d->devices[0].state, pc->state);
-      wv_client_copy(d->devices[d->n_devices].detail,
-                     sizeof d->devices[0].detail, pc->detail);
-      d->n_devices++;
-    }
-  }
-  wave__v1__response__free_unpacked(resp, NULL);
-  *packs = p;
-  *n_packs = k;
-  return 0;
-}
-
-void wave_packs_free(wave_pack_info *packs)
-{
-  free(packs);
 }

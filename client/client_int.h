@@ -1,11 +1,14 @@
 /* client_int.h - what the files of libwaveclient share (not installed).
  *
  * client.c owns the connection and the one request/reply exchange every call
- * goes through (wv_client_call); job.c builds the hash-job calls on it.
+ * goes through (wv_client_call), and the names and blocks results are made
+ * of; reduce.c (wave_reduce), region.c (regions), status.c (status, packs)
+ * and job.c (hash jobs) build the calls on it.
  */
 #ifndef WV_CLIENT_INT_H
 #define WV_CLIENT_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +28,12 @@
 /* Stream pieces in flight at once. */
 #define WV_CLIENT_STREAM_DEPTH 4
 
+/* One name a result may point at (wv_client_name). */
+struct wv_name {
+  struct wv_name *next;
+  char s[];
+};
+
 struct wave_client {
   nng_socket sock;
   char *url;
@@ -38,7 +47,32 @@ struct wave_client {
   char *token;                  /* Request.token, NULL: none (access.c) */
   struct wv_dial *dial;         /* a bounded dial that ran out of time and
                                    still runs (access.c) */
+  pthread_mutex_t names_mu;     /* guards names */
+  struct wv_name *names;        /* the names results point at */
+  size_t n_names;
 };
+
+/* The client's copy of name s (NULL: ""), kept until wave_client_close:
+ * what the `const char *` names of caller-provided results point at.  0,
+ * or WAVE_ENOMEM / WAVE_EIO (past WAVE_CLIENT_NAMES_MAX) with err filled. */
+int wv_client_name(wave_client *c, const char *s, const char **out,
+                   wave_error *err);
+
+/* A block that holds a result and all its strings (status, packs): sized
+ * by a first pass (wv_blk_size), then carved (wv_blk_take, wv_blk_str),
+ * so that one free() releases it. */
+typedef struct wv_blk {
+  char *at;    /* the next free byte */
+  char *end;
+} wv_blk;
+/* Bytes to reserve for a wv_blk_take of n (with its alignment). */
+#define WV_BLK_ROOM(n) ((n) + _Alignof(max_align_t))
+/* Bytes for s as wv_blk_str stores it. */
+size_t wv_blk_size(const char *s);
+/* n bytes, zeroed, aligned for any result struct. */
+void *wv_blk_take(wv_blk *b, size_t n);
+/* A copy of s (NULL: "") in the block. */
+const char *wv_blk_str(wv_blk *b, const char *s);
 
 /* 0, or WAVE_EIO when the ipc peer that sent msg is not trusted. */
 int wv_client_check_peer(const wave_client *c, nng_msg *msg, wave_error *err);
@@ -73,9 +107,9 @@ int wv_client_call_msg(wave_client *c, nng_msg *msg, uint64_t id, int want,
 /* Unpack and check a reply (taken over) as wv_client_call does. */
 int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
                     Wave__V1__Response **resp, wave_error *err);
-/* The ReduceRequest whose chunks are ex[0..n_input) (inputs) and then
- * ex[n_input..n_input + n_mask) (masks), for client.c's framed messages and
- * bulk.c's region extents alike. */
+/* reduce.c: the ReduceRequest whose chunks are ex[0..n_input) (inputs) and
+ * then ex[n_input..n_input + n_mask) (masks), for reduce.c's framed
+ * messages and region.c's region extents alike. */
 void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
                            wave_op op, int has_mask, const char *device,
                            Wave__V1__Extent **ex, size_t n_input,
@@ -84,11 +118,12 @@ void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
 /* The result of a ReduceResult reply (frees resp). */
 int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
                             wave_reduce_result *res, wave_error *err);
-/* Reductions of big inputs in pieces (bulk.c), used by wave_reduce. */
+/* Reductions of big inputs in pieces (reduce.c), used by wave_reduce. */
 int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
                             wave_reduce_result *res, wave_error *err);
 
-/* Copy a protobuf string (NULL-safe) into a fixed buffer, truncating. */
+/* Copy a protobuf string (NULL-safe) into a fixed buffer, truncating
+ * (wave_error.message only). */
 void wv_client_copy(char *dst, size_t n, const char *src);
 
 #endif

@@ -92,7 +92,7 @@ void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar)
   double frac = j->total ? (double)j->done / (double)j->total : 0.0;
   if (frac > 1.0)
     frac = 1.0;
-  char wait[200];
+  char wait[512];  /* the names are whole (ABI 1) */
   wv_job_waiting(j, wait, sizeof wait);
   if (wait[0] != '\0') {  /* PREPARING: the pack's progress, not the job's */
     if (bar)
@@ -129,8 +129,11 @@ void wv_job_waiting(const wave_job_info *j, char *buf, size_t n)
   buf[0] = '\0';
   if (j->state != WAVE_JOB_PREPARING)
     return;
-  const char *pack = j->waiting_pack[0] ? j->waiting_pack : "?";
-  const char *dev = j->waiting_device[0] ? j->waiting_device : "?";
+  /* NULL too: a wave_job_info that did not come from the library */
+  const char *pack = j->waiting_pack && j->waiting_pack[0] ? j->waiting_pack
+                                                           : "?";
+  const char *dev = j->waiting_device && j->waiting_device[0]
+                        ? j->waiting_device : "?";
   if (j->prepare_steps_total > 0)
     snprintf(buf, n, "waiting for pack %s on %s: %u of %u steps", pack, dev,
              j->prepare_steps, j->prepare_steps_total);
@@ -192,9 +195,9 @@ void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json)
     if (j->state == WAVE_JOB_RUNNING || j->state == WAVE_JOB_QUEUED)
       wv_fmt_eta(eta, sizeof eta, wv_job_eta(j));
     fprintf(f, "%-20" PRIu64 " %-9s %-10s %22s %10.3f %12s %8s", j->job_id,
-            wv_job_state_name(j->state), j->device, prog, j->seconds, rate,
-            eta);
-    char wait[200];
+            wv_job_state_name(j->state), j->device ? j->device : "", prog,
+            j->seconds, rate, eta);
+    char wait[512];  /* the names are whole (ABI 1) */
     wv_job_waiting(j, wait, sizeof wait);
     if (j->error.code != 0)
       fprintf(f, "  %s", wave_errname(j->error.code));
@@ -234,7 +237,7 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
   if (j->error.code != 0)
     fprintf(f, "error        %s: %s\n", wave_errname(j->error.code),
             j->error.message);
-  char wait[200];
+  char wait[512];  /* the names are whole (ABI 1) */
   wv_job_waiting(j, wait, sizeof wait);
   if (wait[0] != '\0')
     fprintf(f, "%s\n", wait);

@@ -208,14 +208,12 @@ static const char *ctl_check_word(int ok, const char *state)
   return ok ? "ok" : "failed";
 }
 
-/* " (detail)", or "" when the detail says no more than the state. */
-static const char *ctl_detail(char *buf, size_t n, const char *state,
-                              const char *detail)
+/* " (detail)", or nothing when the detail says no more than the state;
+ * written whole, however long (ABI 1 keeps the daemon's whole detail). */
+static void out_detail(FILE *f, const char *state, const char *detail)
 {
-  if (detail[0] == '\0' || strcmp(detail, state) == 0)
-    return "";
-  snprintf(buf, n, " (%s)", detail);
-  return buf;
+  if (detail[0] != '\0' && strcmp(detail, state) != 0)
+    fprintf(f, " (%s)", detail);
 }
 
 static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
@@ -233,48 +231,52 @@ static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
   fputc(']', f);
 }
 
+static void out_status_json(FILE *f, const wave_status *s, const char *url)
+{
+  fputs("{\"version\": ", f);
+  wv_json_str(f, s->version);
+  fputs(", \"url\": ", f);
+  wv_json_str(f, url);
+  fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
+          ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
+          ", \"ready\": %s, \"max_files\": %" PRIu64 ", \"listen\": [",
+          s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
+          s->ready ? "true" : "false", s->max_files);
+  for (size_t i = 0; i < s->n_listen; i++) {
+    fputs(i ? ", " : "", f);
+    wv_json_str(f, s->listen[i]);
+  }
+  fputs("], \"devices\": [", f);
+  for (size_t i = 0; i < s->n_devices; i++) {
+    const wave_device_status *d = &s->devices[i];
+    fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+    wv_json_str(f, d->name);
+    fputs(", \"backend\": ", f);
+    wv_json_str(f, d->backend);
+    fputs(", \"description\": ", f);
+    wv_json_str(f, d->description);
+    fprintf(f, ", \"queue_depth\": %u, \"queue_capacity\": %u, "
+            "\"jobs_done\": %" PRIu64 ", \"jobs_failed\": %" PRIu64
+            ", \"running\": %s, \"faulted\": %s, \"fault\": ",
+            d->queue_depth, d->queue_capacity, d->jobs_done, d->jobs_failed,
+            d->running ? "true" : "false", d->faulted ? "true" : "false");
+    wv_json_str(f, d->fault);
+    fprintf(f, ", \"wave_width\": %u, \"exchange\": ", d->wave_width);
+    wv_json_str(f, d->exchange);
+    fputs(", \"exchange_reason\": ", f);
+    wv_json_str(f, d->exchange_reason);
+    fputs(", \"packs\": ", f);
+    out_checks_json(f, d->packs, d->n_packs);
+    fputc('}', f);
+  }
+  fputs("]}\n", f);
+}
+
 void wv_print_status(FILE *f, const wave_status *s, const char *url,
                      int json)
 {
-  char buf[200];
   if (json) {
-    fputs("{\"version\": ", f);
-    wv_json_str(f, s->version);
-    fputs(", \"url\": ", f);
-    wv_json_str(f, url);
-    fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
-            ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
-            ", \"ready\": %s, \"max_files\": %" PRIu64 ", \"listen\": [",
-            s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
-            s->ready ? "true" : "false", s->max_files);
-    for (size_t i = 0; i < s->n_listen; i++) {
-      fputs(i ? ", " : "", f);
-      wv_json_str(f, s->listen[i]);
-    }
-    fputs("], \"devices\": [", f);
-    for (size_t i = 0; i < s->n_devices; i++) {
-      const wave_device_status *d = &s->devices[i];
-      fputs(i ? ", {\"name\": " : "{\"name\": ", f);
-      wv_json_str(f, d->name);
-      fputs(", \"backend\": ", f);
-      wv_json_str(f, d->backend);
-      fputs(", \"description\": ", f);
-      wv_json_str(f, d->description);
-      fprintf(f, ", \"queue_depth\": %u, \"queue_capacity\": %u, "
-              "\"jobs_done\": %" PRIu64 ", \"jobs_failed\": %" PRIu64
-              ", \"running\": %s, \"faulted\": %s, \"fault\": ",
-              d->queue_depth, d->queue_capacity, d->jobs_done, d->jobs_failed,
-              d->running ? "true" : "false", d->faulted ? "true" : "false");
-      wv_json_str(f, d->fault);
-      fprintf(f, ", \"wave_width\": %u, \"exchange\": ", d->wave_width);
-      wv_json_str(f, d->exchange);
-      fputs(", \"exchange_reason\": ", f);
-      wv_json_str(f, d->exchange_reason);
-      fputs(", \"packs\": ", f);
-      out_checks_json(f, d->packs, d->n_packs);
-      fputc('}', f);
-    }
-    fputs("]}\n", f);
+    out_status_json(f, s, url);
     return;
   }
   fprintf(f, "wavedd %s at %s: up %.1f s, %" PRIu64 " jobs served, %" PRIu64
@@ -303,10 +305,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
               d->exchange_reason[0] ? " (" : "", d->exchange_reason,
               d->exchange_reason[0] ? ")" : "");
     for (size_t k = 0; k < d->n_packs; k++) {
-      fprintf(f, "  pack       %s: %s%s", d->packs[k].pack,
-              ctl_check_word(d->packs[k].ok, d->packs[k].state),
-              ctl_detail(buf, sizeof buf, d->packs[k].state,
-                         d->packs[k].detail));
+      fprintf(f, "  pack       %s: %s", d->packs[k].pack,
+              ctl_check_word(d->packs[k].ok, d->packs[k].state));
+      out_detail(f, d->packs[k].state, d->packs[k].detail);
       if (d->packs[k].hash_rate > 0)
         fprintf(f, ", %.4g hashes/s measured", d->packs[k].hash_rate);
       fputc('\n', f);
@@ -316,7 +317,6 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
 
 void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
 {
-  char buf[200];
   if (json) {
     fputs("{\"packs\": [", f);
     for (size_t i = 0; i < n; i++) {
@@ -352,10 +352,11 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
     if (p[i].description[0])
       fprintf(f, ": %s", p[i].description);
     fputc('\n', f);
-    for (size_t k = 0; k < p[i].n_devices; k++)
-      fprintf(f, "  %-12s %s%s\n", p[i].devices[k].device,
-              ctl_check_word(p[i].devices[k].ok, p[i].devices[k].state),
-              ctl_detail(buf, sizeof buf, p[i].devices[k].state,
-                         p[i].devices[k].detail));
+    for (size_t k = 0; k < p[i].n_devices; k++) {
+      fprintf(f, "  %-12s %s", p[i].devices[k].device,
+              ctl_check_word(p[i].devices[k].ok, p[i].devices[k].state));
+      out_detail(f, p[i].devices[k].state, p[i].devices[k].detail);
+      fputc('\n', f);
+    }
   }
 }

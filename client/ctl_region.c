@@ -100,7 +100,7 @@ out:
 
 /* ---- daemon-side files ---------------------------------------------------- */
 /* wv_copy_load registers each file as a *file region*: the daemon gets our
- * descriptor (SCM_RIGHTS, client/bulk.c), so it reads what we could open
+ * descriptor (SCM_RIGHTS, client/region.c), so it reads what we could open
  * whatever its uid, and the job reads it in pieces
  * through a small ring of buffers that it reduces as they fill
  * (daemon/filered.c), so the rows cross memory once, as with `cat`.  A

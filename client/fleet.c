@@ -1,5 +1,5 @@
-/* fleet.c - the fleet coordinator (include/wave/fleet.h): pieces pulled by
- * one thread per daemon, merged by fleet_merge.c.
+/* fleet.c - the fleet coordinator (include/wave/fleet.h): the handle, and
+ * the pool whose threads, one per daemon, pull the pieces.
  *
  * The pool.  A call builds its pieces, puts their indices in one FIFO and
  * starts `depth` threads per daemon (2 by default: while one piece's
@@ -21,23 +21,7 @@
  * most 200 ms on the daemon); a thread that sees it cancels its piece's
  * job on its daemon, so the cancel reaches every daemon with work.
  *
- * Hash pieces are guided by default (wv_fleet_hash_guided): each about a
- * 1/(4 daemons) share of the nonces left, so they shrink toward the end
- * and the last ones, held two per daemon, are small; with pieces of one
- * size the daemons' finishing times spread by up to two whole pieces.
- *
- * The hash pieces speak protocol 2 directly (segment_log2, want_segments,
- * segment paging, the daemon instance), through wv_fleet_call: the
- * exchange of wv_client_call, but one that nng's pipe-removed event
- * (nng_pipe_notify) aborts at once, so a daemon that hangs up while it
- * holds a piece loses it now rather than after the reply timeout.
- *
- * Members are not believed (docs/fleet.md, "Checks"): fl_hash_check
- * tests every DONE answer's ranges, counts and order, and, with the
- * caller's re-hash function, its winners, best and one random segment.
- * A liar is dropped and every piece it answered goes back in the queue
- * (fl_drop); a piece whose `done` stands still for the stall deadline is
- * cancelled there and moved, its daemon dropped.
+ * The hash calls are in fleet_hash.c, the reductions in fleet_reduce.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -49,7 +33,6 @@
 
 #include "client/client_int.h"
 #include "client/fleet_int.h"
-#include "client/fleet_merge.h"
 #include "core/base.h"
 #include "wave/fleet.h"
 
@@ -325,6 +308,108 @@ static void *fl_worker(void *arg)
   return NULL;
 }
 
+static void fl_pool_free(fl_pool *p)
+{
+  free(p->fifo);
+  free(p->inflight);
+  free(p->why);
+  free(p->owner);
+  free(p->first);
+  free(p->last);
+}
+
+/* p for items 0..n-1 over f's daemons, nth threads: every index queued,
+ * every member reset; 0 or WAVE_ENOMEM (nothing left allocated). */
+static int fl_pool_init(fl_pool *p, wave_fleet *f, size_t n,
+                        const uint64_t *work, size_t nth,
+                        wave_fleet_member *members, wave_error *err)
+{
+  p->f = f;
+  p->items = p->remaining = n;
+  p->cap = n + 1;
+  p->members = members;
+  p->work = work;
+  for (size_t i = 0; i < n; i++)
+    p->total += work[i];
+  atomic_init(&p->done, 0);
+  p->fifo = calloc(p->cap, sizeof *p->fifo);
+  p->inflight = calloc(nth, sizeof *p->inflight);
+  p->why = calloc(nth, sizeof *p->why);
+  p->owner = malloc((n ? n : 1) * sizeof *p->owner);
+  p->first = calloc(f->n, sizeof *p->first);
+  p->last = calloc(f->n, sizeof *p->last);
+  if (p->fifo == NULL || p->inflight == NULL || p->first == NULL ||
+      p->last == NULL || p->why == NULL || p->owner == NULL) {
+    fl_pool_free(p);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  for (size_t i = 0; i < n; i++) {
+    p->fifo[p->tail++] = i;
+    p->owner[i] = SIZE_MAX;
+  }
+  for (size_t t = 0; t < nth; t++)
+    atomic_init(&p->inflight[t], 0);
+  for (size_t d = 0; d < f->n; d++) {
+    memset(&members[d], 0, sizeof members[d]);
+    members[d].url = f->urls[d];
+    f->why[d] = WAVE_FLEET_KEPT;
+    atomic_store(&f->gone[d], 0);
+  }
+  return 0;
+}
+
+/* Wait (p->mu held) until no thread runs, calling progress about every
+ * 200 ms with the work done, the pieces in flight included. */
+static void fl_pool_wait(fl_pool *p, size_t started, size_t daemons,
+                         double t0, wave_fleet_progress_fn progress,
+                         void *parg)
+{
+  while (p->running > 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 200 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    int w = pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+    if (p->alive == 0 && p->remaining > 0)
+      pthread_cond_broadcast(&p->cv);
+    if (w == ETIMEDOUT && progress != NULL) {
+      wave_fleet_progress pr = {.total = p->total, .alive = p->alive,
+                                .failed = daemons - p->alive,
+                                .seconds = wv_fleet_now() - t0};
+      pr.done = atomic_load(&p->done);
+      for (size_t t = 0; t < started; t++)
+        pr.done += atomic_load(&p->inflight[t]);
+      pthread_mutex_unlock(&p->mu);
+      progress(&pr, parg);
+      pthread_mutex_lock(&p->mu);
+    }
+  }
+}
+
+/* The call's answer once the threads are joined: the job's error, a
+ * cancel, every daemon dropped (each named with why), or 0. */
+static int fl_pool_verdict(const fl_pool *p, wave_error *err)
+{
+  const wave_fleet *f = p->f;
+  if (p->fatal != 0)
+    return wv_seterr(err, p->fatal, "%s", p->fatal_err.message);
+  if (atomic_load(&f->cancel) && p->remaining > 0)
+    return wv_seterr(err, WAVE_ECANCELLED, "cancelled; every daemon's piece "
+                     "was cancelled");
+  if (p->remaining == 0)
+    return 0;
+  char msg[sizeof err->message];
+  size_t o = (size_t)snprintf(msg, sizeof msg, "every daemon was dropped:");
+  for (size_t d = 0; d < f->n && o < sizeof msg; d++)
+    o += (size_t)snprintf(msg + o, sizeof msg - o, " %s (%s): %s;",
+                          f->urls[d], wave_fleet_drop_name(f->why[d]),
+                          p->members[d].error.message);
+  return wv_seterr(err, WAVE_EIO, "%s", msg);
+}
+
 /* Run items 0..n-1 (work[i] each) over the fleet.  0 when every item is
  * done; the first job error; WAVE_ECANCELLED; or, when every daemon
  * failed, WAVE_EIO naming them. */
@@ -336,48 +421,18 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
 {
   fl_pool p;
   memset(&p, 0, sizeof p);
-  p.f = f;
   p.run = run;
   p.ctx = ctx;
-  p.items = p.remaining = n;
-  p.cap = n + 1;
-  p.members = members;
-  p.work = work;
-  for (size_t i = 0; i < n; i++)
-    p.total += work[i];
-  atomic_init(&p.done, 0);
   if (depth == 0)
     depth = 2;
   size_t nth = f->n * depth;
-  p.fifo = calloc(p.cap, sizeof *p.fifo);
-  p.inflight = calloc(nth, sizeof *p.inflight);
-  p.why = calloc(nth, sizeof *p.why);
-  p.owner = malloc((n ? n : 1) * sizeof *p.owner);
-  p.first = calloc(f->n, sizeof *p.first);
-  p.last = calloc(f->n, sizeof *p.last);
   fl_thread *th = calloc(nth, sizeof *th);
-  if (p.fifo == NULL || p.inflight == NULL || th == NULL || p.first == NULL ||
-      p.last == NULL || p.why == NULL || p.owner == NULL) {
-    free(p.fifo);
-    free(p.inflight);
-    free(p.why);
-    free(p.owner);
-    free(p.first);
-    free(p.last);
-    free(th);
+  if (th == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
-  }
-  for (size_t i = 0; i < n; i++) {
-    p.fifo[p.tail++] = i;
-    p.owner[i] = SIZE_MAX;
-  }
-  for (size_t t = 0; t < nth; t++)
-    atomic_init(&p.inflight[t], 0);
-  for (size_t d = 0; d < f->n; d++) {
-    memset(&members[d], 0, sizeof members[d]);
-    members[d].url = f->urls[d];
-    f->why[d] = WAVE_FLEET_KEPT;
-    atomic_store(&f->gone[d], 0);
+  int rc = fl_pool_init(&p, f, n, work, nth, members, err);
+  if (rc != 0) {
+    free(th);
+    return rc;
   }
   pthread_mutex_init(&p.mu, NULL);
   pthread_condattr_t ca;
@@ -404,29 +459,7 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
     p.fatal = WAVE_ENOMEM;
     wv_seterr(&p.fatal_err, WAVE_ENOMEM, "cannot start fleet threads");
   }
-  while (p.running > 0) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 200 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    int w = pthread_cond_timedwait(&p.cv, &p.mu, &ts);
-    if (p.alive == 0 && p.remaining > 0)
-      pthread_cond_broadcast(&p.cv);
-    if (w == ETIMEDOUT && progress != NULL) {
-      wave_fleet_progress pr = {.total = p.total, .alive = p.alive,
-                                .failed = daemons - p.alive,
-                                .seconds = wv_fleet_now() - t0};
-      pr.done = atomic_load(&p.done);
-      for (size_t t = 0; t < started; t++)
-        pr.done += atomic_load(&p.inflight[t]);
-      pthread_mutex_unlock(&p.mu);
-      progress(&pr, parg);
-      pthread_mutex_lock(&p.mu);
-    }
-  }
+  fl_pool_wait(&p, started, daemons, t0, progress, parg);
   pthread_mutex_unlock(&p.mu);
   for (size_t d = 0; d < started; d++)
     pthread_join(th[d].th, NULL);
@@ -437,33 +470,13 @@ int wv_fleet_pool_run(wave_fleet *f, size_t n, const uint64_t *work,
     progress(&pr, parg);
   }
 
-  int rc = 0;
-  if (p.fatal != 0) {
-    rc = wv_seterr(err, p.fatal, "%s", p.fatal_err.message);
-  } else if (atomic_load(&f->cancel) && p.remaining > 0) {
-    rc = wv_seterr(err, WAVE_ECANCELLED, "cancelled; every daemon's piece "
-                   "was cancelled");
-  } else if (p.remaining > 0) {
-    char msg[sizeof err->message];
-    size_t o = (size_t)snprintf(msg, sizeof msg, "every daemon was "
-                                "dropped:");
-    for (size_t d = 0; d < f->n && o < sizeof msg; d++)
-      o += (size_t)snprintf(msg + o, sizeof msg - o, " %s (%s): %s;",
-                            f->urls[d], wave_fleet_drop_name(f->why[d]),
-                            members[d].error.message);
-    rc = wv_seterr(err, WAVE_EIO, "%s", msg);
-  }
+  rc = fl_pool_verdict(&p, err);
   *retried = p.retried;
   for (size_t d = 0; d < f->n; d++)
     members[d].seconds = p.first[d] > 0 ? p.last[d] - p.first[d] : 0.0;
   pthread_cond_destroy(&p.cv);
   pthread_mutex_destroy(&p.mu);
-  free(p.fifo);
-  free(p.inflight);
-  free(p.why);
-  free(p.owner);
-  free(p.first);
-  free(p.last);
+  fl_pool_free(&p);
   free(th);
   return rc;
 }
@@ -474,445 +487,4 @@ size_t wv_fleet_count_failed(const wave_fleet_member *m, size_t n)
   for (size_t i = 0; i < n; i++)
     k += m[i].failed != 0;
   return k;
-}
-
-/* ---- hash --------------------------------------------------------------- */
-
-typedef struct fl_hash {
-  const wave_hash_request *req;
-  unsigned s;
-  uint64_t piece;
-  wv_fleet_hpart *parts;
-} fl_hash;
-
-/* The exchange of one piece's calls: daemon d, its connection, the close
- * count when the piece began, and where a close is reported. */
-typedef struct fl_link {
-  wave_fleet *f;
-  size_t d;
-  wave_client *c;
-  unsigned gen;
-  int *why;
-} fl_link;
-
-static int fl_hash_submit(const fl_link *l, const fl_hash *h, uint64_t nonce,
-                          uint64_t count, uint64_t *job, uint64_t *inst,
-                          wave_error *err)
-{
-  wave_client *c = l->c;
-  static char all[] = "all";
-  char *devs[1] = {all};
-  Wave__V1__HashRequest hr = WAVE__V1__HASH_REQUEST__INIT;
-  hr.pack = (char *)(h->req->pack ? h->req->pack : "");
-  hr.nonce = nonce;
-  hr.count = count;
-  hr.target = h->req->target;
-  hr.max_winners = h->req->max_winners;
-  hr.client = c->tag;
-  hr.segment_log2 = h->s;
-  hr.want_segments = 1;
-  if (h->req->n_devices > 0) {  /* the caller's device list, as given */
-    hr.device = (char *)"";
-    hr.n_devices = h->req->n_devices;
-    hr.devices = (char **)h->req->devices;
-  } else if (h->req->device && h->req->device[0]) {
-    hr.device = (char *)h->req->device;
-  } else {
-    hr.device = (char *)"";
-    hr.n_devices = 1;
-    hr.devices = devs;
-  }
-  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
-  r.body_case = WAVE__V1__REQUEST__BODY_HASH;
-  r.hash = &hr;
-  Wave__V1__Response *resp;
-  int rv = wv_fleet_call(l->f, l->d, c, &r, WAVE__V1__RESPONSE__BODY_JOB, 0,
-                         &resp, l->gen, l->why, err);
-  if (rv != 0)
-    return rv;
-  if (resp->job == NULL || resp->job->job_id == 0) {
-    wave__v1__response__free_unpacked(resp, NULL);
-    return wv_seterr(err, WAVE_EIO, "%s: hash submit reply without a job id",
-                     c->url);
-  }
-  *job = resp->job->job_id;
-  *inst = resp->job->instance;
-  wave__v1__response__free_unpacked(resp, NULL);
-  return 0;
-}
-
-static int fl_job_call(const fl_link *l, uint64_t job, uint64_t inst,
-                       unsigned wait_ms, uint64_t seg_off, int cancel,
-                       Wave__V1__Response **resp, wave_error *err)
-{
-  wave_client *c = l->c;
-  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
-  Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
-  Wave__V1__CancelRequest cr = WAVE__V1__CANCEL_REQUEST__INIT;
-  if (cancel) {
-    cr.job_id = job;
-    cr.instance = inst;
-    r.body_case = WAVE__V1__REQUEST__BODY_CANCEL;
-    r.cancel = &cr;
-  } else {
-    jr.job_id = job;
-    jr.instance = inst;
-    jr.wait_ms = wait_ms;
-    jr.segment_offset = seg_off;
-    r.body_case = WAVE__V1__REQUEST__BODY_JOB;
-    r.job = &jr;
-  }
-  int rv = wv_fleet_call(l->f, l->d, c, &r, WAVE__V1__RESPONSE__BODY_JOB,
-                         wait_ms, resp, l->gen, l->why, err);
-  if (rv == 0 && (*resp)->job == NULL) {
-    wave__v1__response__free_unpacked(*resp, NULL);
-    *resp = NULL;
-    return wv_seterr(err, WAVE_EIO, "%s: empty job reply", c->url);
-  }
-  return rv;
-}
-
-/* Copy the DONE result of a piece, fetching every page of its segments. */
-static int fl_hash_collect(const fl_link *l, uint64_t job, uint64_t inst,
-                           const Wave__V1__HashResult *hr, unsigned s,
-                           wv_fleet_hpart *pt, wave_error *err)
-{
-  wave_client *c = l->c;
-  uint64_t want = wv_seg_count(pt->nonce, pt->count, s);
-  if (hr->segment_log2 != s || hr->segment_count != want ||
-      hr->hashes != pt->count)
-    return wv_seterr(err, WAVE_EVERSION,
-                     "%s: piece [%llu, +%llu) came back with %llu segments "
-                     "of 2^%u and %llu hashes, not %llu of 2^%u: the daemon "
-                     "does not serve protocol-2 segments", c->url,
-                     (unsigned long long)pt->nonce,
-                     (unsigned long long)pt->count,
-                     (unsigned long long)hr->segment_count, hr->segment_log2,
-                     (unsigned long long)hr->hashes,
-                     (unsigned long long)want, s);
-  pt->segments = malloc(want * sizeof *pt->segments);
-  if (pt->segments == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  pt->n_segments = 0;
-  pt->winner_count = hr->winner_count;
-  pt->best_nonce = hr->best_nonce;
-  pt->best_output = hr->best_output;
-  if (hr->n_winners > 0) {
-    pt->winners = calloc(hr->n_winners, sizeof *pt->winners);
-    if (pt->winners == NULL)
-      return wv_seterr(err, WAVE_ENOMEM, NULL);
-    for (size_t i = 0; i < hr->n_winners; i++)
-      if (hr->winners[i]) {
-        pt->winners[pt->n_winners].nonce = hr->winners[i]->nonce;
-        pt->winners[pt->n_winners].output = hr->winners[i]->output;
-        pt->n_winners++;
-      }
-  }
-  const Wave__V1__HashResult *page = hr;
-  Wave__V1__Response *resp = NULL;
-  int rc = 0;
-  for (;;) {
-    if (page->segment_offset != pt->n_segments ||
-        page->n_segments > want - pt->n_segments ||
-        (page->n_segments == 0 && pt->n_segments < want)) {
-      rc = wv_seterr(err, WAVE_EIO, "%s: segment page at %llu with %zu "
-                     "entries, expected the page at %llu", c->url,
-                     (unsigned long long)page->segment_offset,
-                     page->n_segments, (unsigned long long)pt->n_segments);
-      break;
-    }
-    memcpy(pt->segments + pt->n_segments, page->segments,
-           page->n_segments * sizeof *page->segments);
-    pt->n_segments += page->n_segments;
-    if (resp)
-      wave__v1__response__free_unpacked(resp, NULL);
-    resp = NULL;
-    if (pt->n_segments == want)
-      break;
-    if ((rc = fl_job_call(l, job, inst, 0, pt->n_segments, 0, &resp, err)))
-      break;
-    if (resp->job->state != WAVE__V1__JOB_STATE__DONE ||
-        resp->job->result == NULL) {
-      rc = wv_seterr(err, WAVE_EIO, "%s: job %llu no longer done while its "
-                     "segments were read", c->url, (unsigned long long)job);
-      break;
-    }
-    page = resp->job->result;
-  }
-  if (resp)
-    wave__v1__response__free_unpacked(resp, NULL);
-  return rc;
-}
-
-/* A lie: the daemon is dropped and all it answered runs again. */
-static int fl_lie(const fl_link *l, wave_error *err, const char *what,
-                  const wv_fleet_hpart *pt, uint64_t nonce)
-{
-  *l->why = WAVE_FLEET_LIED;
-  return wv_seterr(err, WAVE_EMISMATCH, "%s: piece [%llu, +%llu): %s "
-                   "(nonce %llu); the daemon is not believed", l->c->url,
-                   (unsigned long long)pt->nonce,
-                   (unsigned long long)pt->count, what,
-                   (unsigned long long)nonce);
-}
-
-/* The coordinator's checks of one piece's answer (docs/fleet.md,
- * "Checks"): what needs no hash, then, with f->rehash, every winner, the
- * best and one segment re-hashed here. */
-static int fl_hash_check(const fl_link *l, const fl_hash *h,
-                         const wv_fleet_hpart *pt, size_t item,
-                         wave_error *err)
-{
-  const wave_hash_request *req = h->req;
-  uint64_t lo = pt->nonce, hi = pt->nonce + (pt->count - 1);
-  uint64_t target = req->target;
-  if (pt->n_winners > req->max_winners || pt->n_winners > pt->winner_count ||
-      pt->winner_count > pt->count)
-    return fl_lie(l, err, "winner counts do not add up", pt,
-                  pt->winner_count);
-  if (pt->winner_count > pt->n_winners && pt->n_winners < req->max_winners)
-    return fl_lie(l, err, "fewer winners listed than counted", pt,
-                  pt->winner_count);
-  if (pt->best_nonce < lo || pt->best_nonce > hi)
-    return fl_lie(l, err, "the best lies outside the piece", pt,
-                  pt->best_nonce);
-  if ((pt->best_output < target) != (pt->winner_count > 0))
-    return fl_lie(l, err, "the best and the winner count disagree", pt,
-                  pt->best_nonce);
-  for (size_t j = 0; j < pt->n_winners; j++) {
-    const wv_hash_winner *w = &pt->winners[j];
-    if (w->nonce < lo || w->nonce > hi)
-      return fl_lie(l, err, "a winner lies outside the piece", pt, w->nonce);
-    if (j > 0 && w->nonce <= pt->winners[j - 1].nonce)
-      return fl_lie(l, err, "winners out of nonce order", pt, w->nonce);
-    if (w->output >= target)
-      return fl_lie(l, err, "a winner does not meet the target", pt,
-                    w->nonce);
-    if (w->output < pt->best_output ||
-        (w->output == pt->best_output && w->nonce < pt->best_nonce))
-      return fl_lie(l, err, "a winner beats the best", pt, w->nonce);
-  }
-  wave_fleet *f = l->f;
-  if (f->rehash == NULL)
-    return 0;
-  const char *pack = req->pack ? req->pack : "";
-  uint64_t out;
-  int rc;
-  for (size_t j = 0; j < pt->n_winners; j++) {
-    if ((rc = f->rehash(f->rehash_arg, pack, pt->winners[j].nonce, 1, &out,
-                        err)) != 0)
-      return rc;
-    if (out != pt->winners[j].output)
-      return fl_lie(l, err, "a winner's output is not its hash", pt,
-                    pt->winners[j].nonce);
-  }
-  if ((rc = f->rehash(f->rehash_arg, pack, pt->best_nonce, 1, &out, err)))
-    return rc;
-  if (out != pt->best_output)
-    return fl_lie(l, err, "the best's output is not its hash", pt,
-                  pt->best_nonce);
-  /* One segment in full, picked at random so a daemon cannot know which:
-   * a made-up fingerprint list fails it for sure, one bad segment with
-   * odds 1/segments.  Only for segments of at most 2^13 nonces and at most
-   * 1/64 of the piece: the CPU reference is slow (0.2 s for 2^13 nonces of
-   * pack main on one core, docs/fleet.md), and the check must stay small
-   * beside the piece it checks. */
-  if (h->s > 13 || pt->n_segments == 0 || (pt->count >> 6) < (1ull << h->s))
-    return 0;
-  uint64_t x = l->c->tag ^ ((uint64_t)item * 0x9e3779b97f4a7c15ull) ^
-               (uint64_t)(wv_fleet_now() * 1e9);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  uint64_t k = x % pt->n_segments;
-  uint64_t a = ((lo >> h->s) + k) << h->s, b = a | ((1ull << h->s) - 1);
-  if (a < lo)
-    a = lo;
-  if (b > hi)
-    b = hi;
-  uint64_t *o = malloc((size_t)(b - a + 1) * sizeof *o);
-  if (o == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  rc = f->rehash(f->rehash_arg, pack, a, b - a + 1, o, err);
-  uint64_t fp = rc == 0 ? wv_fnv1a64_u64(WV_FNV_OFFSET, o, (size_t)(b - a + 1))
-                        : 0;
-  free(o);
-  if (rc != 0)
-    return rc;
-  if (fp != pt->segments[k])
-    return fl_lie(l, err, "a segment fingerprint is not its outputs' (spot "
-                  "check)", pt, a);
-  return 0;
-}
-
-static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
-                       wave_error *err)
-{
-  fl_hash *h = p->ctx;
-  wave_client *c = wv_fleet_client(p->f, d, err);
-  if (c == NULL)
-    return err->code;
-  fl_link l = {.f = p->f, .d = d, .c = c, .why = &p->why[slot],
-               .gen = atomic_load(&p->f->closes[d])};
-  wv_fleet_hpart *pt = &h->parts[i];
-  free(pt->segments);
-  free(pt->winners);
-  uint64_t nonce = pt->nonce, count = pt->count;
-  memset(pt, 0, sizeof *pt);
-  pt->nonce = nonce;
-  pt->count = count;
-
-  uint64_t job = 0, inst = 0;
-  int rc = fl_hash_submit(&l, h, nonce, count, &job, &inst, err);
-  if (rc != 0)
-    return rc;
-  /* the progress deadline: `done` must grow within stall_ms */
-  uint64_t seen = 0;
-  double moved = wv_fleet_now(), stall = (double)p->f->stall_ms / 1e3;
-  for (;;) {
-    Wave__V1__Response *resp;
-    if (atomic_load(&p->f->cancel)) {
-      wave_error ce;
-      if (fl_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
-        wave__v1__response__free_unpacked(resp, NULL);
-      return wv_seterr(err, WAVE_ECANCELLED, NULL);
-    }
-    if ((rc = fl_job_call(&l, job, inst, 200, 0, 0, &resp, err)) != 0)
-      return rc;
-    const Wave__V1__JobInfo *ji = resp->job;
-    atomic_store(&p->inflight[slot], ji->done <= count ? ji->done : count);
-    if (ji->state == WAVE__V1__JOB_STATE__DONE) {
-      rc = ji->result ? fl_hash_collect(&l, job, inst, ji->result, h->s, pt,
-                                        err)
-                      : wv_seterr(err, WAVE_EIO, "%s: job done without a "
-                                  "result", c->url);
-      wave__v1__response__free_unpacked(resp, NULL);
-      if (rc == 0)
-        rc = fl_hash_check(&l, h, pt, i, err);
-      return rc;
-    }
-    if (ji->state == WAVE__V1__JOB_STATE__FAILED ||
-        ji->state == WAVE__V1__JOB_STATE__CANCELLED) {
-      int code = ji->error && ji->error->code ? (int)ji->error->code
-                 : ji->state == WAVE__V1__JOB_STATE__CANCELLED
-                     ? WAVE_ESHUTDOWN  /* cancelled by someone else */
-                     : WAVE_EINTERNAL;
-      rc = wv_seterr(err, code, "%s: piece [%llu, +%llu): %s", c->url,
-                     (unsigned long long)nonce, (unsigned long long)count,
-                     ji->error && ji->error->message ? ji->error->message
-                                                     : "job ended");
-      wave__v1__response__free_unpacked(resp, NULL);
-      return rc;
-    }
-    uint64_t done = ji->done;
-    wave__v1__response__free_unpacked(resp, NULL);
-    double now = wv_fleet_now();
-    if (done > seen && done <= count) {
-      seen = done;
-      moved = now;
-    } else if (now - moved > stall) {
-      wave_error ce;  /* let it go: the piece runs elsewhere */
-      if (fl_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
-        wave__v1__response__free_unpacked(resp, NULL);
-      *l.why = WAVE_FLEET_STALLED;
-      return wv_seterr(err, WAVE_ETIMEDOUT, "%s: piece [%llu, +%llu) made "
-                       "no progress for %.1f s (stall deadline; %llu of "
-                       "%llu done)", c->url, (unsigned long long)nonce,
-                       (unsigned long long)count, now - moved,
-                       (unsigned long long)seen, (unsigned long long)count);
-    }
-  }
-}
-
-int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
-                    const wave_fleet_options *opt,
-                    wave_fleet_hash_result *res,
-                    wave_fleet_progress_fn progress, void *arg,
-                    wave_error *err)
-{
-  if (f == NULL || req == NULL || res == NULL)
-    return wv_seterr(err, WAVE_EARG, "wave_fleet_hash: NULL argument");
-  memset(res, 0, sizeof *res);
-  if (req->want_outputs)
-    return wv_seterr(err, WAVE_EARG, "a fleet hash job does not return "
-                     "outputs (ask one daemon)");
-  if (req->count == 0 || req->nonce + (req->count - 1) < req->nonce)
-    return wv_seterr(err, WAVE_ERANGE, "nonce range [%llu, +%llu) is empty "
-                     "or passes 2^64", (unsigned long long)req->nonce,
-                     (unsigned long long)req->count);
-  unsigned s = opt && opt->segment_log2 ? opt->segment_log2
-               : req->segment_log2 ? req->segment_log2 : WV_SEG_LOG2_DEFAULT;
-  int want_segments = (opt && opt->want_segments) || req->want_segments;
-  if (s < WV_SEG_LOG2_MIN || s > WV_SEG_LOG2_MAX)
-    return wv_seterr(err, WAVE_EARG, "segment_log2 %u is outside %u..%u", s,
-                     WV_SEG_LOG2_MIN, WV_SEG_LOG2_MAX);
-  /* piece 0: guided pieces, shrinking toward the end (fleet_merge.h) */
-  uint64_t piece = opt ? opt->piece : 0;
-  uint64_t n = piece ? wv_fleet_hash_pieces(req->nonce, req->count, s, piece)
-                     : wv_fleet_hash_guided(req->nonce, req->count, s, f->n,
-                                            NULL, NULL);
-  if (n > (1u << 24))
-    return wv_seterr(err, WAVE_EARG, "%llu pieces: give a larger piece",
-                     (unsigned long long)n);
-  atomic_store(&f->cancel, 0);
-  fl_hash h = {.req = req, .s = s, .piece = piece};
-  uint64_t *work = calloc(n, sizeof *work);
-  h.parts = calloc(n, sizeof *h.parts);
-  res->members = calloc(f->n, sizeof *res->members);
-  int rc = 0;
-  if (work == NULL || h.parts == NULL || res->members == NULL) {
-    rc = wv_seterr(err, WAVE_ENOMEM, NULL);
-    goto out;
-  }
-  if (piece == 0) {  /* work[] holds the starts for a moment */
-    wv_fleet_hash_guided(req->nonce, req->count, s, f->n, work, NULL);
-    for (uint64_t i = 0; i < n; i++)
-      h.parts[i].nonce = work[i];
-    wv_fleet_hash_guided(req->nonce, req->count, s, f->n, NULL, work);
-  }
-  for (uint64_t i = 0; i < n; i++) {
-    if (piece != 0)
-      wv_fleet_hash_piece(req->nonce, req->count, s, piece, i,
-                          &h.parts[i].nonce, &h.parts[i].count);
-    else
-      h.parts[i].count = work[i];
-    work[i] = h.parts[i].count;
-  }
-  res->n_members = f->n;
-  double t0 = wv_fleet_now();
-  rc = wv_fleet_pool_run(f, (size_t)n, work, opt ? opt->depth : 0,
-                         fl_hash_run, &h, res->members, &res->retried,
-                         progress, arg, err);
-  res->seconds = wv_fleet_now() - t0;
-  res->n_failed = wv_fleet_count_failed(res->members, f->n);
-  res->pieces = n;
-  res->segment_log2 = s;
-  if (rc == 0)
-    rc = wv_fleet_hash_merge(h.parts, (size_t)n, s, req->max_winners,
-                             want_segments, res, err);
-out:
-  for (uint64_t i = 0; h.parts && i < n; i++) {
-    free(h.parts[i].segments);
-    free(h.parts[i].winners);
-  }
-  free(h.parts);
-  free(work);
-  if (rc != 0) {  /* members stay: the caller still learns who failed */
-    free(res->segments);
-    free(res->winners);
-    res->segments = NULL;
-    res->winners = NULL;
-    res->n_winners = 0;
-  }
-  return rc;
-}
-
-void wave_fleet_hash_result_free(wave_fleet_hash_result *res)
-{
-  if (res == NULL)
-    return;
-  free(res->segments);
-  free(res->winners);
-  free(res->members);
-  memset(res, 0, sizeof *res);
 }

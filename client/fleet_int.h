@@ -1,6 +1,6 @@
 /* fleet_int.h - what the fleet coordinator's files share (not installed):
  * the fleet handle and the pool of one thread per daemon (fleet.c), used
- * by the hash pieces (fleet.c) and the reductions (fleet_reduce.c).
+ * by the hash pieces (fleet_hash.c) and the reductions (fleet_reduce.c).
  */
 #ifndef WV_FLEET_INT_H
 #define WV_FLEET_INT_H

@@ -159,6 +159,7 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
   if (f == NULL || req == NULL || res == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_fleet_reduce: NULL argument");
   memset(res, 0, sizeof *res);
+  res->value.device = "";  /* many daemons ran it */
   uint64_t P = opt && opt->piece ? opt->piece : 65536;
   if (P != 256 && P != 65536 && P != (1ull << 24))
     return wv_seterr(err, WAVE_EARG, "reduce piece of %llu rows: it must be "
@@ -208,6 +209,7 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
                                err);
   res->value.rows = rows;
   res->value.seconds = wv_fleet_now() - t0;
+  res->value.device = "";
 out:
   for (size_t i = 0; j.pieces && i < n; i++)
     free(j.pieces[i].mask);
@@ -248,6 +250,7 @@ static int fr_many_run(fl_pool *p, size_t d, size_t slot, size_t i,
       if (m->errors)
         m->errors[i] = e;
       memset(&m->results[i], 0, sizeof m->results[i]);
+      m->results[i].device = "";
       return 0;
     }
   }

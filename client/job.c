@@ -23,7 +23,9 @@
 #include "core/base.h"
 #include "wave/client.h"
 
-static void job_info(wave_job_info *dst, const Wave__V1__JobInfo *ji)
+/* ji into dst, its names the client's (wv_client_name). */
+static int job_info(wave_client *c, wave_job_info *dst,
+                    const Wave__V1__JobInfo *ji, wave_error *err)
 {
   memset(dst, 0, sizeof *dst);
   dst->job_id = ji->job_id;
@@ -31,13 +33,8 @@ static void job_info(wave_job_info *dst, const Wave__V1__JobInfo *ji)
   dst->done = ji->done;
   dst->total = ji->total;
   dst->seconds = ji->seconds;
-  wv_client_copy(dst->device, sizeof dst->device, ji->device);
   dst->instance = ji->instance;
   dst->n_devices = ji->n_devices;
-  wv_client_copy(dst->waiting_pack, sizeof dst->waiting_pack,
-                 ji->waiting_pack);
-  wv_client_copy(dst->waiting_device, sizeof dst->waiting_device,
-                 ji->waiting_device);
   dst->prepare_steps = ji->prepare_steps;
   dst->prepare_steps_total = ji->prepare_steps_total;
   if (ji->error != NULL) {
@@ -49,10 +46,16 @@ static void job_info(wave_job_info *dst, const Wave__V1__JobInfo *ji)
     wv_seterr(&dst->error, WAVE_ECANCELLED, NULL);
   if (dst->state == WAVE_JOB_FAILED && dst->error.code == 0)
     wv_seterr(&dst->error, WAVE_EINTERNAL, "job failed without an error");
+  int rv = wv_client_name(c, ji->device, &dst->device, err);
+  if (rv == 0)
+    rv = wv_client_name(c, ji->waiting_pack, &dst->waiting_pack, err);
+  if (rv == 0)
+    rv = wv_client_name(c, ji->waiting_device, &dst->waiting_device, err);
+  return rv;
 }
 
-static int job_result(wave_hash_result *dst, const Wave__V1__HashResult *hr,
-                      wave_error *err)
+static int job_result(wave_client *c, wave_hash_result *dst,
+                      const Wave__V1__HashResult *hr, wave_error *err)
 {
   memset(dst, 0, sizeof *dst);
   dst->job_fingerprint = hr->job_fingerprint;
@@ -63,8 +66,11 @@ static int job_result(wave_hash_result *dst, const Wave__V1__HashResult *hr,
   dst->best_output = hr->best_output;
   dst->hashes = hr->hashes;
   dst->seconds = hr->seconds;
-  wv_client_copy(dst->device, sizeof dst->device, hr->device);
-  wv_client_copy(dst->exchange, sizeof dst->exchange, hr->exchange);
+  int rv = wv_client_name(c, hr->device, &dst->device, err);
+  if (rv == 0)
+    rv = wv_client_name(c, hr->exchange, &dst->exchange, err);
+  if (rv != 0)
+    return rv;
   if (hr->n_winners > 0) {
     dst->winners = calloc(hr->n_winners, sizeof *dst->winners);
     if (dst->winners == NULL)
@@ -87,7 +93,11 @@ static int job_result(wave_hash_result *dst, const Wave__V1__HashResult *hr,
       if (hr->shares[i] == NULL)
         continue;
       wave_device_share *d = &dst->shares[dst->n_shares++];
-      wv_client_copy(d->device, sizeof d->device, hr->shares[i]->device);
+      if ((rv = wv_client_name(c, hr->shares[i]->device, &d->device,
+                               err)) != 0) {
+        wave_hash_result_free(dst);
+        return rv;
+      }
       d->hashes = hr->shares[i]->hashes;
       d->seconds = hr->shares[i]->seconds;
       d->faulted = hr->shares[i]->faulted;
@@ -192,13 +202,15 @@ static int job_reply(wave_client *c, Wave__V1__Response *resp,
   if (ji == NULL)
     return wv_seterr(err, WAVE_EIO, "%s: empty job reply", c->url);
   wave_job_info tmp;
-  job_info(info ? info : &tmp, ji);
+  int rv = job_info(c, info ? info : &tmp, ji, err);
+  if (rv != 0)
+    return rv;
   if (res != NULL && ji->state == WAVE__V1__JOB_STATE__DONE) {
     if (ji->result == NULL)
       return wv_seterr(err, WAVE_EIO, "%s: job %llu is done but the reply "
                        "has no result", c->url,
                        (unsigned long long)ji->job_id);
-    return job_result(res, ji->result, err);
+    return job_result(c, res, ji->result, err);
   }
   return 0;
 }
@@ -382,10 +394,14 @@ int wave_jobs_get_key(wave_client *c, const wave_job_key *key,
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   size_t k = 0;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n && rv == 0; i++)
     if (jr->jobs[i] != NULL)
-      job_info(&v[k++], jr->jobs[i]);
+      rv = job_info(c, &v[k++], jr->jobs[i], err);
   wave__v1__response__free_unpacked(resp, NULL);
+  if (rv != 0) {
+    free(v);
+    return rv;
+  }
   *jobs = v;
   *n_jobs = k;
   return 0;

@@ -1,9 +1,13 @@
 # tests/client.cmake - libwaveclient and wavectl without a daemon: loaders,
-# JSON output, argument parsing, and the library's reply handling against a
-# scripted nng REP socket.
+# JSON output, argument parsing (test_client), and the library's reply
+# handling and result copies against a scripted nng REP socket
+# (test_client_lib).
 wave_test(test_client
   SOURCES test_client.c jsonq.c
-  LIBS wvctl waveclient wvcore wvproto nng::nng)
+  LIBS wvctl waveclient wvcore wvproto)
+wave_test(test_client_lib
+  SOURCES test_client_lib.c
+  LIBS waveclient wvproto nng::nng)
 
 # The fleet coordinator's exact merges against the single-job definitions
 # (the reduction reference, the host hash fold); no sockets.

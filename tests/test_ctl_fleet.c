@@ -43,8 +43,9 @@ START_TEST(probe_verdict)
   wave_device_status d[2];
   memset(d, 0, sizeof d);
   wave_status s = {.n_devices = 2, .devices = d};
+  wave_pack_check pc = {.pack = "p", .state = "pending"};
   d[0].n_packs = 1;
-  strcpy(d[0].packs[0].state, "pending");
+  d[0].packs = &pc;
   d[1].faulted = 1;
   /* protocol 2 (instance set): the daemon's word */
   s.instance = 42;
@@ -55,7 +56,7 @@ START_TEST(probe_verdict)
   /* before protocol 2: a device up and nothing pending */
   s.instance = 0;
   ck_assert_int_eq(wv_status_ready(&s), 0);
-  strcpy(d[0].packs[0].state, "ok");
+  pc.state = "ok";
   ck_assert_int_eq(wv_status_ready(&s), 1);
   d[0].faulted = 1;  /* every device faulted: not ready */
   ck_assert_int_eq(wv_status_ready(&s), 0);

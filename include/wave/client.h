@@ -9,6 +9,20 @@
  * Every call returns 0 or a WAVE_E* number (wave/error.h) and, when err is
  * not NULL, fills err with the code and a message: the daemon's message for
  * errors it replied with, a local one for transport and argument errors.
+ *
+ * Strings and lists in results (ABI 1, libwaveclient.so.1): no result
+ * struct has a fixed-size array, so nothing the daemon sends is cut short.
+ *   - A result the library allocates (wave_status, wave_pack_info) holds
+ *     its lists and strings in the same allocation: its free call
+ *     (wave_status_free, wave_packs_free) releases them all.
+ *   - A result the caller provides (wave_reduce_result, wave_job_info,
+ *     wave_hash_result and its shares) names devices, packs and exchanges
+ *     by `const char *` into the client's own copy of each distinct name:
+ *     valid until wave_client_close() of the client that answered, never
+ *     to be freed by the caller.  The client keeps one copy per distinct
+ *     name (at most WAVE_CLIENT_NAMES_MAX of them; a daemon that sends
+ *     more gets WAVE_EIO).
+ * After a successful call no such string is NULL ("" when not said).
  */
 #ifndef WAVE_CLIENT_H
 #define WAVE_CLIENT_H
@@ -25,6 +39,13 @@ extern "C" {
 #endif
 
 typedef struct wave_client wave_client;
+
+/* The ABI of this header: the soname's number, libwaveclient.so.1.  1: no
+ * fixed array in a public struct (docs/changelog.md). */
+#define WAVE_CLIENT_ABI 1
+
+/* The most distinct names (device, pack, exchange) one client keeps. */
+#define WAVE_CLIENT_NAMES_MAX 4096
 
 /* The system daemon's socket (systemd's RuntimeDirectory=wavedd).  With
  * neither an explicit URL nor WAVE_URL, a client that is not root uses
@@ -107,7 +128,7 @@ typedef struct wave_reduce_result {
   uint64_t count;         /* rows selected */
   uint64_t rows;          /* rows in the input */
   double seconds;         /* time on the device */
-  char device[64];
+  const char *device;     /* the device that ran it: the client's name */
   int finite;             /* float min/max/extent: 1 a selected row is
                              finite, 2 none is, 0 not said (other ops, or a
                              daemon before ReduceResult.finite) */
@@ -202,32 +223,34 @@ WAVE_API int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
 
 /* ---- status ----------------------------------------------------------- */
 
+/* Every string and list below lives in the wave_status allocation. */
 typedef struct wave_pack_check {
-  char pack[64];
+  const char *pack;
   int ok;
-  char state[16];  /* "pending", "ok", "failed", "none" (no hash support) */
-  char detail[160];
+  const char *state;  /* "pending", "ok", "failed", "none" (no hash
+                         support) */
+  const char *detail;
   double hash_rate;  /* hashes/s measured on the device with the pack, over
                         its hash batches so far (0: none yet) */
 } wave_pack_check;
 
 typedef struct wave_device_status {
-  char name[64];
-  char backend[16];
-  char description[160];
+  const char *name;
+  const char *backend;
+  const char *description;
   unsigned queue_depth, queue_capacity;
   uint64_t jobs_done, jobs_failed;
   int faulted, running;
-  char fault[200];
+  const char *fault;
   unsigned wave_width;
-  char exchange[16];
-  char exchange_reason[200];
+  const char *exchange;
+  const char *exchange_reason;
   size_t n_packs;
-  wave_pack_check packs[16];
+  wave_pack_check *packs;  /* n_packs entries: every pack the daemon lists */
 } wave_device_status;
 
 typedef struct wave_status {
-  char version[32];
+  const char *version;
   uint64_t uptime_ms, jobs_served, jobs_failed;
   uint64_t instance;            /* random per daemon start */
   int ready;                    /* every device can serve (packs prepared) */
@@ -239,7 +262,8 @@ typedef struct wave_status {
   uint64_t max_files;  /* the daemon's open-files limit (0: not reported) */
 } wave_status;
 
-/* *out is allocated; free it with wave_status_free(). */
+/* *out is allocated; free it with wave_status_free(), which frees its
+ * devices, their packs and every string with it. */
 WAVE_API int wave_status_get(wave_client *c, wave_status **out,
                              wave_error *err);
 WAVE_API void wave_status_free(wave_status *s);
@@ -283,7 +307,7 @@ typedef struct wave_winner {
 } wave_winner;
 
 typedef struct wave_device_share {
-  char device[64];
+  const char *device;      /* the client's name */
   uint64_t hashes;
   double seconds;
   int faulted;             /* faulted during the job; its pieces re-ran */
@@ -304,8 +328,8 @@ typedef struct wave_hash_result {
   uint64_t best_nonce, best_output;
   uint64_t hashes;
   double seconds;
-  char device[64];
-  char exchange[16];
+  const char *device;      /* the client's names (see the top) */
+  const char *exchange;
   size_t n_outputs;
   uint64_t *outputs;       /* allocated, when want_outputs */
 } wave_hash_result;
@@ -315,14 +339,14 @@ typedef struct wave_job_info {
   wave_job_state state;
   uint64_t done, total;
   double seconds;
-  char device[64];
+  const char *device;      /* the client's names (see the top) */
   wave_error error;        /* when FAILED or CANCELLED */
   uint64_t instance;       /* the daemon instance that owns job_id */
   size_t n_devices;        /* how many devices the job runs on */
   /* PREPARING: the pack it waits for, the device preparing it, and that
    * preparation's steps done of prepare_steps_total (0: not known) */
-  char waiting_pack[64];
-  char waiting_device[64];
+  const char *waiting_pack;    /* "" when not PREPARING */
+  const char *waiting_device;
   unsigned prepare_steps, prepare_steps_total;
 } wave_job_info;
 
@@ -348,7 +372,8 @@ WAVE_API int wave_hash(wave_client *c, const wave_hash_request *req,
                        void *arg, wave_error *err);
 
 /* The hash jobs the daemon knows (queued, running, and the finished ones it
- * keeps), in submit order; *jobs is allocated (wave_jobs_free). */
+ * keeps), in submit order; *jobs is allocated (wave_jobs_free); its names
+ * are the client's, as for wave_job_poll. */
 WAVE_API int wave_jobs_get(wave_client *c, wave_job_info **jobs,
                            size_t *n_jobs, wave_error *err);
 WAVE_API void wave_jobs_free(wave_job_info *jobs);
@@ -410,18 +435,22 @@ WAVE_API int wave_job_key_parse(const char *s, wave_job_key *key,
 
 /* ---- packs ------------------------------------------------------------ */
 
+/* Every string and list below lives in the array wave_packs_get returns:
+ * wave_packs_free releases them with it. */
+typedef struct wave_pack_device {
+  const char *device;
+  int ok;
+  const char *state;  /* as in wave_pack_check */
+  const char *detail;
+} wave_pack_device;
+
 typedef struct wave_pack_info {
-  char name[64];
+  const char *name;
   unsigned version;
   uint64_t dataset_bytes;
-  char description[160];
+  const char *description;
   size_t n_devices;
-  struct {
-    char device[64];
-    int ok;
-    char state[16];  /* as in wave_pack_check */
-    char detail[160];
-  } devices[16];
+  wave_pack_device *devices;  /* n_devices entries: every device listed */
 } wave_pack_info;
 
 WAVE_API int wave_packs_get(wave_client *c, wave_pack_info **packs,

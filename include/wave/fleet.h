@@ -184,8 +184,10 @@ WAVE_API int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
                                wave_error *err);
 /* A stream of independent reductions, each sent whole to the daemon that
  * is free first.  results[i] / errors[i] (errors may be NULL) get each
- * job's answer; returns 0 when every job succeeded, else the first failed
- * job's code.  run (may be NULL) receives the per-daemon counts. */
+ * job's answer (results[i].device is the name kept by the fleet's client
+ * of the daemon that ran it: valid until wave_fleet_close); returns 0 when
+ * every job succeeded, else the first failed job's code.  run (may be
+ * NULL) receives the per-daemon counts. */
 WAVE_API int wave_fleet_reduce_many(wave_fleet *f,
                                     const wave_reduce_request *reqs, size_t n,
                                     wave_reduce_result *results,

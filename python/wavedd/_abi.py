@@ -25,8 +25,8 @@ with a warning, so that a tree whose soname moved still loads.
 """
 import re
 
-SONAME = "libwaveclient.so.0"
-SONAMES = (SONAME, "libwaveclient.so.1")
+SONAME = "libwaveclient.so.1"
+SONAMES = (SONAME,)
 
 # typedef enum NAME { CONSTANT = value, ... } NAME;
 ENUMS = (
@@ -76,7 +76,7 @@ STRUCTS = (
         "uint64_t count",
         "uint64_t rows",
         "double seconds",
-        "char device[64]",
+        "const char *device",
         "int finite")),
     ("wave_extent", (
         "const wave_region *region",
@@ -92,29 +92,29 @@ STRUCTS = (
         "int has_mask",
         "const char *device")),
     ("wave_pack_check", (
-        "char pack[64]",
+        "const char *pack",
         "int ok",
-        "char state[16]",
-        "char detail[160]",
+        "const char *state",
+        "const char *detail",
         "double hash_rate")),
     ("wave_device_status", (
-        "char name[64]",
-        "char backend[16]",
-        "char description[160]",
+        "const char *name",
+        "const char *backend",
+        "const char *description",
         "unsigned queue_depth",
         "unsigned queue_capacity",
         "uint64_t jobs_done",
         "uint64_t jobs_failed",
         "int faulted",
         "int running",
-        "char fault[200]",
+        "const char *fault",
         "unsigned wave_width",
-        "char exchange[16]",
-        "char exchange_reason[200]",
+        "const char *exchange",
+        "const char *exchange_reason",
         "size_t n_packs",
-        "wave_pack_check packs[16]")),
+        "wave_pack_check *packs")),
     ("wave_status", (
-        "char version[32]",
+        "const char *version",
         "uint64_t uptime_ms",
         "uint64_t jobs_served",
         "uint64_t jobs_failed",
@@ -142,7 +142,7 @@ STRUCTS = (
         "uint64_t nonce",
         "uint64_t output")),
     ("wave_device_share", (
-        "char device[64]",
+        "const char *device",
         "uint64_t hashes",
         "double seconds",
         "int faulted")),
@@ -161,8 +161,8 @@ STRUCTS = (
         "uint64_t best_output",
         "uint64_t hashes",
         "double seconds",
-        "char device[64]",
-        "char exchange[16]",
+        "const char *device",
+        "const char *exchange",
         "size_t n_outputs",
         "uint64_t *outputs")),
     ("wave_job_info", (
@@ -171,12 +171,12 @@ STRUCTS = (
         "uint64_t done",
         "uint64_t total",
         "double seconds",
-        "char device[64]",
+        "const char *device",
         "wave_error error",
         "uint64_t instance",
         "size_t n_devices",
-        "char waiting_pack[64]",
-        "char waiting_device[64]",
+        "const char *waiting_pack",
+        "const char *waiting_device",
         "unsigned prepare_steps",
         "unsigned prepare_steps_total")),
 )

@@ -423,7 +423,7 @@ class Client:
                     "faulted": bool(d.faulted), "running": bool(d.running),
                     "fault": text(d.fault),
                     "packs": {text(d.packs[j].pack): text(d.packs[j].state)
-                              for j in range(min(d.n_packs, 16))},
+                              for j in range(d.n_packs)},
                 })
             return {
                 "version": text(s.version), "ready": bool(s.ready),

@@ -1,0 +1,343 @@
+/* reduce.c - wave_reduce in libwaveclient: one framed message, or a stream
+ * of pieces for big inputs and for a daemon that answers TOOBIG.
+ *
+ * Framed (docs/protocol.md "Framed requests"): the rows travel after the
+ * ReduceRequest header, by place (Extent, region 0), copied once from the
+ * caller's chunks into the nng message, so the daemon reduces them in the
+ * buffer it received.
+ *
+ * Streams (docs/protocol.md "Streams"): StreamOpen announces the job and
+ * learns the piece size; the pieces go as framed StreamPut messages,
+ * WV_CLIENT_STREAM_DEPTH at a time on contexts of their own so that the
+ * link stays busy; StreamCommit runs the job.  A failed piece aborts the
+ * stream (the daemon drops it when the connection goes anyway).
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "client/client_int.h"
+#include "core/base.h"
+#include "wave/client.h"
+
+/* ---- reduce ------------------------------------------------------------ */
+
+int wave_reduce(wave_client *c, const wave_reduce_request *req,
+                wave_reduce_result *res, wave_error *err)
+{
+  if (c == NULL || req == NULL || res == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce: NULL argument");
+  if ((req->n_input > 0 && req->input == NULL) ||
+      (req->has_mask && req->n_mask > 0 && req->mask == NULL))
+    return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk array is NULL");
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  /* The chunk array below holds n_input + n_mask + 1 entries: a sum that
+   * wraps would size it too small for the loops that fill it. */
+  const size_t max_chunks = SIZE_MAX / sizeof(ProtobufCBinaryData) - 1;
+  if (n_mask > max_chunks || req->n_input > max_chunks - n_mask)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce: %zu + %zu chunks is too "
+                     "many", req->n_input, n_mask);
+  /* A chunk without data but with a length would go out as an empty chunk
+   * and the daemon would reduce fewer rows than the caller meant. */
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                            : &req->mask[i - req->n_input];
+    if (ch->data == NULL && ch->bytes != 0)
+      return wv_seterr(err, WAVE_EARG, "wave_reduce: %s chunk %zu has %zu "
+                       "bytes but no data", i < req->n_input ? "input" : "mask",
+                       i < req->n_input ? i : i - req->n_input, ch->bytes);
+  }
+
+  /* Everything else (dtype, op, lengths) is the daemon's to judge: it is
+   * the one authority on what a valid job is. */
+  size_t total = 0;
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    size_t b = i < req->n_input ? req->input[i].bytes
+                                : req->mask[i - req->n_input].bytes;
+    if (b > SIZE_MAX - total)
+      return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk sizes overflow");
+    total += b;
+  }
+  /* Big inputs go in pieces (any transport): no message above a bound,
+   * and TOOBIG/JOBSIZE come back before any row travels. */
+  size_t n_all = req->n_input + n_mask;
+  /* WAVE_CLIENT_STREAM=1 sends every job as a stream: for the tests that
+   * check that each path gives the same answer (docs/cli.md). */
+  const char *force = getenv("WAVE_CLIENT_STREAM");
+  if ((force != NULL && strcmp(force, "1") == 0) ||
+      total > WV_CLIENT_FRAME_MAX || n_all > WV_CLIENT_FRAME_MAX / 32 ||
+      total + 32 * n_all + 256 > WV_CLIENT_FRAME_MAX)
+    return wv_client_stream_reduce(c, req, res, err);
+
+  /* One framed message: the rows travel after the header, by place
+   * (Extent, region 0), so the daemon reduces them in the received buffer. */
+  Wave__V1__Extent *ex = calloc(req->n_input + n_mask + 1, sizeof *ex);
+  Wave__V1__Extent **exp = calloc(req->n_input + n_mask + 1, sizeof *exp);
+  if (ex == NULL || exp == NULL) {
+    free(ex);
+    free(exp);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  size_t off = 0;
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                            : &req->mask[i - req->n_input];
+    wave__v1__extent__init(&ex[i]);
+    ex[i].offset = off;
+    ex[i].bytes = ch->data ? ch->bytes : 0;
+    off += ex[i].bytes;
+    exp[i] = &ex[i];
+  }
+  Wave__V1__ReduceRequest rr;
+  wv_client_reduce_fill(&rr, req->dtype, req->op, req->has_mask, req->device,
+                        exp, req->n_input, n_mask);
+
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
+  r.reduce = &rr;
+  nng_msg *msg;
+  uint8_t *data;
+  int rv = wv_client_msg(c, &r, off, &msg, &data, err);
+  if (rv == 0)
+    for (size_t i = 0; i < req->n_input + n_mask; i++)
+      if (ex[i].bytes) {
+        const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                                : &req->mask[i - req->n_input];
+        memcpy(data + ex[i].offset, ch->data, ex[i].bytes);
+      }
+  free(ex);
+  free(exp);
+  if (rv != 0)
+    return rv;
+  Wave__V1__Response *resp;
+  rv = wv_client_call_msg(c, msg, r.id, WAVE__V1__RESPONSE__BODY_REDUCE, 0,
+                          &resp, err);
+  if (rv == WAVE_ETOOBIG)  /* a daemon with a small request limit */
+    return wv_client_stream_reduce(c, req, res, err);
+  if (rv != 0)
+    return rv;
+  return wv_client_reduce_result(c, resp, res, err);
+}
+
+void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
+                           wave_op op, int has_mask, const char *device,
+                           Wave__V1__Extent **ex, size_t n_input,
+                           size_t n_mask)
+{
+  wave__v1__reduce_request__init(rr);
+  rr->dtype = (Wave__V1__DType)dtype;
+  rr->op = (Wave__V1__Op)op;
+  rr->n_input_at = n_input;
+  rr->input_at = ex;
+  rr->n_mask_at = n_mask;
+  rr->mask_at = ex + n_input;
+  rr->masked = has_mask != 0;
+  rr->device = (char *)(device ? device : "");
+}
+
+int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
+                            wave_reduce_result *res, wave_error *err)
+{
+  const Wave__V1__ReduceResult *rs = resp->reduce;
+  memset(res, 0, sizeof *res);
+  if (rs == NULL || rs->n_bits < 1 || rs->n_bits > 2) {
+    wave__v1__response__free_unpacked(resp, NULL);
+    return wv_seterr(err, WAVE_EIO, "%s: reduce reply without 1 or 2 values",
+                     c->url);
+  }
+  res->dtype = (wave_dtype)rs->dtype;
+  res->op = (wave_op)rs->op;
+  res->n_values = (unsigned)rs->n_bits;
+  for (size_t i = 0; i < rs->n_bits; i++)
+    res->bits[i] = rs->bits[i];
+  res->count = rs->count;
+  res->rows = rs->rows;
+  res->seconds = rs->seconds;
+  res->finite = (int)rs->finite;
+  int rv = wv_client_name(c, rs->device, &res->device, err);
+  wave__v1__response__free_unpacked(resp, NULL);
+  return rv;
+}
+
+/* ---- streams ----------------------------------------------------------- */
+
+typedef struct bk_slot {
+  nng_ctx ctx;
+  nng_aio *aio;
+  int open, busy;
+  uint64_t id;
+} bk_slot;
+
+/* Wait for slot's exchange (send done, then the reply). */
+static int bk_finish(wave_client *c, bk_slot *s, wave_error *err)
+{
+  if (!s->busy)
+    return 0;
+  s->busy = 0;
+  nng_aio_wait(s->aio);
+  int rv = nng_aio_result(s->aio);
+  if (rv != 0) {
+    nng_msg_free(nng_aio_get_msg(s->aio));
+    return wv_seterr(err, rv == NNG_ETIMEDOUT ? WAVE_ETIMEDOUT : WAVE_EIO,
+                     "%s: stream piece not sent: %s", wave_client_url(c),
+                     nng_strerror(rv));
+  }
+  nng_ctx_recv(s->ctx, s->aio);
+  nng_aio_wait(s->aio);
+  if ((rv = nng_aio_result(s->aio)) != 0)
+    return wv_seterr(err, rv == NNG_ETIMEDOUT ? WAVE_ETIMEDOUT : WAVE_EIO,
+                     "%s: no reply to a stream piece: %s", wave_client_url(c),
+                     nng_strerror(rv));
+  Wave__V1__Response *resp;
+  int code = wv_client_reply(c, nng_aio_get_msg(s->aio), s->id,
+                             WAVE__V1__RESPONSE__BODY_STREAM, &resp, err);
+  if (code == 0)
+    wave__v1__response__free_unpacked(resp, NULL);
+  return code;
+}
+
+/* Copy `len` logical bytes starting at byte `off` of the chunk array. */
+static void bk_gather(const wave_chunk *ch, size_t n, size_t off,
+                      uint8_t *dst, size_t len)
+{
+  size_t i = 0;
+  while (i < n && off >= (ch[i].data ? ch[i].bytes : 0)) {
+    off -= ch[i].data ? ch[i].bytes : 0;
+    i++;
+  }
+  while (len > 0 && i < n) {
+    size_t have = (ch[i].data ? ch[i].bytes : 0) - off;
+    size_t take = have < len ? have : len;
+    if (take)
+      memcpy(dst, (const uint8_t *)ch[i].data + off, take);
+    dst += take;
+    len -= take;
+    off = 0;
+    i++;
+  }
+}
+
+static int bk_simple(wave_client *c, Wave__V1__Request *r, int want,
+                     Wave__V1__Response **resp, wave_error *err)
+{
+  return wv_client_call(c, r, want, 0, resp, err);
+}
+
+int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
+                            wave_reduce_result *res, wave_error *err)
+{
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  uint64_t in_bytes = 0, mask_bytes = 0;
+  uint64_t *sizes = calloc(req->n_input + 1, sizeof *sizes);
+  if (sizes == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (size_t i = 0; i < req->n_input; i++) {
+    sizes[i] = req->input[i].data ? req->input[i].bytes : 0;
+    in_bytes += sizes[i];
+  }
+  for (size_t i = 0; i < n_mask; i++)
+    mask_bytes += req->mask[i].data ? req->mask[i].bytes : 0;
+
+  Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
+  so.dtype = (Wave__V1__DType)req->dtype;
+  so.op = (Wave__V1__Op)req->op;
+  so.masked = req->has_mask != 0;
+  so.device = (char *)(req->device ? req->device : "");
+  so.input_bytes = in_bytes;
+  so.mask_bytes = mask_bytes;
+  so.n_input_chunks = req->n_input;
+  so.input_chunks = sizes;
+  Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
+  r.body_case = WAVE__V1__REQUEST__BODY_STREAM_OPEN;
+  r.stream_open = &so;
+  Wave__V1__Response *resp;
+  int rv = bk_simple(c, &r, WAVE__V1__RESPONSE__BODY_STREAM, &resp, err);
+  free(sizes);
+  if (rv != 0)
+    return rv;
+  uint64_t sid = resp->stream->stream_id;
+  uint64_t piece = resp->stream->piece_bytes;
+  wave__v1__response__free_unpacked(resp, NULL);
+  if (piece == 0)
+    return wv_seterr(err, WAVE_EIO, "%s: stream without a piece size",
+                     c->url);
+
+  bk_slot slots[WV_CLIENT_STREAM_DEPTH];
+  memset(slots, 0, sizeof slots);
+  int code = 0;
+  unsigned k = 0;
+  for (int sec = 0; sec < 2 && code == 0; sec++) {
+    const wave_chunk *ch = sec ? req->mask : req->input;
+    size_t nch = sec ? n_mask : req->n_input;
+    uint64_t size = sec ? mask_bytes : in_bytes;
+    for (uint64_t off = 0; off < size && code == 0; off += piece, k++) {
+      bk_slot *s = &slots[k % WV_CLIENT_STREAM_DEPTH];
+      if ((code = bk_finish(c, s, err)) != 0)
+        break;
+      if (!s->open) {
+        if ((rv = nng_ctx_open(&s->ctx, c->sock)) != 0) {
+          code = wv_seterr(err, WAVE_EIO, "%s: %s", c->url, nng_strerror(rv));
+          break;
+        }
+        if ((rv = nng_aio_alloc(&s->aio, NULL, NULL)) != 0) {
+          nng_ctx_close(s->ctx);
+          code = wv_seterr(err, WAVE_ENOMEM, "%s", nng_strerror(rv));
+          break;
+        }
+        s->open = 1;
+        int ms = atomic_load(&c->timeout_ms);
+        /* no resend of a piece: a reconnect drops the stream anyway */
+        nng_ctx_set_ms(s->ctx, NNG_OPT_REQ_RESENDTIME, ms);
+        nng_aio_set_timeout(s->aio, ms);
+      }
+      size_t len = (size_t)(size - off < piece ? size - off : piece);
+      Wave__V1__StreamPutRequest sp = WAVE__V1__STREAM_PUT_REQUEST__INIT;
+      sp.stream_id = sid;
+      sp.mask = sec == 1;
+      sp.offset = off;
+      Wave__V1__Request pr = WAVE__V1__REQUEST__INIT;
+      pr.body_case = WAVE__V1__REQUEST__BODY_STREAM_PUT;
+      pr.stream_put = &sp;
+      nng_msg *msg;
+      uint8_t *data;
+      if ((code = wv_client_msg(c, &pr, len, &msg, &data, err)) != 0)
+        break;
+      bk_gather(ch, nch, (size_t)off, data, len);
+      s->id = pr.id;
+      s->busy = 1;
+      nng_aio_set_msg(s->aio, msg);
+      nng_ctx_send(s->ctx, s->aio);
+    }
+  }
+  for (unsigned i = 0; i < WV_CLIENT_STREAM_DEPTH; i++) {
+    wave_error e2;
+    int rc2 = bk_finish(c, &slots[i], code ? &e2 : err);
+    if (code == 0)
+      code = rc2;
+    if (slots[i].open) {
+      nng_aio_free(slots[i].aio);
+      nng_ctx_close(slots[i].ctx);
+    }
+  }
+  Wave__V1__StreamCommitRequest sc = WAVE__V1__STREAM_COMMIT_REQUEST__INIT;
+  sc.stream_id = sid;
+  sc.abort = code != 0;
+  Wave__V1__Request cr = WAVE__V1__REQUEST__INIT;
+  cr.body_case = WAVE__V1__REQUEST__BODY_STREAM_COMMIT;
+  cr.stream_commit = &sc;
+  if (code != 0) {
+    wave_error e2;
+    if (code != WAVE_ETIMEDOUT && code != WAVE_EIO &&
+        bk_simple(c, &cr, WAVE__V1__RESPONSE__BODY_STREAM, &resp, &e2) == 0)
+      wave__v1__response__free_unpacked(resp, NULL);
+    return code;
+  }
+  if ((rv = bk_simple(c, &cr, WAVE__V1__RESPONSE__BODY_REDUCE, &resp,
+                      err)) != 0)
+    return rv;
+  return wv_client_reduce_result(c, resp, res, err);
+}
