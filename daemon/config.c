@@ -23,11 +23,11 @@
 #include <nng/nng.h>
 #include <yaml.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "daemon/autodev.h"
 #include "daemon/config.h"
 #include "daemon/config_keys.h"
-#include "daemon/tls.h"
+#include "daemon/net/tls.h"
 #include "daemon/log.h"
 #include "wave/client.h"
 #include "core/base.h"

@@ -22,9 +22,9 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
-#include "daemon/connguard.h"
-#include "daemon/device.h"
-#include "daemon/listen.h"
+#include "daemon/net/connguard.h"
+#include "daemon/exec/device.h"
+#include "daemon/net/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/stats.h"

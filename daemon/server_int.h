@@ -14,17 +14,17 @@
 #include <protobuf-c/protobuf-c.h>
 #include <uv.h>
 
-#include "daemon/bulk.h"
+#include "daemon/bulk/decode.h"
 #include "daemon/config.h"
-#include "daemon/decode.h"
-#include "daemon/device.h"
-#include "daemon/hashjob.h"
-#include "daemon/listen.h"
-#include "daemon/packprep.h"
-#include "daemon/peer.h"
-#include "daemon/principal.h"
+#include "daemon/net/pool.h"
+#include "daemon/exec/device.h"
+#include "daemon/jobs/hashjob.h"
+#include "daemon/net/listen.h"
+#include "daemon/jobs/packprep.h"
+#include "daemon/net/peer.h"
+#include "daemon/net/principal.h"
 #include "daemon/server.h"
-#include "daemon/work.h"
+#include "daemon/exec/work.h"
 #include "proto/wave.pb-c.h"
 #include "workers/worker.h"
 

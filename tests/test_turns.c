@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/device.h"
+#include "daemon/exec/device.h"
 
 #define TT_MAX 64
 
