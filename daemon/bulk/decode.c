@@ -9,6 +9,7 @@
 #include "daemon/log.h"
 #include "daemon/net/principal.h"
 #include "core/base.h"
+#include "proto/wire.h"
 
 struct wd_bulk {
   wd_regions *regions;
@@ -42,30 +43,12 @@ void wd_bulk_free(wd_bulk *b)
   free(b);
 }
 
-nng_msg *wd_bulk_pack(Wave__V1__Response *r, uint64_t id, unsigned version)
-{
-  r->version = version;
-  r->id = id;
-  size_t n = wave__v1__response__get_packed_size(r);
-  nng_msg *m;
-  if (nng_msg_alloc(&m, n) != 0)
-    return NULL;
-  wave__v1__response__pack(r, nng_msg_body(m));
-  return m;
-}
-
 static void bk_error(wd_bulk_req *out, uint64_t id, const wave_error *e)
 {
   wd_debug("request %" PRIu64 ": %s: %s", id, wave_errname(e->code),
            e->message);
-  Wave__V1__Error er = WAVE__V1__ERROR__INIT;
-  er.code = (uint32_t)e->code;
-  er.name = (char *)wave_errname(e->code);
-  er.message = (char *)e->message;
-  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
-  r.body_case = WAVE__V1__RESPONSE__BODY_ERROR;
-  r.error = &er;
-  out->reply = wd_bulk_pack(&r, id, out->version);
+  out->reply = wv_wire_error(e->code, wave_errname(e->code),
+                             e->message, id, out->version);
   out->failed = 1;
 }
 
@@ -75,7 +58,7 @@ static void bk_stream_reply(wd_bulk_req *out, uint64_t id,
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_STREAM;
   r.stream = si;
-  out->reply = wd_bulk_pack(&r, id, out->version);
+  out->reply = wv_wire_response(&r, id, out->version);
 }
 
 static void bk_region_reply(wd_bulk_req *out, uint64_t id,
@@ -84,7 +67,7 @@ static void bk_region_reply(wd_bulk_req *out, uint64_t id,
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_REGION;
   r.region = ri;
-  out->reply = wd_bulk_pack(&r, id, out->version);
+  out->reply = wv_wire_response(&r, id, out->version);
 }
 
 /* Hold a reference to r in out (one per distinct region). */

@@ -79,7 +79,4 @@ int wd_bulk_holds(void *arg, uint32_t pipe);
 void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_region_snap *snap);
 
-/* Pack r (version, id) into a new message; NULL without memory. */
-nng_msg *wd_bulk_pack(Wave__V1__Response *r, uint64_t id, unsigned version);
-
 #endif

@@ -32,7 +32,7 @@
  * Devices that pin host memory for DMA (backend slot host_register) pin a
  * mapped region from its registration on (once the reply is on its way),
  * WD_PIN_PIECE bytes at a time, on their own thread and between other
- * work (a setup item, daemon/work.h; dispatch.c).  Pinning 1 GiB costs
+ * work (a setup item, exec/work.h; bulk/regionpin.c).  Pinning 1 GiB costs
  * about twice its copy on the H200 host, so a job never waits for it: a
  * client that registers before it fills finds the region pinned (it was
  * pinned while the client wrote), and a job that comes before the end

@@ -576,7 +576,7 @@ int wd_hjob_is_ended(const wd_hjob *j) { return j->ended; }
 
 int wd_hjob_state(const wd_hjob *j) { return atomic_load(&j->state); }
 
-void **wd_hjob_waiters(wd_hjob *j) { return &j->waiters; }
+struct wd_waiter **wd_hjob_waiters(wd_hjob *j) { return &j->waiters; }
 
 void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
                   wd_job_view *v)

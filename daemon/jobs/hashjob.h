@@ -134,8 +134,10 @@ const uint8_t *wd_hjob_key(const wd_hjob *j);
 void wd_hjob_outputs_sent(wd_hjob *j);
 int wd_hjob_is_ended(const wd_hjob *j);
 int wd_hjob_state(const wd_hjob *j);  /* WAVE_JOB_* numbers (JobState) */
-/* Where the server parks JobRequests waiting for this job (opaque). */
-void **wd_hjob_waiters(wd_hjob *j);
+/* Where the loop parks JobRequests waiting for this job (rq/park.h's
+ * waiters; opaque here). */
+struct wd_waiter;
+struct wd_waiter **wd_hjob_waiters(wd_hjob *j);
 
 /* What a JobInfo says, in plain C; pointers point into the job (valid until
  * the loop next changes the table). */
@@ -172,7 +174,7 @@ typedef struct wd_job_view {
   int outputs_delivered;     /* want_outputs, sent in an earlier reply */
   const wd_share_view *shares;
   size_t n_shares;
-  /* the submit reply only (dispatch.c sets it): JobInfo.key */
+  /* the submit reply only (rq/hash.c sets it): JobInfo.key */
   const uint8_t *key;
   size_t key_len;
   /* PREPARING: the pack it waits for, on which device, and how far that

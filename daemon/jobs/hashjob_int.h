@@ -100,7 +100,7 @@ struct wd_hjob {
   uint64_t ended_ns;
   uint64_t kept;             /* ended: bytes its result holds */
   int outputs_sent;          /* the outputs went out and were dropped */
-  void *waiters;
+  struct wd_waiter *waiters;  /* parked polls (rq/park.c), opaque here */
   wd_hjob *prev, *next;
 };
 

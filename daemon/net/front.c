@@ -2,9 +2,13 @@
  * machine, in the manner of nng's demo/async/server.c: RECV -> (hand to
  * a decode thread, then the loop) -> SEND -> RECV.  The callback runs on
  * nng's threads and never decodes, waits or locks for long: it hands the
- * context to a decode thread (daemon/decode.h), which unpacks it and then
+ * context to a decode thread (net/pool.h, net/req.c), which unpacks it and then
  * appends it to the inbox and wakes the loop (wd_front_inbox).  A closed
- * connection's regions and streams are dropped from nng's pipe callback.
+ * connection's regions and streams are dropped from nng's pipe callback,
+ * through the hook server.c sets (s->pipe_gone): this side calls nothing
+ * above it.  The reply primitives are here too (wd_reply, wd_reply_error):
+ * a handler builds its Response, this file packs it (proto/wire.c), frees
+ * the request (net/req.c) and sends.
  *
  * The receive pool: limits.contexts contexts receive at all times.  A
  * context holds at most one request, so that bounds the requests being
@@ -28,7 +32,7 @@
  * pipe.  A pipe holds at most its share (`cap`, wd_front_peer_cap) of the
  * pool: a request beyond it brings a fresh context into the pool (like a
  * parked one, RQ_RETIRE once answered), so its own requests pile up, not
- * everyone's; beyond 2 * cap it is answered BUSY (dispatch.c); a peer that
+ * everyone's; beyond 2 * cap it is answered BUSY (rq/route.c); a peer that
  * holds 4 * cap while cap of its replies wait to leave (pipelining, not
  * reading) has its pipe closed.  Every send has
  * a timeout (limits.send_timeout_ms): a reply that cannot leave within it
@@ -38,7 +42,10 @@
  * for limits.idle_timeout_ms (a peer stalled inside a partial message), and
  * nng's pipe event closes pipes beyond limits.max_connections.
  */
+#include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -46,8 +53,12 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "daemon/log.h"
+#include "daemon/net/front.h"
+#include "daemon/net/req.h"
 #include "daemon/server_int.h"
+#include "daemon/stats.h"
 #include "core/base.h"
+#include "proto/wire.h"
 
 void wd_front_inbox(wd_server *s, wd_req *c)
 {
@@ -59,20 +70,20 @@ void wd_front_inbox(wd_server *s, wd_req *c)
   uv_async_send(&s->wake);
 }
 
-static uint64_t fr_now_ms(void)
+static uint64_t ft_now_ms(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* nng's threads: the loop closes it (fr_sweep). */
-static void fr_doom_pipe(wd_server *s, uint32_t id)
+/* nng's threads: the loop closes it (ft_sweep). */
+static void ft_doom_pipe(wd_server *s, uint32_t id)
 {
   wd_peers_doom(s->peers, id);
 }
 
-static void fr_close_pipe(uint32_t id)
+static void ft_close_pipe(uint32_t id)
 {
   nng_pipe p = NNG_PIPE_INITIALIZER;
   p.id = id;
@@ -91,7 +102,7 @@ int wd_front_peer(wd_server *s, uint32_t pipe, int *uid, int *pid)
   return wd_peers_who(s->peers, pipe, uid, pid);
 }
 
-static void fr_recv(wd_req *c)
+static void ft_recv(wd_req *c)
 {
   c->state = RQ_RECV;
   nng_aio_set_timeout(c->aio, NNG_DURATION_INFINITE);
@@ -100,7 +111,7 @@ static void fr_recv(wd_req *c)
 
 /* A reply has left (or failed): the context no longer counts on its pipe;
  * one that could not leave in time closes that pipe. */
-static void fr_sent(wd_req *c, int rv)
+static void ft_sent(wd_req *c, int rv)
 {
   wd_server *s = c->srv;
   if (c->pipe == 0)
@@ -110,9 +121,9 @@ static void fr_sent(wd_req *c, int rv)
     wd_warn("closing connection %u: a reply could not leave in %u ms "
             "(limits.send_timeout_ms; the peer does not read)", c->pipe,
             s->cfg->limits.send_timeout_ms);
-    fr_doom_pipe(s, c->pipe);
+    ft_doom_pipe(s, c->pipe);
   }
-  wd_peers_end(s->peers, c->pipe, c->sending, fr_now_ms());
+  wd_peers_end(s->peers, c->pipe, c->sending, ft_now_ms());
   c->sending = 0;
   c->pipe = 0;
 }
@@ -138,7 +149,7 @@ void wd_front_unextra(wd_req *c)
   c->extra = 0;
 }
 
-static void fr_aio_cb(void *arg)
+static void ft_aio_cb(void *arg)
 {
   wd_req *c = arg;
   wd_server *s = c->srv;
@@ -150,7 +161,7 @@ static void fr_aio_cb(void *arg)
         c->state = RQ_IDLE;
         return;
       }
-      fr_recv(c);  /* a transient error: keep serving */
+      ft_recv(c);  /* a transient error: keep serving */
       return;
     }
     if (atomic_load(&s->closing)) {
@@ -160,7 +171,7 @@ static void fr_aio_cb(void *arg)
     }
     c->msg = nng_aio_get_msg(c->aio);
     c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(c->msg));
-    wd_peers_begin(s->peers, c->pipe, fr_now_ms());
+    wd_peers_begin(s->peers, c->pipe, ft_now_ms());
     c->over = 0;
     {
       unsigned held = wd_peers_held(s->peers, c->pipe);
@@ -171,20 +182,20 @@ static void fr_aio_cb(void *arg)
                 wd_peers_sending(s->peers, c->pipe));
         nng_msg_free(c->msg);
         c->msg = NULL;
-        fr_doom_pipe(s, c->pipe);
-        fr_sent(c, 0);
-        fr_recv(c);
+        ft_doom_pipe(s, c->pipe);
+        ft_sent(c, 0);
+        ft_recv(c);
         return;
       }
       c->over = held > cap;  /* the loop adds a context for it */
     }
     c->state = RQ_WORK;
-    wd_pool_push(s->pool, &c->item);  /* -> wd_decode_cb, then the loop */
+    wd_pool_push(s->pool, &c->item);  /* -> wd_req_decode_cb, then the loop */
     return;
   case RQ_SEND:
     if (rv != 0)  /* the client went away: the reply is ours to free */
       nng_msg_free(nng_aio_get_msg(c->aio));
-    fr_sent(c, rv);
+    ft_sent(c, rv);
     if (atomic_load(&s->closing)) {
       c->state = RQ_IDLE;
       return;
@@ -194,24 +205,25 @@ static void fr_aio_cb(void *arg)
       wd_front_inbox(s, c);
       return;
     }
-    fr_recv(c);
+    ft_recv(c);
     return;
   default:
     return;
   }
 }
 
-static void fr_noop_close(uv_handle_t *h) { (void)h; }
+static void ft_noop_close(uv_handle_t *h) { (void)h; }
 
 /* nng: a connection went away (any nng thread): its regions and streams go
  * (a region in use by a job is unmapped after it), and the loop cancels
  * its attached hash jobs (daemon/principal.h). */
-static void fr_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+static void ft_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
   wd_server *s = arg;
   wd_peers_remove(s->peers, (uint32_t)nng_pipe_id(p));
-  wd_bulk_drop_pipe(s->bulk, (uint32_t)nng_pipe_id(p));
+  if (s->pipe_gone != NULL)  /* its regions and streams (server.c) */
+    s->pipe_gone(s->pipe_gone_arg, (uint32_t)nng_pipe_id(p));
   if (!atomic_load(&s->closing) &&
       wd_gone_add(&s->gone, (uint32_t)nng_pipe_id(p)) == 0)
     uv_async_send(&s->wake);
@@ -219,7 +231,7 @@ static void fr_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 }
 
 /* nng: a connection is joining; beyond limits.max_connections it goes. */
-static void fr_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
+static void ft_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
   wd_server *s = arg;
@@ -230,7 +242,7 @@ static void fr_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
   if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &v) == 0 && v <= INT32_MAX)
     pid = (int)v;
   if (wd_peers_add(s->peers, (uint32_t)nng_pipe_id(p), uid, pid,
-                   s->cfg->limits.max_connections, fr_now_ms()) != 0) {
+                   s->cfg->limits.max_connections, ft_now_ms()) != 0) {
     wd_warn("refusing a connection: %u are open (limits.max_connections)",
             s->cfg->limits.max_connections);
     nng_pipe_close(p);
@@ -239,23 +251,23 @@ static void fr_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
 
 /* Loop: close connections that hold nothing (no request, no region, no
  * open stream) and sent nothing for limits.idle_timeout_ms. */
-static void fr_sweep(uv_timer_t *t)
+static void ft_sweep(uv_timer_t *t)
 {
   wd_server *s = t->data;
   unsigned idle = s->cfg->limits.idle_timeout_ms;
   if (atomic_load(&s->closing))
     return;
   uint32_t ids[64];
-  size_t n = wd_peers_idle(s->peers, fr_now_ms(), idle, ids, 64);
+  size_t n = wd_peers_idle(s->peers, ft_now_ms(), idle, ids, 64);
   for (size_t i = 0; i < n; i++) {
     wd_info("closing connection %u: marked above, or no complete message "
             "for %u ms (limits.idle_timeout_ms)", ids[i], idle);
-    fr_close_pipe(ids[i]);
+    ft_close_pipe(ids[i]);
     wd_peers_remove(s->peers, ids[i]);  /* once, even before nng's event */
   }
 }
 
-static void fr_free_close(uv_handle_t *h) { free(h->data); }
+static void ft_free_close(uv_handle_t *h) { free(h->data); }
 
 /* A new context, linked in and receiving (when the socket is up). */
 int wd_front_add(wd_server *s, wave_error *err)
@@ -264,9 +276,9 @@ int wd_front_add(wd_server *s, wave_error *err)
   if (c == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   c->srv = s;
-  c->item.fn = wd_decode_cb;
+  c->item.fn = wd_req_decode_cb;
   int rv;
-  if ((rv = nng_aio_alloc(&c->aio, fr_aio_cb, c)) != 0) {
+  if ((rv = nng_aio_alloc(&c->aio, ft_aio_cb, c)) != 0) {
     free(c);
     return wv_seterr(err, WAVE_EIO, "nng aio: %s", nng_strerror(rv));
   }
@@ -283,7 +295,7 @@ int wd_front_add(wd_server *s, wave_error *err)
   s->reqs = c;
   s->n_reqs++;
   if (s->listening)
-    fr_recv(c);
+    ft_recv(c);
   return 0;
 }
 
@@ -310,10 +322,10 @@ void wd_front_recv(wd_req *c)
 {
   /* no reply for this request (decoded while closing) */
   if (c->pipe != 0)
-    wd_peers_end(c->srv->peers, c->pipe, 0, fr_now_ms());
+    wd_peers_end(c->srv->peers, c->pipe, 0, ft_now_ms());
   c->pipe = 0;
   wd_front_unextra(c);
-  fr_recv(c);
+  ft_recv(c);
 }
 
 void wd_front_retire(wd_req *c)
@@ -329,7 +341,7 @@ void wd_front_retire(wd_req *c)
     s->reqs = c->all_next;
   if (c->all_next)
     c->all_next->all_prev = c->all_prev;
-  uv_close((uv_handle_t *)&c->timer, fr_free_close);
+  uv_close((uv_handle_t *)&c->timer, ft_free_close);
 }
 
 int wd_front_listen(wd_server *s, wave_error *err)
@@ -356,12 +368,12 @@ int wd_front_listen(wd_server *s, wave_error *err)
   /* a connection holding regions or streams is not idle (peer.h) */
   wd_peers_set_holds(s->peers, wd_bulk_holds, s->bulk);
   nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
-  nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, fr_pipe_new, s);
-  nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, fr_pipe_gone, s);
+  nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, ft_pipe_new, s);
+  nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, ft_pipe_gone, s);
   uv_timer_init(s->loop, &s->sweep);
   s->sweep.data = s;
   s->sweep_on = 1;
-  uv_timer_start(&s->sweep, fr_sweep, 250, 250);
+  uv_timer_start(&s->sweep, ft_sweep, 250, 250);
   for (size_t i = 0; i < lim->contexts; i++)
     if ((rc = wd_front_add(s, err)) != 0)
       goto out;
@@ -370,7 +382,7 @@ int wd_front_listen(wd_server *s, wave_error *err)
     goto out;
   s->listening = 1;
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
-    fr_recv(c);
+    ft_recv(c);
 out:
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
@@ -381,7 +393,7 @@ void wd_front_close(wd_server *s)
   atomic_store(&s->closing, 1);
   wd_listeners_close(s->lst);  /* no more listener restarts */
   if (s->sweep_on)
-    uv_close((uv_handle_t *)&s->sweep, fr_noop_close);
+    uv_close((uv_handle_t *)&s->sweep, ft_noop_close);
   s->sweep_on = 0;
   /* nng first: after nng_aio_stop no callback runs for that context */
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
@@ -398,7 +410,7 @@ void wd_front_close(wd_server *s)
       nng_aio_free(c->aio);
     c->aio = NULL;
     if (s->handles)
-      uv_close((uv_handle_t *)&c->timer, fr_noop_close);
+      uv_close((uv_handle_t *)&c->timer, ft_noop_close);
   }
 }
 
@@ -414,4 +426,48 @@ void wd_front_free(wd_server *s)
   s->lst = NULL;
   wd_peers_free(s->peers);
   s->peers = NULL;
+}
+
+/* ---- replies --------------------------------------------------------------- */
+
+void wd_reply(wd_req *c, Wave__V1__Response *r)
+{
+  unsigned version = c->version ? c->version : WD_PROTOCOL;
+  nng_msg *m = wv_wire_response(r, c->req_id, version);
+  /* no memory for this reply: try a small error, else let REQ resend */
+  if (m == NULL &&
+      (m = wv_wire_error(WAVE_ENOMEM, wave_errname(WAVE_ENOMEM),
+                         "no memory for the reply", c->req_id, version)) == NULL) {
+    wd_error("no memory for a reply; dropping request %" PRIu64, c->req_id);
+    wd_req_clear(c);
+    wd_front_recv(c);
+    return;
+  }
+  wd_req_clear(c);
+  wd_front_send(c, m);
+}
+
+void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
+{
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  wd_debug("request %" PRIu64 ": %s: %s", c->req_id, wave_errname(code), msg);
+  wd_stats_request_error(code);
+  Wave__V1__Error e = WAVE__V1__ERROR__INIT;
+  e.code = (uint32_t)code;
+  e.name = (char *)wave_errname(code);
+  e.message = msg;
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_ERROR;
+  r.error = &e;
+  wd_reply(c, &r);
+}
+
+void wd_reply_fail(wd_req *c, const wave_error *err)
+{
+  c->srv->failed++;
+  wd_reply_error(c, err->code, "%s", err->message);
 }
