@@ -279,6 +279,131 @@ static void rg_untake(wd_regions *t, uint64_t key, int took, uint64_t bytes)
     wd_share_give(t->sh, key, WD_SHARE_FILES, 1);
 }
 
+/* The registration's descriptor: a regular file or memfd open for reading
+ * (*huge: on hugetlbfs). */
+static int rg_check_fd(int fd, struct stat *st, int *huge, wave_error *err)
+{
+  const char *path = "the region";  /* for messages: no path any more */
+  if (fstat(fd, st) != 0)
+    return wv_seterr(err, WAVE_EREGION, "cannot stat %s: %s", path,
+                     strerror(errno));
+  if (!S_ISREG(st->st_mode))
+    return wv_seterr(err, WAVE_EREGION, "the region's descriptor is %s: "
+                     "regions are regular files and memfds only",
+                     rg_kind(st->st_mode));
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
+    return wv_seterr(err, WAVE_EREGION, "the region's descriptor is not open "
+                     "for reading (%s): open it O_RDONLY or O_RDWR",
+                     fl < 0 ? strerror(errno) : (fl & O_PATH) ? "O_PATH"
+                                                              : "O_WRONLY");
+  struct statfs sf;
+  *huge = fstatfs(fd, &sf) == 0 && sf.f_type == HUGETLBFS_MAGIC;
+  return 0;
+}
+
+/* Reserve bytes in the table's total, then the client's shares (share.h:
+ * one client cannot fill the caps); *took says which shares for
+ * rg_untake.  Nothing stays reserved on an error. */
+static int rg_reserve(wd_regions *t, uint64_t key, uint64_t bytes, int copy,
+                      int file, int *took, wave_error *err)
+{
+  pthread_mutex_lock(&t->mu);
+  int over = bytes > t->max_bytes || t->bytes > t->max_bytes - bytes;
+  uint64_t have = t->bytes;
+  if (!over)
+    t->bytes += bytes;  /* reserved before the map, so racing adds count */
+  pthread_mutex_unlock(&t->mu);
+  if (over)
+    return wv_seterr(err, WAVE_EREGION, "%" PRIu64 " more bytes of regions "
+                     "would pass the daemon's %" PRIu64 " (limits."
+                     "max_region_bytes; %" PRIu64 " mapped)", bytes,
+                     t->max_bytes, have);
+  int rc;
+  *took = 0;  /* shares taken: 1 region bytes, 2 + buffered, 4 + file */
+  if ((rc = wd_share_take(t->sh, key, WD_SHARE_REGION, bytes, WAVE_EREGION,
+                          err)) == 0)
+    *took |= 1;
+  if (rc == 0 && copy && !file &&
+      (rc = wd_share_take(t->sh, key, WD_SHARE_BUF, bytes, WAVE_EREGION,
+                          err)) == 0)
+    *took |= 2;
+  if (rc == 0 && file &&
+      (rc = wd_share_take(t->sh, key, WD_SHARE_FILES, 1, WAVE_EREGION,
+                          err)) == 0)
+    *took |= 4;
+  if (rc != 0)
+    rg_untake(t, key, *took, bytes);
+  return rc;
+}
+
+/* Where the region's rows will be: nowhere for a file region (*base NULL:
+ * the jobs read the descriptor), a buffer of ours for a copy, else the
+ * mapping.  *base MAP_FAILED when out of memory (errno says why); on an
+ * error of the copy's read the buffer is already given back. */
+static int rg_place(wd_regions *t, int fd, const struct stat *st, int huge,
+                    uint64_t bytes, int copy, int file, void **base,
+                    size_t *cap, wave_error *err)
+{
+  *cap = 0;
+  if (file) {
+    *base = NULL;  /* the descriptor stays open: the jobs read it */
+  } else if (copy) {
+    /* one read out of the page cache into a buffer of ours: no seals
+     * needed, the client's file may change afterwards.  Read on a reader
+     * thread under limits.region_read_timeout_ms (a hung mount fails this
+     * registration, not the decode thread); a stalled reader keeps the
+     * buffer until its read returns. */
+    *base = rg_buf_get(t, (size_t)bytes, cap);
+    if (*base == NULL)
+      *base = MAP_FAILED;
+    int gave = 0, rc;
+    if (*base != MAP_FAILED &&
+        (rc = wd_file_read_bounded(fd, *base, *cap, bytes, t->read_ms, &gave,
+                                   err)) != 0) {
+      if (!gave)
+        rg_buf_put(t, *base, *cap);
+      return rc;
+    }
+  } else {
+    /* a memfd of huge pages (client/bulk.c) maps, and must be unmapped,
+     * in whole huge pages */
+    size_t page = huge && st->st_blksize > 0 ? (size_t)st->st_blksize : 1;
+    *cap = ((size_t)bytes + page - 1) / page * page;
+    *base = mmap(NULL, *cap, PROT_READ, MAP_SHARED, fd, 0);
+  }
+  return 0;
+}
+
+/* A new region over base (the table's own from here), linked in. */
+static wd_region *rg_link(wd_regions *t, uint32_t pipe, uint64_t key,
+                          uint32_t uid, uint32_t pid, const char *name,
+                          void *base, uint64_t bytes, size_t cap, int copied,
+                          int fd)
+{
+  wd_region *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return NULL;
+  r->t = t;
+  r->pipe = pipe;
+  r->uid = uid;
+  r->pid = pid;
+  r->key = key;
+  snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+  r->base = base;
+  r->bytes = bytes;
+  r->copied = copied;
+  r->fd = fd;
+  r->cap = cap;
+  atomic_init(&r->refs, 1);
+  pthread_mutex_lock(&t->mu);
+  r->id = t->next_id++;
+  r->next = t->head;
+  t->head = r;
+  pthread_mutex_unlock(&t->mu);
+  return r;
+}
+
 int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
                    uint32_t uid, uint32_t pid,
                    const Wave__V1__RegionRegisterRequest *rq,
@@ -314,27 +439,9 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
     goto out;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    rc = wv_seterr(err, WAVE_EREGION, "cannot stat %s: %s", path,
-                   strerror(errno));
+  int huge = 0;
+  if ((rc = rg_check_fd(fd, &st, &huge, err)) != 0)
     goto out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    rc = wv_seterr(err, WAVE_EREGION, "the region's descriptor is %s: "
-                   "regions are regular files and memfds only",
-                   rg_kind(st.st_mode));
-    goto out;
-  }
-  int fl = fcntl(fd, F_GETFL);
-  if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY) {
-    rc = wv_seterr(err, WAVE_EREGION, "the region's descriptor is not open "
-                   "for reading (%s): open it O_RDONLY or O_RDWR",
-                   fl < 0 ? strerror(errno) : (fl & O_PATH) ? "O_PATH"
-                                                            : "O_WRONLY");
-    goto out;
-  }
-  struct statfs sf;
-  int huge = fstatfs(fd, &sf) == 0 && sf.f_type == HUGETLBFS_MAGIC;
   uint64_t size = (uint64_t)st.st_size;
   uint64_t bytes = rq->bytes ? rq->bytes : size;
   if (bytes > size) {
@@ -349,66 +456,19 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
   if (!rq->copy && (rc = rg_check_mapped(fd, &st, bytes, huge, err)) != 0)
     goto out;
   int file = rq->copy && rq->file;  /* read by the jobs: none of our memory */
-  pthread_mutex_lock(&t->mu);
-  int over = bytes > t->max_bytes || t->bytes > t->max_bytes - bytes;
-  uint64_t have = t->bytes;
-  if (!over)
-    t->bytes += bytes;  /* reserved before the map, so racing adds count */
-  pthread_mutex_unlock(&t->mu);
-  if (over) {
-    rc = wv_seterr(err, WAVE_EREGION, "%" PRIu64 " more bytes of regions "
-                   "would pass the daemon's %" PRIu64 " (limits."
-                   "max_region_bytes; %" PRIu64 " mapped)", bytes,
-                   t->max_bytes, have);
+  int took = 0;
+  if ((rc = rg_reserve(t, key, bytes, rq->copy, file, &took, err)) != 0)
     goto out;
-  }
-  /* this client's shares (share.h): one client cannot fill the caps */
-  int took = 0;  /* shares taken: 1 region bytes, 2 + buffered, 4 + file */
-  if ((rc = wd_share_take(t->sh, key, WD_SHARE_REGION, bytes, WAVE_EREGION,
-                          err)) == 0)
-    took |= 1;
-  if (rc == 0 && rq->copy && !file &&
-      (rc = wd_share_take(t->sh, key, WD_SHARE_BUF, bytes, WAVE_EREGION,
-                          err)) == 0)
-    took |= 2;
-  if (rc == 0 && file &&
-      (rc = wd_share_take(t->sh, key, WD_SHARE_FILES, 1, WAVE_EREGION,
-                          err)) == 0)
-    took |= 4;
-  if (rc != 0) {
+  size_t cap;
+  void *base;
+  if ((rc = rg_place(t, fd, &st, huge, bytes, rq->copy, file, &base, &cap,
+                     err)) != 0) {
     rg_untake(t, key, took, bytes);
     goto out;
   }
-  size_t cap = 0;
-  void *base;
-  if (file) {
-    base = NULL;  /* the descriptor stays open: the jobs read it */
-  } else if (rq->copy) {
-    /* one read out of the page cache into a buffer of ours: no seals
-     * needed, the client's file may change afterwards.  Read on a reader
-     * thread under limits.region_read_timeout_ms (a hung mount fails this
-     * registration, not the decode thread); a stalled reader keeps the
-     * buffer until its read returns. */
-    base = rg_buf_get(t, (size_t)bytes, &cap);
-    if (base == NULL)
-      base = MAP_FAILED;
-    int gave = 0;
-    if (base != MAP_FAILED &&
-        (rc = wd_file_read_bounded(fd, base, cap, bytes, t->read_ms, &gave,
-                                   err)) != 0) {
-      if (!gave)
-        rg_buf_put(t, base, cap);
-      rg_untake(t, key, took, bytes);
-      goto out;
-    }
-  } else {
-    /* a memfd of huge pages (client/bulk.c) maps, and must be unmapped,
-     * in whole huge pages */
-    size_t page = huge && st.st_blksize > 0 ? (size_t)st.st_blksize : 1;
-    cap = ((size_t)bytes + page - 1) / page * page;
-    base = mmap(NULL, cap, PROT_READ, MAP_SHARED, fd, 0);
-  }
-  wd_region *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
+  wd_region *r = base == MAP_FAILED ? NULL
+                 : rg_link(t, pipe, key, uid, pid, rq->name, base, bytes, cap,
+                           rq->copy && !file, file ? fd : -1);
   if (r == NULL) {
     int e = errno;
     if (!file && base != MAP_FAILED && rq->copy)
@@ -420,25 +480,8 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
                    strerror(e));
     goto out;
   }
-  r->t = t;
-  r->pipe = pipe;
-  r->uid = uid;
-  r->pid = pid;
-  r->key = key;
-  snprintf(r->name, sizeof r->name, "%s", rq->name ? rq->name : "");
-  r->base = base;
-  r->bytes = bytes;
-  r->copied = rq->copy && !file;
-  r->fd = file ? fd : -1;
   if (file)
     fd = -1;  /* the region's now */
-  r->cap = cap;
-  atomic_init(&r->refs, 1);
-  pthread_mutex_lock(&t->mu);
-  r->id = t->next_id++;
-  r->next = t->head;
-  t->head = r;
-  pthread_mutex_unlock(&t->mu);
   rg_info(r, info, name_buf, name_n);
   wd_info("region %" PRIu64 " (%s): %" PRIu64 " bytes of pid %" PRIu32
           " uid %" PRIu32 " %s", r->id, r->name, bytes, pid, uid,

@@ -16,6 +16,7 @@
 
 #include "daemon/jobs/hashjob_int.h"
 #include "daemon/log.h"
+#include "daemon/jobs/owner.h"
 #include "daemon/net/principal.h"
 #include "daemon/exec/pick.h"
 #include "core/base.h"
@@ -222,6 +223,86 @@ static wd_hjob *hj_alloc(const wd_hash_submit *hs, size_t n_parts,
   return j;
 }
 
+/* A fresh job's fields from the submit: its id, owner (and job key when
+ * the owner is only its connection), pack and range, and one share per
+ * chosen device.  An error only when no random key was to be had. */
+static int hj_fill(wd_jobs *t, wd_hjob *j, const wd_hash_submit *hs,
+                   const char *who, uint64_t id, const wd_packs *packs,
+                   size_t pi, wd_device *const *chosen, wave_error *err)
+{
+  j->table = t;
+  j->id = id;
+  snprintf(j->principal, sizeof j->principal, "%s", who);
+  j->owner = wd_peer_key(who);
+  if (wd_peer_anonymous(who)) {
+    if (wd_job_key_new(j->key) != 0)
+      return wv_seterr(err, WAVE_EINTERNAL, "no random job key (getrandom)");
+    j->has_key = 1;
+  }
+  j->pipe = hs->pipe;
+  j->detach = hs->detach != 0;
+  j->client = hs->client;
+  j->req_id = hs->req_id;
+  j->pack = packs->list[pi];
+  j->pack_index = wd_packs_slot(packs, pi);
+  j->nonce = hs->nonce;
+  j->count = hs->count;
+  j->target = hs->target;
+  j->max_winners = hs->max_winners;
+  j->want_outputs = hs->want_outputs != 0;
+  j->want_segments = hs->want_segments != 0;
+  j->jfp = WV_FNV_OFFSET;
+  j->best_output = UINT64_MAX;
+  j->best_nonce = hs->nonce;
+  atomic_init(&j->state, WD_JOB_QUEUED);
+  atomic_init(&j->cancel, 0);
+  atomic_init(&j->done, 0);
+  atomic_init(&j->t_start_ns, 0);
+  for (size_t i = 0; i < j->n_parts; i++) {
+    hj_part *pt = &j->parts[i];
+    pt->work.ops = &wd_hj_part_ops;
+    pt->work.owner = j->owner;
+    pt->job = j;
+    pt->dev = chosen[i];
+    pt->state = HP_QUEUED;
+    j->dev_names[i] = wd_device_name(chosen[i]);
+  }
+  return 0;
+}
+
+/* Queue every share, or let it wait for its device's preparation of the
+ * pack; one that its device refuses (busy, faulted) is left out, unless
+ * none is left: then the job is freed and the first refusal answered. */
+static int hj_queue_shares(wd_jobs *t, wd_hjob *j, wave_error *err)
+{
+  int first_rc = 0;
+  wave_error first_err = {0};
+  for (size_t i = 0; i < j->n_parts; i++) {
+    hj_part *pt = &j->parts[i];
+    wave_error e = {0};
+    int src = hj_share_start(t, j, pt, &e);
+    if (src != 0) {
+      pthread_mutex_lock(&j->mu);  /* other shares may be running */
+      pt->state = HP_ENDED;  /* no device holds it */
+      pthread_mutex_unlock(&j->mu);
+      pt->work.rc = src;
+      pt->work.err = e;
+      if (first_rc == 0) {
+        first_rc = src;
+        first_err = e;
+      }
+    } else {
+      j->live++;
+    }
+  }
+  if (j->live == 0) {
+    hj_free(j);
+    *err = first_err;
+    return first_rc;
+  }
+  return 0;
+}
+
 int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
                    wd_device *const *devs, size_t n_devs,
                    const wd_packs *packs, wd_hjob **out, wave_error *err)
@@ -276,77 +357,16 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
     free(chosen);
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
-  j->table = t;
-  j->id = id;
-  snprintf(j->principal, sizeof j->principal, "%s", who);
-  j->owner = wd_peer_key(who);
-  if (wd_peer_anonymous(who)) {
-    if (wd_job_key_new(j->key) != 0) {
-      hj_free(j);
-      free(chosen);
-      return wv_seterr(err, WAVE_EINTERNAL, "no random job key (getrandom)");
-    }
-    j->has_key = 1;
-  }
-  j->pipe = hs->pipe;
-  j->detach = hs->detach != 0;
-  j->client = hs->client;
-  j->req_id = hs->req_id;
-  j->pack = p;
-  j->pack_index = wd_packs_slot(packs, pi);
-  j->nonce = hs->nonce;
-  j->count = hs->count;
-  j->target = hs->target;
-  j->max_winners = hs->max_winners;
-  j->want_outputs = hs->want_outputs != 0;
-  j->want_segments = hs->want_segments != 0;
   j->seg_log2 = s;
   j->seg_count = segs;
-  j->jfp = WV_FNV_OFFSET;
-  j->best_output = UINT64_MAX;
-  j->best_nonce = hs->nonce;
-  atomic_init(&j->state, WD_JOB_QUEUED);
-  atomic_init(&j->cancel, 0);
-  atomic_init(&j->done, 0);
-  atomic_init(&j->t_start_ns, 0);
-  for (size_t i = 0; i < n_chosen; i++) {
-    hj_part *pt = &j->parts[i];
-    pt->work.ops = &wd_hj_part_ops;
-    pt->work.owner = j->owner;
-    pt->job = j;
-    pt->dev = chosen[i];
-    pt->state = HP_QUEUED;
-    j->dev_names[i] = wd_device_name(chosen[i]);
+  if ((rc = hj_fill(t, j, hs, who, id, packs, pi, chosen, err)) != 0) {
+    hj_free(j);
+    free(chosen);
+    return rc;
   }
   free(chosen);
-  /* Queue every share, or let it wait for its device's preparation of the
-   * pack; one that its device refuses (busy, faulted) is left out, unless
-   * none is left. */
-  int first_rc = 0;
-  wave_error first_err = {0};
-  for (size_t i = 0; i < j->n_parts; i++) {
-    hj_part *pt = &j->parts[i];
-    wave_error e = {0};
-    int src = hj_share_start(t, j, pt, &e);
-    if (src != 0) {
-      pthread_mutex_lock(&j->mu);  /* other shares may be running */
-      pt->state = HP_ENDED;  /* no device holds it */
-      pthread_mutex_unlock(&j->mu);
-      pt->work.rc = src;
-      pt->work.err = e;
-      if (first_rc == 0) {
-        first_rc = src;
-        first_err = e;
-      }
-    } else {
-      j->live++;
-    }
-  }
-  if (j->live == 0) {
-    hj_free(j);
-    *err = first_err;
-    return first_rc;
-  }
+  if ((rc = hj_queue_shares(t, j, err)) != 0)
+    return rc;
   j->prev = t->tail;
   if (t->tail)
     t->tail->next = j;

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "daemon/jobs/hashjob.h"
+#include "daemon/jobs/owner.h"
 #include "daemon/net/principal.h"
 
 /* HP_WAITING: not on its device yet; it waits for the pack there (loop

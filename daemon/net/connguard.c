@@ -408,3 +408,15 @@ void wd_guard_free(wd_guard *g)
   pthread_mutex_destroy(&g->mu);
   free(g);
 }
+
+/* 1 when this process cannot open one more file (nng then retries its
+ * accept by itself after 100 ms: nothing to recover). */
+int wd_at_fd_limit(void)
+{
+  int fd = dup(STDERR_FILENO);
+  if (fd >= 0) {
+    close(fd);
+    return 0;
+  }
+  return errno == EMFILE || errno == ENFILE;
+}

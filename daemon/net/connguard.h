@@ -36,5 +36,8 @@ void wd_guard_free(wd_guard *g);
 
 /* The process's RLIMIT_NOFILE soft limit now (0 when unknown). */
 uint64_t wd_max_files(void);
+/* 1 when this process cannot open one more file (nng then retries its
+ * accept by itself after 100 ms). */
+int wd_at_fd_limit(void);
 
 #endif

@@ -79,8 +79,6 @@
 #define LS_SPARE 32         /* URL slots beyond the start-up ones, for reloads */
 #define LS_PATH_TICKS 10    /* the socket file is checked this often */
 
-/* The SP handshake a REQ (0x30) peer sends. */
-static const uint8_t ls_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
 
 /* One nng listener of a URL: the serving one or a stuck one retiring. */
 typedef struct ls_lst {
@@ -274,51 +272,7 @@ void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p)
   }
 }
 
-/* 1 when a live process accepts connections on path. */
-static int ls_ipc_live(const char *path)
-{
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return 0;
-  int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-  int live = rc == 0 || errno == EAGAIN;  /* EAGAIN: its backlog is full */
-  if (rc == 0) {
-    /* Finish the handshake so that an nng peer sees a proper client: once
-     * its 8 bytes have arrived it has sent its half, and ours is in its
-     * buffer, so closing now cannot break it. */
-    uint8_t b[8];
-    size_t got = 0;
-    ssize_t w = write(fd, ls_hello, sizeof ls_hello);
-    for (int i = 0; w == (ssize_t)sizeof ls_hello && got < sizeof b && i < 50;
-         i++) {
-      struct pollfd p = {.fd = fd, .events = POLLIN};
-      if (poll(&p, 1, 100) != 1)
-        continue;
-      ssize_t r = read(fd, b + got, sizeof b - got);
-      if (r <= 0)
-        break;
-      got += (size_t)r;
-    }
-  }
-  close(fd);
-  return live;
-}
-
 /* ---- the watchdog ------------------------------------------------------- */
-
-/* 1 when this process cannot open one more file (nng then retries its
- * accept by itself after 100 ms: nothing to recover). */
-static int ls_at_fd_limit(void)
-{
-  int fd = dup(STDERR_FILENO);
-  if (fd >= 0) {
-    close(fd);
-    return 0;
-  }
-  return errno == EMFILE || errno == ENFILE;
-}
 
 /* A fresh listener on the path; the stuck one retires with its pipes.
  * nng_bug: the cause is nng#1518 (else the socket file was removed). */
@@ -432,7 +386,7 @@ static void ls_connected(uv_connect_t *c, int status)
     return;
   if (status < 0)  /* e.g. the socket file was removed */
     return ls_probe_done(o, "refused the probe connection");
-  uv_buf_t b = uv_buf_init((char *)ls_hello, sizeof ls_hello);
+  uv_buf_t b = uv_buf_init((char *)wd_sp_hello, sizeof wd_sp_hello);
   if (uv_write(&o->wr, (uv_stream_t *)&o->pipe, &b, 1, ls_written) != 0)
     ls_probe_done(o, "failed the probe connection");
 }
@@ -493,7 +447,7 @@ static void ls_tick(uv_timer_t *t)
       c->suspect = excess;
       continue;
     }
-    if (ls_at_fd_limit()) {
+    if (wd_at_fd_limit()) {
       c->other = x - gone;  /* nng retries those itself */
       c->suspect = 0;
       wd_warn("listener %s: out of file descriptors (nng retries the "
@@ -597,7 +551,7 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
       snprintf(o->path, sizeof o->path, "%s", o->url + 6);
       if ((rc = wd_sockpath_prepare(o->path, err)) != 0)
         return rc;
-      if (ls_ipc_live(o->path))
+      if (wd_sockpath_live(o->path))
         return wv_seterr(err, WAVE_EIO, "listen %s: Address in use (a "
                          "running process, another wavedd?, accepts "
                          "connections there)", o->url);
@@ -676,7 +630,7 @@ static void ls_drop(ls_one *o)
 }
 
 /* Start the listener of url in a free slot (the start-up checks and
- * creation: wd_sockpath_prepare, ls_ipc_live, ls_open_slot). */
+ * creation: wd_sockpath_prepare, wd_sockpath_live, ls_open_slot). */
 static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
                   wave_error *err)
 {
@@ -699,7 +653,7 @@ static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
   if (o->ipc) {
     snprintf(o->path, sizeof o->path, "%s", url + 6);
     int rc = wd_sockpath_prepare(o->path, err);
-    if (rc == 0 && ls_ipc_live(o->path))
+    if (rc == 0 && wd_sockpath_live(o->path))
       rc = wv_seterr(err, WAVE_EIO, "listen %s: Address in use (a running "
                      "process, another wavedd?, accepts connections "
                      "there)", url);

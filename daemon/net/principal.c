@@ -1,9 +1,8 @@
 /* principal.c - request principals and closed connections (see
- * principal.h). */
+ * principal.h; the job keys are jobs/owner.c's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "daemon/net/principal.h"
 #include "workers/hash/hash.h"
@@ -31,28 +30,6 @@ int wd_peer_may(const char *who, const char *owner)
 uint64_t wd_peer_key(const char *principal)
 {
   return wv_fnv1a64(WV_FNV_OFFSET, principal, strlen(principal));
-}
-
-int wd_peer_anonymous(const char *principal)
-{
-  return strncmp(principal, "pipe:", 5) == 0;
-}
-
-int wd_job_key_new(uint8_t key[WD_JOB_KEY_BYTES])
-{
-  return getrandom(key, WD_JOB_KEY_BYTES, 0) == WD_JOB_KEY_BYTES ? 0 : -1;
-}
-
-int wd_job_key_equal(const uint8_t want[WD_JOB_KEY_BYTES], const uint8_t *key,
-                     size_t len)
-{
-  if (key == NULL || len != WD_JOB_KEY_BYTES)
-    return 0;
-  /* volatile: the compiler may not stop at the first difference */
-  volatile uint8_t d = 0;
-  for (size_t i = 0; i < WD_JOB_KEY_BYTES; i++)
-    d |= want[i] ^ key[i];
-  return d == 0;
 }
 
 void wd_gone_init(wd_gone *g)

@@ -12,9 +12,12 @@
  * $XDG_RUNTIME_DIR/wavedd are made 0750 / 0700 when missing.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon/net/sockpath.h"
@@ -62,4 +65,37 @@ int wd_sockpath_prepare(const char *path, wave_error *err)
                      "(uid %ld): refusing to take it over", path,
                      (long)st.st_uid, (long)me);
   return 0;
+}
+
+const uint8_t wd_sp_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
+
+int wd_sockpath_live(const char *path)
+{
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return 0;
+  int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+  int live = rc == 0 || errno == EAGAIN;  /* EAGAIN: its backlog is full */
+  if (rc == 0) {
+    /* Finish the handshake so that an nng peer sees a proper client: once
+     * its 8 bytes have arrived it has sent its half, and ours is in its
+     * buffer, so closing now cannot break it. */
+    uint8_t b[8];
+    size_t got = 0;
+    ssize_t w = write(fd, wd_sp_hello, sizeof wd_sp_hello);
+    for (int i = 0; w == (ssize_t)sizeof wd_sp_hello && got < sizeof b && i < 50;
+         i++) {
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      if (poll(&p, 1, 100) != 1)
+        continue;
+      ssize_t r = read(fd, b + got, sizeof b - got);
+      if (r <= 0)
+        break;
+      got += (size_t)r;
+    }
+  }
+  close(fd);
+  return live;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "daemon/jobs/owner.h"
 #include "daemon/net/front.h"
 #include "daemon/rq/hash.h"
 #include "daemon/rq/park.h"
