@@ -53,7 +53,7 @@ struct wd_req {
   int pb_refused;          /* the decode ran out of budget */
   uint64_t req_id;
   unsigned version;        /* the request's protocol version */
-  /* who sent it (daemon/principal.h), set on the decode thread before dispatch:
+  /* who sent it (daemon/net/principal.h), set on the decode thread before dispatch:
    * "uid:N" (ipc) or "pipe:N" (tcp); a request a token authenticated gets
    * "token:NAME" instead (auth.c) */
   char principal[WD_PRINCIPAL_MAX];
@@ -101,7 +101,7 @@ struct wd_server {
    * (regions, streams); set by server.c */
   void (*pipe_gone)(void *arg, uint32_t pipe);
   void *pipe_gone_arg;
-  wd_peers *peers;         /* per-connection records (daemon/peer.h) */
+  wd_peers *peers;         /* per-connection records (daemon/net/peer.h) */
   uv_timer_t sweep;        /* closes idle connections */
   int sweep_on;
   wd_req *reqs;            /* every context */

@@ -66,7 +66,7 @@ target_compile_definitions(test_pin PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
 # File regions: jobs that read the client's file in pieces as they reduce
-# (daemon/filered.h), bit for bit against messages and the reference.
+# (daemon/bulk/filered.h), bit for bit against messages and the reference.
 wave_test(test_filered SOURCES test_filered.c bulk_harness.c daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_filered wavedd)

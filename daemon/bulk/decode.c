@@ -1,5 +1,5 @@
-/* bulk.c - stream, region and extent requests on the decode threads (see
- * bulk.h). */
+/* decode.c - stream, region and extent requests on the decode threads (see
+ * bulk/decode.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,20 +53,43 @@ static void bk_error(wd_bulk_req *out, uint64_t id, const wave_error *e)
 }
 
 static void bk_stream_reply(wd_bulk_req *out, uint64_t id,
-                            Wave__V1__StreamInfo *si)
+                            const wd_stream_info *v)
 {
+  Wave__V1__StreamInfo si = WAVE__V1__STREAM_INFO__INIT;
+  si.stream_id = v->stream_id;
+  si.piece_bytes = v->piece_bytes;
+  si.input_bytes = v->input_bytes;
+  si.mask_bytes = v->mask_bytes;
+  si.received_bytes = v->received_bytes;
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_STREAM;
-  r.stream = si;
+  r.stream = &si;
   out->reply = wv_wire_response(&r, id, out->version);
 }
 
-static void bk_region_reply(wd_bulk_req *out, uint64_t id,
-                            Wave__V1__RegionInfo *ri)
+/* RegionInfo of v; its name points into v. */
+static void bk_region_info(const wd_region_info *v, Wave__V1__RegionInfo *ri)
 {
+  wave__v1__region_info__init(ri);
+  ri->id = v->id;
+  ri->bytes = v->bytes;
+  ri->name = (char *)v->name;
+  ri->owner_uid = v->owner_uid;
+  ri->owner_pid = v->owner_pid;
+  ri->jobs = v->jobs;
+  ri->copied = v->copied;
+  ri->file = v->file;
+  ri->pinned_devices = v->pinned_devices;
+}
+
+static void bk_region_reply(wd_bulk_req *out, uint64_t id,
+                            const wd_region_info *v)
+{
+  Wave__V1__RegionInfo ri;
+  bk_region_info(v, &ri);
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_REGION;
-  r.region = ri;
+  r.region = &ri;
   out->reply = wv_wire_response(&r, id, out->version);
 }
 
@@ -131,7 +154,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
     spans[i].rows = e->bytes / 4;
     if (held && mem_rows != NULL)
       *mem_rows += spans[i].rows;
-    if (fd >= 0) {  /* a file region: read by the job (daemon/filered.h) */
+    if (fd >= 0) {  /* a file region: read by the job (daemon/bulk/filered.h) */
       if (e->offset % 4 != 0)
         return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
                          " is not a multiple of 4", what, i, e->offset);
@@ -182,11 +205,28 @@ static int bk_reduce(wd_bulk *b, uint32_t pipe, const Wave__V1__ReduceRequest *r
   return 0;
 }
 
+static int bk_stream_open(wd_bulk *b, uint32_t pipe, uint64_t key,
+                          const Wave__V1__StreamOpenRequest *so,
+                          wd_stream_info *si, wave_error *err)
+{
+  wd_stream_spec spec = {
+    .dtype = (int)so->dtype,
+    .op = (int)so->op,
+    .masked = so->masked,
+    .device = so->device,
+    .input_bytes = so->input_bytes,
+    .mask_bytes = so->mask_bytes,
+    .n_input_chunks = so->n_input_chunks,
+    .input_chunks = so->input_chunks,
+  };
+  return wd_streams_open(b->streams, pipe, key, &spec, si, err);
+}
+
 static int bk_commit(wd_bulk *b, uint32_t pipe,
                      const Wave__V1__StreamCommitRequest *cr, uint64_t id,
                      wd_bulk_req *out, wave_error *err)
 {
-  Wave__V1__StreamInfo si;
+  wd_stream_info si;
   wd_stream *s;
   int rc = wd_streams_commit(b->streams, pipe, cr->stream_id, cr->abort, &s,
                              &si, err);
@@ -222,9 +262,8 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
    * connection or its token on tcp (principal.h) */
   uint64_t key = wd_peer_key(who);
   int rc = 0;
-  Wave__V1__StreamInfo si;
-  Wave__V1__RegionInfo ri;
-  char name[64];
+  wd_stream_info si;
+  wd_region_info ri;
   switch (rq->body_case) {
   case WAVE__V1__REQUEST__BODY_REDUCE:
     if (rq->reduce->n_input_at == 0 && rq->reduce->n_mask_at == 0 &&
@@ -233,8 +272,8 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
     rc = bk_reduce(b, pipe, rq->reduce, payload, plen, out, &err);
     break;
   case WAVE__V1__REQUEST__BODY_STREAM_OPEN:
-    if ((rc = wd_streams_open(b->streams, pipe, key, rq->stream_open, &si,
-                              &err)) == 0)
+    if ((rc = bk_stream_open(b, pipe, key, rq->stream_open, &si,
+                             &err)) == 0)
       bk_stream_reply(out, id, &si);
     break;
   case WAVE__V1__REQUEST__BODY_STREAM_PUT: {
@@ -263,15 +302,24 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
     int cred = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
                nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
     if ((rc = wd_regions_add(b->regions, pipe, key, cred, (uint32_t)uid,
-                             (uint32_t)pid, rq->region_register, &ri, name,
-                             sizeof name, &out->pin, &err)) == 0)
+                             (uint32_t)pid,
+                             &(wd_region_spec){
+                                 .ticket = rq->region_register->fd_ticket.data,
+                                 .ticket_len =
+                                     rq->region_register->fd_ticket.len,
+                                 .bytes = rq->region_register->bytes,
+                                 .name = rq->region_register->name,
+                                 .copy = rq->region_register->copy,
+                                 .file = rq->region_register->file,
+                             },
+                             &ri, &out->pin, &err)) == 0)
       bk_region_reply(out, id, &ri);
     break;
   }
   case WAVE__V1__REQUEST__BODY_REGION_UNREGISTER:
     if ((rc = wd_regions_remove(b->regions, pipe,
-                                rq->region_unregister->region_id, &ri, name,
-                                sizeof name, &err)) == 0)
+                                rq->region_unregister->region_id, &ri,
+                                &err)) == 0)
       bk_region_reply(out, id, &ri);
     break;
   default:
@@ -325,12 +373,30 @@ int wd_bulk_holds(void *arg, uint32_t pipe)
 }
 
 void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
-                    wd_region_snap *snap)
+                    wd_bulk_snap *snap)
 {
-  if (wd_regions_snapshot(b->regions, who, snap) == 0) {
-    sr->n_regions = snap->n;
-    sr->regions = snap->ptrs;
-    sr->region_bytes = snap->bytes;
+  memset(snap, 0, sizeof *snap);
+  if (wd_regions_snapshot(b->regions, who, &snap->regions) == 0) {
+    size_t n = snap->regions.n;
+    snap->infos = calloc(n + 1, sizeof *snap->infos);
+    snap->ptrs = calloc(n + 1, sizeof *snap->ptrs);
+    if (snap->infos != NULL && snap->ptrs != NULL) {
+      for (size_t i = 0; i < n; i++) {
+        bk_region_info(&snap->regions.infos[i], &snap->infos[i]);
+        snap->ptrs[i] = &snap->infos[i];
+      }
+      sr->n_regions = n;
+      sr->regions = snap->ptrs;
+      sr->region_bytes = snap->regions.bytes;
+    }
   }
   sr->streams = wd_streams_count(b->streams);
+}
+
+void wd_bulk_snap_free(wd_bulk_snap *snap)
+{
+  wd_region_snap_free(&snap->regions);
+  free(snap->infos);
+  free(snap->ptrs);
+  memset(snap, 0, sizeof *snap);
 }

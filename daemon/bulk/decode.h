@@ -1,6 +1,6 @@
-/* bulk.h - the bulk parts of requests, handled on the decode threads:
- * framed payloads (proto/frame.h), streamed jobs (daemon/stream.h) and
- * shared-memory regions (daemon/region.h).
+/* decode.h - the bulk parts of requests, handled on the decode threads:
+ * framed payloads (proto/frame.h), streamed jobs (daemon/bulk/stream.h) and
+ * shared-memory regions (daemon/bulk/region.h).
  *
  * wd_bulk_decode looks at a decoded Request.  Stream and region requests it
  * answers completely (the loop only sends the packed reply); a ReduceRequest
@@ -62,7 +62,7 @@ void wd_bulk_free(wd_bulk *b);
 int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
                    nng_msg **msg, const uint8_t *payload, size_t plen,
                    wd_bulk_req *out);
-/* Where the side sockets keep passed descriptors (daemon/fdpass.h). */
+/* Where the side sockets keep passed descriptors (daemon/net/fdpass.h). */
 wd_fdpass *wd_bulk_fdpass(wd_bulk *b);
 /* Release what out holds (references, the kept message, an unsent reply). */
 void wd_bulk_clear(wd_bulk_req *out);
@@ -76,7 +76,12 @@ int wd_bulk_holds(void *arg, uint32_t pipe);
 /* Status fields (the regions principal who may see, region_bytes,
  * streams); snap holds the copies
  * until the reply is packed. */
+typedef struct wd_bulk_snap {
+  wd_region_snap regions;
+  Wave__V1__RegionInfo *infos, **ptrs;
+} wd_bulk_snap;
 void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
-                    wd_region_snap *snap);
+                    wd_bulk_snap *snap);
+void wd_bulk_snap_free(wd_bulk_snap *snap);
 
 #endif

@@ -2,7 +2,7 @@
  * they are reduced (docs/protocol.md "Regions", "File regions").
  *
  * A file region is a client's regular file that the daemon keeps open
- * (daemon/region.h); its rows are not in memory.  Reading a whole file into
+ * (daemon/bulk/region.h); its rows are not in memory.  Reading a whole file into
  * a buffer first costs a gigabyte of fresh pages for a gigabyte file, which
  * is several times what `cat` pays for the same bytes: cat reads the page
  * cache into one small buffer that stays in the CPU caches.  So a job over

@@ -31,7 +31,7 @@ struct wd_region {
   uint64_t bytes;           /* mapped */
   int copied;               /* base is a buffer of ours (copy = true) */
   int fd;                   /* a file region (copy + file): base NULL, the
-                               jobs pread it (daemon/filered.c); else -1 */
+                               jobs pread it (daemon/bulk/filered.c); else -1 */
   size_t cap;               /* ... of this size; or the mapping's length
                                (bytes, in whole pages of a hugetlbfs memfd) */
   _Atomic unsigned refs;    /* the table's + one per job */
@@ -199,14 +199,12 @@ void wd_regions_free(wd_regions *t)
   free(t);
 }
 
-static void rg_info(const wd_region *r, Wave__V1__RegionInfo *info,
-                    char *name_buf, size_t name_n)
+static void rg_info(const wd_region *r, wd_region_info *info)
 {
-  wave__v1__region_info__init(info);
+  memset(info, 0, sizeof *info);
   info->id = r->id;
   info->bytes = r->bytes;
-  snprintf(name_buf, name_n, "%s", r->name);
-  info->name = name_buf;
+  snprintf(info->name, sizeof info->name, "%s", r->name);
   info->owner_uid = r->uid;
   info->owner_pid = r->pid;
   unsigned refs = atomic_load(&r->refs);
@@ -406,8 +404,7 @@ static wd_region *rg_link(wd_regions *t, uint32_t pipe, uint64_t key,
 
 int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
                    uint32_t uid, uint32_t pid,
-                   const Wave__V1__RegionRegisterRequest *rq,
-                   Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
+                   const wd_region_spec *rq, wd_region_info *info,
                    wd_region **pin, wave_error *err)
 {
   const char *path = "the region";  /* for messages: no path any more */
@@ -417,7 +414,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
   if (!have_cred)
     return wv_seterr(err, WAVE_EREGION, "shared-memory regions are served "
                      "on ipc connections only (no peer credentials here)");
-  if (rq->fd_ticket.len == 0)  /* an older client: it named a path */
+  if (rq->ticket_len == 0)  /* an older client: it named a path */
     return wv_seterr(err, WAVE_EREGION, "this daemon takes region "
                      "descriptors, not /proc paths: update libwaveclient (it "
                      "passes the descriptor on \"<ipc path>.fd\" and "
@@ -429,7 +426,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
   pthread_mutex_unlock(&t->mu);
   int fd, rc = 0;
   /* claimed first: a refused registration still spends (closes) it */
-  if ((rc = wd_fdpass_claim(t->fp, rq->fd_ticket.data, rq->fd_ticket.len,
+  if ((rc = wd_fdpass_claim(t->fp, rq->ticket, rq->ticket_len,
                             uid, pid, &fd, err)) != 0)
     return rc;
   if (mine >= t->per_client) {
@@ -482,7 +479,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
   }
   if (file)
     fd = -1;  /* the region's now */
-  rg_info(r, info, name_buf, name_n);
+  rg_info(r, info);
   wd_info("region %" PRIu64 " (%s): %" PRIu64 " bytes of pid %" PRIu32
           " uid %" PRIu32 " %s", r->id, r->name, bytes, pid, uid,
           r->fd >= 0 ? "kept open, read by its jobs"
@@ -534,8 +531,7 @@ static wd_region *rg_unlink(wd_regions *t, uint32_t pipe, int all,
 }
 
 int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
-                      Wave__V1__RegionInfo *info, char *name_buf,
-                      size_t name_n, wave_error *err)
+                      wd_region_info *info, wave_error *err)
 {
   pthread_mutex_lock(&t->mu);
   wd_region *r = rg_unlink(t, pipe, 0, id);
@@ -543,7 +539,7 @@ int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
   if (r == NULL)
     return wv_seterr(err, WAVE_EREGION, "no region %" PRIu64 " registered by "
                      "this connection", id);
-  rg_info(r, info, name_buf, name_n);
+  rg_info(r, info);
   wd_info("region %" PRIu64 " (%s) unregistered", r->id, r->name);
   wd_region_put(r);
   return 0;
@@ -657,9 +653,7 @@ int wd_regions_snapshot(wd_regions *t, const char *who, wd_region_snap *s)
   for (wd_region *r = t->head; r != NULL; r = r->next)
     n++;
   s->infos = calloc(n + 1, sizeof *s->infos);
-  s->ptrs = calloc(n + 1, sizeof *s->ptrs);
-  s->names = calloc(n + 1, sizeof *s->names);
-  if (!s->infos || !s->ptrs || !s->names) {
+  if (s->infos == NULL) {
     pthread_mutex_unlock(&t->mu);
     wd_region_snap_free(s);
     return WAVE_ENOMEM;
@@ -667,8 +661,7 @@ int wd_regions_snapshot(wd_regions *t, const char *who, wd_region_snap *s)
   for (wd_region *r = t->head; r != NULL; r = r->next) {
     if (!rg_visible(r, who))
       continue;
-    rg_info(r, &s->infos[s->n], s->names[s->n], sizeof s->names[0]);
-    s->ptrs[s->n] = &s->infos[s->n];
+    rg_info(r, &s->infos[s->n]);
     s->n++;
   }
   s->bytes = t->bytes;
@@ -679,7 +672,5 @@ int wd_regions_snapshot(wd_regions *t, const char *who, wd_region_snap *s)
 void wd_region_snap_free(wd_region_snap *s)
 {
   free(s->infos);
-  free(s->ptrs);
-  free(s->names);
   memset(s, 0, sizeof *s);
 }

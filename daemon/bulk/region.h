@@ -4,7 +4,7 @@
  * In the manner of Triton's system shared-memory extension, a client
  * registers a region once and then names (region, offset, bytes) in its
  * requests.  The client hands the object over as a descriptor (SCM_RIGHTS
- * on the side socket "<ipc path>.fd", daemon/fdpass.h) and names the
+ * on the side socket "<ipc path>.fd", daemon/net/fdpass.h) and names the
  * ticket it got for it; the daemon claims it only for the ipc connection
  * whose peer credentials (SO_PEERCRED, which nng reports as
  * NNG_OPT_IPC_PEER_PID/UID) passed it, and never opens a path a client
@@ -25,7 +25,7 @@
  * unmaps only after the job.  A *file region* (copy + file) maps nothing:
  * the daemon keeps the client's descriptor (no seals, since pread of a
  * shrunk file returns short instead of raising SIGBUS) and each job reads
- * it then, in pieces (daemon/filered.h), each read bounded by
+ * it then, in pieces (daemon/bulk/filered.h), each read bounded by
  * limits.region_read_timeout_ms.  A copy region is read once, at
  * registration, under the same bound.
  *
@@ -53,7 +53,6 @@
 #include "daemon/config.h"
 #include "daemon/net/fdpass.h"
 #include "daemon/bulk/share.h"
-#include "proto/wave.pb-c.h"
 #include "wave/error.h"
 #include "workers/worker.h"
 
@@ -76,19 +75,35 @@ void wd_regions_free(wd_regions *t);
 /* Where the side sockets keep passed descriptors for registrations. */
 wd_fdpass *wd_regions_fdpass(wd_regions *t);
 
+/* A registration, as RegionRegisterRequest says it (bulk/decode.c reads the
+ * message; this table knows no protobuf). */
+typedef struct wd_region_spec {
+  const uint8_t *ticket;   /* fd_ticket: the descriptor passed (fdpass.h) */
+  size_t ticket_len;       /* 0: an older client that named a path */
+  uint64_t bytes;          /* 0: the whole file */
+  const char *name;        /* may be NULL */
+  int copy, file;
+} wd_region_spec;
+
+/* What RegionInfo says of a region, copied. */
+typedef struct wd_region_info {
+  uint64_t id, bytes;
+  char name[64];
+  uint32_t owner_uid, owner_pid;
+  uint32_t jobs;           /* jobs reading it now */
+  uint32_t pinned_devices;
+  int copied, file;
+} wd_region_info;
+
 /* A registration from pipe of principal key (wd_peer_key: its shares,
  * share.h), peer credentials uid/pid (have_cred 0 on a transport that has
- * none).  On success *info is filled (name points into the region, valid
- * while it is registered), and *pin (when not NULL) is the region, with a
+ * none).  On success *info is filled, and *pin (when not NULL) is the region, with a
  * reference, if it is mapped and so can be pinned. */
 int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
-                   uint32_t uid, uint32_t pid,
-                   const Wave__V1__RegionRegisterRequest *rq,
-                   Wave__V1__RegionInfo *info, char *name_buf, size_t name_n,
-                   wd_region **pin, wave_error *err);
+                   uint32_t uid, uint32_t pid, const wd_region_spec *rq,
+                   wd_region_info *info, wd_region **pin, wave_error *err);
 int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
-                      Wave__V1__RegionInfo *info, char *name_buf,
-                      size_t name_n, wave_error *err);
+                      wd_region_info *info, wave_error *err);
 /* Every region of a connection that went away. */
 void wd_regions_drop_pipe(wd_regions *t, uint32_t pipe);
 /* How many regions pipe has registered (the idle sweep keeps it). */
@@ -103,7 +118,7 @@ const uint8_t *wd_region_base(const wd_region *r);
 uint64_t wd_region_bytes(const wd_region *r);
 uint64_t wd_region_id(const wd_region *r);
 /* A file region (RegionRegisterRequest copy + file): its descriptor, which
- * jobs pread (daemon/filered.h), and its base is NULL; -1 otherwise. */
+ * jobs pread (daemon/bulk/filered.h), and its base is NULL; -1 otherwise. */
 int wd_region_file(const wd_region *r);
 /* A copy region: its rows are the daemon's own memory. */
 int wd_region_copied(const wd_region *r);
@@ -122,9 +137,7 @@ void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
 /* For status: copies of the regions principal who may see (its own; root's
  * over ipc: all; docs/security.md "Status"), and the total of all. */
 typedef struct wd_region_snap {
-  Wave__V1__RegionInfo *infos;
-  Wave__V1__RegionInfo **ptrs;
-  char (*names)[64];
+  wd_region_info *infos;
   size_t n;
   uint64_t bytes;
 } wd_region_snap;

@@ -15,7 +15,7 @@ typedef struct rp_work {
 } rp_work;
 
 /* A region registered: each device that can pin it gets a setup item that
- * pins one piece per step (daemon/region.h), so the short lane's jobs run
+ * pins one piece per step (daemon/bulk/region.h), so the short lane's jobs run
  * between pieces.  The item holds a reference to the region until done. */
 static int rp_pin_run(wd_work *w, wd_device *d)
 {

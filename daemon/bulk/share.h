@@ -4,7 +4,7 @@
  * Regions and streams are capped in all (limits.max_region_bytes,
  * limits.max_stream_bytes), and one client alone could fill those caps, so
  * that every other client's region or stream is refused.  So each
- * principal (daemon/principal.h: "uid:N" over ipc, "pipe:N" on tcp, keyed
+ * principal (daemon/net/principal.h: "uid:N" over ipc, "pipe:N" on tcp, keyed
  * by wd_peer_key) also has a share of each: region bytes
  * (limits.max_client_region_bytes), buffered bytes, copy regions and
  * streams counted together as max_stream_bytes counts them

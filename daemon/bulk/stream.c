@@ -120,9 +120,8 @@ void wd_streams_free(wd_streams *t)
   free(t);
 }
 
-static void st_info(const wd_stream *s, Wave__V1__StreamInfo *info)
+static void st_info(const wd_stream *s, wd_stream_info *info)
 {
-  wave__v1__stream_info__init(info);
   info->stream_id = s->id;
   info->piece_bytes = s->piece;
   info->input_bytes = s->in_bytes;
@@ -131,8 +130,8 @@ static void st_info(const wd_stream *s, Wave__V1__StreamInfo *info)
 }
 
 int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
-                    const Wave__V1__StreamOpenRequest *rq,
-                    Wave__V1__StreamInfo *info, wave_error *err)
+                    const wd_stream_spec *rq, wd_stream_info *info,
+                    wave_error *err)
 {
   wave_dtype dt = (wave_dtype)rq->dtype;
   wave_op op = (wave_op)rq->op;
@@ -256,7 +255,7 @@ static wd_stream *st_find(wd_streams *t, uint32_t pipe, uint64_t id)
 
 int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
                    uint64_t offset, const uint8_t *data, size_t len,
-                   nng_msg **msg, Wave__V1__StreamInfo *info,
+                   nng_msg **msg, wd_stream_info *info,
                    wave_error *err)
 {
   pthread_mutex_lock(&t->mu);
@@ -332,7 +331,7 @@ out:
 }
 
 int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
-                      wd_stream **out, Wave__V1__StreamInfo *info,
+                      wd_stream **out, wd_stream_info *info,
                       wave_error *err)
 {
   *out = NULL;

@@ -29,7 +29,6 @@
 
 #include "daemon/config.h"
 #include "daemon/bulk/share.h"
-#include "proto/wave.pb-c.h"
 #include "wave/error.h"
 #include "workers/worker.h"
 
@@ -44,21 +43,36 @@ int wd_streams_new(const wd_limits *lim, wd_shares *sh, wd_streams **out,
                    wave_error *err);
 void wd_streams_free(wd_streams *t);
 
+/* A stream, as StreamOpenRequest says it (bulk/decode.c reads the message;
+ * this table knows no protobuf).  dtype and op as sent, checked here. */
+typedef struct wd_stream_spec {
+  int dtype, op;
+  int masked;
+  const char *device;       /* may be NULL */
+  uint64_t input_bytes, mask_bytes;
+  size_t n_input_chunks;    /* the client's chunk boundaries, or none */
+  const uint64_t *input_chunks;
+} wd_stream_spec;
+
+/* What StreamInfo says of a stream. */
+typedef struct wd_stream_info {
+  uint64_t stream_id, piece_bytes, input_bytes, mask_bytes, received_bytes;
+} wd_stream_info;
+
 /* key: the principal (wd_peer_key), whose share the stream draws on. */
 int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
-                    const Wave__V1__StreamOpenRequest *rq,
-                    Wave__V1__StreamInfo *info, wave_error *err);
+                    const wd_stream_spec *rq, wd_stream_info *info,
+                    wave_error *err);
 /* One piece (data, len) of stream id; info: the stream after it.  When
  * data lies in *msg (a framed request) the stream may keep the message
  * itself (then *msg is set to NULL) instead of copying the rows. */
 int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
                    uint64_t offset, const uint8_t *data, size_t len,
-                   nng_msg **msg, Wave__V1__StreamInfo *info,
-                   wave_error *err);
+                   nng_msg **msg, wd_stream_info *info, wave_error *err);
 /* Complete?  Then the stream leaves the table and *out holds it (with the
  * table's reference) for the job; abort: it is dropped, *out NULL. */
 int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
-                      wd_stream **out, Wave__V1__StreamInfo *info,
+                      wd_stream **out, wd_stream_info *info,
                       wave_error *err);
 void wd_streams_drop_pipe(wd_streams *t, uint32_t pipe);
 unsigned wd_streams_count(wd_streams *t);

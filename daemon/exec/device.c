@@ -23,7 +23,7 @@
  * prepared while hash jobs run).
  *
  * The short lane (reductions) has owner groups of its own, keyed the same
- * way (the principal, daemon/principal.h), served by turns in the manner
+ * way (the principal, daemon/net/principal.h), served by turns in the manner
  * of start-time fair queueing: a reduction's turn is the turn being served
  * when its owner had nothing queued (or the turn after that owner's last
  * one, if later), else the one after its owner's previous reduction; the

@@ -1,5 +1,5 @@
 /* device.h - one thread per configured device: a generic executor of work
- * items (daemon/work.h), and the only thread that calls the device's
+ * items (daemon/exec/work.h), and the only thread that calls the device's
  * backend (through workers/wvdev.h).
  *
  * The thread opens the device, then serves its lanes: short items

@@ -5,7 +5,7 @@
  * is answered at once with its id; JobRequest/CancelRequest look the job up
  * by id.  A job runs on one device or several: it is cut into
  * segment-aligned pieces that each of its devices pulls from the job's
- * queue (daemon/hashrun.c), and the pieces' results merge exactly.
+ * queue (daemon/jobs/hashrun.c), and the pieces' results merge exactly.
  * Ownership:
  *  - the loop thread creates, looks up, cancels and eventually drops jobs
  *    (the finished ones are kept for limits.keep_jobs / keep_seconds);
@@ -15,7 +15,7 @@
  *    the completion queue; only then does the loop read the result.
  * Job ids are 64 random bits from getrandom(2) (never 0, never two alike
  * in the table): nobody finds a job by guessing.  A job belongs to the
- * principal that submitted it (daemon/principal.h); lookups for anyone else
+ * principal that submitted it (daemon/net/principal.h); lookups for anyone else
  * answer as for an unknown id.  A job is tied to its connection (the nng
  * pipe) unless submitted detached: when the connection closes, the job is
  * cancelled.  Per principal, limits.client_jobs jobs may be queued or
@@ -80,7 +80,7 @@ typedef struct wd_hash_submit {
   char *const *devices;
   size_t n_devices;
   uint64_t client, req_id;
-  const char *principal;      /* the submitter (daemon/principal.h) */
+  const char *principal;      /* the submitter (daemon/net/principal.h) */
   uint32_t pipe;              /* its connection */
   int detach;                 /* outlives the connection */
 } wd_hash_submit;
@@ -97,7 +97,7 @@ uint64_t wd_jobs_instance(const wd_jobs *t);
 int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
                    wd_device *const *devs, size_t n_devs,
                    const wd_packs *packs, wd_hjob **out, wave_error *err);
-/* The job with this id that `who` may see (daemon/principal.h), or that
+/* The job with this id that `who` may see (daemon/net/principal.h), or that
  * the key (key_len bytes, may be 0) opens, else NULL. */
 wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who,
                       const uint8_t *key, size_t key_len);

@@ -50,7 +50,7 @@ typedef struct hj_part {
 struct wd_hjob {
   wd_jobs *table;
   uint64_t id, client, req_id;
-  char principal[64];        /* the submitter (daemon/principal.h) */
+  char principal[64];        /* the submitter (daemon/net/principal.h) */
   uint64_t owner;            /* its fairness key (wd_work.owner) */
   int has_key;               /* an anonymous submitter's job key */
   uint8_t key[WD_JOB_KEY_BYTES];

@@ -28,7 +28,7 @@
  * TOOBIG;
  * only requests beyond that hard cap are dropped by nng.
  *
- * Per connection (daemon/peer.c): each received request is counted on its
+ * Per connection (daemon/net/peer.c): each received request is counted on its
  * pipe.  A pipe holds at most its share (`cap`, wd_front_peer_cap) of the
  * pool: a request beyond it brings a fresh context into the pool (like a
  * parked one, RQ_RETIRE once answered), so its own requests pile up, not
@@ -45,6 +45,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -190,7 +191,7 @@ static void ft_aio_cb(void *arg)
       c->over = held > cap;  /* the loop adds a context for it */
     }
     c->state = RQ_WORK;
-    wd_pool_push(s->pool, &c->item);  /* -> wd_req_decode_cb, then the loop */
+    wd_pool_push(s->pool, &c->item);  /* -> ft_decode_cb, then the loop */
     return;
   case RQ_SEND:
     if (rv != 0)  /* the client went away: the reply is ours to free */
@@ -216,7 +217,7 @@ static void ft_noop_close(uv_handle_t *h) { (void)h; }
 
 /* nng: a connection went away (any nng thread): its regions and streams go
  * (a region in use by a job is unmapped after it), and the loop cancels
- * its attached hash jobs (daemon/principal.h). */
+ * its attached hash jobs (daemon/net/principal.h). */
 static void ft_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
@@ -269,6 +270,17 @@ static void ft_sweep(uv_timer_t *t)
 
 static void ft_free_close(uv_handle_t *h) { free(h->data); }
 
+/* Decode thread (a context's pool item): decode it (net/req.c), then hand
+ * it to the loop. */
+static void ft_decode_cb(wd_pool_item *it)
+{
+  wd_req *c = (wd_req *)((char *)it - offsetof(wd_req, item));
+  wd_server *s = c->srv;
+  if (!atomic_load(&s->closing))
+    wd_req_decode(c);
+  wd_front_inbox(s, c);
+}
+
 /* A new context, linked in and receiving (when the socket is up). */
 int wd_front_add(wd_server *s, wave_error *err)
 {
@@ -276,7 +288,7 @@ int wd_front_add(wd_server *s, wave_error *err)
   if (c == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   c->srv = s;
-  c->item.fn = wd_req_decode_cb;
+  c->item.fn = ft_decode_cb;
   int rv;
   if ((rv = nng_aio_alloc(&c->aio, ft_aio_cb, c)) != 0) {
     free(c);

@@ -1,4 +1,4 @@
-/* decode.c - the decode threads (see decode.h). */
+/* pool.c - the decode threads (see pool.h). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
-/* decode.h - the decode threads: requests are unpacked and validated off
+/* pool.h - the decode threads: requests are unpacked and validated off
  * the libuv loop thread.
  *
  * nng's callback hands a received request to this pool instead of the
  * loop; a pool thread unpacks it (protobuf-c, within the context's memory
- * budget), resolves its bulk parts (daemon/bulk.h: framed payloads, stream
+ * budget), resolves its bulk parts (daemon/bulk/decode.h: framed payloads, stream
  * pieces, shared-memory regions) and only then appends it to the loop's
  * inbox.  So a 64 MiB request costs the loop nothing, and a stream piece's
  * copy into its job's buffer happens here too.  The pool is a FIFO with a

@@ -1,7 +1,8 @@
 /* req.c - a received request on its decode thread: unpack it within a
  * memory budget, read the raw version, authenticate it, hand its bulk parts
- * to bulk/decode.c, then pass it to the loop (wd_front_inbox); and
- * wd_req_clear, which frees what a request holds once it is answered.
+ * to bulk/decode.c; and wd_req_clear, which frees what a request holds
+ * once it is answered.  net/front.c calls both: this file calls nothing
+ * of front.c, so the two do not call each other.
  *
  * Versions: this daemon speaks protocol 2 (WD_PROTOCOL); what a version
  * means for a handler is rq/route.c's business.
@@ -13,7 +14,6 @@
 #include <string.h>
 
 #include "daemon/net/auth.h"
-#include "daemon/net/front.h"
 #include "daemon/net/req.h"
 #include "daemon/server_int.h"
 #include "core/base.h"
@@ -134,9 +134,9 @@ static uint64_t rx_raw_version(const uint8_t *p, size_t len)
 }
 
 /* Decode thread: unpack c->msg into c->req (or set dec_code), and handle
- * the request's bulk parts (daemon/bulk.h).  Touches only c and what is
+ * the request's bulk parts (daemon/bulk/decode.h).  Touches only c and what is
  * constant or locked (cfg, the bulk tables). */
-static void rx_decode(wd_req *c)
+void wd_req_decode(wd_req *c)
 {
   wd_server *s = c->srv;
   nng_msg *m = c->msg;
@@ -223,13 +223,3 @@ static void rx_decode(wd_req *c)
   else if (m != NULL)
     nng_msg_free(m);
 }
-
-void wd_req_decode_cb(wd_pool_item *it)
-{
-  wd_req *c = (wd_req *)((char *)it - offsetof(wd_req, item));
-  wd_server *s = c->srv;
-  if (!atomic_load(&s->closing))
-    rx_decode(c);
-  wd_front_inbox(s, c);
-}
-

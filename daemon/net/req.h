@@ -4,14 +4,12 @@
 #ifndef WD_NET_REQ_H
 #define WD_NET_REQ_H
 
-#include "daemon/net/pool.h"
-
 typedef struct wd_req wd_req;
 
-/* Decode thread (the pool item of a context): unpack, authenticate and
- * take the bulk parts of the received message, then hand the context to
- * the loop's inbox. */
-void wd_req_decode_cb(wd_pool_item *it);
+/* Decode thread: unpack, authenticate and take the bulk parts of the
+ * received message (c->msg, freed or kept), or set c->dec_code.  Touches
+ * only c and what is constant or locked (cfg, the bulk tables). */
+void wd_req_decode(wd_req *c);
 /* Free what the request holds (decoded message, spans, bulk parts): once
  * its reply is packed, or when nobody is left to answer. */
 void wd_req_clear(wd_req *c);

@@ -27,16 +27,16 @@ void wd_unpark(wd_req *c)
 }
 
 /* Unpark c and answer it. */
-static void pk_answer(wd_req *c)
+static void pa_answer(wd_req *c)
 {
   wd_hjob *j = c->wait.job;
   wd_unpark(c);
   c->wait.answer(c, j, c->wait.seg_offset, c->wait.seg_limit);
 }
 
-static void pk_timeout(uv_timer_t *t)
+static void pa_timeout(uv_timer_t *t)
 {
-  pk_answer(t->data);
+  pa_answer(t->data);
 }
 
 int wd_park(wd_req *c, wd_hjob *j, unsigned wait_ms, uint64_t seg_offset,
@@ -62,7 +62,7 @@ int wd_park(wd_req *c, wd_hjob *j, unsigned wait_ms, uint64_t seg_offset,
   c->wait.next = *head;
   *head = &c->wait;
   s->n_parked++;
-  uv_timer_start(&c->timer, pk_timeout, wait_ms, 0);
+  uv_timer_start(&c->timer, pa_timeout, wait_ms, 0);
   return 0;
 }
 
@@ -74,7 +74,7 @@ void wd_park_job_ended(void *arg, wd_hjob *j)
   wd_stats_job(WD_KIND_HASH, v.id, v.device, v.seconds, v.rc, 0, 0);
   wd_waiter **head = wd_hjob_waiters(j);
   while (*head != NULL)
-    pk_answer((wd_req *)((char *)*head - offsetof(wd_req, wait)));
+    pa_answer((wd_req *)((char *)*head - offsetof(wd_req, wait)));
   if (wd_hjob_state(j) == WD_JOB_DONE)
     s->served++;
   else
@@ -85,5 +85,5 @@ void wd_park_answer_all(wd_server *s)
 {
   for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
     if (c->wait.job != NULL)
-      pk_answer(c);
+      pa_answer(c);
 }

@@ -40,7 +40,7 @@ static int rr_reduce_run(wd_work *w, wd_device *d)
 {
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
-  if (c->bulk.files)  /* read as reduced: daemon/filered.h */
+  if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
     w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
                            c->bulk.src,
                            c->srv->cfg->limits.region_read_timeout_ms,

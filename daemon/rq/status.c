@@ -78,14 +78,14 @@ void wd_rq_status(wd_req *c)
   sr.instance = s->instance;
   sr.ready = s->ready != 0;
   sr.max_files = wd_max_files();
-  wd_region_snap rsnap;
+  wd_bulk_snap rsnap;
   /* regions: the asker's own only (root over ipc: all) */
   wd_bulk_status(s->bulk, c->principal, &sr, &rsnap);
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_STATUS;
   r.status = &sr;
   wd_reply(c, &r);
-  wd_region_snap_free(&rsnap);
+  wd_bulk_snap_free(&rsnap);
 out:
   free(ds);
   free(dp);
