@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/abort-attack.py - the nng 1.5.2 aborted-handshake attack on wavedd's
-ipc listener (nanomsg/nng#1518, daemon/listen.c), measured.
+ipc listener (nanomsg/nng#1518, daemon/net/listen.c), measured.
 
     python3 bench/abort-attack.py [--seconds 20] WAVEDD [WAVEDD ...]
 

@@ -1,5 +1,5 @@
 /* bench_fair.c - a small reduction's latency behind another client's big
- * ones (daemon/device.c: reductions take turns by client).
+ * ones (daemon/exec/device.c: reductions take turns by client).
  *
  * One wavedd with one CPU device.  The heavy client (ipc, principal
  * "uid:N") keeps --heavy sums of --mib MiB in flight from as many threads

@@ -3,7 +3,7 @@
  * the copy path through the staging windows, in the same run.
  *
  * The region is what the daemon has: a memfd, filled, mapped PROT_READ and
- * MAP_SHARED (daemon/region.c).  Two device contexts on the same physical
+ * MAP_SHARED (daemon/bulk/region.c).  Two device contexts on the same physical
  * device: one that imported the mapping (wv_vk_host_register, timed) and
  * one that cannot import (wv_vk_options.no_host_import), i.e. the path
  * every region job took before.  Each rep runs the same whole job (what

@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "daemon/autodev.h"
 #include "daemon/config.h"
 #include "daemon/config_keys.h"
-#include "daemon/tls.h"
+#include "daemon/net/tls.h"
 #include "core/base.h"
 #include "core/sockdir.h"
 #include "core/yamlconf.h"

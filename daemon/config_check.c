@@ -9,9 +9,9 @@
 
 #include <nng/nng.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "daemon/config_keys.h"
-#include "daemon/tls.h"
+#include "daemon/net/tls.h"
 #include "workers/worker.h"
 /* A device or token name: letters, digits, '_', '-', '.' (what is one). */
 static int cc_name(const char *what, const char *v, char *why, size_t n)

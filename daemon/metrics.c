@@ -22,9 +22,9 @@
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
 
-#include "daemon/connguard.h"
-#include "daemon/device.h"
-#include "daemon/listen.h"
+#include "daemon/net/connguard.h"
+#include "daemon/exec/device.h"
+#include "daemon/net/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/stats.h"
@@ -105,27 +105,11 @@ static void mt_dev(FILE *f, const char *metric, const char *dev)
   mt_label(f, dev);
 }
 
-static void mt_page(wd_metrics *m, FILE *f)
+/* Per device: finished jobs, errors, rows, bytes, hashes, hash rates (the
+ * counters of stats.c). */
+static void mt_jobs(FILE *f, const wd_stats_dev *sd, size_t ns)
 {
   static const char *const windows[WD_STATS_NWIN] = {"10s", "60s", "15m"};
-  static const int pack_states[] = {WD_CHECK_NONE, WD_CHECK_PENDING,
-                                    WD_CHECK_OK, WD_CHECK_FAILED};
-  size_t nd = 0;
-  wd_device *const *devs = wd_server_devices(m->srv, &nd);
-  const wd_packs *packs = wd_server_packs(m->srv);
-  size_t ns = wd_stats_count();
-  wd_stats_dev *sd = calloc(ns + 1, sizeof *sd);
-  if (sd == NULL)
-    return;
-  for (size_t i = 0; i < ns; i++)
-    wd_stats_get(i, &sd[i]);
-
-  mt_help(f, "wavedd_info", "gauge", "wavedd's version (always 1)");
-  fprintf(f, "wavedd_info{version=\"%s\"} 1\n", WAVE_VERSION);
-  mt_help(f, "wavedd_uptime_seconds", "gauge", "seconds since start-up");
-  fprintf(f, "wavedd_uptime_seconds %.3f\n",
-          (double)(uv_hrtime() - m->t0) * 1e-9);
-
   mt_help(f, "wavedd_jobs_total", "counter",
           "finished jobs by device, kind and outcome");
   for (size_t i = 0; i < ns; i++)
@@ -169,7 +153,16 @@ static void mt_page(wd_metrics *m, FILE *f)
       mt_dev(f, "wavedd_hash_rate", sd[i].name);
       fprintf(f, ",window=\"%s\"} %.17g\n", windows[w], sd[i].rate[w]);
     }
+}
 
+/* Per device now: queues, faults, pack self-checks. */
+static void mt_devices(wd_metrics *m, FILE *f)
+{
+  static const int pack_states[] = {WD_CHECK_NONE, WD_CHECK_PENDING,
+                                    WD_CHECK_OK, WD_CHECK_FAILED};
+  size_t nd = 0;
+  wd_device *const *devs = wd_server_devices(m->srv, &nd);
+  const wd_packs *packs = wd_server_packs(m->srv);
   mt_help(f, "wavedd_queue_depth", "gauge",
           "jobs queued or running on the device, by queue");
   wd_device_snap *snap = calloc(nd + 1, sizeof *snap);
@@ -209,7 +202,11 @@ static void mt_page(wd_metrics *m, FILE *f)
                 ps.state == pack_states[x]);
       }
     }
+}
 
+/* The daemon's own: error replies, reloads, descriptors, the guard. */
+static void mt_daemon(wd_metrics *m, FILE *f)
+{
   uint64_t req[WD_STATS_NCODES];
   wd_stats_request_errors(req);
   mt_help(f, "wavedd_error_replies_total", "counter",
@@ -240,6 +237,26 @@ static void mt_page(wd_metrics *m, FILE *f)
           wd_guard_closed(g, WD_GUARD_TLS));
   fprintf(f, "wavedd_guard_closed_total{kind=\"metrics\"} %" PRIu64 "\n",
           wd_guard_closed(g, WD_GUARD_METRICS));
+}
+
+static void mt_page(wd_metrics *m, FILE *f)
+{
+  size_t ns = wd_stats_count();
+  wd_stats_dev *sd = calloc(ns + 1, sizeof *sd);
+  if (sd == NULL)
+    return;
+  for (size_t i = 0; i < ns; i++)
+    wd_stats_get(i, &sd[i]);
+
+  mt_help(f, "wavedd_info", "gauge", "wavedd's version (always 1)");
+  fprintf(f, "wavedd_info{version=\"%s\"} 1\n", WAVE_VERSION);
+  mt_help(f, "wavedd_uptime_seconds", "gauge", "seconds since start-up");
+  fprintf(f, "wavedd_uptime_seconds %.3f\n",
+          (double)(uv_hrtime() - m->t0) * 1e-9);
+
+  mt_jobs(f, sd, ns);
+  mt_devices(m, f);
+  mt_daemon(m, f);
   free(sd);
 }
 

@@ -52,10 +52,10 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "daemon/auth.h"
-#include "daemon/device.h"
+#include "daemon/net/auth.h"
+#include "daemon/exec/device.h"
 #include "daemon/log.h"
-#include "daemon/packprep.h"
+#include "daemon/jobs/packprep.h"
 #include "daemon/reload.h"
 #include "daemon/stats.h"
 #include "core/base.h"

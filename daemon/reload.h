@@ -26,7 +26,7 @@
 #include <uv.h>
 
 #include "daemon/config.h"
-#include "daemon/hashjob.h"
+#include "daemon/jobs/hashjob.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "workers/hash/hash.h"

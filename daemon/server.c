@@ -1,9 +1,8 @@
 /* server.c - requests in, replies out (see server.h): the lifecycle and
- * the loop's wake-up.  The rooms:
- *  - front.c: nng's side (socket, contexts, the receive pool);
- *  - dispatch.c: decode, version, route, the request handlers;
- *  - reply.c: every Response;
- *  - device.c / packprep.c / hashjob.c / hashrun.c: the work.
+ * the loop's wake-up.  The wings it joins (net/, rq/, exec/, jobs/, bulk/)
+ * are mapped in docs/hacking.md; this file also injects what net/ may not
+ * call by name (a closed connection's regions and streams, the jobs tied
+ * to it) and hands the device list to bulk/regionpin.c.
  *
  * Threads and hand-offs: nng's threads append received contexts to the
  * inbox; device threads append ended work items to the completion queue;
@@ -40,7 +39,12 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "daemon/bulk/regionpin.h"
 #include "daemon/log.h"
+#include "daemon/net/front.h"
+#include "daemon/net/req.h"
+#include "daemon/rq/park.h"
+#include "daemon/rq/route.h"
 #include "daemon/server_int.h"
 #include "core/base.h"
 #include "core/thread.h"
@@ -124,6 +128,32 @@ static uint64_t sv_pack_bytes(const wv_pack *p)
   return p->closed ? 0 : p->dataset_items * sizeof(uint64_t);
 }
 
+/* Loop: cancel the jobs of the connections that closed since last time. */
+static void sv_pipes_gone(wd_server *s)
+{
+  uint32_t *ids;
+  size_t n;
+  wd_gone_take(&s->gone, &ids, &n);
+  for (size_t i = 0; i < n && !s->closed; i++)
+    wd_jobs_drop_pipe(s->jobs, ids[i]);
+  free(ids);
+}
+
+/* nng's thread (net/front.c's hook): a closed connection's regions and
+ * streams go (a region in use by a job is unmapped after it). */
+static void sv_pipe_gone(void *arg, uint32_t pipe)
+{
+  wd_server *s = arg;
+  wd_bulk_drop_pipe(s->bulk, pipe);
+}
+
+/* bulk/region.h's unpin callback: the device of that slot unpins. */
+static void sv_unpin(void *arg, wd_region *r, unsigned slot)
+{
+  wd_server *s = arg;
+  wd_regionpin_unpin(s->devs, s->n_devs, r, slot);
+}
+
 static void sv_wake_cb(uv_async_t *h)
 {
   wd_server *s = h->data;
@@ -135,7 +165,7 @@ static void sv_wake_cb(uv_async_t *h)
   s->inbox = NULL;
   s->inbox_tail = &s->inbox;
   pthread_mutex_unlock(&s->mu);
-  wd_pipes_gone(s);  /* before this round's requests: see peer.h */
+  sv_pipes_gone(s);  /* before this round's requests: see peer.h */
   for (wd_work *w = done, *nx; w != NULL; w = nx) {
     nx = w->next;
     w->ops->done(w);
@@ -153,7 +183,7 @@ static void sv_wake_cb(uv_async_t *h)
     if (c->state == RQ_RETIRE)
       wd_front_retire(c);
     else
-      wd_dispatch(c);
+      wd_route(c);
   }
   sv_maybe_finish(s);
 }
@@ -194,7 +224,7 @@ void wd_server_stop(wd_server *s)
   wd_info("stopping: no new work; finishing %u reductions, cancelling %zu "
           "hash jobs", s->reduce_inflight, wd_jobs_active(s->jobs));
   wd_jobs_cancel_all(s->jobs, WAVE_ESHUTDOWN);
-  wd_answer_parked(s);
+  wd_park_answer_all(s);
   sv_maybe_finish(s);
 }
 
@@ -272,12 +302,14 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   s->done_tail = &s->done;
   pthread_mutex_init(&s->mu, NULL);
   wd_gone_init(&s->gone);
+  s->pipe_gone = sv_pipe_gone;
+  s->pipe_gone_arg = s;
   *out = s;
   int rc;
-  if ((rc = wd_jobs_new(&cfg->limits, s->instance, wd_job_ended, s,
+  if ((rc = wd_jobs_new(&cfg->limits, s->instance, wd_park_job_ended, s,
                         &s->jobs)) != 0)
     return wv_seterr(err, rc, NULL);
-  if ((rc = wd_bulk_new(cfg, wd_unpin, s, &s->bulk, err)) != 0 ||
+  if ((rc = wd_bulk_new(cfg, sv_unpin, s, &s->bulk, err)) != 0 ||
       (rc = wd_pool_start(cfg->limits.decode_threads, &s->pool, err)) != 0)
     return rc;
   uv_async_init(loop, &s->wake, sv_wake_cb);

@@ -13,7 +13,7 @@
 #include <uv.h>
 
 #include "daemon/config.h"
-#include "daemon/hashjob.h"  /* wd_packs */
+#include "daemon/jobs/hashjob.h"  /* wd_packs */
 
 typedef struct wd_server wd_server;
 

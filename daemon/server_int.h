@@ -1,7 +1,7 @@
 /* server_int.h - the request side's shared state: the server and its
- * request contexts, for server.c (lifecycle, the loop's wake-up), front.c
- * (nng contexts), dispatch.c (decode, route, the handlers) and reply.c
- * (building Responses).  Nobody outside those four includes it.
+ * request contexts, for server.c (lifecycle, the loop's wake-up), net/
+ * (front.c: nng contexts and replies; req.c: decode) and rq/ (route and
+ * the handlers).  Nobody else includes it (docs/hacking.md).
  */
 #ifndef WD_SERVER_INT_H
 #define WD_SERVER_INT_H
@@ -14,17 +14,18 @@
 #include <protobuf-c/protobuf-c.h>
 #include <uv.h>
 
-#include "daemon/bulk.h"
+#include "daemon/bulk/decode.h"
 #include "daemon/config.h"
-#include "daemon/decode.h"
-#include "daemon/device.h"
-#include "daemon/hashjob.h"
-#include "daemon/listen.h"
-#include "daemon/packprep.h"
-#include "daemon/peer.h"
-#include "daemon/principal.h"
+#include "daemon/net/pool.h"
+#include "daemon/exec/device.h"
+#include "daemon/jobs/hashjob.h"
+#include "daemon/net/listen.h"
+#include "daemon/jobs/packprep.h"
+#include "daemon/net/peer.h"
+#include "daemon/net/principal.h"
+#include "daemon/rq/park.h"
 #include "daemon/server.h"
-#include "daemon/work.h"
+#include "daemon/exec/work.h"
 #include "proto/wave.pb-c.h"
 #include "workers/worker.h"
 
@@ -52,7 +53,7 @@ struct wd_req {
   int pb_refused;          /* the decode ran out of budget */
   uint64_t req_id;
   unsigned version;        /* the request's protocol version */
-  /* who sent it (daemon/principal.h), set on the decode thread before dispatch:
+  /* who sent it (daemon/net/principal.h), set on the decode thread before dispatch:
    * "uid:N" (ipc) or "pipe:N" (tcp); a request a token authenticated gets
    * "token:NAME" instead (auth.c) */
   char principal[WD_PRINCIPAL_MAX];
@@ -61,15 +62,12 @@ struct wd_req {
   wv_reduce_job job;
   wv_reduce_out out;       /* ... and its result */
   int finite;              /* ReduceResult.finite (FINITE_*) */
-  uv_timer_t timer;        /* parked JobRequest */
-  wd_hjob *waiting;        /* parked on this job */
-  uint64_t seg_offset;     /* the parked request's segment page */
-  uint32_t seg_limit;
-  wd_req *wait_next;
-  wd_pool_item item;       /* decode thread hand-off (daemon/decode.h) */
+  uv_timer_t timer;        /* parked JobRequest (rq/park.c) */
+  wd_waiter wait;          /* parked: on which job, how to answer */
+  wd_pool_item item;       /* decode thread hand-off (net/pool.h) */
   int dec_code;            /* the decode failed: this error ... */
   char dec_msg[200];       /* ... with this message */
-  wd_bulk_req bulk;        /* framed, stream and region parts (bulk.h) */
+  wd_bulk_req bulk;        /* framed, stream and region parts (bulk/decode.h) */
 };
 
 struct wd_server {
@@ -99,7 +97,11 @@ struct wd_server {
   int sock_open;
   wd_listeners *lst;
   wd_gone gone;            /* closed connections, for the loop */
-  wd_peers *peers;         /* per-connection records (daemon/peer.h) */
+  /* nng's thread, a connection closed: what it held above net/ goes
+   * (regions, streams); set by server.c */
+  void (*pipe_gone)(void *arg, uint32_t pipe);
+  void *pipe_gone_arg;
+  wd_peers *peers;         /* per-connection records (daemon/net/peer.h) */
   uv_timer_t sweep;        /* closes idle connections */
   int sweep_on;
   wd_req *reqs;            /* every context */
@@ -114,42 +116,5 @@ struct wd_server {
   uint64_t t0;
   uint64_t served, failed;
 };
-
-/* front.c */
-int wd_front_listen(wd_server *s, wave_error *err);
-int wd_front_add(wd_server *s, wave_error *err);  /* one more receiving ctx */
-void wd_front_send(wd_req *c, nng_msg *m);
-void wd_front_recv(wd_req *c);                    /* back to receiving */
-void wd_front_extra(wd_req *c);    /* loop: a context for one over its share */
-void wd_front_unextra(wd_req *c);
-void wd_front_retire(wd_req *c);                  /* loop: close and free */
-void wd_front_close(wd_server *s);
-void wd_front_free(wd_server *s);
-void wd_front_inbox(wd_server *s, wd_req *c);     /* any thread: to the loop */
-void wd_req_clear(wd_req *c);
-/* The connection's ipc peer (uid, pid; -1 when unknown or not ipc):
- * 0, or -1 when the pipe is gone.  For job ownership. */
-int wd_front_peer(wd_server *s, uint32_t pipe, int *uid, int *pid);
-/* limits.max_peer_requests, bounded by a quarter of the pool */
-unsigned wd_front_peer_cap(const wd_server *s);
-
-/* dispatch.c */
-void wd_decode_cb(wd_pool_item *it);              /* decode thread, then loop */
-void wd_dispatch(wd_req *c);
-void wd_unpin(void *arg, wd_region *r, unsigned slot);  /* region.h's */
-void wd_job_ended(void *arg, wd_hjob *j);         /* answer its waiters */
-void wd_unpark(wd_req *c);
-void wd_answer_parked(wd_server *s);              /* stop: answer them all */
-void wd_pipes_gone(wd_server *s);   /* loop: cancel closed connections' jobs */
-
-/* reply.c */
-void wd_reply(wd_req *c, Wave__V1__Response *r);
-void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void wd_reply_reduce(wd_req *c);
-void wd_reply_status(wd_req *c);
-void wd_reply_packs(wd_req *c);
-void wd_reply_job(wd_req *c, const wd_job_view *v);
-void wd_reply_jobs(wd_req *c, const wd_job_view *v, size_t n);
 
 #endif

@@ -20,23 +20,23 @@
 #define WD_ST_NCODES WD_STATS_NCODES
 #define WD_ST_RING 901
 
-typedef struct st_dev {
+typedef struct ct_dev {
   char *name;
   _Atomic uint64_t jobs[WD_KIND_N][WD_OUT_N];
   _Atomic uint64_t errors[WD_ST_NCODES];
   _Atomic uint64_t rows, bytes, hashes;
   uint64_t ring[WD_ST_RING]; /* loop only */
-} st_dev;
+} ct_dev;
 
 static struct {
-  st_dev *devs;
+  ct_dev *devs;
   size_t n;
   _Atomic uint64_t req_errors[WD_ST_NCODES];
   _Atomic uint64_t reload_ok, reload_failed;
   size_t samples, head;      /* loop only: ring fill and newest slot */
 } st;
 
-static const unsigned st_windows[WD_STATS_NWIN] = WD_STATS_WINDOWS;
+static const unsigned ct_windows[WD_STATS_NWIN] = WD_STATS_WINDOWS;
 
 int wd_stats_init(const char *const *devices, size_t n)
 {
@@ -62,7 +62,7 @@ void wd_stats_fini(void)
   memset(&st, 0, sizeof st);
 }
 
-static st_dev *st_find(const char *device)
+static ct_dev *ct_find(const char *device)
 {
   for (size_t i = 0; device != NULL && i < st.n; i++)
     if (strcmp(st.devs[i].name, device) == 0)
@@ -70,19 +70,19 @@ static st_dev *st_find(const char *device)
   return NULL;
 }
 
-static size_t st_code(int code)
+static size_t ct_code(int code)
 {
   return code > 0 && code < WAVE_ERR_COUNT_ ? (size_t)code : WD_ST_NCODES - 1;
 }
 
 void wd_stats_hashed(const char *device, uint64_t n)
 {
-  st_dev *d = st_find(device);
+  ct_dev *d = ct_find(device);
   if (d != NULL)
     atomic_fetch_add_explicit(&d->hashes, n, memory_order_relaxed);
 }
 
-static int st_outcome(int rc)
+static int ct_outcome(int rc)
 {
   if (rc == 0)
     return WD_OUT_OK;
@@ -93,17 +93,17 @@ static int st_outcome(int rc)
 void wd_stats_job(int kind, uint64_t id, const char *device, double seconds,
                   int rc, uint64_t rows, uint64_t bytes)
 {
-  int out = st_outcome(rc);
+  int out = ct_outcome(rc);
   wd_info("job %s %" PRIu64 " on %s: %s%s%s in %.6f s",
           wd_stats_kind_name(kind), id, device ? device : "-",
           wd_stats_outcome_name(out), rc ? " " : "",
           rc ? wave_errname(rc) : "", seconds);
-  st_dev *d = st_find(device);
+  ct_dev *d = ct_find(device);
   if (d == NULL || kind < 0 || kind >= WD_KIND_N)
     return;
   atomic_fetch_add_explicit(&d->jobs[kind][out], 1, memory_order_relaxed);
   if (rc != 0)
-    atomic_fetch_add_explicit(&d->errors[st_code(rc)], 1,
+    atomic_fetch_add_explicit(&d->errors[ct_code(rc)], 1,
                               memory_order_relaxed);
   if (rc == 0 && kind == WD_KIND_REDUCE) {
     atomic_fetch_add_explicit(&d->rows, rows, memory_order_relaxed);
@@ -113,7 +113,7 @@ void wd_stats_job(int kind, uint64_t id, const char *device, double seconds,
 
 void wd_stats_request_error(int code)
 {
-  atomic_fetch_add_explicit(&st.req_errors[st_code(code)], 1,
+  atomic_fetch_add_explicit(&st.req_errors[ct_code(code)], 1,
                             memory_order_relaxed);
 }
 
@@ -135,7 +135,7 @@ size_t wd_stats_count(void) { return st.n; }
 
 void wd_stats_get(size_t i, wd_stats_dev *out)
 {
-  st_dev *d = &st.devs[i];
+  ct_dev *d = &st.devs[i];
   memset(out, 0, sizeof *out);
   out->name = d->name;
   for (int k = 0; k < WD_KIND_N; k++)
@@ -148,8 +148,8 @@ void wd_stats_get(size_t i, wd_stats_dev *out)
   out->hashes = atomic_load(&d->hashes);
   for (int w = 0; w < WD_STATS_NWIN; w++) {
     size_t span = st.samples > 0 ? st.samples - 1 : 0;
-    if (span > st_windows[w])
-      span = st_windows[w];
+    if (span > ct_windows[w])
+      span = ct_windows[w];
     if (span == 0)
       continue;
     size_t old = (st.head + WD_ST_RING - span) % WD_ST_RING;

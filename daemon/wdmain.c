@@ -40,14 +40,14 @@
 
 #include <uv.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "daemon/config.h"
-#include "daemon/hashjob.h"
+#include "daemon/jobs/hashjob.h"
 #include "daemon/log.h"
 #include "daemon/reload.h"
 #include "daemon/server.h"
 #include "daemon/stats.h"
-#include "daemon/tls.h"
+#include "daemon/net/tls.h"
 #include "daemon/wdmain.h"
 #include "core/base.h"
 #include "workers/hash/hash.h"

@@ -30,7 +30,7 @@ size_t bh_regions(nng_socket s, uint64_t *bytes);
 unsigned bh_pinned(nng_socket s);
 
 /* The descriptor socket's side of a registration, by hand (the protocol of
- * daemon/fdpass.h, written out here rather than through libwaveclient):
+ * daemon/net/fdpass.h, written out here rather than through libwaveclient):
  * send fd (n_fds copies of it in one message; 1 normally) to "<ipc
  * path>.fd" of ipc_url; 0 and the ticket, or the reply's error code with
  * its text in msg. */

@@ -95,7 +95,7 @@ expect 2 ARG --url 'nonsense://x' status
 expect 3 IO --url "ipc://$tmp/nobody.sock" status
 grep -q 'connection refused' "$tmp/err" || fail "refused: $(cat "$tmp/err")"
 # (a daemon of its own: the aborted handshake leaks a half-made pipe in nng
-# 1.5.2, daemon/listen.c, which an ASan build would report at its exit; it
+# 1.5.2, daemon/net/listen.c, which an ASan build would report at its exit; it
 # is killed, not stopped, at the end)
 start_daemon stopped
 spid=$started

@@ -66,7 +66,7 @@ target_compile_definitions(test_pin PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
 # File regions: jobs that read the client's file in pieces as they reduce
-# (daemon/filered.h), bit for bit against messages and the reference.
+# (daemon/bulk/filered.h), bit for bit against messages and the reference.
 wave_test(test_filered SOURCES test_filered.c bulk_harness.c daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_filered wavedd)
@@ -98,8 +98,10 @@ add_dependencies(test_jobs wavedd wavedd-test)
 target_compile_definitions(test_jobs PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
-# no include cycle among daemon/ headers, and no backend slot called from
-# daemon/ (only workers/ calls the vtable)
+# the seams of the daemon's wings and of core/ (tests/check_includes.sh):
+# no include cycle, no backend slot called from daemon/, the wire only in
+# net/, rq/ and bulk/decode.c, no backend names compared, net/ and exec/
+# below rq/ and jobs/, core/ on itself
 add_test(NAME daemon_includes
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/check_includes.sh
           ${PROJECT_SOURCE_DIR}/daemon)

@@ -1,5 +1,5 @@
 /* test_access.c - authenticated tcp and TLS against the real wavedd
- * (daemon/auth.c, daemon/tls.c, client/access.c, docs/security.md).
+ * (daemon/net/auth.c, daemon/net/tls.c, client/access.c, docs/security.md).
  *
  * The daemon listens on ipc, plain tcp and tls+tcp, with two tokens.  A
  * throwaway CA signs the server's certificate (CN and DNS name

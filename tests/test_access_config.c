@@ -1,5 +1,5 @@
 /* test_access_config.c - the config keys of tls+tcp:// listeners and tcp
- * authentication (daemon/config.c, daemon/auth.c, daemon/tls.c).
+ * authentication (daemon/config.c, daemon/net/auth.c, daemon/net/tls.c).
  *
  * Each case writes a config (and the token and PEM files it names) into a
  * temporary folder and loads it.  Bad files must fail with the exact
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 

@@ -712,7 +712,7 @@ START_TEST(wavectl_paths)
   const char *text[] = {f3};
   char *t = bt_wavectl(on.ipc, text, 1, "--format text");
   ck_assert_ptr_nonnull(strstr(t, "\"rows\": 3"));
-  /* the daemon logged a file region (read by its job, daemon/filered.h) */
+  /* the daemon logged a file region (read by its job, daemon/bulk/filered.h) */
   ck_assert_ptr_nonnull(strstr(td_stderr(&on), "kept open, read by its jobs"));
   free(p);
   td_stop_ok(&off);

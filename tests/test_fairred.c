@@ -1,4 +1,4 @@
-/* test_fairred.c - reductions take turns by client (daemon/device.c, the
+/* test_fairred.c - reductions take turns by client (daemon/exec/device.c, the
  * short lane's owner ring), against the real daemon (wavedd-test: the
  * fake backend, whose "hold_prepare=DIR" device string holds a pack's
  * preparation while DIR/<pack> exists).

@@ -1,5 +1,5 @@
 /* test_filered.c - file regions against the real wavedd (docs/protocol.md
- * "Regions", daemon/filered.h): a job reads the client's file in pieces
+ * "Regions", daemon/bulk/filered.h): a job reads the client's file in pieces
  * through a ring of buffers and merges the pieces' answers, so every case
  * here compares its bits with the same rows sent as a message and with the
  * CPU reference: every dtype and op, with and without a mask, files whose

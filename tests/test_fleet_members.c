@@ -283,7 +283,7 @@ static void *tm_hangup(void *arg)
 }
 
 /* On tcp, at a port the kernel picks (nng 1.5's ipc transport has the
- * listener bug of daemon/listen.c, nng#1518). */
+ * listener bug of daemon/net/listen.c, nng#1518). */
 static void tm_start(tm_member *m, int mode)
 {
   memset(m, 0, sizeof *m);

@@ -1,5 +1,5 @@
 /* test_front.c - hostile and careless clients against the real wavedd
- * (issue 12, daemon/front.c, peer.c, listen.c, sockpath.c): a peer that
+ * (issue 12, daemon/net/front.c, peer.c, listen.c, sockpath.c): a peer that
  * never reads its replies, a peer stalled inside a partial message, 200
  * parked polls from one connection, the nng 1.5.2 aborted-handshake attack
  * on the ipc listener, another user squatting the socket path, the socket's

@@ -124,7 +124,7 @@ START_TEST(detach)
 END_TEST
 
 /* A peer that connects and leaves before the SP handshake must not make
- * the ipc listener deaf for good (nng 1.5's bug; daemon/listen.c's
+ * the ipc listener deaf for good (nng 1.5's bug; daemon/net/listen.c's
  * watchdog restarts it).  Its own daemon: nng leaks what the stuck listener
  * holds, so LeakSanitizer is off for this one daemon. */
 START_TEST(aborted_handshake)

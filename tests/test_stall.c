@@ -1,6 +1,6 @@
 /* test_stall.c - a read of a file region that never returns fails its own
  * job after limits.region_read_timeout_ms, and the device and the decode
- * threads move on (daemon/filered.h "Stalls").
+ * threads move on (daemon/bulk/filered.h "Stalls").
  *
  * The stalled file is real: a FUSE mount served by this test straight on
  * /dev/fuse (the kernel protocol of <linux/fuse.h>; no libfuse, no

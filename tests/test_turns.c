@@ -1,5 +1,5 @@
 /* test_turns.c - the order in which a device thread serves reductions
- * (daemon/device.c, the short lane's turns), in process: a CPU device and
+ * (daemon/exec/device.c, the short lane's turns), in process: a CPU device and
  * work items whose run op only writes down its id, one of which waits
  * inside its run until the test lets it go.  With the device held that
  * way the test queues items from several owners, lets go, and reads the
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/device.h"
+#include "daemon/exec/device.h"
 
 #define TT_MAX 64
 

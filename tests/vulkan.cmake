@@ -82,7 +82,7 @@ if(TARGET test_bulk)
     "${WV_LVP_ENV};MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256;WAVE_BULK_VULKAN=1;CK_RUN_CASE=vulkan;WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};WAVE_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=600")
 endif()
 
-# File regions (daemon/filered.h) on vulkan (lavapipe): the bits of the
+# File regions (daemon/bulk/filered.h) on vulkan (lavapipe): the bits of the
 # message job and the reference (tests/test_filered.c, case vulkan).
 if(TARGET test_filered)
   add_test(NAME test_filered_vulkan COMMAND test_filered)

@@ -10,7 +10,7 @@
  * sum each (the client wall times below never include the fill):
  *  - "fill, then register": create a region, fill it, register it; "first"
  *    is registration + the first reduction (which first pins whatever
- *    the daemon has not pinned yet: daemon/region.h), "next" the second
+ *    the daemon has not pinned yet: daemon/bulk/region.h), "next" the second
  *    one right after,
  *    "repeat" the best of 4 more, "settled" the best of 3 after 0.2 s idle
  *    (time for the device to finish pinning).

@@ -1,0 +1,402 @@
+/* decode.c - stream, region and extent requests on the decode threads (see
+ * bulk/decode.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/bulk/decode.h"
+#include "daemon/log.h"
+#include "daemon/net/principal.h"
+#include "core/base.h"
+#include "proto/wire.h"
+
+struct wd_bulk {
+  wd_regions *regions;
+  wd_streams *streams;
+  wd_shares *shares;  /* each client's share of both (share.h) */
+};
+
+int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
+                wd_bulk **out, wave_error *err)
+{
+  wd_bulk *b = calloc(1, sizeof *b);
+  if ((*out = b) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  int rc;
+  if ((b->shares = wd_shares_new(&cfg->limits)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  if ((rc = wd_regions_new(cfg, b->shares, unpin, arg, &b->regions,
+                           err)) != 0 ||
+      (rc = wd_streams_new(&cfg->limits, b->shares, &b->streams, err)) != 0)
+    return rc;
+  return 0;
+}
+
+void wd_bulk_free(wd_bulk *b)
+{
+  if (b == NULL)
+    return;
+  wd_regions_free(b->regions);
+  wd_streams_free(b->streams);
+  wd_shares_free(b->shares);
+  free(b);
+}
+
+static void bk_error(wd_bulk_req *out, uint64_t id, const wave_error *e)
+{
+  wd_debug("request %" PRIu64 ": %s: %s", id, wave_errname(e->code),
+           e->message);
+  out->reply = wv_wire_error(e->code, wave_errname(e->code),
+                             e->message, id, out->version);
+  out->failed = 1;
+}
+
+static void bk_stream_reply(wd_bulk_req *out, uint64_t id,
+                            const wd_stream_info *v)
+{
+  Wave__V1__StreamInfo si = WAVE__V1__STREAM_INFO__INIT;
+  si.stream_id = v->stream_id;
+  si.piece_bytes = v->piece_bytes;
+  si.input_bytes = v->input_bytes;
+  si.mask_bytes = v->mask_bytes;
+  si.received_bytes = v->received_bytes;
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_STREAM;
+  r.stream = &si;
+  out->reply = wv_wire_response(&r, id, out->version);
+}
+
+/* RegionInfo of v; its name points into v. */
+static void bk_region_info(const wd_region_info *v, Wave__V1__RegionInfo *ri)
+{
+  wave__v1__region_info__init(ri);
+  ri->id = v->id;
+  ri->bytes = v->bytes;
+  ri->name = (char *)v->name;
+  ri->owner_uid = v->owner_uid;
+  ri->owner_pid = v->owner_pid;
+  ri->jobs = v->jobs;
+  ri->copied = v->copied;
+  ri->file = v->file;
+  ri->pinned_devices = v->pinned_devices;
+}
+
+static void bk_region_reply(wd_bulk_req *out, uint64_t id,
+                            const wd_region_info *v)
+{
+  Wave__V1__RegionInfo ri;
+  bk_region_info(v, &ri);
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_REGION;
+  r.region = &ri;
+  out->reply = wv_wire_response(&r, id, out->version);
+}
+
+/* Hold a reference to r in out (one per distinct region). */
+static int bk_hold(wd_bulk_req *out, wd_region *r)
+{
+  for (size_t i = 0; i < out->n_regions; i++)
+    if (out->regions[i] == r) {
+      wd_region_put(r);
+      return 0;
+    }
+  wd_region **nr = realloc(out->regions, (out->n_regions + 1) * sizeof *nr);
+  if (nr == NULL) {
+    wd_region_put(r);
+    return WAVE_ENOMEM;
+  }
+  out->regions = nr;
+  out->regions[out->n_regions++] = r;
+  return 0;
+}
+
+/* Extents -> spans, checked against the payload or their region. */
+static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
+                      size_t n, const uint8_t *payload, size_t plen,
+                      const char *what, wv_span *spans, wd_fsrc *src,
+                      uint64_t *mem_rows, wd_bulk_req *out, wave_error *err)
+{
+  for (size_t i = 0; i < n; i++) {
+    const Wave__V1__Extent *e = ex[i];
+    if (e->bytes % 4 != 0)
+      return wv_seterr(err, WAVE_ELENGTH, "%s chunk %zu is %" PRIu64 " bytes, "
+                       "not a multiple of 4", what, i, e->bytes);
+    const uint8_t *base;
+    uint64_t size;
+    int fd = -1, held = 1;  /* rows in the daemon's own memory */
+    if (e->region == 0) {
+      if (payload == NULL)
+        return wv_seterr(err, WAVE_EBADREQUEST, "%s chunk %zu names the "
+                         "payload (region 0), but the request is not framed",
+                         what, i);
+      base = payload;
+      size = plen;
+    } else {
+      wd_region *r;
+      int rc = wd_regions_get(b->regions, pipe, e->region, &r, err);
+      if (rc != 0)
+        return rc;
+      if ((rc = bk_hold(out, r)) != 0)
+        return wv_seterr(err, rc, NULL);
+      base = wd_region_base(r);
+      size = wd_region_bytes(r);
+      fd = wd_region_file(r);
+      held = wd_region_copied(r);
+    }
+    if (e->offset > size || e->bytes > size - e->offset)
+      return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: bytes [%" PRIu64
+                       ", %" PRIu64 ") lie outside %s %" PRIu64 " of %" PRIu64
+                       " bytes", what, i, e->offset, e->offset + e->bytes,
+                       e->region ? "region" : "the payload, region",
+                       e->region, size);
+    src[i] = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region};
+    spans[i].rows = e->bytes / 4;
+    if (held && mem_rows != NULL)
+      *mem_rows += spans[i].rows;
+    if (fd >= 0) {  /* a file region: read by the job (daemon/bulk/filered.h) */
+      if (e->offset % 4 != 0)
+        return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
+                         " is not a multiple of 4", what, i, e->offset);
+      out->files = 1;
+      continue;
+    }
+    /* rows are read in place as uint32 (wv_span): 4-aligned */
+    if (((uintptr_t)base + e->offset) % 4 != 0)
+      return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
+                       " is not a multiple of 4%s", what, i, e->offset,
+                       e->offset % 4 == 0 ? " from an aligned start (frame "
+                       "header not padded to 8 bytes?)" : "");
+    spans[i].data = base + e->offset;
+  }
+  return 0;
+}
+
+static int bk_reduce(wd_bulk *b, uint32_t pipe, const Wave__V1__ReduceRequest *rr,
+                     const uint8_t *payload, size_t plen, wd_bulk_req *out,
+                     wave_error *err)
+{
+  if (rr->n_input > 0 || rr->n_mask > 0)
+    return wv_seterr(err, WAVE_EBADREQUEST, "a reduction gives its chunks "
+                     "either by value (input/mask) or by place (input_at/"
+                     "mask_at), not both");
+  size_t n = rr->n_input_at + rr->n_mask_at;
+  if ((out->spans = calloc(n + 1, sizeof *out->spans)) == NULL ||
+      (out->src = calloc(n + 1, sizeof *out->src)) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  int rc;
+  if ((rc = bk_extents(b, pipe, rr->input_at, rr->n_input_at, payload, plen,
+                       "input", out->spans, out->src, &out->mem_rows, out,
+                       err)) != 0 ||
+      (rc = bk_extents(b, pipe, rr->mask_at, rr->n_mask_at, payload, plen,
+                       "mask", out->spans + rr->n_input_at,
+                       out->src + rr->n_input_at, NULL, out, err)) != 0)
+    return rc;
+  out->dtype = (wave_dtype)rr->dtype;
+  out->op = (wave_op)rr->op;
+  out->n_input = rr->n_input_at;
+  out->n_mask = rr->n_mask_at;
+  out->has_mask = rr->masked || rr->n_mask_at > 0;
+  snprintf(out->device, sizeof out->device, "%s", rr->device ? rr->device : "");
+  if (rr->device != NULL && strlen(rr->device) >= sizeof out->device)
+    return wv_seterr(err, WAVE_ENODEV, "no device named '%.64s...'",
+                     rr->device);
+  out->ready = 1;
+  return 0;
+}
+
+static int bk_stream_open(wd_bulk *b, uint32_t pipe, uint64_t key,
+                          const Wave__V1__StreamOpenRequest *so,
+                          wd_stream_info *si, wave_error *err)
+{
+  wd_stream_spec spec = {
+    .dtype = (int)so->dtype,
+    .op = (int)so->op,
+    .masked = so->masked,
+    .device = so->device,
+    .input_bytes = so->input_bytes,
+    .mask_bytes = so->mask_bytes,
+    .n_input_chunks = so->n_input_chunks,
+    .input_chunks = so->input_chunks,
+  };
+  return wd_streams_open(b->streams, pipe, key, &spec, si, err);
+}
+
+static int bk_commit(wd_bulk *b, uint32_t pipe,
+                     const Wave__V1__StreamCommitRequest *cr, uint64_t id,
+                     wd_bulk_req *out, wave_error *err)
+{
+  wd_stream_info si;
+  wd_stream *s;
+  int rc = wd_streams_commit(b->streams, pipe, cr->stream_id, cr->abort, &s,
+                             &si, err);
+  if (rc != 0)
+    return rc;
+  if (cr->abort) {
+    bk_stream_reply(out, id, &si);
+    return 0;
+  }
+  out->stream = s;
+  const char *dev;
+  if (wd_stream_job(s, &out->spans, &out->n_input, &out->n_mask, &out->dtype,
+                    &out->op, &out->has_mask, &dev) != 0)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  snprintf(out->device, sizeof out->device, "%s", dev);
+  for (size_t i = 0; i < out->n_input; i++)
+    out->mem_rows += out->spans[i].rows;  /* the stream's buffer is ours */
+  out->ready = 1;
+  return 0;
+}
+
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
+                   nng_msg **msgp, const uint8_t *payload, size_t plen,
+                   wd_bulk_req *out)
+{
+  nng_msg *msg = *msgp;
+  wave_error err = {0};
+  nng_pipe p = nng_msg_get_pipe(msg);
+  uint32_t pipe = (uint32_t)nng_pipe_id(p);
+  uint64_t id = rq->id;
+  out->version = rq->version;
+  /* whose share a stream or region draws on: "uid:N" on ipc, the
+   * connection or its token on tcp (principal.h) */
+  uint64_t key = wd_peer_key(who);
+  int rc = 0;
+  wd_stream_info si;
+  wd_region_info ri;
+  switch (rq->body_case) {
+  case WAVE__V1__REQUEST__BODY_REDUCE:
+    if (rq->reduce->n_input_at == 0 && rq->reduce->n_mask_at == 0 &&
+        payload == NULL)
+      return 0;
+    rc = bk_reduce(b, pipe, rq->reduce, payload, plen, out, &err);
+    break;
+  case WAVE__V1__REQUEST__BODY_STREAM_OPEN:
+    if ((rc = bk_stream_open(b, pipe, key, rq->stream_open, &si,
+                             &err)) == 0)
+      bk_stream_reply(out, id, &si);
+    break;
+  case WAVE__V1__REQUEST__BODY_STREAM_PUT: {
+    const Wave__V1__StreamPutRequest *sp = rq->stream_put;
+    const uint8_t *data = sp->data.data;
+    size_t len = sp->data.len;
+    if (payload != NULL && len == 0) {
+      data = payload;
+      len = plen;
+    } else if (payload != NULL && plen > 0) {
+      rc = wv_seterr(&err, WAVE_EBADREQUEST, "a stream piece is either "
+                     "`data` or the frame's payload, not both");
+      break;
+    }
+    if ((rc = wd_streams_put(b->streams, pipe, sp->stream_id, sp->mask,
+                             sp->offset, data, len,
+                             data == payload ? msgp : NULL, &si, &err)) == 0)
+      bk_stream_reply(out, id, &si);
+    break;
+  }
+  case WAVE__V1__REQUEST__BODY_STREAM_COMMIT:
+    rc = bk_commit(b, pipe, rq->stream_commit, id, out, &err);
+    break;
+  case WAVE__V1__REQUEST__BODY_REGION_REGISTER: {
+    uint64_t uid = 0, pid = 0;  /* nng 1.5: uint64 options, ipc only */
+    int cred = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
+               nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
+    if ((rc = wd_regions_add(b->regions, pipe, key, cred, (uint32_t)uid,
+                             (uint32_t)pid,
+                             &(wd_region_spec){
+                                 .ticket = rq->region_register->fd_ticket.data,
+                                 .ticket_len =
+                                     rq->region_register->fd_ticket.len,
+                                 .bytes = rq->region_register->bytes,
+                                 .name = rq->region_register->name,
+                                 .copy = rq->region_register->copy,
+                                 .file = rq->region_register->file,
+                             },
+                             &ri, &out->pin, &err)) == 0)
+      bk_region_reply(out, id, &ri);
+    break;
+  }
+  case WAVE__V1__REQUEST__BODY_REGION_UNREGISTER:
+    if ((rc = wd_regions_remove(b->regions, pipe,
+                                rq->region_unregister->region_id, &ri,
+                                &err)) == 0)
+      bk_region_reply(out, id, &ri);
+    break;
+  default:
+    if (payload == NULL)
+      return 0;
+    rc = wv_seterr(&err, WAVE_EBADREQUEST, "a framed request must be a "
+                   "reduction or a stream piece");
+    break;
+  }
+  if (rc != 0) {
+    unsigned v = out->version;
+    wd_bulk_clear(out);
+    out->version = v;
+    bk_error(out, id, &err);
+  }
+  return 1;
+}
+
+void wd_bulk_clear(wd_bulk_req *out)
+{
+  if (out->reply != NULL)
+    nng_msg_free(out->reply);
+  for (size_t i = 0; i < out->n_regions; i++)
+    wd_region_put(out->regions[i]);
+  wd_region_put(out->pin);
+  free(out->regions);
+  wd_stream_put(out->stream);
+  free(out->spans);
+  free(out->src);
+  if (out->keep != NULL)
+    nng_msg_free(out->keep);
+  memset(out, 0, sizeof *out);
+}
+
+wd_fdpass *wd_bulk_fdpass(wd_bulk *b)
+{
+  return b ? wd_regions_fdpass(b->regions) : NULL;
+}
+
+void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe)
+{
+  wd_regions_drop_pipe(b->regions, pipe);
+  wd_streams_drop_pipe(b->streams, pipe);
+}
+
+int wd_bulk_holds(void *arg, uint32_t pipe)
+{
+  wd_bulk *b = arg;
+  return b != NULL && (wd_regions_held(b->regions, pipe) > 0 ||
+                       wd_streams_held(b->streams, pipe) > 0);
+}
+
+void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
+                    wd_bulk_snap *snap)
+{
+  memset(snap, 0, sizeof *snap);
+  if (wd_regions_snapshot(b->regions, who, &snap->regions) == 0) {
+    size_t n = snap->regions.n;
+    snap->infos = calloc(n + 1, sizeof *snap->infos);
+    snap->ptrs = calloc(n + 1, sizeof *snap->ptrs);
+    if (snap->infos != NULL && snap->ptrs != NULL) {
+      for (size_t i = 0; i < n; i++) {
+        bk_region_info(&snap->regions.infos[i], &snap->infos[i]);
+        snap->ptrs[i] = &snap->infos[i];
+      }
+      sr->n_regions = n;
+      sr->regions = snap->ptrs;
+      sr->region_bytes = snap->regions.bytes;
+    }
+  }
+  sr->streams = wd_streams_count(b->streams);
+}
+
+void wd_bulk_snap_free(wd_bulk_snap *snap)
+{
+  wd_region_snap_free(&snap->regions);
+  free(snap->infos);
+  free(snap->ptrs);
+  memset(snap, 0, sizeof *snap);
+}

@@ -1,0 +1,87 @@
+/* decode.h - the bulk parts of requests, handled on the decode threads:
+ * framed payloads (proto/frame.h), streamed jobs (daemon/bulk/stream.h) and
+ * shared-memory regions (daemon/bulk/region.h).
+ *
+ * wd_bulk_decode looks at a decoded Request.  Stream and region requests it
+ * answers completely (the loop only sends the packed reply); a ReduceRequest
+ * whose chunks are Extents, and a StreamCommit, it turns into a prepared
+ * reduction (spans and the references that keep their memory alive) that
+ * the loop validates against the devices and queues like any other.  Plain
+ * requests are left to the loop.  All of it is O(chunks) except a stream
+ * piece's copy into its job's buffer, the one copy of those rows.
+ */
+#ifndef WD_BULK_H
+#define WD_BULK_H
+
+#include <nng/nng.h>
+
+#include "daemon/config.h"
+#include "daemon/bulk/filered.h"
+#include "daemon/bulk/region.h"
+#include "daemon/bulk/stream.h"
+#include "proto/wave.pb-c.h"
+
+typedef struct wd_bulk wd_bulk;
+
+/* One request's bulk state; lives in its context until the reply. */
+typedef struct wd_bulk_req {
+  nng_msg *reply;         /* a packed reply for the loop to send */
+  int failed;             /* ... and it is an error */
+  int ready;              /* a reduction is prepared: */
+  wave_dtype dtype;
+  wave_op op;
+  wv_span *spans;         /* n_input, then n_mask */
+  wd_fsrc *src;           /* ... where each lies, when files is set */
+  int files;              /* some span is in a file region: the job runs
+                             through wd_file_reduce */
+  size_t n_input, n_mask;
+  uint64_t mem_rows;      /* input rows held in the daemon's memory (a
+                             payload, a copy region, a stream): what
+                             limits.max_job_rows bounds; mapped and file
+                             regions hold none */
+  int has_mask;
+  char device[64];
+  wd_region **regions;    /* references held for the job */
+  wd_region *pin;         /* registered: to pin once the reply is sent */
+  size_t n_regions;
+  wd_stream *stream;      /* likewise */
+  nng_msg *keep;          /* the framed request whose payload spans use */
+  unsigned version;       /* the request's, echoed in replies */
+} wd_bulk_req;
+
+int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
+                wd_bulk **out, wave_error *err);
+void wd_bulk_free(wd_bulk *b);
+
+/* Decode thread.  *msg: the received message (its pipe names the client;
+ * a stream may keep it, setting *msg to NULL);
+ * payload/plen: a frame's payload (NULL, 0 for a plain request).  Returns 1
+ * when rq was handled here (out->reply or out->ready set), 0 when it is a
+ * plain request for the loop.  who: the request's principal (principal.h;
+ * "token:NAME" once a token named it), whose shares it draws on. */
+int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
+                   nng_msg **msg, const uint8_t *payload, size_t plen,
+                   wd_bulk_req *out);
+/* Where the side sockets keep passed descriptors (daemon/net/fdpass.h). */
+wd_fdpass *wd_bulk_fdpass(wd_bulk *b);
+/* Release what out holds (references, the kept message, an unsent reply). */
+void wd_bulk_clear(wd_bulk_req *out);
+
+/* A connection went away: its regions and streams go too.  Any thread. */
+void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe);
+/* Nonzero when pipe holds a region or an open stream (the idle sweep's
+ * hook, wd_peers_set_holds; arg is the wd_bulk). */
+int wd_bulk_holds(void *arg, uint32_t pipe);
+
+/* Status fields (the regions principal who may see, region_bytes,
+ * streams); snap holds the copies
+ * until the reply is packed. */
+typedef struct wd_bulk_snap {
+  wd_region_snap regions;
+  Wave__V1__RegionInfo *infos, **ptrs;
+} wd_bulk_snap;
+void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
+                    wd_bulk_snap *snap);
+void wd_bulk_snap_free(wd_bulk_snap *snap);
+
+#endif

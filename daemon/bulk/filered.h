@@ -1,0 +1,83 @@
+/* filered.h - reductions whose rows lie (partly) in file regions, read as
+ * they are reduced (docs/protocol.md "Regions", "File regions").
+ *
+ * A file region is a client's regular file that the daemon keeps open
+ * (daemon/bulk/region.h); its rows are not in memory.  Reading a whole file into
+ * a buffer first costs a gigabyte of fresh pages for a gigabyte file, which
+ * is several times what `cat` pays for the same bytes: cat reads the page
+ * cache into one small buffer that stays in the CPU caches.  So a job over
+ * a file region runs on its device thread as a pipeline: reader threads
+ * pread the input (and mask) rows a slot at a time into a small ring of
+ * buffers, ahead of the device, and the device reduces each slot in place
+ * as a one-chunk job of its own; the answers merge as the pieces of
+ * docs/reduction.md "Partials" do (core/partial.c, the merge the fleet
+ * coordinator uses too), so the result has the bits of the whole job on
+ * one device.
+ *
+ * Pieces.  A slot is the rows [a, a + k) of one input chunk, a a multiple
+ * of the slot size counted from the chunk's start; each device call takes
+ * P rows of it, P = 256^2 (CPU: 256 KiB, an L2-sized piece that the CPU
+ * backend reduces on the calling thread) or 256^3 (other devices: 64 MiB,
+ * one piece per slot).  A float sum piece of 256^k rows is exactly the
+ * chunk's level-k partial, so the chunk's value is the remaining levels
+ * over its pieces' values (an all-masked piece counts as -0.0), and the
+ * job's value the levels over the chunk values.  The other ops are
+ * order-free: pieces that select no row are skipped, float min/max keep
+ * only pieces with a selected finite row.  Spans of the job that lie in
+ * memory (a message, a mapped region) are used in place; only file spans
+ * are read.
+ *
+ * Errors.  A file that is shorter, at the time of the job, than an extent
+ * of it fails the job with REGION (pread returns short: no SIGBUS here).
+ * A device error ends the job with that error.  Readers stop at the first
+ * error.
+ *
+ * Stalls.  A read that blocks (a file on a hung NFS or FUSE mount) must not
+ * hold the device: when the slot the device waits for is not filled within
+ * limits.region_read_timeout_ms, the job fails with REGION and the device
+ * moves on.  The readers own what they read with (the ring, their dup of
+ * each descriptor) and touch the job's memory only outside a read, so the
+ * device thread waits for the readers that are not in a read and leaves
+ * those that are: each frees the ring when its read returns.  Until then
+ * it counts as stuck; at WD_FILE_STUCK_MAX stuck readers, file jobs and
+ * copies are refused (REGION) rather than start more threads that block.
+ */
+#ifndef WD_FILERED_H
+#define WD_FILERED_H
+
+#include "daemon/bulk/region.h"
+#include "workers/worker.h"
+
+/* Where a span's rows are: fd >= 0: bytes [off, off + rows * 4) of that
+ * file (the span's data is NULL); fd < 0: the span's data. */
+typedef struct wd_fsrc {
+  int fd;
+  uint64_t off;
+  uint64_t region;  /* its id, for messages */
+} wd_fsrc;
+
+/* wv_reduce_validate for a job whose file spans have data NULL. */
+int wd_file_validate(const wv_reduce_job *job, wave_error *err);
+
+#define WD_FILE_STUCK_MAX 16  /* readers left in reads that never returned */
+
+/* Device thread.  job is validated (its file spans have data NULL); src has
+ * n_input + n_mask entries; timeout_ms bounds the wait for each slot.
+ * *some_finite (float min/max/extent): whether a selected row is finite,
+ * as ReduceResult.finite says. */
+int wd_file_reduce(const wv_backend *b, wv_device *bdev,
+                   const wv_reduce_job *job, const wd_fsrc *src,
+                   unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
+                   wave_error *err);
+
+/* The first bytes of fd into buf (cap bytes, an anonymous mapping) on a
+ * reader thread, waited for at most timeout_ms (a copy region's one read).
+ * On a stall: WAVE_EREGION and *gave = 1: the buffer belongs to the reader
+ * left behind, which unmaps it when its read returns. */
+int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
+                         unsigned timeout_ms, int *gave, wave_error *err);
+
+/* Readers left blocked in a read, now. */
+unsigned wd_file_stuck(void);
+
+#endif

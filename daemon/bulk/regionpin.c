@@ -1,0 +1,110 @@
+/* regionpin.c - a region's pins as device work (see regionpin.h): a setup
+ * item per device that pins one piece per step, and a short item that
+ * unpins. */
+#include <stdlib.h>
+
+#include "daemon/bulk/regionpin.h"
+#include "daemon/exec/work.h"
+#include "workers/wvdev.h"
+
+/* A region's business on the device of one slot (a pin or an unpin). */
+typedef struct rp_work {
+  wd_work work;
+  wd_region *r;
+  unsigned slot;
+} rp_work;
+
+/* A region registered: each device that can pin it gets a setup item that
+ * pins one piece per step (daemon/bulk/region.h), so the short lane's jobs run
+ * between pieces.  The item holds a reference to the region until done. */
+static int rp_pin_run(wd_work *w, wd_device *d)
+{
+  rp_work *p = (rp_work *)w;
+  int more = wd_region_pin_step(p->r, p->slot, wd_device_backend(d),
+                                wd_device_bdev(d));
+  return more ? WD_RUN_MORE : WD_RUN_END;
+}
+
+static void rp_pin_abort(wd_work *w, wd_device *d)
+{
+  (void)w;
+  (void)d;  /* faulted or stopping: the region stays as pinned as it is */
+}
+
+static void rp_pin_done(wd_work *w)
+{
+  rp_work *p = (rp_work *)w;
+  wd_region_put(p->r);
+  free(p);
+}
+
+static const wd_work_ops rp_pin_ops = {
+  .name = "region pin",
+  .lane = WD_LANE_SETUP,
+  .run = rp_pin_run,
+  .abort = rp_pin_abort,
+  .done = rp_pin_done,
+};
+
+void wd_regionpin_start(wd_device *const *devs, size_t n_devs, wd_region *r)
+{
+  for (size_t i = 0; i < n_devs && i < WD_REGION_SLOTS; i++) {
+    if (!wv_dev_can_pin(wd_device_backend(devs[i])))
+      continue;
+    rp_work *p = calloc(1, sizeof *p);
+    wave_error err;
+    if (p == NULL)
+      return;  /* only slower: the region is staged */
+    p->work.ops = &rp_pin_ops;
+    p->r = r;
+    p->slot = (unsigned)i;
+    wd_region_ref(r);
+    if (wd_device_submit(devs[i], &p->work, &err) != 0) {
+      wd_region_put(r);
+      free(p);
+    }
+  }
+}
+
+/* A region pinned on device slot is released: that device's thread unpins
+ * it (a short item), then the region is unmapped.  A device that cannot
+ * take the item (faulted, queue full) leaves the pin to its context's end:
+ * the region's bookkeeping is dropped and it is unmapped now. */
+static int rp_unpin_run(wd_work *w, wd_device *d)
+{
+  rp_work *u = (rp_work *)w;
+  wd_region_unpin(u->r, u->slot, wd_device_backend(d), wd_device_bdev(d));
+  u->r = NULL;
+  return WD_RUN_END;
+}
+
+static void rp_unpin_done(wd_work *w)
+{
+  rp_work *u = (rp_work *)w;
+  if (u->r != NULL)  /* ended without running (faulted device) */
+    wd_region_unpin(u->r, u->slot, NULL, NULL);
+  free(u);
+}
+
+static const wd_work_ops rp_unpin_ops = {
+  .name = "region unpin",
+  .lane = WD_LANE_SHORT,
+  .run = rp_unpin_run,
+  .done = rp_unpin_done,
+};
+
+void wd_regionpin_unpin(wd_device *const *devs, size_t n_devs, wd_region *r,
+                        unsigned slot)
+{
+  rp_work *u = calloc(1, sizeof *u);
+  wave_error err;
+  if (u != NULL && slot < n_devs) {
+    u->work.ops = &rp_unpin_ops;
+    u->r = r;
+    u->slot = slot;
+    if (wd_device_submit(devs[slot], &u->work, &err) == 0)
+      return;
+  }
+  free(u);
+  wd_region_unpin(r, slot, NULL, NULL);
+}

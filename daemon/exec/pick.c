@@ -1,0 +1,210 @@
+/* pick.c - device choice (see pick.h). */
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/exec/pick.h"
+#include "core/base.h"
+
+static wd_device *pk_find(wd_device *const *devs, size_t n, const char *name)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(wd_device_name(devs[i]), name) == 0)
+      return devs[i];
+  return NULL;
+}
+
+/* A named device for a hash job on pack rq->pack: 0 when it can run it. */
+static int pk_hash_ok(wd_device *d, const wd_pick_req *rq, wave_error *err)
+{
+  const char *name = wd_device_name(d);
+  if (!wd_device_has_hash(d))
+    return wv_seterr(err, WAVE_ENODEV,
+                     "device %s (backend %s) does not run hash jobs", name,
+                     wd_device_cfg_of(d)->backend);
+  if (wd_device_faulted(d))
+    return wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted", name);
+  wd_pack_state ck;
+  wd_device_pack_check(d, rq->pack, &ck);
+  if (ck.state == WD_CHECK_FAILED)
+    return wv_seterr(err, WAVE_ESELFCHECK,
+                     "pack %s failed its self-check on device %s: %s",
+                     rq->pack_name, name, ck.detail);
+  return 0;
+}
+
+static int pk_named(wd_device *const *devs, size_t n_devs, const char *name,
+                    const wd_pick_req *rq, wd_device **out, wave_error *err)
+{
+  wd_device *d = pk_find(devs, n_devs, name);
+  if (d == NULL)
+    return wv_seterr(err, WAVE_ENODEV, "no device named '%s'", name);
+  if (rq->kind == WD_PICK_HASH) {
+    int rc = pk_hash_ok(d, rq, err);
+    if (rc != 0)
+      return rc;
+  }
+  *out = d;
+  return 0;
+}
+
+static int pk_all(wd_device *const *devs, size_t n_devs,
+                  const wd_pick_req *rq, wd_device **out, size_t *n_out,
+                  wave_error *err)
+{
+  int any_hash = 0, any_failed_check = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < n_devs; i++) {
+    wd_device *d = devs[i];
+    if (!wd_device_has_hash(d))
+      continue;
+    any_hash = 1;
+    if (wd_device_faulted(d))
+      continue;
+    wd_pack_state ck;
+    wd_device_pack_check(d, rq->pack, &ck);
+    if (ck.state == WD_CHECK_FAILED) {
+      any_failed_check = 1;
+      continue;
+    }
+    out[n++] = d;
+  }
+  if ((*n_out = n) > 0)
+    return 0;
+  if (any_failed_check)
+    return wv_seterr(err, WAVE_ESELFCHECK,
+                     "pack %s failed its self-check on every device that "
+                     "could run it", rq->pack_name);
+  if (any_hash)
+    return wv_seterr(err, WAVE_EDEVFAULT,
+                     "every device that runs hash jobs is faulted");
+  return wv_seterr(err, WAVE_ENODEV, "no device of this daemon runs hash jobs");
+}
+
+/* Two devices of one job that are one physical GPU (cuda0 and vk0 on the
+ * same card: equal caps UUIDs) would only take turns on it, and the
+ * switching between their contexts costs more than either gains.  Keep
+ * the one that has hashed this pack fastest so far (the first in config
+ * order while neither has measured it); returns the new count. */
+static size_t pk_one_per_gpu(wd_device **out, size_t n, const wd_pick_req *rq)
+{
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    wv_caps ci;
+    wd_device_caps(out[i], &ci);
+    size_t k = 0;
+    for (; ci.has_uuid && k < kept; k++) {
+      wv_caps ck;
+      wd_device_caps(out[k], &ck);
+      if (ck.has_uuid && memcmp(ck.uuid, ci.uuid, sizeof ci.uuid) == 0)
+        break;
+    }
+    if (!ci.has_uuid || k == kept) {
+      out[kept++] = out[i];
+      continue;
+    }
+    wd_pack_state si, sk;
+    wd_device_pack_check(out[i], rq->pack, &si);
+    wd_device_pack_check(out[k], rq->pack, &sk);
+    wd_device *drop = out[i];
+    if (si.hash_rate > sk.hash_rate) {
+      drop = out[k];
+      out[k] = out[i];
+    }
+    wd_info("hash job on pack %s: %s left out, the same GPU as %s", rq->pack_name,
+            wd_device_name(drop), wd_device_name(out[k]));
+  }
+  return kept;
+}
+
+int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
+            wd_device **out, size_t *n_out, wave_error *err)
+{
+  *n_out = 0;
+  int named = rq->device != NULL && rq->device[0] != '\0';
+  if (rq->kind == WD_PICK_HASH && rq->n_devices > 0) {
+    if (named)
+      return wv_seterr(err, WAVE_EBADREQUEST,
+                       "give device or devices, not both");
+    if (rq->n_devices == 1 && strcmp(rq->devices[0], "all") == 0) {
+      int rc = pk_all(devs, n_devs, rq, out, n_out, err);
+      if (rc == 0)
+        *n_out = pk_one_per_gpu(out, *n_out, rq);
+      return rc;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < n_devs; i++) {  /* config order */
+      int listed = 0;
+      for (size_t k = 0; k < rq->n_devices; k++)
+        if (strcmp(rq->devices[k], wd_device_name(devs[i])) == 0)
+          listed++;
+      if (listed > 1)
+        return wv_seterr(err, WAVE_EBADREQUEST, "device %s is listed twice",
+                         wd_device_name(devs[i]));
+      if (listed) {
+        int rc = pk_hash_ok(devs[i], rq, err);
+        if (rc != 0)
+          return rc;
+        out[n++] = devs[i];
+      }
+    }
+    for (size_t k = 0; k < rq->n_devices; k++)
+      if (pk_find(devs, n_devs, rq->devices[k]) == NULL)
+        return wv_seterr(err, WAVE_ENODEV, "no device named '%s'%s",
+                         rq->devices[k],
+                         strcmp(rq->devices[k], "all") == 0
+                             ? " (\"all\" must be the only name)" : "");
+    *n_out = pk_one_per_gpu(out, n, rq);
+    return 0;
+  }
+  if (named) {
+    int rc = pk_named(devs, n_devs, rq->device, rq, out, err);
+    if (rc == 0)
+      *n_out = 1;
+    return rc;
+  }
+  if (rq->kind == WD_PICK_HASH) {
+    /* the fewest hash jobs in flight among those that can run the pack,
+     * a device with the pack ready before one still preparing it (a job
+     * there would wait for the preparation: hashjob.h) */
+    wd_device *cand[n_devs ? n_devs : 1];
+    size_t nc;
+    int rc = pk_all(devs, n_devs, rq, cand, &nc, err);
+    if (rc != 0)
+      return rc;
+    wd_device *best = NULL;
+    unsigned best_load = 0;
+    int best_ready = 0;
+    for (size_t i = 0; i < nc; i++) {
+      unsigned load = wd_device_long_load(cand[i]);
+      wd_pack_state ck;
+      wd_device_pack_check(cand[i], rq->pack, &ck);
+      int ready = ck.state == WD_CHECK_OK;
+      if (best == NULL || ready > best_ready ||
+          (ready == best_ready && load < best_load)) {
+        best = cand[i];
+        best_load = load;
+        best_ready = ready;
+      }
+    }
+    out[0] = best;
+    *n_out = 1;
+    return 0;
+  }
+  wd_device *best = NULL;
+  unsigned best_load = 0;
+  for (size_t i = 0; i < n_devs; i++) {
+    wd_device *d = devs[i];
+    if (wd_device_faulted(d))
+      continue;
+    unsigned load = wd_device_load(d);
+    if (best == NULL || load < best_load) {
+      best = d;
+      best_load = load;
+    }
+  }
+  if (best == NULL)
+    return wv_seterr(err, WAVE_EDEVFAULT, "every device is faulted");
+  out[0] = best;
+  *n_out = 1;
+  return 0;
+}

@@ -1,0 +1,38 @@
+/* pick.h - which device(s) run a request: the one place that decides.
+ *
+ * Reductions: the named device, else the least-loaded device that is not
+ * faulted (config order breaks ties).  Hash jobs: the named device
+ * (HashRequest.device), the listed ones (HashRequest.devices; ["all"] is
+ * every device with hash jobs that can run the pack), or else the device
+ * with the fewest hash jobs in flight (one with the pack ready first).  A
+ * device still preparing the pack is picked like a ready one: the job
+ * waits there for the pack (hashjob.h).  A named device must exist, run hash
+ * jobs, not be faulted, and not have failed the pack's self-check.  Of
+ * several devices that are one physical GPU (the same caps UUID, e.g. a
+ * CUDA and a Vulkan device of one card) a job keeps one: the fastest on
+ * the pack so far.
+ */
+#ifndef WD_PICK_H
+#define WD_PICK_H
+
+#include <stddef.h>
+
+#include "daemon/exec/device.h"
+
+enum { WD_PICK_REDUCE = 1, WD_PICK_HASH = 2 };
+
+typedef struct wd_pick_req {
+  int kind;                   /* WD_PICK_* */
+  const char *device;         /* one named device, or NULL / "" */
+  char *const *devices;       /* hash: several, or {"all"} */
+  size_t n_devices;
+  size_t pack;                /* hash: the pack's index */
+  const char *pack_name;      /* for messages */
+} wd_pick_req;
+
+/* Fill out[] (room for n_devs) with the chosen devices, *n_out of them
+ * (>= 1), in config order; 0 or a WAVE_E* code with err. */
+int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
+            wd_device **out, size_t *n_out, wave_error *err);
+
+#endif

@@ -1,0 +1,32 @@
+/* pool.h - the decode threads: requests are unpacked and validated off
+ * the libuv loop thread.
+ *
+ * nng's callback hands a received request to this pool instead of the
+ * loop; a pool thread unpacks it (protobuf-c, within the context's memory
+ * budget), resolves its bulk parts (daemon/bulk/decode.h: framed payloads, stream
+ * pieces, shared-memory regions) and only then appends it to the loop's
+ * inbox.  So a 64 MiB request costs the loop nothing, and a stream piece's
+ * copy into its job's buffer happens here too.  The pool is a FIFO with a
+ * mutex and a condition variable, its threads named "wd:decode", signals
+ * blocked (Valkey's bio.c in miniature).
+ */
+#ifndef WD_DECODE_H
+#define WD_DECODE_H
+
+#include "wave/error.h"
+
+typedef struct wd_pool_item {
+  struct wd_pool_item *next;
+  void (*fn)(struct wd_pool_item *it);
+} wd_pool_item;
+
+typedef struct wd_pool wd_pool;
+
+int wd_pool_start(unsigned threads, wd_pool **out, wave_error *err);
+/* Queue it; a pool thread calls it->fn(it).  Any thread. */
+void wd_pool_push(wd_pool *p, wd_pool_item *it);
+/* Run what is queued, then join the threads. */
+void wd_pool_stop(wd_pool *p);
+void wd_pool_free(wd_pool *p);
+
+#endif

@@ -1,0 +1,225 @@
+/* req.c - a received request on its decode thread: unpack it within a
+ * memory budget, read the raw version, authenticate it, hand its bulk parts
+ * to bulk/decode.c; and wd_req_clear, which frees what a request holds
+ * once it is answered.  net/front.c calls both: this file calls nothing
+ * of front.c, so the two do not call each other.
+ *
+ * Versions: this daemon speaks protocol 2 (WD_PROTOCOL); what a version
+ * means for a handler is rq/route.c's business.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/net/auth.h"
+#include "daemon/net/req.h"
+#include "daemon/server_int.h"
+#include "core/base.h"
+#include "proto/frame.h"
+
+/* protobuf-c allocates while it decodes, and a request of many tiny chunks
+ * decodes to many times its wire size (2 wire bytes per empty chunk, 16 in
+ * the decoded array).  While it scans a message it also holds 32 bytes per
+ * field, in slabs that double (so up to 64), and frees them before it
+ * returns.  Each context decodes through this allocator, which counts the
+ * bytes live now (a header holds each block's size) and refuses to go past
+ * pb_budget of them; what stays once decoded is checked against
+ * rx_pb_kept. */
+#define RX_PB_HDR 16  /* keeps malloc's alignment */
+
+static void *rx_pb_alloc(void *data, size_t size)
+{
+  wd_req *c = data;
+  if (size > c->pb_budget - c->pb_used) {
+    c->pb_refused = 1;
+    return NULL;
+  }
+  unsigned char *p = malloc(RX_PB_HDR + size);
+  if (p == NULL)
+    return NULL;
+  memcpy(p, &size, sizeof size);
+  c->pb_used += size;
+  return p + RX_PB_HDR;
+}
+
+static void rx_pb_free(void *data, void *ptr)
+{
+  wd_req *c = data;
+  if (ptr == NULL)
+    return;
+  unsigned char *p = (unsigned char *)ptr - RX_PB_HDR;
+  size_t size;
+  memcpy(&size, p, sizeof size);
+  c->pb_used -= size;
+  free(p);
+}
+
+/* A request of one-row chunks decodes to about 3.3 times its wire size,
+ * empty chunks to 8 times; keeping 4 times plus room for the envelope
+ * admits the first and refuses the second (docs/config.md).  While
+ * decoding, the scan slabs come on top: one-row chunks peak below 15
+ * times, so the budget of live bytes is 16 times (empty chunks reach it:
+ * refused before they take more). */
+static size_t rx_pb_kept(size_t len)
+{
+  return 4 * len + ((size_t)64 << 10);
+}
+
+static size_t rx_pb_budget(size_t len)
+{
+  return 16 * len + ((size_t)64 << 10);
+}
+
+void wd_req_clear(wd_req *c)
+{
+  if (c->req != NULL)
+    wave__v1__request__free_unpacked(c->req, &c->pb);
+  c->req = NULL;
+  free(c->spans);
+  c->spans = NULL;
+  wd_bulk_clear(&c->bulk);
+  c->dec_code = 0;
+}
+
+/* The raw value of Request.version (field 1, a varint), as sent: protobuf-c
+ * keeps the low 32 bits of a uint32, so version 2^32 + 1 would read as 1.
+ * The last occurrence counts, as in protobuf; 0 when absent or when the
+ * bytes are not a message (protobuf-c then says so). */
+static uint64_t rx_raw_version(const uint8_t *p, size_t len)
+{
+  uint64_t version = 0;
+  size_t i = 0;
+  while (i < len) {
+    uint64_t key = 0, v = 0;
+    for (unsigned sh = 0;; sh += 7) {  /* the tag */
+      if (i >= len || sh > 63)
+        return version;
+      key |= (uint64_t)(p[i] & 0x7f) << sh;
+      if (!(p[i++] & 0x80))
+        break;
+    }
+    switch (key & 7) {
+    case 0:  /* varint */
+      for (unsigned sh = 0;; sh += 7) {
+        if (i >= len || sh > 63)
+          return version;
+        v |= (uint64_t)(p[i] & 0x7f) << sh;
+        if (!(p[i++] & 0x80))
+          break;
+      }
+      if (key >> 3 == 1)
+        version = v;
+      break;
+    case 1: i += 8; break;
+    case 5: i += 4; break;
+    case 2:
+      for (unsigned sh = 0;; sh += 7) {
+        if (i >= len || sh > 63)
+          return version;
+        v |= (uint64_t)(p[i] & 0x7f) << sh;
+        if (!(p[i++] & 0x80))
+          break;
+      }
+      if (v > len - i)
+        return version;
+      i += (size_t)v;
+      break;
+    default:
+      return version;
+    }
+  }
+  return version;
+}
+
+/* Decode thread: unpack c->msg into c->req (or set dec_code), and handle
+ * the request's bulk parts (daemon/bulk/decode.h).  Touches only c and what is
+ * constant or locked (cfg, the bulk tables). */
+void wd_req_decode(wd_req *c)
+{
+  wd_server *s = c->srv;
+  nng_msg *m = c->msg;
+  c->msg = NULL;
+  uint32_t pipe;  /* c->pipe, which front.c has set from the same message */
+  wd_peer_identify(m, &pipe, c->principal, sizeof c->principal);
+  c->req_id = 0;
+  c->version = 0;
+  c->dec_code = 0;
+  size_t len = nng_msg_len(m);
+  if (len > s->cfg->limits.max_request_bytes) {
+    nng_msg_free(m);
+    c->dec_code = WAVE_ETOOBIG;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "request is %zu bytes; this "
+             "daemon takes at most %" PRIu64 " (limits.max_request_bytes; "
+             "larger jobs: streams or regions)", len,
+             s->cfg->limits.max_request_bytes);
+    return;
+  }
+  const uint8_t *body = nng_msg_body(m), *hdr = body, *payload = NULL;
+  size_t hlen = len, plen = 0;
+  int framed = wv_frame_split(body, len, &hdr, &hlen, &payload, &plen);
+  if (framed < 0) {
+    nng_msg_free(m);
+    c->dec_code = WAVE_EBADREQUEST;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "framed request of %zu bytes "
+             "whose header length runs past its end", len);
+    return;
+  }
+  c->pb = (ProtobufCAllocator){.alloc = rx_pb_alloc, .free = rx_pb_free,
+                               .allocator_data = c};
+  c->pb_used = 0;
+  c->pb_refused = 0;
+  c->pb_budget = rx_pb_budget(hlen);
+  c->req = wave__v1__request__unpack(&c->pb, hlen, hdr);
+  if (c->req != NULL && c->pb_used > rx_pb_kept(hlen)) {
+    wave__v1__request__free_unpacked(c->req, &c->pb);
+    c->req = NULL;
+    c->pb_refused = 1;
+  }
+  if (c->req == NULL) {
+    nng_msg_free(m);
+    c->dec_code = c->pb_refused ? WAVE_ETOOBIG : WAVE_EBADREQUEST;
+    if (c->pb_refused)
+      snprintf(c->dec_msg, sizeof c->dec_msg, "request of %zu bytes takes "
+               "more than %zu bytes to decode (too many chunks?)", len,
+               rx_pb_kept(hlen));
+    else
+      snprintf(c->dec_msg, sizeof c->dec_msg, "%zu bytes that are not a "
+               "wave.v1.Request", len);
+    return;
+  }
+  c->req_id = c->req->id;
+  uint64_t raw = rx_raw_version(hdr, hlen);
+  if (raw > UINT32_MAX) {  /* not version raw & 0xffffffff */
+    nng_msg_free(m);
+    wave__v1__request__free_unpacked(c->req, &c->pb);
+    c->req = NULL;
+    c->dec_code = WAVE_EVERSION;
+    snprintf(c->dec_msg, sizeof c->dec_msg, "protocol version %" PRIu64
+             "; this daemon speaks version %u (and version 1 without hash "
+             "submits)", raw, WD_PROTOCOL);
+    return;
+  }
+  /* tcp needs a token (auth.c): without one nothing else is looked at;
+   * with one, "token:NAME" replaces the principal "pipe:N" */
+  if ((c->dec_code = wd_auth_request(s->cfg, nng_msg_get_pipe(m),
+                                     c->req->token, c->principal,
+                                     sizeof c->principal, c->dec_msg,
+                                     sizeof c->dec_msg)) != 0) {
+    nng_msg_free(m);
+    return;
+  }
+  if (c->req->version != 1 && c->req->version != WD_PROTOCOL) {
+    nng_msg_free(m);  /* the loop answers VERSION */
+    return;
+  }
+  /* a framed payload stays in the received message, used in place; a
+   * stream may keep the message as its piece (m set to NULL) */
+  if (wd_bulk_decode(s->bulk, c->req, c->principal, &m,
+                     framed ? payload : NULL, plen, &c->bulk) &&
+      c->bulk.ready && framed)
+    c->bulk.keep = m;
+  else if (m != NULL)
+    nng_msg_free(m);
+}

@@ -1,0 +1,89 @@
+/* park.c - parked polls (see park.h).  A parked poll gives its place in the
+ * receive pool to a fresh context (wd_front_add), so that waiting clients
+ * do not stall the others; limits.max_parked and max_peer_parked bound
+ * them. */
+#include <stddef.h>
+
+#include "daemon/log.h"
+#include "daemon/net/front.h"
+#include "daemon/rq/park.h"
+#include "daemon/server_int.h"
+#include "daemon/stats.h"
+#include "core/base.h"
+
+void wd_unpark(wd_req *c)
+{
+  wd_waiter **pp = wd_hjob_waiters(c->wait.job);
+  for (; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == &c->wait) {
+      *pp = c->wait.next;
+      break;
+    }
+  uv_timer_stop(&c->timer);
+  c->wait.next = NULL;
+  c->wait.job = NULL;
+  c->srv->n_parked--;
+  wd_peers_unpark(c->srv->peers, c->pipe);
+}
+
+/* Unpark c and answer it. */
+static void pa_answer(wd_req *c)
+{
+  wd_hjob *j = c->wait.job;
+  wd_unpark(c);
+  c->wait.answer(c, j, c->wait.seg_offset, c->wait.seg_limit);
+}
+
+static void pa_timeout(uv_timer_t *t)
+{
+  pa_answer(t->data);
+}
+
+int wd_park(wd_req *c, wd_hjob *j, unsigned wait_ms, uint64_t seg_offset,
+            uint32_t seg_limit, wd_park_answer_fn *answer)
+{
+  wd_server *s = c->srv;
+  if (wd_hjob_is_ended(j) || s->stopping ||
+      s->n_parked >= s->cfg->limits.max_parked ||
+      wd_peers_park(s->peers, c->pipe, s->cfg->limits.max_peer_parked) != 0)
+    return -1;
+  /* a fresh context takes this one's place in the receive pool */
+  wave_error err = {0};
+  if (wd_front_add(s, &err) != 0) {
+    wd_peers_unpark(s->peers, c->pipe);
+    wd_warn("cannot open a context for a parked poll: %s", err.message);
+    return -1;
+  }
+  wd_waiter **head = wd_hjob_waiters(j);
+  c->wait.job = j;
+  c->wait.seg_offset = seg_offset;
+  c->wait.seg_limit = seg_limit;
+  c->wait.answer = answer;
+  c->wait.next = *head;
+  *head = &c->wait;
+  s->n_parked++;
+  uv_timer_start(&c->timer, pa_timeout, wait_ms, 0);
+  return 0;
+}
+
+void wd_park_job_ended(void *arg, wd_hjob *j)
+{
+  wd_server *s = arg;
+  wd_job_view v;
+  wd_hjob_view(j, 0, 0, &v);
+  wd_stats_job(WD_KIND_HASH, v.id, v.device, v.seconds, v.rc, 0, 0);
+  wd_waiter **head = wd_hjob_waiters(j);
+  while (*head != NULL)
+    pa_answer((wd_req *)((char *)*head - offsetof(wd_req, wait)));
+  if (wd_hjob_state(j) == WD_JOB_DONE)
+    s->served++;
+  else
+    s->failed++;
+}
+
+void wd_park_answer_all(wd_server *s)
+{
+  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
+    if (c->wait.job != NULL)
+      pa_answer(c);
+}

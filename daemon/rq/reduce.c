@@ -1,0 +1,215 @@
+/* reduce.c - reductions on the loop and their device phase: ReduceRequest
+ * (chunks in the message, framed, or in regions) and StreamCommit, the
+ * work item's ops (checked and queued here on the loop, run on the device
+ * thread, done and encoded back on the loop), and the ReduceResult.
+ *
+ * Reduction input is used in place: the spans point into the unpacked
+ * request (or its bulk parts), which lives until the reply is packed.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/exec/pick.h"
+#include "daemon/net/front.h"
+#include "daemon/net/req.h"
+#include "daemon/rq/reduce.h"
+#include "daemon/server_int.h"
+#include "daemon/stats.h"
+#include "core/base.h"
+#include "core/reduce.h"
+#include "workers/wvdev.h"
+
+static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
+                    const char *what, uint64_t *rows, wave_error *err)
+{
+  for (size_t i = 0; i < n; i++) {
+    if (chunks[i].len % 4 != 0)
+      return wv_seterr(err, WAVE_ELENGTH,
+                       "%s chunk %zu is %zu bytes, not a multiple of 4", what,
+                       i, chunks[i].len);
+    out[i].data = chunks[i].data;
+    out[i].rows = chunks[i].len / 4;
+    *rows += out[i].rows;
+  }
+  return 0;
+}
+
+static int rr_reduce_run(wd_work *w, wd_device *d)
+{
+  wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
+  int fsome = 0;  /* a file job says it itself (its rows are not here) */
+  if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
+    w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
+                           c->bulk.src,
+                           c->srv->cfg->limits.region_read_timeout_ms,
+                           &c->out, &fsome, &w->err);
+  else
+    w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
+                          &c->out, &w->err);
+  c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
+  if (w->rc == 0 && c->job.dtype == WAVE_F32 && c->job.op != WAVE_SUM) {
+    /* Only an answer of all +0.0 with rows selected leaves it open; then
+     * one pass here, on the device thread, that stops at the first
+     * selected finite row. */
+    int some = c->bulk.files ? fsome :
+               c->out.count > 0 &&
+               (c->out.bits[0] != 0 ||
+                (c->out.n_values > 1 && c->out.bits[1] != 0) ||
+                wv_reduce_any_finite(&c->job));
+    c->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
+                     : WAVE__V1__FINITE_ROWS__FINITE_NONE;
+  }
+  return WD_RUN_END;
+}
+
+static void rr_reply(wd_req *c)
+{
+  Wave__V1__ReduceResult rr = WAVE__V1__REDUCE_RESULT__INIT;
+  rr.dtype = (Wave__V1__DType)c->job.dtype;  /* also for streams */
+  rr.op = (Wave__V1__Op)c->job.op;
+  rr.n_bits = c->out.n_values;
+  rr.bits = c->out.bits;
+  rr.count = c->out.count;
+  rr.rows = c->job.rows;
+  rr.device = (char *)wd_device_name(c->work.dev);
+  rr.seconds = c->work.seconds;
+  rr.finite = (Wave__V1__FiniteRows)c->finite;
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_REDUCE;
+  r.reduce = &rr;
+  wd_reply(c, &r);
+}
+
+static void rr_reduce_done(wd_work *w)
+{
+  wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
+  wd_server *s = c->srv;
+  s->reduce_inflight--;
+  wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
+               w->seconds, w->rc, c->job.rows, c->job.rows * 4);
+  if (s->closed) {  /* the socket is gone, nobody to answer */
+    wd_req_clear(c);
+    return;
+  }
+  if (w->rc != 0)
+    return wd_reply_fail(c, &w->err);
+  s->served++;
+  rr_reply(c);
+}
+
+static const wd_work_ops rr_reduce_ops = {
+  .name = "reduction",
+  .lane = WD_LANE_SHORT,
+  .run = rr_reduce_run,
+  .done = rr_reduce_done,
+};
+
+/* 0, or the dtype/op error answered. */
+static int rr_check_op(wd_req *c, wave_dtype dt, wave_op op)
+{
+  wave_error err = {0};
+  switch (wave_op_check(dt, op)) {
+  case 0:
+    return 0;
+  case WAVE_EDTYPE:
+    wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)dt);
+    break;
+  case WAVE_EOP:
+    wv_seterr(&err, WAVE_EOP, "unknown reduction op %d", (int)op);
+    break;
+  default:
+    wv_seterr(&err, WAVE_EOPDTYPE, "op %s is not defined for dtype %s",
+              wave_op_name(op), wave_dtype_name(dt));
+    break;
+  }
+  wd_reply_fail(c, &err);
+  return -1;
+}
+
+static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
+                            const wv_span *spans, size_t n_input,
+                            size_t n_mask, int has_mask, const char *device);
+
+void wd_rq_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
+{
+  wave_error err = {0};
+  wave_dtype dt = (wave_dtype)r->dtype;
+  wave_op op = (wave_op)r->op;
+  if (rr_check_op(c, dt, op) != 0)
+    return;
+  if (c->bulk.ready)  /* chunks by place: spans made on the decode thread */
+    return rr_reduce_spans(c, dt, op, c->bulk.spans, c->bulk.n_input,
+                           c->bulk.n_mask, c->bulk.has_mask, c->bulk.device);
+  c->spans = calloc(r->n_input + r->n_mask + 1, sizeof *c->spans);
+  if (c->spans == NULL) {
+    wv_seterr(&err, WAVE_ENOMEM, NULL);
+    return wd_reply_fail(c, &err);
+  }
+  uint64_t rows = 0, mask_rows = 0;
+  if (rr_spans(r->input, r->n_input, c->spans, "input", &rows, &err) ||
+      rr_spans(r->mask, r->n_mask, c->spans + r->n_input, "mask", &mask_rows,
+               &err))
+    return wd_reply_fail(c, &err);
+  rr_reduce_spans(c, dt, op, c->spans, r->n_input, r->n_mask,
+                  r->masked || r->n_mask > 0, r->device);
+}
+
+/* A reduction whose spans are ready (c->spans or c->bulk.spans): size,
+ * validation, device, queue. */
+static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
+                            const wv_span *spans, size_t n_input,
+                            size_t n_mask, int has_mask, const char *device)
+{
+  wd_server *s = c->srv;
+  wave_error err = {0};
+  uint64_t rows = 0;
+  for (size_t i = 0; i < n_input; i++)
+    rows += spans[i].rows;
+  /* the limit is on rows held in the daemon's memory: a mapped or file
+   * region's rows are the client's (docs/config.md "limits") */
+  uint64_t held = spans == c->bulk.spans ? c->bulk.mem_rows : rows;
+  if (held > s->cfg->limits.max_job_rows) {
+    wv_seterr(&err, WAVE_EJOBSIZE, "%" PRIu64 " rows in the daemon's memory; "
+              "this daemon takes at most %" PRIu64 " (limits.max_job_rows)",
+              held, s->cfg->limits.max_job_rows);
+    return wd_reply_fail(c, &err);
+  }
+  memset(&c->work, 0, sizeof c->work);
+  memset(&c->out, 0, sizeof c->out);
+  c->work.ops = &rr_reduce_ops;
+  c->work.owner = wd_peer_key(c->principal);  /* clients take turns */
+  c->job = (wv_reduce_job){
+    .dtype = dt,
+    .op = op,
+    .input = spans,
+    .n_input = n_input,
+    .mask = spans + n_input,
+    .n_mask = n_mask,
+    .has_mask = has_mask,
+    .rows = rows,
+  };
+  int rc = c->bulk.files && spans == c->bulk.spans
+               ? wd_file_validate(&c->job, &err)  /* rows not here */
+               : wv_reduce_validate(&c->job, &err);
+  if (rc != 0)
+    return wd_reply_fail(c, &err);
+  wd_device *d;
+  size_t n;
+  wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = device};
+  if ((rc = wd_pick(s->devs, s->n_devs, &prq, &d, &n, &err)) != 0)
+    return wd_reply_fail(c, &err);
+  if ((rc = wd_device_submit(d, &c->work, &err)) != 0)
+    return wd_reply_fail(c, &err);
+  s->reduce_inflight++;
+}
+
+void wd_rq_stream_commit(wd_req *c)
+{
+  if (rr_check_op(c, c->bulk.dtype, c->bulk.op) != 0)
+    return;
+  rr_reduce_spans(c, c->bulk.dtype, c->bulk.op, c->bulk.spans,
+                  c->bulk.n_input, c->bulk.n_mask, c->bulk.has_mask,
+                  c->bulk.device);
+}

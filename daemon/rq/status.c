@@ -1,0 +1,142 @@
+/* status.c - StatusRequest and PacksRequest: the StatusReply (devices,
+ * their pack checks, listeners, regions) and the PacksReply, built from
+ * the devices' snapshots on the loop thread. */
+#include <stdlib.h>
+
+#include "daemon/net/connguard.h"
+#include "daemon/net/front.h"
+#include "daemon/rq/status.h"
+#include "daemon/server_int.h"
+#include "core/base.h"
+
+/* Pack k's self-check state on device d as a PackCheck; its strings point
+ * into st, the pack and the device, which outlive the reply. */
+static void ss_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
+                          wd_device *d, size_t k, const wv_pack *pack)
+{
+  wd_device_pack_check(d, k, st);
+  wave__v1__pack_check__init(pc);
+  pc->pack = (char *)wv_pack_name(pack);
+  pc->device = (char *)wd_device_name(d);
+  pc->ok = st->state == WD_CHECK_OK;
+  pc->state = (char *)wd_check_state_name(st->state);
+  pc->detail = st->detail;
+  pc->hash_rate = st->hash_rate;
+}
+
+void wd_rq_status(wd_req *c)
+{
+  wd_server *s = c->srv;
+  size_t nd = s->n_devs, np = s->packs->n;
+  Wave__V1__DeviceStatus *ds = calloc(nd + 1, sizeof *ds);
+  Wave__V1__DeviceStatus **dp = calloc(nd + 1, sizeof *dp);
+  wd_device_snap *snap = calloc(nd + 1, sizeof *snap);
+  wv_caps *caps = calloc(nd + 1, sizeof *caps);
+  Wave__V1__PackCheck *pc = calloc(nd * np + 1, sizeof *pc);
+  Wave__V1__PackCheck **pp = calloc(nd * np + 1, sizeof *pp);
+  wd_pack_state *st = calloc(nd * np + 1, sizeof *st);
+  if (!ds || !dp || !snap || !caps || !pc || !pp || !st) {
+    wd_reply_error(c, WAVE_ENOMEM, "no memory for the status reply");
+    goto out;
+  }
+  for (size_t i = 0; i < nd; i++) {
+    wd_device *d = s->devs[i];
+    wd_device_caps(d, &caps[i]);
+    wd_device_snapshot(d, &snap[i]);
+    wave__v1__device_status__init(&ds[i]);
+    ds[i].name = (char *)wd_device_name(d);
+    ds[i].backend = (char *)wd_device_cfg_of(d)->backend;
+    ds[i].description = caps[i].description;
+    ds[i].queue_depth = snap[i].queued;
+    ds[i].queue_capacity = snap[i].capacity;
+    ds[i].jobs_done = snap[i].done;
+    ds[i].jobs_failed = snap[i].failed;
+    ds[i].faulted = snap[i].faulted;
+    ds[i].fault = snap[i].fault;
+    ds[i].running = snap[i].running;
+    ds[i].wave_width = caps[i].wave_width;
+    ds[i].exchange = caps[i].exchange;
+    ds[i].exchange_reason = caps[i].exchange_reason;
+    ds[i].n_packs = np;
+    ds[i].packs = pp + i * np;
+    for (size_t k = 0; k < np; k++) {
+      size_t x = i * np + k;
+      ss_pack_check(&pc[x], &st[x], d, wd_packs_slot(s->packs, k),
+                    s->packs->list[k]);
+      pp[x] = &pc[x];
+    }
+    dp[i] = &ds[i];
+  }
+  Wave__V1__StatusReply sr = WAVE__V1__STATUS_REPLY__INIT;
+  sr.version = (char *)WAVE_VERSION;
+  sr.uptime_ms = (uv_hrtime() - s->t0) / 1000000u;
+  sr.jobs_served = s->served;
+  sr.jobs_failed = s->failed;
+  sr.n_devices = nd;
+  sr.devices = dp;
+  sr.listen = wd_listeners_urls(s->lst, &sr.n_listen);
+  sr.instance = s->instance;
+  sr.ready = s->ready != 0;
+  sr.max_files = wd_max_files();
+  wd_bulk_snap rsnap;
+  /* regions: the asker's own only (root over ipc: all) */
+  wd_bulk_status(s->bulk, c->principal, &sr, &rsnap);
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_STATUS;
+  r.status = &sr;
+  wd_reply(c, &r);
+  wd_bulk_snap_free(&rsnap);
+out:
+  free(ds);
+  free(dp);
+  free(snap);
+  free(caps);
+  free(pc);
+  free(pp);
+  free(st);
+}
+
+void wd_rq_packs(wd_req *c)
+{
+  wd_server *s = c->srv;
+  size_t nd = s->n_devs, np = s->packs->n;
+  Wave__V1__PackInfo *pi = calloc(np + 1, sizeof *pi);
+  Wave__V1__PackInfo **pip = calloc(np + 1, sizeof *pip);
+  Wave__V1__PackCheck *pc = calloc(nd * np + 1, sizeof *pc);
+  Wave__V1__PackCheck **pp = calloc(nd * np + 1, sizeof *pp);
+  wd_pack_state *st = calloc(nd * np + 1, sizeof *st);
+  if (!pi || !pip || !pc || !pp || !st) {
+    wd_reply_error(c, WAVE_ENOMEM, "no memory for the packs reply");
+    goto out;
+  }
+  for (size_t k = 0; k < np; k++) {
+    const wv_pack *p = s->packs->list[k];
+    wave__v1__pack_info__init(&pi[k]);
+    pi[k].name = (char *)wv_pack_name(p);
+    pi[k].version = wv_pack_version(p);
+    pi[k].dataset_bytes = wv_pack_dataset_bytes(p);
+    pi[k].description = (char *)wv_pack_description(p);
+    pi[k].n_devices = nd;
+    pi[k].devices = pp + k * nd;
+    for (size_t i = 0; i < nd; i++) {
+      size_t x = k * nd + i;
+      ss_pack_check(&pc[x], &st[x], s->devs[i], wd_packs_slot(s->packs, k),
+                    p);
+      pp[x] = &pc[x];
+    }
+    pip[k] = &pi[k];
+  }
+  Wave__V1__PacksReply pr = WAVE__V1__PACKS_REPLY__INIT;
+  pr.n_packs = np;
+  pr.packs = pip;
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_PACKS;
+  r.packs = &pr;
+  wd_reply(c, &r);
+out:
+  free(pi);
+  free(pip);
+  free(pc);
+  free(pp);
+  free(st);
+}
