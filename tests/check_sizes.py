@@ -26,6 +26,7 @@ reported as stale (the lead empties the list when merging).
 
 Usage: check_sizes.py [--root DIR] [--pending FILE] [--max-file N]
                       [--max-func N] [--strict]
+       check_sizes.py --self-test   (the counter on samples of known sizes)
 Exit status: 0 when every offender is pending, 1 otherwise, 2 for a file
 the counter cannot read (unbalanced braces).  --strict fails on stale
 entries too.
@@ -189,6 +190,44 @@ def functions(path, text):
     return found
 
 
+# Samples with the functions the counter must find: (name, first line,
+# length) each.  Braces in strings, comments, character literals and
+# preprocessor lines must not count; initializers, structs and extern "C"
+# are not functions; a test is named by START_TEST's argument.
+SAMPLES = [
+    ('static int f(int a)\n{\n  const char *s = "{{";\n  char c = \'}\';\n'
+     '  /* } */ // {\n  return a;\n}\n', [('f', 1, 7)]),
+    ('#define M(x) { x }\nstruct s { int a; } v = { 1 };\n'
+     'static const int t[] = {\n  1, 2,\n};\n'
+     'extern "C" {\nint\ng(void)\n{\n  if (1) {\n  }\n  return 0;\n}\n}\n',
+     [('g', 7, 7)]),
+    ('START_TEST(one)\n{\n  ck_assert(1);\n}\nEND_TEST\n\n'
+     'START_TEST(two)\n{\n}\nEND_TEST\n', [('one', 1, 4), ('two', 7, 3)]),
+    ('template <int N> __global__ void\nk(int *p) const\n{\n'
+     '  auto l = [&](int x) { return x; };\n  p[0] = l(N);\n}\n',
+     [('k', 1, 6)]),
+    ('void main() {\n  x = 1;\n}\n', [('main', 1, 3)]),
+]
+
+
+def self_test():
+    bad = 0
+    for i, (text, want) in enumerate(SAMPLES):
+        got = functions('sample%d' % i, text)
+        if got != want:
+            print('sample %d: got %r, want %r' % (i, got, want))
+            bad = 1
+    for text in ('int f(void)\n{\n', 'int f(void)\n}\n'):
+        try:
+            functions('unbalanced', text)
+            print('unbalanced braces not reported: %r' % text)
+            bad = 1
+        except ValueError:
+            pass
+    print('check_sizes self-test: %s' % ('FAILED' if bad else 'ok'))
+    return bad
+
+
 def load_pending(path):
     entries = {}
     if not path or not os.path.exists(path):
@@ -209,7 +248,10 @@ def main():
     ap.add_argument('--max-file', type=int, default=800)
     ap.add_argument('--max-func', type=int, default=120)
     ap.add_argument('--strict', action='store_true')
+    ap.add_argument('--self-test', action='store_true')
     a = ap.parse_args()
+    if a.self_test:
+        return self_test()
 
     pending = load_pending(a.pending)
     used = set()

@@ -11,3 +11,7 @@ add_test(NAME check_sizes
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_sizes.py
           --root ${PROJECT_SOURCE_DIR}
           --pending ${CMAKE_CURRENT_SOURCE_DIR}/sizes_pending.txt)
+# The counter itself, on samples of known sizes (braces in strings and
+# comments, initializers, extern "C", START_TEST bodies, unbalanced files).
+add_test(NAME check_sizes_counter
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_sizes.py --self-test)
