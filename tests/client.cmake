@@ -2,7 +2,7 @@
 # JSON output, argument parsing, and the library's reply handling against a
 # scripted nng REP socket.
 wave_test(test_client
-  SOURCES test_client.c jsonq.c
+  SOURCES test_client.c test_client_lib.c jsonq.c
   LIBS wvctl waveclient wvcore wvproto nng::nng)
 
 # The fleet coordinator's exact merges against the single-job definitions
