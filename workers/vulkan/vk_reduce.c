@@ -188,7 +188,7 @@ static int vr_push(vr_pieces *ps, VkBuffer buf, VkDeviceSize off,
 }
 
 /* Rows per in-place window: on a GPU as large as the device binds, up to
- * 2^28 rows (as vr_resident_window below), fewer dispatch tails; on a CPU
+ * 2^28 rows (as vr_resident_window, vk_rec.c), fewer dispatch tails; on a CPU
  * driver, and in tests, the staging window's size (lavapipe, 256 MiB
  * region, against the same run's copy path: f32 sum 0.85-0.95 with 2^25-row
  * windows, 1.11-1.17 with 2^22; the integer ops gained either way).  A
