@@ -128,6 +128,104 @@ static int bh_same(const wv_reduce_out *a, const wv_reduce_out *b)
          (a->n_values < 2 || a->bits[1] == b->bits[1]);
 }
 
+/* Import the region's mapping ro into dp (timed); where the driver
+ * refuses the read-only mapping, a read-write mapping of the same memfd.
+ * *base and *tag say which one the in-place figures are of. */
+static int bh_import(wv_device *dp, const uint32_t *ro, int fd, size_t bytes,
+                     uint64_t mib, const uint32_t **base, const char **tag)
+{
+  *base = ro;
+  *tag = "";
+  wave_error e = {0};
+  double t0 = bh_now();
+  int rc = wv_vk_host_register(dp, ro, bytes, &e);
+  double t_reg = bh_now() - t0;
+  if (rc != 0) {
+    printf("import: PROT_READ mapping refused (%s): %s\n",
+           wave_errname(rc), e.message);
+    void *rw = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (rw == MAP_FAILED) {
+      perror("wvbench-vkhost: mmap rw");
+      return 1;
+    }
+    e = (wave_error){0};
+    t0 = bh_now();
+    rc = wv_vk_host_register(dp, rw, bytes, &e);
+    t_reg = bh_now() - t0;
+    if (rc != 0) {
+      printf("import: PROT_READ|PROT_WRITE mapping refused too (%s): %s\n",
+             wave_errname(rc), e.message);
+      return 1;
+    }
+    printf("import: PROT_READ|PROT_WRITE mapping of the same memfd accepted\n");
+    *base = rw;
+    *tag = " (rw mapping)";
+  }
+  printf("import: host_register %" PRIu64 " MiB in %.2f ms (%.1f ms/GiB), "
+         "alignment %" PRIu64 "\n", mib, t_reg * 1e3,
+         t_reg * 1e3 * 1024.0 / (double)mib, (uint64_t)dp->import_align);
+  return 0;
+}
+
+/* One case: checked against the reference, then reps timed jobs on the
+ * copy path (dc) and in place (dp), their medians printed.  *bad is set
+ * on a wrong answer.  Returns 0 to go on with the next case, 1 to stop
+ * (the reps were skipped or one failed), -1 where the bench cannot go on. */
+static int bh_case_run(wv_device *dp, wv_device *dc, const bh_case *bc,
+                       const uint32_t *base, uint64_t region_rows, int reps,
+                       double *tc, double *tp, const char *tag, int *bad)
+{
+  wave_error e = {0};
+  double t0;
+  int rc;
+  uint64_t rows = region_rows - bc->skew;
+  wv_span in = {base + bc->skew, rows};
+  wv_reduce_job job = {.dtype = bc->dt, .op = bc->op, .input = &in,
+                       .n_input = 1, .rows = rows};
+  wv_reduce_out want, oc, op;
+  if (wv_reduce_reference(&job, &want, &e) != 0) {
+    fprintf(stderr, "wvbench-vkhost: reference: %s\n", e.message);
+    return -1;
+  }
+  uint64_t inplace0 = dp->inplace_rows;
+  /* one untimed job each: pipelines, partial buffers */
+  if (wv_vk_reduce(dc, &job, &oc, &e) != 0 ||
+      wv_vk_reduce(dp, &job, &op, &e) != 0) {
+    fprintf(stderr, "wvbench-vkhost: %s: %s\n", bc->label, e.message);
+    return -1;
+  }
+  uint64_t inplace = dp->inplace_rows - inplace0;
+  if (!bh_same(&oc, &want) || !bh_same(&op, &want)) {
+    printf("%s: WRONG: copy %08x %08x, in place %08x %08x, reference "
+           "%08x %08x\n", bc->label, oc.bits[0], oc.bits[1], op.bits[0],
+           op.bits[1], want.bits[0], want.bits[1]);
+    *bad = 1;
+    return 0;
+  }
+  for (int r = 0; r < reps && !*bad; r++) {
+    t0 = bh_now();
+    rc = wv_vk_reduce(dc, &job, &oc, &e);
+    tc[r] = bh_now() - t0;
+    t0 = bh_now();
+    rc |= wv_vk_reduce(dp, &job, &op, &e);
+    tp[r] = bh_now() - t0;
+    if (rc != 0 || !bh_same(&oc, &op)) {
+      printf("%s: rep %d: %s\n", bc->label, r,
+             rc != 0 ? e.message : "the two paths differ");
+      *bad = 1;
+    }
+  }
+  if (*bad)
+    return 1;
+  double mc = bh_median(tc, reps), mp = bh_median(tp, reps);
+  double gb = (double)rows * 4 * 1e-9;
+  printf("%s: copy %.2f ms (%.2f GB/s), in place%s %.2f ms (%.2f GB/s), "
+         "copy/in-place %.2f; %" PRIu64 " of %" PRIu64 " rows in place\n",
+         bc->label, mc * 1e3, gb / mc, tag, mp * 1e3, gb / mp, mc / mp,
+         inplace, rows);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   int index = 0, reps = 5;
@@ -178,36 +276,10 @@ int main(int argc, char **argv)
     sink += ro[i];
   (void)sink;
 
-  const uint32_t *base = ro;
-  const char *tag = "";
-  wave_error e = {0};
-  double t0 = bh_now();
-  int rc = wv_vk_host_register(dp, ro, bytes, &e);
-  double t_reg = bh_now() - t0;
-  if (rc != 0) {
-    printf("import: PROT_READ mapping refused (%s): %s\n",
-           wave_errname(rc), e.message);
-    void *rw = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (rw == MAP_FAILED) {
-      perror("wvbench-vkhost: mmap rw");
-      return 1;
-    }
-    e = (wave_error){0};
-    t0 = bh_now();
-    rc = wv_vk_host_register(dp, rw, bytes, &e);
-    t_reg = bh_now() - t0;
-    if (rc != 0) {
-      printf("import: PROT_READ|PROT_WRITE mapping refused too (%s): %s\n",
-             wave_errname(rc), e.message);
-      return 1;
-    }
-    printf("import: PROT_READ|PROT_WRITE mapping of the same memfd accepted\n");
-    base = rw;
-    tag = " (rw mapping)";
-  }
-  printf("import: host_register %" PRIu64 " MiB in %.2f ms (%.1f ms/GiB), "
-         "alignment %" PRIu64 "\n", mib, t_reg * 1e3,
-         t_reg * 1e3 * 1024.0 / (double)mib, (uint64_t)dp->import_align);
+  const uint32_t *base;
+  const char *tag;
+  if (bh_import(dp, ro, fd, bytes, mib, &base, &tag) != 0)
+    return 1;
 
   int bad = 0;
   double *tc = calloc((size_t)reps, sizeof *tc);
@@ -215,54 +287,14 @@ int main(int argc, char **argv)
   if (tc == NULL || tp == NULL)
     return 1;
   for (size_t c = 0; c < BH_NCASES; c++) {
-    const bh_case *bc = &bh_cases[c];
-    uint64_t rows = region_rows - bc->skew;
-    wv_span in = {base + bc->skew, rows};
-    wv_reduce_job job = {.dtype = bc->dt, .op = bc->op, .input = &in,
-                         .n_input = 1, .rows = rows};
-    wv_reduce_out want, oc, op;
-    if (wv_reduce_reference(&job, &want, &e) != 0) {
-      fprintf(stderr, "wvbench-vkhost: reference: %s\n", e.message);
+    int rc = bh_case_run(dp, dc, &bh_cases[c], base, region_rows, reps, tc,
+                         tp, tag, &bad);
+    if (rc < 0)
       return 1;
-    }
-    uint64_t inplace0 = dp->inplace_rows;
-    /* one untimed job each: pipelines, partial buffers */
-    if (wv_vk_reduce(dc, &job, &oc, &e) != 0 ||
-        wv_vk_reduce(dp, &job, &op, &e) != 0) {
-      fprintf(stderr, "wvbench-vkhost: %s: %s\n", bc->label, e.message);
-      return 1;
-    }
-    uint64_t inplace = dp->inplace_rows - inplace0;
-    if (!bh_same(&oc, &want) || !bh_same(&op, &want)) {
-      printf("%s: WRONG: copy %08x %08x, in place %08x %08x, reference "
-             "%08x %08x\n", bc->label, oc.bits[0], oc.bits[1], op.bits[0],
-             op.bits[1], want.bits[0], want.bits[1]);
-      bad = 1;
-      continue;
-    }
-    for (int r = 0; r < reps && !bad; r++) {
-      t0 = bh_now();
-      rc = wv_vk_reduce(dc, &job, &oc, &e);
-      tc[r] = bh_now() - t0;
-      t0 = bh_now();
-      rc |= wv_vk_reduce(dp, &job, &op, &e);
-      tp[r] = bh_now() - t0;
-      if (rc != 0 || !bh_same(&oc, &op)) {
-        printf("%s: rep %d: %s\n", bc->label, r,
-               rc != 0 ? e.message : "the two paths differ");
-        bad = 1;
-      }
-    }
-    if (bad)
+    if (rc > 0)
       break;
-    double mc = bh_median(tc, reps), mp = bh_median(tp, reps);
-    double gb = (double)rows * 4 * 1e-9;
-    printf("%s: copy %.2f ms (%.2f GB/s), in place%s %.2f ms (%.2f GB/s), "
-           "copy/in-place %.2f; %" PRIu64 " of %" PRIu64 " rows in place\n",
-           bc->label, mc * 1e3, gb / mc, tag, mp * 1e3, gb / mp, mc / mp,
-           inplace, rows);
   }
-  t0 = bh_now();
+  double t0 = bh_now();
   wv_vk_host_unregister(dp, base, bytes);
   printf("import: host_unregister in %.2f ms\n", (bh_now() - t0) * 1e3);
   free(tc);

@@ -42,7 +42,8 @@ target_compile_definitions(test_reload PRIVATE
 
 # Framed requests, streams and shared-memory regions (docs/protocol.md),
 # against the real daemon through libwaveclient and raw nng.
-wave_test(test_bulk SOURCES test_bulk.c bulk_harness.c daemon_harness.c
+wave_test(test_bulk
+  SOURCES test_bulk.c test_bulk_streams.c bulk_harness.c daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_bulk wavedd)
 target_compile_definitions(test_bulk PRIVATE

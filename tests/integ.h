@@ -65,5 +65,7 @@ void wv_it_cleanup_dir(void);
 
 /* integ_hash.c */
 TCase *wv_it_hash_tcase(void);
+/* integ_ctl.c: status, packs, reachability, help (into the wavectl TCase) */
+void wv_it_ctl_add_tests(TCase *t);
 
 #endif

@@ -3,7 +3,7 @@
 # Registered only once the daemon target exists.
 if(TARGET wavedd)
   wave_test(test_integration
-    SOURCES test_integration.c integ_harness.c integ_hash.c jsonq.c
+    SOURCES test_integration.c integ_ctl.c integ_harness.c integ_hash.c jsonq.c
     LIBS waveclient)
   target_compile_definitions(test_integration PRIVATE
     WAVECTL_PATH="$<TARGET_FILE:wavectl>"

@@ -191,183 +191,165 @@ static int bench_batches(wv_device *dev, const wv_pack *p, struct brow *out,
   return fails;
 }
 
-int main(int argc, char **argv)
-{
-  char dir[512];
-  const char *src = getenv("WAVE_SOURCE_DIR");
-  if (argc > 1)
-    snprintf(dir, sizeof dir, "%s", argv[1]);
-  else
-    snprintf(dir, sizeof dir, "%s/config/packs", src ? src : ".");
-  const char *names[] = {"small", "closed", "main"};
-  wv_pack *packs[3];
-  wave_error err;
-  for (int i = 0; i < 3; i++) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s.yaml", dir, names[i]);
-    if (wv_pack_load_file(path, &packs[i], &err) != 0) {
-      fprintf(stderr, "%s: %s\n", path, err.message);
-      return 1;
-    }
-  }
-  wv_pack *mainp = packs[2];
-  if (argc > 2 && strcmp(argv[2], "--profile") == 0) {
-    wv_device_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.name = "cuda0";
-    cfg.backend = "cuda";
-    wv_device *dev;
-    uint64_t *d_o;
-    if (wv_cuda_backend.open(&cfg, &dev, &err) != 0 ||
-        wv_cuda_backend.hash_prepare(dev, mainp, &err) != 0) {
-      fprintf(stderr, "%s\n", err.message);
-      return 1;
-    }
-    CHECK(cudaMalloc((void **)&d_o, (1u << 24) * 8));
-    if (hash_device((gdev *)dev, mainp, 0, 1u << 24, d_o, &err) != 0) {
-      fprintf(stderr, "%s\n", err.message);
-      return 1;
-    }
-    CHECK(cudaDeviceSynchronize());
-    printf("profile: one kernel of 2^24 nonces, pack main\n");
-    wv_cuda_backend.close(dev);
-    return 0;
-  }
-  const uint64_t loads_per_hash = (uint64_t)mainp->loads * mainp->rounds;
-  const uint64_t N = 1ull << 25;
-  uint64_t *h_out = (uint64_t *)malloc(N * 8), *d_out;
-  CHECK(cudaMalloc((void **)&d_out, N * 8));
+/* The kernels side by side: WAVE_CUDA_NVRTC(_UNROLL) as hash_init reads
+ * them at open. */
+struct kcfg {
+  const char *exchange, *kernel, *nvrtc, *unroll, *minblocks;
+  int batches;
+};
+static const kcfg kc[] = {
+    {"auto", "interpreter", "0", "1", "0", 1},
+    {"auto", "nvrtc", "1", "1", "0", 1},
+    {"auto", "nvrtc, round loop", "1", "0", "0", 0},
+    {"auto", "nvrtc, 10 blocks/SM", "1", "1", "10", 0},
+    {"auto", "nvrtc, round loop, 12 blocks/SM", "1", "0", "12", 0},
+    {"local", "interpreter", "0", "1", "0", 0},
+    {"local", "nvrtc", "1", "1", "0", 0},
+};
+#define NK ((int)(sizeof kc / sizeof kc[0]))
 
-  /* The kernels side by side: WAVE_CUDA_NVRTC(_UNROLL) as hash_init reads
-   * them at open. */
-  struct kcfg {
-    const char *exchange, *kernel, *nvrtc, *unroll, *minblocks;
-    int batches;
-  };
-  static const kcfg kc[] = {
-      {"auto", "interpreter", "0", "1", "0", 1},
-      {"auto", "nvrtc", "1", "1", "0", 1},
-      {"auto", "nvrtc, round loop", "1", "0", "0", 0},
-      {"auto", "nvrtc, 10 blocks/SM", "1", "1", "10", 0},
-      {"auto", "nvrtc, round loop, 12 blocks/SM", "1", "0", "12", 0},
-      {"local", "interpreter", "0", "1", "0", 0},
-      {"local", "nvrtc", "1", "1", "0", 0},
-  };
-  const int NK = (int)(sizeof kc / sizeof kc[0]);
-  struct bset {
-    const char *kernel;
-    brow b[4];
-    int n;
-  } bsets[2];
-  int nbsets = 0;
-  struct row {
-    const char *path, *kernel;
-    double kernel_rate, e2e;
-    int selfcheck_ok;
-    char exch[16], reason[200];
-    uint64_t batch;
-  } rows[NK];
+/* hash_batch's rows of one kernel configuration. */
+struct bset {
+  const char *kernel;
+  brow b[4];
+  int n;
+};
+
+/* What one kernel configuration measured. */
+struct krow {
+  const char *path, *kernel;
+  double kernel_rate, e2e;
+  int selfcheck_ok;
+  char exch[16], reason[200];
+  uint64_t batch;
+};
+
+static const char *const names[] = {"small", "closed", "main"};
+
+/* --profile: one kernel of 2^24 nonces of pack main, for a profiler. */
+static int profile(wv_pack *mainp)
+{
+  wave_error err;
+  wv_device_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.name = "cuda0";
+  cfg.backend = "cuda";
+  wv_device *dev;
+  uint64_t *d_o;
+  if (wv_cuda_backend.open(&cfg, &dev, &err) != 0 ||
+      wv_cuda_backend.hash_prepare(dev, mainp, &err) != 0) {
+    fprintf(stderr, "%s\n", err.message);
+    return 1;
+  }
+  CHECK(cudaMalloc((void **)&d_o, (1u << 24) * 8));
+  if (hash_device((gdev *)dev, mainp, 0, 1u << 24, d_o, &err) != 0) {
+    fprintf(stderr, "%s\n", err.message);
+    return 1;
+  }
+  CHECK(cudaDeviceSynchronize());
+  printf("profile: one kernel of 2^24 nonces, pack main\n");
+  wv_cuda_backend.close(dev);
+  return 0;
+}
+
+/* Every pack's self-check on dev, its caps into r, and whether a row that
+ * asked for NVRTC got it.  Returns the number of failures. */
+static int kc_selfcheck(wv_device *dev, const kcfg *k, wv_pack **packs,
+                        krow *r)
+{
+  wave_error err;
   int fails = 0;
-  for (int x = 0; x < NK; x++) {
-    wv_device_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.name = "cuda0";
-    cfg.backend = "cuda";
-    cfg.exchange = kc[x].exchange;
-    setenv("WAVE_CUDA_NVRTC", kc[x].nvrtc, 1);
-    setenv("WAVE_CUDA_NVRTC_UNROLL", kc[x].unroll, 1);
-    setenv("WAVE_CUDA_NVRTC_MINBLOCKS", kc[x].minblocks, 1);
-    wv_device *dev;
-    if (wv_cuda_backend.open(&cfg, &dev, &err) != 0) {
-      fprintf(stderr, "open: %s\n", err.message);
-      return 1;
-    }
-    row *r = &rows[x];
-    r->path = cfg.exchange;
-    r->kernel = kc[x].kernel;
-    r->selfcheck_ok = 1;
-    for (int i = 0; i < 3; i++) {
-      char detail[256];
-      double t0 = now();
-      int rv = wv_pack_selfcheck(&wv_cuda_backend, dev, packs[i], detail,
-                                 sizeof detail, &err);
-      printf("exchange %s, %s: pack %-6s self-check %s (%.2f s): %s\n",
-             cfg.exchange, kc[x].kernel, names[i], rv == 0 ? "ok" : "FAILED", now() - t0,
-             rv == 0 ? detail : err.message);
-      if (rv != 0) {
-        r->selfcheck_ok = 0;
-        fails++;
-      }
-    }
-    wv_caps caps;
-    wv_cuda_backend.caps(dev, &caps);
-    snprintf(r->exch, sizeof r->exch, "%s", caps.exchange);
-    snprintf(r->reason, sizeof r->reason, "%s", caps.exchange_reason);
-    r->batch = caps.hash_batch;
-    printf("caps: %s; exchange %s (%s); hash_batch %llu\n", caps.description,
-           caps.exchange, caps.exchange_reason,
-           (unsigned long long)caps.hash_batch);
-    /* A row that asked for NVRTC must have got it. */
-    if (strcmp(kc[x].nvrtc, "0") != 0 &&
-        strstr(caps.exchange_reason, "kernel: nvrtc") == NULL) {
-      printf("%s: the NVRTC kernel was asked for but not used\n",
-             kc[x].kernel);
+  r->selfcheck_ok = 1;
+  for (int i = 0; i < 3; i++) {
+    char detail[256];
+    double t0 = now();
+    int rv = wv_pack_selfcheck(&wv_cuda_backend, dev, packs[i], detail,
+                               sizeof detail, &err);
+    printf("exchange %s, %s: pack %-6s self-check %s (%.2f s): %s\n",
+           k->exchange, k->kernel, names[i], rv == 0 ? "ok" : "FAILED", now() - t0,
+           rv == 0 ? detail : err.message);
+    if (rv != 0) {
       r->selfcheck_ok = 0;
       fails++;
     }
-
-    gdev *g = (gdev *)dev;
-    for (int i = 0; i < 3; i++) {
-      float ms = median_ms(3, [&] {
-        if (hash_device(g, packs[i], 1000, N, d_out, &err) != 0) {
-          fprintf(stderr, "hash: %s\n", err.message);
-          exit(1);
-        }
-        CHECK(cudaStreamSynchronize(g->compute));
-      });
-      double rate = N / (ms * 1e-3);
-      printf("exchange %s, %s: pack %-6s kernel %.2f ms for 2^25 nonces: "
-             "%.1f M hashes/s\n", cfg.exchange, kc[x].kernel, names[i], ms,
-             rate / 1e6);
-      if (i == 2)
-        r->kernel_rate = rate;
-    }
-    /* End to end: the backend's hash(), outputs into host memory. */
-    std::vector<double> t;
-    for (int rep = 0; rep < 4; rep++) {
-      double a = now();
-      if (wv_cuda_backend.hash(dev, mainp, 1000, N, h_out, &err) != 0) {
-        fprintf(stderr, "hash: %s\n", err.message);
-        return 1;
-      }
-      if (rep > 0)
-        t.push_back(now() - a);
-    }
-    std::sort(t.begin(), t.end());
-    r->e2e = N / t[t.size() / 2];
-    /* Spot-check outputs of the timed range against the CPU. */
-    for (uint64_t k = 0; k < 64; k++) {
-      uint64_t i = (k * 0x9e3779b97f4a7c15ull) % N, want;
-      if (wv_hash_verify(mainp, 1000 + i, &want, &err) != 0 ||
-          want != h_out[i]) {
-        printf("exchange %s, %s: nonce %llu differs from the CPU\n",
-               cfg.exchange, kc[x].kernel, (unsigned long long)(1000 + i));
-        fails++;
-        break;
-      }
-    }
-    printf("exchange %s, %s: pack main end to end %.1f M hashes/s\n",
-           cfg.exchange, kc[x].kernel, r->e2e / 1e6);
-    if (kc[x].batches) {
-      bset *bs = &bsets[nbsets++];
-      bs->kernel = kc[x].kernel;
-      bs->n = 0;
-      fails += bench_batches(dev, mainp, bs->b, &bs->n);
-    }
-    wv_cuda_backend.close(dev);
   }
+  wv_caps caps;
+  wv_cuda_backend.caps(dev, &caps);
+  snprintf(r->exch, sizeof r->exch, "%s", caps.exchange);
+  snprintf(r->reason, sizeof r->reason, "%s", caps.exchange_reason);
+  r->batch = caps.hash_batch;
+  printf("caps: %s; exchange %s (%s); hash_batch %llu\n", caps.description,
+         caps.exchange, caps.exchange_reason,
+         (unsigned long long)caps.hash_batch);
+  /* A row that asked for NVRTC must have got it. */
+  if (strcmp(k->nvrtc, "0") != 0 &&
+      strstr(caps.exchange_reason, "kernel: nvrtc") == NULL) {
+    printf("%s: the NVRTC kernel was asked for but not used\n", k->kernel);
+    r->selfcheck_ok = 0;
+    fails++;
+  }
+  return fails;
+}
 
-  /* The roofline over a 1 GiB buffer like main's dataset. */
+/* The kernel's rate on every pack (n nonces into d_out), and pack main end
+ * to end through hash() into h_out, spot-checked against the CPU.  Returns
+ * the number of failures, -1 where hash() failed. */
+static int kc_rates(wv_device *dev, const kcfg *k, wv_pack **packs,
+                    uint64_t N, uint64_t *h_out, uint64_t *d_out, krow *r)
+{
+  wave_error err;
+  wv_pack *mainp = packs[2];
+  int fails = 0;
+  gdev *g = (gdev *)dev;
+  for (int i = 0; i < 3; i++) {
+    float ms = median_ms(3, [&] {
+      if (hash_device(g, packs[i], 1000, N, d_out, &err) != 0) {
+        fprintf(stderr, "hash: %s\n", err.message);
+        exit(1);
+      }
+      CHECK(cudaStreamSynchronize(g->compute));
+    });
+    double rate = N / (ms * 1e-3);
+    printf("exchange %s, %s: pack %-6s kernel %.2f ms for 2^25 nonces: "
+           "%.1f M hashes/s\n", k->exchange, k->kernel, names[i], ms,
+           rate / 1e6);
+    if (i == 2)
+      r->kernel_rate = rate;
+  }
+  /* End to end: the backend's hash(), outputs into host memory. */
+  std::vector<double> t;
+  for (int rep = 0; rep < 4; rep++) {
+    double a = now();
+    if (wv_cuda_backend.hash(dev, mainp, 1000, N, h_out, &err) != 0) {
+      fprintf(stderr, "hash: %s\n", err.message);
+      return -1;
+    }
+    if (rep > 0)
+      t.push_back(now() - a);
+  }
+  std::sort(t.begin(), t.end());
+  r->e2e = N / t[t.size() / 2];
+  /* Spot-check outputs of the timed range against the CPU. */
+  for (uint64_t j = 0; j < 64; j++) {
+    uint64_t i = (j * 0x9e3779b97f4a7c15ull) % N, want;
+    if (wv_hash_verify(mainp, 1000 + i, &want, &err) != 0 ||
+        want != h_out[i]) {
+      printf("exchange %s, %s: nonce %llu differs from the CPU\n",
+             k->exchange, k->kernel, (unsigned long long)(1000 + i));
+      fails++;
+      break;
+    }
+  }
+  printf("exchange %s, %s: pack main end to end %.1f M hashes/s\n",
+         k->exchange, k->kernel, r->e2e / 1e6);
+  return fails;
+}
+
+/* The roofline over a 1 GiB buffer like main's dataset: random 8-byte
+ * loads per second, and the hash rate they allow. */
+static void roofline(const wv_pack *mainp, double *lps_out, double *roof_out)
+{
+  const uint64_t loads_per_hash = (uint64_t)mainp->loads * mainp->rounds;
   uint64_t items = mainp->dataset_items, *d_set, *sink;
   CHECK(cudaMalloc((void **)&d_set, items * 8));
   CHECK(cudaMalloc((void **)&sink, 8));
@@ -384,13 +366,20 @@ int main(int argc, char **argv)
          "hashes/s at %llu loads/hash\n", lps / 1e9,
          (unsigned long long)(items * 8 >> 20), roof / 1e6,
          (unsigned long long)loads_per_hash);
+  *lps_out = lps;
+  *roof_out = roof;
+}
 
+/* The summary table and the kernels' notes. */
+static void print_table(const krow *rows, const bset *bsets, int nbsets,
+                        double lps, double roof, uint64_t loads_per_hash)
+{
   printf("\n| hash (pack main) | M hashes/s | G loads/s | vs roofline |\n");
   printf("|---|---|---|---|\n");
   printf("| random-load roofline | %.1f | %.1f | 1.00 |\n", roof / 1e6,
          lps / 1e9);
   for (int x = 0; x < NK; x++) {
-    const row *r = &rows[x];
+    const krow *r = &rows[x];
     printf("| %s (%s), %s, kernel | %.1f | %.1f | %.2f |\n", r->exch,
            r->path, r->kernel, r->kernel_rate / 1e6,
            r->kernel_rate * loads_per_hash / 1e9, r->kernel_rate / roof);
@@ -418,6 +407,72 @@ int main(int argc, char **argv)
   if (rows[1].kernel_rate > 0 && rows[0].kernel_rate > 0)
     printf("nvrtc / interpreter, shuffle path, kernel: %.3f\n",
            rows[1].kernel_rate / rows[0].kernel_rate);
+}
+
+int main(int argc, char **argv)
+{
+  char dir[512];
+  const char *src = getenv("WAVE_SOURCE_DIR");
+  if (argc > 1)
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+  else
+    snprintf(dir, sizeof dir, "%s/config/packs", src ? src : ".");
+  wv_pack *packs[3];
+  wave_error err;
+  for (int i = 0; i < 3; i++) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.yaml", dir, names[i]);
+    if (wv_pack_load_file(path, &packs[i], &err) != 0) {
+      fprintf(stderr, "%s: %s\n", path, err.message);
+      return 1;
+    }
+  }
+  wv_pack *mainp = packs[2];
+  if (argc > 2 && strcmp(argv[2], "--profile") == 0)
+    return profile(mainp);
+  const uint64_t loads_per_hash = (uint64_t)mainp->loads * mainp->rounds;
+  const uint64_t N = 1ull << 25;
+  uint64_t *h_out = (uint64_t *)malloc(N * 8), *d_out;
+  CHECK(cudaMalloc((void **)&d_out, N * 8));
+
+  bset bsets[2];
+  int nbsets = 0;
+  krow rows[NK];
+  int fails = 0;
+  for (int x = 0; x < NK; x++) {
+    wv_device_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.name = "cuda0";
+    cfg.backend = "cuda";
+    cfg.exchange = kc[x].exchange;
+    setenv("WAVE_CUDA_NVRTC", kc[x].nvrtc, 1);
+    setenv("WAVE_CUDA_NVRTC_UNROLL", kc[x].unroll, 1);
+    setenv("WAVE_CUDA_NVRTC_MINBLOCKS", kc[x].minblocks, 1);
+    wv_device *dev;
+    if (wv_cuda_backend.open(&cfg, &dev, &err) != 0) {
+      fprintf(stderr, "open: %s\n", err.message);
+      return 1;
+    }
+    krow *r = &rows[x];
+    r->path = cfg.exchange;
+    r->kernel = kc[x].kernel;
+    fails += kc_selfcheck(dev, &kc[x], packs, r);
+    int rf = kc_rates(dev, &kc[x], packs, N, h_out, d_out, r);
+    if (rf < 0)
+      return 1;
+    fails += rf;
+    if (kc[x].batches) {
+      bset *bs = &bsets[nbsets++];
+      bs->kernel = kc[x].kernel;
+      bs->n = 0;
+      fails += bench_batches(dev, mainp, bs->b, &bs->n);
+    }
+    wv_cuda_backend.close(dev);
+  }
+
+  double lps, roof;
+  roofline(mainp, &lps, &roof);
+  print_table(rows, bsets, nbsets, lps, roof, loads_per_hash);
   for (int i = 0; i < 3; i++)
     wv_pack_free(packs[i]);
   printf("hash bench: %s\n", fails ? "FAILURES" : "ok");

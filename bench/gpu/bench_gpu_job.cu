@@ -177,6 +177,40 @@ template <typename F> static double median_s(int reps, F fn)
   return t[t.size() / 2];
 }
 
+/* Latency of a tiny job: 1024 rows of pageable end to end, vs CUB sum of
+ * 1024 device-resident values (dbuf) + 4-byte copy back + sync.  Returns
+ * the job's check (1: mismatch). */
+static int small_job(wv_device *dev, uint32_t *pageable, void *dbuf,
+                     double *t_job, double *t_cub)
+{
+  wave_error err;
+  wv_span small = {pageable, 1024};
+  wv_reduce_job sj;
+  memset(&sj, 0, sizeof sj);
+  sj.dtype = WAVE_U32;
+  sj.op = WAVE_SUM;
+  sj.input = &small;
+  sj.n_input = 1;
+  sj.rows = 1024;
+  wv_reduce_out so;
+  *t_job = median_s(200, [&] {
+    if (wv_cuda_backend.reduce(dev, &sj, &so, &err) != 0)
+      exit(1);
+  });
+  void *tmp = NULL;
+  size_t tb = 0;
+  uint32_t *dout, hout;
+  CHECK(cudaMalloc((void **)&dout, 4));
+  CHECK(cub::DeviceReduce::Sum(NULL, tb, (uint32_t *)dbuf, dout, 1024));
+  CHECK(cudaMalloc(&tmp, tb));
+  *t_cub = median_s(200, [&] {
+    size_t b = tb;
+    CHECK(cub::DeviceReduce::Sum(tmp, b, (uint32_t *)dbuf, dout, 1024));
+    CHECK(cudaMemcpy(&hout, dout, 4, cudaMemcpyDeviceToHost));
+  });
+  return run_check(dev, &sj, "small job");
+}
+
 int main(int argc, char **argv)
 {
   int check_only = argc > 1 && strcmp(argv[1], "--check") == 0;
@@ -267,33 +301,8 @@ int main(int argc, char **argv)
       fflush(stdout);
     }
 
-  /* Latency of a tiny job: 1024 rows end to end, vs CUB sum of 1024
-   * device-resident values + 4-byte copy back + sync. */
-  wv_span small = {pageable, 1024};
-  wv_reduce_job sj;
-  memset(&sj, 0, sizeof sj);
-  sj.dtype = WAVE_U32;
-  sj.op = WAVE_SUM;
-  sj.input = &small;
-  sj.n_input = 1;
-  sj.rows = 1024;
-  wv_reduce_out so;
-  double t_job = median_s(200, [&] {
-    if (wv_cuda_backend.reduce(dev, &sj, &so, &err) != 0)
-      exit(1);
-  });
-  void *tmp = NULL;
-  size_t tb = 0;
-  uint32_t *dout, hout;
-  CHECK(cudaMalloc((void **)&dout, 4));
-  CHECK(cub::DeviceReduce::Sum(NULL, tb, (uint32_t *)dbuf, dout, 1024));
-  CHECK(cudaMalloc(&tmp, tb));
-  double t_cub = median_s(200, [&] {
-    size_t b = tb;
-    CHECK(cub::DeviceReduce::Sum(tmp, b, (uint32_t *)dbuf, dout, 1024));
-    CHECK(cudaMemcpy(&hout, dout, 4, cudaMemcpyDeviceToHost));
-  });
-  fails += run_check(dev, &sj, "small job");
+  double t_job, t_cub;
+  fails += small_job(dev, pageable, dbuf, &t_job, &t_cub);
   printf("1024-row job: %.1f us end to end (host data); CUB sum of 1024 "
          "device values + copy back: %.1f us\n", t_job * 1e6, t_cub * 1e6);
 

@@ -116,6 +116,72 @@ struct row {
   int ok;
 };
 
+/* CUB's output and its temporary storage, sized for the largest of the
+ * three reductions over TOTAL rows. */
+static void cub_setup(const uint32_t *du, const uint32_t *df, void **tmp,
+                      size_t *bytes, uint32_t **out)
+{
+  void *cub_tmp = NULL;
+  size_t cub_bytes = 0, b1 = 0, b2 = 0, b3 = 0;
+  uint32_t *cub_out;
+  CHECK(cudaMalloc((void **)&cub_out, 64));
+  CHECK(cub::DeviceReduce::Sum(NULL, b1, du, cub_out, (int)TOTAL));
+  CHECK(cub::DeviceReduce::Max(NULL, b2, du, cub_out, (int)TOTAL));
+  CHECK(cub::DeviceReduce::Sum(NULL, b3, (const float *)df, (float *)cub_out,
+                               (int)TOTAL));
+  cub_bytes = std::max(b1, std::max(b2, b3));
+  CHECK(cudaMalloc(&cub_tmp, cub_bytes));
+  *tmp = cub_tmp;
+  *bytes = cub_bytes;
+  *out = cub_out;
+}
+
+/* Check window 0 (rows base[0 .. n)): ours against CUB (integers) or the
+ * CPU tree (the float sum, up to 2^24 rows).  1 equal, 0 different, -1 not
+ * checked, -2 the reference failed. */
+static int check_window(reducer *red, unsigned k, int opi,
+                        const uint32_t *base, uint64_t n, void *cub_tmp,
+                        size_t cub_bytes, uint32_t *cub_out)
+{
+  wave_dtype dt = opi == 2 ? WAVE_F32 : WAVE_U32;
+  wave_op op = opi == 1 ? WAVE_MAX : WAVE_SUM;
+  CHECK(reduce_device(red, dt, op, base, NULL, n, 0));
+  result res;
+  CHECK(cudaMemcpy(&res, red->res, sizeof res, cudaMemcpyDeviceToHost));
+  wv_reduce_out got;
+  decode_result(dt, op, &res, n, &got);
+  int ok = -1; /* not checked */
+  if (opi < 2) {
+    size_t tb = cub_bytes;
+    if (opi == 0)
+      CHECK(cub::DeviceReduce::Sum(cub_tmp, tb, base, cub_out, (int)n));
+    else
+      CHECK(cub::DeviceReduce::Max(cub_tmp, tb, base, cub_out, (int)n));
+    uint32_t want;
+    CHECK(cudaMemcpy(&want, cub_out, 4, cudaMemcpyDeviceToHost));
+    ok = got.bits[0] == want;
+  } else if (k <= 24) {
+    std::vector<uint32_t> h(n);
+    CHECK(cudaMemcpy(h.data(), base, n * 4, cudaMemcpyDeviceToHost));
+    wv_span sp = {h.data(), n};
+    wv_reduce_job job;
+    memset(&job, 0, sizeof job);
+    job.dtype = dt;
+    job.op = op;
+    job.input = &sp;
+    job.n_input = 1;
+    job.rows = n;
+    wv_reduce_out want;
+    wave_error err;
+    if (wv_reduce_reference(&job, &want, &err) != 0) {
+      fprintf(stderr, "reference: %s\n", err.message);
+      return -2;
+    }
+    ok = want.bits[0] == got.bits[0];
+  }
+  return ok;
+}
+
 int main(int argc, char **argv)
 {
   unsigned lo = argc > 1 ? (unsigned)atoi(argv[1]) : 10;
@@ -141,16 +207,10 @@ int main(int argc, char **argv)
   /* Room for the largest f32 job up front (no allocation while timing). */
   CHECK(reducer_reserve(&red, TOTAL / WVG_TILE_ROWS, TOTAL / WVG_PIECE_ROWS,
                         TOTAL / WVG_PIECE_ROWS, 1));
-  void *cub_tmp = NULL;
-  size_t cub_bytes = 0, b1 = 0, b2 = 0, b3 = 0;
+  void *cub_tmp;
+  size_t cub_bytes;
   uint32_t *cub_out;
-  CHECK(cudaMalloc((void **)&cub_out, 64));
-  CHECK(cub::DeviceReduce::Sum(NULL, b1, du, cub_out, (int)TOTAL));
-  CHECK(cub::DeviceReduce::Max(NULL, b2, du, cub_out, (int)TOTAL));
-  CHECK(cub::DeviceReduce::Sum(NULL, b3, (const float *)df, (float *)cub_out,
-                               (int)TOTAL));
-  cub_bytes = std::max(b1, std::max(b2, b3));
-  CHECK(cudaMalloc(&cub_tmp, cub_bytes));
+  cub_setup(du, df, &cub_tmp, &cub_bytes, &cub_out);
 
   timer t;
   std::vector<row> rows;
@@ -180,40 +240,10 @@ int main(int argc, char **argv)
                                        (float *)cub_out, (int)n));
       });
       /* Check window 0: ours against CUB (integers) or the CPU tree. */
-      CHECK(reduce_device(&red, dt, op, base, NULL, n, 0));
-      result res;
-      CHECK(cudaMemcpy(&res, red.res, sizeof res, cudaMemcpyDeviceToHost));
-      wv_reduce_out got;
-      decode_result(dt, op, &res, n, &got);
-      int ok = -1; /* not checked */
-      if (opi < 2) {
-        size_t tb = cub_bytes;
-        if (opi == 0)
-          CHECK(cub::DeviceReduce::Sum(cub_tmp, tb, base, cub_out, (int)n));
-        else
-          CHECK(cub::DeviceReduce::Max(cub_tmp, tb, base, cub_out, (int)n));
-        uint32_t want;
-        CHECK(cudaMemcpy(&want, cub_out, 4, cudaMemcpyDeviceToHost));
-        ok = got.bits[0] == want;
-      } else if (k <= 24) {
-        std::vector<uint32_t> h(n);
-        CHECK(cudaMemcpy(h.data(), base, n * 4, cudaMemcpyDeviceToHost));
-        wv_span sp = {h.data(), n};
-        wv_reduce_job job;
-        memset(&job, 0, sizeof job);
-        job.dtype = dt;
-        job.op = op;
-        job.input = &sp;
-        job.n_input = 1;
-        job.rows = n;
-        wv_reduce_out want;
-        wave_error err;
-        if (wv_reduce_reference(&job, &want, &err) != 0) {
-          fprintf(stderr, "reference: %s\n", err.message);
-          return 1;
-        }
-        ok = want.bits[0] == got.bits[0];
-      }
+      int ok = check_window(&red, k, opi, base, n, cub_tmp, cub_bytes,
+                            cub_out);
+      if (ok == -2)
+        return 1;
       if (ok == 0)
         all_ok = 0;
       row rw = {k, name, ours, cub, cub / ours, n * 4 / (ours * 1e3), ok};

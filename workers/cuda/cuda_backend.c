@@ -1,6 +1,7 @@
 /* cuda_backend.c - the CUDA backend's vtable.  The work is in the .cu files
  * of this folder (also compiled by hipcc for workers/hip): gpu_device.cu
- * (device, staging, reductions), gpu_reduce.cu (reduction kernels),
+ * (device, staging, reductions), gpu_pool.cu (the staging copy threads),
+ * gpu_reduce.cu (reduction kernels), gpu_reducer.cu (their host side),
  * gpu_hash.cu (lottery hash), gpu_seg.cu (hash batches folded on the
  * device).  docs/backends.md describes what it does. */
 #include "workers/worker.h"

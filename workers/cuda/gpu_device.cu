@@ -2,10 +2,10 @@
  * reductions of jobs whose rows are in host memory.
  *
  * A job's rows are cut into slices of at most 2^24 rows.  Each slice is
- * copied into one of two pinned staging buffers (by a few helper threads:
- * one core copies far slower than a pinned DMA moves), sent to the device
- * on the copy stream and reduced on the compute stream, so that filling
- * slice k+1, copying slice k and reducing slice k-1 overlap.  Rows already
+ * copied into one of two pinned staging buffers (by a few helper threads,
+ * gpu_pool.cu: one core copies far slower than a pinned DMA moves), sent
+ * to the device on the copy stream and reduced on the compute stream, so
+ * that filling slice k+1, copying slice k and reducing slice k-1 overlap.  Rows already
  * in pinned memory skip the host copy and are sent directly.  Nothing is
  * read back until the job's one small result.
  *
@@ -51,116 +51,6 @@ int dev_fail(wave_error *err, const char *what, cudaError_t e)
     if (e_ != cudaSuccess)                                                     \
       return dev_fail(err, #call, e_);                                         \
   } while (0)
-
-/* ---- the copy pool ------------------------------------------------------- */
-
-/* Participant `part` of `parts` copies its share of the concatenated
- * bytes of ops. */
-static void pool_share(const copy_op *ops, size_t nops, size_t total,
-                       int part, int parts)
-{
-  size_t lo = total * part / parts, hi = total * (part + 1) / parts, at = 0;
-  for (size_t i = 0; i < nops && at < hi; i++) {
-    size_t a = at, b = at + ops[i].len;
-    at = b;
-    if (b <= lo)
-      continue;
-    size_t s = a < lo ? lo - a : 0, e = (b > hi ? hi : b) - a;
-    memcpy((char *)ops[i].dst + s, (const char *)ops[i].src + s, e - s);
-  }
-}
-
-struct pool_arg {
-  copy_pool *p;
-  int part;
-};
-
-static void *pool_main(void *v)
-{
-  pool_arg *a = (pool_arg *)v;
-  copy_pool *p = a->p;
-  int part = a->part;
-  free(a);
-  unsigned long seen = 0;
-  pthread_mutex_lock(&p->mu);
-  for (;;) {
-    while (!p->stop && p->gen == seen)
-      pthread_cond_wait(&p->go, &p->mu);
-    if (p->stop)
-      break;
-    seen = p->gen;
-    const copy_op *ops = p->ops;
-    size_t nops = p->nops, total = p->total;
-    pthread_mutex_unlock(&p->mu);
-    pool_share(ops, nops, total, part, p->nthreads + 1);
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0)
-      pthread_cond_signal(&p->done);
-  }
-  pthread_mutex_unlock(&p->mu);
-  return NULL;
-}
-
-int pool_start(copy_pool *p, int nthreads)
-{
-  memset(p, 0, sizeof *p);
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->go, NULL);
-  pthread_cond_init(&p->done, NULL);
-  if (nthreads > 16)
-    nthreads = 16;
-  for (int i = 0; i < nthreads; i++) {
-    pool_arg *a = (pool_arg *)malloc(sizeof *a);
-    if (a == NULL)
-      break;
-    a->p = p;
-    a->part = i + 1;
-    if (pthread_create(&p->th[i], NULL, pool_main, a) != 0) {
-      free(a);
-      break;
-    }
-    p->nthreads++;
-  }
-  return 0;
-}
-
-void pool_stop(copy_pool *p)
-{
-  pthread_mutex_lock(&p->mu);
-  p->stop = 1;
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  for (int i = 0; i < p->nthreads; i++)
-    pthread_join(p->th[i], NULL);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->go);
-  pthread_cond_destroy(&p->done);
-}
-
-void pool_copy(copy_pool *p, const copy_op *ops, size_t nops)
-{
-  size_t total = 0;
-  for (size_t i = 0; i < nops; i++)
-    total += ops[i].len;
-  /* Waking helpers costs more than copying a few hundred KiB. */
-  if (p->nthreads == 0 || total < (512u << 10)) {
-    pool_share(ops, nops, total, 0, 1);
-    return;
-  }
-  pthread_mutex_lock(&p->mu);
-  p->ops = ops;
-  p->nops = nops;
-  p->total = total;
-  p->pending = p->nthreads;
-  p->gen++;
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
-  pool_share(ops, nops, total, 0, p->nthreads + 1);
-  pthread_mutex_lock(&p->mu);
-  while (p->pending > 0)
-    pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
-}
 
 /* ---- open / close / caps ------------------------------------------------- */
 
@@ -502,6 +392,38 @@ static int reduce_int(gdev *g, const wv_reduce_job *job, int kop, int key,
   return 0;
 }
 
+/* After a float sum's last slice: where there is more than one piece,
+ * k_finish folds the pieces into chunk values (seg_first: each chunk's
+ * first piece, sent to the device) and those into the result. */
+static int fsum_finish(gdev *g, const std::vector<uint32_t> &seg_first,
+                       uint32_t nchunks, uint64_t total_pieces,
+                       wave_error *err)
+{
+  reducer *r = &g->red;
+  if (total_pieces <= 1)
+    return 0;
+  const uint32_t *dseg = NULL;
+  if (nchunks > 1) {
+    if (g->h_seg_cap < (size_t)nchunks + 1) {
+      if (g->h_seg != NULL)
+        (void)cudaFreeHost(g->h_seg);
+      g->h_seg = NULL;
+      g->h_seg_cap = 0;
+      CK(cudaHostAlloc((void **)&g->h_seg, ((size_t)nchunks + 1) * 4,
+                       cudaHostAllocDefault));
+      g->h_seg_cap = (size_t)nchunks + 1;
+    }
+    memcpy(g->h_seg, seg_first.data(), (size_t)nchunks * 4);
+    g->h_seg[nchunks] = (uint32_t)total_pieces;
+    CK(cudaMemcpyAsync(r->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
+                       cudaMemcpyHostToDevice, g->compute));
+    dseg = r->seg;
+  }
+  CK(launch_finish(r, dseg, dseg ? nchunks : 1, (uint32_t)total_pieces,
+                   g->compute));
+  return 0;
+}
+
 static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
 {
   /* Pieces per chunk, and the chunks that have rows. */
@@ -600,29 +522,7 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
   }
   if ((rv = send(true)) != 0)
     return rv;
-
-  if (total_pieces > 1) {
-    const uint32_t *dseg = NULL;
-    if (nchunks > 1) {
-      if (g->h_seg_cap < (size_t)nchunks + 1) {
-        if (g->h_seg != NULL)
-          (void)cudaFreeHost(g->h_seg);
-        g->h_seg = NULL;
-        g->h_seg_cap = 0;
-        CK(cudaHostAlloc((void **)&g->h_seg, ((size_t)nchunks + 1) * 4,
-                         cudaHostAllocDefault));
-        g->h_seg_cap = (size_t)nchunks + 1;
-      }
-      memcpy(g->h_seg, seg_first.data(), (size_t)nchunks * 4);
-      g->h_seg[nchunks] = (uint32_t)total_pieces;
-      CK(cudaMemcpyAsync(r->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
-                         cudaMemcpyHostToDevice, g->compute));
-      dseg = r->seg;
-    }
-    CK(launch_finish(r, dseg, dseg ? nchunks : 1, (uint32_t)total_pieces,
-                     g->compute));
-  }
-  return 0;
+  return fsum_finish(g, seg_first, nchunks, total_pieces, err);
 }
 
 static int dev_reduce(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,

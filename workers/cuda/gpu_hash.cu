@@ -500,6 +500,35 @@ static int jit_crosscheck(gdev *g, hpack *hp, int *ok, char *why,
   return 0;
 }
 
+/* Measure a pack's rate once (2^21 nonces) so that the batch size keeps
+ * a batch near 100 ms; the slowest pack sets it. */
+static int hash_measure(gdev *g, hpack *php, wave_error *err)
+{
+  int rv;
+  cudaEvent_t t0, t1;
+  CK(cudaEventCreateWithFlags(&t0, cudaEventDefault));
+  CK(cudaEventCreateWithFlags(&t1, cudaEventDefault));
+  const uint64_t trial = 1u << 21;
+  uint64_t *d_out = (uint64_t *)g->slots[0].d;
+  CK(cudaEventSynchronize(g->slots[0].copied));
+  CK(cudaEventSynchronize(g->slots[0].done));
+  CK(cudaEventRecord(t0, g->compute));
+  if ((rv = hash_launch(g, php, 0, trial, d_out, err)) != 0)
+    return rv;
+  CK(cudaEventRecord(t1, g->compute));
+  CK(cudaEventSynchronize(t1));
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, t0, t1));
+  (void)cudaEventDestroy(t0);
+  (void)cudaEventDestroy(t1);
+  if (ms > 0) {
+    double rate = trial / (ms * 1e-3);
+    if (g->hash_rate == 0 || rate < g->hash_rate)
+      g->hash_rate = rate;
+  }
+  return 0;
+}
+
 int hash_prepare(gdev *g, const wv_pack *p, wave_error *err)
 {
   if (hash_find(g, p) != NULL)
@@ -597,30 +626,7 @@ int hash_prepare(gdev *g, const wv_pack *p, wave_error *err)
                "kernel: interpreter (pack %.40s: %.60s)", p->name, why);
     }
   }
-  /* Measure this pack's rate once (2^21 nonces) so that the batch size
-   * keeps a batch near 100 ms; the slowest pack sets it. */
-  cudaEvent_t t0, t1;
-  CK(cudaEventCreateWithFlags(&t0, cudaEventDefault));
-  CK(cudaEventCreateWithFlags(&t1, cudaEventDefault));
-  const uint64_t trial = 1u << 21;
-  uint64_t *d_out = (uint64_t *)g->slots[0].d;
-  CK(cudaEventSynchronize(g->slots[0].copied));
-  CK(cudaEventSynchronize(g->slots[0].done));
-  CK(cudaEventRecord(t0, g->compute));
-  if ((rv = hash_launch(g, php, 0, trial, d_out, err)) != 0)
-    return rv;
-  CK(cudaEventRecord(t1, g->compute));
-  CK(cudaEventSynchronize(t1));
-  float ms = 0;
-  CK(cudaEventElapsedTime(&ms, t0, t1));
-  (void)cudaEventDestroy(t0);
-  (void)cudaEventDestroy(t1);
-  if (ms > 0) {
-    double rate = trial / (ms * 1e-3);
-    if (g->hash_rate == 0 || rate < g->hash_rate)
-      g->hash_rate = rate;
-  }
-  return 0;
+  return hash_measure(g, php, err);
 }
 
 int hash_run(gdev *g, const wv_pack *p, uint64_t nonce, uint64_t count,

@@ -40,6 +40,14 @@ extern "C" {
 #define WVG_TILE_BLOCKS 8u              /* blocks per tile, 32 groups each */
 #define WVG_BLOCK 256u                  /* threads per block, every kernel */
 
+/* Return a runtime error from a function that returns cudaError_t. */
+#define WVG_TRY(call)                                                          \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess)                                                     \
+      return e_;                                                               \
+  } while (0)
+
 namespace WVG_NS {
 
 /* A tile of the float sum: rows [buf_row, buf_row + rows) of the slot's
@@ -89,6 +97,9 @@ struct reducer {
   float *scratch;             /* finish: chunk values, 2 x nchunks */
   size_t scratch_cap;
 };
+
+/* kernel_op, reducer_fini, reducer_reserve and decode_result are in
+ * gpu_reducer.cu; reducer_init and the launches in gpu_reduce.cu. */
 
 /* Turn (dtype, op) into the kernel's op and key. */
 void kernel_op(wave_dtype d, wave_op op, int *kop_out, int *key_out);
@@ -215,6 +226,7 @@ struct gdev {
 /* A CUDA error as a wavedd error: WAVE_EDEVICE with the runtime's text. */
 int dev_fail(wave_error *err, const char *what, cudaError_t e);
 
+/* The staging copy threads (gpu_pool.cu). */
 int pool_start(copy_pool *p, int nthreads);
 void pool_stop(copy_pool *p);
 void pool_copy(copy_pool *p, const copy_op *ops, size_t nops);

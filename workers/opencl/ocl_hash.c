@@ -364,6 +364,87 @@ int wv_ocl_hash(wv_device *d, const wv_pack *p, uint64_t nonce,
 
 /* ---- the device fold ----------------------------------------------------- */
 
+/* The host's part of a fold: the best over the blocks' bests, the winner
+ * count, and first[i], block i's first winner slot; [*b0, *b1) are the
+ * blocks with winners that still fit.  Returns the piece's winner count
+ * (also added to b->winner_count). */
+static uint64_t oh_fold_best(wv_hash_batch *b, uint64_t lo, uint64_t n,
+                             cl_uint nb, const uint32_t *cnt,
+                             const uint64_t *best, uint32_t *first,
+                             cl_uint *b0, cl_uint *b1)
+{
+  uint64_t wc = 0;
+  *b0 = nb;
+  *b1 = 0;
+  for (cl_uint i = 0; i < nb; i++) {
+    uint64_t o = best[2 * i], idx = best[2 * i + 1];
+    if (idx < n && (o < b->best_output ||
+                    (o == b->best_output && lo + idx < b->best_nonce))) {
+      b->best_output = o;
+      b->best_nonce = lo + idx;
+    }
+    uint64_t at = b->n_winners + wc;
+    first[i] = at < b->max_winners ? (uint32_t)at : (uint32_t)b->max_winners;
+    if (cnt[i] > 0 && at < b->max_winners) {
+      if (*b0 == nb)
+        *b0 = i;
+      *b1 = i + 1;
+    }
+    wc += cnt[i];
+  }
+  b->winner_count += wc;
+  return wc;
+}
+
+/* The winners of blocks [b0, b1) of the piece [lo, lo + n) in s->out,
+ * collected on the device into their slots and appended to b (wc: the
+ * piece's winner count). */
+static int oh_fold_winners(wv_device *d, wv_hash_batch *b, uint64_t lo,
+                           uint64_t n, cl_uint nb, const uint32_t *first,
+                           cl_uint b0, cl_uint b1, uint64_t wc,
+                           wave_error *err)
+{
+  oh_state *s = d->hash_state;
+  cl_uint cn = (cl_uint)n;
+  cl_ulong tg = b->target;
+  cl_uint mw = (cl_uint)b->max_winners;
+  int rv;
+  if ((rv = wv_ocl_buf_reserve(d, &s->win, b->max_winners * 16, err)) != 0)
+    return rv;
+  cl_int e = clEnqueueWriteBuffer(d->q, s->first.mem, CL_FALSE, 0,
+                                  (size_t)nb * 4, first, 0, NULL, NULL);
+  if (e != CL_SUCCESS)
+    return wv_ocl_fail(err, e, "clEnqueueWriteBuffer(first)");
+  cl_kernel kw = d->k[WV_OCL_FOLD_WINNERS];
+  clSetKernelArg(kw, 0, sizeof s->out.mem, &s->out.mem);
+  clSetKernelArg(kw, 1, sizeof cn, &cn);
+  clSetKernelArg(kw, 2, sizeof tg, &tg);
+  clSetKernelArg(kw, 3, sizeof b0, &b0);
+  clSetKernelArg(kw, 4, sizeof s->first.mem, &s->first.mem);
+  clSetKernelArg(kw, 5, sizeof mw, &mw);
+  clSetKernelArg(kw, 6, sizeof s->win.mem, &s->win.mem);
+  if ((rv = wv_ocl_launch(d, kw, (size_t)(b1 - b0) * 256, 256, NULL, err)))
+    return rv;
+  uint64_t nw = b->n_winners + wc < b->max_winners ? wc
+                                                   : b->max_winners - b->n_winners;
+  uint64_t *w = malloc((size_t)nw * 16);
+  if (w == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  e = clEnqueueReadBuffer(d->q, s->win.mem, CL_TRUE, b->n_winners * 16,
+                          (size_t)nw * 16, w, 0, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    free(w);
+    return wv_ocl_fail(err, e, "clEnqueueReadBuffer(winners)");
+  }
+  for (uint64_t i = 0; i < nw; i++) {
+    b->winners[b->n_winners].nonce = lo + w[2 * i];
+    b->winners[b->n_winners].output = w[2 * i + 1];
+    b->n_winners++;
+  }
+  free(w);
+  return 0;
+}
+
 /* Fold the piece [lo, lo + n) now in s->out into b; *k is the next
  * segment slot. */
 static int oh_fold(wv_device *d, wv_hash_batch *b, uint64_t lo, uint64_t n,
@@ -434,66 +515,10 @@ static int oh_fold(wv_device *d, wv_hash_batch *b, uint64_t lo, uint64_t n,
   }
   *k += nseg;
   /* Best and counts; winners' blocks. */
-  uint64_t wc = 0;
-  cl_uint b0 = nb, b1 = 0;
-  for (cl_uint i = 0; i < nb; i++) {
-    uint64_t o = best[2 * i], idx = best[2 * i + 1];
-    if (idx < n && (o < b->best_output ||
-                    (o == b->best_output && lo + idx < b->best_nonce))) {
-      b->best_output = o;
-      b->best_nonce = lo + idx;
-    }
-    uint64_t at = b->n_winners + wc;
-    first[i] = at < b->max_winners ? (uint32_t)at : (uint32_t)b->max_winners;
-    if (cnt[i] > 0 && at < b->max_winners) {
-      if (b0 == nb)
-        b0 = i;
-      b1 = i + 1;
-    }
-    wc += cnt[i];
-  }
-  b->winner_count += wc;
-  if (b0 < b1) {
-    cl_uint mw = (cl_uint)b->max_winners;
-    if ((rv = wv_ocl_buf_reserve(d, &s->win, b->max_winners * 16, err)) != 0)
-      goto out;
-    e = clEnqueueWriteBuffer(d->q, s->first.mem, CL_FALSE, 0, (size_t)nb * 4,
-                             first, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
-      rv = wv_ocl_fail(err, e, "clEnqueueWriteBuffer(first)");
-      goto out;
-    }
-    cl_kernel kw = d->k[WV_OCL_FOLD_WINNERS];
-    clSetKernelArg(kw, 0, sizeof s->out.mem, &s->out.mem);
-    clSetKernelArg(kw, 1, sizeof cn, &cn);
-    clSetKernelArg(kw, 2, sizeof tg, &tg);
-    clSetKernelArg(kw, 3, sizeof b0, &b0);
-    clSetKernelArg(kw, 4, sizeof s->first.mem, &s->first.mem);
-    clSetKernelArg(kw, 5, sizeof mw, &mw);
-    clSetKernelArg(kw, 6, sizeof s->win.mem, &s->win.mem);
-    if ((rv = wv_ocl_launch(d, kw, (size_t)(b1 - b0) * 256, 256, NULL, err)))
-      goto out;
-    uint64_t nw = b->n_winners + wc < b->max_winners ? wc
-                                                     : b->max_winners - b->n_winners;
-    uint64_t *w = malloc((size_t)nw * 16);
-    if (w == NULL) {
-      rv = wv_seterr(err, WAVE_ENOMEM, NULL);
-      goto out;
-    }
-    e = clEnqueueReadBuffer(d->q, s->win.mem, CL_TRUE, b->n_winners * 16,
-                            (size_t)nw * 16, w, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
-      free(w);
-      rv = wv_ocl_fail(err, e, "clEnqueueReadBuffer(winners)");
-      goto out;
-    }
-    for (uint64_t i = 0; i < nw; i++) {
-      b->winners[b->n_winners].nonce = lo + w[2 * i];
-      b->winners[b->n_winners].output = w[2 * i + 1];
-      b->n_winners++;
-    }
-    free(w);
-  }
+  cl_uint b0, b1;
+  uint64_t wc = oh_fold_best(b, lo, n, nb, cnt, best, first, &b0, &b1);
+  if (b0 < b1)
+    rv = oh_fold_winners(d, b, lo, n, nb, first, b0, b1, wc, err);
 out:
   if (rv != 0)
     clFinish(d->q);   /* nothing may still read seg[] */

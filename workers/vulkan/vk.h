@@ -1,6 +1,7 @@
 /* vk.h - the Vulkan backend's device context, shared by the files of
  * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
- * vk_device.c: memory, pipelines, submission; vk_reduce.c: reductions;
+ * vk_device.c: memory, pipelines, submission; vk_reduce.c and vk_rec.c:
+ * reductions;
  * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device;
  * vk_pin.c: host memory imported for the device, the host_register slot).
  *
@@ -263,7 +264,7 @@ uint32_t wv_vk_stream_groups(const wv_device *d, uint64_t rows);
 /* Compute-to-compute (and to transfer) barrier on everything. */
 void wv_vk_barrier(wv_vk_slot *s);
 
-/* ---- vk_reduce.c --------------------------------------------------------- */
+/* ---- vk_reduce.c, vk_rec.c ------------------------------------------------ */
 
 int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
                  wave_error *err);

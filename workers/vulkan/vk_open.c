@@ -288,7 +288,24 @@ static void vo_host_import(wv_device *d, int has_ext, VkDeviceSize align)
   d->import_align = align;
 }
 
-static int vo_create_device(wv_device *d, wave_error *err)
+/* What the device offers, from its extension list and API version. */
+typedef struct {
+  int v12, v13;
+  int sizectl, maxrc, bda, fctl, smb, hostmem;
+} vo_exts;
+
+/* The property and feature structs of one vo_create_device: queried,
+ * then the feature structs are reused, filled with what we enable, as
+ * vkCreateDevice's pNext chain (so they live in the caller's frame). */
+typedef struct {
+  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT szp;
+  wv_vk_maxreconv_features mrf;
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT szf;
+  VkPhysicalDeviceBufferDeviceAddressFeaturesKHR bdf;
+  VkPhysicalDeviceFeatures2 f2;
+} vo_feats;
+
+static int vo_device_exts(wv_device *d, vo_exts *x, wave_error *err)
 {
   uint32_t ne = 0;
   VkResult r = vkEnumerateDeviceExtensionProperties(d->phys, NULL, &ne, NULL);
@@ -302,31 +319,35 @@ static int vo_create_device(wv_device *d, wave_error *err)
     free(ext);
     return wv_vk_fail(err, r, "vkEnumerateDeviceExtensionProperties");
   }
-  int v13 = d->api >= VK_API_VERSION_1_3;
-  int has_sizectl = v13 ||
+  x->v13 = d->api >= VK_API_VERSION_1_3;
+  x->sizectl = x->v13 ||
     vo_has_ext(ext, ne, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-  int has_maxrc = vo_has_ext(ext, ne, WV_VK_MAXRECONV_EXT);
-  int v12 = d->api >= VK_API_VERSION_1_2;
-  int has_bda = v12 ||
+  x->maxrc = vo_has_ext(ext, ne, WV_VK_MAXRECONV_EXT);
+  x->v12 = d->api >= VK_API_VERSION_1_2;
+  x->bda = x->v12 ||
     vo_has_ext(ext, ne, VK_KHR_BUFFER_DEVICE_ADDRESS_EXTENSION_NAME);
-  int has_fctl = v12 ||
+  x->fctl = x->v12 ||
     vo_has_ext(ext, ne, VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME);
-  int has_smb = vo_has_ext(ext, ne, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
-  int has_hostmem =
+  x->smb = vo_has_ext(ext, ne, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  x->hostmem =
     vo_has_ext(ext, ne, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   free(ext);
+  return 0;
+}
 
-  /* Properties: sub-groups, and the size-control range. */
-  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT szp = {
+/* Properties: sub-groups, and the size-control range (kept in f->szp). */
+static void vo_query_props(wv_device *d, const vo_exts *x, vo_feats *f)
+{
+  f->szp = (VkPhysicalDeviceSubgroupSizeControlPropertiesEXT){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT,
   };
   VkPhysicalDeviceFloatControlsPropertiesKHR fcp = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES_KHR,
   };
-  szp.pNext = has_fctl ? &fcp : NULL;
+  f->szp.pNext = x->fctl ? &fcp : NULL;
   VkPhysicalDeviceSubgroupProperties sgp = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES,
-    .pNext = has_sizectl ? (void *)&szp : has_fctl ? (void *)&fcp : NULL,
+    .pNext = x->sizectl ? (void *)&f->szp : x->fctl ? (void *)&fcp : NULL,
   };
   /* The number of SMs sizes the streaming dispatches (wv_vk_groups); only
    * NVIDIA says it, other devices get a generous fixed count. */
@@ -338,7 +359,7 @@ static int vo_create_device(wv_device *d, wave_error *err)
    * job over cuda0 and vk0 knows they are one GPU. */
   VkPhysicalDeviceIDProperties idp = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES,
-    .pNext = has_smb ? (void *)&smp : (void *)&sgp,
+    .pNext = x->smb ? (void *)&smp : (void *)&sgp,
   };
   /* Host memory import: the alignment of an imported pointer and size. */
   VkPhysicalDeviceExternalMemoryHostPropertiesEXT hmp = {
@@ -346,7 +367,7 @@ static int vo_create_device(wv_device *d, wave_error *err)
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT,
     .pNext = idp.pNext,
   };
-  if (has_hostmem)
+  if (x->hostmem)
     idp.pNext = &hmp;
   VkPhysicalDeviceProperties2 p2 = {
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
@@ -354,7 +375,7 @@ static int vo_create_device(wv_device *d, wave_error *err)
   };
   vkGetPhysicalDeviceProperties2(d->phys, &p2);
   memcpy(d->uuid, idp.deviceUUID, sizeof d->uuid);
-  d->units = has_smb ? smp.shaderSMCount : 0;
+  d->units = x->smb ? smp.shaderSMCount : 0;
   d->sg_size = sgp.subgroupSize;
   d->sg_min = d->sg_max = sgp.subgroupSize;
   int compute = (sgp.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
@@ -365,80 +386,101 @@ static int vo_create_device(wv_device *d, wave_error *err)
     (sgp.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
     (sgp.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
 
-  d->denorm = has_fctl && fcp.shaderDenormPreserveFloat32;
-  vo_host_import(d, has_hostmem, hmp.minImportedHostPointerAlignment);
+  d->denorm = x->fctl && fcp.shaderDenormPreserveFloat32;
+  vo_host_import(d, x->hostmem, hmp.minImportedHostPointerAlignment);
+}
 
-  /* Features we may turn on (queried through one chain). */
-  wv_vk_maxreconv_features mrf = {.sType = WV_VK_STYPE_MAXRECONV};
-  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT szf = {
+/* Features we may turn on (queried through one chain). */
+static void vo_query_features(wv_device *d, const vo_exts *x, vo_feats *f)
+{
+  f->mrf = (wv_vk_maxreconv_features){.sType = WV_VK_STYPE_MAXRECONV};
+  f->szf = (VkPhysicalDeviceSubgroupSizeControlFeaturesEXT){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT,
   };
-  VkPhysicalDeviceBufferDeviceAddressFeaturesKHR bdf = {
+  f->bdf = (VkPhysicalDeviceBufferDeviceAddressFeaturesKHR){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_KHR,
   };
-  VkPhysicalDeviceFeatures2 f2 = {
+  f->f2 = (VkPhysicalDeviceFeatures2){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
   };
   void *q = NULL;
-  if (has_maxrc) { mrf.pNext = q; q = &mrf; }
-  if (has_sizectl) { szf.pNext = q; q = &szf; }
-  if (has_bda) { bdf.pNext = q; q = &bdf; }
-  f2.pNext = q;
-  vkGetPhysicalDeviceFeatures2(d->phys, &f2);
+  if (x->maxrc) { f->mrf.pNext = q; q = &f->mrf; }
+  if (x->sizectl) { f->szf.pNext = q; q = &f->szf; }
+  if (x->bda) { f->bdf.pNext = q; q = &f->bdf; }
+  f->f2.pNext = q;
+  vkGetPhysicalDeviceFeatures2(d->phys, &f->f2);
 
-  if (has_sizectl && szf.subgroupSizeControl) {
-    d->sg_min = szp.minSubgroupSize;
-    d->sg_max = szp.maxSubgroupSize;
-    d->sg_require32 = szp.minSubgroupSize <= 32 &&
-                      szp.maxSubgroupSize >= 32 &&
-                      (szp.requiredSubgroupSizeStages &
+  if (x->sizectl && f->szf.subgroupSizeControl) {
+    d->sg_min = f->szp.minSubgroupSize;
+    d->sg_max = f->szp.maxSubgroupSize;
+    d->sg_require32 = f->szp.minSubgroupSize <= 32 &&
+                      f->szp.maxSubgroupSize >= 32 &&
+                      (f->szp.requiredSubgroupSizeStages &
                        VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   } else {
-    szf.subgroupSizeControl = VK_FALSE;
+    f->szf.subgroupSizeControl = VK_FALSE;
   }
-  if (has_sizectl && szf.computeFullSubgroups)
+  if (x->sizectl && f->szf.computeFullSubgroups)
     d->full_subgroups = 1;
   else
-    szf.computeFullSubgroups = VK_FALSE;
+    f->szf.computeFullSubgroups = VK_FALSE;
   if (!d->full_subgroups)
     d->sg_require32 = 0;   /* a required size alone does not fill groups */
-  d->maxreconv = has_maxrc && mrf.shaderMaximalReconvergence &&
+  d->maxreconv = x->maxrc && f->mrf.shaderMaximalReconvergence &&
                  !d->opt.no_maxreconv;
-  d->int64 = f2.features.shaderInt64 != 0;
-  d->bda = has_bda && bdf.bufferDeviceAddress;
+  d->int64 = f->f2.features.shaderInt64 != 0;
+  d->bda = x->bda && f->bdf.bufferDeviceAddress;
+}
 
-  /* Enable exactly what we use. */
+/* Enable exactly what we use: f->f2 becomes the feature chain, names[]
+ * (room for 6) the extensions; returns their count. */
+static uint32_t vo_enable(wv_device *d, const vo_exts *x, vo_feats *f,
+                          const char **names)
+{
   VkPhysicalDeviceFeatures core = {.shaderInt64 = d->int64 ? VK_TRUE : VK_FALSE};
-  f2.features = core;
-  const char *names[6];
+  f->f2.features = core;
   uint32_t nn = 0;
   void *chain = NULL;
   if (d->bda) {
-    if (!v12)
+    if (!x->v12)
       names[nn++] = VK_KHR_BUFFER_DEVICE_ADDRESS_EXTENSION_NAME;
-    memset(&bdf, 0, sizeof bdf);
-    bdf.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_KHR;
-    bdf.bufferDeviceAddress = VK_TRUE;
-    bdf.pNext = chain;
-    chain = &bdf;
+    memset(&f->bdf, 0, sizeof f->bdf);
+    f->bdf.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_KHR;
+    f->bdf.bufferDeviceAddress = VK_TRUE;
+    f->bdf.pNext = chain;
+    chain = &f->bdf;
   }
-  if (d->denorm && !v12)
+  if (d->denorm && !x->v12)
     names[nn++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
   if (d->maxreconv) {
     names[nn++] = WV_VK_MAXRECONV_EXT;
-    mrf.shaderMaximalReconvergence = VK_TRUE;
-    mrf.pNext = chain;
-    chain = &mrf;
+    f->mrf.shaderMaximalReconvergence = VK_TRUE;
+    f->mrf.pNext = chain;
+    chain = &f->mrf;
   }
-  if (has_sizectl && (szf.subgroupSizeControl || szf.computeFullSubgroups)) {
-    if (!v13)
+  if (x->sizectl && (f->szf.subgroupSizeControl || f->szf.computeFullSubgroups)) {
+    if (!x->v13)
       names[nn++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
-    szf.pNext = chain;
-    chain = &szf;
+    f->szf.pNext = chain;
+    chain = &f->szf;
   }
   if (d->host_import)
     names[nn++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
-  f2.pNext = chain;
+  f->f2.pNext = chain;
+  return nn;
+}
+
+static int vo_create_device(wv_device *d, wave_error *err)
+{
+  vo_exts x = {0};
+  vo_feats f;
+  int rv = vo_device_exts(d, &x, err);
+  if (rv != 0)
+    return rv;
+  vo_query_props(d, &x, &f);
+  vo_query_features(d, &x, &f);
+  const char *names[6];
+  uint32_t nn = vo_enable(d, &x, &f, names);
 
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qi = {
@@ -449,12 +491,13 @@ static int vo_create_device(wv_device *d, wave_error *err)
   };
   VkDeviceCreateInfo di = {
     .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-    .pNext = &f2,
+    .pNext = &f.f2,
     .queueCreateInfoCount = 1,
     .pQueueCreateInfos = &qi,
     .enabledExtensionCount = nn,
     .ppEnabledExtensionNames = names,
   };
+  VkResult r;
   if ((r = vkCreateDevice(d->phys, &di, NULL, &d->dev)) != VK_SUCCESS)
     return wv_vk_fail(err, r, "vkCreateDevice");
   vkGetDeviceQueue(d->dev, d->qfam, 0, &d->queue);

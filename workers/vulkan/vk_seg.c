@@ -90,8 +90,18 @@ static void vs_drain(wv_device *d, struct wv_vk_seg *v, unsigned si,
   (void)d;
 }
 
-int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *p,
-                         wv_hash_batch *b, wave_error *err)
+/* What one wv_vk_hash_batch_run holds across its sub-batches. */
+typedef struct vs_run {
+  VkPipeline hpipe;        /* the pack's hash.comp */
+  VkPipeline pass[3];      /* seg.comp: fold, scan, collect */
+  VkDeviceAddress dataset;
+  uint64_t units_per_dispatch;
+  uint64_t maxw;           /* winners kept (0 without a target) */
+  wv_vk_buf *host_out[2];  /* per slot, when the outputs are wanted */
+  uint64_t *host_map[2];
+} vs_run;
+
+static int vs_check(const wv_hash_batch *b, wave_error *err)
 {
   const unsigned s = b->seg_log2;
   if (b->count == 0 || b->nonce + (b->count - 1) < b->nonce)
@@ -106,28 +116,30 @@ int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *p,
   if (b->max_winners > (1u << 24))
     return wv_seterr(err, WAVE_EARG, "max_winners %zu is too large",
                      b->max_winners);
-  VkPipeline hpipe;
-  VkDeviceAddress dataset;
-  uint64_t units_per_dispatch;
-  wv_vk_buf *host_out[2];
-  int rc = wv_vk_hash_pipe(d, p, &hpipe, &dataset, &units_per_dispatch,
-                           err);
+  return 0;
+}
+
+/* The pipelines and buffers of a batch; the accumulator reset. */
+static int vs_setup(wv_device *d, const struct wv_pack *p,
+                    const wv_hash_batch *b, vs_run *r, wave_error *err)
+{
+  int rc = wv_vk_hash_pipe(d, p, &r->hpipe, &r->dataset,
+                           &r->units_per_dispatch, err);
   if (rc != 0)
     return rc;
   if (d->seg_state == NULL &&
       (d->seg_state = calloc(1, sizeof(struct wv_vk_seg))) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   struct wv_vk_seg *v = d->seg_state;
-  const uint64_t maxw = b->target != 0 ? b->max_winners : 0;
-  VkPipeline pass[3];
+  r->maxw = b->target != 0 ? b->max_winners : 0;
   for (unsigned i = 0; i < 3; i++)
-    if ((rc = wv_vk_pipeline(d, WV_VK_SEG, i, &pass[i], err)) != 0)
+    if ((rc = wv_vk_pipeline(d, WV_VK_SEG, i, &r->pass[i], err)) != 0)
       return rc;
   if ((rc = wv_vk_buf_reserve(d, &v->segs[0], VS_SEG_MAX * VS_SEG_BYTES,
                               WV_VK_HOST, err)) != 0 ||
       (rc = wv_vk_buf_reserve(d, &v->segs[1], VS_SEG_MAX * VS_SEG_BYTES,
                               WV_VK_HOST, err)) != 0 ||
-      (rc = wv_vk_buf_reserve(d, &v->acc, VS_ACC_BYTES + (maxw + 1) * 16,
+      (rc = wv_vk_buf_reserve(d, &v->acc, VS_ACC_BYTES + (r->maxw + 1) * 16,
                               WV_VK_HOST, err)) != 0)
     return rc;
   if (b->outputs == NULL) {
@@ -135,13 +147,13 @@ int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *p,
       return rc;
   } else {
     for (unsigned i = 0; i < 2; i++)
-      if ((rc = wv_vk_hash_outbuf(d, i, VS_SUB, &host_out[i], err)) != 0)
+      if ((rc = wv_vk_hash_outbuf(d, i, VS_SUB, &r->host_out[i], err)) != 0)
         return rc;
   }
-  uint64_t *host_map[2] = {NULL, NULL};
+  r->host_map[0] = r->host_map[1] = NULL;
   if (b->outputs != NULL) {
-    host_map[0] = host_out[0]->map;
-    host_map[1] = host_out[1]->map;
+    r->host_map[0] = r->host_out[0]->map;
+    r->host_map[1] = r->host_out[1]->map;
   }
   /* Nothing of an earlier job is in flight (every entry point waits), so
    * the accumulator is the host's to reset. */
@@ -149,6 +161,69 @@ int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *p,
     return rc;
   *(vs_acc *)v->acc.map = (vs_acc){0, UINT64_MAX, b->nonce, 0};
   v->pend[0].busy = v->pend[1].busy = 0;
+  return 0;
+}
+
+/* Record sub-batch [pos, plast] (nseg segments) on slot si: the hash
+ * dispatches, then seg.comp's passes, a barrier after each. */
+static int vs_record(wv_device *d, wv_vk_slot *sl, const vs_run *r,
+                     const wv_hash_batch *b, unsigned si, uint64_t pos,
+                     uint64_t plast, uint32_t nseg, wave_error *err)
+{
+  struct wv_vk_seg *v = d->seg_state;
+  const uint64_t n = plast - pos + 1;
+  const wv_vk_buf *ob = b->outputs != NULL ? r->host_out[si] : &v->out;
+  const wv_vk_range o = {ob->buf, 0, n * 8};
+  const wv_vk_range sg = {v->segs[si].buf, 0, (VkDeviceSize)nseg * 32};
+  const wv_vk_range ac = {v->acc.buf, 0, v->acc.size};
+  const uint64_t u_last = plast / 32;
+  int rc;
+  for (uint64_t u = pos / 32;;) {
+    uint64_t units = u_last - u < r->units_per_dispatch - 1
+                       ? u_last - u + 1 : r->units_per_dispatch;
+    struct {
+      uint64_t dataset, unit0, last_unit, lo, count;
+    } hp = {r->dataset, u, u_last, pos, n};
+    if ((rc = wv_vk_dispatch(d, sl, r->hpipe, o, o, o, &hp, sizeof hp,
+                             (units + d->hash_units - 1) / d->hash_units,
+                             err)) != 0)
+      return rc;
+    if (u + units - 1 == u_last)
+      break;
+    u += units;
+  }
+  wv_vk_barrier(sl);
+  struct {
+    uint64_t lo, last, target, maxw;
+    uint32_t nseg, s;
+  } sp = {pos, plast, b->target, r->maxw, nseg, b->seg_log2};
+  const uint64_t groups = (nseg + VS_GROUP - 1) / VS_GROUP;
+  if ((rc = wv_vk_dispatch(d, sl, r->pass[0], o, sg, ac, &sp, sizeof sp,
+                           groups, err)) != 0)
+    return rc;
+  wv_vk_barrier(sl);
+  if ((rc = wv_vk_dispatch(d, sl, r->pass[1], o, sg, ac, &sp, sizeof sp, 1,
+                           err)) != 0)
+    return rc;
+  wv_vk_barrier(sl);
+  if (r->maxw > 0) {
+    if ((rc = wv_vk_dispatch(d, sl, r->pass[2], o, sg, ac, &sp, sizeof sp,
+                             groups, err)) != 0)
+      return rc;
+    wv_vk_barrier(sl);
+  }
+  return 0;
+}
+
+int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *p,
+                         wv_hash_batch *b, wave_error *err)
+{
+  const unsigned s = b->seg_log2;
+  vs_run r;
+  int rc;
+  if ((rc = vs_check(b, err)) != 0 || (rc = vs_setup(d, p, b, &r, err)) != 0)
+    return rc;
+  struct wv_vk_seg *v = d->seg_state;
 
   unsigned sub_log2 = d->opt.seg_sub_log2 != 0 ? d->opt.seg_sub_log2
                                                : VS_SUB_LOG2;
@@ -168,46 +243,9 @@ int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *p,
     wv_vk_slot *sl;
     if ((rc = wv_vk_slot_begin(d, &sl, err)) != 0)
       goto fail;
-    vs_drain(d, v, si, b, host_map);   /* its previous sub-batch is done */
-    const wv_vk_buf *ob = b->outputs != NULL ? host_out[si] : &v->out;
-    const wv_vk_range o = {ob->buf, 0, n * 8};
-    const wv_vk_range sg = {v->segs[si].buf, 0, (VkDeviceSize)nseg * 32};
-    const wv_vk_range ac = {v->acc.buf, 0, v->acc.size};
-    const uint64_t u_last = plast / 32;
-    for (uint64_t u = pos / 32;;) {
-      uint64_t units = u_last - u < units_per_dispatch - 1 ? u_last - u + 1
-                                                          : units_per_dispatch;
-      struct {
-        uint64_t dataset, unit0, last_unit, lo, count;
-      } hp = {dataset, u, u_last, pos, n};
-      if ((rc = wv_vk_dispatch(d, sl, hpipe, o, o, o, &hp, sizeof hp,
-                               (units + d->hash_units - 1) / d->hash_units,
-                               err)) != 0)
-        goto fail;
-      if (u + units - 1 == u_last)
-        break;
-      u += units;
-    }
-    wv_vk_barrier(sl);
-    struct {
-      uint64_t lo, last, target, maxw;
-      uint32_t nseg, s;
-    } sp = {pos, plast, b->target, maxw, nseg, s};
-    const uint64_t groups = (nseg + VS_GROUP - 1) / VS_GROUP;
-    if ((rc = wv_vk_dispatch(d, sl, pass[0], o, sg, ac, &sp, sizeof sp,
-                             groups, err)) != 0)
+    vs_drain(d, v, si, b, r.host_map);   /* its previous sub-batch is done */
+    if ((rc = vs_record(d, sl, &r, b, si, pos, plast, nseg, err)) != 0)
       goto fail;
-    wv_vk_barrier(sl);
-    if ((rc = wv_vk_dispatch(d, sl, pass[1], o, sg, ac, &sp, sizeof sp, 1,
-                             err)) != 0)
-      goto fail;
-    wv_vk_barrier(sl);
-    if (maxw > 0) {
-      if ((rc = wv_vk_dispatch(d, sl, pass[2], o, sg, ac, &sp, sizeof sp,
-                               groups, err)) != 0)
-        goto fail;
-      wv_vk_barrier(sl);
-    }
     if ((rc = wv_vk_slot_submit(d, sl, err)) != 0)
       goto fail;
     v->pend[si].pos = pos;
@@ -222,13 +260,13 @@ int wv_vk_hash_batch_run(wv_device *d, const struct wv_pack *p,
   }
   if ((rc = wv_vk_wait_all(d, err)) != 0)
     goto fail;
-  vs_drain(d, v, 0, b, host_map);
-  vs_drain(d, v, 1, b, host_map);
+  vs_drain(d, v, 0, b, r.host_map);
+  vs_drain(d, v, 1, b, r.host_map);
   const vs_acc *a = v->acc.map;
   b->winner_count = a->count;
   b->best_output = a->best_out;
   b->best_nonce = a->best_nonce;
-  b->n_winners = (size_t)(a->count < maxw ? a->count : maxw);
+  b->n_winners = (size_t)(a->count < r.maxw ? a->count : r.maxw);
   if (b->n_winners > 0)
     memcpy(b->winners, (const unsigned char *)v->acc.map + VS_ACC_BYTES,
            b->n_winners * sizeof *b->winners);

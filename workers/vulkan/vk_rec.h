@@ -1,0 +1,58 @@
+/* vk_rec.h - recording a reduction on a Vulkan device, shared by the jobs
+ * from host memory (vk_reduce.c) and the device-resident ones (vk_rec.c):
+ * the plan of an op, the first-level dispatch, the later levels and the
+ * result read back.  Internal to the backend.
+ */
+#ifndef WV_VK_REC_H
+#define WV_VK_REC_H
+
+#include <stdint.h>
+
+#include "core/reduce.h"
+#include "vk.h"
+
+typedef struct wv_vkr_plan {
+  int fsum;
+  unsigned variant;    /* VR_* of vk_rec.c (reduce_int.comp's OP) */
+  uint32_t key;        /* VR_KEY_* of vk_rec.c */
+  uint32_t fill;       /* written for rows the mask does not select */
+  int fill_dup;        /* fill = first selected row */
+} wv_vkr_plan;
+
+typedef struct wv_vkr_run {
+  wv_vkr_plan plan;
+  uint32_t slots;        /* first-level partials per work-group */
+  uint64_t partials;     /* first-level partials (float: groups) */
+  uint64_t half;         /* extent: index of the max half in part[0] */
+  unsigned final_buf;    /* part[] holding the result after the levels */
+  uint64_t final_half;   /* extent: its max half */
+  /* float sum: each non-empty chunk's first-level partials */
+  uint64_t *seg_off, *seg_n;
+  size_t n_segs;
+} wv_vkr_run;
+
+static inline uint64_t wv_vkr_div(uint64_t a, uint64_t b)
+{
+  return (a + b - 1) / b;
+}
+
+void wv_vkr_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p);
+/* First-level partials per work-group: one per sub-group on the sub-group
+ * path
+ * (room for the most sub-groups a work-group of 256 can have), else one. */
+uint32_t wv_vkr_slots(const wv_device *d);
+/* Partial buffers for a run: part[0] takes the first level, part[1] the
+ * second, then they alternate with shrinking sizes. */
+int wv_vkr_reserve(wv_device *d, wv_vkr_run *run, wave_error *err);
+/* One first-level dispatch over rows [0, rows) of src. */
+int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                  wv_vk_range src, uint32_t rows, uint64_t out_base,
+                  wave_error *err);
+/* After the last first-level dispatch: the levels, then the value(s) into
+ * d->result, visible to the host once the slot's fence signals. */
+int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                  wave_error *err);
+void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
+                   uint64_t count, wv_reduce_out *out);
+
+#endif
