@@ -10,6 +10,11 @@
  * both queues whole).  The loop runs each ended item's done op and each
  * received request's dispatch.
  *
+ * Lifecycle: one state (wd_sv_state, server.h), moved only here:
+ *   STARTING (wd_server_init) -> LISTENING (wd_server_listen) -> READY
+ *   (sv_check_ready) -> STOPPING (wd_server_stop) -> LINGER
+ *   (sv_maybe_finish) -> CLOSED (wd_server_close, from any state).
+ *
  * Readiness: after the devices opened, with packs.prepare: startup every
  * device prepares and checks every pack (setup items, served between
  * reductions; the smallest datasets first, so that a 4 MiB pack does not
@@ -67,11 +72,13 @@ static void sv_post(void *arg, wd_work *w)
   uv_async_send(&s->wake);
 }
 
+/* LISTENING -> READY once the start-up preparations are all back. */
 static void sv_check_ready(wd_server *s)
 {
-  if (s->ready || s->preps_left > 0 || !s->listening || s->stopping)
+  if (s->state != WD_SV_LISTENING || s->preps_left > 0)
     return;
-  s->ready = 1;
+  s->state = WD_SV_READY;
+  s->was_ready = 1;
   if (s->cfg->packs_prepare == WD_PREPARE_FIRST_USE)
     wd_info("ready: packs are prepared on first use (packs.prepare)");
   else
@@ -134,7 +141,7 @@ static void sv_pipes_gone(wd_server *s)
   uint32_t *ids;
   size_t n;
   wd_gone_take(&s->gone, &ids, &n);
-  for (size_t i = 0; i < n && !s->closed; i++)
+  for (size_t i = 0; i < n && s->state != WD_SV_CLOSED; i++)
     wd_jobs_drop_pipe(s->jobs, ids[i]);
   free(ids);
 }
@@ -172,7 +179,8 @@ static void sv_wake_cb(uv_async_t *h)
   }
   for (wd_req *c = in, *nx; c != NULL; c = nx) {
     nx = c->next;
-    if (s->closed) {  /* drained after close: nobody to answer */
+    if (s->state == WD_SV_CLOSED) {  /* drained after close: nobody to
+                                      * answer */
       if (c->state != RQ_RETIRE && c->msg != NULL)
         nng_msg_free(c->msg);
       c->msg = NULL;
@@ -193,19 +201,20 @@ static void sv_wake_cb(uv_async_t *h)
 static void sv_tick(uv_timer_t *t)
 {
   wd_server *s = t->data;
-  if (s->finishing) {
+  if (s->state == WD_SV_LINGER) {
     wd_server_close(s);
     return;
   }
   wd_jobs_prune(s->jobs);
 }
 
+/* STOPPING -> LINGER once nothing is in flight. */
 static void sv_maybe_finish(wd_server *s)
 {
-  if (!s->stopping || s->finishing || s->reduce_inflight > 0 ||
+  if (s->state != WD_SV_STOPPING || s->reduce_inflight > 0 ||
       wd_jobs_active(s->jobs) > 0)
     return;
-  s->finishing = 1;
+  s->state = WD_SV_LINGER;
   wd_info("in-flight work done; closing");
   /* the last replies are queued on their pipes; give them time to leave
    * (nng 1.5 has no linger) */
@@ -214,12 +223,12 @@ static void sv_maybe_finish(wd_server *s)
 
 void wd_server_stop(wd_server *s)
 {
-  if (s->stopping) {
+  if (s->state >= WD_SV_STOPPING) {
     wd_info("already stopping: %u reductions, %zu hash jobs in flight",
             s->reduce_inflight, wd_jobs_active(s->jobs));
     return;
   }
-  s->stopping = 1;
+  s->state = WD_SV_STOPPING;
   wd_notify("STOPPING=1");
   wd_info("stopping: no new work; finishing %u reductions, cancelling %zu "
           "hash jobs", s->reduce_inflight, wd_jobs_active(s->jobs));
@@ -245,7 +254,9 @@ static void sv_summary(uv_signal_t *h, int signum)
           "job(s) in flight, %" PRIu64 " served, %" PRIu64 " failed, %u "
           "ipc listener recovery(ies)",
           (uv_hrtime() - s->t0) / 1000000000u,
-          s->stopping ? "stopping" : s->ready ? "ready" : "starting",
+          s->state >= WD_SV_STOPPING ? "stopping"
+          : s->state == WD_SV_READY  ? "ready"
+                                     : "starting",
           s->n_devs, s->peers ? wd_peers_count(s->peers) : 0, s->n_reqs,
           s->n_parked, s->reduce_inflight, wd_jobs_active(s->jobs), s->served,
           s->failed, wd_listeners_recoveries(s->lst));
@@ -255,9 +266,9 @@ static void sv_noop_close(uv_handle_t *h) { (void)h; }
 
 void wd_server_close(wd_server *s)
 {
-  if (s->closed)
+  if (s->state == WD_SV_CLOSED)
     return;
-  s->closed = 1;
+  s->state = WD_SV_CLOSED;
   wd_front_close(s);
   /* then the devices: whatever they still hold comes back through post */
   for (size_t i = 0; i < s->n_devs; i++)
@@ -392,12 +403,22 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
 int wd_server_listen(wd_server *s, wave_error *err)
 {
   int rc = wd_front_listen(s, err);
-  if (rc == 0)
+  if (rc == 0) {
+    s->state = WD_SV_LISTENING;
     sv_check_ready(s);
+  }
   return rc;
 }
 
-int wd_server_ready(const wd_server *s) { return s->ready; }
+/* READY, or stopping after it was: StatusReply.ready says what it said
+ * when the stop began (a stop before READY never turns it true). */
+int wd_server_ready(const wd_server *s)
+{
+  return s->state == WD_SV_READY ||
+         (s->state > WD_SV_READY && s->was_ready);
+}
+
+wd_sv_state wd_server_state(const wd_server *s) { return s->state; }
 
 void wd_server_free(wd_server *s)
 {
@@ -440,7 +461,7 @@ struct wd_guard *wd_server_guard(const wd_server *s)
 
 int wd_server_stopping(const wd_server *s)
 {
-  return s->stopping || s->closed || !s->listening;
+  return s->state != WD_SV_LISTENING && s->state != WD_SV_READY;
 }
 
 int wd_server_relisten(wd_server *s, const wd_config *cfg, size_t *failed,

@@ -82,7 +82,10 @@ struct wd_server {
   uint64_t instance;       /* random per start (getrandom) */
   wd_prep *preps;          /* n_devs * packs->n */
   size_t preps_left;       /* not yet come back */
-  int ready, listening;
+  wd_sv_state state;       /* the lifecycle (server.h); loop thread */
+  int was_ready;           /* WD_SV_READY was reached: StatusReply.ready
+                            * stays true while stopping, as it always did */
+  int listening;           /* the socket is up (net/front.c) */
 
   uv_async_t wake;
   uv_signal_t sigint, sigterm, sigusr1;
@@ -110,8 +113,6 @@ struct wd_server {
   size_t n_extra;          /* of them, beyond their connection's share */
 
   _Atomic int closing;     /* final close under way: nng callbacks stop */
-  int stopping;            /* SIGTERM seen: no new work */
-  int finishing, closed;
   unsigned reduce_inflight;
   uint64_t t0;
   uint64_t served, failed;

@@ -43,7 +43,7 @@ int wd_park(wd_req *c, wd_hjob *j, unsigned wait_ms, uint64_t seg_offset,
             uint32_t seg_limit, wd_park_answer_fn *answer)
 {
   wd_server *s = c->srv;
-  if (wd_hjob_is_ended(j) || s->stopping ||
+  if (wd_hjob_is_ended(j) || s->state >= WD_SV_STOPPING ||
       s->n_parked >= s->cfg->limits.max_parked ||
       wd_peers_park(s->peers, c->pipe, s->cfg->limits.max_peer_parked) != 0)
     return -1;

@@ -89,7 +89,7 @@ static void rr_reduce_done(wd_work *w)
   s->reduce_inflight--;
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
                w->seconds, w->rc, c->job.rows, c->job.rows * 4);
-  if (s->closed) {  /* the socket is gone, nobody to answer */
+  if (s->state == WD_SV_CLOSED) {  /* the socket is gone, nobody to answer */
     wd_req_clear(c);
     return;
   }

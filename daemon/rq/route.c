@@ -161,7 +161,7 @@ void wd_route(wd_req *c)
                           "requests in flight (2 x limits.max_peer_requests);"
                           " wait for their replies", 2 * wd_front_peer_cap(s));
   }
-  if ((flags & RT_WORK) && s->stopping) {
+  if ((flags & RT_WORK) && s->state >= WD_SV_STOPPING) {
     s->failed++;
     return wd_reply_error(c, WAVE_ESHUTDOWN, "wavedd is shutting down");
   }

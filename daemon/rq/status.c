@@ -76,7 +76,7 @@ void wd_rq_status(wd_req *c)
   sr.devices = dp;
   sr.listen = wd_listeners_urls(s->lst, &sr.n_listen);
   sr.instance = s->instance;
-  sr.ready = s->ready != 0;
+  sr.ready = wd_server_ready(s) != 0;
   sr.max_files = wd_max_files();
   wd_bulk_snap rsnap;
   /* regions: the asker's own only (root over ipc: all) */
