@@ -11,8 +11,8 @@
  * Every fallible step comes before the swap, so a failure anywhere leaves
  * the old configuration serving; the swap itself is pointer assignments.
  *
- * Packs.  A pack whose content (every field the hash is made of) equals a
- * serving one keeps that object and its slot (its per-device check state
+ * Packs.  A pack whose content (every field the hash is made of:
+ * wv_pack_equal, workers/hash/) equals a serving one keeps that object and its slot (its per-device check state
  * and hash rate), as does one equal to a pack served before (sv->known:
  * a reload undone); a new or changed pack gets a new slot on every device
  * (wd_device_add_packs) and is prepared and self-checked there before
@@ -178,25 +178,6 @@ static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
          a->queue_depth == b->queue_depth &&
          strcmp(a->exchange, b->exchange) == 0 &&
          a->group_units == b->group_units && a->batch == b->batch;
-}
-
-/* The same pack: every field the hash, its dataset and its known answers
- * are made of (pack.h), not the file it came from.  Such a pack keeps
- * serving as it is (its object, its slot, its prepared state). */
-static int rl_same_pack(const wv_pack *p, const wv_pack *q)
-{
-  return strcmp(p->name, q->name) == 0 && p->version == q->version &&
-         strcmp(p->description, q->description) == 0 && p->seed == q->seed &&
-         p->registers == q->registers && p->rounds == q->rounds &&
-         p->closed == q->closed && p->cache_items == q->cache_items &&
-         p->dataset_items == q->dataset_items && p->parents == q->parents &&
-         p->item_mask == q->item_mask && p->closed_key == q->closed_key &&
-         memcmp(p->program, q->program, sizeof p->program) == 0 &&
-         p->loads == q->loads && p->has_known == q->has_known &&
-         p->cache_fnv == q->cache_fnv && p->batch_fnv == q->batch_fnv &&
-         p->n_vectors == q->n_vectors &&
-         memcmp(p->vectors, q->vectors,
-                p->n_vectors * sizeof p->vectors[0]) == 0;
 }
 
 /* 0 when nc differs from oc only in what a reload applies. */
@@ -409,11 +390,11 @@ static void rl_loaded(uv_work_t *w, int status)
   for (size_t k = 0; k < n; k++) {
     const wv_pack **list = (const wv_pack **)r->np.list;
     size_t m = 0;
-    while (m < op->n && !rl_same_pack(op->list[m], list[k]))
+    while (m < op->n && !wv_pack_equal(op->list[m], list[k]))
       m++;
     size_t o = 0;  /* or one served before (a reload undone) */
     while (m == op->n && o < sv->n_known &&
-           !rl_same_pack(sv->known[o].pack, list[k]))
+           !wv_pack_equal(sv->known[o].pack, list[k]))
       o++;
     if (m < op->n) {
       list[k] = op->list[m];  /* the serving object: prepared already */
