@@ -32,7 +32,8 @@
  * regions are in flight needs a drain protocol that does not exist yet
  * (docs/service.md), so device changes fail the reload and name the key.
  * ipc_mode, limits.contexts and limits.jobs_in_flight size the socket and
- * the device queues and are refused likewise.
+ * the device queues and are refused likewise.  Which keys those are is the
+ * key table's reload column (config.c), which wd_config_reload_check walks.
  *
  * Reloaded configs are kept until wd_service_free: the listeners keep
  * pointers into the config they started with (their URLs), and the server
@@ -169,45 +170,20 @@ void wd_packs_free(wv_packset *set, wd_packs *packs)
 
 /* ---- what a reload may change ------------------------------------------------ */
 
-static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
+/* A changed key that takes effect only at the next start (the key
+ * table's reload column, config.c): said once per reload. */
+static void rl_later(void *arg, const char *key, const char *why)
 {
-  /* every field of wd_device_cfg (config.h): a new one belongs here */
-  return strcmp(a->name, b->name) == 0 && strcmp(a->backend, b->backend) == 0 &&
-         a->index == b->index && a->platform == b->platform &&
-         strcmp(a->device, b->device) == 0 && a->threads == b->threads &&
-         a->queue_depth == b->queue_depth &&
-         strcmp(a->exchange, b->exchange) == 0 &&
-         a->group_units == b->group_units && a->batch == b->batch;
+  const wd_config *nc = arg;
+  wd_warn("%s: %s changed; %s, so the new value takes effect when wavedd "
+          "restarts", nc->path, key, why);
 }
 
-/* 0 when nc differs from oc only in what a reload applies. */
+/* 0 when nc differs from oc only in what a reload applies (or takes for
+ * the next start): the key table's reload column decides. */
 static int rl_check(const wd_config *oc, const wd_config *nc, wave_error *err)
 {
-  const char *f = nc->path;
-  if (nc->n_devices != oc->n_devices)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: devices: %zu devices instead "
-                     "of %zu; a reload cannot add or remove devices "
-                     "(restart wavedd; docs/service.md says why)", f,
-                     nc->n_devices, oc->n_devices);
-  for (size_t i = 0; i < nc->n_devices; i++)
-    if (!rl_same_device(&oc->devices[i], &nc->devices[i]))
-      return wv_seterr(err, WAVE_ECONFIG, "%s: devices[%zu] (%s) changed; a "
-                       "reload cannot change devices (restart wavedd; "
-                       "docs/service.md says why)", f, i, nc->devices[i].name);
-  if (nc->ipc_mode != oc->ipc_mode)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: ipc_mode changed; a reload "
-                     "cannot change the socket file (restart wavedd)", f);
-  if (nc->limits.contexts != oc->limits.contexts)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: limits.contexts changed; a "
-                     "reload cannot resize the socket (restart wavedd)", f);
-  if (nc->packs_prepare != oc->packs_prepare)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: packs.prepare changed; it "
-                     "says what start-up does (restart wavedd)", f);
-  if (nc->limits.jobs_in_flight != oc->limits.jobs_in_flight)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: limits.jobs_in_flight "
-                     "changed; a reload cannot resize the device queues "
-                     "(restart wavedd)", f);
-  return 0;
+  return wd_config_reload_check(oc, nc, rl_later, (void *)nc, err);
 }
 
 /* ---- one reload, step by step -------------------------------------------------- */
