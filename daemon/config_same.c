@@ -90,7 +90,7 @@ int wd_config_same(const wd_config *a, const wd_config *b)
   return 1;
 }
 
-/* ---- what a reload may change ---------------------------------------------- */
+/* ---- what a reload may change ------------------------------------------ */
 
 /* "limits.contexts": the key as the file and the messages name it. */
 static void cf_key_name(const cf_key *e, char *out, size_t n)
