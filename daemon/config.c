@@ -1,7 +1,9 @@
 /* config.c - devices.yaml -> wd_config (see config.h, docs/config.md).
  *
  * Every key the file may hold is one row of wd_cf_keys[] below: its section,
- * name, type, where it lands in the struct, bounds and default.  Defaults
+ * name, type, where it lands in the struct, bounds, default, and what a
+ * SIGHUP reload does with a change (the reload column: LIVE, START or
+ * REFUSE, config_keys.h; wd_config_reload_check walks it).  Defaults
  * are applied from the table, the YAML document is walked once against it,
  * and checks that need more than one value (unique device names, URLs and
  * pack names) run once their list is stored, by sorting (n log n: 100k

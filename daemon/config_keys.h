@@ -1,6 +1,7 @@
 /* config_keys.h - the key table of devices.yaml, shared by the loader
- * (config.c, which fills it), its per-value checks (config_check.c) and
- * the comparison of two loaded configs (config_same.c).  Private to
+ * (config.c, which fills it), its per-value checks (config_check.c), the
+ * comparison of two loaded configs and what a reload may change
+ * (config_same.c).  Private to
  * daemon/config*.c. */
 #ifndef WD_CONFIG_KEYS_H
 #define WD_CONFIG_KEYS_H
