@@ -1,7 +1,9 @@
 /* config.c - devices.yaml -> wd_config (see config.h, docs/config.md).
  *
  * Every key the file may hold is one row of wd_cf_keys[] below: its section,
- * name, type, where it lands in the struct, bounds and default.  Defaults
+ * name, type, where it lands in the struct, bounds, default, and what a
+ * SIGHUP reload does with a change (the reload column: LIVE, START or
+ * REFUSE, config_keys.h; wd_config_reload_check walks it).  Defaults
  * are applied from the table, the YAML document is walked once against it,
  * and checks that need more than one value (unique device names, URLs and
  * pack names) run once their list is stored, by sorting (n log n: 100k
@@ -40,83 +42,94 @@ static const char *const cf_prepare[] = {"startup", "first-use", NULL};
 #define DEV wd_device_cfg
 #define TOK wd_token_cfg
 #define FLD(st, f) offsetof(st, f), sizeof(((st *)0)->f)
-#define UINT(sec, st, key, f, lo, hi, d)                                       \
-  {sec, key, CF_UINT, FLD(st, f), lo, hi, d, NULL, NULL, 0, 0, NULL}
+#define UINT(sec, st, key, f, lo, hi, d, rl)                                   \
+  {sec, key, CF_UINT, FLD(st, f), lo, hi, d, NULL, NULL, 0, 0, NULL, rl}
+/* the reload column (config_keys.h) */
+#define LIVE CF_RL_LIVE, NULL
+#define START(why) CF_RL_START, why
+#define REFUSE(why) CF_RL_REFUSE, why
+#define RL_DEVICES "a reload cannot change devices (restart wavedd; " \
+  "docs/service.md says why)"
+#define RL_REGIONS "the region table holds it from start-up"
+#define RL_SHARES "the clients' shares hold it from start-up"
 
 /* The one table: docs/config.md describes the same rows. */
 const cf_key wd_cf_keys[] = {
-  {CF_ROOT, "listen", CF_URLS, FLD(CFG, listen), 0, 0, 0, NULL, NULL, 0, 0, NULL},
-  {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0660, NULL, NULL, 0, 0, NULL},
-  {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, wd_cf_check_metrics},
-  {CF_ROOT, "log_level", CF_ENUM, FLD(CFG, log_level), 0, 0, 0, "info", cf_levels, 0, 0, NULL},
-  {CF_ROOT, "allow_client_shm", CF_ENUM, FLD(CFG, allow_client_shm), 0, 0, 0, "true", cf_bools, 0, 0, NULL},
-  {CF_ROOT, "limits", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_LIMITS, NULL},
-  {CF_ROOT, "packs", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_PACKS, NULL},
-  {CF_ROOT, "devices", CF_DEVICES, FLD(CFG, devices), 0, 0, 0, NULL, NULL, 1, 0, NULL},
-  {CF_ROOT, "tls", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_TLS, NULL},
-  {CF_ROOT, "auth", CF_AUTHSEC, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_AUTH, NULL},
+  {CF_ROOT, "listen", CF_URLS, FLD(CFG, listen), 0, 0, 0, NULL, NULL, 0, 0, NULL, LIVE},
+  {CF_ROOT, "ipc_mode", CF_MODE, FLD(CFG, ipc_mode), 0, 0777, 0660, NULL, NULL, 0, 0, NULL, REFUSE("a reload cannot change the socket file (restart wavedd)")},
+  {CF_ROOT, "metrics", CF_STR, FLD(CFG, metrics), 0, 0, 0, "", NULL, 0, 0, wd_cf_check_metrics, LIVE},
+  {CF_ROOT, "log_level", CF_ENUM, FLD(CFG, log_level), 0, 0, 0, "info", cf_levels, 0, 0, NULL, LIVE},
+  {CF_ROOT, "allow_client_shm", CF_ENUM, FLD(CFG, allow_client_shm), 0, 0, 0, "true", cf_bools, 0, 0, NULL, START(RL_REGIONS)},
+  {CF_ROOT, "limits", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_LIMITS, NULL, LIVE},
+  {CF_ROOT, "packs", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_PACKS, NULL, LIVE},
+  {CF_ROOT, "devices", CF_DEVICES, FLD(CFG, devices), 0, 0, 0, NULL, NULL, 1, 0, NULL, REFUSE("a reload cannot add or remove devices (restart wavedd; docs/service.md says why)")},
+  {CF_ROOT, "tls", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_TLS, NULL, LIVE},
+  {CF_ROOT, "auth", CF_AUTHSEC, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_AUTH, NULL, LIVE},
 
-  UINT(CF_LIMITS, CFG, "max_request_bytes", limits.max_request_bytes, 4096, 1ull << 30, 64ull << 20),
-  UINT(CF_LIMITS, CFG, "max_job_rows", limits.max_job_rows, 1, 1ull << 32, 1ull << 28),
-  UINT(CF_LIMITS, CFG, "jobs_in_flight", limits.jobs_in_flight, 1, 65536, 64),
-  UINT(CF_LIMITS, CFG, "client_jobs", limits.client_jobs, 1, 65536, 16),
-  UINT(CF_LIMITS, CFG, "keep_result_bytes", limits.keep_result_bytes, 0, 1ull << 40, 64ull << 20),
-  UINT(CF_LIMITS, CFG, "contexts", limits.contexts, 1, 4096, 64),
-  UINT(CF_LIMITS, CFG, "max_outputs", limits.max_outputs, 0, 1u << 20, 1u << 16),
-  UINT(CF_LIMITS, CFG, "max_winners", limits.max_winners, 0, 1u << 16, 4096),
-  UINT(CF_LIMITS, CFG, "max_wait_ms", limits.max_wait_ms, 0, 50000, 10000),
-  UINT(CF_LIMITS, CFG, "keep_jobs", limits.keep_jobs, 0, 65536, 256),
-  UINT(CF_LIMITS, CFG, "keep_seconds", limits.keep_seconds, 0, 86400, 600),
-  UINT(CF_LIMITS, CFG, "decode_threads", limits.decode_threads, 1, 64, 2),
-  UINT(CF_LIMITS, CFG, "max_stream_bytes", limits.max_stream_bytes, 0, 1ull << 40, 1ull << 31),
-  UINT(CF_LIMITS, CFG, "max_client_regions", limits.max_client_regions, 0, 4096, 16),
-  UINT(CF_LIMITS, CFG, "max_region_bytes", limits.max_region_bytes, 0, 1ull << 44, 1ull << 36),
+  UINT(CF_LIMITS, CFG, "max_request_bytes", limits.max_request_bytes, 4096, 1ull << 30, 64ull << 20, LIVE),
+  UINT(CF_LIMITS, CFG, "max_job_rows", limits.max_job_rows, 1, 1ull << 32, 1ull << 28, LIVE),
+  UINT(CF_LIMITS, CFG, "jobs_in_flight", limits.jobs_in_flight, 1, 65536, 64, REFUSE("a reload cannot resize the device queues (restart wavedd)")),
+  UINT(CF_LIMITS, CFG, "client_jobs", limits.client_jobs, 1, 65536, 16, LIVE),
+  UINT(CF_LIMITS, CFG, "keep_result_bytes", limits.keep_result_bytes, 0, 1ull << 40, 64ull << 20, LIVE),
+  UINT(CF_LIMITS, CFG, "contexts", limits.contexts, 1, 4096, 64, REFUSE("a reload cannot resize the socket (restart wavedd)")),
+  UINT(CF_LIMITS, CFG, "max_outputs", limits.max_outputs, 0, 1u << 20, 1u << 16, LIVE),
+  UINT(CF_LIMITS, CFG, "max_winners", limits.max_winners, 0, 1u << 16, 4096, LIVE),
+  UINT(CF_LIMITS, CFG, "max_wait_ms", limits.max_wait_ms, 0, 50000, 10000, LIVE),
+  UINT(CF_LIMITS, CFG, "keep_jobs", limits.keep_jobs, 0, 65536, 256, LIVE),
+  UINT(CF_LIMITS, CFG, "keep_seconds", limits.keep_seconds, 0, 86400, 600, LIVE),
+  UINT(CF_LIMITS, CFG, "decode_threads", limits.decode_threads, 1, 64, 2, START("the decode threads are started once")),
+  UINT(CF_LIMITS, CFG, "max_stream_bytes", limits.max_stream_bytes, 0, 1ull << 40, 1ull << 31, START("the stream table and the shares hold it from start-up")),
+  UINT(CF_LIMITS, CFG, "max_client_regions", limits.max_client_regions, 0, 4096, 16, START(RL_REGIONS)),
+  UINT(CF_LIMITS, CFG, "max_region_bytes", limits.max_region_bytes, 0, 1ull << 44, 1ull << 36, START(RL_REGIONS)),
   /* each client's share: a quarter of each default total (share.h) */
-  UINT(CF_LIMITS, CFG, "max_client_region_bytes", limits.max_client_region_bytes, 0, 1ull << 44, 1ull << 34),
-  UINT(CF_LIMITS, CFG, "max_client_stream_bytes", limits.max_client_stream_bytes, 0, 1ull << 40, 1ull << 29),
-  UINT(CF_LIMITS, CFG, "max_client_files", limits.max_client_files, 0, 65536, 64),
-  UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30),
-  UINT(CF_LIMITS, CFG, "region_read_timeout_ms", limits.region_read_timeout_ms, 1, 3600000, 5000),
-  UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20),
-  UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024),
-  UINT(CF_LIMITS, CFG, "max_connections", limits.max_connections, 1, 65536, 256),
-  UINT(CF_LIMITS, CFG, "max_peer_requests", limits.max_peer_requests, 1, 4096, 16),
-  UINT(CF_LIMITS, CFG, "max_peer_parked", limits.max_peer_parked, 0, 65536, 256),
-  UINT(CF_LIMITS, CFG, "send_timeout_ms", limits.send_timeout_ms, 100, 600000, 10000),
-  UINT(CF_LIMITS, CFG, "idle_timeout_ms", limits.idle_timeout_ms, 0, 86400000, 120000),
+  UINT(CF_LIMITS, CFG, "max_client_region_bytes", limits.max_client_region_bytes, 0, 1ull << 44, 1ull << 34, START(RL_SHARES)),
+  UINT(CF_LIMITS, CFG, "max_client_stream_bytes", limits.max_client_stream_bytes, 0, 1ull << 40, 1ull << 29, START(RL_SHARES)),
+  UINT(CF_LIMITS, CFG, "max_client_files", limits.max_client_files, 0, 65536, 64, START(RL_SHARES)),
+  UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30, START(RL_REGIONS)),
+  UINT(CF_LIMITS, CFG, "region_read_timeout_ms", limits.region_read_timeout_ms, 1, 3600000, 5000, LIVE),
+  UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20, LIVE),
+  UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024, LIVE),
+  UINT(CF_LIMITS, CFG, "max_connections", limits.max_connections, 1, 65536, 256, LIVE),
+  UINT(CF_LIMITS, CFG, "max_peer_requests", limits.max_peer_requests, 1, 4096, 16, LIVE),
+  UINT(CF_LIMITS, CFG, "max_peer_parked", limits.max_peer_parked, 0, 65536, 256, LIVE),
+  UINT(CF_LIMITS, CFG, "send_timeout_ms", limits.send_timeout_ms, 100, 600000, 10000, LIVE),
+  UINT(CF_LIMITS, CFG, "idle_timeout_ms", limits.idle_timeout_ms, 0, 86400000, 120000, LIVE),
   /* connguard.c: connections nng never ends (issue 22, finding 4) */
-  UINT(CF_LIMITS, CFG, "tls_handshake_ms", limits.tls_handshake_ms, 0, 600000, 10000),
-  UINT(CF_LIMITS, CFG, "max_tls_handshakes", limits.max_tls_handshakes, 1, 65536, 64),
-  UINT(CF_LIMITS, CFG, "metrics_max_age_ms", limits.metrics_max_age_ms, 0, 86400000, 30000),
-  UINT(CF_LIMITS, CFG, "metrics_connections", limits.metrics_connections, 1, 4096, 16),
-  UINT(CF_LIMITS, CFG, "auth_failures", limits.auth_failures, 1, 1000, 5),
-  UINT(CF_LIMITS, CFG, "auth_failure_ms", limits.auth_failure_ms, 1, 3600000, 1000),
+  UINT(CF_LIMITS, CFG, "tls_handshake_ms", limits.tls_handshake_ms, 0, 600000, 10000, LIVE),
+  UINT(CF_LIMITS, CFG, "max_tls_handshakes", limits.max_tls_handshakes, 1, 65536, 64, LIVE),
+  UINT(CF_LIMITS, CFG, "metrics_max_age_ms", limits.metrics_max_age_ms, 0, 86400000, 30000, LIVE),
+  UINT(CF_LIMITS, CFG, "metrics_connections", limits.metrics_connections, 1, 4096, 16, LIVE),
+  UINT(CF_LIMITS, CFG, "auth_failures", limits.auth_failures, 1, 1000, 5, LIVE),
+  UINT(CF_LIMITS, CFG, "auth_failure_ms", limits.auth_failure_ms, 1, 3600000, 1000, LIVE),
 
-  {CF_TLS, "cert_file", CF_FILE, FLD(CFG, tls.cert_file), 0, 0, 0, "", NULL, 1, 0, NULL},
-  {CF_TLS, "key_file", CF_FILE, FLD(CFG, tls.key_file), 0, 0, 0, "", NULL, 1, 0, NULL},
-  {CF_TLS, "ca_file", CF_FILE, FLD(CFG, tls.ca_file), 0, 0, 0, "", NULL, 0, 0, NULL},
-  {CF_TLS, "verify", CF_ENUM, FLD(CFG, tls.verify), 0, 0, 0, "none", cf_verify, 0, 0, NULL},
+  {CF_TLS, "cert_file", CF_FILE, FLD(CFG, tls.cert_file), 0, 0, 0, "", NULL, 1, 0, NULL, LIVE},
+  {CF_TLS, "key_file", CF_FILE, FLD(CFG, tls.key_file), 0, 0, 0, "", NULL, 1, 0, NULL, LIVE},
+  {CF_TLS, "ca_file", CF_FILE, FLD(CFG, tls.ca_file), 0, 0, 0, "", NULL, 0, 0, NULL, LIVE},
+  {CF_TLS, "verify", CF_ENUM, FLD(CFG, tls.verify), 0, 0, 0, "none", cf_verify, 0, 0, NULL, LIVE},
 
-  {CF_AUTH, "tokens", CF_TOKENS, FLD(CFG, tokens), 0, 0, 0, NULL, NULL, 1, 0, NULL},
-  {CF_TOKEN, "name", CF_STR, FLD(TOK, name), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_tokname},
-  {CF_TOKEN, "file", CF_FILE, FLD(TOK, file), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_tokfile},
-  {CF_TOKEN, "generate", CF_ENUM, FLD(TOK, generate), 0, 0, 0, "false", cf_bools, 0, 0, NULL},
+  {CF_AUTH, "tokens", CF_TOKENS, FLD(CFG, tokens), 0, 0, 0, NULL, NULL, 1, 0, NULL, LIVE},
+  {CF_TOKEN, "name", CF_STR, FLD(TOK, name), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_tokname, LIVE},
+  {CF_TOKEN, "file", CF_FILE, FLD(TOK, file), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_tokfile, LIVE},
+  {CF_TOKEN, "generate", CF_ENUM, FLD(TOK, generate), 0, 0, 0, "false", cf_bools, 0, 0, NULL, LIVE},
 
-  {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL},
-  {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL},
-  {CF_PACKS, "prepare", CF_ENUM, FLD(CFG, packs_prepare), 0, 0, 0, "startup", cf_prepare, 0, 0, NULL},
+  {CF_PACKS, "dir", CF_STR, FLD(CFG, packs_dir), 0, 0, 0, "packs", NULL, 0, 0, NULL, LIVE},
+  {CF_PACKS, "load", CF_NAMES, FLD(CFG, packs_load), 0, 0, 0, NULL, NULL, 0, 0, NULL, LIVE},
+  {CF_PACKS, "prepare", CF_ENUM, FLD(CFG, packs_prepare), 0, 0, 0, "startup", cf_prepare, 0, 0, NULL, REFUSE("it says what start-up does (restart wavedd)")},
 
-  {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_devname},
-  {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_backend},
-  UINT(CF_DEVICE, DEV, "index", index, 0, 255, 0),
-  UINT(CF_DEVICE, DEV, "platform", platform, 0, 255, 0),
-  {CF_DEVICE, "device", CF_STR, FLD(DEV, device), 0, 0, 0, "", NULL, 0, 0, NULL},
-  UINT(CF_DEVICE, DEV, "threads", threads, 0, 1024, 0),
-  UINT(CF_DEVICE, DEV, "queue_depth", queue_depth, 1, 65536, 64),
-  {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL},
-  UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0),
-  UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0),
+  {CF_DEVICE, "name", CF_STR, FLD(DEV, name), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_devname, REFUSE(RL_DEVICES)},
+  {CF_DEVICE, "backend", CF_STR, FLD(DEV, backend), 0, 0, 0, "", NULL, 1, 0, wd_cf_check_backend, REFUSE(RL_DEVICES)},
+  UINT(CF_DEVICE, DEV, "index", index, 0, 255, 0, REFUSE(RL_DEVICES)),
+  UINT(CF_DEVICE, DEV, "platform", platform, 0, 255, 0, REFUSE(RL_DEVICES)),
+  {CF_DEVICE, "device", CF_STR, FLD(DEV, device), 0, 0, 0, "", NULL, 0, 0, NULL, REFUSE(RL_DEVICES)},
+  UINT(CF_DEVICE, DEV, "threads", threads, 0, 1024, 0, REFUSE(RL_DEVICES)),
+  UINT(CF_DEVICE, DEV, "queue_depth", queue_depth, 1, 65536, 64, REFUSE(RL_DEVICES)),
+  {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL, REFUSE(RL_DEVICES)},
+  UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0, REFUSE(RL_DEVICES)),
+  UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0, REFUSE(RL_DEVICES)),
 };
+#undef LIVE
+#undef START
+#undef REFUSE
 #define CF_NKEYS (sizeof wd_cf_keys / sizeof wd_cf_keys[0])
 const size_t wd_cf_nkeys = CF_NKEYS;
 

@@ -139,6 +139,16 @@ void wd_config_free(wd_config *c);
  * file's positions too)?  A reload of an unchanged file keeps serving the
  * config it has (reload.c): nothing is kept for it. */
 int wd_config_same(const wd_config *a, const wd_config *b);
+/* What a reload may change, by the key table's reload column
+ * (config_keys.h): 0 when nc (the file just read) differs from oc (the
+ * serving config) only in keys a reload applies or takes for the next
+ * start; else WAVE_ECONFIG naming the first refused key ("FILE: KEY
+ * changed; why").  later(arg, key, why) is called for each changed key
+ * that takes effect only at the next start (may be NULL). */
+int wd_config_reload_check(const wd_config *oc, const wd_config *nc,
+                           void (*later)(void *arg, const char *key,
+                                         const char *why),
+                           void *arg, wave_error *err);
 
 /* Name comparisons the duplicate checks made in this thread, ever: the
  * tests bound it (O(n log n), not n^2). */

@@ -1,6 +1,7 @@
 /* config_keys.h - the key table of devices.yaml, shared by the loader
- * (config.c, which fills it), its per-value checks (config_check.c) and
- * the comparison of two loaded configs (config_same.c).  Private to
+ * (config.c, which fills it), its per-value checks (config_check.c), the
+ * comparison of two loaded configs and what a reload may change
+ * (config_same.c).  Private to
  * daemon/config*.c. */
 #ifndef WD_CONFIG_KEYS_H
 #define WD_CONFIG_KEYS_H
@@ -16,6 +17,17 @@ enum { CF_UINT, CF_STR, CF_ENUM, CF_CHOICE, CF_MODE, CF_SECTION, CF_URLS,
        CF_NAMES, CF_DEVICES, CF_FILE, CF_AUTHSEC, CF_TOKENS };
 /* ENUM stores the index, CHOICE the string; FILE a path resolved against
  * the config file's folder, which must name a readable file */
+
+/* The reload column: what a SIGHUP reload does with a changed value
+ * (config_same.c's wd_config_reload_check reads it; docs/config.md
+ * "Reload (SIGHUP)" says the same in words).  0 is no rule: every row
+ * names one (test_config checks). */
+enum {
+  CF_RL_LIVE = 1,  /* applied by the reload */
+  CF_RL_START,     /* taken, but what holds it keeps the value it started
+                    * with: logged, applied at the next start */
+  CF_RL_REFUSE,    /* a change fails the reload, naming the key */
+};
 
 /* The loader's walk: where it is in the document and the struct. */
 typedef struct cf_state {
@@ -43,6 +55,9 @@ typedef struct cf_key {
   int required;
   int sub;                    /* CF_SECTION: which section */
   cf_check check;
+  int reload;                 /* CF_RL_* */
+  const char *why;            /* CF_RL_START, CF_RL_REFUSE: why, for the
+                               * log line or the reload's error */
 } cf_key;
 
 /* Every key the file may hold, one row each (config.c). */

@@ -1,42 +1,45 @@
 /* config_same.c - is a freshly loaded config the one being served?
- * (wd_config_same, config.h).  A reload of an unchanged file keeps the
+ * (wd_config_same, config.h), and what of it may a reload change?
+ * (wd_config_reload_check: the key table's reload column).  A reload of an unchanged file keeps the
  * serving config and frees the new one (reload.c), so nothing is kept per
  * reload.  The comparison walks the same key table the loader fills
  * (config_keys.h), so a key added there is compared without more code;
  * the fields the loader sets outside the table are listed here. */
+#include <stdio.h>
 #include <string.h>
 
+#include "core/base.h"
 #include "daemon/config.h"
 #include "daemon/config_keys.h"
 
 /* ---- comparing two configs ------------------------------------------------ */
 
-/* The fields of sec's rows in base a and b (the table says where each is
- * and what it holds): equal? */
+/* Row e's field in base a and b (the table says where it is and what it
+ * holds): equal?  Sections and lists are compared by their callers. */
+static int cf_same_field(const cf_key *e, const void *a, const void *b)
+{
+  const char *x = (const char *)a + e->off, *y = (const char *)b + e->off;
+  switch (e->type) {
+  case CF_UINT:
+  case CF_ENUM:
+  case CF_MODE:
+    return memcmp(x, y, e->size) == 0;
+  case CF_STR:
+  case CF_CHOICE:
+  case CF_FILE:
+    return strncmp(x, y, e->size) == 0;
+  default:
+    return 1;
+  }
+}
+
+/* The fields of sec's rows in base a and b: equal? */
 static int cf_same_rows(int sec, const void *a, const void *b)
 {
-  for (size_t i = 0; i < wd_cf_nkeys; i++) {
-    const cf_key *e = &wd_cf_keys[i];
-    if (e->sec != sec)
-      continue;
-    const char *x = (const char *)a + e->off, *y = (const char *)b + e->off;
-    switch (e->type) {
-    case CF_UINT:
-    case CF_ENUM:
-    case CF_MODE:
-      if (memcmp(x, y, e->size) != 0)
-        return 0;
-      break;
-    case CF_STR:
-    case CF_CHOICE:
-    case CF_FILE:
-      if (strncmp(x, y, e->size) != 0)
-        return 0;
-      break;
-    default:  /* sections and lists: compared by wd_config_same */
-      break;
-    }
-  }
+  for (size_t i = 0; i < wd_cf_nkeys; i++)
+    if (wd_cf_keys[i].sec == sec &&
+        !cf_same_field(&wd_cf_keys[i], a, b))
+      return 0;
   return 1;
 }
 
@@ -85,4 +88,90 @@ int wd_config_same(const wd_config *a, const wd_config *b)
       return 0;
   }
   return 1;
+}
+
+/* ---- what a reload may change ------------------------------------------ */
+
+/* "limits.contexts": the key as the file and the messages name it. */
+static void cf_key_name(const cf_key *e, char *out, size_t n)
+{
+  const char *sec = "";
+  for (size_t i = 0; e->sec != CF_ROOT && i < wd_cf_nkeys; i++)
+    if (wd_cf_keys[i].sec == CF_ROOT && wd_cf_keys[i].sub == e->sec &&
+        wd_cf_keys[i].sub != 0)
+      sec = wd_cf_keys[i].name;
+  snprintf(out, n, "%s%s%s", sec, sec[0] ? "." : "", e->name);
+}
+
+/* The rows of sec in bases a and b, by their reload rule: the first
+ * refused change (its row), or NULL; each changed start-only one is told
+ * to later. */
+static const cf_key *cf_reload_rows(int sec, const void *a, const void *b,
+                                    void (*later)(void *, const char *,
+                                                  const char *),
+                                    void *arg)
+{
+  for (size_t i = 0; i < wd_cf_nkeys; i++) {
+    const cf_key *e = &wd_cf_keys[i];
+    if (e->sec != sec || e->reload == CF_RL_LIVE || cf_same_field(e, a, b))
+      continue;
+    if (e->reload == CF_RL_REFUSE)
+      return e;
+    if (later != NULL) {
+      char key[96];
+      cf_key_name(e, key, sizeof key);
+      later(arg, key, e->why);
+    }
+  }
+  return NULL;
+}
+
+/* The root row of a list of sec entries (devices, auth.tokens). */
+static const cf_key *cf_list_row(int type)
+{
+  for (size_t i = 0; i < wd_cf_nkeys; i++)
+    if (wd_cf_keys[i].type == type)
+      return &wd_cf_keys[i];
+  return NULL;
+}
+
+int wd_config_reload_check(const wd_config *oc, const wd_config *nc,
+                           void (*later)(void *arg, const char *key,
+                                         const char *why),
+                           void *arg, wave_error *err)
+{
+  const char *f = nc->path;
+  /* the device list first: a device's own keys name the device */
+  const cf_key *dl = cf_list_row(CF_DEVICES);
+  if (dl->reload == CF_RL_REFUSE && nc->n_devices != oc->n_devices)
+    return wv_seterr(err, WAVE_ECONFIG, "%s: %s: %zu devices instead of %zu;"
+                     " %s", f, dl->name, nc->n_devices, oc->n_devices,
+                     dl->why);
+  size_t nd = nc->n_devices < oc->n_devices ? nc->n_devices : oc->n_devices;
+  for (size_t i = 0; i < nd; i++) {
+    const cf_key *e = cf_reload_rows(CF_DEVICE, &oc->devices[i],
+                                     &nc->devices[i], NULL, NULL);
+    if (e != NULL)
+      return wv_seterr(err, WAVE_ECONFIG, "%s: %s[%zu] (%s) changed; %s", f,
+                       dl->name, i, nc->devices[i].name, e->why);
+  }
+  static const int secs[] = {CF_ROOT, CF_LIMITS, CF_PACKS, CF_TLS};
+  for (size_t k = 0; k < sizeof secs / sizeof secs[0]; k++) {
+    const cf_key *e = cf_reload_rows(secs[k], oc, nc, later, arg);
+    if (e != NULL) {
+      char key[96];
+      cf_key_name(e, key, sizeof key);
+      return wv_seterr(err, WAVE_ECONFIG, "%s: %s changed; %s", f, key,
+                       e->why);
+    }
+  }
+  size_t nt = nc->n_tokens < oc->n_tokens ? nc->n_tokens : oc->n_tokens;
+  for (size_t i = 0; i < nt; i++) {
+    const cf_key *e = cf_reload_rows(CF_TOKEN, &oc->tokens[i],
+                                     &nc->tokens[i], later, arg);
+    if (e != NULL)
+      return wv_seterr(err, WAVE_ECONFIG, "%s: auth.tokens[%zu].%s changed; "
+                       "%s", f, i, e->name, e->why);
+  }
+  return 0;
 }

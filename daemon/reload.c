@@ -11,8 +11,8 @@
  * Every fallible step comes before the swap, so a failure anywhere leaves
  * the old configuration serving; the swap itself is pointer assignments.
  *
- * Packs.  A pack whose content (every field the hash is made of) equals a
- * serving one keeps that object and its slot (its per-device check state
+ * Packs.  A pack whose content (every field the hash is made of:
+ * wv_pack_equal, workers/hash/) equals a serving one keeps that object and its slot (its per-device check state
  * and hash rate), as does one equal to a pack served before (sv->known:
  * a reload undone); a new or changed pack gets a new slot on every device
  * (wd_device_add_packs) and is prepared and self-checked there before
@@ -32,7 +32,8 @@
  * regions are in flight needs a drain protocol that does not exist yet
  * (docs/service.md), so device changes fail the reload and name the key.
  * ipc_mode, limits.contexts and limits.jobs_in_flight size the socket and
- * the device queues and are refused likewise.
+ * the device queues and are refused likewise.  Which keys those are is the
+ * key table's reload column (config.c), which wd_config_reload_check walks.
  *
  * Reloaded configs are kept until wd_service_free: the listeners keep
  * pointers into the config they started with (their URLs), and the server
@@ -169,64 +170,20 @@ void wd_packs_free(wv_packset *set, wd_packs *packs)
 
 /* ---- what a reload may change ------------------------------------------------ */
 
-static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
+/* A changed key that takes effect only at the next start (the key
+ * table's reload column, config.c): said once per reload. */
+static void rl_later(void *arg, const char *key, const char *why)
 {
-  /* every field of wd_device_cfg (config.h): a new one belongs here */
-  return strcmp(a->name, b->name) == 0 && strcmp(a->backend, b->backend) == 0 &&
-         a->index == b->index && a->platform == b->platform &&
-         strcmp(a->device, b->device) == 0 && a->threads == b->threads &&
-         a->queue_depth == b->queue_depth &&
-         strcmp(a->exchange, b->exchange) == 0 &&
-         a->group_units == b->group_units && a->batch == b->batch;
+  const wd_config *nc = arg;
+  wd_warn("%s: %s changed; %s, so the new value takes effect when wavedd "
+          "restarts", nc->path, key, why);
 }
 
-/* The same pack: every field the hash, its dataset and its known answers
- * are made of (pack.h), not the file it came from.  Such a pack keeps
- * serving as it is (its object, its slot, its prepared state). */
-static int rl_same_pack(const wv_pack *p, const wv_pack *q)
-{
-  return strcmp(p->name, q->name) == 0 && p->version == q->version &&
-         strcmp(p->description, q->description) == 0 && p->seed == q->seed &&
-         p->registers == q->registers && p->rounds == q->rounds &&
-         p->closed == q->closed && p->cache_items == q->cache_items &&
-         p->dataset_items == q->dataset_items && p->parents == q->parents &&
-         p->item_mask == q->item_mask && p->closed_key == q->closed_key &&
-         memcmp(p->program, q->program, sizeof p->program) == 0 &&
-         p->loads == q->loads && p->has_known == q->has_known &&
-         p->cache_fnv == q->cache_fnv && p->batch_fnv == q->batch_fnv &&
-         p->n_vectors == q->n_vectors &&
-         memcmp(p->vectors, q->vectors,
-                p->n_vectors * sizeof p->vectors[0]) == 0;
-}
-
-/* 0 when nc differs from oc only in what a reload applies. */
+/* 0 when nc differs from oc only in what a reload applies (or takes for
+ * the next start): the key table's reload column decides. */
 static int rl_check(const wd_config *oc, const wd_config *nc, wave_error *err)
 {
-  const char *f = nc->path;
-  if (nc->n_devices != oc->n_devices)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: devices: %zu devices instead "
-                     "of %zu; a reload cannot add or remove devices "
-                     "(restart wavedd; docs/service.md says why)", f,
-                     nc->n_devices, oc->n_devices);
-  for (size_t i = 0; i < nc->n_devices; i++)
-    if (!rl_same_device(&oc->devices[i], &nc->devices[i]))
-      return wv_seterr(err, WAVE_ECONFIG, "%s: devices[%zu] (%s) changed; a "
-                       "reload cannot change devices (restart wavedd; "
-                       "docs/service.md says why)", f, i, nc->devices[i].name);
-  if (nc->ipc_mode != oc->ipc_mode)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: ipc_mode changed; a reload "
-                     "cannot change the socket file (restart wavedd)", f);
-  if (nc->limits.contexts != oc->limits.contexts)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: limits.contexts changed; a "
-                     "reload cannot resize the socket (restart wavedd)", f);
-  if (nc->packs_prepare != oc->packs_prepare)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: packs.prepare changed; it "
-                     "says what start-up does (restart wavedd)", f);
-  if (nc->limits.jobs_in_flight != oc->limits.jobs_in_flight)
-    return wv_seterr(err, WAVE_ECONFIG, "%s: limits.jobs_in_flight "
-                     "changed; a reload cannot resize the device queues "
-                     "(restart wavedd)", f);
-  return 0;
+  return wd_config_reload_check(oc, nc, rl_later, (void *)nc, err);
 }
 
 /* ---- one reload, step by step -------------------------------------------------- */
@@ -409,11 +366,11 @@ static void rl_loaded(uv_work_t *w, int status)
   for (size_t k = 0; k < n; k++) {
     const wv_pack **list = (const wv_pack **)r->np.list;
     size_t m = 0;
-    while (m < op->n && !rl_same_pack(op->list[m], list[k]))
+    while (m < op->n && !wv_pack_equal(op->list[m], list[k]))
       m++;
     size_t o = 0;  /* or one served before (a reload undone) */
     while (m == op->n && o < sv->n_known &&
-           !rl_same_pack(sv->known[o].pack, list[k]))
+           !wv_pack_equal(sv->known[o].pack, list[k]))
       o++;
     if (m < op->n) {
       list[k] = op->list[m];  /* the serving object: prepared already */

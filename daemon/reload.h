@@ -7,13 +7,16 @@
  * names (off the loop, in libuv's thread pool), compares the result with
  * what is serving, prepares and self-checks every new or changed pack on
  * every device (setup items on the device threads), then binds the new
- * listeners, and only when all of that succeeded swaps it in.  Applied:
- * log_level, the limits except contexts and jobs_in_flight, metrics (the
- * endpoint moves), listen (listeners added and removed; the unchanged ones
- * keep their connections) and the packs (new hash jobs use the new ones;
- * jobs already submitted keep the pack they were given).  Refused (the
- * reload fails and says which key; restart wavedd to apply): devices,
- * ipc_mode, limits.contexts, limits.jobs_in_flight.  A file that does not
+ * listeners, and only when all of that succeeded swaps it in.  What each
+ * key does is the key table's reload column (daemon/config.c, one row per
+ * key; docs/config.md "Reload (SIGHUP)"): applied (log_level, most limits,
+ * metrics: the endpoint moves, listen: listeners added and removed, the
+ * unchanged ones keep their connections, the packs: new hash jobs use the
+ * new ones, jobs already submitted keep the pack they were given), taken
+ * for the next start (a warning names the key: limits.decode_threads, the
+ * region and stream limits, allow_client_shm), or refused (the reload
+ * fails and says which key; restart wavedd to apply: devices, ipc_mode,
+ * limits.contexts, limits.jobs_in_flight, packs.prepare).  A file that does not
  * load (its file:line:column message is logged), a pack that does not load
  * or fails its known answers on a device, a listener that cannot bind
  * (file:line:column of its URL), or any refused change leaves the old

@@ -10,6 +10,11 @@
  * both queues whole).  The loop runs each ended item's done op and each
  * received request's dispatch.
  *
+ * Lifecycle: one state (wd_sv_state, server.h), moved only here:
+ *   STARTING (wd_server_init) -> LISTENING (wd_server_listen) -> READY
+ *   (sv_check_ready) -> STOPPING (wd_server_stop) -> LINGER
+ *   (sv_maybe_finish) -> CLOSED (wd_server_close, from any state).
+ *
  * Readiness: after the devices opened, with packs.prepare: startup every
  * device prepares and checks every pack (setup items, served between
  * reductions; the smallest datasets first, so that a 4 MiB pack does not
@@ -67,11 +72,13 @@ static void sv_post(void *arg, wd_work *w)
   uv_async_send(&s->wake);
 }
 
+/* LISTENING -> READY once the start-up preparations are all back. */
 static void sv_check_ready(wd_server *s)
 {
-  if (s->ready || s->preps_left > 0 || !s->listening || s->stopping)
+  if (s->state != WD_SV_LISTENING || s->preps_left > 0)
     return;
-  s->ready = 1;
+  s->state = WD_SV_READY;
+  s->was_ready = 1;
   if (s->cfg->packs_prepare == WD_PREPARE_FIRST_USE)
     wd_info("ready: packs are prepared on first use (packs.prepare)");
   else
@@ -133,8 +140,8 @@ static void sv_pipes_gone(wd_server *s)
 {
   uint32_t *ids;
   size_t n;
-  wd_gone_take(&s->gone, &ids, &n);
-  for (size_t i = 0; i < n && !s->closed; i++)
+  wd_gone_take(&s->fe->gone, &ids, &n);
+  for (size_t i = 0; i < n && s->state != WD_SV_CLOSED; i++)
     wd_jobs_drop_pipe(s->jobs, ids[i]);
   free(ids);
 }
@@ -154,17 +161,28 @@ static void sv_unpin(void *arg, wd_region *r, unsigned slot)
   wd_regionpin_unpin(s->devs, s->n_devs, r, slot);
 }
 
+/* net/front.c's hooks: each context's handler half (wd_call). */
+static void sv_call_init(void *arg, wd_req *c)
+{
+  c->call->srv = arg;
+  c->call->ctx = c;
+}
+
+static void sv_call_clear(wd_req *c)
+{
+  free(c->call->spans);
+  c->call->spans = NULL;
+}
+
 static void sv_wake_cb(uv_async_t *h)
 {
   wd_server *s = h->data;
   pthread_mutex_lock(&s->mu);
   wd_work *done = s->done;
-  wd_req *in = s->inbox;
   s->done = NULL;
   s->done_tail = &s->done;
-  s->inbox = NULL;
-  s->inbox_tail = &s->inbox;
   pthread_mutex_unlock(&s->mu);
+  wd_req *in = wd_front_take(s->fe);
   sv_pipes_gone(s);  /* before this round's requests: see peer.h */
   for (wd_work *w = done, *nx; w != NULL; w = nx) {
     nx = w->next;
@@ -172,17 +190,9 @@ static void sv_wake_cb(uv_async_t *h)
   }
   for (wd_req *c = in, *nx; c != NULL; c = nx) {
     nx = c->next;
-    if (s->closed) {  /* drained after close: nobody to answer */
-      if (c->state != RQ_RETIRE && c->msg != NULL)
-        nng_msg_free(c->msg);
-      c->msg = NULL;
-      if (c->state != RQ_RETIRE)
-        wd_req_clear(c);
-      continue;
-    }
-    if (c->state == RQ_RETIRE)
-      wd_front_retire(c);
-    else
+    if (s->state == WD_SV_CLOSED)  /* drained after close: nobody to answer */
+      wd_front_drop(c);
+    else if (!wd_front_retired(c))
       wd_route(c);
   }
   sv_maybe_finish(s);
@@ -193,19 +203,20 @@ static void sv_wake_cb(uv_async_t *h)
 static void sv_tick(uv_timer_t *t)
 {
   wd_server *s = t->data;
-  if (s->finishing) {
+  if (s->state == WD_SV_LINGER) {
     wd_server_close(s);
     return;
   }
   wd_jobs_prune(s->jobs);
 }
 
+/* STOPPING -> LINGER once nothing is in flight. */
 static void sv_maybe_finish(wd_server *s)
 {
-  if (!s->stopping || s->finishing || s->reduce_inflight > 0 ||
+  if (s->state != WD_SV_STOPPING || s->reduce_inflight > 0 ||
       wd_jobs_active(s->jobs) > 0)
     return;
-  s->finishing = 1;
+  s->state = WD_SV_LINGER;
   wd_info("in-flight work done; closing");
   /* the last replies are queued on their pipes; give them time to leave
    * (nng 1.5 has no linger) */
@@ -214,12 +225,12 @@ static void sv_maybe_finish(wd_server *s)
 
 void wd_server_stop(wd_server *s)
 {
-  if (s->stopping) {
+  if (s->state >= WD_SV_STOPPING) {
     wd_info("already stopping: %u reductions, %zu hash jobs in flight",
             s->reduce_inflight, wd_jobs_active(s->jobs));
     return;
   }
-  s->stopping = 1;
+  s->state = WD_SV_STOPPING;
   wd_notify("STOPPING=1");
   wd_info("stopping: no new work; finishing %u reductions, cancelling %zu "
           "hash jobs", s->reduce_inflight, wd_jobs_active(s->jobs));
@@ -245,20 +256,23 @@ static void sv_summary(uv_signal_t *h, int signum)
           "job(s) in flight, %" PRIu64 " served, %" PRIu64 " failed, %u "
           "ipc listener recovery(ies)",
           (uv_hrtime() - s->t0) / 1000000000u,
-          s->stopping ? "stopping" : s->ready ? "ready" : "starting",
-          s->n_devs, s->peers ? wd_peers_count(s->peers) : 0, s->n_reqs,
-          s->n_parked, s->reduce_inflight, wd_jobs_active(s->jobs), s->served,
-          s->failed, wd_listeners_recoveries(s->lst));
+          s->state >= WD_SV_STOPPING ? "stopping"
+          : s->state == WD_SV_READY  ? "ready"
+                                     : "starting",
+          s->n_devs, s->fe->peers ? wd_peers_count(s->fe->peers) : 0,
+          s->fe->n_reqs, s->fe->n_parked, s->reduce_inflight,
+          wd_jobs_active(s->jobs), s->served, s->failed,
+          wd_listeners_recoveries(s->fe->lst));
 }
 
 static void sv_noop_close(uv_handle_t *h) { (void)h; }
 
 void wd_server_close(wd_server *s)
 {
-  if (s->closed)
+  if (s->state == WD_SV_CLOSED)
     return;
-  s->closed = 1;
-  wd_front_close(s);
+  s->state = WD_SV_CLOSED;
+  wd_front_close(s->fe);
   /* then the devices: whatever they still hold comes back through post */
   for (size_t i = 0; i < s->n_devs; i++)
     wd_device_stop(s->devs[i]);
@@ -298,20 +312,23 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   s->packs = packs;
   s->t0 = uv_hrtime();
   s->instance = sv_instance();
-  s->inbox_tail = &s->inbox;
   s->done_tail = &s->done;
   pthread_mutex_init(&s->mu, NULL);
-  wd_gone_init(&s->gone);
-  s->pipe_gone = sv_pipe_gone;
-  s->pipe_gone_arg = s;
   *out = s;
   int rc;
   if ((rc = wd_jobs_new(&cfg->limits, s->instance, wd_park_job_ended, s,
                         &s->jobs)) != 0)
     return wv_seterr(err, rc, NULL);
   if ((rc = wd_bulk_new(cfg, sv_unpin, s, &s->bulk, err)) != 0 ||
-      (rc = wd_pool_start(cfg->limits.decode_threads, &s->pool, err)) != 0)
+      (rc = wd_pool_start(cfg->limits.decode_threads, &s->pool, err)) != 0 ||
+      (rc = wd_front_new(loop, cfg, s->pool, s->bulk, &s->wake, &s->fe,
+                         err)) != 0)
     return rc;
+  s->fe->failed = &s->failed;
+  s->fe->up = (wd_front_up){.size = sizeof(wd_call), .init = sv_call_init,
+                            .clear = sv_call_clear, .arg = s};
+  s->fe->pipe_gone = sv_pipe_gone;
+  s->fe->pipe_gone_arg = s;
   uv_async_init(loop, &s->wake, sv_wake_cb);
   uv_signal_init(loop, &s->sigint);
   uv_signal_init(loop, &s->sigterm);
@@ -391,13 +408,23 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
 
 int wd_server_listen(wd_server *s, wave_error *err)
 {
-  int rc = wd_front_listen(s, err);
-  if (rc == 0)
+  int rc = wd_front_listen(s->fe, err);
+  if (rc == 0) {
+    s->state = WD_SV_LISTENING;
     sv_check_ready(s);
+  }
   return rc;
 }
 
-int wd_server_ready(const wd_server *s) { return s->ready; }
+/* READY, or stopping after it was: StatusReply.ready says what it said
+ * when the stop began (a stop before READY never turns it true). */
+int wd_server_ready(const wd_server *s)
+{
+  return s->state == WD_SV_READY ||
+         (s->state > WD_SV_READY && s->was_ready);
+}
+
+wd_sv_state wd_server_state(const wd_server *s) { return s->state; }
 
 void wd_server_free(wd_server *s)
 {
@@ -407,16 +434,15 @@ void wd_server_free(wd_server *s)
   wd_pool_free(s->pool);
   /* before the devices go: a region released here may ask its device to
    * unpin it */
-  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
-    wd_req_clear(c);
+  if (s->fe != NULL)
+    wd_front_clear_all(s->fe);
   for (size_t i = 0; i < s->n_devs; i++)
     wd_device_free(s->devs[i]);
   free(s->devs);
   free(s->preps);
-  wd_front_free(s);
+  wd_front_free(s->fe);
   wd_bulk_free(s->bulk);
   wd_jobs_free(s->jobs);
-  wd_gone_free(&s->gone);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
@@ -435,23 +461,23 @@ const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
 
 struct wd_guard *wd_server_guard(const wd_server *s)
 {
-  return wd_listeners_guard(s->lst);
+  return s->fe ? wd_listeners_guard(s->fe->lst) : NULL;
 }
 
 int wd_server_stopping(const wd_server *s)
 {
-  return s->stopping || s->closed || !s->listening;
+  return s->state != WD_SV_LISTENING && s->state != WD_SV_READY;
 }
 
 int wd_server_relisten(wd_server *s, const wd_config *cfg, size_t *failed,
                        wave_error *err)
 {
   *failed = cfg->n_listen;
-  if (s->lst == NULL)
+  if (s->fe->lst == NULL)
     return wv_seterr(err, WAVE_ESHUTDOWN, "not listening");
   /* as in wd_front_listen: threads nng may start get no signals */
   int rc;
-  WV_MASKED(rc = wd_listeners_update(s->lst, cfg, failed, err));
+  WV_MASKED(rc = wd_listeners_update(s->fe->lst, cfg, failed, err));
   return rc;
 }
 
@@ -462,13 +488,7 @@ void wd_server_set_packs(wd_server *s, const wd_packs *packs)
 
 void wd_server_reconfigure(wd_server *s, const wd_config *cfg)
 {
-  const wd_limits *lim = &cfg->limits;
-  size_t cap = lim->max_request_bytes +
-               (lim->max_request_bytes > (1u << 20) ? lim->max_request_bytes
-                                                    : (1u << 20));
   s->cfg = cfg;
-  wd_jobs_set_limits(s->jobs, lim);
-  if (s->sock_open)
-    nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
-  wd_listeners_set_cap(s->lst, cap);
+  wd_jobs_set_limits(s->jobs, &cfg->limits);
+  wd_front_reconfigure(s->fe, cfg);
 }

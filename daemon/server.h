@@ -17,6 +17,21 @@
 
 typedef struct wd_server wd_server;
 
+/* The server's lifecycle, one state at a time, in this order (a state
+ * never goes back).  server.c moves it; readiness, the wake callback and
+ * the gates (rq/route.c: SHUTDOWN for work) read it. */
+typedef enum wd_sv_state {
+  WD_SV_STARTING,   /* wd_server_init: devices open, start-up preparations
+                     * queued; no socket yet */
+  WD_SV_LISTENING,  /* the sockets are up; preparations still under way */
+  WD_SV_READY,      /* READY=1 sent: StatusReply.ready */
+  WD_SV_STOPPING,   /* SIGINT/SIGTERM/SIGQUIT: no new work; in-flight
+                     * reductions finish, hash jobs are cancelled */
+  WD_SV_LINGER,     /* nothing in flight: the last replies leave
+                     * (SV_LINGER_MS), then the close */
+  WD_SV_CLOSED,     /* contexts, socket, device threads and handles closed */
+} wd_sv_state;
+
 /* Start one thread per device and wait for every open().  Fails (WAVE_EDEVICE)
  * only when no device opened at all.  cfg and packs must outlive the server. */
 int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
@@ -31,6 +46,7 @@ void wd_server_free(wd_server *s);
 /* Every device has prepared (or failed) every pack and the sockets listen:
  * StatusReply.ready; READY=1 was sent to the supervisor. */
 int wd_server_ready(const wd_server *s);
+wd_sv_state wd_server_state(const wd_server *s);
 
 /* For metrics.c and reload.c, on the loop thread. */
 wd_device *const *wd_server_devices(const wd_server *s, size_t *n);
@@ -42,7 +58,8 @@ struct wd_guard *wd_server_guard(const wd_server *s);
  * values).  cfg must differ from the serving one only in what reload.c
  * allows, and outlive the server. */
 void wd_server_reconfigure(wd_server *s, const wd_config *cfg);
-/* A reload: SIGTERM/SIGINT seen (or closed), nothing may change now. */
+/* A reload: not serving (before the sockets are up, or SIGTERM/SIGINT
+ * seen, or closed): nothing may change now. */
 int wd_server_stopping(const wd_server *s);
 /* A reload's listeners (wd_listeners_update): all or nothing. */
 int wd_server_relisten(wd_server *s, const wd_config *cfg, size_t *failed,

@@ -14,6 +14,7 @@
 
 #include "core/yamlconf.h"
 #include "daemon/config.h"
+#include "daemon/config_keys.h"
 #include "daemon/log.h"
 #include "daemon/reload.h"
 #include "wave/client.h"
@@ -586,6 +587,77 @@ START_TEST(same_config)
 }
 END_TEST
 
+/* The reload column (config_keys.h): every key names what a reload does
+ * with it, and a refused or start-only one says why. */
+START_TEST(every_key_has_a_reload_rule)
+{
+  size_t refused = 0, later = 0;
+  for (size_t i = 0; i < wd_cf_nkeys; i++) {
+    const cf_key *e = &wd_cf_keys[i];
+    ck_assert_msg(e->reload == CF_RL_LIVE || e->reload == CF_RL_START ||
+                  e->reload == CF_RL_REFUSE, "%s: no reload rule", e->name);
+    ck_assert_msg((e->reload == CF_RL_LIVE) == (e->why == NULL),
+                  "%s: a reason goes with START and REFUSE only", e->name);
+    refused += e->reload == CF_RL_REFUSE;
+    later += e->reload == CF_RL_START;
+  }
+  ck_assert_uint_gt(refused, 0);
+  ck_assert_uint_gt(later, 0);
+}
+END_TEST
+
+static void tc_later(void *arg, const char *key, const char *why)
+{
+  (void)why;
+  snprintf(arg, 64, "%s", key);
+}
+
+/* wd_config_reload_check: a live key passes, a start-only one passes and
+ * is told, a refused one fails with its message (docs/config.md). */
+START_TEST(reload_rules)
+{
+  static const char base[] = "limits: {max_job_rows: 100}\n" ONE_DEVICE;
+  static const struct {
+    const char *text, *later, *msg;
+  } cases[] = {
+    {"limits: {max_job_rows: 5}\n" ONE_DEVICE, "", NULL},
+    {"limits: {max_job_rows: 100, decode_threads: 3}\n" ONE_DEVICE,
+     "limits.decode_threads", NULL},
+    {"limits: {max_job_rows: 100, contexts: 9}\n" ONE_DEVICE, "",
+     "limits.contexts changed; a reload cannot resize the socket (restart "
+     "wavedd)"},
+    {"ipc_mode: 0600\nlimits: {max_job_rows: 100}\n" ONE_DEVICE, "",
+     "ipc_mode changed; a reload cannot change the socket file (restart "
+     "wavedd)"},
+    {"limits: {max_job_rows: 100}\n" ONE_DEVICE "    queue_depth: 3\n", "",
+     "devices[0] (cpu0) changed; a reload cannot change devices (restart "
+     "wavedd; docs/service.md says why)"},
+    {"limits: {max_job_rows: 100}\n" ONE_DEVICE
+     "  - {name: cpu1, backend: cpu}\n", "",
+     "devices: 2 devices instead of 1; a reload cannot add or remove "
+     "devices"},
+  };
+  wd_config *a = tc_load_ok(base);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wd_config *b = tc_load_ok(cases[i].text);
+    char told[64] = "";
+    wave_error err = {0};
+    int rc = wd_config_reload_check(a, b, tc_later, told, &err);
+    if (cases[i].msg == NULL) {
+      ck_assert_msg(rc == 0, "%s: %s", cases[i].text, err.message);
+    } else {
+      ck_assert_int_eq(rc, WAVE_ECONFIG);
+      ck_assert_msg(strstr(err.message, cases[i].msg) != NULL &&
+                    strncmp(err.message, tc_path, strlen(tc_path)) == 0,
+                    "'%s' does not say '%s'", err.message, cases[i].msg);
+    }
+    ck_assert_str_eq(told, cases[i].later);
+    wd_config_free(b);
+  }
+  wd_config_free(a);
+}
+END_TEST
+
 /* The one number rule (core/yamlconf.h, docs/config.md "Numbers"), which
  * the pack loader shares: its edge cases on the parser itself. */
 START_TEST(number_rule)
@@ -703,6 +775,8 @@ static Suite *config_suite(void)
   tcase_add_test(t, packs_dir_not_a_folder);
   tcase_add_test(t, packs_load_missing_pack);
   tcase_add_test(t, same_config);
+  tcase_add_test(t, every_key_has_a_reload_rule);
+  tcase_add_test(t, reload_rules);
   suite_add_tcase(s, t);
   return s;
 }

@@ -1,6 +1,7 @@
 /* test_pack.c - the pack loader's errors (docs/hash.md "Packs"): every
  * malformed field names its file:line:column and key, the dataset bound,
- * an empty packs folder, duplicate names and unknown known answers.  The
+ * an empty packs folder, duplicate names and unknown known answers; and
+ * what makes two packs the same (wv_pack_equal).  The
  * helpers (scratch folder, synthetic pack texts) are tests/hash_harness.c.
  */
 #include <check.h>
@@ -227,6 +228,57 @@ START_TEST(packset_rejects_duplicates_and_unknown_answers)
 }
 END_TEST
 
+/* wv_pack_equal (a reload keeps an equal pack serving): the file a pack
+ * came from does not count; its seed, program and known answers do. */
+START_TEST(pack_equal_is_content)
+{
+  const char *first[1] = {"add r2, r0, r1"};
+  char *text = th_program_text(TH_HEAD, first, 1);
+  char *k = malloc(strlen(text) + 4096);
+  strcpy(k, text);
+  strcat(k, "known:\n  batch_fnv: 1\n  vectors:\n    - nonce: 0\n"
+            "      outputs: [");
+  for (int i = 0; i < 32; i++)
+    strcat(k, i ? ", 7" : "7");
+  strcat(k, "]\n");
+  wave_error err = {0};
+  wv_pack *a = NULL, *b = NULL, *c = NULL;
+  ck_assert_msg(wv_pack_load_file(th_write("a.yaml", k), &a, &err) == 0, "%s",
+                err.message);
+  ck_assert_msg(wv_pack_load_file(th_write("b.yaml", k), &b, &err) == 0, "%s",
+                err.message);
+  ck_assert_str_ne(a->path, b->path);
+  ck_assert_int_ne(wv_pack_equal(a, b), 0);
+  ck_assert_int_ne(wv_pack_equal(b, a), 0);
+  /* one field each: the seed, an instruction, a known output */
+  static const char *const edits[][2] = {
+    {"seed: 0x1234", "seed: 0x1235"},
+    {"add r2, r0, r1", "sub r2, r0, r1"},
+    {"outputs: [7, 7", "outputs: [7, 8"},
+  };
+  for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+    char *at = strstr(k, edits[e][0]);
+    ck_assert_ptr_nonnull(at);
+    char *x = malloc(strlen(k) + 64);
+    memcpy(x, k, (size_t)(at - k));
+    strcpy(x + (at - k), edits[e][1]);
+    strcat(x, at + strlen(edits[e][0]));
+    ck_assert_msg(wv_pack_load_file(th_write("c.yaml", x), &c, &err) == 0,
+                  "%s: %s", edits[e][1], err.message);
+    ck_assert_msg(!wv_pack_equal(a, c), "%s: equal", edits[e][1]);
+    wv_pack_free(c);
+    free(x);
+  }
+  wv_pack_free(a);
+  wv_pack_free(b);
+  unlink(th_write("a.yaml", ""));
+  unlink(th_write("b.yaml", ""));
+  unlink(th_write("c.yaml", ""));
+  free(k);
+  free(text);
+}
+END_TEST
+
 static Suite *pack_suite(void)
 {
   Suite *s = suite_create("pack");
@@ -237,6 +289,7 @@ static Suite *pack_suite(void)
   tcase_add_test(tc, loader_number_rule);
   tcase_add_test(tc, packset_empty_folder);
   tcase_add_test(tc, packset_rejects_duplicates_and_unknown_answers);
+  tcase_add_test(tc, pack_equal_is_content);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -129,6 +129,23 @@ START_TEST(reload_good_and_bad)
   kill(d.pid, SIGHUP);
   ts_wait_log(&d, "reloaded ", 2);
   ts_reduce_rows(s, 16, 0);
+
+  /* the reload column (config.c): a start-only key is taken and the log
+   * says when it applies; a refused one fails the reload, naming it */
+  ts_edit(&d, "max_job_rows: 100", "max_job_rows: 100\n  decode_threads: 3");
+  kill(d.pid, SIGHUP);
+  ts_wait_log(&d, "reloaded ", 3);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "limits.decode_threads "
+                               "changed; the decode threads are started "
+                               "once, so the new value takes effect when "
+                               "wavedd restarts"));
+  ts_edit(&d, "contexts: 16", "contexts: 17");
+  kill(d.pid, SIGHUP);
+  ts_wait_log(&d, "reload failed", 4);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "limits.contexts changed; a "
+                               "reload cannot resize the socket (restart "
+                               "wavedd)"));
+  ts_reduce_rows(s, 16, 0);
   nng_close(s);
   ck_assert_int_eq(td_stop(&d), 0);
   struct stat st;

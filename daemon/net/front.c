@@ -56,20 +56,89 @@
 #include "daemon/log.h"
 #include "daemon/net/front.h"
 #include "daemon/net/req.h"
-#include "daemon/server_int.h"
 #include "daemon/stats.h"
 #include "core/base.h"
 #include "core/thread.h"
 #include "proto/wire.h"
 
-void wd_front_inbox(wd_server *s, wd_req *c)
+void wd_front_inbox(wd_front *s, wd_req *c)
 {
   pthread_mutex_lock(&s->mu);
   c->next = NULL;
   *s->inbox_tail = c;
   s->inbox_tail = &c->next;
   pthread_mutex_unlock(&s->mu);
-  uv_async_send(&s->wake);
+  uv_async_send(s->wake);
+}
+
+wd_req *wd_front_take(wd_front *s)
+{
+  pthread_mutex_lock(&s->mu);
+  wd_req *in = s->inbox;
+  s->inbox = NULL;
+  s->inbox_tail = &s->inbox;
+  pthread_mutex_unlock(&s->mu);
+  return in;
+}
+
+int wd_front_retired(wd_req *c)
+{
+  if (c->state != RQ_RETIRE)
+    return 0;
+  wd_front_retire(c);
+  return 1;
+}
+
+void wd_front_drop(wd_req *c)
+{
+  if (c->state == RQ_RETIRE)
+    return;
+  if (c->msg != NULL)
+    nng_msg_free(c->msg);
+  c->msg = NULL;
+  wd_req_clear(c);
+}
+
+void wd_front_clear_all(wd_front *s)
+{
+  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
+    wd_req_clear(c);
+}
+
+int wd_front_new(uv_loop_t *loop, const wd_config *cfg, wd_pool *pool,
+                 wd_bulk *bulk, uv_async_t *wake, wd_front **out,
+                 wave_error *err)
+{
+  wd_front *s = calloc(1, sizeof *s);
+  if ((*out = s) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  s->loop = loop;
+  s->cfg = cfg;
+  s->pool = pool;
+  s->bulk = bulk;
+  s->wake = wake;
+  s->inbox_tail = &s->inbox;
+  pthread_mutex_init(&s->mu, NULL);
+  wd_gone_init(&s->gone);
+  return 0;
+}
+
+/* The socket's size cap: twice limits.max_request_bytes, at least the
+ * limit plus 1 MiB (see "Oversized requests" above). */
+static size_t ft_recv_cap(const wd_limits *lim)
+{
+  return lim->max_request_bytes +
+         (lim->max_request_bytes > (1u << 20) ? lim->max_request_bytes
+                                              : (1u << 20));
+}
+
+void wd_front_reconfigure(wd_front *s, const wd_config *cfg)
+{
+  size_t cap = ft_recv_cap(&cfg->limits);
+  s->cfg = cfg;
+  if (s->sock_open)
+    nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, cap);
+  wd_listeners_set_cap(s->lst, cap);
 }
 
 static uint64_t ft_now_ms(void)
@@ -80,7 +149,7 @@ static uint64_t ft_now_ms(void)
 }
 
 /* nng's threads: the loop closes it (ft_sweep). */
-static void ft_doom_pipe(wd_server *s, uint32_t id)
+static void ft_doom_pipe(wd_front *s, uint32_t id)
 {
   wd_peers_doom(s->peers, id);
 }
@@ -92,14 +161,14 @@ static void ft_close_pipe(uint32_t id)
   nng_pipe_close(p);
 }
 
-unsigned wd_front_peer_cap(const wd_server *s)
+unsigned wd_front_peer_cap(const wd_front *s)
 {
   const wd_limits *lim = &s->cfg->limits;
   unsigned q = lim->contexts / 2 > 2 ? lim->contexts / 2 : 2;
   return lim->max_peer_requests < q ? lim->max_peer_requests : q;
 }
 
-int wd_front_peer(wd_server *s, uint32_t pipe, int *uid, int *pid)
+int wd_front_peer(wd_front *s, uint32_t pipe, int *uid, int *pid)
 {
   return wd_peers_who(s->peers, pipe, uid, pid);
 }
@@ -115,7 +184,7 @@ static void ft_recv(wd_req *c)
  * one that could not leave in time closes that pipe. */
 static void ft_sent(wd_req *c, int rv)
 {
-  wd_server *s = c->srv;
+  wd_front *s = c->fe;
   if (c->pipe == 0)
     return;
 
@@ -134,7 +203,7 @@ static void ft_sent(wd_req *c, int rv)
  * in the pool (so the others keep theirs). */
 void wd_front_extra(wd_req *c)
 {
-  wd_server *s = c->srv;
+  wd_front *s = c->fe;
   if (!c->over || c->extra)
     return;
   wave_error err = {0};
@@ -147,14 +216,14 @@ void wd_front_extra(wd_req *c)
 void wd_front_unextra(wd_req *c)
 {
   if (c->extra)
-    c->srv->n_extra--;
+    c->fe->n_extra--;
   c->extra = 0;
 }
 
 static void ft_aio_cb(void *arg)
 {
   wd_req *c = arg;
-  wd_server *s = c->srv;
+  wd_front *s = c->fe;
   int rv = nng_aio_result(c->aio);
   switch (c->state) {
   case RQ_RECV:
@@ -222,13 +291,13 @@ static void ft_noop_close(uv_handle_t *h) { (void)h; }
 static void ft_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
-  wd_server *s = arg;
+  wd_front *s = arg;
   wd_peers_remove(s->peers, (uint32_t)nng_pipe_id(p));
   if (s->pipe_gone != NULL)  /* its regions and streams (server.c) */
     s->pipe_gone(s->pipe_gone_arg, (uint32_t)nng_pipe_id(p));
   if (!atomic_load(&s->closing) &&
       wd_gone_add(&s->gone, (uint32_t)nng_pipe_id(p)) == 0)
-    uv_async_send(&s->wake);
+    uv_async_send(s->wake);
   wd_listeners_pipe_gone(s->lst, p);
 }
 
@@ -236,7 +305,7 @@ static void ft_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 static void ft_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
-  wd_server *s = arg;
+  wd_front *s = arg;
   uint64_t u = 0, v = 0;
   int uid = -1, pid = -1;
   if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &u) == 0 && u <= INT32_MAX)
@@ -255,7 +324,7 @@ static void ft_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
  * open stream) and sent nothing for limits.idle_timeout_ms. */
 static void ft_sweep(uv_timer_t *t)
 {
-  wd_server *s = t->data;
+  wd_front *s = t->data;
   unsigned idle = s->cfg->limits.idle_timeout_ms;
   if (atomic_load(&s->closing))
     return;
@@ -276,19 +345,23 @@ static void ft_free_close(uv_handle_t *h) { free(h->data); }
 static void ft_decode_cb(wd_pool_item *it)
 {
   wd_req *c = (wd_req *)((char *)it - offsetof(wd_req, item));
-  wd_server *s = c->srv;
+  wd_front *s = c->fe;
   if (!atomic_load(&s->closing))
     wd_req_decode(c);
   wd_front_inbox(s, c);
 }
 
 /* A new context, linked in and receiving (when the socket is up). */
-int wd_front_add(wd_server *s, wave_error *err)
+int wd_front_add(wd_front *s, wave_error *err)
 {
-  wd_req *c = calloc(1, sizeof *c);
+  /* the handler's half follows, at its alignment */
+  size_t at = (sizeof(wd_req) + _Alignof(max_align_t) - 1) &
+              ~(_Alignof(max_align_t) - 1);
+  wd_req *c = calloc(1, at + s->up.size);
   if (c == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
-  c->srv = s;
+  c->fe = s;
+  c->call = (struct wd_call *)((char *)c + at);
   c->item.fn = ft_decode_cb;
   int rv;
   if ((rv = nng_aio_alloc(&c->aio, ft_aio_cb, c)) != 0) {
@@ -302,6 +375,8 @@ int wd_front_add(wd_server *s, wave_error *err)
   }
   uv_timer_init(s->loop, &c->timer);
   c->timer.data = c;
+  if (s->up.init != NULL)
+    s->up.init(s->up.arg, c);
   c->all_next = s->reqs;
   if (s->reqs != NULL)
     s->reqs->all_prev = c;
@@ -314,7 +389,7 @@ int wd_front_add(wd_server *s, wave_error *err)
 
 void wd_front_send(wd_req *c, nng_msg *m)
 {
-  wd_server *s = c->srv;
+  wd_front *s = c->fe;
   /* above the pool's size once parked requests are counted: retire */
   if (s->n_reqs > s->cfg->limits.contexts + s->n_parked + s->n_extra) {
     c->retire = 1;
@@ -335,7 +410,7 @@ void wd_front_recv(wd_req *c)
 {
   /* no reply for this request (decoded while closing) */
   if (c->pipe != 0)
-    wd_peers_end(c->srv->peers, c->pipe, 0, ft_now_ms());
+    wd_peers_end(c->fe->peers, c->pipe, 0, ft_now_ms());
   c->pipe = 0;
   wd_front_unextra(c);
   ft_recv(c);
@@ -343,7 +418,7 @@ void wd_front_recv(wd_req *c)
 
 void wd_front_retire(wd_req *c)
 {
-  wd_server *s = c->srv;
+  wd_front *s = c->fe;
   wd_req_clear(c);
   nng_ctx_close(c->ctx);
   nng_aio_free(c->aio);
@@ -357,12 +432,10 @@ void wd_front_retire(wd_req *c)
   uv_close((uv_handle_t *)&c->timer, ft_free_close);
 }
 
-int wd_front_listen(wd_server *s, wave_error *err)
+int wd_front_listen(wd_front *s, wave_error *err)
 {
   const wd_limits *lim = &s->cfg->limits;
-  size_t cap = lim->max_request_bytes +
-               (lim->max_request_bytes > (1u << 20) ? lim->max_request_bytes
-                                                    : (1u << 20));
+  size_t cap = ft_recv_cap(lim);
   /* nng starts its threads here: they inherit a mask with every signal
    * blocked, so signals reach the loop's thread */
   sigset_t old;
@@ -400,8 +473,10 @@ out:
   return rc;
 }
 
-void wd_front_close(wd_server *s)
+void wd_front_close(wd_front *s)
 {
+  if (s == NULL)
+    return;
   atomic_store(&s->closing, 1);
   wd_listeners_close(s->lst);  /* no more listener restarts */
   if (s->sweep_on)
@@ -421,13 +496,14 @@ void wd_front_close(wd_server *s)
     if (c->aio != NULL)
       nng_aio_free(c->aio);
     c->aio = NULL;
-    if (s->handles)
-      uv_close((uv_handle_t *)&c->timer, ft_noop_close);
+    uv_close((uv_handle_t *)&c->timer, ft_noop_close);
   }
 }
 
-void wd_front_free(wd_server *s)
+void wd_front_free(wd_front *s)
 {
+  if (s == NULL)
+    return;
   for (wd_req *c = s->reqs, *nx; c != NULL; c = nx) {
     nx = c->all_next;
     wd_req_clear(c);
@@ -438,6 +514,9 @@ void wd_front_free(wd_server *s)
   s->lst = NULL;
   wd_peers_free(s->peers);
   s->peers = NULL;
+  wd_gone_free(&s->gone);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
 }
 
 /* ---- replies --------------------------------------------------------------- */
@@ -480,6 +559,6 @@ void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
 
 void wd_reply_fail(wd_req *c, const wave_error *err)
 {
-  c->srv->failed++;
+  (*c->fe->failed)++;
   wd_reply_error(c, err->code, "%s", err->message);
 }

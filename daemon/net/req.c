@@ -1,7 +1,8 @@
 /* req.c - a received request on its decode thread: unpack it within a
  * memory budget, read the raw version, authenticate it, hand its bulk parts
  * to bulk/decode.c; and wd_req_clear, which frees what a request holds
- * once it is answered.  net/front.c calls both: this file calls nothing
+ * once it is answered (the handler's half through the hook server.c
+ * gives, wd_front_up).  net/front.c calls both: this file calls nothing
  * of front.c, so the two do not call each other.
  *
  * Versions: this daemon speaks protocol 2 (WD_PROTOCOL); what a version
@@ -14,8 +15,8 @@
 #include <string.h>
 
 #include "daemon/net/auth.h"
+#include "daemon/net/front.h"
 #include "daemon/net/req.h"
-#include "daemon/server_int.h"
 #include "core/base.h"
 #include "proto/frame.h"
 
@@ -77,8 +78,8 @@ void wd_req_clear(wd_req *c)
   if (c->req != NULL)
     wave__v1__request__free_unpacked(c->req, &c->pb);
   c->req = NULL;
-  free(c->spans);
-  c->spans = NULL;
+  if (c->fe->up.clear != NULL)  /* the handler's half */
+    c->fe->up.clear(c);
   wd_bulk_clear(&c->bulk);
   c->dec_code = 0;
 }
@@ -138,7 +139,7 @@ static uint64_t rx_raw_version(const uint8_t *p, size_t len)
  * constant or locked (cfg, the bulk tables). */
 void wd_req_decode(wd_req *c)
 {
-  wd_server *s = c->srv;
+  wd_front *s = c->fe;
   nng_msg *m = c->msg;
   c->msg = NULL;
   uint32_t pipe;  /* c->pipe, which front.c has set from the same message */

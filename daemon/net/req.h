@@ -1,17 +1,72 @@
-/* req.h - a request context's decode step and its clearing (net/req.c).
- * The context itself (wd_req) is server_int.h's: the net side fills its
- * envelope, the handlers (rq/) its work. */
+/* req.h - a request context, net's half (net/front.c receives and sends
+ * it, net/req.c decodes and clears it): the REP context, the received
+ * bytes, the connection it came on, the decode budget and what the decode
+ * made (the Request, its bulk parts).  The handler's half (what rq/
+ * attaches: the reduction's work item, a parked poll's waiter) is
+ * server_int.h's wd_call, reached through `call`: net/ never looks inside
+ * it, and allocates it with the context (wd_front_up, front.h).
+ */
 #ifndef WD_NET_REQ_H
 #define WD_NET_REQ_H
 
+#include <stdint.h>
+
+#include <nng/nng.h>
+#include <protobuf-c/protobuf-c.h>
+#include <uv.h>
+
+#include "daemon/bulk/decode.h"
+#include "daemon/net/pool.h"
+#include "daemon/net/principal.h"
+#include "proto/wave.pb-c.h"
+
+#define WD_PROTOCOL 2        /* Request.version this daemon speaks */
+
+enum { RQ_IDLE, RQ_RECV, RQ_WORK, RQ_SEND, RQ_RETIRE };
+
+typedef struct wd_front wd_front;
 typedef struct wd_req wd_req;
+struct wd_call;              /* the handler's half (server_int.h) */
+
+struct wd_req {
+  wd_front *fe;            /* the socket's state (front.h) */
+  struct wd_call *call;    /* the handler's half, allocated with this */
+  nng_ctx ctx;
+  nng_aio *aio;
+  int state;               /* RQ_*; handed over through the inbox mutex */
+  int retire;              /* close this context once its reply is sent */
+  uint32_t pipe;           /* the request's connection (0: none held) */
+  int over;                /* its pipe holds more than its share: */
+  int extra;               /* ... so it brought a context of its own */
+  int sending;             /* its reply counts in the pipe's sending */
+  wd_req *next;            /* inbox link */
+  wd_req *all_prev, *all_next;  /* every context (loop thread) */
+  nng_msg *msg;            /* the received request, until decoded */
+  Wave__V1__Request *req;  /* decoded; alive until the reply is packed */
+  ProtobufCAllocator pb;   /* decodes req within pb_budget bytes */
+  size_t pb_used, pb_budget;
+  int pb_refused;          /* the decode ran out of budget */
+  uint64_t req_id;
+  unsigned version;        /* the request's protocol version */
+  /* who sent it (daemon/net/principal.h), set on the decode thread before
+   * dispatch: "uid:N" (ipc) or "pipe:N" (tcp); a request a token
+   * authenticated gets "token:NAME" instead (auth.c) */
+  char principal[WD_PRINCIPAL_MAX];
+  uv_timer_t timer;        /* the context's loop timer (rq/park.c's wait),
+                            * closed with it */
+  wd_pool_item item;       /* decode thread hand-off (net/pool.h) */
+  int dec_code;            /* the decode failed: this error ... */
+  char dec_msg[200];       /* ... with this message */
+  wd_bulk_req bulk;        /* framed, stream and region parts (bulk/decode.h) */
+};
 
 /* Decode thread: unpack, authenticate and take the bulk parts of the
  * received message (c->msg, freed or kept), or set c->dec_code.  Touches
  * only c and what is constant or locked (cfg, the bulk tables). */
 void wd_req_decode(wd_req *c);
-/* Free what the request holds (decoded message, spans, bulk parts): once
- * its reply is packed, or when nobody is left to answer. */
+/* Free what the request holds (decoded message, bulk parts, and what the
+ * handler's half holds: wd_front_up.clear): once its reply is packed, or
+ * when nobody is left to answer. */
 void wd_req_clear(wd_req *c);
 
 #endif

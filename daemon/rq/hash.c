@@ -184,7 +184,7 @@ static void hs_reply_job_poll(wd_req *c, wd_hjob *j, uint64_t seg_offset,
 
 void wd_rq_hash(wd_req *c, const Wave__V1__HashRequest *hr)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   wave_error err = {0};
   if (c->version < 2) {
     s->failed++;
@@ -211,7 +211,7 @@ void wd_rq_hash(wd_req *c, const Wave__V1__HashRequest *hr)
     .pipe = c->pipe,
     .detach = hr->detach,
   };
-  if (!hs.detach && wd_gone_recent(&s->gone, c->pipe)) {
+  if (!hs.detach && wd_gone_recent(&s->fe->gone, c->pipe)) {
     s->failed++;  /* nobody to answer; nobody to run it for */
     return wd_reply_error(c, WAVE_ECANCELLED, "the connection closed before "
                           "the job was queued");
@@ -232,7 +232,7 @@ void wd_rq_hash(wd_req *c, const Wave__V1__HashRequest *hr)
 static wd_hjob *hs_find_job(wd_req *c, uint64_t id, uint64_t instance,
                             ProtobufCBinaryData key)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   wd_hjob *j = NULL;
   if (instance != 0 && instance != s->instance) {
     wd_reply_error(c, WAVE_ENOJOB, "job %" PRIu64 " belongs to daemon "
@@ -251,7 +251,7 @@ static wd_hjob *hs_find_job(wd_req *c, uint64_t id, uint64_t instance,
 
 void wd_rq_job(wd_req *c, const Wave__V1__JobRequest *jr)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   wd_hjob *j = hs_find_job(c, jr->job_id, jr->instance, jr->key);
   if (j == NULL)
     return;
@@ -267,7 +267,7 @@ void wd_rq_job(wd_req *c, const Wave__V1__JobRequest *jr)
 
 void wd_rq_cancel(wd_req *c, const Wave__V1__CancelRequest *cr)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   wd_hjob *j = hs_find_job(c, cr->job_id, cr->instance, cr->key);
   if (j == NULL)
     return;
@@ -280,7 +280,7 @@ void wd_rq_cancel(wd_req *c, const Wave__V1__CancelRequest *cr)
  * out). */
 void wd_rq_jobs(wd_req *c, const Wave__V1__JobsRequest *jq)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   const uint8_t *key = jq != NULL ? jq->key.data : NULL;
   size_t key_len = jq != NULL ? jq->key.len : 0;
   size_t n = 0;

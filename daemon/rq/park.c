@@ -13,25 +13,25 @@
 
 void wd_unpark(wd_req *c)
 {
-  wd_waiter **pp = wd_hjob_waiters(c->wait.job);
+  wd_waiter **pp = wd_hjob_waiters(c->call->wait.job);
   for (; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == &c->wait) {
-      *pp = c->wait.next;
+    if (*pp == &c->call->wait) {
+      *pp = c->call->wait.next;
       break;
     }
   uv_timer_stop(&c->timer);
-  c->wait.next = NULL;
-  c->wait.job = NULL;
-  c->srv->n_parked--;
-  wd_peers_unpark(c->srv->peers, c->pipe);
+  c->call->wait.next = NULL;
+  c->call->wait.job = NULL;
+  c->call->srv->fe->n_parked--;
+  wd_peers_unpark(c->call->srv->fe->peers, c->pipe);
 }
 
 /* Unpark c and answer it. */
 static void pa_answer(wd_req *c)
 {
-  wd_hjob *j = c->wait.job;
+  wd_hjob *j = c->call->wait.job;
   wd_unpark(c);
-  c->wait.answer(c, j, c->wait.seg_offset, c->wait.seg_limit);
+  c->call->wait.answer(c, j, c->call->wait.seg_offset, c->call->wait.seg_limit);
 }
 
 static void pa_timeout(uv_timer_t *t)
@@ -42,26 +42,26 @@ static void pa_timeout(uv_timer_t *t)
 int wd_park(wd_req *c, wd_hjob *j, unsigned wait_ms, uint64_t seg_offset,
             uint32_t seg_limit, wd_park_answer_fn *answer)
 {
-  wd_server *s = c->srv;
-  if (wd_hjob_is_ended(j) || s->stopping ||
-      s->n_parked >= s->cfg->limits.max_parked ||
-      wd_peers_park(s->peers, c->pipe, s->cfg->limits.max_peer_parked) != 0)
+  wd_server *s = c->call->srv;
+  if (wd_hjob_is_ended(j) || s->state >= WD_SV_STOPPING ||
+      s->fe->n_parked >= s->cfg->limits.max_parked ||
+      wd_peers_park(s->fe->peers, c->pipe, s->cfg->limits.max_peer_parked) != 0)
     return -1;
   /* a fresh context takes this one's place in the receive pool */
   wave_error err = {0};
-  if (wd_front_add(s, &err) != 0) {
-    wd_peers_unpark(s->peers, c->pipe);
+  if (wd_front_add(s->fe, &err) != 0) {
+    wd_peers_unpark(s->fe->peers, c->pipe);
     wd_warn("cannot open a context for a parked poll: %s", err.message);
     return -1;
   }
   wd_waiter **head = wd_hjob_waiters(j);
-  c->wait.job = j;
-  c->wait.seg_offset = seg_offset;
-  c->wait.seg_limit = seg_limit;
-  c->wait.answer = answer;
-  c->wait.next = *head;
-  *head = &c->wait;
-  s->n_parked++;
+  c->call->wait.job = j;
+  c->call->wait.seg_offset = seg_offset;
+  c->call->wait.seg_limit = seg_limit;
+  c->call->wait.answer = answer;
+  c->call->wait.next = *head;
+  *head = &c->call->wait;
+  s->fe->n_parked++;
   uv_timer_start(&c->timer, pa_timeout, wait_ms, 0);
   return 0;
 }
@@ -74,7 +74,7 @@ void wd_park_job_ended(void *arg, wd_hjob *j)
   wd_stats_job(WD_KIND_HASH, v.id, v.device, v.seconds, v.rc, 0, 0);
   wd_waiter **head = wd_hjob_waiters(j);
   while (*head != NULL)
-    pa_answer((wd_req *)((char *)*head - offsetof(wd_req, wait)));
+    pa_answer(((wd_call *)((char *)*head - offsetof(wd_call, wait)))->ctx);
   if (wd_hjob_state(j) == WD_JOB_DONE)
     s->served++;
   else
@@ -83,7 +83,7 @@ void wd_park_job_ended(void *arg, wd_hjob *j)
 
 void wd_park_answer_all(wd_server *s)
 {
-  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
-    if (c->wait.job != NULL)
+  for (wd_req *c = s->fe->reqs; c != NULL; c = c->all_next)
+    if (c->call->wait.job != NULL)
       pa_answer(c);
 }

@@ -38,27 +38,30 @@ static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
 
 static int rr_reduce_run(wd_work *w, wd_device *d)
 {
-  wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
+  wd_req *c = ((wd_call *)((char *)w - offsetof(wd_call, work)))->ctx;
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
-    w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
+    w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d),
+                           &c->call->job,
                            c->bulk.src,
-                           c->srv->cfg->limits.region_read_timeout_ms,
-                           &c->out, &fsome, &w->err);
+                           c->call->srv->cfg->limits.region_read_timeout_ms,
+                           &c->call->out, &fsome, &w->err);
   else
-    w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
-                          &c->out, &w->err);
-  c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
-  if (w->rc == 0 && c->job.dtype == WAVE_F32 && c->job.op != WAVE_SUM) {
+    w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d),
+                          &c->call->job,
+                          &c->call->out, &w->err);
+  c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
+  if (w->rc == 0 && c->call->job.dtype == WAVE_F32 &&
+      c->call->job.op != WAVE_SUM) {
     /* Only an answer of all +0.0 with rows selected leaves it open; then
      * one pass here, on the device thread, that stops at the first
      * selected finite row. */
     int some = c->bulk.files ? fsome :
-               c->out.count > 0 &&
-               (c->out.bits[0] != 0 ||
-                (c->out.n_values > 1 && c->out.bits[1] != 0) ||
-                wv_reduce_any_finite(&c->job));
-    c->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
+               c->call->out.count > 0 &&
+               (c->call->out.bits[0] != 0 ||
+                (c->call->out.n_values > 1 && c->call->out.bits[1] != 0) ||
+                wv_reduce_any_finite(&c->call->job));
+    c->call->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
                      : WAVE__V1__FINITE_ROWS__FINITE_NONE;
   }
   return WD_RUN_END;
@@ -67,15 +70,15 @@ static int rr_reduce_run(wd_work *w, wd_device *d)
 static void rr_reply(wd_req *c)
 {
   Wave__V1__ReduceResult rr = WAVE__V1__REDUCE_RESULT__INIT;
-  rr.dtype = (Wave__V1__DType)c->job.dtype;  /* also for streams */
-  rr.op = (Wave__V1__Op)c->job.op;
-  rr.n_bits = c->out.n_values;
-  rr.bits = c->out.bits;
-  rr.count = c->out.count;
-  rr.rows = c->job.rows;
-  rr.device = (char *)wd_device_name(c->work.dev);
-  rr.seconds = c->work.seconds;
-  rr.finite = (Wave__V1__FiniteRows)c->finite;
+  rr.dtype = (Wave__V1__DType)c->call->job.dtype;  /* also for streams */
+  rr.op = (Wave__V1__Op)c->call->job.op;
+  rr.n_bits = c->call->out.n_values;
+  rr.bits = c->call->out.bits;
+  rr.count = c->call->out.count;
+  rr.rows = c->call->job.rows;
+  rr.device = (char *)wd_device_name(c->call->work.dev);
+  rr.seconds = c->call->work.seconds;
+  rr.finite = (Wave__V1__FiniteRows)c->call->finite;
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_REDUCE;
   r.reduce = &rr;
@@ -84,12 +87,12 @@ static void rr_reply(wd_req *c)
 
 static void rr_reduce_done(wd_work *w)
 {
-  wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
-  wd_server *s = c->srv;
+  wd_req *c = ((wd_call *)((char *)w - offsetof(wd_call, work)))->ctx;
+  wd_server *s = c->call->srv;
   s->reduce_inflight--;
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
-               w->seconds, w->rc, c->job.rows, c->job.rows * 4);
-  if (s->closed) {  /* the socket is gone, nobody to answer */
+               w->seconds, w->rc, c->call->job.rows, c->call->job.rows * 4);
+  if (s->state == WD_SV_CLOSED) {  /* the socket is gone, nobody to answer */
     wd_req_clear(c);
     return;
   }
@@ -142,27 +145,28 @@ void wd_rq_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
   if (c->bulk.ready)  /* chunks by place: spans made on the decode thread */
     return rr_reduce_spans(c, dt, op, c->bulk.spans, c->bulk.n_input,
                            c->bulk.n_mask, c->bulk.has_mask, c->bulk.device);
-  c->spans = calloc(r->n_input + r->n_mask + 1, sizeof *c->spans);
-  if (c->spans == NULL) {
+  c->call->spans = calloc(r->n_input + r->n_mask + 1, sizeof *c->call->spans);
+  if (c->call->spans == NULL) {
     wv_seterr(&err, WAVE_ENOMEM, NULL);
     return wd_reply_fail(c, &err);
   }
   uint64_t rows = 0, mask_rows = 0;
-  if (rr_spans(r->input, r->n_input, c->spans, "input", &rows, &err) ||
-      rr_spans(r->mask, r->n_mask, c->spans + r->n_input, "mask", &mask_rows,
+  if (rr_spans(r->input, r->n_input, c->call->spans, "input", &rows, &err) ||
+      rr_spans(r->mask, r->n_mask, c->call->spans + r->n_input, "mask",
+               &mask_rows,
                &err))
     return wd_reply_fail(c, &err);
-  rr_reduce_spans(c, dt, op, c->spans, r->n_input, r->n_mask,
+  rr_reduce_spans(c, dt, op, c->call->spans, r->n_input, r->n_mask,
                   r->masked || r->n_mask > 0, r->device);
 }
 
-/* A reduction whose spans are ready (c->spans or c->bulk.spans): size,
+/* A reduction whose spans are ready (c->call->spans or c->bulk.spans): size,
  * validation, device, queue. */
 static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
                             const wv_span *spans, size_t n_input,
                             size_t n_mask, int has_mask, const char *device)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   wave_error err = {0};
   uint64_t rows = 0;
   for (size_t i = 0; i < n_input; i++)
@@ -176,11 +180,11 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
               held, s->cfg->limits.max_job_rows);
     return wd_reply_fail(c, &err);
   }
-  memset(&c->work, 0, sizeof c->work);
-  memset(&c->out, 0, sizeof c->out);
-  c->work.ops = &rr_reduce_ops;
-  c->work.owner = wd_peer_key(c->principal);  /* clients take turns */
-  c->job = (wv_reduce_job){
+  memset(&c->call->work, 0, sizeof c->call->work);
+  memset(&c->call->out, 0, sizeof c->call->out);
+  c->call->work.ops = &rr_reduce_ops;
+  c->call->work.owner = wd_peer_key(c->principal);  /* clients take turns */
+  c->call->job = (wv_reduce_job){
     .dtype = dt,
     .op = op,
     .input = spans,
@@ -191,8 +195,8 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
     .rows = rows,
   };
   int rc = c->bulk.files && spans == c->bulk.spans
-               ? wd_file_validate(&c->job, &err)  /* rows not here */
-               : wv_reduce_validate(&c->job, &err);
+               ? wd_file_validate(&c->call->job, &err)  /* rows not here */
+               : wv_reduce_validate(&c->call->job, &err);
   if (rc != 0)
     return wd_reply_fail(c, &err);
   wd_device *d;
@@ -200,7 +204,7 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = device};
   if ((rc = wd_pick(s->devs, s->n_devs, &prq, &d, &n, &err)) != 0)
     return wd_reply_fail(c, &err);
-  if ((rc = wd_device_submit(d, &c->work, &err)) != 0)
+  if ((rc = wd_device_submit(d, &c->call->work, &err)) != 0)
     return wd_reply_fail(c, &err);
   s->reduce_inflight++;
 }

@@ -99,7 +99,7 @@ static const rt_route *rt_find(Wave__V1__Request__BodyCase body)
  * it; a registration's pins start once its answer is on its way. */
 static void rt_send_decoded(wd_req *c)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   nng_msg *m = c->bulk.reply;
   wd_region *pin = c->bulk.pin;
   c->bulk.reply = NULL;
@@ -119,7 +119,7 @@ static void rt_unknown(wd_req *c, const Wave__V1__Request *rq)
 {
   unsigned tag = rq->base.n_unknown_fields ? rq->base.unknown_fields[0].tag
                                            : 0;
-  c->srv->failed++;
+  c->call->srv->failed++;
   if (tag)
     return wd_reply_error(c, WAVE_EUNSUPPORTED, "request body field %u is "
                           "not known to wavedd %s", tag, WAVE_VERSION);
@@ -128,7 +128,7 @@ static void rt_unknown(wd_req *c, const Wave__V1__Request *rq)
 
 void wd_route(wd_req *c)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   if (c->dec_code != 0) {
     s->failed++;
     return wd_reply_error(c, c->dec_code, "%s", c->dec_msg);
@@ -155,13 +155,14 @@ void wd_route(wd_req *c)
   int parks = (flags & RT_POLL) && rq->job != NULL && rq->job->wait_ms > 0;
   wd_front_extra(c);
   if (!parks && c->over &&
-      wd_peers_held(s->peers, c->pipe) > 2 * wd_front_peer_cap(s)) {
+      wd_peers_held(s->fe->peers, c->pipe) > 2 * wd_front_peer_cap(s->fe)) {
     s->failed++;
     return wd_reply_error(c, WAVE_EBUSY, "this connection has more than %u "
                           "requests in flight (2 x limits.max_peer_requests);"
-                          " wait for their replies", 2 * wd_front_peer_cap(s));
+                          " wait for their replies",
+                          2 * wd_front_peer_cap(s->fe));
   }
-  if ((flags & RT_WORK) && s->stopping) {
+  if ((flags & RT_WORK) && s->state >= WD_SV_STOPPING) {
     s->failed++;
     return wd_reply_error(c, WAVE_ESHUTDOWN, "wavedd is shutting down");
   }

@@ -26,7 +26,7 @@ static void ss_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
 
 void wd_rq_status(wd_req *c)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   size_t nd = s->n_devs, np = s->packs->n;
   Wave__V1__DeviceStatus *ds = calloc(nd + 1, sizeof *ds);
   Wave__V1__DeviceStatus **dp = calloc(nd + 1, sizeof *dp);
@@ -74,9 +74,9 @@ void wd_rq_status(wd_req *c)
   sr.jobs_failed = s->failed;
   sr.n_devices = nd;
   sr.devices = dp;
-  sr.listen = wd_listeners_urls(s->lst, &sr.n_listen);
+  sr.listen = wd_listeners_urls(s->fe->lst, &sr.n_listen);
   sr.instance = s->instance;
-  sr.ready = s->ready != 0;
+  sr.ready = wd_server_ready(s) != 0;
   sr.max_files = wd_max_files();
   wd_bulk_snap rsnap;
   /* regions: the asker's own only (root over ipc: all) */
@@ -98,7 +98,7 @@ out:
 
 void wd_rq_packs(wd_req *c)
 {
-  wd_server *s = c->srv;
+  wd_server *s = c->call->srv;
   size_t nd = s->n_devs, np = s->packs->n;
   Wave__V1__PackInfo *pi = calloc(np + 1, sizeof *pi);
   Wave__V1__PackInfo **pip = calloc(np + 1, sizeof *pip);

@@ -40,6 +40,10 @@ const char *wv_pack_name(const wv_pack *p);
 unsigned wv_pack_version(const wv_pack *p);
 uint64_t wv_pack_dataset_bytes(const wv_pack *p);  /* 0: closed form */
 const char *wv_pack_description(const wv_pack *p);
+/* The same pack: every field its hash, dataset and known answers are made
+ * of (pack.h), not the file it came from (path).  A reload keeps serving
+ * such a pack as it is (daemon/reload.c). */
+int wv_pack_equal(const wv_pack *p, const wv_pack *q);
 
 /* The job accumulator: fold outputs of consecutive nonces, in nonce order,
  * into fingerprint, winners (output < target; the first max_winners kept,

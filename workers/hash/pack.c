@@ -488,3 +488,21 @@ uint64_t wv_pack_dataset_bytes(const wv_pack *p)
 {
   return p->closed ? 0 : p->dataset_items * 8;
 }
+
+int wv_pack_equal(const wv_pack *p, const wv_pack *q)
+{
+  /* every field of wv_pack but path and the private cache: a new one
+   * belongs here */
+  return strcmp(p->name, q->name) == 0 && p->version == q->version &&
+         strcmp(p->description, q->description) == 0 && p->seed == q->seed &&
+         p->registers == q->registers && p->rounds == q->rounds &&
+         p->closed == q->closed && p->cache_items == q->cache_items &&
+         p->dataset_items == q->dataset_items && p->parents == q->parents &&
+         p->item_mask == q->item_mask && p->closed_key == q->closed_key &&
+         memcmp(p->program, q->program, sizeof p->program) == 0 &&
+         p->loads == q->loads && p->has_known == q->has_known &&
+         p->cache_fnv == q->cache_fnv && p->batch_fnv == q->batch_fnv &&
+         p->n_vectors == q->n_vectors &&
+         memcmp(p->vectors, q->vectors,
+                p->n_vectors * sizeof p->vectors[0]) == 0;
+}
