@@ -390,11 +390,11 @@ static void cr_fmt(char *buf, size_t len, int rc, const wave_error *e,
   if (rc != 0)
     snprintf(buf, len, "error %s: %s", wave_errname(rc), e->message);
   else if (o->n_values == 2)
-    snprintf(buf, len, "[%08x %08x] count %" PRIu64, o->bits[0], o->bits[1],
-             o->count);
+    snprintf(buf, len, "[%08" PRIx64 " %08" PRIx64 "] count %" PRIu64,
+             o->bits[0], o->bits[1], o->count);
   else
-    snprintf(buf, len, "%08x count %" PRIu64 " (%u values)", o->bits[0],
-             o->count, o->n_values);
+    snprintf(buf, len, "%08" PRIx64 " count %" PRIu64 " index %" PRId64
+             " (%u values)", o->bits[0], o->count, o->index, o->n_values);
 }
 
 static double cr_now(void)

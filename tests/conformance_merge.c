@@ -237,8 +237,9 @@ static void cm_fmt(char *buf, size_t len, int rc, const wave_error *e,
   if (rc != 0)
     snprintf(buf, len, "error %s: %s", wave_errname(rc), e->message);
   else
-    snprintf(buf, len, "[%08x %08x] count %" PRIu64, o->bits[0],
-             o->n_values > 1 ? o->bits[1] : 0, o->count);
+    snprintf(buf, len, "[%08" PRIx64 " %08" PRIx64 "] count %" PRIu64
+             " index %" PRId64, o->bits[0], o->n_values > 1 ? o->bits[1] : 0,
+             o->count, o->index);
 }
 
 /* One job: cut 0: P = 256, 1: 65536, 2: a piece per chunk, 3: P drawn
