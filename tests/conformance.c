@@ -135,6 +135,8 @@ void conf_open_all(conf_set *set)
     memset(&caps, 0, sizeof caps);
     b->caps(dev, &caps);
     snprintf(d->description, sizeof d->description, "%s", caps.description);
+    d->dtypes64 = caps.dtypes64;
+    d->argminmax = caps.argminmax;
     printf("conformance: %s opened: %s (wave width %u; exchange %s: %s)\n",
            b->name, d->description, caps.wave_width, caps.exchange,
            caps.exchange_reason);
@@ -493,6 +495,7 @@ int main(void)
   suite_add_tcase(s, conf_hash_tcase());
 #endif
   suite_add_tcase(s, conf_merge_tcase());
+  suite_add_tcase(s, conf_wide_tcase());
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
