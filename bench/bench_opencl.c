@@ -116,8 +116,9 @@ static int bo_reduce(wv_device *d, uint64_t rows, int reps)
     if (rc != 0 || got.bits[0] != want.bits[0] ||
         (want.n_values > 1 && got.bits[1] != want.bits[1])) {
       printf("  %-22s FAILED: %s (got %08x %08x, reference %08x %08x)\n",
-             cases[c].label, rc ? e.message : "bits differ", got.bits[0],
-             got.bits[1], want.bits[0], want.bits[1]);
+             cases[c].label, rc ? e.message : "bits differ",
+             (unsigned)got.bits[0], (unsigned)got.bits[1],
+             (unsigned)want.bits[0], (unsigned)want.bits[1]);
       failed = 1;
       continue;
     }

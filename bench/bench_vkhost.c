@@ -197,8 +197,9 @@ static int bh_case_run(wv_device *dp, wv_device *dc, const bh_case *bc,
   uint64_t inplace = dp->inplace_rows - inplace0;
   if (!bh_same(&oc, &want) || !bh_same(&op, &want)) {
     printf("%s: WRONG: copy %08x %08x, in place %08x %08x, reference "
-           "%08x %08x\n", bc->label, oc.bits[0], oc.bits[1], op.bits[0],
-           op.bits[1], want.bits[0], want.bits[1]);
+           "%08x %08x\n", bc->label, (unsigned)oc.bits[0],
+           (unsigned)oc.bits[1], (unsigned)op.bits[0], (unsigned)op.bits[1],
+           (unsigned)want.bits[0], (unsigned)want.bits[1]);
     *bad = 1;
     return 0;
   }

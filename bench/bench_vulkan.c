@@ -119,7 +119,8 @@ static int bv_resident(wv_device *d, uint32_t *const *sets, uint64_t rows,
       fprintf(stderr, "wvbench-vulkan: %s: %s\n", bc->label, e.message);
     else if (got.bits[0] != want.bits[0] || got.bits[1] != want.bits[1]) {
       fprintf(stderr, "wvbench-vulkan: %s: %08x %08x, reference %08x %08x\n",
-              bc->label, got.bits[0], got.bits[1], want.bits[0], want.bits[1]);
+              bc->label, (unsigned)got.bits[0], (unsigned)got.bits[1],
+              (unsigned)want.bits[0], (unsigned)want.bits[1]);
       ok[c] = 0;
     }
     failed |= !ok[c];

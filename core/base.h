@@ -10,7 +10,10 @@
 int wv_seterr(wave_error *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Size in bytes of one row of dtype (4 for every dtype we have). */
-static inline unsigned wv_dtype_size(wave_dtype d) { (void)d; return 4; }
+/* Size in bytes of one row of dtype: 8 for the 64-bit dtypes, else 4. */
+static inline unsigned wv_dtype_size(wave_dtype d)
+{
+  return (d == WAVE_U64 || d == WAVE_S64 || d == WAVE_F64) ? 8 : 4;
+}
 
 #endif

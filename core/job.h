@@ -10,8 +10,8 @@
 
 #include "wave/types.h"
 
-/* One chunk of rows; data is little-endian rows of the job's dtype (uint32
- * for mask chunks), any alignment of 4. */
+/* One chunk of rows; data is little-endian rows of the job's dtype (4 or 8
+ * bytes: wv_dtype_size; uint32 for mask chunks), any alignment of 4. */
 typedef struct wv_span {
   const void *data;
   uint64_t rows;
@@ -28,10 +28,15 @@ typedef struct wv_reduce_job {
   uint64_t rows;          /* total input rows (= total mask rows) */
 } wv_reduce_job;
 
+/* bits hold a value's raw pattern: 32-bit dtypes in the low 32 bits (the
+ * high ones 0), so 32-bit users read and store (uint32_t)bits[i]. */
 typedef struct wv_reduce_out {
-  uint32_t bits[2];       /* result bits; [min, max] for extent */
+  uint64_t bits[2];       /* result bits; [min, max] for extent */
   unsigned n_values;      /* 1, or 2 for extent */
-  uint64_t count;         /* rows selected */
+  uint64_t count;         /* rows selected (argmin/argmax: rows considered,
+                             docs/reduction.md) */
+  int64_t index;          /* argmin/argmax: the global row, -1 for none;
+                             0 for every other op */
 } wv_reduce_out;
 
 #endif

@@ -17,8 +17,13 @@
  * skip pieces with no selected finite row too (their +0.0 means
  * "nothing"), and compare under the total order (wv_f32_key).
  *
+ * float64 follows the same rules with binary64 values (vals64).  argmin /
+ * argmax pieces carry their index offset; the merge keeps the best value
+ * and, among equal ones, the lowest global index, skipping pieces that
+ * considered no row.
+ *
  * Compiled with -ffp-contract=off (CMakeLists.txt): every float operation
- * is one binary32 addition.
+ * is one binary32 (binary64) addition.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +57,40 @@ float wv_f32_levels(float *a, size_t n)
   return a[0];
 }
 
+static double pt_f64(uint64_t b)
+{
+  double f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+double wv_f64_levels(double *a, size_t n)
+{
+  while (n > 1) {
+    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
+    for (size_t g = 0; g < m; g++) {
+      double v[WV_GROUP];
+      for (size_t j = 0; j < WV_GROUP; j++) {
+        size_t k = g * WV_GROUP + j;
+        v[j] = k < n ? a[k] : pt_f64(WV_F64_NEG_ZERO);
+      }
+      a[g] = wv_f64_group_tree(v);
+    }
+    n = m;
+  }
+  return a[0];
+}
+
+static int pt_is_fsum(wave_dtype dt, wave_op op)
+{
+  return (dt == WAVE_F32 || dt == WAVE_F64) && op == WAVE_SUM;
+}
+
+static int pt_is_arg(wave_op op)
+{
+  return op == WAVE_ARGMIN || op == WAVE_ARGMAX;
+}
+
 void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
                    size_t chunk, wv_partial *p)
 {
@@ -60,9 +99,11 @@ void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
   p->bits[0] = o->bits[0];
   p->bits[1] = o->n_values > 1 ? o->bits[1] : 0;
   p->count = o->count;
+  p->index = o->index;
   p->finite = o->count > 0;
-  if (j->dtype == WAVE_F32 && j->op != WAVE_SUM && p->finite &&
-      p->bits[0] == 0 && p->bits[1] == 0)
+  /* argmin/argmax: count > 0 says it (only finite rows are counted) */
+  if ((j->dtype == WAVE_F32 || j->dtype == WAVE_F64) && j->op != WAVE_SUM &&
+      !pt_is_arg(j->op) && p->finite && p->bits[0] == 0 && p->bits[1] == 0)
     p->finite = wv_reduce_any_finite(j);
 }
 
@@ -73,9 +114,10 @@ int wv_partial_init(wv_partial_acc *a, wave_dtype dt, wave_op op,
   a->dtype = dt;
   a->op = op;
   a->chunk = SIZE_MAX;
-  if (dt != WAVE_F32 || op != WAVE_SUM || cap == 0)
+  if (!pt_is_fsum(dt, op) || cap == 0)
     return 0;
-  if ((a->vals = malloc(cap * sizeof *a->vals)) == NULL)
+  if (dt == WAVE_F32 ? (a->vals = malloc(cap * sizeof *a->vals)) == NULL
+                     : (a->vals64 = malloc(cap * sizeof *a->vals64)) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, "%zu partial values", cap);
   a->cap = cap;
   return 0;
@@ -84,7 +126,9 @@ int wv_partial_init(wv_partial_acc *a, wave_dtype dt, wave_op op,
 void wv_partial_fini(wv_partial_acc *a)
 {
   free(a->vals);
+  free(a->vals64);
   a->vals = NULL;
+  a->vals64 = NULL;
   a->cap = a->n_vals = a->n_chunks = 0;
 }
 
@@ -92,8 +136,11 @@ void wv_partial_fini(wv_partial_acc *a)
 static void pt_chunk_end(wv_partial_acc *a)
 {
   if (a->n_vals > a->n_chunks) {
-    a->vals[a->n_chunks] = wv_f32_levels(a->vals + a->n_chunks,
-                                         a->n_vals - a->n_chunks);
+    size_t n = a->n_vals - a->n_chunks;
+    if (a->dtype == WAVE_F32)
+      a->vals[a->n_chunks] = wv_f32_levels(a->vals + a->n_chunks, n);
+    else
+      a->vals64[a->n_chunks] = wv_f64_levels(a->vals64 + a->n_chunks, n);
     a->n_chunks++;
   }
   a->n_vals = a->n_chunks;
@@ -108,36 +155,70 @@ static int pt_fsum_add(wv_partial_acc *a, const wv_partial *p,
   }
   if (a->n_vals == a->cap) {
     size_t cap = a->cap ? 2 * a->cap : 64;
-    float *v = realloc(a->vals, cap * sizeof *v);
-    if (v == NULL)
-      return wv_seterr(err, WAVE_ENOMEM, "%zu partial values", cap);
-    a->vals = v;
+    if (a->dtype == WAVE_F32) {
+      float *v = realloc(a->vals, cap * sizeof *v);
+      if (v == NULL)
+        return wv_seterr(err, WAVE_ENOMEM, "%zu partial values", cap);
+      a->vals = v;
+    } else {
+      double *v = realloc(a->vals64, cap * sizeof *v);
+      if (v == NULL)
+        return wv_seterr(err, WAVE_ENOMEM, "%zu partial values", cap);
+      a->vals64 = v;
+    }
     a->cap = cap;
   }
   /* all masked out: answered +0.0, but its tree value is -0.0 */
-  a->vals[a->n_vals++] = p->count == 0 ? pt_f32(WV_F32_NEG_ZERO)
-                                       : pt_f32(p->bits[0]);
+  if (a->dtype == WAVE_F32)
+    a->vals[a->n_vals++] = p->count == 0 ? pt_f32(WV_F32_NEG_ZERO)
+                                         : pt_f32((uint32_t)p->bits[0]);
+  else
+    a->vals64[a->n_vals++] = p->count == 0 ? pt_f64(WV_F64_NEG_ZERO)
+                                           : pt_f64(p->bits[0]);
   return 0;
 }
 
 /* x < y in the order of dtype dt (floats: finite ones). */
-static int pt_less(wave_dtype dt, uint32_t x, uint32_t y)
+static int pt_less(wave_dtype dt, uint64_t x, uint64_t y)
 {
   switch (dt) {
-  case WAVE_S32: return (int32_t)x < (int32_t)y;
-  case WAVE_F32: return wv_f32_key(x) < wv_f32_key(y);
+  case WAVE_S32: return (int32_t)(uint32_t)x < (int32_t)(uint32_t)y;
+  case WAVE_F32: return wv_f32_key((uint32_t)x) < wv_f32_key((uint32_t)y);
+  case WAVE_S64: return (x ^ 0x8000000000000000u) < (y ^ 0x8000000000000000u);
+  case WAVE_F64: return wv_f64_key(x) < wv_f64_key(y);
   default: return x < y;
+  }
+}
+
+/* argmin/argmax: the piece's value x at global index i replaces the best
+ * one if better, or equal at a lower index (pieces may come in any order). */
+static void pt_arg_add(wv_partial_acc *a, const wv_partial *p)
+{
+  uint64_t x = p->bits[0], i = p->offset + (uint64_t)p->index;
+  int better = !a->have ||
+               (a->op == WAVE_ARGMIN ? pt_less(a->dtype, x, a->lo)
+                                     : pt_less(a->dtype, a->lo, x)) ||
+               (x == a->lo && i < a->index);
+  if (better) {
+    a->lo = x;
+    a->index = i;
+    a->have = 1;
   }
 }
 
 int wv_partial_add(wv_partial_acc *a, const wv_partial *p, wave_error *err)
 {
   a->count += p->count;
-  if (a->dtype == WAVE_F32 && a->op == WAVE_SUM)
+  if (pt_is_fsum(a->dtype, a->op))
     return pt_fsum_add(a, p, err);
-  if (p->count == 0 || (a->dtype == WAVE_F32 && !p->finite))
+  int is_float = a->dtype == WAVE_F32 || a->dtype == WAVE_F64;
+  if (p->count == 0 || (is_float && !pt_is_arg(a->op) && !p->finite))
     return 0;
-  uint32_t x = p->bits[0], y = a->op == WAVE_EXTENT ? p->bits[1] : x;
+  if (pt_is_arg(a->op)) {
+    pt_arg_add(a, p);
+    return 0;
+  }
+  uint64_t x = p->bits[0], y = a->op == WAVE_EXTENT ? p->bits[1] : x;
   if (!a->have) {
     a->lo = a->acc = x;
     a->hi = y;
@@ -145,7 +226,11 @@ int wv_partial_add(wv_partial_acc *a, const wv_partial *p, wave_error *err)
     return 0;
   }
   switch (a->op) {
-  case WAVE_SUM: a->acc += x; break;  /* wraps modulo 2^32 */
+  case WAVE_SUM:                     /* wraps modulo 2^32 or 2^64 */
+    a->acc += x;
+    if (wv_dtype_size(a->dtype) == 4)
+      a->acc &= 0xffffffffu;
+    break;
   case WAVE_AND: a->acc &= x; break;
   case WAVE_OR:  a->acc |= x; break;
   case WAVE_XOR: a->acc ^= x; break;
@@ -172,6 +257,18 @@ void wv_partial_result(wv_partial_acc *a, wv_reduce_out *out,
     float v = a->n_chunks > 0 ? wv_f32_levels(a->vals, a->n_chunks) : 0.0f;
     out->bits[0] = wv_f32_sum_finish(v, a->count);
     a->n_chunks = a->n_vals = 0;
+    return;
+  }
+  if (a->dtype == WAVE_F64 && a->op == WAVE_SUM) {
+    pt_chunk_end(a);
+    double v = a->n_chunks > 0 ? wv_f64_levels(a->vals64, a->n_chunks) : 0.0;
+    out->bits[0] = wv_f64_sum_finish(v, a->count);
+    a->n_chunks = a->n_vals = 0;
+    return;
+  }
+  if (pt_is_arg(a->op)) {
+    out->index = a->have ? (int64_t)a->index : -1;
+    out->bits[0] = a->have ? a->lo : 0;
     return;
   }
   if (a->count == 0 || !a->have)

@@ -5,8 +5,9 @@
  *
  *  - wv_f32_key / wv_f32_unkey: the float total order (-0.0 < +0.0) as
  *    unsigned integers, for finite floats;
- *  - wv_f32_levels: the float-sum levels over n values (G over groups of
- *    256, -0.0 padding, until one value is left);
+ *  - wv_f64_key / wv_f64_unkey: the same for float64;
+ *  - wv_f32_levels / wv_f64_levels: the float-sum levels over n values (G
+ *    over groups of 256, -0.0 padding, until one value is left);
  *  - wv_partial_acc: pieces in job order in, the whole job's bits out.
  *
  * A piece is the rows [a, a + r) of one input chunk, a a multiple of
@@ -35,21 +36,36 @@ static inline uint32_t wv_f32_unkey(uint32_t k)
   return k ^ ((k >> 31) ? 0x80000000u : 0xffffffffu);
 }
 
+static inline uint64_t wv_f64_key(uint64_t x)
+{
+  return x ^ ((x >> 63) ? UINT64_MAX : 0x8000000000000000u);
+}
+
+static inline uint64_t wv_f64_unkey(uint64_t k)
+{
+  return k ^ ((k >> 63) ? 0x8000000000000000u : UINT64_MAX);
+}
+
 /* The levels of docs/reduction.md over a[0..n-1], n >= 1, in place (a is
  * clobbered): returns the one value left.  n == 1 runs no level. */
 float wv_f32_levels(float *a, size_t n);
+double wv_f64_levels(double *a, size_t n);
 
 /* One piece's answer. */
 typedef struct wv_partial {
   size_t chunk;        /* the job's input chunk it is a piece of */
-  uint32_t bits[2];    /* the answer's bits ([min, max] for extent) */
-  uint64_t count;      /* rows it selects */
+  uint64_t bits[2];    /* the answer's bits ([min, max] for extent) */
+  uint64_t count;      /* rows it selects (argmin/argmax: considers) */
   int finite;          /* float min/max/extent: a selected row is finite */
+  int64_t index;       /* argmin/argmax: the answer's index in the piece */
+  uint64_t offset;     /* argmin/argmax: the global index of the piece's
+                          first row (the caller sets it) */
 } wv_partial;
 
 /* The piece answer o of the one-chunk job j as a partial of chunk `chunk`;
  * `finite` is known from the value unless it is all +0.0, else found with
- * wv_reduce_any_finite (one pass that stops at the first finite row). */
+ * wv_reduce_any_finite (one pass that stops at the first finite row).
+ * offset is left 0: an argmin/argmax caller sets it after. */
 void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
                    size_t chunk, wv_partial *p);
 
@@ -58,10 +74,13 @@ typedef struct wv_partial_acc {
   wave_op op;
   uint64_t count;
   int have;            /* a piece selected a row (float: a finite one) */
-  uint32_t lo, hi, acc;
+  uint64_t lo, hi, acc;
+  uint64_t index;      /* argmin/argmax: the global index of lo (have) */
   /* float sum: the values of the chunks closed so far, [0, n_chunks),
-   * then the current chunk's piece values, [n_chunks, n_vals) */
+   * then the current chunk's piece values, [n_chunks, n_vals); float32
+   * in vals, float64 in vals64 */
   float *vals;
+  double *vals64;
   size_t n_chunks, n_vals, cap;
   size_t chunk;        /* the current chunk; SIZE_MAX before the first */
 } wv_partial_acc;

@@ -12,7 +12,10 @@
  * Input and mask chunks are only guaranteed to be 4-byte aligned and hold
  * bytes received from the wire, so rows are read with memcpy.  This file
  * is compiled with -ffp-contract=off (see CMakeLists.txt): every float
- * operation below is one IEEE binary32 addition or comparison.
+ * operation below is one IEEE binary32 (float64 jobs: binary64) addition
+ * or comparison.  Values of every dtype travel as uint64_t bit patterns
+ * (32-bit ones in the low half), compared under the dtype's order by
+ * rd_less.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -28,6 +31,30 @@ static uint32_t rd_row(const void *data, uint64_t i)
   uint32_t x;
   memcpy(&x, (const unsigned char *)data + 4 * i, sizeof x);
   return x;
+}
+
+/* Row i of a chunk of dtype d, as its bit pattern. */
+static uint64_t rd_val(wave_dtype d, const void *data, uint64_t i)
+{
+  if (wv_dtype_size(d) == 4)
+    return rd_row(data, i);
+  uint64_t x;
+  memcpy(&x, (const unsigned char *)data + 8 * i, sizeof x);
+  return x;
+}
+
+static double rd_f64(uint64_t bits)
+{
+  double f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static uint64_t rd_bits64(double f)
+{
+  uint64_t b;
+  memcpy(&b, &f, sizeof b);
+  return b;
 }
 
 static float rd_f32(uint32_t bits)
@@ -51,9 +78,10 @@ static int32_t rd_s32(uint32_t bits)
   return s;
 }
 
-/* Sum of the rows of n chunks; 0 with *total set, or an error. */
+/* Sum of the rows of n chunks of rows of `size` bytes; 0 with *total
+ * set, or an error. */
 static int rd_total(const wv_span *c, size_t n, const char *what,
-                    uint64_t *total, wave_error *err)
+                    unsigned size, uint64_t *total, wave_error *err)
 {
   uint64_t t = 0;
   if (n > 0 && c == NULL)
@@ -63,9 +91,10 @@ static int rd_total(const wv_span *c, size_t n, const char *what,
     if (c[i].rows > 0 && c[i].data == NULL)
       return wv_seterr(err, WAVE_EARG, "%s chunk %zu has %" PRIu64
                        " rows but no data", what, i, c[i].rows);
-    /* Rows are addressed in bytes (4 per row) somewhere downstream. */
-    if (c[i].rows > (UINT64_MAX / 4 - t))
-      return wv_seterr(err, WAVE_ETOOBIG, "%s: more than 2^62 rows", what);
+    /* Rows are addressed in bytes (4 or 8 per row) somewhere downstream. */
+    if (c[i].rows > (UINT64_MAX / size - t))
+      return wv_seterr(err, WAVE_ETOOBIG, "%s: more than 2^%d rows", what,
+                       size == 8 ? 61 : 62);
     t += c[i].rows;
   }
   *total = t;
@@ -86,14 +115,16 @@ int wv_reduce_validate(const wv_reduce_job *job, wave_error *err)
                      wave_op_name(job->op), wave_dtype_name(job->dtype));
 
   uint64_t in_rows, mask_rows;
-  if ((rc = rd_total(job->input, job->n_input, "input", &in_rows, err)) != 0)
+  if ((rc = rd_total(job->input, job->n_input, "input",
+                     wv_dtype_size(job->dtype), &in_rows, err)) != 0)
     return rc;
   if (in_rows != job->rows)
     return wv_seterr(err, WAVE_EARG, "job says %" PRIu64 " rows, its input "
                      "chunks hold %" PRIu64, job->rows, in_rows);
   if (!job->has_mask)
     return 0;
-  if ((rc = rd_total(job->mask, job->n_mask, "mask", &mask_rows, err)) != 0)
+  if ((rc = rd_total(job->mask, job->n_mask, "mask", 4, &mask_rows,
+                     err)) != 0)
     return rc;
   if (mask_rows != in_rows)
     return wv_seterr(err, WAVE_EMASKLEN, "mask has %" PRIu64 " rows, input "
@@ -150,6 +181,23 @@ uint32_t wv_f32_sum_finish(float sum, uint64_t count)
   return rd_bits(sum);
 }
 
+double wv_f64_group_tree(double v[256])
+{
+  for (unsigned h = WV_GROUP / 2; h >= 1; h /= 2)
+    for (unsigned i = 0; i < h; i++)
+      v[i] = v[i] + v[i + h];
+  return v[0];
+}
+
+uint64_t wv_f64_sum_finish(double sum, uint64_t count)
+{
+  if (count == 0)
+    return 0; /* +0.0 */
+  if (isnan(sum))
+    return WV_F64_CANON_NAN;
+  return rd_bits64(sum);
+}
+
 /* One non-empty chunk of the float sum: its leaves, then its levels.  The
  * first level is built here from the leaves, group by group. */
 static int rd_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m,
@@ -182,7 +230,7 @@ static int rd_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m,
 }
 
 static int rd_float_sum(const wv_reduce_job *job, uint64_t count,
-                        uint32_t *bits, wave_error *err)
+                        uint64_t *bits, wave_error *err)
 {
   size_t nonempty = 0;
   for (size_t i = 0; i < job->n_input; i++)
@@ -215,10 +263,137 @@ static int rd_float_sum(const wv_reduce_job *job, uint64_t count,
   return 0;
 }
 
+/* The float64 sum: rd_chunk_sum and rd_float_sum again, with binary64
+ * additions and float64 leaves (docs/reduction.md, "float64"). */
+static int rd_chunk_sum64(const wv_span *c, uint64_t first_row, rd_mask *m,
+                          double *out, wave_error *err)
+{
+  if (c->rows == 1) { /* a level with n == 1 is not run */
+    *out = rd_selected(m, first_row) ? rd_f64(rd_val(WAVE_F64, c->data, 0))
+                                     : -0.0;
+    return 0;
+  }
+  size_t groups = (size_t)((c->rows + WV_GROUP - 1) / WV_GROUP);
+  double *a = malloc(groups * sizeof *a);
+  if (a == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu partials", groups);
+  for (size_t g = 0; g < groups; g++) {
+    double v[WV_GROUP];
+    for (size_t j = 0; j < WV_GROUP; j++) {
+      uint64_t k = (uint64_t)g * WV_GROUP + j;
+      if (k >= c->rows)
+        v[j] = -0.0;                        /* padding */
+      else if (!rd_selected(m, first_row + k))
+        v[j] = -0.0;                        /* masked leaf */
+      else
+        v[j] = rd_f64(rd_val(WAVE_F64, c->data, k));
+    }
+    a[g] = wv_f64_group_tree(v);
+  }
+  *out = wv_f64_levels(a, groups);
+  free(a);
+  return 0;
+}
+
+static int rd_float_sum64(const wv_reduce_job *job, uint64_t count,
+                          uint64_t *bits, wave_error *err)
+{
+  size_t nonempty = 0;
+  for (size_t i = 0; i < job->n_input; i++)
+    nonempty += job->input[i].rows > 0;
+  if (nonempty == 0) {
+    *bits = 0;
+    return 0;
+  }
+  double *vals = malloc(nonempty * sizeof *vals);
+  if (vals == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu chunk values",
+                     nonempty);
+  rd_mask m = {job, 0, 0};
+  uint64_t row = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < job->n_input; i++) {
+    const wv_span *c = &job->input[i];
+    if (c->rows == 0)
+      continue; /* empty chunks are skipped entirely */
+    int rc = rd_chunk_sum64(c, row, &m, &vals[k++], err);
+    if (rc != 0) {
+      free(vals);
+      return rc;
+    }
+    row += c->rows;
+  }
+  double sum = wv_f64_levels(vals, nonempty);
+  free(vals);
+  *bits = wv_f64_sum_finish(sum, count);
+  return 0;
+}
+
 /* The float order of docs/reduction.md: numeric, and -0.0 < +0.0. */
 static int rd_f32_less(float a, float b)
 {
   return a < b || (a == b && signbit(a) && !signbit(b));
+}
+
+static int rd_f64_less(double a, double b)
+{
+  return a < b || (a == b && signbit(a) && !signbit(b));
+}
+
+/* x < y in the order of dtype d (floats: finite ones). */
+static int rd_less(wave_dtype d, uint64_t x, uint64_t y)
+{
+  switch (d) {
+  case WAVE_U32: return (uint32_t)x < (uint32_t)y;
+  case WAVE_S32: return rd_s32((uint32_t)x) < rd_s32((uint32_t)y);
+  case WAVE_F32: return rd_f32_less(rd_f32((uint32_t)x), rd_f32((uint32_t)y));
+  case WAVE_U64: return x < y;
+  case WAVE_S64: {
+    int64_t a, b;
+    memcpy(&a, &x, sizeof a);
+    memcpy(&b, &y, sizeof b);
+    return a < b;
+  }
+  default: return rd_f64_less(rd_f64(x), rd_f64(y));
+  }
+}
+
+/* Whether the row bits x of dtype d take part in min/max/argmin/argmax:
+ * every integer, and the finite floats. */
+static int rd_finite(wave_dtype d, uint64_t x)
+{
+  if (d == WAVE_F32)
+    return isfinite(rd_f32((uint32_t)x));
+  if (d == WAVE_F64)
+    return isfinite(rd_f64(x));
+  return 1;
+}
+
+/* argmin/argmax: the first selected row whose value no other considered
+ * row beats (strictly less / greater: a later equal value never wins). */
+static void rd_arg(const wv_reduce_job *job, wv_reduce_out *out)
+{
+  rd_mask m = {job, 0, 0};
+  uint64_t row = 0, best = 0;
+  out->index = -1;
+  for (size_t i = 0; i < job->n_input; i++) {
+    const wv_span *c = &job->input[i];
+    for (uint64_t k = 0; k < c->rows; k++, row++) {
+      if (!rd_selected(&m, row))
+        continue;
+      uint64_t x = rd_val(job->dtype, c->data, k);
+      if (!rd_finite(job->dtype, x))
+        continue;  /* NaN, +-inf: not considered, not counted */
+      out->count++;
+      int better = job->op == WAVE_ARGMIN ? rd_less(job->dtype, x, best)
+                                          : rd_less(job->dtype, best, x);
+      if (out->index < 0 || better) {
+        best = x;
+        out->index = (int64_t)row;
+      }
+    }
+  }
+  out->bits[0] = out->index < 0 ? 0 : best;
 }
 
 int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
@@ -229,18 +404,27 @@ int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
     return rc;
   memset(out, 0, sizeof *out);
   out->n_values = wave_op_values(job->op);
+  wave_dtype dt = job->dtype;
 
-  if (job->dtype == WAVE_F32 && job->op == WAVE_SUM) {
+  if (job->op == WAVE_ARGMIN || job->op == WAVE_ARGMAX) {
+    rd_arg(job, out);
+    return 0;
+  }
+  if ((dt == WAVE_F32 || dt == WAVE_F64) && job->op == WAVE_SUM) {
     rd_mask m = {job, 0, 0};
     for (uint64_t r = 0; r < job->rows; r++)
       out->count += rd_selected(&m, r);
-    return rd_float_sum(job, out->count, &out->bits[0], err);
+    return dt == WAVE_F32 ? rd_float_sum(job, out->count, &out->bits[0], err)
+                          : rd_float_sum64(job, out->count, &out->bits[0],
+                                           err);
   }
 
   /* Every other op: one pass over the rows in order. */
+  int is_float = dt == WAVE_F32 || dt == WAVE_F64;
+  uint64_t wrap = wv_dtype_size(dt) == 4 ? 0xffffffffu : UINT64_MAX;
   rd_mask m = {job, 0, 0};
   uint64_t row = 0, count = 0;
-  uint32_t acc = 0, lo = 0, hi = 0;
+  uint64_t acc = 0, lo = 0, hi = 0;
   int have = 0;     /* lo/hi/acc hold a value (float: a finite one) */
   for (size_t i = 0; i < job->n_input; i++) {
     const wv_span *c = &job->input[i];
@@ -248,31 +432,25 @@ int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
       if (!rd_selected(&m, row))
         continue;
       count++;
-      uint32_t x = rd_row(c->data, k);
-      if (job->dtype == WAVE_F32) {
-        float f = rd_f32(x);
-        if (!isfinite(f))
+      uint64_t x = rd_val(dt, c->data, k);
+      if (is_float) {
+        if (!rd_finite(dt, x))
           continue;
-        if (!have || rd_f32_less(f, rd_f32(lo)))
+        if (!have || rd_less(dt, x, lo))
           lo = x;
-        if (!have || rd_f32_less(rd_f32(hi), f))
+        if (!have || rd_less(dt, hi, x))
           hi = x;
         have = 1;
         continue;
       }
       switch (job->op) {
-      case WAVE_SUM: acc += x; break;  /* wraps modulo 2^32 */
+      case WAVE_SUM: acc = (acc + x) & wrap; break;  /* wraps at 2^32/2^64 */
       case WAVE_AND: acc = have ? (acc & x) : x; break;
       case WAVE_OR:  acc |= x; break;
       case WAVE_XOR: acc ^= x; break;
       default:       /* min, max, extent */
-        if (job->dtype == WAVE_S32) {
-          if (!have || rd_s32(x) < rd_s32(lo)) lo = x;
-          if (!have || rd_s32(x) > rd_s32(hi)) hi = x;
-        } else {
-          if (!have || x < lo) lo = x;
-          if (!have || x > hi) hi = x;
-        }
+        if (!have || rd_less(dt, x, lo)) lo = x;
+        if (!have || rd_less(dt, hi, x)) hi = x;
         break;
       }
       have = 1;
@@ -297,7 +475,8 @@ int wv_reduce_any_finite(const wv_reduce_job *job)
   for (size_t i = 0; i < job->n_input; i++) {
     const wv_span *c = &job->input[i];
     for (uint64_t r = 0; r < c->rows; r++, row++)
-      if (rd_selected(&m, row) && isfinite(rd_f32(rd_row(c->data, r))))
+      if (rd_selected(&m, row) &&
+          rd_finite(job->dtype, rd_val(job->dtype, c->data, r)))
         return 1;
   }
   return 0;

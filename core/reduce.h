@@ -18,6 +18,8 @@
 #define WV_GROUP 256u                /* rows per group at every level */
 #define WV_F32_NEG_ZERO 0x80000000u  /* leaf for masked / padding rows */
 #define WV_F32_CANON_NAN 0x7fc00000u
+#define WV_F64_NEG_ZERO 0x8000000000000000u
+#define WV_F64_CANON_NAN 0x7ff8000000000000u
 
 int wv_reduce_validate(const wv_reduce_job *job, wave_error *err);
 int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
@@ -29,7 +31,20 @@ float wv_f32_group_tree(float v[256]);
 /* The result rule of the float sum: count 0 -> +0.0, NaN -> canonical. */
 uint32_t wv_f32_sum_finish(float sum, uint64_t count);
 
-/* Whether some selected row of a float32 job is finite: what a float
+/* The same two for float64: G with binary64 additions, and its result. */
+double wv_f64_group_tree(double v[256]);
+uint64_t wv_f64_sum_finish(double sum, uint64_t count);
+
+/* A job the wire and the GPU backends do not carry yet (issue 23 part 1):
+ * a 64-bit dtype, or argmin/argmax.  wv_dev_reduce (workers/wvdev.c) runs
+ * one only on a backend whose caps say so; the daemon refuses one. */
+static inline int wv_reduce_is_wide(wave_dtype d, wave_op op)
+{
+  return d == WAVE_U64 || d == WAVE_S64 || d == WAVE_F64 ||
+         op == WAVE_ARGMIN || op == WAVE_ARGMAX;
+}
+
+/* Whether some selected row of a float32/float64 job is finite: what a float
  * min/max/extent partial must say besides its value (docs/reduction.md,
  * "Partials"), since "no finite row" is answered +0.0.  One pass that
  * stops at the first such row. */

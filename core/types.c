@@ -8,12 +8,15 @@ static const struct { const char *name; wave_dtype d; } dtype_names[] = {
   {"uint32", WAVE_U32}, {"u32", WAVE_U32},
   {"sint32", WAVE_S32}, {"s32", WAVE_S32}, {"int32", WAVE_S32}, {"i32", WAVE_S32},
   {"float32", WAVE_F32}, {"f32", WAVE_F32}, {"float", WAVE_F32},
+  {"uint64", WAVE_U64}, {"u64", WAVE_U64},
+  {"sint64", WAVE_S64}, {"s64", WAVE_S64}, {"int64", WAVE_S64}, {"i64", WAVE_S64},
+  {"float64", WAVE_F64}, {"f64", WAVE_F64}, {"double", WAVE_F64},
 };
 
 static const char *const op_names[] = {
   [WAVE_SUM] = "sum", [WAVE_MIN] = "min", [WAVE_MAX] = "max",
   [WAVE_EXTENT] = "extent", [WAVE_AND] = "and", [WAVE_OR] = "or",
-  [WAVE_XOR] = "xor",
+  [WAVE_XOR] = "xor", [WAVE_ARGMIN] = "argmin", [WAVE_ARGMAX] = "argmax",
 };
 
 wave_dtype wave_dtype_parse(const char *s)
@@ -32,6 +35,9 @@ const char *wave_dtype_name(wave_dtype d)
   case WAVE_U32: return "uint32";
   case WAVE_S32: return "sint32";
   case WAVE_F32: return "float32";
+  case WAVE_U64: return "uint64";
+  case WAVE_S64: return "sint64";
+  case WAVE_F64: return "float64";
   default: return "?";
   }
 }
@@ -40,7 +46,7 @@ wave_op wave_op_parse(const char *s)
 {
   if (s == NULL)
     return WAVE_OP_NONE;
-  for (int op = WAVE_SUM; op <= WAVE_XOR; op++)
+  for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++)
     if (strcmp(s, op_names[op]) == 0)
       return (wave_op)op;
   return WAVE_OP_NONE;
@@ -48,16 +54,18 @@ wave_op wave_op_parse(const char *s)
 
 const char *wave_op_name(wave_op op)
 {
-  return (op >= WAVE_SUM && op <= WAVE_XOR) ? op_names[op] : "?";
+  return (op >= WAVE_SUM && op <= WAVE_ARGMAX) ? op_names[op] : "?";
 }
 
 int wave_op_check(wave_dtype d, wave_op op)
 {
-  if (d != WAVE_U32 && d != WAVE_S32 && d != WAVE_F32)
+  if (d < WAVE_U32 || d > WAVE_F64)
     return WAVE_EDTYPE;
-  if (op < WAVE_SUM || op > WAVE_XOR)
+  if (op < WAVE_SUM || op > WAVE_ARGMAX)
     return WAVE_EOP;
-  if (d == WAVE_F32 && op >= WAVE_AND)
+  /* the bitwise ops are for the integer dtypes only */
+  int is_float = d == WAVE_F32 || d == WAVE_F64;
+  if (is_float && (op == WAVE_AND || op == WAVE_OR || op == WAVE_XOR))
     return WAVE_EOPDTYPE;
   return WAVE_EOK;
 }

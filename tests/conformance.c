@@ -135,6 +135,8 @@ void conf_open_all(conf_set *set)
     memset(&caps, 0, sizeof caps);
     b->caps(dev, &caps);
     snprintf(d->description, sizeof d->description, "%s", caps.description);
+    d->dtypes64 = caps.dtypes64;
+    d->argminmax = caps.argminmax;
     printf("conformance: %s opened: %s (wave width %u; exchange %s: %s)\n",
            b->name, d->description, caps.wave_width, caps.exchange,
            caps.exchange_reason);
@@ -390,11 +392,11 @@ static void cr_fmt(char *buf, size_t len, int rc, const wave_error *e,
   if (rc != 0)
     snprintf(buf, len, "error %s: %s", wave_errname(rc), e->message);
   else if (o->n_values == 2)
-    snprintf(buf, len, "[%08x %08x] count %" PRIu64, o->bits[0], o->bits[1],
-             o->count);
+    snprintf(buf, len, "[%08" PRIx64 " %08" PRIx64 "] count %" PRIu64,
+             o->bits[0], o->bits[1], o->count);
   else
-    snprintf(buf, len, "%08x count %" PRIu64 " (%u values)", o->bits[0],
-             o->count, o->n_values);
+    snprintf(buf, len, "%08" PRIx64 " count %" PRIu64 " index %" PRId64
+             " (%u values)", o->bits[0], o->count, o->index, o->n_values);
 }
 
 static double cr_now(void)
@@ -493,6 +495,7 @@ int main(void)
   suite_add_tcase(s, conf_hash_tcase());
 #endif
   suite_add_tcase(s, conf_merge_tcase());
+  suite_add_tcase(s, conf_wide_tcase());
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

@@ -37,6 +37,7 @@ typedef struct conf_dev {
   const wv_backend *backend;
   wv_device *dev;
   char description[160];  /* from caps() */
+  int dtypes64, argminmax; /* caps: runs the 64-bit dtypes, argmin/argmax */
   unsigned long jobs, mismatches, printed;
 } conf_dev;
 
@@ -74,5 +75,8 @@ TCase *conf_hash_tcase(void);
 /* conformance_merge.c: core/partial and core/hashmerge against whole
  * jobs, pieces answered by the reference and by every device. */
 TCase *conf_merge_tcase(void);
+/* conformance_wide.c: the 64-bit dtypes and argmin/argmax on every device
+ * whose caps run them, and their refusal by the others. */
+TCase *conf_wide_tcase(void);
 
 #endif

@@ -11,7 +11,9 @@
  * one-chunk job, by the reference and by every device, the answers merge
  * with wv_partial_*, and the bits and count must equal the reference over
  * the whole job.  Devices answer the cuts of P >= 65536 only (a device
- * call per 256 rows would make the GPU runs crawl).
+ * call per 256 rows would make the GPU runs crawl).  The 64-bit dtypes
+ * (rows of 8 bytes) and argmin/argmax (pieces with their index offset)
+ * are answered by the devices whose caps run them.
  *
  * Hash jobs (core/hashmerge.h).  Nonce ranges (from 0, across 2^20 and
  * 2^24, inside one segment, ending at 2^64 - 1, random) at segment sizes
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "conformance.h"
+#include "core/base.h"
 #include "core/hashmerge.h"
 #include "core/partial.h"
 #include "core/reduce.h"
@@ -44,7 +47,7 @@
 #define CM_MAX_ROWS 300000u
 
 typedef struct cm_job {
-  uint32_t *data, *mask;
+  uint32_t *data, *mask;  /* data: rows of 4 or 8 bytes */
   wv_span in[CM_CHUNKS], mk[CM_MASKS];
   wv_reduce_job job;
   char what[200];
@@ -86,6 +89,34 @@ static uint32_t cm_int(uint64_t *rng, int kind)
   return (uint32_t)(r >> 16);
 }
 
+/* The 64-bit rows: kinds as cm_float's, and integers as cm_int's spread
+ * over 64 bits (wrapping sums, sign bits). */
+static uint64_t cm_float64(uint64_t *rng, int kind)
+{
+  static const uint64_t sp[] = {
+    0x7ff8000000000000u, 0xfff8000000000000u, 0x7ff4000000000001u,
+    0x7ff0000000000000u, 0xfff0000000000000u, 0x8000000000000000u, 0, 1,
+    0x8000000000000001u, 0x000fffffffffffffu, 0x7fefffffffffffffu,
+    0xffefffffffffffffu};
+  uint64_t r = conf_rng(rng);
+  if (kind == 2)
+    return r % (1u << 18) == 0 ? 0 : 0x8000000000000000u;
+  if ((kind == 1 && r % 4 == 0) || (kind == 3 && r % 3000 != 0))
+    return sp[(r >> 8) % (kind == 3 ? 5 : sizeof sp / sizeof *sp)];
+  uint64_t x = conf_rng(rng);
+  if (kind == 3)
+    x &= 0x7fffffffffffffffu;
+  return (x & 0x800fffffffffffffu) | ((1015u + (r >> 8) % 16u) << 52);
+}
+
+static uint64_t cm_int64(uint64_t *rng, int kind)
+{
+  uint64_t r = conf_rng(rng);
+  if (kind == 2)
+    return r % 5;  /* ties for argmin/argmax */
+  return ((uint64_t)cm_int(rng, kind) << 32) | (uint32_t)(r >> 11);
+}
+
 /* Row counts of n parts that sum to total, some of them empty. */
 static void cm_split(uint64_t *rng, uint64_t total, size_t n, uint64_t *out)
 {
@@ -117,15 +148,24 @@ static void cm_make(cm_job *j, wave_dtype dt, wave_op op, int kind,
       rows[c] = CM_MAX_ROWS - total;
     total += rows[c];
   }
-  j->data = malloc((total + 1) * 4);
+  unsigned size = wv_dtype_size(dt);
+  j->data = malloc((total + 1) * size);
   j->mask = malloc((total + 1) * 4);
   ck_assert(j->data != NULL && j->mask != NULL);
-  for (uint64_t i = 0; i < total; i++)
-    j->data[i] = dt == WAVE_F32 ? cm_float(&rng, kind) : cm_int(&rng, kind);
+  for (uint64_t i = 0; i < total; i++) {
+    if (size == 8) {
+      uint64_t x = dt == WAVE_F64 ? cm_float64(&rng, kind)
+                                  : cm_int64(&rng, kind);
+      memcpy((unsigned char *)j->data + 8 * i, &x, 8);
+    } else {
+      j->data[i] = dt == WAVE_F32 ? cm_float(&rng, kind) : cm_int(&rng, kind);
+    }
+  }
   size_t dead = (size_t)(conf_rng(&rng) % n_in);
   uint64_t off = 0;
   for (size_t c = 0; c < n_in; c++) {
-    j->in[c] = (wv_span){rows[c] ? j->data + off : NULL, rows[c]};
+    j->in[c] = (wv_span){rows[c] ? (unsigned char *)j->data + size * off
+                                 : NULL, rows[c]};
     for (uint64_t i = 0; i < rows[c]; i++) {
       uint64_t r = conf_rng(&rng);
       uint32_t m = r % 2 ? (uint32_t)(r >> 16) | 0x100u : 0;
@@ -196,7 +236,8 @@ static int cm_merge(conf_dev *d, const wv_reduce_job *job, const uint64_t *P,
     const wv_span *ch = &job->input[c];
     for (uint64_t a = 0; rc == 0 && a < ch->rows; a += P[c]) {
       uint64_t r = ch->rows - a < P[c] ? ch->rows - a : P[c];
-      wv_span in = {(const uint32_t *)ch->data + a, r}, mk[CM_MASKS];
+      wv_span in = {(const unsigned char *)ch->data +
+                        wv_dtype_size(job->dtype) * a, r}, mk[CM_MASKS];
       size_t nm = job->has_mask ? cm_mask_slice(job, row + a, r, mk) : 0;
       wv_reduce_job pj = {.dtype = job->dtype, .op = job->op, .input = &in,
                           .n_input = 1, .mask = mk, .n_mask = nm,
@@ -204,8 +245,10 @@ static int cm_merge(conf_dev *d, const wv_reduce_job *job, const uint64_t *P,
       wv_reduce_out o;
       rc = d == NULL ? wv_reduce_reference(&pj, &o, err)
                      : d->backend->reduce(d->dev, &pj, &o, err);
-      if (rc == 0)
-        wv_partial_of(&pj, &o, c, &pt[n++]);
+      if (rc == 0) {
+        wv_partial_of(&pj, &o, c, &pt[n]);
+        pt[n++].offset = row + a;  /* argmin/argmax: its global index */
+      }
     }
     row += ch->rows;
   }
@@ -227,7 +270,7 @@ static int cm_merge(conf_dev *d, const wv_reduce_job *job, const uint64_t *P,
 static int cm_same(const wv_reduce_out *a, const wv_reduce_out *b)
 {
   return a->n_values == b->n_values && a->count == b->count &&
-         a->bits[0] == b->bits[0] &&
+         a->bits[0] == b->bits[0] && a->index == b->index &&
          (a->n_values < 2 || a->bits[1] == b->bits[1]);
 }
 
@@ -237,8 +280,17 @@ static void cm_fmt(char *buf, size_t len, int rc, const wave_error *e,
   if (rc != 0)
     snprintf(buf, len, "error %s: %s", wave_errname(rc), e->message);
   else
-    snprintf(buf, len, "[%08x %08x] count %" PRIu64, o->bits[0],
-             o->n_values > 1 ? o->bits[1] : 0, o->count);
+    snprintf(buf, len, "[%08" PRIx64 " %08" PRIx64 "] count %" PRIu64
+             " index %" PRId64, o->bits[0], o->n_values > 1 ? o->bits[1] : 0,
+             o->count, o->index);
+}
+
+/* Whether device d runs the job's dtype and op (its caps). */
+static int cm_runs(const conf_dev *d, const wv_reduce_job *job)
+{
+  if (wv_dtype_size(job->dtype) == 8 && !d->dtypes64)
+    return 0;
+  return (job->op != WAVE_ARGMIN && job->op != WAVE_ARGMAX) || d->argminmax;
 }
 
 /* One job: cut 0: P = 256, 1: 65536, 2: a piece per chunk, 3: P drawn
@@ -266,7 +318,7 @@ static void cm_job_run(conf_set *set, conf_dev *refd, const cm_job *j,
     }
     for (size_t i = 0; i <= set->n; i++) {
       conf_dev *d = i < set->n ? &set->devs[i] : NULL;
-      if (d != NULL && small)
+      if (d != NULL && (small || !cm_runs(d, &j->job)))
         continue;
       int rc = cm_merge(d, &j->job, P, (int)((seed + cut) % 2), &got, &err);
       int same = rc == 0 && cm_same(&got, &want);
@@ -286,8 +338,8 @@ START_TEST(partial_merge)
   static const wv_backend refb = {.name = "reference"};
   conf_dev refd = {.backend = &refb};
   unsigned long seq = 0;
-  for (int d = WAVE_U32; d <= WAVE_F32; d++)
-    for (int op = WAVE_SUM; op <= WAVE_XOR; op++) {
+  for (int d = WAVE_U32; d <= WAVE_F64; d++)
+    for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++) {
       if (wave_op_check((wave_dtype)d, (wave_op)op) != WAVE_EOK)
         continue;
       for (int v = 0; v < 16; v++, seq++) {  /* data kind x mask kind */

@@ -4,3 +4,20 @@ wave_test(test_reduce SOURCES test_reduce.c test_reduce_random.c reduce_harness.
   LIBS wvcpu)
 # The test's own float-sum tree must be the same IEEE adds, unfused.
 target_compile_options(test_reduce PRIVATE -ffp-contract=off)
+# The 64-bit dtypes and argmin/argmax (issue 23 part 1): the reference, the
+# CPU backend and the refusal of the others (the fake backend stands in).
+wave_test(test_reduce64 SOURCES test_reduce64.c LIBS wvfake wvworkers wvcpu)
+target_compile_options(test_reduce64 PRIVATE -ffp-contract=off)
+# The held-in NumPy cross-check (issue 23): wvnp runs the reference and the
+# CPU backend over a file of rows; numpy_check.py compares them with
+# NumPy's wrapping integer sums, min/max and argmin/argmax.  Debian's
+# interpreter, whose python3-numpy .ci/deps.sh installs.
+add_executable(wvnp wvnp.c)
+target_link_libraries(wvnp PRIVATE wvcpu)
+target_include_directories(wvnp PRIVATE ${PROJECT_SOURCE_DIR})
+wave_defaults(wvnp)
+find_program(WAVE_NP_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(WAVE_NP_PYTHON3)
+  add_test(NAME reduce_numpy COMMAND ${WAVE_NP_PYTHON3}
+    ${CMAKE_CURRENT_SOURCE_DIR}/numpy_check.py $<TARGET_FILE:wvnp>)
+endif()

@@ -32,11 +32,16 @@ typedef struct tjob {
     ck_assert_msg((got).n_values == (want).n_values &&                         \
                       (got).bits[0] == (want).bits[0] &&                       \
                       ((want).n_values < 2 || (got).bits[1] == (want).bits[1]) && \
-                      (got).count == (want).count,                             \
-                  "%s: got %08x %08x count %llu, want %08x %08x count %llu",   \
-                  what, (got).bits[0], (got).bits[1],                          \
-                  (unsigned long long)(got).count, (want).bits[0],             \
-                  (want).bits[1], (unsigned long long)(want).count);           \
+                      (got).count == (want).count &&                           \
+                      (got).index == (want).index,                             \
+                  "%s: got %08llx %08llx count %llu index %lld, want %08llx "  \
+                  "%08llx count %llu index %lld", what,                        \
+                  (unsigned long long)(got).bits[0],                           \
+                  (unsigned long long)(got).bits[1],                           \
+                  (unsigned long long)(got).count, (long long)(got).index,     \
+                  (unsigned long long)(want).bits[0],                          \
+                  (unsigned long long)(want).bits[1],                          \
+                  (unsigned long long)(want).count, (long long)(want).index);  \
   } while (0)
 
 /* The "semantics" cases also run on this CPU device (test_reduce.c's

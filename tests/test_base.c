@@ -135,9 +135,13 @@ START_TEST(dtype_parse_and_name)
   static const struct { const char *s; wave_dtype d; } t[] = {
     {"u32", WAVE_U32},   {"uint32", WAVE_U32},  {"s32", WAVE_S32},
     {"sint32", WAVE_S32}, {"int32", WAVE_S32},  {"f32", WAVE_F32},
-    {"float32", WAVE_F32},
-    {"", WAVE_DTYPE_NONE}, {"u64", WAVE_DTYPE_NONE},
-    {"float64", WAVE_DTYPE_NONE}, {"uint32 ", WAVE_DTYPE_NONE},
+    {"float32", WAVE_F32}, {"i32", WAVE_S32}, {"float", WAVE_F32},
+    {"uint64", WAVE_U64}, {"u64", WAVE_U64}, {"sint64", WAVE_S64},
+    {"int64", WAVE_S64}, {"i64", WAVE_S64}, {"s64", WAVE_S64},
+    {"float64", WAVE_F64}, {"f64", WAVE_F64}, {"double", WAVE_F64},
+    {"", WAVE_DTYPE_NONE}, {"u128", WAVE_DTYPE_NONE}, {"U64", WAVE_DTYPE_NONE},
+    {"float16", WAVE_DTYPE_NONE}, {"uint32 ", WAVE_DTYPE_NONE},
+    {"int", WAVE_DTYPE_NONE},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     ck_assert_msg(wave_dtype_parse(t[i].s) == t[i].d, "parse(\"%s\")",
@@ -146,18 +150,26 @@ START_TEST(dtype_parse_and_name)
   ck_assert_str_eq(wave_dtype_name(WAVE_U32), "uint32");
   ck_assert_str_eq(wave_dtype_name(WAVE_S32), "sint32");
   ck_assert_str_eq(wave_dtype_name(WAVE_F32), "float32");
+  ck_assert_str_eq(wave_dtype_name(WAVE_U64), "uint64");
+  ck_assert_str_eq(wave_dtype_name(WAVE_S64), "sint64");
+  ck_assert_str_eq(wave_dtype_name(WAVE_F64), "float64");
   ck_assert_str_eq(wave_dtype_name(WAVE_DTYPE_NONE), "?");
+  ck_assert_str_eq(wave_dtype_name((wave_dtype)7), "?");
   ck_assert_str_eq(wave_dtype_name((wave_dtype)77), "?");
-  for (int d = WAVE_U32; d <= WAVE_F32; d++)
+  for (int d = WAVE_U32; d <= WAVE_F64; d++)
     ck_assert_int_eq(wave_dtype_parse(wave_dtype_name((wave_dtype)d)), d);
+  /* the row size: 8 bytes for the 64-bit dtypes (docs/reduction.md) */
+  for (int d = WAVE_U32; d <= WAVE_F64; d++)
+    ck_assert_uint_eq(wv_dtype_size((wave_dtype)d), d >= WAVE_U64 ? 8 : 4);
 }
 END_TEST
 
 START_TEST(op_parse_and_name)
 {
   static const char *const names[] = {"sum", "min", "max", "extent",
-                                      "and", "or", "xor"};
-  for (int i = 0; i < 7; i++) {
+                                      "and", "or", "xor", "argmin",
+                                      "argmax"};
+  for (int i = 0; i < 9; i++) {
     ck_assert_int_eq(wave_op_parse(names[i]), WAVE_SUM + i);
     ck_assert_str_eq(wave_op_name((wave_op)(WAVE_SUM + i)), names[i]);
   }
@@ -165,8 +177,12 @@ START_TEST(op_parse_and_name)
   ck_assert_int_eq(wave_op_parse(""), WAVE_OP_NONE);
   ck_assert_int_eq(wave_op_parse("mul"), WAVE_OP_NONE);
   ck_assert_int_eq(wave_op_parse("SUM"), WAVE_OP_NONE);
+  ck_assert_int_eq(wave_op_parse("arg"), WAVE_OP_NONE);
+  ck_assert_int_eq(wave_op_parse("argmaxx"), WAVE_OP_NONE);
+  ck_assert_int_eq(WAVE_ARGMIN, 8);  /* the wire's next free numbers */
+  ck_assert_int_eq(WAVE_ARGMAX, 9);
   ck_assert_str_eq(wave_op_name(WAVE_OP_NONE), "?");
-  ck_assert_str_eq(wave_op_name((wave_op)8), "?");
+  ck_assert_str_eq(wave_op_name((wave_op)10), "?");
   ck_assert_str_eq(wave_op_name((wave_op)-1), "?");
 }
 END_TEST
@@ -174,16 +190,20 @@ END_TEST
 START_TEST(op_check_matrix)
 {
   /* docs/reduction.md: every dtype has sum/min/max/extent; only the
-   * integer dtypes have and/or/xor.  Rows: dtype 0..4, columns: op 0..8. */
-  static const int want[5][9] = {
-    /* none */ {4, 4, 4, 4, 4, 4, 4, 4, 4},
-    /* u32  */ {5, 0, 0, 0, 0, 0, 0, 0, 5},
-    /* s32  */ {5, 0, 0, 0, 0, 0, 0, 0, 5},
-    /* f32  */ {5, 0, 0, 0, 0, 6, 6, 6, 5},
-    /* 4    */ {4, 4, 4, 4, 4, 4, 4, 4, 4},
+   * integer dtypes have and/or/xor; every dtype has argmin/argmax.  Rows:
+   * dtype 0..7, columns: op 0..10 (4 = DTYPE, 5 = OP, 6 = OPDTYPE). */
+  static const int want[8][11] = {
+    /* none */ {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+    /* u32  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
+    /* s32  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
+    /* f32  */ {5, 0, 0, 0, 0, 6, 6, 6, 0, 0, 5},
+    /* u64  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
+    /* s64  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
+    /* f64  */ {5, 0, 0, 0, 0, 6, 6, 6, 0, 0, 5},
+    /* 7    */ {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
   };
-  for (int d = 0; d < 5; d++)
-    for (int op = 0; op < 9; op++)
+  for (int d = 0; d < 8; d++)
+    for (int op = 0; op < 11; op++)
       ck_assert_msg(wave_op_check((wave_dtype)d, (wave_op)op) == want[d][op],
                     "dtype %d op %d: got %d want %d", d, op,
                     wave_op_check((wave_dtype)d, (wave_op)op), want[d][op]);
@@ -194,7 +214,7 @@ END_TEST
 
 START_TEST(op_values)
 {
-  for (int op = WAVE_SUM; op <= WAVE_XOR; op++)
+  for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++)
     ck_assert_uint_eq(wave_op_values((wave_op)op), op == WAVE_EXTENT ? 2 : 1);
 }
 END_TEST

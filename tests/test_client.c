@@ -618,8 +618,8 @@ START_TEST(args_bad)
                                              NULL});
   tc_bad("unknown op 'mean'", (const char *[]){"wavectl", "submit", "reduce",
                                               "--op", "mean", NULL});
-  tc_bad("unknown dtype 'f64'", (const char *[]){"wavectl", "submit",
-                                                "reduce", "--dtype", "f64",
+  tc_bad("unknown dtype 'f16'", (const char *[]){"wavectl", "submit",
+                                                "reduce", "--dtype", "f16",
                                                 NULL});
   tc_bad("unknown format", (const char *[]){"wavectl", "submit", "reduce",
                                            "--format", "csv", NULL});

@@ -175,7 +175,7 @@ static void tf_check(const tf_job *j, wave_dtype dt, wave_op op, uint64_t P)
                   "%s %s P=%llu mask=%d: value %u is 0x%08x, one job gives "
                   "0x%08x", wave_op_name(op), wave_dtype_name(dt),
                   (unsigned long long)P, j->has_mask, v, res.bits[v],
-                  whole.bits[v]);
+                  (unsigned)whole.bits[v]);
   free(flat);
 }
 

@@ -132,8 +132,9 @@ static void to_check(wv_device *d, const wv_reduce_job *job, const char *what)
                 "%llu, want %08x %08x count %llu", what,
                 wave_dtype_name(job->dtype), wave_op_name(job->op),
                 (unsigned long long)job->rows, job->n_input, job->has_mask,
-                got.bits[0], got.bits[1], (unsigned long long)got.count,
-                want.bits[0], want.bits[1], (unsigned long long)want.count);
+                (unsigned)got.bits[0], (unsigned)got.bits[1],
+                (unsigned long long)got.count, (unsigned)want.bits[0],
+                (unsigned)want.bits[1], (unsigned long long)want.count);
 }
 
 static wv_device *to_open(uint64_t window_rows, int force_local,

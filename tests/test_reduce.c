@@ -109,7 +109,7 @@ START_TEST(f32_sum_special_values)
     memcpy(t.data, cases[i].in, cases[i].n * 4);
     wv_reduce_out o = t_ref(&t);
     ck_assert_msg(o.bits[0] == cases[i].want && o.count == cases[i].n,
-                  "%s: got %08x", cases[i].why, o.bits[0]);
+                  "%s: got %08x", cases[i].why, (unsigned)o.bits[0]);
     t_free(&t);
   }
   /* Masked: a selected -0.0 row (count 1) keeps its sign; masked NaN and
@@ -272,7 +272,7 @@ START_TEST(bad_jobs_rejected)
   }
   t.job.op = WAVE_OP_NONE;
   ck_assert_int_eq(wv_reduce_validate(&t.job, &e), WAVE_EOP);
-  t.job.op = (wave_op)8;
+  t.job.op = (wave_op)10;
   ck_assert_int_eq(wv_reduce_validate(&t.job, &e), WAVE_EOP);
   t.job.op = WAVE_SUM;
   t.job.dtype = WAVE_DTYPE_NONE;

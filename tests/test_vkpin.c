@@ -169,8 +169,9 @@ static uint64_t tp_check(const wv_reduce_job *job, const char *what)
                   "count %llu, want %08x %08x count %llu", what,
                   k ? "copy path" : "in place", wave_dtype_name(job->dtype),
                   wave_op_name(job->op), (unsigned long long)job->rows,
-                  job->n_input, job->has_mask, o->bits[0], o->bits[1],
-                  (unsigned long long)o->count, want.bits[0], want.bits[1],
+                  job->n_input, job->has_mask, (unsigned)o->bits[0],
+                  (unsigned)o->bits[1], (unsigned long long)o->count,
+                  (unsigned)want.bits[0], (unsigned)want.bits[1],
                   (unsigned long long)want.count);
   }
   return inplace;

@@ -157,8 +157,9 @@ static void tv_check(wv_device *d, const tv_job *t, const char *what)
                 "count %llu, want %08x %08x count %llu", what,
                 wave_dtype_name(t->job.dtype), wave_op_name(t->job.op),
                 (unsigned long long)t->job.rows, t->job.n_input,
-                t->job.has_mask, got.bits[0], got.bits[1],
-                (unsigned long long)got.count, want.bits[0], want.bits[1],
+                t->job.has_mask, (unsigned)got.bits[0],
+                (unsigned)got.bits[1], (unsigned long long)got.count,
+                (unsigned)want.bits[0], (unsigned)want.bits[1],
                 (unsigned long long)want.count);
 }
 

@@ -70,6 +70,10 @@ typedef struct wv_caps {
   int has_uuid;           /* uuid names the physical device: two devices of
                              one GPU (cuda0 and vk0 on one card) share it */
   unsigned char uuid[16];
+  /* Reductions beyond the 32-bit dtypes and the seven first ops (issue 23):
+   * wv_dev_reduce refuses a job needing one the backend does not set. */
+  int dtypes64;           /* uint64, sint64, float64 */
+  int argminmax;          /* argmin, argmax */
 } wv_caps;
 
 typedef struct wv_device wv_device;  /* backend-private device context */

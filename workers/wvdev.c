@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/base.h"
+#include "core/reduce.h"
 #include "workers/wvdev.h"
 
 int wv_dev_open(const wv_backend *be, const wv_device_config *cfg,
@@ -55,12 +56,34 @@ int wv_dev_batch_needs_scratch(const wv_backend *be)
   return be->hash_batch == NULL;
 }
 
+/* The 64-bit dtypes and argmin/argmax run only where caps says so: the
+ * other backends would read their rows as 32-bit ones. */
+static int dv_reduce_supported(const wv_backend *be, wv_device *dev,
+                               const wv_reduce_job *job, wave_error *err)
+{
+  if (!wv_reduce_is_wide(job->dtype, job->op))
+    return 0;
+  wv_caps c;
+  wv_dev_caps(be, dev, &c);
+  int wide = wv_dtype_size(job->dtype) == 8;
+  if (wide && !c.dtypes64)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not reduce "
+                     "%s yet (the cpu backend does)", be->name,
+                     wave_dtype_name(job->dtype));
+  if ((job->op == WAVE_ARGMIN || job->op == WAVE_ARGMAX) && !c.argminmax)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not run %s "
+                     "yet (the cpu backend does)", be->name,
+                     wave_op_name(job->op));
+  return 0;
+}
+
 int wv_dev_reduce(const wv_backend *be, wv_device *dev,
                   const wv_reduce_job *job, wv_reduce_out *out,
                   wave_error *err)
 {
   memset(out, 0, sizeof *out);
-  return be->reduce(dev, job, out, err);
+  int rc = dv_reduce_supported(be, dev, job, err);
+  return rc != 0 ? rc : be->reduce(dev, job, out, err);
 }
 
 int wv_dev_prepare_step(const wv_backend *be, wv_device *dev,

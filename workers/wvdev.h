@@ -31,6 +31,8 @@ int wv_dev_list_uuids(const wv_backend *be, unsigned char (*out)[16],
 /* wv_hash_run_batch needs a scratch buffer of batch->count outputs (the
  * host fold) when the backend has no hash_batch slot. */
 int wv_dev_batch_needs_scratch(const wv_backend *be);
+/* A 64-bit dtype or argmin/argmax on a backend whose caps lack
+ * dtypes64/argminmax: WAVE_EUNSUPPORTED naming the backend and the dtype/op. */
 int wv_dev_reduce(const wv_backend *be, wv_device *dev,
                   const wv_reduce_job *job, wv_reduce_out *out,
                   wave_error *err);

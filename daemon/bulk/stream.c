@@ -11,6 +11,7 @@
 
 #include "daemon/bulk/stream.h"
 #include "core/base.h"
+#include "core/reduce.h"
 
 struct wd_stream {
   wd_streams *t;
@@ -137,6 +138,10 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   wave_op op = (wave_op)rq->op;
   switch (wave_op_check(dt, op)) {
   case 0:
+    if (wv_reduce_is_wide(dt, op))  /* not on the wire yet (issue 23) */
+      return wv_seterr(err, WAVE_EUNSUPPORTED, "%s %s: not on the wire yet "
+                       "(protocol 2 carries 32-bit dtypes and the ops "
+                       "sum..xor)", wave_op_name(op), wave_dtype_name(dt));
     break;
   case WAVE_EDTYPE:
     return wv_seterr(err, WAVE_EDTYPE, "unknown dtype %d", (int)rq->dtype);

@@ -72,8 +72,10 @@ static void rr_reply(wd_req *c)
   Wave__V1__ReduceResult rr = WAVE__V1__REDUCE_RESULT__INIT;
   rr.dtype = (Wave__V1__DType)c->call->job.dtype;  /* also for streams */
   rr.op = (Wave__V1__Op)c->call->job.op;
+  uint32_t bits[2] = {(uint32_t)c->call->out.bits[0],
+                      (uint32_t)c->call->out.bits[1]};
   rr.n_bits = c->call->out.n_values;
-  rr.bits = c->call->out.bits;
+  rr.bits = bits;  /* 32-bit dtypes only (rr_check_op) */
   rr.count = c->call->out.count;
   rr.rows = c->call->job.rows;
   rr.device = (char *)wd_device_name(c->call->work.dev);
@@ -115,7 +117,13 @@ static int rr_check_op(wd_req *c, wave_dtype dt, wave_op op)
   wave_error err = {0};
   switch (wave_op_check(dt, op)) {
   case 0:
-    return 0;
+    if (!wv_reduce_is_wide(dt, op))
+      return 0;
+    /* ReduceResult carries 32-bit values and no index yet (issue 23) */
+    wv_seterr(&err, WAVE_EUNSUPPORTED, "%s %s: not on the wire yet "
+              "(protocol 2 carries 32-bit dtypes and the ops sum..xor)",
+              wave_op_name(op), wave_dtype_name(dt));
+    break;
   case WAVE_EDTYPE:
     wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)dt);
     break;

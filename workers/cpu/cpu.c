@@ -216,6 +216,8 @@ static void cpu_caps(wv_device *dev, wv_caps *caps)
            dev->threads == 1 ? "" : "s", dev->simd_lanes);
   caps->wave_width = dev->simd_lanes;
   caps->native_wave_reduce = 0;
+  caps->dtypes64 = 1;   /* cpu_wide.c */
+  caps->argminmax = 1;
   wv_cpu_hash_caps(dev, caps);  /* exchange, exchange_reason, hash_batch */
 }
 

@@ -1,6 +1,6 @@
 /* cpu.h - the CPU backend's device context, shared by the files of
  * workers/cpu/ (cpu.c: device and thread pool; cpu_reduce.c: reductions;
- * cpu_hash.c: hash jobs; cpu_seg.c: hash batches folded on the pool).
+ * cpu_wide.c: 64-bit dtypes and argmin/argmax; cpu_hash.c: hash jobs; cpu_seg.c: hash batches folded on the pool).
  *
  * A CPU device is a persistent pool of `threads` threads, the calling device
  * thread included: wv_cpu_pool_run() hands out task numbers to all of them
@@ -41,6 +41,9 @@ extern const wv_backend wv_cpu_backend;  /* cpu.c */
 int wv_cpu_reduce(wv_device *dev, const wv_reduce_job *job,
                   wv_reduce_out *out, wave_error *err);
 unsigned wv_cpu_simd_lanes(void);  /* 8 with AVX2, 4 otherwise */
+/* cpu_wide.c: the 64-bit dtypes and argmin/argmax (wv_reduce_is_wide) */
+int wv_cpu_reduce_wide(wv_device *dev, const wv_reduce_job *job,
+                       wv_reduce_out *out, wave_error *err);
 
 /* cpu_hash.c */
 struct wv_pack;

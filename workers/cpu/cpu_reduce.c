@@ -14,6 +14,8 @@
  * key that orders like the documented total order (-0.0 < +0.0), and give
  * NaN/inf/masked rows the key that can never win.
  *
+ * The 64-bit dtypes and argmin/argmax run in cpu_wide.c.
+ *
  * Float sum follows the fixed tree exactly.  An item is 65536 = 256 x 256
  * rows, i.e. 256 whole level-1 groups, i.e. exactly one level-2 group: the
  * item computes its 256 level-1 values with the vector group kernel and
@@ -466,6 +468,8 @@ static int cr_fsum_finish(cr_ctx *c, wv_reduce_out *out, wave_error *err)
 int wv_cpu_reduce(wv_device *dev, const wv_reduce_job *job,
                   wv_reduce_out *out, wave_error *err)
 {
+  if (wv_reduce_is_wide(job->dtype, job->op))  /* 64-bit, argmin/argmax */
+    return wv_cpu_reduce_wide(dev, job, out, err);
   memset(out, 0, sizeof *out);
   out->n_values = wave_op_values(job->op);
   if (job->rows == 0)

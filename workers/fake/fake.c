@@ -119,6 +119,9 @@ static void fk_caps(wv_device *d, wv_caps *caps)
   snprintf(desc, sizeof desc, "fake (faults after %llu steps), %.100s",
            (unsigned long long)d->fault_after, caps->description);
   memcpy(caps->description, desc, sizeof desc);
+  /* it stands in for a GPU backend: none of those runs them yet */
+  caps->dtypes64 = 0;
+  caps->argminmax = 0;
 }
 
 /* One step: 0, or the fault once fault_after steps have run. */

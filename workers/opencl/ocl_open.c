@@ -604,7 +604,8 @@ static int oo_probe_denorm(wv_device *d, wave_error *err)
   }
   if (out.bits[0] != 0x00000002u)
     return wv_seterr(err, WAVE_EDEVICE, "opencl: %s: float sum of subnormals "
-                     "gave %08x, not 00000002", d->name, out.bits[0]);
+                     "gave %08x, not 00000002", d->name,
+                     (unsigned)out.bits[0]);
   return 0;
 }
 

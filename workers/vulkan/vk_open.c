@@ -615,7 +615,8 @@ static int vo_probe_denormals(wv_device *d, wave_error *err)
   if (out.bits[0] != 0x00000002u) {
     d->fsum_ok = 0;
     snprintf(d->fsum_why, sizeof d->fsum_why, "the device flushes float32 "
-             "subnormals (probe 3 ulp + -1 ulp gave %08x)", out.bits[0]);
+             "subnormals (probe 3 ulp + -1 ulp gave %08x)",
+             (unsigned)out.bits[0]);
   }
   return 0;
 }
