@@ -19,7 +19,9 @@
  *    ends WAVE_EDEVFAULT, later ones too without running (or their abort
  *    runs), new ones are refused, setup items are still taken;
  *  - stop: what was queued drains (items with an abort op are aborted, the
- *    others run), and submits after stop say WAVE_ESHUTDOWN.
+ *    others run), and submits after stop say WAVE_ESHUTDOWN;
+ *  - jobs/packstate.h beside it: states by device index, the batch rule
+ *    (the configured batch wins over the backend's, once).
  */
 #include <check.h>
 #include <pthread.h>
@@ -30,6 +32,7 @@
 
 #include "core/base.h"
 #include "daemon/exec/device.h"
+#include "daemon/jobs/packstate.h"
 #include "workers/fake/fake.h"
 #include "workers/wvdev.h"
 
@@ -463,6 +466,53 @@ START_TEST(stop_drains)
 }
 END_TEST
 
+/* The device x pack table by index, and the batch rule. */
+START_TEST(packstate)
+{
+  wd_device_cfg c0 = {.name = "fake0", .backend = "fake", .threads = 1,
+                      .queue_depth = 1, .exchange = "auto", .batch = 300};
+  wd_device_cfg c1 = c0;
+  snprintf(c1.name, sizeof c1.name, "fake1");
+  c1.batch = 0;
+  wd_device *d[2];
+  wave_error err = {0};
+  ck_assert_int_eq(wd_device_start(&c0, 0, 1, te_post, NULL, &d[0], &err), 0);
+  ck_assert_int_eq(wd_device_start(&c1, 1, 1, te_post, NULL, &d[1], &err), 0);
+  wd_packstate *ps = NULL;
+  ck_assert_int_eq(wd_packstate_new(d, 2, 1, &ps, &err), 0);
+  wv_caps caps = {.hash_batch = 5000};
+  ck_assert_uint_eq(wd_packstate_batch(ps, 0, &caps), 300);   /* configured */
+  ck_assert_uint_eq(wd_packstate_batch(ps, 1, &caps), 5000);  /* backend's */
+  caps.hash_batch = 0;
+  ck_assert_uint_eq(wd_packstate_batch(ps, 1, &caps), 1u << 16);
+  caps.hash_batch = 1ull << 30;
+  ck_assert_uint_eq(wd_packstate_batch(ps, 1, &caps), 1u << 24);
+
+  wd_pack_state st;
+  ck_assert_int_eq(wd_packstate_get(ps, 1, 0, &st), 0);
+  ck_assert_int_eq(st.state, WD_CHECK_PENDING);  /* the fake runs hashes */
+  ck_assert_int_eq(wd_packstate_get(ps, 2, 0, &st), -1);
+  ck_assert_int_eq(wd_packstate_get(ps, 0, 1, &st), -1);
+  wd_pack_state ok = {.state = WD_CHECK_OK};
+  wd_packstate_set(ps, 1, 0, &ok);
+  wd_packstate_add_hashes(ps, 1, 0, 1000, 0.5);
+  ck_assert_int_eq(wd_packstate_get(ps, 0, 0, &st), 0);
+  ck_assert_int_eq(st.state, WD_CHECK_PENDING);  /* device 0 untouched */
+  ck_assert(st.hash_rate == 0.0);
+  ck_assert_int_eq(wd_packstate_get(ps, 1, 0, &st), 0);
+  ck_assert_int_eq(st.state, WD_CHECK_OK);
+  ck_assert(st.hash_rate == 2000.0);
+  ck_assert_int_eq(wd_packstate_add_packs(ps, 3, &err), 0);
+  ck_assert_int_eq(wd_packstate_get(ps, 1, 2, &st), 0);
+  ck_assert_int_eq(st.state, WD_CHECK_PENDING);
+  ck_assert_int_eq(wd_packstate_get(ps, 1, 0, &st), 0);
+  ck_assert_int_eq(st.state, WD_CHECK_OK);  /* kept across the growth */
+  wd_packstate_free(ps);
+  wd_device_free(d[0]);
+  wd_device_free(d[1]);
+}
+END_TEST
+
 int main(void)
 {
   if (wv_backend_add(&wv_fake_backend) != 0) {
@@ -479,6 +529,7 @@ int main(void)
   tcase_add_test(tc, unqueue);
   tcase_add_test(tc, fault_rule);
   tcase_add_test(tc, stop_drains);
+  tcase_add_test(tc, packstate);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

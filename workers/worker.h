@@ -44,7 +44,6 @@ typedef struct wv_device_config {
   unsigned queue_depth;   /* jobs the daemon queues for the device */
   const char *exchange;   /* hash exchange: "auto", "shuffle", "local" */
   unsigned group_units;   /* hash units (32 lanes) per work-group, 0 = auto */
-  uint64_t batch;         /* nonces per hash batch, 0 = backend default */
 } wv_device_config;
 
 /* The hash's register exchange path (docs/hash.md, docs/backends.md). */
@@ -63,8 +62,10 @@ typedef struct wv_caps {
   wv_exchange exchange_mode; /* the path; wv_dev_caps writes its name ... */
   char exchange[16];      /* ... here: "lanes", "shuffle" or "local" */
   char exchange_reason[200];
-  uint64_t hash_batch;    /* nonces per batch the daemon should use; may
-                             change once a pack is prepared (measured) */
+  uint64_t hash_batch;    /* nonces per batch this backend suggests; may
+                             change once a pack is prepared (measured).
+                             The device's configured batch overrides it in
+                             the daemon (jobs/packstate.c), not here */
   int reverify;           /* winners and best are re-verified on the CPU
                              (every backend but the CPU reference itself) */
   int has_uuid;           /* uuid names the physical device: two devices of

@@ -475,7 +475,6 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned index,
     .queue_depth = d->cfg.queue_depth,
     .exchange = d->cfg.exchange,
     .group_units = d->cfg.group_units,
-    .batch = d->cfg.batch,
   };
   d->index = index;
   d->dev.be = b;

@@ -643,7 +643,7 @@ int wv_ocl_open_ex(const wv_device_config *cfg, const wv_ocl_options *opt,
   if ((rv = oo_build_base(d, err)) != 0 || (rv = oo_probe_denorm(d, err)) != 0)
     goto fail;
   oo_choose_exchange(d, cfg);
-  d->hash_batch = cfg->batch ? cfg->batch : d->gpu ? 1ull << 22 : 1ull << 15;
+  d->hash_batch = d->gpu ? 1ull << 22 : 1ull << 15;
   snprintf(d->description, sizeof d->description,
            "%.50s (%.30s), OpenCL %u.%u, C %u.%u, %u CUs%s%s", d->name,
            d->platform_name, d->cl_major, d->cl_minor, d->c_major, d->c_minor,

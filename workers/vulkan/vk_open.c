@@ -682,9 +682,8 @@ int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
    * of the main pack on an H200 and four of hash_batch's 2^23 sub-batches:
    * 2^22 (11 ms) left a job through the daemon at 0.86 of the batch rate,
    * its per-call fold and copy-back exposed every 11 ms. */
-  d->hash_batch = cfg->batch ? cfg->batch
-                : d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
-                    ? (1u << 15) : (1u << 25);
+  d->hash_batch = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+                      ? (1u << 15) : (1u << 25);
   if ((rc = vo_create_objects(d, err)) != 0 ||
       (rc = vo_probe_denormals(d, err)) != 0)
     goto fail;
