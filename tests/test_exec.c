@@ -478,6 +478,10 @@ START_TEST(packstate)
   wave_error err = {0};
   ck_assert_int_eq(wd_device_start(&c0, 0, 1, te_post, NULL, &d[0], &err), 0);
   ck_assert_int_eq(wd_device_start(&c1, 1, 1, te_post, NULL, &d[1], &err), 0);
+  ck_assert_int_eq(wd_device_wait_open(d[0]), 0);
+  wv_caps c;
+  wd_device_caps(d[0], &c);  /* a CPU device under the fake one */
+  ck_assert(c.reads_host_memory);
   wd_packstate *ps = NULL;
   ck_assert_int_eq(wd_packstate_new(d, 2, 1, &ps, &err), 0);
   wv_caps caps = {.hash_batch = 5000};

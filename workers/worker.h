@@ -68,6 +68,9 @@ typedef struct wv_caps {
                              the daemon (jobs/packstate.c), not here */
   int reverify;           /* winners and best are re-verified on the CPU
                              (every backend but the CPU reference itself) */
+  int reads_host_memory;  /* the device reads host memory where it lies
+                             (the CPU): no transfer, so a reduction over a
+                             file region reads it in small pieces */
   int has_uuid;           /* uuid names the physical device: two devices of
                              one GPU (cuda0 and vk0 on one card) share it */
   unsigned char uuid[16];
@@ -79,6 +82,12 @@ struct wv_hash_batch;                /* core/segments.h */
 
 typedef struct wv_backend {
   const char *name;
+  /* Its device ordinals are the entries of the visible-devices list a job
+   * is granted (CUDA_VISIBLE_DEVICES renumbers CUDA's devices from 0), so
+   * list_uuids()[i] is entry i's UUID: `devices: auto` matches Vulkan
+   * devices to the grant by it (daemon/autodev.c).  0: entries are matched
+   * by the UUIDs they spell out, if any. */
+  int counts_visible_devices;
   /* Open the device described by cfg, on the calling (device) thread.  A
    * machine without the driver or device must give an error, not crash. */
   int (*open)(const wv_device_config *cfg, wv_device **out, wave_error *err);

@@ -65,7 +65,8 @@ int wd_file_validate(const wv_reduce_job *job, wave_error *err);
  * n_input + n_mask entries; timeout_ms bounds the wait for each slot.
  * *some_finite (float min/max/extent): whether a selected row is finite,
  * as ReduceResult.finite says. */
-int wd_file_reduce(const wv_dev *dev, const wv_reduce_job *job, const wd_fsrc *src,
+int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
+                   const wv_reduce_job *job, const wd_fsrc *src,
                    unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
                    wave_error *err);
 

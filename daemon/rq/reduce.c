@@ -41,7 +41,7 @@ static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
-    w->rc = wd_file_reduce(x->dev, &c->job, c->bulk.src,
+    w->rc = wd_file_reduce(x->dev, x->caps, &c->job, c->bulk.src,
                            c->srv->cfg->limits.region_read_timeout_ms,
                            &c->out, &fsome, &w->err);
   else

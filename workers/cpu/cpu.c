@@ -216,6 +216,7 @@ static void cpu_caps(wv_device *dev, wv_caps *caps)
            dev->threads == 1 ? "" : "s", dev->simd_lanes);
   caps->wave_width = dev->simd_lanes;
   caps->native_wave_reduce = 0;
+  caps->reads_host_memory = 1;  /* the fake backend's caps are these too */
   wv_cpu_hash_caps(dev, caps);  /* exchange, exchange_reason, hash_batch */
 }
 
