@@ -28,7 +28,6 @@ static int cf_same_rows(int sec, const void *a, const void *b)
         return 0;
       break;
     case CF_STR:
-    case CF_CHOICE:
     case CF_FILE:
       if (strncmp(x, y, e->size) != 0)
         return 0;

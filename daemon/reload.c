@@ -176,7 +176,7 @@ static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
          a->index == b->index && a->platform == b->platform &&
          strcmp(a->device, b->device) == 0 && a->threads == b->threads &&
          a->queue_depth == b->queue_depth &&
-         strcmp(a->exchange, b->exchange) == 0 &&
+         a->exchange == b->exchange &&
          a->group_units == b->group_units && a->batch == b->batch;
 }
 

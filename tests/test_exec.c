@@ -146,7 +146,7 @@ static wd_device *te_start(unsigned fault_after, unsigned queue_depth,
 {
   te_n = te_ended = te_holding = te_released = te_parked = 0;
   wd_device_cfg cfg = {.name = "fake0", .backend = "fake", .threads = 1,
-                       .queue_depth = queue_depth, .exchange = "auto"};
+                       .queue_depth = queue_depth};
   if (fault_after > 0)
     snprintf(cfg.device, sizeof cfg.device, "fault_after=%u", fault_after);
   wd_device *d = NULL;
@@ -470,7 +470,7 @@ END_TEST
 START_TEST(packstate)
 {
   wd_device_cfg c0 = {.name = "fake0", .backend = "fake", .threads = 1,
-                      .queue_depth = 1, .exchange = "auto", .batch = 300};
+                      .queue_depth = 1, .batch = 300};
   wd_device_cfg c1 = c0;
   snprintf(c1.name, sizeof c1.name, "fake1");
   c1.batch = 0;

@@ -86,7 +86,7 @@ static wd_device *tt_start(void)
 {
   tt_n = tt_ended = tt_holding = tt_released = 0;
   wd_device_cfg cfg = {.name = "cpu0", .backend = "cpu", .threads = 1,
-                       .queue_depth = TT_MAX, .exchange = "auto"};
+                       .queue_depth = TT_MAX};
   wd_device *d = NULL;
   wave_error err = {0};
   ck_assert_msg(wd_device_start(&cfg, 0, 4, tt_post, NULL, &d, &err) == 0,

@@ -26,10 +26,50 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wave/error.h"
 #include "wave/types.h"
 #include "core/job.h"
+
+/* The hash's register exchange path (docs/hash.md, docs/backends.md): what
+ * a config asks for (AUTO, SHUFFLE, LOCAL) and what caps() reports (NONE,
+ * LANES, SHUFFLE, LOCAL).  The config's words are daemon/config.c's
+ * choices, in this order. */
+typedef enum wv_exchange {
+  WV_EXCHANGE_AUTO = 0,   /* config: the backend chooses */
+  WV_EXCHANGE_NONE = 0,   /* caps: no hash jobs, or not reported */
+  WV_EXCHANGE_SHUFFLE = 1, /* sub-group shuffles */
+  WV_EXCHANGE_LOCAL = 2,  /* work-group local memory and barriers */
+  WV_EXCHANGE_LANES = 3,  /* caps, cpu: a unit's lanes are arrays */
+} wv_exchange;
+
+/* caps' names, where they are printed or sent: "lanes", "shuffle",
+ * "local", or "none". */
+static inline const char *wv_exchange_name(wv_exchange x)
+{
+  switch (x) {
+  case WV_EXCHANGE_LANES: return "lanes";
+  case WV_EXCHANGE_SHUFFLE: return "shuffle";
+  case WV_EXCHANGE_LOCAL: return "local";
+  default: return "none";
+  }
+}
+
+/* A config's word ("auto", "shuffle", "local") into *out; -1 for any other
+ * (tools that take it on their command line). */
+static inline int wv_exchange_parse(const char *s, wv_exchange *out)
+{
+  if (s == NULL || strcmp(s, "auto") == 0)
+    *out = WV_EXCHANGE_AUTO;
+  else if (strcmp(s, "shuffle") == 0)
+    *out = WV_EXCHANGE_SHUFFLE;
+  else if (strcmp(s, "local") == 0)
+    *out = WV_EXCHANGE_LOCAL;
+  else
+    return -1;
+  return 0;
+}
 
 /* One device entry of devices.yaml, as the backend sees it. */
 typedef struct wv_device_config {
@@ -42,25 +82,16 @@ typedef struct wv_device_config {
                                or "" = by platform and index */
   unsigned threads;       /* CPU threads (cpu backend; 0 = all cores) */
   unsigned queue_depth;   /* jobs the daemon queues for the device */
-  const char *exchange;   /* hash exchange: "auto", "shuffle", "local" */
+  wv_exchange exchange;   /* hash exchange asked for: AUTO, SHUFFLE, LOCAL */
   unsigned group_units;   /* hash units (32 lanes) per work-group, 0 = auto */
 } wv_device_config;
-
-/* The hash's register exchange path (docs/hash.md, docs/backends.md). */
-typedef enum wv_exchange {
-  WV_EXCHANGE_NONE = 0,   /* no hash jobs, or not reported */
-  WV_EXCHANGE_LANES,      /* cpu: a unit's lanes are arrays, no shuffle */
-  WV_EXCHANGE_SHUFFLE,    /* sub-group shuffles */
-  WV_EXCHANGE_LOCAL,      /* work-group local memory and barriers */
-} wv_exchange;
 
 /* What a device is and how it runs; filled by caps(). */
 typedef struct wv_caps {
   char description[160];  /* "NVIDIA H200 sm_90, 132 SMs", "8 threads" */
   unsigned wave_width;    /* hardware sub-group size used (1 for scalar) */
   int native_wave_reduce; /* integer wave step is one instruction */
-  wv_exchange exchange_mode; /* the path; wv_dev_caps writes its name ... */
-  char exchange[16];      /* ... here: "lanes", "shuffle" or "local" */
+  wv_exchange exchange_mode; /* the path (wv_exchange_name: its name) */
   char exchange_reason[200];
   uint64_t hash_batch;    /* nonces per batch this backend suggests; may
                              change once a pack is prepared (measured).

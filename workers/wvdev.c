@@ -21,23 +21,10 @@ void wv_dev_close(wv_dev *d)
   d->impl = NULL;
 }
 
-const char *wv_exchange_name(wv_exchange x)
-{
-  switch (x) {
-  case WV_EXCHANGE_LANES: return "lanes";
-  case WV_EXCHANGE_SHUFFLE: return "shuffle";
-  case WV_EXCHANGE_LOCAL: return "local";
-  default: return "none";
-  }
-}
-
 void wv_dev_caps(const wv_dev *d, wv_caps *caps)
 {
   memset(caps, 0, sizeof *caps);
   d->be->caps(d->impl, caps);
-  if (caps->exchange_mode != WV_EXCHANGE_NONE || caps->exchange[0] == '\0')
-    snprintf(caps->exchange, sizeof caps->exchange, "%s",
-             wv_exchange_name(caps->exchange_mode));
 }
 
 int wv_dev_has_hash(const wv_dev *d) { return d->be->hash != NULL; }

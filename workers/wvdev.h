@@ -26,8 +26,7 @@ typedef struct wv_dev {
  * (NULL on failure).  Writes only d->impl: other threads may read d->be. */
 int wv_dev_open(wv_dev *d, const wv_device_config *cfg, wave_error *err);
 void wv_dev_close(wv_dev *d);  /* a device that did not open: no-op */
-/* caps() into *caps (zeroed first); exchange[] is written from
- * exchange_mode when the backend set it, so the two always agree. */
+/* caps() into *caps (zeroed first). */
 void wv_dev_caps(const wv_dev *d, wv_caps *caps);
 /* The backend runs hash jobs (has a hash slot). */
 int wv_dev_has_hash(const wv_dev *d);
@@ -62,8 +61,5 @@ int wv_dev_can_pin(const wv_dev *d);
 int wv_dev_host_register(const wv_dev *d, const void *ptr, size_t bytes,
                          wave_error *err);
 void wv_dev_host_unregister(const wv_dev *d, const void *ptr, size_t bytes);
-
-/* "lanes", "shuffle", "local", or "none". */
-const char *wv_exchange_name(wv_exchange x);
 
 #endif

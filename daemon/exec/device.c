@@ -473,7 +473,7 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned index,
     .device_match = d->cfg.device,
     .threads = d->cfg.threads,
     .queue_depth = d->cfg.queue_depth,
-    .exchange = d->cfg.exchange,
+    .exchange = (wv_exchange)d->cfg.exchange,
     .group_units = d->cfg.group_units,
   };
   d->index = index;

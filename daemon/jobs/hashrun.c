@@ -173,10 +173,11 @@ static int hr_start(hj_part *p, const wd_run_ctx *x)
   p->reverify = caps->reverify;
   p->checked = 1;
   pthread_mutex_lock(&j->mu);
-  if (strstr(j->exchange, caps->exchange) == NULL) {
+  const char *ex = wv_exchange_name(caps->exchange_mode);
+  if (strstr(j->exchange, ex) == NULL) {
     size_t l = strlen(j->exchange);
     snprintf(j->exchange + l, sizeof j->exchange - l, "%s%s", l ? "," : "",
-             caps->exchange);
+             ex);
   }
   pthread_mutex_unlock(&j->mu);
   uint64_t zero = 0;

@@ -56,7 +56,11 @@ void wd_rq_status(wd_req *c)
     ds[i].fault = snap[i].fault;
     ds[i].running = snap[i].running;
     ds[i].wave_width = caps[i].wave_width;
-    ds[i].exchange = caps[i].exchange;
+    /* a device that never opened has no caps (not even a description)
+     * and says no exchange, as before */
+    ds[i].exchange = caps[i].description[0] != '\0'
+                         ? (char *)wv_exchange_name(caps[i].exchange_mode)
+                         : "";
     ds[i].exchange_reason = caps[i].exchange_reason;
     ds[i].n_packs = np;
     ds[i].packs = pp + i * np;

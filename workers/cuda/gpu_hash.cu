@@ -228,7 +228,6 @@ __global__ void k_spot(const uint64_t *d, uint64_t n, uint64_t *out)
 
 void hash_init(gdev *g, const wv_device_config *cfg)
 {
-  const char *want = cfg->exchange != NULL ? cfg->exchange : "auto";
   /* 4 units (128 threads): a lane's registers take 8 R bytes of shared
    * memory, and smaller blocks waste less of it per SM (1 KB reserved per
    * block on sm_90). */
@@ -253,11 +252,11 @@ void hash_init(gdev *g, const wv_device_config *cfg)
   else
     snprintf(g->jit_note, sizeof g->jit_note, "kernel: interpreter (%s)",
              !want_jit ? "WAVE_CUDA_NVRTC=0" : jit_missing());
-  if (strcmp(want, "local") == 0) {
+  if (cfg->exchange == WV_EXCHANGE_LOCAL) {
     g->local = 1;
     snprintf(g->exchange_reason, sizeof g->exchange_reason,
              "configured: local memory, two buffers, one barrier");
-  } else if (strcmp(want, "shuffle") == 0) {
+  } else if (cfg->exchange == WV_EXCHANGE_SHUFFLE) {
     g->local = 0;
     snprintf(g->exchange_reason, sizeof g->exchange_reason,
              g->warp == 32 ? "configured: wave %d = one unit (shuffle xor)"

@@ -71,28 +71,26 @@ static void vo_choose_paths(wv_device *d, const wv_device_config *cfg)
              d->sg_size, d->sg_min, d->sg_max,
              d->sg_min <= 32 && 32 <= d->sg_max && !d->full_subgroups
                ? ", full sub-groups cannot be required" : "");
-  const char *want = cfg->exchange != NULL && cfg->exchange[0] != 0
-                       ? cfg->exchange : "auto";
   d->hash_shuffle = 0;
   d->hash_refused = 0;
-  if (strcmp(want, "local") == 0) {
-    snprintf(d->exchange, sizeof d->exchange, "local");
+  if (cfg->exchange == WV_EXCHANGE_LOCAL) {
+    d->exchange = WV_EXCHANGE_LOCAL;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "configured local (shuffle would be %s: %.140s)",
              can ? "possible" : "impossible", why);
   } else if (can) {
     d->hash_shuffle = 1;
-    snprintf(d->exchange, sizeof d->exchange, "shuffle");
+    d->exchange = WV_EXCHANGE_SHUFFLE;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "subgroupShuffleXor: %.140s%s", why,
              d->maxreconv ? "; maximal reconvergence" : "");
-  } else if (strcmp(want, "shuffle") == 0) {
+  } else if (cfg->exchange == WV_EXCHANGE_SHUFFLE) {
     d->hash_refused = 1;  /* hash_prepare refuses packs (UNSUPPORTED) */
-    snprintf(d->exchange, sizeof d->exchange, "none");
+    d->exchange = WV_EXCHANGE_NONE;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "configured shuffle, which this device cannot do: %.140s", why);
   } else {
-    snprintf(d->exchange, sizeof d->exchange, "local");
+    d->exchange = WV_EXCHANGE_LOCAL;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "shared memory: %.140s", why);
   }
@@ -718,10 +716,7 @@ static void vo_caps(wv_device *d, wv_caps *caps)
    * it, the device's size otherwise. */
   caps->wave_width = d->hash_shuffle && d->sg_require32 ? 32 : d->sg_size;
   caps->native_wave_reduce = d->red_sg;
-  snprintf(caps->exchange, sizeof caps->exchange, "%s", d->exchange);
-  caps->exchange_mode = d->hash_refused   ? WV_EXCHANGE_NONE
-                        : d->hash_shuffle ? WV_EXCHANGE_SHUFFLE
-                                          : WV_EXCHANGE_LOCAL;
+  caps->exchange_mode = d->exchange;
   caps->reverify = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
            d->exchange_reason);
