@@ -201,7 +201,7 @@ int main(int argc, char **argv)
   printf("pack %s: dataset %llu MiB, %u loads/hash; device: %s; "
          "exchange %s\n", p->name,
          (unsigned long long)(wv_pack_dataset_bytes(p) >> 20), loads,
-         caps.description, caps.exchange);
+         caps.description, wv_exchange_name(caps.exchange_mode));
 
   /* The box is shared: hash and roofline alternate in short slices, so
    * both see the same background load; the ratio is taken per slice and

@@ -168,7 +168,8 @@ static int bo_hash(wv_device_config *cfg, const char *pack_arg,
   int failed = 0;
   for (size_t k = 0; k < sizeof setups / sizeof setups[0]; k++) {
     wv_device_config c = *cfg;
-    c.exchange = setups[k].exchange;
+    if (wv_exchange_parse(setups[k].exchange, &c.exchange) != 0)
+      return 1;  /* a typo in the table above */
     c.group_units = setups[k].units;
     wv_device *d;
     if (wv_opencl_backend.open(&c, &d, &e) != 0) {
@@ -187,13 +188,14 @@ static int bo_hash(wv_device_config *cfg, const char *pack_arg,
       rc = wv_seterr(&e, WAVE_EMISMATCH, "nonce %" PRIu64 " differs from the "
                      "CPU's", n0 + 17);
     if (rc != 0) {
-      printf("  exchange %-8s FAILED (%s): %s\n", d->exchange,
+      printf("  exchange %-8s FAILED (%s): %s\n", wv_exchange_name(d->exchange),
              setups[k].label, e.message);
       failed = 1;
     } else {
       double rate = (double)nonces / bo_median(t, reps);
       printf("  exchange %-8s %10.2f Mhash/s  %7.2f G dataset loads/s  "
-             "(%s, %u units/group: %s)\n", d->exchange, rate * 1e-6,
+             "(%s, %u units/group: %s)\n", wv_exchange_name(d->exchange),
+             rate * 1e-6,
              rate * p->loads * p->rounds * 1e-9, setups[k].label,
              d->hash_units, d->exchange_reason);
     }
@@ -208,7 +210,7 @@ static int bo_hash(wv_device_config *cfg, const char *pack_arg,
 int main(int argc, char **argv)
 {
   wv_device_config cfg = {.name = "ocl", .backend = "opencl",
-                          .exchange = "auto"};
+                          };
   uint64_t rows = 0, nonces = 0;
   int reps = 9, no_hash = 0;
   const char *pack = NULL;
@@ -252,7 +254,8 @@ int main(int argc, char **argv)
   printf("device: %s\n", d->description);
   printf("paths: reduce %s, float sum %s adds, hash %s (%s)\n",
          d->subgroups ? "sub_group_reduce" : "local-memory tree",
-         d->denorm ? "hardware" : "subnormal-exact integer", d->exchange,
+         d->denorm ? "hardware" : "subnormal-exact integer",
+         wv_exchange_name(d->exchange),
          d->exchange_reason);
   int rc = bo_reduce(d, rows, reps);
   wv_opencl_backend.close(d);

@@ -111,7 +111,7 @@ static const bh_case bh_cases[] = {
 static int bh_open(int index, int no_import, wv_device **d)
 {
   wv_device_config cfg = {.name = "vk", .backend = "vulkan", .index = index,
-                          .exchange = "auto"};
+                          };
   wv_vk_options opt = {.no_host_import = no_import};
   wave_error e = {0};
   if (wv_vk_open_ex(&cfg, &opt, d, &e) != 0) {

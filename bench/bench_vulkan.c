@@ -336,7 +336,8 @@ static int bv_hash(const wv_device_config *cfg, const char *pack_arg,
     if (k == 1 && !have_mr)
       continue;
     wv_device_config c = *cfg;
-    c.exchange = setups[k].exchange;
+    if (wv_exchange_parse(setups[k].exchange, &c.exchange) != 0)
+      return 1;  /* a typo in the table above */
     wv_vk_options opt = {.no_maxreconv = setups[k].no_mr};
     wv_device *d;
     if (wv_vk_open_ex(&c, &opt, &d, &e) != 0) {
@@ -366,13 +367,14 @@ static int bv_hash(const wv_device_config *cfg, const char *pack_arg,
       rc = bv_batches(d, p, (uint64_t)(reps - 1) << 40, nonces, out, reps,
                       &e);
     if (rc != 0) {
-      printf("  exchange %-8s FAILED (%s): %s\n", d->exchange,
+      printf("  exchange %-8s FAILED (%s): %s\n", wv_exchange_name(d->exchange),
              setups[k].label, e.message);
       failed = 1;
     } else {
       rate[k] = (double)nonces / bv_median(t, reps);
       printf("  exchange %-8s %10.2f Mhash/s  %7.2f G dataset loads/s  "
-             "self-check+prepare %.2f s  (%s: %s)\n", d->exchange,
+             "self-check+prepare %.2f s  (%s: %s)\n",
+             wv_exchange_name(d->exchange),
              rate[k] * 1e-6, rate[k] * p->loads * p->rounds * 1e-9, prep,
              setups[k].label, d->exchange_reason);
     }
@@ -392,7 +394,7 @@ static int bv_hash(const wv_device_config *cfg, const char *pack_arg,
 int main(int argc, char **argv)
 {
   wv_device_config cfg = {.name = "vk", .backend = "vulkan", .index = 0,
-                          .exchange = "auto"};
+                          };
   uint64_t rows = 0, nonces = 0;
   int reps = 9, no_hash = 0;
   const char *pack = NULL;
@@ -431,7 +433,8 @@ int main(int argc, char **argv)
   printf("device: %s\n", d->description);
   printf("paths: reduce %s, float sum %s, hash %s\n",
          d->red_sg ? "sub-group arithmetic" : "shared-memory tree",
-         d->sum_shuffle ? "shuffle" : "shared memory", d->exchange);
+         d->sum_shuffle ? "shuffle" : "shared memory",
+         wv_exchange_name(d->exchange));
 
   uint32_t *sets[BV_NSETS];
   for (int k = 0; k < BV_NSETS; k++)

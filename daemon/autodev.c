@@ -243,7 +243,7 @@ static void ad_hex(const unsigned char u[16], char hex[33])
  * exactly one Vulkan device has its UUID.  Appends to d[*n] (room for k
  * more); returns how many it added. */
 static size_t ad_vulkan(const char *var, const char *list, size_t k,
-                        int cuda_listed, const wd_device_cfg *defaults,
+                        const char *counted, const wd_device_cfg *defaults,
                         wd_device_cfg *d, size_t at)
 {
   static unsigned char vk[AD_MAX_UUIDS][16], cu[AD_MAX_UUIDS][16];
@@ -258,9 +258,9 @@ static size_t ad_vulkan(const char *var, const char *list, size_t k,
     return 0;
   }
   int ncu = -1;
-  if (cuda_listed &&
-      (ncu = wd_autodev_uuids("cuda", cu, AD_MAX_UUIDS, why, sizeof why)) < 0)
-    wd_warn("devices: auto: CUDA's device UUIDs: %s", why);
+  if (counted != NULL &&
+      (ncu = wd_autodev_uuids(counted, cu, AD_MAX_UUIDS, why, sizeof why)) < 0)
+    wd_warn("devices: auto: %s's device UUIDs: %s", counted, why);
   size_t added = 0;
   const char *e = list;
   for (size_t i = 0; i < k; i++) {
@@ -381,10 +381,13 @@ int wd_autodev_fill(wd_getenv_fn get, const wd_device_cfg *defaults,
     d[i].index = (unsigned)i;
   }
   size_t m = k;
+  /* a backend whose devices are the granted list's entries names their
+   * UUIDs (CUDA's do; workers/worker.h counts_visible_devices) */
+  const wv_backend *be = list != NULL ? wv_backend_find(backend) : NULL;
   if (kv > 0)
     m += ad_vulkan(vvar, vlist, kv,
-                   list != NULL && strcmp(backend, "cuda") == 0, defaults, d,
-                   k);
+                   be != NULL && be->counts_visible_devices ? backend : NULL,
+                   defaults, d, k);
   if (m == 0) {  /* nothing granted, or nothing this build can drive */
     d[0] = *defaults;
     snprintf(d[0].name, sizeof d[0].name, "cpu0");

@@ -28,12 +28,17 @@
 #include "core/base.h"
 #include "core/sockdir.h"
 #include "core/yamlconf.h"
+#include "workers/worker.h"  /* wv_exchange: cf_exchanges' order */
 
 _Thread_local uint64_t wd_config_compares;
 
 
 static const char *const cf_levels[] = {"error", "warn", "info", "debug", NULL};
+/* stored as the index: wv_exchange's AUTO, SHUFFLE, LOCAL */
 static const char *const cf_exchanges[] = {"auto", "shuffle", "local", NULL};
+_Static_assert(WV_EXCHANGE_AUTO == 0 && WV_EXCHANGE_SHUFFLE == 1 &&
+                   WV_EXCHANGE_LOCAL == 2,
+               "cf_exchanges lists wv_exchange's config values in order");
 static const char *const cf_bools[] = {"false", "true", NULL};
 static const char *const cf_verify[] = {"none", "optional", "required", NULL};
 static const char *const cf_prepare[] = {"startup", "first-use", NULL};
@@ -123,7 +128,7 @@ const cf_key wd_cf_keys[] = {
   {CF_DEVICE, "device", CF_STR, FLD(DEV, device), 0, 0, 0, "", NULL, 0, 0, NULL, REFUSE(RL_DEVICES)},
   UINT(CF_DEVICE, DEV, "threads", threads, 0, 1024, 0, REFUSE(RL_DEVICES)),
   UINT(CF_DEVICE, DEV, "queue_depth", queue_depth, 1, 65536, 64, REFUSE(RL_DEVICES)),
-  {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL, REFUSE(RL_DEVICES)},
+  {CF_DEVICE, "exchange", CF_ENUM, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL, REFUSE(RL_DEVICES)},
   UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0, REFUSE(RL_DEVICES)),
   UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0, REFUSE(RL_DEVICES)),
 };
@@ -246,7 +251,7 @@ static void cf_defaults(int sec, void *base)
     char *field = (char *)base + e->off;
     if (e->type == CF_UINT || e->type == CF_MODE)
       cf_store_uint(field, e->size, e->def);
-    else if (e->type == CF_STR || e->type == CF_CHOICE || e->type == CF_FILE)
+    else if (e->type == CF_STR || e->type == CF_FILE)
       snprintf(field, e->size, "%s", e->sdef);
     else if (e->type == CF_ENUM)
       for (int c = 0; e->choices[c]; c++)
@@ -489,15 +494,11 @@ static int cf_value(cf_state *s, yaml_node_t *v, const cf_key *e, void *base,
     if (e->check && e->check(s, str, why, sizeof why))
       return cf_fail(s, v, path, "%s", why);
     return 0;
-  case CF_ENUM:
-  case CF_CHOICE: {
+  case CF_ENUM: {
     int found;
     if (wv_yc_enum(s->y, v, path, e->choices, &found) != 0)
       return s->y->code;
-    if (e->type == CF_CHOICE)
-      snprintf(field, e->size, "%s", str);
-    else
-      *(int *)field = found;
+    *(int *)field = found;
     return 0;
   }
   case CF_FILE: {

@@ -29,7 +29,8 @@ typedef struct wd_device_cfg {
   char device[128];       /* opencl: device name match, "" = none */
   unsigned threads;       /* cpu backend: 0 = all cores */
   unsigned queue_depth;   /* reduce jobs waiting for the device */
-  char exchange[16];      /* hash exchange: auto, shuffle, local */
+  int exchange;           /* hash exchange: a wv_exchange (workers/
+                             worker.h), AUTO, SHUFFLE or LOCAL */
   unsigned group_units;
   uint64_t batch;         /* nonces per hash batch, 0 = backend default */
 } wd_device_cfg;

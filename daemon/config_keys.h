@@ -13,10 +13,10 @@
 #include "daemon/config.h"
 
 enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN };
-enum { CF_UINT, CF_STR, CF_ENUM, CF_CHOICE, CF_MODE, CF_SECTION, CF_URLS,
+enum { CF_UINT, CF_STR, CF_ENUM, CF_MODE, CF_SECTION, CF_URLS,
        CF_NAMES, CF_DEVICES, CF_FILE, CF_AUTHSEC, CF_TOKENS };
-/* ENUM stores the index, CHOICE the string; FILE a path resolved against
- * the config file's folder, which must name a readable file */
+/* ENUM stores the index (an int); FILE a path resolved against the config
+ * file's folder, which must name a readable file */
 
 /* The reload column: what a SIGHUP reload does with a changed value
  * (config_same.c's wd_config_reload_check reads it; docs/config.md
@@ -51,7 +51,7 @@ typedef struct cf_key {
   size_t off, size;           /* field in wd_config / wd_device_cfg */
   uint64_t min, max, def;     /* CF_UINT, CF_MODE */
   const char *sdef;           /* CF_STR, CF_ENUM default */
-  const char *const *choices; /* CF_ENUM, CF_CHOICE; NULL-terminated */
+  const char *const *choices; /* CF_ENUM; NULL-terminated */
   int required;
   int sub;                    /* CF_SECTION: which section */
   cf_check check;

@@ -25,7 +25,6 @@ static int cf_same_field(const cf_key *e, const void *a, const void *b)
   case CF_MODE:
     return memcmp(x, y, e->size) == 0;
   case CF_STR:
-  case CF_CHOICE:
   case CF_FILE:
     return strncmp(x, y, e->size) == 0;
   default:

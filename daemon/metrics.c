@@ -191,8 +191,9 @@ static void mt_devices(wd_metrics *m, FILE *f)
           "current state");
   for (size_t i = 0; i < nd; i++)
     for (size_t k = 0; k < packs->n; k++) {
-      wd_pack_state ps;
-      wd_device_pack_check(devs[i], wd_packs_slot(packs, k), &ps);
+      wd_pack_state ps = {0};
+      wd_packstate_get(wd_server_packstate(m->srv), wd_device_index(devs[i]),
+                       wd_packs_slot(packs, k), &ps);
       for (size_t x = 0; x < sizeof pack_states / sizeof pack_states[0];
            x++) {
         mt_dev(f, "wavedd_pack_state", wd_device_name(devs[i]));

@@ -15,7 +15,7 @@
  * wv_pack_equal, workers/hash/) equals a serving one keeps that object and its slot (its per-device check state
  * and hash rate), as does one equal to a pack served before (sv->known:
  * a reload undone); a new or changed pack gets a new slot on every device
- * (wd_device_add_packs) and is prepared and self-checked there before
+ * (wd_packstate_add_packs) and is prepared and self-checked there before
  * anything is swapped.  A hash job holds its pack pointer and slot from
  * submission, so a job running across a reload finishes on the pack it
  * started with.  Why no reference count frees an old pack when its last
@@ -249,7 +249,8 @@ static void rl_apply(rl_run *r)
     if (p->work.rc == 0 || p->work.rc == WAVE_EDEVFAULT)
       continue;
     wd_pack_state st = {0};
-    wd_device_pack_check(r->prep_dev[i], p->index, &st);
+    wd_packstate_get(wd_server_packstate(sv->srv),
+                     wd_device_index(r->prep_dev[i]), p->index, &st);
     return rl_end(r, wv_seterr(err, WAVE_ECONFIG, "%s: packs: pack %s (%s) "
                                "failed on device %s: %s", r->nc->path,
                                wv_pack_name(p->pack), p->pack->path,
@@ -396,9 +397,9 @@ static void rl_loaded(uv_work_t *w, int status)
   r->prep_dev = calloc(nd * n_fresh + 1, sizeof *r->prep_dev);
   if (r->preps == NULL || r->prep_dev == NULL)
     return rl_end(r, wv_seterr(err, WAVE_ENOMEM, NULL));
-  for (size_t i = 0; i < nd; i++)
-    if ((rc = wd_device_add_packs(devs[i], sv->n_slots, err)) != 0)
-      return rl_end(r, rc);
+  if ((rc = wd_packstate_add_packs(wd_server_packstate(sv->srv), sv->n_slots,
+                                   err)) != 0)
+    return rl_end(r, rc);
   /* count them all before the first can come back */
   for (size_t i = 0; i < nd; i++) {
     if (!wd_device_has_hash(devs[i]))
@@ -422,7 +423,8 @@ static void rl_loaded(uv_work_t *w, int status)
   r->preps_left = r->n_preps + 1;  /* + 1: held while submitting */
   for (size_t i = 0; i < r->n_preps; i++) {
     wave_error e = {0};
-    int src = wd_prep_submit(r->prep_dev[i], &r->preps[i], &e);
+    int src = wd_prep_submit(wd_server_packstate(sv->srv), r->prep_dev[i],
+                             &r->preps[i], &e);
     if (src != 0) {
       r->preps[i].work.rc = src;
       r->preps[i].work.err = e;

@@ -119,7 +119,7 @@ static int sv_prepare(void *arg, wd_device *d, const wv_pack *pack,
   p->index = slot;
   p->ended = sv_demand_ended;
   p->arg = s;
-  int rc = wd_prep_submit(d, p, err);
+  int rc = wd_prep_submit(s->packstate, d, p, err);
   if (rc != 0) {
     free(p);
     return rc;
@@ -345,8 +345,9 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   if ((s->devs = calloc(cfg->n_devices, sizeof *s->devs)) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   for (size_t i = 0; i < cfg->n_devices; i++) {
-    rc = wd_device_start(&cfg->devices[i], cfg->limits.jobs_in_flight,
-                         packs->n, sv_post, s, &s->devs[i], err);
+    rc = wd_device_start(&cfg->devices[i], (unsigned)i,
+                         cfg->limits.jobs_in_flight, sv_post, s, &s->devs[i],
+                         err);
     if (rc != 0)
       return rc;
     s->n_devs = i + 1;
@@ -360,8 +361,11 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
                      s->n_devs);
   if (opened < s->n_devs)
     wd_warn("%zu of %zu devices opened; serving those", opened, s->n_devs);
+  if ((rc = wd_packstate_new(s->devs, s->n_devs, packs->n, &s->packstate,
+                             err)) != 0)
+    return rc;
+  wd_jobs_set_packstate(s->jobs, s->packstate);
   wd_jobs_set_prepare(s->jobs, sv_prepare, s);
-  rc = 0;
   /* every device prepares every pack, in steps, between its reductions,
    * the smallest dataset first (a device builds one at a time) */
   s->preps = calloc(s->n_devs * packs->n + 1, sizeof *s->preps);
@@ -390,7 +394,7 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
         wd_pack_state st = {.state = WD_CHECK_PENDING};
         snprintf(st.detail, sizeof st.detail, "not prepared yet: "
                  "packs.prepare is first-use, the first job prepares it");
-        wd_device_set_check(s->devs[i], k, &st);
+        wd_packstate_set(s->packstate, (unsigned)i, k, &st);
         continue;
       }
       wd_prep *p = &s->preps[i * packs->n + k];
@@ -398,7 +402,7 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
       p->index = k;
       p->ended = sv_prep_ended;
       p->arg = s;
-      if ((rc = wd_prep_submit(s->devs[i], p, err)) == 0)
+      if ((rc = wd_prep_submit(s->packstate, s->devs[i], p, err)) == 0)
         s->preps_left++;
     }
   }
@@ -440,6 +444,7 @@ void wd_server_free(wd_server *s)
     wd_device_free(s->devs[i]);
   free(s->devs);
   free(s->preps);
+  wd_packstate_free(s->packstate);
   wd_front_free(s->fe);
   wd_bulk_free(s->bulk);
   wd_jobs_free(s->jobs);
@@ -448,6 +453,8 @@ void wd_server_free(wd_server *s)
 }
 
 /* ---- for metrics.c and reload.c (loop thread) ----------------------------- */
+
+wd_packstate *wd_server_packstate(const wd_server *s) { return s->packstate; }
 
 wd_device *const *wd_server_devices(const wd_server *s, size_t *n)
 {

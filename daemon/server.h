@@ -51,6 +51,7 @@ wd_sv_state wd_server_state(const wd_server *s);
 /* For metrics.c and reload.c, on the loop thread. */
 wd_device *const *wd_server_devices(const wd_server *s, size_t *n);
 const wd_packs *wd_server_packs(const wd_server *s);
+wd_packstate *wd_server_packstate(const wd_server *s);
 const wd_config *wd_server_config(const wd_server *s);
 /* The connection guard (connguard.c); NULL before the sockets listen. */
 struct wd_guard *wd_server_guard(const wd_server *s);

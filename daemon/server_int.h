@@ -48,6 +48,7 @@ struct wd_server {
   wd_device **devs;
   size_t n_devs;
   wd_jobs *jobs;
+  wd_packstate *packstate; /* device x pack (jobs/packstate.h) */
   wd_pool *pool;           /* decode threads */
   wd_bulk *bulk;           /* regions and streams */
   wd_front *fe;            /* the socket, its contexts and connections */

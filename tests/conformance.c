@@ -75,10 +75,14 @@ static int conf_selected(const char *name)
                                                 name);
 }
 
-const char *conf_exchange(void)
+wv_exchange conf_exchange(void)
 {
   const char *x = getenv("WAVE_CONFORMANCE_EXCHANGE");
-  return x != NULL && *x != '\0' ? x : "auto";
+  wv_exchange e = WV_EXCHANGE_AUTO;
+  if (x != NULL && *x != '\0' && wv_exchange_parse(x, &e) != 0)
+    ck_abort_msg("WAVE_CONFORMANCE_EXCHANGE=%s: not auto, shuffle or local",
+                 x);
+  return e;
 }
 
 void conf_open_all(conf_set *set)
@@ -138,7 +142,8 @@ void conf_open_all(conf_set *set)
     d->dtypes64 = caps.dtypes64;
     d->argminmax = caps.argminmax;
     printf("conformance: %s opened: %s (wave width %u; exchange %s: %s)\n",
-           b->name, d->description, caps.wave_width, caps.exchange,
+           b->name, d->description, caps.wave_width,
+           wv_exchange_name(caps.exchange_mode),
            caps.exchange_reason);
   }
   fflush(stdout);

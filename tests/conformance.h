@@ -62,7 +62,7 @@ void conf_count(conf_dev *d, int same, const char *what, const char *want,
                 const char *got);
 
 /* WAVE_CONFORMANCE_EXCHANGE, or "auto". */
-const char *conf_exchange(void);
+wv_exchange conf_exchange(void);
 
 /* Deterministic data: splitmix64. */
 uint64_t conf_rng(uint64_t *state);

@@ -124,7 +124,7 @@ static void cw_refusal(conf_dev *d, const cw_job *j)
 {
   wave_error err = {0};
   wv_reduce_out o;
-  int rc = wv_dev_reduce(d->backend, d->dev, &j->job, &o, &err);
+  int rc = wv_dev_reduce(&(wv_dev){d->backend, d->dev}, &j->job, &o, &err);
   const char *what = wv_dtype_size(j->job.dtype) == 8
                          ? wave_dtype_name(j->job.dtype)
                          : wave_op_name(j->job.op);
@@ -169,7 +169,7 @@ START_TEST(wide_jobs)
               continue;
             }
             memset(&got, 0x5a, sizeof got);
-            int rc = wv_dev_reduce(dv->backend, dv->dev, &j.job, &got, &err);
+            int rc = wv_dev_reduce(&(wv_dev){dv->backend, dv->dev}, &j.job, &got, &err);
             int same = rc == 0 && got.n_values == want.n_values &&
                        got.count == want.count && got.index == want.index &&
                        got.bits[0] == want.bits[0] &&

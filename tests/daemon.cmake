@@ -135,6 +135,9 @@ target_compile_definitions(test_packwait PRIVATE
 # the same turns in process: a CPU device, items that write down their
 # order, one holding the device (test_turns.c)
 wave_test(test_turns SOURCES test_turns.c LIBS wvdcore)
+# the executor in process on the fake backend: lanes, the owner ring,
+# park/resume, unqueue, the fault rule, stop (test_exec.c)
+wave_test(test_exec SOURCES test_exec.c LIBS wvdcore wvfake)
 
 wave_test(test_fairred SOURCES test_fairred.c daemon_harness.c
   LIBS wvcore wvproto nng::nng)

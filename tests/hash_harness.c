@@ -74,7 +74,7 @@ wv_pack *th_load_text(const char *text)
 wv_device *th_cpu_open(unsigned threads)
 {
   wv_device_config cfg = {.name = "cpu-test", .backend = "cpu",
-                          .threads = threads, .exchange = "auto"};
+                          .threads = threads};
   wv_device *dev;
   wave_error err;
   int rv = wv_cpu_backend.open(&cfg, &dev, &err);

@@ -17,6 +17,7 @@
 #include "daemon/config_keys.h"
 #include "daemon/log.h"
 #include "daemon/reload.h"
+#include "workers/worker.h"
 #include "wave/client.h"
 #include "workers/worker.h"
 
@@ -111,7 +112,7 @@ START_TEST(defaults)
   ck_assert_uint_eq(d->index, 0);
   ck_assert_uint_eq(d->threads, 0);
   ck_assert_uint_eq(d->queue_depth, 64);
-  ck_assert_str_eq(d->exchange, "auto");
+  ck_assert_int_eq(d->exchange, WV_EXCHANGE_AUTO);
   ck_assert_uint_eq(d->group_units, 0);
   ck_assert_uint_eq(d->batch, 0);
   wd_config_free(c);
@@ -177,7 +178,7 @@ START_TEST(every_key)
   ck_assert_uint_eq(c->devices[0].index, 2);
   ck_assert_uint_eq(c->devices[0].threads, 3);
   ck_assert_uint_eq(c->devices[0].queue_depth, 4);
-  ck_assert_str_eq(c->devices[0].exchange, "local");
+  ck_assert_int_eq(c->devices[0].exchange, WV_EXCHANGE_LOCAL);
   ck_assert_uint_eq(c->devices[0].group_units, 5);
   ck_assert_uint_eq(c->devices[0].batch, 1ull << 32);
   ck_assert_uint_eq(c->devices[0].platform, 1);

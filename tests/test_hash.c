@@ -638,7 +638,7 @@ START_TEST(cpu_selfcheck_shipped)
   wv_device *dev = th_cpu_open(2);
   wv_caps caps;
   wv_cpu_backend.caps(dev, &caps);
-  ck_assert_str_eq(caps.exchange, "lanes");
+  ck_assert_int_eq(caps.exchange_mode, WV_EXCHANGE_LANES);
   ck_assert(caps.hash_batch > 0);
   char detail[160];
   wave_error err;

@@ -139,7 +139,7 @@ static void w_check(const wjob *w, const wv_reduce_out *want, const char *what)
   wv_device *devs[2] = {w_cpu, w_cpu1};
   for (int k = 0; k < 2; k++) {
     memset(&o, 0x5a, sizeof o);
-    ck_assert_msg(wv_dev_reduce(&wv_cpu_backend, devs[k], &w->job, &o, &e)
+    ck_assert_msg(wv_dev_reduce(&(wv_dev){&wv_cpu_backend, devs[k]}, &w->job, &o, &e)
                       == 0, "%s", e.message);
     w_same(&o, want, k ? "cpu (1 thread)" : "cpu (3 threads)", what);
   }
@@ -399,12 +399,12 @@ START_TEST(other_backends_refuse)
     w_rows(&w, t[i].d, t[i].op, r, 3, NULL);
     wv_reduce_out o;
     memset(&e, 0, sizeof e);
-    ck_assert_int_eq(wv_dev_reduce(&wv_fake_backend, fk, &w.job, &o, &e),
+    ck_assert_int_eq(wv_dev_reduce(&(wv_dev){&wv_fake_backend, fk}, &w.job, &o, &e),
                      WAVE_EUNSUPPORTED);
     ck_assert_msg(strstr(e.message, "fake") != NULL &&
                   strstr(e.message, t[i].name) != NULL, "%s", e.message);
     /* the CPU runs it through the same wrapper */
-    ck_assert_int_eq(wv_dev_reduce(&wv_cpu_backend, w_cpu, &w.job, &o, &e),
+    ck_assert_int_eq(wv_dev_reduce(&(wv_dev){&wv_cpu_backend, w_cpu}, &w.job, &o, &e),
                      0);
     w_free(&w);
   }
@@ -412,11 +412,11 @@ START_TEST(other_backends_refuse)
   wjob w;
   w_rows(&w, WAVE_U32, WAVE_SUM, r, 3, NULL);
   wv_reduce_out o;
-  ck_assert_int_eq(wv_dev_reduce(&wv_fake_backend, fk, &w.job, &o, &e), 0);
+  ck_assert_int_eq(wv_dev_reduce(&(wv_dev){&wv_fake_backend, fk}, &w.job, &o, &e), 0);
   ck_assert_uint_eq(o.bits[0], 6);
   w_free(&w);
   wv_caps c;
-  wv_dev_caps(&wv_cpu_backend, w_cpu, &c);
+  wv_dev_caps(&(wv_dev){&wv_cpu_backend, w_cpu}, &c);
   ck_assert(c.dtypes64 && c.argminmax);
   wv_fake_backend.close(fk);
 }

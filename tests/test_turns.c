@@ -35,12 +35,13 @@ static pthread_mutex_t tt_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tt_cv = PTHREAD_COND_INITIALIZER;
 static int tt_order[TT_MAX], tt_n, tt_ended, tt_holding, tt_released;
 
-static int tt_run(wd_work *w, struct wd_device *d)
+static int tt_run(wd_work *w, const wd_run_ctx *x)
 {
+  (void)x;
   tt_item *it = (tt_item *)w;
   if (it->then != NULL) {
     wave_error err = {0};
-    if (wd_device_submit(d, &it->then->work, &err) != 0)
+    if (wd_device_submit(w->dev, &it->then->work, &err) != 0)
       it->then->id = -1;  /* shows in the order as missing */
   }
   pthread_mutex_lock(&tt_mu);
@@ -85,10 +86,10 @@ static wd_device *tt_start(void)
 {
   tt_n = tt_ended = tt_holding = tt_released = 0;
   wd_device_cfg cfg = {.name = "cpu0", .backend = "cpu", .threads = 1,
-                       .queue_depth = TT_MAX, .exchange = "auto"};
+                       .queue_depth = TT_MAX};
   wd_device *d = NULL;
   wave_error err = {0};
-  ck_assert_msg(wd_device_start(&cfg, 4, 0, tt_post, NULL, &d, &err) == 0,
+  ck_assert_msg(wd_device_start(&cfg, 0, 4, tt_post, NULL, &d, &err) == 0,
                 "%s", err.message);
   ck_assert_int_eq(wd_device_wait_open(d), 0);
   return d;

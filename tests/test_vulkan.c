@@ -170,8 +170,8 @@ static const wave_op tv_ops[] = {WAVE_SUM, WAVE_MIN, WAVE_MAX, WAVE_EXTENT,
 static wv_device *tv_open_ex(uint32_t window_rows, int force_local,
                              const char *exchange, uint32_t batch_units)
 {
-  wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0,
-                          .exchange = exchange};
+  wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0};
+  ck_assert_int_eq(wv_exchange_parse(exchange, &cfg.exchange), 0);
   wv_vk_options opt = {.window_rows = window_rows,
                        .force_local = force_local,
                        .batch_units = batch_units};
@@ -344,7 +344,7 @@ END_TEST
 static wv_device *tv_open_groups(uint32_t groups, int force_local)
 {
   wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0,
-                          .exchange = "auto"};
+                          };
   wv_vk_options opt = {.force_local = force_local, .stream_groups = groups};
   wv_device *d = NULL;
   wave_error e = {0};
@@ -372,8 +372,9 @@ START_TEST(test_caps)
   wv_vulkan_backend.caps(d, &c);
   ck_assert_uint_ge(c.wave_width, 1);
   ck_assert_uint_eq(c.wave_width & (c.wave_width - 1), 0);
-  ck_assert_msg(strcmp(c.exchange, "shuffle") == 0 ||
-                strcmp(c.exchange, "local") == 0, "%s", c.exchange);
+  ck_assert_msg(c.exchange_mode == WV_EXCHANGE_SHUFFLE ||
+                    c.exchange_mode == WV_EXCHANGE_LOCAL,
+                "%s", wv_exchange_name(c.exchange_mode));
   ck_assert_msg(c.exchange_reason[0] != 0, "no exchange reason");
   ck_assert_msg(c.description[0] != 0, "no description");
   wv_vk_close(d);
@@ -486,7 +487,7 @@ START_TEST(test_hash_batch_pieces)
 {
   wv_pack *p = tv_pack("small");
   wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0,
-                          .exchange = "auto"};
+                          };
   wv_vk_options opt = {.seg_sub_log2 = 10};
   wv_device *d = NULL;
   wave_error e = {0};
@@ -564,11 +565,11 @@ START_TEST(test_hash_demand_shuffle)
   int rc = wv_vk_hash_prepare(d, p, &e);
   if (d->hash_shuffle) {
     ck_assert_int_eq(rc, 0);
-    ck_assert_str_eq(c.exchange, "shuffle");
+    ck_assert_int_eq(c.exchange_mode, WV_EXCHANGE_SHUFFLE);
   } else {
     ck_assert_int_eq(rc, WAVE_EUNSUPPORTED);
     ck_assert_msg(strstr(e.message, "!= 32") != NULL, "%s", e.message);
-    ck_assert_str_eq(c.exchange, "none");
+    ck_assert_int_eq(c.exchange_mode, WV_EXCHANGE_NONE);
   }
   wv_vk_close(d);
   wv_pack_free(p);

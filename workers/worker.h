@@ -26,10 +26,50 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wave/error.h"
 #include "wave/types.h"
 #include "core/job.h"
+
+/* The hash's register exchange path (docs/hash.md, docs/backends.md): what
+ * a config asks for (AUTO, SHUFFLE, LOCAL) and what caps() reports (NONE,
+ * LANES, SHUFFLE, LOCAL).  The config's words are daemon/config.c's
+ * choices, in this order. */
+typedef enum wv_exchange {
+  WV_EXCHANGE_AUTO = 0,   /* config: the backend chooses */
+  WV_EXCHANGE_NONE = 0,   /* caps: no hash jobs, or not reported */
+  WV_EXCHANGE_SHUFFLE = 1, /* sub-group shuffles */
+  WV_EXCHANGE_LOCAL = 2,  /* work-group local memory and barriers */
+  WV_EXCHANGE_LANES = 3,  /* caps, cpu: a unit's lanes are arrays */
+} wv_exchange;
+
+/* caps' names, where they are printed or sent: "lanes", "shuffle",
+ * "local", or "none". */
+static inline const char *wv_exchange_name(wv_exchange x)
+{
+  switch (x) {
+  case WV_EXCHANGE_LANES: return "lanes";
+  case WV_EXCHANGE_SHUFFLE: return "shuffle";
+  case WV_EXCHANGE_LOCAL: return "local";
+  default: return "none";
+  }
+}
+
+/* A config's word ("auto", "shuffle", "local") into *out; -1 for any other
+ * (tools that take it on their command line). */
+static inline int wv_exchange_parse(const char *s, wv_exchange *out)
+{
+  if (s == NULL || strcmp(s, "auto") == 0)
+    *out = WV_EXCHANGE_AUTO;
+  else if (strcmp(s, "shuffle") == 0)
+    *out = WV_EXCHANGE_SHUFFLE;
+  else if (strcmp(s, "local") == 0)
+    *out = WV_EXCHANGE_LOCAL;
+  else
+    return -1;
+  return 0;
+}
 
 /* One device entry of devices.yaml, as the backend sees it. */
 typedef struct wv_device_config {
@@ -42,31 +82,26 @@ typedef struct wv_device_config {
                                or "" = by platform and index */
   unsigned threads;       /* CPU threads (cpu backend; 0 = all cores) */
   unsigned queue_depth;   /* jobs the daemon queues for the device */
-  const char *exchange;   /* hash exchange: "auto", "shuffle", "local" */
+  wv_exchange exchange;   /* hash exchange asked for: AUTO, SHUFFLE, LOCAL */
   unsigned group_units;   /* hash units (32 lanes) per work-group, 0 = auto */
-  uint64_t batch;         /* nonces per hash batch, 0 = backend default */
 } wv_device_config;
-
-/* The hash's register exchange path (docs/hash.md, docs/backends.md). */
-typedef enum wv_exchange {
-  WV_EXCHANGE_NONE = 0,   /* no hash jobs, or not reported */
-  WV_EXCHANGE_LANES,      /* cpu: a unit's lanes are arrays, no shuffle */
-  WV_EXCHANGE_SHUFFLE,    /* sub-group shuffles */
-  WV_EXCHANGE_LOCAL,      /* work-group local memory and barriers */
-} wv_exchange;
 
 /* What a device is and how it runs; filled by caps(). */
 typedef struct wv_caps {
   char description[160];  /* "NVIDIA H200 sm_90, 132 SMs", "8 threads" */
   unsigned wave_width;    /* hardware sub-group size used (1 for scalar) */
   int native_wave_reduce; /* integer wave step is one instruction */
-  wv_exchange exchange_mode; /* the path; wv_dev_caps writes its name ... */
-  char exchange[16];      /* ... here: "lanes", "shuffle" or "local" */
+  wv_exchange exchange_mode; /* the path (wv_exchange_name: its name) */
   char exchange_reason[200];
-  uint64_t hash_batch;    /* nonces per batch the daemon should use; may
-                             change once a pack is prepared (measured) */
+  uint64_t hash_batch;    /* nonces per batch this backend suggests; may
+                             change once a pack is prepared (measured).
+                             The device's configured batch overrides it in
+                             the daemon (jobs/packstate.c), not here */
   int reverify;           /* winners and best are re-verified on the CPU
                              (every backend but the CPU reference itself) */
+  int reads_host_memory;  /* the device reads host memory where it lies
+                             (the CPU): no transfer, so a reduction over a
+                             file region reads it in small pieces */
   int has_uuid;           /* uuid names the physical device: two devices of
                              one GPU (cuda0 and vk0 on one card) share it */
   unsigned char uuid[16];
@@ -82,6 +117,12 @@ struct wv_hash_batch;                /* core/segments.h */
 
 typedef struct wv_backend {
   const char *name;
+  /* Its device ordinals are the entries of the visible-devices list a job
+   * is granted (CUDA_VISIBLE_DEVICES renumbers CUDA's devices from 0), so
+   * list_uuids()[i] is entry i's UUID: `devices: auto` matches Vulkan
+   * devices to the grant by it (daemon/autodev.c).  0: entries are matched
+   * by the UUIDs they spell out, if any. */
+  int counts_visible_devices;
   /* Open the device described by cfg, on the calling (device) thread.  A
    * machine without the driver or device must give an error, not crash. */
   int (*open)(const wv_device_config *cfg, wv_device **out, wave_error *err);

@@ -6,39 +6,29 @@
 #include "core/reduce.h"
 #include "workers/wvdev.h"
 
-int wv_dev_open(const wv_backend *be, const wv_device_config *cfg,
-                wv_device **out, wave_error *err)
+int wv_dev_open(wv_dev *d, const wv_device_config *cfg, wave_error *err)
 {
-  *out = NULL;
-  return be->open(cfg, out, err);
+  d->impl = NULL;
+  int rc = d->be->open(cfg, &d->impl, err);
+  if (rc != 0)
+    d->impl = NULL;
+  return rc;
 }
 
-void wv_dev_close(const wv_backend *be, wv_device *dev)
+void wv_dev_close(wv_dev *d)
 {
-  if (dev != NULL)
-    be->close(dev);
+  if (d->impl != NULL)
+    d->be->close(d->impl);
+  d->impl = NULL;
 }
 
-const char *wv_exchange_name(wv_exchange x)
-{
-  switch (x) {
-  case WV_EXCHANGE_LANES: return "lanes";
-  case WV_EXCHANGE_SHUFFLE: return "shuffle";
-  case WV_EXCHANGE_LOCAL: return "local";
-  default: return "none";
-  }
-}
-
-void wv_dev_caps(const wv_backend *be, wv_device *dev, wv_caps *caps)
+void wv_dev_caps(const wv_dev *d, wv_caps *caps)
 {
   memset(caps, 0, sizeof *caps);
-  be->caps(dev, caps);
-  if (caps->exchange_mode != WV_EXCHANGE_NONE || caps->exchange[0] == '\0')
-    snprintf(caps->exchange, sizeof caps->exchange, "%s",
-             wv_exchange_name(caps->exchange_mode));
+  d->be->caps(d->impl, caps);
 }
 
-int wv_dev_has_hash(const wv_backend *be) { return be->hash != NULL; }
+int wv_dev_has_hash(const wv_dev *d) { return d->be->hash != NULL; }
 
 int wv_dev_list_uuids(const wv_backend *be, unsigned char (*out)[16],
                       size_t max, wave_error *err)
@@ -51,44 +41,45 @@ int wv_dev_list_uuids(const wv_backend *be, unsigned char (*out)[16],
   return be->list_uuids(out, max, err);
 }
 
-int wv_dev_batch_needs_scratch(const wv_backend *be)
+int wv_dev_batch_needs_scratch(const wv_dev *d)
 {
-  return be->hash_batch == NULL;
+  return d->be->hash_batch == NULL;
 }
 
 /* The 64-bit dtypes and argmin/argmax run only where caps says so: the
  * other backends would read their rows as 32-bit ones. */
-static int dv_reduce_supported(const wv_backend *be, wv_device *dev,
-                               const wv_reduce_job *job, wave_error *err)
+static int dv_reduce_supported(const wv_dev *d, const wv_reduce_job *job,
+                               wave_error *err)
 {
   if (!wv_reduce_is_wide(job->dtype, job->op))
     return 0;
   wv_caps c;
-  wv_dev_caps(be, dev, &c);
+  wv_dev_caps(d, &c);
   int wide = wv_dtype_size(job->dtype) == 8;
   if (wide && !c.dtypes64)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not reduce "
-                     "%s yet (the cpu backend does)", be->name,
+                     "%s yet (the cpu backend does)", d->be->name,
                      wave_dtype_name(job->dtype));
   if ((job->op == WAVE_ARGMIN || job->op == WAVE_ARGMAX) && !c.argminmax)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not run %s "
-                     "yet (the cpu backend does)", be->name,
+                     "yet (the cpu backend does)", d->be->name,
                      wave_op_name(job->op));
   return 0;
 }
 
-int wv_dev_reduce(const wv_backend *be, wv_device *dev,
-                  const wv_reduce_job *job, wv_reduce_out *out,
-                  wave_error *err)
+int wv_dev_reduce(const wv_dev *d, const wv_reduce_job *job,
+                  wv_reduce_out *out, wave_error *err)
 {
   memset(out, 0, sizeof *out);
-  int rc = dv_reduce_supported(be, dev, job, err);
-  return rc != 0 ? rc : be->reduce(dev, job, out, err);
+  int rc = dv_reduce_supported(d, job, err);
+  return rc != 0 ? rc : d->be->reduce(d->impl, job, out, err);
 }
 
-int wv_dev_prepare_step(const wv_backend *be, wv_device *dev,
-                        const wv_pack *p, int *done, wave_error *err)
+int wv_dev_prepare_step(const wv_dev *d, const wv_pack *p, int *done,
+                        wave_error *err)
 {
+  const wv_backend *be = d->be;
+  wv_device *dev = d->impl;
   *done = 0;
   if (be->hash == NULL)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s has no hash jobs",
@@ -101,9 +92,10 @@ int wv_dev_prepare_step(const wv_backend *be, wv_device *dev,
   return rv;
 }
 
-unsigned wv_dev_prepare_steps(const wv_backend *be, wv_device *dev,
-                              const wv_pack *p)
+unsigned wv_dev_prepare_steps(const wv_dev *d, const wv_pack *p)
 {
+  const wv_backend *be = d->be;
+  wv_device *dev = d->impl;
   if (be->hash == NULL)
     return 0;
   if (be->hash_prepare_step == NULL)
@@ -111,36 +103,36 @@ unsigned wv_dev_prepare_steps(const wv_backend *be, wv_device *dev,
   return be->hash_prepare_steps != NULL ? be->hash_prepare_steps(dev, p) : 0;
 }
 
-int wv_dev_selfcheck(const wv_backend *be, wv_device *dev, const wv_pack *p,
-                     char *detail, size_t detail_len, wave_error *err)
+int wv_dev_selfcheck(const wv_dev *d, const wv_pack *p, char *detail,
+                     size_t detail_len, wave_error *err)
 {
   /* wv_pack_selfcheck calls hash_prepare again, a no-op once prepared */
-  return wv_pack_selfcheck(be, dev, p, detail, detail_len, err);
+  return wv_pack_selfcheck(d->be, d->impl, p, detail, detail_len, err);
 }
 
-int wv_dev_hash_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
-                      wv_hash_batch *b, uint64_t *scratch, wave_error *err)
+int wv_dev_hash_batch(const wv_dev *d, const wv_pack *p, wv_hash_batch *b,
+                      uint64_t *scratch, wave_error *err)
 {
-  return wv_hash_run_batch(be, dev, p, b, scratch, err);
+  return wv_hash_run_batch(d->be, d->impl, p, b, scratch, err);
 }
 
-int wv_dev_can_pin(const wv_backend *be)
+int wv_dev_can_pin(const wv_dev *d)
 {
-  return be != NULL && be->host_register != NULL;
+  return d != NULL && d->be != NULL && d->be->host_register != NULL;
 }
 
-int wv_dev_host_register(const wv_backend *be, wv_device *dev, const void *ptr,
-                         size_t bytes, wave_error *err)
+int wv_dev_host_register(const wv_dev *d, const void *ptr, size_t bytes,
+                         wave_error *err)
 {
-  if (!wv_dev_can_pin(be) || dev == NULL)
+  if (!wv_dev_can_pin(d) || d->impl == NULL)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not pin host "
-                     "memory", be ? be->name : "?");
-  return be->host_register(dev, ptr, bytes, err);
+                     "memory", d != NULL && d->be ? d->be->name : "?");
+  return d->be->host_register(d->impl, ptr, bytes, err);
 }
 
-void wv_dev_host_unregister(const wv_backend *be, wv_device *dev,
-                            const void *ptr, size_t bytes)
+void wv_dev_host_unregister(const wv_dev *d, const void *ptr, size_t bytes)
 {
-  if (be != NULL && be->host_unregister != NULL && dev != NULL)
-    be->host_unregister(dev, ptr, bytes);
+  if (d != NULL && d->be != NULL && d->be->host_unregister != NULL &&
+      d->impl != NULL)
+    d->be->host_unregister(d->impl, ptr, bytes);
 }

@@ -275,11 +275,11 @@ static int kc_selfcheck(wv_device *dev, const kcfg *k, wv_pack **packs,
   }
   wv_caps caps;
   wv_cuda_backend.caps(dev, &caps);
-  snprintf(r->exch, sizeof r->exch, "%s", caps.exchange);
+  snprintf(r->exch, sizeof r->exch, "%s", wv_exchange_name(caps.exchange_mode));
   snprintf(r->reason, sizeof r->reason, "%s", caps.exchange_reason);
   r->batch = caps.hash_batch;
   printf("caps: %s; exchange %s (%s); hash_batch %llu\n", caps.description,
-         caps.exchange, caps.exchange_reason,
+         wv_exchange_name(caps.exchange_mode), caps.exchange_reason,
          (unsigned long long)caps.hash_batch);
   /* A row that asked for NVRTC must have got it. */
   if (strcmp(k->nvrtc, "0") != 0 &&
@@ -444,7 +444,8 @@ int main(int argc, char **argv)
     memset(&cfg, 0, sizeof cfg);
     cfg.name = "cuda0";
     cfg.backend = "cuda";
-    cfg.exchange = kc[x].exchange;
+    if (wv_exchange_parse(kc[x].exchange, &cfg.exchange) != 0)
+      return 1;  /* a typo in the table above */
     setenv("WAVE_CUDA_NVRTC", kc[x].nvrtc, 1);
     setenv("WAVE_CUDA_NVRTC_UNROLL", kc[x].unroll, 1);
     setenv("WAVE_CUDA_NVRTC_MINBLOCKS", kc[x].minblocks, 1);
@@ -454,7 +455,7 @@ int main(int argc, char **argv)
       return 1;
     }
     krow *r = &rows[x];
-    r->path = cfg.exchange;
+    r->path = kc[x].exchange;
     r->kernel = kc[x].kernel;
     fails += kc_selfcheck(dev, &kc[x], packs, r);
     int rf = kc_rates(dev, &kc[x], packs, N, h_out, d_out, r);

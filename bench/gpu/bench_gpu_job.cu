@@ -219,7 +219,7 @@ int main(int argc, char **argv)
   memset(&cfg, 0, sizeof cfg);
   cfg.name = "cuda0";
   cfg.backend = "cuda";
-  cfg.exchange = "auto";
+  cfg.exchange = WV_EXCHANGE_AUTO;
   wv_device *dev;
   wave_error err;
   if (wv_cuda_backend.open(&cfg, &dev, &err) != 0) {

@@ -275,7 +275,7 @@ int wd_file_validate(const wv_reduce_job *job, wave_error *err)
 
 /* Piece sizes (filered.h); WAVED_FILE_LEVELS=k (1..3) sets P = 256^k and two
  * readers, for tests of many small pieces on any device. */
-static void fr_shape(const wv_backend *b, uint64_t *p, uint64_t *slot,
+static void fr_shape(const wv_caps *caps, uint64_t *p, uint64_t *slot,
                      unsigned *readers, unsigned *slots)
 {
   const char *e = getenv("WAVED_FILE_LEVELS");
@@ -284,7 +284,7 @@ static void fr_shape(const wv_backend *b, uint64_t *p, uint64_t *slot,
     *slot = *p * (e[0] == '3' ? 1 : 4);
     *readers = 2;
     *slots = 4;
-  } else if (b != NULL && b->name != NULL && strcmp(b->name, "cpu") == 0) {
+  } else if (caps != NULL && caps->reads_host_memory) {
     *p = (uint64_t)WV_GROUP * WV_GROUP;   /* 256 KiB */
     *slot = *p * 4;                       /* 1 MiB */
     *readers = 1;
@@ -448,9 +448,8 @@ static int fr_await(fr *f, size_t i, unsigned timeout_ms, int *stalled,
 
 /* Piece i, in its slot, on the device in calls of P rows, each answer a
  * partial of the job (docs/reduction.md "Partials", core/partial.h). */
-static int fr_reduce_piece(fr *f, size_t i, const wv_backend *b,
-                           wv_device *bdev, uint64_t P, wv_partial_acc *acc,
-                           wave_error *err)
+static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev, uint64_t P,
+                           wv_partial_acc *acc, wave_error *err)
 {
   const wv_reduce_job *job = f->job;
   const fr_slot *s = &f->slots[i % f->n_slots];
@@ -466,7 +465,7 @@ static int fr_reduce_piece(fr *f, size_t i, const wv_backend *b,
                        .has_mask = job->has_mask, .rows = n};
     wv_reduce_out o = {0};
     wv_partial pt;
-    if ((rc = wv_dev_reduce(b, bdev, &j, &o, err)) == 0) {
+    if ((rc = wv_dev_reduce(dev, &j, &o, err)) == 0) {
       wv_partial_of(&j, &o, pc->chunk, &pt);
       rc = wv_partial_add(acc, &pt, err);
     }
@@ -474,14 +473,14 @@ static int fr_reduce_piece(fr *f, size_t i, const wv_backend *b,
   return rc;
 }
 
-int wd_file_reduce(const wv_backend *b, wv_device *bdev,
+int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
                    const wv_reduce_job *job, const wd_fsrc *src,
                    unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
                    wave_error *err)
 {
   uint64_t P, slot_rows;
   unsigned n_readers, n_slots;
-  fr_shape(b, &P, &slot_rows, &n_readers, &n_slots);
+  fr_shape(caps, &P, &slot_rows, &n_readers, &n_slots);
   unsigned stuck = atomic_load(&fr_stuck);
   if (stuck >= WD_FILE_STUCK_MAX)
     return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
@@ -510,7 +509,7 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
   for (size_t i = 0; rc == 0 && i < f->n; i++) {
     if ((rc = fr_await(f, i, timeout_ms, &stalled, err)) != 0)
       break;
-    rc = fr_reduce_piece(f, i, b, bdev, P, &acc, err);
+    rc = fr_reduce_piece(f, i, dev, P, &acc, err);
     pthread_mutex_lock(&f->mu);
     f->done = i + 1;
     if (rc != 0)

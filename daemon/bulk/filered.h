@@ -46,7 +46,7 @@
 #define WD_FILERED_H
 
 #include "daemon/bulk/region.h"
-#include "workers/worker.h"
+#include "workers/wvdev.h"
 
 /* Where a span's rows are: fd >= 0: bytes [off, off + rows * 4) of that
  * file (the span's data is NULL); fd < 0: the span's data. */
@@ -65,7 +65,7 @@ int wd_file_validate(const wv_reduce_job *job, wave_error *err);
  * n_input + n_mask entries; timeout_ms bounds the wait for each slot.
  * *some_finite (float min/max/extent): whether a selected row is finite,
  * as ReduceResult.finite says. */
-int wd_file_reduce(const wv_backend *b, wv_device *bdev,
+int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
                    const wv_reduce_job *job, const wd_fsrc *src,
                    unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
                    wave_error *err);

@@ -593,10 +593,9 @@ uint64_t wd_region_id(const wd_region *r) { return r->id; }
 int wd_region_file(const wd_region *r) { return r->fd; }
 int wd_region_copied(const wd_region *r) { return r->copied; }
 
-int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
-                       wv_device *bdev)
+int wd_region_pin_step(wd_region *r, unsigned slot, const wv_dev *dev)
 {
-  if (r->base == NULL || !wv_dev_can_pin(b) || slot >= WD_REGION_SLOTS ||
+  if (r->base == NULL || !wv_dev_can_pin(dev) || slot >= WD_REGION_SLOTS ||
       atomic_load(&r->gone))
     return 0;
   uint64_t at = r->pin_at[slot];
@@ -604,14 +603,14 @@ int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
     return 0;
   uint64_t n = r->bytes - at < WD_PIN_PIECE ? r->bytes - at : WD_PIN_PIECE;
   wave_error e = {0};
-  if (wv_dev_host_register(b, bdev, r->base + at, (size_t)n, &e) != 0) {
+  if (wv_dev_host_register(dev, r->base + at, (size_t)n, &e) != 0) {
     /* said once per device at warn level: a driver that refuses one
      * region refuses them all */
     static _Atomic uint32_t warned;
     int first = !(atomic_fetch_or(&warned, 1u << slot) & (1u << slot));
     wd_log(first ? WD_LOG_WARN : WD_LOG_DEBUG, "region %" PRIu64 ": %s cannot "
            "pin it from byte %" PRIu64 " (%s); that part is copied through "
-           "staging", r->id, b->name, at, e.message);
+           "staging", r->id, dev->be->name, at, e.message);
     r->pin_at[slot] = r->bytes;  /* no more tries */
     return 0;
   }
@@ -625,10 +624,9 @@ int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
   return 0;
 }
 
-void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
-                     wv_device *bdev)
+void wd_region_unpin(wd_region *r, unsigned slot, const wv_dev *dev)
 {
-  wv_dev_host_unregister(b, bdev, r->base, (size_t)r->bytes);
+  wv_dev_host_unregister(dev, r->base, (size_t)r->bytes);
   wd_debug("region %" PRIu64 " (%s) unpinned on device slot %u", r->id,
            r->name, slot);
   uint32_t left = atomic_fetch_and(&r->pinned, ~(1u << slot)) & ~(1u << slot);

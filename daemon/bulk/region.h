@@ -54,7 +54,7 @@
 #include "daemon/net/fdpass.h"
 #include "daemon/bulk/share.h"
 #include "wave/error.h"
-#include "workers/worker.h"
+#include "workers/wvdev.h"
 
 #define WD_REGION_SLOTS 32  /* devices that can pin one region */
 #define WD_PIN_PIECE ((uint64_t)32 << 20)  /* about 1.2 ms to pin there */
@@ -127,12 +127,10 @@ int wd_region_copied(const wd_region *r);
  * host_register; 1 while pieces remain, 0 once the region is pinned, or
  * cannot be (a refusal leaves the rest unpinned, a region unregistered
  * meanwhile stops), or the backend does not pin.  Unpin it when asked
- * through the unpin hook (b and bdev NULL: a device that cannot run it;
- * only the bookkeeping, then the unmap). */
-int wd_region_pin_step(wd_region *r, unsigned slot, const wv_backend *b,
-                       wv_device *bdev);
-void wd_region_unpin(wd_region *r, unsigned slot, const wv_backend *b,
-                     wv_device *bdev);
+ * through the unpin hook (dev NULL: a device that cannot run it; only
+ * the bookkeeping, then the unmap). */
+int wd_region_pin_step(wd_region *r, unsigned slot, const wv_dev *dev);
+void wd_region_unpin(wd_region *r, unsigned slot, const wv_dev *dev);
 
 /* For status: copies of the regions principal who may see (its own; root's
  * over ipc: all; docs/security.md "Status"), and the total of all. */

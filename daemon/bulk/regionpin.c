@@ -17,18 +17,17 @@ typedef struct rp_work {
 /* A region registered: each device that can pin it gets a setup item that
  * pins one piece per step (daemon/bulk/region.h), so the short lane's jobs run
  * between pieces.  The item holds a reference to the region until done. */
-static int rp_pin_run(wd_work *w, wd_device *d)
+static int rp_pin_run(wd_work *w, const wd_run_ctx *x)
 {
   rp_work *p = (rp_work *)w;
-  int more = wd_region_pin_step(p->r, p->slot, wd_device_backend(d),
-                                wd_device_bdev(d));
+  int more = wd_region_pin_step(p->r, p->slot, x->dev);
   return more ? WD_RUN_MORE : WD_RUN_END;
 }
 
-static void rp_pin_abort(wd_work *w, wd_device *d)
+static void rp_pin_abort(wd_work *w, const wd_run_ctx *x)
 {
   (void)w;
-  (void)d;  /* faulted or stopping: the region stays as pinned as it is */
+  (void)x;  /* faulted or stopping: the region stays as pinned as it is */
 }
 
 static void rp_pin_done(wd_work *w)
@@ -49,7 +48,7 @@ static const wd_work_ops rp_pin_ops = {
 void wd_regionpin_start(wd_device *const *devs, size_t n_devs, wd_region *r)
 {
   for (size_t i = 0; i < n_devs && i < WD_REGION_SLOTS; i++) {
-    if (!wv_dev_can_pin(wd_device_backend(devs[i])))
+    if (!wd_device_can_pin(devs[i]))
       continue;
     rp_work *p = calloc(1, sizeof *p);
     wave_error err;
@@ -70,10 +69,10 @@ void wd_regionpin_start(wd_device *const *devs, size_t n_devs, wd_region *r)
  * it (a short item), then the region is unmapped.  A device that cannot
  * take the item (faulted, queue full) leaves the pin to its context's end:
  * the region's bookkeeping is dropped and it is unmapped now. */
-static int rp_unpin_run(wd_work *w, wd_device *d)
+static int rp_unpin_run(wd_work *w, const wd_run_ctx *x)
 {
   rp_work *u = (rp_work *)w;
-  wd_region_unpin(u->r, u->slot, wd_device_backend(d), wd_device_bdev(d));
+  wd_region_unpin(u->r, u->slot, x->dev);
   u->r = NULL;
   return WD_RUN_END;
 }
@@ -82,7 +81,7 @@ static void rp_unpin_done(wd_work *w)
 {
   rp_work *u = (rp_work *)w;
   if (u->r != NULL)  /* ended without running (faulted device) */
-    wd_region_unpin(u->r, u->slot, NULL, NULL);
+    wd_region_unpin(u->r, u->slot, NULL);
   free(u);
 }
 
@@ -106,5 +105,5 @@ void wd_regionpin_unpin(wd_device *const *devs, size_t n_devs, wd_region *r,
       return;
   }
   free(u);
-  wd_region_unpin(r, slot, NULL, NULL);
+  wd_region_unpin(r, slot, NULL);
 }

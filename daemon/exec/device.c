@@ -6,8 +6,9 @@
  * released, and hands an ended item to the post callback.  The thread is
  * created with every signal blocked (signals belong to the loop's uv_signal
  * handles) and named "wd:<device>" so it shows up in top/gdb.  The items'
- * run ops call the backend through workers/wvdev.h with the accessors at
- * the end of this file; nothing here knows what an item is.
+ * run ops get the device's wv_dev handle and caps in a wd_run_ctx and call
+ * the backend through workers/wvdev.h; nothing here knows what an item is,
+ * and no pack: the device x pack state is jobs/packstate.c's.
  *
  * Fairness on the long lane: its items are grouped by owner (wd_work.owner,
  * the submitting client's key), and the groups form a ring.  Each step
@@ -46,9 +47,6 @@
 #include "core/thread.h"
 #include "workers/wvdev.h"
 
-#define DV_DEFAULT_BATCH (1u << 16)
-#define DV_MAX_BATCH (1u << 24)  /* 128 MiB of outputs at most */
-
 typedef struct dv_queue {
   wd_work *head, **tail;
   unsigned n;
@@ -77,22 +75,15 @@ typedef struct dv_fair {
   uint64_t now;               /* short: the turn being served */
 } dv_fair;
 
-typedef struct dv_rate {
-  uint64_t n;
-  double s;
-} dv_rate;
-
 struct wd_device {
   wd_device_cfg cfg;
   wv_device_config bcfg;
-  const wv_backend *backend;
-  wv_device *bdev;            /* device thread only */
-  wv_caps caps;               /* under mu */
+  unsigned index;             /* in the configuration */
+  wv_dev dev;                 /* .be: any thread; .impl: device thread */
+  wv_caps tcaps;              /* the device thread's own (wd_run_ctx) */
+  wv_caps caps;               /* its copy for other threads, under mu */
+  wd_run_ctx ctx;             /* what run ops get */
   unsigned long_slots;        /* limits.jobs_in_flight */
-
-  size_t n_packs;
-  wd_pack_state *checks;      /* under mu */
-  dv_rate *rate;              /* per pack, under mu */
 
   wd_post_fn post;
   void *post_arg;
@@ -326,6 +317,16 @@ static void dv_set_faulted_err(wd_device *d, wd_work *w, const char *verb)
   pthread_mutex_unlock(&d->mu);
 }
 
+/* Read the caps again (device thread): its own copy, and the one other
+ * threads read under mu. */
+static void dv_read_caps(wd_device *d)
+{
+  wv_dev_caps(&d->dev, &d->tcaps);
+  pthread_mutex_lock(&d->mu);
+  d->caps = d->tcaps;
+  pthread_mutex_unlock(&d->mu);
+}
+
 /* One step of w; returns WD_RUN_*.  The fault rule, once for every kind. */
 static int dv_step(wd_device *d, wd_work *w)
 {
@@ -335,7 +336,7 @@ static int dv_step(wd_device *d, wd_work *w)
   pthread_mutex_unlock(&d->mu);
   if (atomic_load(&d->faulted) || (stopping && w->ops->abort != NULL)) {
     if (w->ops->abort != NULL) {
-      w->ops->abort(w, d);
+      w->ops->abort(w, &d->ctx);
     } else {
       dv_set_faulted_err(d, w, "is faulted");
     }
@@ -343,9 +344,13 @@ static int dv_step(wd_device *d, wd_work *w)
   }
   double t0 = dv_now();
   atomic_store(&d->running, 1);
-  int r = w->ops->run(w, d);
+  int r = w->ops->run(w, &d->ctx);
   atomic_store(&d->running, 0);
   w->seconds += dv_now() - t0;
+  if (w->caps_changed) {
+    w->caps_changed = 0;
+    dv_read_caps(d);
+  }
   if (r == WD_RUN_END && w->rc == WAVE_EDEVICE) {
     dv_fault(d, w->err.message);
     dv_set_faulted_err(d, w, "faulted");
@@ -378,15 +383,14 @@ static void dv_end(wd_device *d, wd_work *w)
 static void dv_open(wd_device *d)
 {
   wave_error err = {0};
-  int rc = wv_dev_open(d->backend, &d->bcfg, &d->bdev, &err);
+  int rc = wv_dev_open(&d->dev, &d->bcfg, &err);
   if (rc == 0) {
-    wd_device_refresh_caps(d);
+    dv_read_caps(d);
     wd_info("device %s (%s) open: %s, wave width %u", d->cfg.name,
-            d->backend->name, d->caps.description, d->caps.wave_width);
+            d->cfg.backend, d->tcaps.description, d->tcaps.wave_width);
   } else {
-    d->bdev = NULL;
     wd_error("device %s (%s) failed to open: %s", d->cfg.name,
-             d->backend->name, err.message);
+             d->cfg.backend, err.message);
   }
   pthread_mutex_lock(&d->mu);
   d->opened = 1;
@@ -444,13 +448,12 @@ static void *dv_main(void *arg)
       dv_end(d, w);
     /* WD_RUN_PARK: its owner holds it and resumes it */
   }
-  wv_dev_close(d->backend, d->bdev);
-  d->bdev = NULL;
+  wv_dev_close(&d->dev);
   return NULL;
 }
 
-int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
-                    size_t n_packs, wd_post_fn post, void *post_arg,
+int wd_device_start(const wd_device_cfg *cfg, unsigned index,
+                    unsigned long_slots, wd_post_fn post, void *post_arg,
                     wd_device **out, wave_error *err)
 {
   *out = NULL;
@@ -470,27 +473,14 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
     .device_match = d->cfg.device,
     .threads = d->cfg.threads,
     .queue_depth = d->cfg.queue_depth,
-    .exchange = d->cfg.exchange,
+    .exchange = (wv_exchange)d->cfg.exchange,
     .group_units = d->cfg.group_units,
-    .batch = d->cfg.batch,
   };
-  d->backend = b;
+  d->index = index;
+  d->dev.be = b;
+  d->ctx = (wd_run_ctx){.dev = &d->dev, .caps = &d->tcaps,
+                        .name = d->cfg.name, .index = index};
   d->long_slots = long_slots;
-  d->n_packs = n_packs;
-  d->checks = calloc(n_packs ? n_packs : 1, sizeof *d->checks);
-  d->rate = calloc(n_packs ? n_packs : 1, sizeof *d->rate);
-  if (d->checks == NULL || d->rate == NULL) {
-    free(d->checks);
-    free(d->rate);
-    free(d);
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  }
-  int hash = wv_dev_has_hash(b);
-  for (size_t i = 0; i < n_packs; i++) {
-    d->checks[i].state = hash ? WD_CHECK_PENDING : WD_CHECK_NONE;
-    snprintf(d->checks[i].detail, sizeof d->checks[i].detail, "%s",
-             hash ? "pending" : "backend has no hash support");
-  }
   d->post = post;
   d->post_arg = post_arg;
   d->sq.ring_tail = &d->sq.ring;
@@ -505,8 +495,6 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned long_slots,
   if (rc != 0) {
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
-    free(d->checks);
-    free(d->rate);
     free(d);
     return wv_seterr(err, WAVE_EINTERNAL, "device %s: cannot start thread: %s",
                      cfg->name, strerror(rc));
@@ -641,14 +629,14 @@ void wd_device_free(wd_device *d)
   dv_fair_free(&d->sq);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
-  free(d->checks);
-  free(d->rate);
   free(d);
 }
 
 /* ---- any thread ---------------------------------------------------------- */
 
 const char *wd_device_name(const wd_device *d) { return d->cfg.name; }
+
+unsigned wd_device_index(const wd_device *d) { return d->index; }
 
 const wd_device_cfg *wd_device_cfg_of(const wd_device *d) { return &d->cfg; }
 
@@ -659,21 +647,9 @@ void wd_device_caps(wd_device *d, wv_caps *out)
   pthread_mutex_unlock(&d->mu);
 }
 
-uint64_t wd_device_batch(wd_device *d)
-{
-  /* The configured batch wins (docs/config.md), then the backend's. */
-  pthread_mutex_lock(&d->mu);
-  uint64_t b = d->cfg.batch         ? d->cfg.batch
-               : d->caps.hash_batch ? d->caps.hash_batch
-                                    : DV_DEFAULT_BATCH;
-  pthread_mutex_unlock(&d->mu);
-  return b > DV_MAX_BATCH ? DV_MAX_BATCH : b;
-}
+int wd_device_has_hash(const wd_device *d) { return wv_dev_has_hash(&d->dev); }
 
-int wd_device_has_hash(const wd_device *d)
-{
-  return wv_dev_has_hash(d->backend);
-}
+int wd_device_can_pin(const wd_device *d) { return wv_dev_can_pin(&d->dev); }
 
 int wd_device_faulted(wd_device *d) { return atomic_load(&d->faulted); }
 
@@ -693,33 +669,6 @@ unsigned wd_device_long_load(wd_device *d)
   return n;
 }
 
-int wd_device_pack_check(wd_device *d, size_t pack, wd_pack_state *out)
-{
-  pthread_mutex_lock(&d->mu);
-  if (pack >= d->n_packs) {  /* n_packs grows on a reload: under mu */
-    pthread_mutex_unlock(&d->mu);
-    return -1;
-  }
-  *out = d->checks[pack];
-  out->hash_rate = d->rate[pack].s > 0 ? (double)d->rate[pack].n / d->rate[pack].s
-                                       : 0.0;
-  pthread_mutex_unlock(&d->mu);
-  return 0;
-}
-
-void wd_device_add_hashes(wd_device *d, size_t pack, uint64_t n,
-                          double seconds)
-{
-  if (seconds <= 0)
-    return;
-  pthread_mutex_lock(&d->mu);
-  if (pack < d->n_packs) {
-    d->rate[pack].n += n;
-    d->rate[pack].s += seconds;
-  }
-  pthread_mutex_unlock(&d->mu);
-}
-
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 {
   pthread_mutex_lock(&d->mu);
@@ -731,56 +680,4 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->running = atomic_load(&d->running);
   s->done = atomic_load(&d->done);
   s->failed = atomic_load(&d->failed);
-}
-
-/* ---- the device thread ------------------------------------------------------ */
-
-const wv_backend *wd_device_backend(const wd_device *d) { return d->backend; }
-
-wv_device *wd_device_bdev(wd_device *d) { return d->bdev; }
-
-void wd_device_refresh_caps(wd_device *d)
-{
-  wv_caps c;
-  wv_dev_caps(d->backend, d->bdev, &c);
-  pthread_mutex_lock(&d->mu);
-  d->caps = c;
-  pthread_mutex_unlock(&d->mu);
-}
-
-void wd_device_set_check(wd_device *d, size_t pack, const wd_pack_state *st)
-{
-  pthread_mutex_lock(&d->mu);
-  if (pack < d->n_packs)
-    d->checks[pack] = *st;
-  pthread_mutex_unlock(&d->mu);
-}
-
-int wd_device_add_packs(wd_device *d, size_t n_packs, wave_error *err)
-{
-  pthread_mutex_lock(&d->mu);
-  int rc = 0;
-  if (n_packs > d->n_packs) {
-    wd_pack_state *c = realloc(d->checks, n_packs * sizeof *c);
-    if (c != NULL)
-      d->checks = c;
-    dv_rate *r = c ? realloc(d->rate, n_packs * sizeof *r) : NULL;
-    if (r == NULL) {
-      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
-    } else {
-      d->rate = r;
-      int hash = wv_dev_has_hash(d->backend);
-      for (size_t i = d->n_packs; i < n_packs; i++) {
-        d->checks[i] = (wd_pack_state){
-            .state = hash ? WD_CHECK_PENDING : WD_CHECK_NONE};
-        snprintf(d->checks[i].detail, sizeof d->checks[i].detail, "%s",
-                 hash ? "pending" : "backend has no hash support");
-        d->rate[i].n = 0;
-        d->rate[i].s = 0;
-      }
-      d->n_packs = n_packs;
-    }
-  }
-  pthread_mutex_unlock(&d->mu);
-  return rc;
 }

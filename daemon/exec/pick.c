@@ -14,6 +14,11 @@ static wd_device *pk_find(wd_device *const *devs, size_t n, const char *name)
 }
 
 /* A named device for a hash job on pack rq->pack: 0 when it can run it. */
+static const wd_pick_pack *pk_pack(const wd_pick_req *rq, wd_device *d)
+{
+  return &rq->packs[wd_device_index(d)];
+}
+
 static int pk_hash_ok(wd_device *d, const wd_pick_req *rq, wave_error *err)
 {
   const char *name = wd_device_name(d);
@@ -23,12 +28,11 @@ static int pk_hash_ok(wd_device *d, const wd_pick_req *rq, wave_error *err)
                      wd_device_cfg_of(d)->backend);
   if (wd_device_faulted(d))
     return wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted", name);
-  wd_pack_state ck;
-  wd_device_pack_check(d, rq->pack, &ck);
-  if (ck.state == WD_CHECK_FAILED)
+  const wd_pick_pack *ck = pk_pack(rq, d);
+  if (ck->failed)
     return wv_seterr(err, WAVE_ESELFCHECK,
                      "pack %s failed its self-check on device %s: %s",
-                     rq->pack_name, name, ck.detail);
+                     rq->pack_name, name, ck->detail);
   return 0;
 }
 
@@ -60,9 +64,7 @@ static int pk_all(wd_device *const *devs, size_t n_devs,
     any_hash = 1;
     if (wd_device_faulted(d))
       continue;
-    wd_pack_state ck;
-    wd_device_pack_check(d, rq->pack, &ck);
-    if (ck.state == WD_CHECK_FAILED) {
+    if (pk_pack(rq, d)->failed) {
       any_failed_check = 1;
       continue;
     }
@@ -102,11 +104,8 @@ static size_t pk_one_per_gpu(wd_device **out, size_t n, const wd_pick_req *rq)
       out[kept++] = out[i];
       continue;
     }
-    wd_pack_state si, sk;
-    wd_device_pack_check(out[i], rq->pack, &si);
-    wd_device_pack_check(out[k], rq->pack, &sk);
     wd_device *drop = out[i];
-    if (si.hash_rate > sk.hash_rate) {
+    if (pk_pack(rq, out[i])->hash_rate > pk_pack(rq, out[k])->hash_rate) {
       drop = out[k];
       out[k] = out[i];
     }
@@ -176,9 +175,7 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
     int best_ready = 0;
     for (size_t i = 0; i < nc; i++) {
       unsigned load = wd_device_long_load(cand[i]);
-      wd_pack_state ck;
-      wd_device_pack_check(cand[i], rq->pack, &ck);
-      int ready = ck.state == WD_CHECK_OK;
+      int ready = pk_pack(rq, cand[i])->ready;
       if (best == NULL || ready > best_ready ||
           (ready == best_ready && load < best_load)) {
         best = cand[i];

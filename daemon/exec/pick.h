@@ -21,12 +21,21 @@
 
 enum { WD_PICK_REDUCE = 1, WD_PICK_HASH = 2 };
 
+/* How the hash job's pack stands on one device: the caller fills these
+ * from jobs/packstate.h, so that exec/ knows no pack. */
+typedef struct wd_pick_pack {
+  int failed;                 /* it failed its self-check there */
+  int ready;                  /* prepared and checked there */
+  double hash_rate;           /* hashes/s measured there; 0: none yet */
+  const char *detail;         /* failed: why */
+} wd_pick_pack;
+
 typedef struct wd_pick_req {
   int kind;                   /* WD_PICK_* */
   const char *device;         /* one named device, or NULL / "" */
   char *const *devices;       /* hash: several, or {"all"} */
   size_t n_devices;
-  size_t pack;                /* hash: the pack's index */
+  const wd_pick_pack *packs;  /* hash: by wd_device_index */
   const char *pack_name;      /* for messages */
 } wd_pick_req;
 

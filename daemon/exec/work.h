@@ -2,14 +2,17 @@
  * uv__work ({work, done}) and Valkey's bio.c jobs: the item carries its
  * own operations, so the executor (device.c) never knows what it runs.
  *
- *  - run (device thread) does one step with the device: a reduction whole,
+ *  - run (device thread) does one step with the device (x: the device's
+ *    handle, its caps, name and index; see wd_run_ctx): a reduction whole,
  *    one piece of a hash job, one step of a pack's preparation.  It
  *    returns WD_RUN_MORE to be called again (after the device has served
  *    its short lane), WD_RUN_END once w->rc/err say how it ended, or
  *    WD_RUN_PARK to leave the device without ending (whoever parked it
  *    hands it back with wd_device_resume).  A backend error of WAVE_EDEVICE
  *    left in w->rc marks the device faulted: the executor applies that rule,
- *    the item does not.
+ *    the item does not.  An item that changed what the device reports
+ *    (a prepared pack may change the hash batch) sets w->caps_changed: the
+ *    executor reads the caps again after the step.
  *  - abort (device thread, optional) ends the item instead of run when the
  *    device is faulted or stopping; without it, a faulted device ends the
  *    item with WAVE_EDEVFAULT and a stopping one still runs it.
@@ -22,9 +25,21 @@
 #include <stdint.h>
 
 #include "wave/error.h"
+#include "workers/wvdev.h"
 
 struct wd_device;
 typedef struct wd_work wd_work;
+
+/* What a run or abort op gets from its device thread.  The thread owns
+ * caps (it alone reads them again), so the op reads them without a lock;
+ * index is the device's place in the configuration (jobs/packstate.h
+ * keys the device x pack state by it). */
+typedef struct wd_run_ctx {
+  wv_dev *dev;
+  const wv_caps *caps;
+  const char *name;
+  unsigned index;
+} wd_run_ctx;
 
 enum { WD_RUN_MORE = 0, WD_RUN_END = 1, WD_RUN_PARK = 2 };
 
@@ -38,8 +53,8 @@ enum { WD_LANE_SHORT = 0, WD_LANE_LONG = 1, WD_LANE_SETUP = 2 };
 typedef struct wd_work_ops {
   const char *name;   /* for messages: "reduction", "hash job", ... */
   int lane;           /* WD_LANE_* */
-  int (*run)(wd_work *w, struct wd_device *d);
-  void (*abort)(wd_work *w, struct wd_device *d);
+  int (*run)(wd_work *w, const wd_run_ctx *x);
+  void (*abort)(wd_work *w, const wd_run_ctx *x);
   void (*done)(wd_work *w);
 } wd_work_ops;
 
@@ -50,6 +65,7 @@ struct wd_work {
   int rc;                   /* result: 0 or WAVE_E*, with err */
   wave_error err;
   double seconds;           /* time on the device, all steps */
+  int caps_changed;         /* set by run: read the device's caps again */
   uint64_t owner;           /* the fairness key (set before submit; 0:
                                the daemon's own items): short-lane owners
                                take turns item by item, long-lane ones

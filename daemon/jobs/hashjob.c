@@ -31,6 +31,7 @@ struct wd_jobs {
   uint64_t kept;              /* bytes ended jobs' results hold */
   wd_prepare_fn prepare;      /* a pack's preparation, on demand */
   void *prepare_arg;
+  wd_packstate *ps;           /* device x pack (jobs/packstate.h) */
 };
 
 static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
@@ -245,6 +246,7 @@ static int hj_fill(wd_jobs *t, wd_hjob *j, const wd_hash_submit *hs,
   j->req_id = hs->req_id;
   j->pack = packs->list[pi];
   j->pack_index = wd_packs_slot(packs, pi);
+  j->packstate = j->table->ps;
   j->nonce = hs->nonce;
   j->count = hs->count;
   j->target = hs->target;
@@ -338,15 +340,40 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   if (chosen == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   size_t n_chosen = 0;
+  /* how the pack stands on each device, for the choice */
+  size_t slot = wd_packs_slot(packs, pi), n_ix = 0;
+  for (size_t i = 0; i < n_devs; i++)
+    if (wd_device_index(devs[i]) + 1 > n_ix)
+      n_ix = wd_device_index(devs[i]) + 1;
+  wd_pick_pack *pp = calloc(n_ix ? n_ix : 1, sizeof *pp);
+  wd_pack_state *st = calloc(n_ix ? n_ix : 1, sizeof *st);
+  if (pp == NULL || st == NULL) {
+    free(pp);
+    free(st);
+    free(chosen);
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  for (size_t i = 0; i < n_devs; i++) {
+    unsigned x = wd_device_index(devs[i]);
+    st[x].state = WD_CHECK_FAILED;
+    wd_packstate_get(t->ps, x, slot, &st[x]);
+    pp[x] = (wd_pick_pack){.failed = st[x].state == WD_CHECK_FAILED,
+                           .ready = st[x].state == WD_CHECK_OK,
+                           .hash_rate = st[x].hash_rate,
+                           .detail = st[x].detail};
+  }
   wd_pick_req prq = {
     .kind = WD_PICK_HASH,
     .device = hs->device,
     .devices = hs->devices,
     .n_devices = hs->n_devices,
-    .pack = wd_packs_slot(packs, pi),
+    .packs = pp,
     .pack_name = wv_pack_name(p),
   };
-  if ((rc = wd_pick(devs, n_devs, &prq, chosen, &n_chosen, err)) != 0) {
+  rc = wd_pick(devs, n_devs, &prq, chosen, &n_chosen, err);
+  free(pp);
+  free(st);
+  if (rc != 0) {
     free(chosen);
     return rc;
   }
@@ -616,7 +643,8 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
       for (size_t i = 0; i < j->n_parts; i++)
         if (j->parts[i].state == HP_WAITING) {
           wd_pack_state ck = {0};
-          wd_device_pack_check(j->parts[i].dev, j->pack_index, &ck);
+          wd_packstate_get(j->packstate, wd_device_index(j->parts[i].dev),
+                           j->pack_index, &ck);
           v->wait_pack = wv_pack_name(j->pack);
           v->wait_device = j->dev_names[i];
           v->prepare_steps = ck.steps;
@@ -675,6 +703,8 @@ void wd_jobs_set_prepare(wd_jobs *t, wd_prepare_fn prepare, void *arg)
   t->prepare_arg = arg;
 }
 
+void wd_jobs_set_packstate(wd_jobs *t, wd_packstate *ps) { t->ps = ps; }
+
 /* Queue pt on its device, or let it wait there for the pack.  0, or why
  * it cannot run (the caller ends it). */
 static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
@@ -684,7 +714,7 @@ static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
     return wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted",
                      wd_device_name(pt->dev));
   wd_pack_state ck = {.state = WD_CHECK_FAILED};
-  wd_device_pack_check(pt->dev, j->pack_index, &ck);
+  wd_packstate_get(t->ps, wd_device_index(pt->dev), j->pack_index, &ck);
   if (ck.state == WD_CHECK_PENDING) {
     if (!ck.queued) {
       int rc = t->prepare != NULL
@@ -731,7 +761,7 @@ static void hj_release_waiting(wd_hjob *j)
 void wd_jobs_pack_ended(wd_jobs *t, wd_device *d, size_t slot)
 {
   wd_pack_state ck = {.state = WD_CHECK_FAILED};
-  wd_device_pack_check(d, slot, &ck);
+  wd_packstate_get(t->ps, wd_device_index(d), slot, &ck);
   if (ck.state == WD_CHECK_PENDING)
     return;  /* a newer preparation is queued: wait for that one */
   for (wd_hjob *j = t->head; j != NULL; j = j->next) {

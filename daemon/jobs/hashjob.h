@@ -43,6 +43,7 @@
 
 #include "daemon/config.h"
 #include "daemon/exec/device.h"
+#include "daemon/jobs/packstate.h"
 #include "workers/hash/hash.h"
 
 /* JobState's numbers (proto/wave.proto). */
@@ -56,7 +57,7 @@ typedef struct wd_jobs wd_jobs;
 typedef struct wd_hjob wd_hjob;
 
 /* The packs served.  slot[k] is list[k]'s pack-state index on the devices
- * (wd_device_pack_check): a reload gives a new or changed pack a new slot
+ * (jobs/packstate.h): a reload gives a new or changed pack a new slot
  * and an unchanged one keeps its own.  slot NULL: slot k is k. */
 typedef struct wd_packs {
   const wv_pack *const *list;
@@ -117,6 +118,9 @@ void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim);
 typedef int (*wd_prepare_fn)(void *arg, wd_device *d, const wv_pack *pack,
                              size_t slot, wave_error *err);
 void wd_jobs_set_prepare(wd_jobs *t, wd_prepare_fn prepare, void *arg);
+/* The device x pack states the table reads and its shares write (set
+ * once the devices have started, before the first submit). */
+void wd_jobs_set_packstate(wd_jobs *t, wd_packstate *ps);
 /* A preparation of pack slot `slot` on d came back (its check state says
  * how): queue the shares that waited for it, or end them with SELFCHECK. */
 void wd_jobs_pack_ended(wd_jobs *t, wd_device *d, size_t slot);

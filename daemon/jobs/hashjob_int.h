@@ -60,6 +60,7 @@ struct wd_hjob {
   int detach;                /* ... unless detached */
   const wv_pack *pack;
   size_t pack_index;
+  wd_packstate *packstate;   /* its table's (jobs/packstate.h) */
   uint64_t nonce, count, target;
   uint32_t max_winners;
   int want_outputs, want_segments;

@@ -121,7 +121,7 @@ static void hr_merge(wd_hjob *j, hj_piece *pc, const wv_hash_batch *b)
  * and its best if it beats the job's.  One check costs a unit of the
  * reference hash (~ms for a memory pack), and after the first pieces
  * nearly nothing qualifies, so the device thread is not held up. */
-static int hr_verify(wd_hjob *j, wd_device *d, const wv_hash_batch *b,
+static int hr_verify(wd_hjob *j, const wd_run_ctx *x, const wv_hash_batch *b,
                      wave_error *err)
 {
   pthread_mutex_lock(&j->mu);
@@ -150,34 +150,34 @@ static int hr_verify(wd_hjob *j, wd_device *d, const wv_hash_batch *b,
     if (cpu != output) {
       wd_error("device %s: hash mismatch (pack %s, nonce %" PRIu64
                "): device 0x%016" PRIx64 ", CPU 0x%016" PRIx64,
-               wd_device_name(d), wv_pack_name(j->pack), nonce, output, cpu);
+               x->name, wv_pack_name(j->pack), nonce, output, cpu);
       return wv_seterr(err, WAVE_EMISMATCH, "device %s: nonce %" PRIu64
                        " gave 0x%016" PRIx64 ", the CPU says 0x%016" PRIx64,
-                       wd_device_name(d), nonce, output, cpu);
+                       x->name, nonce, output, cpu);
     }
   }
   return 0;
 }
 
 /* The first step of a share: the pack's check on this device, caps. */
-static int hr_start(hj_part *p, wd_device *d)
+static int hr_start(hj_part *p, const wd_run_ctx *x)
 {
   wd_hjob *j = p->job;
-  wd_pack_state ck;
-  wd_device_pack_check(d, j->pack_index, &ck);
+  wd_pack_state ck = {.state = WD_CHECK_FAILED};
+  wd_packstate_get(j->packstate, x->index, j->pack_index, &ck);
   if (ck.state != WD_CHECK_OK)
     return wv_seterr(&p->work.err, WAVE_ESELFCHECK,
                      "pack %s failed its self-check on device %s: %s",
-                     wv_pack_name(j->pack), wd_device_name(d), ck.detail);
-  wv_caps caps;
-  wd_device_caps(d, &caps);
-  p->reverify = caps.reverify;
+                     wv_pack_name(j->pack), x->name, ck.detail);
+  const wv_caps *caps = x->caps;
+  p->reverify = caps->reverify;
   p->checked = 1;
   pthread_mutex_lock(&j->mu);
-  if (strstr(j->exchange, caps.exchange) == NULL) {
+  const char *ex = wv_exchange_name(caps->exchange_mode);
+  if (strstr(j->exchange, ex) == NULL) {
     size_t l = strlen(j->exchange);
     snprintf(j->exchange + l, sizeof j->exchange - l, "%s%s", l ? "," : "",
-             caps.exchange);
+             ex);
   }
   pthread_mutex_unlock(&j->mu);
   uint64_t zero = 0;
@@ -187,7 +187,7 @@ static int hr_start(hj_part *p, wd_device *d)
   return 0;
 }
 
-static int hr_run(wd_work *w, wd_device *d)
+static int hr_run(wd_work *w, const wd_run_ctx *x)
 {
   hj_part *p = (hj_part *)w;
   wd_hjob *j = p->job;
@@ -203,7 +203,7 @@ static int hr_run(wd_work *w, wd_device *d)
                                                : "");
     return WD_RUN_END;
   }
-  if (!p->checked && (w->rc = hr_start(p, d)) != 0)
+  if (!p->checked && (w->rc = hr_start(p, x)) != 0)
     return WD_RUN_END;
 
   pthread_mutex_lock(&j->mu);
@@ -216,7 +216,8 @@ static int hr_run(wd_work *w, wd_device *d)
     j->returned = pc->next;
     pc->next = NULL;
   } else if (j->cursor < j->count) {
-    if ((pc = hr_new_piece(j, wd_device_batch(d))) == NULL) {
+    if ((pc = hr_new_piece(j, wd_packstate_batch(j->packstate, x->index,
+                                                 x->caps))) == NULL) {
       wave_error e;
       wv_seterr(&e, WAVE_ENOMEM, "no memory for a piece of job %" PRIu64,
                 j->id);
@@ -246,30 +247,28 @@ static int hr_run(wd_work *w, wd_device *d)
     .seg_fp = pc->seg,
     .winners = p->win,
   };
-  const wv_backend *be = wd_device_backend(d);
   int rc = 0;
-  if (rc == 0 && b.outputs == NULL && wv_dev_batch_needs_scratch(be) &&
+  if (rc == 0 && b.outputs == NULL && wv_dev_batch_needs_scratch(x->dev) &&
       p->scratch_n < pc->len) {
     free(p->scratch);
     p->scratch_n = 0;
     if ((p->scratch = malloc(pc->len * sizeof *p->scratch)) == NULL)
       rc = wv_seterr(&err, WAVE_ENOMEM, "device %s: no memory for a batch of "
-                     "%" PRIu64 " outputs", wd_device_name(d), pc->len);
+                     "%" PRIu64 " outputs", x->name, pc->len);
     else
       p->scratch_n = pc->len;
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (rc == 0)
-    rc = wv_dev_hash_batch(be, wd_device_bdev(d), j->pack, &b, p->scratch,
-                           &err);
+    rc = wv_dev_hash_batch(x->dev, j->pack, &b, p->scratch, &err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (rc == 0)  /* the capacity figure of status (hash_rate) */
-    wd_device_add_hashes(d, j->pack_index, b.count,
-                         (double)(t1.tv_sec - t0.tv_sec) +
-                             (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    wd_packstate_add_hashes(j->packstate, x->index, j->pack_index, b.count,
+                            (double)(t1.tv_sec - t0.tv_sec) +
+                                (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
   if (rc == 0 && p->reverify)
-    rc = hr_verify(j, d, &b, &err);
+    rc = hr_verify(j, x, &b, &err);
   if (rc == WAVE_EDEVICE) {
     hr_put_back(j, pc);  /* another device takes it */
     p->faulted = 1;
@@ -290,7 +289,7 @@ static int hr_run(wd_work *w, wd_device *d)
   hr_merge(j, pc, &b);
   pthread_mutex_unlock(&j->mu);
   p->hashes += b.count;
-  wd_stats_hashed(wd_device_name(d), b.count);  /* metrics' hash rates */
+  wd_stats_hashed(x->name, b.count);  /* metrics' hash rates */
   return WD_RUN_MORE;
 }
 

@@ -10,7 +10,7 @@
  * counts down to readiness (StatusReply.ready, READY=1) and starts the
  * hash jobs that waited for the pack on this device (hashjob.h,
  * wd_jobs_pack_ended).  While it is queued or runs, the device's state of
- * the pack says so (wd_pack_state.queued) with the steps done and the
+ * the pack (jobs/packstate.h) says so (wd_pack_state.queued) with the steps done and the
  * steps in all, which a waiting job's JobInfo reports.
  */
 #ifndef WD_PACKPREP_H
@@ -20,12 +20,15 @@
 
 #include "daemon/exec/device.h"
 #include "daemon/exec/work.h"
+#include "daemon/jobs/packstate.h"
 #include "workers/hash/hash.h"
 
 typedef struct wd_prep {
   wd_work work;              /* first member */
   const wv_pack *pack;
-  size_t index;              /* the pack's index in the device's states */
+  size_t index;              /* the pack's slot in the states */
+  wd_packstate *states;      /* set by wd_prep_submit */
+  unsigned dev_index;
   int prepared;
   unsigned steps;            /* preparation steps done (status detail) */
   unsigned steps_total;      /* the backend's count; 0: unknown */
@@ -34,7 +37,9 @@ typedef struct wd_prep {
   void *arg;
 } wd_prep;
 
-/* Queue p (filled by the caller: pack, index, ended, arg) on d. */
-int wd_prep_submit(wd_device *d, wd_prep *p, wave_error *err);
+/* Queue p (filled by the caller: pack, index, ended, arg) on d; its
+ * progress and result go to ps. */
+int wd_prep_submit(wd_packstate *ps, wd_device *d, wd_prep *p,
+                   wave_error *err);
 
 #endif

@@ -36,20 +36,16 @@ static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
   return 0;
 }
 
-static int rr_reduce_run(wd_work *w, wd_device *d)
+static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
 {
   wd_req *c = ((wd_call *)((char *)w - offsetof(wd_call, work)))->ctx;
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
-    w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d),
-                           &c->call->job,
-                           c->bulk.src,
+    w->rc = wd_file_reduce(x->dev, x->caps, &c->call->job, c->bulk.src,
                            c->call->srv->cfg->limits.region_read_timeout_ms,
                            &c->call->out, &fsome, &w->err);
   else
-    w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d),
-                          &c->call->job,
-                          &c->call->out, &w->err);
+    w->rc = wv_dev_reduce(x->dev, &c->call->job, &c->call->out, &w->err);
   c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (w->rc == 0 && c->call->job.dtype == WAVE_F32 &&
       c->call->job.op != WAVE_SUM) {

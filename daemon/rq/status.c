@@ -12,9 +12,10 @@
 /* Pack k's self-check state on device d as a PackCheck; its strings point
  * into st, the pack and the device, which outlive the reply. */
 static void ss_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
-                          wd_device *d, size_t k, const wv_pack *pack)
+                          wd_packstate *ps, wd_device *d, size_t k,
+                          const wv_pack *pack)
 {
-  wd_device_pack_check(d, k, st);
+  wd_packstate_get(ps, wd_device_index(d), k, st);
   wave__v1__pack_check__init(pc);
   pc->pack = (char *)wv_pack_name(pack);
   pc->device = (char *)wd_device_name(d);
@@ -55,13 +56,17 @@ void wd_rq_status(wd_req *c)
     ds[i].fault = snap[i].fault;
     ds[i].running = snap[i].running;
     ds[i].wave_width = caps[i].wave_width;
-    ds[i].exchange = caps[i].exchange;
+    /* a device that never opened has no caps (not even a description)
+     * and says no exchange, as before */
+    ds[i].exchange = caps[i].description[0] != '\0'
+                         ? (char *)wv_exchange_name(caps[i].exchange_mode)
+                         : "";
     ds[i].exchange_reason = caps[i].exchange_reason;
     ds[i].n_packs = np;
     ds[i].packs = pp + i * np;
     for (size_t k = 0; k < np; k++) {
       size_t x = i * np + k;
-      ss_pack_check(&pc[x], &st[x], d, wd_packs_slot(s->packs, k),
+      ss_pack_check(&pc[x], &st[x], s->packstate, d, wd_packs_slot(s->packs, k),
                     s->packs->list[k]);
       pp[x] = &pc[x];
     }
@@ -120,8 +125,8 @@ void wd_rq_packs(wd_req *c)
     pi[k].devices = pp + k * nd;
     for (size_t i = 0; i < nd; i++) {
       size_t x = k * nd + i;
-      ss_pack_check(&pc[x], &st[x], s->devs[i], wd_packs_slot(s->packs, k),
-                    p);
+      ss_pack_check(&pc[x], &st[x], s->packstate, s->devs[i],
+                    wd_packs_slot(s->packs, k), p);
       pp[x] = &pc[x];
     }
     pip[k] = &pi[k];

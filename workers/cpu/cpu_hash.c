@@ -322,7 +322,6 @@ int wv_cpu_hash(wv_device *dev, const wv_pack *p, uint64_t nonce,
 void wv_cpu_hash_caps(wv_device *dev, wv_caps *caps)
 {
   caps->exchange_mode = WV_EXCHANGE_LANES;
-  snprintf(caps->exchange, sizeof caps->exchange, "lanes");
   caps->reverify = 0;  /* this is the reference: nothing to re-verify */
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason,
            "cpu: a unit's 32 lanes are one array per register; xchg copies "

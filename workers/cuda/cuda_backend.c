@@ -11,6 +11,7 @@
 
 const wv_backend wv_cuda_backend = {
   .name = "cuda",
+  .counts_visible_devices = 1,
   .open = wv_cuda_open,
   .close = wv_cuda_close,
   .caps = wv_cuda_caps,

@@ -591,8 +591,6 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
   caps->native_wave_reduce = g->major >= 8; /* redux.sync */
 #endif
   caps->wave_width = (unsigned)g->warp;
-  snprintf(caps->exchange, sizeof caps->exchange, "%s",
-           g->local ? "local" : "shuffle");
   caps->exchange_mode = g->local ? WV_EXCHANGE_LOCAL : WV_EXCHANGE_SHUFFLE;
   caps->reverify = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",

@@ -228,8 +228,6 @@ __global__ void k_spot(const uint64_t *d, uint64_t n, uint64_t *out)
 
 void hash_init(gdev *g, const wv_device_config *cfg)
 {
-  const char *want = cfg->exchange != NULL ? cfg->exchange : "auto";
-  g->batch_cfg = cfg->batch;
   /* 4 units (128 threads): a lane's registers take 8 R bytes of shared
    * memory, and smaller blocks waste less of it per SM (1 KB reserved per
    * block on sm_90). */
@@ -254,11 +252,11 @@ void hash_init(gdev *g, const wv_device_config *cfg)
   else
     snprintf(g->jit_note, sizeof g->jit_note, "kernel: interpreter (%s)",
              !want_jit ? "WAVE_CUDA_NVRTC=0" : jit_missing());
-  if (strcmp(want, "local") == 0) {
+  if (cfg->exchange == WV_EXCHANGE_LOCAL) {
     g->local = 1;
     snprintf(g->exchange_reason, sizeof g->exchange_reason,
              "configured: local memory, two buffers, one barrier");
-  } else if (strcmp(want, "shuffle") == 0) {
+  } else if (cfg->exchange == WV_EXCHANGE_SHUFFLE) {
     g->local = 0;
     snprintf(g->exchange_reason, sizeof g->exchange_reason,
              g->warp == 32 ? "configured: wave %d = one unit (shuffle xor)"
@@ -286,8 +284,6 @@ void hash_fini(gdev *g)
 
 uint64_t hash_batch(const gdev *g)
 {
-  if (g->batch_cfg > 0)
-    return g->batch_cfg;
   /* About 150 ms of work: measured when a pack was prepared, else a
    * guess of 250 k hashes/s per SM.  Past one of hash_batch's sub-batches
    * (WVG_SEG_SUB nonces) it is rounded up to whole sub-batches: the fold

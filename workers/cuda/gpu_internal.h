@@ -209,7 +209,6 @@ struct gdev {
   int local;                  /* exchange path: 1 local memory, 0 shuffle */
   char exchange_reason[200];
   unsigned group_units;       /* units per block */
-  uint64_t batch_cfg;         /* configured nonces per batch, 0 = auto */
   hpack packs[16];
   int npacks;
   const struct wv_pack *loaded; /* program now in constant memory */

@@ -98,7 +98,7 @@ struct wv_device {
   unsigned hash_units;      /* units per work-group */
   uint64_t hash_batch;      /* nonces per batch suggested */
   char description[160];
-  char exchange[16];
+  wv_exchange exchange;      /* the path caps report */
   char exchange_reason[200];
   void *hash_state;         /* ocl_hash.c */
 };

@@ -359,11 +359,9 @@ static int oo_shuffle_possible(wv_device *d, const wv_device_config *cfg,
 
 static void oo_choose_exchange(wv_device *d, const wv_device_config *cfg)
 {
-  const char *want = cfg->exchange != NULL && cfg->exchange[0] != '\0'
-                       ? cfg->exchange : "auto";
   int ex = 0;
   char why[180];
-  if (strcmp(want, "local") == 0) {
+  if (cfg->exchange == WV_EXCHANGE_LOCAL) {
     snprintf(why, sizeof why, "configured local");
   } else if (d->khr_shuffle) {
     ex = oo_shuffle_possible(d, cfg, 1, why, sizeof why) ? 1 : 0;
@@ -373,21 +371,21 @@ static void oo_choose_exchange(wv_device *d, const wv_device_config *cfg)
     snprintf(why, sizeof why, "no sub-group shuffle extension listed "
              "(cl_khr_subgroup_shuffle, cl_intel_subgroups)");
   }
-  d->want_shuffle = strcmp(want, "shuffle") == 0;
+  d->want_shuffle = cfg->exchange == WV_EXCHANGE_SHUFFLE;
   d->hash_shuffle = ex;
   d->hash_refused = 0;
   if (ex != 0) {
-    snprintf(d->exchange, sizeof d->exchange, "shuffle");
+    d->exchange = WV_EXCHANGE_SHUFFLE;
     snprintf(d->exchange_reason, sizeof d->exchange_reason, "%s: %.140s",
              ex == 1 ? "sub_group_shuffle_xor" : "intel_sub_group_shuffle_xor",
              why);
   } else if (d->want_shuffle) {
     d->hash_refused = 1;
-    snprintf(d->exchange, sizeof d->exchange, "none");
+    d->exchange = WV_EXCHANGE_NONE;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "configured shuffle, which this device cannot do: %.140s", why);
   } else {
-    snprintf(d->exchange, sizeof d->exchange, "local");
+    d->exchange = WV_EXCHANGE_LOCAL;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "local memory, two buffers, one barrier per exchange: %.140s", why);
   }
@@ -644,7 +642,7 @@ int wv_ocl_open_ex(const wv_device_config *cfg, const wv_ocl_options *opt,
   if ((rv = oo_build_base(d, err)) != 0 || (rv = oo_probe_denorm(d, err)) != 0)
     goto fail;
   oo_choose_exchange(d, cfg);
-  d->hash_batch = cfg->batch ? cfg->batch : d->gpu ? 1ull << 22 : 1ull << 15;
+  d->hash_batch = d->gpu ? 1ull << 22 : 1ull << 15;
   snprintf(d->description, sizeof d->description,
            "%.50s (%.30s), OpenCL %u.%u, C %u.%u, %u CUs%s%s", d->name,
            d->platform_name, d->cl_major, d->cl_minor, d->c_major, d->c_minor,
@@ -688,12 +686,9 @@ static void oo_caps(wv_device *d, wv_caps *caps)
   snprintf(caps->description, sizeof caps->description, "%s", d->description);
   caps->wave_width = d->hash_shuffle ? 32 : 1;
   caps->native_wave_reduce = d->subgroups && !d->opt.force_local;
-  snprintf(caps->exchange, sizeof caps->exchange, "%s", d->exchange);
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
            d->exchange_reason);
-  caps->exchange_mode = d->hash_refused   ? WV_EXCHANGE_NONE
-                        : d->hash_shuffle ? WV_EXCHANGE_SHUFFLE
-                                          : WV_EXCHANGE_LOCAL;
+  caps->exchange_mode = d->exchange;
   caps->reverify = 1;  /* a GPU's winners are checked on the CPU */
   caps->hash_batch = d->hash_batch;
   caps->has_uuid = d->has_uuid;

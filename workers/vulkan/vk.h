@@ -177,7 +177,7 @@ struct wv_device {
   wv_vk_buf result;                 /* host-visible, 16 bytes */
 
   char description[160];
-  char exchange[16];
+  wv_exchange exchange;              /* hash: the path caps report */
   char exchange_reason[200];
 
   /* host memory import (VK_EXT_external_memory_host, vk_pin.c) */

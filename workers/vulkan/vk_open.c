@@ -71,28 +71,26 @@ static void vo_choose_paths(wv_device *d, const wv_device_config *cfg)
              d->sg_size, d->sg_min, d->sg_max,
              d->sg_min <= 32 && 32 <= d->sg_max && !d->full_subgroups
                ? ", full sub-groups cannot be required" : "");
-  const char *want = cfg->exchange != NULL && cfg->exchange[0] != 0
-                       ? cfg->exchange : "auto";
   d->hash_shuffle = 0;
   d->hash_refused = 0;
-  if (strcmp(want, "local") == 0) {
-    snprintf(d->exchange, sizeof d->exchange, "local");
+  if (cfg->exchange == WV_EXCHANGE_LOCAL) {
+    d->exchange = WV_EXCHANGE_LOCAL;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "configured local (shuffle would be %s: %.140s)",
              can ? "possible" : "impossible", why);
   } else if (can) {
     d->hash_shuffle = 1;
-    snprintf(d->exchange, sizeof d->exchange, "shuffle");
+    d->exchange = WV_EXCHANGE_SHUFFLE;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "subgroupShuffleXor: %.140s%s", why,
              d->maxreconv ? "; maximal reconvergence" : "");
-  } else if (strcmp(want, "shuffle") == 0) {
+  } else if (cfg->exchange == WV_EXCHANGE_SHUFFLE) {
     d->hash_refused = 1;  /* hash_prepare refuses packs (UNSUPPORTED) */
-    snprintf(d->exchange, sizeof d->exchange, "none");
+    d->exchange = WV_EXCHANGE_NONE;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "configured shuffle, which this device cannot do: %.140s", why);
   } else {
-    snprintf(d->exchange, sizeof d->exchange, "local");
+    d->exchange = WV_EXCHANGE_LOCAL;
     snprintf(d->exchange_reason, sizeof d->exchange_reason,
              "shared memory: %.140s", why);
   }
@@ -683,9 +681,8 @@ int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
    * of the main pack on an H200 and four of hash_batch's 2^23 sub-batches:
    * 2^22 (11 ms) left a job through the daemon at 0.86 of the batch rate,
    * its per-call fold and copy-back exposed every 11 ms. */
-  d->hash_batch = cfg->batch ? cfg->batch
-                : d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
-                    ? (1u << 15) : (1u << 25);
+  d->hash_batch = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+                      ? (1u << 15) : (1u << 25);
   if ((rc = vo_create_objects(d, err)) != 0 ||
       (rc = vo_probe_denormals(d, err)) != 0)
     goto fail;
@@ -720,10 +717,7 @@ static void vo_caps(wv_device *d, wv_caps *caps)
    * it, the device's size otherwise. */
   caps->wave_width = d->hash_shuffle && d->sg_require32 ? 32 : d->sg_size;
   caps->native_wave_reduce = d->red_sg;
-  snprintf(caps->exchange, sizeof caps->exchange, "%s", d->exchange);
-  caps->exchange_mode = d->hash_refused   ? WV_EXCHANGE_NONE
-                        : d->hash_shuffle ? WV_EXCHANGE_SHUFFLE
-                                          : WV_EXCHANGE_LOCAL;
+  caps->exchange_mode = d->exchange;
   caps->reverify = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%s",
            d->exchange_reason);

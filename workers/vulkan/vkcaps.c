@@ -17,13 +17,14 @@
 int main(int argc, char **argv)
 {
   wv_device_config cfg = {.name = "vk", .backend = "vulkan", .index = 0,
-                          .exchange = "auto"};
+                          .exchange = WV_EXCHANGE_AUTO};
   long expect = -1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--index") == 0 && i + 1 < argc)
       cfg.index = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--exchange") == 0 && i + 1 < argc)
-      cfg.exchange = argv[++i];
+    else if (strcmp(argv[i], "--exchange") == 0 && i + 1 < argc &&
+             wv_exchange_parse(argv[i + 1], &cfg.exchange) == 0)
+      i++;
     else if (strcmp(argv[i], "--expect-wave-width") == 0 && i + 1 < argc)
       expect = strtol(argv[++i], NULL, 10);
     else {
@@ -45,7 +46,8 @@ int main(int argc, char **argv)
   printf("wave_width: %u\n", c.wave_width);
   printf("native_wave_reduce: %d\n", c.native_wave_reduce);
   printf("float_sum_exchange: %s\n", d->sum_shuffle ? "shuffle" : "local");
-  printf("exchange: %s (%s)\n", c.exchange, c.exchange_reason);
+  printf("exchange: %s (%s)\n", wv_exchange_name(c.exchange_mode),
+         c.exchange_reason);
   printf("hash_batch: %llu\n", (unsigned long long)c.hash_batch);
   printf("window_rows: %u\n", d->window_rows);
   wv_vulkan_backend.close(d);
