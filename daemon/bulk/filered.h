@@ -53,7 +53,9 @@
 typedef struct wd_fsrc {
   int fd;
   uint64_t off;
-  uint64_t region;  /* its id, for messages */
+  uint64_t region;        /* its id, for messages */
+  const wd_region *reg;   /* a mapped or copy region (the job holds it):
+                             read by the readers too when not pinned */
 } wd_fsrc;
 
 /* wv_reduce_validate for a job whose file spans have data NULL. */
