@@ -97,6 +97,7 @@ START_TEST(defaults)
   ck_assert_uint_eq(c->limits.max_wait_ms, 10000);
   ck_assert_uint_eq(c->limits.keep_jobs, 256);
   ck_assert_uint_eq(c->limits.keep_seconds, 600);
+  ck_assert_uint_eq(c->limits.file_readers, 0);  /* min(8, cores) */
   char dir[600];
   snprintf(dir, sizeof dir, "%s/packs", tc_dir);
   ck_assert_str_eq(c->packs_dir, dir);
@@ -281,6 +282,28 @@ START_TEST(bad_integers)
   tc_load_bad("limits:\n"
               "  keep_jobs: [1]\n" ONE_DEVICE,
               "2:14", "limits.keep_jobs", "expected an integer");
+}
+END_TEST
+
+/* limits.file_readers: the reader pool's size (daemon/bulk/readers.h) */
+START_TEST(file_readers_key)
+{
+  wd_config *c = tc_load_ok("limits:\n  file_readers: 12\n" ONE_DEVICE);
+  ck_assert_uint_eq(c->limits.file_readers, 12);
+  wd_config_free(c);
+  c = tc_load_ok("limits:\n  file_readers: 64\n" ONE_DEVICE);
+  ck_assert_uint_eq(c->limits.file_readers, 64);
+  wd_config_free(c);
+  tc_load_bad("limits:\n"
+              "  file_readers: 65\n" ONE_DEVICE,
+              "2:17", "limits.file_readers", "expected an integer 0..64");
+  tc_load_bad("limits:\n"
+              "  jobs_in_flight: 4\n"
+              "  file_readers: -1\n" ONE_DEVICE,
+              "3:17", "limits.file_readers", "expected an integer 0..64");
+  tc_load_bad("limits:\n"
+              "  file_readers: eight\n" ONE_DEVICE,
+              "2:17", "limits.file_readers", "expected an integer 0..64");
 }
 END_TEST
 
@@ -688,6 +711,7 @@ static Suite *config_suite(void)
   tcase_add_test(t, empty_sections_and_all);
   tcase_add_test(t, missing_file);
   tcase_add_test(t, bad_integers);
+  tcase_add_test(t, file_readers_key);
   tcase_add_test(t, bad_enums_and_modes);
   tcase_add_test(t, unknown_and_duplicate_keys);
   tcase_add_test(t, devices);

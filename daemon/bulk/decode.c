@@ -36,6 +36,7 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
   if ((rc = wd_readers_start(cfg->limits.file_readers, err)) != 0)
     return rc;
   b->readers = 1;
+  wd_info("%u file readers (limits.file_readers)", wd_readers_size());
   return 0;
 }
 

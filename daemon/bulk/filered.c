@@ -653,6 +653,9 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
     return rc;
   }
   int stalled = 0;
+  wd_debug("reduction of %" PRIu64 " rows through the readers: %zu pieces "
+           "of up to %" PRIu64 " rows, %u slots, %u parts each", job->rows,
+           f->n, slot_rows, n_slots < f->n ? n_slots : (unsigned)f->n, parts);
   if ((rc = fr_slots(f, b, bdev, slot_rows, n_slots, parts, err)) == 0)
     rc = fr_run(f, b, bdev, P, timeout_ms, &acc, &stalled, err);
   if (rc == 0)
