@@ -9,9 +9,13 @@
  * make the fixed tree visible (1 + 2^-24), NaN/inf/-0.0/subnormals,
  * pieces with no finite row, and sums of selected -0.0 rows next to
  * all-masked pieces.  The same cases run with the daemon's default
- * pieces (CPU: 256 KiB, four per 1 MiB slot, one reader) and with
- * WAVED_FILE_LEVELS=1 and 3 (256-row and 2^24-row pieces, two readers),
+ * pieces (CPU: 256 KiB, 16 per 4 MiB slot read in four parts by the
+ * reader pool) and with WAVED_FILE_LEVELS=1 and 3 (256-row and 2^24-row
+ * pieces, slots in four parts),
  * and, in the Vulkan build, on lavapipe (case vulkan).
+ * Copy regions and memfd regions filled before registration take the same
+ * path where the device would stage them (WAVED_FILE_STAGE=1 makes the CPU
+ * do so here), with limits.file_readers: 3 (case region_bits_staged).
  * Then the refusals: another owner's file, a file that shrinks before or
  * during a job (REGION, the daemon keeps serving).
  */
@@ -300,7 +304,7 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
   td_stop_ok(&d);
 }
 
-/* default pieces: 1 MiB slots of four 65536-row pieces on the CPU */
+/* default pieces: 4 MiB slots of 16 65536-row pieces on the CPU */
 START_TEST(file_bits_default)
 {
   static const size_t sizes[] = {1, 255, 65537, 300001, 1048576 + 4099};
@@ -308,7 +312,7 @@ START_TEST(file_bits_default)
 }
 END_TEST
 
-/* 256-row pieces in 1024-row slots, two readers: many pieces, a ring that
+/* 256-row pieces in 1024-row slots, 256-row parts: many pieces, a ring that
  * wraps many times, the levels above the pieces */
 START_TEST(file_bits_small)
 {
