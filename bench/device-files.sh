@@ -103,8 +103,8 @@ CFG
 done
 echo "answer: $ref"
 # the peers, in process (their own timing, best of 3, file in the page cache)
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  python3 - "$f" <<'PY'
+if env -u LD_LIBRARY_PATH python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  env -u LD_LIBRARY_PATH python3 - "$f" <<'PY'
 import sys, time, torch
 p = sys.argv[1]
 n = (1 << 30) // 4
@@ -120,8 +120,8 @@ PY
 else
   echo "note: torch with CUDA not here: no torch.from_file peer"
 fi
-if python3 -c 'import numpy, cupy' 2>/dev/null; then
-  python3 - "$f" <<'PY'
+if env -u LD_LIBRARY_PATH python3 -c 'import numpy, cupy' 2>/dev/null; then
+  env -u LD_LIBRARY_PATH python3 - "$f" <<'PY'
 import sys, time, numpy, cupy
 p = sys.argv[1]
 cupy.zeros(1).sum()
