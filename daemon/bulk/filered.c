@@ -628,11 +628,16 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
   int rc = fr_open(b, job, src, slot_rows, &f, &reads, err);
   if (rc != 0)
     return rc;
-  if (!reads) {  /* regions pinned, or a device that reads host memory */
+  int files = 0;
+  for (size_t i = 0; i < f->job_spans; i++)
+    files |= src[i].fd >= 0;
+  unsigned stuck = atomic_load(&fr_stuck);
+  /* regions pinned, or a device that reads host memory; or readers stuck
+   * in hung files, and the regions' rows are staged by the device */
+  if (!reads || (!files && stuck >= WD_FILE_STUCK_MAX)) {
     fr_free(f);
     return fr_whole(b, bdev, job, out, some_finite, err);
   }
-  unsigned stuck = atomic_load(&fr_stuck);
   if (stuck >= WD_FILE_STUCK_MAX) {
     fr_free(f);
     return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
