@@ -20,6 +20,8 @@
 # point: its time against the best `cat` (time ratio, as device-firsthour.sh
 # prints it) and its share of the pinned copy's rate (the issue's target:
 # >= 0.5 on cuda0, >= 0.4 on vk0).
+# After each device's runs, "where the time went": the daemon's debug line
+# for the last run (device waiting for the readers vs reducing).
 # Exit status 0 when every run served the same bits and the daemon
 # stopped with status 0 each time.
 set -uo pipefail
@@ -54,7 +56,7 @@ for R in $sweep; do
   cat >"$cfg" <<CFG
 listen:
   - $url
-log_level: info
+log_level: debug
 limits:
   max_job_rows: 268435456
   file_readers: $R
@@ -96,6 +98,9 @@ CFG
       bestcat=$(awk -v x="$bestcat" -v y="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" 'BEGIN { print (x == "" || y < x) ? y : x }')
     done
     echo "$R $dev $best $bestcat" >>"$summary"
+    # the daemon's own account of the last run: how long the device waited
+    # for the readers, and how long it reduced
+    grep "through the readers" "$log" | tail -n 1 | sed 's/^.*reduction of/where the time went: reduction of/'
   done
   n=$(grep -c "kept open, read by its jobs" "$log")
   [ "$n" -ge 1 ] && ok "file_readers $R: the runs went as file regions ($n in the log)" ||

@@ -149,7 +149,8 @@ for f in conformance reduce job hash vulkan opencl daemon region firsthour files
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
     vulkan | opencl) grep -E '^device:|^paths:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
     daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
-    region | firsthour | files) grep -E '^\||^pinned|^(ok|FAIL) ' "$OUT/$f.log" ;;
+    region | firsthour) grep -E '^\||^pinned|^(ok|FAIL) ' "$OUT/$f.log" ;;
+    files) grep -E '^\||^pinned|^where|^note|^(ok|FAIL) ' "$OUT/$f.log" ;;
     python) grep -E '^\||^python-bulk|^baseline|^target|^note' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac

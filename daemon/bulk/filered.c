@@ -81,12 +81,14 @@ static _Atomic unsigned fr_stuck;
 
 unsigned wd_file_stuck(void) { return atomic_load(&fr_stuck); }
 
-static uint64_t fr_now_ms(void)
+static double fr_now_s(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+static uint64_t fr_now_ms(void) { return (uint64_t)(fr_now_s() * 1e3); }
 
 /* cv waits with a deadline: CLOCK_MONOTONIC, set in fr_cv_init. */
 static void fr_cv_init(pthread_cond_t *cv)
@@ -603,15 +605,28 @@ static int fr_run(fr *f, const wv_backend *b, wv_device *bdev, uint64_t P,
                   wave_error *err)
 {
   int rc = 0;
+  /* where the time went (said at debug level): the device waiting for the
+   * readers, or the readers waiting for the device */
+  double t0 = fr_now_s(), waited = 0, reduced = 0;
   for (size_t i = 0; rc == 0 && i < f->n_slots; i++)
     rc = fr_post(f, i, err);
   for (size_t i = 0; rc == 0 && i < f->n; i++) {
+    double a = fr_now_s();
     if ((rc = fr_await(f, i, timeout_ms, stalled, err)) != 0)
       break;
+    double m = fr_now_s();
     rc = fr_reduce_piece(f, i, b, bdev, P, acc, err);
+    waited += m - a;
+    reduced += fr_now_s() - m;
     if (rc == 0 && i + f->n_slots < f->n)
       rc = fr_post(f, i + f->n_slots, err);
   }
+  wd_debug("reduction of %" PRIu64 " rows through the readers (%u of them): "
+           "%zu pieces of up to %" PRIu64 " rows, %u slots of %u parts, in "
+           "%.1f ms; the device waited %.1f ms for the readers and reduced "
+           "%.1f ms", f->job->rows, wd_readers_size(), f->n,
+           f->part_rows * f->max_parts, f->n_slots, f->max_parts,
+           (fr_now_s() - t0) * 1e3, waited * 1e3, reduced * 1e3);
   return rc;
 }
 
@@ -658,9 +673,6 @@ int wd_file_reduce(const wv_backend *b, wv_device *bdev,
     return rc;
   }
   int stalled = 0;
-  wd_debug("reduction of %" PRIu64 " rows through the readers: %zu pieces "
-           "of up to %" PRIu64 " rows, %u slots, %u parts each", job->rows,
-           f->n, slot_rows, n_slots < f->n ? n_slots : (unsigned)f->n, parts);
   if ((rc = fr_slots(f, b, bdev, slot_rows, n_slots, parts, err)) == 0)
     rc = fr_run(f, b, bdev, P, timeout_ms, &acc, &stalled, err);
   if (rc == 0)
