@@ -32,6 +32,11 @@
 #   firsthour    bench/device-firsthour.sh: a 1 GiB file through wavectl on
 #                cuda0 and cpu0 as the daemon's uid and as another uid, vs
 #                cat; first-use pack preparation on cuda0 and vk0 (issue 19)
+#   files        bench/device-files.sh: a 1 GiB page-cached file through
+#                wavectl --input on cuda0 and vk0 (the reader pool into
+#                pinned rings) vs cat and a pinned copy (wvbench-gpu-copy)
+#                of the same run, swept over limits.file_readers 1 4 8 12
+#                and the default; torch/CuPy peers when present (issue 21)
 #   python       bench/python-bulk.py: 1 GiB of float32 from Python (the
 #                wavedd package): a region-backed array, a plain NumPy
 #                array, torch and CuPy when installed, against a pinned copy
@@ -71,7 +76,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export WAVE_SOURCE_DIR=$root
-steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,opencl,daemon,region,firsthour,python}
+steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,opencl,daemon,region,firsthour,files,python}
 has_vulkan=0
 grep -q '^WAVE_VULKAN:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null && has_vulkan=1
 req=cpu,cuda
@@ -133,17 +138,19 @@ fi
 step daemon 900 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
 step region 300 "$root/bench/device-region.sh" "$B" "$OUT/region"
 step firsthour 600 "$root/bench/device-firsthour.sh" "$B" "$OUT/firsthour"
+step files 600 "$root/bench/device-files.sh" "$B" "$OUT/files"
 step python 600 "$root/bench/python-bulk.py" "$B"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
-for f in conformance reduce job hash vulkan opencl daemon region firsthour python; do
+for f in conformance reduce job hash vulkan opencl daemon region firsthour files python; do
   [ -f "$OUT/$f.log" ] || continue
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
     vulkan | opencl) grep -E '^device:|^paths:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
     daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
     region | firsthour) grep -E '^\||^pinned|^(ok|FAIL) ' "$OUT/$f.log" ;;
+    files) grep -E '^\||^pinned|^where|^note|^(ok|FAIL) ' "$OUT/$f.log" ;;
     python) grep -E '^\||^python-bulk|^baseline|^target|^note' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac

@@ -92,6 +92,7 @@ const cf_key wd_cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_client_files", limits.max_client_files, 0, 65536, 64, START(RL_SHARES)),
   UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30, START(RL_REGIONS)),
   UINT(CF_LIMITS, CFG, "region_read_timeout_ms", limits.region_read_timeout_ms, 1, 3600000, 5000, LIVE),
+  UINT(CF_LIMITS, CFG, "file_readers", limits.file_readers, 0, 64, 0, START("the reader pool is started once")),
   UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20, LIVE),
   UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024, LIVE),
   UINT(CF_LIMITS, CFG, "max_connections", limits.max_connections, 1, 65536, 256, LIVE),

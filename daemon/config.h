@@ -57,6 +57,8 @@ typedef struct wd_limits {
   uint64_t region_cache_bytes;/* freed copy-region buffers kept for reuse */
   unsigned region_read_timeout_ms; /* a file-region read that blocks longer
                                  fails its job (daemon/filered.h) */
+  unsigned file_readers;      /* reader pool (bulk/readers.h); 0: min(8,
+                                 cores); sized at start */
   unsigned max_segments;      /* want_segments only for jobs of at most
                                  this many segments (else TOOBIG) */
   unsigned max_parked;        /* JobRequests waiting at once; more are

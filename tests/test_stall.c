@@ -210,6 +210,7 @@ START_TEST(file_read_stalls)
            "limits:\n"
            "  region_read_timeout_ms: 300\n"
            "  decode_threads: 1\n"
+           "  file_readers: 2\n"
            "packs:\n"
            "  load: []\n"
            "devices:\n"
@@ -244,6 +245,24 @@ START_TEST(file_read_stalls)
                            .n_input = 1};
   ck_assert_int_eq(wave_reduce(c, &m, &res, &e), 0);
   ck_assert_uint_eq(res.bits[0], want);
+  /* both readers of the pool (file_readers: 2) are still blocked in the
+   * stalled file: the pool stands others in for them, so a file job on a
+   * live file is served (without them it would stall too) */
+  char live[300];
+  snprintf(live, sizeof live, "%s/live.raw", d.dir);
+  int lfd = open(live, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ck_assert_int_ge(lfd, 0);
+  ck_assert_int_eq(write(lfd, rows, sizeof rows), (ssize_t)sizeof rows);
+  wave_region *lr;
+  ck_assert_int_eq(wave_region_file_fd(c, lfd, 0, "live", &lr, &e), 0);
+  wave_extent lx = {lr, 0, sizeof rows};
+  wave_region_reduce lq = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &lx,
+                           .n_input = 1};
+  ck_assert_msg(wave_reduce_region(c, &lq, &res, &e) == 0, "%s", e.message);
+  ck_assert_uint_eq(res.bits[0], want);
+  ck_assert_int_eq(wave_region_unregister(c, lr, &e), 0);
+  wave_region_close(lr);
+  close(lfd);
   /* a copy region's read: bounded too, and the one decode thread goes on */
   wave_region *cp;
   ck_assert_int_eq(wave_region_copy_fd(c, fd, 0, "stalls", &cp, &e),

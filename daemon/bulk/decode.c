@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "daemon/bulk/decode.h"
+#include "daemon/bulk/readers.h"
 #include "daemon/log.h"
 #include "daemon/net/principal.h"
 #include "core/base.h"
 #include "proto/wire.h"
 
 struct wd_bulk {
+  int readers;             /* holds a reference to the reader pool */
   wd_regions *regions;
   wd_streams *streams;
   wd_shares *shares;  /* each client's share of both (share.h) */
@@ -30,6 +32,11 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
                            err)) != 0 ||
       (rc = wd_streams_new(&cfg->limits, b->shares, &b->streams, err)) != 0)
     return rc;
+  /* the file readers, sized once (limits.file_readers; readers.h) */
+  if ((rc = wd_readers_start(cfg->limits.file_readers, err)) != 0)
+    return rc;
+  b->readers = 1;
+  wd_info("%u file readers (limits.file_readers)", wd_readers_size());
   return 0;
 }
 
@@ -40,6 +47,8 @@ void wd_bulk_free(wd_bulk *b)
   wd_regions_free(b->regions);
   wd_streams_free(b->streams);
   wd_shares_free(b->shares);
+  if (b->readers)
+    wd_readers_stop();
   free(b);
 }
 
@@ -125,6 +134,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
     const uint8_t *base;
     uint64_t size;
     int fd = -1, held = 1;  /* rows in the daemon's own memory */
+    const wd_region *reg = NULL;
     if (e->region == 0) {
       if (payload == NULL)
         return wv_seterr(err, WAVE_EBADREQUEST, "%s chunk %zu names the "
@@ -141,6 +151,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
         return wv_seterr(err, rc, NULL);
       base = wd_region_base(r);
       size = wd_region_bytes(r);
+      reg = r;
       fd = wd_region_file(r);
       held = wd_region_copied(r);
     }
@@ -150,7 +161,8 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        " bytes", what, i, e->offset, e->offset + e->bytes,
                        e->region ? "region" : "the payload, region",
                        e->region, size);
-    src[i] = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region};
+    src[i] = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region,
+                       .reg = reg};
     spans[i].rows = e->bytes / 4;
     if (held && mem_rows != NULL)
       *mem_rows += spans[i].rows;
@@ -168,6 +180,10 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        e->offset % 4 == 0 ? " from an aligned start (frame "
                        "header not padded to 8 bytes?)" : "");
     spans[i].data = base + e->offset;
+    /* a region's rows may move faster through the readers than through
+     * the device's own staging (bulk/filered.h decides on the device) */
+    if (reg != NULL)
+      out->files = 1;
   }
   return 0;
 }

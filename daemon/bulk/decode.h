@@ -32,8 +32,9 @@ typedef struct wd_bulk_req {
   wave_op op;
   wv_span *spans;         /* n_input, then n_mask */
   wd_fsrc *src;           /* ... where each lies, when files is set */
-  int files;              /* some span is in a file region: the job runs
-                             through wd_file_reduce */
+  int files;              /* some span is in a region (file, copy or
+                             mapped): the job runs through wd_file_reduce,
+                             which reads what it must (bulk/filered.h) */
   size_t n_input, n_mask;
   uint64_t mem_rows;      /* input rows held in the daemon's memory (a
                              payload, a copy region, a stream): what

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "daemon/bulk/filered.h"
+#include "daemon/bulk/readers.h"
 #include "daemon/log.h"
 #include "core/base.h"
 #include "core/partial.h"
@@ -19,7 +20,6 @@
 #include "workers/wvdev.h"
 
 #define FR_MAX_SLOTS 8
-#define FR_MAX_READERS 4
 
 typedef struct fr_piece {
   size_t chunk;       /* input chunk */
@@ -27,34 +27,53 @@ typedef struct fr_piece {
   uint64_t lrow;      /* the job's logical row of a */
 } fr_piece;
 
+struct fr;
+struct fr_slot;
+
+/* A reader's task: rows [r0, r1) of the piece its slot is being filled
+ * with. */
+typedef struct fr_part {
+  wd_rtask task;
+  struct fr *f;
+  struct fr_slot *s;
+  uint64_t r0, r1;
+} fr_part;
+
 typedef struct fr_slot {
-  uint8_t *in, *mask;            /* buffers (NULL where not needed) */
+  uint8_t *in, *mask;            /* ring buffers (NULL where not needed) */
   const uint8_t *in_p, *mask_p;  /* the piece's rows: a buffer or memory */
   size_t idx;                    /* piece it holds; SIZE_MAX none */
+  size_t want;                   /* piece its parts are filling */
+  unsigned left;                 /* parts of want not done */
+  unsigned in_read;              /* parts inside a read */
+  int lent;                      /* left with reads inside: its buffers go
+                                    back to the ring as the last returns */
+  fr_part *parts;
 } fr_slot;
 
 typedef struct fr {
-  const wv_reduce_job *job;      /* the device thread's: readers touch it
+  const wv_reduce_job *job;      /* the device thread's: parts touch it
                                     only outside a read (see fr_abandon) */
   const wd_fsrc *src;
   int *fds;                      /* our dup of each file span's descriptor,
                                     -1 for spans in memory */
+  uint8_t *read;                 /* per span: read into the slots (a file,
+                                    or memory the device would stage) */
   fr_piece *pieces;
   size_t n;
   uint64_t *mask_start;          /* logical first row of each mask chunk */
   fr_slot slots[FR_MAX_SLOTS];
-  unsigned n_slots;
+  unsigned n_slots, max_parts;
+  uint64_t part_rows;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  size_t next, done;             /* pieces claimed by readers, consumed */
   int stop, rc;
   wave_error err;                /* the first reader error */
-  unsigned refs;                 /* the device thread + each reader alive */
-  unsigned running, in_read;     /* readers alive; of them, inside pread */
-  int abandoned;                 /* the device thread has gone: readers
-                                    still in a read free f when it returns */
-  int counted;                   /* ... and they count in fr_stuck */
-  size_t job_spans;              /* entries of fds */
+  unsigned refs;                 /* the device thread + each part queued
+                                    or running */
+  unsigned running, in_read;     /* parts running; of them, inside pread */
+  int abandoned;                 /* the device thread has gone */
+  size_t job_spans;              /* entries of fds and read */
 } fr;
 
 /* Readers abandoned inside a read that has not returned, all jobs. */
@@ -62,12 +81,14 @@ static _Atomic unsigned fr_stuck;
 
 unsigned wd_file_stuck(void) { return atomic_load(&fr_stuck); }
 
-static uint64_t fr_now_ms(void)
+static double fr_now_s(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+static uint64_t fr_now_ms(void) { return (uint64_t)(fr_now_s() * 1e3); }
 
 /* cv waits with a deadline: CLOCK_MONOTONIC, set in fr_cv_init. */
 static void fr_cv_init(pthread_cond_t *cv)
@@ -95,27 +116,22 @@ static int fr_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
          fr_now_ms() >= deadline_ms;
 }
 
+/* The ring buffers are not f's: the device thread gives them back to the
+ * ring (fr_give) before f can go. */
 static void fr_free(fr *f)
 {
-  for (unsigned s = 0; s < f->n_slots; s++) {
-    free(f->slots[s].in);
-    free(f->slots[s].mask);
-  }
+  for (unsigned s = 0; s < f->n_slots; s++)
+    free(f->slots[s].parts);
   for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
     if (f->fds[i] >= 0)
       close(f->fds[i]);
   free(f->fds);
+  free(f->read);
   free(f->pieces);
   free(f->mask_start);
   pthread_cond_destroy(&f->cv);
   pthread_mutex_destroy(&f->mu);
   free(f);
-}
-
-/* Under f->mu: one holder fewer; 1 when it was the last (free f then). */
-static int fr_unref(fr *f)
-{
-  return --f->refs == 0;
 }
 
 /* All of [off, off + bytes) of fd into buf. */
@@ -140,114 +156,125 @@ static int fr_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
   return 0;
 }
 
-/* Rows [row, row + k) of span i (src[i]) into dst, or *p to them. */
-static int fr_rows(const fr *f, size_t i, uint64_t row, uint64_t k,
-                   uint8_t *dst, const uint8_t **p, wave_error *err)
+/* A part: rows [row, row + k) of span i into dst (slot s's buffer).  A
+ * span in memory is copied (the part runs, so the device thread waits for
+ * it before the job's memory can go); a file is read with only f's own
+ * buffer and descriptor in hand, since a read that never returns is left
+ * behind with them. */
+static int fr_rows(fr *f, fr_slot *sl, size_t i, uint64_t row, uint64_t k,
+                   uint8_t *dst, wave_error *err)
 {
-  const wd_fsrc *s = &f->src[i];  /* read before any pread: see fr_abandon */
+  const wd_fsrc *s = &f->src[i];
   const wv_span *sp = i < f->job->n_input ? &f->job->input[i]
                                           : &f->job->mask[i - f->job->n_input];
   if (s->fd < 0) {
-    const uint8_t *m = (const uint8_t *)sp->data + row * 4;
-    if (p != NULL)
-      *p = m;
-    else
-      memcpy(dst, m, (size_t)k * 4);
+    memcpy(dst, (const uint8_t *)sp->data + row * 4, (size_t)k * 4);
     return 0;
   }
-  if (p != NULL)
-    *p = dst;
-  uint64_t end = s->off + sp->rows * 4;
-  fr *g = (fr *)f;
-  pthread_mutex_lock(&g->mu);
-  if (g->stop) {
-    pthread_mutex_unlock(&g->mu);
+  uint64_t end = s->off + sp->rows * 4, off = s->off + row * 4;
+  uint64_t region = s->region;
+  pthread_mutex_lock(&f->mu);
+  if (f->stop) {
+    pthread_mutex_unlock(&f->mu);
     return wv_seterr(err, WAVE_ECANCELLED, "the job stopped");
   }
-  g->in_read++;
-  pthread_mutex_unlock(&g->mu);
-  /* in here only f's own memory is touched (its buffer, its descriptor):
-   * a read that never returns is left behind with them */
-  int rc = fr_pread(g->fds[i], dst, k * 4, s->off + row * 4, s->region, end,
-                    err);
-  pthread_mutex_lock(&g->mu);
-  g->in_read--;
-  int gone = g->abandoned;
-  if (!gone)
-    pthread_cond_broadcast(&g->cv);
-  pthread_mutex_unlock(&g->mu);
+  f->in_read++;
+  sl->in_read++;
+  pthread_mutex_unlock(&f->mu);
+  int rc = fr_pread(f->fds[i], dst, k * 4, off, region, end, err);
+  pthread_mutex_lock(&f->mu);
+  f->in_read--;
+  sl->in_read--;
+  int gone = f->abandoned;
+  if (gone) {  /* counted stuck at fr_abandon: it is back */
+    atomic_fetch_sub(&fr_stuck, 1);
+    wd_readers_shrink(1);
+    if (sl->lent && sl->in_read == 0) {
+      if (sl->in != NULL)
+        wd_ring_return(sl->in);
+      if (sl->mask != NULL)
+        wd_ring_return(sl->mask);
+    }
+  } else {
+    pthread_cond_broadcast(&f->cv);
+  }
+  pthread_mutex_unlock(&f->mu);
   return gone ? WAVE_ECANCELLED : rc;
 }
 
-/* Reader: piece i into slot s. */
-static int fr_fill(fr *f, size_t i, fr_slot *s, wave_error *err)
+/* The mask chunk holding logical row lrow: the last m with start[m] <=
+ * lrow, past empty chunks. */
+static size_t fr_mask_chunk(const fr *f, uint64_t lrow)
 {
-  const fr_piece *pc = &f->pieces[i];
-  int rc = fr_rows(f, pc->chunk, pc->a, pc->k, s->in, &s->in_p, err);
-  if (rc != 0 || !f->job->has_mask)
-    return rc;
-  /* the mask chunk holding row lrow: the last m with start[m] <= lrow */
   size_t lo = 0, hi = f->job->n_mask;  /* start[hi] = rows > lrow */
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
-    if (f->mask_start[mid] <= pc->lrow)
+    if (f->mask_start[mid] <= lrow)
       lo = mid;
     else
       hi = mid;
   }
-  size_t m = lo;
-  while (f->mask_start[m + 1] <= pc->lrow)  /* empty chunks at lo */
-    m++;
-  size_t base = f->job->n_input;
-  if (pc->lrow + pc->k <= f->mask_start[m + 1])  /* one mask chunk */
-    return fr_rows(f, base + m, pc->lrow - f->mask_start[m], pc->k, s->mask,
-                   &s->mask_p, err);
-  s->mask_p = s->mask;
-  for (uint64_t pos = 0; pos < pc->k; m++) {
-    uint64_t row = pc->lrow + pos, end = f->mask_start[m + 1];
-    if (end <= row)
-      continue;
-    uint64_t seg = end - row < pc->k - pos ? end - row : pc->k - pos;
-    if ((rc = fr_rows(f, base + m, row - f->mask_start[m], seg,
-                      s->mask + pos * 4, NULL, err)) != 0)
-      return rc;
-    pos += seg;
-  }
-  return 0;
+  while (f->mask_start[lo + 1] <= lrow)
+    lo++;
+  return lo;
 }
 
-static void *fr_reader(void *arg)
+/* A part's rows: the input where its span is read, the mask where the
+ * slot's mask is staged (read, or across mask chunks). */
+static int fr_fill(fr *f, const fr_part *p, wave_error *err)
 {
-  fr *f = arg;
+  fr_slot *s = p->s;
+  const fr_piece *pc = &f->pieces[s->want];
+  uint64_t k = p->r1 - p->r0;
+  int rc = 0;
+  if (s->in_p == s->in &&
+      (rc = fr_rows(f, s, pc->chunk, pc->a + p->r0, k, s->in + p->r0 * 4,
+                    err)) != 0)
+    return rc;
+  if (!f->job->has_mask || s->mask_p != s->mask)
+    return 0;
+  size_t base = f->job->n_input;
+  uint64_t lrow = pc->lrow + p->r0;
+  for (size_t m = fr_mask_chunk(f, lrow); k > 0 && rc == 0; m++) {
+    uint64_t end = f->mask_start[m + 1];
+    if (end <= lrow)
+      continue;
+    uint64_t seg = end - lrow < k ? end - lrow : k;
+    rc = fr_rows(f, s, base + m, lrow - f->mask_start[m], seg,
+                 s->mask + (lrow - pc->lrow) * 4, err);
+    lrow += seg;
+    k -= seg;
+  }
+  return rc;
+}
+
+static void fr_part_run(wd_rtask *t)
+{
+  fr_part *p = (fr_part *)t;
+  fr *f = p->f;
+  fr_slot *s = p->s;
   pthread_mutex_lock(&f->mu);
-  while (!f->stop && f->next < f->n) {
-    size_t i = f->next++;
-    while (!f->stop && i >= f->done + f->n_slots)
-      pthread_cond_wait(&f->cv, &f->mu);
-    if (f->stop)
-      break;
-    pthread_mutex_unlock(&f->mu);
-    fr_slot *s = &f->slots[i % f->n_slots];
-    wave_error e = {0};
-    int rc = fr_fill(f, i, s, &e);
-    pthread_mutex_lock(&f->mu);
+  int go = !f->stop;
+  f->running += go;
+  pthread_mutex_unlock(&f->mu);
+  wave_error e = {0};
+  int rc = go ? fr_fill(f, p, &e) : 0;
+  pthread_mutex_lock(&f->mu);
+  f->running -= go;
+  if (!f->abandoned) {
     if (rc != 0 && !f->stop) {
       f->stop = 1;
       f->rc = rc;
       f->err = e;
     }
-    s->idx = i;
-    pthread_cond_broadcast(&f->cv);
+    if (--s->left == 0 && !f->stop)
+      s->idx = s->want;
   }
-  f->running--;
-  if (f->counted)
-    atomic_fetch_sub(&fr_stuck, 1);
   pthread_cond_broadcast(&f->cv);
-  int last = fr_unref(f);
+  int last = --f->refs == 0;
   pthread_mutex_unlock(&f->mu);
   if (last)
     fr_free(f);
-  return NULL;
 }
 
 int wd_file_validate(const wv_reduce_job *job, wave_error *err)
@@ -273,27 +300,34 @@ int wd_file_validate(const wv_reduce_job *job, wave_error *err)
 
 /* ---- the pipeline --------------------------------------------------------- */
 
-/* Piece sizes (filered.h); WAVED_FILE_LEVELS=k (1..3) sets P = 256^k and two
- * readers, for tests of many small pieces on any device. */
+/* The device reads host memory itself (the CPU backend): memory spans are
+ * used in place, only files are read. */
+static int fr_host_reads(const wv_caps *caps)
+{
+  return caps != NULL && caps->reads_host_memory;
+}
+
+/* Piece sizes (filered.h); WAVED_FILE_LEVELS=k (1..3) sets P = 256^k, for
+ * tests of many small pieces on any device. */
 static void fr_shape(const wv_caps *caps, uint64_t *p, uint64_t *slot,
-                     unsigned *readers, unsigned *slots)
+                     unsigned *slots, unsigned *parts)
 {
   const char *e = getenv("WAVED_FILE_LEVELS");
   if (e != NULL && e[0] >= '1' && e[0] <= '3' && e[1] == '\0') {
     *p = (uint64_t)1 << (8 * (e[0] - '0'));
     *slot = *p * (e[0] == '3' ? 1 : 4);
-    *readers = 2;
     *slots = 4;
-  } else if (caps != NULL && caps->reads_host_memory) {
+    *parts = 4;
+  } else if (fr_host_reads(caps)) {
     *p = (uint64_t)WV_GROUP * WV_GROUP;   /* 256 KiB */
-    *slot = *p * 4;                       /* 1 MiB */
-    *readers = 1;
+    *slot = *p * 16;                      /* 4 MiB, in 1 MiB parts */
     *slots = 4;
+    *parts = 4;
   } else {
     *p = (uint64_t)1 << 24;               /* 64 MiB */
-    *slot = *p;
-    *readers = 2;
+    *slot = *p;                           /* in 8 MiB parts */
     *slots = 3;
+    *parts = 8;
   }
 }
 
@@ -306,58 +340,60 @@ static void wd_file_stuck_warn(unsigned n)
           WD_FILE_STUCK_MAX);
 }
 
-/* The device thread leaves the readers (under f->mu): those outside a
- * read stop at their next step, and it waits for them, since they may
- * touch the job's memory; those inside a read touch only f's buffers and
- * descriptors, so they are left to finish it, free f when the last goes,
- * and count in fr_stuck meanwhile. */
-static void fr_abandon(fr *f)
+/* Where span i is read into the slots: a file always; memory only when
+ * the device would stage it (not a host reader) and it is a region not
+ * pinned (a copy region, a memfd filled before it was registered), since
+ * one thread's staging copy is what the readers beat; WAVED_FILE_STAGE=1
+ * reads every region span, for tests of this path on any device. */
+static int fr_reads(const wv_caps *caps, const wd_fsrc *s)
 {
-  f->stop = 1;
-  f->abandoned = 1;
-  pthread_cond_broadcast(&f->cv);
-  while (f->running > f->in_read)
-    pthread_cond_wait(&f->cv, &f->mu);
-  if (f->running > 0) {
-    f->counted = 1;
-    atomic_fetch_add(&fr_stuck, f->running);
-  }
+  if (s->fd >= 0)
+    return 1;
+  if (s->reg == NULL)
+    return 0;
+  const char *e = getenv("WAVED_FILE_STAGE");
+  if (e != NULL && strcmp(e, "1") == 0)
+    return 1;
+  return !fr_host_reads(caps) && !wd_region_pinned_somewhere(s->reg);
 }
 
-/* The device thread's side: f with its descriptors, pieces, mask starts
- * and slot buffers (slots of slot_rows), or an error (f is freed). */
-static int fr_open(const wv_reduce_job *job, const wd_fsrc *src,
-                   uint64_t slot_rows, unsigned n_slots, fr **out,
-                   wave_error *err)
+/* The device thread's side: f with its descriptors, pieces and mask
+ * starts, or an error (f is freed); *reads: some span is read. */
+static int fr_open(const wv_caps *caps, const wv_reduce_job *job,
+                   const wd_fsrc *src, uint64_t slot_rows, fr **out,
+                   int *reads, wave_error *err)
 {
   fr *f = calloc(1, sizeof *f);
   if (f == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   f->job = job;
   f->src = src;
-  f->n_slots = n_slots;
   f->refs = 1;
   pthread_mutex_init(&f->mu, NULL);
   fr_cv_init(&f->cv);
-  int rc = 0, need_in = 0;
+  int rc = 0;
   f->job_spans = job->n_input + job->n_mask;
   f->fds = malloc((f->job_spans + 1) * sizeof *f->fds);
+  f->read = calloc(f->job_spans + 1, 1);
+  *reads = 0;
   for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
     f->fds[i] = -1;
-  for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
+  for (size_t i = 0; f->fds != NULL && f->read != NULL &&
+                     i < f->job_spans; i++) {
+    *reads |= f->read[i] = (uint8_t)fr_reads(caps, &src[i]);
     if (src[i].fd >= 0 &&
         (f->fds[i] = fcntl(src[i].fd, F_DUPFD_CLOEXEC, 0)) < 0) {
       rc = wv_seterr(err, WAVE_EREGION, "file region %" PRIu64 ": %s",
                      src[i].region, strerror(errno));
       goto fail;
     }
-  for (size_t i = 0; i < job->n_input; i++) {
-    f->n += (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows);
-    need_in |= src[i].fd >= 0;
   }
+  for (size_t i = 0; i < job->n_input; i++)
+    f->n += (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows);
   f->pieces = calloc(f->n + 1, sizeof *f->pieces);
   f->mask_start = calloc(job->n_mask + 2, sizeof *f->mask_start);
-  if (f->fds == NULL || f->pieces == NULL || f->mask_start == NULL) {
+  if (f->fds == NULL || f->read == NULL || f->pieces == NULL ||
+      f->mask_start == NULL) {
     rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     goto fail;
   }
@@ -372,17 +408,6 @@ static int fr_open(const wv_reduce_job *job, const wd_fsrc *src,
   }
   for (size_t m = 0; m < job->n_mask; m++)
     f->mask_start[m + 1] = f->mask_start[m] + job->mask[m].rows;
-  size_t bytes = (size_t)slot_rows * 4;
-  for (unsigned s = 0; s < n_slots; s++) {
-    f->slots[s].idx = SIZE_MAX;
-    if ((need_in && (f->slots[s].in = aligned_alloc(4096, bytes)) == NULL) ||
-        (job->has_mask &&
-         (f->slots[s].mask = aligned_alloc(4096, bytes)) == NULL)) {
-      rc = wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
-                     "bytes)", n_slots, bytes);
-      goto fail;
-    }
-  }
   *out = f;
   return 0;
 fail:
@@ -390,29 +415,113 @@ fail:
   return rc;
 }
 
-/* Up to n readers, detached; how many started. */
-static unsigned fr_start_readers(fr *f, unsigned n)
+/* Slots and their ring buffers (n_slots of slot_rows, cut in parts). */
+static int fr_slots(fr *f, const wv_dev *dev,
+                    uint64_t slot_rows, unsigned n_slots, unsigned parts,
+                    wave_error *err)
 {
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (n > f->n)
-    n = (unsigned)f->n;
+  f->n_slots = n_slots < f->n ? n_slots : (unsigned)f->n;
+  f->part_rows = (slot_rows + parts - 1) / parts;
+  f->max_parts = parts;
+  uint8_t *bufs[2 * FR_MAX_SLOTS];
+  unsigned nb = f->n_slots * (f->job->has_mask ? 2 : 1);
+  int rc = wd_ring_take(dev, (size_t)slot_rows * 4, nb, bufs, err);
+  if (rc != 0) {
+    f->n_slots = 0;
+    return rc;
+  }
+  for (unsigned s = 0; s < f->n_slots; s++) {
+    fr_slot *sl = &f->slots[s];
+    sl->idx = SIZE_MAX;
+    sl->in = bufs[s];
+    sl->mask = f->job->has_mask ? bufs[f->n_slots + s] : NULL;
+    if ((sl->parts = calloc(parts, sizeof *sl->parts)) == NULL)
+      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+  }
+  return rc;
+}
+
+/* Device thread, under f->mu: the ring buffers back (those a read is
+ * still inside lent, fr_rows returns them). */
+static void fr_give(fr *f, wv_device *bdev)
+{
+  for (unsigned s = 0; s < f->n_slots; s++) {
+    fr_slot *sl = &f->slots[s];
+    int lent = sl->lent = sl->in_read > 0;
+    wd_ring_give(bdev, &sl->in, &lent, 1);
+    if (sl->mask != NULL)
+      wd_ring_give(bdev, &sl->mask, &lent, 1);
+  }
+}
+
+/* Device thread: slot of piece i gets its pointers, and its parts go to
+ * the readers (none when all its rows are used in place). */
+static int fr_post(fr *f, size_t i, wave_error *err)
+{
+  fr_slot *s = &f->slots[i % f->n_slots];
+  const fr_piece *pc = &f->pieces[i];
+  const wv_reduce_job *job = f->job;
+  s->in_p = f->read[pc->chunk] ? s->in
+                               : (const uint8_t *)job->input[pc->chunk].data +
+                                 pc->a * 4;
+  s->mask_p = NULL;
+  if (job->has_mask) {
+    size_t m = fr_mask_chunk(f, pc->lrow);
+    s->mask_p = s->mask;  /* read, or across mask chunks: staged */
+    if (pc->lrow + pc->k <= f->mask_start[m + 1] &&
+        !f->read[job->n_input + m])
+      s->mask_p = (const uint8_t *)job->mask[m].data +
+                  (pc->lrow - f->mask_start[m]) * 4;
+  }
   pthread_mutex_lock(&f->mu);
-  for (unsigned t = 0; t < n; t++) {
-    pthread_t tid;
-    f->refs++;
-    f->running++;
-    if (pthread_create(&tid, &at, fr_reader, f) != 0) {
-      f->refs--;
-      f->running--;
-      break;
+  s->want = i;
+  s->idx = SIZE_MAX;
+  s->left = 0;
+  if (s->in_p != s->in && s->mask_p != s->mask) {
+    s->idx = i;
+    pthread_mutex_unlock(&f->mu);
+    return 0;
+  }
+  unsigned np = (unsigned)((pc->k + f->part_rows - 1) / f->part_rows);
+  s->left = np;
+  f->refs += np;
+  pthread_mutex_unlock(&f->mu);
+  for (unsigned q = 0; q < np; q++) {
+    fr_part *p = &s->parts[q];
+    uint64_t r1 = (uint64_t)(q + 1) * f->part_rows;
+    *p = (fr_part){.task.run = fr_part_run, .f = f, .s = s,
+                   .r0 = (uint64_t)q * f->part_rows,
+                   .r1 = r1 < pc->k ? r1 : pc->k};
+    if (wd_readers_post(&p->task, err) != 0) {
+      pthread_mutex_lock(&f->mu);  /* the parts not posted */
+      f->refs -= np - q;
+      f->stop = 1;
+      pthread_mutex_unlock(&f->mu);
+      return err->code;
     }
   }
-  unsigned started = f->running;
-  pthread_mutex_unlock(&f->mu);
-  pthread_attr_destroy(&at);
-  return started;
+  return 0;
+}
+
+/* The device thread leaves the parts (under f->mu): those not started
+ * see stop and end; those running outside a read may touch the job's
+ * memory, so it waits for them; those inside a read touch only f's
+ * buffers and descriptors, so they are left to finish it (the last one
+ * frees f), count in fr_stuck meanwhile, and the pool starts as many
+ * threads to stand in for them.  Returns how many were left. */
+static unsigned fr_abandon(fr *f)
+{
+  f->stop = 1;
+  pthread_cond_broadcast(&f->cv);
+  while (f->running > f->in_read)
+    pthread_cond_wait(&f->cv, &f->mu);
+  f->abandoned = 1;
+  unsigned left = f->in_read;
+  if (left > 0) {
+    atomic_fetch_add(&fr_stuck, left);
+    wd_readers_grow(left);
+  }
+  return left;
 }
 
 /* Wait until piece i is in its slot: 0, or the reader's error, or a stall
@@ -448,8 +557,9 @@ static int fr_await(fr *f, size_t i, unsigned timeout_ms, int *stalled,
 
 /* Piece i, in its slot, on the device in calls of P rows, each answer a
  * partial of the job (docs/reduction.md "Partials", core/partial.h). */
-static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev, uint64_t P,
-                           wv_partial_acc *acc, wave_error *err)
+static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev,
+                           uint64_t P, wv_partial_acc *acc,
+                           wave_error *err)
 {
   const wv_reduce_job *job = f->job;
   const fr_slot *s = &f->slots[i % f->n_slots];
@@ -473,19 +583,82 @@ static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev, uint64_t P,
   return rc;
 }
 
+/* Every span in memory and used in place: the job as one call, as a
+ * message's (rq/reduce.c says what *some_finite is). */
+static int fr_whole(const wv_dev *dev,
+                    const wv_reduce_job *job, wv_reduce_out *out,
+                    int *some_finite, wave_error *err)
+{
+  int rc = wv_dev_reduce(dev, job, out, err);
+  if (rc == 0 && job->dtype == WAVE_F32 && job->op != WAVE_SUM)
+    *some_finite = out->count > 0 &&
+                   (out->bits[0] != 0 ||
+                    (out->n_values > 1 && out->bits[1] != 0) ||
+                    wv_reduce_any_finite(job));
+  return rc;
+}
+
+/* The pieces in order as their slots fill, each slot posted again as it
+ * is reduced; the stall, if one, in *stalled. */
+static int fr_run(fr *f, const wv_dev *dev, uint64_t P,
+                  unsigned timeout_ms, wv_partial_acc *acc, int *stalled,
+                  wave_error *err)
+{
+  int rc = 0;
+  /* where the time went (said at debug level): the device waiting for the
+   * readers, or the readers waiting for the device */
+  double t0 = fr_now_s(), waited = 0, reduced = 0;
+  for (size_t i = 0; rc == 0 && i < f->n_slots; i++)
+    rc = fr_post(f, i, err);
+  for (size_t i = 0; rc == 0 && i < f->n; i++) {
+    double a = fr_now_s();
+    if ((rc = fr_await(f, i, timeout_ms, stalled, err)) != 0)
+      break;
+    double m = fr_now_s();
+    rc = fr_reduce_piece(f, i, dev, P, acc, err);
+    waited += m - a;
+    reduced += fr_now_s() - m;
+    if (rc == 0 && i + f->n_slots < f->n)
+      rc = fr_post(f, i + f->n_slots, err);
+  }
+  wd_debug("reduction of %" PRIu64 " rows through the readers (%u of them): "
+           "%zu pieces of up to %" PRIu64 " rows, %u slots of %u parts, in "
+           "%.1f ms; the device waited %.1f ms for the readers and reduced "
+           "%.1f ms", f->job->rows, wd_readers_size(), f->n,
+           f->part_rows * f->max_parts, f->n_slots, f->max_parts,
+           (fr_now_s() - t0) * 1e3, waited * 1e3, reduced * 1e3);
+  return rc;
+}
+
 int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
                    const wv_reduce_job *job, const wd_fsrc *src,
                    unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
                    wave_error *err)
 {
   uint64_t P, slot_rows;
-  unsigned n_readers, n_slots;
-  fr_shape(caps, &P, &slot_rows, &n_readers, &n_slots);
+  unsigned n_slots, parts;
+  fr_shape(caps, &P, &slot_rows, &n_slots, &parts);
+  fr *f = NULL;
+  int reads = 0;
+  int rc = fr_open(caps, job, src, slot_rows, &f, &reads, err);
+  if (rc != 0)
+    return rc;
+  int files = 0;
+  for (size_t i = 0; i < f->job_spans; i++)
+    files |= src[i].fd >= 0;
   unsigned stuck = atomic_load(&fr_stuck);
-  if (stuck >= WD_FILE_STUCK_MAX)
+  /* regions pinned, or a device that reads host memory; or readers stuck
+   * in hung files, and the regions' rows are staged by the device */
+  if (!reads || (!files && stuck >= WD_FILE_STUCK_MAX)) {
+    fr_free(f);
+    return fr_whole(dev, job, out, some_finite, err);
+  }
+  if (stuck >= WD_FILE_STUCK_MAX) {
+    fr_free(f);
     return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
                      "returned (a hung mount?); no more file jobs until they "
                      "do", stuck);
+  }
   /* float sum: the chunk values, and the largest chunk's device calls */
   size_t max_vals = 0;
   for (size_t i = 0; i < job->n_input; i++) {
@@ -494,36 +667,22 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
     max_vals = nv > max_vals ? nv : max_vals;
   }
   wv_partial_acc acc;
-  int rc = wv_partial_init(&acc, job->dtype, job->op,
-                           job->n_input + max_vals + 1, err);
-  if (rc != 0)
-    return rc;
-  fr *f = NULL;
-  if ((rc = fr_open(job, src, slot_rows, n_slots, &f, err)) != 0) {
-    wv_partial_fini(&acc);
+  if ((rc = wv_partial_init(&acc, job->dtype, job->op,
+                            job->n_input + max_vals + 1, err)) != 0) {
+    fr_free(f);
     return rc;
   }
-  if (fr_start_readers(f, n_readers) == 0 && f->n > 0)
-    rc = wv_seterr(err, WAVE_ENOMEM, "cannot start a file reader thread");
   int stalled = 0;
-  for (size_t i = 0; rc == 0 && i < f->n; i++) {
-    if ((rc = fr_await(f, i, timeout_ms, &stalled, err)) != 0)
-      break;
-    rc = fr_reduce_piece(f, i, dev, P, &acc, err);
-    pthread_mutex_lock(&f->mu);
-    f->done = i + 1;
-    if (rc != 0)
-      f->stop = 1;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
-  }
+  if ((rc = fr_slots(f, dev, slot_rows, n_slots, parts, err)) == 0)
+    rc = fr_run(f, dev, P, timeout_ms, &acc, &stalled, err);
   if (rc == 0)
     wv_partial_result(&acc, out, some_finite);
   pthread_mutex_lock(&f->mu);
-  fr_abandon(f);
-  if (stalled)
-    wd_file_stuck_warn(f->running);
-  int last = fr_unref(f);
+  unsigned left = fr_abandon(f);
+  fr_give(f, dev->impl);
+  if (stalled || left > 0)
+    wd_file_stuck_warn(left);
+  int last = --f->refs == 0;
   pthread_mutex_unlock(&f->mu);
   if (last)
     fr_free(f);

@@ -6,19 +6,30 @@
  * a buffer first costs a gigabyte of fresh pages for a gigabyte file, which
  * is several times what `cat` pays for the same bytes: cat reads the page
  * cache into one small buffer that stays in the CPU caches.  So a job over
- * a file region runs on its device thread as a pipeline: reader threads
- * pread the input (and mask) rows a slot at a time into a small ring of
- * buffers, ahead of the device, and the device reduces each slot in place
- * as a one-chunk job of its own; the answers merge as the pieces of
+ * a file region runs on its device thread as a pipeline: the daemon's
+ * reader pool (daemon/bulk/readers.h) preads the input (and mask) rows of
+ * each slot, in parts that several readers read at once, into the
+ * device's ring of staging buffers (pinned once where the device pins),
+ * ahead of the device, and the device reduces each slot in place as a
+ * one-chunk job of its own, in order; the answers merge as the pieces of
  * docs/reduction.md "Partials" do (core/partial.c, the merge the fleet
  * coordinator uses too), so the result has the bits of the whole job on
  * one device.
  *
+ * Regions in memory.  A device that does not read host memory itself (a
+ * GPU) stages what it is given with one thread's copy; the readers beat
+ * that.  So spans in a copy region, or in a mapped region that no device
+ * has pinned whole yet (a memfd filled before it was registered), are
+ * copied by the readers into the ring the same way.  A job with nothing
+ * to read (a payload, pinned regions, any region on the CPU) runs as one
+ * call, as a message does.
+ *
  * Pieces.  A slot is the rows [a, a + k) of one input chunk, a a multiple
  * of the slot size counted from the chunk's start; each device call takes
  * P rows of it, P = 256^2 (CPU: 256 KiB, an L2-sized piece that the CPU
- * backend reduces on the calling thread) or 256^3 (other devices: 64 MiB,
- * one piece per slot).  A float sum piece of 256^k rows is exactly the
+ * backend reduces on the calling thread, 16 to a 4 MiB slot read in four
+ * parts) or 256^3 (other devices: 64 MiB, one piece per slot, read in
+ * eight parts of 8 MiB).  A float sum piece of 256^k rows is exactly the
  * chunk's level-k partial, so the chunk's value is the remaining levels
  * over its pieces' values (an all-masked piece counts as -0.0), and the
  * job's value the levels over the chunk values.  The other ops are
@@ -35,11 +46,13 @@
  * Stalls.  A read that blocks (a file on a hung NFS or FUSE mount) must not
  * hold the device: when the slot the device waits for is not filled within
  * limits.region_read_timeout_ms, the job fails with REGION and the device
- * moves on.  The readers own what they read with (the ring, their dup of
- * each descriptor) and touch the job's memory only outside a read, so the
- * device thread waits for the readers that are not in a read and leaves
- * those that are: each frees the ring when its read returns.  Until then
- * it counts as stuck; at WD_FILE_STUCK_MAX stuck readers, file jobs and
+ * moves on.  A part in a read holds only the job's state (its dup of each
+ * descriptor) and its slot's buffer, and touches the job's memory only
+ * outside a read, so the device thread waits for the parts that are not
+ * in a read and leaves those that are: their slots' buffers stay lent
+ * until the read returns (readers.h), the last one frees the job's state,
+ * and the pool starts a reader to stand in for each meanwhile.  Each
+ * counts as stuck; at WD_FILE_STUCK_MAX stuck readers, file jobs and
  * copies are refused (REGION) rather than start more threads that block.
  */
 #ifndef WD_FILERED_H
@@ -53,7 +66,9 @@
 typedef struct wd_fsrc {
   int fd;
   uint64_t off;
-  uint64_t region;  /* its id, for messages */
+  uint64_t region;        /* its id, for messages */
+  const wd_region *reg;   /* a mapped or copy region (the job holds it):
+                             read by the readers too when not pinned */
 } wd_fsrc;
 
 /* wv_reduce_validate for a job whose file spans have data NULL. */

@@ -593,6 +593,11 @@ uint64_t wd_region_id(const wd_region *r) { return r->id; }
 int wd_region_file(const wd_region *r) { return r->fd; }
 int wd_region_copied(const wd_region *r) { return r->copied; }
 
+int wd_region_pinned_somewhere(const wd_region *r)
+{
+  return atomic_load(&((wd_region *)r)->whole) != 0;
+}
+
 int wd_region_pin_step(wd_region *r, unsigned slot, const wv_dev *dev)
 {
   if (r->base == NULL || !wv_dev_can_pin(dev) || slot >= WD_REGION_SLOTS ||

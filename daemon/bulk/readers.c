@@ -1,0 +1,283 @@
+/* readers.c - the reader pool and the staging rings (see readers.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/bulk/readers.h"
+#include "daemon/log.h"
+#include "core/base.h"
+#include "core/thread.h"
+#include "workers/wvdev.h"
+
+/* ---- the pool ------------------------------------------------------------ */
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;     /* tasks queued, or the size changed */
+  pthread_cond_t gone;   /* a thread ended */
+  wd_rtask *head, *tail;
+  unsigned refs;         /* wd_readers_start calls not stopped */
+  unsigned target;       /* threads to keep: size + replacements */
+  unsigned live;         /* threads running */
+  unsigned spare;        /* replacements outstanding (reads not returned) */
+  int stopping;
+} rp = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+        PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0, 0};
+
+unsigned wd_readers_default(void)
+{
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
+}
+
+static void *rp_thread(void *arg)
+{
+  (void)arg;
+  pthread_mutex_lock(&rp.mu);
+  for (;;) {
+    while (rp.head == NULL && !rp.stopping && rp.live <= rp.target)
+      pthread_cond_wait(&rp.cv, &rp.mu);
+    if (rp.stopping || rp.live > rp.target)
+      break;  /* one over the size (a stuck read came back) ends here */
+    wd_rtask *t = rp.head;
+    if ((rp.head = t->next) == NULL)
+      rp.tail = NULL;
+    pthread_mutex_unlock(&rp.mu);
+    t->run(t);
+    pthread_mutex_lock(&rp.mu);
+  }
+  rp.live--;
+  pthread_cond_broadcast(&rp.gone);
+  pthread_mutex_unlock(&rp.mu);
+  return NULL;
+}
+
+/* Under rp.mu: threads up to rp.target; 0, or the error of the first that
+ * did not start. */
+static int rp_fill(void)
+{
+  while (rp.live < rp.target) {
+    pthread_t t;
+    int e = wv_thread_start(&t, "wv-reader", rp_thread, NULL);
+    if (e != 0)
+      return e;
+    pthread_detach(t);
+    rp.live++;
+  }
+  return 0;
+}
+
+int wd_readers_start(unsigned n, wave_error *err)
+{
+  if (n == 0)
+    n = wd_readers_default();
+  if (n > WD_READERS_MAX)
+    n = WD_READERS_MAX;
+  pthread_mutex_lock(&rp.mu);
+  if (rp.refs++ == 0) {
+    rp.stopping = 0;
+    rp.target = n + rp.spare;
+  }
+  int e = rp_fill();
+  unsigned live = rp.live;
+  pthread_mutex_unlock(&rp.mu);
+  if (e != 0 && live == 0) {
+    wd_readers_stop();
+    return wv_seterr(err, WAVE_ENOMEM, "cannot start a file reader thread: "
+                     "%s", strerror(e));
+  }
+  if (e != 0)
+    wd_warn("file readers: %u of %u started (%s)", live, n, strerror(e));
+  return 0;
+}
+
+static void rg_free_all(void);
+
+void wd_readers_stop(void)
+{
+  pthread_mutex_lock(&rp.mu);
+  if (rp.refs == 0 || --rp.refs > 0) {
+    pthread_mutex_unlock(&rp.mu);
+    return;
+  }
+  rp.stopping = 1;
+  pthread_cond_broadcast(&rp.cv);
+  /* threads in a read that never returned stay; the others end now */
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += 2;
+  while (rp.live > rp.spare &&
+         pthread_cond_timedwait(&rp.gone, &rp.mu, &dl) != ETIMEDOUT)
+    ;
+  rp.target = 0;
+  pthread_mutex_unlock(&rp.mu);
+  rg_free_all();
+}
+
+unsigned wd_readers_size(void)
+{
+  pthread_mutex_lock(&rp.mu);
+  unsigned n = rp.refs > 0 ? rp.target : 0;
+  pthread_mutex_unlock(&rp.mu);
+  return n;
+}
+
+int wd_readers_post(wd_rtask *t, wave_error *err)
+{
+  pthread_mutex_lock(&rp.mu);
+  int lazy = rp.refs == 0;
+  pthread_mutex_unlock(&rp.mu);
+  /* a daemon starts the pool with its config (wd_bulk_new); this is for
+   * a caller without one, and stays for the process */
+  if (lazy && wd_readers_start(0, err) != 0)
+    return err->code;
+  t->next = NULL;
+  pthread_mutex_lock(&rp.mu);
+  if (rp.tail != NULL)
+    rp.tail->next = t;
+  else
+    rp.head = t;
+  rp.tail = t;
+  pthread_cond_signal(&rp.cv);
+  pthread_mutex_unlock(&rp.mu);
+  return 0;
+}
+
+void wd_readers_grow(unsigned k)
+{
+  pthread_mutex_lock(&rp.mu);
+  rp.spare += k;
+  if (rp.refs > 0) {
+    rp.target += k;
+    int e = rp_fill();
+    if (e != 0)
+      wd_warn("file readers: no replacement for a stuck reader (%s)",
+              strerror(e));
+  }
+  pthread_mutex_unlock(&rp.mu);
+}
+
+void wd_readers_shrink(unsigned k)
+{
+  pthread_mutex_lock(&rp.mu);
+  k = k < rp.spare ? k : rp.spare;
+  rp.spare -= k;
+  rp.target = rp.target > k ? rp.target - k : 0;
+  pthread_cond_broadcast(&rp.cv);  /* one over the size ends */
+  pthread_mutex_unlock(&rp.mu);
+}
+
+/* ---- the rings ----------------------------------------------------------- */
+
+enum { RG_FREE, RG_USED, RG_LENT };
+
+typedef struct rg_buf {
+  struct rg_buf *next;
+  wv_device *bdev;       /* whose ring */
+  uint8_t *p;
+  size_t bytes;
+  int state, pinned;
+} rg_buf;
+
+static pthread_mutex_t rg_mu = PTHREAD_MUTEX_INITIALIZER;
+static rg_buf *rg_all;
+
+int wd_ring_take(const wv_dev *dev, size_t bytes,
+                 unsigned n, uint8_t **bufs, wave_error *err)
+{
+  unsigned got = 0;
+  rg_buf *drop = NULL;
+  pthread_mutex_lock(&rg_mu);
+  for (rg_buf **pp = &rg_all; *pp != NULL;) {
+    rg_buf *g = *pp;
+    if (g->bdev == dev->impl && g->state == RG_FREE && g->bytes == bytes &&
+        got < n) {
+      g->state = RG_USED;
+      bufs[got++] = g->p;
+    } else if (g->bdev == dev->impl && g->state == RG_FREE && g->bytes != bytes) {
+      *pp = g->next;  /* another shape (WAVED_FILE_LEVELS): not kept */
+      g->next = drop;
+      drop = g;
+      continue;
+    }
+    pp = &g->next;
+  }
+  pthread_mutex_unlock(&rg_mu);
+  for (rg_buf *g = drop, *nx; g != NULL; g = nx) {
+    nx = g->next;
+    if (g->pinned)
+      wv_dev_host_unregister(dev, g->p, g->bytes);
+    munmap(g->p, g->bytes);
+    free(g);
+  }
+  while (got < n) {
+    rg_buf *g = calloc(1, sizeof *g);
+    void *p = g == NULL ? MAP_FAILED
+                        : mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      free(g);
+      wd_ring_give(dev->impl, bufs, NULL, got);
+      return wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
+                       "bytes)", n, bytes);
+    }
+    *g = (rg_buf){.bdev = dev->impl, .p = p, .bytes = bytes, .state = RG_USED};
+    wave_error e = {0};
+    /* once per buffer, kept: DMA straight from it for every job after */
+    if (wv_dev_can_pin(dev) &&
+        wv_dev_host_register(dev, p, bytes, &e) == 0)
+      g->pinned = 1;
+    pthread_mutex_lock(&rg_mu);
+    g->next = rg_all;
+    rg_all = g;
+    pthread_mutex_unlock(&rg_mu);
+    bufs[got++] = g->p;
+  }
+  return 0;
+}
+
+void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
+                  unsigned n)
+{
+  pthread_mutex_lock(&rg_mu);
+  for (unsigned i = 0; i < n; i++)
+    for (rg_buf *g = rg_all; g != NULL; g = g->next)
+      if (g->p == bufs[i] && g->bdev == bdev) {
+        g->state = lent != NULL && lent[i] ? RG_LENT : RG_FREE;
+        break;
+      }
+  pthread_mutex_unlock(&rg_mu);
+}
+
+void wd_ring_return(uint8_t *buf)
+{
+  pthread_mutex_lock(&rg_mu);
+  for (rg_buf *g = rg_all; g != NULL; g = g->next)
+    if (g->p == buf && g->state == RG_LENT) {
+      g->state = RG_FREE;
+      break;
+    }
+  pthread_mutex_unlock(&rg_mu);
+}
+
+/* The pool stopped and the devices are closed (their pins went with their
+ * contexts): every buffer not lent to a read still out goes. */
+static void rg_free_all(void)
+{
+  pthread_mutex_lock(&rg_mu);
+  for (rg_buf **pp = &rg_all; *pp != NULL;) {
+    rg_buf *g = *pp;
+    if (g->state == RG_LENT) {
+      pp = &g->next;
+      continue;
+    }
+    *pp = g->next;
+    munmap(g->p, g->bytes);
+    free(g);
+  }
+  pthread_mutex_unlock(&rg_mu);
+}

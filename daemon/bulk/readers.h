@@ -1,0 +1,76 @@
+/* readers.h - the daemon's reader pool and the devices' staging rings
+ * (daemon/bulk/filered.h uses both).
+ *
+ * One thread cannot move a page-cache file faster than about 4 GB/s (one
+ * core's memcpy out of the page cache), where the H200 host's pinned copy
+ * runs at 54 GB/s and 8 threads reading the same file reach 25 GB/s.  So
+ * the reads of file regions (and the copies of regions that are not
+ * pinned) are cut into parts that a pool of reader threads runs, started
+ * once with the daemon (limits.file_readers; 0 = min(8, cores)); a job
+ * never starts a thread.  The pool is a FIFO of tasks: parts of several
+ * jobs (several devices) interleave, so no job waits for another to end.
+ *
+ * A task that blocks in a read (a hung NFS or FUSE mount) keeps its
+ * thread.  Its job gives up on it (limits.region_read_timeout_ms) and asks
+ * for a replacement (wd_readers_grow), so the pool keeps its size for the
+ * other jobs; when the read returns, the task says so (wd_readers_shrink)
+ * and a thread over the size ends after its task.
+ *
+ * Rings.  Each device keeps the staging buffers its file jobs read into,
+ * made on its thread at its first such job and kept: pinned once with the
+ * backend's host_register (DMA without a staging copy), plain memory where
+ * the backend reads host memory itself or refuses.  Pinning costs about
+ * twice a copy of the same bytes, so a buffer pinned per job would cost
+ * more than it saves.  A buffer a stuck read still writes into is lent:
+ * the ring makes another and takes the lent one back when the read
+ * returns (wd_ring_return).  The rings go with the pool, after the devices
+ * have closed (their pins went with their contexts).
+ */
+#ifndef WD_BULK_READERS_H
+#define WD_BULK_READERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wave/error.h"
+#include "workers/worker.h"
+#include "workers/wvdev.h"
+
+#define WD_READERS_MAX 64
+
+/* A unit of work; run on a reader thread, which owns t until run returns
+ * (run may free it). */
+typedef struct wd_rtask {
+  struct wd_rtask *next;
+  void (*run)(struct wd_rtask *t);
+} wd_rtask;
+
+/* min(8, online cores): limits.file_readers 0. */
+unsigned wd_readers_default(void);
+/* Start the pool with n threads (0: the default), or take another
+ * reference to the running one (its size stays).  Returns 0 or an error. */
+int wd_readers_start(unsigned n, wave_error *err);
+/* Drop a reference; the last stops the pool (threads in a read that never
+ * returned are left) and frees the rings.  Devices are closed by then. */
+void wd_readers_stop(void);
+/* Threads the pool keeps (its size plus replacements); 0 when stopped. */
+unsigned wd_readers_size(void);
+/* Queue t (the pool is started with the default size if it is not). */
+int wd_readers_post(wd_rtask *t, wave_error *err);
+/* k tasks are left in reads that did not return: start k more threads;
+ * and, as each such read returns, wd_readers_shrink(1). */
+void wd_readers_grow(unsigned k);
+void wd_readers_shrink(unsigned k);
+
+/* Device thread of bdev: n buffers of bytes each into bufs, from its ring
+ * (made and pinned here when there are not enough free ones). */
+int wd_ring_take(const wv_dev *dev, size_t bytes,
+                 unsigned n, uint8_t **bufs, wave_error *err);
+/* Device thread: buffers taken back; lent[i] nonzero: a read still writes
+ * into bufs[i] (it comes back through wd_ring_return). */
+void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
+                  unsigned n);
+/* Any thread: a lent buffer is free again. */
+void wd_ring_return(uint8_t *buf);
+
+#endif
