@@ -116,6 +116,7 @@ const cf_key wd_cf_keys[] = {
   {CF_DEVICE, "exchange", CF_CHOICE, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL},
   UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0),
   UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0),
+  UINT(CF_DEVICE, DEV, "reduce_slice_rows", reduce_slice_rows, 0, 1ull << 48, 0),
 };
 #define CF_NKEYS (sizeof wd_cf_keys / sizeof wd_cf_keys[0])
 const size_t wd_cf_nkeys = CF_NKEYS;

@@ -32,6 +32,8 @@ typedef struct wd_device_cfg {
   char exchange[16];      /* hash exchange: auto, shuffle, local */
   unsigned group_units;
   uint64_t batch;         /* nonces per hash batch, 0 = backend default */
+  uint64_t reduce_slice_rows; /* rows per slice of a big reduction,
+                                 0 = the device's default (exec/device.h) */
 } wd_device_cfg;
 
 typedef struct wd_limits {

@@ -177,7 +177,8 @@ static int rl_same_device(const wd_device_cfg *a, const wd_device_cfg *b)
          strcmp(a->device, b->device) == 0 && a->threads == b->threads &&
          a->queue_depth == b->queue_depth &&
          strcmp(a->exchange, b->exchange) == 0 &&
-         a->group_units == b->group_units && a->batch == b->batch;
+         a->group_units == b->group_units && a->batch == b->batch &&
+         a->reduce_slice_rows == b->reduce_slice_rows;
 }
 
 /* The same pack: every field the hash, its dataset and its known answers

@@ -62,6 +62,7 @@ struct wd_req {
   wv_reduce_job job;
   wv_reduce_out out;       /* ... and its result */
   int finite;              /* ReduceResult.finite (FINITE_*) */
+  struct wd_slices *slices; /* a big reduction's slices (rq/reduce.c) */
   uv_timer_t timer;        /* parked JobRequest (rq/park.c) */
   wd_waiter wait;          /* parked: on which job, how to answer */
   wd_pool_item item;       /* decode thread hand-off (net/pool.h) */

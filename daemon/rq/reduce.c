@@ -15,6 +15,7 @@
 #include "daemon/net/front.h"
 #include "daemon/net/req.h"
 #include "daemon/rq/reduce.h"
+#include "daemon/rq/slices.h"
 #include "daemon/server_int.h"
 #include "daemon/stats.h"
 #include "core/base.h"
@@ -36,10 +37,66 @@ static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
   return 0;
 }
 
+/* WD_RUN_*, or -1 when the job runs whole.  A job bigger than the
+ * device's slice runs a slice per step, and leaves
+ * the device between two (WD_RUN_MORE) only while another client has a
+ * reduction queued there; alone, it runs on within the one step.  The
+ * slices merge to the bits of the whole job (rq/slices.h). */
+static int rr_sliced(wd_req *c, wd_work *w, wd_device *d)
+{
+  if (c->slices == NULL) {
+    if (c->job.rows <= 65536)  /* never sliced: spare the look-up */
+      return -1;
+    wv_caps caps;
+    wd_device_caps(d, &caps);
+    uint64_t p = wd_slices_rows(&c->job, wd_slices_device_rows(
+                                             wd_device_cfg_of(d), &caps));
+    if (p == 0)
+      return -1;  /* it runs whole */
+    if ((c->slices = malloc(sizeof *c->slices)) == NULL) {
+      w->rc = wv_seterr(&w->err, WAVE_ENOMEM, NULL);
+      return WD_RUN_END;
+    }
+    if ((w->rc = wd_slices_init(c->slices, &c->job, p, &w->err)) != 0) {
+      free(c->slices);
+      c->slices = NULL;
+      return WD_RUN_END;
+    }
+  }
+  int last = 0;
+  while (!last) {
+    w->rc = wd_slices_step(c->slices, wd_device_backend(d), wd_device_bdev(d),
+                           &last, &w->err);
+    if (w->rc != 0)
+      return WD_RUN_END;
+    if (!last && wd_device_short_waiting(d, w->owner))
+      return WD_RUN_MORE;
+  }
+  int some = 0;
+  wd_slices_result(c->slices, &c->out, &some);
+  if (c->job.dtype == WAVE_F32 && c->job.op != WAVE_SUM)
+    c->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
+                     : WAVE__V1__FINITE_ROWS__FINITE_NONE;
+  return WD_RUN_END;
+}
+
+static void rr_slices_free(wd_req *c)
+{
+  if (c->slices != NULL) {
+    wd_slices_fini(c->slices);
+    free(c->slices);
+    c->slices = NULL;
+  }
+}
+
 static int rr_reduce_run(wd_work *w, wd_device *d)
 {
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
+  int r;
+  if (!c->bulk.files && (r = rr_sliced(c, w, d)) >= 0)
+    return r;  /* sliced: c->finite is set when it ended well */
+  c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
     w->rc = wd_file_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
                            c->bulk.src,
@@ -48,7 +105,6 @@ static int rr_reduce_run(wd_work *w, wd_device *d)
   else
     w->rc = wv_dev_reduce(wd_device_backend(d), wd_device_bdev(d), &c->job,
                           &c->out, &w->err);
-  c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (w->rc == 0 && c->job.dtype == WAVE_F32 && c->job.op != WAVE_SUM) {
     /* Only an answer of all +0.0 with rows selected leaves it open; then
      * one pass here, on the device thread, that stops at the first
@@ -86,6 +142,7 @@ static void rr_reduce_done(wd_work *w)
 {
   wd_req *c = (wd_req *)((char *)w - offsetof(wd_req, work));
   wd_server *s = c->srv;
+  rr_slices_free(c);
   s->reduce_inflight--;
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
                w->seconds, w->rc, c->job.rows, c->job.rows * 4);
@@ -178,6 +235,8 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   }
   memset(&c->work, 0, sizeof c->work);
   memset(&c->out, 0, sizeof c->out);
+  c->slices = NULL;
+  c->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   c->work.ops = &rr_reduce_ops;
   c->work.owner = wd_peer_key(c->principal);  /* clients take turns */
   c->job = (wv_reduce_job){
