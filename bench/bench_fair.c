@@ -13,7 +13,15 @@
  * sum running when it arrives; first in, first out it waited for every
  * heavy sum queued before it.
  *
- *   bench_fair [--iters N] [--heavy N] [--mib N]   (defaults: 400, 16, 16)
+ * Before the heavy phase it times --lone sums of the region one after the
+ * other from one thread with nothing else queued (a lone big job: its
+ * rate must not drop when the daemon cuts big reductions into slices,
+ * daemon/rq/slices.h).  --dtype f32 fills the region with floats and
+ * makes every heavy and lone sum a float sum (whose slices are pieces of
+ * the exact tree); the default is u32.
+ *
+ *   bench_fair [--iters N] [--heavy N] [--mib N] [--lone N] [--dtype u32|f32]
+ *   (defaults: 400, 16, 16, 20, u32)
  */
 #include <netinet/in.h>
 #include <poll.h>
@@ -109,6 +117,7 @@ static pid_t bf_start(const char *dir, const char *cfg)
 typedef struct bf_heavy {
   wave_client *c;
   wave_region *r;
+  wave_dtype dtype;
   _Atomic int stop;
   _Atomic unsigned long done, busy;
   pthread_mutex_t mu;
@@ -120,7 +129,7 @@ static void *bf_heavy_main(void *arg)
 {
   bf_heavy *h = arg;
   wave_extent ex = {h->r, 0, wave_region_size(h->r)};
-  wave_region_reduce rq = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ex,
+  wave_region_reduce rq = {.dtype = h->dtype, .op = WAVE_SUM, .input = &ex,
                            .n_input = 1};
   while (!atomic_load(&h->stop)) {
     wave_reduce_result res;
@@ -141,6 +150,47 @@ static void *bf_heavy_main(void *arg)
     pthread_mutex_unlock(&h->mu);
   }
   return NULL;
+}
+
+/* n sums of the region one after the other, nothing else queued: each
+ * one's time on the device (dev[]) and its round trip (wall[]), in us. */
+static void bf_lone(bf_heavy *h, double *dev, double *wall, unsigned n)
+{
+  wave_extent ex = {h->r, 0, wave_region_size(h->r)};
+  wave_region_reduce rq = {.dtype = h->dtype, .op = WAVE_SUM, .input = &ex,
+                           .n_input = 1};
+  for (unsigned i = 0; i < n; i++) {
+    wave_reduce_result res;
+    wave_error err = {0};
+    double t0 = bf_now_us();
+    if (wave_reduce_region(h->c, &rq, &res, &err) != 0)
+      bf_die("lone sum", &err);
+    wall[i] = bf_now_us() - t0;
+    dev[i] = res.seconds * 1e6;
+  }
+}
+
+static void bf_stats(double *us, size_t n, double *med, double *p90)
+{
+  qsort(us, n, sizeof *us, bf_cmp);
+  *med = us[n / 2];
+  *p90 = us[n * 9 / 10];
+}
+
+/* The lone phase: its medians printed. */
+static void bf_lone_report(bf_heavy *h, unsigned n, unsigned mib)
+{
+  double *dev = calloc(n, sizeof *dev), *wall = calloc(n, sizeof *wall);
+  double dm, d90, wm, w90;
+  bf_lone(h, dev, wall, 1);  /* warm-up */
+  bf_lone(h, dev, wall, n);
+  bf_stats(dev, n, &dm, &d90);
+  bf_stats(wall, n, &wm, &w90);
+  printf("lone %s sum (%u alone)  device median %9.1f us  %7.0f MiB/s, "
+         "round trip median %9.1f us\n", h->dtype == WAVE_F32 ? "f32" : "u32",
+         n, dm, (double)mib / (dm * 1e-6), wm);
+  free(dev);
+  free(wall);
 }
 
 /* ---- the light client ---------------------------------------------------- */
@@ -166,31 +216,32 @@ static void bf_light(wave_client *c, double *us, size_t n, int keep)
   }
 }
 
-static void bf_stats(double *us, size_t n, double *med, double *p90)
-{
-  qsort(us, n, sizeof *us, bf_cmp);
-  *med = us[n / 2];
-  *p90 = us[n * 9 / 10];
-}
-
 int main(int argc, char **argv)
 {
-  unsigned iters = 400, heavy = 16, mib = 16;
+  unsigned iters = 400, heavy = 16, mib = 16, lone = 20;
+  wave_dtype dtype = WAVE_U32;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--iters") == 0)
+    if (strcmp(argv[i], "--lone") == 0)
+      lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--dtype") == 0)
+      dtype = wave_dtype_parse(argv[i + 1]);
+    else if (strcmp(argv[i], "--iters") == 0)
       iters = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--heavy") == 0)
       heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--mib") == 0)
       mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else {
-      fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N]\n");
+      fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
+              "[--lone N] [--dtype u32|f32]\n");
       return 2;
     }
   }
-  if (iters < 10 || heavy < 1 || heavy > 16 || mib < 1 || mib > 1024) {
+  if (iters < 10 || heavy < 1 || heavy > 16 || mib < 1 || mib > 1024 ||
+      lone < 1 || lone > 10000 || (dtype != WAVE_U32 && dtype != WAVE_F32)) {
     fprintf(stderr, "bench_fair: --iters >= 10, --heavy 1..16 (one "
-            "connection's limits.max_peer_requests), --mib 1..1024\n");
+            "connection's limits.max_peer_requests), --mib 1..1024, "
+            "--lone 1..10000, --dtype u32 or f32\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -212,7 +263,7 @@ int main(int argc, char **argv)
   pid_t pid = bf_start(dir, cfg);
 
   wave_error err = {0};
-  bf_heavy h = {.cap_dev = 1u << 20};
+  bf_heavy h = {.cap_dev = 1u << 20, .dtype = dtype};
   h.dev_s = calloc(h.cap_dev, sizeof *h.dev_s);
   pthread_mutex_init(&h.mu, NULL);
   wave_client *light;
@@ -223,8 +274,13 @@ int main(int argc, char **argv)
   if (wave_region_create(&h.r, bytes, "bench-fair", &err) != 0)
     bf_die("region", &err);
   uint32_t *rows = wave_region_data(h.r);
-  for (size_t i = 0; i < bytes / 4; i++)
-    rows[i] = (uint32_t)i;
+  for (size_t i = 0; i < bytes / 4; i++) {
+    float v = (float)(i % 1000) * 0.5f - 200.0f;  /* normal floats */
+    if (dtype == WAVE_F32)
+      memcpy(&rows[i], &v, sizeof v);
+    else
+      rows[i] = (uint32_t)i;
+  }
   if (wave_region_register(h.c, h.r, &err) != 0)
     bf_die("region register", &err);
 
@@ -232,6 +288,8 @@ int main(int argc, char **argv)
                                                                sizeof *loaded);
   bf_light(light, idle, BF_WARMUP, 0);
   bf_light(light, idle, iters, 1);
+
+  bf_lone_report(&h, lone, mib);
 
   pthread_t th[16];
   for (unsigned i = 0; i < heavy; i++)

@@ -132,6 +132,7 @@ const cf_key wd_cf_keys[] = {
   {CF_DEVICE, "exchange", CF_ENUM, FLD(DEV, exchange), 0, 0, 0, "auto", cf_exchanges, 0, 0, NULL, REFUSE(RL_DEVICES)},
   UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0, REFUSE(RL_DEVICES)),
   UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0, REFUSE(RL_DEVICES)),
+  UINT(CF_DEVICE, DEV, "reduce_slice_rows", reduce_slice_rows, 0, 1ull << 48, 0, REFUSE(RL_DEVICES)),
 };
 #undef LIVE
 #undef START

@@ -33,6 +33,8 @@ typedef struct wd_device_cfg {
                              worker.h), AUTO, SHUFFLE or LOCAL */
   unsigned group_units;
   uint64_t batch;         /* nonces per hash batch, 0 = backend default */
+  uint64_t reduce_slice_rows; /* rows per slice of a big reduction,
+                                 0 = the device's default (exec/device.h) */
 } wd_device_cfg;
 
 typedef struct wd_limits {

@@ -38,6 +38,7 @@ typedef struct wd_call {
   wv_reduce_job job;
   wv_reduce_out out;       /* ... and its result */
   int finite;              /* ReduceResult.finite (FINITE_*) */
+  struct wd_slices *slices; /* a big reduction's slices (rq/reduce.c) */
   wd_waiter wait;          /* parked: on which job, how to answer */
 } wd_call;
 

@@ -21,3 +21,7 @@ if(WAVE_NP_PYTHON3)
   add_test(NAME reduce_numpy COMMAND ${WAVE_NP_PYTHON3}
     ${CMAKE_CURRENT_SOURCE_DIR}/numpy_check.py $<TARGET_FILE:wvnp>)
 endif()
+
+# a big reduction in slices (daemon/rq/slices.c) has the whole job's bits
+# on every backend that opens here, the fake one too (test_slices.c)
+wave_test(test_slices SOURCES test_slices.c LIBS wvdcore wvfake)

@@ -11,8 +11,16 @@
  * first in, first out would give A A A A B B.  The order is read from the
  * daemon's log ("job reduce ID on fk0: ok"), which the loop writes as each
  * reduction's completion arrives, in the device's order.
+ *
+ * The same hold shows a big reduction yield between its slices
+ * (daemon/rq/slices.c, reduce_slice_rows: 65536): A's float sum of 300,000
+ * rows is queued first, B's 1-row sum second; let go, B's ends first (the
+ * sum left the device after its first slice), and A's has the bits of the
+ * whole job (core/reduce.c's reference, over rows whose sum depends on the
+ * tree).  Served whole, A's would end first.
  */
 #include <check.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +33,13 @@
 
 #include "daemon_harness.h"
 #include "core/base.h"
+#include "core/reduce.h"
 
 #define FR_A 4  /* reductions from client A */
 #define FR_B 2  /* from client B */
 
-static void fr_config(td_daemon *d)
+/* dev: more keys of fk0 ("" none). */
+static void fr_config(td_daemon *d, const char *dev)
 {
   char hold[200], text[2048];
   snprintf(hold, sizeof hold, "%s/hold", d->dir);
@@ -38,8 +48,8 @@ static void fr_config(td_daemon *d)
            "listen: [\"%s\", \"%s\"]\nauth: none\nlog_level: info\n"
            "packs: {dir: %s/config/packs, load: [small], prepare: first-use}\n"
            "devices:\n  - {name: fk0, backend: fake, threads: 1, "
-           "device: \"hold_prepare=%s\"}\n",
-           d->ipc, d->tcp, getenv("WAVE_SOURCE_DIR"), hold);
+           "device: \"hold_prepare=%s\"%s}\n",
+           d->ipc, d->tcp, getenv("WAVE_SOURCE_DIR"), hold, dev);
   td_write(d->cfg, text);
   d->fake = 1;
 }
@@ -75,17 +85,16 @@ static void fr_wait_queued(nng_socket s, unsigned want)
   ck_assert_uint_eq(n, want);
 }
 
-/* Send a sum of one row (request id) on ctx without waiting for the
- * reply; the aio carries it. */
-static nng_aio *fr_send(nng_ctx ctx, uint64_t id)
+/* Send a sum of the n chunks in (u32, or f32 if fsum) as request id on
+ * ctx without waiting for the reply; the aio carries it. */
+static nng_aio *fr_send_sum(nng_ctx ctx, uint64_t id, ProtobufCBinaryData *in,
+                            size_t n_in, int fsum)
 {
-  uint32_t v = (uint32_t)id;
-  ProtobufCBinaryData in = {sizeof v, (uint8_t *)&v};
   Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
-  rr.dtype = WAVE__V1__DTYPE__U32;
+  rr.dtype = fsum ? WAVE__V1__DTYPE__F32 : WAVE__V1__DTYPE__U32;
   rr.op = WAVE__V1__OP__SUM;
-  rr.n_input = 1;
-  rr.input = &in;
+  rr.n_input = n_in;
+  rr.input = in;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
   rq.version = 2;
   rq.id = id;
@@ -106,8 +115,16 @@ static nng_aio *fr_send(nng_ctx ctx, uint64_t id)
   return aio;
 }
 
-/* The reply to request id: a sum equal to id. */
-static void fr_reply(nng_aio *aio, uint64_t id)
+/* A sum of one row, id. */
+static nng_aio *fr_send(nng_ctx ctx, uint64_t id)
+{
+  uint32_t v = (uint32_t)id;
+  ProtobufCBinaryData in = {sizeof v, (uint8_t *)&v};
+  return fr_send_sum(ctx, id, &in, 1, 0);
+}
+
+/* The reply to request id: a sum of bits `bits` (one value). */
+static void fr_reply_bits(nng_aio *aio, uint64_t id, uint32_t bits)
 {
   nng_aio_wait(aio);
   ck_assert_msg(nng_aio_result(aio) == 0, "no reply: %s",
@@ -122,20 +139,25 @@ static void fr_reply(nng_aio *aio, uint64_t id)
                 r->error ? r->error->message : "?");
   ck_assert_uint_eq(r->id, id);
   ck_assert_uint_eq(r->reduce->n_bits, 1);
-  ck_assert_uint_eq(r->reduce->bits[0], id);
+  ck_assert_uint_eq(r->reduce->bits[0], bits);
   wave__v1__response__free_unpacked(r, NULL);
 }
 
-START_TEST(reductions_take_turns_by_client)
+/* The reply to request id: a sum equal to id. */
+static void fr_reply(nng_aio *aio, uint64_t id)
 {
-  td_daemon d;
-  td_prepare(&d, NULL);
-  fr_config(&d);
-  fr_hold(&d, 1);
-  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
-  nng_socket s = td_dial(d.ipc);
-  /* a hash job on the first-use pack: fk0 steps into its preparation and
-   * stays there while the hold file exists */
+  fr_reply_bits(aio, id, (uint32_t)id);
+}
+
+/* Start d with fk0 held inside a pack's preparation (the hold file and a
+ * hash job on the first-use pack); its reductions then queue. */
+static nng_socket fr_start_held(td_daemon *d, const char *dev)
+{
+  td_prepare(d, NULL);
+  fr_config(d, dev);
+  fr_hold(d, 1);
+  ck_assert_msg(td_start(d) == 0, "did not start:\n%s", td_stderr(d));
+  nng_socket s = td_dial(d->ipc);
   Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
   hq.pack = "small";
   hq.count = 1000;
@@ -155,7 +177,30 @@ START_TEST(reductions_take_turns_by_client)
     nanosleep(&nap, NULL);
   }
   ck_assert_uint_eq(fr_queued(s), 0);
+  return s;
+}
 
+/* The ids of the first n reductions in d's log, in the order they ended. */
+static void fr_log_order(td_daemon *d, const unsigned *want, unsigned n)
+{
+  const char *log = td_stderr(d), *p = log;
+  unsigned got[16], k = 0;
+  while ((p = strstr(p, "job reduce ")) != NULL && k < n) {
+    unsigned id;
+    if (sscanf(p, "job reduce %u on fk0: ok", &id) == 1)
+      got[k++] = id;
+    p++;
+  }
+  ck_assert_msg(k == n, "%u reductions in the log:\n%s", k, log);
+  for (unsigned i = 0; i < n; i++)
+    ck_assert_msg(got[i] == want[i], "reduction %u was %u, not %u:\n%s", i,
+                  got[i], want[i], log);
+}
+
+START_TEST(reductions_take_turns_by_client)
+{
+  td_daemon d;
+  nng_socket s = fr_start_held(&d, "");
   nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp);
   nng_ctx ca[FR_A], cb[FR_B];
   nng_aio *aa[FR_A], *ab[FR_B];
@@ -181,22 +226,60 @@ START_TEST(reductions_take_turns_by_client)
 
   /* the order the device served them in */
   static const unsigned want[FR_A + FR_B] = {101, 201, 102, 202, 103, 104};
-  const char *log = td_stderr(&d), *p = log;
-  unsigned got[FR_A + FR_B], n = 0;
-  while ((p = strstr(p, "job reduce ")) != NULL && n < FR_A + FR_B) {
-    unsigned id;
-    if (sscanf(p, "job reduce %u on fk0: ok", &id) == 1)
-      got[n++] = id;
-    p++;
-  }
-  ck_assert_msg(n == FR_A + FR_B, "%u reductions in the log:\n%s", n, log);
-  for (unsigned i = 0; i < n; i++)
-    ck_assert_msg(got[i] == want[i], "reduction %u was %u, not %u:\n%s", i,
-                  got[i], want[i], log);
+  fr_log_order(&d, want, FR_A + FR_B);
   nng_close(a);
   nng_close(b);
   nng_close(s);
   td_stop_ok(&d);
+}
+END_TEST
+
+#define FR_BIG 300000  /* rows of A's float sum: 200,000 + 100,000 */
+
+START_TEST(a_big_sum_yields_between_slices)
+{
+  td_daemon d;
+  nng_socket s = fr_start_held(&d, ", reduce_slice_rows: 65536");
+  float *rows = malloc(FR_BIG * sizeof *rows);
+  ck_assert_ptr_nonnull(rows);
+  uint64_t x = 0x2545f4914f6cdd1dull;
+  for (size_t i = 0; i < FR_BIG; i++) {  /* exponents -20..20, signs mixed */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    float m = 1.0f + (float)(x & 0xffff) / 65536.0f;
+    rows[i] = ldexpf((x >> 20) & 1 ? -m : m, (int)((x >> 24) % 41) - 20);
+  }
+  wv_span sp[2] = {{rows, 200000}, {rows + 200000, FR_BIG - 200000}};
+  wv_reduce_job job = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = sp,
+                       .n_input = 2, .rows = FR_BIG};
+  wv_reduce_out want = {0};
+  wave_error err = {0};
+  ck_assert_int_eq(wv_reduce_reference(&job, &want, &err), 0);
+  ProtobufCBinaryData in[2] = {{200000 * 4, (uint8_t *)rows},
+                               {(FR_BIG - 200000) * 4,
+                                (uint8_t *)(rows + 200000)}};
+
+  nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp);
+  nng_ctx ca, cb;
+  ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
+  ck_assert_int_eq(nng_ctx_open(&cb, b), 0);
+  nng_aio *aa = fr_send_sum(ca, 301, in, 2, 1);
+  fr_wait_queued(s, 1);
+  nng_aio *ab = fr_send(cb, 401);
+  fr_wait_queued(s, 2);
+  fr_hold(&d, 0);
+  fr_reply(ab, 401);
+  fr_reply_bits(aa, 301, want.bits[0]);
+  static const unsigned order[] = {401, 301};
+  fr_log_order(&d, order, 2);
+  nng_ctx_close(ca);
+  nng_ctx_close(cb);
+  nng_close(a);
+  nng_close(b);
+  nng_close(s);
+  td_stop_ok(&d);
+  free(rows);
 }
 END_TEST
 
@@ -206,6 +289,7 @@ static Suite *fr_suite(void)
   TCase *t = tcase_create("turns");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, reductions_take_turns_by_client);
+  tcase_add_test(t, a_big_sum_yields_between_slices);
   suite_add_tcase(s, t);
   return s;
 }

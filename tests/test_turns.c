@@ -11,7 +11,13 @@
  *    next, not after one more of the backlog (first in, first out, or a
  *    plain ring of owners, would serve one more);
  *  - an owner that sends one item at a time takes one turn per turn of the
- *    others: two such owners do not keep a third one waiting.
+ *    others: two such owners do not keep a third one waiting;
+ *  - an item in slices (a big reduction, rq/reduce.c) that returns
+ *    WD_RUN_MORE while another owner has an item queued lets that item
+ *    run between its slices, keeps its place ahead of its own owner's
+ *    next item, and runs its last slices on once nobody else waits;
+ *  - a device that faults between two slices ends the sliced item with
+ *    EDEVFAULT instead of running its next slice.
  */
 #include <check.h>
 #include <pthread.h>
@@ -20,6 +26,7 @@
 #include <string.h>
 
 #include "daemon/exec/device.h"
+#include "core/base.h"
 
 #define TT_MAX 64
 
@@ -29,6 +36,8 @@ typedef struct tt_item {
   int hold;               /* wait in run until released */
   struct tt_item *then;   /* submitted by this one's run: its owner's next
                              item, sent when this one began */
+  int slices;             /* tt_sliced_ops: slices left */
+  int fail;               /* tt_sliced_ops: end with WAVE_EDEVICE */
 } tt_item;
 
 static pthread_mutex_t tt_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +72,35 @@ static int tt_run(wd_work *w, const wd_run_ctx *x)
 /* Never called here (the server's completion queue would); the device
  * posts only items that have one. */
 static void tt_done(wd_work *w) { (void)w; }
+
+/* An item in `slices` slices, each written down as its id, the first
+ * held if it->hold; between two it leaves the device (WD_RUN_MORE) only
+ * while another owner has an item queued, as a sliced reduction does.
+ * An item with it->fail ends with WAVE_EDEVICE (the device faults). */
+static int tt_sliced_run(wd_work *w, const wd_run_ctx *x)
+{
+  tt_item *it = (tt_item *)w;
+  if (it->fail) {
+    tt_run(w, x);
+    w->rc = wv_seterr(&w->err, WAVE_EDEVICE, "test: the device is gone");
+    return WD_RUN_END;
+  }
+  while (it->slices > 0) {
+    tt_run(w, x);
+    it->hold = 0;
+    if (--it->slices > 0 && wd_device_short_waiting(w->dev, w->owner))
+      return WD_RUN_MORE;
+  }
+  w->rc = 0;
+  return WD_RUN_END;
+}
+
+static const wd_work_ops tt_sliced_ops = {
+  .name = "test item in slices",
+  .lane = WD_LANE_SHORT,
+  .run = tt_sliced_run,
+  .done = tt_done,
+};
 
 static const wd_work_ops tt_ops = {
   .name = "test item",
@@ -226,6 +264,61 @@ START_TEST(one_at_a_time_does_not_jump_turns)
 }
 END_TEST
 
+static void tt_submit_sliced(wd_device *d, tt_item *it, int id,
+                             uint64_t owner, int slices, int hold)
+{
+  tt_prep(it, id, owner, hold);
+  it->work.ops = &tt_sliced_ops;
+  it->slices = slices;
+  wave_error err = {0};
+  ck_assert_msg(wd_device_submit(d, &it->work, &err) == 0, "%s", err.message);
+}
+
+/* Owner 1's item 1 in four slices holds the device in its first; owner 2
+ * queues 2 and 3, owner 1 queues 4.  Item 1 lets 2 run after its first
+ * slice and 3 after its second, then runs its last two on (nobody else
+ * waits), all before its owner's item 4.  Served whole, it would have
+ * given 1 2 4 3. */
+START_TEST(slices_let_others_run_between)
+{
+  wd_device *d = tt_start();
+  tt_item it[4];
+  tt_submit_sliced(d, &it[0], 1, 1, 4, 1);
+  tt_wait_held();
+  tt_submit(d, &it[1], 2, 2, 0);
+  tt_submit(d, &it[2], 3, 2, 0);
+  tt_submit(d, &it[3], 4, 1, 0);
+  tt_release();
+  tt_wait_ended(4);
+  static const int want[] = {1, 2, 1, 3, 1, 1, 4};
+  tt_expect(want, 7);
+  ck_assert_int_eq(it[0].work.rc, 0);
+  wd_device_free(d);
+}
+END_TEST
+
+/* Owner 2's item 2 faults the device while owner 1's item 1 waits between
+ * its slices: item 1 ends with EDEVFAULT, its second slice never runs. */
+START_TEST(fault_between_slices)
+{
+  wd_device *d = tt_start();
+  tt_item it[2];
+  tt_submit_sliced(d, &it[0], 1, 1, 3, 1);
+  tt_wait_held();
+  tt_submit_sliced(d, &it[1], 2, 2, 1, 0);
+  it[1].fail = 1;
+  tt_release();
+  tt_wait_ended(2);
+  static const int want[] = {1, 2};
+  tt_expect(want, 2);
+  ck_assert_int_eq(it[1].work.rc, WAVE_EDEVFAULT);
+  ck_assert_int_eq(it[0].work.rc, WAVE_EDEVFAULT);
+  ck_assert_int_eq(it[0].slices, 2);
+  ck_assert(wd_device_faulted(d));
+  wd_device_free(d);
+}
+END_TEST
+
 static Suite *tt_suite(void)
 {
   Suite *s = suite_create("turns");
@@ -234,6 +327,8 @@ static Suite *tt_suite(void)
   tcase_add_test(t, two_owners_alternate);
   tcase_add_test(t, newcomer_goes_next);
   tcase_add_test(t, one_at_a_time_does_not_jump_turns);
+  tcase_add_test(t, slices_let_others_run_between);
+  tcase_add_test(t, fault_between_slices);
   suite_add_tcase(s, t);
   return s;
 }

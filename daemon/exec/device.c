@@ -27,12 +27,11 @@
  * way (the principal, daemon/net/principal.h), served by turns in the manner
  * of start-time fair queueing: a reduction's turn is the turn being served
  * when its owner had nothing queued (or the turn after that owner's last
- * one, if later), else the one after its owner's previous reduction; the
- * earliest turn goes first, ties in the order the owners queued.  So a
- * client that pipelines many big sums delays another client's reduction
- * by the one running, not by its backlog, and a client that sends one at
- * a time cannot step ahead of the others more than once per turn (its
- * group, kept until its last turn has come, remembers it).
+ * one, if later), else the one after its owner's previous one; the earliest
+ * turn goes first, ties in the order the owners queued.  A big one yields
+ * between slices while another owner waits (WD_RUN_MORE), for its owner's
+ * next turn.  So a client pipelining big sums delays another's by a slice,
+ * not its backlog, and one sending one at a time gets one turn per turn.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -255,8 +254,8 @@ static wd_work *dv_fair_pop(dv_fair *f)
 
 /* w into its owner's queue.  An owner with nothing queued takes the turn
  * being served, or the one after its last item if that is later; each
- * further item the next turn. */
-static void dv_short_push(dv_fair *f, dv_owner *g, wd_work *w)
+ * further item the next turn (again, between slices: w goes first). */
+static void dv_short_push(dv_fair *f, dv_owner *g, wd_work *w, int again)
 {
   if (g->q.head == NULL) {
     g->tag = g->finish > f->now ? g->finish : f->now;
@@ -265,7 +264,7 @@ static void dv_short_push(dv_fair *f, dv_owner *g, wd_work *w)
     g->finish++;
   }
   g->members++;
-  dv_fair_push(f, g, w, 0);
+  dv_fair_push(f, g, w, again && g->q.head != NULL);
 }
 
 /* The queued reduction with the earliest turn (the ring's order among
@@ -413,12 +412,17 @@ static void *dv_main(void *arg)
            d->lq.ring == NULL && d->ucur == NULL && d->uq.head == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
     wd_work *w = dv_short_pop(&d->sq);
-    if (w != NULL) {  /* owners take turns, one reduction each */
+    if (w != NULL) {  /* owners take turns, one step of a reduction each */
       d->short_running = 1;
       pthread_mutex_unlock(&d->mu);
-      while (dv_step(d, w) != WD_RUN_END)
-        ;  /* a short item that asks for more steps gets them at once */
-      dv_end(d, w);
+      if (dv_step(d, w) == WD_RUN_MORE) {  /* its group stays till popped */
+        pthread_mutex_lock(&d->mu);
+        dv_short_push(&d->sq, dv_owner_find(&d->sq, w->owner), w, 1);
+        d->short_running = 0;
+        pthread_mutex_unlock(&d->mu);
+      } else {
+        dv_end(d, w);
+      }
       continue;
     }
     /* A setup item (a pack being prepared, at start-up or by a reload)
@@ -537,7 +541,7 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
     else if ((g = dv_owner_get(&d->sq, w->owner)) == NULL)
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     else
-      dv_short_push(&d->sq, g, w);
+      dv_short_push(&d->sq, g, w, 0);
   } else if (lane == WD_LANE_LONG && d->long_n >= d->long_slots) {
     rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
                    "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
@@ -680,4 +684,14 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->running = atomic_load(&d->running);
   s->done = atomic_load(&d->done);
   s->failed = atomic_load(&d->failed);
+}
+
+int wd_device_short_waiting(wd_device *d, uint64_t owner)
+{
+  pthread_mutex_lock(&d->mu);
+  dv_owner *g = d->sq.ring;
+  while (g != NULL && g->key == owner)
+    g = g->next;
+  pthread_mutex_unlock(&d->mu);
+  return g != NULL;
 }

@@ -3,8 +3,8 @@
  * backend (through workers/wvdev.h).
  *
  * The thread opens the device, then serves its lanes: short items
- * (reductions; bounded by queue_depth, round robin by owner: one
- * reduction per client in turn), setup items (pack
+ * (reductions; bounded by queue_depth, in turns by owner: one
+ * reduction, or one slice of a big one, per client in turn), setup items (pack
  * preparation; FIFO) and long ones (hash job shares; bounded by
  * limits.jobs_in_flight, round robin by owner, then by item: device.c).
  * A long item runs one step at a time and the short lane is emptied
@@ -71,5 +71,10 @@ int wd_device_faulted(wd_device *d);
 unsigned wd_device_load(wd_device *d);       /* short items queued+running */
 unsigned wd_device_long_load(wd_device *d);  /* long items not ended */
 void wd_device_snapshot(wd_device *d, wd_device_snap *s);
+
+/* ---- the device thread, inside a run op ---- */
+/* A short item of another owner than `owner` is queued: a big reduction
+ * between slices then returns WD_RUN_MORE, and runs on otherwise. */
+int wd_device_short_waiting(wd_device *d, uint64_t owner);
 
 #endif

@@ -3,7 +3,8 @@
  * own operations, so the executor (device.c) never knows what it runs.
  *
  *  - run (device thread) does one step with the device (x: the device's
- *    handle, its caps, name and index; see wd_run_ctx): a reduction whole,
+ *    handle, its caps, name and index; see wd_run_ctx): a reduction whole
+ *    (or, for a big one, its slices until another owner waits: rq/reduce.c),
  *    one piece of a hash job, one step of a pack's preparation.  It
  *    returns WD_RUN_MORE to be called again (after the device has served
  *    its short lane), WD_RUN_END once w->rc/err say how it ended, or
@@ -43,8 +44,9 @@ typedef struct wd_run_ctx {
 
 enum { WD_RUN_MORE = 0, WD_RUN_END = 1, WD_RUN_PARK = 2 };
 
-/* short: bounded by the device's queue_depth, served first, round robin
- * between owners (one whole item each turn); long: bounded
+/* short: bounded by the device's queue_depth, served first, in turns
+ * between owners (one step each turn: a short item that returns
+ * WD_RUN_MORE takes its owner's next turn); long: bounded
  * by limits.jobs_in_flight, one step at a time, round robin between
  * owners and then between an owner's items; setup: served before long
  * items, in order, without the bound (pack preparation). */

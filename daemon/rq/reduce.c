@@ -15,6 +15,7 @@
 #include "daemon/net/front.h"
 #include "daemon/net/req.h"
 #include "daemon/rq/reduce.h"
+#include "daemon/rq/slices.h"
 #include "daemon/server_int.h"
 #include "daemon/stats.h"
 #include "core/base.h"
@@ -36,17 +37,69 @@ static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
   return 0;
 }
 
+/* WD_RUN_*, or -1 when the job runs whole.  A job bigger than the
+ * device's slice runs a slice per step, and leaves
+ * the device between two (WD_RUN_MORE) only while another client has a
+ * reduction queued there; alone, it runs on within the one step.  The
+ * slices merge to the bits of the whole job (rq/slices.h). */
+static int rr_sliced(wd_call *k, wd_work *w, const wd_run_ctx *x)
+{
+  if (k->slices == NULL) {
+    if (k->job.rows <= 65536)  /* never sliced: spare the look-up */
+      return -1;
+    uint64_t p = wd_slices_rows(&k->job, wd_slices_device_rows(
+                                             wd_device_cfg_of(w->dev), x->caps));
+    if (p == 0)
+      return -1;  /* it runs whole */
+    if ((k->slices = malloc(sizeof *k->slices)) == NULL) {
+      w->rc = wv_seterr(&w->err, WAVE_ENOMEM, NULL);
+      return WD_RUN_END;
+    }
+    if ((w->rc = wd_slices_init(k->slices, &k->job, p, &w->err)) != 0) {
+      free(k->slices);
+      k->slices = NULL;
+      return WD_RUN_END;
+    }
+  }
+  int last = 0;
+  while (!last) {
+    w->rc = wd_slices_step(k->slices, x->dev, &last, &w->err);
+    if (w->rc != 0)
+      return WD_RUN_END;
+    if (!last && wd_device_short_waiting(w->dev, w->owner))
+      return WD_RUN_MORE;
+  }
+  int some = 0;
+  wd_slices_result(k->slices, &k->out, &some);
+  if (k->job.dtype == WAVE_F32 && k->job.op != WAVE_SUM)
+    k->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
+                     : WAVE__V1__FINITE_ROWS__FINITE_NONE;
+  return WD_RUN_END;
+}
+
+static void rr_slices_free(wd_call *k)
+{
+  if (k->slices != NULL) {
+    wd_slices_fini(k->slices);
+    free(k->slices);
+    k->slices = NULL;
+  }
+}
+
 static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
 {
   wd_req *c = ((wd_call *)((char *)w - offsetof(wd_call, work)))->ctx;
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
+  int r;
+  if (!c->bulk.files && (r = rr_sliced(c->call, w, x)) >= 0)
+    return r;  /* sliced: finite is set when it ended well */
+  c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
     w->rc = wd_file_reduce(x->dev, x->caps, &c->call->job, c->bulk.src,
                            c->call->srv->cfg->limits.region_read_timeout_ms,
                            &c->call->out, &fsome, &w->err);
   else
     w->rc = wv_dev_reduce(x->dev, &c->call->job, &c->call->out, &w->err);
-  c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (w->rc == 0 && c->call->job.dtype == WAVE_F32 &&
       c->call->job.op != WAVE_SUM) {
     /* Only an answer of all +0.0 with rows selected leaves it open; then
@@ -87,6 +140,7 @@ static void rr_reduce_done(wd_work *w)
 {
   wd_req *c = ((wd_call *)((char *)w - offsetof(wd_call, work)))->ctx;
   wd_server *s = c->call->srv;
+  rr_slices_free(c->call);
   s->reduce_inflight--;
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
                w->seconds, w->rc, c->call->job.rows, c->call->job.rows * 4);
@@ -186,6 +240,8 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   }
   memset(&c->call->work, 0, sizeof c->call->work);
   memset(&c->call->out, 0, sizeof c->call->out);
+  c->call->slices = NULL;
+  c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   c->call->work.ops = &rr_reduce_ops;
   c->call->work.owner = wd_peer_key(c->principal);  /* clients take turns */
   c->call->job = (wv_reduce_job){

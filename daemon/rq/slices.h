@@ -1,0 +1,69 @@
+/* slices.h - a big reduction run as a sequence of slices, so that its
+ * device can serve another client's reduction between two of them
+ * (daemon/exec/device.c, WD_RUN_MORE), with the bits of the whole job.
+ *
+ * A slice is one backend call over a sub-job of the job's rows; each
+ * slice's answer is a partial of docs/reduction.md "Partials", merged in
+ * job order by core/partial.c (the one exact merge):
+ *  - float sum: a slice is one piece, the rows [a, a + r) of one input
+ *    chunk, a a multiple of P counted from the chunk's start and
+ *    r = min(P, rows - a), P a power of 256 (>= 256^2): exactly the
+ *    chunk's level-k partial for its rows;
+ *  - every other op is order-free: a slice is the next P logical rows of
+ *    the job (P a multiple of 65536), across chunk boundaries.
+ * The mask rows of a slice are the same logical rows, in the mask chunks
+ * that hold them.  Spans are used in place (memory only: a file region's
+ * job is read by bulk/filered.c and is not sliced here).
+ */
+#ifndef WD_SLICES_H
+#define WD_SLICES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/job.h"
+#include "core/partial.h"
+#include "daemon/config.h"
+#include "workers/worker.h"
+#include "workers/wvdev.h"
+
+typedef struct wd_slices {
+  const wv_reduce_job *job;
+  uint64_t p;            /* rows per slice */
+  int fsum;              /* float sum: slices are pieces of one chunk */
+  uint64_t lrow;         /* next slice's first logical row */
+  size_t ic;             /* its input chunk, and its row there */
+  uint64_t ioff;
+  size_t mc;             /* the mask chunk holding lrow, and its row */
+  uint64_t moff;
+  wv_span *sub;          /* the slice's spans: inputs, then masks */
+  wv_partial_acc acc;
+} wd_slices;
+
+/* Rows per slice on a device: devices[].reduce_slice_rows, or when 0 the
+ * device's default (docs/config.md): the CPU reference (caps.reads_host_memory:
+ * the host's own threads), one thread 2^18 rows (1 MiB, about 40 us),
+ * more threads 256^3 (a slice keeps them all busy, and float sums can be
+ * cut there); a GPU 256^4 (its jobs stay whole unless huge). */
+uint64_t wd_slices_device_rows(const wd_device_cfg *cfg, const wv_caps *caps);
+
+/* Rows per slice of job on a device of slice_rows (wd_slices_device_rows),
+ * or 0 when the job runs whole: it fits in one slice, or it is a float sum
+ * whose chunks are too short to give slices of P rows (a slice is never
+ * more than one chunk of a float sum; many short ones stay one call). */
+uint64_t wd_slices_rows(const wv_reduce_job *job, uint64_t slice_rows);
+
+/* job (validated, in memory) in slices of p rows (wd_slices_rows).  0, or
+ * WAVE_ENOMEM. */
+int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
+                   wave_error *err);
+/* The next slice on the device; *last once that was the last (the answer
+ * is ready).  0, or a WAVE_E* error (the backend's, or WAVE_ENOMEM). */
+int wd_slices_step(wd_slices *s, const wv_dev *dev, int *last,
+                   wave_error *err);
+/* The whole job's answer once wd_slices_step returned 1; *some_finite as
+ * wv_partial_result says (ReduceResult.finite). */
+void wd_slices_result(wd_slices *s, wv_reduce_out *out, int *some_finite);
+void wd_slices_fini(wd_slices *s);
+
+#endif
