@@ -357,6 +357,14 @@ static int fr_reads(const wv_caps *caps, const wd_fsrc *s)
   return !fr_host_reads(caps) && !wd_region_pinned_somewhere(s->reg);
 }
 
+int wd_file_reads_nothing(const wv_caps *caps, const wd_fsrc *src, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (fr_reads(caps, &src[i]))
+      return 0;
+  return 1;
+}
+
 /* The device thread's side: f with its descriptors, pieces and mask
  * starts, or an error (f is freed); *reads: some span is read. */
 static int fr_open(const wv_caps *caps, const wv_reduce_job *job,

@@ -91,7 +91,12 @@ static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
   wd_req *c = ((wd_call *)((char *)w - offsetof(wd_call, work)))->ctx;
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   int r;
-  if (!c->bulk.files && (r = rr_sliced(c->call, w, x)) >= 0)
+  /* in memory (a message, or regions a CPU device reads in place): big
+   * jobs run in slices; what the readers read runs through them whole */
+  int in_memory = !c->bulk.files ||
+                  wd_file_reads_nothing(x->caps, c->bulk.src,
+                                        c->bulk.n_input + c->bulk.n_mask);
+  if (in_memory && (r = rr_sliced(c->call, w, x)) >= 0)
     return r;  /* sliced: finite is set when it ended well */
   c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
