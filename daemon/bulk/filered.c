@@ -1,5 +1,4 @@
-/* filered.c - reductions over file regions, read as they are reduced (see
- * filered.h). */
+/* filered.c - reductions over file regions, read as reduced (filered.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -30,8 +29,7 @@ typedef struct fr_piece {
 struct fr;
 struct fr_slot;
 
-/* A reader's task: rows [r0, r1) of the piece its slot is being filled
- * with. */
+/* A reader's task: rows [r0, r1) of the piece its slot is filled with. */
 typedef struct fr_part {
   wd_rtask task;
   struct fr *f;
@@ -340,11 +338,10 @@ static void wd_file_stuck_warn(unsigned n)
           WD_FILE_STUCK_MAX);
 }
 
-/* Where span i is read into the slots: a file always; memory only when
- * the device would stage it (not a host reader) and it is a region not
- * pinned (a copy region, a memfd filled before it was registered), since
- * one thread's staging copy is what the readers beat; WAVED_FILE_STAGE=1
- * reads every region span, for tests of this path on any device. */
+/* Whether span s is read into the slots: a file always; a region not
+ * pinned (copy region, memfd filled before registration) when the device
+ * stages (the readers beat its one-thread copy); every region span with
+ * WAVED_FILE_STAGE=1, for tests of this path on any device. */
 static int fr_reads(const wv_caps *caps, const wd_fsrc *s)
 {
   if (s->fd >= 0)
@@ -359,10 +356,10 @@ static int fr_reads(const wv_caps *caps, const wd_fsrc *s)
 
 int wd_file_reads_nothing(const wv_caps *caps, const wd_fsrc *src, size_t n)
 {
-  for (size_t i = 0; i < n; i++)
-    if (fr_reads(caps, &src[i]))
-      return 0;
-  return 1;
+  size_t i = 0;
+  while (i < n && !fr_reads(caps, &src[i]))
+    i++;
+  return i == n;
 }
 
 /* The device thread's side: f with its descriptors, pieces and mask
