@@ -136,7 +136,7 @@ int main(int argc, char **argv)
     }
     double t = bb_now() - t0;
     if (r.bits[0] != want) {
-      fprintf(stderr, "sum 0x%08x, expected 0x%08x\n", r.bits[0], want);
+      fprintf(stderr, "sum 0x%08x, expected 0x%08x\n", (unsigned)r.bits[0], want);
       rc = 1;
     }
     if (t < best) {

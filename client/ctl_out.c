@@ -90,7 +90,7 @@ void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
               wv_json_value(buf, sizeof buf, r->dtype, r->bits[i]));
     fputs("], \"bits\": [", f);
     for (unsigned i = 0; i < n; i++)
-      fprintf(f, "%s\"0x%08" PRIx32 "\"", i ? ", " : "", r->bits[i]);
+      fprintf(f, "%s\"0x%08" PRIx32 "\"", i ? ", " : "", (uint32_t)r->bits[i]);
     fprintf(f, "], \"count\": %" PRIu64 ", \"rows\": %" PRIu64
             ", \"device\": ", r->count, r->rows);
     wv_json_str(f, r->device);
@@ -108,11 +108,12 @@ void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
     char b2[48];
     fprintf(f, "[%s, %s]  (bits 0x%08" PRIx32 ", 0x%08" PRIx32 ")\n",
             wv_text_value(buf, sizeof buf, r->dtype, r->bits[0]),
-            wv_text_value(b2, sizeof b2, r->dtype, r->bits[1]), r->bits[0],
-            r->bits[1]);
+            wv_text_value(b2, sizeof b2, r->dtype, r->bits[1]),
+            (uint32_t)r->bits[0], (uint32_t)r->bits[1]);
   } else {
     fprintf(f, "%s  (bits 0x%08" PRIx32 ")\n",
-            wv_text_value(buf, sizeof buf, r->dtype, r->bits[0]), r->bits[0]);
+            wv_text_value(buf, sizeof buf, r->dtype, r->bits[0]),
+            (uint32_t)r->bits[0]);
   }
   fprintf(f, "rows selected: %" PRIu64 " of %" PRIu64 "\n", r->count,
           r->rows);

@@ -267,7 +267,7 @@ START_TEST(region_other_uid)
     uint8_t t[16];
     int passed = bh_pass_fd(d.ipc, fd, 1, t, NULL, 0);
     char out[200];
-    int n = snprintf(out, sizeof out, "%u %d %d %d ", res.bits[0],
+    int n = snprintf(out, sizeof out, "%u %d %d %d ", (unsigned)res.bits[0],
                      one && st->status->regions[0]->file,
                      one && st->status->regions[0]->copied, passed);
     for (int i = 0; i < 16; i++)

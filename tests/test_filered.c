@@ -260,7 +260,7 @@ static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
                         "%s %s n=%zu split %zu mask %d value %u: file "
                         "0x%08x message 0x%08x reference 0x%08x",
                         wave_dtype_name(fc->dt), wave_op_name(fc->op), n, sp,
-                        hm, v, (unsigned)rf.bits[v], rmsg.bits[v],
+                        hm, v, (unsigned)rf.bits[v], (unsigned)rmsg.bits[v],
                         (unsigned)ref.bits[v]);
         ck_assert_uint_eq(rf.n_values, ref.n_values);
         ck_assert_uint_eq(rf.count, ref.count);

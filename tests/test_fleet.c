@@ -174,7 +174,7 @@ static void tf_check(const tf_job *j, wave_dtype dt, wave_op op, uint64_t P)
     ck_assert_msg(res.bits[v] == whole.bits[v],
                   "%s %s P=%llu mask=%d: value %u is 0x%08x, one job gives "
                   "0x%08x", wave_op_name(op), wave_dtype_name(dt),
-                  (unsigned long long)P, j->has_mask, v, res.bits[v],
+                  (unsigned long long)P, j->has_mask, v, (unsigned)res.bits[v],
                   (unsigned)whole.bits[v]);
   free(flat);
 }

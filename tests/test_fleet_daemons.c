@@ -142,7 +142,7 @@ static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
   for (unsigned v = 0; v < a.n_values; v++)
     ck_assert_msg(b.value.bits[v] == a.bits[v], "%s %s: fleet 0x%08x, one "
                   "daemon 0x%08x", wave_op_name(op), wave_dtype_name(dt),
-                  b.value.bits[v], a.bits[v]);
+                  (unsigned)b.value.bits[v], (unsigned)a.bits[v]);
   for (size_t i = 0; i < b.n_members; i++)
     if (!(broken & (1u << i)))
       ck_assert_msg(!b.members[i].failed, "daemon %zu failed: %s", i,

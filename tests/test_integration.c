@@ -257,7 +257,7 @@ static void ti_check(const ti_job *j, const wave_reduce_result *r)
   for (unsigned i = 0; i < nv; i++)
     ck_assert_msg(r->bits[i] == want[i], "%s %s value %u: got 0x%08x, want "
                   "0x%08x", wave_op_name(j->op), wave_dtype_name(j->dtype), i,
-                  r->bits[i], want[i]);
+                  (unsigned)r->bits[i], want[i]);
   ck_assert_uint_eq(r->count, cnt);
   ck_assert_uint_eq(r->rows, total);
   ck_assert_int_eq(r->dtype, j->dtype);
@@ -422,7 +422,7 @@ static void *ti_thread(void *arg)
     } else if (r.bits[0] != want || r.rows != 300) {
       t->failures++;
       snprintf(t->why, sizeof t->why, "thread %u round %u: 0x%08x != 0x%08x",
-               t->id, k, r.bits[0], want);
+               t->id, k, (unsigned)r.bits[0], want);
     }
   }
   return NULL;

@@ -42,7 +42,7 @@ typedef struct wave_client wave_client;
 
 /* The ABI of this header: the soname's number, libwaveclient.so.1.  1: no
  * fixed array in a public struct (docs/changelog.md). */
-#define WAVE_CLIENT_ABI 1
+#define WAVE_CLIENT_ABI 2
 
 /* The most distinct names (device, pack, exchange) one client keeps. */
 #define WAVE_CLIENT_NAMES_MAX 4096
@@ -124,8 +124,12 @@ typedef struct wave_reduce_result {
   wave_dtype dtype;
   wave_op op;
   unsigned n_values;      /* 1, or 2 for extent ([min, max]) */
-  uint32_t bits[2];       /* raw result bits */
-  uint64_t count;         /* rows selected */
+  uint64_t bits[2];       /* raw result bits; a 32-bit dtype's value in the
+                             low 32 bits, the high ones 0 */
+  int64_t index;          /* argmin/argmax: the value's first row, global
+                             over the chunks, -1 when count is 0; 0 for
+                             every other op (docs/reduction.md) */
+  uint64_t count;         /* rows selected (argmin/argmax: rows considered) */
   uint64_t rows;          /* rows in the input */
   double seconds;         /* time on the device */
   const char *device;     /* the device that ran it: the client's name */

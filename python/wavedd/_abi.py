@@ -25,7 +25,7 @@ with a warning, so that a tree whose soname moved still loads.
 """
 import re
 
-SONAME = "libwaveclient.so.1"
+SONAME = "libwaveclient.so.2"
 SONAMES = (SONAME,)
 
 # typedef enum NAME { CONSTANT = value, ... } NAME;
@@ -72,7 +72,8 @@ STRUCTS = (
         "wave_dtype dtype",
         "wave_op op",
         "unsigned n_values",
-        "uint32_t bits[2]",
+        "uint64_t bits[2]",
+        "int64_t index",
         "uint64_t count",
         "uint64_t rows",
         "double seconds",
