@@ -37,6 +37,10 @@
 #                pinned rings) vs cat and a pinned copy (wvbench-gpu-copy)
 #                of the same run, swept over limits.file_readers 1 4 8 12
 #                and the default; torch/CuPy peers when present (issue 21)
+#   twogpu       bench/device-twogpu.sh: two CUDA devices of one daemon
+#                (GPU 0 and 1, or both GPU 0 on a one-GPU host, said so):
+#                a hash job on one and on both, same bits; cuda0's region
+#                ratios alone and while cuda1 pins (issue 21 item 4)
 #   python       bench/python-bulk.py: 1 GiB of float32 from Python (the
 #                wavedd package): a region-backed array, a plain NumPy
 #                array, torch and CuPy when installed, against a pinned copy
@@ -76,7 +80,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export WAVE_SOURCE_DIR=$root
-steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,opencl,daemon,region,firsthour,files,python}
+steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,opencl,daemon,region,firsthour,files,twogpu,python}
 has_vulkan=0
 grep -q '^WAVE_VULKAN:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null && has_vulkan=1
 req=cpu,cuda
@@ -139,11 +143,12 @@ step daemon 900 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
 step region 300 "$root/bench/device-region.sh" "$B" "$OUT/region"
 step firsthour 600 "$root/bench/device-firsthour.sh" "$B" "$OUT/firsthour"
 step files 600 "$root/bench/device-files.sh" "$B" "$OUT/files"
+step twogpu 600 "$root/bench/device-twogpu.sh" "$B" "$OUT/twogpu"
 step python 600 "$root/bench/python-bulk.py" "$B"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
-for f in conformance reduce job hash vulkan opencl daemon region firsthour files python; do
+for f in conformance reduce job hash vulkan opencl daemon region firsthour files twogpu python; do
   [ -f "$OUT/$f.log" ] || continue
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
@@ -151,6 +156,7 @@ for f in conformance reduce job hash vulkan opencl daemon region firsthour files
     daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
     region | firsthour) grep -E '^\||^pinned|^(ok|FAIL) ' "$OUT/$f.log" ;;
     files) grep -E '^\||^pinned|^where|^note|^(ok|FAIL) ' "$OUT/$f.log" ;;
+    twogpu) grep -E '^\| (hash|cuda0)|^== one|^== [0-9]|^(ok|FAIL) ' "$OUT/$f.log" ;;
     python) grep -E '^\||^python-bulk|^baseline|^target|^note' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
