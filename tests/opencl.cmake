@@ -32,6 +32,13 @@ if(TARGET conformance)
     TIMEOUT 1800)
 endif()
 
+# test_pin (tests/daemon.cmake) also reduces a region on a PoCL device.
+if(TARGET test_pin)
+  target_compile_definitions(test_pin PRIVATE WAVE_PIN_OPENCL=1)
+  set_property(TEST test_pin APPEND PROPERTY ENVIRONMENT
+    "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")
+endif()
+
 # wavedd with an opencl device, through wavectl (tests/integ_opencl.sh).
 if(TARGET wavedd AND TARGET wavectl)
   add_test(NAME integ_opencl COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integ_opencl.sh

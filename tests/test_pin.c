@@ -296,6 +296,60 @@ START_TEST(region_huge_hole)
 }
 END_TEST
 
+#ifdef WAVE_PIN_OPENCL
+/* A region all pinned by one backend (fk0) and reduced on a device of
+ * another that stages (ocl0, PoCL): that device cannot use the other
+ * backend's pins, so its job reads the rows through the reader pool (before,
+ * "pinned somewhere" sent it to the device's one-thread staging, which is
+ * how vk0 reduced regions cuda0 had pinned at 0.15x a pinned copy). */
+START_TEST(region_pinned_by_another_backend)
+{
+  td_daemon d;
+  bh_prepare(&d, 1, "  - {name: fk0, backend: fake}\n"
+                    "  - {name: ocl0, backend: opencl, platform: 0, "
+                    "index: 0}\n");
+  d.fake = 1;
+  if (td_start(&d) != 0)
+    ck_abort_msg("wavedd-test did not start:\n%s", td_stderr(&d));
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  const size_t rows = 1u << 20;
+  wave_region *rg;
+  ck_assert_int_eq(wave_region_create(&rg, rows * 4, "other", &e), 0);
+  uint32_t *p = wave_region_data(rg);
+  bh_fill(p, rows, 5, 0);
+  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
+  nng_socket s = td_dial(d.ipc);
+  for (int i = 0; i < 500 && bh_pinned(s) == 0; i++)
+    usleep(10000);
+  ck_assert_uint_eq(bh_pinned(s), 1);  /* fk0's slot; ocl0 does not pin */
+  const char *line = "opencl: a reduction's spans go through the readers";
+  ck_assert_int_eq(tp_log_count(&d, line), 0);
+  wave_extent in = {rg, 0, rows * 4};
+  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &in,
+                          .n_input = 1, .device = "ocl0"};
+  wave_reduce_result a, b;
+  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
+  q.device = "fk0";
+  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), 0);
+  uint32_t want = 0;
+  for (size_t i = 0; i < rows; i++)
+    want += p[i];
+  ck_assert_uint_eq(a.bits[0], want);
+  ck_assert_uint_eq(b.bits[0], want);
+  for (int i = 0; i < 200 && tp_log_count(&d, line) == 0; i++)
+    usleep(10000);  /* the log line is written by the device thread */
+  ck_assert_msg(tp_log_count(&d, line) == 1, "no \"%s\" in:\n%s", line,
+                td_stderr(&d));
+  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
+  wave_region_close(rg);
+  nng_close(s);
+  wave_client_close(c);
+  td_stop_ok(&d);
+}
+END_TEST
+#endif
+
 int main(void)
 {
   Suite *s = suite_create("pin");
@@ -304,6 +358,9 @@ int main(void)
   tcase_add_test(tc, region_pinned_in_pieces);
   tcase_add_test(tc, region_huge_pages);
   tcase_add_test(tc, region_huge_hole);
+#ifdef WAVE_PIN_OPENCL
+  tcase_add_test(tc, region_pinned_by_another_backend);
+#endif
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

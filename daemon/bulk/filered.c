@@ -338,11 +338,10 @@ static void wd_file_stuck_warn(unsigned n)
           WD_FILE_STUCK_MAX);
 }
 
-/* Whether span s is read into the slots: a file always; a region not
- * pinned (copy region, memfd filled before registration) when the device
- * stages (the readers beat its one-thread copy); every region span with
- * WAVED_FILE_STAGE=1, for tests of this path on any device. */
-static int fr_reads(const wv_caps *caps, const wd_fsrc *s)
+/* Whether span s is read into the slots: a file always; a region that
+ * dev's backend has not pinned, when dev stages (the readers beat its
+ * one-thread copy); every region span with WAVED_FILE_STAGE=1 (tests). */
+static int fr_reads(const wv_dev *dev, const wv_caps *caps, const wd_fsrc *s)
 {
   if (s->fd >= 0)
     return 1;
@@ -351,22 +350,23 @@ static int fr_reads(const wv_caps *caps, const wd_fsrc *s)
   const char *e = getenv("WAVED_FILE_STAGE");
   if (e != NULL && strcmp(e, "1") == 0)
     return 1;
-  return !fr_host_reads(caps) && !wd_region_pinned_somewhere(s->reg);
+  return !fr_host_reads(caps) && !wd_region_pinned_for(s->reg, dev);
 }
 
-int wd_file_reads_nothing(const wv_caps *caps, const wd_fsrc *src, size_t n)
+int wd_file_reads_nothing(const wv_dev *dev, const wv_caps *caps,
+                          const wd_fsrc *src, size_t n)
 {
   size_t i = 0;
-  while (i < n && !fr_reads(caps, &src[i]))
+  while (i < n && !fr_reads(dev, caps, &src[i]))
     i++;
   return i == n;
 }
 
 /* The device thread's side: f with its descriptors, pieces and mask
  * starts, or an error (f is freed); *reads: some span is read. */
-static int fr_open(const wv_caps *caps, const wv_reduce_job *job,
-                   const wd_fsrc *src, uint64_t slot_rows, fr **out,
-                   int *reads, wave_error *err)
+static int fr_open(const wv_dev *dev, const wv_caps *caps,
+                   const wv_reduce_job *job, const wd_fsrc *src,
+                   uint64_t slot_rows, fr **out, int *reads, wave_error *err)
 {
   fr *f = calloc(1, sizeof *f);
   if (f == NULL)
@@ -385,7 +385,7 @@ static int fr_open(const wv_caps *caps, const wv_reduce_job *job,
     f->fds[i] = -1;
   for (size_t i = 0; f->fds != NULL && f->read != NULL &&
                      i < f->job_spans; i++) {
-    *reads |= f->read[i] = (uint8_t)fr_reads(caps, &src[i]);
+    *reads |= f->read[i] = (uint8_t)fr_reads(dev, caps, &src[i]);
     if (src[i].fd >= 0 &&
         (f->fds[i] = fcntl(src[i].fd, F_DUPFD_CLOEXEC, 0)) < 0) {
       rc = wv_seterr(err, WAVE_EREGION, "file region %" PRIu64 ": %s",
@@ -645,19 +645,19 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
   fr_shape(caps, &P, &slot_rows, &n_slots, &parts);
   fr *f = NULL;
   int reads = 0;
-  int rc = fr_open(caps, job, src, slot_rows, &f, &reads, err);
+  int rc = fr_open(dev, caps, job, src, slot_rows, &f, &reads, err);
   if (rc != 0)
     return rc;
   int files = 0;
   for (size_t i = 0; i < f->job_spans; i++)
     files |= src[i].fd >= 0;
   unsigned stuck = atomic_load(&fr_stuck);
-  /* regions pinned, or a device that reads host memory; or readers stuck
-   * in hung files, and the regions' rows are staged by the device */
+  /* pinned, a device that reads host memory, or readers stuck: in place */
   if (!reads || (!files && stuck >= WD_FILE_STUCK_MAX)) {
     fr_free(f);
     return fr_whole(dev, job, out, some_finite, err);
   }
+  wd_debug("%s: a reduction's spans go through the readers", dev->be->name);
   if (stuck >= WD_FILE_STUCK_MAX) {
     fr_free(f);
     return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "

@@ -75,7 +75,8 @@ typedef struct wd_fsrc {
  * region span used in place, as on a device that reads host memory): the
  * job's rows are all in memory, and it may run as a message's would, in
  * slices too (rq/reduce.c). */
-int wd_file_reads_nothing(const wv_caps *caps, const wd_fsrc *src, size_t n);
+int wd_file_reads_nothing(const wv_dev *dev, const wv_caps *caps,
+                          const wd_fsrc *src, size_t n);
 
 /* wv_reduce_validate for a job whose file spans have data NULL. */
 int wd_file_validate(const wv_reduce_job *job, wave_error *err);

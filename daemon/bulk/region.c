@@ -37,6 +37,8 @@ struct wd_region {
   _Atomic unsigned refs;    /* the table's + one per job */
   _Atomic uint32_t pinned;  /* device slots with pieces pinned */
   _Atomic uint32_t whole;   /* device slots with all of it pinned */
+  const wv_backend *whole_be[WD_REGION_SLOTS]; /* each one's backend, set
+                                                  before its whole bit */
   _Atomic int gone;         /* unregistered: stop pinning */
   uint64_t pin_at[WD_REGION_SLOTS]; /* bytes pinned from base, by the slot's
                                        device thread only */
@@ -593,9 +595,13 @@ uint64_t wd_region_id(const wd_region *r) { return r->id; }
 int wd_region_file(const wd_region *r) { return r->fd; }
 int wd_region_copied(const wd_region *r) { return r->copied; }
 
-int wd_region_pinned_somewhere(const wd_region *r)
+int wd_region_pinned_for(const wd_region *r, const wv_dev *dev)
 {
-  return atomic_load(&((wd_region *)r)->whole) != 0;
+  uint32_t whole = atomic_load(&((wd_region *)r)->whole);
+  for (unsigned s = 0; s < WD_REGION_SLOTS; s++)
+    if ((whole & (1u << s)) && r->whole_be[s] == dev->be)
+      return 1;
+  return 0;
 }
 
 int wd_region_pin_step(wd_region *r, unsigned slot, const wv_dev *dev)
@@ -623,6 +629,7 @@ int wd_region_pin_step(wd_region *r, unsigned slot, const wv_dev *dev)
   r->pin_at[slot] = at + n;
   if (at + n < r->bytes)
     return 1;
+  r->whole_be[slot] = dev->be;
   atomic_fetch_or(&r->whole, 1u << slot);
   wd_debug("region %" PRIu64 " (%s) pinned on device slot %u", r->id, r->name,
            slot);

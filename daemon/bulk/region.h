@@ -122,9 +122,11 @@ uint64_t wd_region_id(const wd_region *r);
 int wd_region_file(const wd_region *r);
 /* A copy region: its rows are the daemon's own memory. */
 int wd_region_copied(const wd_region *r);
-/* Some device has all of r pinned (bulk/filered.c: its rows are then sent
- * as they lie, not read through the staging rings). */
-int wd_region_pinned_somewhere(const wd_region *r);
+/* A device of dev's backend has all of r pinned (bulk/filered.c: its rows
+ * are then sent as they lie, not read through the staging rings).  The
+ * backend, not the device: a CUDA registration is the whole process's,
+ * while a Vulkan device can use no CUDA pin (vk0 beside cuda0). */
+int wd_region_pinned_for(const wd_region *r, const wv_dev *dev);
 
 /* Device thread of slot: pin r's next piece with the backend's
  * host_register; 1 while pieces remain, 0 once the region is pinned, or

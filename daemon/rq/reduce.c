@@ -94,7 +94,7 @@ static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
   /* in memory (a message, or regions a CPU device reads in place): big
    * jobs run in slices; what the readers read runs through them whole */
   int in_memory = !c->bulk.files ||
-                  wd_file_reads_nothing(x->caps, c->bulk.src,
+                  wd_file_reads_nothing(x->dev, x->caps, c->bulk.src,
                                         c->bulk.n_input + c->bulk.n_mask);
   if (in_memory && (r = rr_sliced(c->call, w, x)) >= 0)
     return r;  /* sliced: finite is set when it ended well */
