@@ -62,6 +62,9 @@ for _ in $(seq 1 1800); do  # start-up preparation and self-checks
   kill -0 $pid 2>/dev/null || break
   sleep 0.1
 done
+if ! kill -0 $pid 2>/dev/null; then
+  echo "FAIL wavedd did not start:"; tail -n 20 "$OUT/wavedd-two.log"; exit 1
+fi
 fails=0
 n=${WAVE_TWOGPU_COUNT:-1073741824}
 declare -A rate fp
@@ -75,7 +78,10 @@ for set in cuda0 cuda0,cuda1; do
   rc=$?
   t1=$(date +%s.%N)
   printf '%s\n' "$r" >"$OUT/hash-$set.json"
-  [ $rc = 0 ] || { echo "FAIL hash on $set: rc $rc"; fails=$((fails + 1)); }
+  if [ $rc != 0 ]; then
+    echo "FAIL hash on $set: rc $rc: $(tail -n 3 "$OUT/hash-$set.err")"
+    fails=$((fails + 1))
+  fi
   rate[$set]=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) / 1e6 }')
   fp[$set]=$(printf '%s' "$r" | grep -o '"job_fingerprint".*"winner_count": *[0-9]*')
 done

@@ -99,6 +99,7 @@ static int dev_open(const wv_device_config *cfg, gdev **out, wave_error *err)
   if (g == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   g->index = cfg->index;
+  g->hp_slot = -1;  /* taken by hash_init, given back by hash_fini */
   int rv = 0;
 #define OCK(call)                                                              \
   do {                                                                         \

@@ -1,7 +1,10 @@
 /* gpu_hash.cu - the lottery hash (docs/hash.md) on CUDA and HIP.
  *
  * One 32-lane unit per warp (half a wave on wave64).  The program is data:
- * it sits in constant memory with the pack's parameters and every thread
+ * it sits in constant memory with the pack's parameters (one slot per
+ * device: devices of one GPU share its context, so its constant memory,
+ * and one device's program must not replace another's under its running
+ * kernels -- which, with two devices on GPU 0, faulted) and every thread
  * interprets it with uniform control flow (all lanes run the same
  * instruction).  A lane's registers are indexed by the program at run time,
  * so they live in shared memory, laid out [register][thread] so that a
@@ -69,7 +72,44 @@ struct hprog {
   uint8_t rdst[WVG_DEFER];
 };
 
-__constant__ hprog c_hp;
+#define WVG_HP_SLOTS 8  /* devices of one GPU with their own program */
+__constant__ hprog c_hp[WVG_HP_SLOTS];
+
+/* The slots taken on each GPU (by ordinal), for the process. */
+static struct {
+  int ordinal;
+  uint32_t used;
+} hp_slots[64];
+static pthread_mutex_t hp_slots_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int hp_slot_take(int ordinal)
+{
+  int got = -1, at = -1;
+  pthread_mutex_lock(&hp_slots_mu);
+  for (int i = 0; i < 64; i++)
+    if (hp_slots[i].used != 0 && hp_slots[i].ordinal == ordinal)
+      at = i;
+  for (int i = 0; i < 64 && at < 0; i++)
+    if (hp_slots[i].used == 0)
+      at = i;
+  for (int s = 0; at >= 0 && s < WVG_HP_SLOTS && got < 0; s++)
+    if (!(hp_slots[at].used & (1u << s))) {
+      hp_slots[at].ordinal = ordinal;
+      hp_slots[at].used |= 1u << s;
+      got = at * WVG_HP_SLOTS + s;
+    }
+  pthread_mutex_unlock(&hp_slots_mu);
+  return got;  /* -1: this GPU's slots are all taken */
+}
+
+static void hp_slot_give(int slot)
+{
+  if (slot < 0)
+    return;
+  pthread_mutex_lock(&hp_slots_mu);
+  hp_slots[slot / WVG_HP_SLOTS].used &= ~(1u << (slot % WVG_HP_SLOTS));
+  pthread_mutex_unlock(&hp_slots_mu);
+}
 
 #define WVG_HASH_SMEM_MAX (48u << 10)   /* without opting in to more */
 #define WVG_HASH_SUB (8u << 20)         /* nonces per output sub-batch */
@@ -96,15 +136,16 @@ __device__ __forceinline__ void settle(uint64_t *reg, uint32_t G, uint32_t m,
 template <bool LOCAL, bool CLOSED>
 __global__ void __launch_bounds__(1024)
 k_hash(const uint64_t *__restrict__ data, uint64_t u0, uint64_t nunits,
-       uint64_t nonce, uint64_t count, uint64_t *out)
+       uint64_t nonce, uint64_t count, uint64_t *out, unsigned slot)
 {
   extern __shared__ uint64_t sm[];
-  const uint32_t G = blockDim.x, tid = threadIdx.x, R = c_hp.regs;
+  const hprog &P = c_hp[slot];
+  const uint32_t G = blockDim.x, tid = threadIdx.x, R = P.regs;
   uint64_t *reg = sm + tid;               /* reg[j * G]: register j */
   uint64_t *X = sm + (size_t)R * G;       /* LOCAL: X[2][G] */
   const uint64_t k = (uint64_t)blockIdx.x * (G / 32) + tid / 32;
   const uint64_t n = (u0 + k) * 32 + lane_id();
-  const uint64_t seed = c_hp.seed, mask = c_hp.item_mask;
+  const uint64_t seed = P.seed, mask = P.item_mask;
   /* Pending loads; 0 until filled, so settling an unfilled slot (first
    * round) changes nothing. */
   uint64_t p[WVG_DEFER];
@@ -115,9 +156,9 @@ k_hash(const uint64_t *__restrict__ data, uint64_t u0, uint64_t nunits,
   for (uint32_t j = 0; j < R; j++)
     reg[j * G] = wv_lane_init(seed, n, j);
   uint32_t xk = 0;
-  for (uint32_t round = 0; round < c_hp.rounds; round++) {
+  for (uint32_t round = 0; round < P.rounds; round++) {
     for (uint32_t pc = 0; pc < WV_PROGRAM_LEN; pc++) {
-      const hinsn &I = c_hp.prog[pc];
+      const hinsn &I = P.prog[pc];
       const uint32_t op = I.op, dst = I.dst, b = I.b;
       if (!CLOSED && I.settle != 0)
         settle(reg, G, I.settle, I.rdst, p);
@@ -134,7 +175,7 @@ k_hash(const uint64_t *__restrict__ data, uint64_t u0, uint64_t nunits,
       case WV_OP_MULI: v = va * I.imm; break;
       case WV_OP_LOAD:
         if (CLOSED) {
-          v = reg[dst * G] ^ wv_item_closed(c_hp.closed_key, va & mask);
+          v = reg[dst * G] ^ wv_item_closed(P.closed_key, va & mask);
           break;
         }
         /* Straight into the pending slot's register: moving it there
@@ -181,7 +222,7 @@ k_hash(const uint64_t *__restrict__ data, uint64_t u0, uint64_t nunits,
     }
   }
   if (!CLOSED)
-    settle(reg, G, c_hp.settle, c_hp.rdst, p);
+    settle(reg, G, P.settle, P.rdst, p);
   uint64_t h = seed ^ WV_TAG_OUT;
   for (uint32_t j = 0; j < R; j++)
     h = wv_mix64(h + reg[j * G]);
@@ -232,6 +273,7 @@ void hash_init(gdev *g, const wv_device_config *cfg)
    * memory, and smaller blocks waste less of it per SM (1 KB reserved per
    * block on sm_90). */
   g->group_units = cfg->group_units > 0 ? cfg->group_units : 4;
+  g->hp_slot = hp_slot_take(g->index);
   if (g->group_units > 32)
     g->group_units = 32;
   /* Per-pack kernels: on unless WAVE_CUDA_NVRTC=0 (docs/backends.md);
@@ -280,6 +322,8 @@ void hash_fini(gdev *g)
   }
   g->npacks = 0;
   g->loaded = NULL;
+  hp_slot_give(g->hp_slot);
+  g->hp_slot = -1;
 }
 
 uint64_t hash_batch(const gdev *g)
@@ -343,20 +387,21 @@ static int hash_launch(gdev *g, const hpack *hp, uint64_t nonce,
     return 0;
   }
   dim3 grid((unsigned)blocks);
+  const unsigned hs = (unsigned)(g->hp_slot % WVG_HP_SLOTS);
   if (g->local) {
     if (p->closed)
       k_hash<true, true><<<grid, threads, smem, g->compute>>>(d, u0, nunits,
-                                                               nonce, count, d_out);
+                                                               nonce, count, d_out, hs);
     else
       k_hash<true, false><<<grid, threads, smem, g->compute>>>(d, u0, nunits,
-                                                                nonce, count, d_out);
+                                                                nonce, count, d_out, hs);
   } else {
     if (p->closed)
       k_hash<false, true><<<grid, threads, smem, g->compute>>>(d, u0, nunits,
-                                                                nonce, count, d_out);
+                                                                nonce, count, d_out, hs);
     else
       k_hash<false, false><<<grid, threads, smem, g->compute>>>(d, u0, nunits,
-                                                                 nonce, count, d_out);
+                                                                 nonce, count, d_out, hs);
   }
   CK(cudaGetLastError());
   return 0;
@@ -448,7 +493,13 @@ static int hash_load(gdev *g, const wv_pack *p, wave_error *err)
   hash_schedule(p, &hp);
   /* From pageable memory (2.6 KB): synchronised before hp goes out of
    * scope. */
-  CK(cudaMemcpyToSymbolAsync(c_hp, &hp, sizeof hp, 0, cudaMemcpyHostToDevice,
+  if (g->hp_slot < 0)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "cuda: more than %d devices on "
+                     "GPU %d: no constant-memory slot left for a hash "
+                     "program", WVG_HP_SLOTS, g->index);
+  CK(cudaMemcpyToSymbolAsync(c_hp, &hp, sizeof hp,
+                             (size_t)(g->hp_slot % WVG_HP_SLOTS) * sizeof hp,
+                             cudaMemcpyHostToDevice,
                              g->compute));
   CK(cudaStreamSynchronize(g->compute));
   g->loaded = p;

@@ -211,7 +211,8 @@ struct gdev {
   unsigned group_units;       /* units per block */
   hpack packs[16];
   int npacks;
-  const struct wv_pack *loaded; /* program now in constant memory */
+  const struct wv_pack *loaded; /* program now in its constant slot */
+  int hp_slot;                /* that slot (gpu_hash.cu), -1 none */
   double hash_rate;           /* measured hashes per second, 0 = unknown */
   unsigned char uuid[16];     /* cudaDeviceProp.uuid (= Vulkan's deviceUUID) */
   int jit;                    /* compile a kernel per pack (gpu_jit.cu) */
