@@ -36,6 +36,7 @@
 
 #include "workers/cuda/gpu_internal.h"
 #include "workers/cuda/gpu_api.h"
+#include "workers/cuda/gpu_wide.h"
 
 namespace WVG_NS {
 
@@ -58,6 +59,10 @@ static void dev_free(gdev *g)
 {
   hash_fini(g);
   reducer_fini(&g->red);
+  if (g->wide != NULL) {
+    wreducer_fini(g->wide);
+    free(g->wide);
+  }
   for (int i = 0; i < 2; i++) {
     if (g->slots[i].h != NULL)
       (void)cudaFreeHost(g->slots[i].h);
@@ -164,21 +169,7 @@ fail:
 
 /* ---- reductions from host memory ---------------------------------------- */
 
-/* A piece of a copy into the current slot: dst offset, source, bytes. */
-struct seg {
-  size_t off;
-  const void *src;
-  size_t bytes;
-  int pinned;
-};
-
-/* Walks a chunked array (input or mask) in logical row order. */
-struct cursor {
-  const wv_span *spans;
-  size_t n, i;
-  uint64_t off;               /* rows into spans[i] */
-  std::vector<signed char> pinned; /* per span: -1 unknown, 0, 1 */
-};
+/* seg and cursor: gpu_wide.h. */
 
 static int is_pinned(const void *p)
 {
@@ -229,9 +220,9 @@ static size_t pins_find(uintptr_t p)
  * ours is cut at the ranges by add_seg instead: asking the driver about
  * its first byte would call all of it pinned once its first piece is, and
  * the rest would go by the driver's pageable copy (0.14x the DMA rate). */
-static int span_pinned(const void *data, uint64_t rows)
+int span_pinned(const void *data, uint64_t bytes)
 {
-  uintptr_t p = (uintptr_t)data, end = p + rows * 4;
+  uintptr_t p = (uintptr_t)data, end = p + bytes;
   pthread_mutex_lock(&pins_mu);
   size_t i = pins_find(p);
   int ours = i < npins && pins[i].lo < end;
@@ -239,7 +230,7 @@ static int span_pinned(const void *data, uint64_t rows)
   if (ours)
     return 0;
   /* Only large chunks are worth a driver query. */
-  return rows * 4 >= (1u << 20) ? is_pinned(data) : 0;
+  return bytes >= (1u << 20) ? is_pinned(data) : 0;
 }
 
 /* Append [src, src + bytes) at staging offset dst: the parts inside
@@ -247,7 +238,7 @@ static int span_pinned(const void *data, uint64_t rows)
  * registrations), the parts between them staged.  Memory outside every
  * range keeps the span's own answer (whole_pinned, from span_pinned: 0
  * for a span that touches a range). */
-static void add_seg(std::vector<seg> *segs, size_t dst, const void *src,
+void add_seg(std::vector<seg> *segs, size_t dst, const void *src,
                     size_t bytes, int whole_pinned)
 {
   uintptr_t p = (uintptr_t)src, end = p + bytes;
@@ -275,8 +266,7 @@ static void add_seg(std::vector<seg> *segs, size_t dst, const void *src,
 }
 
 /* Append `rows` rows from the cursor to segs at byte offset dst. */
-static void gather(cursor *c, uint64_t rows, size_t dst,
-                   std::vector<seg> *segs)
+void gather(cursor *c, uint64_t rows, size_t dst, std::vector<seg> *segs)
 {
   while (rows > 0) {
     const wv_span *s = &c->spans[c->i];
@@ -289,10 +279,10 @@ static void gather(cursor *c, uint64_t rows, size_t dst,
     if (take > rows)
       take = rows;
     if (c->pinned[c->i] < 0)
-      c->pinned[c->i] = (signed char)span_pinned(s->data, s->rows);
-    add_seg(segs, dst, (const char *)s->data + c->off * 4,
-            (size_t)take * 4, c->pinned[c->i]);
-    dst += (size_t)take * 4;
+      c->pinned[c->i] = (signed char)span_pinned(s->data, s->rows * c->rsz);
+    add_seg(segs, dst, (const char *)s->data + c->off * c->rsz,
+            (size_t)take * c->rsz, c->pinned[c->i]);
+    dst += (size_t)take * c->rsz;
     c->off += take;
     rows -= take;
   }
@@ -303,9 +293,9 @@ static void gather(cursor *c, uint64_t rows, size_t dst,
  * launch `kernel` on it.  direct: the job's only slice; everything goes on
  * the compute stream, without the cross-stream events that only pay when
  * slices overlap (they cost a small job several microseconds). */
-template <typename F>
-static int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
-                  size_t table_bytes, bool direct, F kernel, wave_error *err)
+int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
+           size_t table_bytes, bool direct, const slot_kernel &kernel,
+           wave_error *err)
 {
   slot *s = &g->slots[k & 1];
   cudaStream_t cs = direct ? g->compute : g->copy;
@@ -491,7 +481,7 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
       continue;
     seg_first.push_back((uint32_t)piece_no);
     if (in_pinned[c] < 0)
-      in_pinned[c] = (signed char)span_pinned(ch->data, ch->rows);
+      in_pinned[c] = (signed char)span_pinned(ch->data, ch->rows * 4);
     for (uint64_t off = 0; off < ch->rows; off += WVG_PIECE_ROWS) {
       uint32_t len = (uint32_t)(ch->rows - off < WVG_PIECE_ROWS
                                     ? ch->rows - off : WVG_PIECE_ROWS);
@@ -529,6 +519,8 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
 static int dev_reduce(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
                       wave_error *err)
 {
+  if (wv_reduce_is_wide(job->dtype, job->op))
+    return reduce_wide_job(g, job, out, err);
   result zero = {0, 0, 0};
   if (job->rows == 0) {
     decode_result(job->dtype, job->op, &zero, 0, out);
@@ -594,6 +586,8 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
   caps->wave_width = (unsigned)g->warp;
   caps->exchange_mode = g->local ? WV_EXCHANGE_LOCAL : WV_EXCHANGE_SHUFFLE;
   caps->reverify = 1;
+  caps->dtypes64 = 1;   /* gpu_wide.cu, gpu_dsum.cu */
+  caps->argminmax = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",
            g->exchange_reason, g->jit_note);
   caps->hash_batch = hash_batch(g);

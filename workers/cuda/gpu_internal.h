@@ -184,6 +184,7 @@ struct copy_pool {
 };
 
 struct hseg;                  /* gpu_seg.cu: the device fold's buffers */
+struct wreducer;              /* gpu_wide.h: 64-bit dtypes, argmin/argmax */
 struct hjit;                  /* gpu_jit.cu: a pack's compiled kernel */
 
 /* A pack made ready on this device by hash_prepare. */
@@ -201,6 +202,7 @@ struct gdev {
   cudaStream_t copy, compute;
   slot slots[2];
   reducer red;
+  wreducer *wide;             /* NULL until the first wide job */
   result *h_res;              /* pinned */
   uint32_t *h_seg;            /* pinned, chunk -> first piece */
   size_t h_seg_cap;

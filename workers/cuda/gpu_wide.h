@@ -1,0 +1,145 @@
+/* gpu_wide.h - the CUDA/HIP backend's 64-bit dtypes and argmin/argmax
+ * (issue 23; docs/reduction.md is the contract), shared by its files and
+ * the GPU benchmarks.
+ *
+ *  - gpu_wide.cu: the streaming kernels: every order-free op on 64-bit rows
+ *    (k_w64) and argmin/argmax on 4- and 8-byte rows (k_arg);
+ *  - gpu_dsum.cu: the float64 sum, the fixed tree of float32 in binary64;
+ *  - gpu_wide_host.cu: jobs whose rows are in host memory, sliced through
+ *    the device's staging buffers (gpu_device.cu's gather/submit), and the
+ *    result decoded.
+ *
+ * The scratch lives in its own struct (wreducer), made on a device's first
+ * wide job, so 32-bit jobs see no change.
+ */
+#ifndef WV_GPU_WIDE_H
+#define WV_GPU_WIDE_H
+
+#include <functional>
+#include <vector>
+
+#include "workers/cuda/gpu_internal.h"
+
+namespace WVG_NS {
+
+/* Kernel ops beyond enum kop, and keys beyond enum kkey. */
+constexpr int K_ARGMIN = 16, K_ARGMAX = 17, K_DSUM = 18;
+constexpr int KEY_S64 = 8, KEY_F64 = 9;
+
+/* "No index": a (key, index) pair that has seen no row. */
+#define WVG_NOIDX 0xffffffffffffffffull
+
+/* The job's result in device memory.  Order-free ops: a (min key for
+ * extent), b (max key); argmin/argmax: a = the key, idx = the global row
+ * (WVG_NOIDX: none); float64 sum: a = the bits.  count: selected rows
+ * (argmin/argmax: rows considered), kept only where the host cannot
+ * know it. */
+struct wresult {
+  unsigned long long a, b, count, idx;
+};
+
+/* Device scratch of the wide kernels, grown on demand. */
+struct wreducer {
+  unsigned blocks;            /* grid of the streaming kernels */
+  wresult *partials;          /* [blocks] */
+  uint32_t *ticket;           /* last-block counter, 0 between launches */
+  wresult *res;
+  double *l1;                 /* float64 tree: level-1 values, 256/tile */
+  size_t l1_cap;
+  uint32_t *tile_ctr;         /* per-tile counters, kept at 0 */
+  size_t tile_ctr_cap;
+  double *l2;                 /* level-2 values of one launch */
+  size_t l2_cap;
+  uint32_t *piece_ctr;        /* per-piece counters, kept at 0 */
+  size_t piece_ctr_cap;
+  double *pieces;             /* a job's piece values */
+  size_t pieces_cap;
+  uint32_t *seg;              /* chunk -> first piece, [nchunks + 1] */
+  size_t seg_cap;
+  double *scratch;            /* finish: chunk values, 2 x nchunks */
+  size_t scratch_cap;
+  wresult *h_res;             /* pinned, the read-back (host jobs only) */
+};
+
+/* (dtype, op) -> the wide kernel's op and key. */
+void wide_op(wave_dtype d, wave_op op, int *kop, int *key);
+
+cudaError_t wreducer_init(wreducer *w);
+void wreducer_fini(wreducer *w);
+cudaError_t wreducer_reserve(wreducer *w, size_t tiles, size_t pieces,
+                             size_t job_pieces, size_t chunks);
+
+/* One launch of an order-free 64-bit op (k_w64) or of argmin/argmax
+ * (k_arg, any row size) over rows [0, n) of d_rows (16-byte aligned) and
+ * d_mask (or NULL); first: start the result, else fold into it.  idx0: the
+ * global index of row 0 (argmin/argmax). */
+cudaError_t launch_w64(wreducer *w, int kop, int key, const void *d_rows,
+                       const uint32_t *d_mask, uint64_t n, int first,
+                       cudaStream_t st);
+cudaError_t launch_arg(wreducer *w, wave_dtype d, int kop, const void *d_rows,
+                       const uint32_t *d_mask, uint64_t n, uint64_t idx0,
+                       int first, cudaStream_t st);
+
+/* The float64 tree (gpu_dsum.cu), as launch_fsum/launch_finish for f32:
+ * table mode (tiles != NULL) or arithmetic mode over one chunk. */
+cudaError_t launch_dsum(wreducer *w, const double *d_rows,
+                        const uint32_t *d_mask, uint64_t n,
+                        const tile_desc *tiles, uint32_t ntiles,
+                        const piece_desc *pieces, double *pieces_out,
+                        cudaStream_t st);
+cudaError_t launch_dfinish(wreducer *w, const uint32_t *seg, uint32_t nchunks,
+                           uint32_t npieces, cudaStream_t st);
+
+/* Reduce n device-resident rows (one chunk) into w->res on st, no host
+ * synchronisation (benchmarks time this).  A float64 sum of more than
+ * 2^24 rows needs wreducer_reserve for its tiles and pieces first. */
+cudaError_t reduce_device_wide(wreducer *w, wave_dtype d, wave_op op,
+                               const void *d_rows, const uint32_t *d_mask,
+                               uint64_t n, cudaStream_t st);
+
+/* The read-back result as output bits (keys decoded, empty and NaN
+ * rules).  count: the selected rows where the kernel did not count them
+ * (no mask; not argmin/argmax of a float). */
+void decode_wide(wave_dtype d, wave_op op, const wresult *res, uint64_t count,
+                 wv_reduce_out *out);
+/* Whether the kernels count the job's rows themselves. */
+int wide_counts(wave_dtype d, wave_op op, int has_mask);
+
+/* ---- staging, shared with gpu_device.cu --------------------------------- */
+
+/* A piece of a copy into the current slot: dst offset, source, bytes. */
+struct seg {
+  size_t off;
+  const void *src;
+  size_t bytes;
+  int pinned;
+};
+
+/* Walks a chunked array (input or mask) in logical row order; rows of
+ * rsz bytes. */
+struct cursor {
+  const wv_span *spans;
+  size_t n, i;
+  uint64_t off;               /* rows into spans[i] */
+  std::vector<signed char> pinned; /* per span: -1 unknown, 0, 1 */
+  unsigned rsz = 4;
+};
+
+typedef std::function<cudaError_t(unsigned char *)> slot_kernel;
+
+int span_pinned(const void *data, uint64_t bytes);
+void add_seg(std::vector<seg> *segs, size_t dst, const void *src,
+             size_t bytes, int whole_pinned);
+void gather(cursor *c, uint64_t rows, size_t dst, std::vector<seg> *segs);
+int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
+           size_t table_bytes, bool direct, const slot_kernel &kernel,
+           wave_error *err);
+
+/* A wide job from host memory, result read back and decoded
+ * (gpu_wide_host.cu; the device's wreducer is made on its first one). */
+int reduce_wide_job(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
+                    wave_error *err);
+
+} /* namespace WVG_NS */
+
+#endif
