@@ -2,7 +2,8 @@
 // (WV_LEVEL=0; 4-byte rows, or 8-byte ones with WV_ROW64=1) or over the
 // partials of an earlier level (WV_LEVEL=1).  A partial is (key, index,
 // count): the order key of the best row, its global index, and the rows
-// considered.  Both ops are one problem: the lexicographic minimum of
+// considered (floats only: the finite ones; integer jobs leave it 0, the
+// host knows their count).  Both ops are one problem: the lexicographic minimum of
 // (key, index), with argmax keys inverted (~k), so that ties go to the
 // lowest index.  "No row" is (~0, ~0): a real row with key ~0 still wins
 // by its index.  That minimum is associative and commutative, so threads
@@ -31,7 +32,7 @@ layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
 const bool ARGMAX = (OP & 1u) != 0u;
 const uint KIND = OP >> 1;
-const uint U = 4u;
+const uint U = 8u;      // the host's WV_VK_UNROLL: reduce_int.comp's blocks
 const uint64_t NONE = 0xffffffffffffffffUL;
 
 struct Part { uint64_t key, idx, cnt, pad; };
@@ -95,26 +96,40 @@ KT key_of(uint x, out bool ok)
 
 // Row r (in this window) with bits x: taken when considered and strictly
 // better (rows come in increasing r, so the first of equal keys stays).
+// A float's key is never KNONE (that would be a NaN), so non-finite rows
+// become KNONE and one compare does; an integer's may be, hence the check
+// of bi.  Only floats count: an integer job's count is the host's.
 void take(KT x, uint r, inout KT bk, inout uint bi, inout uint cnt)
 {
   bool ok;
   KT k = key_of(x, ok);
-  cnt += ok ? 1u : 0u;
-  if (ok && (k < bk || bi == 0xffffffffu)) {
+  if (KIND == 2u) {
+    cnt += ok ? 1u : 0u;
+    k = ok ? k : KNONE;
+    if (k < bk) {
+      bk = k;
+      bi = r;
+    }
+  } else if (k < bk || bi == 0xffffffffu) {
     bk = k;
     bi = r;
   }
 }
 
-void take_vec(uint q, inout KT bk, inout uint bi, inout uint cnt, bool edge)
+#if WV_ROW64
+#define VT u64vec2
+#else
+#define VT uvec4
+#endif
+
+void take_vec(VT v, uint q, inout KT bk, inout uint bi, inout uint cnt,
+              bool edge)
 {
   const uint r = ROWS * q;
 #if WV_ROW64
-  u64vec2 v = vin[q];
   take(v.x, r, bk, bi, cnt);
   if (!edge || r + 1u < pc.n) take(v.y, r + 1u, bk, bi, cnt);
 #else
-  uvec4 v = vin[q];
   take(v.x, r, bk, bi, cnt);
   if (!edge || r + 1u < pc.n) take(v.y, r + 1u, bk, bi, cnt);
   if (!edge || r + 2u < pc.n) take(v.z, r + 2u, bk, bi, cnt);
@@ -143,18 +158,28 @@ void main()
   const uint nblk = (nvec + bv - 1u) / bv;
   KT bk = KNONE;
   uint bi = 0xffffffffu, cnt = 0u;
+  // All U loads of a block are issued before any is used (as in
+  // reduce_int.comp); the rows are then taken in increasing order.
   for (uint b = wg; b < full; b += gl_NumWorkGroups.x) {
     const uint q = b * bv + lid;
-    take_vec(q, bk, bi, cnt, false);
-    take_vec(q + 256u, bk, bi, cnt, false);
-    take_vec(q + 512u, bk, bi, cnt, false);
-    take_vec(q + 768u, bk, bi, cnt, false);
+    VT v0 = vin[q],         v1 = vin[q + 256u];
+    VT v2 = vin[q + 512u],  v3 = vin[q + 768u];
+    VT v4 = vin[q + 1024u], v5 = vin[q + 1280u];
+    VT v6 = vin[q + 1536u], v7 = vin[q + 1792u];
+    take_vec(v0, q, bk, bi, cnt, false);
+    take_vec(v1, q + 256u, bk, bi, cnt, false);
+    take_vec(v2, q + 512u, bk, bi, cnt, false);
+    take_vec(v3, q + 768u, bk, bi, cnt, false);
+    take_vec(v4, q + 1024u, bk, bi, cnt, false);
+    take_vec(v5, q + 1280u, bk, bi, cnt, false);
+    take_vec(v6, q + 1536u, bk, bi, cnt, false);
+    take_vec(v7, q + 1792u, bk, bi, cnt, false);
   }
   for (uint b = full + wg; b < nblk; b += gl_NumWorkGroups.x)
     for (uint u = 0u; u < U; u++) {
       const uint q = b * bv + u * 256u + lid;
       if (q < nvec)
-        take_vec(q, bk, bi, cnt, ROWS * q + ROWS > pc.n);
+        take_vec(vin[q], q, bk, bi, cnt, ROWS * q + ROWS > pc.n);
     }
   if (bi != 0xffffffffu) {
     k64 = uint64_t(bk);
