@@ -12,7 +12,10 @@
  *    probe of what the device does with subnormals;
  *  - whether shared-memory regions can be imported in place
  *    (VK_EXT_external_memory_host, enabled when present and storage
- *    buffers are importable from host allocations; vk_pin.c).
+ *    buffers are importable from host allocations; vk_pin.c);
+ *  - the 64-bit dtypes and argmin/argmax: shaderInt64, shaderFloat64 and
+ *    shaderSubgroupExtendedTypes enabled where present, the rest decided
+ *    by vk_wide.c (wv_vk_wide_setup: paths, float64 subnormal probe).
  * Nothing here reads the environment: tests reach the knobs through
  * wv_vk_open_ex().  A machine without a Vulkan driver gets WAVE_ENODEV from
  * open(), never a crash (the loader itself is linked; without an ICD,
