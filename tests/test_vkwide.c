@@ -212,6 +212,31 @@ START_TEST(test_wide_inplace)
 }
 END_TEST
 
+/* More first-level partials than one later work-group takes (8192 for
+ * argm.comp, one block's worth for reduce_int64.comp): 1024-row windows,
+ * one partial each, so the levels run several work-groups and levels. */
+START_TEST(test_wide_levels)
+{
+  wv_vk_options opt = {.window_rows = 1024};
+  wv_device *d = tw_open(&opt);
+  const uint64_t n = 8200 * 1024;
+  unsigned char *block = aligned_alloc(16, n * 4 + 16);
+  ck_assert_ptr_nonnull(block);
+  static const wave_dtype dts[] = {WAVE_F32, WAVE_U32, WAVE_U64};
+  static const wave_op ops[] = {WAVE_ARGMAX, WAVE_ARGMIN, WAVE_EXTENT};
+  tw_state = 21;
+  for (size_t k = 0; k < 3; k++) {
+    tw_job t;
+    const uint64_t rows = n * 4 / wv_dtype_size(dts[k]);
+    tw_make(&t, block + 4, dts[k], ops[k], rows, 0, k == 1 ? 3 : 0, 2);
+    tw_check(d, &t, "levels");
+    free(t.mask);
+  }
+  free(block);
+  wv_vk_close(d);
+}
+END_TEST
+
 /* The benchmark's entry over a device buffer, several windows' worth of
  * work-groups. */
 START_TEST(test_wide_resident)
@@ -302,6 +327,7 @@ int main(void)
   tcase_set_timeout(tc, 900);
   tcase_add_loop_test(tc, test_wide_setups, 0, 5);
   tcase_add_test(tc, test_wide_inplace);
+  tcase_add_test(tc, test_wide_levels);
   tcase_add_test(tc, test_wide_resident);
   tcase_add_test(tc, test_wide_refusals);
   suite_add_tcase(s, tc);

@@ -136,8 +136,9 @@ int wv_vkw_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 
 uint64_t wv_vkw_next(const wv_device *d, const wv_vkr_plan *p, uint64_t n)
 {
-  if (p->argm) {   /* argm.comp levels: 256 threads x 4 partials a group */
-    uint64_t g = wv_vkr_div(n, 1024);
+  if (p->argm) {   /* argm.comp levels: up to 256 x 32 partials a group, so
+                      a GPU's first-level partials (16 per SM) take one */
+    uint64_t g = wv_vkr_div(n, 8192);
     return wv_vk_groups(d, g < d->stream_groups ? g : d->stream_groups);
   }
   return wv_vk_stream_groups(d, n * 2);   /* n 8-byte partials */
