@@ -20,3 +20,11 @@ add_executable(wvbench-vkhost bench_vkhost.c)
 target_link_libraries(wvbench-vkhost PRIVATE wvvulkan)
 target_include_directories(wvbench-vkhost PRIVATE ${PROJECT_SOURCE_DIR})
 wave_defaults(wvbench-vkhost)
+
+# wvbench-vkwide: the 64-bit dtypes and argmin/argmax (issue 23), device-
+# resident against a streaming read and from host memory against memcpy,
+# same run (bench_vkwide.c).  Not named wvbench-vulkan-* (device-run.sh).
+add_executable(wvbench-vkwide bench_vkwide.c)
+target_link_libraries(wvbench-vkwide PRIVATE wvvulkan)
+target_include_directories(wvbench-vkwide PRIVATE ${PROJECT_SOURCE_DIR})
+wave_defaults(wvbench-vkwide)

@@ -3,6 +3,7 @@
 # 128 -> 4, 256 -> 8 (default), 512 -> 16 lanes).
 #
 #  test_vulkan            the backend's own suite (tests/test_vulkan.c)
+#  test_vkwide            64-bit dtypes, argmin/argmax (tests/test_vkwide.c)
 #  test_vkpin             regions imported for the device and reduced in place
 #                         (tests/test_vkpin.c)
 #  vulkan_caps_w<bits>    vkcaps asserts the sub-group size lavapipe reports
@@ -21,6 +22,12 @@ endif()
 
 wave_test(test_vulkan
   SOURCES test_vulkan.c
+  LIBS wvvulkan wvcore)
+
+# The 64-bit dtypes and argmin/argmax on the set-ups a default device never
+# takes (tests/test_vkwide.c).
+wave_test(test_vkwide
+  SOURCES test_vkwide.c
   LIBS wvvulkan wvcore)
 
 # Host memory imported into the device (vk_pin.c) and reduced in place, on
@@ -49,6 +56,8 @@ file(MAKE_DIRECTORY ${WV_MESA_CACHE}/w128 ${WV_MESA_CACHE}/w256
      ${WV_MESA_CACHE}/w512)
 
 set_property(TEST test_vulkan APPEND PROPERTY ENVIRONMENT
+  ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
+set_property(TEST test_vkwide APPEND PROPERTY ENVIRONMENT
   ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
 set_property(TEST test_vkpin APPEND PROPERTY ENVIRONMENT
   ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")

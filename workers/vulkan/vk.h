@@ -1,7 +1,7 @@
 /* vk.h - the Vulkan backend's device context, shared by the files of
  * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
  * vk_device.c: memory, pipelines, submission; vk_reduce.c and vk_rec.c:
- * reductions;
+ * reductions; vk_wide.c: the 64-bit dtypes and argmin/argmax on them;
  * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device;
  * vk_pin.c: host memory imported for the device, the host_register slot).
  *
@@ -74,6 +74,20 @@ enum wv_vk_prog {
   WV_VK_HASH_SM,         /* lottery hash, shared-memory exchange */
   WV_VK_DATASET,         /* dataset items from the cache */
   WV_VK_SEG,             /* hash batch fold: fold, scan, collect passes */
+  WV_VK_RED64_SG,        /* 64-bit order-free level, 64-bit sub-group ops */
+  WV_VK_RED64_SM,        /* the same, shared-memory tree */
+  WV_VK_SUM_F64_SH,      /* float64-sum first level, sub-group shuffle */
+  WV_VK_SUM_F64_SM,      /* float64-sum first level, shared memory */
+  WV_VK_SUM_F64_SH_DN,   /* the same two, DenormPreserve for float64 */
+  WV_VK_SUM_F64_SM_DN,
+  WV_VK_TREE_F64,        /* float64-sum later levels */
+  WV_VK_TREE_F64_DN,
+  WV_VK_ARGM32_SG,       /* argmin/argmax over 4-byte rows */
+  WV_VK_ARGM32_SM,
+  WV_VK_ARGM64_SG,       /* argmin/argmax over 8-byte rows */
+  WV_VK_ARGM64_SM,
+  WV_VK_ARGML_SG,        /* argmin/argmax later levels */
+  WV_VK_ARGML_SM,
   WV_VK_PROG_COUNT_
 };
 
@@ -88,6 +102,8 @@ enum wv_vk_prog {
 #define WV_VK_BLOCK_ROWS (1024u * WV_VK_UNROLL)
 /* Lanes per 256-row group in sum_f32.comp (its constant L). */
 #define WV_VK_SUM_LANES 8u
+/* The same in sum_f64.comp. */
+#define WV_VK_SUM64_LANES 16u
 
 /* Knobs that tests and benchmarks set (wv_vk_open_ex); the daemon uses
  * the defaults (all zero). */
@@ -106,6 +122,9 @@ typedef struct wv_vk_options {
                              refuses: the copy path, for tests and bench) */
   uint32_t inplace_min_rows; /* reduce: shorter runs of imported rows are
                              staged; 0 = 16384 (tests use 1) */
+  int no_float64;         /* act as if the device lacked shaderFloat64 (the
+                             refusal of the 64-bit dtypes, for tests) */
+  int no_int64;           /* the same for shaderInt64 (also argmin/argmax) */
 } wv_vk_options;
 
 /* One piece of host memory imported for the device (vk_pin.c): the
@@ -147,6 +166,14 @@ struct wv_device {
   int full_subgroups;               /* computeFullSubgroups enabled */
   int maxreconv;                    /* maximal reconvergence enabled */
   int int64;                        /* shaderInt64 enabled */
+  int float64;                      /* shaderFloat64 enabled */
+  int sg_ext;                       /* shaderSubgroupExtendedTypes enabled */
+  int denorm64;                     /* float64 DenormPreserve variants usable */
+  int sg64;                         /* 64-bit sub-group arithmetic path */
+  int sum64_shuffle;                /* float64 sum: shuffle exchange */
+  int wide_ok;                      /* caps dtypes64: uint64/sint64/float64 */
+  int argm_ok;                      /* caps argminmax */
+  char wide_why[120];               /* why not, when !wide_ok / !argm_ok */
   int bda;                          /* bufferDeviceAddress enabled */
   int denorm;                       /* DenormPreserve variants usable */
   int fsum_ok;                      /* float adds keep subnormals (probe) */
@@ -280,7 +307,21 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
 int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
                           double *seconds, wave_error *err);
 
+/* ---- vk_wide.c ---------------------------------------------------------- */
+
+/* After the device exists (open): the 64-bit paths, the probe of float64
+ * subnormals, and wide_ok / argm_ok with the reason for a no. */
+int wv_vk_wide_setup(wv_device *d, wave_error *err);
+/* 0 when the device runs job's dtype and op, else WAVE_EUNSUPPORTED naming
+ * the device and the missing feature. */
+int wv_vk_wide_check(const wv_device *d, const wv_reduce_job *job,
+                     wave_error *err);
+
 /* ---- vk_pin.c ----------------------------------------------------------- */
+
+/* open(): whether shared-memory regions can be imported (host_import), and
+ * the reason for a no. */
+void wv_vk_host_import_check(wv_device *d, int has_ext, VkDeviceSize align);
 
 /* The host_register / host_unregister slots (workers/worker.h). */
 int wv_vk_host_register(wv_device *d, const void *ptr, size_t bytes,

@@ -29,6 +29,20 @@ WV_VK_SPV(hash_sh_mr)
 WV_VK_SPV(hash_sm)
 WV_VK_SPV(dataset)
 WV_VK_SPV(seg)
+WV_VK_SPV(red64_sg)
+WV_VK_SPV(red64_sm)
+WV_VK_SPV(sum_f64_sh)
+WV_VK_SPV(sum_f64_sm)
+WV_VK_SPV(sum_f64_sh_dn)
+WV_VK_SPV(sum_f64_sm_dn)
+WV_VK_SPV(tree_f64)
+WV_VK_SPV(tree_f64_dn)
+WV_VK_SPV(argm32_sg)
+WV_VK_SPV(argm32_sm)
+WV_VK_SPV(argm64_sg)
+WV_VK_SPV(argm64_sm)
+WV_VK_SPV(argml_sg)
+WV_VK_SPV(argml_sm)
 #undef WV_VK_SPV
 
 static const struct {
@@ -51,6 +65,20 @@ static const struct {
   P(WV_VK_HASH_SM, hash_sm),
   P(WV_VK_DATASET, dataset),
   P(WV_VK_SEG, seg),
+  P(WV_VK_RED64_SG, red64_sg),
+  P(WV_VK_RED64_SM, red64_sm),
+  P(WV_VK_SUM_F64_SH, sum_f64_sh),
+  P(WV_VK_SUM_F64_SM, sum_f64_sm),
+  P(WV_VK_SUM_F64_SH_DN, sum_f64_sh_dn),
+  P(WV_VK_SUM_F64_SM_DN, sum_f64_sm_dn),
+  P(WV_VK_TREE_F64, tree_f64),
+  P(WV_VK_TREE_F64_DN, tree_f64_dn),
+  P(WV_VK_ARGM32_SG, argm32_sg),
+  P(WV_VK_ARGM32_SM, argm32_sm),
+  P(WV_VK_ARGM64_SG, argm64_sg),
+  P(WV_VK_ARGM64_SM, argm64_sm),
+  P(WV_VK_ARGML_SG, argml_sg),
+  P(WV_VK_ARGML_SM, argml_sm),
 #undef P
 };
 
@@ -254,7 +282,8 @@ int wv_vk_pipeline(wv_device *d, enum wv_vk_prog prog, unsigned variant,
     const uint32_t spec[1] = {variant};
     const VkSpecializationMapEntry ent[1] = {{0, 0, 4}};
     VkSpecializationInfo si = {1, ent, sizeof spec, spec};
-    int sub = prog == WV_VK_SUM_F32_SH || prog == WV_VK_SUM_F32_SH_DN
+    int sub = prog == WV_VK_SUM_F32_SH || prog == WV_VK_SUM_F32_SH_DN ||
+              prog == WV_VK_SUM_F64_SH || prog == WV_VK_SUM_F64_SH_DN
                 ? WV_VK_FULL : 0;
     int rc = wv_vk_pipeline_new(d, prog, &si, sub, &d->pipes[prog][variant],
                                 err);

@@ -12,7 +12,10 @@
  *    probe of what the device does with subnormals;
  *  - whether shared-memory regions can be imported in place
  *    (VK_EXT_external_memory_host, enabled when present and storage
- *    buffers are importable from host allocations; vk_pin.c).
+ *    buffers are importable from host allocations; vk_pin.c);
+ *  - the 64-bit dtypes and argmin/argmax: shaderInt64, shaderFloat64 and
+ *    shaderSubgroupExtendedTypes enabled where present, the rest decided
+ *    by vk_wide.c (wv_vk_wide_setup: paths, float64 subnormal probe).
  * Nothing here reads the environment: tests reach the knobs through
  * wv_vk_open_ex().  A machine without a Vulkan driver gets WAVE_ENODEV from
  * open(), never a crash (the loader itself is linked; without an ICD,
@@ -251,45 +254,10 @@ static int vo_pick(wv_device *d, const wv_device_config *cfg, wave_error *err)
   return 0;
 }
 
-/* Whether shared-memory regions can be imported (vk_pin.c): the
- * extension, a sane alignment, and storage buffers importable from a host
- * allocation.  The reason for a no goes to host_register's refusals. */
-static void vo_host_import(wv_device *d, int has_ext, VkDeviceSize align)
-{
-  d->host_import = 0;
-  const char *why = NULL;
-  if (d->opt.no_host_import)
-    why = "host memory import switched off (wv_vk_options)";
-  else if (!has_ext)
-    why = "no VK_EXT_external_memory_host";
-  else if (align == 0 || (align & (align - 1)) != 0 || align > (1u << 21))
-    why = "odd minImportedHostPointerAlignment";
-  if (why == NULL) {
-    VkPhysicalDeviceExternalBufferInfo bi = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO,
-      .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-      .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-    };
-    VkExternalBufferProperties ep = {
-      .sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES,
-    };
-    vkGetPhysicalDeviceExternalBufferProperties(d->phys, &bi, &ep);
-    if (!(ep.externalMemoryProperties.externalMemoryFeatures &
-          VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
-      why = "storage buffers cannot be imported from host allocations";
-  }
-  if (why != NULL) {
-    snprintf(d->host_import_why, sizeof d->host_import_why, "%s", why);
-    return;
-  }
-  d->host_import = 1;
-  d->import_align = align;
-}
-
 /* What the device offers, from its extension list and API version. */
 typedef struct {
   int v12, v13;
-  int sizectl, maxrc, bda, fctl, smb, hostmem;
+  int sizectl, maxrc, bda, fctl, smb, hostmem, sgext;
 } vo_exts;
 
 /* The property and feature structs of one vo_create_device: queried,
@@ -300,6 +268,7 @@ typedef struct {
   wv_vk_maxreconv_features mrf;
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT szf;
   VkPhysicalDeviceBufferDeviceAddressFeaturesKHR bdf;
+  VkPhysicalDeviceShaderSubgroupExtendedTypesFeaturesKHR sxf;
   VkPhysicalDeviceFeatures2 f2;
 } vo_feats;
 
@@ -329,6 +298,8 @@ static int vo_device_exts(wv_device *d, vo_exts *x, wave_error *err)
   x->smb = vo_has_ext(ext, ne, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
   x->hostmem =
     vo_has_ext(ext, ne, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  x->sgext = x->v12 ||
+    vo_has_ext(ext, ne, VK_KHR_SHADER_SUBGROUP_EXTENDED_TYPES_EXTENSION_NAME);
   free(ext);
   return 0;
 }
@@ -385,7 +356,8 @@ static void vo_query_props(wv_device *d, const vo_exts *x, vo_feats *f)
     (sgp.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
 
   d->denorm = x->fctl && fcp.shaderDenormPreserveFloat32;
-  vo_host_import(d, x->hostmem, hmp.minImportedHostPointerAlignment);
+  d->denorm64 = x->fctl && fcp.shaderDenormPreserveFloat64;
+  wv_vk_host_import_check(d, x->hostmem, hmp.minImportedHostPointerAlignment);
 }
 
 /* Features we may turn on (queried through one chain). */
@@ -398,10 +370,14 @@ static void vo_query_features(wv_device *d, const vo_exts *x, vo_feats *f)
   f->bdf = (VkPhysicalDeviceBufferDeviceAddressFeaturesKHR){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES_KHR,
   };
+  f->sxf = (VkPhysicalDeviceShaderSubgroupExtendedTypesFeaturesKHR){
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES_KHR,
+  };
   f->f2 = (VkPhysicalDeviceFeatures2){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
   };
   void *q = NULL;
+  if (x->sgext) { f->sxf.pNext = q; q = &f->sxf; }
   if (x->maxrc) { f->mrf.pNext = q; q = &f->mrf; }
   if (x->sizectl) { f->szf.pNext = q; q = &f->szf; }
   if (x->bda) { f->bdf.pNext = q; q = &f->bdf; }
@@ -426,19 +402,31 @@ static void vo_query_features(wv_device *d, const vo_exts *x, vo_feats *f)
     d->sg_require32 = 0;   /* a required size alone does not fill groups */
   d->maxreconv = x->maxrc && f->mrf.shaderMaximalReconvergence &&
                  !d->opt.no_maxreconv;
-  d->int64 = f->f2.features.shaderInt64 != 0;
+  d->int64 = f->f2.features.shaderInt64 && !d->opt.no_int64;
+  d->float64 = f->f2.features.shaderFloat64 && !d->opt.no_float64;
+  d->sg_ext = x->sgext && f->sxf.shaderSubgroupExtendedTypes;
   d->bda = x->bda && f->bdf.bufferDeviceAddress;
 }
 
 /* Enable exactly what we use: f->f2 becomes the feature chain, names[]
- * (room for 6) the extensions; returns their count. */
+ * (room for 7) the extensions; returns their count. */
 static uint32_t vo_enable(wv_device *d, const vo_exts *x, vo_feats *f,
                           const char **names)
 {
-  VkPhysicalDeviceFeatures core = {.shaderInt64 = d->int64 ? VK_TRUE : VK_FALSE};
+  VkPhysicalDeviceFeatures core = {
+    .shaderInt64 = d->int64 ? VK_TRUE : VK_FALSE,
+    .shaderFloat64 = d->float64 ? VK_TRUE : VK_FALSE,
+  };
   f->f2.features = core;
   uint32_t nn = 0;
   void *chain = NULL;
+  if (d->sg_ext) {   /* 64-bit sub-group ops (vk_wide.c) */
+    if (!x->v12)
+      names[nn++] = VK_KHR_SHADER_SUBGROUP_EXTENDED_TYPES_EXTENSION_NAME;
+    f->sxf.shaderSubgroupExtendedTypes = VK_TRUE;
+    f->sxf.pNext = chain;
+    chain = &f->sxf;
+  }
   if (d->bda) {
     if (!x->v12)
       names[nn++] = VK_KHR_BUFFER_DEVICE_ADDRESS_EXTENSION_NAME;
@@ -448,7 +436,7 @@ static uint32_t vo_enable(wv_device *d, const vo_exts *x, vo_feats *f,
     f->bdf.pNext = chain;
     chain = &f->bdf;
   }
-  if (d->denorm && !x->v12)
+  if ((d->denorm || d->denorm64) && !x->v12)
     names[nn++] = VK_KHR_SHADER_FLOAT_CONTROLS_EXTENSION_NAME;
   if (d->maxreconv) {
     names[nn++] = WV_VK_MAXRECONV_EXT;
@@ -477,7 +465,7 @@ static int vo_create_device(wv_device *d, wave_error *err)
     return rv;
   vo_query_props(d, &x, &f);
   vo_query_features(d, &x, &f);
-  const char *names[6];
+  const char *names[7];
   uint32_t nn = vo_enable(d, &x, &f, names);
 
   float prio = 1.0f;
@@ -684,16 +672,22 @@ int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
   d->hash_batch = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
                       ? (1u << 15) : (1u << 25);
   if ((rc = vo_create_objects(d, err)) != 0 ||
-      (rc = vo_probe_denormals(d, err)) != 0)
+      (rc = vo_probe_denormals(d, err)) != 0 ||
+      (rc = wv_vk_wide_setup(d, err)) != 0)
     goto fail;
 
-  snprintf(d->description, sizeof d->description,
-           "%.48s, Vulkan %u.%u.%u, sub-group %u (%u..%u)%s%s",
+  /* May be cut short on a device that lacks much (the notes are last). */
+  int nd = snprintf(d->description, sizeof d->description,
+           "%.48s, Vulkan %u.%u.%u, sub-group %u (%u..%u)%s%s%s",
            d->props.deviceName, VK_API_VERSION_MAJOR(d->props.apiVersion),
            VK_API_VERSION_MINOR(d->props.apiVersion),
            VK_API_VERSION_PATCH(d->props.apiVersion), d->sg_size, d->sg_min,
            d->sg_max, d->red_sg ? "" : ", no sub-group arithmetic",
-           d->fsum_ok ? "" : ", float sums off (flushes subnormals)");
+           d->fsum_ok ? "" : ", float sums off (flushes subnormals)",
+           d->wide_ok ? "" : d->argm_ok ? ", no 64-bit dtypes"
+                                        : ", no 64-bit dtypes or argmin");
+  if (nd < 0)
+    d->description[0] = 0;
   *out = d;
   return 0;
 fail:
@@ -723,6 +717,8 @@ static void vo_caps(wv_device *d, wv_caps *caps)
            d->exchange_reason);
   caps->hash_batch = wv_vk_hash_batch(d);
   caps->has_uuid = 1;
+  caps->dtypes64 = d->wide_ok;      /* vk_wide.c: wide_why says why not */
+  caps->argminmax = d->argm_ok;
   memcpy(caps->uuid, d->uuid, sizeof caps->uuid);
 }
 

@@ -17,7 +17,8 @@
  * smaller than one aligned block imports nothing and succeeds.
  *
  * Refusals are not device faults (worker.h): WAVE_EUNSUPPORTED where the
- * device cannot import at all (vk_open.c decides once, vo_host_import),
+ * device cannot import at all (open decides once: wv_vk_host_import_check
+ * at the end of this file),
  * WAVE_EARG where this import fails (overlap with an imported piece, a
  * driver that will not take these pages: the import of a read-only mapping
  * is the doubtful case on GPU drivers; lavapipe takes it, since it only
@@ -29,6 +30,7 @@
  */
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,4 +252,41 @@ void wv_vk_pins_free(wv_device *d)
   free(d->pins);
   d->pins = NULL;
   d->n_pins = d->cap_pins = 0;
+}
+
+/* ---- open() ------------------------------------------------------------ */
+
+/* Whether shared-memory regions can be imported (open()): the
+ * extension, a sane alignment, and storage buffers importable from a host
+ * allocation.  The reason for a no goes to host_register's refusals. */
+void wv_vk_host_import_check(wv_device *d, int has_ext, VkDeviceSize align)
+{
+  d->host_import = 0;
+  const char *why = NULL;
+  if (d->opt.no_host_import)
+    why = "host memory import switched off (wv_vk_options)";
+  else if (!has_ext)
+    why = "no VK_EXT_external_memory_host";
+  else if (align == 0 || (align & (align - 1)) != 0 || align > (1u << 21))
+    why = "odd minImportedHostPointerAlignment";
+  if (why == NULL) {
+    VkPhysicalDeviceExternalBufferInfo bi = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO,
+      .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+      .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+    };
+    VkExternalBufferProperties ep = {
+      .sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES,
+    };
+    vkGetPhysicalDeviceExternalBufferProperties(d->phys, &bi, &ep);
+    if (!(ep.externalMemoryProperties.externalMemoryFeatures &
+          VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
+      why = "storage buffers cannot be imported from host allocations";
+  }
+  if (why != NULL) {
+    snprintf(d->host_import_why, sizeof d->host_import_why, "%s", why);
+    return;
+  }
+  d->host_import = 1;
+  d->import_align = align;
 }

@@ -18,13 +18,14 @@
 #define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum_f32.comp: groups per WG */
 #define VR_MAX_PARTIAL_BYTES (1ull << 30)
 
-enum { VR_KEY_NONE = 0, VR_KEY_SIGNED = 1, VR_KEY_FLOAT = 2 };
-enum { VR_ADD = 0, VR_UMIN = 1, VR_UMAX = 2, VR_AND = 3, VR_OR = 4,
-       VR_XOR = 5, VR_EXTENT = 6 };
-
 void wv_vkr_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p)
 {
   memset(p, 0, sizeof *p);
+  if (wv_reduce_is_wide(dt, op)) {
+    wv_vkw_make_plan(dt, op, p);
+    return;
+  }
+  p->rs = p->es = 4;
   p->key = dt == WAVE_S32 ? VR_KEY_SIGNED : dt == WAVE_F32 ? VR_KEY_FLOAT
                                                           : VR_KEY_NONE;
   switch (op) {
@@ -82,6 +83,8 @@ int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 {
   VkPipeline p;
   int rc;
+  if (run->plan.wide)
+    return wv_vkw_level1(d, run, s, src, rows, out_base, err);
   if (run->plan.fsum) {
     enum wv_vk_prog prog =
       d->sum_shuffle ? (d->denorm ? WV_VK_SUM_F32_SH_DN : WV_VK_SUM_F32_SH)
@@ -109,21 +112,26 @@ int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 int wv_vkr_reserve(wv_device *d, wv_vkr_run *run, wave_error *err)
 {
   uint64_t w0, w1;
+  const uint64_t es = run->plan.es;
   if (run->plan.fsum) {
     w0 = run->partials;
     w1 = wv_vkr_div(run->partials, WV_GROUP) + run->n_segs;
   } else {
-    int ext = run->plan.variant == VR_EXTENT;
+    int ext = run->plan.variant == VR_EXTENT && !run->plan.argm;
     run->half = ext ? vr_round4(run->partials) : 0;
     w0 = ext ? 2 * run->half : run->partials;
-    w1 = 2 * vr_round4(wv_vk_stream_groups(d, run->partials));
+    w1 = 2 * vr_round4(run->plan.wide ? wv_vkw_next(d, &run->plan,
+                                                    run->partials)
+                                      : wv_vk_stream_groups(d, run->partials));
   }
-  if (w0 * 4 > VR_MAX_PARTIAL_BYTES || run->partials > UINT32_MAX)
+  if (w0 * es > VR_MAX_PARTIAL_BYTES || run->partials > UINT32_MAX)
     return wv_seterr(err, WAVE_EJOBSIZE, "vulkan: %" PRIu64 " partials is "
                      "more than this backend stages", run->partials);
-  int rc = wv_vk_buf_reserve(d, &d->part[0], (w0 + 4) * 4, 0, err);
+  int rc = wv_vk_buf_reserve(d, &d->part[0], (w0 + 4) * es, 0, err);
   if (rc == 0)
-    rc = wv_vk_buf_reserve(d, &d->part[1], (w1 + 4) * 4, 0, err);
+    rc = wv_vk_buf_reserve(d, &d->part[1], (w1 + 4) * es, 0, err);
+  if (rc == 0 && run->plan.wide)   /* argm reads back 32 bytes */
+    rc = wv_vk_buf_reserve(d, &d->result, 32, WV_VK_HOST, err);
   return rc;
 }
 
@@ -161,10 +169,10 @@ static int vr_int_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 }
 
 /* Levels after the first, for the float sum: the groups of every level
- * are listed (first partial, count) in d->seg, then one tree_f32 dispatch
- * per level. */
-static int vr_f32_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
-                         wave_error *err)
+ * are listed (first partial, count) in d->seg, then one tree_f32 (float64:
+ * tree_f64) dispatch per level. */
+int wv_vkr_fsum_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                       wave_error *err)
 {
   size_t ns = run->n_segs, cap = 0, used = 0;
   uint64_t *off = malloc(ns * sizeof *off), *n = malloc(ns * sizeof *n);
@@ -231,8 +239,10 @@ static int vr_f32_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
       goto out;
     memcpy(d->seg.map, desc, used * 8);
     VkPipeline p;
-    if ((rc = wv_vk_pipeline(d, d->denorm ? WV_VK_TREE_F32_DN : WV_VK_TREE_F32,
-                             0, &p, err)) != 0)
+    enum wv_vk_prog tp =
+      run->plan.rs == 8 ? (d->denorm64 ? WV_VK_TREE_F64_DN : WV_VK_TREE_F64)
+                        : (d->denorm ? WV_VK_TREE_F32_DN : WV_VK_TREE_F32);
+    if ((rc = wv_vk_pipeline(d, tp, 0, &p, err)) != 0)
       goto out;
     for (unsigned l = 0; l < nlv; l++) {
       wv_vk_barrier(s);
@@ -259,17 +269,20 @@ out:
 int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                   wave_error *err)
 {
-  int rc = run->plan.fsum ? vr_f32_levels(d, run, s, err)
-                          : vr_int_levels(d, run, s, err);
+  int rc = run->plan.fsum ? wv_vkr_fsum_levels(d, run, s, err)
+           : run->plan.wide ? wv_vkw_levels(d, run, s, err)
+                            : vr_int_levels(d, run, s, err);
   if (rc != 0)
     return rc;
   wv_vk_barrier(s);
+  const VkDeviceSize es = run->plan.es;
   VkBufferCopy cp[2] = {
-    {0, 0, 4},
-    {run->final_half * 4, 4, 4},
+    {0, 0, es},
+    {run->final_half * es, es, es},
   };
   vkCmdCopyBuffer(s->cb, d->part[run->final_buf].buf, d->result.buf,
-                  run->plan.variant == VR_EXTENT && !run->plan.fsum ? 2 : 1,
+                  run->plan.variant == VR_EXTENT && !run->plan.fsum &&
+                    !run->plan.argm ? 2 : 1,
                   cp);
   wv_vk_barrier(s);
   return 0;
@@ -278,6 +291,10 @@ int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
                    uint64_t count, wv_reduce_out *out)
 {
+  if (run->plan.wide) {
+    wv_vkw_result(run, d, count, out);
+    return;
+  }
   const uint32_t *r = d->result.map;
   out->count = count;
   out->bits[0] = out->bits[1] = 0;
@@ -311,6 +328,15 @@ void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
     out->bits[0] = r[0];
     break;
   }
+}
+
+uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
+                                uint64_t rows)
+{
+  if (run->plan.fsum)
+    return wv_vkr_div(rows, WV_GROUP);
+  return (uint64_t)wv_vk_stream_groups(d, rows * run->plan.rs / 4) *
+         run->slots;
 }
 
 /* ---- device-resident data (benchmarks) ----------------------------------- */
@@ -383,7 +409,7 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   wv_vkr_run run;
   memset(&run, 0, sizeof run);
   wv_vkr_make_plan(dtype, op, &run.plan);
-  const uint64_t W = vr_resident_window(d);
+  const uint64_t W = vr_resident_window(d) * 4 / run.plan.rs;
   uint64_t seg0 = 0, segn = 0;
   if (run.plan.fsum) {
     run.partials = segn = wv_vkr_div(rows, WV_GROUP);
@@ -391,10 +417,10 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
     run.seg_off = &seg0;
     run.seg_n = &segn;
   } else {
-    run.slots = wv_vkr_slots(d);
+    run.slots = run.plan.wide ? 1 : wv_vkr_slots(d);
     for (uint64_t r = 0; r < rows; r += W)
-      run.partials += (uint64_t)wv_vk_stream_groups(
-                        d, rows - r < W ? rows - r : W) * run.slots;
+      run.partials += wv_vkr_window_partials(d, &run,
+                                             rows - r < W ? rows - r : W);
   }
   int rc = wv_vkr_reserve(d, &run, err);
   wv_vk_slot *s;
@@ -404,12 +430,12 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   uint64_t base = 0;
   for (uint64_t r = 0; r < rows; r += W) {
     uint64_t n = rows - r < W ? rows - r : W;
-    wv_vk_range src = {data->buf, r * 4, n * 4};
+    wv_vk_range src = {data->buf, r * run.plan.rs, n * run.plan.rs};
+    run.row0 = r;
     if ((rc = wv_vkr_level1(d, &run, s, src, (uint32_t)n, base,
                             err)) != 0)
       return rc;
-    base += run.plan.fsum ? wv_vkr_div(n, WV_GROUP)
-                          : (uint64_t)wv_vk_stream_groups(d, n) * run.slots;
+    base += wv_vkr_window_partials(d, &run, n);
   }
   if ((rc = wv_vkr_finish(d, &run, s, err)) != 0)
     return rc;

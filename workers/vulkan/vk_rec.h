@@ -11,12 +11,20 @@
 #include "core/reduce.h"
 #include "vk.h"
 
+enum { VR_KEY_NONE = 0, VR_KEY_SIGNED = 1, VR_KEY_FLOAT = 2 };
+enum { VR_ADD = 0, VR_UMIN = 1, VR_UMAX = 2, VR_AND = 3, VR_OR = 4,
+       VR_XOR = 5, VR_EXTENT = 6 };
+
 typedef struct wv_vkr_plan {
   int fsum;
-  unsigned variant;    /* VR_* of vk_rec.c (reduce_int.comp's OP) */
-  uint32_t key;        /* VR_KEY_* of vk_rec.c */
-  uint32_t fill;       /* written for rows the mask does not select */
+  unsigned variant;    /* VR_* (reduce_int*.comp's OP); argm.comp's OP */
+  uint32_t key;        /* VR_KEY_* */
+  uint64_t fill;       /* written for rows the mask does not select */
   int fill_dup;        /* fill = first selected row */
+  int wide;            /* vk_wide.c's: a 64-bit dtype or argmin/argmax */
+  int argm;            /* argmin/argmax */
+  unsigned rs;         /* bytes per row: 4 or 8 */
+  unsigned es;         /* bytes per partial: 4, 8, or 32 (argm) */
 } wv_vkr_plan;
 
 typedef struct wv_vkr_run {
@@ -29,6 +37,7 @@ typedef struct wv_vkr_run {
   /* float sum: each non-empty chunk's first-level partials */
   uint64_t *seg_off, *seg_n;
   size_t n_segs;
+  uint64_t row0;         /* argm: global index of the window's row 0 */
 } wv_vkr_run;
 
 static inline uint64_t wv_vkr_div(uint64_t a, uint64_t b)
@@ -53,6 +62,26 @@ int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                   wave_error *err);
 void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
+                   uint64_t count, wv_reduce_out *out);
+/* First-level partials of a window of `rows` rows. */
+uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
+                                uint64_t rows);
+/* The float-sum levels (float32 and float64: tree_f32/tree_f64.comp). */
+int wv_vkr_fsum_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                       wave_error *err);
+
+/* ---- vk_wide.c: the same steps for plans with wide set ------------------- */
+
+void wv_vkw_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p);
+int wv_vkw_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                  wv_vk_range src, uint32_t rows, uint64_t out_base,
+                  wave_error *err);
+/* Partials of the level after one of n partials (order-free and argm). */
+uint64_t wv_vkw_next(const wv_device *d, const wv_vkr_plan *p, uint64_t n);
+/* The levels after the first (not the float64 sum's: fsum_levels). */
+int wv_vkw_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                  wave_error *err);
+void wv_vkw_result(const wv_vkr_run *run, const wv_device *d,
                    uint64_t count, wv_reduce_out *out);
 
 #endif

@@ -40,8 +40,16 @@
  * this gives the bits of not running it (a NaN stays a NaN and is made
  * canonical at the end).
  *
- * The plan, the levels and the read-back are recorded by vk_rec.c; this
- * file feeds the first level from host memory.
+ * Rows are 4 or 8 bytes (the 64-bit dtypes): everything here counts rows
+ * of the plan's size, rs.  argmin/argmax fill unselected rows with NaN
+ * (floats: not considered) or, for integers, with a copy of the first
+ * selected row; a copy placed before that row could take the index, so the
+ * index is raised to that row's afterwards (any other row with the same
+ * value has a higher index).
+ *
+ * The plan, the levels and the read-back are recorded by vk_rec.c (and
+ * vk_wide.c for the wide plans); this file feeds the first level from host
+ * memory.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -63,6 +71,7 @@ typedef struct vr_cursor {
   const wv_span *c;
   size_t n, i;        /* chunk i of n */
   uint64_t k;         /* row inside chunk i */
+  unsigned rs;        /* bytes per row */
 } vr_cursor;
 
 /* Rows available contiguously at the cursor (skipping empty chunks). */
@@ -74,54 +83,82 @@ static uint64_t vr_avail(vr_cursor *cu, const uint32_t **p)
   }
   if (cu->i >= cu->n)
     return 0;
-  *p = (const uint32_t *)cu->c[cu->i].data + cu->k;
+  *p = (const uint32_t *)cu->c[cu->i].data + cu->k * (cu->rs / 4);
   return cu->c[cu->i].rows - cu->k;
 }
 
 typedef struct vr_feed {
   vr_cursor in, mask;
   int has_mask;
-  uint32_t fill;
+  uint64_t fill;
   uint64_t count;     /* selected rows copied so far */
   uint64_t taken;     /* rows copied so far */
 } vr_feed;
 
+/* Masked copy of k rows of 8 bytes, as 32-bit halves (rows are only
+ * 4-byte aligned); returns the rows selected. */
+static uint64_t vr_mask8(uint32_t *dst, const uint32_t *src,
+                         const uint32_t *m, uint64_t k, uint64_t fill)
+{
+  uint64_t cnt = 0;
+  const uint32_t lo = (uint32_t)fill, hi = (uint32_t)(fill >> 32);
+  for (uint64_t j = 0; j < k; j++) {
+    uint32_t sel = m[j] != 0;
+    dst[2 * j] = sel ? src[2 * j] : lo;
+    dst[2 * j + 1] = sel ? src[2 * j + 1] : hi;
+    cnt += sel;
+  }
+  return cnt;
+}
+
 /* Copy the next `rows` rows (they exist) into dst, masking as planned. */
 static void vr_copy(vr_feed *f, uint32_t *dst, uint64_t rows)
 {
+  const unsigned w = f->in.rs / 4;   /* words per row */
   while (rows > 0) {
     const uint32_t *src, *m;
     uint64_t k = vr_avail(&f->in, &src);
     if (k > rows)
       k = rows;
     if (!f->has_mask) {
-      memcpy(dst, src, k * 4);
+      memcpy(dst, src, k * f->in.rs);
       f->count += k;
     } else {
       uint64_t km = vr_avail(&f->mask, &m);
       if (k > km)
         k = km;
       uint64_t cnt = 0;
-      const uint32_t fill = f->fill;
-      for (uint64_t j = 0; j < k; j++) {
-        uint32_t sel = m[j] != 0;
-        dst[j] = sel ? src[j] : fill;
-        cnt += sel;
-      }
+      const uint32_t fill = (uint32_t)f->fill;
+      if (w == 2)
+        cnt = vr_mask8(dst, src, m, k, f->fill);
+      else
+        for (uint64_t j = 0; j < k; j++) {
+          uint32_t sel = m[j] != 0;
+          dst[j] = sel ? src[j] : fill;
+          cnt += sel;
+        }
       f->count += cnt;
       f->mask.k += k;
     }
     f->in.k += k;
     f->taken += k;
-    dst += k;
+    dst += k * w;
     rows -= k;
   }
 }
 
-static void vr_fill_words(uint32_t *dst, uint64_t n, uint32_t v)
+/* n rows of value v (rs bytes each) at dst. */
+static void vr_fill_rows(uint32_t *dst, uint64_t n, uint64_t v, unsigned rs)
 {
-  for (uint64_t j = 0; j < n; j++)
-    dst[j] = v;
+  if (rs == 4) {
+    for (uint64_t j = 0; j < n; j++)
+      dst[j] = (uint32_t)v;
+    return;
+  }
+  for (uint64_t j = 0; j < n; j++) {
+    dst[2 * j] = (uint32_t)v;
+    dst[2 * j + 1] = (uint32_t)(v >> 32);
+  }
 }
 
 /* Logical index of the first selected row, or rows when there is none. */
@@ -138,11 +175,15 @@ static uint64_t vr_first_selected(const wv_reduce_job *job)
   return job->rows;
 }
 
-static uint32_t vr_row_at(const wv_reduce_job *job, uint64_t row)
+static uint64_t vr_row_at(const wv_reduce_job *job, uint64_t row)
 {
+  const unsigned rs = wv_dtype_size(job->dtype);
   for (size_t i = 0; i < job->n_input; i++) {
-    if (row < job->input[i].rows)
-      return ((const uint32_t *)job->input[i].data)[row];
+    if (row < job->input[i].rows) {
+      uint64_t v = 0;   /* little-endian: the low bytes */
+      memcpy(&v, (const unsigned char *)job->input[i].data + row * rs, rs);
+      return v;
+    }
     row -= job->input[i].rows;
   }
   return 0;
@@ -220,31 +261,32 @@ uint64_t wv_vk_inplace_window(const wv_device *d)
  * runs shorter than VR_MIN_INPLACE_ROWS (so that a job of many small chunks
  * is not one submission per chunk: staged, they share windows). */
 static int vr_cut_chunk(const wv_device *d, const wv_span *c, int fsum,
-                        vr_pieces *ps, wave_error *err)
+                        unsigned rs, vr_pieces *ps, wave_error *err)
 {
   uint64_t A = d->props.limits.minStorageBufferOffsetAlignment;
   if (A < 16)
     A = 16;
-  const uint64_t Wd = wv_vk_inplace_window(d), n = c->rows;
+  const uint64_t Wd = wv_vk_inplace_window(d) * 4 / rs, n = c->rows;
   const uint64_t min_rows = d->opt.inplace_min_rows != 0
                               ? d->opt.inplace_min_rows : VR_MIN_INPLACE_ROWS;
   const unsigned char *base = c->data;
   uint64_t at = 0;
   int rc = 0;
   while (at < n && rc == 0) {
-    const unsigned char *p = base + at * 4, *next;
+    const unsigned char *p = base + at * rs, *next;
     const wv_vk_pin *pin = wv_vk_pin_find(d, p, &next);
     uint64_t stage = 0, direct = 0;
     if (pin == NULL) {
-      uint64_t to_next = next != NULL ? (uint64_t)(next - p + 3) / 4 : n;
+      uint64_t to_next = next != NULL ? (uint64_t)(next - p + rs - 1) / rs
+                                      : n;
       stage = to_next < n - at ? to_next : n - at;
     } else {
       const VkDeviceSize off = (VkDeviceSize)(p - pin->lo);
-      const uint64_t in_pin = (uint64_t)(pin->hi - p) / 4;
+      const uint64_t in_pin = (uint64_t)(pin->hi - p) / rs;
       uint64_t t = in_pin < n - at ? in_pin : n - at;
       if (!fsum) {
         if (off % A != 0) {
-          uint64_t to_aligned = (A - off % A + 3) / 4;
+          uint64_t to_aligned = (A - off % A + rs - 1) / rs;
           stage = to_aligned < t ? to_aligned : t;
         } else {
           direct = t;
@@ -253,8 +295,8 @@ static int vr_cut_chunk(const wv_device *d, const wv_span *c, int fsum,
         uint64_t to_group = WV_GROUP - at % WV_GROUP;
         stage = to_group < n - at ? to_group : n - at;
       } else if (off % A != 0) {
-        stage = 1024 % A == 0 ? n - at
-                              : (WV_GROUP < n - at ? WV_GROUP : n - at);
+        stage = WV_GROUP * rs % A == 0
+                  ? n - at : (WV_GROUP < n - at ? WV_GROUP : n - at);
       } else {
         direct = at + t < n ? t / WV_GROUP * WV_GROUP : t;
         if (direct == 0)
@@ -265,7 +307,7 @@ static int vr_cut_chunk(const wv_device *d, const wv_span *c, int fsum,
         direct = 0;
       }
       for (uint64_t u = 0; u < direct && rc == 0; u += Wd)
-        rc = vr_push(ps, pin->buf, off + u * 4,
+        rc = vr_push(ps, pin->buf, off + u * rs,
                      direct - u < Wd ? direct - u : Wd, err);
     }
     if (rc == 0)
@@ -283,8 +325,9 @@ static int vr_plan_pieces(const wv_device *d, const wv_reduce_job *job,
   if (job->has_mask || d->n_pins == 0)
     return vr_push(ps, VK_NULL_HANDLE, 0, job->rows, err);
   int rc = 0;
+  const unsigned rs = wv_dtype_size(job->dtype);
   for (size_t i = 0; i < job->n_input && rc == 0; i++)
-    rc = vr_cut_chunk(d, &job->input[i], fsum, ps, err);
+    rc = vr_cut_chunk(d, &job->input[i], fsum, rs, ps, err);
   return rc;
 }
 
@@ -309,6 +352,7 @@ static uint64_t vr_fill_fsum(vr_feed *f, uint32_t *dst, uint64_t cap,
                              uint64_t lim)
 {
   uint64_t used = 0, took = 0;
+  const unsigned rs = f->in.rs, w = rs / 4;
   while (used < cap && took < lim) {
     const uint32_t *p;
     uint64_t avail = vr_avail(&f->in, &p);  /* rest of the chunk */
@@ -317,16 +361,52 @@ static uint64_t vr_fill_fsum(vr_feed *f, uint32_t *dst, uint64_t cap,
     uint64_t k = avail < cap - used ? avail : cap - used;
     if (k > lim - took)
       k = lim - took;
-    vr_copy(f, dst + used, k);
+    vr_copy(f, dst + used * w, k);
     used += k;
     took += k;
     if (k == avail) {
       uint64_t pad = (WV_GROUP - used % WV_GROUP) % WV_GROUP;
-      vr_fill_words(dst + used, pad, WV_F32_NEG_ZERO);
+      vr_fill_rows(dst + used * w, pad,
+                   rs == 8 ? WV_F64_NEG_ZERO : WV_F32_NEG_ZERO, rs);
       used += pad;
     }
   }
   return used;
+}
+
+/* The run's first-level partials: the float sum's per chunk (seg_off,
+ * seg_n), else those of the windows of wv_vk_reduce's loop, counted the
+ * same way. */
+static int vr_count_partials(const wv_device *d, const wv_reduce_job *job,
+                             const vr_pieces *ps, uint64_t W, wv_vkr_run *run,
+                             wave_error *err)
+{
+  if (!run->plan.fsum) {
+    run->slots = run->plan.wide ? 1 : wv_vkr_slots(d);
+    for (size_t i = 0; i < ps->n; i++) {
+      uint64_t step = ps->p[i].buf != VK_NULL_HANDLE ? ps->p[i].rows : W;
+      for (uint64_t r = 0; r < ps->p[i].rows; r += step) {
+        uint64_t k = ps->p[i].rows - r < step ? ps->p[i].rows - r : step;
+        run->partials += wv_vkr_window_partials(d, run, k);
+      }
+    }
+    return 0;
+  }
+  for (size_t i = 0; i < job->n_input; i++)
+    run->n_segs += job->input[i].rows > 0;
+  run->seg_off = malloc(run->n_segs * sizeof *run->seg_off);
+  run->seg_n = malloc(run->n_segs * sizeof *run->seg_n);
+  if (run->seg_off == NULL || run->seg_n == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  size_t k = 0;
+  for (size_t i = 0; i < job->n_input; i++) {
+    if (job->input[i].rows == 0)
+      continue;
+    run->seg_off[k] = run->partials;
+    run->seg_n[k] = wv_vkr_div(job->input[i].rows, WV_GROUP);
+    run->partials += run->seg_n[k++];
+  }
+  return 0;
 }
 
 int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
@@ -334,63 +414,42 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
 {
   memset(out, 0, sizeof *out);
   out->n_values = wave_op_values(job->op);
-  if (job->rows == 0)
-    return 0;
-
   wv_vkr_run run;
   memset(&run, 0, sizeof run);
   wv_vkr_make_plan(job->dtype, job->op, &run.plan);
-  if (run.plan.fsum && !d->fsum_ok)
+  if (run.plan.argm)
+    out->index = -1;
+  if (run.plan.wide) {
+    int rw = wv_vk_wide_check(d, job, err);
+    if (rw != 0)
+      return rw;
+  }
+  if (job->rows == 0)
+    return 0;
+  if (run.plan.fsum && !run.plan.wide && !d->fsum_ok)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "vulkan: float sum: %s",
                      d->fsum_why);
+  const unsigned rs = run.plan.rs;
   vr_feed feed = {
-    .in = {job->input, job->n_input, 0, 0},
-    .mask = {job->mask, job->n_mask, 0, 0},
+    .in = {job->input, job->n_input, 0, 0, rs},
+    .mask = {job->mask, job->n_mask, 0, 0, 4},
     .has_mask = job->has_mask,
     .fill = run.plan.fill,
   };
+  uint64_t first = 0;
   if (job->has_mask) {
-    uint64_t first = vr_first_selected(job);
+    first = vr_first_selected(job);
     if (first == job->rows)
       return 0;   /* nothing selected: zeros, count 0 */
     if (run.plan.fill_dup)
       feed.fill = vr_row_at(job, first);
   }
 
-  const uint64_t W = d->window_rows;
+  const uint64_t W = (uint64_t)d->window_rows * 4 / rs;
   vr_pieces ps = {0};
   int rc = vr_plan_pieces(d, job, run.plan.fsum, &ps, err);
-  if (rc != 0)
-    goto out;
-  if (run.plan.fsum) {
-    for (size_t i = 0; i < job->n_input; i++)
-      run.n_segs += job->input[i].rows > 0;
-    run.seg_off = malloc(run.n_segs * sizeof *run.seg_off);
-    run.seg_n = malloc(run.n_segs * sizeof *run.seg_n);
-    if (run.seg_off == NULL || run.seg_n == NULL) {
-      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
-      goto out;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < job->n_input; i++) {
-      if (job->input[i].rows == 0)
-        continue;
-      run.seg_off[k] = run.partials;
-      run.seg_n[k] = wv_vkr_div(job->input[i].rows, WV_GROUP);
-      run.partials += run.seg_n[k++];
-    }
-  } else {
-    /* The windows of the loop below, counted the same way. */
-    run.slots = wv_vkr_slots(d);
-    for (size_t i = 0; i < ps.n; i++) {
-      uint64_t step = ps.p[i].buf != VK_NULL_HANDLE ? ps.p[i].rows : W;
-      for (uint64_t r = 0; r < ps.p[i].rows; r += step) {
-        uint64_t k = ps.p[i].rows - r < step ? ps.p[i].rows - r : step;
-        run.partials += (uint64_t)wv_vk_stream_groups(d, k) * run.slots;
-      }
-    }
-  }
-  if ((rc = wv_vkr_reserve(d, &run, err)) != 0)
+  if (rc != 0 || (rc = vr_count_partials(d, job, &ps, W, &run, err)) != 0 ||
+      (rc = wv_vkr_reserve(d, &run, err)) != 0)
     goto out;
 
   uint64_t base = 0;
@@ -403,11 +462,12 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
         goto out;
       uint64_t rows, took;
       wv_vk_range src = {s->stage.buf, 0, 0};
+      run.row0 = feed.taken;
       if (pc->buf != VK_NULL_HANDLE) {
         rows = took = left;   /* one window (vr_cut_chunk) */
         if ((rc = vr_skip(&feed, rows, err)) != 0)
           goto out;
-        src = (wv_vk_range){pc->buf, pc->off, rows * 4};
+        src = (wv_vk_range){pc->buf, pc->off, rows * rs};
         d->inplace_rows += rows;
       } else if (run.plan.fsum) {
         uint64_t t0 = feed.taken;
@@ -424,13 +484,11 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
       }
       left -= took;
       if (pc->buf == VK_NULL_HANDLE)
-        src.size = rows * 4;
+        src.size = rows * rs;
       if ((rc = wv_vkr_level1(d, &run, s, src, (uint32_t)rows, base,
                               err)) != 0)
         goto out;
-      base += run.plan.fsum ? wv_vkr_div(rows, WV_GROUP)
-                            : (uint64_t)wv_vk_stream_groups(d, rows) *
-                                run.slots;
+      base += wv_vkr_window_partials(d, &run, rows);
       if (feed.taken == job->rows &&
           (rc = wv_vkr_finish(d, &run, s, err)) != 0)
         goto out;
@@ -441,6 +499,9 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
   if ((rc = wv_vk_wait_all(d, err)) != 0)
     goto out;
   wv_vkr_result(&run, d, job->has_mask ? feed.count : job->rows, out);
+  if (run.plan.argm && run.plan.fill_dup && job->has_mask &&
+      out->index >= 0 && (uint64_t)out->index < first)
+    out->index = (int64_t)first;   /* a fill copy before the first row */
 out:
   free(ps.p);
   free(run.seg_off);

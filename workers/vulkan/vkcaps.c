@@ -50,6 +50,11 @@ int main(int argc, char **argv)
          c.exchange_reason);
   printf("hash_batch: %llu\n", (unsigned long long)c.hash_batch);
   printf("window_rows: %u\n", d->window_rows);
+  printf("dtypes64: %d, argminmax: %d%s%s\n", c.dtypes64, c.argminmax,
+         d->wide_why[0] ? " -- " : "", d->wide_why);
+  printf("wide paths: 64-bit sub-group ops %d, float64 sum %s%s\n", d->sg64,
+         d->sum64_shuffle ? "shuffle" : "local",
+         d->denorm64 ? ", DenormPreserve" : "");
   wv_vulkan_backend.close(d);
   if (expect >= 0 && (long)c.wave_width != expect) {
     fprintf(stderr, "vkcaps: wave width %u, expected %ld\n", c.wave_width,

@@ -1,0 +1,339 @@
+/* test_vkwide.c - the Vulkan backend's 64-bit dtypes and argmin/argmax
+ * (workers/vulkan/vk_wide.c), bit for bit against wv_reduce_reference().
+ *
+ * tests/conformance_wide.c runs every pair on the default device set-up;
+ * this suite reaches the paths a default lavapipe device never takes:
+ * tiny staging windows (chunks and 256-row groups straddle windows, argmin
+ * indices cross window bases), the shared-memory variants (force_local),
+ * three work-groups (the GPU's loop over many blocks, several levels),
+ * rows bound in place from imported host memory, device-resident data (the
+ * benchmark's entry), and the refusals of a device without shaderFloat64
+ * or shaderInt64 (wv_vk_options no_float64 / no_int64 stand in for one).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base.h"
+#include "core/reduce.h"
+#include "workers/vulkan/vk.h"
+
+static uint64_t tw_state;
+
+static uint64_t tw_next(void)
+{
+  uint64_t z = (tw_state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* A row of dtype d: kind 0 random (floats of modest range), 1 with the
+ * awkward values mixed in, 2 few distinct values (argmin/argmax ties). */
+static uint64_t tw_row(wave_dtype d, int kind)
+{
+  static const uint64_t f64sp[] = {
+    0x7ff8000000000000u, 0xfff0000000000000u, 0x7ff0000000000000u,
+    0x8000000000000000u, 0, 1, 0x800fffffffffffffu, 0x7fefffffffffffffu};
+  static const uint64_t f32sp[] = {
+    0x7fc00000u, 0xff800000u, 0x7f800000u, 0x80000000u, 0, 1, 0x807fffffu,
+    0x7f7fffffu};
+  static const uint64_t isp[] = {0, 1, 0x7fffffffffffffffu,
+                                 0x8000000000000000u, UINT64_MAX,
+                                 0xffffffffu, 0x80000000u, 0x7fffffffu};
+  uint64_t r = tw_next(), q = r >> 9;
+  int sp = kind == 1 && r % 4 == 0;
+  if (kind == 2)
+    q %= 3;
+  switch (d) {
+  case WAVE_F64:
+    if (kind == 2)
+      return 0x3ff0000000000000u | q << 51 | (r & 1) << 63;
+    return sp ? f64sp[q % 8]
+              : (r & 0x800fffffffffffffu) | ((uint64_t)(1000 + q % 40) << 52);
+  case WAVE_F32:
+    if (kind == 2)
+      return 0x3f800000u | (uint32_t)q << 22 | (uint32_t)(r & 1) << 31;
+    return sp ? f32sp[q % 8] : (r & 0x807fffffu) | ((110u + q % 30u) << 23);
+  default: {
+    uint64_t x = sp ? isp[q % 8] : kind == 2 ? q : r;
+    return wv_dtype_size(d) == 4 ? x & 0xffffffffu : x;
+  }
+  }
+}
+
+typedef struct tw_job {
+  unsigned char *rows;     /* 4 bytes in from a 16-byte aligned block */
+  uint32_t *mask;
+  wv_span in[16], mk[4];
+  wv_reduce_job job;
+} tw_job;
+
+/* n rows; chunked: a few chunks of random sizes with empty ones; mask: 0
+ * none, 1 random, 2 nothing selected, 3 sparse. */
+static void tw_make(tw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
+                    uint64_t n, int chunked, int mask, int kind)
+{
+  memset(t, 0, sizeof *t);
+  const unsigned rs = wv_dtype_size(d);
+  t->rows = buf;
+  t->mask = malloc((n + 1) * 4);
+  ck_assert_ptr_nonnull(t->mask);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t x = tw_row(d, kind);
+    memcpy(t->rows + i * rs, &x, rs);
+    uint64_t r = tw_next();
+    t->mask[i] = mask == 2 ? 0 : mask == 3 ? r % 300 == 0 : (r % 3 != 0) * 7u;
+  }
+  size_t k = 0;
+  uint64_t at = 0;
+  while (chunked && at < n && k < 14) {
+    uint64_t len = tw_next() % 4 == 0 ? 0 : tw_next() % (n - at + 1);
+    t->in[k++] = (wv_span){t->rows + at * rs, len};
+    at += len;
+  }
+  t->in[k++] = (wv_span){t->rows + at * rs, n - at};
+  t->mk[0] = (wv_span){t->mask, n / 2};
+  t->mk[1] = (wv_span){t->mask + n / 2, n - n / 2};
+  t->job = (wv_reduce_job){.dtype = d, .op = op, .input = t->in,
+                           .n_input = k, .mask = t->mk, .n_mask = 2,
+                           .has_mask = mask != 0, .rows = n};
+}
+
+static void tw_check(wv_device *dev, const tw_job *t, const char *what)
+{
+  wv_reduce_out want, got;
+  wave_error e1 = {0}, e2 = {0};
+  ck_assert_int_eq(wv_reduce_reference(&t->job, &want, &e1), 0);
+  memset(&got, 0x5a, sizeof got);
+  int rc = wv_vk_reduce(dev, &t->job, &got, &e2);
+  ck_assert_msg(rc == 0, "%s: %s", what, e2.message);
+  ck_assert_msg(got.n_values == want.n_values && got.count == want.count &&
+                  got.index == want.index && got.bits[0] == want.bits[0] &&
+                  (want.n_values < 2 || got.bits[1] == want.bits[1]),
+                "%s %s/%s rows %llu chunks %zu mask %d: got %016llx %016llx "
+                "count %llu index %lld, want %016llx %016llx count %llu "
+                "index %lld", what, wave_dtype_name(t->job.dtype),
+                wave_op_name(t->job.op), (unsigned long long)t->job.rows,
+                t->job.n_input, t->job.has_mask,
+                (unsigned long long)got.bits[0],
+                (unsigned long long)got.bits[1],
+                (unsigned long long)got.count, (long long)got.index,
+                (unsigned long long)want.bits[0],
+                (unsigned long long)want.bits[1],
+                (unsigned long long)want.count, (long long)want.index);
+}
+
+/* Every wide (dtype, op) pair over sizes around groups and windows. */
+static void tw_sweep(wv_device *dev, uint64_t seed, const char *what)
+{
+  static const uint64_t sizes[] = {0, 1, 2, 3, 255, 256, 257, 511, 1025,
+                                   4099, 20000};
+  unsigned char *block = aligned_alloc(16, 20000 * 8 + 16);
+  ck_assert_ptr_nonnull(block);
+  tw_state = seed;
+  for (int d = WAVE_U32; d <= WAVE_F64; d++)
+    for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++) {
+      if (wave_op_check((wave_dtype)d, (wave_op)op) != 0 ||
+          !wv_reduce_is_wide((wave_dtype)d, (wave_op)op))
+        continue;
+      for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        tw_job t;
+        tw_make(&t, block + 4, (wave_dtype)d, (wave_op)op, sizes[s],
+                (int)(s & 1), (int)(tw_next() % 4), (int)(tw_next() % 3));
+        tw_check(dev, &t, what);
+        free(t.mask);
+      }
+    }
+  free(block);
+}
+
+static wv_device *tw_open(const wv_vk_options *opt)
+{
+  wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0};
+  wv_device *d = NULL;
+  wave_error e = {0};
+  int rc = wv_vk_open_ex(&cfg, opt, &d, &e);
+  ck_assert_msg(rc == 0, "open: %s", e.message);
+  return d;
+}
+
+START_TEST(test_wide_setups)
+{
+  const wv_vk_options opts[] = {
+    {0},
+    {.window_rows = 1024},
+    {.window_rows = 1024, .force_local = 1},
+    {.stream_groups = 3},
+    {.stream_groups = 3, .force_local = 1},
+  };
+  static const char *const names[] = {"default", "windows", "windows, local",
+                                      "3 groups", "3 groups, local"};
+  int i = _i;
+  wv_device *d = tw_open(&opts[i]);
+  wv_caps c;
+  wv_vulkan_backend.caps(d, &c);
+  ck_assert_msg(c.dtypes64 && c.argminmax, "lavapipe has shaderInt64 and "
+                "shaderFloat64: %s", c.description);
+  tw_sweep(d, 100 + (uint64_t)i, names[i]);
+  wv_vk_close(d);
+}
+END_TEST
+
+/* Rows bound in place from imported memory, 4-byte and 8-byte rows. */
+START_TEST(test_wide_inplace)
+{
+  wv_vk_options opt = {.window_rows = 4096, .inplace_min_rows = 1};
+  wv_device *d = tw_open(&opt);
+  const size_t bytes = 1u << 20;
+  unsigned char *block = aligned_alloc(4096, bytes);
+  ck_assert_ptr_nonnull(block);
+  wave_error e = {0};
+  ck_assert_msg(wv_vk_host_register(d, block, bytes, &e) == 0, "%s",
+                e.message);
+  tw_state = 7;
+  static const wave_dtype dts[] = {WAVE_U64, WAVE_S64, WAVE_F64, WAVE_F32};
+  static const wave_op ops[] = {WAVE_SUM, WAVE_EXTENT, WAVE_ARGMIN,
+                                WAVE_ARGMAX};
+  uint64_t before = d->inplace_rows;
+  for (size_t a = 0; a < 4; a++)
+    for (size_t b = 0; b < 4; b++) {
+      tw_job t;
+      tw_make(&t, block + 1024, dts[a], ops[b], 100000, 1, 0,
+              (int)(b % 3));
+      tw_check(d, &t, "in place");
+      free(t.mask);
+    }
+  ck_assert_uint_gt(d->inplace_rows, before);
+  wv_vk_host_unregister(d, block, bytes);
+  free(block);
+  wv_vk_close(d);
+}
+END_TEST
+
+/* More first-level partials than one later work-group takes (8192 for
+ * argm.comp, one block's worth for reduce_int64.comp): 1024-row windows,
+ * one partial each, so the levels run several work-groups and levels. */
+START_TEST(test_wide_levels)
+{
+  wv_vk_options opt = {.window_rows = 1024};
+  wv_device *d = tw_open(&opt);
+  const uint64_t n = 8200 * 1024;
+  unsigned char *block = aligned_alloc(16, n * 4 + 16);
+  ck_assert_ptr_nonnull(block);
+  static const wave_dtype dts[] = {WAVE_F32, WAVE_U32, WAVE_U64};
+  static const wave_op ops[] = {WAVE_ARGMAX, WAVE_ARGMIN, WAVE_EXTENT};
+  tw_state = 21;
+  for (size_t k = 0; k < 3; k++) {
+    tw_job t;
+    const uint64_t rows = n * 4 / wv_dtype_size(dts[k]);
+    tw_make(&t, block + 4, dts[k], ops[k], rows, 0, k == 1 ? 3 : 0, 2);
+    tw_check(d, &t, "levels");
+    free(t.mask);
+  }
+  free(block);
+  wv_vk_close(d);
+}
+END_TEST
+
+/* The benchmark's entry over a device buffer, several windows' worth of
+ * work-groups. */
+START_TEST(test_wide_resident)
+{
+  wv_vk_options opt = {.stream_groups = 5};
+  wv_device *d = tw_open(&opt);
+  const uint64_t n = 300001;
+  wv_vk_buf b;
+  wave_error e = {0};
+  ck_assert_int_eq(wv_vk_buf_create(d, n * 8 + 64, WV_VK_HOST, &b, &e), 0);
+  static const wave_dtype dts[] = {WAVE_U64, WAVE_F64, WAVE_F32, WAVE_S64};
+  static const wave_op ops[] = {WAVE_SUM, WAVE_SUM, WAVE_ARGMAX, WAVE_ARGMIN};
+  tw_state = 9;
+  for (size_t k = 0; k < 4; k++) {
+    const unsigned rs = wv_dtype_size(dts[k]);
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t x = tw_row(dts[k], 1);
+      memcpy((unsigned char *)b.map + i * rs, &x, rs);
+    }
+    wv_reduce_job job = {.dtype = dts[k], .op = ops[k],
+                         .input = &(wv_span){b.map, n}, .n_input = 1,
+                         .rows = n};
+    wv_reduce_out want, got;
+    double sec;
+    ck_assert_int_eq(wv_reduce_reference(&job, &want, &e), 0);
+    ck_assert_int_eq(wv_vk_reduce_resident(d, &b, n, job.dtype, job.op, &got,
+                                           &sec, &e), 0);
+    ck_assert_uint_eq(got.bits[0], want.bits[0]);
+    ck_assert_uint_eq(got.count, want.count);
+    ck_assert_int_eq(got.index, want.index);
+  }
+  wv_vk_buf_destroy(d, &b);
+  wv_vk_close(d);
+}
+END_TEST
+
+/* A device without the feature: caps off, the description says so once,
+ * and every such job is UNSUPPORTED naming the device and the feature. */
+static void tw_refused(wv_device *d, wave_dtype dt, wave_op op,
+                       const char *feature)
+{
+  uint64_t rows[4] = {1, 2, 3, 4};
+  wv_reduce_job job = {.dtype = dt, .op = op,
+                       .input = &(wv_span){rows, 2}, .n_input = 1, .rows = 2};
+  wv_reduce_out out;
+  wave_error e = {0};
+  ck_assert_int_eq(wv_vk_reduce(d, &job, &out, &e), WAVE_EUNSUPPORTED);
+  ck_assert_msg(strstr(e.message, "vulkan") != NULL &&
+                  strstr(e.message, d->props.deviceName) != NULL &&
+                  strstr(e.message, feature) != NULL,
+                "%s", e.message);
+}
+
+START_TEST(test_wide_refusals)
+{
+  wv_vk_options no_f64 = {.no_float64 = 1};
+  wv_device *d = tw_open(&no_f64);
+  wv_caps c;
+  wv_vulkan_backend.caps(d, &c);
+  ck_assert(!c.dtypes64 && c.argminmax);
+  ck_assert_msg(strstr(c.description, "no 64-bit dtypes") != NULL, "%s",
+                c.description);
+  tw_refused(d, WAVE_U64, WAVE_SUM, "shaderFloat64");
+  tw_refused(d, WAVE_F64, WAVE_ARGMAX, "shaderFloat64");
+  unsigned char *block = aligned_alloc(16, 4096 * 4 + 16);
+  ck_assert_ptr_nonnull(block);
+  tw_job t;   /* 32-bit rows still run argmin/argmax */
+  tw_make(&t, block + 4, WAVE_F32, WAVE_ARGMAX, 4096, 1, 1, 1);
+  tw_check(d, &t, "no float64");
+  free(t.mask);
+  free(block);
+  wv_vk_close(d);
+
+  wv_vk_options no_i64 = {.no_int64 = 1};
+  d = tw_open(&no_i64);
+  wv_vulkan_backend.caps(d, &c);
+  ck_assert(!c.dtypes64 && !c.argminmax);
+  tw_refused(d, WAVE_S64, WAVE_MIN, "shaderInt64");
+  tw_refused(d, WAVE_U32, WAVE_ARGMIN, "shaderInt64");
+  wv_vk_close(d);
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("vkwide");
+  TCase *tc = tcase_create("wide");
+  tcase_set_timeout(tc, 900);
+  tcase_add_loop_test(tc, test_wide_setups, 0, 5);
+  tcase_add_test(tc, test_wide_inplace);
+  tcase_add_test(tc, test_wide_levels);
+  tcase_add_test(tc, test_wide_resident);
+  tcase_add_test(tc, test_wide_refusals);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
