@@ -376,62 +376,79 @@ void fsum64_tree(__global const double *src, __global const uint2 *desc,
     io = t_ ? (ib) : (ia);                                                   \
   } while (0)
 
-// 32-bit rows: vectors of four; row r of vector v is index base + 4v + r.
-#define ARG32(NAME, K, BETTER, SGBEST, ID, FIN)                              \
+// The best row of one vector (rows in order, a later one only when
+// strictly better) as key ko and global index io; its rows counted.
+#define V32(K, FIN, BETTER, a, vi, ko, io)                                   \
+  do {                                                                       \
+    uint k0 = K(a.x), k1 = K(a.y), k2 = K(a.z), k3 = K(a.w), kx, ky;         \
+    uint i0_, i1_, ix_;                                                      \
+    cnt += FIN(a.x) + FIN(a.y) + FIN(a.z) + FIN(a.w);                        \
+    PICK(BETTER, k0, 0u, k1, 1u, kx, i0_);                                   \
+    PICK(BETTER, k2, 2u, k3, 3u, ky, i1_);                                   \
+    PICK(BETTER, kx, i0_, ky, i1_, ko, ix_);                                 \
+    io = base + 4 * (vi) + ix_;                                              \
+  } while (0)
+#define V64(K, FIN, BETTER, a, vi, ko, io)                                   \
+  do {                                                                       \
+    ulong k0 = K(a.x), k1 = K(a.y);                                          \
+    cnt += FIN(a.x) + FIN(a.y);                                              \
+    int t_ = BETTER(k1, k0);                                                 \
+    ko = t_ ? k1 : k0;                                                       \
+    io = base + 2 * (vi) + (ulong)t_;                                        \
+  } while (0)
+
+// One pass over nvec 16-byte vectors (VT: uint4 of 32-bit rows or ulong2
+// of 64-bit ones; V: V32 or V64), four vectors in flight per work-item:
+// vector i + j * stride holds later rows than vector i, so the four bests
+// meet in order and then the item's best so far, which only a strictly
+// better key replaces (a first pair always, even at the identity key).
+#define ARGK(NAME, VT, KT, V, K, BETTER, SGBEST, ID, FIN)                    \
   __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                   \
-  void NAME(__global const uint4 *in, ulong nvec, ulong base,                \
+  void NAME(__global const VT *in, ulong nvec, ulong base,                   \
             __global ulong4 *part, uint part0)                               \
   {                                                                          \
     __local ulong lk[WG], li[WG];                                            \
     __local uint lc[WG];                                                     \
     const uint lid = get_local_id(0);                                        \
     const ulong stride = get_global_size(0);                                 \
-    uint bk = ID;                                                            \
+    KT bk = ID;                                                              \
     ulong bi = NONE;                                                         \
     uint cnt = 0;                                                            \
-    for (ulong i = get_global_id(0); i < nvec; i += stride) {                \
-      uint4 a = in[i];                                                       \
-      uint k0 = K(a.x), k1 = K(a.y), k2 = K(a.z), k3 = K(a.w);               \
-      cnt += FIN(a.x) + FIN(a.y) + FIN(a.z) + FIN(a.w);                      \
-      uint ka, kb, io, ia, ib;                                               \
-      PICK(BETTER, k0, 0u, k1, 1u, ka, ia);                                  \
-      PICK(BETTER, k2, 2u, k3, 3u, kb, ib);                                  \
-      PICK(BETTER, ka, ia, kb, ib, ka, io);                                  \
+    ulong i = get_global_id(0);                                              \
+    for (; i + 3 * stride < nvec; i += 4 * stride) {                         \
+      VT a = in[i], b = in[i + stride], c = in[i + 2 * stride],              \
+         d = in[i + 3 * stride];                                             \
+      KT ka, kb, kc, kd;                                                     \
+      ulong ia, ib, ic, idd;                                                 \
+      V(K, FIN, BETTER, a, i, ka, ia);                                       \
+      V(K, FIN, BETTER, b, i + stride, kb, ib);                              \
+      V(K, FIN, BETTER, c, i + 2 * stride, kc, ic);                          \
+      V(K, FIN, BETTER, d, i + 3 * stride, kd, idd);                         \
+      PICK(BETTER, ka, ia, kb, ib, ka, ia);                                  \
+      PICK(BETTER, kc, ic, kd, idd, kc, ic);                                 \
+      PICK(BETTER, ka, ia, kc, ic, ka, ia);                                  \
       if (BETTER(ka, bk) || bi == NONE) {                                    \
         bk = ka;                                                             \
-        bi = base + 4 * i + io;                                              \
+        bi = ia;                                                             \
+      }                                                                      \
+    }                                                                        \
+    for (; i < nvec; i += stride) {                                          \
+      VT a = in[i];                                                          \
+      KT ka;                                                                 \
+      ulong ia;                                                              \
+      V(K, FIN, BETTER, a, i, ka, ia);                                       \
+      if (BETTER(ka, bk) || bi == NONE) {                                    \
+        bk = ka;                                                             \
+        bi = ia;                                                             \
       }                                                                      \
     }                                                                        \
     ulong bk64 = bk;                                                         \
     ARG_FOLD(BETTER, SGBEST, bk64, bi, cnt, part, part0);                    \
   }
-
-// 64-bit rows: vectors of two.
+#define ARG32(NAME, K, BETTER, SGBEST, ID, FIN)                              \
+  ARGK(NAME, uint4, uint, V32, K, BETTER, SGBEST, ID, FIN)
 #define ARG64(NAME, K, BETTER, SGBEST, ID, FIN)                              \
-  __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                   \
-  void NAME(__global const ulong2 *in, ulong nvec, ulong base,               \
-            __global ulong4 *part, uint part0)                               \
-  {                                                                          \
-    __local ulong lk[WG], li[WG];                                            \
-    __local uint lc[WG];                                                     \
-    const uint lid = get_local_id(0);                                        \
-    const ulong stride = get_global_size(0);                                 \
-    ulong bk = ID;                                                           \
-    ulong bi = NONE;                                                         \
-    uint cnt = 0;                                                            \
-    for (ulong i = get_global_id(0); i < nvec; i += stride) {                \
-      ulong2 a = in[i];                                                      \
-      ulong k0 = K(a.x), k1 = K(a.y);                                        \
-      cnt += FIN(a.x) + FIN(a.y);                                            \
-      int t = BETTER(k1, k0);                                                \
-      ulong ka = t ? k1 : k0;                                                \
-      if (BETTER(ka, bk) || bi == NONE) {                                    \
-        bk = ka;                                                             \
-        bi = base + 2 * i + (ulong)t;                                        \
-      }                                                                      \
-    }                                                                        \
-    ARG_FOLD(BETTER, SGBEST, bk, bi, cnt, part, part0);                      \
-  }
+  ARGK(NAME, ulong2, ulong, V64, K, BETTER, SGBEST, ID, FIN)
 
 #if WV_SUBGROUPS
 #define SG_MIN sub_group_reduce_min
