@@ -645,11 +645,12 @@ int wv_ocl_open_ex(const wv_device_config *cfg, const wv_ocl_options *opt,
   oo_choose_exchange(d, cfg);
   d->hash_batch = d->gpu ? 1ull << 22 : 1ull << 15;
   snprintf(d->description, sizeof d->description,
-           "%.40s (%.30s), OpenCL %u.%u, C %u.%u, %u CUs%s%s%s", d->name,
+           "%.50s (%.30s), OpenCL %u.%u, C %u.%u, %u CUs%s%s%s", d->name,
            d->platform_name, d->cl_major, d->cl_minor, d->c_major, d->c_minor,
            (unsigned)d->units, d->subgroups ? ", sub-groups" : "",
            d->denorm ? "" : ", soft subnormal adds",
-           d->fp64 ? "" : ", no fp64");
+           d->wide == NULL ? ", no wide program"
+           : d->fp64 ? "" : ", no fp64");
   *out = d;
   return 0;
 fail:

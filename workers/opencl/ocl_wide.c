@@ -129,7 +129,19 @@ int wv_ocl_wide_open(wv_device *d, wave_error *err)
     wv_ocl_wide_close(d);
     rv = ow_build(d, 0, d->fp64, err);
   }
-  if (rv == 0 && d->fp64)
+  if (rv != 0) {
+    /* The device still runs the 32-bit jobs: caps drop the wide ones, the
+     * description and stderr (the build log) say why. */
+    fprintf(stderr, "opencl: %s: the wide program did not build (%s): no "
+            "64-bit dtypes, no argmin/argmax\n", d->name, err->message);
+    wv_ocl_wide_close(d);
+    d->fp64 = 0;
+    snprintf(d->fp64_note, sizeof d->fp64_note, "the wide program did not "
+             "build");
+    memset(err, 0, sizeof *err);
+    return 0;
+  }
+  if (d->fp64)
     rv = ow_probe_fp64(d, err);
   return rv;
 }
