@@ -23,6 +23,9 @@
  * each chunk's levels, then the levels over the chunk values in chunk
  * order (a run of one value passes through: G of one value padded with
  * -0.0 is that value).
+ *
+ * Jobs that wv_reduce_is_wide names (64-bit dtypes, argmin/argmax) go to
+ * ocl_wide.c, which shares the staging buffers and the level plan above.
  */
 #include <stdlib.h>
 #include <string.h>
