@@ -12,8 +12,13 @@
  *     work-group; each set-up passes the pack's self-check first and one
  *     output is checked against the CPU's light evaluation.
  *
+ *  3. The wide jobs (issue 23: 64-bit dtypes at the same bytes, half the
+ *     rows; argmin/argmax), device-resident, against a streaming read of
+ *     the same bytes in the same run; bits, count and index checked.
+ *
  *   wvbench-opencl [--platform N] [--index N] [--match TEXT] [--rows N]
  *                  [--reps R] [--pack NAME|PATH] [--nonces N] [--no-hash]
+ *                  [--no-wide] [--wide-only]
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -134,6 +139,101 @@ static int bo_reduce(wv_device *d, uint64_t rows, int reps)
   return failed;
 }
 
+/* The wide jobs (issue 23) on `bytes` of rows kept on the device: the
+ * 64-bit dtypes at bytes / 8 rows (2^27 on a GPU: the bytes of 2^28
+ * uint32), argmin/argmax of 32-bit rows at bytes / 4, each against a
+ * streaming read of the same buffer in the same run and checked against
+ * wv_reduce_reference (bits, count and index). */
+static int bo_wide(wv_device *d, uint64_t rows32, int reps)
+{
+  const uint64_t n64 = rows32 / 2, bytes = rows32 * 4;
+  uint64_t *u = malloc(bytes), *f = malloc(bytes);
+  uint32_t *g = malloc(bytes);
+  double *t = calloc((size_t)reps, sizeof *t);
+  if (u == NULL || f == NULL || g == NULL || t == NULL)
+    return 1;
+  for (uint64_t i = 0; i < n64; i++) {
+    u[i] = (uint64_t)bo_rand() << 32 | bo_rand();
+    double x = (double)(int32_t)bo_rand() * 0x1p-20 +
+               (double)bo_rand() * 0x1p-60;
+    memcpy(&f[i], &x, 8);
+  }
+  for (uint64_t i = 0; i < rows32; i++) {
+    float x = (float)(int32_t)bo_rand() * 0x1p-20f;
+    memcpy(&g[i], &x, 4);
+  }
+  cl_int ce;
+  cl_mem mem[3];
+  void *host[3] = {u, f, g};
+  for (int i = 0; i < 3; i++)
+    if ((mem[i] = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY |
+                                 CL_MEM_COPY_HOST_PTR, bytes, host[i],
+                                 &ce)) == NULL) {
+      fprintf(stderr, "wvbench-opencl: clCreateBuffer: %s\n",
+              wv_ocl_errname(ce));
+      return 1;
+    }
+  wave_error e = {0};
+  for (int r = 0; r < reps + 5; r++)   /* 5 warm-up passes first */
+    if (wv_ocl_stream_resident(d, mem[0], rows32, &t[r < 5 ? 0 : r - 5],
+                               &e) != 0)
+      return bo_die("stream", &e);
+  double ts = bo_median(t, reps);
+  printf("wide reductions, device-resident: %.0f MiB of rows, median of %d, "
+         "device time\n", (double)bytes / 1048576, reps);
+  printf("  %-22s %10.1f us  %8.1f GB/s\n", "stream read (baseline)",
+         ts * 1e6, (double)bytes / ts * 1e-9);
+  static const struct {
+    const char *label;
+    wave_dtype dt;
+    wave_op op;
+    int buf;   /* 0 u, 1 f, 2 g */
+  } cases[] = {
+    {"u64 sum", WAVE_U64, WAVE_SUM, 0}, {"s64 sum", WAVE_S64, WAVE_SUM, 0},
+    {"u64 xor", WAVE_U64, WAVE_XOR, 0}, {"s64 extent", WAVE_S64, WAVE_EXTENT, 0},
+    {"f64 sum", WAVE_F64, WAVE_SUM, 1}, {"f64 extent", WAVE_F64, WAVE_EXTENT, 1},
+    {"f64 argmax", WAVE_F64, WAVE_ARGMAX, 1},
+    {"s64 argmin", WAVE_S64, WAVE_ARGMIN, 0},
+    {"f32 argmax", WAVE_F32, WAVE_ARGMAX, 2},
+    {"u32 argmin", WAVE_U32, WAVE_ARGMIN, 2},
+  };
+  int failed = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    uint64_t rows = wv_dtype_size(cases[c].dt) == 8 ? n64 : rows32;
+    wv_span sp = {host[cases[c].buf], rows};
+    wv_reduce_job job = {.dtype = cases[c].dt, .op = cases[c].op,
+                         .input = &sp, .n_input = 1, .rows = rows};
+    wv_reduce_out want, got;
+    wv_reduce_reference(&job, &want, &e);
+    int rc = 0;
+    for (int r = 0; rc == 0 && r < reps; r++)
+      rc = wv_ocl_wide_resident(d, mem[cases[c].buf], rows, cases[c].dt,
+                                cases[c].op, &got, &t[r], &e);
+    if (rc != 0 || got.bits[0] != want.bits[0] || got.index != want.index ||
+        got.count != want.count ||
+        (want.n_values > 1 && got.bits[1] != want.bits[1])) {
+      printf("  %-22s FAILED: %s (got %016" PRIx64 " %016" PRIx64 " index %"
+             PRId64 ", reference %016" PRIx64 " %016" PRIx64 " index %" PRId64
+             ")\n", cases[c].label, rc ? e.message : "bits differ",
+             got.bits[0], got.bits[1], got.index, want.bits[0], want.bits[1],
+             want.index);
+      failed = 1;
+      continue;
+    }
+    double tm = bo_median(t, reps);
+    printf("  %-22s %10.1f us  %8.1f GB/s  %6.2f x stream  (%" PRIu64
+           " rows)\n", cases[c].label, tm * 1e6, (double)bytes / tm * 1e-9,
+           ts / tm, rows);
+  }
+  for (int i = 0; i < 3; i++)
+    clReleaseMemObject(mem[i]);
+  free(u);
+  free(f);
+  free(g);
+  free(t);
+  return failed;
+}
+
 static int bo_hash(wv_device_config *cfg, const char *pack_arg,
                    uint64_t nonces, int reps)
 {
@@ -212,7 +312,7 @@ int main(int argc, char **argv)
   wv_device_config cfg = {.name = "ocl", .backend = "opencl",
                           };
   uint64_t rows = 0, nonces = 0;
-  int reps = 9, no_hash = 0;
+  int reps = 9, no_hash = 0, wide = 1, narrow = 1;
   const char *pack = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--index") == 0 && i + 1 < argc)
@@ -231,10 +331,14 @@ int main(int argc, char **argv)
       nonces = strtoull(argv[++i], NULL, 0);
     else if (strcmp(argv[i], "--no-hash") == 0)
       no_hash = 1;
+    else if (strcmp(argv[i], "--no-wide") == 0)
+      wide = 0;
+    else if (strcmp(argv[i], "--wide-only") == 0)
+      narrow = 0, no_hash = 1;
     else {
       fprintf(stderr, "usage: %s [--platform N] [--index N] [--match TEXT] "
               "[--rows N] [--reps R] [--pack NAME|PATH] [--nonces N] "
-              "[--no-hash]\n", argv[0]);
+              "[--no-hash] [--no-wide] [--wide-only]\n", argv[0]);
       return 2;
     }
   }
@@ -257,7 +361,15 @@ int main(int argc, char **argv)
          d->denorm ? "hardware" : "subnormal-exact integer",
          wv_exchange_name(d->exchange),
          d->exchange_reason);
-  int rc = bo_reduce(d, rows, reps);
+  int rc = narrow ? bo_reduce(d, rows, reps) : 0;
+  if (wide) {
+    wv_caps caps;
+    wv_opencl_backend.caps(d, &caps);
+    if (caps.dtypes64 && caps.argminmax)
+      rc |= bo_wide(d, rows, reps);
+    else
+      printf("wide reductions: not run (%s)\n", d->fp64_note);
+  }
   wv_opencl_backend.close(d);
   if (!no_hash)
     rc |= bo_hash(&cfg, pack, nonces, reps < 5 ? reps : 5);

@@ -2,6 +2,7 @@
 # pocl-opencl-icd, a CPU OpenCL driver) in CI.
 #
 #  test_opencl        the backend's own suite (tests/test_opencl.c)
+#  test_opencl_wide   its 64-bit dtypes and argmin/argmax (test_opencl_wide.c)
 #  conformance_opencl tests/conformance.c on the opencl backend alone (it must
 #                     open: WAVE_REQUIRE_BACKENDS=cpu,opencl); its hash part
 #                     runs exchange auto and exchange local
@@ -24,6 +25,14 @@ target_link_libraries(test_opencl PRIVATE OpenCL::OpenCL)
 set_property(TEST test_opencl APPEND PROPERTY ENVIRONMENT
   "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")
 set_tests_properties(test_opencl PROPERTIES TIMEOUT 1800)
+
+wave_test(test_opencl_wide
+  SOURCES test_opencl_wide.c
+  LIBS wvopencl wvcore)
+target_link_libraries(test_opencl_wide PRIVATE OpenCL::OpenCL)
+set_property(TEST test_opencl_wide APPEND PROPERTY ENVIRONMENT
+  "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")
+set_tests_properties(test_opencl_wide PROPERTIES TIMEOUT 1800)
 
 if(TARGET conformance)
   add_test(NAME conformance_opencl COMMAND conformance)

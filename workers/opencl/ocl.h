@@ -1,7 +1,7 @@
 /* ocl.h - the OpenCL backend's device context, shared by the files of
  * workers/opencl/ (ocl_open.c: platform and device choice, program builds,
  * the exchange rule, caps, the vtable; ocl_reduce.c: reductions;
- * ocl_hash.c: hash jobs).
+ * ocl_wide.c: the 64-bit dtypes and argmin/argmax; ocl_hash.c: hash jobs).
  *
  * A device is one cl_context with one in-order command queue on one
  * cl_device_id, used by one device thread only (workers/worker.h), so
@@ -45,6 +45,20 @@ enum wv_ocl_kernel {
   WV_OCL_STREAM, WV_OCL_DATASET, WV_OCL_FOLD_COUNT, WV_OCL_FOLD_WINNERS,
   WV_OCL_FOLD_SEGMENTS,
   WV_OCL_KERNEL_COUNT_
+};
+
+/* The wide program's kernels (kernels/wide.cl, ocl_wide.c). */
+enum wv_ocl_wide_kernel {
+  WV_OCLW_SUM, WV_OCLW_AND, WV_OCLW_OR, WV_OCLW_XOR, WV_OCLW_UMIN,
+  WV_OCLW_UMAX, WV_OCLW_SMIN, WV_OCLW_SMAX, WV_OCLW_FMIN, WV_OCLW_FMAX,
+  WV_OCLW_UEXT, WV_OCLW_SEXT, WV_OCLW_FEXT, WV_OCLW_FINISH,
+  WV_OCLW_ARG_UMIN32, WV_OCLW_ARG_UMAX32, WV_OCLW_ARG_SMIN32,
+  WV_OCLW_ARG_SMAX32, WV_OCLW_ARG_FMIN32, WV_OCLW_ARG_FMAX32,
+  WV_OCLW_ARG_UMIN64, WV_OCLW_ARG_UMAX64, WV_OCLW_ARG_SMIN64,
+  WV_OCLW_ARG_SMAX64, WV_OCLW_ARG_FMIN64, WV_OCLW_ARG_FMAX64,
+  WV_OCLW_ARG_FINISH,
+  WV_OCLW_FSUM_LEVEL1, WV_OCLW_FSUM_TREE,   /* only with cl_khr_fp64 */
+  WV_OCLW_COUNT_
 };
 
 /* A device buffer that grows on demand (contents lost when it grows). */
@@ -101,6 +115,13 @@ struct wv_device {
   wv_exchange exchange;      /* the path caps report */
   char exchange_reason[200];
   void *hash_state;         /* ocl_hash.c */
+
+  /* the wide program (ocl_wide.c) */
+  cl_program wide;
+  cl_kernel kw[WV_OCLW_COUNT_];
+  int fp64;                 /* float64 sums run: cl_khr_fp64, denormals,
+                               round to nearest, and the probe agreed */
+  char fp64_note[120];      /* why not, when fp64 is 0 */
 };
 
 /* ---- ocl_open.c ---------------------------------------------------------- */
@@ -147,6 +168,52 @@ int wv_ocl_reduce_resident(wv_device *d, cl_mem data, uint64_t rows,
 int wv_ocl_stream_resident(wv_device *d, cl_mem data, uint64_t rows,
                            double *seconds, wave_error *err);
 void wv_ocl_reduce_free(wv_device *d);
+
+/* Shared with ocl_wide.c: staging buffer s (waits for its last write,
+ * grows it to bytes) and its send; the float sum's later levels, planned
+ * on the host (every pass's descriptors in one array, uploaded once, so
+ * the passes run back to back), pass p at pass_at[p] with pass_n[p]
+ * entries; esize: 4 (float) or 8 (double) bytes a value. */
+int wv_ocl_stage_get(wv_device *d, unsigned s, size_t bytes, void **map,
+                     wave_error *err);
+int wv_ocl_stage_send(wv_device *d, unsigned s, size_t bytes,
+                      wave_error *err);
+typedef struct wv_ocl_seg {
+  uint32_t off, len;
+} wv_ocl_seg;
+typedef struct wv_ocl_plan {
+  uint32_t *desc;
+  size_t n, cap;
+  size_t passes;
+  size_t pass_at[16], pass_n[16];
+  uint32_t result;     /* index of the value in the last pass's output */
+  size_t max_out;      /* largest pass output */
+} wv_ocl_plan;
+/* segs: each chunk's run of first-level values (clobbered). */
+int wv_ocl_plan_make(wv_ocl_plan *pl, wv_ocl_seg *segs, size_t n,
+                     wave_error *err);
+int wv_ocl_plan_send(wv_device *d, const wv_ocl_plan *pl, size_t esize,
+                     wave_error *err);
+/* Run the passes (kernel kt) over the first-level values in d->part and
+ * read the result (esize bytes) into v. */
+int wv_ocl_plan_run(wv_device *d, const wv_ocl_plan *pl, cl_kernel kt,
+                    size_t esize, void *v, cl_event *ev, wave_error *err);
+/* Device seconds from a's start to b's end (profiling events). */
+double wv_ocl_span(cl_event a, cl_event b);
+
+/* ---- ocl_wide.c ---------------------------------------------------------- */
+
+/* Build the wide program and decide fp64 (at open, after the base). */
+int wv_ocl_wide_open(wv_device *d, wave_error *err);
+void wv_ocl_wide_close(wv_device *d);
+/* A job wv_reduce_is_wide names (rows > 0). */
+int wv_ocl_wide_reduce(wv_device *d, const wv_reduce_job *job,
+                       wv_reduce_out *out, wave_error *err);
+/* Benchmarks: as wv_ocl_reduce_resident, for the wide jobs (rows a
+ * multiple of 256). */
+int wv_ocl_wide_resident(wv_device *d, cl_mem data, uint64_t rows,
+                         wave_dtype dtype, wave_op op, wv_reduce_out *out,
+                         double *seconds, wave_error *err);
 
 /* ---- ocl_hash.c ---------------------------------------------------------- */
 

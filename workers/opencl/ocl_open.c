@@ -639,15 +639,18 @@ int wv_ocl_open_ex(const wv_device_config *cfg, const wv_ocl_options *opt,
   }
   d->window_rows = d->opt.window_rows ? (d->opt.window_rows + 255) & ~255ull
                                       : d->gpu ? 1ull << 24 : 1ull << 22;
-  if ((rv = oo_build_base(d, err)) != 0 || (rv = oo_probe_denorm(d, err)) != 0)
+  if ((rv = oo_build_base(d, err)) != 0 ||
+      (rv = oo_probe_denorm(d, err)) != 0 || (rv = wv_ocl_wide_open(d, err)))
     goto fail;
   oo_choose_exchange(d, cfg);
   d->hash_batch = d->gpu ? 1ull << 22 : 1ull << 15;
   snprintf(d->description, sizeof d->description,
-           "%.50s (%.30s), OpenCL %u.%u, C %u.%u, %u CUs%s%s", d->name,
+           "%.50s (%.30s), OpenCL %u.%u, C %u.%u, %u CUs%s%s%s", d->name,
            d->platform_name, d->cl_major, d->cl_minor, d->c_major, d->c_minor,
            (unsigned)d->units, d->subgroups ? ", sub-groups" : "",
-           d->denorm ? "" : ", soft subnormal adds");
+           d->denorm ? "" : ", soft subnormal adds",
+           d->wide == NULL ? ", no wide program"
+           : d->fp64 ? "" : ", no fp64");
   *out = d;
   return 0;
 fail:
@@ -663,6 +666,7 @@ void wv_ocl_close(wv_device *d)
     clFinish(d->q);
   wv_ocl_hash_free(d);
   wv_ocl_reduce_free(d);
+  wv_ocl_wide_close(d);
   oo_release_base(d);
   if (d->q != NULL)
     clReleaseCommandQueue(d->q);
@@ -693,6 +697,10 @@ static void oo_caps(wv_device *d, wv_caps *caps)
   caps->hash_batch = d->hash_batch;
   caps->has_uuid = d->has_uuid;
   memcpy(caps->uuid, d->uuid, sizeof caps->uuid);
+  /* One bit for the three 64-bit dtypes: set where float64 sums run
+   * (cl_khr_fp64, ocl_wide.c); argmin/argmax need no double. */
+  caps->dtypes64 = d->wide != NULL && d->fp64;
+  caps->argminmax = d->wide != NULL;
 }
 
 const wv_backend wv_opencl_backend = {

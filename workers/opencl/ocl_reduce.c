@@ -23,6 +23,9 @@
  * each chunk's levels, then the levels over the chunk values in chunk
  * order (a run of one value passes through: G of one value padded with
  * -0.0 is that value).
+ *
+ * Jobs that wv_reduce_is_wide names (64-bit dtypes, argmin/argmax) go to
+ * ocl_wide.c, which shares the staging buffers and the level plan above.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +38,7 @@
 
 /* ---- staging ------------------------------------------------------------- */
 
-static int or_stage_get(wv_device *d, unsigned s, size_t bytes, void **map,
+int wv_ocl_stage_get(wv_device *d, unsigned s, size_t bytes, void **map,
                         wave_error *err)
 {
   wv_ocl_stage *st = &d->stage[s];
@@ -73,7 +76,7 @@ static int or_stage_get(wv_device *d, unsigned s, size_t bytes, void **map,
 }
 
 /* Send `bytes` of stage s to its device buffer (no wait). */
-static int or_stage_send(wv_device *d, unsigned s, size_t bytes,
+int wv_ocl_stage_send(wv_device *d, unsigned s, size_t bytes,
                          wave_error *err)
 {
   wv_ocl_stage *st = &d->stage[s];
@@ -322,7 +325,7 @@ static int or_orderfree(wv_device *d, const wv_reduce_job *job,
     unsigned s = d->cur;
     d->cur ^= 1;
     uint32_t *dst;
-    if ((rv = or_stage_get(d, s, (size_t)d->window_rows * 4, (void **)&dst,
+    if ((rv = wv_ocl_stage_get(d, s, (size_t)d->window_rows * 4, (void **)&dst,
                            err)) != 0)
       return rv;
     uint64_t i = 0;
@@ -339,7 +342,7 @@ static int or_orderfree(wv_device *d, const wv_reduce_job *job,
     }
     for (; i < n; i++)
       dst[i] = w.fill;   /* the tail to a whole vector */
-    if ((rv = or_stage_send(d, s, (size_t)n * 4, err)) != 0 ||
+    if ((rv = wv_ocl_stage_send(d, s, (size_t)n * 4, err)) != 0 ||
         (rv = or_pass(d, k, d->stage[s].dev, n / 4, &np, NULL, err)) != 0)
       return rv;
   }
@@ -354,10 +357,6 @@ static int or_orderfree(wv_device *d, const wv_reduce_job *job,
 }
 
 /* ---- float sum ----------------------------------------------------------- */
-
-typedef struct or_seg {
-  uint32_t off, len;
-} or_seg;
 
 static int or_level1(wv_device *d, cl_mem in, uint64_t ngroups,
                      uint64_t part0, cl_event *ev, wave_error *err)
@@ -377,19 +376,7 @@ static int or_level1(wv_device *d, cl_mem in, uint64_t ngroups,
   return wv_ocl_launch(d, k, (size_t)want * WV_OCL_WG, WV_OCL_WG, ev, err);
 }
 
-/* The later levels, planned on the host before any launch: every pass's
- * descriptors in one array (uploaded once, so the passes then run back to
- * back without the host), pass p at pass_at[p] with pass_n[p] entries. */
-typedef struct or_plan {
-  uint32_t *desc;
-  size_t n, cap;
-  size_t passes;
-  size_t pass_at[16], pass_n[16];
-  uint32_t result;     /* index of the value in the last pass's output */
-  size_t max_out;      /* largest pass output */
-} or_plan;
-
-static int or_plan_make(or_plan *pl, or_seg *segs, size_t n, wave_error *err)
+int wv_ocl_plan_make(wv_ocl_plan *pl, wv_ocl_seg *segs, size_t n, wave_error *err)
 {
   memset(pl, 0, sizeof *pl);
   int merged = n == 1;
@@ -400,7 +387,7 @@ static int or_plan_make(or_plan *pl, or_seg *segs, size_t n, wave_error *err)
     if (!more && merged)
       break;
     if (!more) {   /* every chunk is one value: merge them, in order */
-      segs[0] = (or_seg){segs[0].off, (uint32_t)n};
+      segs[0] = (wv_ocl_seg){segs[0].off, (uint32_t)n};
       n = 1;
       merged = 1;
       continue;
@@ -432,7 +419,7 @@ static int or_plan_make(or_plan *pl, or_seg *segs, size_t n, wave_error *err)
         dsc[2 * k] = segs[i].off + o;
         dsc[2 * k + 1] = segs[i].len - o < 256 ? segs[i].len - o : 256;
       }
-      segs[i] = (or_seg){first, (uint32_t)k - first};
+      segs[i] = (wv_ocl_seg){first, (uint32_t)k - first};
     }
     pl->n += nd;
     if (nd > pl->max_out)
@@ -443,13 +430,15 @@ static int or_plan_make(or_plan *pl, or_seg *segs, size_t n, wave_error *err)
 }
 
 /* Upload the plan's descriptors (blocking; before the first launch). */
-static int or_plan_send(wv_device *d, const or_plan *pl, wave_error *err)
+int wv_ocl_plan_send(wv_device *d, const wv_ocl_plan *pl, size_t esize,
+                     wave_error *err)
 {
   if (pl->passes == 0)
     return 0;
   int rv;
   if ((rv = wv_ocl_buf_reserve(d, &d->desc, pl->n * 8, err)) != 0 ||
-      (rv = wv_ocl_buf_reserve(d, &d->part2, pl->max_out * 4, err)) != 0)
+      (rv = wv_ocl_buf_reserve(d, &d->part2, pl->max_out * esize,
+                                err)) != 0)
     return rv;
   cl_int e = clEnqueueWriteBuffer(d->q, d->desc.mem, CL_TRUE, 0, pl->n * 8,
                                   pl->desc, 0, NULL, NULL);
@@ -460,12 +449,11 @@ static int or_plan_send(wv_device *d, const or_plan *pl, wave_error *err)
 
 /* Run the plan's passes over the first-level values in d->part (which the
  * plan's outputs never outgrow) and read the result into *v. */
-static int or_plan_run(wv_device *d, const or_plan *pl, float *v,
-                       cl_event *ev, wave_error *err)
+int wv_ocl_plan_run(wv_device *d, const wv_ocl_plan *pl, cl_kernel kt,
+                    size_t esize, void *v, cl_event *ev, wave_error *err)
 {
   wv_ocl_buf *src = &d->part, *dst = &d->part2;
   for (size_t p = 0; p < pl->passes; p++) {
-    cl_kernel kt = d->k[WV_OCL_FSUM_TREE];
     cl_uint d0 = (cl_uint)pl->pass_at[p], nd = (cl_uint)pl->pass_n[p];
     clSetKernelArg(kt, 0, sizeof src->mem, &src->mem);
     clSetKernelArg(kt, 1, sizeof d->desc.mem, &d->desc.mem);
@@ -484,8 +472,9 @@ static int or_plan_run(wv_device *d, const or_plan *pl, float *v,
     src = dst;
     dst = t;
   }
-  cl_int e = clEnqueueReadBuffer(d->q, src->mem, CL_TRUE, 4 * (size_t)pl->result,
-                                 4, v, 0, NULL, NULL);
+  cl_int e = clEnqueueReadBuffer(d->q, src->mem, CL_TRUE,
+                                 esize * (size_t)pl->result, esize, v, 0,
+                                 NULL, NULL);
   if (e != CL_SUCCESS)
     return wv_ocl_fail(err, e, "clEnqueueReadBuffer(sum)");
   return 0;
@@ -500,7 +489,7 @@ static int or_fsum(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
   out->n_values = 1;
   if (nseg == 0)
     return 0;
-  or_seg *segs = malloc(nseg * sizeof *segs);
+  wv_ocl_seg *segs = malloc(nseg * sizeof *segs);
   if (segs == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   uint64_t vtotal = 0;
@@ -509,24 +498,24 @@ static int or_fsum(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     if (r == 0)
       continue;
     uint64_t g = (r + 255) / 256;
-    segs[i++] = (or_seg){(uint32_t)(vtotal / 256), (uint32_t)g};
+    segs[i++] = (wv_ocl_seg){(uint32_t)(vtotal / 256), (uint32_t)g};
     vtotal += 256 * g;
   }
   or_walk w = {.job = job, .fill = 0x80000000u};
-  or_plan pl;
-  int rv = or_plan_make(&pl, segs, nseg, err);
+  wv_ocl_plan pl;
+  int rv = wv_ocl_plan_make(&pl, segs, nseg, err);
   free(segs);
   if (rv != 0)
     return rv;
   if ((rv = wv_ocl_buf_reserve(d, &d->part, (size_t)(vtotal / 256) * 4,
                                err)) == 0)
-    rv = or_plan_send(d, &pl, err);
+    rv = wv_ocl_plan_send(d, &pl, 4, err);
   for (uint64_t at = 0; at < vtotal && rv == 0; at += d->window_rows) {
     uint64_t n = vtotal - at < d->window_rows ? vtotal - at : d->window_rows;
     unsigned s = d->cur;
     d->cur ^= 1;
     uint32_t *dst;
-    if ((rv = or_stage_get(d, s, (size_t)d->window_rows * 4, (void **)&dst,
+    if ((rv = wv_ocl_stage_get(d, s, (size_t)d->window_rows * 4, (void **)&dst,
                            err)) != 0)
       break;
     /* Virtual rows [at, at + n): the current chunk's rows, then its
@@ -553,14 +542,15 @@ static int or_fsum(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
         w.off = 0;
       }
     }
-    if ((rv = or_stage_send(d, s, (size_t)n * 4, err)) != 0)
+    if ((rv = wv_ocl_stage_send(d, s, (size_t)n * 4, err)) != 0)
       break;
     rv = or_level1(d, d->stage[s].dev, n / 256, at / 256, NULL, err);
   }
   out->count = w.selected;
   float v = 0;
   if (rv == 0 && w.selected > 0)
-    rv = or_plan_run(d, &pl, &v, NULL, err);
+    rv = wv_ocl_plan_run(d, &pl, d->k[WV_OCL_FSUM_TREE], 4, &v, NULL,
+                         err);
   free(pl.desc);
   if (rv != 0 || w.selected == 0)
     return rv;
@@ -573,8 +563,12 @@ int wv_ocl_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
 {
   memset(out, 0, sizeof *out);
   out->n_values = job->op == WAVE_EXTENT ? 2 : 1;
-  if (job->rows == 0)
+  if (job->rows == 0) {
+    out->index = job->op == WAVE_ARGMIN || job->op == WAVE_ARGMAX ? -1 : 0;
     return 0;
+  }
+  if (wv_reduce_is_wide(job->dtype, job->op))
+    return wv_ocl_wide_reduce(d, job, out, err);
   if (job->dtype == WAVE_F32 && job->op == WAVE_SUM)
     return or_fsum(d, job, out, err);
   return or_orderfree(d, job, out, err);
@@ -582,7 +576,7 @@ int wv_ocl_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
 
 /* ---- device-resident (bench) --------------------------------------------- */
 
-static double or_span(cl_event a, cl_event b)
+double wv_ocl_span(cl_event a, cl_event b)
 {
   cl_ulong t0 = 0, t1 = 0;
   clGetEventProfilingInfo(a, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
@@ -603,14 +597,15 @@ int wv_ocl_reduce_resident(wv_device *d, cl_mem data, uint64_t rows,
                                 or_groups(d, rows / 4) * 8, err)) != 0)
     return rv;
   if (dtype == WAVE_F32 && op == WAVE_SUM) {
-    or_seg seg = {0, (uint32_t)(rows / 256)};
-    or_plan pl;
-    if ((rv = or_plan_make(&pl, &seg, 1, err)) != 0)
+    wv_ocl_seg seg = {0, (uint32_t)(rows / 256)};
+    wv_ocl_plan pl;
+    if ((rv = wv_ocl_plan_make(&pl, &seg, 1, err)) != 0)
       return rv;
     float v = 0;
-    if ((rv = or_plan_send(d, &pl, err)) == 0 &&
+    if ((rv = wv_ocl_plan_send(d, &pl, 4, err)) == 0 &&
         (rv = or_level1(d, data, rows / 256, 0, &e0, err)) == 0)
-      rv = or_plan_run(d, &pl, &v, &e1, err);
+      rv = wv_ocl_plan_run(d, &pl, d->k[WV_OCL_FSUM_TREE], 4, &v, &e1,
+                         err);
     free(pl.desc);
     if (rv == 0)
       out->bits[0] = wv_f32_sum_finish(v, rows);
@@ -625,7 +620,7 @@ int wv_ocl_reduce_resident(wv_device *d, cl_mem data, uint64_t rows,
       or_decode(dtype, op, keys, out);
   }
   if (rv == 0 && seconds != NULL)
-    *seconds = or_span(e0, e1 != NULL ? e1 : e0);
+    *seconds = wv_ocl_span(e0, e1 != NULL ? e1 : e0);
   if (e0 != NULL)
     clReleaseEvent(e0);
   if (e1 != NULL)
@@ -647,7 +642,7 @@ int wv_ocl_stream_resident(wv_device *d, cl_mem data, uint64_t rows,
     if (e != CL_SUCCESS)
       rv = wv_ocl_fail(err, e, "clWaitForEvents(stream)");
     else if (seconds != NULL)
-      *seconds = or_span(e0, e0);
+      *seconds = wv_ocl_span(e0, e0);
   }
   if (e0 != NULL)
     clReleaseEvent(e0);
