@@ -19,6 +19,11 @@
 #                roofline, both exchange paths; hash_batch (device fold)
 #                beside the kernel alone at 2^26..2^28 nonces
 #   vulkan       the Vulkan engineer's bench (bench/wvbench-vulkan*), if built
+#   wide         bench/device-wide.sh: the conformance suite's wide case on
+#                cpu and cuda, and wvbench-gpu-wide: the 64-bit dtypes and
+#                argmin/argmax against CUB of the same run (issue 23)
+#   vkwide       wvbench-vkwide, if built: the same jobs on the Vulkan
+#                backend against its own streaming read of the same run
 #   opencl       wvbench-opencl on NVIDIA's OpenCL (WAVE_OPENCL_MATCH,
 #                default "nvidia"), if built: device-resident reductions
 #                and the hash per exchange set-up; the run registers
@@ -80,7 +85,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export WAVE_SOURCE_DIR=$root
-steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,opencl,daemon,region,firsthour,files,twogpu,python}
+steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,wide,vkwide,opencl,daemon,region,firsthour,files,twogpu,python}
 has_vulkan=0
 grep -q '^WAVE_VULKAN:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null && has_vulkan=1
 req=cpu,cuda
@@ -130,6 +135,8 @@ vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | h
 if [ -n "$vk" ]; then
   step vulkan 300 "$vk"
 fi
+step wide 900 "$root/bench/device-wide.sh" "$B" "$OUT/wide"
+[ -x "$B/bench/wvbench-vkwide" ] && step vkwide 300 "$B/bench/wvbench-vkwide"
 if [ -x "$B/bench/wvbench-opencl" ]; then
   # NVIDIA's OpenCL library is installed there but not registered.
   case ",$steps," in *",opencl,"*)
@@ -148,7 +155,7 @@ step python 600 "$root/bench/python-bulk.py" "$B"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
-for f in conformance reduce job hash vulkan opencl daemon region firsthour files twogpu python; do
+for f in conformance reduce job hash vulkan wide vkwide opencl daemon region firsthour files twogpu python; do
   [ -f "$OUT/$f.log" ] || continue
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
@@ -156,6 +163,8 @@ for f in conformance reduce job hash vulkan opencl daemon region firsthour files
     daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
     region | firsthour) grep -E '^\||^pinned|^(ok|FAIL) ' "$OUT/$f.log" ;;
     files) grep -E '^\||^pinned|^where|^note|^(ok|FAIL) ' "$OUT/$f.log" ;;
+    wide) grep -E '^\||^conformance|^  |^wvbench' "$OUT/$f.log" ;;
+    vkwide) grep -E '^\||^device|FAIL|x stream' "$OUT/$f.log" ;;
     twogpu) grep -E '^\| (hash|cuda0)|^== one|^== [0-9]|^(ok|FAIL) ' "$OUT/$f.log" ;;
     python) grep -E '^\||^python-bulk|^baseline|^target|^note' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
