@@ -126,6 +126,15 @@ step() {
   echo "   rc=$rc ${dt}s: $last" | tee -a "$summary"
 }
 
+# NVIDIA's OpenCL library is installed there but not registered: register
+# it before conformance, whose opencl device is then NVIDIA's, not PoCL
+# (WAVE_CONFORMANCE_MATCH, default "nvidia" once it is registered).
+if ldconfig -p 2>/dev/null | grep -q libnvidia-opencl.so.1; then
+  [ -f /etc/OpenCL/vendors/nvidia.icd ] ||
+    { mkdir -p /etc/OpenCL/vendors &&
+      echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd; }
+  export WAVE_CONFORMANCE_MATCH=${WAVE_CONFORMANCE_MATCH-nvidia}
+fi
 step conformance "${WAVE_CONFORMANCE_LIMIT_S:-900}" "$B/tests/conformance"
 step check 300 "$B/bench/wvbench-gpu-job" --check
 step reduce 300 "$B/bench/wvbench-gpu-reduce"
@@ -138,12 +147,6 @@ fi
 step wide 900 "$root/bench/device-wide.sh" "$B" "$OUT/wide"
 [ -x "$B/bench/wvbench-vkwide" ] && step vkwide 300 "$B/bench/wvbench-vkwide"
 if [ -x "$B/bench/wvbench-opencl" ]; then
-  # NVIDIA's OpenCL library is installed there but not registered.
-  case ",$steps," in *",opencl,"*)
-    [ -f /etc/OpenCL/vendors/nvidia.icd ] ||
-      { mkdir -p /etc/OpenCL/vendors &&
-        echo libnvidia-opencl.so.1 >/etc/OpenCL/vendors/nvidia.icd; } ;;
-  esac
   step opencl 300 "$B/bench/wvbench-opencl" --match "${WAVE_OPENCL_MATCH:-nvidia}"
 fi
 step daemon 900 "$root/bench/device-daemon.sh" "$B" "$OUT/daemon"
