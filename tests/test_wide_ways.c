@@ -12,8 +12,11 @@
  * rows whose sum depends on the fixed tree (1 + 2^-53), NaN, inf, -0.0
  * and subnormals.  The jobs are bigger than the CPU device's slice (65536
  * rows) and than one fleet piece, so slices, file-reader pieces and fleet
- * pieces all merge with their index offsets.  Every way must give the
- * bits, count and index of wv_reduce_reference.
+ * pieces all merge with their index offsets; memfd regions run once more
+ * through the file readers (WAVED_FILE_STAGE=1, as for a GPU) and file
+ * regions once more in 256-row pieces (WAVED_FILE_LEVELS=1).  Every way
+ * must give the bits, count and index of wv_reduce_reference, and the
+ * finite flag of float min/max/extent.
  *
  * refusals: a uint64 chunk of 12 bytes (LENGTH), xor on float64
  * (OPDTYPE), and a device without the caps (the fake backend: no 64-bit
@@ -136,8 +139,10 @@ static void tw_mask(uint32_t *m, size_t n, int kind, uint64_t seed)
       m[i] = 0;
 }
 
-/* The job's reference over the same chunks. */
-static void tw_reference(const ww_job *j, wv_reduce_out *out)
+/* The job's reference over the same chunks; *finite (may be NULL): what
+ * ReduceResult.finite must say (1 some selected row is finite, 2 none;
+ * 0 for the ops other than float min/max/extent). */
+static void tw_reference(const ww_job *j, wv_reduce_out *out, int *finite)
 {
   wv_span sin[WW_CHUNKS], smk[WW_CHUNKS];
   unsigned z = wv_dtype_size(j->dt);
@@ -153,6 +158,11 @@ static void tw_reference(const ww_job *j, wv_reduce_out *out)
                       .has_mask = j->has_mask, .rows = TW_ROWS};
   wave_error e = {0};
   ck_assert_msg(wv_reduce_reference(&rj, out, &e) == 0, "%s", e.message);
+  int fl = j->dt == WAVE_F32 || j->dt == WAVE_F64;
+  if (finite != NULL)
+    *finite = !fl || (j->op != WAVE_MIN && j->op != WAVE_MAX &&
+                      j->op != WAVE_EXTENT) ? 0
+              : out->count > 0 && wv_reduce_any_finite(&rj) ? 1 : 2;
 }
 
 static td_daemon tw_a, tw_b;
@@ -160,10 +170,18 @@ static ww_ctx tw_x;
 
 /* Daemon a (wavedd-test with fake0 when fake) and b (wavedd), clients of
  * a, the fleet of a and b (or a twice, over ipc and tcp, without b); with
- * small requests, a's stream pieces are 64 KiB (many per job). */
-static void tw_up(int fake, int with_b, int small)
+ * small requests, a's stream pieces are 64 KiB (many per job).  env:
+ * NAME=VALUE for daemon a, or NULL. */
+static void tw_up(int fake, int with_b, int small, const char *env)
 {
+  char name[64] = "";
+  if (env != NULL) {
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(env, "="), env);
+    setenv(name, env + strlen(name) + 1, 1);
+  }
   ww_start(&tw_a, fake, small ? 131072 : 4194304);
+  if (env != NULL)
+    unsetenv(name);
   if (with_b)
     ww_start(&tw_b, 0, 4194304);
   ww_open(&tw_x, &tw_a, with_b ? tw_b.tcp : tw_a.tcp);
@@ -187,7 +205,8 @@ static void tw_check_pair(ww_way w, wave_dtype dt, wave_op op,
                 .n_in = TW_N_IN, .mask = mask, .mask_rows = tw_mask_rows,
                 .n_mask = TW_N_MASK, .has_mask = mk > 0, .device = "cpu0"};
     wv_reduce_out ref;
-    tw_reference(&j, &ref);
+    int finite;
+    tw_reference(&j, &ref, &finite);
     wave_reduce_result r;
     wave_error e;
     int rc = ww_run(&tw_x, w, &j, &r, &e);
@@ -212,14 +231,24 @@ static void tw_check_pair(ww_way w, wave_dtype dt, wave_op op,
     ck_assert_uint_eq(r.rows, TW_ROWS);
     ck_assert_int_eq(r.dtype, dt);
     ck_assert_int_eq(r.op, op);
+    if (w != WW_FLEET)  /* the fleet's answer does not say it */
+      ck_assert_msg(r.finite == finite, "%s %s %s mask %d: finite %d, not "
+                    "%d", what, wave_dtype_name(dt), wave_op_name(op), mk,
+                    r.finite, finite);
   }
 }
 
 /* Every wide (dtype, op) pair by one way (the loop index). */
 START_TEST(wide_bits)
 {
-  ww_way w = (ww_way)_i;
-  tw_up(0, w == WW_FLEET, w == WW_STREAM_IPC || w == WW_STREAM_TCP);
+  /* past the ways: memory regions through the file readers, as for a
+   * device that stages (WAVED_FILE_STAGE=1), and file regions read in
+   * 256-row pieces (WAVED_FILE_LEVELS=1: many pieces, many offsets) */
+  static const char *const variants[] = {"WAVED_FILE_STAGE=1",
+                                         "WAVED_FILE_LEVELS=1"};
+  ww_way w = _i < WW_N ? (ww_way)_i : _i == WW_N ? WW_MEMFD : WW_FILE;
+  tw_up(0, w == WW_FLEET, w == WW_STREAM_IPC || w == WW_STREAM_TCP,
+        _i < WW_N ? NULL : variants[_i - WW_N]);
   uint8_t *in = malloc((size_t)TW_ROWS * 8);
   uint32_t *mask = malloc((size_t)TW_ROWS * 4);
   ck_assert_ptr_nonnull(in);
@@ -262,11 +291,11 @@ START_TEST(f64_sum_shows_tree_and_chunks)
               .in_rows = tw_in_rows, .n_in = TW_N_IN,
               .mask_rows = tw_mask_rows, .n_mask = TW_N_MASK};
   wv_reduce_out ref, whole;
-  tw_reference(&j, &ref);
+  tw_reference(&j, &ref, NULL);
   uint64_t all = TW_ROWS;
   j.in_rows = &all;
   j.n_in = 1;
-  tw_reference(&j, &whole);
+  tw_reference(&j, &whole, NULL);
   uint64_t sb;
   memcpy(&sb, &seq, 8);
   ck_assert_msg(ref.bits[0] != sb, "the rows do not show the tree");
@@ -294,7 +323,7 @@ static void tw_refuse(const ww_job *j, int code, const char *needle)
 
 START_TEST(refusals)
 {
-  tw_up(1, 0, 0);
+  tw_up(1, 0, 0, NULL);
   uint64_t rows[2] = {11, 0xffffffffffffffffull};
   uint32_t r32[4] = {5, 2, 9, 2}, mask[4] = {1, 1, 1, 1};
   uint64_t two = 2, four = 4;
@@ -337,7 +366,7 @@ int main(void)
   Suite *s = suite_create("wide_ways");
   TCase *t = tcase_create("bits");
   tcase_set_timeout(t, 600);
-  tcase_add_loop_test(t, wide_bits, 0, WW_N);
+  tcase_add_loop_test(t, wide_bits, 0, WW_N + 2);
   tcase_add_test(t, f64_sum_shows_tree_and_chunks);
   suite_add_tcase(s, t);
   TCase *r = tcase_create("refusals");
