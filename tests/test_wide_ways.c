@@ -21,7 +21,8 @@
  * refusals: a uint64 chunk of 12 bytes (LENGTH), xor on float64
  * (OPDTYPE), and a device without the caps (the fake backend: no 64-bit
  * dtypes, no argmin/argmax; UNSUPPORTED naming the device): the same code
- * by every way; and the daemon serves on.
+ * by every way; and the daemon serves on, a job naming no device going
+ * to a device that runs it.
  */
 #include <check.h>
 #include <math.h>
@@ -346,8 +347,9 @@ START_TEST(refusals)
                .mask_rows = &four, .n_mask = 1, .has_mask = 1,
                .device = "fake0"};
   tw_refuse(&j, WAVE_EUNSUPPORTED, "fake0");
-  /* and it serves on, each way: the same argmin on cpu0 (2, first at 1) */
-  j.device = "cpu0";
+  /* and it serves on, each way: the same argmin naming no device runs
+   * on cpu0, past fake0 (2, first at row 1) */
+  j.device = NULL;
   for (int w = 0; w < WW_N; w++) {
     wave_reduce_result r;
     wave_error e;

@@ -34,9 +34,9 @@ void ww_start(td_daemon *d, int fake, unsigned max_request_bytes)
            "packs:\n"
            "  load: []\n"
            "auth: none\n"
-           "devices:\n"
+           "devices:\n%s"
            "  - {name: cpu0, backend: cpu, threads: 2, "
-           "reduce_slice_rows: 65536}\n%s",
+           "reduce_slice_rows: 65536}\n",
            d->ipc, d->tcp, max_request_bytes,
            fake ? "  - {name: fake0, backend: fake, threads: 1}\n" : "");
   td_write(d->cfg, text);

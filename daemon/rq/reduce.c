@@ -285,7 +285,9 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
     return wd_reply_fail(c, &err);
   wd_device *d;
   size_t n;
-  wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = device};
+  wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = device,
+                     .needs64 = wv_dtype_size(dt) == 8,
+                     .needs_arg = op == WAVE_ARGMIN || op == WAVE_ARGMAX};
   if ((rc = wd_pick(s->devs, s->n_devs, &prq, &d, &n, &err)) != 0)
     return wd_reply_fail(c, &err);
   if ((rc = wd_device_submit(d, &c->call->work, &err)) != 0)
