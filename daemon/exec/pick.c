@@ -115,6 +115,16 @@ static size_t pk_one_per_gpu(wd_device **out, size_t n, const wd_pick_req *rq)
   return kept;
 }
 
+/* A reduction's needs (rq->needs64, rq->needs_arg) against d's caps. */
+static int pk_reduce_ok(wd_device *d, const wd_pick_req *rq)
+{
+  if (!rq->needs64 && !rq->needs_arg)
+    return 1;
+  wv_caps c;
+  wd_device_caps(d, &c);
+  return (!rq->needs64 || c.dtypes64) && (!rq->needs_arg || c.argminmax);
+}
+
 int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
             wd_device **out, size_t *n_out, wave_error *err)
 {
@@ -189,16 +199,19 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
   }
   wd_device *best = NULL;
   unsigned best_load = 0;
-  for (size_t i = 0; i < n_devs; i++) {
-    wd_device *d = devs[i];
-    if (wd_device_faulted(d))
-      continue;
-    unsigned load = wd_device_load(d);
-    if (best == NULL || load < best_load) {
-      best = d;
-      best_load = load;
+  /* a device whose caps run the job first; if none does, the least
+   * loaded, whose backend says UNSUPPORTED with its name */
+  for (int any = 0; any < 2 && best == NULL; any++)
+    for (size_t i = 0; i < n_devs; i++) {
+      wd_device *d = devs[i];
+      if (wd_device_faulted(d) || (!any && !pk_reduce_ok(d, rq)))
+        continue;
+      unsigned load = wd_device_load(d);
+      if (best == NULL || load < best_load) {
+        best = d;
+        best_load = load;
+      }
     }
-  }
   if (best == NULL)
     return wv_seterr(err, WAVE_EDEVFAULT, "every device is faulted");
   out[0] = best;
