@@ -15,6 +15,9 @@
  *   - BUSY: the index goes back and the thread pauses briefly;
  *   - anything else is the job's own error (bad input, a limit): the call
  *     ends with it.
+ * When every daemon was dropped the call fails with IO naming them, or
+ * with UNSUPPORTED when each refused the job so (no device of the fleet
+ * runs its dtype or op).
  * The calling thread waits on the pool's condition variable, calls the
  * progress callback every 200 ms, and joins the threads.  Cancel is an
  * atomic flag every thread reads between exchanges (a hash poll waits at
@@ -401,6 +404,16 @@ static int fl_pool_verdict(const fl_pool *p, wave_error *err)
                      "was cancelled");
   if (p->remaining == 0)
     return 0;
+  /* every daemon refused the job as UNSUPPORTED (a 64-bit dtype or
+   * argmin/argmax on devices without them): the job's answer, as one
+   * daemon's would be */
+  size_t uns = 0;
+  for (size_t d = 0; d < f->n; d++)
+    uns += p->members[d].failed &&
+           p->members[d].error.code == WAVE_EUNSUPPORTED;
+  if (f->n > 0 && uns == f->n)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "every daemon refused it: %s",
+                     p->members[0].error.message);
   char msg[sizeof err->message];
   size_t o = (size_t)snprintf(msg, sizeof msg, "every daemon was dropped:");
   for (size_t d = 0; d < f->n && o < sizeof msg; d++)

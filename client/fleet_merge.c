@@ -3,7 +3,9 @@
  * Reductions.  A piece is a run of 256^k rows of one chunk, starting at a
  * multiple of 256^k rows from the chunk's start (the last piece of a chunk
  * may be shorter): a partial of docs/reduction.md "Partials", merged by
- * core/partial.c, the same code the daemon's file reader uses.  Float
+ * core/partial.c, the same code the daemon's file reader uses; the 64-bit
+ * values travel whole in the partials' bits, and an argmin/argmax piece
+ * carries the job's row of its first row (offset) for a global index.  Float
  * min/max/extent answers of +0.0 are ambiguous ("no finite row"): the
  * piece carries `finite`, from the daemon (ReduceResult.finite) or, from
  * an older daemon, from wv_fleet_any_finite over the rows the coordinator
@@ -23,18 +25,20 @@
 #include "core/reduce.h"
 #include "wave/fleet.h"
 
-int wv_fleet_any_finite(const uint32_t *data, uint64_t rows,
+int wv_fleet_any_finite(wave_dtype dt, const void *data, uint64_t rows,
                         const wave_chunk *mask, size_t n_mask)
 {
   /* one job per mask chunk, over the input rows it covers */
   size_t n = mask != NULL ? n_mask : 1;
   uint64_t row = 0;
+  unsigned z = wv_dtype_size(dt);
   for (size_t m = 0; m < n && row < rows; m++) {
     uint64_t k = mask != NULL ? mask[m].bytes / 4 : rows;
     if (k > rows - row)
       k = rows - row;
-    wv_span in = {data + row, k}, mk = {mask ? mask[m].data : NULL, k};
-    wv_reduce_job j = {.dtype = WAVE_F32, .op = WAVE_MIN, .input = &in,
+    wv_span in = {(const unsigned char *)data + z * row, k};
+    wv_span mk = {mask ? mask[m].data : NULL, k};
+    wv_reduce_job j = {.dtype = dt, .op = WAVE_MIN, .input = &in,
                        .n_input = 1, .mask = &mk, .n_mask = 1,
                        .has_mask = mask != NULL, .rows = k};
     if (k > 0 && wv_reduce_any_finite(&j))
@@ -57,6 +61,7 @@ int wv_fleet_reduce_merge(wave_dtype dt, wave_op op, const wv_partial *p,
   res->n_values = o.n_values;
   res->bits[0] = o.bits[0];
   res->bits[1] = o.bits[1];
+  res->index = o.index;  /* argmin/argmax: global (each piece's offset) */
   res->count = o.count;
   return 0;
 }

@@ -20,17 +20,19 @@
 
 /* ---- reductions --------------------------------------------------------- */
 
-/* Merge n pieces (core/partial.h, in job order) of a job of dtype/op into
- * res->bits, n_values and count, exactly as one daemon reduces the whole
- * job.  0, or WAVE_ENOMEM. */
+/* Merge n pieces (core/partial.h, in job order; argmin/argmax pieces with
+ * their offsets set) of a job of dtype/op into res->bits, n_values, index
+ * and count, exactly as one daemon reduces the whole job.  0, or
+ * WAVE_ENOMEM. */
 int wv_fleet_reduce_merge(wave_dtype dt, wave_op op, const wv_partial *p,
                           size_t n, wave_reduce_result *res,
                           wave_error *err);
 
-/* Does rows [0, rows) of data, under the mask (NULL: all selected; else
- * mask spans covering the same rows), hold a selected finite float?
- * (wv_reduce_any_finite over the client's chunks.) */
-int wv_fleet_any_finite(const uint32_t *data, uint64_t rows,
+/* Does rows [0, rows) of data (float32 or float64: dt), under the mask
+ * (NULL: all selected; else mask spans covering the same rows), hold a
+ * selected finite float?  (wv_reduce_any_finite over the client's
+ * chunks.) */
+int wv_fleet_any_finite(wave_dtype dt, const void *data, uint64_t rows,
                         const wave_chunk *mask, size_t n_mask);
 
 /* ---- hash jobs ---------------------------------------------------------- */

@@ -9,9 +9,12 @@
  * (docs/reduction.md, "Partials").  The job may be larger than any one
  * daemon's max_job_rows, since no daemon sees more than a piece.
  *
- * The coordinator validates what it must to cut the job (row lengths,
- * mask length, dtype/op), with the daemon's error codes; everything else
- * is each daemon's to judge.  Float min/max/extent pieces answered +0.0
+ * The coordinator validates what it must to cut the job (row lengths: 4
+ * bytes, 8 for the 64-bit dtypes; mask length, dtype/op), with the
+ * daemon's error codes; everything else is each daemon's to judge.  An
+ * argmin/argmax piece's index is its own; each piece carries its first
+ * row's place in the job (wv_partial.offset), so the merged index is
+ * global.  Float min/max/extent pieces answered +0.0
  * are checked here for a selected finite row (wv_fleet_any_finite, which
  * stops at the first), the one thing the answer does not say.
  */
@@ -27,6 +30,7 @@ typedef struct fr_piece {
   size_t chunk;
   const unsigned char *data;
   uint64_t rows;
+  uint64_t lrow;          /* the job's logical row of its first row */
   wave_chunk *mask;       /* spans of the job's mask chunks, or NULL */
   size_t n_mask;
 } fr_piece;
@@ -42,7 +46,7 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
 {
   fr_job *j = p->ctx;
   const fr_piece *pc = &j->pieces[i];
-  wave_chunk in = {pc->data, (size_t)pc->rows * 4};
+  wave_chunk in = {pc->data, (size_t)pc->rows * wv_dtype_size(j->req->dtype)};
   wave_reduce_request rq = {
       .dtype = j->req->dtype, .op = j->req->op, .input = &in, .n_input = 1,
       .mask = pc->mask, .n_mask = pc->n_mask, .has_mask = j->req->has_mask,
@@ -64,13 +68,17 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
   pt->bits[0] = r.bits[0];
   pt->bits[1] = r.n_values > 1 ? r.bits[1] : 0;
   pt->count = r.count;
+  pt->index = r.index;    /* argmin/argmax: in the piece, made global */
+  pt->offset = pc->lrow;  /* by its first row (core/partial.h) */
   pt->finite = r.count > 0;
-  if (r.finite != 0)  /* the daemon says (ReduceResult.finite) */
+  int fminmax = (rq.dtype == WAVE_F32 || rq.dtype == WAVE_F64) &&
+                (rq.op == WAVE_MIN || rq.op == WAVE_MAX ||
+                 rq.op == WAVE_EXTENT);
+  if (fminmax && r.finite != 0)  /* the daemon says (ReduceResult.finite) */
     pt->finite = r.finite == 1;
-  else if (rq.dtype == WAVE_F32 && rq.op != WAVE_SUM && r.count > 0 &&
-           pt->bits[0] == 0 && pt->bits[1] == 0)
-    pt->finite = wv_fleet_any_finite((const uint32_t *)(const void *)pc->data,
-                                     pc->rows, pc->mask, pc->n_mask);
+  else if (fminmax && r.count > 0 && pt->bits[0] == 0 && pt->bits[1] == 0)
+    pt->finite = wv_fleet_any_finite(rq.dtype, pc->data, pc->rows, pc->mask,
+                                     pc->n_mask);
   return 0;
 }
 
@@ -86,14 +94,16 @@ static int fr_validate(const wave_reduce_request *req, uint64_t *rows,
       (req->has_mask && req->n_mask > 0 && req->mask == NULL))
     return wv_seterr(err, WAVE_EARG, "wave_fleet_reduce: chunk array is NULL");
   uint64_t in = 0, mk = 0;
+  unsigned z = wv_dtype_size(req->dtype);  /* 8: a 64-bit dtype */
   for (size_t i = 0; i < req->n_input; i++) {
-    if (req->input[i].bytes % 4)
+    if (req->input[i].bytes % z)
       return wv_seterr(err, WAVE_ELENGTH, "input chunk %zu: %zu bytes is not "
-                       "a whole number of 4-byte rows", i, req->input[i].bytes);
+                       "a whole number of %u-byte rows", i,
+                       req->input[i].bytes, z);
     if (req->input[i].data == NULL && req->input[i].bytes)
       return wv_seterr(err, WAVE_EARG, "input chunk %zu has bytes but no "
                        "data", i);
-    in += req->input[i].bytes / 4;
+    in += req->input[i].bytes / z;
   }
   for (size_t i = 0; req->has_mask && i < req->n_mask; i++) {
     if (req->mask[i].bytes % 4)
@@ -169,8 +179,9 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
   if (rc != 0)
     return rc;
   size_t n = 0;
+  unsigned z = wv_dtype_size(req->dtype);
   for (size_t i = 0; i < req->n_input; i++)
-    n += (size_t)((req->input[i].bytes / 4 + P - 1) / P);
+    n += (size_t)((req->input[i].bytes / z + P - 1) / P);
   fr_job j = {.req = req};
   j.pieces = calloc(n ? n : 1, sizeof *j.pieces);
   j.parts = calloc(n ? n : 1, sizeof *j.parts);
@@ -183,20 +194,22 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
     goto out;
   }
   size_t k = 0, mc = 0;
-  uint64_t moff = 0;
+  uint64_t moff = 0, lrow = 0;
   for (size_t i = 0; i < req->n_input; i++) {
-    uint64_t r = req->input[i].bytes / 4;
+    uint64_t r = req->input[i].bytes / z;
     for (uint64_t at = 0; at < r; at += P, k++) {
       fr_piece *pc = &j.pieces[k];
       pc->chunk = i;
-      pc->data = (const unsigned char *)req->input[i].data + 4 * at;
+      pc->data = (const unsigned char *)req->input[i].data + z * at;
       pc->rows = r - at < P ? r - at : P;
+      pc->lrow = lrow + at;
       work[k] = pc->rows;
       if (req->has_mask && fr_mask_spans(req, &mc, &moff, pc->rows, pc)) {
         rc = wv_seterr(err, WAVE_ENOMEM, NULL);
         goto out;
       }
     }
+    lrow += r;
   }
   atomic_store(&f->cancel, 0);
   double t0 = wv_fleet_now();

@@ -144,16 +144,22 @@ int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
 {
   const Wave__V1__ReduceResult *rs = resp->reduce;
   memset(res, 0, sizeof *res);
-  if (rs == NULL || rs->n_bits < 1 || rs->n_bits > 2) {
+  /* the 64-bit dtypes' values come in bits64, the others' in bits (also
+   * from a daemon before bits64) */
+  int wide = rs != NULL && wv_dtype_size((wave_dtype)rs->dtype) == 8;
+  size_t n = rs == NULL ? 0 : wide ? rs->n_bits64 : rs->n_bits;
+  if (rs == NULL || n < 1 || n > 2) {
     wave__v1__response__free_unpacked(resp, NULL);
     return wv_seterr(err, WAVE_EIO, "%s: reduce reply without 1 or 2 values",
                      c->url);
   }
   res->dtype = (wave_dtype)rs->dtype;
   res->op = (wave_op)rs->op;
-  res->n_values = (unsigned)rs->n_bits;
-  for (size_t i = 0; i < rs->n_bits; i++)
-    res->bits[i] = rs->bits[i];
+  res->n_values = (unsigned)n;
+  for (size_t i = 0; i < n; i++)
+    res->bits[i] = wide ? rs->bits64[i] : rs->bits[i];
+  /* argmin/argmax: the global row; a daemon before the field says 0 */
+  res->index = rs->index;
   res->count = rs->count;
   res->rows = rs->rows;
   res->seconds = rs->seconds;

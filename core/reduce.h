@@ -35,9 +35,9 @@ uint32_t wv_f32_sum_finish(float sum, uint64_t count);
 double wv_f64_group_tree(double v[256]);
 uint64_t wv_f64_sum_finish(double sum, uint64_t count);
 
-/* A job the wire and the GPU backends do not carry yet (issue 23 part 1):
- * a 64-bit dtype, or argmin/argmax.  wv_dev_reduce (workers/wvdev.c) runs
- * one only on a backend whose caps say so; the daemon refuses one. */
+/* A job of issue 23: a 64-bit dtype, or argmin/argmax.  wv_dev_reduce
+ * (workers/wvdev.c) runs one only on a backend whose caps say so, and
+ * answers UNSUPPORTED on the others (the daemon names the device). */
 static inline int wv_reduce_is_wide(wave_dtype d, wave_op op)
 {
   return d == WAVE_U64 || d == WAVE_S64 || d == WAVE_F64 ||

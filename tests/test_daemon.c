@@ -368,13 +368,13 @@ START_TEST(bad_reductions)
   td_expect_error(td_reduce(s, 503, WAVE__V1__DTYPE__F32, WAVE__V1__OP__XOR,
                             &in, 1, NULL, 0, NULL), WAVE_EOPDTYPE, 503);
   td_good(s);
-  /* the 64-bit dtypes and argmin/argmax are not on the wire yet (issue 23
-   * part 1): refused, never answered as 32-bit rows */
-  td_expect_error(td_reduce(s, 520, 4 /* uint64 */, WAVE__V1__OP__SUM, &in, 1,
-                            NULL, 0, NULL), WAVE_EUNSUPPORTED, 520);
+  /* the 64-bit dtypes (issue 23): rows of 8 bytes, no bitwise float64 */
+  td_chunk twelve = {v, 12};
+  td_expect_error(td_reduce(s, 520, WAVE__V1__DTYPE__U64, WAVE__V1__OP__SUM,
+                            &twelve, 1, NULL, 0, NULL), WAVE_ELENGTH, 520);
   td_good(s);
-  td_expect_error(td_reduce(s, 521, WAVE__V1__DTYPE__U32, 8 /* argmin */,
-                            &in, 1, NULL, 0, NULL), WAVE_EUNSUPPORTED, 521);
+  td_expect_error(td_reduce(s, 521, WAVE__V1__DTYPE__F64, WAVE__V1__OP__XOR,
+                            &in, 1, NULL, 0, NULL), WAVE_EOPDTYPE, 521);
   td_good(s);
   td_expect_error(td_reduce(s, 504, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM,
                             &odd, 1, NULL, 0, NULL), WAVE_ELENGTH, 504);

@@ -158,7 +158,7 @@ static void tf_check(const tf_job *j, wave_dtype dt, wave_op op, uint64_t P)
       if (dt == WAVE_F32 && op != WAVE_SUM && o.count > 0 &&
           parts[n].bits[0] == 0 && parts[n].bits[1] == 0) {
         wave_chunk wm = {flat + row0 + a, r * 4};
-        parts[n].finite = wv_fleet_any_finite(j->in[c] + a, r,
+        parts[n].finite = wv_fleet_any_finite(WAVE_F32, j->in[c] + a, r,
                                               j->has_mask ? &wm : NULL, 1);
       }
       n++;
@@ -212,15 +212,15 @@ START_TEST(any_finite)
                        .rows = 6};
   ck_assert_int_eq(wv_reduce_any_finite(&job), 0);  /* +0.0, 5.0 masked */
   wave_chunk wm[2] = {{mask, 8}, {mask + 2, 16}};
-  ck_assert_int_eq(wv_fleet_any_finite(rows, 6, wm, 2), 0);
+  ck_assert_int_eq(wv_fleet_any_finite(WAVE_F32, rows, 6, wm, 2), 0);
   mask[3] = 1;  /* the +0.0 row selected */
   ck_assert_int_eq(wv_reduce_any_finite(&job), 1);
-  ck_assert_int_eq(wv_fleet_any_finite(rows, 6, wm, 2), 1);
+  ck_assert_int_eq(wv_fleet_any_finite(WAVE_F32, rows, 6, wm, 2), 1);
   job.has_mask = 0;
   mask[3] = 0;
   ck_assert_int_eq(wv_reduce_any_finite(&job), 1);
-  ck_assert_int_eq(wv_fleet_any_finite(rows, 6, NULL, 0), 1);
-  ck_assert_int_eq(wv_fleet_any_finite(rows, 3, NULL, 0), 0);
+  ck_assert_int_eq(wv_fleet_any_finite(WAVE_F32, rows, 6, NULL, 0), 1);
+  ck_assert_int_eq(wv_fleet_any_finite(WAVE_F32, rows, 3, NULL, 0), 0);
 }
 END_TEST
 

@@ -120,17 +120,19 @@ static int bk_hold(wd_bulk_req *out, wd_region *r)
   return 0;
 }
 
-/* Extents -> spans, checked against the payload or their region. */
+/* Extents -> spans of rows of `size` bytes (8: a 64-bit dtype's input),
+ * checked against the payload or their region. */
 static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                       size_t n, const uint8_t *payload, size_t plen,
-                      const char *what, wv_span *spans, wd_fsrc *src,
-                      uint64_t *mem_rows, wd_bulk_req *out, wave_error *err)
+                      const char *what, unsigned size_b, wv_span *spans,
+                      wd_fsrc *src, uint64_t *mem_rows, wd_bulk_req *out,
+                      wave_error *err)
 {
   for (size_t i = 0; i < n; i++) {
     const Wave__V1__Extent *e = ex[i];
-    if (e->bytes % 4 != 0)
+    if (e->bytes % size_b != 0)
       return wv_seterr(err, WAVE_ELENGTH, "%s chunk %zu is %" PRIu64 " bytes, "
-                       "not a multiple of 4", what, i, e->bytes);
+                       "not a multiple of %u", what, i, e->bytes, size_b);
     const uint8_t *base;
     uint64_t size;
     int fd = -1, held = 1;  /* rows in the daemon's own memory */
@@ -163,7 +165,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                        e->region, size);
     src[i] = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region,
                        .reg = reg};
-    spans[i].rows = e->bytes / 4;
+    spans[i].rows = e->bytes / size_b;
     if (held && mem_rows != NULL)
       *mem_rows += spans[i].rows;
     if (fd >= 0) {  /* a file region: read by the job (daemon/bulk/filered.h) */
@@ -173,7 +175,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
       out->files = 1;
       continue;
     }
-    /* rows are read in place as uint32 (wv_span): 4-aligned */
+    /* rows are read in place (wv_span): 4-aligned, also 8-byte rows */
     if (((uintptr_t)base + e->offset) % 4 != 0)
       return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
                        " is not a multiple of 4%s", what, i, e->offset,
@@ -202,10 +204,11 @@ static int bk_reduce(wd_bulk *b, uint32_t pipe, const Wave__V1__ReduceRequest *r
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   int rc;
   if ((rc = bk_extents(b, pipe, rr->input_at, rr->n_input_at, payload, plen,
-                       "input", out->spans, out->src, &out->mem_rows, out,
+                       "input", wv_dtype_size((wave_dtype)rr->dtype),
+                       out->spans, out->src, &out->mem_rows, out,
                        err)) != 0 ||
       (rc = bk_extents(b, pipe, rr->mask_at, rr->n_mask_at, payload, plen,
-                       "mask", out->spans + rr->n_input_at,
+                       "mask", 4, out->spans + rr->n_input_at,
                        out->src + rr->n_input_at, NULL, out, err)) != 0)
     return rc;
   out->dtype = (wave_dtype)rr->dtype;

@@ -3,14 +3,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/bulk/filered.h"
+#include "daemon/bulk/fileio.h"
 #include "daemon/bulk/readers.h"
 #include "daemon/log.h"
 #include "core/base.h"
@@ -74,46 +72,6 @@ typedef struct fr {
   size_t job_spans;              /* entries of fds and read */
 } fr;
 
-/* Readers abandoned inside a read that has not returned, all jobs. */
-static _Atomic unsigned fr_stuck;
-
-unsigned wd_file_stuck(void) { return atomic_load(&fr_stuck); }
-
-static double fr_now_s(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t fr_now_ms(void) { return (uint64_t)(fr_now_s() * 1e3); }
-
-/* cv waits with a deadline: CLOCK_MONOTONIC, set in fr_cv_init. */
-static void fr_cv_init(pthread_cond_t *cv)
-{
-  pthread_condattr_t a;
-  pthread_condattr_init(&a);
-  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-  pthread_cond_init(cv, &a);
-  pthread_condattr_destroy(&a);
-}
-
-/* Wait on cv until deadline_ms (monotonic); 1 when it passed. */
-static int fr_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
-                         uint64_t deadline_ms)
-{
-  uint64_t now = fr_now_ms();
-  if (now >= deadline_ms)
-    return 1;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t ns = (uint64_t)ts.tv_nsec + (deadline_ms - now) % 1000 * 1000000;
-  ts.tv_sec += (time_t)((deadline_ms - now) / 1000 + ns / 1000000000);
-  ts.tv_nsec = (long)(ns % 1000000000);
-  return pthread_cond_timedwait(cv, mu, &ts) == ETIMEDOUT &&
-         fr_now_ms() >= deadline_ms;
-}
-
 /* The ring buffers are not f's: the device thread gives them back to the
  * ring (fr_give) before f can go. */
 static void fr_free(fr *f)
@@ -132,28 +90,6 @@ static void fr_free(fr *f)
   free(f);
 }
 
-/* All of [off, off + bytes) of fd into buf. */
-static int fr_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
-                    uint64_t region, uint64_t extent_end, wave_error *err)
-{
-  for (uint64_t got = 0; got < bytes;) {
-    ssize_t n = pread(fd, buf + got, (size_t)(bytes - got),
-                      (off_t)(off + got));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return wv_seterr(err, WAVE_EREGION, "reading file region %" PRIu64
-                       ": %s", region, strerror(errno));
-    if (n == 0)
-      return wv_seterr(err, WAVE_EREGION, "file region %" PRIu64 " shrank "
-                       "under the job: it ends at byte %" PRIu64 ", an "
-                       "extent of it at %" PRIu64, region, off + got,
-                       extent_end);
-    got += (uint64_t)n;
-  }
-  return 0;
-}
-
 /* A part: rows [row, row + k) of span i into dst (slot s's buffer).  A
  * span in memory is copied (the part runs, so the device thread waits for
  * it before the job's memory can go); a file is read with only f's own
@@ -163,13 +99,15 @@ static int fr_rows(fr *f, fr_slot *sl, size_t i, uint64_t row, uint64_t k,
                    uint8_t *dst, wave_error *err)
 {
   const wd_fsrc *s = &f->src[i];
-  const wv_span *sp = i < f->job->n_input ? &f->job->input[i]
-                                          : &f->job->mask[i - f->job->n_input];
+  int in = i < f->job->n_input;
+  const wv_span *sp = in ? &f->job->input[i]
+                         : &f->job->mask[i - f->job->n_input];
+  uint64_t z = in ? wv_dtype_size(f->job->dtype) : 4;  /* row bytes */
   if (s->fd < 0) {
-    memcpy(dst, (const uint8_t *)sp->data + row * 4, (size_t)k * 4);
+    memcpy(dst, (const uint8_t *)sp->data + row * z, (size_t)(k * z));
     return 0;
   }
-  uint64_t end = s->off + sp->rows * 4, off = s->off + row * 4;
+  uint64_t end = s->off + sp->rows * z, off = s->off + row * z;
   uint64_t region = s->region;
   pthread_mutex_lock(&f->mu);
   if (f->stop) {
@@ -179,13 +117,13 @@ static int fr_rows(fr *f, fr_slot *sl, size_t i, uint64_t row, uint64_t k,
   f->in_read++;
   sl->in_read++;
   pthread_mutex_unlock(&f->mu);
-  int rc = fr_pread(f->fds[i], dst, k * 4, off, region, end, err);
+  int rc = wd_fio_pread(f->fds[i], dst, k * z, off, region, end, err);
   pthread_mutex_lock(&f->mu);
   f->in_read--;
   sl->in_read--;
   int gone = f->abandoned;
   if (gone) {  /* counted stuck at fr_abandon: it is back */
-    atomic_fetch_sub(&fr_stuck, 1);
+    wd_fio_stuck_add(-1);
     wd_readers_shrink(1);
     if (sl->lent && sl->in_read == 0) {
       if (sl->in != NULL)
@@ -226,8 +164,8 @@ static int fr_fill(fr *f, const fr_part *p, wave_error *err)
   uint64_t k = p->r1 - p->r0;
   int rc = 0;
   if (s->in_p == s->in &&
-      (rc = fr_rows(f, s, pc->chunk, pc->a + p->r0, k, s->in + p->r0 * 4,
-                    err)) != 0)
+      (rc = fr_rows(f, s, pc->chunk, pc->a + p->r0, k,
+                    s->in + p->r0 * wv_dtype_size(f->job->dtype), err)) != 0)
     return rc;
   if (!f->job->has_mask || s->mask_p != s->mask)
     return 0;
@@ -329,15 +267,6 @@ static void fr_shape(const wv_caps *caps, uint64_t *p, uint64_t *slot,
   }
 }
 
-/* Said at warn level: a reader left in a read that did not return. */
-static void wd_file_stuck_warn(unsigned n)
-{
-  wd_warn("%u file-region reader(s) left blocked in a read that did not "
-          "return within limits.region_read_timeout_ms; %u stuck now (at "
-          "%d, file jobs are refused)", n, atomic_load(&fr_stuck),
-          WD_FILE_STUCK_MAX);
-}
-
 /* Whether span s is read into the slots: a file always; a region not
  * pinned (copy region, memfd filled before registration) when the device
  * stages (the readers beat its one-thread copy); every region span with
@@ -375,7 +304,7 @@ static int fr_open(const wv_caps *caps, const wv_reduce_job *job,
   f->src = src;
   f->refs = 1;
   pthread_mutex_init(&f->mu, NULL);
-  fr_cv_init(&f->cv);
+  wd_fio_cv_init(&f->cv);
   int rc = 0;
   f->job_spans = job->n_input + job->n_mask;
   f->fds = malloc((f->job_spans + 1) * sizeof *f->fds);
@@ -430,7 +359,9 @@ static int fr_slots(fr *f, const wv_dev *dev,
   f->max_parts = parts;
   uint8_t *bufs[2 * FR_MAX_SLOTS];
   unsigned nb = f->n_slots * (f->job->has_mask ? 2 : 1);
-  int rc = wd_ring_take(dev, (size_t)slot_rows * 4, nb, bufs, err);
+  /* one size for the ring: 8-byte rows' (a 64-bit dtype) for masks too */
+  int rc = wd_ring_take(dev, (size_t)slot_rows * wv_dtype_size(f->job->dtype),
+                        nb, bufs, err);
   if (rc != 0) {
     f->n_slots = 0;
     return rc;
@@ -468,7 +399,7 @@ static int fr_post(fr *f, size_t i, wave_error *err)
   const wv_reduce_job *job = f->job;
   s->in_p = f->read[pc->chunk] ? s->in
                                : (const uint8_t *)job->input[pc->chunk].data +
-                                 pc->a * 4;
+                                 pc->a * wv_dtype_size(job->dtype);
   s->mask_p = NULL;
   if (job->has_mask) {
     size_t m = fr_mask_chunk(f, pc->lrow);
@@ -512,7 +443,7 @@ static int fr_post(fr *f, size_t i, wave_error *err)
  * see stop and end; those running outside a read may touch the job's
  * memory, so it waits for them; those inside a read touch only f's
  * buffers and descriptors, so they are left to finish it (the last one
- * frees f), count in fr_stuck meanwhile, and the pool starts as many
+ * frees f), count as stuck meanwhile, and the pool starts as many
  * threads to stand in for them.  Returns how many were left. */
 static unsigned fr_abandon(fr *f)
 {
@@ -523,7 +454,7 @@ static unsigned fr_abandon(fr *f)
   f->abandoned = 1;
   unsigned left = f->in_read;
   if (left > 0) {
-    atomic_fetch_add(&fr_stuck, left);
+    wd_fio_stuck_add((int)left);
     wd_readers_grow(left);
   }
   return left;
@@ -539,10 +470,10 @@ static int fr_await(fr *f, size_t i, unsigned timeout_ms, int *stalled,
   pthread_mutex_lock(&f->mu);
   /* a read that blocks (a hung network or FUSE file) fails this job after
    * the bound; the device moves on */
-  uint64_t deadline = fr_now_ms() + timeout_ms;
+  uint64_t deadline = wd_fio_now_ms() + timeout_ms;
   int late = 0;
   while (s->idx != i && !f->stop && !late)
-    late = fr_wait_until(&f->cv, &f->mu, deadline);
+    late = wd_fio_wait_until(&f->cv, &f->mu, deadline);
   *stalled = late && s->idx != i && !f->stop;
   if (f->stop && f->rc != 0) {
     rc = f->rc;
@@ -572,7 +503,7 @@ static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev,
   int rc = 0;
   for (uint64_t r = 0; r < pc->k && rc == 0; r += P) {
     uint64_t n = pc->k - r < P ? pc->k - r : P;
-    wv_span in = {s->in_p + r * 4, n};
+    wv_span in = {s->in_p + r * wv_dtype_size(job->dtype), n};
     wv_span mk = {job->has_mask ? s->mask_p + r * 4 : NULL, n};
     wv_reduce_job j = {.dtype = job->dtype, .op = job->op, .input = &in,
                        .n_input = 1, .mask = &mk,
@@ -582,6 +513,7 @@ static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev,
     wv_partial pt;
     if ((rc = wv_dev_reduce(dev, &j, &o, err)) == 0) {
       wv_partial_of(&j, &o, pc->chunk, &pt);
+      pt.offset = pc->lrow + r;  /* argmin/argmax: the call's first row */
       rc = wv_partial_add(acc, &pt, err);
     }
   }
@@ -595,7 +527,8 @@ static int fr_whole(const wv_dev *dev,
                     int *some_finite, wave_error *err)
 {
   int rc = wv_dev_reduce(dev, job, out, err);
-  if (rc == 0 && job->dtype == WAVE_F32 && job->op != WAVE_SUM)
+  if (rc == 0 && (job->dtype == WAVE_F32 || job->dtype == WAVE_F64) &&
+      (job->op == WAVE_MIN || job->op == WAVE_MAX || job->op == WAVE_EXTENT))
     *some_finite = out->count > 0 &&
                    (out->bits[0] != 0 ||
                     (out->n_values > 1 && out->bits[1] != 0) ||
@@ -612,17 +545,17 @@ static int fr_run(fr *f, const wv_dev *dev, uint64_t P,
   int rc = 0;
   /* where the time went (said at debug level): the device waiting for the
    * readers, or the readers waiting for the device */
-  double t0 = fr_now_s(), waited = 0, reduced = 0;
+  double t0 = wd_fio_now_s(), waited = 0, reduced = 0;
   for (size_t i = 0; rc == 0 && i < f->n_slots; i++)
     rc = fr_post(f, i, err);
   for (size_t i = 0; rc == 0 && i < f->n; i++) {
-    double a = fr_now_s();
+    double a = wd_fio_now_s();
     if ((rc = fr_await(f, i, timeout_ms, stalled, err)) != 0)
       break;
-    double m = fr_now_s();
+    double m = wd_fio_now_s();
     rc = fr_reduce_piece(f, i, dev, P, acc, err);
     waited += m - a;
-    reduced += fr_now_s() - m;
+    reduced += wd_fio_now_s() - m;
     if (rc == 0 && i + f->n_slots < f->n)
       rc = fr_post(f, i + f->n_slots, err);
   }
@@ -631,7 +564,7 @@ static int fr_run(fr *f, const wv_dev *dev, uint64_t P,
            "%.1f ms; the device waited %.1f ms for the readers and reduced "
            "%.1f ms", f->job->rows, wd_readers_size(), f->n,
            f->part_rows * f->max_parts, f->n_slots, f->max_parts,
-           (fr_now_s() - t0) * 1e3, waited * 1e3, reduced * 1e3);
+           (wd_fio_now_s() - t0) * 1e3, waited * 1e3, reduced * 1e3);
   return rc;
 }
 
@@ -651,7 +584,7 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
   int files = 0;
   for (size_t i = 0; i < f->job_spans; i++)
     files |= src[i].fd >= 0;
-  unsigned stuck = atomic_load(&fr_stuck);
+  unsigned stuck = wd_file_stuck();
   /* regions pinned, or a device that reads host memory; or readers stuck
    * in hung files, and the regions' rows are staged by the device */
   if (!reads || (!files && stuck >= WD_FILE_STUCK_MAX)) {
@@ -686,115 +619,11 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
   unsigned left = fr_abandon(f);
   fr_give(f, dev->impl);
   if (stalled || left > 0)
-    wd_file_stuck_warn(left);
+    wd_fio_stuck_warn(left);
   int last = --f->refs == 0;
   pthread_mutex_unlock(&f->mu);
   if (last)
     fr_free(f);
   wv_partial_fini(&acc);
-  return rc;
-}
-
-/* ---- a bounded read for copy regions ------------------------------------ */
-
-typedef struct fr_one {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int fd;
-  void *buf;
-  size_t cap;
-  uint64_t bytes;
-  int done, rc, abandoned;
-  unsigned refs;
-  wave_error err;
-} fr_one;
-
-static void fr_one_free(fr_one *o)
-{
-  if (o->abandoned) {
-    munmap(o->buf, o->cap);  /* the buffer was left to us */
-    atomic_fetch_sub(&fr_stuck, 1);
-  }
-  close(o->fd);
-  pthread_cond_destroy(&o->cv);
-  pthread_mutex_destroy(&o->mu);
-  free(o);
-}
-
-static void *fr_one_run(void *arg)
-{
-  fr_one *o = arg;
-  wave_error e = {0};
-  int rc = fr_pread(o->fd, o->buf, o->bytes, 0, 0, o->bytes, &e);
-  pthread_mutex_lock(&o->mu);
-  o->rc = rc;
-  o->err = e;
-  o->done = 1;
-  pthread_cond_broadcast(&o->cv);
-  int last = --o->refs == 0;
-  pthread_mutex_unlock(&o->mu);
-  if (last)
-    fr_one_free(o);
-  return NULL;
-}
-
-int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
-                         unsigned timeout_ms, int *gave, wave_error *err)
-{
-  *gave = 0;
-  unsigned stuck = atomic_load(&fr_stuck);
-  if (stuck >= WD_FILE_STUCK_MAX)
-    return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
-                     "returned (a hung mount?); no more copies until they "
-                     "do", stuck);
-  fr_one *o = calloc(1, sizeof *o);
-  if (o == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, NULL);
-  if ((o->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-    free(o);
-    return wv_seterr(err, WAVE_EREGION, "the region's descriptor: %s",
-                     strerror(errno));
-  }
-  pthread_mutex_init(&o->mu, NULL);
-  fr_cv_init(&o->cv);
-  o->buf = buf;
-  o->cap = cap;
-  o->bytes = bytes;
-  o->refs = 2;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_t tid;
-  int started = pthread_create(&tid, &at, fr_one_run, o) == 0;
-  pthread_attr_destroy(&at);
-  if (!started) {
-    o->refs = 1;
-    fr_one_free(o);
-    return wv_seterr(err, WAVE_ENOMEM, "cannot start a reader thread");
-  }
-  pthread_mutex_lock(&o->mu);
-  uint64_t deadline = fr_now_ms() + timeout_ms;
-  int late = 0;
-  while (!o->done && !late)
-    late = fr_wait_until(&o->cv, &o->mu, deadline);
-  int rc;
-  if (o->done) {
-    rc = o->rc;
-    if (rc != 0)
-      *err = o->err;
-  } else {
-    o->abandoned = 1;
-    atomic_fetch_add(&fr_stuck, 1);
-    *gave = 1;
-    rc = wv_seterr(err, WAVE_EREGION, "reading the region stalled for more "
-                   "than %u ms (limits.region_read_timeout_ms); the read is "
-                   "left behind (a hung mount?)", timeout_ms);
-  }
-  int last = --o->refs == 0;
-  pthread_mutex_unlock(&o->mu);
-  if (last)
-    fr_one_free(o);
-  if (*gave)
-    wd_file_stuck_warn(1);
   return rc;
 }

@@ -61,7 +61,7 @@
 #include "daemon/bulk/region.h"
 #include "workers/wvdev.h"
 
-/* Where a span's rows are: fd >= 0: bytes [off, off + rows * 4) of that
+/* Where a span's rows are: fd >= 0: bytes [off, off + rows * size) of that
  * file (the span's data is NULL); fd < 0: the span's data. */
 typedef struct wd_fsrc {
   int fd;

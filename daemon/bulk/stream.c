@@ -137,11 +137,7 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   wave_dtype dt = (wave_dtype)rq->dtype;
   wave_op op = (wave_op)rq->op;
   switch (wave_op_check(dt, op)) {
-  case 0:
-    if (wv_reduce_is_wide(dt, op))  /* not on the wire yet (issue 23) */
-      return wv_seterr(err, WAVE_EUNSUPPORTED, "%s %s: not on the wire yet "
-                       "(protocol 2 carries 32-bit dtypes and the ops "
-                       "sum..xor)", wave_op_name(op), wave_dtype_name(dt));
+  case 0:  /* the device's caps decide the 64-bit dtypes, argmin/argmax */
     break;
   case WAVE_EDTYPE:
     return wv_seterr(err, WAVE_EDTYPE, "unknown dtype %d", (int)rq->dtype);
@@ -151,16 +147,18 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
     return wv_seterr(err, WAVE_EOPDTYPE, "op %s is not defined for dtype %s",
                      wave_op_name(op), wave_dtype_name(dt));
   }
-  if (rq->input_bytes % 4 != 0 || rq->mask_bytes % 4 != 0)
+  unsigned size = wv_dtype_size(dt);  /* input rows: 4 or 8 bytes */
+  if (rq->input_bytes % size != 0 || rq->mask_bytes % 4 != 0)
     return wv_seterr(err, WAVE_ELENGTH, "stream of %" PRIu64 " input and %"
-                     PRIu64 " mask bytes: not whole 4-byte rows",
-                     rq->input_bytes, rq->mask_bytes);
-  uint64_t rows = rq->input_bytes / 4;
+                     PRIu64 " mask bytes: not whole %u-byte input rows and "
+                     "4-byte mask rows", rq->input_bytes, rq->mask_bytes,
+                     size);
+  uint64_t rows = rq->input_bytes / size;
   if (rows > t->max_rows)
     return wv_seterr(err, WAVE_EJOBSIZE, "%" PRIu64 " rows; this daemon takes "
                      "at most %" PRIu64 " (limits.max_job_rows)", rows,
                      t->max_rows);
-  if (rq->masked ? rq->mask_bytes != rq->input_bytes : rq->mask_bytes != 0)
+  if (rq->masked ? rq->mask_bytes / 4 != rows : rq->mask_bytes != 0)
     return wv_seterr(err, WAVE_EMASKLEN, "stream of %" PRIu64 " input rows "
                      "with %" PRIu64 " mask rows%s", rows, rq->mask_bytes / 4,
                      rq->masked ? "" : " but not masked");
@@ -169,9 +167,10 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
                      rq->device);
   uint64_t sum = 0;
   for (size_t i = 0; i < rq->n_input_chunks; i++) {
-    if (rq->input_chunks[i] % 4 != 0)
+    if (rq->input_chunks[i] % size != 0)
       return wv_seterr(err, WAVE_ELENGTH, "input chunk %zu is %" PRIu64
-                       " bytes, not a multiple of 4", i, rq->input_chunks[i]);
+                       " bytes, not a multiple of %u", i, rq->input_chunks[i],
+                       size);
     if (rq->input_chunks[i] > rq->input_bytes - sum)
       break;
     sum += rq->input_chunks[i];
@@ -219,7 +218,8 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
     free(s);
     return rc;
   }
-  s->inplace = !(dt == WAVE_F32 && op == WAVE_SUM);
+  /* a float sum sees its chunk boundaries: its rows go to one buffer */
+  s->inplace = !((dt == WAVE_F32 || dt == WAVE_F64) && op == WAVE_SUM);
   if (s->inplace) {
     s->msgs = calloc(s->n_in + s->n_mask + 1, sizeof *s->msgs);
     s->at = calloc(s->n_in + s->n_mask + 1, sizeof *s->at);
@@ -436,13 +436,14 @@ int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
       uint64_t size = m ? s->mask_bytes : s->in_bytes;
       uint64_t off = (m ? i - s->n_in : i) * s->piece;
       sp[i].data = s->at[i];
-      sp[i].rows = (size - off < s->piece ? size - off : s->piece) / 4;
+      sp[i].rows = (size - off < s->piece ? size - off : s->piece) /
+                   (m ? 4 : wv_dtype_size(s->dtype));
     }
   } else {
     uint64_t off = 0;
     for (size_t i = 0; i < s->n_chunks; i++) {
       sp[i].data = s->buf + off;
-      sp[i].rows = s->chunks[i] / 4;
+      sp[i].rows = s->chunks[i] / wv_dtype_size(s->dtype);
       off += s->chunks[i];
     }
     sp[s->n_chunks].data = s->buf + s->in_bytes;

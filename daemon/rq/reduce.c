@@ -22,16 +22,18 @@
 #include "core/reduce.h"
 #include "workers/wvdev.h"
 
+/* Chunks of rows of `size` bytes (8: a 64-bit dtype's input) as spans. */
 static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
-                    const char *what, uint64_t *rows, wave_error *err)
+                    const char *what, unsigned size, uint64_t *rows,
+                    wave_error *err)
 {
   for (size_t i = 0; i < n; i++) {
-    if (chunks[i].len % 4 != 0)
+    if (chunks[i].len % size != 0)
       return wv_seterr(err, WAVE_ELENGTH,
-                       "%s chunk %zu is %zu bytes, not a multiple of 4", what,
-                       i, chunks[i].len);
+                       "%s chunk %zu is %zu bytes, not a multiple of %u", what,
+                       i, chunks[i].len, size);
     out[i].data = chunks[i].data;
-    out[i].rows = chunks[i].len / 4;
+    out[i].rows = chunks[i].len / size;
     *rows += out[i].rows;
   }
   return 0;
@@ -42,6 +44,13 @@ static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
  * the device between two (WD_RUN_MORE) only while another client has a
  * reduction queued there; alone, it runs on within the one step.  The
  * slices merge to the bits of the whole job (rq/slices.h). */
+/* ReduceResult.finite is said for float min/max/extent (float32, float64). */
+static int rr_says_finite(const wv_reduce_job *j)
+{
+  return (j->dtype == WAVE_F32 || j->dtype == WAVE_F64) &&
+         (j->op == WAVE_MIN || j->op == WAVE_MAX || j->op == WAVE_EXTENT);
+}
+
 static int rr_sliced(wd_call *k, wd_work *w, const wd_run_ctx *x)
 {
   if (k->slices == NULL) {
@@ -71,7 +80,7 @@ static int rr_sliced(wd_call *k, wd_work *w, const wd_run_ctx *x)
   }
   int some = 0;
   wd_slices_result(k->slices, &k->out, &some);
-  if (k->job.dtype == WAVE_F32 && k->job.op != WAVE_SUM)
+  if (rr_says_finite(&k->job))
     k->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
                      : WAVE__V1__FINITE_ROWS__FINITE_NONE;
   return WD_RUN_END;
@@ -105,8 +114,7 @@ static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
                            &c->call->out, &fsome, &w->err);
   else
     w->rc = wv_dev_reduce(x->dev, &c->call->job, &c->call->out, &w->err);
-  if (w->rc == 0 && c->call->job.dtype == WAVE_F32 &&
-      c->call->job.op != WAVE_SUM) {
+  if (w->rc == 0 && rr_says_finite(&c->call->job)) {
     /* Only an answer of all +0.0 with rows selected leaves it open; then
      * one pass here, on the device thread, that stops at the first
      * selected finite row. */
@@ -126,10 +134,19 @@ static void rr_reply(wd_req *c)
   Wave__V1__ReduceResult rr = WAVE__V1__REDUCE_RESULT__INIT;
   rr.dtype = (Wave__V1__DType)c->call->job.dtype;  /* also for streams */
   rr.op = (Wave__V1__Op)c->call->job.op;
-  uint32_t bits[2] = {(uint32_t)c->call->out.bits[0],
-                      (uint32_t)c->call->out.bits[1]};
-  rr.n_bits = c->call->out.n_values;
-  rr.bits = bits;  /* 32-bit dtypes only (rr_check_op) */
+  /* the 64-bit dtypes' values in bits64, the 32-bit ones' in bits (as
+   * before: an older client reads them there) */
+  const wv_reduce_out *o = &c->call->out;
+  uint32_t bits[2] = {(uint32_t)o->bits[0], (uint32_t)o->bits[1]};
+  uint64_t bits64[2] = {o->bits[0], o->bits[1]};
+  if (wv_dtype_size(c->call->job.dtype) == 8) {
+    rr.n_bits64 = o->n_values;
+    rr.bits64 = bits64;
+  } else {
+    rr.n_bits = o->n_values;
+    rr.bits = bits;
+  }
+  rr.index = o->index;  /* argmin/argmax; 0 for the others */
   rr.count = c->call->out.count;
   rr.rows = c->call->job.rows;
   rr.device = (char *)wd_device_name(c->call->work.dev);
@@ -148,10 +165,18 @@ static void rr_reduce_done(wd_work *w)
   rr_slices_free(c->call);
   s->reduce_inflight--;
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
-               w->seconds, w->rc, c->call->job.rows, c->call->job.rows * 4);
+               w->seconds, w->rc, c->call->job.rows,
+               c->call->job.rows * wv_dtype_size(c->call->job.dtype));
   if (s->state == WD_SV_CLOSED) {  /* the socket is gone, nobody to answer */
     wd_req_clear(c);
     return;
+  }
+  if (w->rc == WAVE_EUNSUPPORTED && w->dev != NULL) {
+    /* the backend refused the job (its caps: a 64-bit dtype, argmin/
+     * argmax): say which device, the client may name another */
+    wave_error e = w->err;
+    wv_seterr(&w->err, WAVE_EUNSUPPORTED, "device %s: %s",
+              wd_device_name(w->dev), e.message);
   }
   if (w->rc != 0)
     return wd_reply_fail(c, &w->err);
@@ -171,14 +196,8 @@ static int rr_check_op(wd_req *c, wave_dtype dt, wave_op op)
 {
   wave_error err = {0};
   switch (wave_op_check(dt, op)) {
-  case 0:
-    if (!wv_reduce_is_wide(dt, op))
-      return 0;
-    /* ReduceResult carries 32-bit values and no index yet (issue 23) */
-    wv_seterr(&err, WAVE_EUNSUPPORTED, "%s %s: not on the wire yet "
-              "(protocol 2 carries 32-bit dtypes and the ops sum..xor)",
-              wave_op_name(op), wave_dtype_name(dt));
-    break;
+  case 0:  /* the device's caps decide the 64-bit dtypes, argmin/argmax */
+    return 0;
   case WAVE_EDTYPE:
     wv_seterr(&err, WAVE_EDTYPE, "unknown dtype %d", (int)dt);
     break;
@@ -214,10 +233,10 @@ void wd_rq_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
     return wd_reply_fail(c, &err);
   }
   uint64_t rows = 0, mask_rows = 0;
-  if (rr_spans(r->input, r->n_input, c->call->spans, "input", &rows, &err) ||
-      rr_spans(r->mask, r->n_mask, c->call->spans + r->n_input, "mask",
-               &mask_rows,
-               &err))
+  if (rr_spans(r->input, r->n_input, c->call->spans, "input",
+               wv_dtype_size(dt), &rows, &err) ||
+      rr_spans(r->mask, r->n_mask, c->call->spans + r->n_input, "mask", 4,
+               &mask_rows, &err))
     return wd_reply_fail(c, &err);
   rr_reduce_spans(c, dt, op, c->call->spans, r->n_input, r->n_mask,
                   r->masked || r->n_mask > 0, r->device);

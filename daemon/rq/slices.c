@@ -90,10 +90,11 @@ static void sl_skip(const wv_span *c, size_t n, size_t *ci, uint64_t *off)
   }
 }
 
-/* The next r rows of chunks c[0..n) from the cursor (ci, off) as spans
- * into out; the cursor moves past them.  Returns the spans written. */
+/* The next r rows (of `size` bytes) of chunks c[0..n) from the cursor
+ * (ci, off) as spans into out; the cursor moves past them.  Returns the
+ * spans written. */
 static size_t sl_take(const wv_span *c, size_t n, size_t *ci, uint64_t *off,
-                      uint64_t r, wv_span *out)
+                      uint64_t r, unsigned size, wv_span *out)
 {
   size_t k = 0;
   while (r > 0) {
@@ -102,7 +103,7 @@ static size_t sl_take(const wv_span *c, size_t n, size_t *ci, uint64_t *off,
     uint64_t t = c[*ci].rows - *off;
     if (t > r)
       t = r;
-    out[k].data = (const uint8_t *)c[*ci].data + *off * 4;
+    out[k].data = (const uint8_t *)c[*ci].data + *off * size;
     out[k++].rows = t;
     *off += t;
     r -= t;
@@ -123,9 +124,10 @@ int wd_slices_step(wd_slices *s, const wv_dev *dev, int *last,
   if (r > s->p)
     r = s->p;
   size_t chunk = s->fsum ? s->ic : 0;
-  size_t ni = sl_take(j->input, j->n_input, &s->ic, &s->ioff, r, s->sub);
+  size_t ni = sl_take(j->input, j->n_input, &s->ic, &s->ioff, r,
+                      wv_dtype_size(j->dtype), s->sub);
   size_t nm = j->has_mask ? sl_take(j->mask, j->n_mask, &s->mc, &s->moff, r,
-                                    s->sub + ni)
+                                    4, s->sub + ni)
                           : 0;
   wv_reduce_job sub = {
     .dtype = j->dtype,

@@ -106,7 +106,9 @@ WAVE_API const char *wave_client_url(const wave_client *c);
 
 typedef struct wave_chunk {
   const void *data; /* little-endian rows */
-  size_t bytes;     /* a multiple of 4 */
+  size_t bytes;     /* a multiple of the row size: 4, or 8 for the 64-bit
+                       dtypes (input; mask rows are 4), else the daemon
+                       answers WAVE_ELENGTH */
 } wave_chunk;
 
 typedef struct wave_reduce_request {
@@ -208,7 +210,8 @@ WAVE_API int wave_region_file_fd(wave_client *c, int fd, size_t bytes,
 typedef struct wave_extent {
   const wave_region *region; /* registered with the client it is used on */
   size_t offset;
-  size_t bytes;              /* a multiple of 4 */
+  size_t bytes;              /* a multiple of the row size (4, or 8 for
+                                the 64-bit dtypes' input), as wave_chunk */
 } wave_extent;
 
 typedef struct wave_region_reduce {

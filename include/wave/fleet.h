@@ -14,7 +14,9 @@
  *     union, winner_count the sum, best the min (output, nonce);
  *   - reduce: pieces are runs of 256^k rows of one chunk, and the
  *     coordinator runs the float-sum tree's upper levels over the pieces'
- *     values (docs/reduction.md, "Partials").
+ *     values (docs/reduction.md, "Partials"); an argmin/argmax piece's
+ *     index is moved by the job row of the piece's first row, so the
+ *     index is global, and the 64-bit dtypes merge their 64-bit values.
  * A daemon that stops answering, or whose job fails with a device error,
  * is dropped: its piece goes back in the queue for the others, and the
  * result names it (members[i].failed, wave_fleet_member_why).  So is one
@@ -175,9 +177,12 @@ typedef struct wave_fleet_reduce_result {
 } wave_fleet_reduce_result;
 
 /* One reduction, its chunks cut into pieces spread over the fleet.  Works
- * with protocol-1 daemons; float min/max/extent pieces whose answer is
- * +0.0 are checked for a finite row on the coordinator (docs/
- * reduction.md, "Partials"). */
+ * with protocol-1 daemons (32-bit dtypes, sum..xor: the 64-bit dtypes and
+ * argmin/argmax need daemons that carry them, others refuse); float
+ * min/max/extent pieces whose answer is +0.0 are checked for a finite row
+ * on the coordinator (docs/reduction.md, "Partials").  Input chunks are
+ * whole rows (4 bytes, 8 for the 64-bit dtypes), else WAVE_ELENGTH, as a
+ * daemon says. */
 WAVE_API int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
                                const wave_fleet_options *opt,
                                wave_fleet_reduce_result *res,

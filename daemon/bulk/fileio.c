@@ -1,0 +1,198 @@
+/* fileio.c - see fileio.h; and the copy region's one read, bounded in
+ * time (wd_file_read_bounded, filered.h): a thread of its own reads the
+ * file into the region's buffer, and a read that does not return within
+ * the bound is left behind with the buffer, which it unmaps when done. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/bulk/fileio.h"
+#include "daemon/bulk/filered.h"
+#include "daemon/log.h"
+#include "core/base.h"
+
+/* Readers abandoned inside a read that has not returned, all jobs. */
+static _Atomic unsigned fr_stuck;
+
+unsigned wd_file_stuck(void) { return atomic_load(&fr_stuck); }
+
+void wd_fio_stuck_add(int delta)
+{
+  if (delta >= 0)
+    atomic_fetch_add(&fr_stuck, (unsigned)delta);
+  else
+    atomic_fetch_sub(&fr_stuck, (unsigned)-delta);
+}
+
+double wd_fio_now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t wd_fio_now_ms(void) { return (uint64_t)(wd_fio_now_s() * 1e3); }
+
+void wd_fio_cv_init(pthread_cond_t *cv)
+{
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(cv, &a);
+  pthread_condattr_destroy(&a);
+}
+
+int wd_fio_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                      uint64_t deadline_ms)
+{
+  uint64_t now = wd_fio_now_ms();
+  if (now >= deadline_ms)
+    return 1;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t ns = (uint64_t)ts.tv_nsec + (deadline_ms - now) % 1000 * 1000000;
+  ts.tv_sec += (time_t)((deadline_ms - now) / 1000 + ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  return pthread_cond_timedwait(cv, mu, &ts) == ETIMEDOUT &&
+         wd_fio_now_ms() >= deadline_ms;
+}
+
+int wd_fio_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
+                 uint64_t region, uint64_t extent_end, wave_error *err)
+{
+  for (uint64_t got = 0; got < bytes;) {
+    ssize_t n = pread(fd, buf + got, (size_t)(bytes - got),
+                      (off_t)(off + got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return wv_seterr(err, WAVE_EREGION, "reading file region %" PRIu64
+                       ": %s", region, strerror(errno));
+    if (n == 0)
+      return wv_seterr(err, WAVE_EREGION, "file region %" PRIu64 " shrank "
+                       "under the job: it ends at byte %" PRIu64 ", an "
+                       "extent of it at %" PRIu64, region, off + got,
+                       extent_end);
+    got += (uint64_t)n;
+  }
+  return 0;
+}
+
+void wd_fio_stuck_warn(unsigned n)
+{
+  wd_warn("%u file-region reader(s) left blocked in a read that did not "
+          "return within limits.region_read_timeout_ms; %u stuck now (at "
+          "%d, file jobs are refused)", n, atomic_load(&fr_stuck),
+          WD_FILE_STUCK_MAX);
+}
+
+/* ---- a bounded read for copy regions ------------------------------------ */
+
+typedef struct fr_one {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int fd;
+  void *buf;
+  size_t cap;
+  uint64_t bytes;
+  int done, rc, abandoned;
+  unsigned refs;
+  wave_error err;
+} fr_one;
+
+static void fr_one_free(fr_one *o)
+{
+  if (o->abandoned) {
+    munmap(o->buf, o->cap);  /* the buffer was left to us */
+    atomic_fetch_sub(&fr_stuck, 1);
+  }
+  close(o->fd);
+  pthread_cond_destroy(&o->cv);
+  pthread_mutex_destroy(&o->mu);
+  free(o);
+}
+
+static void *fr_one_run(void *arg)
+{
+  fr_one *o = arg;
+  wave_error e = {0};
+  int rc = wd_fio_pread(o->fd, o->buf, o->bytes, 0, 0, o->bytes, &e);
+  pthread_mutex_lock(&o->mu);
+  o->rc = rc;
+  o->err = e;
+  o->done = 1;
+  pthread_cond_broadcast(&o->cv);
+  int last = --o->refs == 0;
+  pthread_mutex_unlock(&o->mu);
+  if (last)
+    fr_one_free(o);
+  return NULL;
+}
+
+int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
+                         unsigned timeout_ms, int *gave, wave_error *err)
+{
+  *gave = 0;
+  unsigned stuck = atomic_load(&fr_stuck);
+  if (stuck >= WD_FILE_STUCK_MAX)
+    return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
+                     "returned (a hung mount?); no more copies until they "
+                     "do", stuck);
+  fr_one *o = calloc(1, sizeof *o);
+  if (o == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  if ((o->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+    free(o);
+    return wv_seterr(err, WAVE_EREGION, "the region's descriptor: %s",
+                     strerror(errno));
+  }
+  pthread_mutex_init(&o->mu, NULL);
+  wd_fio_cv_init(&o->cv);
+  o->buf = buf;
+  o->cap = cap;
+  o->bytes = bytes;
+  o->refs = 2;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_t tid;
+  int started = pthread_create(&tid, &at, fr_one_run, o) == 0;
+  pthread_attr_destroy(&at);
+  if (!started) {
+    o->refs = 1;
+    fr_one_free(o);
+    return wv_seterr(err, WAVE_ENOMEM, "cannot start a reader thread");
+  }
+  pthread_mutex_lock(&o->mu);
+  uint64_t deadline = wd_fio_now_ms() + timeout_ms;
+  int late = 0;
+  while (!o->done && !late)
+    late = wd_fio_wait_until(&o->cv, &o->mu, deadline);
+  int rc;
+  if (o->done) {
+    rc = o->rc;
+    if (rc != 0)
+      *err = o->err;
+  } else {
+    o->abandoned = 1;
+    atomic_fetch_add(&fr_stuck, 1);
+    *gave = 1;
+    rc = wv_seterr(err, WAVE_EREGION, "reading the region stalled for more "
+                   "than %u ms (limits.region_read_timeout_ms); the read is "
+                   "left behind (a hung mount?)", timeout_ms);
+  }
+  int last = --o->refs == 0;
+  pthread_mutex_unlock(&o->mu);
+  if (last)
+    fr_one_free(o);
+  if (*gave)
+    wd_fio_stuck_warn(1);
+  return rc;
+}
