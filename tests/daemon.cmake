@@ -78,6 +78,16 @@ add_dependencies(test_filered wavedd)
 target_compile_definitions(test_filered PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# The 64-bit dtypes and argmin/argmax (issue 23) by every way in: message,
+# framed, stream (ipc and tcp), memfd, copy and file regions, a fleet of two
+# daemons, against the reference; and the same refusal on each
+# (tests/test_wide_ways.c, tests/wide_harness.h).
+wave_test(test_wide_ways SOURCES test_wide_ways.c wide_harness.c
+  bulk_harness.c daemon_harness.c LIBS waveclient wvcore wvproto nng::nng)
+add_dependencies(test_wide_ways wavedd wavedd-test)
+target_compile_definitions(test_wide_ways PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # Region descriptors by SCM_RIGHTS: what a region may be, the tickets'
 # rules, a client of another uid, a 4 GiB file under the shipped limits
 # (test_fdpass.c).
