@@ -48,9 +48,9 @@ typedef struct wv_layout {
  * them (messages, streams, memfd, copy and file regions; docs/cli.md
  * "--format"): from fmt, the first k bytes at head and the file's size.
  * k must be min(size, WV_FORMAT_HEAD).  Refusals: auto on what looks like
- * text (ARG), raw lengths not a multiple of 4 (LENGTH), an npy that is
- * malformed (ARG) or of another dtype (DTYPE), --format npy on an empty
- * file (ARG).  An empty raw or text file is zero rows. */
+ * text (ARG), raw lengths not a multiple of the row (4 or 8 bytes: LENGTH),
+ * an npy that is malformed (ARG) or of another dtype (DTYPE), --format npy
+ * on an empty file (ARG).  An empty raw or text file is zero rows. */
 int wv_format_decide(const char *name, const void *head, size_t k,
                      uint64_t size, wv_format fmt, wave_dtype dtype,
                      wv_layout *out, wave_error *err);
@@ -70,7 +70,7 @@ void wv_chunk_buf_free(wv_chunk_buf *b);
 int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
                  wave_dtype dtype, size_t *data_off, uint64_t *rows,
                  wave_error *err);
-/* The .npy descr of a dtype: "<u4", "<i4", "<f4". */
+/* The .npy descr of a dtype: "<u4", "<i4", "<f4", "<u8", "<i8", "<f8". */
 const char *wv_npy_descr(wave_dtype dtype);
 
 /* ---- files into a region (ctl_region.c) ------------------------------- */
@@ -206,14 +206,16 @@ int wv_parse_hex64(const char *s, uint64_t *out);
 
 /* A JSON string literal (quotes and escapes). */
 void wv_json_str(FILE *f, const char *s);
-/* One result value of dtype from its bits, as JSON: an integer, a float
- * printed with %.9g (which reads back to the same bits), or for the
- * non-numbers of float32 the strings "nan", "inf", "-inf".  Returns buf. */
+/* One result value of dtype from its bits (a 32-bit dtype's in the low
+ * 32), as JSON: an exact integer, a float32 printed with %.9g, a float64
+ * with the fewest of 15..17 significant digits that strtod reads back to
+ * the same bits, or for the non-numbers the strings "nan", "inf", "-inf".
+ * Returns buf (32 bytes are enough). */
 const char *wv_json_value(char *buf, size_t n, wave_dtype dtype,
-                          uint32_t bits);
+                          uint64_t bits);
 /* The same for text output: nan/inf/-inf without quotes. */
 const char *wv_text_value(char *buf, size_t n, wave_dtype dtype,
-                          uint32_t bits);
+                          uint64_t bits);
 
 void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json);
 void wv_print_hash(FILE *f, const wave_hash_request *q,

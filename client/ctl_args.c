@@ -162,12 +162,13 @@ static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
   case WV_O_OP:
     if ((a->op = wave_op_parse(v)) == WAVE_OP_NONE)
       return wv_seterr(err, WAVE_EARG, "--op: unknown op '%s' (sum, min, "
-                       "max, extent, and, or, xor)", v);
+                       "max, extent, and, or, xor, argmin, argmax)", v);
     break;
   case WV_O_DTYPE:
     if ((a->dtype = wave_dtype_parse(v)) == WAVE_DTYPE_NONE)
       return wv_seterr(err, WAVE_EARG, "--dtype: unknown dtype '%s' "
-                       "(uint32, sint32, float32)", v);
+                       "(uint32, sint32, float32, uint64, sint64, float64)",
+                       v);
     break;
   case WV_O_INPUT: a->inputs[a->n_inputs++] = v; break;
   case WV_O_MASK: a->masks[a->n_masks++] = v; break;

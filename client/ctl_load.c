@@ -4,10 +4,13 @@
  *  - raw: the bytes are the rows (little-endian, as on the wire);
  *  - .npy: NumPy's format, recognised by its magic in auto mode.  Versions
  *    1-3 (2- or 4-byte header length), C order, any shape (flattened), and
- *    exactly the dtype the job needs ('<u4', '<i4', '<f4'): converting
- *    silently would change results, so a mismatch is an error naming both;
+ *    exactly the dtype the job needs ('<u4', '<i4', '<f4', '<u8', '<i8',
+ *    '<f8'): converting silently would change results, so a mismatch is
+ *    an error naming both;
  *  - text: numbers separated by whitespace and/or commas, '#' comments;
- *    floats accept nan, inf, -0.0 (strtof), integers decimal or 0x-hex.
+ *    floats accept nan, inf, -0.0 (strtof, strtod for float64), integers
+ *    decimal or 0x-hex, exact to 64 bits: a number the dtype cannot hold
+ *    is an error naming file:line, never a row that wraps.
  * An empty file is an empty chunk (except for --format npy, which needs a
  * header).  Rows are kept little-endian whatever the host is.
  *
@@ -51,12 +54,11 @@ void wv_chunk_buf_free(wv_chunk_buf *b)
   memset(b, 0, sizeof *b);
 }
 
-static void ld_put32(unsigned char *p, uint32_t v)
+/* The low `size` bytes of v, little-endian. */
+static void ld_put(unsigned char *p, uint64_t v, unsigned size)
 {
-  p[0] = (unsigned char)v;
-  p[1] = (unsigned char)(v >> 8);
-  p[2] = (unsigned char)(v >> 16);
-  p[3] = (unsigned char)(v >> 24);
+  for (unsigned i = 0; i < size; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
 }
 
 /* ---- .npy ---------------------------------------------------------------- */
@@ -67,6 +69,9 @@ const char *wv_npy_descr(wave_dtype dtype)
   case WAVE_U32: return "<u4";
   case WAVE_S32: return "<i4";
   case WAVE_F32: return "<f4";
+  case WAVE_U64: return "<u8";
+  case WAVE_S64: return "<i8";
+  case WAVE_F64: return "<f8";
   default: return "?";
   }
 }
@@ -246,11 +251,12 @@ static int ld_npy(const char *name, const unsigned char *buf, size_t k,
     return wv_seterr(err, WAVE_EARG, "%s: Fortran-ordered .npy arrays are "
                      "not supported (save with C order)", name);
   off += hlen;
-  if (n > (UINT64_MAX / 4) || n * 4 != len - off)
+  unsigned sz = wv_dtype_size(dtype);
+  if (n > (UINT64_MAX / sz) || n * sz != len - off)
     return wv_seterr(err, WAVE_ELENGTH, "%s: .npy shape holds %llu rows "
                      "(%llu bytes) but %llu data bytes follow the header",
                      name, (unsigned long long)n,
-                     (unsigned long long)(n <= UINT64_MAX / 4 ? n * 4 : 0),
+                     (unsigned long long)(n <= UINT64_MAX / sz ? n * sz : 0),
                      (unsigned long long)(len - off));
   *data_off = off;
   *rows = n;
@@ -275,8 +281,10 @@ static int ld_sep(char ch)
   return ch == ',' || isspace((unsigned char)ch);
 }
 
-/* Integer token [s, e): optional sign, decimal or 0x-hex; range per dtype. */
-static int ld_int(const char *s, const char *e, wave_dtype dtype, uint32_t *out)
+/* Integer token [s, e): optional sign, decimal or 0x-hex, exact to 64
+ * bits; -2 when the dtype cannot hold it (the magnitude is checked before
+ * every step, so nothing wraps on the way). */
+static int ld_int(const char *s, const char *e, wave_dtype dtype, uint64_t *out)
 {
   int neg = 0;
   if (s < e && (*s == '+' || *s == '-'))
@@ -288,7 +296,12 @@ static int ld_int(const char *s, const char *e, wave_dtype dtype, uint32_t *out)
   }
   if (s == e)
     return -1;
+  int sign = dtype == WAVE_S32 || dtype == WAVE_S64;
+  uint64_t umax = wv_dtype_size(dtype) == 8 ? UINT64_MAX : 0xffffffffull;
+  /* the largest magnitude the dtype holds with this sign */
+  uint64_t lim = !sign ? (neg ? 0 : umax) : (umax >> 1) + (neg ? 1 : 0);
   uint64_t v = 0;
+  int big = 0;
   for (; s < e; s++) {
     unsigned d;
     if (*s >= '0' && *s <= '9')
@@ -297,32 +310,41 @@ static int ld_int(const char *s, const char *e, wave_dtype dtype, uint32_t *out)
       d = (unsigned)(tolower((unsigned char)*s) - 'a' + 10);
     else
       return -1;
-    v = v * base + d;
-    if (v > 0xffffffffull)
-      return -2;
+    if (v > (UINT64_MAX - d) / base)
+      big = 1;  /* past 2^64: read on (a bad digit is still "not a"), -2 */
+    else
+      v = v * base + d;
   }
-  if (dtype == WAVE_S32) {
-    if ((!neg && v > 0x7fffffffull) || (neg && v > 0x80000000ull))
-      return -2;
-    *out = neg ? (uint32_t)(0u - (uint32_t)v) : (uint32_t)v;
-  } else {
-    if (neg && v != 0)
-      return -2;
-    *out = (uint32_t)v;
-  }
+  if (big || v > lim)
+    return -2;
+  *out = neg ? (0 - v) & umax : v;
   return 0;
 }
 
-static int ld_float(const char *s, const char *e, uint32_t *out)
+/* Float token [s, e): strtof, or strtod for float64; -2 for a finite
+ * number beyond the dtype's range (not one that rounds to 0). */
+static int ld_float(const char *s, const char *e, wave_dtype dtype,
+                    uint64_t *out)
 {
   char *end;
   errno = 0;
+  if (dtype == WAVE_F64) {
+    double d = strtod(s, &end);
+    if (end != e || end == s)
+      return -1;
+    if (errno == ERANGE && isinf(d))
+      return -2;
+    memcpy(out, &d, 8);
+    return 0;
+  }
   float f = strtof(s, &end);
   if (end != e || end == s)
     return -1;
   if (errno == ERANGE && isinf(f))
-    return -2; /* a finite number too large for float32 */
-  memcpy(out, &f, 4);
+    return -2;
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  *out = b;
   return 0;
 }
 
@@ -332,7 +354,7 @@ static int ld_text(const char *name, const char *buf, size_t len,
 {
   size_t cap = 0, n = 0;
   unsigned char *rows = NULL;
-  unsigned line = 1;
+  unsigned line = 1, sz = wv_dtype_size(dtype);
   const char *p = buf, *end = buf + len;
   while (p < end) {
     if (*p == '\n') {
@@ -352,8 +374,10 @@ static int ld_text(const char *name, const char *buf, size_t len,
     const char *t = p;
     while (p < end && !ld_sep(*p) && *p != '#')
       p++;
-    uint32_t v;
-    int rv = dtype == WAVE_F32 ? ld_float(t, p, &v) : ld_int(t, p, dtype, &v);
+    uint64_t v;
+    int rv = dtype == WAVE_F32 || dtype == WAVE_F64
+                 ? ld_float(t, p, dtype, &v)
+                 : ld_int(t, p, dtype, &v);
     if (rv != 0) {
       free(rows);
       int w = (int)(p - t > 40 ? 40 : p - t);
@@ -363,19 +387,19 @@ static int ld_text(const char *name, const char *buf, size_t len,
     }
     if (n == cap) {
       cap = cap ? cap * 2 : 1024;
-      unsigned char *nr = realloc(rows, cap * 4);
+      unsigned char *nr = realloc(rows, cap * sz);
       if (nr == NULL) {
         free(rows);
         return wv_seterr(err, WAVE_ENOMEM, "%s: %zu rows", name, n);
       }
       rows = nr;
     }
-    ld_put32(rows + n * 4, v);
+    ld_put(rows + n * sz, v, sz);
     n++;
   }
   out->mem = rows;
   out->data = rows;
-  out->bytes = n * 4;
+  out->bytes = n * sz;
   return 0;
 }
 
@@ -388,7 +412,7 @@ static int ld_text(const char *name, const char *buf, size_t len,
  * head is looked at, so that a region path decides the same as the message
  * path without reading the whole file first. */
 static int ld_looks_like_text(const unsigned char *head, size_t k,
-                              uint64_t size)
+                              uint64_t size, unsigned row)
 {
   int digit = 0, newline = 0;
   for (size_t i = 0; i < k; i++) {
@@ -400,7 +424,7 @@ static int ld_looks_like_text(const unsigned char *head, size_t k,
     else if (ch == 0 || !strchr(" \t\r,;+-.eExXabcdefABCDEFinfINFnaNA#", ch))
       return 0;
   }
-  return digit && (newline || size < 4 || size % 4 != 0);
+  return digit && (newline || size < row || size % row != 0);
 }
 
 int wv_format_decide(const char *name, const void *head_, size_t k,
@@ -409,8 +433,9 @@ int wv_format_decide(const char *name, const void *head_, size_t k,
 {
   const unsigned char *head = head_;
   memset(out, 0, sizeof *out);
-  if (dtype != WAVE_U32 && dtype != WAVE_S32 && dtype != WAVE_F32)
+  if (dtype < WAVE_U32 || dtype > WAVE_F64)
     return wv_seterr(err, WAVE_EDTYPE, "%s: no dtype to read it as", name);
+  unsigned sz = wv_dtype_size(dtype);
   /* the caller hands the whole head, never a shorter piece of it: the
    * answer must not depend on how much some path happened to read */
   if (k > size || (k < WV_FORMAT_HEAD && k != size))
@@ -419,7 +444,7 @@ int wv_format_decide(const char *name, const void *head_, size_t k,
   if (fmt == WV_FMT_AUTO) {
     if (k >= 6 && memcmp(head, LD_NPY_MAGIC, 6) == 0) {
       fmt = WV_FMT_NPY;
-    } else if (ld_looks_like_text(head, k, size)) {
+    } else if (ld_looks_like_text(head, k, size, sz)) {
       return wv_seterr(err, WAVE_EARG, "%s: looks like text (numbers), not "
                        "raw rows; say --format text, or --format raw to read "
                        "its bytes as rows", name);
@@ -436,14 +461,14 @@ int wv_format_decide(const char *name, const void *head_, size_t k,
     uint64_t rows;
     int rv = ld_npy(name, head, k, size, dtype, &out->offset, &rows, err);
     if (rv == 0)
-      out->bytes = rows * 4;
+      out->bytes = rows * sz;
     return rv;
   }
   default:
-    if (size % 4 != 0)
+    if (size % sz != 0)
       return wv_seterr(err, WAVE_ELENGTH, "%s: %llu bytes is not a whole "
-                       "number of 4-byte %s rows", name,
-                       (unsigned long long)size, wave_dtype_name(dtype));
+                       "number of %u-byte %s rows", name,
+                       (unsigned long long)size, sz, wave_dtype_name(dtype));
     out->format = WV_FMT_RAW;
     out->bytes = size;
     return 0;

@@ -20,10 +20,14 @@
 
 const wv_opt wv_opts[] = {
   /* options of one command, in the order usage lists them */
-  {"op", "OP", WV_O_OP, B(REDUCE), "sum min max extent and or xor",
-   "the reduction: sum, min, max, extent, and, or, xor"},
-  {"dtype", "DTYPE", WV_O_DTYPE, B(REDUCE), "uint32 sint32 float32",
-   "uint32, sint32, float32 (also u32, s32/int32, f32)"},
+  {"op", "OP", WV_O_OP, B(REDUCE),
+   "sum min max extent and or xor argmin argmax",
+   "the reduction: sum, min, max, extent, and, or, xor, argmin, argmax "
+   "(the value and the index of its first row)"},
+  {"dtype", "DTYPE", WV_O_DTYPE, B(REDUCE),
+   "uint32 sint32 float32 uint64 sint64 float64",
+   "uint32, sint32, float32, uint64, sint64, float64 (also u32, s32/int32, "
+   "f32, u64, s64/int64, f64/double); rows of 4 or 8 bytes"},
   {"input", "FILE", WV_O_INPUT, B(REDUCE), "=file",
    "one chunk of rows, in order; '-' reads standard input"},
   {"mask", "FILE", WV_O_MASK, B(REDUCE), "=file",

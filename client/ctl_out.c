@@ -1,16 +1,20 @@
 /* ctl_out.c - how wavectl prints results: one JSON object (--json) or a
  * short readable text.
  *
- * JSON has no NaN or infinity, so those float32 results are the strings
- * "nan", "inf", "-inf"; every other float is printed with %.9g, which is
- * enough digits for strtof() to give back the same bits, and the raw bits
- * are printed alongside ("bits") for anyone who needs them exactly.
+ * JSON has no NaN or infinity, so those float results are the strings
+ * "nan", "inf", "-inf"; every other float32 is printed with %.9g, which is
+ * enough digits for strtof() to give back the same bits, and a float64
+ * with the fewest digits (15 to 17) that strtod() reads back to its bits.
+ * Integers are exact, 64-bit ones too.  The raw bits are printed alongside
+ * ("bits": 8 hex digits for a 32-bit dtype, 16 for a 64-bit one) for anyone
+ * who needs them exactly; argmin/argmax add the row's "index".
  * 64-bit hash outputs and fingerprints are 16-digit hex strings; nonces and
  * counts are plain JSON integers (exact, though beyond 2^53 a reader that
  * parses numbers as doubles rounds them).
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/ctl.h"
@@ -35,40 +39,65 @@ void wv_json_str(FILE *f, const char *s)
   fputc('"', f);
 }
 
-static const char *out_value(char *buf, size_t n, wave_dtype dtype,
-                             uint32_t bits, int quote)
+/* A finite double in the fewest of 15..17 significant digits that read
+ * back to the same bits (17 always do). */
+static void out_f64(char *buf, size_t n, double d)
 {
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, d);
+    if (prec == 17 || strtod(buf, NULL) == d)
+      return;
+  }
+}
+
+static const char *out_value(char *buf, size_t n, wave_dtype dtype,
+                             uint64_t bits, int quote)
+{
+  double d = 0;
   switch (dtype) {
   case WAVE_S32:
-    snprintf(buf, n, "%" PRId32, (int32_t)bits);
-    break;
+    snprintf(buf, n, "%" PRId32, (int32_t)(uint32_t)bits);
+    return buf;
+  case WAVE_S64:
+    snprintf(buf, n, "%" PRId64, (int64_t)bits);
+    return buf;
+  case WAVE_U64:
+    snprintf(buf, n, "%" PRIu64, bits);
+    return buf;
   case WAVE_F32: {
+    uint32_t b = (uint32_t)bits;
     float f;
-    memcpy(&f, &bits, sizeof f);
-    const char *q = quote ? "\"" : "";
-    if (isnan(f))
-      snprintf(buf, n, "%snan%s", q, q);
-    else if (isinf(f))
-      snprintf(buf, n, "%s%sinf%s", q, f < 0 ? "-" : "", q);
-    else
-      snprintf(buf, n, "%.9g", (double)f);
+    memcpy(&f, &b, sizeof f);
+    d = f;
     break;
   }
+  case WAVE_F64:
+    memcpy(&d, &bits, sizeof d);
+    break;
   default:
-    snprintf(buf, n, "%" PRIu32, bits);
-    break;
+    snprintf(buf, n, "%" PRIu32, (uint32_t)bits);
+    return buf;
   }
+  const char *q = quote ? "\"" : "";
+  if (isnan(d))
+    snprintf(buf, n, "%snan%s", q, q);
+  else if (isinf(d))
+    snprintf(buf, n, "%s%sinf%s", q, d < 0 ? "-" : "", q);
+  else if (dtype == WAVE_F32)
+    snprintf(buf, n, "%.9g", d);
+  else
+    out_f64(buf, n, d);
   return buf;
 }
 
 const char *wv_json_value(char *buf, size_t n, wave_dtype dtype,
-                          uint32_t bits)
+                          uint64_t bits)
 {
   return out_value(buf, n, dtype, bits, 1);
 }
 
 const char *wv_text_value(char *buf, size_t n, wave_dtype dtype,
-                          uint32_t bits)
+                          uint64_t bits)
 {
   return out_value(buf, n, dtype, bits, 0);
 }
@@ -79,10 +108,23 @@ static void out_double(FILE *f, double v)
   fprintf(f, "%.9g", isfinite(v) ? v : 0.0);
 }
 
+/* "0x" and the bits of one value: 8 hex digits for a 32-bit dtype, 16
+ * for a 64-bit one. */
+static const char *out_bits(char *buf, size_t n, wave_dtype dtype,
+                            uint64_t bits)
+{
+  if (dtype == WAVE_U64 || dtype == WAVE_S64 || dtype == WAVE_F64)
+    snprintf(buf, n, "0x%016" PRIx64, bits);
+  else
+    snprintf(buf, n, "0x%08" PRIx32, (uint32_t)bits);
+  return buf;
+}
+
 void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
 {
-  char buf[48];
+  char buf[48], hb[24];
   unsigned n = r->n_values > 2 ? 2 : r->n_values;
+  int arg = r->op == WAVE_ARGMIN || r->op == WAVE_ARGMAX;
   if (json) {
     fputs("{\"result\": [", f);
     for (unsigned i = 0; i < n; i++)
@@ -90,8 +132,12 @@ void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
               wv_json_value(buf, sizeof buf, r->dtype, r->bits[i]));
     fputs("], \"bits\": [", f);
     for (unsigned i = 0; i < n; i++)
-      fprintf(f, "%s\"0x%08" PRIx32 "\"", i ? ", " : "", (uint32_t)r->bits[i]);
-    fprintf(f, "], \"count\": %" PRIu64 ", \"rows\": %" PRIu64
+      fprintf(f, "%s\"%s\"", i ? ", " : "",
+              out_bits(hb, sizeof hb, r->dtype, r->bits[i]));
+    fputs("], ", f);
+    if (arg)
+      fprintf(f, "\"index\": %" PRId64 ", ", r->index);
+    fprintf(f, "\"count\": %" PRIu64 ", \"rows\": %" PRIu64
             ", \"device\": ", r->count, r->rows);
     wv_json_str(f, r->device);
     fputs(", \"dtype\": ", f);
@@ -105,16 +151,20 @@ void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
   }
   fprintf(f, "%s %s = ", wave_op_name(r->op), wave_dtype_name(r->dtype));
   if (n == 2) {
-    char b2[48];
-    fprintf(f, "[%s, %s]  (bits 0x%08" PRIx32 ", 0x%08" PRIx32 ")\n",
+    char b2[48], hb2[24];
+    fprintf(f, "[%s, %s]  (bits %s, %s)\n",
             wv_text_value(buf, sizeof buf, r->dtype, r->bits[0]),
             wv_text_value(b2, sizeof b2, r->dtype, r->bits[1]),
-            (uint32_t)r->bits[0], (uint32_t)r->bits[1]);
+            out_bits(hb, sizeof hb, r->dtype, r->bits[0]),
+            out_bits(hb2, sizeof hb2, r->dtype, r->bits[1]));
   } else {
-    fprintf(f, "%s  (bits 0x%08" PRIx32 ")\n",
+    fprintf(f, "%s  (bits %s)\n",
             wv_text_value(buf, sizeof buf, r->dtype, r->bits[0]),
-            (uint32_t)r->bits[0]);
+            out_bits(hb, sizeof hb, r->dtype, r->bits[0]));
   }
+  if (arg)
+    fprintf(f, "index: %" PRId64 "%s\n", r->index,
+            r->index < 0 ? " (no row)" : "");
   fprintf(f, "rows selected: %" PRIu64 " of %" PRIu64 "\n", r->count,
           r->rows);
   fprintf(f, "device: %s (%.6f s)\n", r->device, r->seconds);

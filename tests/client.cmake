@@ -5,6 +5,10 @@
 wave_test(test_client
   SOURCES test_client.c jsonq.c
   LIBS wvctl waveclient wvcore wvproto)
+# The same for the 64-bit dtypes and argmin/argmax (issue 23).
+wave_test(test_ctl64
+  SOURCES test_ctl64.c jsonq.c
+  LIBS wvctl waveclient wvcore wvproto)
 wave_test(test_client_lib
   SOURCES test_client_lib.c
   LIBS waveclient wvproto nng::nng)

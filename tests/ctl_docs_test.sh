@@ -44,6 +44,25 @@ for o in --fleet --devices --segments --daemon-uid --piece --probe --progress; d
   grep -qx -- "$o" <<<"$opts" || fail "--help lacks $o"
 done
 
+# the --op and --dtype words the completions offer: each one the parser
+# takes (a missing input is then exit 1, not a usage error), named in
+# wavectl(1)'s COMMANDS and in docs/cli.md's "submit reduce"
+src=$(cd "$(dirname "$0")/.." && pwd)
+words() { grep -o -- "--$1) COMPREPLY=(\$(compgen -W \"[^\"]*" "$bash_c" | sed 's/.*-W "//'; }
+cmds=$(sed -n '/^\.SH COMMANDS/,/^\.SH /p' "$man")
+cli=$(sed -n '/^## submit reduce/,/^## /p' "$src/docs/cli.md")
+for kind in op dtype; do
+  ws=$(words $kind)
+  [ "$(wc -w <<<"$ws")" -ge 6 ] || fail "bash offers only '$ws' for --$kind"
+  for w in $ws; do
+    grep -qw -- "$w" <<<"$cmds" || fail "wavectl.1 COMMANDS lacks $kind $w"
+    grep -q -- "\`$w\`" <<<"$cli" || fail "docs/cli.md submit reduce lacks \`$w\`"
+    if [ $kind = op ]; then a=(--op "$w" --dtype u32); else a=(--op sum --dtype "$w"); fi
+    "$ctl" submit reduce "${a[@]}" --input /nonexistent/x >/dev/null 2>&1
+    [ $? -eq 1 ] || fail "wavectl does not take --$kind $w"
+  done
+done
+
 # bash: loads, registers, and offers a command's options
 out=$(bash -c "source '$bash_c' && complete -p wavectl") || fail "bash: $out"
 [ "$out" = "complete -F _wavectl wavectl" ] || fail "bash registers: $out"

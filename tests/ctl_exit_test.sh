@@ -76,17 +76,35 @@ expect 0 "" help submit
 printf '\1\0\0\0\2\0\0\0' >"$tmp/two.raw"
 expect 0 "" submit reduce --op sum --dtype u32 --input "$tmp/two.raw"
 grep -q '^sum uint32 = 3 ' "$tmp/out" || fail "sum of 1 and 2: $(cat "$tmp/out")"
+# the same 8 bytes as one uint64 row (2^33 + 1), and argmax over two (issue 23)
+expect 0 "" submit reduce --op sum --dtype u64 --input "$tmp/two.raw"
+grep -q '^sum uint64 = 8589934593  (bits 0x0000000200000001)$' "$tmp/out" ||
+  fail "sum of one uint64 row: $(cat "$tmp/out")"
+printf '5\n9007199254740993\n7\n9007199254740993\n' >"$tmp/four.txt"
+expect 0 "" submit reduce --op argmax --dtype u64 --format text --input "$tmp/four.txt"
+grep -q '^argmax uint64 = 9007199254740993 ' "$tmp/out" && grep -q '^index: 1$' "$tmp/out" ||
+  fail "argmax of four uint64 rows: $(cat "$tmp/out")"
 
 # 1: the daemon refused or failed the job; a bad input file
 expect 1 PACK submit hash --pack nosuch --nonce 0 --count 10
 expect 1 OPDTYPE submit reduce --op xor --dtype f32 --input "$tmp/two.raw"
 expect 1 IO submit reduce --op sum --dtype u32 --input "$tmp/missing.raw"
 grep -q 'missing.raw: No such file' "$tmp/err" || fail "missing file: $(cat "$tmp/err")"
+# rows of 8 bytes: 12 bytes are not whole rows; a text number past the dtype
+printf '\1\0\0\0\2\0\0\0\3\0\0\0' >"$tmp/twelve.raw"
+expect 1 LENGTH submit reduce --op sum --dtype f64 --input "$tmp/twelve.raw"
+grep -q 'twelve.raw: 12 bytes is not a whole number of 8-byte float64 rows' "$tmp/err" ||
+  fail "12 bytes as float64: $(cat "$tmp/err")"
+printf '1\n2\n18446744073709551616\n' >"$tmp/big.txt"
+expect 1 ARG submit reduce --op sum --dtype u64 --format text --input "$tmp/big.txt"
+grep -q "big.txt:3: '18446744073709551616' is out of range for uint64" "$tmp/err" ||
+  fail "2^64 as uint64: $(cat "$tmp/err")"
 expect 1 NOJOB wait 12345
 
 # 2: usage errors
 expect 2 ARG status --frob
 expect 2 ARG submit reduce --op frob --dtype u32 --input "$tmp/two.raw"
+expect 2 ARG submit reduce --op argmax --dtype float128 --input "$tmp/two.raw"
 expect 2 ARG --timeout soon status
 expect 2 ARG frob
 expect 2 ARG --url 'nonsense://x' status

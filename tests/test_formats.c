@@ -7,8 +7,11 @@
  * region read at each job (ipc, forced with WAVECTL_PATH), or as it picks by
  * itself over ipc.  For a matrix of files (text, raw, npy of each dtype,
  * empty, odd lengths, a text head over a raw tail) x format x dtype, every
- * way must print the same answer (the JSON result, bits, rows, count; not
- * the seconds) or the same refusal (exit status and error name).  The
+ * way must print the same answer (the JSON result, bits, index, rows, count;
+ * not the seconds) or the same refusal (exit status and error name).  The
+ * 32-bit dtypes are summed; of the 64-bit ones (8-byte rows, issue 23)
+ * uint64 is summed and sint64/float64 take argmax/argmin, whose index must
+ * agree too.  The
  * answers themselves are not written here: what matters is that no path
  * disagrees with the plain message over tcp, which no region code touches.
  *
@@ -35,11 +38,15 @@ typedef struct tf_file {
   size_t len;
 } tf_file;
 
-enum { TF_FILES = 13 };
+enum { TF_FILES = 16 };
 static tf_file g_files[TF_FILES];
 
 static const char *const tf_formats[] = {"auto", "raw", "text", "npy"};
-static const char *const tf_dtypes[] = {"uint32", "sint32", "float32"};
+static const char *const tf_dtypes[] = {"uint32", "sint32", "float32",
+                                        "uint64", "sint64", "float64"};
+static const char *const tf_ops[] = {"sum", "sum", "sum",
+                                     "sum", "argmax", "argmin"};
+enum { TF_DTYPES = sizeof tf_dtypes / sizeof tf_dtypes[0] };
 
 /* The ways: env, whether over tcp, and the name wavectl says it took. */
 typedef struct tf_way {
@@ -64,8 +71,9 @@ static void tf_path(char *out, size_t n, const char *name)
   snprintf(out, n, "%s/%s", g_d.dir, name);
 }
 
+/* n rows of size bytes (4 or 8) from rows. */
 static unsigned char *tf_npy(const char *descr, const uint32_t *rows,
-                             size_t n, size_t *len)
+                             size_t n, size_t size, size_t *len)
 {
   char hdr[128];
   int h = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, "
@@ -73,7 +81,7 @@ static unsigned char *tf_npy(const char *descr, const uint32_t *rows,
   size_t hl = (size_t)h + 1;
   size_t pad = (64 - (10 + hl) % 64) % 64;
   hl += pad;
-  *len = 10 + hl + n * 4;
+  *len = 10 + hl + n * size;
   unsigned char *b = malloc(*len);
   ck_assert_ptr_nonnull(b);
   memcpy(b, "\x93NUMPY\x01\x00", 8);
@@ -82,7 +90,7 @@ static unsigned char *tf_npy(const char *descr, const uint32_t *rows,
   memcpy(b + 10, hdr, (size_t)h);
   memset(b + 10 + h, ' ', pad);
   b[10 + hl - 1] = '\n';
-  memcpy(b + 10 + hl, rows, n * 4);
+  memcpy(b + 10 + hl, rows, n * size);
   return b;
 }
 
@@ -114,11 +122,17 @@ static void tf_make_files(void)
   tf_add(i++, "floats.raw", floats, sizeof floats);
   tf_add(i++, "empty", "", 0);
   tf_add(i++, "odd.raw", "\x01\x02\x00\xff\x10\x20\x30", 7);
-  static const char *const descr[] = {"<u4", "<i4", "<f4"};
-  static const char *const names[] = {"u4.npy", "i4.npy", "f4.npy"};
-  for (int d = 0; d < 3; d++) {
+  static const char *const descr[] = {"<u4", "<i4", "<f4",
+                                      "<u8", "<i8", "<f8"};
+  static const char *const names[] = {"u4.npy", "i4.npy", "f4.npy",
+                                      "u8.npy", "i8.npy", "f8.npy"};
+  /* the 8-byte rows are the same bytes, 8 of them (floats: 16 float32
+   * bit patterns read as float64, some NaN or inf: the argmin ignores
+   * those) */
+  for (int d = 0; d < 6; d++) {
     size_t len;
-    unsigned char *b = tf_npy(descr[d], d == 2 ? floats : ints, 16, &len);
+    unsigned char *b = tf_npy(descr[d], d % 3 == 2 ? floats : ints,
+                              d < 3 ? 16 : 8, d < 3 ? 4 : 8, &len);
     tf_add(i++, names[d], b, len);
     free(b);
   }
@@ -153,17 +167,18 @@ static void tf_read(const char *path, char *buf, size_t n)
 }
 
 static void tf_run(const tf_way *w, const char *file, const char *fmt,
-                   const char *dtype, tf_verdict *v)
+                   size_t di, tf_verdict *v)
 {
+  const char *dtype = tf_dtypes[di];
   char in[300], out[300], err[300], cmd[2048];
   tf_path(in, sizeof in, file);
   tf_path(out, sizeof out, "run.out");
   tf_path(err, sizeof err, "run.err");
   int stdin_ = strcmp(w->label, "stdin") == 0;
   snprintf(cmd, sizeof cmd, "%s %s/wavectl --url %s --timeout 60000 --json "
-           "submit reduce --op sum --dtype %s --format %s --input %s %s%s "
+           "submit reduce --op %s --dtype %s --format %s --input %s %s%s "
            ">%s 2>%s", w->env, getenv("WAVE_BINARY_DIR"),
-           w->tcp ? g_d.tcp : g_d.ipc, dtype, fmt, stdin_ ? "-" : in,
+           w->tcp ? g_d.tcp : g_d.ipc, tf_ops[di], dtype, fmt, stdin_ ? "-" : in,
            stdin_ ? "<" : "", stdin_ ? in : "", out, err);
   int st = system(cmd);
   v->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -201,14 +216,14 @@ START_TEST(formats_agree)
 {
   const tf_file *f = &g_files[_i];
   for (size_t fi = 0; fi < 4; fi++)
-    for (size_t di = 0; di < 3; di++) {
+    for (size_t di = 0; di < TF_DTYPES; di++) {
       tf_verdict ref, v;
-      tf_run(&tf_ways[0], f->name, tf_formats[fi], tf_dtypes[di], &ref);
+      tf_run(&tf_ways[0], f->name, tf_formats[fi], di, &ref);
       ck_assert_msg(ref.status == 0 || ref.status == 1, "%s %s %s: status "
                     "%d", f->name, tf_formats[fi], tf_dtypes[di], ref.status);
       for (size_t wi = 1; wi < TF_WAYS; wi++) {
         const tf_way *w = &tf_ways[wi];
-        tf_run(w, f->name, tf_formats[fi], tf_dtypes[di], &v);
+        tf_run(w, f->name, tf_formats[fi], di, &v);
         ck_assert_msg(v.status == ref.status &&
                       strcmp(v.answer, ref.answer) == 0,
                       "%s --format %s --dtype %s: %s gives status %d '%s', "
@@ -233,7 +248,7 @@ START_TEST(text_as_raw_refused)
 {
   for (size_t wi = 0; wi < TF_WAYS; wi++) {
     tf_verdict v;
-    tf_run(&tf_ways[wi], "t.txt", "auto", "uint32", &v);
+    tf_run(&tf_ways[wi], "t.txt", "auto", wi % TF_DTYPES, &v);
     ck_assert_msg(v.status == 1 && strcmp(v.answer, "ARG") == 0,
                   "%s: status %d '%s'", tf_ways[wi].label, v.status,
                   v.answer);

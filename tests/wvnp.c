@@ -3,10 +3,11 @@
  * 23: integer sums against NumPy's wrapping sums, argmin/argmax against
  * np.argmin/np.argmax).
  *
- *   wvnp DTYPE OP FILE [CHUNK_ROWS...]
+ *   wvnp DTYPE OP FILE [--mask=MASKFILE] [CHUNK_ROWS...]
  *
  * FILE holds little-endian rows of DTYPE; the optional CHUNK_ROWS cut it
- * into chunks (the rest is the last chunk).  Prints one line,
+ * into chunks (the rest is the last chunk); MASKFILE, one uint32 row per
+ * input row (nonzero selects), is the job's mask in one chunk.  Prints one line,
  * "bits0 bits1 count index" (hex, hex, decimal, decimal), when the
  * reference and a 3-thread CPU device agree; exits 1 with both answers
  * when they do not, 2 on bad arguments.
@@ -22,6 +23,26 @@
 
 #define NP_MAX_CHUNKS 64
 
+/* The whole of path, malloc'd, its length in *len; NULL when unreadable. */
+static unsigned char *np_read(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    perror(path);
+    return NULL;
+  }
+  size_t cap = 1 << 20;
+  unsigned char *buf = malloc(cap);
+  *len = 0;
+  for (size_t got; buf != NULL && (got = fread(buf + *len, 1, cap - *len, f)) > 0;) {
+    *len += got;
+    if (*len == cap)
+      buf = realloc(buf, cap *= 2);
+  }
+  fclose(f);
+  return buf;
+}
+
 static void np_print(FILE *f, const char *who, const wv_reduce_out *o)
 {
   fprintf(f, "%s%s%" PRIx64 " %" PRIx64 " %" PRIu64 " %" PRId64 "\n", who,
@@ -31,7 +52,8 @@ static void np_print(FILE *f, const char *who, const wv_reduce_out *o)
 int main(int argc, char **argv)
 {
   if (argc < 4) {
-    fprintf(stderr, "usage: wvnp DTYPE OP FILE [CHUNK_ROWS...]\n");
+    fprintf(stderr, "usage: wvnp DTYPE OP FILE [--mask=MASKFILE] "
+            "[CHUNK_ROWS...]\n");
     return 2;
   }
   wave_dtype dt = wave_dtype_parse(argv[1]);
@@ -40,28 +62,26 @@ int main(int argc, char **argv)
     fprintf(stderr, "wvnp: %s %s: not a reduction\n", argv[1], argv[2]);
     return 2;
   }
-  FILE *f = fopen(argv[3], "rb");
-  if (f == NULL) {
-    perror(argv[3]);
-    return 2;
-  }
   unsigned size = wv_dtype_size(dt);
-  size_t cap = 1 << 20, len = 0;
-  unsigned char *buf = malloc(cap);
-  for (size_t got; buf != NULL && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
-    len += got;
-    if (len == cap)
-      buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
+  size_t len, mlen = 0;
+  unsigned char *buf = np_read(argv[3], &len), *mbuf = NULL;
   if (buf == NULL || len % size != 0) {
     fprintf(stderr, "wvnp: %s: not whole %u-byte rows\n", argv[3], size);
     return 2;
   }
   uint64_t rows = len / size, off = 0;
+  int first = 4;
+  if (argc > 4 && strncmp(argv[4], "--mask=", 7) == 0) {
+    first = 5;
+    if ((mbuf = np_read(argv[4] + 7, &mlen)) == NULL || mlen != rows * 4) {
+      fprintf(stderr, "wvnp: %s: not %llu uint32 rows\n", argv[4] + 7,
+              (unsigned long long)rows);
+      return 2;
+    }
+  }
   wv_span in[NP_MAX_CHUNKS];
   size_t n = 0;
-  for (int i = 4; i < argc && n + 1 < NP_MAX_CHUNKS; i++) {
+  for (int i = first; i < argc && n + 1 < NP_MAX_CHUNKS; i++) {
     uint64_t r = strtoull(argv[i], NULL, 10);
     if (r > rows - off)
       r = rows - off;
@@ -69,7 +89,10 @@ int main(int argc, char **argv)
     off += r;
   }
   in[n++] = (wv_span){rows > off ? buf + size * off : NULL, rows - off};
+  wv_span mask = {rows ? mbuf : NULL, rows};
   wv_reduce_job job = {.dtype = dt, .op = op, .input = in, .n_input = n,
+                       .mask = &mask, .n_mask = mbuf != NULL,
+                       .has_mask = mbuf != NULL,
                        .rows = rows};
   wv_reduce_out ref, cpu;
   wave_error e = {0};
@@ -83,6 +106,7 @@ int main(int argc, char **argv)
   }
   wv_cpu_backend.close(dev);
   free(buf);
+  free(mbuf);
   if (memcmp(ref.bits, cpu.bits, sizeof ref.bits) != 0 ||
       ref.count != cpu.count || ref.index != cpu.index) {
     np_print(stderr, "reference", &ref);

@@ -148,13 +148,14 @@ def test_shapes_and_buffers(client):
 
 
 @pytest.mark.parametrize("bad,fix", [
-    (np.arange(4), "a.astype(np.int32)"),             # NumPy's int64
-    (np.ones(4), "a.astype(np.float32)"),             # float64
+    (np.arange(4, dtype=np.int16), "a.astype(np.int32)"),
+    (np.ones(4, np.longdouble), "a.astype(np.float64)"),
     (np.ones(4, np.float16), "a.astype(np.float32)"),
-    (np.ones(4, np.uint64), "a.astype(np.uint32)"),
+    (np.ones(4, np.complex64), "a.astype(np.float64)"),
     (np.ones(4, bool), "a.astype(np.uint32)"),
     (b"\x00" * 16, "a.astype"),                       # bytes: uint8
     (np.ones(4, ">f4"), "newbyteorder"),
+    (np.ones(4, ">i8"), "newbyteorder"),
 ])
 def test_dtype_refused(client, bad, fix):
     with pytest.raises(wavedd.DtypeError) as e:

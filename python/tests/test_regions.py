@@ -137,7 +137,7 @@ def test_pool_reused(client, daemon):
 
 def test_empty_args(client):
     with pytest.raises(wavedd.DtypeError):
-        wavedd.empty(4, np.float64, client=client)
+        wavedd.empty(4, np.float16, client=client)
     with pytest.raises(wavedd.ArgError, match="client="):
         wavedd.empty(4, np.float32)
     with pytest.raises(wavedd.ArgError):

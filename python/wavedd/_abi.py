@@ -31,10 +31,12 @@ SONAMES = (SONAME,)
 # typedef enum NAME { CONSTANT = value, ... } NAME;
 ENUMS = (
     ("wave_dtype", (("WAVE_DTYPE_NONE", 0), ("WAVE_U32", 1), ("WAVE_S32", 2),
-                    ("WAVE_F32", 3))),
+                    ("WAVE_F32", 3), ("WAVE_U64", 4), ("WAVE_S64", 5),
+                    ("WAVE_F64", 6))),
     ("wave_op", (("WAVE_OP_NONE", 0), ("WAVE_SUM", 1), ("WAVE_MIN", 2),
                  ("WAVE_MAX", 3), ("WAVE_EXTENT", 4), ("WAVE_AND", 5),
-                 ("WAVE_OR", 6), ("WAVE_XOR", 7))),
+                 ("WAVE_OR", 6), ("WAVE_XOR", 7), ("WAVE_ARGMIN", 8),
+                 ("WAVE_ARGMAX", 9))),
     ("wave_job_state", (("WAVE_JOB_QUEUED", 1), ("WAVE_JOB_RUNNING", 2),
                         ("WAVE_JOB_DONE", 3), ("WAVE_JOB_FAILED", 4),
                         ("WAVE_JOB_CANCELLED", 5),

@@ -33,10 +33,15 @@ DTYPES = {
     np.dtype("<u4"): lib.WAVE_U32,
     np.dtype("<i4"): lib.WAVE_S32,
     np.dtype("<f4"): lib.WAVE_F32,
+    np.dtype("<u8"): lib.WAVE_U64,
+    np.dtype("<i8"): lib.WAVE_S64,
+    np.dtype("<f8"): lib.WAVE_F64,
 }
 _NP = {v: k for k, v in DTYPES.items()}
 
-OPS = ("sum", "min", "max", "extent", "and", "or", "xor")
+OPS = ("sum", "min", "max", "extent", "and", "or", "xor", "argmin",
+       "argmax")
+_ARG_OPS = ("argmin", "argmax")
 
 # Bound now: a region's finalizer may run inside a cffi call that holds
 # cffi's (non-reentrant) lock, where a first lookup of lib.NAME would wait
@@ -50,28 +55,31 @@ _POOL_ALIGN = 2 << 20     # pool sizes: whole huge pages
 
 
 def _fix(dt):
-    """What to call instead, for an unsupported dtype."""
+    """What to call instead, for an unsupported dtype: the narrowest
+    supported one that holds every value (float16 -> float32, int16 ->
+    int32), the widest for wider ones (float128 -> float64)."""
+    w = "32" if dt.itemsize < 4 else "64"
     if dt.kind == "f":
-        return "a.astype(np.float32)"
+        return f"a.astype(np.float{w})"
     if dt.kind == "i":
-        return "a.astype(np.int32)"
+        return f"a.astype(np.int{w})"
     if dt.kind in "ub":
-        return "a.astype(np.uint32)"
-    return "a.astype(np.float32), a.astype(np.int32) or a.astype(np.uint32)"
+        return f"a.astype(np.uint{w})"
+    return "a.astype(np.float64), a.astype(np.int64) or a.astype(np.uint64)"
 
 
 def _dtype_of(dt):
     dt = np.dtype(dt)
     wd = DTYPES.get(dt)
     if wd is None:
-        if dt.itemsize == 4 and dt.byteorder == ">":
+        if dt.itemsize in (4, 8) and dt.byteorder == ">":
             fix = "a.astype(a.dtype.newbyteorder('<'))"
         else:
             fix = _fix(dt)
         raise DtypeError(f"dtype {dt} is not one wavedd reduces (uint32, "
-                         f"int32, float32, little-endian); convert it "
-                         f"yourself, e.g. {fix} (wavedd never converts "
-                         f"silently)")
+                         f"int32, float32, uint64, int64, float64, "
+                         f"little-endian); convert it yourself, e.g. {fix} "
+                         f"(wavedd never converts silently)")
     return wd
 
 
@@ -98,7 +106,10 @@ def _addr(a):
 
 class Result:
     """A reduction's answer.  value: a NumPy scalar of the dtype (a pair
-    (min, max) for extent); bits: the raw 32-bit results (a tuple);
+    (min, max) for extent); bits: the raw results as unsigned integers of
+    the dtype's width, 32 or 64 bits (a tuple); index: for argmin/argmax
+    the row of the value, counted from 0 over all the chunks (-1 when no
+    row was selected, or no float was finite), None for the other ops;
     count: rows selected; rows: rows in the input; device; seconds (on
     the device); finite (float min/max/extent: True when a selected row is
     finite, False when none is, None when not said); via: "region",
@@ -107,11 +118,14 @@ class Result:
     def __init__(self, r, via):
         dt = _NP[r.dtype]
         n = min(r.n_values, 2)
-        self.bits = tuple(int(r.bits[i]) for i in range(n))
-        vals = np.array(self.bits, dtype=np.uint32).view(dt)
+        u = np.uint32 if dt.itemsize == 4 else np.uint64
+        mask = (1 << (8 * dt.itemsize)) - 1
+        self.bits = tuple(int(r.bits[i]) & mask for i in range(n))
+        vals = np.array(self.bits, dtype=u).view(dt)
         self.value = (vals[0], vals[1]) if n == 2 else vals[0]
         self.dtype = dt
         self.op = text(lib.wave_op_name(r.op))
+        self.index = int(r.index) if self.op in _ARG_OPS else None
         self.count = int(r.count)
         self.rows = int(r.rows)
         self.device = text(r.device)
@@ -120,7 +134,8 @@ class Result:
         self.via = via
 
     def __repr__(self):
-        return (f"Result(op={self.op!r}, value={self.value!r}, "
+        ix = "" if self.index is None else f"index={self.index}, "
+        return (f"Result(op={self.op!r}, value={self.value!r}, {ix}"
                 f"bits={tuple(hex(b) for b in self.bits)}, "
                 f"count={self.count}, rows={self.rows}, "
                 f"device={self.device!r}, seconds={self.seconds:.6f})")
@@ -312,7 +327,10 @@ class Client:
     # ---- reductions ----------------------------------------------------
     def reduce(self, op, *chunks, mask=None, device=None):
         """Reduce the rows of chunks (in order) with op: "sum", "min",
-        "max", "extent", "and", "or", "xor".  mask: None, or an array (or
+        "max", "extent", "and", "or", "xor", "argmin", "argmax" (the value
+        and its first row: Result.index).  The chunks are arrays of one
+        dtype: uint32, int32, float32, uint64, int64 or float64,
+        little-endian (never converted).  mask: None, or an array (or
         a list of arrays) of uint32 rows, one per input row, nonzero
         selecting it.  device: a device name, or None for the daemon's
         pick.  Returns a Result."""
