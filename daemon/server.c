@@ -47,6 +47,7 @@
 #include "daemon/bulk/regionpin.h"
 #include "daemon/log.h"
 #include "daemon/net/front.h"
+#include "daemon/net/nngfix.h"
 #include "daemon/net/req.h"
 #include "daemon/rq/park.h"
 #include "daemon/rq/route.h"
@@ -254,7 +255,8 @@ static void sv_summary(uv_signal_t *h, int signum)
   wd_info("status: up %" PRIu64 " s, %s, %zu device(s), %zu connection(s), "
           "%zu context(s), %zu parked poll(s), %u reduction(s) and %zu hash "
           "job(s) in flight, %" PRIu64 " served, %" PRIu64 " failed, %u "
-          "ipc listener recovery(ies)",
+          "ipc listener recovery(ies), %" PRIu64 " aborted handshake(s) "
+          "defused (nng#1518)",
           (uv_hrtime() - s->t0) / 1000000000u,
           s->state >= WD_SV_STOPPING ? "stopping"
           : s->state == WD_SV_READY  ? "ready"
@@ -262,7 +264,7 @@ static void sv_summary(uv_signal_t *h, int signum)
           s->n_devs, s->fe->peers ? wd_peers_count(s->fe->peers) : 0,
           s->fe->n_reqs, s->fe->n_parked, s->reduce_inflight,
           wd_jobs_active(s->jobs), s->served, s->failed,
-          wd_listeners_recoveries(s->fe->lst));
+          wd_listeners_recoveries(s->fe->lst), wd_nngfix_count());
 }
 
 static void sv_noop_close(uv_handle_t *h) { (void)h; }

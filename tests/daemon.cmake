@@ -153,8 +153,8 @@ wave_test(test_turns SOURCES test_turns.c LIBS wvdcore)
 # park/resume, unqueue, the fault rule, stop (test_exec.c)
 wave_test(test_exec SOURCES test_exec.c LIBS wvdcore wvfake)
 
-wave_test(test_fairred SOURCES test_fairred.c daemon_harness.c
-  LIBS wvcore wvproto nng::nng)
+wave_test(test_fairred SOURCES test_fairred.c daemon_harness.c bulk_harness.c
+  LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_fairred wavedd wavedd-test)
 target_compile_definitions(test_fairred PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")

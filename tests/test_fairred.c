@@ -20,17 +20,20 @@
  * tree).  Served whole, A's would end first.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
 
+#include "bulk_harness.h"
 #include "daemon_harness.h"
 #include "core/base.h"
 #include "core/reduce.h"
@@ -46,6 +49,7 @@ static void fr_config(td_daemon *d, const char *dev)
   ck_assert_int_eq(mkdir(hold, 0700), 0);
   snprintf(text, sizeof text,
            "listen: [\"%s\", \"%s\"]\nauth: none\nlog_level: info\n"
+           "allow_client_shm: true\n"
            "packs: {dir: %s/config/packs, load: [small], prepare: first-use}\n"
            "devices:\n  - {name: fk0, backend: fake, threads: 1, "
            "device: \"hold_prepare=%s\"%s}\n",
@@ -85,21 +89,16 @@ static void fr_wait_queued(nng_socket s, unsigned want)
   ck_assert_uint_eq(n, want);
 }
 
-/* Send a sum of the n chunks in (u32, or f32 if fsum) as request id on
- * ctx without waiting for the reply; the aio carries it. */
-static nng_aio *fr_send_sum(nng_ctx ctx, uint64_t id, ProtobufCBinaryData *in,
-                            size_t n_in, int fsum)
+/* Send rr as request id on ctx without waiting for the reply; the aio
+ * carries it. */
+static nng_aio *fr_send_req(nng_ctx ctx, uint64_t id,
+                            Wave__V1__ReduceRequest *rr)
 {
-  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
-  rr.dtype = fsum ? WAVE__V1__DTYPE__F32 : WAVE__V1__DTYPE__U32;
-  rr.op = WAVE__V1__OP__SUM;
-  rr.n_input = n_in;
-  rr.input = in;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
   rq.version = 2;
   rq.id = id;
   rq.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
-  rq.reduce = &rr;
+  rq.reduce = rr;
   size_t n = wave__v1__request__get_packed_size(&rq);
   nng_msg *m;
   ck_assert_int_eq(nng_msg_alloc(&m, n), 0);
@@ -113,6 +112,18 @@ static nng_aio *fr_send_sum(nng_ctx ctx, uint64_t id, ProtobufCBinaryData *in,
   ck_assert_int_eq(nng_aio_result(aio), 0);
   nng_ctx_recv(ctx, aio);
   return aio;
+}
+
+/* A sum of the n chunks in (u32, or f32 if fsum), sent as fr_send_req. */
+static nng_aio *fr_send_sum(nng_ctx ctx, uint64_t id, ProtobufCBinaryData *in,
+                            size_t n_in, int fsum)
+{
+  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
+  rr.dtype = fsum ? WAVE__V1__DTYPE__F32 : WAVE__V1__DTYPE__U32;
+  rr.op = WAVE__V1__OP__SUM;
+  rr.n_input = n_in;
+  rr.input = in;
+  return fr_send_req(ctx, id, &rr);
 }
 
 /* A sum of one row, id. */
@@ -236,14 +247,15 @@ END_TEST
 
 #define FR_BIG 300000  /* rows of A's float sum: 200,000 + 100,000 */
 
-START_TEST(a_big_sum_yields_between_slices)
+/* FR_BIG float rows whose sum depends on the tree (exponents -20..20,
+ * signs mixed), and the bits of their whole sum (core/reduce.c's
+ * reference over two spans of 200,000 and 100,000 rows). */
+static float *fr_rows(uint32_t *bits)
 {
-  td_daemon d;
-  nng_socket s = fr_start_held(&d, ", reduce_slice_rows: 65536");
   float *rows = malloc(FR_BIG * sizeof *rows);
   ck_assert_ptr_nonnull(rows);
   uint64_t x = 0x2545f4914f6cdd1dull;
-  for (size_t i = 0; i < FR_BIG; i++) {  /* exponents -20..20, signs mixed */
+  for (size_t i = 0; i < FR_BIG; i++) {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
@@ -256,27 +268,92 @@ START_TEST(a_big_sum_yields_between_slices)
   wv_reduce_out want = {0};
   wave_error err = {0};
   ck_assert_int_eq(wv_reduce_reference(&job, &want, &err), 0);
+  *bits = want.bits[0];
+  return rows;
+}
+
+/* Let go of the device with A's big sum (id 301, aa, sent when base items
+ * were queued) and B's 1-row sum (401) queued in that order: B's must end
+ * first, A's with want. */
+static void fr_big_then_small(td_daemon *d, nng_socket s, unsigned base,
+                              nng_aio *aa, uint32_t want)
+{
+  fr_wait_queued(s, base + 1);
+  nng_socket b = td_dial(d->tcp);
+  nng_ctx cb;
+  ck_assert_int_eq(nng_ctx_open(&cb, b), 0);
+  nng_aio *ab = fr_send(cb, 401);
+  fr_wait_queued(s, base + 2);
+  fr_hold(d, 0);
+  fr_reply(ab, 401);
+  fr_reply_bits(aa, 301, want);
+  static const unsigned order[] = {401, 301};
+  fr_log_order(d, order, 2);
+  nng_ctx_close(cb);
+  nng_close(b);
+}
+
+START_TEST(a_big_sum_yields_between_slices)
+{
+  td_daemon d;
+  nng_socket s = fr_start_held(&d, ", reduce_slice_rows: 65536");
+  uint32_t want;
+  float *rows = fr_rows(&want);
   ProtobufCBinaryData in[2] = {{200000 * 4, (uint8_t *)rows},
                                {(FR_BIG - 200000) * 4,
                                 (uint8_t *)(rows + 200000)}};
-
-  nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp);
-  nng_ctx ca, cb;
+  nng_socket a = td_dial(d.tcp);
+  nng_ctx ca;
   ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
-  ck_assert_int_eq(nng_ctx_open(&cb, b), 0);
-  nng_aio *aa = fr_send_sum(ca, 301, in, 2, 1);
-  fr_wait_queued(s, 1);
-  nng_aio *ab = fr_send(cb, 401);
-  fr_wait_queued(s, 2);
-  fr_hold(&d, 0);
-  fr_reply(ab, 401);
-  fr_reply_bits(aa, 301, want.bits[0]);
-  static const unsigned order[] = {401, 301};
-  fr_log_order(&d, order, 2);
+  fr_big_then_small(&d, s, 0, fr_send_sum(ca, 301, in, 2, 1), want);
   nng_ctx_close(ca);
-  nng_ctx_close(cb);
   nng_close(a);
-  nng_close(b);
+  nng_close(s);
+  td_stop_ok(&d);
+  free(rows);
+}
+END_TEST
+
+/* The same with A's rows in a region (a sealed memfd, passed by
+ * SCM_RIGHTS, on A's ipc connection): the fake device reads host memory
+ * as the CPU one does, so the region's spans are used in place, the job's
+ * rows are all in memory and it runs in slices too (rq/reduce.c since
+ * 814440a; before, every region job ran whole through the file path, and
+ * A's ended first). */
+START_TEST(a_big_region_sum_yields_between_slices)
+{
+  td_daemon d;
+  nng_socket s = fr_start_held(&d, ", reduce_slice_rows: 65536");
+  uint32_t want;
+  float *rows = fr_rows(&want);
+  int fd = memfd_create("fairred", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(pwrite(fd, rows, FR_BIG * 4, 0), FR_BIG * 4);
+  ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+                                              F_SEAL_WRITE), 0);
+  nng_socket a = td_dial(d.ipc);
+  Wave__V1__Response *r = bh_register_fd(d.ipc, a, fd, 0, 0, 0);
+  ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_REGION, "%s",
+                r->error ? r->error->message : "?");
+  Wave__V1__Extent ex[2] = {WAVE__V1__EXTENT__INIT, WAVE__V1__EXTENT__INIT};
+  Wave__V1__Extent *exp[2] = {&ex[0], &ex[1]};
+  ex[0].region = ex[1].region = r->region->id;
+  wave__v1__response__free_unpacked(r, NULL);
+  ex[0].bytes = 200000 * 4;
+  ex[1].offset = 200000 * 4;
+  ex[1].bytes = (FR_BIG - 200000) * 4;
+  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
+  rr.dtype = WAVE__V1__DTYPE__F32;
+  rr.op = WAVE__V1__OP__SUM;
+  rr.n_input_at = 2;
+  rr.input_at = exp;
+  nng_ctx ca;
+  ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
+  unsigned base = fr_queued(s);  /* the region's pin, queued behind the hold */
+  fr_big_then_small(&d, s, base, fr_send_req(ca, 301, &rr), want);
+  nng_ctx_close(ca);
+  nng_close(a);
+  close(fd);
   nng_close(s);
   td_stop_ok(&d);
   free(rows);
@@ -290,6 +367,7 @@ static Suite *fr_suite(void)
   tcase_set_timeout(t, 120);
   tcase_add_test(t, reductions_take_turns_by_client);
   tcase_add_test(t, a_big_sum_yields_between_slices);
+  tcase_add_test(t, a_big_region_sum_yields_between_slices);
   suite_add_tcase(s, t);
   return s;
 }

@@ -124,18 +124,13 @@ START_TEST(detach)
 END_TEST
 
 /* A peer that connects and leaves before the SP handshake must not make
- * the ipc listener deaf for good (nng 1.5's bug; daemon/net/listen.c's
- * watchdog restarts it).  Its own daemon: nng leaks what the stuck listener
- * holds, so LeakSanitizer is off for this one daemon. */
+ * the ipc listener deaf for good (nng 1.5's bug, nng#1518;
+ * daemon/net/nngfix.c).  LeakSanitizer stays on: with the fix no listener
+ * is recovered, and nothing of a stuck one is left to leak. */
 START_TEST(aborted_handshake)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  const char *asan = getenv("ASAN_OPTIONS");
-  char opts[512];
-  snprintf(opts, sizeof opts, "%s%sdetect_leaks=0", asan ? asan : "",
-           asan && asan[0] ? ":" : "");
-  setenv("ASAN_OPTIONS", opts, 1);
   ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s",
@@ -151,7 +146,10 @@ START_TEST(aborted_handshake)
     td_good(s);
     nng_close(s);
   }
-  ck_assert_msg(td_stop(&d) == 0, "%s", td_stderr(&d));
+  int rc = td_stop(&d);
+  if (rc != 0)  /* a LeakSanitizer report is longer than check's message */
+    fputs(td_stderr(&d), stderr);
+  ck_assert_msg(rc == 0, "wavedd did not stop cleanly (its log above)");
   td_cleanup(&d);
 }
 END_TEST

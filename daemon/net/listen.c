@@ -1,33 +1,32 @@
 /* listen.c - the listeners (one per configured URL) and a watchdog for the
  * ipc ones.
  *
- * Why a watchdog: nng 1.5.2, the version Debian ships, has a bug
- * (nanomsg/nng#1518, fixed in 1.6) in its ipc transport.  When a peer
- * closes during the 8-byte SP handshake, the transport finishes the
- * listener's pending accept with NNG_ECLOSED, which nng's core takes for
- * "the listener was closed" and never asks to accept again.  The transport
- * keeps accepting and negotiating, but the pipes it negotiates wait for an
- * accept that never comes: the listener is deaf, for good.  A health check,
- * a stray `nc -U`, or nng's own stale-socket test is enough.  And closing
- * such a listener leaks the pipes that were waiting (nng never frees them),
- * about 4 KB each.
- *
- * What we do (ls_recover): the core counts that accept error in the
- * listener's "other" statistic, so the loop reads it every LS_TICK_MS
- * (nng counts each closed pipe's error there too, so what counts is a rise
- * beyond the listener's pipes gone, seen on two ticks).  On a rise we start a fresh listener on a temporary name in the socket's
- * folder and rename(2) it over the configured path: new clients reach the
- * fresh one at once, and the stuck one keeps serving the pipes it already
- * has (connected clients keep their connection) until the last goes, then
- * it is closed.  Only a client that connected in the few milliseconds
- * between the bug and the rename waits on the stuck listener: it is cut
- * when that listener closes (LS_GRACE_MS at the earliest), and its nng
- * REQ socket redials and resends; its half-made pipe is what nng leaks.  Every ipc listener is bound
- * on a temporary name, so no listener's close ever unlinks the path (nng
- * unlinks the name it bound); the path is unlinked here, at the end, if it
- * is still our socket.  A rise that comes from the fd limit (nng retries
- * those by itself) starts no recovery.  Where nng has no statistics, a
- * probe connection every LS_PROBE_MS checks that the listener attaches it.
+ * nng 1.5.2, the version Debian ships, has a bug (nanomsg/nng#1518, fixed
+ * in 1.6): a peer that closes before the listener wrote its SP header
+ * leaves the listener deaf for good.  daemon/net/nngfix.c removes it at
+ * its cause (libnng's EPIPE on that write reads as a reset, so nng accepts
+ * again at once); with that on, the watchdog below only guards the socket
+ * file.  Where the fix cannot be on (nng linked in statically, or our
+ * sendmsg not the one libnng calls), the watchdog recovers instead, as
+ * before the fix (ls_recover): nng's core counts the accept error in the
+ * listener's "other" statistic, so the loop reads it every LS_TICK_MS (nng
+ * counts each closed pipe's error there too, so what counts is a rise
+ * beyond the listener's pipes gone, seen on two ticks).  On a rise we
+ * start a fresh listener on a temporary name in the socket's folder and
+ * rename(2) it over the configured path; the stuck one keeps serving the
+ * pipes it already has until the last goes, then it is closed.  That
+ * recovery has costs the fix does not: a client that connects between the
+ * bug and the rename waits on the stuck listener until it closes
+ * (LS_GRACE_MS at the earliest) and must redial; nng leaks what the stuck
+ * listener held; and a peer's close after the header (NNG_ECONNSHUT, which
+ * nng retries by itself after 100 ms) or a pipe that closes slowly under
+ * load looks the same in the statistics, so it recovers when it need not.
+ * Every ipc listener is bound on a temporary name, so no listener's close
+ * ever unlinks the path (nng unlinks the name it bound); the path is
+ * unlinked here, at the end, if it is still our socket.  A rise that comes
+ * from the fd limit (nng retries those by itself) starts no recovery.
+ * Where nng has no statistics, a probe connection every LS_PROBE_MS checks
+ * that the listener attaches it.
  *
  * A socket file that someone removes (rm, a tmp cleaner) leaves the
  * listener accepting on a name nobody can reach.  So the tick also lstat()s
@@ -66,6 +65,7 @@
 #include "daemon/net/connguard.h"
 #include "daemon/net/fdpass.h"
 #include "daemon/net/listen.h"
+#include "daemon/net/nngfix.h"
 #include "daemon/log.h"
 #include "daemon/net/sockpath.h"
 #include "daemon/net/tls.h"
@@ -130,6 +130,7 @@ struct wd_listeners {
   uv_timer_t timer;
   int timer_on;
   int stats;                /* nng has statistics */
+  int fixed;                /* nngfix.c is on: no stuck listener to detect */
   unsigned recoveries;
   unsigned ticks;
   wd_guard *guard;
@@ -430,6 +431,8 @@ static void ls_tick(uv_timer_t *t)
     }
     if (path_tick)
       ls_check_path(o);
+    if (ls->fixed)
+      continue;
     if (!ls->stats) {
       ls_probe(o, now);
       continue;
@@ -538,6 +541,13 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
   ls->stats = nng_stats_get(&st) == 0;
   if (st != NULL)
     nng_stats_free(st);
+  char why[120];
+  if ((ls->fixed = wd_nngfix_init(why, sizeof why)) != 0)
+    wd_debug("nng %s: its aborted-handshake bug (nng#1518) is fixed at the "
+             "cause (daemon/net/nngfix.c)", nng_version());
+  else
+    wd_debug("nng %s: no nng#1518 fix (%s); the ipc watchdog recovers "
+             "stuck listeners", nng_version(), why);
   nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, ls_pipe_added, ls);
   int any_ipc = 0;
   for (size_t i = 0; i < cfg->n_listen; i++) {
