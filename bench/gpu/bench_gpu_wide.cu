@@ -5,15 +5,15 @@
  *
  * First the bits: every measured reduction (device-resident rows, one
  * chunk, reduce_device_wide) is checked against the CPU reference
- * (wv_reduce_reference) on a host copy of the same rows, and the backend
+ * (wv_reduce_reference) on a host copy of the same rows; the backend
  * itself (wv_cuda_reduce: host memory, staging, several slices) runs
- * chunked and masked jobs of 2^25 + 12345 rows of each case against the
- * reference too.  Then the times: u64 sum and f64 sum at 2^27 rows and f32
- * argmax at 2^28 (the targets: >= 0.95x, 0.95x and 0.9x CUB), and for
- * information u64 min, s64 max, f64 extent (CUB: Min then Max) and f64
- * argmin at 2^27.  CUDA events around each call, median of REPS.  The f64
- * sum is our fixed tree against CUB's own (run-to-run deterministic on one
- * GPU, but a different order, so its bits are not compared with ours).
+ * jobs of each case against the reference too: 2^25 + 12345 rows in
+ * three chunks, and 6000 small chunks, each masked and not.  Then the
+ * times: u64 sum and f64 sum at 2^27 rows and f32 argmax at 2^28 (the
+ * targets: >= 0.95x, 0.95x and 0.9x CUB), and for information u64 min,
+ * s64 max, f64 extent (CUB: Min then Max) and f64 argmin at 2^27.  CUDA
+ * events around each call, median of REPS.  The f64 sum is our fixed tree
+ * against CUB's own order, so its bits are not compared with CUB's.
  * Exit status 0 only when every check passed.
  */
 #include <stdio.h>
@@ -229,6 +229,51 @@ static int check_backend(wv_device *dev, const wcase &c, bufs &b,
   return ok;
 }
 
+/* Thousands of small chunks (some empty) and a masked and an unmasked
+ * run: the float64 sum's piece tables overflow one slice (4096 pieces)
+ * and its chunk values take the levels of k_dfinish. */
+static int check_many(wv_device *dev, const wcase &c, bufs &b,
+                      const uint32_t *mask)
+{
+  const size_t nch = 6000;
+  const size_t rs = wv_dtype_size(c.dt);
+  std::vector<wv_span> in(nch);
+  uint64_t n = 0;
+  for (size_t i = 0; i < nch; i++) {
+    uint64_t len = i % 7 == 3 ? 0 : mix(i * 31 + 5) % 700;
+    in[i].data = len ? b.h[c.buf].data() + 4 + n * rs : NULL;
+    in[i].rows = len;
+    n += len;
+  }
+  wv_span mk = {mask, n};
+  int ok = 1;
+  for (int masked = 1; masked >= 0; masked--) {
+    wv_reduce_job job = {c.dt, c.op, in.data(), nch, &mk,
+                         (size_t)masked, masked, n};
+    wv_reduce_out got, want;
+    wave_error err;
+    memset(&got, 0x5a, sizeof got);
+    if (wv_cuda_reduce(dev, &job, &got, &err) != 0) {
+      printf("backend %s: error %s\n", c.name, err.message);
+      return 0;
+    }
+    if (wv_reduce_reference(&job, &want, &err) != 0) {
+      fprintf(stderr, "reference: %s\n", err.message);
+      exit(1);
+    }
+    int eq = same(got, want);
+    printf("bits %-10s backend, %llu rows in %zu chunks%s: %s\n", c.name,
+           (unsigned long long)n, nch, masked ? ", masked" : "",
+           eq ? "equal to the CPU reference" : "DIFFER");
+    if (!eq) {
+      show("ours", got);
+      show("reference", want);
+    }
+    ok &= eq;
+  }
+  return ok;
+}
+
 int main(int argc, char **argv)
 {
   int reps = argc > 1 ? atoi(argv[1]) : 30;
@@ -278,8 +323,10 @@ int main(int argc, char **argv)
   std::vector<uint32_t> mask((1u << 25) + 12345);
   for (size_t i = 0; i < mask.size(); i++)
     mask[i] = (uint32_t)(mix(i + 99) % 5 != 0) << (i % 32);
-  for (size_t i = 0; i < NCASES; i++)
+  for (size_t i = 0; i < NCASES; i++) {
     all_ok &= check_backend(dev, cases[i], b, mask.data());
+    all_ok &= check_many(dev, cases[i], b, mask.data());
+  }
   wv_cuda_close(dev);
 
   timer t;
