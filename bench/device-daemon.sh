@@ -11,8 +11,9 @@
 #   - every device opens and passes its start-up self-check per pack
 #     (wavectl status / packs);
 #   - the same reductions (u32 sum and max over 2^24 random rows, f32 sum
-#     and extent over 2^20 floats of mixed sign and scale) on every device
-#     give the same bits;
+#     and extent over 2^20 floats of mixed sign and scale; u64 sum, s64
+#     max, u64 argmax of the same bytes, f64 sum and argmin and f32 argmax
+#     of the same text) on every device give the same bits (and index);
 #   - every pack's known answer (2^13 nonces from 0: one segment, whose
 #     fingerprint is the pack's batch_fnv) on every device;
 #   - one larger hash job (2^26 nonces, a target) gives the same
@@ -112,7 +113,7 @@ reduce() {
       bad "reduce $label on $d: $r"
       continue
     fi
-    r=$(printf '%s' "$r" | grep -o '"bits": *\[[^]]*\]')
+    r=$(printf '%s' "$r" | grep -o '"bits": *\[[^]]*\]\|"index": *-*[0-9]*' | tr '\n' ' ')
     echo "     $label on $d: $r"
     if [ -z "$first" ]; then first=$r
     elif [ "$r" != "$first" ]; then bad "reduce $label: $d differs"; return
@@ -125,6 +126,14 @@ reduce "u32 sum 2^24" --op sum --dtype uint32 --format raw --input "$u32"
 reduce "u32 max 2^24" --op max --dtype uint32 --format raw --input "$u32"
 reduce "f32 sum 2^20" --op sum --dtype float32 --format text --input "$f32"
 reduce "f32 extent 2^20" --op extent --dtype float32 --format text --input "$f32"
+# the 64-bit dtypes and argmin/argmax (issue 23): the same bytes as 2^23
+# 8-byte rows, the same text as float64
+reduce "u64 sum 2^23" --op sum --dtype uint64 --format raw --input "$u32"
+reduce "s64 max 2^23" --op max --dtype sint64 --format raw --input "$u32"
+reduce "u64 argmax 2^23" --op argmax --dtype uint64 --format raw --input "$u32"
+reduce "f64 sum 2^20" --op sum --dtype float64 --format text --input "$f32"
+reduce "f64 argmin 2^20" --op argmin --dtype float64 --format text --input "$f32"
+reduce "f32 argmax 2^20" --op argmax --dtype float32 --format text --input "$f32"
 
 # Known answers: docs/hash.md (each pack's batch_fnv).
 for pk in main:81df88bbe8eb581d small:316e6eea0f3d12db closed:57a520b5d26aa046; do
