@@ -216,6 +216,9 @@ START_TEST(test_wide_caps)
   snprintf(d->fp64_note, sizeof d->fp64_note, "no cl_khr_fp64");
   wv_opencl_backend.caps(d, &c);
   ck_assert_int_eq(c.dtypes64, 0);
+  /* what wv_dev_reduce's refusal names (workers/wvdev.c) */
+  ck_assert_msg(strstr(c.wide_why, d->name) != NULL &&
+                strstr(c.wide_why, "cl_khr_fp64") != NULL, "%s", c.wide_why);
   uint64_t one = 0x3ff0000000000000u;
   wv_span s = {&one, 1};
   wv_reduce_job j = {.dtype = WAVE_F64, .op = WAVE_SUM, .input = &s,

@@ -299,6 +299,9 @@ START_TEST(test_wide_refusals)
   ck_assert(!c.dtypes64 && c.argminmax);
   ck_assert_msg(strstr(c.description, "no 64-bit dtypes") != NULL, "%s",
                 c.description);
+  /* what wv_dev_reduce's refusal names (workers/wvdev.c) */
+  ck_assert_msg(strstr(c.wide_why, "shaderFloat64") != NULL, "%s",
+                c.wide_why);
   tw_refused(d, WAVE_U64, WAVE_SUM, "shaderFloat64");
   tw_refused(d, WAVE_F64, WAVE_ARGMAX, "shaderFloat64");
   unsigned char *block = aligned_alloc(16, 4096 * 4 + 16);
@@ -314,6 +317,7 @@ START_TEST(test_wide_refusals)
   d = tw_open(&no_i64);
   wv_vulkan_backend.caps(d, &c);
   ck_assert(!c.dtypes64 && !c.argminmax);
+  ck_assert_msg(strstr(c.wide_why, "shaderInt64") != NULL, "%s", c.wide_why);
   tw_refused(d, WAVE_S64, WAVE_MIN, "shaderInt64");
   tw_refused(d, WAVE_U32, WAVE_ARGMIN, "shaderInt64");
   wv_vk_close(d);

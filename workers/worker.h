@@ -109,6 +109,9 @@ typedef struct wv_caps {
    * wv_dev_reduce refuses a job needing one the backend does not set. */
   int dtypes64;           /* uint64, sint64, float64 */
   int argminmax;          /* argmin, argmax */
+  char wide_why[160];     /* where one of the two is 0 on a backend that
+                             has them: what this device lacks ("" when not
+                             said), for the refusal's message */
 } wv_caps;
 
 typedef struct wv_device wv_device;  /* backend-private device context */

@@ -56,14 +56,15 @@ static int dv_reduce_supported(const wv_dev *d, const wv_reduce_job *job,
   wv_caps c;
   wv_dev_caps(d, &c);
   int wide = wv_dtype_size(job->dtype) == 8;
+  /* the device's own reason where it gave one, else the backend's */
+  const char *why = c.wide_why[0] ? c.wide_why : "not in this backend";
   if (wide && !c.dtypes64)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not reduce "
-                     "%s yet (the cpu backend does)", d->be->name,
-                     wave_dtype_name(job->dtype));
+                     "%s here: %s", d->be->name, wave_dtype_name(job->dtype),
+                     why);
   if ((job->op == WAVE_ARGMIN || job->op == WAVE_ARGMAX) && !c.argminmax)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not run %s "
-                     "yet (the cpu backend does)", d->be->name,
-                     wave_op_name(job->op));
+                     "here: %s", d->be->name, wave_op_name(job->op), why);
   return 0;
 }
 

@@ -701,6 +701,10 @@ static void oo_caps(wv_device *d, wv_caps *caps)
    * (cl_khr_fp64, ocl_wide.c); argmin/argmax need no double. */
   caps->dtypes64 = d->wide != NULL && d->fp64;
   caps->argminmax = d->wide != NULL;
+  if (!caps->dtypes64)
+    snprintf(caps->wide_why, sizeof caps->wide_why, "%.100s: %s", d->name,
+             d->wide == NULL ? "its 64-bit kernels did not build"
+                             : "no cl_khr_fp64 (float64 sums need it)");
 }
 
 const wv_backend wv_opencl_backend = {

@@ -719,6 +719,8 @@ static void vo_caps(wv_device *d, wv_caps *caps)
   caps->has_uuid = 1;
   caps->dtypes64 = d->wide_ok;      /* vk_wide.c: wide_why says why not */
   caps->argminmax = d->argm_ok;
+  if (!d->wide_ok || !d->argm_ok)
+    snprintf(caps->wide_why, sizeof caps->wide_why, "%s", d->wide_why);
   memcpy(caps->uuid, d->uuid, sizeof caps->uuid);
 }
 
