@@ -46,6 +46,10 @@ if(TARGET test_pin)
   target_compile_definitions(test_pin PRIVATE WAVE_PIN_OPENCL=1)
   set_property(TEST test_pin APPEND PROPERTY ENVIRONMENT
     "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")
+  if(WAVE_SANITIZE)  # LLVM's alternate signal stacks: see integ_opencl
+    set_property(TEST test_pin APPEND PROPERTY ENVIRONMENT
+      "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:use_sigaltstack=0")
+  endif()
 endif()
 
 # wavedd with an opencl device, through wavectl (tests/integ_opencl.sh).
