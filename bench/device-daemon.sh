@@ -35,6 +35,7 @@ OUT=${2:?output folder}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 sockdir=$(mktemp -d /tmp/wavedd-gpu.XXXXXX)  # private: wavedd refuses world-writable /tmp
+trap 'rm -rf "$sockdir"' EXIT
 sock=$sockdir/w.sock
 url=ipc://$sock
 cfg=$OUT/daemon.yaml

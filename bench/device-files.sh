@@ -35,6 +35,7 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 dir=$(mktemp -d /tmp/wavedd-files.XXXXXX)  # private: wavedd refuses world-writable /tmp
+trap 'rm -rf "$dir"' EXIT
 url=ipc://$dir/w.sock
 f=$dir/files-1g.raw
 head -c $((1 << 30)) /dev/urandom >"$f"

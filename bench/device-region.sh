@@ -18,6 +18,7 @@ B=${1:?build folder}
 OUT=${2:?output folder}
 mkdir -p "$OUT"
 sockdir=$(mktemp -d /tmp/wavedd-region.XXXXXX)  # private: wavedd refuses world-writable /tmp
+trap 'rm -rf "$sockdir"' EXIT
 sock=$sockdir/w.sock
 url=ipc://$sock
 cfg=$OUT/region.yaml

@@ -33,6 +33,7 @@ else
   echo "== $gpus GPUs: cuda0 is GPU 0, cuda1 is GPU 1"
 fi
 sockdir=$(mktemp -d /tmp/wavedd-two.XXXXXX)
+trap 'rm -rf "$sockdir"' EXIT
 url=ipc://$sockdir/w.sock
 cfg=$OUT/twogpu.yaml
 cat >"$cfg" <<CFG
