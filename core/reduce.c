@@ -481,3 +481,27 @@ int wv_reduce_any_finite(const wv_reduce_job *job)
   }
   return 0;
 }
+
+wv_mask_fill wv_mask_fill_of(wave_dtype dt, wave_op op)
+{
+  const int w8 = wv_dtype_size(dt) == 8, is_f = dt == WAVE_F32 || dt == WAVE_F64;
+  wv_mask_fill f = {0, 0, 1};
+  switch (op) {
+  case WAVE_SUM:
+    f.bits = !is_f ? 0 : w8 ? WV_F64_NEG_ZERO : WV_F32_NEG_ZERO;
+    break;
+  case WAVE_AND:
+    f.bits = w8 ? UINT64_MAX : 0xffffffffu;
+    break;
+  case WAVE_MIN: case WAVE_MAX: case WAVE_EXTENT:
+    f.dup = 1;
+    break;
+  case WAVE_ARGMIN: case WAVE_ARGMAX:
+    f.ok = is_f;
+    f.bits = w8 ? WV_F64_CANON_NAN : WV_F32_CANON_NAN;
+    break;
+  default:  /* or, xor */
+    break;
+  }
+  return f;
+}

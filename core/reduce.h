@@ -50,6 +50,22 @@ static inline int wv_reduce_is_wide(wave_dtype d, wave_op op)
  * stops at the first such row. */
 int wv_reduce_any_finite(const wv_reduce_job *job);
 
+/* A masked job as an unmasked one: what an unselected row may be
+ * replaced by without changing the answer (the Vulkan backend's staging
+ * and the daemon's file readers apply a mask so).  dup: a copy of any
+ * selected row (min, max, extent: idempotent, and no constant is neutral
+ * for both halves of extent); else the row bits `bits`: 0 for sum, or and
+ * xor, all ones for and, -0.0 for the float sum (the leaf of an unselected
+ * row), NaN for the float argmin/argmax (not considered, so the unmasked
+ * job's count is the masked one's).  ok = 0 for the integer argmin/argmax:
+ * a copy placed before the first selected row could take the index. */
+typedef struct wv_mask_fill {
+  uint64_t bits;
+  int dup;
+  int ok;
+} wv_mask_fill;
+wv_mask_fill wv_mask_fill_of(wave_dtype dt, wave_op op);
+
 /* Mask row `row` (logical index) of a chunked mask: nonzero = selected. */
 uint32_t wv_mask_at(const wv_reduce_job *job, uint64_t row);
 

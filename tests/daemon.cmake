@@ -75,6 +75,12 @@ target_compile_definitions(test_pin PRIVATE
 wave_test(test_filered SOURCES test_filered.c bulk_harness.c daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_filered wavedd)
+# The same cases with the readers applying every mask (as they do for a
+# device that stages masks, Vulkan: WAVED_FILE_MASKS=apply, filered.c
+# fr_applies), on cpu0.
+add_test(NAME test_filered_applied COMMAND test_filered)
+set_tests_properties(test_filered_applied PROPERTIES ENVIRONMENT
+  "WAVED_FILE_MASKS=apply;CK_RUN_CASE=bits;CK_DEFAULT_TIMEOUT=600")
 target_compile_definitions(test_filered PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 

@@ -12,7 +12,11 @@
  * pieces (CPU: 256 KiB, 16 per 4 MiB slot read in four parts by the
  * reader pool) and with WAVED_FILE_LEVELS=1 and 3 (256-row and 2^24-row
  * pieces, slots in four parts),
- * and, in the Vulkan build, on lavapipe (case vulkan).
+ * and, in the Vulkan build, on lavapipe (case vulkan).  With
+ * WAVED_FILE_MASKS=apply (ctest test_filered_applied) the readers apply
+ * every mask to the rows they read and the device reduces them unmasked,
+ * as for a device that stages masks (Vulkan, where the vulkan case checks
+ * the same).
  * Copy regions and memfd regions filled before registration take the same
  * path where the device would stage them (WAVED_FILE_STAGE=1 makes the CPU
  * do so here), with limits.file_readers: 3 (case region_bits_staged).
@@ -302,6 +306,13 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
   free(rows);
   free(mask);
   wave_client_close(c);
+  /* masks applied by the readers where asked (test_filered_applied) or
+   * where the device stages masks (Vulkan): then it said so */
+  const char *ap = getenv("WAVED_FILE_MASKS");
+  if ((ap != NULL && strcmp(ap, "apply") == 0) ||
+      strstr(ft_devices, "vulkan") != NULL)
+    ck_assert_msg(strstr(td_stderr(&d), "the mask applied by the readers") !=
+                    NULL, "%s", td_stderr(&d));
   td_stop_ok(&d);
 }
 

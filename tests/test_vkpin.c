@@ -419,6 +419,53 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* Memory of the device's own (host_alloc, what the daemon's staging rings
+ * are made of): bound in place on a device that cannot import, too (as
+ * NVIDIA's Vulkan, which refuses every import), with the reference's bits;
+ * host_free drops it from the pins, and close() frees what is left. */
+START_TEST(test_host_alloc)
+{
+  const size_t bytes = 3u << 20;    /* 786,432 rows */
+  const uint64_t n = bytes / 4;
+  wv_device *devs[2] = {tp_pin, tp_copy};
+  for (int k = 0; k < 2; k++) {
+    wv_device *d = devs[k];
+    void *p = NULL, *q = NULL;
+    wave_error e = {0};
+    ck_assert_msg(wv_vk_host_alloc(d, bytes, &p, &e) == 0, "%s", e.message);
+    ck_assert_msg(wv_vk_host_alloc(d, bytes, &q, &e) == 0, "%s", e.message);
+    ck_assert_uint_eq(d->n_pins, 2);
+    /* written by another thread's memcpy in the daemon; here, by this one */
+    memcpy(p, tp_rows(WAVE_U32, 0), bytes);
+    memcpy(q, tp_rows(WAVE_F32, 0), bytes);
+    wave_dtype dt;
+    wave_op op;
+    TP_EACH(dt, op) {
+      wv_span in = {dt == WAVE_F32 ? q : p, n};
+      wv_reduce_job job = {.dtype = dt, .op = op, .input = &in,
+                           .n_input = 1, .rows = n};
+      wv_reduce_out want, got;
+      ck_assert_int_eq(wv_reduce_reference(&job, &want, &e), 0);
+      uint64_t before = d->inplace_rows;
+      ck_assert_msg(wv_vk_reduce(d, &job, &got, &e) == 0, "%s", e.message);
+      ck_assert_uint_eq(d->inplace_rows - before, n);
+      ck_assert_msg(got.bits[0] == want.bits[0] &&
+                      got.bits[1] == want.bits[1] && got.count == want.count,
+                    "host_alloc %s/%s: got %08x %08x, want %08x %08x",
+                    wave_dtype_name(dt), wave_op_name(op),
+                    (unsigned)got.bits[0], (unsigned)got.bits[1],
+                    (unsigned)want.bits[0], (unsigned)want.bits[1]);
+    }
+    wv_vk_host_free(d, p, bytes);
+    ck_assert_uint_eq(d->n_pins, 1);
+    /* q is left to close() (tp_teardown) */
+    e = (wave_error){0};
+    ck_assert_int_eq(wv_vk_host_alloc(d, 0, &p, &e), WAVE_EARG);
+  }
+  tp_copy->inplace_rows = 0;  /* the copy device's own check in tp_check */
+}
+END_TEST
+
 /* The device's own window sizes (on lavapipe 2^22 rows, in place as
  * staged: the half is one window) and the default minimum run. */
 START_TEST(test_default_windows)
@@ -453,6 +500,7 @@ static Suite *tp_suite(void)
   tcase_add_test(tc, test_pieces);
   tcase_add_test(tc, test_unregister);
   tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_host_alloc);
   suite_add_tcase(s, tc);
   TCase *td = tcase_create("default");
   tcase_add_checked_fixture(td, tp_setup_default, tp_teardown);

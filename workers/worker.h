@@ -102,6 +102,10 @@ typedef struct wv_caps {
   int reads_host_memory;  /* the device reads host memory where it lies
                              (the CPU): no transfer, so a reduction over a
                              file region reads it in small pieces */
+  int stages_masks;       /* a masked reduction is copied through host
+                             staging with the mask applied (wv_mask_fill),
+                             never read in place: the daemon's file
+                             readers apply it for the device instead */
   int has_uuid;           /* uuid names the physical device: two devices of
                              one GPU (cuda0 and vk0 on one card) share it */
   unsigned char uuid[16];
@@ -167,6 +171,18 @@ typedef struct wv_backend {
   int (*host_register)(wv_device *dev, const void *ptr, size_t bytes,
                        wave_error *err);
   void (*host_unregister)(wv_device *dev, const void *ptr, size_t bytes);
+  /* Optional.  bytes of host memory, writable by any thread, that the
+   * device reads where it lies (as if pinned by host_register), into *out:
+   * the daemon's staging rings (daemon/bulk/readers.h), which the reader
+   * pool fills while the device reduces the slots already full.  For a
+   * driver that allocates such memory itself but refuses to pin memory it
+   * did not allocate (NVIDIA's Vulkan: every VK_EXT_external_memory_host
+   * import).  NULL, or a refusal: the rings are the daemon's own pages,
+   * pinned with host_register where it works.  host_free gives it back;
+   * close() frees whatever is left.  Device thread only. */
+  int (*host_alloc)(wv_device *dev, size_t bytes, void **out,
+                    wave_error *err);
+  void (*host_free)(wv_device *dev, void *p, size_t bytes);
   /* Optional.  The UUIDs of this backend's devices (those its open() can
    * reach, by index: entry i is cfg->index i), the same 16 bytes caps()
    * reports as uuid, into out[0 .. max-1]; returns how many devices there

@@ -131,6 +131,24 @@ int wv_dev_host_register(const wv_dev *d, const void *ptr, size_t bytes,
   return d->be->host_register(d->impl, ptr, bytes, err);
 }
 
+int wv_dev_host_alloc(const wv_dev *d, size_t bytes, void **out,
+                      wave_error *err)
+{
+  *out = NULL;
+  if (d == NULL || d->be == NULL || d->be->host_alloc == NULL ||
+      d->impl == NULL)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not allocate "
+                     "host memory", d != NULL && d->be ? d->be->name : "?");
+  return d->be->host_alloc(d->impl, bytes, out, err);
+}
+
+void wv_dev_host_free(const wv_dev *d, void *p, size_t bytes)
+{
+  if (d != NULL && d->be != NULL && d->be->host_free != NULL &&
+      d->impl != NULL && p != NULL)
+    d->be->host_free(d->impl, p, bytes);
+}
+
 void wv_dev_host_unregister(const wv_dev *d, const void *ptr, size_t bytes)
 {
   if (d != NULL && d->be != NULL && d->be->host_unregister != NULL &&

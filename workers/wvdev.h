@@ -63,5 +63,10 @@ int wv_dev_can_pin(const wv_dev *d);
 int wv_dev_host_register(const wv_dev *d, const void *ptr, size_t bytes,
                          wave_error *err);
 void wv_dev_host_unregister(const wv_dev *d, const void *ptr, size_t bytes);
+/* Host memory the device reads in place (host_alloc): WAVE_EUNSUPPORTED
+ * without the slot; free is a no-op without it. */
+int wv_dev_host_alloc(const wv_dev *d, size_t bytes, void **out,
+                      wave_error *err);
+void wv_dev_host_free(const wv_dev *d, void *p, size_t bytes);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "daemon/bulk/decode.h"
 #include "daemon/bulk/readers.h"
+#include "daemon/exec/device.h"
 #include "daemon/log.h"
 #include "daemon/net/principal.h"
 #include "core/base.h"
@@ -36,6 +37,7 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
   if ((rc = wd_readers_start(cfg->limits.file_readers, err)) != 0)
     return rc;
   b->readers = 1;
+  wd_device_on_close(wd_ring_forget);  /* a closing device's ring goes */
   wd_info("%u file readers (limits.file_readers)", wd_readers_size());
   return 0;
 }

@@ -33,6 +33,7 @@ typedef struct fr_part {
   struct fr *f;
   struct fr_slot *s;
   uint64_t r0, r1;
+  uint64_t selected;  /* mask applied (fr_apply): its rows selected */
 } fr_part;
 
 typedef struct fr_slot {
@@ -44,6 +45,8 @@ typedef struct fr_slot {
   unsigned in_read;              /* parts inside a read */
   int lent;                      /* left with reads inside: its buffers go
                                     back to the ring as the last returns */
+  int applied;                   /* its readers apply the mask (fr_apply):
+                                    the device reduces it unmasked */
   fr_part *parts;
 } fr_slot;
 
@@ -61,6 +64,13 @@ typedef struct fr {
   fr_slot slots[FR_MAX_SLOTS];
   unsigned n_slots, max_parts;
   uint64_t part_rows;
+  int apply;                     /* masked rows read into a slot get the
+                                    mask applied by the readers (the device
+                                    stages masks: caps.stages_masks) */
+  wv_mask_fill fill;
+  uint64_t selected, counted;    /* device thread, applied slots: rows
+                                    they select; rows their calls counted
+                                    (unmasked: every row) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int stop, rc;
@@ -155,9 +165,54 @@ static size_t fr_mask_chunk(const fr *f, uint64_t lrow)
   return lo;
 }
 
+/* k rows of z bytes at row: each the mask does not select becomes fill;
+ * returns the rows selected. */
+static uint64_t fr_fill_rows(uint8_t *row, const uint32_t *m, uint64_t k,
+                             unsigned z, uint64_t fill)
+{
+  uint64_t sel = 0;
+  if (z == 4) {
+    uint32_t *r = (uint32_t *)(void *)row, v = (uint32_t)fill;
+    for (uint64_t j = 0; j < k; j++) {
+      sel += m[j] != 0;
+      r[j] = m[j] != 0 ? r[j] : v;
+    }
+  } else {  /* 8-byte rows are 4-byte aligned only */
+    for (uint64_t j = 0; j < k; j++) {
+      sel += m[j] != 0;
+      if (m[j] == 0)
+        memcpy(row + j * 8, &fill, 8);
+    }
+  }
+  return sel;
+}
+
+/* The mask applied to a part's rows, in the slot (wv_mask_fill): a dup
+ * op's fill is the part's first selected row; a part that selects none is
+ * left as read, and the device fills it (fr_fix_empty). */
+static void fr_apply(fr *f, fr_part *p)
+{
+  fr_slot *s = p->s;
+  const unsigned z = wv_dtype_size(f->job->dtype);
+  uint8_t *row = s->in + p->r0 * z;
+  const uint32_t *m = (const uint32_t *)(const void *)s->mask_p + p->r0;
+  const uint64_t k = p->r1 - p->r0;
+  uint64_t fill = f->fill.bits, j = 0;
+  if (f->fill.dup) {
+    while (j < k && m[j] == 0)
+      j++;
+    if (j == k) {
+      p->selected = 0;
+      return;
+    }
+    memcpy(&fill, row + j * z, z);
+  }
+  p->selected = fr_fill_rows(row, m, k, z, fill);
+}
+
 /* A part's rows: the input where its span is read, the mask where the
  * slot's mask is staged (read, or across mask chunks). */
-static int fr_fill(fr *f, const fr_part *p, wave_error *err)
+static int fr_fill_read(fr *f, const fr_part *p, wave_error *err)
 {
   fr_slot *s = p->s;
   const fr_piece *pc = &f->pieces[s->want];
@@ -181,6 +236,17 @@ static int fr_fill(fr *f, const fr_part *p, wave_error *err)
     lrow += seg;
     k -= seg;
   }
+  return rc;
+}
+
+/* A part's rows: the input where its span is read, the mask where the
+ * slot's mask is staged (read, or across mask chunks); then the mask
+ * applied where the slot says so. */
+static int fr_fill(fr *f, fr_part *p, wave_error *err)
+{
+  int rc = fr_fill_read(f, p, err);
+  if (rc == 0 && p->s->applied)
+    fr_apply(f, p);
   return rc;
 }
 
@@ -265,6 +331,16 @@ static void fr_shape(const wv_caps *caps, uint64_t *p, uint64_t *slot,
     *slots = 3;
     *parts = 8;
   }
+}
+
+/* Whether the readers apply a job's mask for the device (caps.stages_masks;
+ * every device with WAVED_FILE_MASKS=apply, for tests). */
+static int fr_applies(const wv_caps *caps)
+{
+  const char *e = getenv("WAVED_FILE_MASKS");
+  if (e != NULL && strcmp(e, "apply") == 0)
+    return 1;
+  return caps != NULL && caps->stages_masks;
 }
 
 /* Whether span s is read into the slots: a file always; a region that
@@ -409,6 +485,7 @@ static int fr_post(fr *f, size_t i, wave_error *err)
       s->mask_p = (const uint8_t *)job->mask[m].data +
                   (pc->lrow - f->mask_start[m]) * 4;
   }
+  s->applied = f->apply && s->in_p == s->in;
   pthread_mutex_lock(&f->mu);
   s->want = i;
   s->idx = SIZE_MAX;
@@ -491,29 +568,62 @@ static int fr_await(fr *f, size_t i, unsigned timeout_ms, int *stalled,
   return rc;
 }
 
+/* Device thread, an applied slot of a dup op: the rows its parts select;
+ * parts that select none get a copy of a row of one that does (every row
+ * of such a part is a selected value or a copy of one). */
+static uint64_t fr_fix_empty(fr *f, fr_slot *s, uint64_t k)
+{
+  const unsigned z = wv_dtype_size(f->job->dtype);
+  unsigned np = (unsigned)((k + f->part_rows - 1) / f->part_rows), q = 0;
+  uint64_t sel = 0;
+  for (unsigned p = 0; p < np; p++)
+    sel += s->parts[p].selected;
+  while (q < np && s->parts[q].selected == 0)
+    q++;
+  if (!f->fill.dup || q == np)
+    return sel;  /* a constant fill, or nothing selected (skipped) */
+  uint64_t v = 0;
+  memcpy(&v, s->in + s->parts[q].r0 * z, z);
+  for (unsigned p = 0; p < np; p++)
+    if (s->parts[p].selected == 0)
+      for (uint64_t r = s->parts[p].r0; r < s->parts[p].r1; r++)
+        memcpy(s->in + r * z, &v, z);
+  return sel;
+}
+
 /* Piece i, in its slot, on the device in calls of P rows, each answer a
- * partial of the job (docs/reduction.md "Partials", core/partial.h). */
+ * partial of the job (docs/reduction.md "Partials", core/partial.h).  An
+ * applied slot (fr_apply) goes unmasked: its calls' counts are every row,
+ * put right in wd_file_reduce from the parts' selected rows; a dup op's
+ * slot that selects nothing is skipped, as an order-free op may. */
 static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev,
                            uint64_t P, wv_partial_acc *acc,
                            wave_error *err)
 {
   const wv_reduce_job *job = f->job;
-  const fr_slot *s = &f->slots[i % f->n_slots];
+  fr_slot *s = &f->slots[i % f->n_slots];
   const fr_piece *pc = &f->pieces[i];
+  const int masked = job->has_mask && !s->applied;
+  if (s->applied) {
+    uint64_t sel = fr_fix_empty(f, s, pc->k);
+    f->selected += sel;
+    if (sel == 0 && f->fill.dup)
+      return 0;
+  }
   int rc = 0;
   for (uint64_t r = 0; r < pc->k && rc == 0; r += P) {
     uint64_t n = pc->k - r < P ? pc->k - r : P;
     wv_span in = {s->in_p + r * wv_dtype_size(job->dtype), n};
-    wv_span mk = {job->has_mask ? s->mask_p + r * 4 : NULL, n};
+    wv_span mk = {masked ? s->mask_p + r * 4 : NULL, n};
     wv_reduce_job j = {.dtype = job->dtype, .op = job->op, .input = &in,
-                       .n_input = 1, .mask = &mk,
-                       .n_mask = job->has_mask ? 1 : 0,
-                       .has_mask = job->has_mask, .rows = n};
+                       .n_input = 1, .mask = &mk, .n_mask = masked ? 1 : 0,
+                       .has_mask = masked, .rows = n};
     wv_reduce_out o = {0};
     wv_partial pt;
     if ((rc = wv_dev_reduce(dev, &j, &o, err)) == 0) {
       wv_partial_of(&j, &o, pc->chunk, &pt);
       pt.offset = pc->lrow + r;  /* argmin/argmax: the call's first row */
+      f->counted += s->applied ? o.count : 0;
       rc = wv_partial_add(acc, &pt, err);
     }
   }
@@ -562,9 +672,10 @@ static int fr_run(fr *f, const wv_dev *dev, uint64_t P,
   wd_debug("reduction of %" PRIu64 " rows through the readers (%u of them): "
            "%zu pieces of up to %" PRIu64 " rows, %u slots of %u parts, in "
            "%.1f ms; the device waited %.1f ms for the readers and reduced "
-           "%.1f ms", f->job->rows, wd_readers_size(), f->n,
+           "%.1f ms%s", f->job->rows, wd_readers_size(), f->n,
            f->part_rows * f->max_parts, f->n_slots, f->max_parts,
-           (wd_fio_now_s() - t0) * 1e3, waited * 1e3, reduced * 1e3);
+           (wd_fio_now_s() - t0) * 1e3, waited * 1e3, reduced * 1e3,
+           f->apply ? " (the mask applied by the readers)" : "");
   return rc;
 }
 
@@ -611,8 +722,14 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
     return rc;
   }
   int stalled = 0;
+  f->fill = wv_mask_fill_of(job->dtype, job->op);
+  f->apply = job->has_mask && f->fill.ok && fr_applies(caps);
   if ((rc = fr_slots(f, dev, slot_rows, n_slots, parts, err)) == 0)
     rc = fr_run(f, dev, P, timeout_ms, &acc, &stalled, err);
+  /* applied slots: the rows they select, not every row (the float
+   * argmin/argmax counts itself: its fills are NaN) */
+  if (f->apply && job->op != WAVE_ARGMIN && job->op != WAVE_ARGMAX)
+    acc.count = acc.count - f->counted + f->selected;
   if (rc == 0)
     wv_partial_result(&acc, out, some_finite);
   pthread_mutex_lock(&f->mu);

@@ -38,6 +38,18 @@
  * memory (a message, a mapped region) are used in place; only file spans
  * are read.
  *
+ * Masks on a device that stages them (caps.stages_masks: Vulkan copies a
+ * masked job through its staging windows on one thread, applying the mask
+ * as it copies).  The readers apply the mask instead, each to the rows of
+ * its part (core/reduce.h wv_mask_fill: a neutral constant, or for min,
+ * max and extent a copy of the part's first selected row), and the device
+ * reduces the slot unmasked, in place.  A part that selects nothing gets
+ * a copy of a row of another part from the device thread, and a slot
+ * that selects nothing is skipped; the calls count every row, so the
+ * job's count is put right from the parts' selected rows.  The integer
+ * argmin/argmax is left masked (a copy before the first selected row
+ * could take the index).
+ *
  * Errors.  A file that is shorter, at the time of the job, than an extent
  * of it fails the job with REGION (pread returns short: no SIGBUS here).
  * A device error ends the job with that error.  Readers stop at the first

@@ -177,14 +177,86 @@ enum { RG_FREE, RG_USED, RG_LENT };
 
 typedef struct rg_buf {
   struct rg_buf *next;
-  wv_device *bdev;       /* whose ring */
+  wv_device *bdev;       /* whose ring; NULL once that device closed */
   uint8_t *p;
   size_t bytes;
-  int state, pinned;
+  int state;
+  int pinned;            /* our pages, pinned with host_register */
+  int devmem;            /* the device's own memory (host_alloc): it goes
+                            with the device */
 } rg_buf;
 
 static pthread_mutex_t rg_mu = PTHREAD_MUTEX_INITIALIZER;
 static rg_buf *rg_all;
+
+/* Whether a ring pin refusal was said for dev already (said once at warn
+ * level per device: a driver that refuses one buffer refuses them all). */
+static int rg_warned(const wv_dev *dev)
+{
+  static const void *said[32];
+  static unsigned n_said;
+  int seen = 0;
+  pthread_mutex_lock(&rg_mu);
+  for (unsigned i = 0; i < n_said && !seen; i++)
+    seen = said[i] == dev->impl;
+  if (!seen && n_said < 32)
+    said[n_said++] = dev->impl;
+  pthread_mutex_unlock(&rg_mu);
+  return seen;
+}
+
+/* Device thread: g's memory back (the device is open). */
+static void rg_release(const wv_dev *dev, rg_buf *g)
+{
+  if (g->devmem) {
+    wv_dev_host_free(dev, g->p, g->bytes);
+  } else {
+    if (g->pinned)
+      wv_dev_host_unregister(dev, g->p, g->bytes);
+    munmap(g->p, g->bytes);
+  }
+  free(g);
+}
+
+/* A new buffer for dev: the device's own memory where its backend gives
+ * it (host_alloc; WAVED_RING_ALLOC=0, for tests, says no), else our pages,
+ * pinned where the backend can. */
+static rg_buf *rg_make(const wv_dev *dev, size_t bytes)
+{
+  rg_buf *g = calloc(1, sizeof *g);
+  if (g == NULL)
+    return NULL;
+  *g = (rg_buf){.bdev = dev->impl, .bytes = bytes, .state = RG_USED};
+  const char *env = getenv("WAVED_RING_ALLOC");
+  void *p = NULL;
+  wave_error e = {0};
+  if (env == NULL || strcmp(env, "0") != 0) {
+    if (wv_dev_host_alloc(dev, bytes, &p, &e) == 0) {
+      g->p = p;
+      g->devmem = 1;
+      return g;
+    }
+    if (e.code != WAVE_EUNSUPPORTED)  /* the slot is there and said no */
+      wd_debug("%s: no staging ring buffer of the device's own (%s); our "
+               "pages instead", dev->be->name, e.message);
+    e = (wave_error){0};
+  }
+  p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+           -1, 0);
+  if (p == MAP_FAILED) {
+    free(g);
+    return NULL;
+  }
+  g->p = p;
+  /* once per buffer, kept: DMA straight from it for every job after */
+  if (wv_dev_can_pin(dev) && wv_dev_host_register(dev, p, bytes, &e) == 0)
+    g->pinned = 1;
+  else if (wv_dev_can_pin(dev))  /* the device copies each slot: slower */
+    wd_log(rg_warned(dev) ? WD_LOG_DEBUG : WD_LOG_WARN, "%s: a staging "
+           "ring buffer of %zu bytes cannot be pinned (%s); the device "
+           "copies each slot itself", dev->be->name, bytes, e.message);
+  return g;
+}
 
 int wd_ring_take(const wv_dev *dev, size_t bytes,
                  unsigned n, uint8_t **bufs, wave_error *err)
@@ -198,7 +270,8 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
         got < n) {
       g->state = RG_USED;
       bufs[got++] = g->p;
-    } else if (g->bdev == dev->impl && g->state == RG_FREE && g->bytes != bytes) {
+    } else if (g->bdev == dev->impl && g->state == RG_FREE &&
+               g->bytes != bytes) {
       *pp = g->next;  /* another shape (WAVED_FILE_LEVELS): not kept */
       g->next = drop;
       drop = g;
@@ -209,28 +282,15 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
   pthread_mutex_unlock(&rg_mu);
   for (rg_buf *g = drop, *nx; g != NULL; g = nx) {
     nx = g->next;
-    if (g->pinned)
-      wv_dev_host_unregister(dev, g->p, g->bytes);
-    munmap(g->p, g->bytes);
-    free(g);
+    rg_release(dev, g);
   }
   while (got < n) {
-    rg_buf *g = calloc(1, sizeof *g);
-    void *p = g == NULL ? MAP_FAILED
-                        : mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      free(g);
+    rg_buf *g = rg_make(dev, bytes);
+    if (g == NULL) {
       wd_ring_give(dev->impl, bufs, NULL, got);
       return wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
                        "bytes)", n, bytes);
     }
-    *g = (rg_buf){.bdev = dev->impl, .p = p, .bytes = bytes, .state = RG_USED};
-    wave_error e = {0};
-    /* once per buffer, kept: DMA straight from it for every job after */
-    if (wv_dev_can_pin(dev) &&
-        wv_dev_host_register(dev, p, bytes, &e) == 0)
-      g->pinned = 1;
     pthread_mutex_lock(&rg_mu);
     g->next = rg_all;
     rg_all = g;
@@ -264,8 +324,40 @@ void wd_ring_return(uint8_t *buf)
   pthread_mutex_unlock(&rg_mu);
 }
 
-/* The pool stopped and the devices are closed (their pins went with their
- * contexts): every buffer not lent to a read still out goes. */
+void wd_ring_forget(const wv_dev *dev)
+{
+  rg_buf *drop = NULL;
+  pthread_mutex_lock(&rg_mu);
+  for (rg_buf **pp = &rg_all; *pp != NULL;) {
+    rg_buf *g = *pp;
+    if (g->bdev != dev->impl) {
+      pp = &g->next;
+      continue;
+    }
+    if (g->state != RG_LENT || g->devmem) {
+      /* a lent buffer of the device's memory goes with the device all the
+       * same: the read still inside it gets EFAULT (the kernel's copy),
+       * and its wd_ring_return finds nothing */
+      *pp = g->next;
+      g->next = drop;
+      drop = g;
+      continue;
+    }
+    if (g->pinned)  /* lent pages stay until rg_free_all, unpinned */
+      wv_dev_host_unregister(dev, g->p, g->bytes);
+    g->pinned = 0;
+    g->bdev = NULL;
+    pp = &g->next;
+  }
+  pthread_mutex_unlock(&rg_mu);
+  for (rg_buf *g = drop, *nx; g != NULL; g = nx) {
+    nx = g->next;
+    rg_release(dev, g);
+  }
+}
+
+/* The pool stopped and the devices are closed (wd_ring_forget gave back
+ * their buffers): every buffer not lent to a read still out goes. */
 static void rg_free_all(void)
 {
   pthread_mutex_lock(&rg_mu);
@@ -276,7 +368,8 @@ static void rg_free_all(void)
       continue;
     }
     *pp = g->next;
-    munmap(g->p, g->bytes);
+    if (!g->devmem)
+      munmap(g->p, g->bytes);
     free(g);
   }
   pthread_mutex_unlock(&rg_mu);

@@ -17,14 +17,16 @@
  * and a thread over the size ends after its task.
  *
  * Rings.  Each device keeps the staging buffers its file jobs read into,
- * made on its thread at its first such job and kept: pinned once with the
- * backend's host_register (DMA without a staging copy), plain memory where
- * the backend reads host memory itself or refuses.  Pinning costs about
+ * made on its thread at its first such job and kept: memory of the
+ * device's own where the backend gives it (host_alloc: NVIDIA's Vulkan,
+ * which refuses to import any host memory), else our pages pinned once
+ * with the backend's host_register (DMA without a staging copy), plain
+ * memory where the backend reads host memory itself or refuses.  Pinning costs about
  * twice a copy of the same bytes, so a buffer pinned per job would cost
  * more than it saves.  A buffer a stuck read still writes into is lent:
  * the ring makes another and takes the lent one back when the read
- * returns (wd_ring_return).  The rings go with the pool, after the devices
- * have closed (their pins went with their contexts).
+ * returns (wd_ring_return).  A device gives its ring back as it closes
+ * (wd_ring_forget); what is left goes with the pool.
  */
 #ifndef WD_BULK_READERS_H
 #define WD_BULK_READERS_H
@@ -72,5 +74,9 @@ void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
                   unsigned n);
 /* Any thread: a lent buffer is free again. */
 void wd_ring_return(uint8_t *buf);
+/* Device thread, before its device closes: its ring goes (a lent buffer
+ * of our pages stays, unpinned, until its read returns and the pool
+ * stops). */
+void wd_ring_forget(const wv_dev *dev);
 
 #endif

@@ -107,6 +107,13 @@ struct wd_device {
   _Atomic uint64_t done, failed;
 };
 
+static _Atomic(wd_dev_close_fn) dv_close_hook;
+
+void wd_device_on_close(wd_dev_close_fn fn)
+{
+  atomic_store(&dv_close_hook, fn);
+}
+
 static double dv_now(void)
 {
   struct timespec ts;
@@ -452,6 +459,9 @@ static void *dv_main(void *arg)
       dv_end(d, w);
     /* WD_RUN_PARK: its owner holds it and resumes it */
   }
+  wd_dev_close_fn hook = atomic_load(&dv_close_hook);
+  if (hook != NULL)
+    hook(&d->dev);
   wv_dev_close(&d->dev);
   return NULL;
 }

@@ -28,10 +28,17 @@
 #include "daemon/config.h"
 #include "daemon/exec/work.h"
 #include "workers/worker.h"
+#include "workers/wvdev.h"
 
 typedef struct wd_device wd_device;
 
 typedef void (*wd_post_fn)(void *arg, wd_work *w);
+
+/* Called on each device's thread just before its device closes (the
+ * staging rings give back the device's memory, daemon/bulk/readers.h);
+ * one hook for the process, set once before devices start or any time. */
+typedef void (*wd_dev_close_fn)(const wv_dev *dev);
+void wd_device_on_close(wd_dev_close_fn fn);
 
 typedef struct wd_device_snap {
   unsigned queued, capacity;

@@ -94,6 +94,8 @@ enum wv_vk_prog {
 /* wv_vk_buf_create flags */
 #define WV_VK_HOST 1u    /* host-visible, coherent, mapped */
 #define WV_VK_ADDR 2u    /* has a device address (shaders reach it by BDA) */
+#define WV_VK_RING 4u    /* with WV_VK_HOST: written by host threads, read
+                            by the device where it lies (host_alloc) */
 #define WV_VK_SPEC_VARIANTS 8   /* spec-constant OP values per program */
 /* reduce_int.comp and stream.comp: each invocation has WV_VK_UNROLL
  * independent 16-byte loads in flight (the shaders' constant U), so a
@@ -216,6 +218,9 @@ struct wv_device {
   size_t n_pins, cap_pins;
   uint64_t inplace_rows;            /* rows reduce bound in place so far
                                        (tests and benchmarks read it) */
+  int trace;                        /* WAVE_VK_TRACE=1: one stderr line per
+                                       reduce (rows in place and staged,
+                                       time), for the GPU machine's probes */
 
   void *hash_state;                 /* vk_hash.c */
   struct wv_vk_seg *seg_state;      /* vk_seg.c */
@@ -327,6 +332,12 @@ void wv_vk_host_import_check(wv_device *d, int has_ext, VkDeviceSize align);
 int wv_vk_host_register(wv_device *d, const void *ptr, size_t bytes,
                         wave_error *err);
 void wv_vk_host_unregister(wv_device *d, const void *ptr, size_t bytes);
+/* The host_alloc / host_free slots: host-visible, coherent memory of the
+ * device's own, mapped and kept among the pins (so reductions bind it in
+ * place); host_free is host_unregister of it. */
+int wv_vk_host_alloc(wv_device *d, size_t bytes, void **out,
+                     wave_error *err);
+void wv_vk_host_free(wv_device *d, void *p, size_t bytes);
 void wv_vk_pins_free(wv_device *d);        /* close() */
 /* The imported piece holding byte p, or NULL; *next (when not NULL) gets
  * the start of the first piece above p (NULL when there is none). */

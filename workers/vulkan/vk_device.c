@@ -144,7 +144,18 @@ int wv_vk_buf_create(wv_device *d, VkDeviceSize size, unsigned flags,
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   int t;
-  if (host) {
+  const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                              cached = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  if (host && (flags & WV_VK_RING)) {
+    /* The host's own memory, which the device reads over the bus: cached
+     * first (readers may read back what they wrote), never a window of
+     * device memory while another type will do (a BAR is small) */
+    t = vd_memtype(d, req.memoryTypeBits, hv | cached, local);
+    if (t < 0)
+      t = vd_memtype(d, req.memoryTypeBits, hv, local);
+    if (t < 0)
+      t = vd_memtype(d, req.memoryTypeBits, hv, 0);
+  } else if (host) {
     /* Written by the host, read once by the device: uncached (write-
      * combined) memory suits, cached is the fallback. */
     t = vd_memtype(d, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);

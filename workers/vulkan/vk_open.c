@@ -358,6 +358,8 @@ static void vo_query_props(wv_device *d, const vo_exts *x, vo_feats *f)
   d->denorm = x->fctl && fcp.shaderDenormPreserveFloat32;
   d->denorm64 = x->fctl && fcp.shaderDenormPreserveFloat64;
   wv_vk_host_import_check(d, x->hostmem, hmp.minImportedHostPointerAlignment);
+  const char *tr = getenv("WAVE_VK_TRACE");
+  d->trace = tr != NULL && strcmp(tr, "1") == 0;
 }
 
 /* Features we may turn on (queried through one chain). */
@@ -717,6 +719,7 @@ static void vo_caps(wv_device *d, wv_caps *caps)
            d->exchange_reason);
   caps->hash_batch = wv_vk_hash_batch(d);
   caps->has_uuid = 1;
+  caps->stages_masks = 1;           /* vk_reduce.c */
   caps->dtypes64 = d->wide_ok;      /* vk_wide.c: wide_why says why not */
   caps->argminmax = d->argm_ok;
   if (!d->wide_ok || !d->argm_ok)
@@ -782,5 +785,7 @@ const wv_backend wv_vulkan_backend = {
   .hash_batch = wv_vk_hash_batch_run,
   .host_register = wv_vk_host_register,
   .host_unregister = wv_vk_host_unregister,
+  .host_alloc = wv_vk_host_alloc,
+  .host_free = wv_vk_host_free,
   .list_uuids = vo_list_uuids,
 };

@@ -290,3 +290,40 @@ void wv_vk_host_import_check(wv_device *d, int has_ext, VkDeviceSize align)
   d->host_import = 1;
   d->import_align = align;
 }
+
+/* ---- memory of the device's own for the daemon's rings ------------------ */
+
+int wv_vk_host_alloc(wv_device *d, size_t bytes, void **out, wave_error *err)
+{
+  *out = NULL;
+  if (bytes == 0)
+    return wv_seterr(err, WAVE_EARG, "vulkan: host_alloc of nothing");
+  if (d->n_pins == d->cap_pins) {
+    size_t cap = d->cap_pins ? 2 * d->cap_pins : 8;
+    wv_vk_pin *np = realloc(d->pins, cap * sizeof *np);
+    if (np == NULL)
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    d->pins = np;
+    d->cap_pins = cap;
+  }
+  wv_vk_buf b;
+  wave_error e = {0};
+  if (wv_vk_buf_create(d, bytes, WV_VK_HOST | WV_VK_RING, &b, &e) != 0)
+    /* out of such memory is a refusal, not a device fault: the daemon
+     * falls back to its own pages */
+    return wv_seterr(err, WAVE_ENOMEM, "vulkan: %zu bytes of host-visible "
+                     "memory: %.200s", bytes, e.message);
+  const unsigned char *lo = b.map;
+  size_t at = vp_lower(d, lo);
+  memmove(&d->pins[at + 1], &d->pins[at], (d->n_pins - at) * sizeof *d->pins);
+  d->pins[at] = (wv_vk_pin){.lo = lo, .hi = lo + bytes, .buf = b.buf,
+                            .mem = b.mem};
+  d->n_pins++;
+  *out = b.map;
+  return 0;
+}
+
+void wv_vk_host_free(wv_device *d, void *p, size_t bytes)
+{
+  wv_vk_host_unregister(d, p, bytes);  /* vkFreeMemory unmaps it */
+}

@@ -52,8 +52,10 @@
  * memory.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/base.h"
 #include "vk.h"
@@ -409,9 +411,18 @@ static int vr_count_partials(const wv_device *d, const wv_reduce_job *job,
   return 0;
 }
 
+static double vr_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
                  wave_error *err)
 {
+  const double trace_t0 = d->trace ? vr_now_ms() : 0;
+  const uint64_t inplace0 = d->inplace_rows;
   memset(out, 0, sizeof *out);
   out->n_values = wave_op_values(job->op);
   wv_vkr_run run;
@@ -503,6 +514,12 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
       out->index >= 0 && (uint64_t)out->index < first)
     out->index = (int64_t)first;   /* a fill copy before the first row */
 out:
+  if (d->trace)
+    fprintf(stderr, "vulkan trace: %" PRIu64 " rows%s in %zu chunks: %zu "
+            "pieces, %" PRIu64 " rows in place, %" PRIu64 " staged, "
+            "%.2f ms (rc %d)\n", job->rows, job->has_mask ? " masked" : "",
+            job->n_input, ps.n, d->inplace_rows - inplace0,
+            job->rows - (d->inplace_rows - inplace0), vr_now_ms() - trace_t0, rc);
   free(ps.p);
   free(run.seg_off);
   free(run.seg_n);
