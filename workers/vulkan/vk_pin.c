@@ -66,6 +66,28 @@ const wv_vk_pin *wv_vk_pin_find(const wv_device *d, const void *p,
   return NULL;
 }
 
+/* Room for one more piece in d->pins. */
+static int vp_reserve(wv_device *d, wave_error *err)
+{
+  if (d->n_pins < d->cap_pins)
+    return 0;
+  size_t cap = d->cap_pins ? 2 * d->cap_pins : 8;
+  wv_vk_pin *np = realloc(d->pins, cap * sizeof *np);
+  if (np == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  d->pins = np;
+  d->cap_pins = cap;
+  return 0;
+}
+
+/* pin at index at (vp_lower's answer), room reserved. */
+static void vp_insert(wv_device *d, size_t at, const wv_vk_pin *pin)
+{
+  memmove(&d->pins[at + 1], &d->pins[at], (d->n_pins - at) * sizeof *pin);
+  d->pins[at] = *pin;
+  d->n_pins++;
+}
+
 static void vp_destroy(wv_device *d, wv_vk_pin *pin)
 {
   if (pin->buf != VK_NULL_HANDLE)
@@ -206,21 +228,13 @@ int wv_vk_host_register(wv_device *d, const void *ptr, size_t bytes,
     return wv_seterr(err, WAVE_EARG, "vulkan: host_register: [%p, %p) "
                      "overlaps a piece already imported", ptr,
                      (const void *)(p + bytes));
-  if (d->n_pins == d->cap_pins) {
-    size_t cap = d->cap_pins ? 2 * d->cap_pins : 8;
-    wv_vk_pin *np = realloc(d->pins, cap * sizeof *np);
-    if (np == NULL)
-      return wv_seterr(err, WAVE_ENOMEM, NULL);
-    d->pins = np;
-    d->cap_pins = cap;
-  }
+  if (vp_reserve(d, err) != 0)
+    return err->code;
   wv_vk_pin pin;
   int rc = vp_import(d, blo, (VkDeviceSize)(hi - lo), &pin, err);
   if (rc != 0)
     return rc;
-  memmove(&d->pins[at + 1], &d->pins[at], (d->n_pins - at) * sizeof pin);
-  d->pins[at] = pin;
-  d->n_pins++;
+  vp_insert(d, at, &pin);
   return 0;
 }
 
@@ -298,14 +312,8 @@ int wv_vk_host_alloc(wv_device *d, size_t bytes, void **out, wave_error *err)
   *out = NULL;
   if (bytes == 0)
     return wv_seterr(err, WAVE_EARG, "vulkan: host_alloc of nothing");
-  if (d->n_pins == d->cap_pins) {
-    size_t cap = d->cap_pins ? 2 * d->cap_pins : 8;
-    wv_vk_pin *np = realloc(d->pins, cap * sizeof *np);
-    if (np == NULL)
-      return wv_seterr(err, WAVE_ENOMEM, NULL);
-    d->pins = np;
-    d->cap_pins = cap;
-  }
+  if (vp_reserve(d, err) != 0)
+    return err->code;
   wv_vk_buf b;
   wave_error e = {0};
   if (wv_vk_buf_create(d, bytes, WV_VK_HOST | WV_VK_RING, &b, &e) != 0)
@@ -315,10 +323,8 @@ int wv_vk_host_alloc(wv_device *d, size_t bytes, void **out, wave_error *err)
                      "memory: %.200s", bytes, e.message);
   const unsigned char *lo = b.map;
   size_t at = vp_lower(d, lo);
-  memmove(&d->pins[at + 1], &d->pins[at], (d->n_pins - at) * sizeof *d->pins);
-  d->pins[at] = (wv_vk_pin){.lo = lo, .hi = lo + bytes, .buf = b.buf,
-                            .mem = b.mem};
-  d->n_pins++;
+  vp_insert(d, at, &(wv_vk_pin){.lo = lo, .hi = lo + bytes, .buf = b.buf,
+                                .mem = b.mem});
   *out = b.map;
   return 0;
 }
