@@ -44,7 +44,7 @@ stop_daemon() {
 }
 summ() {  # log
   echo "-- pins and rings:"
-  grep -E "ring buffer|cannot pin|pinned on" "$1" | sed 's/^[^ ]* //' | sort | uniq -c | head -n 10
+  grep -E "ring buffer|staging ring|cannot pin|pinned on" "$1" | sed 's/^[^ ]* //' | sort | uniq -c | head -n 10
   echo "-- readers lines (device waited / reduced):"
   grep "through the readers (" "$1" | sed 's/.*rows through/through/' | head -n 40
   echo "-- vulkan trace, grouped (rows, masked, pieces, in place, staged: count, median ms):"
@@ -71,11 +71,13 @@ files() {  # when
       t0=$(date +%s.%N)
       # shellcheck disable=SC2086
       a=$("$B/wavectl" --url "$url" --timeout 120000 submit reduce --dtype u32 \
-        --op max --device vk0 --input "$f" $mk) || fails=$((fails + 1))
+        --op max --device vk0 --input "$f" $mk | grep -v '^device:') ||
+        fails=$((fails + 1))
       t1=$(date +%s.%N)
       # shellcheck disable=SC2086
       c=$("$B/wavectl" --url "$url" --timeout 120000 submit reduce --dtype u32 \
-        --op max --device cpu0 --input "$f" $mk) || fails=$((fails + 1))
+        --op max --device cpu0 --input "$f" $mk | grep -v '^device:') ||
+        fails=$((fails + 1))
       [ "$a" = "$c" ] || { echo "FAIL vk0 and cpu0 differ: $a / $c"; fails=$((fails + 1)); }
       awk -v a="$t0" -v b="$t1" -v w="$1" -v k="${mk:+masked }" \
         'BEGIN { printf "%sfile job on vk0 (%s): %.1f ms\n", k, w, (b - a) * 1e3 }'
