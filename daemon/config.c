@@ -93,6 +93,7 @@ const cf_key wd_cf_keys[] = {
   UINT(CF_LIMITS, CFG, "region_cache_bytes", limits.region_cache_bytes, 0, 1ull << 40, 1ull << 30, START(RL_REGIONS)),
   UINT(CF_LIMITS, CFG, "region_read_timeout_ms", limits.region_read_timeout_ms, 1, 3600000, 5000, LIVE),
   UINT(CF_LIMITS, CFG, "file_readers", limits.file_readers, 0, 64, 0, START("the reader pool is started once")),
+  {CF_LIMITS, "staging_rings", CF_ENUM, FLD(CFG, limits.staging_rings), 0, 0, 0, "startup", cf_prepare, 0, 0, NULL, START("the rings are made as the devices open")},
   UINT(CF_LIMITS, CFG, "max_segments", limits.max_segments, 0, 1u << 24, 1u << 20, LIVE),
   UINT(CF_LIMITS, CFG, "max_parked", limits.max_parked, 0, 65536, 1024, LIVE),
   UINT(CF_LIMITS, CFG, "max_connections", limits.max_connections, 1, 65536, 256, LIVE),

@@ -59,8 +59,11 @@ typedef struct wd_limits {
   uint64_t region_cache_bytes;/* freed copy-region buffers kept for reuse */
   unsigned region_read_timeout_ms; /* a file-region read that blocks longer
                                  fails its job (daemon/filered.h) */
-  unsigned file_readers;      /* reader pool (bulk/readers.h); 0: min(8,
+  unsigned file_readers;      /* reader pool (bulk/readers.h); 0: min(12,
                                  cores); sized at start */
+  int staging_rings;          /* WD_PREPARE_*: the devices' staging rings
+                                 made as they open, or at their first
+                                 file job (bulk/readers.h) */
   unsigned max_segments;      /* want_segments only for jobs of at most
                                  this many segments (else TOOBIG) */
   unsigned max_parked;        /* JobRequests waiting at once; more are

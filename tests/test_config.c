@@ -99,7 +99,7 @@ START_TEST(defaults)
   ck_assert_uint_eq(c->limits.max_wait_ms, 10000);
   ck_assert_uint_eq(c->limits.keep_jobs, 256);
   ck_assert_uint_eq(c->limits.keep_seconds, 600);
-  ck_assert_uint_eq(c->limits.file_readers, 0);  /* min(8, cores) */
+  ck_assert_uint_eq(c->limits.file_readers, 0);  /* min(12, cores) */
   char dir[600];
   snprintf(dir, sizeof dir, "%s/packs", tc_dir);
   ck_assert_str_eq(c->packs_dir, dir);
@@ -306,6 +306,23 @@ START_TEST(file_readers_key)
   tc_load_bad("limits:\n"
               "  file_readers: eight\n" ONE_DEVICE,
               "2:17", "limits.file_readers", "expected an integer 0..64");
+}
+END_TEST
+
+/* limits.staging_rings: the devices' rings made as they open (the
+ * default) or at their first file job (daemon/bulk/filered.h) */
+START_TEST(staging_rings_key)
+{
+  wd_config *c = tc_load_ok(ONE_DEVICE);
+  ck_assert_int_eq(c->limits.staging_rings, WD_PREPARE_STARTUP);
+  wd_config_free(c);
+  c = tc_load_ok("limits:\n  staging_rings: first-use\n" ONE_DEVICE);
+  ck_assert_int_eq(c->limits.staging_rings, WD_PREPARE_FIRST_USE);
+  wd_config_free(c);
+  tc_load_bad("limits:\n"
+              "  staging_rings: never\n" ONE_DEVICE,
+              "2:18", "limits.staging_rings",
+              "expected one of: startup, first-use");
 }
 END_TEST
 
@@ -734,6 +751,7 @@ static Suite *config_suite(void)
   tcase_add_test(t, missing_file);
   tcase_add_test(t, bad_integers);
   tcase_add_test(t, file_readers_key);
+  tcase_add_test(t, staging_rings_key);
   tcase_add_test(t, bad_enums_and_modes);
   tcase_add_test(t, unknown_and_duplicate_keys);
   tcase_add_test(t, devices);

@@ -309,10 +309,21 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
   /* masks applied by the readers where asked (test_filered_applied) or
    * where the device stages masks (Vulkan): then it said so */
   const char *ap = getenv("WAVED_FILE_MASKS");
-  if ((ap != NULL && strcmp(ap, "apply") == 0) ||
-      strstr(ft_devices, "vulkan") != NULL)
+  int vk = strstr(ft_devices, "vulkan") != NULL;
+  if ((ap != NULL && strcmp(ap, "apply") == 0) || vk)
     ck_assert_msg(strstr(td_stderr(&d), "the mask applied by the readers") !=
                     NULL, "%s", td_stderr(&d));
+  /* a device that stages made its ring as it opened (limits.staging_rings:
+   * startup, the default), for the rows' slots and the masks' (2 x 3 by
+   * default, 2 x 4 with WAVED_FILE_LEVELS) */
+  if (vk) {
+    int early = strstr(ft_limits, "first-use") == NULL;
+    const char *made = strstr(td_stderr(&d), "vulkan: staging ring of ");
+    const char *none = strstr(td_stderr(&d), "no staging ring at start-up");
+    ck_assert_msg((made != NULL) == early, "staging_rings %s: %.300s",
+                  early ? "startup" : "first-use",
+                  made != NULL ? made : none != NULL ? none : "no line");
+  }
   td_stop_ok(&d);
 }
 
@@ -350,6 +361,9 @@ START_TEST(file_bits_vulkan)
   ft_bits(NULL, one, 1);
   static const size_t small[] = {70001};
   ft_bits("1", small, 1);
+  ft_limits = "  staging_rings: first-use\n";
+  ft_bits("1", small, 1);
+  ft_limits = "";
   static const size_t regions[] = {100003};
   ft_staged(NULL, regions, 1);
 }

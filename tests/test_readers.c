@@ -1,6 +1,6 @@
 /* test_readers.c - the reader pool and the staging rings (daemon/bulk/
  * readers.h), in process: the pool's size (limits.file_readers, its
- * default min(8, cores)), references to one pool, replacements for stuck
+ * default min(12, cores)), references to one pool, replacements for stuck
  * readers, every task run; a ring's buffers pinned once each and reused
  * across jobs, a lent buffer left alone until it comes back.  The bits of
  * jobs that use them are test_filered's.
@@ -144,10 +144,17 @@ START_TEST(ring_reuses_and_lends)
   ck_assert_int_eq(wd_ring_take(&(wv_dev){&be, other}, 1 << 20, 1, c, &e), 0);
   ck_assert_uint_eq(atomic_load(&tr_pins), 5);
   wd_ring_give(other, c, NULL, 1);
-  /* another size: the free buffers of the old one are unpinned, freed */
+  /* a smaller size: larger free buffers serve it, nothing made or freed */
   ck_assert_int_eq(wd_ring_take(&(wv_dev){&be, dev}, 1 << 16, 2, c, &e), 0);
+  ck_assert_uint_eq(atomic_load(&tr_unpins), 0);
+  ck_assert_uint_eq(atomic_load(&tr_pins), 5);
+  wd_ring_give(dev, c, NULL, 2);
+  /* a larger one: the free buffers too small are unpinned, freed */
+  ck_assert_int_eq(wd_ring_take(&(wv_dev){&be, dev}, 1 << 21, 2, c, &e), 0);
   ck_assert_uint_eq(atomic_load(&tr_unpins), 4);
   ck_assert_uint_eq(atomic_load(&tr_pins), 7);
+  for (unsigned i = 0; i < 2; i++)
+    c[i][0] = 1, c[i][(1 << 21) - 1] = 2;  /* writable, whole */
   wd_ring_give(dev, c, NULL, 2);
   /* a backend that does not pin (the CPU's): plain buffers */
   wv_backend cpu = {.name = "cpu"};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/bulk/decode.h"
+#include "daemon/bulk/filered.h"
 #include "daemon/bulk/readers.h"
 #include "daemon/exec/device.h"
 #include "daemon/log.h"
@@ -38,6 +39,8 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
     return rc;
   b->readers = 1;
   wd_device_on_close(wd_ring_forget);  /* a closing device's ring goes */
+  wd_device_on_open(cfg->limits.staging_rings == WD_PREPARE_STARTUP
+                        ? wd_file_ring_prepare : NULL);
   wd_info("%u file readers (limits.file_readers)", wd_readers_size());
   return 0;
 }

@@ -466,6 +466,27 @@ static void fr_give(fr *f, wv_device *bdev)
   }
 }
 
+void wd_file_ring_prepare(const wv_dev *dev, const wv_caps *caps)
+{
+  if (fr_host_reads(caps))
+    return;
+  uint64_t P, slot_rows;
+  unsigned n_slots, parts;
+  fr_shape(caps, &P, &slot_rows, &n_slots, &parts);
+  uint8_t *bufs[2 * FR_MAX_SLOTS];
+  unsigned nb = 2 * n_slots;  /* the rows' slots and the mask's */
+  size_t bytes = (size_t)slot_rows * 4;
+  wave_error e = {0};
+  if (wd_ring_take(dev, bytes, nb, bufs, &e) != 0) {
+    wd_warn("%s: no staging ring at start-up (%s); the first file job "
+            "makes it", dev->be->name, e.message);
+    return;
+  }
+  wd_ring_give(dev->impl, bufs, NULL, nb);
+  wd_debug("%s: staging ring of %u x %zu bytes made", dev->be->name, nb,
+           bytes);
+}
+
 /* Device thread: slot of piece i gets its pointers, and its parts go to
  * the readers (none when all its rows are used in place). */
 static int fr_post(fr *f, size_t i, wave_error *err)

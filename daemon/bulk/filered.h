@@ -90,6 +90,14 @@ typedef struct wd_fsrc {
 int wd_file_reads_nothing(const wv_dev *dev, const wv_caps *caps,
                           const wd_fsrc *src, size_t n);
 
+/* Device thread, as dev opens (limits.staging_rings: startup): its
+ * staging ring made now, for jobs of 4-byte rows with masks, so the first
+ * file job does not pay for it, and so NVIDIA's Vulkan driver, which
+ * refused it in a daemon that had tried regions (readers.h), gives it.
+ * Nothing for a device that reads host memory; a refusal is logged and
+ * the first job tries again. */
+void wd_file_ring_prepare(const wv_dev *dev, const wv_caps *caps);
+
 /* wv_reduce_validate for a job whose file spans have data NULL. */
 int wd_file_validate(const wv_reduce_job *job, wave_error *err);
 

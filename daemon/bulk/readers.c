@@ -31,7 +31,7 @@ static struct {
 unsigned wd_readers_default(void)
 {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
+  return n < 1 ? 1 : n > 12 ? 12 : (unsigned)n;
 }
 
 static void *rp_thread(void *arg)
@@ -266,13 +266,15 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
   pthread_mutex_lock(&rg_mu);
   for (rg_buf **pp = &rg_all; *pp != NULL;) {
     rg_buf *g = *pp;
-    if (g->bdev == dev->impl && g->state == RG_FREE && g->bytes == bytes &&
+    if (g->bdev == dev->impl && g->state == RG_FREE && g->bytes >= bytes &&
         got < n) {
       g->state = RG_USED;
       bufs[got++] = g->p;
     } else if (g->bdev == dev->impl && g->state == RG_FREE &&
-               g->bytes != bytes) {
-      *pp = g->next;  /* another shape (WAVED_FILE_LEVELS): not kept */
+               g->bytes < bytes) {
+      /* too small (a job of 8-byte rows after 4-byte ones, or
+       * WAVED_FILE_LEVELS): not kept; larger ones serve every job */
+      *pp = g->next;
       g->next = drop;
       drop = g;
       continue;

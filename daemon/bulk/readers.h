@@ -6,7 +6,7 @@
  * runs at 54 GB/s and 8 threads reading the same file reach 25 GB/s.  So
  * the reads of file regions (and the copies of regions that are not
  * pinned) are cut into parts that a pool of reader threads runs, started
- * once with the daemon (limits.file_readers; 0 = min(8, cores)); a job
+ * once with the daemon (limits.file_readers; 0 = min(12, cores)); a job
  * never starts a thread.  The pool is a FIFO of tasks: parts of several
  * jobs (several devices) interleave, so no job waits for another to end.
  *
@@ -17,13 +17,20 @@
  * and a thread over the size ends after its task.
  *
  * Rings.  Each device keeps the staging buffers its file jobs read into,
- * made on its thread at its first such job and kept: memory of the
+ * made on its thread as it opens (limits.staging_rings: startup, the
+ * default; first-use: at its first such job) and kept: memory of the
  * device's own where the backend gives it (host_alloc: NVIDIA's Vulkan,
  * which refuses to import any host memory), else our pages pinned once
  * with the backend's host_register (DMA without a staging copy), plain
  * memory where the backend reads host memory itself or refuses.  Pinning costs about
  * twice a copy of the same bytes, so a buffer pinned per job would cost
- * more than it saves.  A buffer a stuck read still writes into is lent:
+ * more than it saves, and made at start-up it costs no job anything.
+ * In the daemon, NVIDIA's Vulkan driver refused the ring's host-visible
+ * memory (OUT_OF_DEVICE_MEMORY, H200 host) once regions had been tried,
+ * though a bare process (wvbench-vkhost) is given it before and after a
+ * refused import: the cause is not known, and a ring made as the device
+ * opens was never refused.  A larger free buffer serves
+ * a smaller request, so jobs of 4- and 8-byte rows share one ring.  A buffer a stuck read still writes into is lent:
  * the ring makes another and takes the lent one back when the read
  * returns (wd_ring_return).  A device gives its ring back as it closes
  * (wd_ring_forget); what is left goes with the pool.
@@ -47,7 +54,8 @@ typedef struct wd_rtask {
   void (*run)(struct wd_rtask *t);
 } wd_rtask;
 
-/* min(8, online cores): limits.file_readers 0. */
+/* min(12, online cores): limits.file_readers 0 (12 reached the H200
+ * host's page-cache rate; 16 did no better). */
 unsigned wd_readers_default(void);
 /* Start the pool with n threads (0: the default), or take another
  * reference to the running one (its size stays).  Returns 0 or an error. */

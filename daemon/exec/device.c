@@ -108,6 +108,12 @@ struct wd_device {
 };
 
 static _Atomic(wd_dev_close_fn) dv_close_hook;
+static _Atomic(wd_dev_open_fn) dv_open_hook;
+
+void wd_device_on_open(wd_dev_open_fn fn)
+{
+  atomic_store(&dv_open_hook, fn);
+}
 
 void wd_device_on_close(wd_dev_close_fn fn)
 {
@@ -394,6 +400,9 @@ static void dv_open(wd_device *d)
     dv_read_caps(d);
     wd_info("device %s (%s) open: %s, wave width %u", d->cfg.name,
             d->cfg.backend, d->tcaps.description, d->tcaps.wave_width);
+    wd_dev_open_fn hook = atomic_load(&dv_open_hook);
+    if (hook != NULL)
+      hook(&d->dev, &d->tcaps);
   } else {
     wd_error("device %s (%s) failed to open: %s", d->cfg.name,
              d->cfg.backend, err.message);

@@ -39,6 +39,11 @@ typedef void (*wd_post_fn)(void *arg, wd_work *w);
  * one hook for the process, set once before devices start or any time. */
 typedef void (*wd_dev_close_fn)(const wv_dev *dev);
 void wd_device_on_close(wd_dev_close_fn fn);
+/* Called on each device's thread once it opened, before it is reported
+ * open (the staging rings made at start-up, limits.staging_rings); NULL:
+ * none.  One hook for the process, like the close hook. */
+typedef void (*wd_dev_open_fn)(const wv_dev *dev, const wv_caps *caps);
+void wd_device_on_open(wd_dev_open_fn fn);
 
 typedef struct wd_device_snap {
   unsigned queued, capacity;
