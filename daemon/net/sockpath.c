@@ -40,9 +40,18 @@ int wd_sockpath_prepare(const char *path, wave_error *err)
     if (errno != ENOENT)
       return wv_seterr(err, WAVE_EIO, "socket folder %s: %s", dir,
                        strerror(errno));
-    if (mkdir(dir, me == 0 ? 0750 : 0700) != 0 || lstat(dir, &st) != 0)
+    if (mkdir(dir, me == 0 ? 0750 : 0700) != 0 || lstat(dir, &st) != 0) {
+      int e = errno;
       return wv_seterr(err, WAVE_EIO, "cannot create the socket folder %s: "
-                       "%s", dir, strerror(errno));
+                       "%s%s", dir, strerror(e),
+                       me != 0 && e == EACCES
+                           ? " (not root: a user's daemon takes "
+                             "$XDG_RUNTIME_DIR/wavedd/wavedd.sock when "
+                             "XDG_RUNTIME_DIR is set and the config lists no "
+                             "ipc URL; or list ipc://PATH in a folder of "
+                             "yours; docs/service.md \"The socket\")"
+                           : "");
+    }
   }
   if (!S_ISDIR(st.st_mode))
     return wv_seterr(err, WAVE_EIO, "socket folder %s is not a folder", dir);

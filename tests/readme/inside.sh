@@ -44,7 +44,7 @@ h="{'descr': '<u4', 'fortran_order': False, 'shape': (3,), }"
   printf '\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00'; } >keep.npy
 cat >gpu-box.yaml <<YAML
 listen:
-  - ipc:///run/wavedd/wavedd.sock
+  - ipc://$XDG_RUNTIME_DIR/wavedd/wavedd.sock
   - tcp://0.0.0.0:5555
   - tls+tcp://0.0.0.0:5556
 tls: {cert_file: gpu-box.crt, key_file: gpu-box.key}
