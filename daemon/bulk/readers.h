@@ -29,11 +29,12 @@
  * memory (OUT_OF_DEVICE_MEMORY, H200 host) once regions had been tried,
  * though a bare process (wvbench-vkhost) is given it before and after a
  * refused import: the cause is not known, and a ring made as the device
- * opens was never refused.  A larger free buffer serves
- * a smaller request, so jobs of 4- and 8-byte rows share one ring.  A buffer a stuck read still writes into is lent:
- * the ring makes another and takes the lent one back when the read
- * returns (wd_ring_return).  A device gives its ring back as it closes
- * (wd_ring_forget); what is left goes with the pool.
+ * opens was never refused.  A larger free buffer serves a smaller
+ * request, so jobs of 4- and 8-byte rows share one ring.  A buffer a stuck
+ * read still writes into is lent: the ring makes another and takes the
+ * lent one back when the read returns (wd_ring_return).  A device gives
+ * its ring back as it closes (wd_ring_forget); what is left goes with the
+ * pool.
  */
 #ifndef WD_BULK_READERS_H
 #define WD_BULK_READERS_H
