@@ -2,11 +2,13 @@
  * region.h): a region pinned piece by piece from its registration on, in
  * the device's own time, every piece released when it goes (the fake
  * backend's pinning slots, workers/fake/fake.c); and regions of huge
- * pages, mapped and unmapped by the daemon in whole huge pages.  Against
+ * pages, mapped and unmapped by the daemon in whole huge pages; a pin that
+ * waits while another device copies.  Against
  * the real wavedd-test through libwaveclient (tests/bulk_harness.h).
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stdio.h>
@@ -30,6 +32,23 @@ static int tp_log_count(const td_daemon *d, const char *needle)
   for (const char *p = td_stderr(d); (p = strstr(p, needle)) != NULL; p++)
     n++;
   return n;
+}
+
+/* The u32 sum of a region's first `rows` rows on `device` is the host's. */
+static void tp_sum_on(wave_client *c, wave_region *rg, const uint32_t *p,
+                      size_t rows, const char *device)
+{
+  wave_error e = {0};
+  wave_extent in = {rg, 0, rows * 4};
+  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &in,
+                          .n_input = 1, .device = device};
+  wave_reduce_result a;
+  ck_assert_msg(wave_reduce_region(c, &q, &a, &e) == 0, "%s: %s", device,
+                e.message);
+  uint32_t want = 0;
+  for (size_t i = 0; i < rows; i++)
+    want += p[i];
+  ck_assert_uint_eq(a.bits[0], want);
 }
 
 /* A device that pins (the fake backend's slots, workers/fake/fake.c) has a
@@ -110,6 +129,96 @@ START_TEST(region_pinned_in_pieces)
   ck_assert_uint_eq(b.bits[0], 6);
   nng_close(s);
   wave_client_close(c);
+  td_stop_ok(&d);
+}
+END_TEST
+
+/* A reduction on fk0 of its own client, held inside the device (the fake
+ * backend's DIR/.reduce): fk0 stays busy copying until the file goes. */
+typedef struct tp_held {
+  const char *url;
+  int rc;
+  uint32_t sum;
+} tp_held;
+
+static void *tp_held_reduce(void *arg)
+{
+  tp_held *h = arg;
+  wave_client *c = bh_client(h->url);
+  uint32_t rows[64];
+  for (unsigned i = 0; i < 64; i++)
+    rows[i] = 3 * i + 1;
+  wave_chunk ch = {rows, sizeof rows};
+  wave_reduce_request m = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
+                           .n_input = 1, .device = "fk0"};
+  wave_reduce_result r;
+  wave_error e = {0};
+  h->rc = wave_reduce(c, &m, &r, &e);
+  h->sum = r.bits[0];
+  wave_client_close(c);
+  return NULL;
+}
+
+/* A pin stalls other devices' copies, so a region registered while fk0
+ * copies is pinned on fk1 only after fk0's reduction, up to a bound per
+ * piece (bulk/regionpin.c): the wait is said, fk1 still pins the region
+ * while fk0 stays busy (the bound, so a device never idle does not keep
+ * a region staged), fk0 pins it once free, and the bits are the same. */
+START_TEST(region_pin_waits_for_copies)
+{
+  char hold[] = "/tmp/wv-pinhold-XXXXXX", flag[64], devs[400];
+  ck_assert_ptr_nonnull(mkdtemp(hold));
+  snprintf(flag, sizeof flag, "%s/.reduce", hold);
+  snprintf(devs, sizeof devs,
+           "  - {name: fk0, backend: fake, device: \"hold_prepare=%s\"}\n"
+           "  - {name: fk1, backend: fake}\n", hold);
+  td_daemon d;
+  bh_prepare(&d, 1, devs);
+  d.fake = 1;
+  if (td_start(&d) != 0)
+    ck_abort_msg("wavedd-test did not start:\n%s", td_stderr(&d));
+  td_write(flag, "");
+  tp_held h = {.url = d.ipc, .rc = -1};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, tp_held_reduce, &h), 0);
+  for (int i = 0; i < 500 && tp_log_count(&d, "fake fk0: reduction held") == 0;
+       i++)
+    usleep(10000);
+  ck_assert_int_eq(tp_log_count(&d, "fake fk0: reduction held"), 1);
+
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  const size_t piece = 32u << 20, bytes = 2 * piece;
+  wave_region *rg;
+  ck_assert_int_eq(wave_region_create(&rg, bytes, "wait", &e), 0);
+  uint32_t *p = wave_region_data(rg);
+  bh_fill(p, bytes / 4, 9, 0);
+  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
+  nng_socket s = td_dial(d.ipc);
+  const char *said = "waits while fk0 copies";
+  for (int i = 0; i < 500 && tp_log_count(&d, said) == 0; i++)
+    usleep(10000);
+  ck_assert_msg(tp_log_count(&d, said) == 1, "no \"%s\" in:\n%s", said,
+                td_stderr(&d));
+  for (int i = 0; i < 1000 && bh_pinned(s) == 0; i++)
+    usleep(10000);
+  ck_assert_uint_eq(bh_pinned(s), 1);  /* fk1's, with fk0 still held */
+  ck_assert_int_eq(h.rc, -1);
+  unlink(flag);
+  pthread_join(th, NULL);
+  ck_assert_int_eq(h.rc, 0);
+  ck_assert_uint_eq(h.sum, 64 + 3 * 63 * 64 / 2);
+  for (int i = 0; i < 500 && bh_pinned(s) < 2; i++)
+    usleep(10000);
+  ck_assert_uint_eq(bh_pinned(s), 2);
+
+  tp_sum_on(c, rg, p, BH_ROWS_MAX, "fk0");
+  tp_sum_on(c, rg, p, BH_ROWS_MAX, "fk1");
+  ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
+  wave_region_close(rg);
+  nng_close(s);
+  wave_client_close(c);
+  rmdir(hold);
   td_stop_ok(&d);
 }
 END_TEST
@@ -325,18 +434,8 @@ START_TEST(region_pinned_by_another_backend)
   ck_assert_uint_eq(bh_pinned(s), 1);  /* fk0's slot; ocl0 does not pin */
   const char *line = "opencl: a reduction's spans go through the readers";
   ck_assert_int_eq(tp_log_count(&d, line), 0);
-  wave_extent in = {rg, 0, rows * 4};
-  wave_region_reduce q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &in,
-                          .n_input = 1, .device = "ocl0"};
-  wave_reduce_result a, b;
-  ck_assert_int_eq(wave_reduce_region(c, &q, &a, &e), 0);
-  q.device = "fk0";
-  ck_assert_int_eq(wave_reduce_region(c, &q, &b, &e), 0);
-  uint32_t want = 0;
-  for (size_t i = 0; i < rows; i++)
-    want += p[i];
-  ck_assert_uint_eq(a.bits[0], want);
-  ck_assert_uint_eq(b.bits[0], want);
+  tp_sum_on(c, rg, p, rows, "ocl0");
+  tp_sum_on(c, rg, p, rows, "fk0");
   for (int i = 0; i < 200 && tp_log_count(&d, line) == 0; i++)
     usleep(10000);  /* the log line is written by the device thread */
   ck_assert_msg(tp_log_count(&d, line) == 1, "no \"%s\" in:\n%s", line,
@@ -356,6 +455,7 @@ int main(void)
   TCase *tc = tcase_create("regions");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, region_pinned_in_pieces);
+  tcase_add_test(tc, region_pin_waits_for_copies);
   tcase_add_test(tc, region_huge_pages);
   tcase_add_test(tc, region_huge_hole);
 #ifdef WAVE_PIN_OPENCL

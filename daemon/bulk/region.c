@@ -604,14 +604,17 @@ int wd_region_pinned_for(const wd_region *r, const wv_dev *dev)
   return 0;
 }
 
+int wd_region_pin_left(const wd_region *r, unsigned slot, const wv_dev *dev)
+{
+  return r->base != NULL && wv_dev_can_pin(dev) && slot < WD_REGION_SLOTS &&
+         !atomic_load(&((wd_region *)r)->gone) && r->pin_at[slot] < r->bytes;
+}
+
 int wd_region_pin_step(wd_region *r, unsigned slot, const wv_dev *dev)
 {
-  if (r->base == NULL || !wv_dev_can_pin(dev) || slot >= WD_REGION_SLOTS ||
-      atomic_load(&r->gone))
+  if (!wd_region_pin_left(r, slot, dev))
     return 0;
   uint64_t at = r->pin_at[slot];
-  if (at >= r->bytes)
-    return 0;
   uint64_t n = r->bytes - at < WD_PIN_PIECE ? r->bytes - at : WD_PIN_PIECE;
   wave_error e = {0};
   if (wv_dev_host_register(dev, r->base + at, (size_t)n, &e) != 0) {

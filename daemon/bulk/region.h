@@ -32,7 +32,9 @@
  * Devices that pin host memory for DMA (backend slot host_register) pin a
  * mapped region from its registration on (once the reply is on its way),
  * WD_PIN_PIECE bytes at a time, on their own thread and between other
- * work (a setup item, exec/work.h; bulk/regionpin.c).  Pinning 1 GiB costs
+ * work (a setup item, exec/work.h), and each piece after the reductions
+ * another pinning device has queued, up to a bound (a pin stalls other
+ * devices' copies: bulk/regionpin.c).  Pinning 1 GiB costs
  * about twice its copy on the H200 host, so a job never waits for it: a
  * client that registers before it fills finds the region pinned (it was
  * pinned while the client wrote), and a job that comes before the end
@@ -135,6 +137,8 @@ int wd_region_pinned_for(const wd_region *r, const wv_dev *dev);
  * through the unpin hook (dev NULL: a device that cannot run it; only
  * the bookkeeping, then the unmap). */
 int wd_region_pin_step(wd_region *r, unsigned slot, const wv_dev *dev);
+/* Device thread of slot: would wd_region_pin_step pin a piece? */
+int wd_region_pin_left(const wd_region *r, unsigned slot, const wv_dev *dev);
 void wd_region_unpin(wd_region *r, unsigned slot, const wv_dev *dev);
 
 /* For status: copies of the regions principal who may see (its own; root's

@@ -15,7 +15,10 @@
  * hold_prepare=DIR") holds a pack's preparation while the file DIR/<pack
  * name> exists: the step waits inside (the device thread sleeps in 5 ms
  * naps), so a test sees a pack being prepared for as long as it likes and
- * lets it go by removing the file.  No timing is involved.
+ * lets it go by removing the file.  No timing is involved.  A reduction
+ * waits the same way while DIR/.reduce exists (a dot name is no pack's),
+ * saying "fake NAME: reduction held" on stderr as it starts to wait, so a
+ * test keeps the device busy with a reduction for as long as it likes.
  *
  * It also takes the pinning slots (worker.h host_register) without
  * pinning anything: it keeps the ranges, refuses overlapping ones, and
@@ -137,10 +140,28 @@ static int fk_step(wv_device *d, wave_error *err)
                    (unsigned long long)d->fault_after);
 }
 
+/* hold_prepare: wait while DIR/<name> exists (see the top). */
+static void fk_hold(const wv_device *d, const char *name)
+{
+  if (d->hold[0] == '\0')
+    return;
+  char path[320];
+  snprintf(path, sizeof path, "%s/%s", d->hold, name);
+  struct timespec nap = {0, 5 * 1000 * 1000};
+  int held = 0;
+  while (access(path, F_OK) == 0) {
+    if (!held && strcmp(name, ".reduce") == 0)
+      fprintf(stderr, "fake %s: reduction held\n", d->name);
+    held = 1;
+    nanosleep(&nap, NULL);
+  }
+}
+
 static int fk_reduce(wv_device *d, const wv_reduce_job *job,
                      wv_reduce_out *out, wave_error *err)
 {
   int rc = fk_step(d, err);
+  fk_hold(d, ".reduce");
   return rc ? rc : wv_cpu_backend.reduce(d->cpu, job, out, err);
 }
 
@@ -149,22 +170,10 @@ static int fk_prepare(wv_device *d, const struct wv_pack *p, wave_error *err)
   return wv_cpu_backend.hash_prepare(d->cpu, p, err);
 }
 
-/* hold_prepare: wait while DIR/<pack> exists (see the top). */
-static void fk_hold(const wv_device *d, const struct wv_pack *p)
-{
-  if (d->hold[0] == '\0')
-    return;
-  char path[320];
-  snprintf(path, sizeof path, "%s/%s", d->hold, wv_pack_name(p));
-  struct timespec nap = {0, 5 * 1000 * 1000};
-  while (access(path, F_OK) == 0)
-    nanosleep(&nap, NULL);
-}
-
 static int fk_prepare_step(wv_device *d, const struct wv_pack *p, int *done,
                            wave_error *err)
 {
-  fk_hold(d, p);
+  fk_hold(d, wv_pack_name(p));
   return wv_cpu_backend.hash_prepare_step(d->cpu, p, done, err);
 }
 
