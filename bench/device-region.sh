@@ -6,7 +6,11 @@
 # cpu0); the CUDA run again with the region of 2 MiB huge pages when
 # WAVE_REGION_HUGE_POOL pages can be reserved (default 1400, put back
 # after); wvbench-vkhost (Vulkan import vs copy, when built); and a 1 GiB
-# file reduced by wavectl through a region against `cat FILE`.
+# file reduced by wavectl through a region against `cat FILE`.  After
+# each wvbench-gpu-region run, "where the time went": how many of its jobs
+# went through the reader pool, and the daemon's debug line for the first
+# of them (the first use of "fill, then register"): how long the device
+# waited for the readers, and how long it copied and reduced.
 # bench/device-run.sh calls it as its "region" step; alone:
 #
 #   bench/device-region.sh BUILD_DIR OUT_DIR
@@ -25,7 +29,7 @@ cfg=$OUT/region.yaml
 cat >"$cfg" <<CFG
 listen:
   - $url
-log_level: info
+log_level: debug
 allow_client_shm: true
 limits:
   max_job_rows: 268435456
@@ -49,15 +53,30 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 fails=0
+log=$OUT/wavedd-region.log
+# the reader-pool lines the daemon logged since line $1 of its log: their
+# count, and the first
+went() {
+  local lines
+  lines=$(tail -n +"$(($1 + 1))" "$log" | grep "rows through the readers")
+  echo "where the time went: $(printf '%s' "$lines" | grep -c .) jobs through the readers; the first:"
+  printf '%s\n' "$lines" | head -n 1 | sed 's/^.*reduction of/  reduction of/'
+}
 echo "== cuda0, ordinary pages"
+at=$(wc -l <"$log")
 "$B/bench/wvbench-gpu-region" "$url" cuda0 28 || fails=$((fails + 1))
+went "$at"
 echo "== vk0, ordinary pages"
+at=$(wc -l <"$log")
 "$B/bench/wvbench-gpu-region" "$url" vk0 28 || fails=$((fails + 1))
+went "$at"
 pool=/proc/sys/vm/nr_hugepages
 had=$(cat $pool 2>/dev/null || echo -1)
 if [ "$had" != -1 ] && echo $((had + ${WAVE_REGION_HUGE_POOL:-1400})) >$pool 2>/dev/null; then
   echo "== cuda0, 2 MiB huge pages ($(cat $pool) reserved)"
+  at=$(wc -l <"$log")
   "$B/bench/wvbench-gpu-region" "$url" cuda0 28 || fails=$((fails + 1))
+  went "$at"
   echo "$had" >$pool
 else
   echo "== huge pages: cannot reserve any here"

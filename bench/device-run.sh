@@ -164,7 +164,8 @@ for f in conformance reduce job hash vulkan wide vkwide opencl daemon region fir
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
     vulkan | opencl) grep -E '^device:|^paths:|warm-up|stream read|x stream|Mhash' "$OUT/$f.log" ;;
     daemon) grep -E '^(ok|FAIL) |^     (hash main|e2e|kernels)|^\| (e2e|cuda0|vk0|cpu0)|^\|---' "$OUT/$f.log" ;;
-    region | firsthour) grep -E '^\||^pinned|^(ok|FAIL) ' "$OUT/$f.log" ;;
+    region) grep -E '^\||^pinned|^==|^where|^  reduction|^(ok|FAIL) ' "$OUT/$f.log" ;;
+    firsthour) grep -E '^\||^pinned|^(ok|FAIL) ' "$OUT/$f.log" ;;
     files) grep -E '^\||^pinned|^where|^note|^(ok|FAIL) ' "$OUT/$f.log" ;;
     wide) grep -E '^\||^conformance|^  |^wvbench' "$OUT/$f.log" ;;
     vkwide) grep -E '^\||^device|FAIL|x stream' "$OUT/$f.log" ;;
