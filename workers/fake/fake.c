@@ -140,19 +140,18 @@ static int fk_step(wv_device *d, wave_error *err)
                    (unsigned long long)d->fault_after);
 }
 
-/* hold_prepare: wait while DIR/<name> exists (see the top). */
-static void fk_hold(const wv_device *d, const char *name)
+/* hold_prepare: wait while DIR/<name> exists (see the top), saying
+ * "fake NAME: <what> held" once as it starts to wait when what is set. */
+static void fk_hold(const wv_device *d, const char *name, const char *what)
 {
   if (d->hold[0] == '\0')
     return;
   char path[320];
   snprintf(path, sizeof path, "%s/%s", d->hold, name);
   struct timespec nap = {0, 5 * 1000 * 1000};
-  int held = 0;
-  while (access(path, F_OK) == 0) {
-    if (!held && strcmp(name, ".reduce") == 0)
-      fprintf(stderr, "fake %s: reduction held\n", d->name);
-    held = 1;
+  for (int held = 0; access(path, F_OK) == 0; held = 1) {
+    if (!held && what != NULL)
+      fprintf(stderr, "fake %s: %s held\n", d->name, what);
     nanosleep(&nap, NULL);
   }
 }
@@ -161,7 +160,7 @@ static int fk_reduce(wv_device *d, const wv_reduce_job *job,
                      wv_reduce_out *out, wave_error *err)
 {
   int rc = fk_step(d, err);
-  fk_hold(d, ".reduce");
+  fk_hold(d, ".reduce", "reduction");
   return rc ? rc : wv_cpu_backend.reduce(d->cpu, job, out, err);
 }
 
@@ -173,7 +172,7 @@ static int fk_prepare(wv_device *d, const struct wv_pack *p, wave_error *err)
 static int fk_prepare_step(wv_device *d, const struct wv_pack *p, int *done,
                            wave_error *err)
 {
-  fk_hold(d, wv_pack_name(p));
+  fk_hold(d, wv_pack_name(p), NULL);
   return wv_cpu_backend.hash_prepare_step(d->cpu, p, done, err);
 }
 
