@@ -1,6 +1,8 @@
 /* bulk_harness.c - see bulk_harness.h. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -177,4 +179,23 @@ void bh_expect(Wave__V1__Response *r, int code, const char *needle)
     ck_abort_msg("expected %s with '%s', got %s: %s", wave_errname(code),
                  needle, r->error->name, r->error->message);
   wave__v1__response__free_unpacked(r, NULL);
+}
+
+int bh_theirs(int fd, uint32_t head[16])
+{
+  int t;
+  if (getuid() == 0) {
+    struct passwd *pw = getpwnam("nobody");
+    ck_assert_msg(pw != NULL, "no user nobody to give the file to");
+    ck_assert_int_eq(fchown(fd, pw->pw_uid, pw->pw_gid), 0);
+    t = dup(fd);
+  } else {
+    t = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+  }
+  ck_assert_int_ge(t, 0);
+  struct stat st;
+  ck_assert_int_eq(fstat(t, &st), 0);
+  ck_assert_uint_ne(st.st_uid, getuid());
+  ck_assert_int_eq(pread(t, head, 64, 0), 64);
+  return t;
 }

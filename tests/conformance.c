@@ -4,9 +4,10 @@
  * The harness (conformance.h) opens device 0 of each selected backend once
  * per test; the reference answer of each job is computed once and compared
  * with every device's answer, bits and count.  A backend that cannot open
- * (no driver, no GPU) is reported and skipped unless WAVE_REQUIRE_BACKENDS
- * names it, so the same program is the CI check here (CPU only) and the
- * acceptance run on a GPU machine (WAVE_REQUIRE_BACKENDS=cuda,vulkan
+ * (no driver, no GPU) is reported and skipped (the run exits 77, ctest's
+ * "skipped": tests/skip.h) unless WAVE_REQUIRE_BACKENDS names it, so the
+ * same program is the CI check here (CPU only) and the acceptance run on a
+ * GPU machine (WAVE_REQUIRE_BACKENDS=cuda,vulkan
  * WAVE_CONFORMANCE_MAX_LOG2=28).
  *
  * Reduce jobs: every dtype x op, in nine variants (plain; masked;
@@ -30,6 +31,7 @@
 #include "core/base.h"
 #include "tests/conformance.h"
 #include "core/reduce.h"
+#include "tests/skip.h"
 
 /* ---- harness ------------------------------------------------------------- */
 
@@ -125,6 +127,8 @@ void conf_open_all(conf_set *set)
              err.message, wave_errname(rc),
              required ? " -- REQUIRED" : ", skipped");
       set->failed_required += required;
+      if (!required)
+        wvs_note("%s cannot open device 0 here: %s", b->name, err.message);
       continue;
     }
     if (set->n == CONF_MAX_DEVS) {
@@ -501,9 +505,5 @@ int main(void)
 #endif
   suite_add_tcase(s, conf_merge_tcase());
   suite_add_tcase(s, conf_wide_tcase());
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return wvs_run(s, CK_NORMAL);
 }

@@ -29,6 +29,8 @@ wave_test(test_lifecycle SOURCES test_lifecycle.c daemon_harness.c
 add_dependencies(test_lifecycle wavedd wavedd-test)
 target_compile_definitions(test_lifecycle PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# a GPU backend's device that faults at start (needs one built in)
+wave_test_case(test_lifecycle faulted)
 
 # wavedd as a service: SIGHUP reload, signals, the metrics page, JobsRequest
 wave_test(test_service SOURCES test_service.c daemon_harness.c
@@ -61,6 +63,8 @@ wave_test(test_shares SOURCES test_shares.c bulk_harness.c daemon_harness.c
 add_dependencies(test_shares wavedd)
 target_compile_definitions(test_shares PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# a second client as user nobody (root drops privileges)
+wave_test_case(test_shares other_uid LABELS root)
 
 # Regions pinned for the devices, piece by piece (the fake backend's pinning
 # slots), and regions of huge pages (test_pin.c).
@@ -69,6 +73,8 @@ wave_test(test_pin SOURCES test_pin.c bulk_harness.c daemon_harness.c
 add_dependencies(test_pin wavedd wavedd-test)
 target_compile_definitions(test_pin PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# regions of huge pages: root raises the pool for them
+wave_test_case(test_pin huge LABELS root)
 
 # File regions: jobs that read the client's file in pieces as they reduce
 # (daemon/bulk/filered.h), bit for bit against messages and the reference.
@@ -102,15 +108,19 @@ wave_test(test_fdpass SOURCES test_fdpass.c bulk_harness.c daemon_harness.c
 add_dependencies(test_fdpass wavedd wavectl)
 target_compile_definitions(test_fdpass PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# a client of another uid (root drops to nobody)
+wave_test_case(test_fdpass other_uid LABELS root)
 
 # A file-region read that never returns (a FUSE file served by the test on
-# /dev/fuse; skipped without it) fails its job after the bound, and the
-# device and decode threads move on (test_stall.c).
+# /dev/fuse, mounted by root; skipped without them) fails its job after the
+# bound, and the device and decode threads move on (test_stall.c).
 wave_test(test_stall SOURCES test_stall.c bulk_harness.c daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_stall wavedd)
 target_compile_definitions(test_stall PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+wave_skippable(test_stall)
+set_tests_properties(test_stall PROPERTIES LABELS root)
 
 # hash jobs over several devices and the lifecycle promises (test_jobs.c)
 wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
@@ -118,6 +128,8 @@ wave_test(test_jobs SOURCES test_jobs.c daemon_harness.c
 add_dependencies(test_jobs wavedd wavedd-test)
 target_compile_definitions(test_jobs PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# cpu and vulkan devices in one job (lavapipe: tests/vulkan.cmake)
+wave_test_case(test_jobs vulkan)
 
 # the seams of the daemon's wings and of core/ (tests/check_includes.sh):
 # no include cycle, no backend slot called from daemon/, the wire only in
@@ -134,6 +146,8 @@ wave_test(test_sched SOURCES test_sched.c daemon_harness.c
 add_dependencies(test_sched wavedd)
 target_compile_definitions(test_sched PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# another uid's requests for a job (root setuids to nobody)
+wave_test_case(test_sched other_uid LABELS root)
 
 # the log under journald: sd-daemon "<N>" priority prefixes, no second
 # timestamp or pid ($JOURNAL_STREAM naming stderr); plain lines otherwise

@@ -25,6 +25,10 @@ target_link_libraries(test_opencl PRIVATE OpenCL::OpenCL)
 set_property(TEST test_opencl APPEND PROPERTY ENVIRONMENT
   "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")
 set_tests_properties(test_opencl PROPERTIES TIMEOUT 1800)
+# the shuffle hash exchange where the device can take it (a GPU);
+# skipped on PoCL (tests/skips.txt)
+wave_test_case(test_opencl shuffle ENVIRONMENT
+  "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")
 
 wave_test(test_opencl_wide
   SOURCES test_opencl_wide.c
@@ -39,6 +43,7 @@ if(TARGET conformance)
   set_tests_properties(conformance_opencl PROPERTIES
     ENVIRONMENT "POCL_CACHE_DIR=${WV_POCL_CACHE};${WV_OCL_LSAN};WAVE_REQUIRE_BACKENDS=cpu,opencl;WAVE_CONFORMANCE_BACKENDS=opencl;WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};WAVE_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=600"
     TIMEOUT 1800)
+  wave_skippable(conformance_opencl)
 endif()
 
 # test_pin (tests/daemon.cmake) also reduces a region on a PoCL device.

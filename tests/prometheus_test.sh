@@ -8,8 +8,9 @@ set -euo pipefail
 # a command that fails under set -e says where, not just the exit status
 trap 'echo "prometheus_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build=$(cd "$1" && pwd)
+. "$(dirname "$0")/skip.sh"
 for t in prometheus promtool curl; do
-  command -v $t >/dev/null || { echo "prometheus_test: no $t: skipped"; exit 77; }
+  command -v $t >/dev/null || wv_skip "no $t"
 done
 tmp=$(mktemp -d /tmp/wave-prom.XXXXXX)
 dpid="" ppid=""

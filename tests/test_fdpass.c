@@ -26,6 +26,7 @@
 
 #include "bulk_harness.h"
 #include "daemon_harness.h"
+#include "skip.h"
 #include "wave/client.h"
 
 /* A memfd of n bytes, written (no holes), sealed with seals. */
@@ -217,11 +218,9 @@ END_TEST
 START_TEST(region_other_uid)
 {
   struct passwd *pw = getpwnam("nobody");
-  if (getuid() != 0 || pw == NULL) {
-    fprintf(stderr, "region_other_uid: needs root and user nobody to drop "
-            "privileges; skipped\n");
-    return;
-  }
+  if (getuid() != 0 || pw == NULL)
+    WVS_SKIP("region_other_uid: needs root and user nobody to drop "
+             "privileges");
   td_daemon d;
   bh_start(&d, 1, NULL);
   char file[256];
@@ -416,12 +415,11 @@ int main(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, region_not_files);
   tcase_add_test(tc, region_tickets);
-  tcase_add_test(tc, region_other_uid);
   tcase_add_test(tc, wavectl_4gib_file);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  /* entry test_fdpass_other_uid: root drops to nobody */
+  TCase *uid = wvs_tcase("other_uid", 300);
+  tcase_add_test(uid, region_other_uid);
+  suite_add_tcase(s, uid);
+  return wvs_run(s, CK_NORMAL);
 }

@@ -32,6 +32,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "daemon_harness.h"
+#include "skip.h"
 #include "wave/error.h"
 
 #define TF_PROBE_MS 20000
@@ -454,11 +455,8 @@ static uid_t tf_nobody(gid_t *gid)
  * it, and wavectl refuses to trust it. */
 START_TEST(squatted_socket)
 {
-  if (geteuid() != 0) {
-    fprintf(stderr, "squatted_socket: not root, cannot drop to nobody: "
-                    "skipped\n");
-    return;
-  }
+  if (geteuid() != 0)
+    WVS_SKIP("squatted_socket: not root, cannot drop to nobody");
   td_daemon d;
   td_prepare(&d, NULL);
   gid_t gid;
@@ -617,19 +615,18 @@ static Suite *front_suite(void)
   suite_add_tcase(s, lst);
   TCase *path = tcase_create("socket");
   tcase_set_timeout(path, 300);
-  tcase_add_test(path, squatted_socket);
   tcase_add_test(path, socket_mode_and_folder);
   tcase_add_test(path, signals);
   suite_add_tcase(s, path);
+  /* entry test_front_squatted: root drops to nobody */
+  TCase *squat = wvs_tcase("squatted", 300);
+  tcase_add_test(squat, squatted_socket);
+  suite_add_tcase(s, squat);
   return s;
 }
 
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN);
-  SRunner *r = srunner_create(front_suite());
-  srunner_run_all(r, CK_NORMAL);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  return wvs_run(front_suite(), CK_NORMAL);
 }

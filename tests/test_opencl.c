@@ -26,6 +26,7 @@
 #include "workers/hash/ref.h"
 #include "workers/opencl/ocl.h"
 #include "core/reduce.h"
+#include "skip.h"
 
 static uint64_t to_state;
 
@@ -458,6 +459,30 @@ START_TEST(test_hash_shuffle_demanded)
 }
 END_TEST
 
+/* The shuffle exchange itself: both packs on that path, where the device
+ * can take it; skipped, saying which condition fails, where it cannot
+ * (PoCL: no sub-group shuffle extension).  Entry test_opencl_shuffle
+ * (tests/skips.txt: CI has no GPU). */
+START_TEST(test_hash_shuffle_runs)
+{
+  wv_packset *s = to_packs();
+  wv_device *d = to_open(0, 0, "shuffle", 0);
+  wv_caps c;
+  wv_opencl_backend.caps(d, &c);
+  if (c.exchange_mode != WV_EXCHANGE_SHUFFLE) {
+    char why[sizeof c.exchange_reason];
+    snprintf(why, sizeof why, "%s", c.exchange_reason);
+    wv_ocl_close(d);
+    wv_packset_free(s);
+    WVS_SKIP("the shuffle exchange cannot run on this device: %s", why);
+  }
+  to_hash_pack(d, wv_packset_find(s, "small"));
+  to_hash_pack(d, wv_packset_find(s, "closed"));
+  wv_ocl_close(d);
+  wv_packset_free(s);
+}
+END_TEST
+
 static void to_batch_case(wv_device *d, const wv_pack *p, uint64_t nonce,
                           uint64_t count, unsigned sl, uint64_t target,
                           size_t max_w, int with_outputs)
@@ -547,14 +572,13 @@ Suite *to_suite(void)
   tcase_add_test(h, test_hash_shuffle_demanded);
   tcase_add_test(h, test_hash_batch);
   suite_add_tcase(s, h);
+  TCase *sh = wvs_tcase("shuffle", 900);
+  tcase_add_test(sh, test_hash_shuffle_runs);
+  suite_add_tcase(s, sh);
   return s;
 }
 
 int main(void)
 {
-  SRunner *sr = srunner_create(to_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed == 0 ? 0 : 1;
+  return wvs_run(to_suite(), CK_NORMAL);
 }

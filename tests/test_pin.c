@@ -23,6 +23,7 @@
 
 #include "bulk_harness.h"
 #include "daemon_harness.h"
+#include "skip.h"
 #include "wave/client.h"
 
 /* Count of `needle` in the daemon's log so far. */
@@ -321,8 +322,9 @@ START_TEST(region_huge_pages)
   wave_client_close(c);
   td_stop_ok(&d);
   if (!raised)
-    fprintf(stderr, "region_huge_pages: no huge pages to reserve here; the "
-            "fallback to ordinary pages was checked\n");
+    wvs_note("region_huge_pages: no huge pages to reserve here (root "
+             "raises the pool); only the fallback to ordinary pages was "
+             "checked");
 }
 END_TEST
 
@@ -350,8 +352,8 @@ START_TEST(region_huge_hole)
   if (raised)
     ck_assert_int_eq(tp_write_long(pool, had), 0);  /* the pages are ours */
   if (m == MAP_FAILED) {
-    fprintf(stderr, "region_huge_hole: no huge pages here (pool %ld, could "
-            "%sraise it); skipped\n", had, raised ? "" : "not ");
+    wvs_note("region_huge_hole: no huge pages here (pool %ld, could %sraise "
+             "it)", had, raised ? "" : "not ");
     if (fd >= 0)
       close(fd);
     return;
@@ -456,15 +458,14 @@ int main(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, region_pinned_in_pieces);
   tcase_add_test(tc, region_pin_waits_for_copies);
-  tcase_add_test(tc, region_huge_pages);
-  tcase_add_test(tc, region_huge_hole);
 #ifdef WAVE_PIN_OPENCL
   tcase_add_test(tc, region_pinned_by_another_backend);
 #endif
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  /* huge pages: the pool is raised by root (entry test_pin_huge) */
+  TCase *huge = wvs_tcase("huge", 300);
+  tcase_add_test(huge, region_huge_pages);
+  tcase_add_test(huge, region_huge_hole);
+  suite_add_tcase(s, huge);
+  return wvs_run(s, CK_NORMAL);
 }

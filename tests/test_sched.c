@@ -32,6 +32,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "daemon_harness.h"
+#include "skip.h"
 #include "core/base.h"
 
 #define TS_POLL_MS 2000
@@ -356,11 +357,8 @@ static int ts_intruder(const td_daemon *d, int in, int out)
 
 START_TEST(test_other_uid_cannot_touch_job)
 {
-  if (geteuid() != 0) {
-    fprintf(stderr, "test_other_uid_cannot_touch_job: needs root (setuid); "
-            "skipped\n");
-    return;
-  }
+  if (geteuid() != 0)
+    WVS_SKIP("test_other_uid_cannot_touch_job: needs root (setuid)");
   td_daemon d;
   td_prepare(&d, NULL);
   /* let nobody reach the socket: the folder and the socket's mode */
@@ -578,20 +576,19 @@ static Suite *sched_suite(void)
   tcase_add_test(t, test_client_quota);
   tcase_add_test(t, test_killed_client_jobs_cancelled);
   tcase_add_test(t, test_closed_connection_jobs_cancelled);
-  tcase_add_test(t, test_other_uid_cannot_touch_job);
   tcase_add_test(t, test_ids_unguessable);
   tcase_add_test(t, test_result_bytes_bounded);
   tcase_add_test(t, test_token_owns_job);
   suite_add_tcase(s, t);
+  /* entry test_sched_other_uid: root setuids to nobody */
+  TCase *uid = wvs_tcase("other_uid", 600);
+  tcase_add_test(uid, test_other_uid_cannot_touch_job);
+  suite_add_tcase(s, uid);
   return s;
 }
 
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN);
-  SRunner *r = srunner_create(sched_suite());
-  srunner_run_all(r, CK_ENV);
-  int failed = srunner_ntests_failed(r);
-  srunner_free(r);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return wvs_run(sched_suite(), CK_ENV);
 }

@@ -7,7 +7,8 @@
  * fusermount), whose file answers every request but READ.  That is what a
  * hung network or FUSE file looks like to the daemon: pread blocks in the
  * kernel.  Without /dev/fuse or the right to mount (root), the test says
- * so and skips.  At the end the server goes, which aborts the connection
+ * so and skips (exit 77, tests/skip.h; its ctest entry carries the label
+ * root).  At the end the server goes, which aborts the connection
  * and fails the blocked reads, and the daemon must stop cleanly.
  */
 #include <check.h>
@@ -31,6 +32,7 @@
 
 #include "bulk_harness.h"
 #include "daemon_harness.h"
+#include "skip.h"
 #include "wave/client.h"
 
 #define TS_SIZE (4u << 20)   /* the stalled file's size */
@@ -150,14 +152,16 @@ static int ts_mount(ts_fuse *f, const char *dir)
 {
   memset(f, 0, sizeof *f);
   snprintf(f->mnt, sizeof f->mnt, "%s/mnt", dir);
-  if (mkdir(f->mnt, 0755) != 0)
+  if (mkdir(f->mnt, 0755) != 0) {
+    wvs_note("mkdir %s: %s", f->mnt, strerror(errno));
     return -1;
+  }
   f->reads = mmap(NULL, sizeof *f->reads, PROT_READ | PROT_WRITE,
                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ck_assert(f->reads != MAP_FAILED);
   f->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
   if (f->fd < 0) {
-    fprintf(stderr, "test_stall: /dev/fuse: %s; skipped\n", strerror(errno));
+    wvs_note("/dev/fuse: %s", strerror(errno));
     return -1;
   }
   char opts[128];
@@ -165,8 +169,8 @@ static int ts_mount(ts_fuse *f, const char *dir)
            "allow_other", f->fd);
   if (mount("wavetest", f->mnt, "fuse.wavetest", MS_NOSUID | MS_NODEV,
             opts) != 0) {
-    fprintf(stderr, "test_stall: cannot mount FUSE here (%s; root and "
-            "/dev/fuse needed); skipped\n", strerror(errno));
+    wvs_note("cannot mount FUSE here (%s; root and /dev/fuse needed)",
+             strerror(errno));
     close(f->fd);
     return -1;
   }
@@ -201,8 +205,10 @@ START_TEST(file_read_stalls)
   td_daemon d;
   td_prepare(&d, NULL);
   ts_fuse f;
-  if (ts_mount(&f, d.dir) != 0)
+  if (ts_mount(&f, d.dir) != 0) {
+    td_cleanup(&d);
     return;
+  }
   char text[1024];
   snprintf(text, sizeof text,
            "listen: [\"%s\"]\n"
@@ -290,9 +296,5 @@ int main(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, file_read_stalls);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return wvs_run(s, CK_NORMAL);
 }

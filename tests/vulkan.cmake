@@ -12,8 +12,9 @@
 #  conformance_vulkan_w<bits>  tests/conformance.c on the vulkan backend alone
 #                         (it must open: WAVE_REQUIRE_BACKENDS=cpu,vulkan)
 #
-# Every test pins the lavapipe driver (VK_DRIVER_FILES) so that a machine with
-# a real GPU still tests what CI tests, and points Mesa's shader cache into
+# Every test but test_vulkan_shuffle pins the lavapipe driver
+# (VK_DRIVER_FILES) so that a machine with a real GPU still tests what CI
+# tests, and points Mesa's shader cache into
 # the build tree, one folder per vector width (code built for one width must
 # never be served to another, and CI's home may be read-only).
 if(NOT WAVE_VULKAN)
@@ -61,6 +62,11 @@ set_property(TEST test_vkwide APPEND PROPERTY ENVIRONMENT
   ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
 set_property(TEST test_vkpin APPEND PROPERTY ENVIRONMENT
   ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
+# the shuffle hash exchange on the loader's device 0 where it can run (a
+# GPU: the one entry without VK_DRIVER_FILES); skipped, saying why, on
+# lavapipe (tests/skips.txt)
+wave_test_case(test_vulkan shuffle ENVIRONMENT
+  "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
 
 foreach(bits 128 256 512)
   math(EXPR lanes "${bits} / 32")
@@ -75,6 +81,7 @@ foreach(bits 128 256 512)
       ENVIRONMENT "${env};WAVE_REQUIRE_BACKENDS=cpu,vulkan;WAVE_CONFORMANCE_BACKENDS=vulkan;WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};WAVE_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=600"
       TIMEOUT 1800
       DEPENDS vulkan_caps_w${bits})
+    wave_skippable(conformance_vulkan_w${bits})
   endif()
 endforeach()
 
@@ -89,6 +96,13 @@ if(TARGET test_bulk)
   add_test(NAME test_bulk_vulkan COMMAND test_bulk)
   set_tests_properties(test_bulk_vulkan PROPERTIES ENVIRONMENT
     "${WV_LVP_ENV};MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256;WAVE_BULK_VULKAN=1;CK_RUN_CASE=vulkan;WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR};WAVE_BINARY_DIR=${PROJECT_BINARY_DIR};CK_DEFAULT_TIMEOUT=600")
+endif()
+
+# hash jobs over cpu + vulkan devices (tests/test_jobs.c, case vulkan):
+# lavapipe, not whatever driver the loader would pick
+if(TEST test_jobs_vulkan)
+  set_property(TEST test_jobs_vulkan APPEND PROPERTY ENVIRONMENT
+    ${WV_LVP_ENV} "MESA_SHADER_CACHE_DIR=${WV_MESA_CACHE}/w256")
 endif()
 
 # File regions (daemon/bulk/filered.h) on vulkan (lavapipe): the bits of the

@@ -16,6 +16,11 @@ Fixtures:
   plain    a daemon without regions, with a tcp listener that asks for a
            token (the token's file in .token_file);
   client   a fresh wavedd.Client of the main daemon.
+
+A run with a skipped test exits 77, ctest's "skipped", with one line
+saying which and why (tests/skip.h); under WAVE_REQUIRE_ALL=1 (CI) it
+fails instead, unless tests/skips.txt lists the entry (WAVE_TEST_NAME,
+WAVE_SKIP_ALLOWED: tests/CMakeLists.txt).
 """
 import os
 import subprocess
@@ -34,6 +39,26 @@ LIB = os.path.join(BUILD, "client", "libwaveclient.so")
 os.environ.setdefault("WAVEDD_LIBWAVECLIENT", LIB)
 
 import wavedd  # noqa: E402  (after the library's path is set)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Skips are said and counted (the module docstring)."""
+    rep = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = rep.stats.get("skipped", []) if rep is not None else []
+    if exitstatus != 0 or not skipped:
+        return
+    why = sorted({f"{r.nodeid}: {r.longrepr[2]}"
+                  if isinstance(r.longrepr, tuple) else r.nodeid
+                  for r in skipped})
+    name = os.environ.get("WAVE_TEST_NAME") or "python/tests"
+    allowed = os.environ.get("WAVE_SKIP_ALLOWED")
+    if os.environ.get("WAVE_REQUIRE_ALL") == "1" and not allowed:
+        print(f"\nFAIL {name}: skipped ({'; '.join(why)}), and "
+              "WAVE_REQUIRE_ALL=1: tests/skips.txt does not list it")
+        session.exitstatus = 1
+    else:
+        print(f"\nSKIP {name}: {'; '.join(why)}")
+        session.exitstatus = 77
 
 MAX_ROWS = 1 << 20
 

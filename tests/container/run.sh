@@ -32,8 +32,9 @@ trap 'echo "container_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 bindir=$(cd "${1:-$src/build}" && pwd)
-command -v podman >/dev/null || { echo "container_test: no podman: skipped"; exit 77; }
-[ "$(id -u)" -eq 0 ] || { echo "container_test: needs root: skipped"; exit 77; }
+. "$(dirname "$0")/../skip.sh"
+command -v podman >/dev/null || wv_skip "no podman"
+[ "$(id -u)" -eq 0 ] || wv_skip "needs root"
 [ -x "$bindir/wavectl" ] || { echo "container_test: no $bindir/wavectl" >&2; exit 1; }
 
 . "$here/podman.sh"   # CONTAINERS_CONF, pm

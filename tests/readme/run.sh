@@ -24,8 +24,9 @@ set -euo pipefail
 trap 'echo "readme_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-command -v podman >/dev/null || { echo "readme_test: no podman: skipped"; exit 77; }
-[ "$(id -u)" -eq 0 ] || { echo "readme_test: needs root: skipped"; exit 77; }
+. "$(dirname "$0")/../skip.sh"
+command -v podman >/dev/null || wv_skip "no podman"
+[ "$(id -u)" -eq 0 ] || wv_skip "needs root"
 . "$src/tests/container/podman.sh"   # CONTAINERS_CONF, pm
 t0=$(date +%s)
 step() { echo "readme_test: [$(( $(date +%s) - t0 )) s] $*"; }

@@ -16,7 +16,8 @@
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:?usage: fleet_test.sh BUILD_DIR}" && pwd)
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: the Slurm test cluster needs root"; exit 77; }
+. "$(dirname "$0")/../skip.sh"
+[ "$(id -u)" -eq 0 ] || wv_skip "the Slurm test cluster needs root"
 WAVEDD=$build/wavedd
 WAVEDD_TEST=$build/wavedd-test  # wavedd plus the fake backend (workers/fake/)
 WAVECTL=$build/wavectl
