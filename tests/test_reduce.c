@@ -221,6 +221,47 @@ START_TEST(int_ops_by_hand)
 }
 END_TEST
 
+/* Masked min, max and extent where the only selecting words are
+ * 0x80000000 and 0x100 (nothing in the low 16 bits of the first, nothing
+ * in the low byte of either): rows 1 and 3 are selected, the unselected
+ * rows hold what would win.  s32: min(-5, 7) = -5, max 7; f32: min(-2.5,
+ * 1.0) = -2.5, max 1.0.  t_ref and t_want hold the CPU device (t_dev) to
+ * the same bits. */
+START_TEST(masks_high_bits_select)
+{
+  tjob t;
+  t_one(&t, WAVE_S32, WAVE_MIN, 4, 1);
+  t.data[0] = 0x80000000u; t.mask[0] = 0;            /* INT32_MIN, out */
+  t.data[1] = 0xfffffffbu; t.mask[1] = 0x80000000u;  /* -5, in */
+  t.data[2] = 0x7fffffffu; t.mask[2] = 0;            /* INT32_MAX, out */
+  t.data[3] = 0x00000007u; t.mask[3] = 0x100u;       /* 7, in */
+  t_want(&t, 0xfffffffbu, 2);
+  t.job.op = WAVE_MAX;
+  t_want(&t, 7, 2);
+  t.job.op = WAVE_EXTENT;
+  wv_reduce_out o = t_ref(&t);
+  ck_assert_uint_eq(o.n_values, 2);
+  ck_assert_uint_eq(o.bits[0], 0xfffffffbu);
+  ck_assert_uint_eq(o.bits[1], 7);
+  ck_assert_uint_eq(o.count, 2);
+  t_free(&t);
+  t_one(&t, WAVE_F32, WAVE_EXTENT, 4, 1);
+  t.data[0] = 0xc2c80000u; t.mask[0] = 0;            /* -100.0, out */
+  t.data[1] = 0xc0200000u; t.mask[1] = 0x80000000u;  /* -2.5, in */
+  t.data[2] = 0x42c80000u; t.mask[2] = 0;            /* 100.0, out */
+  t.data[3] = 0x3f800000u; t.mask[3] = 0x80000000u;  /* 1.0, in */
+  o = t_ref(&t);
+  ck_assert_uint_eq(o.bits[0], 0xc0200000u);
+  ck_assert_uint_eq(o.bits[1], 0x3f800000u);
+  ck_assert_uint_eq(o.count, 2);
+  t.job.op = WAVE_MIN;
+  t_want(&t, 0xc0200000u, 2);
+  t.job.op = WAVE_MAX;
+  t_want(&t, 0x3f800000u, 2);
+  t_free(&t);
+}
+END_TEST
+
 START_TEST(empty_inputs_give_zero)
 {
   size_t none[] = {0}, empties[] = {0, 0, 0}, three[] = {3};
@@ -333,6 +374,7 @@ int main(void)
   tcase_add_test(tc, f32_sum_special_values);
   tcase_add_test(tc, f32_min_max_order);
   tcase_add_test(tc, int_ops_by_hand);
+  tcase_add_test(tc, masks_high_bits_select);
   tcase_add_test(tc, empty_inputs_give_zero);
   tcase_add_test(tc, bad_jobs_rejected);
   tcase_add_test(tc, helpers);

@@ -47,8 +47,13 @@ static void t_fill(tjob *t, uint64_t *s, t_data kind, unsigned mask_pct)
     }
     t->data[i] = b;
     if (t->mask != NULL) {
+      /* selected rows' words of every shape: odd, even, one high bit, any
+       * (the rule is "nonzero selects", every bit of the word) */
+      static const uint32_t shapes[] = {1u, 0x100u, 0x80000000u};
       uint64_t r = t_rng(s);
-      t->mask[i] = r % 100 < mask_pct ? (uint32_t)(r >> 32) | 1u : 0;
+      uint32_t k = (uint32_t)(r >> 8) % 4;
+      t->mask[i] = r % 100 >= mask_pct ? 0
+                   : k < 3 ? shapes[k] : (uint32_t)(r >> 32);
     }
   }
 }
