@@ -222,6 +222,35 @@ START_TEST(packset_rejects_duplicates_and_unknown_answers)
                   err.message);
     free(bad);
   }
+  /* known.job: loaded as written; a count of 0 or one past nonce 2^64 - 1
+   * is an error naming the key */
+  static const struct { const char *job; const char *err; } jobs[] = {
+    {"  job: {nonce: 7, count: 24626, fingerprint: 0xabc}\n", NULL},
+    {"  job: {nonce: 7, count: 0, fingerprint: 1}\n", "known.job.count"},
+    {"  job: {nonce: 0xffffffffffffffff, count: 2, fingerprint: 1}\n",
+     "known.job.count"},
+    {"  job: {nonce: 7, count: 5}\n", "known.job"},
+  };
+  for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
+    char *with = malloc(strlen(k) + 128);
+    strcpy(with, k);
+    strcat(with, jobs[j].job);
+    wv_pack *p = NULL;
+    int rc = wv_pack_load_file(th_write("a.yaml", with), &p, &err);
+    if (jobs[j].err == NULL) {
+      ck_assert_msg(rc == 0, "%s", err.message);
+      ck_assert_int_eq(p->has_job, 1);
+      ck_assert_uint_eq(p->job_nonce, 7);
+      ck_assert_uint_eq(p->job_count, 24626);
+      ck_assert_uint_eq(p->job_fingerprint, 0xabc);
+      wv_pack_free(p);
+    } else {
+      ck_assert_int_eq(rc, WAVE_EPACKFILE);
+      ck_assert_msg(strstr(err.message, jobs[j].err) != NULL, "%s",
+                    err.message);
+    }
+    free(with);
+  }
   unlink(th_write("a.yaml", ""));
   free(k);
   free(text);

@@ -215,13 +215,42 @@ static int pk_vector(wv_yc *c, yaml_node_t *n, const char *key,
   return 0;
 }
 
+/* known.job: {nonce, count, fingerprint}, count 1 .. 2^20 within the
+ * nonce space. */
+static int pk_job(wv_yc *c, yaml_node_t *n, wv_pack *p)
+{
+  if (n->type != YAML_MAPPING_NODE)
+    return wv_yc_fail(c, n, "known.job",
+                      "expected a mapping {nonce, count, fingerprint}");
+  static const char *const keys[] = {"nonce", "count", "fingerprint"};
+  yaml_node_t *val[3] = {0};
+  int rv = wv_yc_keys(c, n, "known.job", keys, 3, val);
+  if (rv != 0)
+    return rv;
+  if (!val[0] || !val[1] || !val[2])
+    return wv_yc_fail(c, n, "known.job", "needs nonce, count and fingerprint");
+  if ((rv = wv_yc_uint(c, val[0], "known.job.nonce", 0, UINT64_MAX,
+                       &p->job_nonce)) ||
+      (rv = wv_yc_uint(c, val[1], "known.job.count", 1, 1u << 20,
+                       &p->job_count)) ||
+      (rv = wv_yc_uint(c, val[2], "known.job.fingerprint", 0, UINT64_MAX,
+                       &p->job_fingerprint)))
+    return rv;
+  if (p->job_nonce > UINT64_MAX - (p->job_count - 1))
+    return wv_yc_fail(c, val[1], "known.job.count",
+                      "runs past nonce 2^64 - 1");
+  p->has_job = 1;
+  return 0;
+}
+
 static int pk_known(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
     return wv_yc_fail(c, n, "known", "expected a mapping");
-  static const char *const keys[] = {"cache_fnv", "batch_fnv", "vectors"};
-  yaml_node_t *val[3] = {0};
-  int rm = wv_yc_keys(c, n, "known", keys, 3, val);
+  static const char *const keys[] = {"cache_fnv", "batch_fnv", "vectors",
+                                     "job"};
+  yaml_node_t *val[4] = {0};
+  int rm = wv_yc_keys(c, n, "known", keys, 4, val);
   if (rm != 0)
     return rm;
   yaml_node_t *cache = val[0], *batch = val[1], *vecs = val[2];
@@ -254,6 +283,8 @@ static int pk_known(wv_yc *c, yaml_node_t *n, wv_pack *p)
       return rv;
   }
   p->n_vectors = nv;
+  if (val[3] != NULL && (rv = pk_job(c, val[3], p)))
+    return rv;
   p->has_known = 1;
   return 0;
 }
@@ -502,7 +533,9 @@ int wv_pack_equal(const wv_pack *p, const wv_pack *q)
          memcmp(p->program, q->program, sizeof p->program) == 0 &&
          p->loads == q->loads && p->has_known == q->has_known &&
          p->cache_fnv == q->cache_fnv && p->batch_fnv == q->batch_fnv &&
-         p->n_vectors == q->n_vectors &&
+         p->n_vectors == q->n_vectors && p->has_job == q->has_job &&
+         p->job_nonce == q->job_nonce && p->job_count == q->job_count &&
+         p->job_fingerprint == q->job_fingerprint &&
          memcmp(p->vectors, q->vectors,
                 p->n_vectors * sizeof p->vectors[0]) == 0;
 }

@@ -128,6 +128,11 @@ typedef struct wv_pack {
   uint64_t batch_fnv;            /* nonces [0, 2^13) */
   size_t n_vectors;
   wv_pack_vector vectors[WV_MAX_VECTORS];
+  /* known.job (optional): the job fingerprint (docs/hash.md "Segments",
+   * s = 13) of nonces [job_nonce, job_nonce + job_count), a job of several
+   * segments, for the end-to-end tests (tests/integ_hash.c) */
+  int has_job;
+  uint64_t job_nonce, job_count, job_fingerprint;
 
   /* Private: the cache, built once on first use by wv_hash_verify() and
    * wv_pack_selfcheck() (wv_pack_cache_get()). */

@@ -3,8 +3,10 @@
  *   wvhash-gen [-w] [-t THREADS] PACK.yaml
  *
  * Prints the `known:` section (docs/hash.md "Pack files") for PACK.yaml:
- * the cache fingerprint, the batch fingerprint of nonces [0, 2^13) and
- * three vectors (units at nonces 0, 2^20 * 32 and 2^63 - 32).  With -w the
+ * the cache fingerprint, the batch fingerprint of nonces [0, 2^13),
+ * three vectors (units at nonces 0, 2^20 * 32 and 2^63 - 32) and the job
+ * fingerprint of a job of four segments (nonce 7, count 3 * 2^13 + 50),
+ * folded here from the definition (docs/hash.md "Segments").  With -w the
  * section replaces everything from the file's top-level `known:` line on
  * (or is appended).  Only ref.c computes the answers, over a dataset built
  * by wv_item_from_cache() item by item (memory packs), so what the packs
@@ -24,6 +26,28 @@
 static const uint64_t gen_vector_nonces[3] = {
   0, (1ull << 20) * WV_LANES, (1ull << 63) - WV_LANES,
 };
+
+/* known.job: starts and ends inside segments of 2^13 */
+#define GEN_JOB_NONCE 7u
+#define GEN_JOB_COUNT (3u * 8192u + 50u)
+
+/* The job fingerprint of out[0 .. count-1], the outputs of nonces n0 ..:
+ * FNV-1a-64 of each segment's outputs (8 little-endian bytes each; this
+ * tool runs on little-endian hosts), then FNV-1a-64 over those, in nonce
+ * order. */
+static uint64_t gen_job_fp(const uint64_t *out, uint64_t n0, size_t count)
+{
+  uint64_t job = WV_FNV_OFFSET;
+  for (size_t i = 0; i < count;) {
+    size_t j = i + 1;
+    while (j < count && ((n0 + j) >> 13) == ((n0 + i) >> 13))
+      j++;
+    uint64_t seg = wv_fnv1a64(WV_FNV_OFFSET, out + i, (j - i) * 8);
+    job = wv_fnv1a64(job, &seg, 8);
+    i = j;
+  }
+  return job;
+}
 
 typedef struct gen_job {
   const wv_pack *p;
@@ -189,6 +213,14 @@ int main(int argc, char **argv)
       GEN_PUT("        - 0x%016llx\n", (unsigned long long)o[l]);
   }
   wv_hash_acc_fini(&acc);
+  uint64_t *jo = malloc(GEN_JOB_COUNT * sizeof *jo);
+  if (jo == NULL)
+    return 1;
+  wv_ref_range(&m, GEN_JOB_NONCE, GEN_JOB_COUNT, jo);
+  GEN_PUT("  job: {nonce: %u, count: %u, fingerprint: 0x%016llx}\n",
+          GEN_JOB_NONCE, GEN_JOB_COUNT,
+          (unsigned long long)gen_job_fp(jo, GEN_JOB_NONCE, GEN_JOB_COUNT));
+  free(jo);
   int rc = 0;
   if (write) {
     if (gen_write(path, known) != 0) {
