@@ -1,15 +1,27 @@
 """test_reduce.py - every op and dtype, on every device and every way the
-rows travel (messages, the pooled region, region-backed arrays), against
-the C reference through wavectl's bits, and against NumPy for the integer
-ops; masks, chunks, buffers, dtypes refused."""
+rows travel (messages, the pooled region, region-backed arrays); masks,
+chunks, buffers, dtypes refused.
+
+The oracles are independent of the daemon: every result is compared with
+the C reference, wv_reduce_reference, run outside any daemon by the tests'
+own wvnp helper (tests/wvnp.c, in the build tree) over the same chunks and
+mask, which is the only oracle for float sums (their bits depend on the
+documented tree); integer ops are also compared with NumPy, and float min,
+max and extent (finite data, exact values) with NumPy's.  wavectl's answer
+from the same daemon is compared too, but only as another way in, not as
+an oracle."""
 import array
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
 
 import wavedd
-from conftest import MAX_ROWS, device_names
+from conftest import BUILD, MAX_ROWS, device_names
+
+WVNP = os.path.join(BUILD, "tests", "wvnp")
 
 DTYPES = [np.uint32, np.int32, np.float32]
 INT_OPS = ["sum", "min", "max", "extent", "and", "or", "xor"]
@@ -42,6 +54,31 @@ def numpy_ref(op, a):
                  "xor": np.bitwise_xor}[op]
         v = [ufunc.reduce(a)]
     return tuple(int(x) for x in np.array(v, dtype=a.dtype).view(np.uint32))
+
+
+def numpy_float_ref(op, a):
+    """NumPy's float min, max or extent of finite rows, as the bits."""
+    v = {"min": [a.min()], "max": [a.max()],
+         "extent": [a.min(), a.max()]}[op]
+    return tuple(int(x) for x in np.array(v, dtype=np.float32).view(np.uint32))
+
+
+def c_ref(tmp_path, op, chunks, mask=None):
+    """The C reference's bits and count (wvnp: the reference and a CPU
+    device that must agree), over the same chunk boundaries."""
+    p = tmp_path / "ref.raw"
+    np.concatenate(chunks).tofile(p)
+    args = [WVNP, np.dtype(chunks[0].dtype).name, op, str(p)]
+    if mask is not None:
+        mp = tmp_path / "ref_mask.raw"
+        np.asarray(mask, dtype=np.uint32).tofile(mp)
+        args.append(f"--mask={mp}")
+    args += [str(len(c)) for c in chunks[:-1]]
+    out = subprocess.run(args, capture_output=True, text=True)
+    assert out.returncode == 0, (args, out.stderr)
+    b0, b1, count, _ = out.stdout.split()
+    bits = (int(b0, 16), int(b1, 16)) if op == "extent" else (int(b0, 16),)
+    return bits, int(count)
 
 
 def wavectl_bits(daemon, tmp_path, op, chunks, masks=(), device=None):
@@ -96,11 +133,13 @@ def test_every_op(daemon, client, tmp_path, device, dt, path):
         assert r.via == path
         assert r.device == device
         assert r.rows == r.count == whole.size
-        ref, count = wavectl_bits(daemon, tmp_path, op, chunks, device=device)
-        assert r.bits == ref, (op, r)
-        assert count == r.count
+        assert (r.bits, r.count) == c_ref(tmp_path, op, chunks), (op, r)
+        ctl = wavectl_bits(daemon, tmp_path, op, chunks, device=device)
+        assert ctl == (r.bits, r.count), (op, r)
         if dt != np.float32:
             assert r.bits == numpy_ref(op, whole), op
+        elif op != "sum":
+            assert r.bits == numpy_float_ref(op, whole), op
         vals = r.value if op == "extent" else (r.value,)
         assert len(vals) == len(r.bits)
         for v, b in zip(vals, r.bits):
@@ -122,6 +161,8 @@ def test_mask(daemon, client, tmp_path, path):
         assert r.count == int(np.count_nonzero(m))
         assert r.rows == a.size
         assert r.bits == numpy_ref(op, a[m != 0]), op
+        assert (r.bits, r.count) == c_ref(tmp_path, op,
+                                          [a[:20000], a[20000:]], m), op
         ref, count = wavectl_bits(daemon, tmp_path, op, [a[:20000], a[20000:]],
                                   mparts)
         assert (r.bits, r.count) == (ref, count)
