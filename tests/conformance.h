@@ -17,7 +17,8 @@
  *   WAVE_CONFORMANCE_REF_MAX_LOG2  above 2^N rows (default 26) the expected
  *                              bits come from the CPU device (held to the
  *                              reference below that) rather than from the
- *                              slow single-threaded reference
+ *                              slow single-threaded reference, but for one
+ *                              masked pair per op
  *   WAVE_CONFORMANCE_EXCHANGE  hash exchange of the devices (default auto;
  *                              "shuffle" demands that path, GPU machine)
  *   WAVE_CONFORMANCE_MATCH     device name match for backends that choose
@@ -45,6 +46,7 @@ typedef struct conf_set {
   conf_dev devs[CONF_MAX_DEVS];
   size_t n;
   unsigned failed_required;  /* required backends missing or not opening */
+  int may_be_empty;  /* conf_report: no device opened is no failure */
 } conf_set;
 
 /* Open device 0 of every selected backend with a default configuration,
@@ -53,7 +55,9 @@ void conf_open_all(conf_set *set);
 void conf_close_all(conf_set *set);
 
 /* Print "conformance: <backend> N jobs, M mismatches" for every device and
- * fail the running test on any mismatch or missing required backend. */
+ * fail the running test on any mismatch or missing required backend, on no
+ * device opened (unless set->may_be_empty), and on a device that ran no
+ * job. */
 void conf_report(conf_set *set, const char *kind);
 
 /* Record one job's outcome on d; on a mismatch print the job (what) and

@@ -275,6 +275,7 @@ static void ch_run_batches(conf_set *set, const wv_pack *p, const ch_range *r,
 static void ch_open_local(const conf_set *all, conf_set *local)
 {
   memset(local, 0, sizeof *local);
+  local->may_be_empty = 1;  /* no GPU backend opened */
   for (size_t i = 0; i < all->n; i++) {
     const wv_backend *b = all->devs[i].backend;
     if (b->hash == NULL || strcmp(b->name, "cpu") == 0)
