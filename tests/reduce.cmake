@@ -25,3 +25,4 @@ endif()
 # a big reduction in slices (daemon/rq/slices.c) has the whole job's bits
 # on every backend that opens here, the fake one too (test_slices.c)
 wave_test(test_slices SOURCES test_slices.c LIBS wvdcore wvfake)
+wave_skippable(test_slices)  # a built-in backend that does not open here

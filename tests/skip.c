@@ -32,17 +32,18 @@ static void wvs_map(void)
 void wvs_note(const char *fmt, ...)
 {
   wvs_map();  /* a case run without wvs_run: the record is its own */
-  size_t k = strlen(wvs_rec->why);
-  if (k > 0 && k + 2 < sizeof wvs_rec->why) {
-    strcpy(wvs_rec->why + k, "; ");
-    k += 2;
-  }
+  char line[sizeof wvs_rec->why];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(wvs_rec->why + k, sizeof wvs_rec->why - k, fmt, ap);
+  vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   wvs_rec->skipped++;
-  fprintf(stderr, "skipping: %s\n", wvs_rec->why + k);
+  fprintf(stderr, "skipping: %s\n", line);
+  if (strstr(wvs_rec->why, line) != NULL)
+    return;  /* said already (a fixture's, once per case) */
+  size_t k = strlen(wvs_rec->why);
+  snprintf(wvs_rec->why + k, sizeof wvs_rec->why - k, "%s%s",
+           k > 0 ? "; " : "", line);
 }
 
 TCase *wvs_tcase(const char *name, double timeout_s)
