@@ -87,8 +87,17 @@ echo "$out" | grep -q '"state": "failed"' && fail "a pack failed its self-check:
 [ "$(echo "$out" | grep -o '"state": "ok"' | wc -l)" -eq "$n" ] ||
   fail "not every pack ok: $out"
 kill -TERM "$pid"
-for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2>/dev/null && fail "wavedd did not stop"
+# running PID: not exited; from /proc/PID/stat's state, the field after the
+# last ')' (a zombie, Z, has exited).  Not kill -0, which a zombie passes:
+# the detached daemon stays one where PID 1 does not reap.
+running() {
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  s=${s##*) }
+  case ${s%% *} in Z|X) return 1 ;; esac
+}
+for i in $(seq 1 300); do running "$pid" || break; sleep 0.1; done
+running "$pid" && fail "wavedd did not stop"
 pid=""
 [ ! -e "$tmp/w.sock" ] || fail "stale socket after SIGTERM"
 echo "install_test: ok ($n packs served by $prefix/bin/wavedd)"
