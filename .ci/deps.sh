@@ -47,7 +47,7 @@ SUDO=""
 admin() {
   echo "deps: $1; ask an admin to run:" >&2
   echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
-  echo "deps: then run this again (nothing is installed once all are present)" >&2
+  echo "deps: then run the same command again (deps.sh installs nothing once all are present)" >&2
   exit 1
 }
 if [ "$(id -u)" -ne 0 ]; then

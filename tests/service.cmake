@@ -18,7 +18,7 @@ if(NOT WAVE_SANITIZE)
   add_test(NAME container_test
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/container/run.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(container_test PROPERTIES SKIP_RETURN_CODE 77
-    TIMEOUT 2400 RUN_SERIAL TRUE)
+    LABELS root TIMEOUT 2400 RUN_SERIAL TRUE)
 endif()
 
 # The README test (tests/readme/run.sh): README.md's shell blocks and
@@ -27,5 +27,5 @@ endif()
 if(NOT WAVE_SANITIZE)
   add_test(NAME readme_test COMMAND bash ${PROJECT_SOURCE_DIR}/tests/readme/run.sh)
   set_tests_properties(readme_test PROPERTIES SKIP_RETURN_CODE 77
-    TIMEOUT 1200 RUN_SERIAL TRUE)
+    LABELS root TIMEOUT 1200 RUN_SERIAL TRUE)
 endif()

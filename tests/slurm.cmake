@@ -7,5 +7,5 @@ if(TARGET wavedd AND TARGET wavectl AND TARGET wavedd-test)
   add_test(NAME slurm_fleet
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/slurm/fleet_test.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(slurm_fleet PROPERTIES
-    LABELS slurm SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE)
+    LABELS "slurm;root" SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE)
 endif()
