@@ -208,6 +208,13 @@ START_TEST(check_config_refuses_what_the_start_refuses)
   /* /tmp is writable by everyone: the start refuses it, so must this */
   ck_assert_int_eq(sd_check_config("ipc:///tmp/x.sock", out, sizeof out), 2);
   ck_assert_msg(strstr(out, "writable by every user") != NULL, "%s", out);
+  /* a folder we may not write (a user's check of a root folder) */
+  if (geteuid() != 0) {
+    ck_assert_int_eq(sd_check_config("ipc:///wv-sockdir.sock", out,
+                                     sizeof out), 2);
+    ck_assert_msg(strstr(out, "may not make a socket there") != NULL, "%s",
+                  out);
+  }
   /* a folder of ours: fine, and nothing is made for a missing one */
   snprintf(url, sizeof url, "ipc://%s/sub/w.sock", sd_tmp);
   if (geteuid() == 0)

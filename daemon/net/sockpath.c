@@ -93,6 +93,10 @@ static int sp_check(const char *path, int make, wave_error *err)
                      "user (mode %04o): another user could take the socket "
                      "path; use a private folder such as /run/wavedd "
                      "(docs/service.md)", dir, (unsigned)(st.st_mode & 07777));
+  if (access(dir, W_OK | X_OK) != 0)
+    return wv_seterr(err, WAVE_EIO, "socket folder %s: we (uid %ld) may not "
+                     "make a socket there: %s", dir, (long)me,
+                     strerror(errno));
   if (lstat(path, &st) != 0)
     return 0;  /* nothing there yet */
   if (!S_ISSOCK(st.st_mode))
