@@ -20,7 +20,7 @@ block() {
 # every block runs, even after one failed (each failure is named at the end)
 failed=()
 readme() {  # readme PASS: README.md's blocks, in order, from ~/src
-  local f line rc
+  local f line rc t0=$SECONDS
   for f in /fixture/readme/*.sh; do
     line=$(cut -d' ' -f1 "${f%.sh}.meta")
     say "README.md:$line ($1)"
@@ -29,6 +29,7 @@ readme() {  # readme PASS: README.md's blocks, in order, from ~/src
                           [ ! -f ~/src/build/wavedd.log ] || tail -20 ~/src/build/wavedd.log
                           failed+=("README.md:$line ($1, exit $rc)"); }
   done
+  say "README.md ($1): $((SECONDS - t0)) s"
 }
 readme "with XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR"
 [ -x ~/src/build/wavectl ] || { say "no build/wavectl: the examples cannot run"; exit 1; }
