@@ -28,10 +28,12 @@ int wv_private_dir_check(const char *dir, uid_t uid, int make, char *why,
   struct stat st;
   if (lstat(dir, &st) != 0) {
     int e = errno;
-    if (e == ENOENT && make && mkdir(dir, 0700) == 0)
-      return wv_private_dir_check(dir, uid, 0, why, n);
-    if (e == ENOENT && make)
+    if (e == ENOENT && make) {
+      /* EEXIST: made meanwhile (another start, another user): check it */
+      if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+        return wv_private_dir_check(dir, uid, 0, why, n);
       e = errno;
+    }
     snprintf(why, n, "private socket folder %s: %s", dir, strerror(e));
     errno = e;
     return -1;
