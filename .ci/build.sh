@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # .ci/build.sh [normal|asan] - configure and build into build/ or build-asan/.
-# The normal build turns on every backend whose compiler is present here:
-# CUDA when nvcc exists, HIP when hipcc exists, Vulkan always (glslc is a
-# dependency).  The sanitizer build is CPU + Vulkan: ASan/UBSan instrument
+# The normal build turns on every backend whose compiler is present here,
+# decided again at every run: CUDA when nvcc exists, HIP when hipcc exists,
+# OpenCL when its headers and loader do (cmake/options.cmake, AUTO),
+# Vulkan always (glslc is a dependency).  The sanitizer build is CPU + Vulkan: ASan/UBSan instrument
 # host C code, and the GPU toolchains add compile time without adding
 # host code worth checking twice.
 set -euo pipefail
@@ -15,12 +16,16 @@ case "$kind" in
   normal)
     dir=build
     # WAVE_CUDA / WAVE_HIP in the environment: auto (default), ON or OFF.
+    # auto: decided at every run, ON or OFF, never left to the cache of an
+    # earlier configure (the options follow what is installed now)
     case "${WAVE_CUDA:-auto}" in
-      auto) command -v nvcc >/dev/null && args+=(-DWAVE_CUDA=ON) ;;
+      auto) if command -v nvcc >/dev/null; then args+=(-DWAVE_CUDA=ON)
+            else args+=(-DWAVE_CUDA=OFF); fi ;;
       *) args+=(-DWAVE_CUDA="$WAVE_CUDA") ;;
     esac
     case "${WAVE_HIP:-auto}" in
-      auto) command -v hipcc >/dev/null && args+=(-DWAVE_HIP=ON) ;;
+      auto) if command -v hipcc >/dev/null; then args+=(-DWAVE_HIP=ON)
+            else args+=(-DWAVE_HIP=OFF); fi ;;
       *) args+=(-DWAVE_HIP="$WAVE_HIP") ;;
     esac
     # WAVE_TESTS: auto (default) builds the Check suites when Check is

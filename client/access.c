@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <time.h>
 #include <stdio.h>
@@ -223,6 +224,32 @@ void wv_client_access_fini(wave_client *c)
   c->dial = NULL;
 }
 
+/* An ipc dial refused with EACCES: what the socket lets through, and to
+ * whom (its group and mode, set by the config's ipc_mode), into why. */
+static void ac_perm_hint(const char *path, char *why, size_t n)
+{
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    int e = errno;
+    const char *slash = strrchr(path, '/');
+    int len = slash != NULL && slash != path ? (int)(slash - path) : 1;
+    snprintf(why, n, "its folder %.*s is closed to you (%s); ask its admin "
+             "(docs/service.md \"The socket\")", len, path, strerror(e));
+    return;
+  }
+  struct group *g = getgrgid(st.st_gid);
+  char gname[32];
+  if (g != NULL)
+    snprintf(gname, sizeof gname, "%s", g->gr_name);
+  else
+    snprintf(gname, sizeof gname, "%lu", (unsigned long)st.st_gid);
+  snprintf(why, n, "the socket is uid %lu, group %s, mode %04o (the "
+           "daemon's config key ipc_mode); ask its admin to add you to "
+           "group %s (then log in again), or to widen ipc_mode",
+           (unsigned long)st.st_uid, gname, (unsigned)(st.st_mode & 07777),
+           gname);
+}
+
 int wv_client_access(wave_client *c, const char *url,
                      const wave_client_options *o, int now, wave_error *err)
 {
@@ -257,6 +284,10 @@ int wv_client_access(wave_client *c, const char *url,
                      "daemon's certificate is not signed by a CA we trust "
                      "(--tls-ca FILE, WAVE_TLS_CA) or does not name the host "
                      "we dialled", url, nng_strerror(rv));
+  if (now && rv == NNG_EPERM && strncmp(url, "ipc://", 6) == 0) {
+    ac_perm_hint(url + 6, why, sizeof why);
+    return wv_seterr(err, WAVE_EIO, "%s: permission denied: %s", url, why);
+  }
   if (now && refused)
     return wv_seterr(err, WAVE_EIO, "%s: connection refused: no wavedd "
                      "listens there (%s)", url, nng_strerror(rv));

@@ -85,8 +85,8 @@ const wv_opt wv_opts[] = {
   /* options of every command */
   {"url", "URL", WV_O_URL, WV_CMDS_ALL, NULL,
    "daemon address (default: $WAVE_URL, then "
-   "$XDG_RUNTIME_DIR/wavedd/wavedd.sock if it exists, then "
-   WAVE_DEFAULT_URL ")"},
+   "$XDG_RUNTIME_DIR/wavedd/wavedd.sock or /tmp/wavedd-UID/wavedd.sock, "
+   "the first that exists, then " WAVE_DEFAULT_URL ")"},
   {"timeout", "MS", WV_O_TIMEOUT, WV_CMDS_ALL, NULL,
    "bound on every wait, in milliseconds: the connection and each reply "
    "(default 30000)"},
@@ -111,7 +111,7 @@ const wv_env wv_envs[] = {
   {"WAVE_URL", "the daemon's address when --url is not given"},
   {"XDG_RUNTIME_DIR", "without --url and WAVE_URL, a user's own daemon at "
    "$XDG_RUNTIME_DIR/wavedd/wavedd.sock is used when that socket exists "
-   "(not for root)"},
+   "(not for root; without a session, /tmp/wavedd-UID/wavedd.sock)"},
   {"WAVE_TOKEN_FILE", "the token file when --token-file is not given"},
   {"WAVE_TLS_CA", "the CA file when --tls-ca is not given"},
   {"WAVE_DAEMON_UID", "a uid whose ipc daemon is trusted (as --daemon-uid)"},

@@ -4,10 +4,30 @@
 option(WAVE_CUDA     "Build the CUDA backend (needs nvcc)"                 OFF)
 option(WAVE_HIP      "Build the HIP backend (needs hipcc); compiled, not run here" OFF)
 option(WAVE_VULKAN   "Build the Vulkan backend (needs libvulkan-dev, glslc)" ON)
-# OpenCL: on by default where the headers and the ICD loader are found
-# (Debian: ocl-icd-opencl-dev, opencl-c-headers); PoCL runs it in CI.
+# OpenCL: AUTO (the default) builds it when the headers and the ICD loader
+# are found (Debian: ocl-icd-opencl-dev, opencl-c-headers; PoCL runs it in
+# CI), decided again at every configure: a build dir first configured
+# before they were installed (the demo installs no OpenCL) builds it once
+# they are.  ON or OFF force it.  The cache keeps AUTO; the normal variable
+# below shadows it with this configure's answer.
 find_package(OpenCL QUIET)
-option(WAVE_OPENCL   "Build the OpenCL backend (needs OpenCL headers + ICD loader)" ${OpenCL_FOUND})
+# a BOOL in the cache is the old option()'s value, which stuck at the first
+# configure's answer: start again from AUTO
+get_property(_wave_ocl_type CACHE WAVE_OPENCL PROPERTY TYPE)
+if(_wave_ocl_type STREQUAL "BOOL")
+  set(WAVE_OPENCL AUTO CACHE STRING "" FORCE)
+endif()
+set(WAVE_OPENCL AUTO CACHE STRING
+  "Build the OpenCL backend (needs OpenCL headers + ICD loader): AUTO (when found), ON or OFF")
+set_property(CACHE WAVE_OPENCL PROPERTY STRINGS AUTO ON OFF)
+if(WAVE_OPENCL STREQUAL "AUTO")
+  if(OpenCL_FOUND)
+    set(WAVE_OPENCL ON)
+  else()
+    set(WAVE_OPENCL OFF)
+  endif()
+  message(STATUS "WAVE_OPENCL AUTO: ${WAVE_OPENCL} (OpenCL headers and loader found: ${OpenCL_FOUND})")
+endif()
 option(WAVE_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
 option(WAVE_TESTS    "Build the Check test suites"                         ON)
 option(WAVE_FUZZ     "Build the libFuzzer targets under fuzz/ (clang; instruments everything)" OFF)

@@ -41,6 +41,7 @@
 #include <uv.h>
 
 #include "daemon/net/auth.h"
+#include "daemon/net/sockpath.h"
 #include "daemon/config.h"
 #include "daemon/jobs/hashjob.h"
 #include "daemon/log.h"
@@ -212,6 +213,14 @@ static int mn_load(const char *path, int check, wd_config **cfg,
       rc = 2;
     } else if (dates == 1) {
       fprintf(stderr, "wavedd: warning: %s: tls: %s\n", path, why);
+    }
+  }
+  /* the socket folders, as the start checks them (nothing is made) */
+  for (size_t i = 0; rc == -1 && check && i < (*cfg)->n_listen; i++) {
+    const char *u = (*cfg)->listen[i];
+    if (strncmp(u, "ipc://", 6) == 0 && wd_sockpath_check(u + 6, &err) != 0) {
+      fprintf(stderr, "wavedd: %s: listen: %s\n", path, err.message);
+      rc = 2;
     }
   }
   if (rc == -1 && check) {

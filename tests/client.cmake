@@ -11,7 +11,7 @@ wave_test(test_ctl64
   LIBS wvctl waveclient wvcore wvproto)
 wave_test(test_client_lib
   SOURCES test_client_lib.c
-  LIBS waveclient wvproto nng::nng)
+  LIBS waveclient wvcore wvproto nng::nng)
 
 # The fleet coordinator's exact merges against the single-job definitions
 # (the reduction reference, the host hash fold); no sockets.

@@ -178,3 +178,5 @@ wave_test(test_fairred SOURCES test_fairred.c daemon_harness.c bulk_harness.c
 add_dependencies(test_fairred wavedd wavedd-test)
 target_compile_definitions(test_fairred PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# the default socket's rule (core/sockdir.h) and --check-config's socket checks
+wave_test(test_sockdir SOURCES test_sockdir.c LIBS wvcore)

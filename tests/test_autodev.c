@@ -198,7 +198,9 @@ START_TEST(auto_vulkan_by_uuid)
   int cuda = wv_backend_find("cuda") != NULL;
   /* the granted GPU is lavapipe's UUID: vk0, after cuda0 when cuda is
    * built (the CUDA runtime finds no device here, so the entry's own
-   * UUID is what matches) */
+   * UUID is what matches).  An NVIDIA node: no /dev/kfd, else a build
+   * with HIP and without CUDA would take the list for hip0 */
+  ta_amd = 0;
   ta_set("CUDA_VISIBLE_DEVICES", ta_uuid);
   wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);

@@ -9,7 +9,10 @@
  * refuses to replace an existing file that is not a socket of our uid.
  * (listen.c then refuses one a live process accepts on.)  Creating the
  * folder is the one thing done for the default layout: /run/wavedd and
- * $XDG_RUNTIME_DIR/wavedd are made 0750 / 0700 when missing.
+ * $XDG_RUNTIME_DIR/wavedd are made 0750 / 0700 when missing, and the
+ * private /tmp/wavedd-UID (core/sockdir.h) 0700, which must stay ours and
+ * closed to everyone else.  --check-config runs the same checks without
+ * creating anything (wd_sockpath_check).
  */
 #include <errno.h>
 #include <poll.h>
@@ -22,8 +25,11 @@
 
 #include "daemon/net/sockpath.h"
 #include "core/base.h"
+#include "core/sockdir.h"
 
-int wd_sockpath_prepare(const char *path, wave_error *err)
+/* The checks of wd_sockpath_prepare; with make 0 nothing is created and
+ * a missing folder passes when it could be made (--check-config). */
+static int sp_check(const char *path, int make, wave_error *err)
 {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", path);
@@ -35,21 +41,44 @@ int wd_sockpath_prepare(const char *path, wave_error *err)
   else
     *slash = '\0';
   uid_t me = geteuid();
+  char mine[64], why[400];
+  if (strcmp(dir, wv_private_dir(mine, sizeof mine, me)) == 0) {
+    /* the default folder of a user without a runtime folder: tmux's rules */
+    if (wv_private_dir_check(dir, me, make, why, sizeof why) != 0 &&
+        (make || errno != ENOENT))
+      return wv_seterr(err, WAVE_EIO, "%s", why);
+  }
   struct stat st;
   if (lstat(dir, &st) != 0) {
     if (errno != ENOENT)
       return wv_seterr(err, WAVE_EIO, "socket folder %s: %s", dir,
                        strerror(errno));
-    if (mkdir(dir, me == 0 ? 0750 : 0700) != 0 || lstat(dir, &st) != 0) {
+    int made = 0;
+    if (!make) {  /* could the start make it?  Its parent must be ours */
+      char up[4096];
+      snprintf(up, sizeof up, "%s", dir);
+      char *s2 = strrchr(up, '/');
+      if (s2 == up)
+        up[1] = '\0';
+      else if (s2 != NULL)
+        *s2 = '\0';
+      else
+        snprintf(up, sizeof up, ".");
+      if (access(up, W_OK | X_OK) == 0)
+        return 0;
+    } else {
+      made = mkdir(dir, me == 0 ? 0750 : 0700) == 0 && lstat(dir, &st) == 0;
+    }
+    if (!made) {
       int e = errno;
       return wv_seterr(err, WAVE_EIO, "cannot create the socket folder %s: "
                        "%s%s", dir, strerror(e),
                        me != 0 && e == EACCES
-                           ? " (not root: a user's daemon takes "
-                             "$XDG_RUNTIME_DIR/wavedd/wavedd.sock when "
-                             "XDG_RUNTIME_DIR is set and the config lists no "
-                             "ipc URL; or list ipc://PATH in a folder of "
-                             "yours; docs/service.md \"The socket\")"
+                           ? " (not root: with no ipc URL in the config a "
+                             "user's daemon takes $XDG_RUNTIME_DIR/wavedd "
+                             "or /tmp/wavedd-UID; or list ipc://PATH in a "
+                             "folder of yours; docs/service.md \"The "
+                             "socket\")"
                            : "");
     }
   }
@@ -64,6 +93,10 @@ int wd_sockpath_prepare(const char *path, wave_error *err)
                      "user (mode %04o): another user could take the socket "
                      "path; use a private folder such as /run/wavedd "
                      "(docs/service.md)", dir, (unsigned)(st.st_mode & 07777));
+  if (access(dir, W_OK | X_OK) != 0)
+    return wv_seterr(err, WAVE_EIO, "socket folder %s: we (uid %ld) may not "
+                     "make a socket there: %s", dir, (long)me,
+                     strerror(errno));
   if (lstat(path, &st) != 0)
     return 0;  /* nothing there yet */
   if (!S_ISSOCK(st.st_mode))
@@ -74,6 +107,16 @@ int wd_sockpath_prepare(const char *path, wave_error *err)
                      "(uid %ld): refusing to take it over", path,
                      (long)st.st_uid, (long)me);
   return 0;
+}
+
+int wd_sockpath_prepare(const char *path, wave_error *err)
+{
+  return sp_check(path, 1, err);
+}
+
+int wd_sockpath_check(const char *path, wave_error *err)
+{
+  return sp_check(path, 0, err);
 }
 
 const uint8_t wd_sp_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};

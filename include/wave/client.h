@@ -48,9 +48,11 @@ typedef struct wave_client wave_client;
 #define WAVE_CLIENT_NAMES_MAX 4096
 
 /* The system daemon's socket (systemd's RuntimeDirectory=wavedd).  With
- * neither an explicit URL nor WAVE_URL, a client that is not root uses
- * $XDG_RUNTIME_DIR/wavedd/wavedd.sock when that file exists (a user's own
- * daemon), else this one; a daemon run by a user listens on the former. */
+ * neither an explicit URL nor WAVE_URL, a client that is not root uses the
+ * first of $XDG_RUNTIME_DIR/wavedd/wavedd.sock and
+ * /tmp/wavedd-UID/wavedd.sock that exists (a user's own daemon, with and
+ * without a login session), else this one; a daemon run by a user listens
+ * on one of those (docs/service.md "The socket"). */
 #define WAVE_DEFAULT_URL "ipc:///run/wavedd/wavedd.sock"
 
 /* Connect to url; NULL means getenv("WAVE_URL"), then the default above.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/readme/inside.sh - the README test's part inside its container
 # (tests/readme/run.sh mounts /fixture: src.tar, the blocks, the examples'
-# certificates).  Runs as the image's non-root user.
+# certificates).  Runs as the image's non-root user: README.md's blocks
+# with the image's XDG_RUNTIME_DIR, docs/cli.md's examples, then README.md's
+# blocks again without XDG_RUNTIME_DIR (a user without a login session).
 set -euo pipefail
 say() { echo "readme_test: inside: $*"; }
 [ "$(id -u)" -ne 0 ] || { say "running as root"; exit 1; }
@@ -17,14 +19,19 @@ block() {
 }
 # every block runs, even after one failed (each failure is named at the end)
 failed=()
-for f in /fixture/readme/*.sh; do
-  line=$(cut -d' ' -f1 "${f%.sh}.meta")
-  say "README.md:$line"
-  sed 's/^/  | /' "$f"
-  block ~/src "$f" || { rc=$?; say "README.md:$line: the block failed (exit $rc)"
-                        [ ! -f ~/src/build/wavedd.log ] || tail -20 ~/src/build/wavedd.log
-                        failed+=("README.md:$line (exit $rc)"); }
-done
+readme() {  # readme PASS: README.md's blocks, in order, from ~/src
+  local f line rc t0=$SECONDS
+  for f in /fixture/readme/*.sh; do
+    line=$(cut -d' ' -f1 "${f%.sh}.meta")
+    say "README.md:$line ($1)"
+    sed 's/^/  | /' "$f"
+    block ~/src "$f" || { rc=$?; say "README.md:$line ($1): the block failed (exit $rc)"
+                          [ ! -f ~/src/build/wavedd.log ] || tail -20 ~/src/build/wavedd.log
+                          failed+=("README.md:$line ($1, exit $rc)"); }
+  done
+  say "README.md ($1): $((SECONDS - t0)) s"
+}
+readme "with XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR"
 [ -x ~/src/build/wavectl ] || { say "no build/wavectl: the examples cannot run"; exit 1; }
 
 # docs/cli.md's examples talk to a "gpu-box" (127.0.0.1 here) over tcp and
@@ -68,6 +75,14 @@ for f in /fixture/cli/*.sh; do
 done
 kill %1
 wait || true
+
+# again as a user without a login session (su, podman exec, a CI runner):
+# no XDG_RUNTIME_DIR, so wavedd and wavectl take /tmp/wavedd-UID (the
+# demo's build is there already: its second run builds nothing)
+unset XDG_RUNTIME_DIR
+readme "no XDG_RUNTIME_DIR"
+[ -d /tmp/wavedd-"$(id -u)" ] || { say "no /tmp/wavedd-$(id -u): the second pass never started wavedd there"
+                                  failed+=("no /tmp/wavedd-$(id -u)"); }
 if [ ${#failed[@]} -gt 0 ]; then
   say "FAILED: ${failed[*]}"
   exit 1

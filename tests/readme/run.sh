@@ -4,14 +4,19 @@
 # fresh container, as a non-root user, on 2 CPUs (podman run --cpus 2), so
 # that a page that drifts from the code fails CI.
 #
-#  * The image: Debian 12 (tests/container/base.sh) with the build
-#    dependencies and a user (Containerfile), built once per machine and
-#    reused while deps.sh and the Containerfile are unchanged.
+#  * The image: Debian 12 (tests/container/base.sh) with what the demo
+#    installs (.ci/deps.sh demo) and a user (Containerfile), built once per
+#    machine and reused while deps.sh and the Containerfile are unchanged.
 #  * Inside: the checkout's files (git ls-files: tracked and untracked, not
 #    ignored) copied to ~/src; then README.md's blocks, in order, each run
 #    by bash -e -o pipefail from ~/src (the first is `bash .ci/demo`, which
 #    builds and writes the tour's sample files); at the end of each block
 #    its background jobs (the tour's wavedd) are stopped.
+#  * Then docs/cli.md's examples (below), then README.md's blocks a second
+#    time with XDG_RUNTIME_DIR unset, as a user without a login session
+#    (su, podman exec, a CI runner) meets them: the same image, the demo's
+#    build already there (so the second pass costs the tour's time, not a
+#    build's), and the daemon must take /tmp/wavedd-UID.
 #  * A block after `<!-- test: skip REASON -->` is not run and the reason
 #    is printed; `<!-- test: container -->` is tests/container/run.sh's.
 #  * docs/cli.md's "Examples" run from ~ with ~/src/build on PATH, against
