@@ -282,6 +282,74 @@ static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
   fputc(']', f);
 }
 
+/* A device's health: only the fields it read (absent is not zero). */
+static void out_health_json(FILE *f, const wave_device_status *d)
+{
+  unsigned h = d->health_have;
+  fputs(", \"health\": {\"source\": ", f);
+  wv_json_str(f, d->health_source[0] ? d->health_source : "none");
+  fputs(", \"note\": ", f);
+  wv_json_str(f, d->health_note);
+  if (h & WAVE_HEALTH_TEMPERATURE)
+    fprintf(f, ", \"temperature_c\": %.6g", d->temperature_c);
+  if (h & WAVE_HEALTH_POWER)
+    fprintf(f, ", \"power_w\": %.6g", d->power_w);
+  if (h & WAVE_HEALTH_POWER_LIMIT)
+    fprintf(f, ", \"power_limit_w\": %.6g", d->power_limit_w);
+  if (h & WAVE_HEALTH_SM_CLOCK)
+    fprintf(f, ", \"sm_clock_mhz\": %u", d->sm_clock_mhz);
+  if (h & WAVE_HEALTH_MEM_CLOCK)
+    fprintf(f, ", \"mem_clock_mhz\": %u", d->mem_clock_mhz);
+  if (h & WAVE_HEALTH_THROTTLE) {
+    fputs(", \"throttle\": ", f);
+    wv_json_str(f, d->throttle);
+  }
+  if (h & WAVE_HEALTH_MEMORY_USED)
+    fprintf(f, ", \"memory_used\": %" PRIu64, d->memory_used);
+  if (h & WAVE_HEALTH_MEMORY_TOTAL)
+    fprintf(f, ", \"memory_total\": %" PRIu64, d->memory_total);
+  if (h & WAVE_HEALTH_UTILIZATION)
+    fprintf(f, ", \"utilization_pct\": %.6g", d->utilization_pct);
+  fputc('}', f);
+}
+
+/* The "health" line of the text form. */
+static void out_health_text(FILE *f, const wave_device_status *d)
+{
+  unsigned h = d->health_have;
+  fprintf(f, "  health     %s", d->health_source[0] ? d->health_source
+                                                     : "none");
+  if (d->health_note[0] != '\0')
+    fprintf(f, ": %s", d->health_note);
+  const char *sep = d->health_note[0] ? "; " : ": ";
+#define OUT_SEP() (fputs(sep, f), sep = ", ")
+  if (h & WAVE_HEALTH_TEMPERATURE)
+    OUT_SEP(), fprintf(f, "%.1f C", d->temperature_c);
+  if (h & WAVE_HEALTH_POWER) {
+    OUT_SEP(), fprintf(f, "%.1f W", d->power_w);
+    if (h & WAVE_HEALTH_POWER_LIMIT)
+      fprintf(f, " of %.0f W", d->power_limit_w);
+  } else if (h & WAVE_HEALTH_POWER_LIMIT) {
+    OUT_SEP(), fprintf(f, "power limit %.0f W", d->power_limit_w);
+  }
+  if (h & WAVE_HEALTH_SM_CLOCK)
+    OUT_SEP(), fprintf(f, "SM %u MHz", d->sm_clock_mhz);
+  if (h & WAVE_HEALTH_MEM_CLOCK)
+    OUT_SEP(), fprintf(f, "memory clock %u MHz", d->mem_clock_mhz);
+  if (h & WAVE_HEALTH_UTILIZATION)
+    OUT_SEP(), fprintf(f, "%.0f%% busy", d->utilization_pct);
+  if (h & WAVE_HEALTH_MEMORY_USED) {
+    OUT_SEP(), fprintf(f, "%.1f GiB used", (double)d->memory_used / 1073741824.0);
+    if (h & WAVE_HEALTH_MEMORY_TOTAL)
+      fprintf(f, " of %.1f GiB", (double)d->memory_total / 1073741824.0);
+  }
+  if (h & WAVE_HEALTH_THROTTLE)
+    OUT_SEP(), fprintf(f, "throttle: %s", d->throttle[0] ? d->throttle
+                                                         : "none");
+#undef OUT_SEP
+  fputc('\n', f);
+}
+
 static void out_status_json(FILE *f, const wave_status *s, const char *url)
 {
   fputs("{\"version\": ", f);
@@ -289,9 +357,11 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
   fputs(", \"url\": ", f);
   wv_json_str(f, url);
   fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
-          ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
+          ", \"jobs_failed\": %" PRIu64 ", \"jobs_cancelled\": %" PRIu64
+          ", \"instance\": %" PRIu64
           ", \"ready\": %s, \"max_files\": %" PRIu64 ", \"listen\": [",
-          s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
+          s->uptime_ms, s->jobs_served, s->jobs_failed, s->jobs_cancelled,
+          s->instance,
           s->ready ? "true" : "false", s->max_files);
   for (size_t i = 0; i < s->n_listen; i++) {
     fputs(i ? ", " : "", f);
@@ -308,14 +378,17 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     wv_json_str(f, d->description);
     fprintf(f, ", \"queue_depth\": %u, \"queue_capacity\": %u, "
             "\"jobs_done\": %" PRIu64 ", \"jobs_failed\": %" PRIu64
+            ", \"jobs_cancelled\": %" PRIu64 ", \"busy_ms\": %" PRIu64
             ", \"running\": %s, \"faulted\": %s, \"fault\": ",
             d->queue_depth, d->queue_capacity, d->jobs_done, d->jobs_failed,
+            d->jobs_cancelled, d->busy_ms,
             d->running ? "true" : "false", d->faulted ? "true" : "false");
     wv_json_str(f, d->fault);
     fprintf(f, ", \"wave_width\": %u, \"exchange\": ", d->wave_width);
     wv_json_str(f, d->exchange);
     fputs(", \"exchange_reason\": ", f);
     wv_json_str(f, d->exchange_reason);
+    out_health_json(f, d);
     fputs(", \"packs\": ", f);
     out_checks_json(f, d->packs, d->n_packs);
     fputc('}', f);
@@ -331,8 +404,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     return;
   }
   fprintf(f, "wavedd %s at %s: up %.1f s, %" PRIu64 " jobs served, %" PRIu64
-          " failed, %s, instance %" PRIu64 "\n", s->version, url,
-          (double)s->uptime_ms / 1000.0, s->jobs_served, s->jobs_failed,
+          " failed, %" PRIu64 " cancelled, %s, instance %" PRIu64 "\n",
+          s->version, url, (double)s->uptime_ms / 1000.0, s->jobs_served,
+          s->jobs_failed, s->jobs_cancelled,
           s->ready ? "ready" : "preparing packs", s->instance);
   for (size_t i = 0; i < s->n_listen; i++)
     fprintf(f, "%s%s", i ? ", " : "listening on ", s->listen[i]);
@@ -348,8 +422,10 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     else
       fprintf(f, "  state      %s\n", d->running ? "running" : "idle");
     fprintf(f, "  queue      %u of %u\n", d->queue_depth, d->queue_capacity);
-    fprintf(f, "  jobs       %" PRIu64 " done, %" PRIu64 " failed\n",
-            d->jobs_done, d->jobs_failed);
+    fprintf(f, "  jobs       %" PRIu64 " done, %" PRIu64 " failed, %" PRIu64
+            " cancelled; busy %.1f s\n", d->jobs_done, d->jobs_failed,
+            d->jobs_cancelled, (double)d->busy_ms / 1000.0);
+    out_health_text(f, d);
     fprintf(f, "  wave width %u\n", d->wave_width);
     if (d->exchange[0] != '\0')
       fprintf(f, "  exchange   %s%s%s%s\n", d->exchange,

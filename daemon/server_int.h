@@ -15,6 +15,7 @@
 
 #include "daemon/config.h"
 #include "daemon/exec/device.h"
+#include "daemon/exec/health.h"
 #include "daemon/exec/work.h"
 #include "daemon/jobs/hashjob.h"
 #include "daemon/jobs/packprep.h"
@@ -57,6 +58,10 @@ struct wd_server {
   wd_prep *preps;          /* n_devs * packs->n */
   size_t preps_left;       /* not yet come back */
   wd_sv_state state;       /* the lifecycle (server.h); loop thread */
+  struct sv_watch {         /* wd_server_watch: each state move */
+    void (*fn)(void *arg);
+    void *arg;
+  } watch[WD_SV_WATCHERS];
   int was_ready;           /* WD_SV_READY was reached: StatusReply.ready
                             * stays true while stopping, as it always did */
 
@@ -70,7 +75,8 @@ struct wd_server {
 
   unsigned reduce_inflight;
   uint64_t t0;
-  uint64_t served, failed;
+  uint64_t served, failed, cancelled;
+  wd_health *health;       /* the health thread (exec/health.h) */
 };
 
 #endif
