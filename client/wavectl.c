@@ -10,7 +10,7 @@
  * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
  *
  * status --probe exits 0 ready, 1 not ready, 3 unreachable.  --fleet runs
- * a job over several daemons (ctl_fleet.c).
+ * a job over several daemons (ctl_fleet.c); top is ctl_top.c's.
  *
  * Ctrl-C during a hash job: the handler only sets a flag; the poll loop
  * (short waits, so it notices soon) sends CancelRequest and waits for the
@@ -626,6 +626,9 @@ int main(int argc, char **argv)
     case WV_CMD_JOBS: status = ctl_jobs(c, &a); break;
     case WV_CMD_WAIT: status = ctl_wait(c, &a); break;
     case WV_CMD_CANCEL: status = ctl_cancel_cmd(c, &a); break;
+    case WV_CMD_TOP:
+      status = wv_ctl_top(&a, c, &err) != 0 ? ctl_call_fail(&err) : 0;
+      break;
     default: status = EXIT_USAGE; break;
     }
   }
