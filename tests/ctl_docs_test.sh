@@ -72,6 +72,14 @@ out=$(bash -c "_init_completion() { words=(wavectl status --pr); cword=2
     cur=--pr; prev=status; }
   source '$bash_c'; _wavectl; echo \"\${COMPREPLY[*]}\"")
 [ "$out" = "--probe" ] || fail "bash: 'wavectl status --pr' completes to '$out'"
+out=$(bash -c "_init_completion() { words=(wavectl to); cword=1
+    cur=to; prev=wavectl; }
+  source '$bash_c'; _wavectl; echo \"\${COMPREPLY[*]}\"")
+[ "$out" = "top" ] || fail "bash: 'wavectl to' completes to '$out'"
+out=$(bash -c "_init_completion() { words=(wavectl top --o); cword=2
+    cur=--o; prev=top; }
+  source '$bash_c'; _wavectl; echo \"\${COMPREPLY[*]}\"")
+[ "$out" = "--once" ] || fail "bash: 'wavectl top --o' completes to '$out'"
 
 if command -v zsh >/dev/null; then
   zsh -n "$zsh_c" || fail "zsh -n $zsh_c"
@@ -80,5 +88,7 @@ if command -v fish >/dev/null; then
   fish -n "$fish_c" || fail "fish -n $fish_c"
   out=$(fish -c "source '$fish_c'; complete -C'wavectl status --pr'" | cut -f1)
   [ "$out" = "--probe" ] || fail "fish: 'wavectl status --pr' completes to '$out'"
+  out=$(fish -c "source '$fish_c'; complete -C'wavectl top --o'" | cut -f1)
+  [ "$out" = "--once" ] || fail "fish: 'wavectl top --o' completes to '$out'"
 fi
 echo "ctl_docs_test: $(wc -l <<<"$opts") options, $(wc -l <<<"$envs") variables"
