@@ -285,5 +285,6 @@ void wv_usage(FILE *f, wv_cmd cmd)
   }
   fputs("\nExit status: 0 success, 1 job or daemon error (or a bad input\n"
         "file), 2 usage error, 3 daemon unreachable or no answer within\n"
-        "--timeout, 130 hash job cancelled by Ctrl-C.\n", f);
+        "--timeout, 130 hash job cancelled by Ctrl-C (top: a second\n"
+        "Ctrl-C while the daemon does not answer).\n", f);
 }

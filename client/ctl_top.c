@@ -25,7 +25,9 @@
  * too, in non-canonical mode with ISIG kept, so Ctrl-C is SIGINT: the
  * handlers only set flags, which end the wait (poll without SA_RESTART).
  * q, Ctrl-C, SIGTERM and SIGHUP quit; every exit path, errors included,
- * restores the terminal (tp_term_restore).  Ctrl-Z restores it, stops,
+ * restores the terminal (tp_term_restore), and a second Ctrl-C while a
+ * call waits on a daemon that does not answer restores it in the handler
+ * and exits 130.  Ctrl-Z restores it, stops,
  * and takes the screen back on SIGCONT.  Off a terminal, or with --once,
  * one frame is printed: status is sampled for a second first, so busy is
  * known.  --json prints that frame as one JSON object.
@@ -419,11 +421,26 @@ static int tp_once(wave_client *c, int json, wave_error *err)
 
 /* ---- the live view ------------------------------------------------------ */
 
-static volatile sig_atomic_t tp_quit, tp_winch, tp_tstp;
+/* The terminal as found, for every way out, the signal handler's too (one
+ * top per process). */
+static struct termios tp_saved;
+static volatile sig_atomic_t tp_quit, tp_winch, tp_tstp, tp_keys_on,
+    tp_screen_on;
+static const char tp_back[] = "\033[?25h\033[?1049l";
 
+/* The first quit ends the loop at its next wake-up.  A second one comes
+ * when a call waits on a daemon that does not answer (up to --timeout):
+ * it gives the terminal back here, with async-signal-safe calls only, and
+ * exits 128 + the signal. */
 static void tp_on_quit(int sig)
 {
-  (void)sig;
+  if (tp_quit) {
+    if (tp_screen_on && write(STDOUT_FILENO, tp_back, sizeof tp_back - 1) < 0)
+      tp_screen_on = 0;
+    if (tp_keys_on)
+      tcsetattr(STDIN_FILENO, TCSANOW, &tp_saved);
+    _exit(128 + sig);
+  }
   tp_quit = 1;
 }
 
@@ -439,16 +456,10 @@ static void tp_on_tstp(int sig)
   tp_tstp = 1;
 }
 
-typedef struct tp_term {
-  int keys;                 /* stdin is a terminal: its mode was changed */
-  int on;                   /* the screen is ours */
-  struct termios saved;
-} tp_term;
-
-static void tp_term_take(tp_term *tt)
+static void tp_term_take(void)
 {
-  if (tt->keys) {
-    struct termios raw = tt->saved;
+  if (tp_keys_on) {
+    struct termios raw = tp_saved;
     raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
     raw.c_cc[VMIN] = 0;
     raw.c_cc[VTIME] = 0;
@@ -456,18 +467,18 @@ static void tp_term_take(tp_term *tt)
   }
   fputs("\033[?1049h\033[?25l\033[H\033[2J", stdout);  /* alternate screen */
   fflush(stdout);
-  tt->on = 1;
+  tp_screen_on = 1;
 }
 
-static void tp_term_restore(tp_term *tt)
+static void tp_term_restore(void)
 {
-  if (!tt->on)
+  if (!tp_screen_on)
     return;
-  fputs("\033[?25h\033[?1049l", stdout);
+  fputs(tp_back, stdout);
   fflush(stdout);
-  if (tt->keys)
-    tcsetattr(STDIN_FILENO, TCSANOW, &tt->saved);
-  tt->on = 0;
+  if (tp_keys_on)
+    tcsetattr(STDIN_FILENO, TCSANOW, &tp_saved);
+  tp_screen_on = 0;
 }
 
 static void tp_size(unsigned *w, unsigned *h)
@@ -512,14 +523,19 @@ static int tp_paint(wave_client *c, const wave_status *s,
   return rv;
 }
 
-/* Wait up to ms for a key (or a signal); 1 when q was typed. */
-static int tp_keys(const tp_term *tt, int ms)
+/* Wait up to ms for a key (or a signal); 1 when q was typed or the
+ * terminal is gone. */
+static int tp_keys(int ms)
 {
   struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-  if (poll(&p, tt->keys ? 1 : 0, ms) <= 0 || !(p.revents & POLLIN))
+  if (poll(&p, tp_keys_on ? 1 : 0, ms) <= 0)
     return 0;
+  if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+    return 1;
   char k[64];
   ssize_t n = read(STDIN_FILENO, k, sizeof k);
+  if (n == 0)
+    return 1;
   for (ssize_t i = 0; i < n; i++)
     if (k[i] == 'q' || k[i] == 'Q')
       return 1;
@@ -528,8 +544,7 @@ static int tp_keys(const tp_term *tt, int ms)
 
 static int tp_live(wave_client *c, wave_error *err)
 {
-  tp_term tt = {0};
-  tt.keys = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tt.saved) == 0;
+  tp_keys_on = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tp_saved) == 0;
   struct sigaction sa, old_int, old_term, old_hup, old_winch, old_tstp;
   memset(&sa, 0, sizeof sa);
   sigemptyset(&sa.sa_mask);
@@ -546,24 +561,24 @@ static int tp_live(wave_client *c, wave_error *err)
   wave_status *s = NULL;
   int rv = tp_status(c, &s, &t, err);
   if (rv == 0) {
-    tp_term_take(&tt);
+    tp_term_take();
     rv = tp_paint(c, s, &t, err);
   }
   uint64_t next = tp_now_ms() + 1000;
   while (rv == 0 && !tp_quit) {
     uint64_t now = tp_now_ms();
     uint64_t tick = now + TP_TICK_MS < next ? now + TP_TICK_MS : next;
-    if (tp_keys(&tt, (int)(tick > now ? tick - now : 0)))
+    if (tp_keys((int)(tick > now ? tick - now : 0)))
       break;
     if (tp_quit)
       break;
     if (tp_tstp) {  /* Ctrl-Z: give the terminal back while stopped */
       tp_tstp = 0;
-      tp_term_restore(&tt);
+      tp_term_restore();
       signal(SIGTSTP, SIG_DFL);
       raise(SIGTSTP);
       sigaction(SIGTSTP, &sa, NULL);  /* sa is still tp_on_tstp's */
-      tp_term_take(&tt);
+      tp_term_take();
       tp_winch = 1;
     }
     if (tp_now_ms() < tick && !tp_winch)
@@ -581,7 +596,7 @@ static int tp_live(wave_client *c, wave_error *err)
     tp_winch = 0;
     rv = tp_paint(c, s, &t, err);
   }
-  tp_term_restore(&tt);
+  tp_term_restore();
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   sigaction(SIGHUP, &old_hup, NULL);

@@ -6,8 +6,9 @@
  * daemon refused (bad or missing input file, unknown pack, device fault), 2
  * the command line was wrong, 3 the daemon could not be reached or did not
  * answer within --timeout (which bounds the dial too), 130 a hash job
- * cancelled by Ctrl-C.  Errors print one line on
- * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
+ * cancelled by Ctrl-C (top: a second Ctrl-C, ctl_top.c).  Errors print
+ * one line on stderr, `wavectl: NAME: message`, NAME being the error's
+ * symbol.
  *
  * status --probe exits 0 ready, 1 not ready, 3 unreachable.  --fleet runs
  * a job over several daemons (ctl_fleet.c); top is ctl_top.c's.

@@ -11,7 +11,9 @@
 #   tty:  the live view in a tmux pane (the tmux package): the job's row
 #         drawn on the alternate screen, and q, then Ctrl-C in a second
 #         pane, end it with exit 0, the primary screen back and the
-#         terminal's settings (stty -g) as they were.  Exit 77 (skipped)
+#         terminal's settings (stty -g) as they were; with the daemon
+#         stopped (SIGSTOP) while top waits on it, two Ctrl-C end it at
+#         once (exit 130), the terminal restored too.  Exit 77 (skipped)
 #         without tmux.
 # The waits are bounded polls (0.1 s steps, 60 s in all) that only catch a
 # hang; nothing is timed.
@@ -28,7 +30,7 @@ pid=
 T=(tmux -S "$tmp/tmux.sock")
 cleanup() {
   [ "$mode" = tty ] && "${T[@]}" kill-server 2>/dev/null
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+  [ -n "$pid" ] && { kill -CONT "$pid"; kill -KILL "$pid"; } 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -140,6 +142,29 @@ else
   }
   live q q
   live ctrlc C-c
+  # a daemon that stops answering: top waits in a status call (its main
+  # thread in a futex, seen in /proc); Ctrl-C once asks it to end when the
+  # call returns, a second one gives the terminal back at once, exit 130
+  "${T[@]}" new-session -d -s hung -x 120 -y 30 \
+    "stty -g >'$tmp/hung.before'; '$ctl' --url '$url' top 2>'$tmp/hung.err'; echo \$? >'$tmp/hung.rc'; stty -g >'$tmp/hung.after'; exec sleep 600"
+  wait_for eval 'pane hung | grep -q "^$id "' || fail "pane hung: no frame: $(pane hung)"
+  tpid=$(pgrep -P "$("${T[@]}" display -p -t hung '#{pane_pid}')" wavectl)
+  wchan=$(cat "/proc/$tpid/wchan" 2>/dev/null)
+  if [ -z "$tpid" ] || [ -z "$wchan" ] || [ "$wchan" = 0 ]; then
+    echo "ctl_top_test: /proc does not say where top waits: the second Ctrl-C is not tested"
+    "${T[@]}" send-keys -t hung q
+  else
+    kill -STOP "$pid"
+    wait_for eval 'grep -q futex "/proc/$tpid/wchan"' ||
+      fail "top does not wait in a call on a stopped daemon: $(cat "/proc/$tpid/wchan")"
+    "${T[@]}" send-keys -t hung C-c
+    "${T[@]}" send-keys -t hung C-c
+    wait_for test -s "$tmp/hung.after" || fail "pane hung: top does not end on two Ctrl-C"
+    kill -CONT "$pid"
+    [ "$(cat "$tmp/hung.rc")" = 130 ] || fail "pane hung: exit $(cat "$tmp/hung.rc"), not 130"
+    cmp -s "$tmp/hung.before" "$tmp/hung.after" || fail "pane hung: terminal settings not restored"
+    [ "$(alt hung)" = 0 ] || fail "pane hung: still on the alternate screen"
+  fi
 fi
 
 "$ctl" cancel "$id" >/dev/null || fail "cancel $id"
