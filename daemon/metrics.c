@@ -27,10 +27,14 @@
 #include "daemon/net/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/procinfo.h"
 #include "daemon/stats.h"
 #include "core/base.h"
 
 #define MT_PERIOD_MS 1000
+/* /livez fails once the loop has not rendered a page for this long: the
+ * timer fires each second, so ten missed turns mean a stuck loop */
+#define MT_STALL_NS (10ull * 1000000000ull)
 
 struct wd_metrics {
   wd_server *srv;
@@ -38,13 +42,15 @@ struct wd_metrics {
   uint64_t t0;
   nng_url *url;
   nng_http_server *http;
-  nng_http_handler *h;
-  int started;
+  int started, watching;
   char bound[300];
   int port;               /* given to the guard */
-  pthread_mutex_t mu;     /* page, len */
+  pthread_mutex_t mu;     /* page, len, beat, ready, why */
   char *page;
   size_t len;
+  uint64_t beat;          /* uv_hrtime of the loop's last render */
+  int ready;              /* wd_server_readiness, as of the last move */
+  char why[160];
 };
 
 /* ---- the HTTP side (nng's threads) ---------------------------------------- */
@@ -75,6 +81,74 @@ static void mt_serve(nng_aio *aio)
   nng_aio_finish(aio, 0);
 }
 
+/* A short text/plain answer with status code. */
+static void mt_answer(nng_aio *aio, uint16_t code, const char *text)
+{
+  nng_http_res *res = NULL;
+  int rv = nng_http_res_alloc(&res);
+  if (rv == 0)
+    rv = nng_http_res_set_status(res, code);
+  if (rv == 0)
+    rv = nng_http_res_copy_data(res, text, strlen(text));
+  if (rv == 0)
+    rv = nng_http_res_set_header(res, "Content-Type",
+                                 "text/plain; charset=utf-8");
+  if (rv == 0)
+    rv = nng_http_res_set_header(res, "Connection", "close");
+  if (rv != 0) {
+    if (res != NULL)
+      nng_http_res_free(res);
+    nng_aio_finish(aio, rv);
+    return;
+  }
+  nng_aio_set_output(aio, 0, res);
+  nng_aio_finish(aio, 0);
+}
+
+/* /livez: 200 while the loop turns (it renders a page each second). */
+static void mt_livez(nng_aio *aio)
+{
+  nng_http_handler *h = nng_aio_get_input(aio, 1);
+  wd_metrics *m = nng_http_handler_get_data(h);
+  pthread_mutex_lock(&m->mu);
+  uint64_t beat = m->beat;
+  pthread_mutex_unlock(&m->mu);
+  uint64_t now = uv_hrtime();
+  if (now - beat < MT_STALL_NS) {
+    mt_answer(aio, 200, "ok\n");
+    return;
+  }
+  char text[96];
+  snprintf(text, sizeof text, "not live: the loop has not turned for %.1f s\n",
+           (double)(now - beat) * 1e-9);
+  mt_answer(aio, 503, text);
+}
+
+/* /readyz: 200 once ready, else 503 and the one-line reason. */
+static void mt_readyz(nng_aio *aio)
+{
+  nng_http_handler *h = nng_aio_get_input(aio, 1);
+  wd_metrics *m = nng_http_handler_get_data(h);
+  char text[200];
+  pthread_mutex_lock(&m->mu);
+  int ready = m->ready;
+  snprintf(text, sizeof text, ready ? "%s\n" : "not ready: %s\n", m->why);
+  pthread_mutex_unlock(&m->mu);
+  mt_answer(aio, ready ? 200 : 503, text);
+}
+
+/* The loop: readiness now, for /readyz (at each state move and tick). */
+static void mt_probe_update(void *arg)
+{
+  wd_metrics *m = arg;
+  char why[sizeof m->why];
+  int ready = wd_server_readiness(m->srv, why, sizeof why);
+  pthread_mutex_lock(&m->mu);
+  m->ready = ready;
+  memcpy(m->why, why, sizeof why);
+  pthread_mutex_unlock(&m->mu);
+}
+
 /* ---- the page (loop) ------------------------------------------------------- */
 
 static void mt_help(FILE *f, const char *name, const char *type,
@@ -103,6 +177,36 @@ static void mt_dev(FILE *f, const char *metric, const char *dev)
 {
   fprintf(f, "%s{device=", metric);
   mt_label(f, dev);
+}
+
+/* The job-duration histogram: by device, kind and phase. */
+static void mt_hist(FILE *f, const wd_stats_dev *sd, size_t ns)
+{
+  static const double bounds[WD_STATS_NB] = WD_STATS_BOUNDS;
+  const char *name = "wavedd_job_duration_seconds";
+  mt_help(f, name, "histogram",
+          "job durations by device, kind and phase: queue (submitted to "
+          "its first step), compute (its steps on the device), total "
+          "(submitted to ended)");
+  for (size_t i = 0; i < ns; i++)
+    for (int k = 0; k < WD_KIND_N; k++)
+      for (int p = 0; p < WD_PH_N; p++) {
+        char lab[96];
+        snprintf(lab, sizeof lab, ",kind=\"%s\",phase=\"%s\"",
+                 wd_stats_kind_name(k), wd_stats_phase_name(p));
+        const uint64_t *h = sd[i].hist[k][p];
+        for (size_t b = 0; b <= WD_STATS_NB; b++) {
+          mt_dev(f, "wavedd_job_duration_seconds_bucket", sd[i].name);
+          if (b < WD_STATS_NB)
+            fprintf(f, "%s,le=\"%g\"} %" PRIu64 "\n", lab, bounds[b], h[b]);
+          else
+            fprintf(f, "%s,le=\"+Inf\"} %" PRIu64 "\n", lab, h[b]);
+        }
+        mt_dev(f, "wavedd_job_duration_seconds_sum", sd[i].name);
+        fprintf(f, "%s} %.9g\n", lab, sd[i].hist_sum[k][p]);
+        mt_dev(f, "wavedd_job_duration_seconds_count", sd[i].name);
+        fprintf(f, "%s} %" PRIu64 "\n", lab, h[WD_STATS_NB]);
+      }
 }
 
 /* Per device: finished jobs, errors, rows, bytes, hashes, hash rates (the
@@ -153,6 +257,7 @@ static void mt_jobs(FILE *f, const wd_stats_dev *sd, size_t ns)
       mt_dev(f, "wavedd_hash_rate", sd[i].name);
       fprintf(f, ",window=\"%s\"} %.17g\n", windows[w], sd[i].rate[w]);
     }
+  mt_hist(f, sd, ns);
 }
 
 /* Per device now: queues, faults, pack self-checks. */
@@ -185,6 +290,12 @@ static void mt_devices(wd_metrics *m, FILE *f)
     mt_dev(f, "wavedd_device_faulted", wd_device_name(devs[i]));
     fprintf(f, "} %d\n", snap[i].faulted ? 1 : 0);
   }
+  mt_help(f, "wavedd_device_busy_seconds_total", "counter",
+          "seconds the device ran jobs (their steps), all told");
+  for (size_t i = 0; snap != NULL && i < nd; i++) {
+    mt_dev(f, "wavedd_device_busy_seconds_total", wd_device_name(devs[i]));
+    fprintf(f, "} %.6f\n", snap[i].busy_s);
+  }
   free(snap);
   mt_help(f, "wavedd_pack_state", "gauge",
           "known-answer self-check of each pack on each device: 1 for the "
@@ -205,6 +316,33 @@ static void mt_devices(wd_metrics *m, FILE *f)
     }
 }
 
+/* The standard process_* families (procinfo.h). */
+static void mt_process(FILE *f)
+{
+  wd_procinfo p;
+  if (wd_procinfo_read(&p) != 0)
+    return;
+  mt_help(f, "process_cpu_seconds_total", "counter",
+          "user and system CPU time spent, seconds");
+  fprintf(f, "process_cpu_seconds_total %.2f\n", p.cpu_seconds);
+  mt_help(f, "process_resident_memory_bytes", "gauge",
+          "resident memory size, bytes");
+  fprintf(f, "process_resident_memory_bytes %" PRIu64 "\n", p.resident_bytes);
+  mt_help(f, "process_virtual_memory_bytes", "gauge",
+          "virtual memory size, bytes");
+  fprintf(f, "process_virtual_memory_bytes %" PRIu64 "\n", p.virtual_bytes);
+  mt_help(f, "process_start_time_seconds", "gauge",
+          "start time of the process since the epoch, seconds");
+  fprintf(f, "process_start_time_seconds %.2f\n", p.start_time);
+  if (p.open_fds >= 0) {
+    mt_help(f, "process_open_fds", "gauge", "open file descriptors");
+    fprintf(f, "process_open_fds %" PRId64 "\n", p.open_fds);
+  }
+  mt_help(f, "process_max_fds", "gauge",
+          "the limit of open file descriptors (soft RLIMIT_NOFILE)");
+  fprintf(f, "process_max_fds %" PRIu64 "\n", p.max_fds);
+}
+
 /* The daemon's own: error replies, reloads, descriptors, the guard. */
 static void mt_daemon(wd_metrics *m, FILE *f)
 {
@@ -216,6 +354,17 @@ static void mt_daemon(wd_metrics *m, FILE *f)
     if (req[c] > 0)
       fprintf(f, "wavedd_error_replies_total{code=\"%s\"} %" PRIu64 "\n",
               wave_errname((int)c), req[c]);
+  wd_stats_refusals(req);
+  mt_help(f, "wavedd_requests_refused_total", "counter",
+          "requests refused before any device ran them, by code");
+  for (size_t c = 1; c < WD_STATS_NCODES; c++)
+    if (req[c] > 0)
+      fprintf(f, "wavedd_requests_refused_total{code=\"%s\"} %" PRIu64 "\n",
+              wave_errname((int)c), req[c]);
+  mt_process(f);
+  mt_help(f, "wavedd_connections", "gauge",
+          "client connections open now, all listeners together");
+  fprintf(f, "wavedd_connections %zu\n", wd_server_connections(m->srv));
   uint64_t rok, rfail;
   wd_stats_reloads(&rok, &rfail);
   mt_help(f, "wavedd_reloads_total", "counter",
@@ -251,6 +400,10 @@ static void mt_page(wd_metrics *m, FILE *f)
 
   mt_help(f, "wavedd_info", "gauge", "wavedd's version (always 1)");
   fprintf(f, "wavedd_info{version=\"%s\"} 1\n", WAVE_VERSION);
+  mt_help(f, "wavedd_ready", "gauge",
+          "1 when ready (the rule of /readyz, READY=1 and status --probe)");
+  char why[160];
+  fprintf(f, "wavedd_ready %d\n", wd_server_readiness(m->srv, why, sizeof why));
   mt_help(f, "wavedd_uptime_seconds", "gauge", "seconds since start-up");
   fprintf(f, "wavedd_uptime_seconds %.3f\n",
           (double)(uv_hrtime() - m->t0) * 1e-9);
@@ -266,14 +419,21 @@ void wd_metrics_render(wd_metrics *m)
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  if (f == NULL)
-    return;
-  mt_page(m, f);
-  if (fclose(f) != 0) {
+  if (f != NULL)
+    mt_page(m, f);
+  if (f == NULL || fclose(f) != 0) {
     free(buf);
+    buf = NULL;
+  }
+  /* after the page's snapshot, before the page is out: a fault the page
+   * shows, /readyz has seen */
+  mt_probe_update(m);
+  pthread_mutex_lock(&m->mu);
+  m->beat = uv_hrtime();
+  if (buf == NULL) {
+    pthread_mutex_unlock(&m->mu);
     return;
   }
-  pthread_mutex_lock(&m->mu);
   char *old = m->page;
   m->page = buf;
   m->len = len;
@@ -313,6 +473,20 @@ static void mt_bound(wd_metrics *m)
     snprintf(m->bound, sizeof m->bound, "%s/metrics", m->url->u_rawurl);
 }
 
+/* One GET handler on the server; 0 or nng's error. */
+static int mt_handler(wd_metrics *m, const char *path, void (*fn)(nng_aio *))
+{
+  nng_http_handler *h = NULL;
+  int rv = nng_http_handler_alloc(&h, path, fn);
+  if (rv != 0)
+    return rv;
+  nng_http_handler_set_method(h, "GET");
+  nng_http_handler_set_data(h, m, NULL);
+  if ((rv = nng_http_server_add_handler(m->http, h)) != 0)
+    nng_http_handler_free(h);
+  return rv;
+}
+
 static void mt_free(wd_metrics *m)
 {
   if (m->http != NULL)
@@ -343,19 +517,21 @@ int wd_metrics_start(uv_loop_t *loop, wd_server *srv, const char *url,
   int rv;
   if ((rv = nng_url_parse(&m->url, base)) != 0 ||
       (rv = nng_http_server_hold(&m->http, m->url)) != 0 ||
-      (rv = nng_http_handler_alloc(&m->h, "/metrics", mt_serve)) != 0) {
+      (rv = mt_handler(m, "/metrics", mt_serve)) != 0 ||
+      (rv = mt_handler(m, "/livez", mt_livez)) != 0 ||
+      (rv = mt_handler(m, "/readyz", mt_readyz)) != 0) {
     mt_free(m);
     return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
   }
-  nng_http_handler_set_method(m->h, "GET");
-  nng_http_handler_set_data(m->h, m, NULL);
-  if ((rv = nng_http_server_add_handler(m->http, m->h)) != 0) {
-    nng_http_handler_free(m->h);
+  wd_metrics_render(m);  /* the first scrape has a page, the probes a state */
+  if (wd_server_watch(srv, mt_probe_update, m) != 0) {
     mt_free(m);
-    return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
+    return wv_seterr(err, WAVE_EIO, "metrics %s: too many pages at once",
+                     url);
   }
-  wd_metrics_render(m);  /* the first scrape has a page */
+  m->watching = 1;
   if ((rv = nng_http_server_start(m->http)) != 0) {
+    wd_server_unwatch(srv, m);
     mt_free(m);
     return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
   }
@@ -379,6 +555,9 @@ void wd_metrics_close(wd_metrics *m)
 {
   if (m == NULL)
     return;
+  if (m->watching)
+    wd_server_unwatch(m->srv, m);
+  m->watching = 0;
   if (m->started) {
     wd_guard_port(wd_server_guard(m->srv), WD_GUARD_METRICS, m->port, 0);
     nng_http_server_stop(m->http);

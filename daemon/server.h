@@ -47,12 +47,26 @@ void wd_server_free(wd_server *s);
  * StatusReply.ready; READY=1 was sent to the supervisor. */
 int wd_server_ready(const wd_server *s);
 wd_sv_state wd_server_state(const wd_server *s);
+/* Readiness as /readyz says it (metrics.c): 1 when ready (the rule of
+ * READY=1 and StatusReply.ready, while serving); else 0 and why in one
+ * line: starting (what it waits for), stopping, or every device faulted.
+ * Loop thread. */
+int wd_server_readiness(const wd_server *s, char *why, size_t n);
+/* fn(arg) on the loop at each move of the state (READY, STOPPING,
+ * CLOSED), before the move is logged or notified.  Up to WD_SV_WATCHERS
+ * at once (metrics.c's probes: two while a reload moves the page); -1
+ * when full.  wd_server_unwatch(s, arg) ends arg's. */
+#define WD_SV_WATCHERS 4
+int wd_server_watch(wd_server *s, void (*fn)(void *arg), void *arg);
+void wd_server_unwatch(wd_server *s, void *arg);
 
 /* For metrics.c and reload.c, on the loop thread. */
 wd_device *const *wd_server_devices(const wd_server *s, size_t *n);
 const wd_packs *wd_server_packs(const wd_server *s);
 wd_packstate *wd_server_packstate(const wd_server *s);
 const wd_config *wd_server_config(const wd_server *s);
+/* Connections open now, all listeners together. */
+size_t wd_server_connections(const wd_server *s);
 /* The connection guard (connguard.c); NULL before the sockets listen. */
 struct wd_guard *wd_server_guard(const wd_server *s);
 /* Serve with cfg from now on: its limits (and later requests see its
