@@ -275,9 +275,14 @@ typedef struct wv_top_view {
 void wv_top_frame(FILE *f, const wv_top_view *v);
 /* The same as one JSON object, null for what is not known (--json). */
 void wv_top_json(FILE *f, const wv_top_view *v);
-/* The busy share (0..100) of n samples of which `running` found the
- * device running a job; -1 when fewer than 2 samples were taken. */
-int wv_top_busy(unsigned running, unsigned n);
+/* The busy share (0..100) of a device over one interval: n status
+ * samples, `running` of which found it running a job; busy_ms its busy
+ * time at the end, grown by d_busy_ms while the uptime grew by
+ * d_uptime_ms.  d_busy_ms / d_uptime_ms, except 100 when every sample
+ * found it running, and running / n when busy_ms is 0 (not reported);
+ * -1 when fewer than 2 samples were taken. */
+int wv_top_busy(unsigned running, unsigned n, uint64_t busy_ms,
+                uint64_t d_busy_ms, uint64_t d_uptime_ms);
 /* `wavectl top` over client c: the live view on a terminal, else (or
  * with --once or --json) one frame on stdout.  0, or a WAVE_E* code with err filled
  * (the terminal restored first). */

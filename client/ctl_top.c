@@ -4,10 +4,14 @@
  * What each figure is made of (docs/cli.md "top"), from libwaveclient's
  * status and jobs calls only:
  *   - state, queue: the device's DeviceStatus (faulted, running, depth);
- *   - busy: status is asked TP_SAMPLES_PER_S times a second and busy is
- *     the share of those answers that found the device running a job
- *     (DeviceStatus.running), over the last second: a sampled figure, in
- *     steps of 1/TP_SAMPLES_PER_S, and "-" until two samples are in;
+ *   - busy: over the last second (status is asked TP_SAMPLES_PER_S times
+ *     a second), the growth of the device's busy time (DeviceStatus.busy_ms,
+ *     credited as each piece of work ends) divided by the growth of the
+ *     daemon's uptime; 100% when every sample found the device running (a
+ *     piece longer than the second is credited only when it ends), and
+ *     the share of the samples that found it running when the daemon does
+ *     not report busy time (busy_ms 0: a daemon before it).  "-" until two
+ *     samples are in;
  *   - rate: the sum of the rates of the running jobs that run on that
  *     device alone (a job's rate is done / seconds, as `wavectl jobs`
  *     shows it).  A job over several devices names only its first one in
@@ -52,11 +56,16 @@
 #define TP_SAMPLES_PER_S 4
 #define TP_TICK_MS (1000 / TP_SAMPLES_PER_S)
 
-int wv_top_busy(unsigned running, unsigned n)
+int wv_top_busy(unsigned running, unsigned n, uint64_t busy_ms,
+                uint64_t d_busy_ms, uint64_t d_uptime_ms)
 {
   if (n < 2)
     return -1;
-  return (int)((running * 100u + n / 2) / n);
+  if (busy_ms == 0 || d_uptime_ms == 0 || running == n)
+    return (int)((running * 100u + n / 2) / n);
+  if (d_busy_ms > d_uptime_ms)  /* a long piece credited as it ended */
+    d_busy_ms = d_uptime_ms;
+  return (int)((d_busy_ms * 100u + d_uptime_ms / 2) / d_uptime_ms);
 }
 
 /* ---- the frame -------------------------------------------------------- */
@@ -232,8 +241,8 @@ void wv_top_frame(FILE *f, const wv_top_view *v)
   tp_jobs(&o, v);
   if (v->tty) {
     tp_line(&o, "%s", "");
-    tp_line(&o, "q or Ctrl-C: quit    busy: share of %d status samples a "
-            "second", TP_SAMPLES_PER_S);
+    tp_line(&o, "q or Ctrl-C: quit    (wavectl help top: what each column "
+            "is)");
   }
 }
 
@@ -303,11 +312,14 @@ void wv_top_json(FILE *f, const wv_top_view *v)
 /* ---- sampling ----------------------------------------------------------- */
 
 /* The status samples of one interval: per device, how many found it
- * running.  A reload that changes the device count starts over. */
+ * running, and its busy_ms and the uptime where the interval began.  A
+ * reload that changes the device count starts over. */
 typedef struct tp_samples {
   size_t n_devices;
   unsigned n;
   unsigned *running;
+  uint64_t *busy0, up0;
+  int have0;
   int *busy;            /* the shares of the interval that ended last */
 } tp_samples;
 
@@ -316,14 +328,23 @@ static int tp_sample(tp_samples *t, const wave_status *s, wave_error *err)
   if (t->n_devices != s->n_devices || t->running == NULL) {
     free(t->running);
     free(t->busy);
+    free(t->busy0);
     t->n_devices = s->n_devices;
     t->n = 0;
+    t->have0 = 0;
     t->running = calloc(s->n_devices + 1, sizeof *t->running);
+    t->busy0 = calloc(s->n_devices + 1, sizeof *t->busy0);
     t->busy = malloc((s->n_devices + 1) * sizeof *t->busy);
-    if (t->running == NULL || t->busy == NULL)
+    if (t->running == NULL || t->busy0 == NULL || t->busy == NULL)
       return wv_seterr(err, WAVE_ENOMEM, NULL);
     for (size_t i = 0; i < s->n_devices; i++)
       t->busy[i] = -1;
+  }
+  if (!t->have0) {
+    for (size_t i = 0; i < s->n_devices; i++)
+      t->busy0[i] = s->devices[i].busy_ms;
+    t->up0 = s->uptime_ms;
+    t->have0 = 1;
   }
   t->n++;
   for (size_t i = 0; i < s->n_devices; i++)
@@ -331,19 +352,26 @@ static int tp_sample(tp_samples *t, const wave_status *s, wave_error *err)
   return 0;
 }
 
-/* The interval ends: its shares become what the frame shows, and the
- * next one starts with no samples. */
-static void tp_interval(tp_samples *t)
+/* The interval ends at s, the last sample: its shares become what the
+ * frame shows, and the next one starts there with no samples.  (A daemon
+ * restarted meanwhile has a smaller uptime: the samples decide.) */
+static void tp_interval(tp_samples *t, const wave_status *s)
 {
+  uint64_t dup = s->uptime_ms > t->up0 ? s->uptime_ms - t->up0 : 0;
   for (size_t i = 0; i < t->n_devices; i++) {
-    t->busy[i] = wv_top_busy(t->running[i], t->n);
+    uint64_t b = s->devices[i].busy_ms;
+    t->busy[i] = wv_top_busy(t->running[i], t->n, b,
+                             b > t->busy0[i] ? b - t->busy0[i] : 0, dup);
     t->running[i] = 0;
+    t->busy0[i] = b;
   }
+  t->up0 = s->uptime_ms;
   t->n = 0;
 }
 
 static void tp_samples_free(tp_samples *t)
 {
+  free(t->busy0);
   free(t->running);
   free(t->busy);
 }
@@ -411,7 +439,7 @@ static int tp_once(wave_client *c, int json, wave_error *err)
     rv = tp_status(c, &s, &t, err);
   }
   if (rv == 0) {
-    tp_interval(&t);
+    tp_interval(&t, s);
     rv = tp_draw(c, stdout, s, &t, 0, 0, 0, json, err);
   }
   wave_status_free(s);
@@ -586,7 +614,7 @@ static int tp_live(wave_client *c, wave_error *err)
     if ((rv = tp_status(c, &s, &t, err)) != 0)
       break;
     if (tp_now_ms() >= next) {
-      tp_interval(&t);
+      tp_interval(&t, s);
       next += 1000;
       if (next < tp_now_ms())  /* a slow daemon: no catching up */
         next = tp_now_ms() + 1000;

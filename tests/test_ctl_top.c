@@ -76,13 +76,23 @@ static char *tt_line(const char *text, const char *head)
 
 START_TEST(busy_share)
 {
-  ck_assert_int_eq(wv_top_busy(0, 0), -1);
-  ck_assert_int_eq(wv_top_busy(1, 1), -1);  /* one sample says nothing */
-  ck_assert_int_eq(wv_top_busy(0, 4), 0);
-  ck_assert_int_eq(wv_top_busy(3, 4), 75);
-  ck_assert_int_eq(wv_top_busy(5, 5), 100);
-  ck_assert_int_eq(wv_top_busy(1, 3), 33);
-  ck_assert_int_eq(wv_top_busy(2, 3), 67);
+  /* no busy time reported (busy_ms 0): the samples */
+  ck_assert_int_eq(wv_top_busy(0, 0, 0, 0, 0), -1);
+  ck_assert_int_eq(wv_top_busy(1, 1, 0, 0, 1000), -1);  /* one says nothing */
+  ck_assert_int_eq(wv_top_busy(0, 4, 0, 0, 1000), 0);
+  ck_assert_int_eq(wv_top_busy(3, 4, 0, 0, 1000), 75);
+  ck_assert_int_eq(wv_top_busy(1, 3, 0, 0, 1000), 33);
+  ck_assert_int_eq(wv_top_busy(2, 3, 0, 0, 1000), 67);
+  /* busy time: its growth over the uptime's, whatever the samples saw */
+  ck_assert_int_eq(wv_top_busy(1, 4, 5000, 300, 1000), 30);
+  ck_assert_int_eq(wv_top_busy(0, 4, 5000, 125, 1000), 13);
+  ck_assert_int_eq(wv_top_busy(3, 4, 5000, 0, 1000), 0);
+  /* a long piece credited as it ended: at most 100 */
+  ck_assert_int_eq(wv_top_busy(0, 4, 9000, 8000, 1000), 100);
+  /* running at every sample, its piece not ended yet: 100 */
+  ck_assert_int_eq(wv_top_busy(4, 4, 5000, 0, 1000), 100);
+  /* the daemon restarted (no uptime grown): the samples */
+  ck_assert_int_eq(wv_top_busy(2, 4, 5000, 0, 0), 50);
 }
 END_TEST
 
