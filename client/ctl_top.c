@@ -233,8 +233,9 @@ void wv_top_frame(FILE *f, const wv_top_view *v)
           v->url ? v->url : "?", up, wv_status_ready(s) ? "ready" :
           "not ready", v->clock ? "  " : "", v->clock ? v->clock : "");
   tp_line(&o, "hash jobs: %zu running, %zu queued, %zu preparing;  "
-          "jobs served %" PRIu64 ", failed %" PRIu64, run, queued, prep,
-          s->jobs_served, s->jobs_failed);
+          "jobs served %" PRIu64 ", failed %" PRIu64 ", cancelled %" PRIu64,
+          run, queued, prep, s->jobs_served, s->jobs_failed,
+          s->jobs_cancelled);
   tp_line(&o, "%s", "");
   tp_devices(&o, v);
   tp_line(&o, "%s", "");
@@ -256,9 +257,9 @@ void wv_top_json(FILE *f, const wv_top_view *v)
   fputs(", \"url\": ", f);
   wv_json_str(f, v->url ? v->url : "");
   fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"ready\": %s, \"jobs_served\": %"
-          PRIu64 ", \"jobs_failed\": %" PRIu64 ", \"devices\": [",
-          s->uptime_ms, wv_status_ready(s) ? "true" : "false",
-          s->jobs_served, s->jobs_failed);
+          PRIu64 ", \"jobs_failed\": %" PRIu64 ", \"jobs_cancelled\": %" PRIu64
+          ", \"devices\": [", s->uptime_ms, wv_status_ready(s) ? "true" : "false",
+          s->jobs_served, s->jobs_failed, s->jobs_cancelled);
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     fputs(i ? ", {\"name\": " : "{\"name\": ", f);

@@ -31,6 +31,7 @@ static wave_device_status tt_devs[3] = {
 static wave_status tt_status = {
   .version = "9.9.9", .uptime_ms = 185000, .jobs_served = 7,
   .jobs_failed = 1, .instance = 5, .ready = 1, .n_devices = 3,
+  .jobs_cancelled = 2,
   .devices = tt_devs,
 };
 
@@ -105,7 +106,8 @@ START_TEST(frame_text)
   ck_assert_ptr_nonnull(strstr(t, "wavedd 9.9.9 at ipc:///x.sock  up 3m05s  "
                                   "ready  12:34:56\n"));
   ck_assert_ptr_nonnull(strstr(t, "hash jobs: 2 running, 0 queued, 1 "
-                                  "preparing;  jobs served 7, failed 1\n"));
+                                  "preparing;  jobs served 7, failed 1, "
+                                  "cancelled 2\n"));
   /* cpu0: only job 1's rate is its own; vk0: busy not known */
   char *l = tt_line(t, "cpu0 ");
   ck_assert_ptr_nonnull(l);
@@ -183,6 +185,9 @@ START_TEST(frame_json)
   char *t = tt_draw(&v, 1);
   jq_node *root = jq_parse(t);
   ck_assert_msg(root != NULL, "not JSON: %s", t);
+  uint64_t u;
+  ck_assert_int_eq(jq_u64(jq_get(root, "jobs_cancelled"), &u), 0);
+  ck_assert_uint_eq(u, 2);
   const jq_node *devs = jq_get(root, "devices");
   ck_assert_uint_eq(devs->n, 3);
   const jq_node *cpu0 = jq_at(devs, 0), *vk0 = jq_at(devs, 1);
@@ -197,7 +202,6 @@ START_TEST(frame_json)
   const jq_node *jobs = jq_get(root, "jobs");
   ck_assert_uint_eq(jobs->n, 3);  /* the done one left out */
   const jq_node *j1 = jq_at(jobs, 0), *j3 = jq_at(jobs, 2);
-  uint64_t u;
   ck_assert_int_eq(jq_u64(jq_get(j1, "done"), &u), 0);
   ck_assert_uint_eq(u, 1000);
   ck_assert(jq_get(j1, "eta_seconds")->num == 6);
