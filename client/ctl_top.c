@@ -16,7 +16,10 @@
  *     device alone (a job's rate is done / seconds, as `wavectl jobs`
  *     shows it).  A job over several devices names only its first one in
  *     JobInfo, so its rate is on its own row and a note says so;
- *   - temperature, power: "-": the status reply does not carry them yet;
+ *   - temperature, power (draw/limit): the device's health as the daemon
+ *     read it (NVML, amdgpu hwmon, the fake backend's feed); "-" for a
+ *     field its source did not read (WAVE_HEALTH_* not in health_have),
+ *     never zero.  A throttled device gets a line under the table;
  *   - jobs: the queued, preparing and running hash jobs the asker may see
  *     (its own; root over ipc: all), in submit order.  OWNER is "-":
  *     JobInfo does not say who submitted a job.  KIND is "hash": the only
@@ -31,10 +34,10 @@
  * q, Ctrl-C, SIGTERM and SIGHUP quit; every exit path, errors included,
  * restores the terminal (tp_term_restore), and a second Ctrl-C while a
  * call waits on a daemon that does not answer restores it in the handler
- * and exits 130.  Ctrl-Z restores it, stops,
- * and takes the screen back on SIGCONT.  Off a terminal, or with --once,
- * one frame is printed: status is sampled for a second first, so busy is
- * known.  --json prints that frame as one JSON object.
+ * and exits 130.  Ctrl-Z restores it, stops, and takes the screen back on
+ * SIGCONT.  Off a terminal, or with --once, one frame is printed: status
+ * is sampled for a second first, so busy is known.  --json prints that
+ * frame as one JSON object.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -117,6 +120,20 @@ static double tp_dev_rate(const wv_top_view *v, const char *d)
   return r;
 }
 
+/* "63C" and "215W" or "215/700W" from what the device's health source
+ * read; what it did not read stays "-". */
+static void tp_health(const wave_device_status *d, char *temp, size_t nt,
+                      char *power, size_t np)
+{
+  unsigned h = d->health_have;
+  if (h & WAVE_HEALTH_TEMPERATURE)
+    snprintf(temp, nt, "%.0fC", d->temperature_c);
+  if ((h & WAVE_HEALTH_POWER) && (h & WAVE_HEALTH_POWER_LIMIT))
+    snprintf(power, np, "%.0f/%.0fW", d->power_w, d->power_limit_w);
+  else if (h & WAVE_HEALTH_POWER)
+    snprintf(power, np, "%.0fW", d->power_w);
+}
+
 static void tp_devices(tp_out *o, const wv_top_view *v)
 {
   const wave_status *s = v->s;
@@ -126,7 +143,7 @@ static void tp_devices(tp_out *o, const wv_top_view *v)
       w = (int)strlen(s->devices[i].name);
   if (w > 24)
     w = 24;
-  tp_line(o, "%-*s %-7s %-7s %9s %4s %12s %5s %7s", w, "DEVICE", "BACKEND",
+  tp_line(o, "%-*s %-7s %-7s %9s %4s %12s %5s %9s", w, "DEVICE", "BACKEND",
           "STATE", "QUEUE", "BUSY", "RATE", "TEMP", "POWER");
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
@@ -136,12 +153,19 @@ static void tp_devices(tp_out *o, const wv_top_view *v)
     if (b >= 0)
       snprintf(busy, sizeof busy, "%d%%", b);
     wv_fmt_rate(rate, sizeof rate, tp_dev_rate(v, d->name));
-    tp_line(o, "%-*.*s %-7.7s %-7s %9s %4s %12s %5s %7s", w, w, d->name,
-            d->backend, tp_dev_state(d), q, busy, rate, "-", "-");
+    char temp[16] = "-", power[32] = "-";
+    tp_health(d, temp, sizeof temp, power, sizeof power);
+    tp_line(o, "%-*.*s %-7.7s %-7s %9s %4s %12s %5s %9s", w, w, d->name,
+            d->backend, tp_dev_state(d), q, busy, rate, temp, power);
   }
-  for (size_t i = 0; i < s->n_devices; i++)
-    if (s->devices[i].faulted)
-      tp_line(o, "  %s: %s", s->devices[i].name, s->devices[i].fault);
+  for (size_t i = 0; i < s->n_devices; i++) {
+    const wave_device_status *d = &s->devices[i];
+    if (d->faulted)
+      tp_line(o, "  %s: %s", d->name, d->fault);
+    if ((d->health_have & WAVE_HEALTH_THROTTLE) && d->throttle &&
+        d->throttle[0] != '\0')
+      tp_line(o, "  %s: throttled: %s", d->name, d->throttle);
+  }
 }
 
 /* "[###-------]  35.2%" */
@@ -281,7 +305,25 @@ void wv_top_json(FILE *f, const wv_top_view *v)
       fprintf(f, ", \"hash_rate\": %.6g", r);
     else
       fputs(", \"hash_rate\": null", f);
-    fputs(", \"temperature_c\": null, \"power_w\": null}", f);
+    unsigned h = d->health_have;
+    if (h & WAVE_HEALTH_TEMPERATURE)
+      fprintf(f, ", \"temperature_c\": %.6g", d->temperature_c);
+    else
+      fputs(", \"temperature_c\": null", f);
+    if (h & WAVE_HEALTH_POWER)
+      fprintf(f, ", \"power_w\": %.6g", d->power_w);
+    else
+      fputs(", \"power_w\": null", f);
+    if (h & WAVE_HEALTH_POWER_LIMIT)
+      fprintf(f, ", \"power_limit_w\": %.6g", d->power_limit_w);
+    else
+      fputs(", \"power_limit_w\": null", f);
+    fputs(", \"throttle\": ", f);
+    if (h & WAVE_HEALTH_THROTTLE)
+      wv_json_str(f, d->throttle ? d->throttle : "");
+    else
+      fputs("null", f);
+    fputc('}', f);
   }
   fputs("], \"jobs\": [", f);
   int first = 1;

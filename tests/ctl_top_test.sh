@@ -1,10 +1,13 @@
 #!/bin/bash
 # tests/ctl_top_test.sh BUILD once|tty - `wavectl top` against a real
-# wavedd with two CPU devices, cpu0 running a hash job and cpu1 idle.
+# wavedd (wavedd-test: wavedd plus the fake backend) with two CPU devices,
+# cpu0 running a hash job and cpu1 idle, and a fake device fk0 whose
+# health comes from a telemetry feed written here.
 #
 #   once: the frame of `top --once` (and of `top` with stdout a file, which
-#         prints the same one frame): the header, both device rows (state,
-#         queue, busy, rate, "-" for temperature and power), the job's row,
+#         prints the same one frame): the header, the device rows (state,
+#         queue, busy, rate; the feed's temperature and power on fk0's, and
+#         its throttle line; "-" for the CPUs' health), the job's row,
 #         its progress between what `jobs --json` said just before and just
 #         after, no escape bytes; the same frame as --json; the usage
 #         errors and an unreachable daemon.
@@ -55,8 +58,10 @@ devices:
   - name: cpu1
     backend: cpu
     threads: 1
+  - {name: fk0, backend: fake, threads: 1, device: "telemetry=$tmp/feed"}
 YAML
-"$build/wavedd" --config "$tmp/top.yaml" --foreground 2>"$tmp/wavedd.log" &
+printf 'temp_c 61.4\npower_w 142.6\npower_limit_w 300\nthrottle sw_thermal\n' >"$tmp/feed"
+"$build/wavedd-test" --config "$tmp/top.yaml" --foreground 2>"$tmp/wavedd.log" &
 pid=$!
 wait_for grep -q 'ready: ' "$tmp/wavedd.log" || fail "wavedd is not ready"
 url=ipc://$tmp/top.sock
@@ -70,6 +75,9 @@ id=$(grep -o '^job [0-9]*' "$tmp/sub" | cut -d' ' -f2)
 done_now() { "$ctl" jobs --json | grep -o '"done": [0-9]*' | head -1 | cut -d' ' -f2; }
 started() { [ "$(done_now)" -gt 0 ] 2>/dev/null; }
 wait_for started || fail "job $id does not start"
+# the first reading of fk0's feed (the daemon reads health every 2 s)
+read_feed() { "$ctl" status --json | grep -q '"source": "feed", "note": "", "temperature_c": 61.4'; }
+wait_for read_feed || fail "fk0's feed is not read: $("$ctl" status --json)"
 
 if [ "$mode" = once ]; then
   before=$(done_now)
@@ -86,6 +94,8 @@ if [ "$mode" = once ]; then
   grep -Eq '^cpu0 +cpu +running +[0-9]+/64 +([1-9][0-9]?|100)% +[0-9.]+ [kMG]?H/s +- +-$' <<<"$f" ||
     fail "no running cpu0 row: $f"
   grep -Eq '^cpu1 +cpu +idle +0/64 +0% +- +- +-$' <<<"$f" || fail "no idle cpu1 row: $f"
+  grep -Eq '^fk0 +fake +idle +0/[0-9]+ +0% +- +61C +143/300W$' <<<"$f" || fail "no fk0 row: $f"
+  grep -q '^  fk0: throttled: sw_thermal$' <<<"$f" || fail "no throttle line: $f"
   row=$(grep -E "^$id " <<<"$f") || fail "no row for job $id: $f"
   [[ $row =~ ^$id\ +-\ +hash\ +running\ +\[([#-]{10})\]\ +([0-9.]+)%\ +[0-9.]+\ [kMG]?H/s\ +[0-9dhms]+\ +cpu0$ ]] ||
     fail "job row: $row"
@@ -106,10 +116,12 @@ if [ "$mode" = once ]; then
   before=$(done_now)
   j=$("$ctl" top --json) || fail "top --json: exit $?"
   after=$(done_now)
-  grep -Eq '"name": "cpu0", "backend": "cpu", "state": "running", "fault": "", "queue_depth": [0-9]+, "queue_capacity": 64, "busy_percent": [1-9][0-9]*, "hash_rate": [0-9.e+]+, "temperature_c": null, "power_w": null' <<<"$j" ||
+  grep -Eq '"name": "cpu0", "backend": "cpu", "state": "running", "fault": "", "queue_depth": [0-9]+, "queue_capacity": 64, "busy_percent": [1-9][0-9]*, "hash_rate": [0-9.e+]+, "temperature_c": null, "power_w": null, "power_limit_w": null, "throttle": null' <<<"$j" ||
     fail "top --json cpu0: $j"
-  grep -q '"name": "cpu1", "backend": "cpu", "state": "idle", "fault": "", "queue_depth": 0, "queue_capacity": 64, "busy_percent": 0, "hash_rate": null, "temperature_c": null, "power_w": null' <<<"$j" ||
+  grep -q '"name": "cpu1", "backend": "cpu", "state": "idle", "fault": "", "queue_depth": 0, "queue_capacity": 64, "busy_percent": 0, "hash_rate": null, "temperature_c": null, "power_w": null, "power_limit_w": null, "throttle": null' <<<"$j" ||
     fail "top --json cpu1: $j"
+  grep -q '"name": "fk0", .*"temperature_c": 61.4, "power_w": 142.6, "power_limit_w": 300, "throttle": "sw_thermal"}' <<<"$j" ||
+    fail "top --json fk0: $j"
   d=$(grep -o "\"job\": $id, \"owner\": null, \"kind\": \"hash\", \"state\": \"running\", \"done\": [0-9]*" <<<"$j" |
     grep -o '[0-9]*$') || fail "top --json job: $j"
   [ "$d" -ge "$before" ] && [ "$d" -le "$after" ] || fail "top --json: done $d not in $before..$after"

@@ -20,9 +20,11 @@ if(TARGET wavedd)
     ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endif()
 
-# wavectl top against a real wavedd with a job running: the --once frame
-# (and --json), and the live view in a tmux pane, ended by q and by Ctrl-C
-# with the terminal restored (77: no tmux).  About 15 s each.
+# wavectl top against a real wavedd (wavedd-test, for a fake device's
+# health feed) with a job running: the --once frame (and --json), and the
+# live view in a tmux pane, ended by q, by Ctrl-C and by two Ctrl-C on a
+# stopped daemon, with the terminal restored (77: no tmux).  About 15 s
+# each.
 if(TARGET wavedd)
   foreach(mode once tty)
     add_test(NAME ctl_top_${mode}_test

@@ -4,7 +4,8 @@
  *
  * Covered here because a real daemon cannot be made to show them on
  * demand: a faulted device whose fault holds escape bytes, the busy share
- * not known yet ("-", JSON null), a job over several devices (its rate on
+ * not known yet ("-", JSON null), health read in part (temperature and
+ * power only where their bits are set) and a throttled device, a job over several devices (its rate on
  * its row, not on a device), a job waiting for its pack, ended jobs left
  * out, and a terminal too small for every row.
  */
@@ -22,10 +23,15 @@ static wave_device_status tt_devs[3] = {
    .queue_capacity = 64, .running = 1, .fault = "", .exchange = "",
    .exchange_reason = ""},
   {.name = "vk0", .backend = "vulkan", .description = "", .queue_capacity = 8,
-   .fault = "", .exchange = "", .exchange_reason = ""},
+   .fault = "", .exchange = "", .exchange_reason = "", .health_source = "feed",
+   .health_have = WAVE_HEALTH_TEMPERATURE | WAVE_HEALTH_POWER |
+                  WAVE_HEALTH_POWER_LIMIT | WAVE_HEALTH_THROTTLE,
+   .temperature_c = 63.4, .power_w = 215.4, .power_limit_w = 700,
+   .throttle = "sw_power_cap"},
   {.name = "cl0", .backend = "opencl", .description = "", .queue_capacity = 8,
    .faulted = 1, .fault = "lost\033[2Jdevice", .exchange = "",
-   .exchange_reason = ""},
+   .exchange_reason = "", .health_source = "feed",
+   .health_have = WAVE_HEALTH_POWER, .power_w = 80, .throttle = ""},
 };
 
 static wave_status tt_status = {
@@ -112,15 +118,19 @@ START_TEST(frame_text)
   char *l = tt_line(t, "cpu0 ");
   ck_assert_ptr_nonnull(l);
   ck_assert_str_eq(l, "cpu0   cpu     running      2/64  75%   500.00 H/s"
-                      "     -       -");
+                      "     -         -");
   free(l);
+  /* health: what the source read, and nothing else */
   l = tt_line(t, "vk0 ");
   ck_assert_str_eq(l, "vk0    vulkan  idle          0/8    -            -"
-                      "     -       -");
+                      "   63C  215/700W");
   free(l);
   l = tt_line(t, "cl0 ");
   ck_assert_ptr_nonnull(strstr(l, " FAULTED "));
+  ck_assert_ptr_nonnull(strstr(l, "    -       80W"));
   free(l);
+  ck_assert_ptr_nonnull(strstr(t, "\n  vk0: throttled: sw_power_cap\n"));
+  ck_assert_ptr_null(strstr(t, "cl0: throttled"));
   /* the fault, with no escape byte of the daemon's left */
   ck_assert_ptr_nonnull(strstr(t, "  cl0: lost?[2Jdevice\n"));
   ck_assert_ptr_null(strchr(t, '\033'));
@@ -154,19 +164,19 @@ START_TEST(frame_text)
 }
 END_TEST
 
-/* A terminal of 60 x 15: lines cut at 60, the job rows that fit and a
+/* A terminal of 60 x 16: lines cut at 60, the job rows that fit and a
  * line for the rest, the footer at the bottom. */
 START_TEST(frame_small_terminal)
 {
   wv_top_view v = {.s = &tt_status, .url = "ipc:///x.sock", .jobs = tt_jobs,
-                   .n_jobs = 4, .width = 60, .height = 15, .tty = 1};
+                   .n_jobs = 4, .width = 60, .height = 16, .tty = 1};
   char *t = tt_draw(&v, 0);
   size_t lines = 0;
   for (char *p = t, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
     ck_assert_uint_le((size_t)(nl - p), 60);
     lines++;
   }
-  ck_assert_uint_eq(lines, 15);
+  ck_assert_uint_eq(lines, 16);
   char *l = tt_line(t, "1 ");
   ck_assert_ptr_nonnull(l);
   free(l);
@@ -196,6 +206,14 @@ START_TEST(frame_json)
   ck_assert(jq_get(cpu0, "hash_rate")->num == 500);
   ck_assert_int_eq(jq_get(cpu0, "temperature_c")->type, JQ_NULL);
   ck_assert_int_eq(jq_get(cpu0, "power_w")->type, JQ_NULL);
+  ck_assert_int_eq(jq_get(cpu0, "power_limit_w")->type, JQ_NULL);
+  ck_assert_int_eq(jq_get(cpu0, "throttle")->type, JQ_NULL);
+  ck_assert(jq_get(vk0, "temperature_c")->num == 63.4);
+  ck_assert(jq_get(vk0, "power_w")->num == 215.4);
+  ck_assert(jq_get(vk0, "power_limit_w")->num == 700);
+  ck_assert_str_eq(jq_get(vk0, "throttle")->text, "sw_power_cap");
+  ck_assert(jq_get(jq_at(devs, 2), "power_w")->num == 80);
+  ck_assert_int_eq(jq_get(jq_at(devs, 2), "temperature_c")->type, JQ_NULL);
   ck_assert_int_eq(jq_get(vk0, "busy_percent")->type, JQ_NULL);
   ck_assert_int_eq(jq_get(vk0, "hash_rate")->type, JQ_NULL);
   ck_assert_str_eq(jq_get(jq_at(devs, 2), "fault")->text, "lost\033[2Jdevice");
