@@ -6,6 +6,7 @@
 #          need (.ci/demo; the tour's Python lines use python/ in place).
 #   all (default): build + tests (Check, lavapipe, PoCL), HIP's compiler,
 #          the service tests (systemd, podman, debootstrap, Prometheus),
+#          tmux (wavectl top's terminal test),
 #          clang with libFuzzer for .ci/fuzz.sh, and the Python package's
 #          NumPy, cffi, pytest and pip/venv/setuptools (python/).
 # Idempotent and quiet: does nothing (and prints nothing) when all are present;
@@ -24,7 +25,7 @@ rest=(
   check mesa-vulkan-drivers vulkan-tools openssl
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
-  systemd groff-base bash-completion zsh fish
+  systemd groff-base bash-completion zsh fish tmux
   podman runc debootstrap prometheus curl
   slurm-wlm munge
   clang-14 libclang-rt-14-dev

@@ -103,11 +103,12 @@ typedef enum wv_cmd {
   WV_CMD_JOBS,
   WV_CMD_WAIT,
   WV_CMD_CANCEL,
+  WV_CMD_TOP,
   WV_CMD_COUNT
 } wv_cmd;
 
 #define WV_CMD_BIT(c) (1u << (c))
-#define WV_CMDS_ALL 0xffu
+#define WV_CMDS_ALL 0x1ffu
 
 /* ---- the option table (ctl_opts.c) -------------------------------------- */
 
@@ -117,7 +118,7 @@ typedef enum wv_opt_id {
   WV_O_PACK, WV_O_NONCE, WV_O_COUNT, WV_O_TARGET, WV_O_MAXWIN, WV_O_OUTPUTS,
   WV_O_DEVICES, WV_O_SEGLOG2, WV_O_SEGMENTS, WV_O_DETACH, WV_O_PROGRESS,
   WV_O_FLEET, WV_O_PIECE, WV_O_PROBE, WV_O_TOKENFILE, WV_O_TLSCA,
-  WV_O_TLSNAME, WV_O_DAEMON_UID, WV_O_KEY, WV_O_STALL,
+  WV_O_TLSNAME, WV_O_DAEMON_UID, WV_O_KEY, WV_O_STALL, WV_O_ONCE,
 } wv_opt_id;
 
 /* One row of wavectl's option table: the parser, --help, the man page and
@@ -185,6 +186,7 @@ typedef struct wv_args {
   size_t n_devs;
   unsigned segment_log2;  /* --segment-log2, 0: the daemon's default */
   int segments;           /* --segments: print the segment list */
+  int once;               /* top --once: one frame, no screen control */
 } wv_args;
 
 /* Parse argv (argv[0] is the program).  WAVE_EARG with a message for any
@@ -251,6 +253,41 @@ void wv_print_detached(FILE *f, const wv_args *a, const char *url,
 /* One job as `wait`/`cancel` print it; r (may be NULL) when it is done. */
 void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
                   int json);
+/* ---- top (ctl_top.c) ---------------------------------------------------- */
+
+/* What one frame of `wavectl top` shows: the daemon's status, its jobs
+ * (the live ones are drawn), and per device the busy share over the last
+ * interval (busy[i] in 0..100, -1 not known).  width and height bound the
+ * frame (0: no bound; a terminal's size). */
+typedef struct wv_top_view {
+  const wave_status *s;
+  const char *url;
+  const wave_job_info *jobs;
+  size_t n_jobs;
+  const int *busy;        /* s->n_devices entries, or NULL: all unknown */
+  const char *clock;      /* "HH:MM:SS" for the header, or NULL */
+  unsigned width, height;
+  int tty;                /* the live view: the footer with the keys */
+} wv_top_view;
+
+/* One frame, as text lines; control bytes the daemon sent come out as
+ * '?', and lines are cut at v->width. */
+void wv_top_frame(FILE *f, const wv_top_view *v);
+/* The same as one JSON object, null for what is not known (--json). */
+void wv_top_json(FILE *f, const wv_top_view *v);
+/* The busy share (0..100) of a device over one interval: n status
+ * samples, `running` of which found it running a job; busy_ms its busy
+ * time at the end, grown by d_busy_ms while the uptime grew by
+ * d_uptime_ms.  d_busy_ms / d_uptime_ms, except 100 when every sample
+ * found it running, and running / n when busy_ms is 0 (not reported);
+ * -1 when fewer than 2 samples were taken. */
+int wv_top_busy(unsigned running, unsigned n, uint64_t busy_ms,
+                uint64_t d_busy_ms, uint64_t d_uptime_ms);
+/* `wavectl top` over client c: the live view on a terminal, else (or
+ * with --once or --json) one frame on stdout.  0, or a WAVE_E* code with err filled
+ * (the terminal restored first). */
+int wv_ctl_top(const wv_args *a, wave_client *c, wave_error *err);
+
 /* ---- fleet (ctl_fleet.c) ------------------------------------------------ */
 
 /* The daemons of a --fleet SPEC: "URL,URL,..." or "slurm[:PORT[+]]" (the

@@ -2,8 +2,8 @@
  * table of ctl_opts.c (docs/cli.md is the long form of the same).
  *
  * Forms: wavectl [GLOBAL] COMMAND [OPTIONS], where COMMAND is `submit
- * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID`
- * or `help [COMMAND]`.  Options
+ * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID`,
+ * `top` or `help [COMMAND]`.  Options
  * are long only (plus -h), "--name value" or "--name=value", and may come
  * before or after the command; a repeated single-valued option keeps the
  * last value.  Names (op, dtype, format) are checked here, so a typo is a
@@ -209,6 +209,7 @@ static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
                        "number", v);
     break;
   case WV_O_PROBE: a->probe = 1; break;
+  case WV_O_ONCE: a->once = 1; break;
   case WV_O_SEGMENTS: a->segments = 1; break;
   case WV_O_SEGLOG2:
     if (wv_parse_u64(v, &n) != 0 || n < 5 || n > 20)
@@ -238,6 +239,10 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
   }
   if (strcmp(w, "jobs") == 0) {
     a->cmd = WV_CMD_JOBS;
+    return 1;
+  }
+  if (strcmp(w, "top") == 0) {
+    a->cmd = WV_CMD_TOP;
     return 1;
   }
   if (strcmp(w, "wait") == 0 || strcmp(w, "cancel") == 0) {
@@ -289,7 +294,8 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
     return n < 0 ? n : 1 + n;
   }
   return -wv_seterr(err, WAVE_EARG, "unknown command '%s' (submit reduce, "
-                    "submit hash, status, packs, jobs, wait, cancel, help)",
+                    "submit hash, status, packs, jobs, wait, cancel, top, "
+                    "help)",
                     w);
 }
 
@@ -386,6 +392,8 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
                      "and wait");
   if (a->probe && a->cmd != WV_CMD_STATUS)
     return wv_seterr(err, WAVE_EARG, "--probe applies only to status");
+  if (a->once && a->cmd != WV_CMD_TOP)
+    return wv_seterr(err, WAVE_EARG, "--once applies only to top");
 
   if (a->cmd == WV_CMD_REDUCE) {
     if (a->op == WAVE_OP_NONE)

@@ -83,6 +83,9 @@ const wv_opt wv_opts[] = {
   {"key", "KEY", WV_O_KEY, B(JOBS) | B(WAIT) | B(CANCEL), NULL,
    "the job key that submit hash --detach printed (32 hex digits): reaches "
    "a job submitted without a token or uid (tcp with auth: none)"},
+  {"once", NULL, WV_O_ONCE, B(TOP), NULL,
+   "print one frame on stdout and exit, with no screen control (what top "
+   "does anyway when stdout is not a terminal)"},
   /* options of every command */
   {"url", "URL", WV_O_URL, WV_CMDS_ALL, NULL,
    "daemon address (default: $WAVE_URL, then "
@@ -139,6 +142,7 @@ static const struct op_cmd {
   [WV_CMD_JOBS] = {"jobs", "list hash jobs with rate and ETA"},
   [WV_CMD_WAIT] = {"wait", "wait for a hash job and print its result"},
   [WV_CMD_CANCEL] = {"cancel", "cancel a hash job"},
+  [WV_CMD_TOP] = {"top", "live view of devices and running jobs"},
 };
 
 const char *wv_cmd_name(wv_cmd c)
@@ -237,6 +241,14 @@ static const char *const op_head[] = {
     "usage: wavectl status [--probe] [--fleet SPEC] [--json]\n\n"
     "Show the daemon's devices, backends, queues, jobs served, faults,\n"
     "hash exchange paths and pack self-checks.\n",
+  [WV_CMD_TOP] =
+    "usage: wavectl top [--once] [--json]\n\n"
+    "A live view of the daemon, redrawn every second: per device its\n"
+    "state, queue, busy share, hash rate, temperature and power; then the\n"
+    "queued and running hash jobs with progress, rate and time left.  q\n"
+    "or Ctrl-C quits.  Off a terminal (or with --once) one frame is\n"
+    "printed, from a second of samples (--json: as one JSON object).\n"
+    "\"-\" is a figure not known.\n",
   [WV_CMD_PACKS] =
     "usage: wavectl packs [--json]\n\n"
     "List the daemon's program packs and their known-answer status on\n"
@@ -274,5 +286,6 @@ void wv_usage(FILE *f, wv_cmd cmd)
   }
   fputs("\nExit status: 0 success, 1 job or daemon error (or a bad input\n"
         "file), 2 usage error, 3 daemon unreachable or no answer within\n"
-        "--timeout, 130 hash job cancelled by Ctrl-C.\n", f);
+        "--timeout, 130 hash job cancelled by Ctrl-C (top: a second\n"
+        "Ctrl-C while the daemon does not answer).\n", f);
 }

@@ -6,14 +6,15 @@
  * daemon refused (bad or missing input file, unknown pack, device fault), 2
  * the command line was wrong, 3 the daemon could not be reached or did not
  * answer within --timeout (which bounds the dial too), 130 a hash job
- * cancelled by Ctrl-C.  Errors print one line on
- * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
+ * cancelled by Ctrl-C (top: a second Ctrl-C, ctl_top.c).  Errors print
+ * one line on stderr, `wavectl: NAME: message`, NAME being the error's
+ * symbol.
  *
  * status --probe exits 0 ready, 1 not ready, 3 unreachable (quietly: a
  * daemon not up yet is a probe's normal answer), 4 when the daemon answers
  * AUTH (a tcp listener and no or a wrong token; one line on stderr, so a
  * misconfigured probe is not taken for a dead daemon).  --fleet runs
- * a job over several daemons (ctl_fleet.c).
+ * a job over several daemons (ctl_fleet.c); top is ctl_top.c's.
  *
  * Ctrl-C during a hash job: the handler only sets a flag; the poll loop
  * (short waits, so it notices soon) sends CancelRequest and waits for the
@@ -639,6 +640,9 @@ int main(int argc, char **argv)
     case WV_CMD_JOBS: status = ctl_jobs(c, &a); break;
     case WV_CMD_WAIT: status = ctl_wait(c, &a); break;
     case WV_CMD_CANCEL: status = ctl_cancel_cmd(c, &a); break;
+    case WV_CMD_TOP:
+      status = wv_ctl_top(&a, c, &err) != 0 ? ctl_call_fail(&err) : 0;
+      break;
     default: status = EXIT_USAGE; break;
     }
   }

@@ -27,6 +27,10 @@ wave_test(test_fleet_members SOURCES test_fleet_members.c
   LIBS wvctl waveclient wvhash wvcore wvproto nng::nng)
 set_tests_properties(test_fleet_members PROPERTIES TIMEOUT 300)
 
+# wavectl top's frames (text and JSON) from a status and jobs made here.
+wave_test(test_ctl_top SOURCES test_ctl_top.c jsonq.c
+  LIBS wvctl waveclient wvcore wvproto)
+
 # wavectl's --fleet/--piece/--probe: URL lists, the readiness verdict.
 wave_test(test_ctl_fleet SOURCES test_ctl_fleet.c LIBS wvctl waveclient wvcore wvproto)
 

@@ -18,7 +18,7 @@ done
 
 # every option of every usage text, and the environment of the overview
 help=$("$ctl" --help) || fail "wavectl --help exits $?"
-for c in "submit reduce" "submit hash" status packs jobs wait cancel; do
+for c in "submit reduce" "submit hash" status packs jobs wait cancel top; do
   h=$("$ctl" help $c) || fail "wavectl help $c exits $?"
   help+=$'\n'$h
 done
@@ -40,7 +40,7 @@ done
 for e in $envs; do
   grep -q "^\.B $e\$" "$man" || fail "wavectl.1 ENVIRONMENT lacks $e"
 done
-for o in --fleet --devices --segments --daemon-uid --piece --probe --progress; do
+for o in --fleet --devices --segments --daemon-uid --piece --probe --progress --once; do
   grep -qx -- "$o" <<<"$opts" || fail "--help lacks $o"
 done
 
@@ -72,6 +72,14 @@ out=$(bash -c "_init_completion() { words=(wavectl status --pr); cword=2
     cur=--pr; prev=status; }
   source '$bash_c'; _wavectl; echo \"\${COMPREPLY[*]}\"")
 [ "$out" = "--probe" ] || fail "bash: 'wavectl status --pr' completes to '$out'"
+out=$(bash -c "_init_completion() { words=(wavectl to); cword=1
+    cur=to; prev=wavectl; }
+  source '$bash_c'; _wavectl; echo \"\${COMPREPLY[*]}\"")
+[ "$out" = "top" ] || fail "bash: 'wavectl to' completes to '$out'"
+out=$(bash -c "_init_completion() { words=(wavectl top --o); cword=2
+    cur=--o; prev=top; }
+  source '$bash_c'; _wavectl; echo \"\${COMPREPLY[*]}\"")
+[ "$out" = "--once" ] || fail "bash: 'wavectl top --o' completes to '$out'"
 
 if command -v zsh >/dev/null; then
   zsh -n "$zsh_c" || fail "zsh -n $zsh_c"
@@ -80,5 +88,7 @@ if command -v fish >/dev/null; then
   fish -n "$fish_c" || fail "fish -n $fish_c"
   out=$(fish -c "source '$fish_c'; complete -C'wavectl status --pr'" | cut -f1)
   [ "$out" = "--probe" ] || fail "fish: 'wavectl status --pr' completes to '$out'"
+  out=$(fish -c "source '$fish_c'; complete -C'wavectl top --o'" | cut -f1)
+  [ "$out" = "--once" ] || fail "fish: 'wavectl top --o' completes to '$out'"
 fi
 echo "ctl_docs_test: $(wc -l <<<"$opts") options, $(wc -l <<<"$envs") variables"

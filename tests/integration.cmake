@@ -19,3 +19,17 @@ if(TARGET wavedd)
   set_tests_properties(ctl_exit_test PROPERTIES TIMEOUT 300
     ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endif()
+
+# wavectl top against a real wavedd (wavedd-test, for a fake device's
+# health feed) with a job running: the --once frame (and --json), and the
+# live view in a tmux pane, ended by q, by Ctrl-C and by two Ctrl-C on a
+# stopped daemon, with the terminal restored (77: no tmux).  About 15 s
+# each.
+if(TARGET wavedd)
+  foreach(mode once tty)
+    add_test(NAME ctl_top_${mode}_test
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ctl_top_test.sh ${PROJECT_BINARY_DIR} ${mode})
+    set_tests_properties(ctl_top_${mode}_test PROPERTIES TIMEOUT 300
+      SKIP_RETURN_CODE 77 ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  endforeach()
+endif()
