@@ -89,7 +89,8 @@ const char *wv_npy_descr(wave_dtype dtype);
 int wv_npy_dtype(const char *name, const void *head, size_t k, uint64_t size,
                  wave_dtype *out, wave_error *err);
 /* submit reduce without --dtype: the dtype the .npy headers of the inputs
- * name (each regular file is looked at; "-" and others are skipped).  ARG
+ * name (each regular file is looked at, "-" too when standard input is one
+ * read from its start; pipes and others are skipped).  ARG
  * when none is a .npy file (or fmt is raw or text), DTYPE when two name
  * different dtypes, IO when one cannot be read. */
 int wv_inputs_dtype(const char *const *paths, size_t n, wv_format fmt,

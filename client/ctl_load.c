@@ -579,20 +579,23 @@ int wv_inputs_dtype(const char *const *paths, size_t n, wv_format fmt,
   for (size_t i = 0; i < n && (fmt == WV_FMT_AUTO || fmt == WV_FMT_NPY);
        i++) {
     struct stat st;
-    int fd = strcmp(paths[i], "-") == 0
-                 ? -1 : open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && strcmp(paths[i], "-") != 0)
-      return wv_seterr(err, WAVE_EIO, "%s: %s", paths[i], strerror(errno));
+    /* "-": standard input, when it is a file (`< x.npy`); pread leaves
+     * its offset where the loader will start reading */
+    int stdin_ = strcmp(paths[i], "-") == 0;
+    int fd = stdin_ ? 0 : open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-      continue;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      close(fd);
+      return wv_seterr(err, WAVE_EIO, "%s: %s", paths[i], strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (stdin_ && lseek(fd, 0, SEEK_CUR) != 0)) {
+      if (!stdin_)
+        close(fd);
       continue;
     }
     size_t k = (uint64_t)st.st_size < sizeof head ? (size_t)st.st_size
                                                   : sizeof head;
     ssize_t got = pread(fd, head, k, 0);
-    close(fd);
+    if (!stdin_)
+      close(fd);
     if (got != (ssize_t)k)
       return wv_seterr(err, WAVE_EIO, "%s: %s", paths[i],
                        got < 0 ? strerror(errno) : "changed while read");

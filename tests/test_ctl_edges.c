@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "client/ctl.h"
@@ -172,7 +173,7 @@ START_TEST(dtype_from_headers)
   ck_assert_int_eq(wv_inputs_dtype((const char *[]){c}, 1, WV_FMT_NPY, &dt,
                                    &e), 0);
   ck_assert_int_eq(dt, WAVE_F64);
-  /* raw files name nothing; a .npy among them does ("-" is skipped) */
+  /* raw files name nothing; a .npy among them does (stdin: see below) */
   ck_assert_int_eq(wv_inputs_dtype((const char *[]){raw, "-", b}, 3,
                                    WV_FMT_AUTO, &dt, &e), 0);
   ck_assert_int_eq(dt, WAVE_S32);
@@ -193,6 +194,20 @@ START_TEST(dtype_from_headers)
   ck_assert_ptr_nonnull(strstr(e.message, "'|b1'"));
   ck_assert_int_eq(wv_inputs_dtype((const char *[]){"/nonexistent/x.npy"}, 1,
                                    WV_FMT_AUTO, &dt, &e), WAVE_EIO);
+  /* standard input is looked at when it is a file read from its start
+   * (`< c.npy`), and left where it was */
+  ck_assert_ptr_nonnull(freopen(c, "rb", stdin));
+  ck_assert_int_eq(wv_inputs_dtype((const char *[]){"-"}, 1, WV_FMT_AUTO,
+                                   &dt, &e), 0);
+  ck_assert_int_eq(dt, WAVE_F64);
+  ck_assert_int_eq(lseek(0, 0, SEEK_CUR), 0);
+  ck_assert_int_eq(lseek(0, 1, SEEK_SET), 1);  /* read from elsewhere */
+  ck_assert_int_eq(wv_inputs_dtype((const char *[]){"-"}, 1, WV_FMT_AUTO,
+                                   &dt, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(freopen("/dev/null", "rb", stdin));  /* not a file */
+  ck_assert_int_eq(wv_inputs_dtype((const char *[]){"-", a}, 2, WV_FMT_AUTO,
+                                   &dt, &e), 0);
+  ck_assert_int_eq(dt, WAVE_F32);
 
   /* the parser no longer asks for --dtype (wavectl asks the headers) */
   wv_args args;
