@@ -37,11 +37,19 @@ int wv_format_parse(const char *s, wv_format *out);
 /* How many leading bytes of a file the format decision looks at. */
 #define WV_FORMAT_HEAD 65536
 
+/* The dtype argument of the loaders for a --mask file: uint32 rows, or a
+ * .npy of NumPy's bool ('|b1', one byte a row, nonzero selects), which
+ * every path widens to uint32 rows before the daemon sees it (the daemon
+ * takes uint32 masks only). */
+#define WV_DTYPE_MASK ((wave_dtype)0x4d)
+
 /* Where the rows of one file lie, as wv_format_decide found them. */
 typedef struct wv_layout {
   wv_format format;  /* WV_FMT_RAW, WV_FMT_NPY or WV_FMT_TEXT */
   size_t offset;     /* raw, npy: the rows are [offset, offset + bytes) */
   uint64_t bytes;    /* text: the file's size (the caller parses it) */
+  unsigned row;      /* bytes a row in the file: the dtype's size, or 1 for
+                        a bool mask (bytes / 1 rows, to be widened) */
 } wv_layout;
 
 /* The one decision of what a file's bytes are, for every path that carries
@@ -50,12 +58,15 @@ typedef struct wv_layout {
  * k must be min(size, WV_FORMAT_HEAD).  Refusals: auto on what looks like
  * text (ARG), raw lengths not a multiple of the row (4 or 8 bytes: LENGTH),
  * an npy that is malformed (ARG) or of another dtype (DTYPE), --format npy
- * on an empty file (ARG).  An empty raw or text file is zero rows. */
+ * on an empty file (ARG).  An empty raw or text file is zero rows.  Text
+ * that holds a word other than a number (a CSV header) is refused naming
+ * its line (NAME:LINE:). */
 int wv_format_decide(const char *name, const void *head, size_t k,
                      uint64_t size, wv_format fmt, wave_dtype dtype,
                      wv_layout *out, wave_error *err);
 
-/* Load path ("-": standard input) as rows of dtype (WAVE_U32 for masks). */
+/* Load path ("-": standard input) as rows of dtype (WV_DTYPE_MASK for
+ * masks: uint32 rows, a bool .npy widened to them). */
 int wv_load_file(const char *path, wv_format fmt, wave_dtype dtype,
                  wv_chunk_buf *out, wave_error *err);
 /* The same from memory: buf (len bytes, plus one writable byte after them
@@ -72,6 +83,21 @@ int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
                  wave_error *err);
 /* The .npy descr of a dtype: "<u4", "<i4", "<f4", "<u8", "<i8", "<f8". */
 const char *wv_npy_descr(wave_dtype dtype);
+/* The dtype a .npy header names (head: the first k = min(size,
+ * WV_FORMAT_HEAD) bytes of a file of size bytes): EDTYPE for one wavedd
+ * does not reduce, ARG for a malformed header. */
+int wv_npy_dtype(const char *name, const void *head, size_t k, uint64_t size,
+                 wave_dtype *out, wave_error *err);
+/* submit reduce without --dtype: the dtype the .npy headers of the inputs
+ * name (each regular file is looked at, "-" too when standard input is one
+ * read from its start; pipes and others are skipped).  ARG
+ * when none is a .npy file (or fmt is raw or text), DTYPE when two name
+ * different dtypes, IO when one cannot be read. */
+int wv_inputs_dtype(const char *const *paths, size_t n, wv_format fmt,
+                    wave_dtype *out, wave_error *err);
+/* n bool mask rows (bytes, nonzero selects) as n little-endian uint32 rows
+ * of 0 or 1 at dst. */
+void wv_mask_widen(unsigned char *dst, const unsigned char *src, size_t n);
 
 /* ---- files into a region (ctl_region.c) ------------------------------- */
 
@@ -174,7 +200,9 @@ typedef struct wv_args {
   int detach;             /* --detach: print the job id, do not wait */
   int progress;           /* --progress: report even off a terminal */
   /* wait, cancel */
-  uint64_t job_id;
+  uint64_t job_id;        /* the first id */
+  uint64_t *job_ids;      /* cancel: every id given (wait: the one) */
+  size_t n_job_ids;
   wave_job_key key;       /* --key (wait, cancel, jobs); key.set 0: none */
   /* fleet (ctl_fleet.c) */
   const char *fleet;      /* --fleet: URL,URL,... or slurm[:PORT[+]] */

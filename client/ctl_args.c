@@ -2,8 +2,8 @@
  * table of ctl_opts.c (docs/cli.md is the long form of the same).
  *
  * Forms: wavectl [GLOBAL] COMMAND [OPTIONS], where COMMAND is `submit
- * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID`,
- * `top` or `help [COMMAND]`.  Options
+ * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID
+ * [ID...]`, `top` or `help [COMMAND]`.  Options
  * are long only (plus -h), "--name value" or "--name=value", and may come
  * before or after the command; a repeated single-valued option keeps the
  * last value.  Names (op, dtype, format) are checked here, so a typo is a
@@ -68,7 +68,9 @@ void wv_args_fini(wv_args *a)
 {
   free(a->inputs);
   free(a->masks);
+  free(a->job_ids);
   a->inputs = a->masks = NULL;
+  a->job_ids = NULL;
   free(a->devlist);
   free(a->devs);
   a->devlist = NULL;
@@ -254,6 +256,7 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
       return -wv_seterr(err, WAVE_EARG, "%s: expected a job id (as submit "
                         "hash --detach or wavectl jobs print it)%s%s%s", w,
                         k ? ", not '" : "", k ? k : "", k ? "'" : "");
+    a->job_ids[a->n_job_ids++] = a->job_id;
     return 2;
   }
   if (strcmp(w, "submit") == 0) {
@@ -299,6 +302,34 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
                     w);
 }
 
+/* What each command cannot go without (or cannot combine). */
+static int ar_required(const wv_args *a, wave_error *err)
+{
+  if (a->key.set && a->n_job_ids > 1)
+    return wv_seterr(err, WAVE_EARG, "--key reaches one job: give one id "
+                     "with it");
+  if (a->cmd == WV_CMD_REDUCE) {
+    if (a->op == WAVE_OP_NONE)
+      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --op");
+    /* no --dtype: the .npy headers name it (wv_inputs_dtype) */
+    if (a->n_inputs == 0)
+      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --input "
+                       "(one per chunk)");
+  }
+  if (a->cmd == WV_CMD_HASH) {
+    if (a->pack == NULL || a->pack[0] == '\0')
+      return wv_seterr(err, WAVE_EARG, "submit hash: missing --pack");
+    if (!a->have_nonce)
+      return wv_seterr(err, WAVE_EARG, "submit hash: missing --nonce");
+    if (!a->have_count)
+      return wv_seterr(err, WAVE_EARG, "submit hash: missing --count");
+    if (a->count - 1 > UINT64_MAX - a->nonce)
+      return wv_seterr(err, WAVE_EARG, "submit hash: --nonce + --count "
+                       "passes 2^64");
+  }
+  return 0;
+}
+
 int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
 {
   memset(a, 0, sizeof *a);
@@ -306,7 +337,8 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
   /* Every --input/--mask fits in argc slots. */
   a->inputs = calloc((size_t)argc + 1, sizeof *a->inputs);
   a->masks = calloc((size_t)argc + 1, sizeof *a->masks);
-  if (a->inputs == NULL || a->masks == NULL)
+  a->job_ids = calloc((size_t)argc + 1, sizeof *a->job_ids);
+  if (a->inputs == NULL || a->masks == NULL || a->job_ids == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
 
   int opts_done = 0, rv;
@@ -319,6 +351,12 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
     if (!opts_done && strcmp(s, "-h") == 0)
       s = "--help";
     if (opts_done || s[0] != '-' || s[1] == '\0') {
+      if (a->cmd == WV_CMD_CANCEL && !a->help) {  /* cancel ID ID ... */
+        if (wv_parse_u64(s, &a->job_ids[a->n_job_ids++]) != 0)
+          return wv_seterr(err, WAVE_EARG, "cancel: expected a job id, not "
+                           "'%s'", s);
+        continue;
+      }
       if (a->cmd != WV_CMD_NONE || a->help)
         return wv_seterr(err, WAVE_EARG, "unexpected argument '%s'", s);
       int n = ar_command(argc, argv, i, a, err);
@@ -394,28 +432,7 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
     return wv_seterr(err, WAVE_EARG, "--probe applies only to status");
   if (a->once && a->cmd != WV_CMD_TOP)
     return wv_seterr(err, WAVE_EARG, "--once applies only to top");
-
-  if (a->cmd == WV_CMD_REDUCE) {
-    if (a->op == WAVE_OP_NONE)
-      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --op");
-    if (a->dtype == WAVE_DTYPE_NONE)
-      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --dtype");
-    if (a->n_inputs == 0)
-      return wv_seterr(err, WAVE_EARG, "submit reduce: missing --input "
-                       "(one per chunk)");
-  }
-  if (a->cmd == WV_CMD_HASH) {
-    if (a->pack == NULL || a->pack[0] == '\0')
-      return wv_seterr(err, WAVE_EARG, "submit hash: missing --pack");
-    if (!a->have_nonce)
-      return wv_seterr(err, WAVE_EARG, "submit hash: missing --nonce");
-    if (!a->have_count)
-      return wv_seterr(err, WAVE_EARG, "submit hash: missing --count");
-    if (a->count - 1 > UINT64_MAX - a->nonce)
-      return wv_seterr(err, WAVE_EARG, "submit hash: --nonce + --count "
-                       "passes 2^64");
-  }
-  return 0;
+  return ar_required(a, err);
 }
 
 void wv_args_client_options(const wv_args *a, int dial,

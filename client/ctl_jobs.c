@@ -234,7 +234,9 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
   fprintf(f, "job %" PRIu64 ": %s, %" PRIu64 " of %" PRIu64 " nonces, "
           "%.3f s, device %s\n", j->job_id, wv_job_state_name(j->state),
           j->done, j->total, j->seconds, j->device);
-  if (j->error.code != 0)
+  /* a job cancelled on request: the line above says all; not an error */
+  if (j->error.code != 0 &&
+      !(j->state == WAVE_JOB_CANCELLED && j->error.code == WAVE_ECANCELLED))
     fprintf(f, "error        %s: %s\n", wave_errname(j->error.code),
             j->error.message);
   char wait[512];  /* the names are whole (ABI 1) */

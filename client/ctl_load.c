@@ -6,11 +6,15 @@
  *    1-3 (2- or 4-byte header length), C order, any shape (flattened), and
  *    exactly the dtype the job needs ('<u4', '<i4', '<f4', '<u8', '<i8',
  *    '<f8'): converting silently would change results, so a mismatch is
- *    an error naming both;
+ *    an error naming both.  Without --dtype the headers name it
+ *    (wv_inputs_dtype).  A mask may also be NumPy's bool ('|b1'): it is
+ *    widened to uint32 rows of 0 and 1, the only mask the daemon takes;
  *  - text: numbers separated by whitespace and/or commas, '#' comments;
  *    floats accept nan, inf, -0.0 (strtof, strtod for float64), integers
  *    decimal or 0x-hex, exact to 64 bits: a number the dtype cannot hold
- *    is an error naming file:line, never a row that wraps.
+ *    is an error naming file:line, never a row that wraps.  In auto mode
+ *    text is refused, not read as raw rows (naming the line of a word
+ *    that is not a number, such as a CSV header).
  * An empty file is an empty chunk (except for --format npy, which needs a
  * header).  Rows are kept little-endian whatever the host is.
  *
@@ -25,12 +29,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/ctl.h"
 #include "core/base.h"
 
 #define LD_NPY_MAGIC "\x93NUMPY"
+#define LD_DESCR 32
 
 int wv_format_parse(const char *s, wv_format *out)
 {
@@ -166,9 +172,9 @@ static int ld_shape(ld_cur *c, uint64_t *rows)
 /* buf holds the first k bytes of a .npy image of len bytes in all: the
  * header must lie within them (k is at most WV_FORMAT_HEAD, so a header
  * longer than that is refused on every path alike). */
-static int ld_npy(const char *name, const unsigned char *buf, size_t k,
-                  uint64_t len, wave_dtype dtype, size_t *data_off,
-                  uint64_t *rows, wave_error *err)
+static int ld_npy_head(const char *name, const unsigned char *buf, size_t k,
+                       uint64_t len, char *descr, size_t *data_off,
+                       uint64_t *rows, wave_error *err)
 {
   if (k < 10 || memcmp(buf, LD_NPY_MAGIC, 6) != 0)
     return wv_seterr(err, WAVE_EARG, "%s: not a .npy file (no \\x93NUMPY "
@@ -198,7 +204,8 @@ static int ld_npy(const char *name, const unsigned char *buf, size_t k,
                      WV_FORMAT_HEAD);
 
   ld_cur c = {(const char *)buf + off, (const char *)buf + off + hlen};
-  char key[32], descr[32] = "";
+  char key[32];
+  descr[0] = '\0';
   int have_descr = 0, have_order = 0, have_shape = 0, fortran = 0;
   uint64_t n = 0;
   if (!ld_eat(&c, '{'))
@@ -207,7 +214,7 @@ static int ld_npy(const char *name, const unsigned char *buf, size_t k,
     if (ld_string(&c, key, sizeof key) != 0 || !ld_eat(&c, ':'))
       goto bad;
     if (strcmp(key, "descr") == 0) {
-      if (ld_string(&c, descr, sizeof descr) != 0)
+      if (ld_string(&c, descr, LD_DESCR) != 0)
         return wv_seterr(err, WAVE_EDTYPE, "%s: .npy dtype is not a simple "
                          "type (structured arrays are not supported)", name);
       have_descr = 1;
@@ -241,17 +248,43 @@ static int ld_npy(const char *name, const unsigned char *buf, size_t k,
     return wv_seterr(err, WAVE_EARG, "%s: .npy header lacks %s", name,
                      !have_descr ? "'descr'" : !have_order ? "'fortran_order'"
                                                             : "'shape'");
-  if (strcmp(descr, wv_npy_descr(dtype)) != 0)
-    return wv_seterr(err, WAVE_EDTYPE, "%s: .npy dtype '%s' does not match "
-                     "%s (expected '%s')", name, descr, wave_dtype_name(dtype),
-                     wv_npy_descr(dtype));
   /* A 1-D array reads the same in either order; more dimensions would be
    * flattened in the wrong order. */
   if (fortran)
     return wv_seterr(err, WAVE_EARG, "%s: Fortran-ordered .npy arrays are "
                      "not supported (save with C order)", name);
-  off += hlen;
-  unsigned sz = wv_dtype_size(dtype);
+  *data_off = off + hlen;
+  *rows = n;
+  return 0;
+bad:
+  return wv_seterr(err, WAVE_EARG, "%s: malformed .npy header near '%.20s'",
+                   name, c.p < c.end ? c.p : "<end>");
+}
+
+/* The header, then its descr against dtype (WV_DTYPE_MASK: '<u4', or
+ * '|b1' with *row 1), then the length against the shape. */
+static int ld_npy(const char *name, const unsigned char *buf, size_t k,
+                  uint64_t len, wave_dtype dtype, size_t *data_off,
+                  uint64_t *rows, unsigned *row, wave_error *err)
+{
+  char descr[LD_DESCR];
+  size_t off;
+  uint64_t n;
+  int rv = ld_npy_head(name, buf, k, len, descr, &off, &n, err);
+  if (rv != 0)
+    return rv;
+  int mask = dtype == WV_DTYPE_MASK;
+  wave_dtype want = mask ? WAVE_U32 : dtype;
+  unsigned sz = wv_dtype_size(want);
+  if (mask && strcmp(descr, "|b1") == 0)
+    sz = 1;  /* NumPy's bool mask: one byte a row, widened by the caller */
+  else if (strcmp(descr, wv_npy_descr(want)) != 0 && mask)
+    return wv_seterr(err, WAVE_EDTYPE, "%s: .npy dtype '%s' is not a mask's "
+                     "(expected '|b1', NumPy's bool, or '<u4')", name, descr);
+  else if (strcmp(descr, wv_npy_descr(want)) != 0)
+    return wv_seterr(err, WAVE_EDTYPE, "%s: .npy dtype '%s' does not match "
+                     "%s (expected '%s')", name, descr, wave_dtype_name(want),
+                     wv_npy_descr(want));
   if (n > (UINT64_MAX / sz) || n * sz != len - off)
     return wv_seterr(err, WAVE_ELENGTH, "%s: .npy shape holds %llu rows "
                      "(%llu bytes) but %llu data bytes follow the header",
@@ -260,18 +293,42 @@ static int ld_npy(const char *name, const unsigned char *buf, size_t k,
                      (unsigned long long)(len - off));
   *data_off = off;
   *rows = n;
+  *row = sz;
   return 0;
-bad:
-  return wv_seterr(err, WAVE_EARG, "%s: malformed .npy header near '%.20s'",
-                   name, c.p < c.end ? c.p : "<end>");
 }
 
 int wv_npy_parse(const char *name, const unsigned char *buf, size_t len,
                  wave_dtype dtype, size_t *data_off, uint64_t *rows,
                  wave_error *err)
 {
+  unsigned row;
   return ld_npy(name, buf, len < WV_FORMAT_HEAD ? len : WV_FORMAT_HEAD, len,
-                dtype, data_off, rows, err);
+                dtype, data_off, rows, &row, err);
+}
+
+int wv_npy_dtype(const char *name, const void *head, size_t k, uint64_t size,
+                 wave_dtype *out, wave_error *err)
+{
+  char descr[LD_DESCR];
+  size_t off;
+  uint64_t n;
+  int rv = ld_npy_head(name, head, k, size, descr, &off, &n, err);
+  if (rv != 0)
+    return rv;
+  for (wave_dtype d = WAVE_U32; d <= WAVE_F64; d++)
+    if (strcmp(descr, wv_npy_descr(d)) == 0) {
+      *out = d;
+      return 0;
+    }
+  return wv_seterr(err, WAVE_EDTYPE, "%s: .npy dtype '%s' is not one wavedd "
+                   "reduces ('<u4', '<i4', '<f4', '<u8', '<i8', '<f8')",
+                   name, descr);
+}
+
+void wv_mask_widen(unsigned char *dst, const unsigned char *src, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    ld_put(dst + 4 * i, src[i] != 0, 4);
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -408,23 +465,39 @@ static int ld_text(const char *name, const char *buf, size_t len,
 /* --format auto: text that --format text would read (digits, signs,
  * points, separators, a newline) is far likelier than raw rows whose every
  * byte happens to be one of those, so it is refused rather than read as
- * rows (a raw file of such bytes still loads with --format raw).  Only the
- * head is looked at, so that a region path decides the same as the message
- * path without reading the whole file first. */
-static int ld_looks_like_text(const unsigned char *head, size_t k,
-                              uint64_t size, unsigned row)
+ * rows (a raw file of such bytes still loads with --format raw).  So is
+ * printable text with digits and a newline that holds some other word (a
+ * CSV's header line, a label): the refusal names its first such line.
+ * Only the head is looked at, so that a region path decides the same as
+ * the message path without reading the whole file first.  Returns -1 for
+ * no text, 0 for numbers only, else the first line with another word. */
+static long ld_looks_like_text(const unsigned char *head, size_t k,
+                               uint64_t size, unsigned row, size_t *at)
 {
   int digit = 0, newline = 0;
+  long line = 1, other = 0;
   for (size_t i = 0; i < k; i++) {
     unsigned char ch = head[i];
-    if (ch >= '0' && ch <= '9')
+    if (ch >= '0' && ch <= '9') {
       digit = 1;
-    else if (ch == '\n')
+    } else if (ch == '\n') {
       newline = 1;
-    else if (ch == 0 || !strchr(" \t\r,;+-.eExXabcdefABCDEFinfINFnaNA#", ch))
-      return 0;
+      line++;
+    } else if (ch == 0 || !strchr(" \t\r,;+-.eExXabcdefABCDEFinfINFnaNA#",
+                                  ch)) {
+      if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch > 0x7e)
+        return -1;
+      if (other == 0) {
+        other = line;
+        *at = i;
+      }
+    }
   }
-  return digit && (newline || size < row || size % row != 0);
+  if (!digit)
+    return -1;
+  if (other == 0)
+    return newline || size < row || size % row != 0 ? 0 : -1;
+  return newline ? other : -1;
 }
 
 int wv_format_decide(const char *name, const void *head_, size_t k,
@@ -433,21 +506,40 @@ int wv_format_decide(const char *name, const void *head_, size_t k,
 {
   const unsigned char *head = head_;
   memset(out, 0, sizeof *out);
+  int mask = dtype == WV_DTYPE_MASK;
+  if (mask)
+    dtype = WAVE_U32;  /* uint32 rows, or a bool .npy (ld_npy) */
   if (dtype < WAVE_U32 || dtype > WAVE_F64)
     return wv_seterr(err, WAVE_EDTYPE, "%s: no dtype to read it as", name);
   unsigned sz = wv_dtype_size(dtype);
+  out->row = sz;
   /* the caller hands the whole head, never a shorter piece of it: the
    * answer must not depend on how much some path happened to read */
   if (k > size || (k < WV_FORMAT_HEAD && k != size))
     return wv_seterr(err, WAVE_EARG, "%s: changed while read (%zu bytes of "
                      "%llu)", name, k, (unsigned long long)size);
   if (fmt == WV_FMT_AUTO) {
+    size_t at = 0;
+    long line;
     if (k >= 6 && memcmp(head, LD_NPY_MAGIC, 6) == 0) {
       fmt = WV_FMT_NPY;
-    } else if (ld_looks_like_text(head, k, size, sz)) {
+    } else if ((line = ld_looks_like_text(head, k, size, sz, &at)) == 0) {
       return wv_seterr(err, WAVE_EARG, "%s: looks like text (numbers), not "
                        "raw rows; say --format text, or --format raw to read "
                        "its bytes as rows", name);
+    } else if (line > 0) {
+      size_t s = at;  /* the line, from its start, up to 40 bytes */
+      while (s > 0 && head[s - 1] != '\n')
+        s--;
+      int w = 0;
+      while (w < 40 && s + (size_t)w < k && head[s + (size_t)w] != '\n' &&
+             head[s + (size_t)w] != '\r')
+        w++;
+      return wv_seterr(err, WAVE_EARG, "%s:%ld: looks like text ('%.*s' is "
+                       "not numbers), not raw rows; --format text reads "
+                       "numbers only: remove that line (a header?) and say "
+                       "--format text", name, line, w,
+                       (const char *)head + s);
     } else {
       fmt = WV_FMT_RAW;
     }
@@ -459,9 +551,10 @@ int wv_format_decide(const char *name, const void *head_, size_t k,
     return 0;
   case WV_FMT_NPY: {
     uint64_t rows;
-    int rv = ld_npy(name, head, k, size, dtype, &out->offset, &rows, err);
+    int rv = ld_npy(name, head, k, size, mask ? WV_DTYPE_MASK : dtype,
+                    &out->offset, &rows, &out->row, err);
     if (rv == 0)
-      out->bytes = rows * sz;
+      out->bytes = rows * out->row;
     return rv;
   }
   default:
@@ -477,6 +570,56 @@ int wv_format_decide(const char *name, const void *head_, size_t k,
 
 /* ---- entry points -------------------------------------------------------- */
 
+int wv_inputs_dtype(const char *const *paths, size_t n, wv_format fmt,
+                    wave_dtype *out, wave_error *err)
+{
+  unsigned char head[WV_FORMAT_HEAD];
+  const char *from = NULL;
+  *out = WAVE_DTYPE_NONE;
+  for (size_t i = 0; i < n && (fmt == WV_FMT_AUTO || fmt == WV_FMT_NPY);
+       i++) {
+    struct stat st;
+    /* "-": standard input, when it is a file (`< x.npy`); pread leaves
+     * its offset where the loader will start reading */
+    int stdin_ = strcmp(paths[i], "-") == 0;
+    int fd = stdin_ ? 0 : open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+      return wv_seterr(err, WAVE_EIO, "%s: %s", paths[i], strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (stdin_ && lseek(fd, 0, SEEK_CUR) != 0)) {
+      if (!stdin_)
+        close(fd);
+      continue;
+    }
+    size_t k = (uint64_t)st.st_size < sizeof head ? (size_t)st.st_size
+                                                  : sizeof head;
+    ssize_t got = pread(fd, head, k, 0);
+    if (!stdin_)
+      close(fd);
+    if (got != (ssize_t)k)
+      return wv_seterr(err, WAVE_EIO, "%s: %s", paths[i],
+                       got < 0 ? strerror(errno) : "changed while read");
+    if (k < 6 || memcmp(head, LD_NPY_MAGIC, 6) != 0)
+      continue;
+    wave_dtype d;
+    int rv = wv_npy_dtype(paths[i], head, k, (uint64_t)st.st_size, &d, err);
+    if (rv != 0)
+      return rv;
+    if (*out != WAVE_DTYPE_NONE && d != *out)
+      return wv_seterr(err, WAVE_EDTYPE, "%s holds %s, %s holds %s: one job "
+                       "reduces one dtype", from, wave_dtype_name(*out),
+                       paths[i], wave_dtype_name(d));
+    if (*out == WAVE_DTYPE_NONE)
+      from = paths[i];
+    *out = d;
+  }
+  if (*out == WAVE_DTYPE_NONE)
+    return wv_seterr(err, WAVE_EARG, "submit reduce: missing --dtype (only a "
+                     ".npy input, whose header names it, needs none)");
+  return 0;
+}
+
+
 int wv_load_buffer(const char *name, char *buf, size_t len, wv_format fmt,
                    wave_dtype dtype, wv_chunk_buf *out, wave_error *err)
 {
@@ -487,7 +630,19 @@ int wv_load_buffer(const char *name, char *buf, size_t len, wv_format fmt,
                             len < WV_FORMAT_HEAD ? len : WV_FORMAT_HEAD, len,
                             fmt, dtype, &lay, err);
   if (rv == 0 && lay.format == WV_FMT_TEXT) {
-    rv = ld_text(name, buf, len, dtype, out, err);
+    rv = ld_text(name, buf, len,
+                 dtype == WV_DTYPE_MASK ? WAVE_U32 : dtype, out, err);
+  } else if (rv == 0 && lay.row == 1) {  /* a bool mask: uint32 rows */
+    size_t n = (size_t)lay.bytes;
+    unsigned char *w = malloc(n ? n * 4 : 1);
+    if (w == NULL) {
+      rv = wv_seterr(err, WAVE_ENOMEM, "%s: %zu mask rows", name, n);
+    } else {
+      wv_mask_widen(w, (unsigned char *)buf + lay.offset, n);
+      out->mem = w;
+      out->data = w;
+      out->bytes = n * 4;
+    }
   } else if (rv == 0) {
     out->mem = buf;
     out->data = buf + lay.offset;

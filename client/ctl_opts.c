@@ -27,12 +27,13 @@ const wv_opt wv_opts[] = {
   {"dtype", "DTYPE", WV_O_DTYPE, B(REDUCE),
    "uint32 sint32 float32 uint64 sint64 float64",
    "uint32, sint32, float32, uint64, sint64, float64 (also u32, s32/int32, "
-   "f32, u64, s64/int64, f64/double); rows of 4 or 8 bytes"},
+   "f32, u64, s64/int64, f64/double); rows of 4 or 8 bytes (default: the "
+   "dtype the .npy inputs' headers name)"},
   {"input", "FILE", WV_O_INPUT, B(REDUCE), "=file",
    "one chunk of rows, in order; '-' reads standard input"},
   {"mask", "FILE", WV_O_MASK, B(REDUCE), "=file",
-   "one mask chunk (uint32 rows, as many in all as the input; nonzero "
-   "selects)"},
+   "one mask chunk (uint32 rows, or a NumPy bool .npy; as many in all as "
+   "the input; nonzero selects)"},
   {"format", "FMT", WV_O_FORMAT, B(REDUCE), "auto raw npy text",
    "auto (default: .npy by its magic, else raw; input that looks like text "
    "is refused), raw, npy, text (numbers separated by spaces or commas)"},
@@ -141,7 +142,7 @@ static const struct op_cmd {
   [WV_CMD_PACKS] = {"packs", "list program packs and their self-checks"},
   [WV_CMD_JOBS] = {"jobs", "list hash jobs with rate and ETA"},
   [WV_CMD_WAIT] = {"wait", "wait for a hash job and print its result"},
-  [WV_CMD_CANCEL] = {"cancel", "cancel a hash job"},
+  [WV_CMD_CANCEL] = {"cancel", "cancel hash jobs"},
   [WV_CMD_TOP] = {"top", "live view of devices and running jobs"},
 };
 
@@ -206,13 +207,15 @@ static const char op_fleet_help[] =
 
 static const char *const op_head[] = {
   [WV_CMD_REDUCE] =
-    "usage: wavectl submit reduce --op OP --dtype DTYPE --input FILE "
+    "usage: wavectl submit reduce --op OP [--dtype DTYPE] --input FILE "
     "[--input FILE ...]\n"
     "                             [--mask FILE ...] [--format FMT] "
     "[--device NAME] [--json]\n\n"
     "Reduce the rows of the input files (one chunk per --input, in order)\n"
-    "on the daemon; with --mask files (uint32 rows, any chunking, as many\n"
-    "rows in total as the input) only rows whose mask row is nonzero.\n",
+    "on the daemon; with --mask files (uint32 rows or a bool .npy, any\n"
+    "chunking, as many rows in total as the input) only rows whose mask\n"
+    "row is nonzero.  --dtype may be left out when the inputs are .npy\n"
+    "files: their headers name it.\n",
   [WV_CMD_HASH] =
     "usage: wavectl submit hash --pack NAME --nonce N --count C "
     "[--target HEX]\n"
@@ -235,8 +238,10 @@ static const char *const op_head[] = {
     "Wait for hash job ID to end and print its result, as submit hash\n"
     "would have; Ctrl-C stops waiting (the job runs on).\n",
   [WV_CMD_CANCEL] =
-    "usage: wavectl cancel ID [--key KEY] [--json]\n\n"
-    "Cancel hash job ID and print its state.\n",
+    "usage: wavectl cancel ID [ID ...] [--key KEY] [--json]\n\n"
+    "Cancel hash jobs and print the state of each once it has ended\n"
+    "(exit 0, also for a job that had already ended); --key with one ID.\n"
+    "--json: the job's object, or {\"jobs\": [...]} for several.\n",
   [WV_CMD_STATUS] =
     "usage: wavectl status [--probe] [--fleet SPEC] [--json]\n\n"
     "Show the daemon's devices, backends, queues, jobs served, faults,\n"
@@ -271,7 +276,7 @@ void wv_usage(FILE *f, wv_cmd cmd)
   for (unsigned c = 1; c < WV_CMD_COUNT; c++) {
     char w[32];
     snprintf(w, sizeof w, "%s%s", op_cmds[c].name,
-             c == WV_CMD_WAIT || c == WV_CMD_CANCEL ? " ID" : "");
+             c == WV_CMD_WAIT ? " ID" : c == WV_CMD_CANCEL ? " ID..." : "");
     fprintf(f, "  %-18s%s\n", w, op_cmds[c].summary);
   }
   fprintf(f, "  %-18s%s\n\nOptions:\n", "help [COMMAND]",

@@ -288,11 +288,16 @@ static int ctl_inputs_readable(const wv_args *a)
   return 0;
 }
 
-static int ctl_reduce(const wv_args *a)
+static int ctl_reduce(wv_args *a)
 {
   int rstatus = ctl_inputs_readable(a);
   if (rstatus != 0)
     return rstatus;
+  wave_error derr = {0};
+  if (a->dtype == WAVE_DTYPE_NONE &&  /* the .npy headers name it */
+      wv_inputs_dtype(a->inputs, a->n_inputs, a->format, &a->dtype,
+                      &derr) != 0)
+    return ctl_fail(&derr, derr.code == WAVE_EARG ? EXIT_USAGE : EXIT_JOB);
   ctl_path path;
   if (ctl_path_get(&path) != 0) {
     fprintf(stderr, "wavectl: ARG: WAVECTL_PATH must be one of auto, "
@@ -316,10 +321,10 @@ static int ctl_reduce(const wv_args *a)
     status = ctl_fail(&err, EXIT_JOB);
     goto out;
   }
-  /* Masks are uint32 rows whatever the input's dtype. */
+  /* Masks are uint32 rows whatever the input's dtype (or a bool .npy). */
   if (ctl_load_all(a->inputs, a->n_inputs, a->format, a->dtype, bufs, chunks,
                    &err) != 0 ||
-      ctl_load_all(a->masks, a->n_masks, a->format, WAVE_U32,
+      ctl_load_all(a->masks, a->n_masks, a->format, WV_DTYPE_MASK,
                    bufs + a->n_inputs, chunks + a->n_inputs, &err) != 0) {
     status = ctl_fail(&err, EXIT_JOB);
     goto out;
@@ -544,19 +549,48 @@ static int ctl_wait(wave_client *c, const wv_args *a)
   return status;
 }
 
+/* cancel ID [ID...]: every job is asked to stop first, so that they stop
+ * together, then each is waited for (a running job stops at its next
+ * batch) and printed.  An id that fails (NOJOB) is reported and the others
+ * go on; the exit status is the worst. */
 static int ctl_cancel_cmd(wave_client *c, const wv_args *a)
 {
-  wave_error err = {0};
-  wave_job_info info;
-  if (wave_job_cancel_key(c, a->job_id, &a->key, &info, &err) != 0)
-    return ctl_call_fail(&err);
-  /* a running job stops at its next batch: wait until it has */
-  while (wv_job_live(info.state))
-    if (wave_job_poll_key(c, a->job_id, &a->key, 1000, &info, NULL,
-                          &err) != 0)
-      return ctl_call_fail(&err);
-  wv_print_job(stdout, &info, NULL, a->json);
-  return 0;
+  size_t n = a->n_job_ids, ok = 0;
+  wave_job_info *infos = calloc(n, sizeof *infos);
+  int *live = calloc(n, sizeof *live), status = 0;
+  if (infos == NULL || live == NULL) {
+    wave_error err = {0};
+    wv_seterr(&err, WAVE_ENOMEM, NULL);
+    status = ctl_fail(&err, EXIT_JOB);
+    goto out;
+  }
+  for (size_t i = 0; i < n && status != EXIT_UNREACHABLE; i++) {
+    wave_error err = {0};
+    if (wave_job_cancel_key(c, a->job_ids[i], &a->key, &infos[i], &err) != 0)
+      status = ctl_call_fail(&err);
+    else
+      live[i] = 1;
+  }
+  for (size_t i = 0; i < n && status != EXIT_UNREACHABLE; i++) {
+    wave_error err = {0};
+    while (live[i] && wv_job_live(infos[i].state))
+      if (wave_job_poll_key(c, a->job_ids[i], &a->key, 1000, &infos[i], NULL,
+                            &err) != 0) {
+        status = ctl_call_fail(&err);
+        live[i] = 0;
+      }
+    if (!live[i])
+      continue;
+    if (n == 1 || !a->json)
+      wv_print_job(stdout, &infos[i], NULL, a->json);
+    infos[ok++] = infos[i];  /* ok <= i: the ended ones, for --json */
+  }
+  if (n > 1 && a->json)
+    wv_print_jobs(stdout, infos, ok, 1);
+out:
+  free(infos);
+  free(live);
+  return status;
 }
 
 /* ---- status, packs ------------------------------------------------------ */

@@ -9,6 +9,11 @@ wave_test(test_client
 wave_test(test_ctl64
   SOURCES test_ctl64.c jsonq.c
   LIBS wvctl waveclient wvcore wvproto)
+# The first day's rough edges: dtypes from .npy headers, bool masks, a CSV
+# header, cancel of several ids (issue 34; no daemon, well under a second).
+wave_test(test_ctl_edges
+  SOURCES test_ctl_edges.c
+  LIBS wvctl waveclient wvcore wvproto)
 wave_test(test_client_lib
   SOURCES test_client_lib.c
   LIBS waveclient wvcore wvproto nng::nng)

@@ -110,6 +110,9 @@ expect 2 ARG submit reduce --op argmax --dtype float128 --input "$tmp/two.raw"
 expect 2 ARG --timeout soon status
 expect 2 ARG frob
 expect 2 ARG --url 'nonsense://x' status
+# no --dtype: only a .npy input, whose header names it, may leave it out
+expect 2 ARG submit reduce --op sum --input "$tmp/two.raw"
+grep -q 'missing --dtype' "$tmp/err" || fail "no --dtype: $(cat "$tmp/err")"
 
 # 3: nobody listens; a daemon that does not answer within --timeout
 expect 3 IO --url "ipc://$tmp/nobody.sock" status
@@ -186,7 +189,27 @@ grep -q "^wavectl: CANCELLED: stopped waiting; job $id runs on" "$tmp/err" ||
   fail "Ctrl-C in wait: $(cat "$tmp/err")"
 seen[130]=1
 expect 0 "" cancel "$id"
-grep -q 'cancelled' "$tmp/out" || fail "cancel $id: $(cat "$tmp/out")"
+grep -q "^job $id: cancelled, " "$tmp/out" || fail "cancel $id: $(cat "$tmp/out")"
+# a cancel that did what it was asked is no error; one call takes several
+! grep -q 'error\|CANCELLED' "$tmp/out" || fail "cancel $id printed an error: $(cat "$tmp/out")"
+ids=
+for _ in 1 2; do
+  expect 0 "" submit hash --pack small --nonce 0 --count 100000000000 --detach
+  ids+=" $(grep -o '^job [0-9]*' "$tmp/out" | cut -d' ' -f2)"
+done
+expect 0 "" cancel $ids
+for i in $ids; do
+  grep -q "^job $i: cancelled, " "$tmp/out" || fail "cancel$ids: $(cat "$tmp/out")"
+done
+expect 0 "" cancel $ids --json   # ended already: their state again
+[ "$(grep -o '"state": "cancelled"' "$tmp/out" | wc -l)" -eq 2 ] ||
+  fail "cancel$ids --json: $(cat "$tmp/out")"
+# an unknown id fails (exit 1, NOJOB); the others are still printed
+"$ctl" cancel 12345 $ids >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q '^wavectl: NOJOB: ' "$tmp/err" &&
+  [ "$(grep -c ': cancelled, ' "$tmp/out")" -eq 2 ] ||
+  fail "cancel 12345$ids: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 
 kill -TERM "$pid"
 wait "$pid" || fail "wavedd exited $? on SIGTERM"

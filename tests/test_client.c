@@ -610,9 +610,6 @@ START_TEST(args_bad)
   tc_bad("missing --op", (const char *[]){"wavectl", "submit", "reduce",
                                           "--dtype", "u32", "--input", "x",
                                           NULL});
-  tc_bad("missing --dtype", (const char *[]){"wavectl", "submit", "reduce",
-                                             "--op", "sum", "--input", "x",
-                                             NULL});
   tc_bad("missing --input", (const char *[]){"wavectl", "submit", "reduce",
                                              "--op", "sum", "--dtype", "u32",
                                              NULL});

@@ -18,6 +18,10 @@
  * Where a forced way can carry the input (raw or npy rows that were
  * accepted, not empty), wavectl must say it took it ("wavectl: via PATH"),
  * so a path that silently fell back to another cannot pass for itself.
+ * The same holds for a CSV with a header line (refused as text, naming
+ * the line) and for NumPy bool masks ('|b1'), which wavectl widens to
+ * the daemon's uint32 rows on each way (for file and copy regions, in a
+ * memfd region of their own), with the dtype from the input's header.
  *
  * wavectl runs as a subprocess against one real wavedd (regions allowed),
  * started before the tests fork; this process never touches nng.
@@ -39,7 +43,7 @@ typedef struct tf_file {
 } tf_file;
 
 enum { TF_FILES = 16 };
-static tf_file g_files[TF_FILES];
+static tf_file g_files[TF_FILES + 5];  /* + the masks, the CSV */
 
 static const char *const tf_formats[] = {"auto", "raw", "text", "npy"};
 static const char *const tf_dtypes[] = {"uint32", "sint32", "float32",
@@ -72,7 +76,7 @@ static void tf_path(char *out, size_t n, const char *name)
 }
 
 /* n rows of size bytes (4 or 8) from rows. */
-static unsigned char *tf_npy(const char *descr, const uint32_t *rows,
+static unsigned char *tf_npy(const char *descr, const void *rows,
                              size_t n, size_t size, size_t *len)
 {
   char hdr[128];
@@ -166,20 +170,18 @@ static void tf_read(const char *path, char *buf, size_t n)
     fclose(f);
 }
 
-static void tf_run(const tf_way *w, const char *file, const char *fmt,
-                   size_t di, tf_verdict *v)
+/* wavectl --json submit reduce ARGS the way w (stdin_file: the input
+ * comes on standard input, for the stdin way). */
+static void tf_exec(const tf_way *w, const char *args, const char *stdin_file,
+                    tf_verdict *v)
 {
-  const char *dtype = tf_dtypes[di];
-  char in[300], out[300], err[300], cmd[2048];
-  tf_path(in, sizeof in, file);
+  char out[300], err[300], cmd[4096];
   tf_path(out, sizeof out, "run.out");
   tf_path(err, sizeof err, "run.err");
-  int stdin_ = strcmp(w->label, "stdin") == 0;
   snprintf(cmd, sizeof cmd, "%s %s/wavectl --url %s --timeout 60000 --json "
-           "submit reduce --op %s --dtype %s --format %s --input %s %s%s "
-           ">%s 2>%s", w->env, getenv("WAVE_BINARY_DIR"),
-           w->tcp ? g_d.tcp : g_d.ipc, tf_ops[di], dtype, fmt, stdin_ ? "-" : in,
-           stdin_ ? "<" : "", stdin_ ? in : "", out, err);
+           "submit reduce %s %s%s >%s 2>%s", w->env, getenv("WAVE_BINARY_DIR"),
+           w->tcp ? g_d.tcp : g_d.ipc, args, stdin_file ? "<" : "",
+           stdin_file ? stdin_file : "", out, err);
   int st = system(cmd);
   v->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   char o[4096], e[4096];
@@ -191,10 +193,12 @@ static void tf_run(const tf_way *w, const char *file, const char *fmt,
     sscanf(p + 13, "%31s", v->via);
   if (v->status == 0) {
     char *s = strstr(o, ", \"seconds\"");
-    ck_assert_msg(s != NULL, "%s %s %s %s: no answer: %s", w->label, file,
-                  fmt, dtype, o);
+    ck_assert_msg(s != NULL, "%s %s: no answer: %s", w->label, args, o);
     *s = '\0';
-    snprintf(v->answer, sizeof v->answer, "%s", o);
+    size_t k = (size_t)(s - o) < sizeof v->answer ? (size_t)(s - o)
+                                                   : sizeof v->answer - 1;
+    memcpy(v->answer, o, k);
+    v->answer[k] = '\0';
   } else {
     /* the first "wavectl: NAME: message" line that is not the via line */
     const char *q = e;
@@ -207,9 +211,20 @@ static void tf_run(const tf_way *w, const char *file, const char *fmt,
       snprintf(v->answer, sizeof v->answer, "%.*s", (int)k, q);
       break;
     }
-    ck_assert_msg(v->answer[0] != '\0', "%s %s %s %s: status %d, no error "
-                  "line: %s", w->label, file, fmt, dtype, v->status, e);
+    ck_assert_msg(v->answer[0] != '\0', "%s %s: status %d, no error line: "
+                  "%s", w->label, args, v->status, e);
   }
+}
+
+static void tf_run(const tf_way *w, const char *file, const char *fmt,
+                   size_t di, tf_verdict *v)
+{
+  char in[300], args[1024];
+  tf_path(in, sizeof in, file);
+  int stdin_ = strcmp(w->label, "stdin") == 0;
+  snprintf(args, sizeof args, "--op %s --dtype %s --format %s --input %s",
+           tf_ops[di], tf_dtypes[di], fmt, stdin_ ? "-" : in);
+  tf_exec(w, args, stdin_ ? in : NULL, v);
 }
 
 START_TEST(formats_agree)
@@ -256,16 +271,118 @@ START_TEST(text_as_raw_refused)
 }
 END_TEST
 
+/* A CSV with a header, as --format auto meets it: refused as text, naming
+ * its first line, on every way (it was once LENGTH or raw rows). */
+START_TEST(csv_header_refused)
+{
+  for (size_t wi = 0; wi < TF_WAYS; wi++) {
+    tf_verdict v;
+    tf_run(&tf_ways[wi], "hdr.csv", "auto", wi % TF_DTYPES, &v);
+    ck_assert_msg(v.status == 1 && strcmp(v.answer, "ARG") == 0,
+                  "%s: status %d '%s'", tf_ways[wi].label, v.status,
+                  v.answer);
+    char e[4096], err[300];
+    tf_path(err, sizeof err, "run.err");
+    tf_read(err, e, sizeof e);
+    ck_assert_msg(strstr(e, ":1: looks like text ('x,y'") != NULL,
+                  "%s: %s", tf_ways[wi].label, e);
+  }
+}
+END_TEST
+
+/* NumPy's bool mask ('|b1') on every way: the same answer as the same mask
+ * in uint32 rows sent as a message, with the dtype taken from the input's
+ * .npy header (no --dtype), in one chunk and in two; a float mask refused
+ * alike.  A forced way that can carry the rows says it did. */
+START_TEST(bool_masks_agree)
+{
+  char in[300], mb[300], mb1[300], mb2[300], mu[300], mf[300];
+  tf_path(in, sizeof in, "u4.npy");
+  tf_path(mb, sizeof mb, "mb.npy");
+  tf_path(mb1, sizeof mb1, "mb1.npy");
+  tf_path(mb2, sizeof mb2, "mb2.npy");
+  tf_path(mu, sizeof mu, "mu.npy");
+  tf_path(mf, sizeof mf, "f4.npy");
+  char ref_args[1024];
+  tf_verdict ref, v;
+  snprintf(ref_args, sizeof ref_args, "--op sum --dtype uint32 --input %s "
+           "--mask %s", in, mu);
+  tf_exec(&tf_ways[0], ref_args, NULL, &ref);
+  ck_assert_msg(ref.status == 0, "uint32 mask: %s", ref.answer);
+  /* rows 0, 3, ..., 15 of 16 */
+  ck_assert_ptr_nonnull(strstr(ref.answer, "\"count\": 6, \"rows\": 16"));
+  static const char *const masks[] = {"one", "two", "float"};
+  for (size_t mi = 0; mi < 3; mi++)
+    for (size_t wi = 0; wi < TF_WAYS; wi++) {
+      const tf_way *w = &tf_ways[wi];
+      int stdin_ = strcmp(w->label, "stdin") == 0;
+      char args[1024], m[700];
+      if (mi == 0)
+        snprintf(m, sizeof m, "--mask %s", mb);
+      else if (mi == 1)
+        snprintf(m, sizeof m, "--mask %s --mask %s", mb1, mb2);
+      else
+        snprintf(m, sizeof m, "--mask %s", mf);
+      snprintf(args, sizeof args, "--op sum --input %s %s",
+               stdin_ ? "-" : in, m);
+      tf_exec(w, args, stdin_ ? in : NULL, &v);
+      if (mi == 2) {
+        ck_assert_msg(v.status == 1 && strcmp(v.answer, "DTYPE") == 0,
+                      "float mask via %s: status %d '%s'", w->label,
+                      v.status, v.answer);
+        continue;
+      }
+      ck_assert_msg(v.status == 0 && strcmp(v.answer, ref.answer) == 0,
+                    "%s bool mask via %s: status %d '%s', the uint32 mask "
+                    "'%s'", masks[mi], w->label, v.status, v.answer,
+                    ref.answer);
+      if (w->via != NULL)
+        ck_assert_msg(strcmp(v.via, w->via) == 0, "WAVECTL_PATH=%s went via "
+                      "'%s'", w->via, v.via);
+    }
+}
+END_TEST
+
+/* The masks of bool_masks_agree: 16 rows, every third selected, as bool
+ * (whole, and split 5 + 11) and as uint32; and csv_header_refused's CSV. */
+static void tf_make_masks(void)
+{
+  unsigned char b[16];
+  uint32_t u[16];
+  for (int i = 0; i < 16; i++) {
+    b[i] = i % 3 == 0;
+    u[i] = i % 3 == 0;
+  }
+  size_t len;
+  unsigned char *img = tf_npy("|b1", b, 16, 1,
+                              &len);
+  tf_add(TF_FILES, "mb.npy", img, len);
+  free(img);
+  img = tf_npy("|b1", b, 5, 1, &len);
+  tf_add(TF_FILES + 1, "mb1.npy", img, len);
+  free(img);
+  img = tf_npy("|b1", b + 5, 11, 1, &len);
+  tf_add(TF_FILES + 2, "mb2.npy", img, len);
+  free(img);
+  img = tf_npy("<u4", u, 16, 4, &len);
+  tf_add(TF_FILES + 3, "mu.npy", img, len);
+  free(img);
+  /* 16 bytes: whole rows, so only the text rule stands between it and a
+   * sum of its bytes */
+  tf_add(TF_FILES + 4, "hdr.csv", "x,y\n1,2\n3,4\n5,6\n", 16);
+}
+
 static void tf_setup(void)
 {
   bh_start(&g_d, 1, NULL);
   tf_make_files();
+  tf_make_masks();
 }
 
 static void tf_teardown(void)
 {
   td_stop_ok(&g_d);
-  for (int i = 0; i < TF_FILES; i++)
+  for (int i = 0; i < TF_FILES + 5; i++)
     free(g_files[i].bytes);
 }
 
@@ -277,6 +394,12 @@ int main(void)
   tcase_add_unchecked_fixture(t, tf_setup, tf_teardown);
   tcase_add_test(t, text_as_raw_refused);
   tcase_add_loop_test(t, formats_agree, 0, TF_FILES);
+  suite_add_tcase(s, t);
+  t = tcase_create("edges");  /* CK_RUN_CASE=edges: these alone */
+  tcase_set_timeout(t, 120);
+  tcase_add_unchecked_fixture(t, tf_setup, tf_teardown);
+  tcase_add_test(t, csv_header_refused);
+  tcase_add_test(t, bool_masks_agree);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
