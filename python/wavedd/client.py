@@ -2,12 +2,16 @@
 arrays, status.
 
 How the rows of client.reduce travel (docs/python.md "How arrays travel"):
-  * every chunk (and mask chunk) lies in a region of this client
-    (wavedd.empty, client.region): extents of the regions, no copy;
-  * otherwise, over ipc to a daemon that allows regions, inputs of at least
-    copy_threshold bytes are copied (by several threads when big) into one
-    pooled region of this client, registered once and reused; regions
-    among the chunks stay extents;
+  * a chunk (or mask chunk) in a region of this client (wavedd.empty,
+    client.region) is an extent of the region, no copy; over ipc, one on a
+    shared map of a file (np.memmap, np.load(mmap_mode=...)), and every
+    file of reduce_file, is an extent of a file region (files.py): the
+    daemon gets the descriptor and reads the file itself;
+  * when every chunk is such an extent, that is the request; otherwise,
+    over ipc to a daemon that allows regions, the rest are copied (by
+    several threads when big) into one pooled region of this client, made
+    on first need, of the size needed, and reused, when they are at least
+    copy_threshold bytes or files are among the chunks;
   * otherwise they go as messages (libwaveclient streams big ones), read
     in place from the arrays' memory.
 A region is a sealed memfd of libwaveclient (wave_region_*), registered as
