@@ -132,7 +132,7 @@ class Result:
     count: rows selected; rows: rows in the input; device; seconds (on
     the device); finite (float min/max/extent: True when a selected row is
     finite, False when none is, None when not said); via: "region",
-    "pool" or "message", how the rows travelled."""
+    "file", "pool" or "message", how the rows travelled."""
 
     def __init__(self, r, via):
         dt = _NP[r.dtype]
