@@ -144,3 +144,25 @@ def test_empty_args(client):
         wavedd.empty((0, 4), np.float32, client=client)
     with pytest.raises(wavedd.ArgError):
         client.region(0)
+
+
+def rss_of(addr):
+    """Resident kB of the mapping of ours that holds addr."""
+    with open("/proc/self/smaps") as f:
+        hit = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                hit = lo <= addr < hi
+            elif hit and head == "Rss:":
+                return int(line.split()[1])
+    return None
+
+
+def test_empty_populated(client):
+    """A fresh region is mapped here as it is made (populated in the
+    kernel), not faulted in page by page as it is filled."""
+    a = wavedd.empty((8 << 20) // 4, np.float32, client=client)
+    assert rss_of(a.__array_interface__["data"][0]) == 8 << 10
+    assert not a.any()

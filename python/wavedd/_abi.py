@@ -227,6 +227,8 @@ FUNCTIONS = (
     "int wave_region_unregister(wave_client *c, wave_region *r, "
     "wave_error *err)",
     "uint64_t wave_region_id(const wave_region *r)",
+    "int wave_region_file_fd(wave_client *c, int fd, size_t bytes, "
+    "const char *name, wave_region **out, wave_error *err)",
     "int wave_reduce_region(wave_client *c, const wave_region_reduce *req, "
     "wave_reduce_result *res, wave_error *err)",
     "int wave_status_get(wave_client *c, wave_status **out, "

@@ -2,12 +2,16 @@
 arrays, status.
 
 How the rows of client.reduce travel (docs/python.md "How arrays travel"):
-  * every chunk (and mask chunk) lies in a region of this client
-    (wavedd.empty, client.region): extents of the regions, no copy;
-  * otherwise, over ipc to a daemon that allows regions, inputs of at least
-    copy_threshold bytes are copied (by several threads when big) into one
-    pooled region of this client, registered once and reused; regions
-    among the chunks stay extents;
+  * a chunk (or mask chunk) in a region of this client (wavedd.empty,
+    client.region) is an extent of the region, no copy; over ipc, one on a
+    shared map of a file (np.memmap, np.load(mmap_mode=...)), and every
+    file of reduce_file, is an extent of a file region (files.py): the
+    daemon gets the descriptor and reads the file itself;
+  * when every chunk is such an extent, that is the request; otherwise,
+    over ipc to a daemon that allows regions, the rest are copied (by
+    several threads when big) into one pooled region of this client, made
+    on first need, of the size needed, and reused, when they are at least
+    copy_threshold bytes or files are among the chunks;
   * otherwise they go as messages (libwaveclient streams big ones), read
     in place from the arrays' memory.
 A region is a sealed memfd of libwaveclient (wave_region_*), registered as
@@ -17,6 +21,7 @@ it goes, the region is unregistered and unmapped.  Closing the client ends
 the connection, which drops every registration in the daemon; the arrays
 stay valid memory of this process until they go.
 """
+import ctypes
 import os
 import threading
 import weakref
@@ -24,8 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import errors
 from . import _lib as C
+from . import errors, files
 from ._lib import lib, text
 from .errors import ArgError, DtypeError, OpError, RegionError
 
@@ -104,6 +109,20 @@ def _addr(a):
     return a.__array_interface__["data"][0]
 
 
+def _op_of(op):
+    wop = lib.wave_op_parse(op.encode()) if isinstance(op, str) else 0
+    if wop == lib.WAVE_OP_NONE:
+        raise OpError(f"op {op!r}: one of {', '.join(OPS)}")
+    return wop
+
+
+def _list(mask):
+    """A mask argument as a list: None, one, or a list or tuple of them."""
+    if mask is None:
+        return []
+    return list(mask) if isinstance(mask, (list, tuple)) else [mask]
+
+
 class Result:
     """A reduction's answer.  value: a NumPy scalar of the dtype (a pair
     (min, max) for extent); bits: the raw results as unsigned integers of
@@ -113,7 +132,7 @@ class Result:
     count: rows selected; rows: rows in the input; device; seconds (on
     the device); finite (float min/max/extent: True when a selected row is
     finite, False when none is, None when not said); via: "region",
-    "pool" or "message", how the rows travelled."""
+    "file", "pool" or "message", how the rows travelled."""
 
     def __init__(self, r, via):
         dt = _NP[r.dtype]
@@ -171,6 +190,7 @@ class _Region:
         self.r = out[0]
         self.nbytes = nbytes
         self.addr = C.addr(lib.wave_region_data(self.r))
+        _populate(self.addr, nbytes)
         self.conn = None
         with conn.lock:
             rv = (lib.wave_region_register(conn.h, self.r, err)
@@ -334,38 +354,91 @@ class Client:
         a list of arrays) of uint32 rows, one per input row, nonzero
         selecting it.  device: a device name, or None for the daemon's
         pick.  Returns a Result."""
-        h = self._handle()
-        wop = lib.wave_op_parse(op.encode()) if isinstance(op, str) else 0
-        if wop == lib.WAVE_OP_NONE:
-            raise OpError(f"op {op!r}: one of {', '.join(OPS)}")
+        wop = _op_of(op)
         if not chunks:
             raise ArgError("reduce: give at least one chunk")
         ins = [_as_array(c, f"chunk {i}") for i, c in enumerate(chunks)]
+        masks = [_as_array(m, f"mask {i}") for i, m in enumerate(_list(mask))]
+        return self._reduce(wop, ins, masks, mask is not None, device)
+
+    def reduce_file(self, op, *paths, mask=None, dtype=None, device=None):
+        """Reduce the rows of files, in order, as reduce does arrays: each
+        a .npy file (the header read here gives the dtype and where the
+        rows start; dtype=, when given, must match it) or raw
+        little-endian rows of dtype=.  Over ipc the daemon gets each file
+        as a descriptor and reads it itself (Result.via "file"); otherwise
+        the rows are read here as a memory map.  mask: None, or a path or
+        array (or a list of them) of uint32 rows."""
+        wop = _op_of(op)
+        if not paths:
+            raise ArgError("reduce_file: give at least one path")
+        with files.FileSet(self._conn) as fs:
+            ins = [fs.add(files.path_rows(p, dtype, _dtype_of, f"input {i}"))
+                   for i, p in enumerate(paths)]
+            masks = []
+            for i, m in enumerate(_list(mask)):
+                if isinstance(m, (str, bytes, os.PathLike)):
+                    m = fs.add(files.path_rows(m, np.uint32, _dtype_of,
+                                               f"mask {i}"))
+                else:
+                    m = _as_array(m, f"mask {i}")
+                masks.append(m)
+            return self._reduce(wop, ins, masks, mask is not None, device,
+                                fs)
+
+    def _reduce(self, wop, ins, masks, has_mask, device, fs=None):
+        """ins and masks: arrays or files.FileRows (of fs)."""
         wdt = _dtype_of(ins[0].dtype)
         for i, a in enumerate(ins):
             if a.dtype != ins[0].dtype:
                 raise DtypeError(f"chunk {i} is {a.dtype}, chunk 0 "
                                  f"{ins[0].dtype}: give one dtype")
-        has_mask = mask is not None
-        if isinstance(mask, (list, tuple)):
-            masks = [_as_array(m, f"mask {i}") for i, m in enumerate(mask)]
-        else:
-            masks = [_as_array(mask, "mask")] if has_mask else []
         for i, m in enumerate(masks):
             if m.dtype != np.dtype("<u4"):
                 raise DtypeError(f"mask {i} is {m.dtype}: a mask holds uint32 "
                                  f"rows, e.g. m.astype(np.uint32)")
+        if fs is None:
+            with files.FileSet(self._conn) as fs:
+                return self._send(wop, wdt, ins, masks, has_mask, device, fs)
+        return self._send(wop, wdt, ins, masks, has_mask, device, fs)
+
+    def _send(self, wop, wdt, ins, masks, has_mask, device, fs):
+        h = self._handle()
         dev = C.cstr(device.encode()) if device else C.NULL
         res = C.new("wave_reduce_result")
         err = errors.new_err()
         every = ins + masks
-        found = [self._find(a) for a in every]
+        # where each lies: (wave_region *, offset), or None (memory of ours)
+        found = [None] * len(every)
+        for i, a in enumerate(every):
+            if isinstance(a, np.ndarray):
+                rg = self._find(a)
+                found[i] = (rg[0].r, rg[1]) if rg else None
+                if rg is None and self._regions_ok:
+                    fr = files.mapped_rows(a, _addr(a))
+                    if fr is not None:
+                        every[i] = fs.add(fr)
+        if self._regions_ok and any(isinstance(a, files.FileRows)
+                                    for a in every):
+            try:
+                fs.register()
+            except (RegionError, errors.UnsupportedError):
+                pass   # no file regions: the rows go as memory
+        for i, a in enumerate(every):
+            if isinstance(a, files.FileRows):
+                if a.key in fs.regions:
+                    found[i] = (fs.region(a), a.offset)
+                else:
+                    every[i] = a.array()
+        via = "file" if fs.regions else "region"
         plain = sum(a.nbytes for a, f in zip(every, found) if f is None)
-        if plain == 0 and all(f is not None for f in found):
+        if all(f is not None for f in found):
             self._reduce_ext(h, wdt, wop, every, found, len(ins), has_mask,
                              dev, res, err)
-            return Result(res, "region")
-        if self._regions_ok and plain >= self.copy_threshold:
+            return Result(res, via)
+        # extents and memory in one request: the memory goes to the pool
+        if self._regions_ok and (plain >= self.copy_threshold or
+                                 fs.regions):
             with self._pool_lock:
                 try:
                     pool = self._pool_get(plain)
@@ -381,12 +454,14 @@ class Client:
                     for i, (a, f) in enumerate(zip(every, found)):
                         if f is None:
                             _copy(buf[off:off + a.nbytes], a)
-                            found[i] = (rg, off)
+                            found[i] = (rg.r, off)
                             off += a.nbytes
                     self._reduce_ext(h, wdt, wop, every, found, len(ins),
                                      has_mask, dev, res, err)
                     return Result(res, "pool")
         # every array stays referenced (every) while the call reads it
+        every = [a.array() if isinstance(a, files.FileRows) else a
+                 for a in every]
         ch, mk = C.array("wave_chunk", len(ins)), C.array("wave_chunk",
                                                          len(masks))
         for i, a in enumerate(every):
@@ -407,9 +482,9 @@ class Client:
                     err):
         ex = C.array("wave_extent", n_in)
         mx = C.array("wave_extent", len(every) - n_in)
-        for i, (a, (rg, off)) in enumerate(zip(every, found)):
+        for i, (a, (r, off)) in enumerate(zip(every, found)):
             e = ex[i] if i < n_in else mx[i - n_in]
-            e.region = rg.r
+            e.region = r
             e.offset = off
             e.bytes = a.nbytes
         q = C.new("wave_region_reduce")
@@ -475,6 +550,36 @@ class Client:
         """The Job of that id (NoJobError when the daemon knows none)."""
         from .jobs import find_job
         return find_job(self, job_id)
+
+
+_MADV_POPULATE_WRITE = 23   # Linux 5.14
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+
+
+def _populate(addr, nbytes):
+    """Map every page of a fresh region here now, by several threads when
+    big (madvise MADV_POPULATE_WRITE, in the kernel), rather than one
+    fault per 4 KiB page as it is filled: a region is a memfd of ordinary
+    pages (shmem, which gets no transparent huge pages unless the host
+    allows them), where NumPy's own arrays get huge pages; each first
+    touch of a 4 KiB page costs a fault, several microseconds in a VM
+    (docs/python.md "What each way costs").  A kernel without it: the
+    faults as before."""
+    if nbytes < _POOL_ALIGN:
+        return
+    n = -(-nbytes // 4096) * 4096
+    k = min(os.cpu_count() or 1, 16) if n >= _PAR_MIN else 1
+    step = -(-(-(-n // k)) // _POOL_ALIGN) * _POOL_ALIGN
+
+    def part(i):
+        _libc.madvise(addr + i, min(step, n - i), _MADV_POPULATE_WRITE)
+
+    if k == 1:
+        part(0)
+        return
+    with ThreadPoolExecutor(k) as ex:
+        list(ex.map(part, range(0, n, step)))
 
 
 def _copy(dst, a):
