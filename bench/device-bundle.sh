@@ -34,7 +34,9 @@ rm -rf .devrun
 mkdir -p .devrun/tests .devrun/bench .devrun/client
 cp "$B"/wavedd "$B"/wavectl .devrun/
 cp "$B"/tests/conformance .devrun/tests/
-[ -x "$B"/tests/vkcaps ] && cp "$B"/tests/vkcaps .devrun/tests/
+for t in vkcaps test_vulkan test_opencl; do
+  [ -x "$B/tests/$t" ] && cp "$B/tests/$t" .devrun/tests/
+done
 find "$B"/bench -maxdepth 1 -type f -name 'wvbench-*' -perm -u+x \
   -exec cp {} .devrun/bench/ \;
 cp -P "$B"/client/libwaveclient.so* .devrun/client/

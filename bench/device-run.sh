@@ -51,6 +51,9 @@
 #                array, torch and CuPy when installed, against a pinned copy
 #                of the same run (issue 24); it says "skipped" and succeeds
 #                when python3 has no NumPy
+#   service      bench/device-service.sh: probes, the metrics page, device
+#                health through NVML beside nvidia-smi, wavectl top, and
+#                the shuffle exchange's test entries
 # then prints every step's result and the benches' tables, last.
 #
 # How it was run (2026-11-29): here, build with CUDA and Vulkan into
@@ -85,7 +88,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$root/.devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export WAVE_SOURCE_DIR=$root
-steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,wide,vkwide,opencl,daemon,region,firsthour,files,twogpu,python}
+steps=${WAVE_DEVICE_STEPS:-conformance,check,reduce,job,hash,vulkan,wide,vkwide,opencl,daemon,region,firsthour,files,twogpu,python,service}
 has_vulkan=0
 grep -q '^WAVE_VULKAN:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null && has_vulkan=1
 req=cpu,cuda
@@ -155,10 +158,11 @@ step firsthour 600 "$root/bench/device-firsthour.sh" "$B" "$OUT/firsthour"
 step files 600 "$root/bench/device-files.sh" "$B" "$OUT/files"
 step twogpu 600 "$root/bench/device-twogpu.sh" "$B" "$OUT/twogpu"
 step python 600 "$root/bench/python-bulk.py" "$B"
+step service 300 "$root/bench/device-service.sh" "$B" "$OUT/service"
 
 # The tables, then one line per step: the end of the output is what the
 # GPU machine's caller sees.
-for f in conformance reduce job hash vulkan wide vkwide opencl daemon region firsthour files twogpu python; do
+for f in conformance reduce job hash vulkan wide vkwide opencl daemon region firsthour files twogpu python service; do
   [ -f "$OUT/$f.log" ] || continue
   case $f in
     conformance) grep -E '^conformance: .*(jobs|opened|cannot)|Checks:' "$OUT/$f.log" ;;
@@ -171,6 +175,7 @@ for f in conformance reduce job hash vulkan wide vkwide opencl daemon region fir
     vkwide) grep -E '^\||^device|FAIL|x stream' "$OUT/$f.log" ;;
     twogpu) grep -E '^\| (hash|cuda0)|^== one|^== [0-9]|^(ok|FAIL) ' "$OUT/$f.log" ;;
     python) grep -E '^\||^python-bulk|^baseline|^target|^note' "$OUT/$f.log" ;;
+    service) grep -E '^(ok|FAIL) ' "$OUT/$f.log" ;;
     *) grep -E '^\|' "$OUT/$f.log" ;;
   esac
 done | tee -a "$summary"
