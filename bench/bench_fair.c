@@ -20,13 +20,8 @@
  * makes every heavy and lone sum a float sum (whose slices are pieces of
  * the exact tree); the default is u32.
  *
- * --chunks N makes each heavy sum a float64 sum of N one-row extents of
- * the region instead, N chunks of one row (issue 35: many tiny chunks,
- * sliced in blocks of whole chunks), so the two shapes can be compared.
- *
  *   bench_fair [--iters N] [--heavy N] [--mib N] [--lone N] [--dtype u32|f32]
- *              [--chunks N]
- *   (defaults: 400, 16, 16, 20, u32, 0)
+ *   (defaults: 400, 16, 16, 20, u32)
  */
 #include <netinet/in.h>
 #include <poll.h>
@@ -123,8 +118,6 @@ typedef struct bf_heavy {
   wave_client *c;
   wave_region *r;
   wave_dtype dtype;
-  wave_extent *chunks;  /* --chunks: one float64 row each */
-  size_t n_chunks;
   _Atomic int stop;
   _Atomic unsigned long done, busy;
   pthread_mutex_t mu;
@@ -138,12 +131,10 @@ static void *bf_heavy_main(void *arg)
   wave_extent ex = {h->r, 0, wave_region_size(h->r)};
   wave_region_reduce rq = {.dtype = h->dtype, .op = WAVE_SUM, .input = &ex,
                            .n_input = 1};
-  wave_region_reduce mq = {.dtype = WAVE_F64, .op = WAVE_SUM,
-                           .input = h->chunks, .n_input = h->n_chunks};
   while (!atomic_load(&h->stop)) {
     wave_reduce_result res;
     wave_error err = {0};
-    int rc = wave_reduce_region(h->c, h->n_chunks ? &mq : &rq, &res, &err);
+    int rc = wave_reduce_region(h->c, &rq, &res, &err);
     if (rc == WAVE_EBUSY) {  /* the queue is full: that is the load */
       atomic_fetch_add(&h->busy, 1);
       struct timespec nap = {0, 200 * 1000};
@@ -202,20 +193,6 @@ static void bf_lone_report(bf_heavy *h, unsigned n, unsigned mib)
   free(wall);
 }
 
-/* --chunks: n one-row float64 extents of the region (its first n * 8
- * bytes, floats of the fill read as doubles: what they sum to does not
- * matter here). */
-static void bf_chunks(bf_heavy *h, size_t n, size_t bytes)
-{
-  if (n == 0)
-    return;
-  if (n * 8 > bytes || (h->chunks = calloc(n, sizeof *h->chunks)) == NULL)
-    bf_die("--chunks: more than the region holds (--mib)", NULL);
-  for (size_t i = 0; i < n; i++)
-    h->chunks[i] = (wave_extent){h->r, i * 8, 8};
-  h->n_chunks = n;
-}
-
 /* ---- the light client ---------------------------------------------------- */
 
 /* n 1-row sums, one after the other; their round trips in us[]. */
@@ -239,28 +216,9 @@ static void bf_light(wave_client *c, double *us, size_t n, int keep)
   }
 }
 
-/* The daemon's config in dir: one one-thread CPU device, ipc and tcp. */
-static void bf_config(const char *dir, char cfg[128], char ipc[128],
-                      char tcp[64])
-{
-  char text[1024];
-  snprintf(cfg, 128, "%s/wavedd.yaml", dir);
-  snprintf(ipc, 128, "ipc://%s/d.sock", dir);
-  snprintf(tcp, 64, "tcp://127.0.0.1:%d", bf_free_port());
-  snprintf(text, sizeof text,
-           "listen: [\"%s\", \"%s\"]\nlog_level: warn\nauth: none\n"
-           "allow_client_shm: true\npacks: {load: []}\n"
-           "devices: [{name: cpu0, backend: cpu, threads: 1, "
-           "queue_depth: 256}]\n", ipc, tcp);
-  FILE *f = fopen(cfg, "w");
-  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
-    bf_die("config", NULL);
-}
-
 int main(int argc, char **argv)
 {
   unsigned iters = 400, heavy = 16, mib = 16, lone = 20;
-  size_t n_chunks = 0;
   wave_dtype dtype = WAVE_U32;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--lone") == 0)
@@ -273,11 +231,9 @@ int main(int argc, char **argv)
       heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--mib") == 0)
       mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
-    else if (strcmp(argv[i], "--chunks") == 0)
-      n_chunks = (size_t)strtoull(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
-              "[--lone N] [--dtype u32|f32] [--chunks N]\n");
+              "[--lone N] [--dtype u32|f32]\n");
       return 2;
     }
   }
@@ -292,8 +248,18 @@ int main(int argc, char **argv)
   char dir[] = "/tmp/wave-fair.XXXXXX";
   if (mkdtemp(dir) == NULL)
     bf_die("mkdtemp", NULL);
-  char cfg[128], ipc[128], tcp[64];
-  bf_config(dir, cfg, ipc, tcp);
+  char cfg[128], text[1024], ipc[128], tcp[64];
+  snprintf(cfg, sizeof cfg, "%s/wavedd.yaml", dir);
+  snprintf(ipc, sizeof ipc, "ipc://%s/d.sock", dir);
+  snprintf(tcp, sizeof tcp, "tcp://127.0.0.1:%d", bf_free_port());
+  snprintf(text, sizeof text,
+           "listen: [\"%s\", \"%s\"]\nlog_level: warn\nauth: none\n"
+           "allow_client_shm: true\npacks: {load: []}\n"
+           "devices: [{name: cpu0, backend: cpu, threads: 1, "
+           "queue_depth: 256}]\n", ipc, tcp);
+  FILE *f = fopen(cfg, "w");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+    bf_die("config", NULL);
   pid_t pid = bf_start(dir, cfg);
 
   wave_error err = {0};
@@ -317,7 +283,6 @@ int main(int argc, char **argv)
   }
   if (wave_region_register(h.c, h.r, &err) != 0)
     bf_die("region register", &err);
-  bf_chunks(&h, n_chunks, bytes);
 
   double *idle = calloc(iters, sizeof *idle), *loaded = calloc(iters,
                                                                sizeof *loaded);
@@ -341,12 +306,9 @@ int main(int argc, char **argv)
   bf_stats(idle, iters, &im, &i90);
   bf_stats(loaded, iters, &lm, &l90);
   bf_stats(h.dev_s, h.n_dev, &hm, &h90);
-  char shape[96];
-  snprintf(shape, sizeof shape, n_chunks ? "f64 sums of %zu one-row extents"
-           : "%zu-MiB region sums", n_chunks ? n_chunks : (size_t)mib);
-  printf("bench_fair: light 1-row sums over tcp, %u each; heavy: %u %s in "
-         "flight over ipc (%lu done, %lu BUSY retries)\n", iters, heavy,
-         shape, during, atomic_load(&h.busy));
+  printf("bench_fair: light 1-row sums over tcp, %u each; heavy: %u %u-MiB "
+         "region sums in flight over ipc (%lu done, %lu BUSY retries)\n",
+         iters, heavy, mib, during, atomic_load(&h.busy));
   printf("heavy sum on the device  median %9.1f us\n", hm * 1e6);
   printf("light idle               median %9.1f us  p90 %9.1f us\n", im, i90);
   printf("light loaded             median %9.1f us  p90 %9.1f us\n", lm, l90);
@@ -370,6 +332,5 @@ int main(int argc, char **argv)
   free(idle);
   free(loaded);
   free(h.dev_s);
-  free(h.chunks);
   return 0;
 }
