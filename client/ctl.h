@@ -248,6 +248,10 @@ const char *wv_text_value(char *buf, size_t n, wave_dtype dtype,
                           uint64_t bits);
 
 void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json);
+/* ... and, path not NULL, how the rows went instead and why ("path:" in
+ * text, "path" and "fallback" in JSON): a fallback said in the result. */
+void wv_print_reduce_path(FILE *f, const wave_reduce_result *r, int json,
+                          const char *path, const char *why);
 void wv_print_hash(FILE *f, const wave_hash_request *q,
                    const wave_hash_result *r, uint64_t job_id, int json);
 void wv_print_status(FILE *f, const wave_status *s, const char *url,

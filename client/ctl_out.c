@@ -122,6 +122,12 @@ static const char *out_bits(char *buf, size_t n, wave_dtype dtype,
 
 void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
 {
+  wv_print_reduce_path(f, r, json, NULL, NULL);
+}
+
+void wv_print_reduce_path(FILE *f, const wave_reduce_result *r, int json,
+                          const char *path, const char *why)
+{
   char buf[48], hb[24];
   unsigned n = r->n_values > 2 ? 2 : r->n_values;
   int arg = r->op == WAVE_ARGMIN || r->op == WAVE_ARGMAX;
@@ -146,6 +152,12 @@ void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
     wv_json_str(f, wave_op_name(r->op));
     fputs(", \"seconds\": ", f);
     out_double(f, r->seconds);
+    if (path != NULL) {
+      fputs(", \"path\": ", f);
+      wv_json_str(f, path);
+      fputs(", \"fallback\": ", f);
+      wv_json_str(f, why ? why : "");
+    }
     fputs("}\n", f);
     return;
   }
@@ -168,6 +180,8 @@ void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
   fprintf(f, "rows selected: %" PRIu64 " of %" PRIu64 "\n", r->count,
           r->rows);
   fprintf(f, "device: %s (%.6f s)\n", r->device, r->seconds);
+  if (path != NULL)
+    fprintf(f, "path: %s (fallback: %s)\n", path, why ? why : "");
 }
 
 void wv_print_hash(FILE *f, const wave_hash_request *q,

@@ -204,8 +204,8 @@ int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
                                            "wavectl", &regions[i], err)
                      : wave_region_file_fd(c, fd, (size_t)st.st_size,
                                            "wavectl", &regions[i], err);
-      if (e == WAVE_EREGION || e == WAVE_EUNSUPPORTED)
-        rc = 2;
+      if (e == WAVE_EREGION || e == WAVE_EUNSUPPORTED || e == WAVE_EBUSY)
+        rc = 2;  /* EBUSY: the side socket refused or reset (full) */
       else
         rc = e;
     }

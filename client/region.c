@@ -193,6 +193,10 @@ static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
      * a /proc path (bk_register) */
     rc = errno == ENOENT || errno == ECONNREFUSED
              ? -1
+             : errno == EAGAIN || errno == ECONNRESET
+             ? wv_seterr(err, WAVE_EBUSY, "%s: the descriptor side socket "
+                         "refused the connection: %s", sa.sun_path,
+                         strerror(errno))
              : wv_seterr(err, WAVE_EREGION, "%s: cannot pass the region's "
                          "descriptor: %s", sa.sun_path, strerror(errno));
     goto out;
@@ -214,8 +218,10 @@ static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
   ssize_t k;
   while ((k = sendmsg(s, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
     ;
-  if (k != 1) {
-    rc = wv_seterr(err, WAVE_EIO, "%s: descriptor not sent: %s", sa.sun_path,
+  if (k != 1) {  /* reset or closed by a full side socket: EBUSY */
+    int busy = k < 0 && (errno == EPIPE || errno == ECONNRESET);
+    rc = wv_seterr(err, busy ? WAVE_EBUSY : WAVE_EIO, "%s: descriptor not "
+                   "sent: %s", sa.sun_path,
                    k < 0 ? strerror(errno) : "short send");
     goto out;
   }
@@ -225,10 +231,13 @@ static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
   if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
     rc = wv_seterr(err, WAVE_ETIMEDOUT, "%s: no ticket within %d ms",
                    sa.sun_path, ms);
-  } else if (k <= 0) {
+  } else if (k == 0 || errno == ECONNRESET || errno == EPIPE) {
+    rc = wv_seterr(err, WAVE_EBUSY, "%s: no ticket for the descriptor: the "
+                   "side socket %s (its connections are full?)", sa.sun_path,
+                   k == 0 ? "closed the connection" : strerror(errno));
+  } else if (k < 0) {
     rc = wv_seterr(err, WAVE_EIO, "%s: no ticket for the descriptor: %s",
-                   sa.sun_path, k < 0 ? strerror(errno) : "closed (the "
-                   "daemon's side connections are full?)");
+                   sa.sun_path, strerror(errno));
   } else if (b[0] != 0) {
     b[k] = '\0';
     rc = wv_seterr(err, (int)b[0], "%s: %s",

@@ -191,6 +191,14 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
     *status = ctl_fail(&err, EXIT_JOB);  /* forced: no other way */
     goto out;
   }
+  /* The side socket refused or reset (issue 35: its connections full):
+   * no region can be registered now, so the rows go as messages (or a
+   * stream), said once here and in the result; the answer is the same. */
+  char side[300] = "";
+  if (rc == 2 && err.code == WAVE_EBUSY && path == CTL_AUTO) {
+    snprintf(side, sizeof side, "%s", err.message);
+    fprintf(stderr, "wavectl: %s; sending the rows instead\n", side);
+  }
   if (rc == 0) {
     ctl_via(path == CTL_COPY ? CTL_COPY : CTL_FILE);
     wave_region_reduce q = {
@@ -222,7 +230,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
     *status = ctl_fail(&err, EXIT_JOB);
     goto out;
   }
-  if (wave_region_register(c, rg, &err) == 0) {
+  if (side[0] == '\0' && wave_region_register(c, rg, &err) == 0) {
     ctl_via(CTL_MEMFD);
     wave_region_reduce q = {
       .dtype = a->dtype, .op = a->op,
@@ -235,7 +243,12 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
       goto out;
     }
   } else if (path == CTL_AUTO &&
-             (err.code == WAVE_EREGION || err.code == WAVE_EUNSUPPORTED)) {
+             (side[0] != '\0' || err.code == WAVE_EREGION ||
+              err.code == WAVE_EUNSUPPORTED || err.code == WAVE_EBUSY)) {
+    if (side[0] == '\0' && err.code == WAVE_EBUSY) {
+      snprintf(side, sizeof side, "%s", err.message);
+      fprintf(stderr, "wavectl: %s; sending the rows instead\n", side);
+    }
     ctl_via(CTL_MESSAGE);
     unsigned char *base = wave_region_data(rg);
     for (size_t i = 0; i < n; i++)
@@ -254,7 +267,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
     *status = ctl_call_fail(&err);
     goto out;
   }
-  wv_print_reduce(stdout, &r, a->json);
+  wv_print_reduce_path(stdout, &r, a->json, side[0] ? "rows" : NULL, side);
 out:
   ctl_close(c);  /* the daemon drops the regions with the connection */
   for (size_t i = 0; copies != NULL && i < n; i++)

@@ -12,6 +12,7 @@
  * the whole file is valid: a bad file never leaves half a config behind.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -86,7 +87,7 @@ const cf_key wd_cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_stream_bytes", limits.max_stream_bytes, 0, 1ull << 40, 1ull << 31, START("the stream table and the shares hold it from start-up")),
   UINT(CF_LIMITS, CFG, "max_client_regions", limits.max_client_regions, 0, 4096, 16, START(RL_REGIONS)),
   UINT(CF_LIMITS, CFG, "max_region_bytes", limits.max_region_bytes, 0, 1ull << 44, 1ull << 36, START(RL_REGIONS)),
-  /* each client's share: a quarter of each default total (share.h) */
+  /* each client's share: unset, a quarter of the total (cf_shares) */
   UINT(CF_LIMITS, CFG, "max_client_region_bytes", limits.max_client_region_bytes, 0, 1ull << 44, 1ull << 34, START(RL_SHARES)),
   UINT(CF_LIMITS, CFG, "max_client_stream_bytes", limits.max_client_stream_bytes, 0, 1ull << 40, 1ull << 29, START(RL_SHARES)),
   UINT(CF_LIMITS, CFG, "max_client_files", limits.max_client_files, 0, 65536, 64, START(RL_SHARES)),
@@ -591,6 +592,10 @@ static int cf_mapping(cf_state *s, yaml_node_t *map, int sec, void *base,
     }
     if (sec == CF_PACKS && strcmp(name, "load") == 0)
       s->packs_load = v;
+    if (sec == CF_LIMITS && strcmp(name, "max_client_region_bytes") == 0)
+      s->share_at[0] = v;
+    if (sec == CF_LIMITS && strcmp(name, "max_client_stream_bytes") == 0)
+      s->share_at[1] = v;
     int rc = cf_value(s, v, &wd_cf_keys[ki], base, path);
     if (rc)
       return rc;
@@ -626,6 +631,31 @@ static int cf_check_access(cf_state *s)
       return cf_fail(s, at, ipath, "'%s' is reachable over the network "
                      "without authentication: list auth.tokens, or say "
                      "auth: none to serve it open (docs/security.md)", u);
+  }
+  return 0;
+}
+
+/* Each client's share of regions and of copies+streams (bulk/share.h):
+ * unset, a quarter of its total as this file sets it (so a lowered total
+ * keeps room for four clients; a reload computes it again); set, at most
+ * its total. */
+static int cf_shares(cf_state *s)
+{
+  wd_limits *l = &s->cfg->limits;
+  uint64_t *share[2] = {&l->max_client_region_bytes,
+                        &l->max_client_stream_bytes};
+  const uint64_t total[2] = {l->max_region_bytes, l->max_stream_bytes};
+  static const char *const key[2][2] = {
+      {"limits.max_client_region_bytes", "limits.max_region_bytes"},
+      {"limits.max_client_stream_bytes", "limits.max_stream_bytes"}};
+  for (int i = 0; i < 2; i++) {
+    if (s->share_at[i] == NULL)
+      *share[i] = total[i] / 4;
+    else if (*share[i] > total[i])
+      return cf_fail(s, s->share_at[i], key[i][0], "%" PRIu64 " is above "
+                     "its total, %s (%" PRIu64 "): a client's share is at "
+                     "most the total (unset, a quarter of it)", *share[i],
+                     key[i][1], total[i]);
   }
   return 0;
 }
@@ -687,7 +717,7 @@ int wd_config_load(const char *path, wd_config **out, wave_error *err)
     }
     c->n_listen = 1;
   }
-  if ((rc = cf_check_access(&s)) != 0)
+  if ((rc = cf_check_access(&s)) != 0 || (rc = cf_shares(&s)) != 0)
     goto done;
   /* where packs.dir (else packs.load) is, for wd_packs_load's message */
   yaml_node_t *at = s.packs_dir ? s.packs_dir : s.packs_load;

@@ -40,6 +40,8 @@ typedef struct cf_state {
   wave_error *err;
   yaml_node_t *packs_dir;     /* where packs.dir and packs.load are */
   yaml_node_t *packs_load;
+  yaml_node_t *share_at[2];   /* max_client_region_bytes, _stream_bytes
+                               * where set (NULL: a quarter of the total) */
 } cf_state;
 /* Per-value check beyond type and bounds; fills why and returns nonzero. */
 typedef int (*cf_check)(cf_state *s, const char *value, char *why, size_t n);

@@ -33,9 +33,14 @@
  * Stop (SIGINT/SIGTERM, and SIGQUIT through reload.c): new reductions and hash
  * jobs are answered SHUTDOWN, hash jobs are cancelled, parked polls are
  * answered.  Once no reduction is on a device and no hash job is left, the
- * loop waits SV_LINGER_MS for the last replies to leave (nng 1.5 has no
- * linger), then closes contexts, socket, device threads and handles, and
- * uv_run returns.
+ * loop lingers (LINGER): it keeps receiving, answers what still arrives
+ * (work with SHUTDOWN), and closes only when every request received has
+ * its reply out and none came in for SV_LINGER_MS (the pipes are drained:
+ * a request pipelined before the stop is answered, never cut off with its
+ * connection; issue 35, finding 4), or SV_LINGER_MAX_MS after LINGER
+ * began (a client that keeps sending cannot hold the stop).  Then it
+ * closes contexts, socket, device threads and handles, and uv_run
+ * returns.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -56,7 +61,8 @@
 #include "core/thread.h"
 #include "workers/hash/pack.h"
 
-#define SV_LINGER_MS 100   /* after the last reply, before closing sockets */
+#define SV_LINGER_MS 100   /* quiet after the last reply, before closing */
+#define SV_LINGER_MAX_MS 5000  /* LINGER at most, however busy */
 #define SV_TICK_MS 1000    /* job table pruning */
 
 static void sv_maybe_finish(wd_server *s);
@@ -214,6 +220,11 @@ static void sv_tick(uv_timer_t *t)
 {
   wd_server *s = t->data;
   if (s->state == WD_SV_LINGER) {
+    if (!wd_front_quiet(s->fe, SV_LINGER_MS) &&
+        uv_now(s->loop) - s->linger_at < SV_LINGER_MAX_MS) {
+      uv_timer_start(&s->tick, sv_tick, SV_LINGER_MS / 4, 0);
+      return;  /* requests still arrive or are answered */
+    }
     wd_server_close(s);
     return;
   }
@@ -227,7 +238,8 @@ static void sv_maybe_finish(wd_server *s)
       wd_jobs_active(s->jobs) > 0)
     return;
   s->state = WD_SV_LINGER;
-  wd_info("in-flight work done; closing");
+  s->linger_at = uv_now(s->loop);
+  wd_info("in-flight work done; closing once every request is answered");
   /* the last replies are queued on their pipes; give them time to leave
    * (nng 1.5 has no linger) */
   uv_timer_start(&s->tick, sv_tick, SV_LINGER_MS, 0);

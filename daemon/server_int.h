@@ -68,6 +68,7 @@ struct wd_server {
   uv_async_t wake;
   uv_signal_t sigint, sigterm, sigusr1;
   uv_timer_t tick;
+  uint64_t linger_at;        /* uv_now when LINGER began */
   int handles;             /* wake, signals, tick initialised */
 
   pthread_mutex_t mu;      /* the completion queue */

@@ -28,6 +28,7 @@ void bh_prepare(td_daemon *d, int shm, const char *devices)
            "  max_job_rows: %u\n"
            "  max_client_regions: 3\n"
            "  max_stream_bytes: 67108864\n"
+           "  max_client_stream_bytes: 67108864\n"  /* one client: all */
            "packs:\n"
            "  load: []\n"
            "auth: none\n"

@@ -32,6 +32,13 @@ target_compile_definitions(test_lifecycle PRIVATE
 # a GPU backend's device that faults at start (needs one built in)
 wave_test_case(test_lifecycle faulted)
 
+# every request answered at SIGTERM, 100 stops (issue 35; a few seconds)
+wave_test(test_stop SOURCES test_stop.c daemon_harness.c
+  LIBS wvcore wvproto wvhash nng::nng)
+add_dependencies(test_stop wavedd wavedd-test)
+target_compile_definitions(test_stop PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # wavedd as a service: SIGHUP reload, signals, the metrics page, JobsRequest
 wave_test(test_service SOURCES test_service.c daemon_harness.c
   LIBS wvcore wvproto wvhash nng::nng)

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -408,6 +409,160 @@ START_TEST(wavectl_4gib_file)
 }
 END_TEST
 
+/* ---- issue 35 finding 1: the silent cannot hold the side socket -------- */
+
+/* A child that keeps n silent connections to the side socket of ipc_url
+ * open, as uid (-1: ours), re-opening each the daemon closes, until its
+ * parent closes *stop.  Returns once the first n were tried. */
+static pid_t tf_flood(const char *ipc_url, int n, uid_t uid, gid_t gid,
+                      int *stop)
+{
+  int st[2], rd[2];
+  ck_assert_int_eq(pipe(st), 0);
+  ck_assert_int_eq(pipe(rd), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(st[1]);
+    close(rd[0]);
+    if (uid != (uid_t)-1 &&
+        (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0))
+      _exit(10);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s.fd", ipc_url + 6);
+    struct pollfd pf[129];
+    for (int i = 0; i < n; i++)
+      pf[i] = (struct pollfd){.fd = -1, .events = POLLIN};
+    pf[n] = (struct pollfd){.fd = st[0], .events = POLLIN};
+    for (int said = 0;; said = 1) {
+      for (int i = 0; i < n; i++)
+        if (pf[i].fd < 0) {
+          pf[i].fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+          if (connect(pf[i].fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+            close(pf[i].fd);
+            pf[i].fd = -1;
+          }
+        }
+      if (!said) {
+        (void)!write(rd[1], "r", 1);
+        close(rd[1]);
+      }
+      poll(pf, (nfds_t)n + 1, 20);
+      if (pf[n].revents)
+        _exit(0);
+      for (int i = 0; i < n; i++)
+        if (pf[i].fd >= 0 && pf[i].revents) {
+          close(pf[i].fd);
+          pf[i].fd = -1;
+        }
+      usleep(20000);  /* re-open as an attacker would, not a busy loop */
+    }
+  }
+  close(st[0]);
+  close(rd[1]);
+  char c;
+  ck_assert_int_eq(read(rd[0], &c, 1), 1);
+  close(rd[0]);
+  *stop = st[1];
+  return pid;
+}
+
+static void tf_flood_end(pid_t pid, int stop)
+{
+  close(stop);
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "flood child: %d",
+                WEXITSTATUS(st));
+}
+
+/* wavectl's sum of file; its output into out. */
+static int tf_wavectl(const td_daemon *d, const char *file, char *out,
+                      size_t n)
+{
+  const char *bin = getenv("WAVE_BINARY_DIR");
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s/wavectl --url %s submit reduce --op sum "
+           "--dtype uint32 --input %s 2>&1", bin ? bin : ".", d->ipc, file);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t m = fread(out, 1, n - 1, p);
+  out[m] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 200;
+}
+
+/* A file of 100000 random uint32 rows in the daemon's folder; need gets
+ * the line wavectl prints for its sum. */
+static void tf_rows_file(td_daemon *d, char *file, size_t nf, char *need,
+                         size_t nn)
+{
+  snprintf(file, nf, "%s/rows.raw", d->dir);
+  size_t rows = 100000;
+  uint32_t *p = malloc(rows * 4), want = 0;
+  bh_fill(p, rows, 35, 0);
+  for (size_t i = 0; i < rows; i++)
+    want += p[i];
+  int w = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ck_assert_int_eq(write(w, p, rows * 4), (ssize_t)(rows * 4));
+  close(w);
+  free(p);
+  snprintf(need, nn, "sum uint32 = %u ", want);
+}
+
+/* 80 silent side connections of our own uid, re-opened as they close:
+ * wavectl sends the rows instead, says so, and gets the same sum. */
+START_TEST(side_socket_silent)
+{
+  td_daemon d;
+  bh_start(&d, 1, NULL);
+  char file[300], out[4096], need[128];
+  tf_rows_file(&d, file, sizeof file, need, sizeof need);
+  int stop;
+  pid_t fl = tf_flood(d.ipc, 80, (uid_t)-1, 0, &stop);
+  int rc = tf_wavectl(&d, file, out, sizeof out);
+  ck_assert_msg(rc == 0 && strstr(out, need), "exit %d: %s", rc, out);
+  ck_assert_msg(strstr(out, "sending the rows instead") &&
+                strstr(out, "path: rows (fallback: "), "no fallback said: %s",
+                out);
+  tf_flood_end(fl, stop);
+  td_stop_ok(&d);
+}
+END_TEST
+
+/* The same flood as nobody (root drops to it): root's descriptor passes
+ * and its file region are untouched (one uid at its bound cannot refuse
+ * another). */
+START_TEST(side_socket_other_uid)
+{
+  struct passwd *pw = getpwnam("nobody");
+  if (getuid() != 0 || pw == NULL)
+    WVS_SKIP("side_socket_other_uid: needs root and user nobody for the "
+             "other uid's flood");
+  td_daemon d;
+  bh_start(&d, 1, NULL);
+  char file[300], out[4096], need[128];
+  tf_rows_file(&d, file, sizeof file, need, sizeof need);
+  int stop;
+  pid_t fl = tf_flood(d.ipc, 80, pw->pw_uid, pw->pw_gid, &stop);
+  int fd = tf_memfd("other", 4096, F_SEAL_SHRINK | F_SEAL_GROW), ok = 0;
+  char msg[256] = "";
+  for (int i = 0; i < 20; i++) {
+    uint8_t t[16];
+    if (bh_pass_fd(d.ipc, fd, 1, t, msg, sizeof msg) == 0)
+      ok++;
+  }
+  ck_assert_msg(ok >= 19, "%d of 20 passes (%s)", ok, msg);
+  int rc = tf_wavectl(&d, file, out, sizeof out);
+  ck_assert_msg(rc == 0 && strstr(out, need), "exit %d: %s", rc, out);
+  ck_assert_msg(strstr(out, "path: rows") == NULL, "root fell back: %s",
+                out);
+  tf_flood_end(fl, stop);
+  close(fd);
+  td_stop_ok(&d);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("fdpass");
@@ -416,10 +571,12 @@ int main(void)
   tcase_add_test(tc, region_not_files);
   tcase_add_test(tc, region_tickets);
   tcase_add_test(tc, wavectl_4gib_file);
+  tcase_add_test(tc, side_socket_silent);
   suite_add_tcase(s, tc);
   /* entry test_fdpass_other_uid: root drops to nobody */
   TCase *uid = wvs_tcase("other_uid", 300);
   tcase_add_test(uid, region_other_uid);
+  tcase_add_test(uid, side_socket_other_uid);
   suite_add_tcase(s, uid);
   return wvs_run(s, CK_NORMAL);
 }

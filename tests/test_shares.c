@@ -286,8 +286,9 @@ END_TEST
 START_TEST(copy_and_stream_one_count)
 {
   td_daemon d;
-  /* the client's share (the default, 512 MiB) is not what refuses */
-  ts_start(&d, "  max_stream_bytes: 2097152\n");
+  /* the client's share (all of it) is not what refuses */
+  ts_start(&d, "  max_stream_bytes: 2097152\n"
+               "  max_client_stream_bytes: 2097152\n");
   char path[256];
   snprintf(path, sizeof path, "%s/rows.raw", d.dir);
   size_t rows = 3 * MIB / 8;  /* 1.5 MiB */
@@ -392,6 +393,137 @@ START_TEST(status_own_regions)
 }
 END_TEST
 
+/* ---- issue 35 finding 3: shares follow their totals -------------------- */
+
+static int ts_nobody_small(td_daemon *d)
+{
+  wave_client *c;
+  wave_error e;
+  if (wave_client_open(&c, d->ipc, &e) != 0)
+    return 11;
+  wave_region *rg = ts_region(c, 1024, "small", &e);
+  if (rg == NULL) {
+    fprintf(stderr, "nobody's 4 KiB region: %s\n", e.message);
+    return 12;
+  }
+  wave_region_close(rg);
+  wave_client_close(c);
+  return 0;
+}
+
+/* Lowered totals and no per-client key: one client fills what it may (a
+ * quarter), and another's first region and first stream still fit. */
+START_TEST(lowered_totals)
+{
+  td_daemon d;
+  ts_start(&d, "  max_region_bytes: 8388608\n"
+               "  max_stream_bytes: 134217728\n");
+  ts_child k = ts_nobody(&d, ts_nobody_small);
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  wave_region *rg[8];
+  int n = 0;
+  while (n < 8 && (rg[n] = ts_region(c, MIB / 4, "fill", &e)) != NULL)
+    n++;
+  ck_assert_int_eq(n, 2);  /* 2 of the 8 MiB */
+  ck_assert_msg(strstr(e.message, "2097152 (limits.max_client_region_bytes)"),
+                "%s", e.message);
+  nng_socket s = td_dial(d.tcp), t = td_dial(d.tcp);
+  int opened = 0;
+  for (;;) {
+    Wave__V1__Response *r = ts_open(s, 16 * MIB);
+    if (r->body_case != WAVE__V1__RESPONSE__BODY_STREAM) {
+      bh_expect(r, WAVE_EBUSY, "33554432 (limits.max_client_stream_bytes)");
+      break;
+    }
+    wave__v1__response__free_unpacked(r, NULL);
+    ck_assert_int_lt(++opened, 8);
+  }
+  ck_assert_int_eq(opened, 2);
+  Wave__V1__Response *r = ts_open(t, 4 * MIB);  /* another's first */
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
+  wave__v1__response__free_unpacked(r, NULL);
+  int rc = ts_go(&k);
+  if (rc < 0)
+    wvs_note("lowered_totals: needs root and user nobody for the other "
+             "uid's region; that part not run");
+  else
+    ck_assert_msg(rc == 0, "the other uid's region failed (%d):\n%s", rc,
+                  td_stderr(&d));
+  for (int i = 0; i < n; i++)
+    wave_region_close(rg[i]);
+  nng_close(s);
+  nng_close(t);
+  wave_client_close(c);
+  td_stop_ok(&d);
+}
+END_TEST
+
+/* A share set above its total: wavedd refuses the file, at the value. */
+START_TEST(share_above_total)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char text[1024];
+  snprintf(text, sizeof text,
+           "listen: [\"%s\"]\n"
+           "limits:\n"
+           "  max_stream_bytes: 1048576\n"
+           "  max_client_stream_bytes: 2097152\n"
+           "devices:\n"
+           "  - {name: cpu0, backend: cpu, threads: 1}\n", d.ipc);
+  td_write(d.cfg, text);
+  ck_assert_int_ne(td_start(&d), 0);
+  char want[600];
+  snprintf(want, sizeof want, "%s:4:28: limits.max_client_stream_bytes: "
+           "2097152 is above its total, limits.max_stream_bytes (1048576)",
+           d.cfg);
+  ck_assert_msg(strstr(td_stderr(&d), want), "no '%s' in:\n%s", want,
+                td_stderr(&d));
+  td_cleanup(&d);
+}
+END_TEST
+
+/* ---- issue 35: the copy's read bound scales to its size --------------- */
+
+/* region_read_timeout_ms: 1 and a 64 MiB copy region: the bound is the
+ * whole copy's, 1 ms plus 1 s per 16 MiB, so a copy that progresses is
+ * not refused as a hung mount (before: refused after 1 ms). */
+START_TEST(copy_bound_scales)
+{
+  td_daemon d;
+  ts_start(&d, "  region_read_timeout_ms: 1\n"
+               "  max_stream_bytes: 134217728\n"
+               "  max_client_stream_bytes: 134217728\n");
+  char path[256];
+  snprintf(path, sizeof path, "%s/big.raw", d.dir);
+  size_t rows = 16 * MIB;  /* 64 MiB */
+  uint32_t *p = malloc(rows * 4);
+  for (size_t i = 0; i < rows; i++)
+    p[i] = (uint32_t)i * 2654435761u;
+  uint32_t want = 0;
+  for (size_t i = 0; i < rows; i++)
+    want += p[i];
+  int w = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ck_assert_int_eq(write(w, p, rows * 4), (ssize_t)(rows * 4));
+  close(w);
+  free(p);
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  wave_region *rg;
+  ck_assert_msg(wave_region_copy_fd(c, fd, 0, "copy", &rg, &e) == 0, "%s",
+                e.message);
+  uint32_t sum;
+  ck_assert_msg(ts_sum(c, rg, rows, &sum, &e) == 0, "%s", e.message);
+  ck_assert_uint_eq(sum, want);
+  wave_region_close(rg);
+  close(fd);
+  wave_client_close(c);
+  td_stop_ok(&d);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("shares");
@@ -401,11 +533,14 @@ int main(void)
   tcase_add_test(tc, stream_share);
   tcase_add_test(tc, copy_and_stream_one_count);
   tcase_add_test(tc, files_share);
+  tcase_add_test(tc, share_above_total);
+  tcase_add_test(tc, copy_bound_scales);
   suite_add_tcase(s, tc);
   /* entry test_shares_other_uid: a second client as nobody (root) */
   TCase *uid = wvs_tcase("other_uid", 120);
   tcase_add_test(uid, region_share);
   tcase_add_test(uid, status_own_regions);
+  tcase_add_test(uid, lowered_totals);
   suite_add_tcase(s, uid);
   return wvs_run(s, CK_NORMAL);
 }

@@ -335,6 +335,92 @@ START_TEST(slice_sizes)
 }
 END_TEST
 
+/* Many tiny chunks (issue 35, finding 2): sliced (at most 1024 chunks a
+ * slice of 65536 rows; a float sum in blocks of 256 whole chunks), with
+ * the whole job's bits, on every device; float32 and float64 sums, with
+ * empty chunks and a mask; and order-free ops. */
+START_TEST(many_tiny_chunks)
+{
+  enum { N = 70001 };
+  wv_span *in = calloc(N, sizeof *in), mspan[3];
+  uint64_t *buf = calloc(2 * N, sizeof *buf);
+  uint32_t *mk = calloc(3 * N, sizeof *mk);
+  uint64_t rows = 0;
+  for (size_t i = 0; i < N; i++)
+    rows += i % 97 == 0 ? 0 : 1 + i % 2;  /* empty, 1 or 2 rows */
+  uint32_t *p32 = calloc(2 * N, 4);  /* float32 rows (tree-sensitive) */
+  for (uint64_t i = 0; i < rows; i++) {
+    uint32_t f = ts_float(TS_FINITE, i);
+    float x;
+    memcpy(&x, &f, 4);
+    p32[i] = f;
+    double d = (double)x * ldexp(1.0, (int)(ts_rand() % 200) - 100);
+    memcpy(&buf[i], &d, 8);
+    mk[i] = ts_rand() % 5 != 0;
+  }
+  mspan[0] = (wv_span){mk, 1000};
+  mspan[1] = (wv_span){mk + 1000, rows - 2000};
+  mspan[2] = (wv_span){mk + rows - 1000, 1000};
+  static const struct { wave_dtype dt; wave_op op; } jobs[] = {
+      {WAVE_F32, WAVE_SUM}, {WAVE_F64, WAVE_SUM}, {WAVE_U32, WAVE_SUM},
+      {WAVE_F32, WAVE_MIN}, {WAVE_U32, WAVE_XOR}};
+  for (size_t q = 0; q < sizeof jobs / sizeof jobs[0]; q++)
+    for (int masked = 0; masked < 2; masked++) {
+      unsigned size = jobs[q].dt == WAVE_F64 ? 8 : 4;
+      const uint8_t *base = (const uint8_t *)buf;
+      uint64_t at = 0;
+      if (size == 4)
+        base = (const uint8_t *)p32;
+      for (size_t i = 0; i < N; i++) {
+        uint64_t r = i % 97 == 0 ? 0 : 1 + i % 2;
+        in[i] = (wv_span){base + at * size, r};
+        at += r;
+      }
+      wv_reduce_job job = {.dtype = jobs[q].dt, .op = jobs[q].op,
+                           .input = in, .n_input = N, .mask = mspan,
+                           .n_mask = masked ? 3 : 0, .has_mask = masked,
+                           .rows = rows};
+      wave_error err = {0};
+      ck_assert_msg(wv_reduce_validate(&job, &err) == 0, "%s", err.message);
+      wv_reduce_out want = {0};
+      ck_assert_int_eq(wv_reduce_reference(&job, &want, &err), 0);
+      uint64_t p = wd_slices_rows(&job, 65536);
+      ck_assert_msg(p != 0, "%s/%s of %d tiny chunks runs whole",
+                    wave_dtype_name(job.dtype), wave_op_name(job.op), N);
+      for (size_t di = 0; di < ts_n; di++) {
+        wv_caps caps;
+        wv_dev_caps(&ts_devs[di].dev, &caps);
+        if (size == 8 && !caps.dtypes64)
+          continue;
+        wd_slices s;
+        ck_assert_int_eq(wd_slices_init(&s, &job, p, &err), 0);
+        int last = 0, steps = 0;
+        while (!last) {
+          int rc = wd_slices_step(&s, &ts_devs[di].dev, &last, &err);
+          ck_assert_msg(rc == 0, "%s: %s", ts_devs[di].b->name, err.message);
+          steps++;
+        }
+        wv_reduce_out got = {0};
+        wd_slices_result(&s, &got, NULL);
+        wd_slices_fini(&s);
+        ck_assert_int_ge(steps, N / 1024);  /* at most 1024 chunks a slice */
+        ck_assert_msg(got.count == want.count && got.bits[0] == want.bits[0],
+                      "%s %s/%s masked %d: got %016llx count %llu, whole "
+                      "job %016llx count %llu", ts_devs[di].b->name,
+                      wave_dtype_name(job.dtype), wave_op_name(job.op),
+                      masked, (unsigned long long)got.bits[0],
+                      (unsigned long long)got.count,
+                      (unsigned long long)want.bits[0],
+                      (unsigned long long)want.count);
+      }
+    }
+  free(in);
+  free(buf);
+  free(p32);
+  free(mk);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("slices");
@@ -345,6 +431,7 @@ int main(void)
   tcase_add_test(tc, float_specials);
   tcase_add_test(tc, unaligned_cut_would_differ);
   tcase_add_test(tc, slice_sizes);
+  tcase_add_test(tc, many_tiny_chunks);
   suite_add_tcase(s, tc);
   return wvs_run(s, CK_NORMAL);
 }

@@ -1,7 +1,10 @@
 /* fileio.c - see fileio.h; and the copy region's one read, bounded in
  * time (wd_file_read_bounded, filered.h): a thread of its own reads the
  * file into the region's buffer, and a read that does not return within
- * the bound is left behind with the buffer, which it unmaps when done. */
+ * the bound is left behind with the buffer, which it unmaps when done.
+ * The bound is the whole copy's, scaled to its size (issue 35): limits.
+ * region_read_timeout_ms plus one second per FIO_FLOOR_BPS bytes, so a
+ * big copy progressing on a loaded host is not taken for a hung mount. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +20,8 @@
 #include "daemon/bulk/filered.h"
 #include "daemon/log.h"
 #include "core/base.h"
+
+#define FIO_FLOOR_BPS (16ull << 20)  /* the slowest copy taken as alive */
 
 /* Readers abandoned inside a read that has not returned, all jobs. */
 static _Atomic unsigned fr_stuck;
@@ -171,7 +176,8 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
     return wv_seterr(err, WAVE_ENOMEM, "cannot start a reader thread");
   }
   pthread_mutex_lock(&o->mu);
-  uint64_t deadline = wd_fio_now_ms() + timeout_ms;
+  uint64_t bound = timeout_ms + bytes * 1000 / FIO_FLOOR_BPS;
+  uint64_t deadline = wd_fio_now_ms() + bound;
   int late = 0;
   while (!o->done && !late)
     late = wd_fio_wait_until(&o->cv, &o->mu, deadline);
@@ -184,9 +190,11 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
     o->abandoned = 1;
     atomic_fetch_add(&fr_stuck, 1);
     *gave = 1;
-    rc = wv_seterr(err, WAVE_EREGION, "reading the region stalled for more "
-                   "than %u ms (limits.region_read_timeout_ms); the read is "
-                   "left behind (a hung mount?)", timeout_ms);
+    rc = wv_seterr(err, WAVE_EREGION, "copying the region's %" PRIu64
+                   " bytes took more than %" PRIu64 " ms (limits.region_read"
+                   "_timeout_ms, %u, plus 1 s per %llu MiB of it); the read "
+                   "is left behind (a hung mount?)", bytes, bound,
+                   timeout_ms, FIO_FLOOR_BPS >> 20);
   }
   int last = --o->refs == 0;
   pthread_mutex_unlock(&o->mu);

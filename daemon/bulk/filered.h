@@ -113,9 +113,10 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
                    wave_error *err);
 
 /* The first bytes of fd into buf (cap bytes, an anonymous mapping) on a
- * reader thread, waited for at most timeout_ms (a copy region's one read).
- * On a stall: WAVE_EREGION and *gave = 1: the buffer belongs to the reader
- * left behind, which unmaps it when its read returns. */
+ * reader thread, waited for at most timeout_ms plus 1 s per 16 MiB of
+ * bytes (a copy region's one read, the whole of it).  Past that:
+ * WAVE_EREGION and *gave = 1: the buffer belongs to the reader left
+ * behind, which unmaps it when its read returns. */
 int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
                          unsigned timeout_ms, int *gave, wave_error *err);
 

@@ -88,15 +88,15 @@ int wd_share_take(wd_shares *s, uint64_t key, wd_share_kind kind, uint64_t n,
       s->buf += n;
   }
   pthread_mutex_unlock(&s->mu);
-  if (over)
-    return wv_seterr(err, code, "this client holds %" PRIu64 " %s; %" PRIu64
-                     " more would pass its share, %" PRIu64 " (%s)", had,
-                     sh_what[kind], n, max, sh_limit[kind]);
-  if (over_all)
+  if (over_all)  /* first: a share may be the whole total */
     return wv_seterr(err, code, "copy regions and streams hold %" PRIu64
                      " bytes; %" PRIu64 " more would pass limits."
                      "max_stream_bytes (%" PRIu64 "); retry later", all, n,
                      s->buf_max);
+  if (over)
+    return wv_seterr(err, code, "this client holds %" PRIu64 " %s; %" PRIu64
+                     " more would pass its share, %" PRIu64 " (%s)", had,
+                     sh_what[kind], n, max, sh_limit[kind]);
   return 0;
 }
 

@@ -8,8 +8,16 @@
  * descriptor, or whose control data was truncated, is refused, and every
  * descriptor received and not kept is closed.  One descriptor per
  * connection: the reply goes out (a few bytes, into an empty socket
- * buffer, MSG_DONTWAIT) and the connection closes.  A connection that sends
- * nothing is closed after FS_CONN_MS; at most FS_MAX_CONNS are open.
+ * buffer, MSG_DONTWAIT) and the connection closes.
+ *
+ * The silent cannot hold it (issue 35, finding 1): a connection that has
+ * sent no descriptor within FS_CONN_MS (a client sends at once) is closed;
+ * each uid (SO_PEERCRED, read at accept) keeps at most FS_PER_UID open,
+ * its next ones answered EBUSY and closed; and when all FS_MAX_CONNS are
+ * open, a newcomer takes the oldest connection of the uid that holds the
+ * most, if that uid holds more than the newcomer's.  So one uid at its
+ * bound, or several, cannot refuse another uid.  The deadline runs on its
+ * own timer, armed only while a connection is open.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,8 +38,9 @@
 #include "core/base.h"
 
 #define FS_MAX_CONNS 64
-#define FS_CONN_MS 2000
-#define FS_TICK_MS 1000
+#define FS_PER_UID 8     /* open side connections of one uid */
+#define FS_CONN_MS 250   /* to send the descriptor, from accept */
+#define FS_TICK_MS 1000  /* ticket expiry */
 #define FS_MAX_FDS 8   /* received at once before we refuse them all */
 
 typedef struct fp_entry {
@@ -199,6 +208,7 @@ int wd_fdpass_path(const char *ipc_path, char *out, size_t n)
 typedef struct fs_conn {
   uv_poll_t poll;
   int fd;
+  uint32_t uid;
   uint64_t since;
   struct fs_conn *next;
   wd_fdsock *s;
@@ -209,6 +219,7 @@ struct wd_fdsock {
   uv_loop_t *loop;
   uv_poll_t poll;
   uv_timer_t timer;
+  uv_timer_t dead;    /* FS_CONN_MS deadlines, while conns != NULL */
   int fd;
   char path[108];
   dev_t dev;
@@ -331,6 +342,47 @@ static void fs_conn_read(uv_poll_t *h, int status, int events)
   fs_conn_close(c);
 }
 
+/* Of the open connections: how many uid holds, and the oldest connection
+ * of the uid that holds the most (*most: how many). */
+static unsigned fs_count(const wd_fdsock *s, uint32_t uid, fs_conn **oldest,
+                         unsigned *most)
+{
+  unsigned mine = 0;
+  *oldest = NULL;
+  *most = 0;
+  for (fs_conn *c = s->conns; c != NULL; c = c->next) {
+    unsigned k = 0;
+    fs_conn *first = c;
+    for (fs_conn *o = s->conns; o != NULL; o = o->next)
+      if (o->uid == c->uid) {
+        k++;
+        if (o->since < first->since)
+          first = o;
+      }
+    if (k > *most) {
+      *most = k;
+      *oldest = first;
+    }
+    mine += c->uid == uid;
+  }
+  return mine;
+}
+
+static void fs_deadline(uv_timer_t *t);
+
+/* A refused newcomer: why, in the reply's form, and closed. */
+static void fs_refuse(int fd, uint32_t uid, unsigned mine)
+{
+  char msg[160];
+  int n = snprintf(msg + 1, sizeof msg - 1, "uid %" PRIu32 " has %u side "
+                   "connections open, its most; send rows instead",
+                   uid, mine);
+  msg[0] = (char)WAVE_EBUSY;
+  if (n > 0)
+    (void)!send(fd, msg, 1 + (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  close(fd);
+}
+
 static void fs_accept(uv_poll_t *h, int status, int events)
 {
   wd_fdsock *s = h->data;
@@ -344,13 +396,35 @@ static void fs_accept(uv_poll_t *h, int status, int events)
         wd_debug("fdpass: accept: %s", strerror(errno));
       return;
     }
-    fs_conn *c = s->n_conns < FS_MAX_CONNS ? calloc(1, sizeof *c) : NULL;
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+      close(fd);
+      continue;
+    }
+    fs_conn *old;
+    unsigned most, mine = fs_count(s, (uint32_t)cr.uid, &old, &most);
+    if (mine >= FS_PER_UID) {
+      fs_refuse(fd, (uint32_t)cr.uid, mine);
+      continue;
+    }
+    if (s->n_conns >= FS_MAX_CONNS) {
+      if (old == NULL || most <= mine + 1) {
+        fs_refuse(fd, (uint32_t)cr.uid, mine);  /* a fair split already */
+        continue;
+      }
+      wd_debug("fdpass: side connections full: uid %" PRIu32 "'s oldest "
+               "closed for uid %" PRIu32, old->uid, (uint32_t)cr.uid);
+      fs_conn_close(old);
+    }
+    fs_conn *c = calloc(1, sizeof *c);
     if (c == NULL) {
-      close(fd);  /* too many side connections: the client sees EOF */
+      close(fd);
       continue;
     }
     c->fd = fd;
     c->s = s;
+    c->uid = (uint32_t)cr.uid;
     c->since = uv_now(s->loop);
     if (uv_poll_init(s->loop, &c->poll, fd) != 0) {
       close(fd);
@@ -358,6 +432,8 @@ static void fs_accept(uv_poll_t *h, int status, int events)
       continue;
     }
     c->poll.data = c;
+    if (s->conns == NULL)
+      uv_timer_start(&s->dead, fs_deadline, FS_CONN_MS / 5, FS_CONN_MS / 5);
     c->next = s->conns;
     s->conns = c;
     s->n_conns++;
@@ -366,7 +442,8 @@ static void fs_accept(uv_poll_t *h, int status, int events)
   }
 }
 
-static void fs_tick(uv_timer_t *t)
+/* Close the connections past FS_CONN_MS; stop when none is left. */
+static void fs_deadline(uv_timer_t *t)
 {
   wd_fdsock *s = t->data;
   uint64_t now = uv_now(s->loop);
@@ -375,6 +452,13 @@ static void fs_tick(uv_timer_t *t)
     if (now - c->since >= FS_CONN_MS)
       fs_conn_close(c);
   }
+  if (s->conns == NULL)
+    uv_timer_stop(t);
+}
+
+static void fs_tick(uv_timer_t *t)
+{
+  wd_fdsock *s = t->data;
   wd_fdpass_expire(s->fp);
 }
 
@@ -445,7 +529,9 @@ int wd_fdsock_open(wd_fdpass *fp, uv_loop_t *loop, const char *ipc_path,
   s->poll.data = s;
   uv_timer_init(loop, &s->timer);
   s->timer.data = s;
-  s->pending = 2;
+  uv_timer_init(loop, &s->dead);
+  s->dead.data = s;
+  s->pending = 3;
   uv_poll_start(&s->poll, UV_READABLE, fs_accept);
   uv_timer_start(&s->timer, fs_tick, FS_TICK_MS, FS_TICK_MS);
   *out = s;
@@ -464,6 +550,8 @@ void wd_fdsock_close(wd_fdsock *s)
     fs_conn_close(s->conns);
   uv_poll_stop(&s->poll);
   uv_timer_stop(&s->timer);
+  uv_timer_stop(&s->dead);
   uv_close((uv_handle_t *)&s->poll, fs_closed);
   uv_close((uv_handle_t *)&s->timer, fs_closed);
+  uv_close((uv_handle_t *)&s->dead, fs_closed);
 }

@@ -241,6 +241,8 @@ static void ft_aio_cb(void *arg)
       return;
     }
     c->msg = nng_aio_get_msg(c->aio);
+    atomic_fetch_add(&s->busy, 1);  /* until its reply has left */
+    atomic_store(&s->last_in_ms, ft_now_ms());
     c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(c->msg));
     wd_peers_begin(s->peers, c->pipe, ft_now_ms());
     c->over = 0;
@@ -255,6 +257,7 @@ static void ft_aio_cb(void *arg)
         c->msg = NULL;
         ft_doom_pipe(s, c->pipe);
         ft_sent(c, 0);
+        atomic_fetch_sub(&s->busy, 1);  /* its pipe closes unanswered */
         ft_recv(c);
         return;
       }
@@ -267,6 +270,7 @@ static void ft_aio_cb(void *arg)
     if (rv != 0)  /* the client went away: the reply is ours to free */
       nng_msg_free(nng_aio_get_msg(c->aio));
     ft_sent(c, rv);
+    atomic_fetch_sub(&s->busy, 1);
     if (atomic_load(&s->closing)) {
       c->state = RQ_IDLE;
       return;
@@ -406,8 +410,15 @@ void wd_front_send(wd_req *c, nng_msg *m)
   nng_ctx_send(c->ctx, c->aio);
 }
 
+int wd_front_quiet(const wd_front *s, unsigned ms)
+{
+  return atomic_load(&s->busy) == 0 &&
+         ft_now_ms() - atomic_load(&s->last_in_ms) >= ms;
+}
+
 void wd_front_recv(wd_req *c)
 {
+  atomic_fetch_sub(&c->fe->busy, 1);
   /* no reply for this request (decoded while closing) */
   if (c->pipe != 0)
     wd_peers_end(c->fe->peers, c->pipe, 0, ft_now_ms());

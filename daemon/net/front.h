@@ -64,6 +64,11 @@ struct wd_front {
   size_t n_reqs;           /* contexts that are not retiring */
   size_t n_parked;         /* of them, parked on a job */
   size_t n_extra;          /* of them, beyond their connection's share */
+  /* received and not yet answered (decoding, queued, served, or its reply
+   * leaving), and when the last request came in: what a stop waits for
+   * (wd_front_quiet) */
+  _Atomic unsigned busy;
+  _Atomic uint64_t last_in_ms;
 };
 
 /* A front with no socket yet; fe->failed, up, pipe_gone and pipe_gone_arg
@@ -96,6 +101,9 @@ void wd_front_free(wd_front *fe);
 /* The connection's ipc peer (uid, pid; -1 when unknown or not ipc):
  * 0, or -1 when the pipe is gone.  For job ownership. */
 int wd_front_peer(wd_front *fe, uint32_t pipe, int *uid, int *pid);
+/* Loop: no request received and unanswered, and none came in for the
+ * last ms (the pipes are drained): a stopping daemon may close. */
+int wd_front_quiet(const wd_front *fe, unsigned ms);
 /* limits.max_peer_requests, bounded by a quarter of the pool */
 unsigned wd_front_peer_cap(const wd_front *fe);
 

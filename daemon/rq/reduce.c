@@ -54,7 +54,8 @@ static int rr_says_finite(const wv_reduce_job *j)
 static int rr_sliced(wd_call *k, wd_work *w, const wd_run_ctx *x)
 {
   if (k->slices == NULL) {
-    if (k->job.rows <= 65536)  /* never sliced: spare the look-up */
+    if (k->job.rows <= 65536 && k->job.n_input <= 256 &&
+        k->job.n_mask <= 256)  /* never sliced: spare the look-up */
       return -1;
     uint64_t p = wd_slices_rows(&k->job, wd_slices_device_rows(
                                              wd_device_cfg_of(w->dev), x->caps));

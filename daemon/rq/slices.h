@@ -9,8 +9,12 @@
  *    chunk, a a multiple of P counted from the chunk's start and
  *    r = min(P, rows - a), P a power of 256 (>= 256^2): exactly the
  *    chunk's level-k partial for its rows;
+ *  - a float sum whose chunks are all short (many chunks, issue 35): a
+ *    slice is a block of 256^k whole non-empty chunks, aligned in chunk
+ *    order: the node of the chunk values' tree above them;
  *  - every other op is order-free: a slice is the next P logical rows of
- *    the job (P a multiple of 65536), across chunk boundaries.
+ *    the job (P a multiple of 65536), across chunk boundaries, and at most
+ *    P / 64 chunks (a chunk costs a call about 64 rows).
  * The mask rows of a slice are the same logical rows, in the mask chunks
  * that hold them.  Spans are used in place (memory only: a file region's
  * job is read by bulk/filered.c and is not sliced here).
@@ -36,6 +40,10 @@ typedef struct wd_slices {
   uint64_t ioff;
   size_t mc;             /* the mask chunk holding lrow, and its row */
   uint64_t moff;
+  uint64_t most;         /* order-free: chunks per slice at most */
+  uint64_t block;        /* float sum of short chunks: whole chunks per
+                          * slice (256^k), else 0 */
+  size_t nblk;           /* blocks done (each one "chunk" of the merge) */
   wv_span *sub;          /* the slice's spans: inputs, then masks */
   wv_partial_acc acc;
 } wd_slices;

@@ -184,7 +184,11 @@ WAVE_API int wave_region_fd(const wave_region *r);
  * *got (may be NULL) receives how many were read before end of file. */
 WAVE_API int wave_region_read_fd(wave_region *r, size_t offset, int fd,
                                  size_t bytes, size_t *got, wave_error *err);
-/* Register with the daemon of c; the id the daemon gave it. */
+/* Register with the daemon of c; the id the daemon gave it.  WAVE_EBUSY
+ * (here and from wave_region_copy_fd, wave_region_file_fd) when the
+ * daemon's descriptor side socket refused or reset the connection (its
+ * connections full, docs/security.md "Regions"): send the rows instead
+ * (wave_reduce), as wavectl does. */
 WAVE_API int wave_region_register(wave_client *c, wave_region *r,
                                   wave_error *err);
 WAVE_API int wave_region_unregister(wave_client *c, wave_region *r,
