@@ -31,6 +31,9 @@
 #include "core/base.h"
 
 #define MT_PERIOD_MS 1000
+/* /livez fails once the loop has not rendered a page for this long: the
+ * timer fires each second, so ten missed turns mean a stuck loop */
+#define MT_STALL_NS (10ull * 1000000000ull)
 
 struct wd_metrics {
   wd_server *srv;
@@ -38,13 +41,15 @@ struct wd_metrics {
   uint64_t t0;
   nng_url *url;
   nng_http_server *http;
-  nng_http_handler *h;
-  int started;
+  int started, watching;
   char bound[300];
   int port;               /* given to the guard */
-  pthread_mutex_t mu;     /* page, len */
+  pthread_mutex_t mu;     /* page, len, beat, ready, why */
   char *page;
   size_t len;
+  uint64_t beat;          /* uv_hrtime of the loop's last render */
+  int ready;              /* wd_server_readiness, as of the last move */
+  char why[160];
 };
 
 /* ---- the HTTP side (nng's threads) ---------------------------------------- */
@@ -73,6 +78,74 @@ static void mt_serve(nng_aio *aio)
   }
   nng_aio_set_output(aio, 0, res);
   nng_aio_finish(aio, 0);
+}
+
+/* A short text/plain answer with status code. */
+static void mt_answer(nng_aio *aio, uint16_t code, const char *text)
+{
+  nng_http_res *res = NULL;
+  int rv = nng_http_res_alloc(&res);
+  if (rv == 0)
+    rv = nng_http_res_set_status(res, code);
+  if (rv == 0)
+    rv = nng_http_res_copy_data(res, text, strlen(text));
+  if (rv == 0)
+    rv = nng_http_res_set_header(res, "Content-Type",
+                                 "text/plain; charset=utf-8");
+  if (rv == 0)
+    rv = nng_http_res_set_header(res, "Connection", "close");
+  if (rv != 0) {
+    if (res != NULL)
+      nng_http_res_free(res);
+    nng_aio_finish(aio, rv);
+    return;
+  }
+  nng_aio_set_output(aio, 0, res);
+  nng_aio_finish(aio, 0);
+}
+
+/* /livez: 200 while the loop turns (it renders a page each second). */
+static void mt_livez(nng_aio *aio)
+{
+  nng_http_handler *h = nng_aio_get_input(aio, 1);
+  wd_metrics *m = nng_http_handler_get_data(h);
+  pthread_mutex_lock(&m->mu);
+  uint64_t beat = m->beat;
+  pthread_mutex_unlock(&m->mu);
+  uint64_t now = uv_hrtime();
+  if (now - beat < MT_STALL_NS) {
+    mt_answer(aio, 200, "ok\n");
+    return;
+  }
+  char text[96];
+  snprintf(text, sizeof text, "not live: the loop has not turned for %.1f s\n",
+           (double)(now - beat) * 1e-9);
+  mt_answer(aio, 503, text);
+}
+
+/* /readyz: 200 once ready, else 503 and the one-line reason. */
+static void mt_readyz(nng_aio *aio)
+{
+  nng_http_handler *h = nng_aio_get_input(aio, 1);
+  wd_metrics *m = nng_http_handler_get_data(h);
+  char text[200];
+  pthread_mutex_lock(&m->mu);
+  int ready = m->ready;
+  snprintf(text, sizeof text, ready ? "%s\n" : "not ready: %s\n", m->why);
+  pthread_mutex_unlock(&m->mu);
+  mt_answer(aio, ready ? 200 : 503, text);
+}
+
+/* The loop: readiness now, for /readyz (at each state move and tick). */
+static void mt_probe_update(void *arg)
+{
+  wd_metrics *m = arg;
+  char why[sizeof m->why];
+  int ready = wd_server_readiness(m->srv, why, sizeof why);
+  pthread_mutex_lock(&m->mu);
+  m->ready = ready;
+  memcpy(m->why, why, sizeof why);
+  pthread_mutex_unlock(&m->mu);
 }
 
 /* ---- the page (loop) ------------------------------------------------------- */
@@ -251,6 +324,10 @@ static void mt_page(wd_metrics *m, FILE *f)
 
   mt_help(f, "wavedd_info", "gauge", "wavedd's version (always 1)");
   fprintf(f, "wavedd_info{version=\"%s\"} 1\n", WAVE_VERSION);
+  mt_help(f, "wavedd_ready", "gauge",
+          "1 when ready (the rule of /readyz, READY=1 and status --probe)");
+  char why[160];
+  fprintf(f, "wavedd_ready %d\n", wd_server_readiness(m->srv, why, sizeof why));
   mt_help(f, "wavedd_uptime_seconds", "gauge", "seconds since start-up");
   fprintf(f, "wavedd_uptime_seconds %.3f\n",
           (double)(uv_hrtime() - m->t0) * 1e-9);
@@ -266,14 +343,21 @@ void wd_metrics_render(wd_metrics *m)
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  if (f == NULL)
-    return;
-  mt_page(m, f);
-  if (fclose(f) != 0) {
+  if (f != NULL)
+    mt_page(m, f);
+  if (f == NULL || fclose(f) != 0) {
     free(buf);
+    buf = NULL;
+  }
+  /* after the page's snapshot, before the page is out: a fault the page
+   * shows, /readyz has seen */
+  mt_probe_update(m);
+  pthread_mutex_lock(&m->mu);
+  m->beat = uv_hrtime();
+  if (buf == NULL) {
+    pthread_mutex_unlock(&m->mu);
     return;
   }
-  pthread_mutex_lock(&m->mu);
   char *old = m->page;
   m->page = buf;
   m->len = len;
@@ -313,6 +397,20 @@ static void mt_bound(wd_metrics *m)
     snprintf(m->bound, sizeof m->bound, "%s/metrics", m->url->u_rawurl);
 }
 
+/* One GET handler on the server; 0 or nng's error. */
+static int mt_handler(wd_metrics *m, const char *path, void (*fn)(nng_aio *))
+{
+  nng_http_handler *h = NULL;
+  int rv = nng_http_handler_alloc(&h, path, fn);
+  if (rv != 0)
+    return rv;
+  nng_http_handler_set_method(h, "GET");
+  nng_http_handler_set_data(h, m, NULL);
+  if ((rv = nng_http_server_add_handler(m->http, h)) != 0)
+    nng_http_handler_free(h);
+  return rv;
+}
+
 static void mt_free(wd_metrics *m)
 {
   if (m->http != NULL)
@@ -343,19 +441,21 @@ int wd_metrics_start(uv_loop_t *loop, wd_server *srv, const char *url,
   int rv;
   if ((rv = nng_url_parse(&m->url, base)) != 0 ||
       (rv = nng_http_server_hold(&m->http, m->url)) != 0 ||
-      (rv = nng_http_handler_alloc(&m->h, "/metrics", mt_serve)) != 0) {
+      (rv = mt_handler(m, "/metrics", mt_serve)) != 0 ||
+      (rv = mt_handler(m, "/livez", mt_livez)) != 0 ||
+      (rv = mt_handler(m, "/readyz", mt_readyz)) != 0) {
     mt_free(m);
     return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
   }
-  nng_http_handler_set_method(m->h, "GET");
-  nng_http_handler_set_data(m->h, m, NULL);
-  if ((rv = nng_http_server_add_handler(m->http, m->h)) != 0) {
-    nng_http_handler_free(m->h);
+  wd_metrics_render(m);  /* the first scrape has a page, the probes a state */
+  if (wd_server_watch(srv, mt_probe_update, m) != 0) {
     mt_free(m);
-    return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
+    return wv_seterr(err, WAVE_EIO, "metrics %s: too many pages at once",
+                     url);
   }
-  wd_metrics_render(m);  /* the first scrape has a page */
+  m->watching = 1;
   if ((rv = nng_http_server_start(m->http)) != 0) {
+    wd_server_unwatch(srv, m);
     mt_free(m);
     return wv_seterr(err, WAVE_EIO, "metrics %s: %s", url, nng_strerror(rv));
   }
@@ -379,6 +479,9 @@ void wd_metrics_close(wd_metrics *m)
 {
   if (m == NULL)
     return;
+  if (m->watching)
+    wd_server_unwatch(m->srv, m);
+  m->watching = 0;
   if (m->started) {
     wd_guard_port(wd_server_guard(m->srv), WD_GUARD_METRICS, m->port, 0);
     nng_http_server_stop(m->http);

@@ -1,5 +1,13 @@
 /* metrics.h - the Prometheus endpoint: GET <metrics>/metrics, text format
- * 0.0.4, served by nng's own HTTP server (nng_http_server_*).
+ * 0.0.4, served by nng's own HTTP server (nng_http_server_*), and the
+ * probes beside it on the same listener:
+ *   /livez   200 "ok" while the loop turns (it renders the page each
+ *            second); 503 once it has not for 10 s;
+ *   /readyz  200 "ready" once ready (wd_server_readiness: the rule of
+ *            READY=1 and `status --probe`), else 503 "not ready: <why>"
+ *            (starting, stopping, every device faulted).  The server tells
+ *            the probe of each state move as it happens (wd_server_watch),
+ *            before READY=1 goes out; faults are seen at the next tick.
  *
  * The loop renders the whole page once a second (stats.h's counters plus
  * the devices' queues, faults and pack self-checks, which only the loop may

@@ -73,6 +73,14 @@ static void sv_post(void *arg, wd_work *w)
   uv_async_send(&s->wake);
 }
 
+/* The watchers (wd_server_watch) hear of a state move. */
+static void sv_moved(wd_server *s)
+{
+  for (size_t i = 0; i < WD_SV_WATCHERS; i++)
+    if (s->watch[i].fn != NULL)
+      s->watch[i].fn(s->watch[i].arg);
+}
+
 /* LISTENING -> READY once the start-up preparations are all back. */
 static void sv_check_ready(wd_server *s)
 {
@@ -80,6 +88,7 @@ static void sv_check_ready(wd_server *s)
     return;
   s->state = WD_SV_READY;
   s->was_ready = 1;
+  sv_moved(s);  /* /readyz turns 200 before READY=1 goes out */
   if (s->cfg->packs_prepare == WD_PREPARE_FIRST_USE)
     wd_info("ready: packs are prepared on first use (packs.prepare)");
   else
@@ -232,6 +241,7 @@ void wd_server_stop(wd_server *s)
     return;
   }
   s->state = WD_SV_STOPPING;
+  sv_moved(s);
   wd_notify("STOPPING=1");
   wd_info("stopping: no new work; finishing %u reductions, cancelling %zu "
           "hash jobs", s->reduce_inflight, wd_jobs_active(s->jobs));
@@ -274,6 +284,7 @@ void wd_server_close(wd_server *s)
   if (s->state == WD_SV_CLOSED)
     return;
   s->state = WD_SV_CLOSED;
+  sv_moved(s);
   wd_front_close(s->fe);
   /* then the devices: whatever they still hold comes back through post */
   for (size_t i = 0; i < s->n_devs; i++)
@@ -432,6 +443,50 @@ int wd_server_ready(const wd_server *s)
 
 wd_sv_state wd_server_state(const wd_server *s) { return s->state; }
 
+int wd_server_readiness(const wd_server *s, char *why, size_t n)
+{
+  if (s->state == WD_SV_STARTING) {
+    snprintf(why, n, "starting: the sockets are not up yet");
+    return 0;
+  }
+  if (s->state == WD_SV_LISTENING) {
+    snprintf(why, n, "starting: %zu pack preparation(s) not back yet",
+             s->preps_left);
+    return 0;
+  }
+  if (s->state != WD_SV_READY) {
+    snprintf(why, n, "stopping");
+    return 0;
+  }
+  size_t faulted = 0;
+  for (size_t i = 0; i < s->n_devs; i++)
+    faulted += wd_device_faulted(s->devs[i]) != 0;
+  if (s->n_devs > 0 && faulted == s->n_devs) {
+    snprintf(why, n, "every device is faulted (%zu)", faulted);
+    return 0;
+  }
+  snprintf(why, n, "ready");
+  return 1;
+}
+
+int wd_server_watch(wd_server *s, void (*fn)(void *arg), void *arg)
+{
+  for (size_t i = 0; i < WD_SV_WATCHERS; i++)
+    if (s->watch[i].fn == NULL) {
+      s->watch[i].fn = fn;
+      s->watch[i].arg = arg;
+      return 0;
+    }
+  return -1;
+}
+
+void wd_server_unwatch(wd_server *s, void *arg)
+{
+  for (size_t i = 0; i < WD_SV_WATCHERS; i++)
+    if (s->watch[i].arg == arg)
+      s->watch[i].fn = NULL, s->watch[i].arg = NULL;
+}
+
 void wd_server_free(wd_server *s)
 {
   if (s == NULL)
@@ -467,6 +522,7 @@ wd_device *const *wd_server_devices(const wd_server *s, size_t *n)
 const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
 
 const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
+
 
 struct wd_guard *wd_server_guard(const wd_server *s)
 {

@@ -47,6 +47,18 @@ void wd_server_free(wd_server *s);
  * StatusReply.ready; READY=1 was sent to the supervisor. */
 int wd_server_ready(const wd_server *s);
 wd_sv_state wd_server_state(const wd_server *s);
+/* Readiness as /readyz says it (metrics.c): 1 when ready (the rule of
+ * READY=1 and StatusReply.ready, while serving); else 0 and why in one
+ * line: starting (what it waits for), stopping, or every device faulted.
+ * Loop thread. */
+int wd_server_readiness(const wd_server *s, char *why, size_t n);
+/* fn(arg) on the loop at each move of the state (READY, STOPPING,
+ * CLOSED), before the move is logged or notified.  Up to WD_SV_WATCHERS
+ * at once (metrics.c's probes: two while a reload moves the page); -1
+ * when full.  wd_server_unwatch(s, arg) ends arg's. */
+#define WD_SV_WATCHERS 4
+int wd_server_watch(wd_server *s, void (*fn)(void *arg), void *arg);
+void wd_server_unwatch(wd_server *s, void *arg);
 
 /* For metrics.c and reload.c, on the loop thread. */
 wd_device *const *wd_server_devices(const wd_server *s, size_t *n);

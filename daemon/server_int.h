@@ -57,6 +57,10 @@ struct wd_server {
   wd_prep *preps;          /* n_devs * packs->n */
   size_t preps_left;       /* not yet come back */
   wd_sv_state state;       /* the lifecycle (server.h); loop thread */
+  struct sv_watch {         /* wd_server_watch: each state move */
+    void (*fn)(void *arg);
+    void *arg;
+  } watch[WD_SV_WATCHERS];
   int was_ready;           /* WD_SV_READY was reached: StatusReply.ready
                             * stays true while stopping, as it always did */
 

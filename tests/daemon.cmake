@@ -150,6 +150,14 @@ add_dependencies(test_packwait wavedd wavedd-test)
 target_compile_definitions(test_packwait PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# /livez and /readyz on the metrics listener through start, stop and
+# faults (test_probes.c, fake backend)
+wave_test(test_probes SOURCES test_probes.c daemon_harness.c
+  LIBS wvcore wvproto nng::nng)
+add_dependencies(test_probes wavedd wavedd-test)
+target_compile_definitions(test_probes PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # reductions take turns by client: two clients' sums queued behind a held
 # device complete alternately (test_fairred.c, fake backend)
 # the same turns in process: a CPU device, items that write down their

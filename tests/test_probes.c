@@ -1,0 +1,246 @@
+/* test_probes.c - the HTTP probes on the metrics listener (daemon/
+ * metrics.c): /livez and /readyz through a wavedd-test's life.
+ *
+ * - Starting: the fake backend holds the pack's preparation (hold_prepare,
+ *   workers/fake/fake.c), so the daemon listens but is not ready: /readyz
+ *   answers 503 with the reason, /livez 200, the page says wavedd_ready 0.
+ *   Let go, the daemon logs "ready:" right after READY=1's state move, and
+ *   /readyz must answer 200 at the first try after that line: the probe
+ *   is told of the move before READY=1 goes out, no tick involved.
+ * - Stopping: a reduction held on the device keeps a SIGTERM'd daemon in
+ *   STOPPING; /readyz answers 503 "stopping", /livez still 200.
+ * - Faults: two fake devices that fault after one step each.  One
+ *   faulted: still ready.  Both: 503 "every device is faulted".  The
+ *   page (rendered after the probe's state at each tick) is awaited first,
+ *   so no sleep decides anything.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+
+#include "daemon_harness.h"
+#include "wave/error.h"
+
+static void tp_nap(void)
+{
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* GET base+path: the status; the body into a static buffer (*body). */
+static unsigned tp_get(const char *base, const char *path, const char **body)
+{
+  static char text[1 << 17];
+  char url[200];
+  snprintf(url, sizeof url, "%s%s", base, path);
+  nng_url *u = NULL;
+  nng_http_client *cl = NULL;
+  nng_http_req *req = NULL;
+  nng_http_res *res = NULL;
+  nng_aio *aio = NULL;
+  ck_assert_int_eq(nng_url_parse(&u, url), 0);
+  ck_assert_int_eq(nng_http_client_alloc(&cl, u), 0);
+  ck_assert_int_eq(nng_http_req_alloc(&req, u), 0);
+  ck_assert_int_eq(nng_http_res_alloc(&res), 0);
+  ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
+  nng_aio_set_timeout(aio, 10000);
+  nng_http_client_transact(cl, req, res, aio);
+  nng_aio_wait(aio);
+  ck_assert_int_eq(nng_aio_result(aio), 0);
+  unsigned status = nng_http_res_get_status(res);
+  void *data;
+  size_t len;
+  nng_http_res_get_data(res, &data, &len);
+  ck_assert_uint_lt(len, sizeof text);
+  memcpy(text, data, len);
+  text[len] = '\0';
+  *body = text;
+  nng_aio_free(aio);
+  nng_http_res_free(res);
+  nng_http_req_free(req);
+  nng_http_client_free(cl);
+  nng_url_free(u);
+  return status;
+}
+
+static void tp_expect(const char *base, const char *path, unsigned status,
+                      const char *body)
+{
+  const char *got;
+  unsigned st = tp_get(base, path, &got);
+  ck_assert_msg(st == status && strcmp(got, body) == 0,
+                "%s: %u '%s', not %u '%s'", path, st, got, status, body);
+}
+
+/* Until the page holds line (rendered once a second). */
+static void tp_wait_page(const char *base, const char *line)
+{
+  const char *page = "";
+  for (int i = 0; i < 1500; i++) {
+    tp_get(base, "/metrics", &page);
+    if (strstr(page, line) != NULL)
+      return;
+    tp_nap();
+  }
+  ck_abort_msg("no '%s' on the page:\n%s", line, page);
+}
+
+static void tp_wait_log(td_daemon *d, const char *needle)
+{
+  for (int i = 0; i < 1500; i++) {
+    if (strstr(td_stderr(d), needle) != NULL)
+      return;
+    tp_nap();
+  }
+  ck_abort_msg("no '%s' in the log:\n%s", needle, td_stderr(d));
+}
+
+/* A config: metrics on a free port (its base URL into base), the closed
+ * pack prepared at start-up, and the device lines. */
+static void tp_config(td_daemon *d, char *base, size_t n, const char *devs)
+{
+  char text[2048];
+  int port = td_free_port();
+  snprintf(base, n, "http://127.0.0.1:%d", port);
+  snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
+           "metrics: %s\n"
+           "packs: {dir: %s/config/packs, load: [closed], prepare: startup}\n"
+           "devices:\n%s", d->ipc, base, getenv("WAVE_SOURCE_DIR"), devs);
+  td_write(d->cfg, text);
+  d->fake = 1;
+}
+
+static void tp_touch(const char *dir, const char *name, int on)
+{
+  char path[300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (on)
+    td_write(path, "held by test_probes\n");
+  else
+    ck_assert_int_eq(unlink(path), 0);
+}
+
+typedef struct tp_call {
+  const char *ipc;
+  Wave__V1__Response *r;
+} tp_call;
+
+static void *tp_reduce(void *arg)
+{
+  tp_call *c = arg;
+  nng_socket s = td_dial(c->ipc);
+  td_chunk in = {(uint32_t[4]){1, 2, 3, 4}, 16};
+  c->r = td_reduce(s, 5, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, &in, 1,
+                   NULL, 0, NULL);
+  nng_close(s);
+  return NULL;
+}
+
+START_TEST(probes_follow_start_and_stop)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char hold[200], base[64], devs[400];
+  snprintf(hold, sizeof hold, "%s/hold", d.dir);
+  ck_assert_int_eq(mkdir(hold, 0700), 0);
+  snprintf(devs, sizeof devs, "  - {name: fk0, backend: fake, threads: 1, "
+           "device: \"hold_prepare=%s\"}\n", hold);
+  tp_config(&d, base, sizeof base, devs);
+  tp_touch(hold, "closed", 1);
+  ck_assert_int_eq(td_start_listening(&d), 0);
+
+  tp_expect(base, "/livez", 200, "ok\n");
+  tp_expect(base, "/readyz", 503,
+            "not ready: starting: 1 pack preparation(s) not back yet\n");
+  tp_wait_page(base, "\nwavedd_ready 0\n");
+  ck_assert_ptr_null(strstr(td_stderr(&d), "ready: every device"));
+
+  tp_touch(hold, "closed", 0);
+  tp_wait_log(&d, "ready: every device has prepared its packs");
+  tp_expect(base, "/readyz", 200, "ready\n");
+  tp_wait_page(base, "\nwavedd_ready 1\n");
+
+  /* a reduction held on fk0 keeps the stop in STOPPING */
+  tp_touch(hold, ".reduce", 1);
+  tp_call c = {d.ipc, NULL};
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, tp_reduce, &c), 0);
+  tp_wait_log(&d, "fake fk0: reduction held");
+  kill(d.pid, SIGTERM);
+  tp_wait_log(&d, "stopping: no new work");
+  tp_expect(base, "/readyz", 503, "not ready: stopping\n");
+  tp_expect(base, "/livez", 200, "ok\n");
+  tp_touch(hold, ".reduce", 0);
+  pthread_join(t, NULL);
+  ck_assert_int_eq(c.r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+  wave__v1__response__free_unpacked(c.r, NULL);
+  td_stop_ok(&d);
+}
+END_TEST
+
+/* Reduce on dev; expect ok or the device's fault. */
+static void tp_step(nng_socket s, const char *dev, int fault)
+{
+  td_chunk in = {(uint32_t[2]){1, 2}, 8};
+  Wave__V1__Response *r = td_reduce(s, 7, WAVE__V1__DTYPE__U32,
+                                    WAVE__V1__OP__SUM, &in, 1, NULL, 0, dev);
+  if (fault) {
+    td_expect_error(r, WAVE_EDEVFAULT, 7);
+    return;
+  }
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+  wave__v1__response__free_unpacked(r, NULL);
+}
+
+START_TEST(readyz_fails_only_when_every_device_faulted)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char base[64];
+  tp_config(&d, base, sizeof base,
+            "  - {name: fk0, backend: fake, threads: 1, "
+            "device: \"fault_after=1\"}\n"
+            "  - {name: fk1, backend: fake, threads: 1, "
+            "device: \"fault_after=1\"}\n");
+  ck_assert_int_eq(td_start(&d), 0);
+  tp_expect(base, "/readyz", 200, "ready\n");
+  nng_socket s = td_dial(d.ipc);
+  tp_step(s, "fk0", 0);
+  tp_step(s, "fk0", 1);
+  tp_wait_page(base, "wavedd_device_faulted{device=\"fk0\"} 1\n");
+  tp_expect(base, "/readyz", 200, "ready\n");
+  tp_step(s, "fk1", 0);
+  tp_step(s, "fk1", 1);
+  tp_wait_page(base, "wavedd_device_faulted{device=\"fk1\"} 1\n");
+  tp_expect(base, "/readyz", 503,
+            "not ready: every device is faulted (2)\n");
+  tp_wait_page(base, "\nwavedd_ready 0\n");
+  tp_expect(base, "/livez", 200, "ok\n");
+  nng_close(s);
+  td_stop_ok(&d);
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("probes");
+  TCase *tc = tcase_create("probes");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, probes_follow_start_and_stop);
+  tcase_add_test(tc, readyz_fails_only_when_every_device_faulted);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
