@@ -11,6 +11,15 @@ add_test(NAME prometheus_test
 set_tests_properties(prometheus_test PROPERTIES SKIP_RETURN_CODE 77
   ENVIRONMENT "WAVE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 
+# contrib/'s alert rules (promtool test rules) and dashboard, loaded into a
+# real Prometheus that scrapes a real wavedd-test (tests/alerts_test.sh,
+# about 20 s); the normal build only: the sanitizer build adds nothing.
+if(NOT WAVE_SANITIZE)
+  add_test(NAME alerts_test
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/alerts_test.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(alerts_test PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+
 # The container tests build images (podman, a Debian 12 base made with
 # debootstrap), so they run in the normal build only: the sanitizer build
 # adds nothing to what they check.
