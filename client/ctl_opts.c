@@ -77,7 +77,8 @@ const wv_opt wv_opts[] = {
    "(default 120)"},
   {"probe", NULL, WV_O_PROBE, B(STATUS), NULL,
    "print nothing; exit 0 when the daemon is ready, 1 when it answers but "
-   "is not ready, 3 when it does not answer (a readiness probe); with "
+   "is not ready, 3 when it does not answer (a readiness probe), 4 when it "
+   "answers AUTH (tcp without the right token: one line on stderr); with "
    "--fleet, 0 only when all are ready"},
   {"key", "KEY", WV_O_KEY, B(JOBS) | B(WAIT) | B(CANCEL), NULL,
    "the job key that submit hash --detach printed (32 hex digits): reaches "

@@ -289,9 +289,11 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
   fputs(", \"url\": ", f);
   wv_json_str(f, url);
   fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
-          ", \"jobs_failed\": %" PRIu64 ", \"instance\": %" PRIu64
+          ", \"jobs_failed\": %" PRIu64 ", \"jobs_cancelled\": %" PRIu64
+          ", \"instance\": %" PRIu64
           ", \"ready\": %s, \"max_files\": %" PRIu64 ", \"listen\": [",
-          s->uptime_ms, s->jobs_served, s->jobs_failed, s->instance,
+          s->uptime_ms, s->jobs_served, s->jobs_failed, s->jobs_cancelled,
+          s->instance,
           s->ready ? "true" : "false", s->max_files);
   for (size_t i = 0; i < s->n_listen; i++) {
     fputs(i ? ", " : "", f);
@@ -308,8 +310,10 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     wv_json_str(f, d->description);
     fprintf(f, ", \"queue_depth\": %u, \"queue_capacity\": %u, "
             "\"jobs_done\": %" PRIu64 ", \"jobs_failed\": %" PRIu64
+            ", \"jobs_cancelled\": %" PRIu64 ", \"busy_ms\": %" PRIu64
             ", \"running\": %s, \"faulted\": %s, \"fault\": ",
             d->queue_depth, d->queue_capacity, d->jobs_done, d->jobs_failed,
+            d->jobs_cancelled, d->busy_ms,
             d->running ? "true" : "false", d->faulted ? "true" : "false");
     wv_json_str(f, d->fault);
     fprintf(f, ", \"wave_width\": %u, \"exchange\": ", d->wave_width);
@@ -331,8 +335,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     return;
   }
   fprintf(f, "wavedd %s at %s: up %.1f s, %" PRIu64 " jobs served, %" PRIu64
-          " failed, %s, instance %" PRIu64 "\n", s->version, url,
-          (double)s->uptime_ms / 1000.0, s->jobs_served, s->jobs_failed,
+          " failed, %" PRIu64 " cancelled, %s, instance %" PRIu64 "\n",
+          s->version, url, (double)s->uptime_ms / 1000.0, s->jobs_served,
+          s->jobs_failed, s->jobs_cancelled,
           s->ready ? "ready" : "preparing packs", s->instance);
   for (size_t i = 0; i < s->n_listen; i++)
     fprintf(f, "%s%s", i ? ", " : "listening on ", s->listen[i]);
@@ -348,8 +353,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     else
       fprintf(f, "  state      %s\n", d->running ? "running" : "idle");
     fprintf(f, "  queue      %u of %u\n", d->queue_depth, d->queue_capacity);
-    fprintf(f, "  jobs       %" PRIu64 " done, %" PRIu64 " failed\n",
-            d->jobs_done, d->jobs_failed);
+    fprintf(f, "  jobs       %" PRIu64 " done, %" PRIu64 " failed, %" PRIu64
+            " cancelled; busy %.1f s\n", d->jobs_done, d->jobs_failed,
+            d->jobs_cancelled, (double)d->busy_ms / 1000.0);
     fprintf(f, "  wave width %u\n", d->wave_width);
     if (d->exchange[0] != '\0')
       fprintf(f, "  exchange   %s%s%s%s\n", d->exchange,

@@ -54,6 +54,8 @@ static void cl_device(wv_blk *b, wave_device_status *d,
   d->queue_capacity = s->queue_capacity;
   d->jobs_done = s->jobs_done;
   d->jobs_failed = s->jobs_failed;
+  d->jobs_cancelled = s->jobs_cancelled;
+  d->busy_ms = s->busy_ms;
   d->faulted = s->faulted != 0;
   d->running = s->running != 0;
   d->fault = wv_blk_str(b, s->fault);
@@ -112,6 +114,7 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->uptime_ms = st->uptime_ms;
     s->jobs_served = st->jobs_served;
     s->jobs_failed = st->jobs_failed;
+    s->jobs_cancelled = st->jobs_cancelled;
     s->instance = st->instance;
     s->ready = st->ready;
     s->max_files = st->max_files;

@@ -9,7 +9,10 @@
  * cancelled by Ctrl-C.  Errors print one line on
  * stderr, `wavectl: NAME: message`, NAME being the error's symbol.
  *
- * status --probe exits 0 ready, 1 not ready, 3 unreachable.  --fleet runs
+ * status --probe exits 0 ready, 1 not ready, 3 unreachable (quietly: a
+ * daemon not up yet is a probe's normal answer), 4 when the daemon answers
+ * AUTH (a tcp listener and no or a wrong token; one line on stderr, so a
+ * misconfigured probe is not taken for a dead daemon).  --fleet runs
  * a job over several daemons (ctl_fleet.c).
  *
  * Ctrl-C during a hash job: the handler only sets a flag; the poll loop
@@ -32,7 +35,7 @@
 #include "core/base.h"
 #include "wave/client.h"
 
-enum { EXIT_JOB = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3,
+enum { EXIT_JOB = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3, EXIT_AUTH = 4,
        EXIT_INTERRUPTED = 130 };
 
 static volatile sig_atomic_t ctl_interrupted;
@@ -81,9 +84,12 @@ static int ctl_connect(const wv_args *a, wave_client **c)
   wave_error err = {0};
   wave_client_options o;
   wv_args_client_options(a, 1, &o);
-  if (wave_client_open_with(c, a->url, &o, &err) != 0)
+  if (wave_client_open_with(c, a->url, &o, &err) != 0) {
+    if (a->probe && err.code != WAVE_EARG)
+      return EXIT_UNREACHABLE;  /* not up (yet): the probe's quiet answer */
     return ctl_fail(&err, err.code == WAVE_EARG ? EXIT_USAGE
                                                 : EXIT_UNREACHABLE);
+  }
   if (a->timeout_ms > 0)
     wave_client_set_timeout(*c, a->timeout_ms);
   return 0;
@@ -558,9 +564,16 @@ static int ctl_status(wave_client *c, const wv_args *a)
 {
   wave_error err = {0};
   wave_status *s;
-  if (wave_status_get(c, &s, &err) != 0)
-    return a->probe ? EXIT_UNREACHABLE : ctl_call_fail(&err);
-  if (a->probe) {  /* readiness: 0 ready, 1 not yet, 3 unreachable */
+  if (wave_status_get(c, &s, &err) != 0) {
+    if (!a->probe)
+      return ctl_call_fail(&err);
+    if (err.code == WAVE_EAUTH)  /* it answers: the probe lacks the token */
+      return ctl_fail(&err, EXIT_AUTH);
+    if (err.code == WAVE_ETIMEDOUT || err.code == WAVE_EIO)
+      ctl_abandoned = 1;
+    return EXIT_UNREACHABLE;
+  }
+  if (a->probe) {  /* readiness: 0 ready, 1 not yet, 3 unreachable, 4 AUTH */
     int ready = wv_status_ready(s);
     wave_status_free(s);
     return ready ? 0 : EXIT_JOB;

@@ -27,6 +27,7 @@
 #include "daemon/net/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/procinfo.h"
 #include "daemon/stats.h"
 #include "core/base.h"
 
@@ -178,6 +179,36 @@ static void mt_dev(FILE *f, const char *metric, const char *dev)
   mt_label(f, dev);
 }
 
+/* The job-duration histogram: by device, kind and phase. */
+static void mt_hist(FILE *f, const wd_stats_dev *sd, size_t ns)
+{
+  static const double bounds[WD_STATS_NB] = WD_STATS_BOUNDS;
+  const char *name = "wavedd_job_duration_seconds";
+  mt_help(f, name, "histogram",
+          "job durations by device, kind and phase: queue (submitted to "
+          "its first step), compute (its steps on the device), total "
+          "(submitted to ended)");
+  for (size_t i = 0; i < ns; i++)
+    for (int k = 0; k < WD_KIND_N; k++)
+      for (int p = 0; p < WD_PH_N; p++) {
+        char lab[96];
+        snprintf(lab, sizeof lab, ",kind=\"%s\",phase=\"%s\"",
+                 wd_stats_kind_name(k), wd_stats_phase_name(p));
+        const uint64_t *h = sd[i].hist[k][p];
+        for (size_t b = 0; b <= WD_STATS_NB; b++) {
+          mt_dev(f, "wavedd_job_duration_seconds_bucket", sd[i].name);
+          if (b < WD_STATS_NB)
+            fprintf(f, "%s,le=\"%g\"} %" PRIu64 "\n", lab, bounds[b], h[b]);
+          else
+            fprintf(f, "%s,le=\"+Inf\"} %" PRIu64 "\n", lab, h[b]);
+        }
+        mt_dev(f, "wavedd_job_duration_seconds_sum", sd[i].name);
+        fprintf(f, "%s} %.9g\n", lab, sd[i].hist_sum[k][p]);
+        mt_dev(f, "wavedd_job_duration_seconds_count", sd[i].name);
+        fprintf(f, "%s} %" PRIu64 "\n", lab, h[WD_STATS_NB]);
+      }
+}
+
 /* Per device: finished jobs, errors, rows, bytes, hashes, hash rates (the
  * counters of stats.c). */
 static void mt_jobs(FILE *f, const wd_stats_dev *sd, size_t ns)
@@ -226,6 +257,7 @@ static void mt_jobs(FILE *f, const wd_stats_dev *sd, size_t ns)
       mt_dev(f, "wavedd_hash_rate", sd[i].name);
       fprintf(f, ",window=\"%s\"} %.17g\n", windows[w], sd[i].rate[w]);
     }
+  mt_hist(f, sd, ns);
 }
 
 /* Per device now: queues, faults, pack self-checks. */
@@ -258,6 +290,12 @@ static void mt_devices(wd_metrics *m, FILE *f)
     mt_dev(f, "wavedd_device_faulted", wd_device_name(devs[i]));
     fprintf(f, "} %d\n", snap[i].faulted ? 1 : 0);
   }
+  mt_help(f, "wavedd_device_busy_seconds_total", "counter",
+          "seconds the device ran jobs (their steps), all told");
+  for (size_t i = 0; snap != NULL && i < nd; i++) {
+    mt_dev(f, "wavedd_device_busy_seconds_total", wd_device_name(devs[i]));
+    fprintf(f, "} %.6f\n", snap[i].busy_s);
+  }
   free(snap);
   mt_help(f, "wavedd_pack_state", "gauge",
           "known-answer self-check of each pack on each device: 1 for the "
@@ -278,6 +316,33 @@ static void mt_devices(wd_metrics *m, FILE *f)
     }
 }
 
+/* The standard process_* families (procinfo.h). */
+static void mt_process(FILE *f)
+{
+  wd_procinfo p;
+  if (wd_procinfo_read(&p) != 0)
+    return;
+  mt_help(f, "process_cpu_seconds_total", "counter",
+          "user and system CPU time spent, seconds");
+  fprintf(f, "process_cpu_seconds_total %.2f\n", p.cpu_seconds);
+  mt_help(f, "process_resident_memory_bytes", "gauge",
+          "resident memory size, bytes");
+  fprintf(f, "process_resident_memory_bytes %" PRIu64 "\n", p.resident_bytes);
+  mt_help(f, "process_virtual_memory_bytes", "gauge",
+          "virtual memory size, bytes");
+  fprintf(f, "process_virtual_memory_bytes %" PRIu64 "\n", p.virtual_bytes);
+  mt_help(f, "process_start_time_seconds", "gauge",
+          "start time of the process since the epoch, seconds");
+  fprintf(f, "process_start_time_seconds %.2f\n", p.start_time);
+  if (p.open_fds >= 0) {
+    mt_help(f, "process_open_fds", "gauge", "open file descriptors");
+    fprintf(f, "process_open_fds %" PRId64 "\n", p.open_fds);
+  }
+  mt_help(f, "process_max_fds", "gauge",
+          "the limit of open file descriptors (soft RLIMIT_NOFILE)");
+  fprintf(f, "process_max_fds %" PRIu64 "\n", p.max_fds);
+}
+
 /* The daemon's own: error replies, reloads, descriptors, the guard. */
 static void mt_daemon(wd_metrics *m, FILE *f)
 {
@@ -289,6 +354,17 @@ static void mt_daemon(wd_metrics *m, FILE *f)
     if (req[c] > 0)
       fprintf(f, "wavedd_error_replies_total{code=\"%s\"} %" PRIu64 "\n",
               wave_errname((int)c), req[c]);
+  wd_stats_refusals(req);
+  mt_help(f, "wavedd_requests_refused_total", "counter",
+          "requests refused before any device ran them, by code");
+  for (size_t c = 1; c < WD_STATS_NCODES; c++)
+    if (req[c] > 0)
+      fprintf(f, "wavedd_requests_refused_total{code=\"%s\"} %" PRIu64 "\n",
+              wave_errname((int)c), req[c]);
+  mt_process(f);
+  mt_help(f, "wavedd_connections", "gauge",
+          "client connections open now, all listeners together");
+  fprintf(f, "wavedd_connections %zu\n", wd_server_connections(m->srv));
   uint64_t rok, rfail;
   wd_stats_reloads(&rok, &rfail);
   mt_help(f, "wavedd_reloads_total", "counter",

@@ -523,6 +523,11 @@ const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
 
 const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
 
+size_t wd_server_connections(const wd_server *s)
+{
+  return s->fe != NULL && s->fe->peers != NULL ? wd_peers_count(s->fe->peers)
+                                               : 0;
+}
 
 struct wd_guard *wd_server_guard(const wd_server *s)
 {

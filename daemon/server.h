@@ -65,6 +65,8 @@ wd_device *const *wd_server_devices(const wd_server *s, size_t *n);
 const wd_packs *wd_server_packs(const wd_server *s);
 wd_packstate *wd_server_packstate(const wd_server *s);
 const wd_config *wd_server_config(const wd_server *s);
+/* Connections open now, all listeners together. */
+size_t wd_server_connections(const wd_server *s);
 /* The connection guard (connguard.c); NULL before the sockets listen. */
 struct wd_guard *wd_server_guard(const wd_server *s);
 /* Serve with cfg from now on: its limits (and later requests see its

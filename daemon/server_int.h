@@ -74,7 +74,7 @@ struct wd_server {
 
   unsigned reduce_inflight;
   uint64_t t0;
-  uint64_t served, failed;
+  uint64_t served, failed, cancelled;
 };
 
 #endif

@@ -26,17 +26,22 @@ typedef struct ct_dev {
   _Atomic uint64_t errors[WD_ST_NCODES];
   _Atomic uint64_t rows, bytes, hashes;
   uint64_t ring[WD_ST_RING]; /* loop only */
+  uint64_t hist[WD_KIND_N][WD_PH_N][WD_STATS_NB + 1]; /* loop only; not
+                                   cumulative here (wd_stats_get sums) */
+  double hist_sum[WD_KIND_N][WD_PH_N];
 } ct_dev;
 
 static struct {
   ct_dev *devs;
   size_t n;
   _Atomic uint64_t req_errors[WD_ST_NCODES];
+  _Atomic uint64_t refused[WD_ST_NCODES];
   _Atomic uint64_t reload_ok, reload_failed;
   size_t samples, head;      /* loop only: ring fill and newest slot */
 } st;
 
 static const unsigned ct_windows[WD_STATS_NWIN] = WD_STATS_WINDOWS;
+static const double ct_bounds[WD_STATS_NB] = WD_STATS_BOUNDS;
 
 int wd_stats_init(const char *const *devices, size_t n)
 {
@@ -90,17 +95,32 @@ static int ct_outcome(int rc)
                                                        : WD_OUT_FAILED;
 }
 
-void wd_stats_job(int kind, uint64_t id, const char *device, double seconds,
-                  int rc, uint64_t rows, uint64_t bytes)
+/* One observation of phase p of a job of kind k on d. */
+static void ct_observe(ct_dev *d, int k, int p, double v)
+{
+  size_t b = 0;
+  while (b < WD_STATS_NB && v > ct_bounds[b])
+    b++;
+  d->hist[k][p][b]++;
+  d->hist_sum[k][p] += v;
+}
+
+void wd_stats_job(int kind, uint64_t id, const char *device,
+                  const double ph[WD_PH_N], int rc, uint64_t rows,
+                  uint64_t bytes)
 {
   int out = ct_outcome(rc);
   wd_info("job %s %" PRIu64 " on %s: %s%s%s in %.6f s",
           wd_stats_kind_name(kind), id, device ? device : "-",
           wd_stats_outcome_name(out), rc ? " " : "",
-          rc ? wave_errname(rc) : "", seconds);
+          rc ? wave_errname(rc) : "",
+          ph[WD_PH_COMPUTE] > 0 ? ph[WD_PH_COMPUTE] : 0.0);
   ct_dev *d = ct_find(device);
   if (d == NULL || kind < 0 || kind >= WD_KIND_N)
     return;
+  for (int p = 0; p < WD_PH_N; p++)
+    if (ph[p] >= 0)
+      ct_observe(d, kind, p, ph[p]);
   atomic_fetch_add_explicit(&d->jobs[kind][out], 1, memory_order_relaxed);
   if (rc != 0)
     atomic_fetch_add_explicit(&d->errors[ct_code(rc)], 1,
@@ -111,10 +131,19 @@ void wd_stats_job(int kind, uint64_t id, const char *device, double seconds,
   }
 }
 
-void wd_stats_request_error(int code)
+void wd_stats_request_error(int code, int refused)
 {
   atomic_fetch_add_explicit(&st.req_errors[ct_code(code)], 1,
                             memory_order_relaxed);
+  if (refused)
+    atomic_fetch_add_explicit(&st.refused[ct_code(code)], 1,
+                              memory_order_relaxed);
+}
+
+void wd_stats_refusals(uint64_t out[WD_STATS_NCODES])
+{
+  for (size_t c = 0; c < WD_ST_NCODES; c++)
+    out[c] = atomic_load(&st.refused[c]);
 }
 
 void wd_stats_reload(int ok)
@@ -146,6 +175,13 @@ void wd_stats_get(size_t i, wd_stats_dev *out)
   out->rows = atomic_load(&d->rows);
   out->bytes = atomic_load(&d->bytes);
   out->hashes = atomic_load(&d->hashes);
+  for (int k = 0; k < WD_KIND_N; k++)
+    for (int p = 0; p < WD_PH_N; p++) {
+      uint64_t sum = 0;
+      for (size_t b = 0; b <= WD_STATS_NB; b++)
+        out->hist[k][p][b] = sum += d->hist[k][p][b];
+      out->hist_sum[k][p] = d->hist_sum[k][p];
+    }
   for (int w = 0; w < WD_STATS_NWIN; w++) {
     size_t span = st.samples > 0 ? st.samples - 1 : 0;
     if (span > ct_windows[w])
@@ -173,6 +209,12 @@ const char *wd_stats_kind_name(int kind)
 {
   return kind == WD_KIND_REDUCE ? "reduce" : kind == WD_KIND_HASH ? "hash"
                                                                   : "?";
+}
+
+const char *wd_stats_phase_name(int phase)
+{
+  static const char *const names[WD_PH_N] = {"queue", "compute", "total"};
+  return phase >= 0 && phase < WD_PH_N ? names[phase] : "?";
 }
 
 const char *wd_stats_outcome_name(int outcome)

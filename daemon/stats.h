@@ -12,8 +12,9 @@
  * Who writes what:
  *  - device threads: wd_stats_hashed() after each hash batch;
  *  - the loop: wd_stats_job() for each finished job (and it logs the job's
- *    one info line), wd_stats_request_error(), wd_stats_sample() once a
- *    second (the ring the hash-rate windows are computed from).
+ *    one info line; its phase histograms are the loop's alone),
+ *    wd_stats_request_error(), wd_stats_sample() once a second (the ring
+ *    the hash-rate windows are computed from).
  */
 #ifndef WD_STATS_H
 #define WD_STATS_H
@@ -25,6 +26,13 @@
 
 enum { WD_KIND_REDUCE = 0, WD_KIND_HASH = 1, WD_KIND_N };
 enum { WD_OUT_OK = 0, WD_OUT_FAILED = 1, WD_OUT_CANCELLED = 2, WD_OUT_N };
+/* A job's phases: queued (submitted to its first step), on the device
+ * (the steps' time), and the whole (submitted to ended on the loop). */
+enum { WD_PH_QUEUE = 0, WD_PH_COMPUTE = 1, WD_PH_TOTAL = 2, WD_PH_N };
+/* Histogram bucket bounds, seconds: 10 us to 4 h. */
+#define WD_STATS_BOUNDS {1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, \
+                         0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400}
+#define WD_STATS_NB 19
 
 /* Hash-rate windows, seconds. */
 #define WD_STATS_WINDOWS {10, 60, 900}
@@ -38,12 +46,16 @@ void wd_stats_fini(void);
 
 /* Any thread: n nonces hashed on device (unknown names are ignored). */
 void wd_stats_hashed(const char *device, uint64_t n);
-/* Loop: a job ended; rc is 0 or its WAVE_E* code.  Logs one info line:
- * "job <kind> <id> on <device>: <outcome> in <s> s". */
-void wd_stats_job(int kind, uint64_t id, const char *device, double seconds,
-                  int rc, uint64_t rows, uint64_t bytes);
-/* Loop: a request answered with an error before reaching a device. */
-void wd_stats_request_error(int code);
+/* Loop: a job ended; rc is 0 or its WAVE_E* code; ph[] its phases in
+ * seconds (a negative one is not observed: a job that never ran has no
+ * queue or compute time).  Logs one info line:
+ * "job <kind> <id> on <device>: <outcome> in <s> s" (s: compute). */
+void wd_stats_job(int kind, uint64_t id, const char *device,
+                  const double ph[WD_PH_N], int rc, uint64_t rows,
+                  uint64_t bytes);
+/* Loop: a request answered with an error; refused: before it reached a
+ * device (a job's failure otherwise). */
+void wd_stats_request_error(int code, int refused);
 /* Loop: a reload was tried. */
 void wd_stats_reload(int ok);
 /* Loop, once a second: record the hash counters for the rate windows. */
@@ -56,13 +68,19 @@ typedef struct wd_stats_dev {
   uint64_t errors[WD_STATS_NCODES]; /* job failures by code */
   uint64_t rows, bytes, hashes;
   double rate[WD_STATS_NWIN]; /* hashes per second over each window */
+  /* per kind and phase: observations at or below each bound, cumulative
+   * (the last: all of them), and their sum */
+  uint64_t hist[WD_KIND_N][WD_PH_N][WD_STATS_NB + 1];
+  double hist_sum[WD_KIND_N][WD_PH_N];
 } wd_stats_dev;
 size_t wd_stats_count(void);
 /* Device i, as of now. */
 void wd_stats_get(size_t i, wd_stats_dev *out);
 void wd_stats_request_errors(uint64_t out[WD_STATS_NCODES]);
+void wd_stats_refusals(uint64_t out[WD_STATS_NCODES]);
 void wd_stats_reloads(uint64_t *ok, uint64_t *failed);
 const char *wd_stats_kind_name(int kind);
 const char *wd_stats_outcome_name(int outcome);
+const char *wd_stats_phase_name(int phase);  /* queue, compute, total */
 
 #endif

@@ -3,7 +3,8 @@
 # status" table, each with a real case against a real wavedd: 0 success, 1
 # the daemon refused (unknown pack, op/dtype) or an input file is missing,
 # 2 usage errors, 3 unreachable (nobody listens; a daemon stopped with
-# SIGSTOP, which --timeout must bound, the dial included), 130 Ctrl-C
+# SIGSTOP, which --timeout must bound, the dial included; status --probe
+# says nothing then), 4 status --probe answered AUTH (tcp, no token), 130 Ctrl-C
 # during submit hash and wait.  A status of the table without a case here
 # fails the test.
 #
@@ -46,12 +47,13 @@ expect() {
   seen[$want]=1
 }
 
-# start_daemon NAME: a wavedd on ipc://$tmp/NAME.sock, its pid in $started
+# start_daemon NAME [LISTEN AUTH]: a wavedd on ipc://$tmp/NAME.sock (or
+# LISTEN, with AUTH), its pid in $started
 start_daemon() {
   cat >"$tmp/$1.yaml" <<YAML
 listen:
-  - ipc://$tmp/$1.sock
-auth: none
+  - ${2:-ipc://$tmp/$1.sock}
+auth: ${3:-none}
 log_level: info
 packs:
   dir: $src/config/packs
@@ -112,6 +114,9 @@ expect 2 ARG --url 'nonsense://x' status
 # 3: nobody listens; a daemon that does not answer within --timeout
 expect 3 IO --url "ipc://$tmp/nobody.sock" status
 grep -q 'connection refused' "$tmp/err" || fail "refused: $(cat "$tmp/err")"
+# status --probe: nobody listens is a probe's normal answer, said quietly
+expect 3 "" --url "ipc://$tmp/nobody.sock" status --probe
+[ ! -s "$tmp/err" ] || fail "status --probe, nobody listens: $(cat "$tmp/err")"
 # (a daemon of its own: the aborted handshake leaks a half-made pipe in nng
 # 1.5.2, daemon/net/listen.c, which an ASan build would report at its exit; it
 # is killed, not stopped, at the end)
@@ -136,6 +141,25 @@ expect 0 "" --url "ipc://$tmp/stopped.sock" --timeout 5000 status
 kill -KILL "$spid"
 wait "$spid" 2>/dev/null
 spid=
+
+# 4: status --probe against a tcp listener without the token: AUTH, one
+# line (a probe that lacks its token is not a daemon that is down)
+port=
+for _ in $(seq 100); do
+  p=$((20000 + RANDOM % 40000))
+  (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { port=$p; break; }
+done
+[ -n "$port" ] || fail "no free port"
+start_daemon tcp "tcp://127.0.0.1:$port" \
+  "{tokens: [{name: probe, file: $tmp/probe.token, generate: true}]}"
+tpid=$started
+expect 4 AUTH --url "tcp://127.0.0.1:$port" status --probe
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "probe without token: $(cat "$tmp/err")"
+WAVE_TOKEN_FILE=$tmp/probe.token expect 0 "" --url "tcp://127.0.0.1:$port" \
+  status --probe
+[ ! -s "$tmp/err" ] || fail "probe with the token: $(cat "$tmp/err")"
+kill -TERM "$tpid"
+wait "$tpid" || fail "wavedd (tcp) exited $? on SIGTERM"
 
 # 130: Ctrl-C during submit hash (the job is cancelled) and during wait
 "$ctl" submit hash --pack small --nonce 0 --count 100000000000 --progress \

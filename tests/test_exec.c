@@ -407,7 +407,8 @@ START_TEST(fault_rule)
   ck_assert(snap.faulted);
   ck_assert_msg(snap.fault[0] != '\0', "no fault reason");
   ck_assert_uint_eq(snap.done, 2);    /* ok, the holder */
-  ck_assert_uint_eq(snap.failed, 4);  /* bad, later, later_ab, lng */
+  ck_assert_uint_eq(snap.failed, 3);  /* bad, later, lng */
+  ck_assert_uint_eq(snap.cancelled, 1);  /* later_ab: its abort cancels */
 
   /* new items are refused; a setup item is still taken, and aborted */
   te_init(&after, &te_short, 6, 1, 5);

@@ -1,7 +1,8 @@
 /* test_service.c - wavedd as a service (daemon/reload.c, metrics.c,
  * stats.c): SIGHUP reloads all or nothing, signals never leave a stale
- * socket, the Prometheus page counts what was served, JobsRequest lists
- * the hash jobs.  The real daemon (daemon_harness.h), spoken to with raw
+ * socket, the Prometheus page counts what was served (jobs, the duration
+ * histogram, busy seconds, refusals, process_*), JobsRequest lists the
+ * hash jobs, a cancel is counted apart from failures.  The real daemon (daemon_harness.h), spoken to with raw
  * nng + protobuf-c, its page fetched with nng's HTTP client.
  *
  * Reloads are awaited on the daemon's own log line ("reloaded" or "reload
@@ -259,6 +260,9 @@ START_TEST(metrics_count_what_was_served)
   /* a bad request: an error reply, counted by code */
   td_expect_error(td_reduce(s, 4, 77, WAVE__V1__OP__SUM, &in, 1, NULL, 0,
                             NULL), WAVE_EDTYPE, 4);
+  /* refused: no such device */
+  td_expect_error(td_reduce(s, 10, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM,
+                            &in, 1, NULL, 0, "nope"), WAVE_ENODEV, 10);
   /* one hash job of 5000 nonces on cpu1 */
   r = td_hash(s, 5, "closed", 0, 5000, 0, 0, 0, 0, "cpu1");
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
@@ -297,12 +301,78 @@ START_TEST(metrics_count_what_was_served)
       "wavedd_pack_state{device=\"cpu0\",pack=\"closed\",state=\"ok\"} 1\n"));
   ck_assert_ptr_nonnull(strstr(page, "wavedd_hash_rate{device=\"cpu1\",window=\"15m\"} "));
   ck_assert_ptr_nonnull(strstr(page, "wavedd_queue_depth{device=\"cpu0\",queue=\"reduce\"} 0\n"));
+  /* the duration histogram: one reduction and one hash job on cpu1, each
+   * phase observed once; a refusal counted by code; busy seconds, the
+   * process_* families, the connections */
+  static const char *const phases[] = {"queue", "compute", "total"};
+  for (size_t p = 0; p < 3; p++) {
+    char hl[200];
+    snprintf(hl, sizeof hl, "wavedd_job_duration_seconds_count{device=\"cpu1\","
+             "kind=\"hash\",phase=\"%s\"} 1\n", phases[p]);
+    ck_assert_msg(strstr(page, hl) != NULL, "no '%s' in:\n%s", hl, page);
+    snprintf(hl, sizeof hl, "wavedd_job_duration_seconds_bucket{device=\"cpu1\","
+             "kind=\"reduce\",phase=\"%s\",le=\"+Inf\"} 1\n", phases[p]);
+    ck_assert_msg(strstr(page, hl) != NULL, "no '%s' in:\n%s", hl, page);
+  }
+  ck_assert_ptr_nonnull(strstr(page, "wavedd_job_duration_seconds_bucket{"
+      "device=\"cpu0\",kind=\"reduce\",phase=\"total\",le=\"14400\"} 2\n"));
+  const char *rf = strstr(page, "wavedd_requests_refused_total");
+  ck_assert_msg(strstr(page, "wavedd_requests_refused_total{code=\"NODEV\"} 1\n")
+                != NULL, "%.300s", rf ? rf : "no refusals");
+  ck_assert_ptr_nonnull(strstr(page, "wavedd_device_busy_seconds_total{device=\"cpu1\"} "));
+  ck_assert_ptr_null(strstr(page, "wavedd_device_busy_seconds_total{device=\"cpu1\"} 0.000000\n"));
+  ck_assert_ptr_nonnull(strstr(page, "\nprocess_resident_memory_bytes "));
+  ck_assert_ptr_nonnull(strstr(page, "\nprocess_cpu_seconds_total "));
+  ck_assert_ptr_nonnull(strstr(page, "\nprocess_start_time_seconds 1"));
+  ck_assert_ptr_nonnull(strstr(page, "\nprocess_open_fds "));
+  ck_assert_ptr_nonnull(strstr(page, "\nwavedd_connections "));
   /* the per-job log lines: id, kind, device, duration, outcome */
   char want[120];
   snprintf(want, sizeof want, "job hash %llu on cpu1: ok in ",
            (unsigned long long)job);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), want));
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "job reduce 3 on cpu1: ok in "));
+  ck_assert_int_eq(td_stop(&d), 0);
+  td_cleanup(&d);
+}
+END_TEST
+
+/* A user's cancel is no failure: in StatusReply, the device's counts and
+ * the page's outcomes. */
+START_TEST(cancel_is_not_a_failure)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char url[80], line[120];
+  int port = td_free_port();
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+  snprintf(line, sizeof line, "log_level: info\nmetrics: http://127.0.0.1:%d\n",
+           port);
+  ts_edit(&d, "log_level: info\n", line);
+  ck_assert_int_eq(td_start(&d), 0);
+  nng_socket s = td_dial(d.ipc);
+  /* a job far too long to end by itself, on cpu0, cancelled */
+  Wave__V1__Response *r = td_hash(s, 5, "closed", 0, 1ull << 40, 0, 0, 0, 0,
+                                  "cpu0");
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  uint64_t job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  wave__v1__response__free_unpacked(td_job(s, job, 0, 1), NULL);
+  r = td_wait_job(s, job);
+  ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__CANCELLED);
+  wave__v1__response__free_unpacked(r, NULL);
+  r = td_status(s, 8);
+  ck_assert_uint_eq(r->status->jobs_cancelled, 1);
+  ck_assert_uint_eq(r->status->jobs_failed, 0);
+  ck_assert_str_eq(r->status->devices[0]->name, "cpu0");
+  ck_assert_uint_eq(r->status->devices[0]->jobs_failed, 0);
+  ck_assert_uint_ge(r->status->devices[0]->jobs_cancelled, 1);
+  wave__v1__response__free_unpacked(r, NULL);
+  nng_close(s);
+  ts_wait_page(url, "wavedd_jobs_total{device=\"cpu0\",kind=\"hash\","
+               "outcome=\"cancelled\"} 1\n");
+  ck_assert_ptr_nonnull(strstr(ts_get(url), "wavedd_jobs_total{device="
+      "\"cpu0\",kind=\"hash\",outcome=\"failed\"} 0\n"));
   ck_assert_int_eq(td_stop(&d), 0);
   td_cleanup(&d);
 }
@@ -316,6 +386,7 @@ int main(void)
   tcase_add_test(tc, reload_good_and_bad);
   tcase_add_test(tc, sigquit_and_usr_signals_stop_cleanly);
   tcase_add_test(tc, metrics_count_what_was_served);
+  tcase_add_test(tc, cancel_is_not_a_failure);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -64,6 +64,7 @@ static void bk_error(wd_bulk_req *out, uint64_t id, const wave_error *e)
   out->reply = wv_wire_error(e->code, wave_errname(e->code),
                              e->message, id, out->version);
   out->failed = 1;
+  out->fail_code = e->code;
 }
 
 static void bk_stream_reply(wd_bulk_req *out, uint64_t id,

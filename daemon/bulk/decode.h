@@ -26,7 +26,8 @@ typedef struct wd_bulk wd_bulk;
 /* One request's bulk state; lives in its context until the reply. */
 typedef struct wd_bulk_req {
   nng_msg *reply;         /* a packed reply for the loop to send */
-  int failed;             /* ... and it is an error */
+  int failed;             /* ... and it is an error, of this code: */
+  int fail_code;
   int ready;              /* a reduction is prepared: */
   wave_dtype dtype;
   wave_op op;

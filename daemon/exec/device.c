@@ -104,7 +104,8 @@ struct wd_device {
   _Atomic int faulted;
   char fault[200];            /* under mu */
   _Atomic int running;
-  _Atomic uint64_t done, failed;
+  _Atomic uint64_t done, failed, cancelled;
+  _Atomic uint64_t busy_ns;  /* time in run, all items */
 };
 
 static _Atomic(wd_dev_close_fn) dv_close_hook;
@@ -126,6 +127,8 @@ static double dv_now(void)
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+double wd_device_now(void) { return dv_now(); }
 
 static void dv_push(dv_queue *q, wd_work *w)
 {
@@ -355,10 +358,14 @@ static int dv_step(wd_device *d, wd_work *w)
     return WD_RUN_END;
   }
   double t0 = dv_now();
+  if (w->t_start == 0)
+    w->t_start = t0;
   atomic_store(&d->running, 1);
   int r = w->ops->run(w, &d->ctx);
   atomic_store(&d->running, 0);
-  w->seconds += dv_now() - t0;
+  double ran = dv_now() - t0;
+  w->seconds += ran;
+  atomic_fetch_add(&d->busy_ns, (uint64_t)(ran * 1e9));
   if (w->caps_changed) {
     w->caps_changed = 0;
     dv_read_caps(d);
@@ -373,7 +380,10 @@ static int dv_step(wd_device *d, wd_work *w)
 static void dv_end(wd_device *d, wd_work *w)
 {
   if (w->ops->lane != WD_LANE_SETUP)
-    atomic_fetch_add(w->rc ? &d->failed : &d->done, 1);
+    atomic_fetch_add(w->rc == 0 ? &d->done
+                     : w->rc == WAVE_ECANCELLED || w->rc == WAVE_ESHUTDOWN
+                         ? &d->cancelled
+                         : &d->failed, 1);
   pthread_mutex_lock(&d->mu);
   if (w->ops->lane == WD_LANE_SHORT) {
     d->short_running = 0;
@@ -545,6 +555,8 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
   w->dev = d;
   w->rc = 0;
   w->seconds = 0;
+  w->t_submit = dv_now();
+  w->t_start = 0;
   pthread_mutex_lock(&d->mu);
   if (d->stop) {
     rc = wv_seterr(err, WAVE_ESHUTDOWN, NULL);
@@ -703,6 +715,8 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->running = atomic_load(&d->running);
   s->done = atomic_load(&d->done);
   s->failed = atomic_load(&d->failed);
+  s->cancelled = atomic_load(&d->cancelled);
+  s->busy_s = (double)atomic_load(&d->busy_ns) * 1e-9;
 }
 
 int wd_device_short_waiting(wd_device *d, uint64_t owner)

@@ -47,7 +47,8 @@ void wd_device_on_open(wd_dev_open_fn fn);
 
 typedef struct wd_device_snap {
   unsigned queued, capacity;
-  uint64_t done, failed;
+  uint64_t done, failed, cancelled; /* cancelled: ECANCELLED, ESHUTDOWN */
+  double busy_s;          /* seconds its items ran, all told */
   int faulted, running;
   char fault[200];
 } wd_device_snap;
@@ -83,6 +84,8 @@ int wd_device_faulted(wd_device *d);
 unsigned wd_device_load(wd_device *d);       /* short items queued+running */
 unsigned wd_device_long_load(wd_device *d);  /* long items not ended */
 void wd_device_snapshot(wd_device *d, wd_device_snap *s);
+/* CLOCK_MONOTONIC in seconds: the clock of wd_work's t_submit, t_start. */
+double wd_device_now(void);
 
 /* ---- the device thread, inside a run op ---- */
 /* A short item of another owner than `owner` is queued: a big reduction

@@ -67,6 +67,8 @@ struct wd_work {
   int rc;                   /* result: 0 or WAVE_E*, with err */
   wave_error err;
   double seconds;           /* time on the device, all steps */
+  double t_submit, t_start; /* CLOCK_MONOTONIC s: submitted, first step
+                               began (0: never ran); set by device.c */
   int caps_changed;         /* set by run: read the device's caps again */
   uint64_t owner;           /* the fairness key (set before submit; 0:
                                the daemon's own items): short-lane owners

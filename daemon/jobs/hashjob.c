@@ -259,6 +259,7 @@ static int hj_fill(wd_jobs *t, wd_hjob *j, const wd_hash_submit *hs,
   atomic_init(&j->cancel, 0);
   atomic_init(&j->done, 0);
   atomic_init(&j->t_start_ns, 0);
+  j->t_made_ns = wd_hj_now_ns();
   for (size_t i = 0; i < j->n_parts; i++) {
     hj_part *pt = &j->parts[i];
     pt->work.ops = &wd_hj_part_ops;
@@ -635,6 +636,8 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
   v->device = j->dev_names[0];
   v->devices = j->dev_names;
   v->n_devices = j->n_parts;
+  uint64_t ts = atomic_load(&j->t_start_ns);
+  v->queued = ts ? (double)(ts - j->t_made_ns) * 1e-9 : -1.0;
   int st = atomic_load(&j->state);
   if (!j->ended) {
     /* the devices may have finished; the loop has not seen it yet */

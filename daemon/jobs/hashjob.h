@@ -156,7 +156,8 @@ typedef struct wd_job_view {
   uint64_t id, instance;
   int state;                 /* JobState numbers */
   uint64_t done, total;
-  double seconds;
+  double seconds;            /* from the first step on */
+  double queued;             /* submitted to the first step (-1: none) */
   const char *device;        /* the first device */
   const char *const *devices;
   size_t n_devices;

@@ -91,6 +91,7 @@ struct wd_hjob {
   _Atomic int cancel;        /* 0, or the code to end with */
   _Atomic uint64_t done;
   _Atomic uint64_t t_start_ns;
+  uint64_t t_made_ns;        /* submitted (wd_hj_now_ns) */
 
   /* loop only */
   int ended, rc;

@@ -538,6 +538,22 @@ void wd_reply(wd_req *c, Wave__V1__Response *r)
   wd_front_send(c, m);
 }
 
+/* An Error reply; refused: the request never became a job that ran
+ * (counted apart from a job's failure). */
+static void fr_error(wd_req *c, int code, int refused, const char *msg)
+{
+  wd_debug("request %" PRIu64 ": %s: %s", c->req_id, wave_errname(code), msg);
+  wd_stats_request_error(code, refused);
+  Wave__V1__Error e = WAVE__V1__ERROR__INIT;
+  e.code = (uint32_t)code;
+  e.name = (char *)wave_errname(code);
+  e.message = (char *)msg;
+  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
+  r.body_case = WAVE__V1__RESPONSE__BODY_ERROR;
+  r.error = &e;
+  wd_reply(c, &r);
+}
+
 void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
 {
   char msg[256];
@@ -545,20 +561,17 @@ void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  wd_debug("request %" PRIu64 ": %s: %s", c->req_id, wave_errname(code), msg);
-  wd_stats_request_error(code);
-  Wave__V1__Error e = WAVE__V1__ERROR__INIT;
-  e.code = (uint32_t)code;
-  e.name = (char *)wave_errname(code);
-  e.message = msg;
-  Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
-  r.body_case = WAVE__V1__RESPONSE__BODY_ERROR;
-  r.error = &e;
-  wd_reply(c, &r);
+  fr_error(c, code, 1, msg);
 }
 
 void wd_reply_fail(wd_req *c, const wave_error *err)
 {
   (*c->fe->failed)++;
-  wd_reply_error(c, err->code, "%s", err->message);
+  fr_error(c, err->code, 1, err->message);
+}
+
+void wd_reply_job_fail(wd_req *c, const wave_error *err)
+{
+  (*c->fe->failed)++;
+  fr_error(c, err->code, 0, err->message);
 }

@@ -104,7 +104,12 @@ unsigned wd_front_peer_cap(const wd_front *fe);
 void wd_reply(wd_req *c, Wave__V1__Response *r);
 void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* wd_reply_error of err, counted as a failed request. */
+/* wd_reply_error of err, counted as a failed request.  Both count the
+ * reply as a refusal (wd_stats_request_error): nothing ran. */
 void wd_reply_fail(wd_req *c, const wave_error *err);
+/* The same for a job a device ran (or ended) that failed: counted as a
+ * failed request and an error reply, not a refusal (the job's outcome is
+ * counted by wd_stats_job). */
+void wd_reply_job_fail(wd_req *c, const wave_error *err);
 
 #endif

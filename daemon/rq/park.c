@@ -71,12 +71,16 @@ void wd_park_job_ended(void *arg, wd_hjob *j)
   wd_server *s = arg;
   wd_job_view v;
   wd_hjob_view(j, 0, 0, &v);
-  wd_stats_job(WD_KIND_HASH, v.id, v.device, v.seconds, v.rc, 0, 0);
+  double ph[WD_PH_N] = {v.queued, v.queued >= 0 ? v.seconds : -1.0,
+                        (v.queued >= 0 ? v.queued + v.seconds : -1.0)};
+  wd_stats_job(WD_KIND_HASH, v.id, v.device, ph, v.rc, 0, 0);
   wd_waiter **head = wd_hjob_waiters(j);
   while (*head != NULL)
     pa_answer(((wd_call *)((char *)*head - offsetof(wd_call, wait)))->ctx);
   if (wd_hjob_state(j) == WD_JOB_DONE)
     s->served++;
+  else if (wd_hjob_state(j) == WD_JOB_CANCELLED)
+    s->cancelled++;  /* a user's cancel (or the stop's) is no failure */
   else
     s->failed++;
 }

@@ -164,8 +164,12 @@ static void rr_reduce_done(wd_work *w)
   wd_server *s = c->call->srv;
   rr_slices_free(c->call);
   s->reduce_inflight--;
+  double now = wd_device_now();
+  double ph[WD_PH_N] = {w->t_start > 0 ? w->t_start - w->t_submit : -1.0,
+                        w->t_start > 0 ? w->seconds : -1.0,
+                        now - w->t_submit};
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
-               w->seconds, w->rc, c->call->job.rows,
+               ph, w->rc, c->call->job.rows,
                c->call->job.rows * wv_dtype_size(c->call->job.dtype));
   if (s->state == WD_SV_CLOSED) {  /* the socket is gone, nobody to answer */
     wd_req_clear(c);
@@ -179,7 +183,7 @@ static void rr_reduce_done(wd_work *w)
               wd_device_name(w->dev), e.message);
   }
   if (w->rc != 0)
-    return wd_reply_fail(c, &w->err);
+    return wd_reply_job_fail(c, &w->err);
   s->served++;
   rr_reply(c);
 }

@@ -17,6 +17,7 @@
 #include "daemon/rq/route.h"
 #include "daemon/rq/status.h"
 #include "daemon/server_int.h"
+#include "daemon/stats.h"
 
 enum {
   RT_WORK = 1 << 0,  /* queues device work: refused SHUTDOWN once stopping */
@@ -104,8 +105,10 @@ static void rt_send_decoded(wd_req *c)
   wd_region *pin = c->bulk.pin;
   c->bulk.reply = NULL;
   c->bulk.pin = NULL;
-  if (c->bulk.failed)
+  if (c->bulk.failed) {
     s->failed++;
+    wd_stats_request_error(c->bulk.fail_code, 1);
+  }
   wd_req_clear(c);
   wd_front_send(c, m);
   if (pin != NULL) {

@@ -52,6 +52,8 @@ void wd_rq_status(wd_req *c)
     ds[i].queue_capacity = snap[i].capacity;
     ds[i].jobs_done = snap[i].done;
     ds[i].jobs_failed = snap[i].failed;
+    ds[i].jobs_cancelled = snap[i].cancelled;
+    ds[i].busy_ms = (uint64_t)(snap[i].busy_s * 1e3);
     ds[i].faulted = snap[i].faulted;
     ds[i].fault = snap[i].fault;
     ds[i].running = snap[i].running;
@@ -77,6 +79,7 @@ void wd_rq_status(wd_req *c)
   sr.uptime_ms = (uv_hrtime() - s->t0) / 1000000u;
   sr.jobs_served = s->served;
   sr.jobs_failed = s->failed;
+  sr.jobs_cancelled = s->cancelled;
   sr.n_devices = nd;
   sr.devices = dp;
   sr.listen = wd_listeners_urls(s->fe->lst, &sr.n_listen);

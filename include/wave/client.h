@@ -254,6 +254,9 @@ typedef struct wave_device_status {
   const char *exchange_reason;
   size_t n_packs;
   wave_pack_check *packs;  /* n_packs entries: every pack the daemon lists */
+  /* appended in 0.x (issue 36) */
+  uint64_t jobs_cancelled; /* ended cancelled: not in jobs_failed */
+  uint64_t busy_ms;        /* time its jobs ran on it, all told */
 } wave_device_status;
 
 typedef struct wave_status {
@@ -267,6 +270,8 @@ typedef struct wave_status {
   char **listen;  /* the daemon's listen URLs as bound (a tcp port 0
                      replaced by the port it got) */
   uint64_t max_files;  /* the daemon's open-files limit (0: not reported) */
+  /* appended in 0.x (issue 36) */
+  uint64_t jobs_cancelled;  /* hash jobs cancelled: not in jobs_failed */
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(), which frees its
