@@ -30,6 +30,16 @@ if(NOT WAVE_SANITIZE)
     TIMEOUT 2400 RUN_SERIAL TRUE)
 endif()
 
+# contrib/kubernetes/wavedd.yaml and contrib/compose/compose.yaml played with
+# podman (tests/container/kube.sh): after container_test, whose image layers
+# it reuses (so its build is a cache hit); root, as podman here needs.
+if(NOT WAVE_SANITIZE)
+  add_test(NAME kube_test
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/container/kube.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(kube_test PROPERTIES SKIP_RETURN_CODE 77
+    TIMEOUT 1800 RUN_SERIAL TRUE DEPENDS container_test LABELS root)
+endif()
+
 # The README test (tests/readme/run.sh): README.md's shell blocks and
 # docs/cli.md's examples, as written, in a container (podman, as a user,
 # 2 CPUs); skipped where podman or root is missing.
