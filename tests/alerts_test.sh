@@ -69,12 +69,14 @@ murl=$(grep -o 'metrics on http://[^ ]*' "$tmp/wavedd.log" | cut -d' ' -f3)
 [ -n "$dpid" ] && [ -n "$murl" ] || fail "wavedd-test did not start"
 target=${murl#http://}; target=${target%/metrics}
 export WAVE_URL=ipc://$tmp/w.sock
-# a job of each kind first, so that every family has its series
+# a job of each kind first, and a refused one, so that every family has
+# its series
 red() { printf '1 2 3\n' | "$build/wavectl" submit reduce --op sum --dtype u32 \
           --format text --device "$1" --input - >/dev/null 2>&1; }
 red fk0 || fail "the first reduction on fk0"
 "$build/wavectl" submit hash --pack closed --nonce 0 --count 4096 --device fk1 >/dev/null ||
   fail "the hash job on fk1"
+red nodev && fail "a reduction on a device that does not exist was served"
 
 # every metric the rules and the dashboard name is on the page
 curl -fsS "$murl" >"$tmp/page.txt"
@@ -83,11 +85,11 @@ import json, re, sys
 rules, dash, page = (open(p).read() for p in sys.argv[1:])
 exprs = re.findall(r'^\s*expr:\s*(.*?)(?=^\s*(?:for|labels):)', rules, re.M | re.S)
 exprs += [t["expr"] for p in json.loads(dash)["panels"] for t in p["targets"]]
-names = {n for e in exprs for n in re.findall(r'\b(wavedd_[a-z0-9_]+)', e)}
+names = {n for e in exprs for n in re.findall(r'\b((?:wavedd|process)_[a-z0-9_]+)', e)}
 typed = set(re.findall(r'^# TYPE (\S+)', page, re.M))
 base = lambda n: re.sub(r'_(bucket|sum|count)$', '', n)
 missing = sorted(n for n in names if n not in typed and base(n) not in typed)
-print("alerts_test: %d wavedd_ names in the rules and the dashboard" % len(names), flush=True)
+print("alerts_test: %d wavedd_ and process_ names in the rules and the dashboard" % len(names), flush=True)
 if missing:
     print("alerts_test: not on the page: " + " ".join(missing), file=sys.stderr)
     sys.exit(1)
