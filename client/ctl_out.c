@@ -282,6 +282,74 @@ static void out_checks_json(FILE *f, const wave_pack_check *c, size_t n)
   fputc(']', f);
 }
 
+/* A device's health: only the fields it read (absent is not zero). */
+static void out_health_json(FILE *f, const wave_device_status *d)
+{
+  unsigned h = d->health_have;
+  fputs(", \"health\": {\"source\": ", f);
+  wv_json_str(f, d->health_source[0] ? d->health_source : "none");
+  fputs(", \"note\": ", f);
+  wv_json_str(f, d->health_note);
+  if (h & WAVE_HEALTH_TEMPERATURE)
+    fprintf(f, ", \"temperature_c\": %.6g", d->temperature_c);
+  if (h & WAVE_HEALTH_POWER)
+    fprintf(f, ", \"power_w\": %.6g", d->power_w);
+  if (h & WAVE_HEALTH_POWER_LIMIT)
+    fprintf(f, ", \"power_limit_w\": %.6g", d->power_limit_w);
+  if (h & WAVE_HEALTH_SM_CLOCK)
+    fprintf(f, ", \"sm_clock_mhz\": %u", d->sm_clock_mhz);
+  if (h & WAVE_HEALTH_MEM_CLOCK)
+    fprintf(f, ", \"mem_clock_mhz\": %u", d->mem_clock_mhz);
+  if (h & WAVE_HEALTH_THROTTLE) {
+    fputs(", \"throttle\": ", f);
+    wv_json_str(f, d->throttle);
+  }
+  if (h & WAVE_HEALTH_MEMORY_USED)
+    fprintf(f, ", \"memory_used\": %" PRIu64, d->memory_used);
+  if (h & WAVE_HEALTH_MEMORY_TOTAL)
+    fprintf(f, ", \"memory_total\": %" PRIu64, d->memory_total);
+  if (h & WAVE_HEALTH_UTILIZATION)
+    fprintf(f, ", \"utilization_pct\": %.6g", d->utilization_pct);
+  fputc('}', f);
+}
+
+/* The "health" line of the text form. */
+static void out_health_text(FILE *f, const wave_device_status *d)
+{
+  unsigned h = d->health_have;
+  fprintf(f, "  health     %s", d->health_source[0] ? d->health_source
+                                                     : "none");
+  if (d->health_note[0] != '\0')
+    fprintf(f, ": %s", d->health_note);
+  const char *sep = d->health_note[0] ? "; " : ": ";
+#define OUT_SEP() (fputs(sep, f), sep = ", ")
+  if (h & WAVE_HEALTH_TEMPERATURE)
+    OUT_SEP(), fprintf(f, "%.1f C", d->temperature_c);
+  if (h & WAVE_HEALTH_POWER) {
+    OUT_SEP(), fprintf(f, "%.1f W", d->power_w);
+    if (h & WAVE_HEALTH_POWER_LIMIT)
+      fprintf(f, " of %.0f W", d->power_limit_w);
+  } else if (h & WAVE_HEALTH_POWER_LIMIT) {
+    OUT_SEP(), fprintf(f, "power limit %.0f W", d->power_limit_w);
+  }
+  if (h & WAVE_HEALTH_SM_CLOCK)
+    OUT_SEP(), fprintf(f, "SM %u MHz", d->sm_clock_mhz);
+  if (h & WAVE_HEALTH_MEM_CLOCK)
+    OUT_SEP(), fprintf(f, "memory clock %u MHz", d->mem_clock_mhz);
+  if (h & WAVE_HEALTH_UTILIZATION)
+    OUT_SEP(), fprintf(f, "%.0f%% busy", d->utilization_pct);
+  if (h & WAVE_HEALTH_MEMORY_USED) {
+    OUT_SEP(), fprintf(f, "%.1f GiB used", (double)d->memory_used / 1073741824.0);
+    if (h & WAVE_HEALTH_MEMORY_TOTAL)
+      fprintf(f, " of %.1f GiB", (double)d->memory_total / 1073741824.0);
+  }
+  if (h & WAVE_HEALTH_THROTTLE)
+    OUT_SEP(), fprintf(f, "throttle: %s", d->throttle[0] ? d->throttle
+                                                         : "none");
+#undef OUT_SEP
+  fputc('\n', f);
+}
+
 static void out_status_json(FILE *f, const wave_status *s, const char *url)
 {
   fputs("{\"version\": ", f);
@@ -320,6 +388,7 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     wv_json_str(f, d->exchange);
     fputs(", \"exchange_reason\": ", f);
     wv_json_str(f, d->exchange_reason);
+    out_health_json(f, d);
     fputs(", \"packs\": ", f);
     out_checks_json(f, d->packs, d->n_packs);
     fputc('}', f);
@@ -356,6 +425,7 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fprintf(f, "  jobs       %" PRIu64 " done, %" PRIu64 " failed, %" PRIu64
             " cancelled; busy %.1f s\n", d->jobs_done, d->jobs_failed,
             d->jobs_cancelled, (double)d->busy_ms / 1000.0);
+    out_health_text(f, d);
     fprintf(f, "  wave width %u\n", d->wave_width);
     if (d->exchange[0] != '\0')
       fprintf(f, "  exchange   %s%s%s%s\n", d->exchange,

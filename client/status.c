@@ -34,7 +34,9 @@ static size_t cl_status_size(const Wave__V1__StatusReply *st)
       continue;
     n += wv_blk_size(d->name) + wv_blk_size(d->backend) +
          wv_blk_size(d->description) + wv_blk_size(d->fault) +
-         wv_blk_size(d->exchange) + wv_blk_size(d->exchange_reason);
+         wv_blk_size(d->exchange) + wv_blk_size(d->exchange_reason) +
+         wv_blk_size(d->health_source) + wv_blk_size(d->health_note) +
+         wv_blk_size(d->throttle);
     n += WV_BLK_ROOM(d->n_packs * sizeof(wave_pack_check));
     for (size_t k = 0; k < d->n_packs; k++)
       if (d->packs[k] != NULL)
@@ -56,6 +58,19 @@ static void cl_device(wv_blk *b, wave_device_status *d,
   d->jobs_failed = s->jobs_failed;
   d->jobs_cancelled = s->jobs_cancelled;
   d->busy_ms = s->busy_ms;
+  d->health_source = wv_blk_str(b, s->health_source);
+  d->health_note = wv_blk_str(b, s->health_note);
+  d->health_have = s->health_have;
+  d->temperature_c = s->temperature_c;
+  d->power_w = s->power_w;
+  d->power_limit_w = s->power_limit_w;
+  d->sm_clock_mhz = s->sm_clock_mhz;
+  d->mem_clock_mhz = s->mem_clock_mhz;
+  d->throttle_reasons = s->throttle_reasons;
+  d->throttle = wv_blk_str(b, s->throttle);
+  d->memory_used = s->memory_used;
+  d->memory_total = s->memory_total;
+  d->utilization_pct = s->utilization_pct;
   d->faulted = s->faulted != 0;
   d->running = s->running != 0;
   d->fault = wv_blk_str(b, s->fault);

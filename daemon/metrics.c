@@ -28,6 +28,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/procinfo.h"
+#include "workers/health.h"
 #include "daemon/stats.h"
 #include "core/base.h"
 
@@ -343,6 +344,85 @@ static void mt_process(FILE *f)
   fprintf(f, "process_max_fds %" PRIu64 "\n", p.max_fds);
 }
 
+/* One health gauge per device that read it (absent is not zero). */
+static void mt_hgauge(FILE *f, const wv_health *h, wd_device *const *devs,
+                      size_t nd, unsigned bit, const char *name,
+                      const char *help, double (*get)(const wv_health *))
+{
+  mt_help(f, name, "gauge", help);
+  for (size_t i = 0; i < nd; i++)
+    if (h[i].have & bit) {
+      mt_dev(f, name, wd_device_name(devs[i]));
+      fprintf(f, "} %.17g\n", get(&h[i]));
+    }
+}
+
+static double mt_h_temp(const wv_health *h) { return h->temp_c; }
+static double mt_h_power(const wv_health *h) { return h->power_w; }
+static double mt_h_limit(const wv_health *h) { return h->power_limit_w; }
+static double mt_h_used(const wv_health *h) { return (double)h->mem_used; }
+static double mt_h_total(const wv_health *h) { return (double)h->mem_total; }
+static double mt_h_util(const wv_health *h) { return h->util_pct / 100.0; }
+
+/* Device health (exec/health.h's newest readings). */
+static void mt_health(wd_metrics *m, FILE *f)
+{
+  size_t nd = 0;
+  wd_device *const *devs = wd_server_devices(m->srv, &nd);
+  wv_health *h = calloc(nd + 1, sizeof *h);
+  if (h == NULL)
+    return;
+  for (size_t i = 0; i < nd; i++)
+    wd_server_health(m->srv, i, &h[i]);
+  mt_help(f, "wavedd_device_health_source", "gauge",
+          "where the device's health is read from (nvml, amdgpu, feed; "
+          "none: not read, and no health series for it)");
+  for (size_t i = 0; i < nd; i++) {
+    mt_dev(f, "wavedd_device_health_source", wd_device_name(devs[i]));
+    fputs(",source=", f);
+    mt_label(f, h[i].source[0] ? h[i].source : "none");
+    fputs("} 1\n", f);
+  }
+  mt_hgauge(f, h, devs, nd, WV_HF_TEMP, "wavedd_device_temperature_celsius",
+            "GPU temperature", mt_h_temp);
+  mt_hgauge(f, h, devs, nd, WV_HF_POWER, "wavedd_device_power_watts",
+            "power draw now", mt_h_power);
+  mt_hgauge(f, h, devs, nd, WV_HF_POWER_LIMIT,
+            "wavedd_device_power_limit_watts", "the enforced power limit",
+            mt_h_limit);
+  mt_help(f, "wavedd_device_clock_hertz", "gauge",
+          "clocks now: the SM (shader) clock and the memory clock");
+  for (size_t i = 0; i < nd; i++) {
+    if (h[i].have & WV_HF_SM_CLOCK) {
+      mt_dev(f, "wavedd_device_clock_hertz", wd_device_name(devs[i]));
+      fprintf(f, ",clock=\"sm\"} %.17g\n", h[i].sm_mhz * 1e6);
+    }
+    if (h[i].have & WV_HF_MEM_CLOCK) {
+      mt_dev(f, "wavedd_device_clock_hertz", wd_device_name(devs[i]));
+      fprintf(f, ",clock=\"memory\"} %.17g\n", h[i].mem_mhz * 1e6);
+    }
+  }
+  mt_help(f, "wavedd_device_throttled", "gauge",
+          "1 for each clock throttle reason active now (NVML's reasons)");
+  for (size_t i = 0; i < nd; i++)
+    if (h[i].have & WV_HF_THROTTLE) {
+#define X(bit, name)                                                        \
+  mt_dev(f, "wavedd_device_throttled", wd_device_name(devs[i]));           \
+  fprintf(f, ",reason=\"%s\"} %d\n", name, (h[i].throttle & (bit)) != 0);
+      WV_THROTTLE_REASONS
+#undef X
+    }
+  mt_hgauge(f, h, devs, nd, WV_HF_MEM_USED, "wavedd_device_memory_used_bytes",
+            "device memory in use", mt_h_used);
+  mt_hgauge(f, h, devs, nd, WV_HF_MEM_TOTAL,
+            "wavedd_device_memory_total_bytes", "device memory in all",
+            mt_h_total);
+  mt_hgauge(f, h, devs, nd, WV_HF_UTIL, "wavedd_device_utilization_ratio",
+            "the driver's busy fraction over its last sample period (0-1)",
+            mt_h_util);
+  free(h);
+}
+
 /* The daemon's own: error replies, reloads, descriptors, the guard. */
 static void mt_daemon(wd_metrics *m, FILE *f)
 {
@@ -410,6 +490,7 @@ static void mt_page(wd_metrics *m, FILE *f)
 
   mt_jobs(f, sd, ns);
   mt_devices(m, f);
+  mt_health(m, f);
   mt_daemon(m, f);
   free(sd);
 }

@@ -285,6 +285,8 @@ void wd_server_close(wd_server *s)
     return;
   s->state = WD_SV_CLOSED;
   sv_moved(s);
+  wd_health_stop(s->health);  /* before the devices go */
+  s->health = NULL;
   wd_front_close(s->fe);
   /* then the devices: whatever they still hold comes back through post */
   for (size_t i = 0; i < s->n_devs; i++)
@@ -374,6 +376,8 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
                      s->n_devs);
   if (opened < s->n_devs)
     wd_warn("%zu of %zu devices opened; serving those", opened, s->n_devs);
+  if ((rc = wd_health_start(s->devs, s->n_devs, &s->health, err)) != 0)
+    return rc;
   if ((rc = wd_packstate_new(s->devs, s->n_devs, packs->n, &s->packstate,
                              err)) != 0)
     return rc;
@@ -522,6 +526,16 @@ wd_device *const *wd_server_devices(const wd_server *s, size_t *n)
 const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
 
 const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
+
+void wd_server_health(const wd_server *s, size_t i, wv_health *out)
+{
+  if (s->health != NULL) {
+    wd_health_get(s->health, i, out);
+    return;
+  }
+  memset(out, 0, sizeof *out);
+  snprintf(out->why, sizeof out->why, "not read: the daemon is closing");
+}
 
 size_t wd_server_connections(const wd_server *s)
 {

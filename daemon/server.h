@@ -65,6 +65,9 @@ wd_device *const *wd_server_devices(const wd_server *s, size_t *n);
 const wd_packs *wd_server_packs(const wd_server *s);
 wd_packstate *wd_server_packstate(const wd_server *s);
 const wd_config *wd_server_config(const wd_server *s);
+/* Device i's newest health reading (exec/health.h: read off the loop). */
+struct wv_health;
+void wd_server_health(const wd_server *s, size_t i, struct wv_health *out);
 /* Connections open now, all listeners together. */
 size_t wd_server_connections(const wd_server *s);
 /* The connection guard (connguard.c); NULL before the sockets listen. */

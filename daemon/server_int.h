@@ -15,6 +15,7 @@
 
 #include "daemon/config.h"
 #include "daemon/exec/device.h"
+#include "daemon/exec/health.h"
 #include "daemon/exec/work.h"
 #include "daemon/jobs/hashjob.h"
 #include "daemon/jobs/packprep.h"
@@ -75,6 +76,7 @@ struct wd_server {
   unsigned reduce_inflight;
   uint64_t t0;
   uint64_t served, failed, cancelled;
+  wd_health *health;       /* the health thread (exec/health.h) */
 };
 
 #endif

@@ -158,6 +158,14 @@ add_dependencies(test_probes wavedd wavedd-test)
 target_compile_definitions(test_probes PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 
+# device health from the fake backend's telemetry feed: StatusReply,
+# the metrics families, wavectl status (test_health.c)
+wave_test(test_health SOURCES test_health.c daemon_harness.c
+  LIBS wvcore wvproto nng::nng)
+add_dependencies(test_health wavedd wavedd-test wavectl)
+target_compile_definitions(test_health PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+
 # reductions take turns by client: two clients' sums queued behind a held
 # device complete alternately (test_fairred.c, fake backend)
 # the same turns in process: a CPU device, items that write down their

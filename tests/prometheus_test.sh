@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # tests/prometheus_test.sh BUILD_DIR - a real Prometheus server (Debian's
 # prometheus) scrapes a running wavedd's /metrics; its query API must return
-# the series the daemon counted, and `promtool check metrics` must accept the
-# page.  Exit 77 (skipped) only where prometheus/promtool/curl are not
+# the series the daemon counted (jobs, the duration histogram through
+# histogram_quantile, a device's health), and `promtool check metrics` must
+# accept the page, the health families included: the daemon is wavedd-test
+# (wavedd plus the fake backend), whose fake device reads a telemetry feed
+# (workers/fake/fake.c).  /livez and /readyz answer 200 beside /metrics.
+# About 10 s.  Exit 77 (skipped) only where prometheus/promtool/curl are not
 # installed (.ci/deps.sh installs them).
 set -euo pipefail
 # a command that fails under set -e says where, not just the exit status
@@ -34,8 +38,10 @@ metrics: http://127.0.0.1:0
 packs: {dir: $WAVE_SOURCE_DIR/config/packs, load: [closed]}
 devices:
   - {name: cpu0, backend: cpu, threads: 1}
+  - {name: fk0, backend: fake, threads: 1, device: "telemetry=$tmp/feed"}
 CFG
-"$build/wavedd" --config "$tmp/wavedd.yaml" 2>"$tmp/wavedd.log"
+printf 'temp_c 66\npower_w 123.5\npower_limit_w 300\nthrottle sw_thermal\n' >"$tmp/feed"
+"$build/wavedd-test" --config "$tmp/wavedd.yaml" 2>"$tmp/wavedd.log"
 dpid=$(sed -n 's/^wavedd: running as pid \([0-9]*\)$/\1/p' "$tmp/wavedd.log")
 murl=$(grep -o 'metrics on http://[^ ]*' "$tmp/wavedd.log" | cut -d' ' -f3)
 [ -n "$dpid" ] && [ -n "$murl" ] || fail "wavedd did not start: $(cat "$tmp/wavedd.log")"
@@ -56,6 +62,11 @@ done
 promtool check metrics < "$tmp/page.txt" || fail "promtool check metrics"
 grep -q '^wavedd_jobs_total{device="cpu0",kind="reduce",outcome="ok"} 1$' "$tmp/page.txt" ||
   fail "the page does not count the reduction: $(grep jobs_total "$tmp/page.txt")"
+grep -q '^wavedd_device_temperature_celsius{device="fk0"} 66$' "$tmp/page.txt" ||
+  fail "no health of fk0: $(grep fk0 "$tmp/page.txt" | head)"
+base=${murl%/metrics}
+[ "$(curl -fsS "$base/livez")" = ok ] || fail "/livez"
+[ "$(curl -fsS "$base/readyz")" = ready ] || fail "/readyz"
 
 # a Prometheus server scrapes it
 pport=$(free_port) || fail "no free port"
@@ -81,6 +92,11 @@ done
 echo "$got" | grep -q '"value":\[[0-9.]*,"1"\]' || fail "no scraped series $q: $got"
 h=$(curl -fsS --get "$api" --data-urlencode 'query=wavedd_hashes_total{device="cpu0"}')
 echo "$h" | grep -q '"value":\[[0-9.]*,"50000"\]' || fail "hashes not scraped: $h"
+t=$(curl -fsS --get "$api" --data-urlencode 'query=wavedd_device_throttled{device="fk0",reason="sw_thermal"}')
+echo "$t" | grep -q '"value":\[[0-9.]*,"1"\]' || fail "throttling not scraped: $t"
+q='histogram_quantile(0.5, wavedd_job_duration_seconds_bucket{device="cpu0",kind="reduce",phase="total"})'
+hq=$(curl -fsS --get "$api" --data-urlencode "query=$q")
+echo "$hq" | grep -q '"value":\[[0-9.]*,"[0-9.e-]*"\]' || fail "no quantile of the histogram: $hq"
 up=$(curl -fsS --get "$api" --data-urlencode 'query=up{job="wavedd"}')
 echo "$up" | grep -q '"value":\[[0-9.]*,"1"\]' || fail "target not up: $up"
 echo "prometheus_test: ok (Prometheus scraped $murl)"

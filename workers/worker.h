@@ -120,6 +120,7 @@ typedef struct wv_caps {
 
 typedef struct wv_device wv_device;  /* backend-private device context */
 struct wv_pack;                      /* workers/hash/pack.h */
+struct wv_health;                    /* workers/health.h */
 struct wv_hash_batch;                /* core/segments.h */
 
 typedef struct wv_backend {
@@ -191,6 +192,13 @@ typedef struct wv_backend {
    * child process, so the daemon itself never starts a GPU runtime before
    * it detaches; NULL = the backend cannot say. */
   int (*list_uuids)(unsigned char (*out)[16], size_t max, wave_error *err);
+  /* Optional.  The device's health now (workers/health.h), read on the
+   * daemon's health thread, never the device's: so no device context
+   * (the device thread may be inside a job), only the device's config and
+   * caps.  May block.  NULL = wv_health_gpu: the GPU the caps' UUID names,
+   * through NVML or amdgpu. */
+  void (*health)(const wv_device_config *cfg, const wv_caps *caps,
+                 struct wv_health *out);
 } wv_backend;
 
 /* The registry (workers/registry.c): the backends built into this binary,

@@ -4,6 +4,7 @@
 
 #include "core/base.h"
 #include "core/reduce.h"
+#include "workers/health.h"
 #include "workers/wvdev.h"
 
 int wv_dev_open(wv_dev *d, const wv_device_config *cfg, wave_error *err)
@@ -39,6 +40,16 @@ int wv_dev_list_uuids(const wv_backend *be, unsigned char (*out)[16],
     return -1;
   }
   return be->list_uuids(out, max, err);
+}
+
+void wv_dev_health(const wv_backend *be, const wv_device_config *cfg,
+                   const wv_caps *caps, wv_health *out)
+{
+  memset(out, 0, sizeof *out);
+  if (be->health != NULL)
+    be->health(cfg, caps, out);
+  else
+    wv_health_gpu(caps, out);
 }
 
 int wv_dev_batch_needs_scratch(const wv_dev *d)

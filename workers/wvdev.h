@@ -36,6 +36,13 @@ int wv_dev_has_hash(const wv_dev *d);
  * thread of a process that may start the backend's runtime. */
 int wv_dev_list_uuids(const wv_backend *be, unsigned char (*out)[16],
                       size_t max, wave_error *err);
+/* The device's health (health.h) through the backend's health slot, or
+ * wv_health_gpu without one.  Unlike the slots above, no device thread:
+ * the daemon's health thread, with the device's config and a copy of its
+ * caps. */
+struct wv_health;
+void wv_dev_health(const wv_backend *be, const wv_device_config *cfg,
+                   const wv_caps *caps, struct wv_health *out);
 /* wv_hash_run_batch needs a scratch buffer of batch->count outputs (the
  * host fold) when the backend has no hash_batch slot. */
 int wv_dev_batch_needs_scratch(const wv_dev *d);

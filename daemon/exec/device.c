@@ -44,6 +44,7 @@
 #include "daemon/log.h"
 #include "core/base.h"
 #include "core/thread.h"
+#include "workers/health.h"
 #include "workers/wvdev.h"
 
 typedef struct dv_queue {
@@ -680,6 +681,22 @@ void wd_device_caps(wd_device *d, wv_caps *out)
   pthread_mutex_lock(&d->mu);
   *out = d->caps;
   pthread_mutex_unlock(&d->mu);
+}
+
+void wd_device_health(wd_device *d, wv_health *out)
+{
+  wv_caps caps;
+  pthread_mutex_lock(&d->mu);
+  int opened = d->opened && d->open_rc == 0;
+  caps = d->caps;
+  pthread_mutex_unlock(&d->mu);
+  if (!opened) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->why, sizeof out->why, "no health source: the device did "
+             "not open");
+    return;
+  }
+  wv_dev_health(d->dev.be, &d->bcfg, &caps, out);
 }
 
 int wd_device_has_hash(const wd_device *d) { return wv_dev_has_hash(&d->dev); }

@@ -78,6 +78,10 @@ const char *wd_device_name(const wd_device *d);
 unsigned wd_device_index(const wd_device *d);
 const wd_device_cfg *wd_device_cfg_of(const wd_device *d);
 void wd_device_caps(wd_device *d, wv_caps *out); /* as of now */
+/* Its health now (workers/health.h), read on the calling thread (the
+ * health thread, exec/health.c), not the device's; may block. */
+struct wv_health;
+void wd_device_health(wd_device *d, struct wv_health *out);
 int wd_device_has_hash(const wd_device *d);
 int wd_device_can_pin(const wd_device *d);   /* the backend pins memory */
 int wd_device_faulted(wd_device *d);

@@ -25,6 +25,33 @@ static void ss_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
   pc->hash_rate = st->hash_rate;
 }
 
+/* Device i's health reading (kept in *hl, which outlives the reply). */
+typedef struct ss_hl {
+  wv_health h;
+  char throttle[160];
+} ss_hl;
+
+static void ss_health(Wave__V1__DeviceStatus *ds, ss_hl *hl,
+                      const wd_server *s, size_t i)
+{
+  wd_server_health(s, i, &hl->h);
+  const wv_health *h = &hl->h;
+  ds->health_source = (char *)h->source;
+  ds->health_note = (char *)h->why;
+  ds->health_have = h->have;
+  ds->temperature_c = h->temp_c;
+  ds->power_w = h->power_w;
+  ds->power_limit_w = h->power_limit_w;
+  ds->sm_clock_mhz = h->sm_mhz;
+  ds->mem_clock_mhz = h->mem_mhz;
+  ds->throttle_reasons = h->throttle;
+  wv_health_throttle_names(h->throttle, hl->throttle, sizeof hl->throttle);
+  ds->throttle = hl->throttle;
+  ds->memory_used = h->mem_used;
+  ds->memory_total = h->mem_total;
+  ds->utilization_pct = h->util_pct;
+}
+
 void wd_rq_status(wd_req *c)
 {
   wd_server *s = c->call->srv;
@@ -36,7 +63,8 @@ void wd_rq_status(wd_req *c)
   Wave__V1__PackCheck *pc = calloc(nd * np + 1, sizeof *pc);
   Wave__V1__PackCheck **pp = calloc(nd * np + 1, sizeof *pp);
   wd_pack_state *st = calloc(nd * np + 1, sizeof *st);
-  if (!ds || !dp || !snap || !caps || !pc || !pp || !st) {
+  ss_hl *hl = calloc(nd + 1, sizeof *hl);
+  if (!ds || !dp || !snap || !caps || !pc || !pp || !st || !hl) {
     wd_reply_error(c, WAVE_ENOMEM, "no memory for the status reply");
     goto out;
   }
@@ -54,6 +82,7 @@ void wd_rq_status(wd_req *c)
     ds[i].jobs_failed = snap[i].failed;
     ds[i].jobs_cancelled = snap[i].cancelled;
     ds[i].busy_ms = (uint64_t)(snap[i].busy_s * 1e3);
+    ss_health(&ds[i], &hl[i], s, i);
     ds[i].faulted = snap[i].faulted;
     ds[i].fault = snap[i].fault;
     ds[i].running = snap[i].running;
@@ -102,6 +131,7 @@ out:
   free(pc);
   free(pp);
   free(st);
+  free(hl);
 }
 
 void wd_rq_packs(wd_req *c)

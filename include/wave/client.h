@@ -257,7 +257,30 @@ typedef struct wave_device_status {
   /* appended in 0.x (issue 36) */
   uint64_t jobs_cancelled; /* ended cancelled: not in jobs_failed */
   uint64_t busy_ms;        /* time its jobs ran on it, all told */
+  /* Health, read by the daemon every 2 s (docs/service.md "Device
+   * health").  A field whose WAVE_HEALTH_* bit is not in health_have was
+   * not read: show it as absent, never as zero. */
+  const char *health_source;  /* "nvml", "amdgpu", "feed"; "": none */
+  const char *health_note;    /* no source (or a bad reading): why */
+  unsigned health_have;       /* WAVE_HEALTH_* bits */
+  double temperature_c, power_w, power_limit_w;
+  unsigned sm_clock_mhz, mem_clock_mhz;
+  uint64_t throttle_reasons;  /* NVML's clocks-throttle-reason bits */
+  const char *throttle;       /* their names joined by ',' ("" none) */
+  uint64_t memory_used, memory_total;  /* bytes */
+  double utilization_pct;
 } wave_device_status;
+
+/* wave_device_status.health_have */
+#define WAVE_HEALTH_TEMPERATURE 0x1u
+#define WAVE_HEALTH_POWER 0x2u
+#define WAVE_HEALTH_POWER_LIMIT 0x4u
+#define WAVE_HEALTH_SM_CLOCK 0x8u
+#define WAVE_HEALTH_MEM_CLOCK 0x10u
+#define WAVE_HEALTH_THROTTLE 0x20u
+#define WAVE_HEALTH_MEMORY_USED 0x40u
+#define WAVE_HEALTH_MEMORY_TOTAL 0x80u
+#define WAVE_HEALTH_UTILIZATION 0x100u
 
 typedef struct wave_status {
   const char *version;

@@ -438,6 +438,8 @@ class Client:
                     "queue_depth": d.queue_depth,
                     "queue_capacity": d.queue_capacity,
                     "jobs_done": d.jobs_done, "jobs_failed": d.jobs_failed,
+                    "jobs_cancelled": d.jobs_cancelled,
+                    "busy_ms": d.busy_ms,
                     "faulted": bool(d.faulted), "running": bool(d.running),
                     "fault": text(d.fault),
                     "packs": {text(d.packs[j].pack): text(d.packs[j].state)
@@ -446,7 +448,8 @@ class Client:
             return {
                 "version": text(s.version), "ready": bool(s.ready),
                 "uptime_ms": s.uptime_ms, "jobs_served": s.jobs_served,
-                "jobs_failed": s.jobs_failed, "instance": s.instance,
+                "jobs_failed": s.jobs_failed,
+                "jobs_cancelled": s.jobs_cancelled, "instance": s.instance,
                 "listen": [text(s.listen[i]) for i in range(s.n_listen)],
                 "devices": devs,
             }

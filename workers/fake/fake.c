@@ -20,6 +20,11 @@
  * saying "fake NAME: reduction held" on stderr as it starts to wait, so a
  * test keeps the device busy with a reduction for as long as it likes.
  *
+ * "telemetry=FILE" feeds the health slot (workers/health.h): each read
+ * parses FILE's "key value" lines (wv_health_parse_feed), so a test drives
+ * every health path (fields present or absent, throttling, a bad line, no
+ * file) by writing the file.  Without it the device has no health source.
+ *
  * It also takes the pinning slots (worker.h host_register) without
  * pinning anything: it keeps the ranges, refuses overlapping ones, and
  * says on stderr what each host_unregister released, so that tests see
@@ -35,6 +40,7 @@
 
 #include "core/base.h"
 #include "workers/fake/fake.h"
+#include "workers/health.h"
 #include "workers/hash/hash.h"
 
 extern const wv_backend wv_cpu_backend;  /* workers/cpu/cpu.c */
@@ -49,35 +55,44 @@ struct wv_device {
   size_t npins;
 };
 
-/* "[fault_after=N][,hold_prepare=DIR]": 0, N and DIR, or -1 for anything
- * else. */
-static int fk_parse(const char *s, uint64_t *out, char *hold, size_t n)
+/* The device string: "key=value" entries joined by ',' (fault_after=N,
+ * hold_prepare=DIR, telemetry=FILE; each at most once, any order) into
+ * *out, hold and tele ("" when not given).  0, or -1 for anything else. */
+static int fk_parse(const char *s, uint64_t *out, char *hold, char *tele,
+                    size_t n)
 {
   *out = 0;
-  hold[0] = '\0';
-  if (s == NULL || s[0] == '\0')
-    return 0;
-  static const char key[] = "fault_after=", hkey[] = "hold_prepare=";
-  if (strncmp(s, key, sizeof key - 1) == 0) {
-    const char *v = s + sizeof key - 1;
-    if (*v < '0' || *v > '9')
+  hold[0] = tele[0] = '\0';
+  while (s != NULL && *s != '\0') {
+    size_t len = strcspn(s, ",");
+    const char *eq = memchr(s, '=', len);
+    if (eq == NULL || eq == s || eq + 1 == s + len)
       return -1;
-    errno = 0;
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno != 0 || (*end != '\0' && *end != ','))
+    size_t klen = (size_t)(eq - s), vlen = len - klen - 1;
+    const char *v = eq + 1;
+    if (klen == 11 && strncmp(s, "fault_after", klen) == 0) {
+      if (*v < '0' || *v > '9')
+        return -1;
+      errno = 0;
+      char *end;
+      unsigned long long x = strtoull(v, &end, 10);
+      if (errno != 0 || end != v + vlen)
+        return -1;
+      *out = x;
+    } else if ((klen == 12 && strncmp(s, "hold_prepare", klen) == 0) ||
+               (klen == 9 && strncmp(s, "telemetry", klen) == 0)) {
+      char *dst = klen == 12 ? hold : tele;
+      if (dst[0] != '\0' || vlen >= n)
+        return -1;
+      memcpy(dst, v, vlen);
+      dst[vlen] = '\0';
+    } else {
       return -1;
-    *out = x;
-    s = *end == ',' ? end + 1 : end;
-    if (*s == '\0')
-      return *end == ',' ? -1 : 0;
+    }
+    s += len;
+    if (*s == ',' && *++s == '\0')
+      return -1;
   }
-  if (strncmp(s, hkey, sizeof hkey - 1) != 0)
-    return -1;
-  s += sizeof hkey - 1;
-  if (*s == '\0' || strlen(s) >= n)
-    return -1;
-  memcpy(hold, s, strlen(s) + 1);
   return 0;
 }
 
@@ -86,12 +101,13 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
 {
   *out = NULL;
   uint64_t n;
-  char hold[200];
-  if (fk_parse(cfg->device_match, &n, hold, sizeof hold) != 0)
+  char hold[200], tele[200];
+  if (fk_parse(cfg->device_match, &n, hold, tele, sizeof hold) != 0)
     return wv_seterr(err, WAVE_ECONFIG, "device %s: the fake backend's "
                      "device string is \"fault_after=N\", "
-                     "\"hold_prepare=DIR\" or both (comma between), not "
-                     "\"%s\"", cfg->name, cfg->device_match);
+                     "\"hold_prepare=DIR\", \"telemetry=FILE\" or some "
+                     "of them (comma between), not \"%s\"", cfg->name,
+                     cfg->device_match);
   wv_device *d = calloc(1, sizeof *d);
   if (d == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
@@ -105,6 +121,33 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
   snprintf(d->name, sizeof d->name, "%s", cfg->name);
   *out = d;
   return 0;
+}
+
+/* The health slot: the feed file the device string names (health.h's
+ * format), read whole each time; no telemetry= key: no source. */
+static void fk_health(const wv_device_config *cfg, const wv_caps *caps,
+                      wv_health *out)
+{
+  (void)caps;
+  uint64_t n;
+  char hold[200], tele[200];
+  if (fk_parse(cfg->device_match, &n, hold, tele, sizeof tele) != 0 ||
+      tele[0] == '\0') {
+    snprintf(out->why, sizeof out->why, "no health source: a fake device "
+             "without telemetry=FILE");
+    return;
+  }
+  char text[4096];
+  FILE *f = fopen(tele, "r");
+  if (f == NULL) {
+    snprintf(out->why, sizeof out->why, "no health source: telemetry %.100s:"
+             " %s", tele, strerror(errno));
+    return;
+  }
+  size_t got = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[got] = '\0';
+  wv_health_parse_feed(text, out);
 }
 
 static void fk_close(wv_device *d)
@@ -243,4 +286,5 @@ const wv_backend wv_fake_backend = {
   .hash_batch = fk_hash_batch,
   .host_register = fk_host_register,
   .host_unregister = fk_host_unregister,
+  .health = fk_health,
 };
