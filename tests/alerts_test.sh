@@ -9,7 +9,9 @@
 #     rules: every metric the rules and contrib/grafana/wavedd-dashboard.json
 #     name is on the live page; every rule evaluates without error; with
 #     both devices faulted WavedDeviceFaulted fires for each and
-#     WavedNotReady is pending (its `for:` is 5 minutes); every query of the
+#     WavedNotReady is pending (its `for:` is 5 minutes); with fk0's health
+#     feed hot and thermally throttled, WavedDeviceHot and
+#     WavedDeviceThrottled are pending for fk0 alone; every query of the
 #     dashboard runs on that Prometheus and returns series.
 # Exit 77 (skipped) only where prometheus/promtool/curl/python3 are missing
 # (.ci/deps.sh installs them).
@@ -55,12 +57,25 @@ free_port() {
   done
   return 1
 }
+# fk0's health feed (docs/config.md, the fake backend): hot, and throttled
+# for a thermal reason and for idle (idle alone never fires)
+cat >"$tmp/fk0.health" <<FEED
+temp_c 95
+power_w 250
+power_limit_w 300
+sm_mhz 1410
+mem_mhz 1593
+throttle hw_thermal,idle
+mem_used 1073741824
+mem_total 85899345920
+util_pct 97
+FEED
 cat >"$tmp/wavedd.yaml" <<CFG
 listen: [ipc://$tmp/w.sock]
 metrics: http://127.0.0.1:0
 packs: {dir: $src/config/packs, load: [closed]}
 devices:
-  - {name: fk0, backend: fake, threads: 1, device: "fault_after=1"}
+  - {name: fk0, backend: fake, threads: 1, device: "fault_after=1,telemetry=$tmp/fk0.health"}
   - {name: fk1, backend: fake, threads: 1, device: "fault_after=1"}
 CFG
 "$build/wavedd-test" --config "$tmp/wavedd.yaml" 2>"$tmp/wavedd.log"
@@ -130,6 +145,11 @@ wait_for 'wavedd_ready{job="wavedd"}' '"value":\[[0-9.]*,"0"\]'
 wait_for 'ALERTS{alertname="WavedDeviceFaulted",alertstate="firing",device="fk0"}' '"value"'
 wait_for 'ALERTS{alertname="WavedDeviceFaulted",alertstate="firing",device="fk1"}' '"value"'
 wait_for 'ALERTS{alertname="WavedNotReady",alertstate="pending"}' '"value"'
+# fk0's feed: hot and thermally throttled (pending: 5 and 10 minutes)
+wait_for 'ALERTS{alertname="WavedDeviceHot",alertstate="pending",device="fk0"}' '"value"'
+wait_for 'ALERTS{alertname="WavedDeviceThrottled",alertstate="pending",device="fk0"}' '"value"'
+n=$(q 'count(ALERTS{alertname=~"WavedDeviceHot|WavedDeviceThrottled"})' | grep -o '"value":\[[0-9.]*,"[0-9]*"\]' || true)
+grep -q ',"2"\]' <<<"$n" || fail "health alerts beyond fk0's two: $n"
 # nothing else fires: the daemon is up, its queues empty, no job failed
 # beyond the two faults... which are 2 of 4 jobs: the error rate rule's
 # floor (a job a minute over 5 minutes) keeps it quiet
