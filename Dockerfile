@@ -44,8 +44,8 @@ RUN apt-get update -qq \
  && (getent group render || groupadd --system render) \
  && useradd --system --user-group --groups render,video \
       --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin wavedd \
- && install -d -o wavedd -g wavedd -m 0750 /run/wavedd \
- && install -d -o wavedd -g wavedd -m 0700 /var/lib/wavedd
+ && install -d -o root -g root -m 0775 /run/wavedd \
+ && install -d -o root -g root -m 0770 /var/lib/wavedd
 COPY --from=build /stage/ /
 
 # systemd as PID 1, the installed unit enabled: a named target only
@@ -63,6 +63,20 @@ CMD ["/lib/systemd/systemd"]
 # the default image: last, so a plain `podman build .` / `docker build .`
 # gives it
 FROM base AS runtime
+# Any uid in group 0 runs it too (OpenShift's arbitrary uid, `podman run
+# --user 12345:0`): the two folders the daemon writes (made in `base`) are
+# root's and group 0's, /var/lib/wavedd 0770 and /run/wavedd 0775 (others
+# pass through it to the socket, whose own mode 0660 decides: clients of
+# group wavedd), and the user wavedd is in group 0 as well, so both write
+# them (the socket folder check takes a folder of root's:
+# daemon/net/sockpath.c; the systemd image's unit makes its own /run/wavedd).
+# Read-only root (--read-only, readOnlyRootFilesystem) with a mounted token:
+# the daemon writes only its socket, in /run/wavedd; podman 4.3's tmpfs /run
+# is a copy of the image's without the group's write bit, so add --tmpfs
+# /run/wavedd:U (a tmpfs of the container's user).  contrib/kubernetes/ and
+# contrib/compose/ listen on tcp only and write nothing at all.
+# docs/service.md.
+RUN usermod -a -G root wavedd
 USER wavedd
 ENV WAVE_URL=ipc:///run/wavedd/wavedd.sock
 EXPOSE 5555 9464

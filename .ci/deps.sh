@@ -26,7 +26,7 @@ rest=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers
   hipcc
   systemd groff-base bash-completion zsh fish tmux
-  podman runc debootstrap prometheus curl
+  podman runc catatonit podman-compose debootstrap prometheus curl
   slurm-wlm munge
   clang-14 libclang-rt-14-dev
   python3-numpy python3-cffi python3-pytest python3-pip python3-venv python3-setuptools

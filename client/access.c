@@ -3,8 +3,9 @@
  *
  * The token comes from wave_client_options (the string, or a file), else
  * from the file $WAVE_TOKEN_FILE names, else there is none.  A token file
- * must be a regular file not open to group or others (as ssh treats keys):
- * a token others can read is a token others can use.  The token is sent on
+ * must be a regular file not open to others, nor to a group we are not in
+ * (core/tokenmode.h; as ssh treats keys): a token others can read is a
+ * token others can use.  The token is sent on
  * every transport; an ipc daemon ignores it, and over plain tcp:// it
  * travels in the clear, so tls+tcp:// is the way across a network
  * (docs/security.md).
@@ -41,6 +42,7 @@
 #include "client/client_int.h"
 #include "client/fleet_int.h"
 #include "core/base.h"
+#include "core/tokenmode.h"
 
 #define AC_TOKEN_MAX 256
 #define AC_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt"
@@ -61,15 +63,13 @@ static int ac_read_token(const char *path, const char *what, char **out,
     return wv_seterr(err, WAVE_EARG, "%s %s: cannot open: %s", what, path,
                      strerror(errno));
   struct stat st;
-  char buf[AC_TOKEN_MAX + 2];
+  char buf[AC_TOKEN_MAX + 2], why[160];
   size_t got = 0;
   int code = 0;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     code = wv_seterr(err, WAVE_EARG, "%s %s: not a regular file", what, path);
-  else if ((st.st_mode & 077) != 0)
-    code = wv_seterr(err, WAVE_EARG, "%s %s: mode %04o: a token file must "
-                     "not be open to group or others (chmod 600)", what, path,
-                     (unsigned)(st.st_mode & 07777));
+  else if (wv_token_mode_ok(&st, why, sizeof why) != 0)
+    code = wv_seterr(err, WAVE_EARG, "%s %s: %s", what, path, why);
   while (code == 0 && got < sizeof buf) {
     ssize_t r = read(fd, buf + got, sizeof buf - got);
     if (r < 0 && errno == EINTR)

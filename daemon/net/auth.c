@@ -41,6 +41,7 @@
 #include "daemon/net/auth.h"
 #include "daemon/log.h"
 #include "core/base.h"
+#include "core/tokenmode.h"
 
 /* The estimated bits of a token of len printable bytes: len times the
  * bits of its alphabet; 0 with fewer than 8 distinct characters. */
@@ -72,7 +73,11 @@ int wd_auth_read_token(const char *path, char *secret, size_t cap,
 {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
-    snprintf(why, n, "%s: cannot open: %s", path, strerror(errno));
+    int e = errno;
+    /* a Secret mounted root:root 0400 for a daemon that is not root */
+    snprintf(why, n, "%s: cannot open: %s%s", path, strerror(e),
+             e == EACCES ? " (a mounted Secret: mode 0440 and a group of "
+                           "ours, e.g. the pod's fsGroup)" : "");
     return -1;
   }
   struct stat st;
@@ -86,10 +91,9 @@ int wd_auth_read_token(const char *path, char *secret, size_t cap,
     snprintf(why, n, "%s: not a regular file", path);
     goto out;
   }
-  if ((st.st_mode & 077) != 0) {
-    snprintf(why, n, "%s: mode %04o: a token file must not be open to "
-             "group or others (chmod 600)", path,
-             (unsigned)(st.st_mode & 07777));
+  char mwhy[160];
+  if (wv_token_mode_ok(&st, mwhy, sizeof mwhy) != 0) {
+    snprintf(why, n, "%s: %s", path, mwhy);
     goto out;
   }
   if (st.st_uid != geteuid() && st.st_uid != 0) {

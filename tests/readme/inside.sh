@@ -73,6 +73,15 @@ for f in /fixture/cli/*.sh; do
                     tail -20 gpu-box.log
                     failed+=("docs/cli.md:$(cut -d' ' -f1 "${f%.sh}.meta") (exit $rc)"); }
 done
+# docs/fleet.md's runnable blocks: the same gpu-box, from ~
+for f in /fixture/fleet/*.sh; do
+  [ -f "$f" ] || continue
+  say "docs/fleet.md:$(cut -d' ' -f1 "${f%.sh}.meta")"
+  sed 's/^/  | /' "$f"
+  block ~ "$f" || { rc=$?; say "docs/fleet.md: the block failed (exit $rc)"
+                    tail -20 gpu-box.log
+                    failed+=("docs/fleet.md:$(cut -d' ' -f1 "${f%.sh}.meta") (exit $rc)"); }
+done
 kill %1
 wait || true
 

@@ -24,6 +24,9 @@
 #    127.0.0.1): tcp 5555 and tls+tcp 5556 with the token in
 #    ~/.wave/gpu-box.token, site-ca.crt (made here with openssl), and the
 #    files they name (part1.bin, part2.bin, x.npy, keep.npy).
+#  * docs/fleet.md's shell blocks, marked as README.md's are, run the same
+#    way against the same gpu-box daemon (the others need hosts or a Slurm
+#    cluster, and say so in their skip markers).
 # Exit 77 (skipped) without podman or root, as the container tests.
 set -euo pipefail
 trap 'echo "readme_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
@@ -57,21 +60,25 @@ if ! pm image exists "$img"; then
 fi
 
 # the blocks, and what is skipped
-mkdir "$work/readme" "$work/cli"
+mkdir "$work/readme" "$work/cli" "$work/fleet"
 bash "$here/blocks.sh" "$src/README.md" "$work/readme"
 bash "$here/blocks.sh" "$src/docs/cli.md" "$work/cli"
-n_run=0
-for m in "$work"/readme/*.meta; do
-  read -r line mark reason <"$m"
-  case $mark in
-    run) n_run=$((n_run + 1)); echo "readme_test: README.md:$line: run" ;;
-    skip) echo "readme_test: README.md:$line: skipped: $reason"; rm "${m%.meta}.sh" ;;
-    container) echo "readme_test: README.md:$line: skipped: the container test runs it (tests/container/run.sh)"
-               rm "${m%.meta}.sh" ;;
-    *) echo "readme_test: README.md:$line: unknown marker '$mark'" >&2; exit 1 ;;
-  esac
+bash "$here/blocks.sh" "$src/docs/fleet.md" "$work/fleet"
+for page in README.md:readme docs/fleet.md:fleet; do
+  n_run=0
+  for m in "$work/${page#*:}"/*.meta; do
+    [ -f "$m" ] || continue
+    read -r line mark reason <"$m"
+    case $mark in
+      run) n_run=$((n_run + 1)); echo "readme_test: ${page%:*}:$line: run" ;;
+      skip) echo "readme_test: ${page%:*}:$line: skipped: $reason"; rm "${m%.meta}.sh" ;;
+      container) echo "readme_test: ${page%:*}:$line: skipped: the container test runs it (tests/container/run.sh)"
+                 rm "${m%.meta}.sh" ;;
+      *) echo "readme_test: ${page%:*}:$line: unknown marker '$mark'" >&2; exit 1 ;;
+    esac
+  done
+  [ "$n_run" -gt 0 ] || { echo "readme_test: no block of ${page%:*} to run" >&2; exit 1; }
 done
-[ "$n_run" -gt 0 ] || { echo "readme_test: no block of README.md to run" >&2; exit 1; }
 [ -n "$(ls "$work"/cli/*.sh 2>/dev/null)" ] || { echo "readme_test: no examples in docs/cli.md" >&2; exit 1; }
 echo "readme_test: docs/cli.md:$(cut -d' ' -f1 "$work"/cli/001.meta): the Examples: run"
 
