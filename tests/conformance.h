@@ -47,6 +47,7 @@ typedef struct conf_set {
   size_t n;
   unsigned failed_required;  /* required backends missing or not opening */
   int may_be_empty;  /* conf_report: no device opened is no failure */
+  unsigned skipped;  /* selected backends that cannot open here: a skip */
 } conf_set;
 
 /* Open device 0 of every selected backend with a default configuration,
@@ -56,8 +57,8 @@ void conf_close_all(conf_set *set);
 
 /* Print "conformance: <backend> N jobs, M mismatches" for every device and
  * fail the running test on any mismatch or missing required backend, on no
- * device opened (unless set->may_be_empty), and on a device that ran no
- * job. */
+ * device opened (unless set->may_be_empty, or some selected backend could
+ * not open here: then the entry skips), and on a device that ran no job. */
 void conf_report(conf_set *set, const char *kind);
 
 /* Record one job's outcome on d; on a mismatch print the job (what) and

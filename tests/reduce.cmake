@@ -25,4 +25,14 @@ endif()
 # a big reduction in slices (daemon/rq/slices.c) has the whole job's bits
 # on every backend that opens here, the fake one too (test_slices.c)
 wave_test(test_slices SOURCES test_slices.c LIBS wvdcore wvfake)
-wave_skippable(test_slices)  # a built-in backend that does not open here
+# the backends every host has here; CUDA and HIP in test_slices_gpu, which
+# skips without their GPU (tests/skips.txt)
+set_property(TEST test_slices APPEND PROPERTY ENVIRONMENT
+  "WAVE_CONFORMANCE_BACKENDS=cpu,vulkan,opencl")
+wave_skippable(test_slices)  # a selected backend that does not open here
+if(WAVE_CUDA OR WAVE_HIP)
+  add_test(NAME test_slices_gpu COMMAND test_slices)
+  set_tests_properties(test_slices_gpu PROPERTIES ENVIRONMENT
+    "${WV_TEST_ENV};CK_EXCLUDE_TAGS=own;WAVE_CONFORMANCE_BACKENDS=cpu,cuda,hip")
+  wave_skippable(test_slices_gpu)
+endif()

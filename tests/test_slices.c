@@ -1,6 +1,8 @@
 /* test_slices.c - a big reduction run in slices (daemon/rq/slices.c) has
  * the bits of the whole job, on every backend that opens here (cpu, the
- * fake, vulkan on lavapipe, opencl on PoCL), against the reference
+ * fake, vulkan on lavapipe, opencl on PoCL; WAVE_CONFORMANCE_BACKENDS
+ * picks among the built-in ones: CUDA and HIP are entry test_slices_gpu),
+ * against the reference
  * (core/reduce.c wv_reduce_reference), for every dtype and op:
  *  - chunks of edge sizes (empty, 1, 5, 65535, 65537, a few pieces and a
  *    tail) so that slices end inside and at chunk boundaries;
@@ -37,6 +39,22 @@ typedef struct ts_dev {
 static ts_dev ts_devs[TS_MAX_DEVS];
 static size_t ts_n;
 
+/* Is backend name among WAVE_CONFORMANCE_BACKENDS (unset: every one)? */
+static int ts_selected(const char *name)
+{
+  const char *l = getenv("WAVE_CONFORMANCE_BACKENDS");
+  if (l == NULL || *l == '\0')
+    return 1;
+  size_t n = strlen(name);
+  for (const char *p = l; *p != '\0';) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, name, n) == 0)
+      return 1;
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
 static void ts_open(const wv_backend *b)
 {
   char name[32];
@@ -58,7 +76,8 @@ static void ts_setup(void)
 {
   ts_n = 0;
   for (size_t i = 0; wv_backends[i] != NULL && ts_n < TS_MAX_DEVS - 1; i++)
-    ts_open(wv_backends[i]);
+    if (ts_selected(wv_backends[i]->name))
+      ts_open(wv_backends[i]);
   ts_open(&wv_fake_backend);
   ck_assert_uint_ge(ts_n, 2);  /* cpu and the fake at least */
 }
