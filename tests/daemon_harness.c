@@ -15,6 +15,7 @@
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
+#include <nng/supplemental/http/http.h>
 
 #include "daemon_harness.h"
 #include "wave/error.h"
@@ -430,4 +431,41 @@ Wave__V1__Response *td_wait_job(nng_socket s, uint64_t job)
   }
   ck_abort_msg("job %" PRIu64 " never ended", job);
   return NULL;
+}
+
+unsigned td_http_get(const char *url, const char **body, const char **type)
+{
+  static char text[1 << 18], ctype[200];
+  nng_url *u = NULL;
+  nng_http_client *cl = NULL;
+  nng_http_req *req = NULL;
+  nng_http_res *res = NULL;
+  nng_aio *aio = NULL;
+  ck_assert_int_eq(nng_url_parse(&u, url), 0);
+  ck_assert_int_eq(nng_http_client_alloc(&cl, u), 0);
+  ck_assert_int_eq(nng_http_req_alloc(&req, u), 0);
+  ck_assert_int_eq(nng_http_res_alloc(&res), 0);
+  ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
+  nng_aio_set_timeout(aio, 10000);
+  nng_http_client_transact(cl, req, res, aio);
+  nng_aio_wait(aio);
+  ck_assert_int_eq(nng_aio_result(aio), 0);
+  unsigned status = nng_http_res_get_status(res);
+  const char *ct = nng_http_res_get_header(res, "Content-Type");
+  snprintf(ctype, sizeof ctype, "%s", ct != NULL ? ct : "");
+  void *data;
+  size_t len;
+  nng_http_res_get_data(res, &data, &len);
+  ck_assert_uint_lt(len, sizeof text);
+  memcpy(text, data, len);
+  text[len] = '\0';
+  *body = text;
+  if (type != NULL)
+    *type = ctype;
+  nng_aio_free(aio);
+  nng_http_res_free(res);
+  nng_http_req_free(req);
+  nng_http_client_free(cl);
+  nng_url_free(u);
+  return status;
 }

@@ -76,6 +76,12 @@ Wave__V1__Response *td_reduce(nng_socket s, uint64_t id, int dtype, int op,
                               const char *device);
 /* A good request after a bad one: 16 rows 1..16 must sum to 136. */
 void td_good(nng_socket s);
+
+/* GET url through nng's HTTP client (10 s): the status; the body (a static
+ * buffer, NUL-terminated, overwritten by the next call) into *body and the
+ * Content-Type ("" when none; the same buffer's life) into *type when not
+ * NULL. */
+unsigned td_http_get(const char *url, const char **body, const char **type);
 Wave__V1__Response *td_hash(nng_socket s, uint64_t id, const char *pack,
                             uint64_t nonce, uint64_t count, uint64_t target,
                             uint32_t max_winners, int outputs,

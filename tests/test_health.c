@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
 
 #include "daemon_harness.h"
 
@@ -34,35 +33,11 @@ static void th_nap(void)
 /* GET /metrics into a static buffer. */
 static const char *th_page(void)
 {
-  static char text[1 << 18];
   char url[120];
   snprintf(url, sizeof url, "%s/metrics", th_base);
-  nng_url *u = NULL;
-  nng_http_client *cl = NULL;
-  nng_http_req *req = NULL;
-  nng_http_res *res = NULL;
-  nng_aio *aio = NULL;
-  ck_assert_int_eq(nng_url_parse(&u, url), 0);
-  ck_assert_int_eq(nng_http_client_alloc(&cl, u), 0);
-  ck_assert_int_eq(nng_http_req_alloc(&req, u), 0);
-  ck_assert_int_eq(nng_http_res_alloc(&res), 0);
-  ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
-  nng_aio_set_timeout(aio, 10000);
-  nng_http_client_transact(cl, req, res, aio);
-  nng_aio_wait(aio);
-  ck_assert_int_eq(nng_aio_result(aio), 0);
-  void *data;
-  size_t len;
-  nng_http_res_get_data(res, &data, &len);
-  ck_assert_uint_lt(len, sizeof text);
-  memcpy(text, data, len);
-  text[len] = '\0';
-  nng_aio_free(aio);
-  nng_http_res_free(res);
-  nng_http_req_free(req);
-  nng_http_client_free(cl);
-  nng_url_free(u);
-  return text;
+  const char *body;
+  td_http_get(url, &body, NULL);
+  return body;
 }
 
 /* Until the page holds `has` and lacks `lacks` (either may be NULL). */

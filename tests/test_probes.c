@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
 
 #include "daemon_harness.h"
 #include "wave/error.h"
@@ -39,37 +38,9 @@ static void tp_nap(void)
 /* GET base+path: the status; the body into a static buffer (*body). */
 static unsigned tp_get(const char *base, const char *path, const char **body)
 {
-  static char text[1 << 17];
   char url[200];
   snprintf(url, sizeof url, "%s%s", base, path);
-  nng_url *u = NULL;
-  nng_http_client *cl = NULL;
-  nng_http_req *req = NULL;
-  nng_http_res *res = NULL;
-  nng_aio *aio = NULL;
-  ck_assert_int_eq(nng_url_parse(&u, url), 0);
-  ck_assert_int_eq(nng_http_client_alloc(&cl, u), 0);
-  ck_assert_int_eq(nng_http_req_alloc(&req, u), 0);
-  ck_assert_int_eq(nng_http_res_alloc(&res), 0);
-  ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
-  nng_aio_set_timeout(aio, 10000);
-  nng_http_client_transact(cl, req, res, aio);
-  nng_aio_wait(aio);
-  ck_assert_int_eq(nng_aio_result(aio), 0);
-  unsigned status = nng_http_res_get_status(res);
-  void *data;
-  size_t len;
-  nng_http_res_get_data(res, &data, &len);
-  ck_assert_uint_lt(len, sizeof text);
-  memcpy(text, data, len);
-  text[len] = '\0';
-  *body = text;
-  nng_aio_free(aio);
-  nng_http_res_free(res);
-  nng_http_req_free(req);
-  nng_http_client_free(cl);
-  nng_url_free(u);
-  return status;
+  return td_http_get(url, body, NULL);
 }
 
 static void tp_expect(const char *base, const char *path, unsigned status,

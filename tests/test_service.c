@@ -21,7 +21,6 @@
 #include <unistd.h>
 
 #include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
 
 #include "daemon_harness.h"
 #include "wave/error.h"
@@ -189,39 +188,12 @@ START_TEST(sigquit_and_usr_signals_stop_cleanly)
 }
 END_TEST
 
-/* GET url; the body (static buffer), NULL-terminated. */
+/* GET url: 200 and the Prometheus text type; the body (static buffer). */
 static const char *ts_get(const char *url)
 {
-  static char body[1 << 17];
-  nng_url *u = NULL;
-  nng_http_client *cl = NULL;
-  nng_http_req *req = NULL;
-  nng_http_res *res = NULL;
-  nng_aio *aio = NULL;
-  ck_assert_int_eq(nng_url_parse(&u, url), 0);
-  ck_assert_int_eq(nng_http_client_alloc(&cl, u), 0);
-  ck_assert_int_eq(nng_http_req_alloc(&req, u), 0);
-  ck_assert_int_eq(nng_http_res_alloc(&res), 0);
-  ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
-  nng_aio_set_timeout(aio, 10000);
-  nng_http_client_transact(cl, req, res, aio);
-  nng_aio_wait(aio);
-  ck_assert_int_eq(nng_aio_result(aio), 0);
-  ck_assert_uint_eq(nng_http_res_get_status(res), 200);
-  const char *ct = nng_http_res_get_header(res, "Content-Type");
-  ck_assert_ptr_nonnull(ct);
+  const char *body, *ct;
+  ck_assert_uint_eq(td_http_get(url, &body, &ct), 200);
   ck_assert_ptr_nonnull(strstr(ct, "text/plain; version=0.0.4"));
-  void *data;
-  size_t len;
-  nng_http_res_get_data(res, &data, &len);
-  ck_assert_uint_lt(len, sizeof body);
-  memcpy(body, data, len);
-  body[len] = '\0';
-  nng_aio_free(aio);
-  nng_http_res_free(res);
-  nng_http_req_free(req);
-  nng_http_client_free(cl);
-  nng_url_free(u);
   return body;
 }
 
