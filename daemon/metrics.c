@@ -423,24 +423,27 @@ static void mt_health(wd_metrics *m, FILE *f)
   free(h);
 }
 
+/* A counter by error code, the codes never seen left out. */
+static void mt_codes(FILE *f, const char *name, const char *help,
+                     const uint64_t n[WD_STATS_NCODES])
+{
+  mt_help(f, name, "counter", help);
+  for (size_t c = 1; c < WD_STATS_NCODES; c++)
+    if (n[c] > 0)
+      fprintf(f, "%s{code=\"%s\"} %" PRIu64 "\n", name,
+              wave_errname((int)c), n[c]);
+}
+
 /* The daemon's own: error replies, reloads, descriptors, the guard. */
 static void mt_daemon(wd_metrics *m, FILE *f)
 {
   uint64_t req[WD_STATS_NCODES];
   wd_stats_request_errors(req);
-  mt_help(f, "wavedd_error_replies_total", "counter",
-          "replies that were errors, by code (job failures included)");
-  for (size_t c = 1; c < WD_STATS_NCODES; c++)
-    if (req[c] > 0)
-      fprintf(f, "wavedd_error_replies_total{code=\"%s\"} %" PRIu64 "\n",
-              wave_errname((int)c), req[c]);
+  mt_codes(f, "wavedd_error_replies_total",
+           "replies that were errors, by code (job failures included)", req);
   wd_stats_refusals(req);
-  mt_help(f, "wavedd_requests_refused_total", "counter",
-          "requests refused before any device ran them, by code");
-  for (size_t c = 1; c < WD_STATS_NCODES; c++)
-    if (req[c] > 0)
-      fprintf(f, "wavedd_requests_refused_total{code=\"%s\"} %" PRIu64 "\n",
-              wave_errname((int)c), req[c]);
+  mt_codes(f, "wavedd_requests_refused_total",
+           "requests refused before any device ran them, by code", req);
   mt_process(f);
   mt_help(f, "wavedd_connections", "gauge",
           "client connections open now, all listeners together");
