@@ -17,7 +17,8 @@
 /* ---- status ------------------------------------------------------------ */
 
 /* The bytes of the block that holds a StatusReply's devices, their pack
- * checks, the listen URLs, the shares and every string (cl_status_fill's order). */
+ * checks, the listen URLs, the shares and every string (cl_status_fill's
+ * order). */
 static size_t cl_status_size(const Wave__V1__StatusReply *st)
 {
   size_t n = WV_BLK_ROOM(sizeof(wave_status));
