@@ -245,7 +245,8 @@ static const char *const op_head[] = {
   [WV_CMD_STATUS] =
     "usage: wavectl status [--probe] [--fleet SPEC] [--json]\n\n"
     "Show the daemon's devices, backends, queues, jobs served, faults,\n"
-    "hash exchange paths and pack self-checks.\n",
+    "hash exchange paths and pack self-checks, and the asker's share of\n"
+    "regions and streams (root over ipc: every client's).\n",
   [WV_CMD_TOP] =
     "usage: wavectl top [--once] [--json]\n\n"
     "A live view of the daemon, redrawn every second: per device its\n"

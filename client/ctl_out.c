@@ -381,6 +381,16 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     fputs(i ? ", " : "", f);
     wv_json_str(f, s->listen[i]);
   }
+  fputs("], \"shares\": [", f);
+  for (size_t i = 0; i < s->n_shares; i++) {
+    const wave_share *h = &s->shares[i];
+    fputs(i ? ", {\"principal\": " : "{\"principal\": ", f);
+    wv_json_str(f, h->principal);
+    fprintf(f, ", \"region_bytes\": %" PRIu64 ", \"region_limit\": %" PRIu64
+            ", \"stream_bytes\": %" PRIu64 ", \"stream_limit\": %" PRIu64
+            "}", h->region_bytes, h->region_limit, h->stream_bytes,
+            h->stream_limit);
+  }
   fputs("], \"devices\": [", f);
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
@@ -428,6 +438,13 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fputc('\n', f);
   if (s->max_files > 0)
     fprintf(f, "open files limit %" PRIu64 "\n", s->max_files);
+  for (size_t i = 0; i < s->n_shares; i++) {
+    const wave_share *h = &s->shares[i];
+    fprintf(f, "share %s: regions %" PRIu64 " of %" PRIu64 " bytes, "
+            "copies and streams %" PRIu64 " of %" PRIu64 " bytes\n",
+            h->principal, h->region_bytes, h->region_limit, h->stream_bytes,
+            h->stream_limit);
+  }
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);

@@ -17,7 +17,8 @@
 /* ---- status ------------------------------------------------------------ */
 
 /* The bytes of the block that holds a StatusReply's devices, their pack
- * checks, the listen URLs and every string (cl_status_fill's order). */
+ * checks, the listen URLs, the shares and every string (cl_status_fill's
+ * order). */
 static size_t cl_status_size(const Wave__V1__StatusReply *st)
 {
   size_t n = WV_BLK_ROOM(sizeof(wave_status));
@@ -25,6 +26,10 @@ static size_t cl_status_size(const Wave__V1__StatusReply *st)
     return n + wv_blk_size(NULL);
   n += WV_BLK_ROOM(st->n_devices * sizeof(wave_device_status));
   n += WV_BLK_ROOM((st->n_listen + 1) * sizeof(char *));
+  n += WV_BLK_ROOM(st->n_shares * sizeof(wave_share));
+  for (size_t i = 0; i < st->n_shares; i++)
+    if (st->shares[i] != NULL)
+      n += wv_blk_size(st->shares[i]->principal);
   n += wv_blk_size(st->version);
   for (size_t i = 0; i < st->n_listen; i++)
     n += wv_blk_size(st->listen[i]);
@@ -123,6 +128,7 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
   } else {
     s->devices = wv_blk_take(&b, st->n_devices * sizeof *s->devices);
     s->listen = wv_blk_take(&b, (st->n_listen + 1) * sizeof *s->listen);
+    s->shares = wv_blk_take(&b, st->n_shares * sizeof *s->shares);
     s->version = wv_blk_str(&b, st->version);
     for (size_t i = 0; i < st->n_listen; i++)
       s->listen[s->n_listen++] = (char *)wv_blk_str(&b, st->listen[i]);
@@ -136,6 +142,17 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     for (size_t i = 0; i < st->n_devices; i++)
       if (st->devices[i] != NULL)
         cl_device(&b, &s->devices[s->n_devices++], st->devices[i]);
+    for (size_t i = 0; i < st->n_shares; i++) {
+      const Wave__V1__PrincipalShare *ps = st->shares[i];
+      if (ps == NULL)
+        continue;
+      wave_share *w = &s->shares[s->n_shares++];
+      w->principal = wv_blk_str(&b, ps->principal);
+      w->region_bytes = ps->region_bytes;
+      w->region_limit = ps->region_limit;
+      w->stream_bytes = ps->stream_bytes;
+      w->stream_limit = ps->stream_limit;
+    }
   }
   wave__v1__response__free_unpacked(resp, NULL);
   *out = s;

@@ -3,7 +3,7 @@
  * holding a region outlives limits.idle_timeout_ms; each client's share of
  * region bytes, of copy+stream bytes (one count with max_stream_bytes) and
  * of file-region descriptors, so that a second client still gets its own;
- * status lists only the asker's regions (root over ipc: all).
+ * status lists only the asker's regions and share (root over ipc: all).
  *
  * Clients of different principals: another uid (a child as nobody) over
  * ipc for regions, separate tcp connections for streams (on tcp each
@@ -121,18 +121,30 @@ static ts_child ts_nobody(td_daemon *d, int (*fn)(td_daemon *))
   return k;
 }
 
-/* Start the child's fn; its exit status (0: passed), -1 if none. */
-static int ts_go(ts_child *k)
+/* Start the child's fn (ts_reap waits for it). */
+static void ts_release(ts_child *k)
 {
-  if (k->pid < 0)
-    return -1;
   ck_assert_int_eq(write(k->go, "g", 1), 1);
   close(k->go);
+}
+
+/* The child's exit status (0: passed). */
+static int ts_reap(ts_child *k)
+{
   int st = 0;
   ck_assert_int_eq(waitpid(k->pid, &st, 0), k->pid);
   if (!WIFEXITED(st))
     fprintf(stderr, "nobody child: signal %d\n", WTERMSIG(st));
   return WIFEXITED(st) ? WEXITSTATUS(st) : 200;
+}
+
+/* Start the child's fn; its exit status (0: passed), -1 if none. */
+static int ts_go(ts_child *k)
+{
+  if (k->pid < 0)
+    return -1;
+  ts_release(k);
+  return ts_reap(k);
 }
 
 /* ---- finding 5: holding a region is not idle ---------------------------- */
@@ -393,6 +405,149 @@ START_TEST(status_own_regions)
 }
 END_TEST
 
+/* ---- issue 35 item 3: status shows each principal's share ------------- */
+
+/* The share of principal who in c's status, or NULL (*st to free). */
+static const wave_share *ts_share(wave_client *c, const char *who,
+                                  wave_status **st)
+{
+  wave_error e = {0};
+  ck_assert_msg(wave_status_get(c, st, &e) == 0, "%s", e.message);
+  for (size_t i = 0; i < (*st)->n_shares; i++)
+    if (strcmp((*st)->shares[i].principal, who) == 0)
+      return &(*st)->shares[i];
+  return NULL;
+}
+
+/* One client's region and stream: status shows what its principal holds
+ * and its limits; a tcp connection that holds nothing sees its own share,
+ * empty, and nobody else's. */
+START_TEST(status_shares)
+{
+  td_daemon d;
+  ts_start(&d, "  max_client_region_bytes: 1048576\n"
+               "  max_client_stream_bytes: 4194304\n");
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  wave_region *rg = ts_region(c, 1024, "held", &e);  /* 4 KiB */
+  ck_assert_msg(rg != NULL, "%s", e.message);
+  nng_socket s = td_dial(d.ipc);  /* the same uid: the same principal */
+  Wave__V1__Response *r = ts_open(s, MIB);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
+  wave__v1__response__free_unpacked(r, NULL);
+  char me[32];
+  snprintf(me, sizeof me, "uid:%u", (unsigned)getuid());
+  wave_status *st;
+  const wave_share *h = ts_share(c, me, &st);
+  ck_assert_msg(h != NULL, "no share of %s in status (%zu shares)", me,
+                st->n_shares);
+  ck_assert_uint_eq(st->n_shares, 1);  /* only one principal holds any */
+  ck_assert_uint_eq(h->region_bytes, 4096);
+  ck_assert_uint_eq(h->region_limit, MIB);
+  ck_assert_uint_eq(h->stream_bytes, MIB);
+  ck_assert_uint_eq(h->stream_limit, 4 * MIB);
+  wave_status_free(st);
+  wave_client *t = bh_client(d.tcp);
+  ck_assert_ptr_null(ts_share(t, me, &st));
+  ck_assert_uint_eq(st->n_shares, 1);
+  ck_assert_msg(strncmp(st->shares[0].principal, "pipe:", 5) == 0, "%s",
+                st->shares[0].principal);
+  ck_assert_uint_eq(st->shares[0].region_bytes, 0);
+  ck_assert_uint_eq(st->shares[0].stream_bytes, 0);
+  ck_assert_uint_eq(st->shares[0].stream_limit, 4 * MIB);
+  wave_status_free(st);
+  wave_client_close(t);
+  nng_close(s);
+  wave_region_close(rg);
+  wave_client_close(c);
+  td_stop_ok(&d);
+}
+END_TEST
+
+/* Set before the fork: the nobody child says it holds its region (held),
+ * then waits for the parent's look (done). */
+static int ts_held[2], ts_done[2];
+
+static int ts_nobody_share(td_daemon *d)
+{
+  close(ts_held[0]);
+  close(ts_done[1]);
+  wave_client *c;
+  wave_error e;
+  if (wave_client_open(&c, d->ipc, &e) != 0)
+    return 31;
+  wave_region *rg = ts_region(c, 2048, "nobody's", &e);  /* 8 KiB */
+  if (rg == NULL)
+    return 32;
+  char me[32];
+  snprintf(me, sizeof me, "uid:%u", (unsigned)getuid());
+  wave_status *st;
+  if (wave_status_get(c, &st, &e) != 0)
+    return 33;
+  /* its own only, though root holds a region too */
+  int rc = st->n_shares != 1 ? 34
+           : strcmp(st->shares[0].principal, me) != 0 ? 35
+           : st->shares[0].region_bytes != 8192 ? 36 : 0;
+  wave_status_free(st);
+  char b;
+  if (rc == 0 && (write(ts_held[1], "h", 1) != 1 ||
+                  read(ts_done[0], &b, 1) != 1))
+    rc = 37;
+  wave_region_close(rg);
+  wave_client_close(c);
+  return rc;
+}
+
+/* Root over ipc sees every principal's share (nobody's too); nobody sees
+ * only its own. */
+START_TEST(status_shares_root)
+{
+  td_daemon d;
+  ts_start(&d, "");
+  ck_assert_int_eq(pipe(ts_held), 0);
+  ck_assert_int_eq(pipe(ts_done), 0);
+  ts_child k = ts_nobody(&d, ts_nobody_share);
+  close(ts_held[1]);
+  close(ts_done[0]);
+  if (k.pid < 0) {
+    wvs_note("status_shares_root: needs root and user nobody; not run");
+    close(ts_held[0]);
+    close(ts_done[1]);
+    td_stop_ok(&d);
+    return;
+  }
+  wave_client *c = bh_client(d.ipc);
+  wave_error e = {0};
+  wave_region *rg = ts_region(c, 1024, "root's", &e);
+  ck_assert_msg(rg != NULL, "%s", e.message);
+  ts_release(&k);
+  char b;
+  if (read(ts_held[0], &b, 1) != 1)  /* the child failed before */
+    ck_abort_msg("the nobody child failed (%d):\n%s", ts_reap(&k),
+                 td_stderr(&d));
+  char them[32];
+  snprintf(them, sizeof them, "uid:%u", (unsigned)getpwnam("nobody")->pw_uid);
+  wave_status *st;
+  const wave_share *h = ts_share(c, them, &st);
+  ck_assert_msg(h != NULL, "root does not see %s's share", them);
+  ck_assert_uint_eq(h->region_bytes, 8192);
+  wave_status_free(st);
+  h = ts_share(c, "uid:0", &st);
+  ck_assert_msg(h != NULL, "root does not see its own share");
+  ck_assert_uint_eq(h->region_bytes, 4096);
+  ck_assert_uint_eq(st->n_shares, 2);
+  wave_status_free(st);
+  ck_assert_int_eq(write(ts_done[1], "d", 1), 1);
+  close(ts_done[1]);
+  close(ts_held[0]);
+  int rc = ts_reap(&k);
+  ck_assert_msg(rc == 0, "nobody's status (%d):\n%s", rc, td_stderr(&d));
+  wave_region_close(rg);
+  wave_client_close(c);
+  td_stop_ok(&d);
+}
+END_TEST
+
 /* ---- issue 35 finding 3: shares follow their totals -------------------- */
 
 static int ts_nobody_small(td_daemon *d)
@@ -535,11 +690,13 @@ int main(void)
   tcase_add_test(tc, files_share);
   tcase_add_test(tc, share_above_total);
   tcase_add_test(tc, copy_bound_scales);
+  tcase_add_test(tc, status_shares);
   suite_add_tcase(s, tc);
   /* entry test_shares_other_uid: a second client as nobody (root) */
   TCase *uid = wvs_tcase("other_uid", 120);
   tcase_add_test(uid, region_share);
   tcase_add_test(uid, status_own_regions);
+  tcase_add_test(uid, status_shares_root);
   tcase_add_test(uid, lowered_totals);
   suite_add_tcase(s, uid);
   return wvs_run(s, CK_NORMAL);

@@ -231,6 +231,7 @@ static int bk_reduce(wd_bulk *b, uint32_t pipe, const Wave__V1__ReduceRequest *r
 }
 
 static int bk_stream_open(wd_bulk *b, uint32_t pipe, uint64_t key,
+                          const char *who,
                           const Wave__V1__StreamOpenRequest *so,
                           wd_stream_info *si, wave_error *err)
 {
@@ -244,7 +245,7 @@ static int bk_stream_open(wd_bulk *b, uint32_t pipe, uint64_t key,
     .n_input_chunks = so->n_input_chunks,
     .input_chunks = so->input_chunks,
   };
-  return wd_streams_open(b->streams, pipe, key, &spec, si, err);
+  return wd_streams_open(b->streams, pipe, key, who, &spec, si, err);
 }
 
 static int bk_commit(wd_bulk *b, uint32_t pipe,
@@ -297,7 +298,7 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
     rc = bk_reduce(b, pipe, rq->reduce, payload, plen, out, &err);
     break;
   case WAVE__V1__REQUEST__BODY_STREAM_OPEN:
-    if ((rc = bk_stream_open(b, pipe, key, rq->stream_open, &si,
+    if ((rc = bk_stream_open(b, pipe, key, who, rq->stream_open, &si,
                              &err)) == 0)
       bk_stream_reply(out, id, &si);
     break;
@@ -326,7 +327,7 @@ int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
     uint64_t uid = 0, pid = 0;  /* nng 1.5: uint64 options, ipc only */
     int cred = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
                nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
-    if ((rc = wd_regions_add(b->regions, pipe, key, cred, (uint32_t)uid,
+    if ((rc = wd_regions_add(b->regions, pipe, key, who, cred, (uint32_t)uid,
                              (uint32_t)pid,
                              &(wd_region_spec){
                                  .ticket = rq->region_register->fd_ticket.data,
@@ -397,6 +398,44 @@ int wd_bulk_holds(void *arg, uint32_t pipe)
                        wd_streams_held(b->streams, pipe) > 0);
 }
 
+_Static_assert(WD_SHARE_WHO == WD_PRINCIPAL_MAX, "a share names a principal");
+
+/* The shares who may see (its own always, held or not; root over ipc:
+ * every principal's, as wd_peer_may decides for regions and jobs). */
+static void bk_shares_status(wd_bulk *b, const char *who,
+                             Wave__V1__StatusReply *sr, wd_bulk_snap *snap)
+{
+  size_t n = 0;
+  uint64_t max[WD_SHARE_KINDS];
+  if (who == NULL ||
+      wd_shares_list(b->shares, &snap->rows, &n, max) != 0)
+    return;
+  snap->shares = calloc(n + 1, sizeof *snap->shares);
+  snap->share_ptrs = calloc(n + 1, sizeof *snap->share_ptrs);
+  if (snap->shares == NULL || snap->share_ptrs == NULL)
+    return;
+  size_t k = 0, mine = n;  /* mine: the asker's row (n: none yet) */
+  for (size_t i = 0; i <= n; i++) {
+    const char *name = i < n ? snap->rows[i].who : who;
+    const uint64_t *used = i < n ? snap->rows[i].used : NULL;
+    if (i < n && strcmp(name, who) == 0)
+      mine = i;
+    if ((i < n && !wd_peer_may(who, name)) || (i == n && mine < n))
+      continue;  /* another's; or the asker's own, listed already */
+    Wave__V1__PrincipalShare *ps = &snap->shares[k];
+    wave__v1__principal_share__init(ps);
+    ps->principal = (char *)name;
+    ps->region_bytes = used ? used[WD_SHARE_REGION] : 0;
+    ps->region_limit = max[WD_SHARE_REGION];
+    ps->stream_bytes = used ? used[WD_SHARE_BUF] : 0;
+    ps->stream_limit = max[WD_SHARE_BUF];
+    snap->share_ptrs[k] = ps;
+    k++;
+  }
+  sr->n_shares = k;
+  sr->shares = snap->share_ptrs;
+}
+
 void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_bulk_snap *snap)
 {
@@ -416,6 +455,7 @@ void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
     }
   }
   sr->streams = wd_streams_count(b->streams);
+  bk_shares_status(b, who, sr, snap);
 }
 
 void wd_bulk_snap_free(wd_bulk_snap *snap)
@@ -423,5 +463,8 @@ void wd_bulk_snap_free(wd_bulk_snap *snap)
   wd_region_snap_free(&snap->regions);
   free(snap->infos);
   free(snap->ptrs);
+  free(snap->rows);
+  free(snap->shares);
+  free(snap->share_ptrs);
   memset(snap, 0, sizeof *snap);
 }

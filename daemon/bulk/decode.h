@@ -76,11 +76,13 @@ void wd_bulk_drop_pipe(wd_bulk *b, uint32_t pipe);
 int wd_bulk_holds(void *arg, uint32_t pipe);
 
 /* Status fields (the regions principal who may see, region_bytes,
- * streams); snap holds the copies
- * until the reply is packed. */
+ * streams, the shares who may see: its own, root over ipc every one);
+ * snap holds the copies until the reply is packed. */
 typedef struct wd_bulk_snap {
   wd_region_snap regions;
   Wave__V1__RegionInfo *infos, **ptrs;
+  wd_share_row *rows;
+  Wave__V1__PrincipalShare *shares, **share_ptrs;
 } wd_bulk_snap;
 void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_bulk_snap *snap);

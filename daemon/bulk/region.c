@@ -305,7 +305,8 @@ static int rg_check_fd(int fd, struct stat *st, int *huge, wave_error *err)
 /* Reserve bytes in the table's total, then the client's shares (share.h:
  * one client cannot fill the caps); *took says which shares for
  * rg_untake.  Nothing stays reserved on an error. */
-static int rg_reserve(wd_regions *t, uint64_t key, uint64_t bytes, int copy,
+static int rg_reserve(wd_regions *t, uint64_t key, const char *who,
+                      uint64_t bytes, int copy,
                       int file, int *took, wave_error *err)
 {
   pthread_mutex_lock(&t->mu);
@@ -321,16 +322,16 @@ static int rg_reserve(wd_regions *t, uint64_t key, uint64_t bytes, int copy,
                      t->max_bytes, have);
   int rc;
   *took = 0;  /* shares taken: 1 region bytes, 2 + buffered, 4 + file */
-  if ((rc = wd_share_take(t->sh, key, WD_SHARE_REGION, bytes, WAVE_EREGION,
-                          err)) == 0)
+  if ((rc = wd_share_take(t->sh, key, who, WD_SHARE_REGION, bytes,
+                          WAVE_EREGION, err)) == 0)
     *took |= 1;
   if (rc == 0 && copy && !file &&
-      (rc = wd_share_take(t->sh, key, WD_SHARE_BUF, bytes, WAVE_EREGION,
-                          err)) == 0)
+      (rc = wd_share_take(t->sh, key, who, WD_SHARE_BUF, bytes,
+                          WAVE_EREGION, err)) == 0)
     *took |= 2;
   if (rc == 0 && file &&
-      (rc = wd_share_take(t->sh, key, WD_SHARE_FILES, 1, WAVE_EREGION,
-                          err)) == 0)
+      (rc = wd_share_take(t->sh, key, who, WD_SHARE_FILES, 1,
+                          WAVE_EREGION, err)) == 0)
     *took |= 4;
   if (rc != 0)
     rg_untake(t, key, *took, bytes);
@@ -404,8 +405,8 @@ static wd_region *rg_link(wd_regions *t, uint32_t pipe, uint64_t key,
   return r;
 }
 
-int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
-                   uint32_t uid, uint32_t pid,
+int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key,
+                   const char *who, int have_cred, uint32_t uid, uint32_t pid,
                    const wd_region_spec *rq, wd_region_info *info,
                    wd_region **pin, wave_error *err)
 {
@@ -456,7 +457,8 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
     goto out;
   int file = rq->copy && rq->file;  /* read by the jobs: none of our memory */
   int took = 0;
-  if ((rc = rg_reserve(t, key, bytes, rq->copy, file, &took, err)) != 0)
+  if ((rc = rg_reserve(t, key, who, bytes, rq->copy, file, &took,
+                       err)) != 0)
     goto out;
   size_t cap;
   void *base;

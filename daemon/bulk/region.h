@@ -97,12 +97,14 @@ typedef struct wd_region_info {
   int copied, file;
 } wd_region_info;
 
-/* A registration from pipe of principal key (wd_peer_key: its shares,
- * share.h), peer credentials uid/pid (have_cred 0 on a transport that has
- * none).  On success *info is filled, and *pin (when not NULL) is the region, with a
- * reference, if it is mapped and so can be pinned. */
-int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key, int have_cred,
-                   uint32_t uid, uint32_t pid, const wd_region_spec *rq,
+/* A registration from pipe of principal who, whose key is key
+ * (wd_peer_key: its shares, share.h), peer credentials uid/pid (have_cred
+ * 0 on a transport that has none).  On success *info is filled, and *pin
+ * (when not NULL) is the region, with a reference, if it is mapped and so
+ * can be pinned. */
+int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key,
+                   const char *who, int have_cred, uint32_t uid, uint32_t pid,
+                   const wd_region_spec *rq,
                    wd_region_info *info, wd_region **pin, wave_error *err);
 int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
                       wd_region_info *info, wave_error *err);

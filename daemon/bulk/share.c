@@ -3,6 +3,7 @@
  * a principal that holds nothing leaves it. */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "daemon/bulk/share.h"
@@ -10,7 +11,7 @@
 
 typedef struct {
   uint64_t key;
-  uint64_t used[WD_SHARE_KINDS];
+  wd_share_row row;  /* its principal's name and what it holds */
 } sh_one;
 
 struct wd_shares {
@@ -58,12 +59,12 @@ static sh_one *sh_find(wd_shares *s, uint64_t key)
   return NULL;
 }
 
-int wd_share_take(wd_shares *s, uint64_t key, wd_share_kind kind, uint64_t n,
-                  int code, wave_error *err)
+int wd_share_take(wd_shares *s, uint64_t key, const char *who,
+                  wd_share_kind kind, uint64_t n, int code, wave_error *err)
 {
   pthread_mutex_lock(&s->mu);
   sh_one *o = sh_find(s, key);
-  uint64_t had = o ? o->used[kind] : 0, max = s->max[kind];
+  uint64_t had = o ? o->row.used[kind] : 0, max = s->max[kind];
   uint64_t all = s->buf;
   int over = n > max || had > max - n;
   int over_all = kind == WD_SHARE_BUF &&
@@ -81,9 +82,10 @@ int wd_share_take(wd_shares *s, uint64_t key, wd_share_kind kind, uint64_t n,
     }
     o = &s->v[s->n++];
     *o = (sh_one){.key = key};
+    snprintf(o->row.who, sizeof o->row.who, "%s", who);
   }
   if (!over && !over_all) {
-    o->used[kind] += n;
+    o->row.used[kind] += n;
     if (kind == WD_SHARE_BUF)
       s->buf += n;
   }
@@ -106,12 +108,12 @@ void wd_share_give(wd_shares *s, uint64_t key, wd_share_kind kind,
   pthread_mutex_lock(&s->mu);
   sh_one *o = sh_find(s, key);
   if (o != NULL) {
-    o->used[kind] -= n < o->used[kind] ? n : o->used[kind];
+    o->row.used[kind] -= n < o->row.used[kind] ? n : o->row.used[kind];
     if (kind == WD_SHARE_BUF)
       s->buf -= n < s->buf ? n : s->buf;
     int empty = 1;
     for (int k = 0; k < WD_SHARE_KINDS; k++)
-      empty &= o->used[k] == 0;
+      empty &= o->row.used[k] == 0;
     if (empty)
       *o = s->v[--s->n];
   }
@@ -122,7 +124,23 @@ uint64_t wd_share_used(wd_shares *s, uint64_t key, wd_share_kind kind)
 {
   pthread_mutex_lock(&s->mu);
   sh_one *o = sh_find(s, key);
-  uint64_t n = o ? o->used[kind] : 0;
+  uint64_t n = o ? o->row.used[kind] : 0;
   pthread_mutex_unlock(&s->mu);
   return n;
+}
+
+int wd_shares_list(wd_shares *s, wd_share_row **rows, size_t *n,
+                   uint64_t max[WD_SHARE_KINDS])
+{
+  pthread_mutex_lock(&s->mu);
+  size_t k = s->n;
+  wd_share_row *v = calloc(k + 1, sizeof *v);
+  for (size_t i = 0; v != NULL && i < k; i++)
+    v[i] = s->v[i].row;
+  for (int j = 0; j < WD_SHARE_KINDS; j++)
+    max[j] = s->max[j];
+  pthread_mutex_unlock(&s->mu);
+  *rows = v;
+  *n = v != NULL ? k : 0;
+  return v != NULL ? 0 : WAVE_ENOMEM;
 }

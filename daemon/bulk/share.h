@@ -17,6 +17,7 @@
 #ifndef WD_SHARE_H
 #define WD_SHARE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "daemon/config.h"
@@ -33,13 +34,25 @@ typedef struct wd_shares wd_shares;
 
 wd_shares *wd_shares_new(const wd_limits *lim);
 void wd_shares_free(wd_shares *s);
-/* Take n of kind for principal key: 0, or code (the caller's error for
- * "full": EREGION, EBUSY) with a message naming the limit passed. */
-int wd_share_take(wd_shares *s, uint64_t key, wd_share_kind kind, uint64_t n,
-                  int code, wave_error *err);
+/* Take n of kind for principal who, whose key is key (wd_peer_key(who)):
+ * 0, or code (the caller's error for "full": EREGION, EBUSY) with a message
+ * naming the limit passed.  who names the share in status. */
+int wd_share_take(wd_shares *s, uint64_t key, const char *who,
+                  wd_share_kind kind, uint64_t n, int code, wave_error *err);
 void wd_share_give(wd_shares *s, uint64_t key, wd_share_kind kind,
                    uint64_t n);
 /* What key holds of kind (tests, status). */
 uint64_t wd_share_used(wd_shares *s, uint64_t key, wd_share_kind kind);
+
+/* One principal's share as status shows it. */
+#define WD_SHARE_WHO 64  /* = WD_PRINCIPAL_MAX (daemon/net/principal.h) */
+typedef struct wd_share_row {
+  char who[WD_SHARE_WHO];
+  uint64_t used[WD_SHARE_KINDS];
+} wd_share_row;
+/* Every principal that holds anything: *rows malloc'd (free() it; may be
+ * NULL with *n 0), *max the share of each kind.  0 or WAVE_ENOMEM. */
+int wd_shares_list(wd_shares *s, wd_share_row **rows, size_t *n,
+                   uint64_t max[WD_SHARE_KINDS]);
 
 #endif

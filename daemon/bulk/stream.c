@@ -131,6 +131,7 @@ static void st_info(const wd_stream *s, wd_stream_info *info)
 }
 
 int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
+                    const char *who,
                     const wd_stream_spec *rq, wd_stream_info *info,
                     wave_error *err)
 {
@@ -207,7 +208,8 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   /* the client's share and the total, copy regions counted (share.h);
    * under mu, so that racing opens of one connection count its streams */
   int rc = mine >= WD_STREAMS_PER_CLIENT ? WAVE_EBUSY
-           : wd_share_take(t->sh, key, WD_SHARE_BUF, total, WAVE_EBUSY, err);
+           : wd_share_take(t->sh, key, who, WD_SHARE_BUF, total, WAVE_EBUSY,
+                           err);
   pthread_mutex_unlock(&t->mu);
   if (mine >= WD_STREAMS_PER_CLIENT) {
     free(s);

@@ -59,8 +59,10 @@ typedef struct wd_stream_info {
   uint64_t stream_id, piece_bytes, input_bytes, mask_bytes, received_bytes;
 } wd_stream_info;
 
-/* key: the principal (wd_peer_key), whose share the stream draws on. */
+/* who: the principal whose share the stream draws on; key: its
+ * wd_peer_key. */
 int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
+                    const char *who,
                     const wd_stream_spec *rq, wd_stream_info *info,
                     wave_error *err);
 /* One piece (data, len) of stream id; info: the stream after it.  When

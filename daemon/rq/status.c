@@ -1,5 +1,5 @@
 /* status.c - StatusRequest and PacksRequest: the StatusReply (devices,
- * their pack checks, listeners, regions) and the PacksReply, built from
+ * their pack checks, listeners, regions, shares) and the PacksReply, built from
  * the devices' snapshots on the loop thread. */
 #include <stdlib.h>
 
@@ -116,7 +116,7 @@ void wd_rq_status(wd_req *c)
   sr.ready = wd_server_ready(s) != 0;
   sr.max_files = wd_max_files();
   wd_bulk_snap rsnap;
-  /* regions: the asker's own only (root over ipc: all) */
+  /* regions and shares: the asker's own only (root over ipc: all) */
   wd_bulk_status(s->bulk, c->principal, &sr, &rsnap);
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_STATUS;

@@ -288,6 +288,16 @@ typedef struct wave_device_status {
 #define WAVE_HEALTH_MEMORY_TOTAL 0x80u
 #define WAVE_HEALTH_UTILIZATION 0x100u
 
+/* One principal's share of regions and streams (docs/security.md
+ * "Shares"): what it holds and its limit, in bytes. */
+typedef struct wave_share {
+  const char *principal;   /* "uid:N", "pipe:N" or "token:NAME" */
+  uint64_t region_bytes;   /* its regions */
+  uint64_t region_limit;   /* limits.max_client_region_bytes */
+  uint64_t stream_bytes;   /* its copy regions and streams */
+  uint64_t stream_limit;   /* limits.max_client_stream_bytes */
+} wave_share;
+
 typedef struct wave_status {
   const char *version;
   uint64_t uptime_ms, jobs_served, jobs_failed;
@@ -301,6 +311,10 @@ typedef struct wave_status {
   uint64_t max_files;  /* the daemon's open-files limit (0: not reported) */
   /* appended in 0.x (issue 36) */
   uint64_t jobs_cancelled;  /* hash jobs cancelled: not in jobs_failed */
+  /* appended in ABI 3 (issue 35): the asker's own share (root over ipc:
+   * every principal's that holds anything, and its own) */
+  size_t n_shares;
+  wave_share *shares;       /* n_shares entries */
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(), which frees its

@@ -1,6 +1,7 @@
 """test_regions.py - region-backed arrays: extents, not bytes; views and
-offsets; release with the array and with the client; no leak after many
-create/release cycles (in this process, and in the daemon's mappings)."""
+offsets; release with the array and with the client; status shows the
+share they draw on; no leak after many create/release cycles (in this
+process, and in the daemon's mappings)."""
 import gc
 import os
 
@@ -37,6 +38,21 @@ def test_empty_is_region(client, daemon):
     assert r.via == "region" and r.count == 512
     assert r.value == (0.0, 1022.0)
     assert daemon.memfd_maps() >= 2
+
+
+def test_status_shares(client):
+    """status() shows this uid's share: a region of ours counts in it."""
+    me = f"uid:{os.getuid()}"
+
+    def mine():
+        sh = [s for s in client.status()["shares"] if s["principal"] == me]
+        assert len(sh) == 1, client.status()["shares"]
+        return sh[0]
+    before = mine()
+    assert before["region_limit"] > 0 and before["stream_limit"] > 0
+    raw = client.region(1 << 20)
+    assert mine()["region_bytes"] == before["region_bytes"] + (1 << 20)
+    del raw
 
 
 def test_region_bytes(client):

@@ -131,6 +131,12 @@ STRUCTS = (
         "uint64_t memory_used",
         "uint64_t memory_total",
         "double utilization_pct")),
+    ("wave_share", (
+        "const char *principal",
+        "uint64_t region_bytes",
+        "uint64_t region_limit",
+        "uint64_t stream_bytes",
+        "uint64_t stream_limit")),
     ("wave_status", (
         "const char *version",
         "uint64_t uptime_ms",
@@ -143,7 +149,9 @@ STRUCTS = (
         "size_t n_listen",
         "char **listen",
         "uint64_t max_files",
-        "uint64_t jobs_cancelled")),
+        "uint64_t jobs_cancelled",
+        "size_t n_shares",
+        "wave_share *shares")),
     ("wave_hash_request", (
         "const char *pack",
         "uint64_t nonce",

@@ -498,7 +498,9 @@ class Client:
     # ---- status ----------------------------------------------------------
     def status(self):
         """The daemon's status: a dict (version, ready, uptime_ms,
-        jobs_served, jobs_failed, listen, devices: a list of dicts)."""
+        jobs_served, jobs_failed, listen, devices: a list of dicts,
+        shares: the asker's share of regions and streams, root's over ipc
+        every principal's, a list of dicts)."""
         out = C.out("wave_status *")
         err = errors.new_err()
         errors.check(lib.wave_status_get(self._handle(), out, err), err)
@@ -527,6 +529,13 @@ class Client:
                 "jobs_cancelled": s.jobs_cancelled, "instance": s.instance,
                 "listen": [text(s.listen[i]) for i in range(s.n_listen)],
                 "devices": devs,
+                "shares": [{
+                    "principal": text(h.principal),
+                    "region_bytes": h.region_bytes,
+                    "region_limit": h.region_limit,
+                    "stream_bytes": h.stream_bytes,
+                    "stream_limit": h.stream_limit,
+                } for h in (s.shares[i] for i in range(s.n_shares))],
             }
         finally:
             lib.wave_status_free(out[0])
