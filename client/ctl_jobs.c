@@ -149,6 +149,10 @@ static void jb_json_info(FILE *f, const wave_job_info *j)
           j->job_id, wv_job_state_name(j->state), j->done, j->total,
           j->seconds);
   wv_json_str(f, j->device);
+  if (j->owner != NULL && j->owner[0]) {
+    fputs(", \"owner\": ", f);
+    wv_json_str(f, j->owner);
+  }
   fprintf(f, ", \"rate\": %.6g", wv_job_rate(j));
   double eta = wv_job_eta(j);
   if (j->state == WAVE_JOB_RUNNING && eta >= 0)

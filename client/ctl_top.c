@@ -21,8 +21,9 @@
  *     field its source did not read (WAVE_HEALTH_* not in health_have),
  *     never zero.  A throttled device gets a line under the table;
  *   - jobs: the queued, preparing and running hash jobs the asker may see
- *     (its own; root over ipc: all), in submit order.  OWNER is "-":
- *     JobInfo does not say who submitted a job.  KIND is "hash": the only
+ *     (its own; root over ipc: all), in submit order.  OWNER is the
+ *     submitter's principal (JobInfo.owner: "uid:N", "token:NAME",
+ *     "pipe:N"; "-" from an older daemon).  KIND is "hash": the only
  *     jobs the daemon lists (a reduction is answered in its own exchange
  *     and shows as its device's running state and queue).
  *
@@ -186,12 +187,15 @@ static void tp_bar(char *buf, size_t n, const wave_job_info *j)
 static void tp_jobs(tp_out *o, const wv_top_view *v)
 {
   size_t live = 0, multi = 0;
-  int w = 3;
+  int w = 3, ow = 5;
   for (size_t i = 0; i < v->n_jobs; i++) {
     const wave_job_info *j = &v->jobs[i];
     if (!wv_job_live(j->state))
       continue;
     live++;
+    int on = j->owner != NULL ? (int)strlen(j->owner) : 0;
+    if (on > ow)
+      ow = on < 24 ? on : 24;
     multi += j->state == WAVE_JOB_RUNNING && j->n_devices > 1;
     char id[24];
     int n = snprintf(id, sizeof id, "%" PRIu64, j->job_id);
@@ -202,7 +206,7 @@ static void tp_jobs(tp_out *o, const wv_top_view *v)
     tp_line(o, "no hash jobs queued or running");
     return;
   }
-  tp_line(o, "%-*s %-5s %-4s %-9s %-19s %11s %6s  %s", w, "JOB", "OWNER",
+  tp_line(o, "%-*s %-*s %-4s %-9s %-19s %11s %6s  %s", w, "JOB", ow, "OWNER",
           "KIND", "STATE", "PROGRESS", "RATE", "ETA", "DEVICE");
   /* the rows the terminal has room for below, less the note and the
    * footer; when they do not all fit, one line says how many are left */
@@ -229,8 +233,9 @@ static void tp_jobs(tp_out *o, const wv_top_view *v)
     else
       snprintf(dev, sizeof dev, "%s", j->device);
     wv_job_waiting(j, wait, sizeof wait);
-    tp_line(o, "%-*" PRIu64 " %-5s %-4s %-9s %-19s %11s %6s  %s%s%s", w,
-            j->job_id, "-", "hash", wv_job_state_name(j->state), bar, rate,
+    const char *owner = j->owner != NULL && j->owner[0] ? j->owner : "-";
+    tp_line(o, "%-*" PRIu64 " %-*.*s %-4s %-9s %-19s %11s %6s  %s%s%s", w,
+            j->job_id, ow, ow, owner, "hash", wv_job_state_name(j->state), bar, rate,
             eta, dev, wait[0] ? "  " : "", wait);
   }
   if (shown < live)
@@ -331,9 +336,14 @@ void wv_top_json(FILE *f, const wv_top_view *v)
     const wave_job_info *j = &v->jobs[i];
     if (!wv_job_live(j->state))
       continue;
-    fprintf(f, "%s{\"job\": %" PRIu64 ", \"owner\": null, \"kind\": \"hash\", "
-            "\"state\": \"%s\", \"done\": %" PRIu64 ", \"total\": %" PRIu64
-            ", \"seconds\": %.3f, \"rate\": ", first ? "" : ", ", j->job_id,
+    fprintf(f, "%s{\"job\": %" PRIu64 ", \"owner\": ", first ? "" : ", ",
+            j->job_id);
+    if (j->owner != NULL && j->owner[0])
+      wv_json_str(f, j->owner);
+    else
+      fputs("null", f);
+    fprintf(f, ", \"kind\": \"hash\", \"state\": \"%s\", \"done\": %" PRIu64
+            ", \"total\": %" PRIu64 ", \"seconds\": %.3f, \"rate\": ",
             wv_job_state_name(j->state), j->done, j->total, j->seconds);
     first = 0;
     double r = wv_job_rate(j), eta = wv_job_eta(j);

@@ -51,6 +51,8 @@ static int job_info(wave_client *c, wave_job_info *dst,
     rv = wv_client_name(c, ji->waiting_pack, &dst->waiting_pack, err);
   if (rv == 0)
     rv = wv_client_name(c, ji->waiting_device, &dst->waiting_device, err);
+  if (rv == 0)
+    rv = wv_client_name(c, ji->owner, &dst->owner, err);
   return rv;
 }
 

@@ -97,7 +97,7 @@ if [ "$mode" = once ]; then
   grep -Eq '^fk0 +fake +idle +0/[0-9]+ +0% +- +61C +143/300W$' <<<"$f" || fail "no fk0 row: $f"
   grep -q '^  fk0: throttled: sw_thermal$' <<<"$f" || fail "no throttle line: $f"
   row=$(grep -E "^$id " <<<"$f") || fail "no row for job $id: $f"
-  [[ $row =~ ^$id\ +-\ +hash\ +running\ +\[([#-]{10})\]\ +([0-9.]+)%\ +[0-9.]+\ [kMG]?H/s\ +[0-9dhms]+\ +cpu0$ ]] ||
+  [[ $row =~ ^$id\ +uid:$(id -u)\ +hash\ +running\ +\[([#-]{10})\]\ +([0-9.]+)%\ +[0-9.]+\ [kMG]?H/s\ +[0-9dhms]+\ +cpu0$ ]] ||
     fail "job row: $row"
   bar=${BASH_REMATCH[1]} pct=${BASH_REMATCH[2]}
   hashes=${bar//-/}
@@ -122,7 +122,7 @@ if [ "$mode" = once ]; then
     fail "top --json cpu1: $j"
   grep -q '"name": "fk0", .*"temperature_c": 61.4, "power_w": 142.6, "power_limit_w": 300, "throttle": "sw_thermal"}' <<<"$j" ||
     fail "top --json fk0: $j"
-  d=$(grep -o "\"job\": $id, \"owner\": null, \"kind\": \"hash\", \"state\": \"running\", \"done\": [0-9]*" <<<"$j" |
+  d=$(grep -o "\"job\": $id, \"owner\": \"uid:$(id -u)\", \"kind\": \"hash\", \"state\": \"running\", \"done\": [0-9]*" <<<"$j" |
     grep -o '[0-9]*$') || fail "top --json job: $j"
   [ "$d" -ge "$before" ] && [ "$d" -le "$after" ] || fail "top --json: done $d not in $before..$after"
   # usage errors, and nobody there
@@ -139,7 +139,7 @@ else
   live() {  # live NAME KEY: start top in pane NAME, end it with KEY
     "${T[@]}" new-session -d -s "$1" -x 120 -y 30 \
       "stty -g >'$tmp/$1.before'; '$ctl' --url '$url' top 2>'$tmp/$1.err'; echo \$? >'$tmp/$1.rc'; stty -g >'$tmp/$1.after'; exec sleep 600"
-    drawn() { pane "$1" | grep -Eq "^$id +- +hash +running +\[[#-]{10}\] .* cpu0\$" &&
+    drawn() { pane "$1" | grep -Eq "^$id +uid:$(id -u) +hash +running +\[[#-]{10}\] .* cpu0\$" &&
               pane "$1" | grep -Eq '^cpu0 +cpu +running +[0-9]+/64 +[0-9]+% '; }
     wait_for drawn "$1" || fail "pane $1: no job row with a busy share: $(pane "$1")"
     pane "$1" | grep -q '^q or Ctrl-C: quit' || fail "pane $1: no footer: $(pane "$1")"

@@ -46,7 +46,7 @@ static wave_status tt_status = {
 static const wave_job_info tt_jobs[4] = {
   {.job_id = 1, .state = WAVE_JOB_RUNNING, .done = 1000, .total = 4000,
    .seconds = 2.0, .device = "cpu0", .n_devices = 1, .waiting_pack = "",
-   .waiting_device = ""},
+   .waiting_device = "", .owner = "token:batch-nightly"},
   {.job_id = 2, .state = WAVE_JOB_RUNNING, .done = 3000, .total = 10000,
    .seconds = 1.0, .device = "cpu0", .n_devices = 3, .waiting_pack = "",
    .waiting_device = ""},
@@ -135,15 +135,15 @@ START_TEST(frame_text)
   ck_assert_ptr_nonnull(strstr(t, "  cl0: lost?[2Jdevice\n"));
   ck_assert_ptr_null(strchr(t, '\033'));
   l = tt_line(t, "1 ");
-  ck_assert_str_eq(l, "1   -     hash running   [##--------]  25.0%"
+  ck_assert_str_eq(l, "1   token:batch-nightly hash running   [##--------]  25.0%"
                       "  500.00 H/s     6s  cpu0");
   free(l);
   l = tt_line(t, "2 ");
-  ck_assert_str_eq(l, "2   -     hash running   [###-------]  30.0%"
+  ck_assert_str_eq(l, "2   -                   hash running   [###-------]  30.0%"
                       "   3.00 kH/s     2s  cpu0+2");
   free(l);
   l = tt_line(t, "3 ");
-  ck_assert_str_eq(l, "3   -     hash preparing [----------]   0.0%"
+  ck_assert_str_eq(l, "3   -                   hash preparing [----------]   0.0%"
                       "           -      -  vk0  waiting for pack main on "
                       "vk0: 3 of 8 steps");
   free(l);
@@ -223,7 +223,8 @@ START_TEST(frame_json)
   ck_assert_int_eq(jq_u64(jq_get(j1, "done"), &u), 0);
   ck_assert_uint_eq(u, 1000);
   ck_assert(jq_get(j1, "eta_seconds")->num == 6);
-  ck_assert_int_eq(jq_get(j1, "owner")->type, JQ_NULL);
+  ck_assert_str_eq(jq_get(j1, "owner")->text, "token:batch-nightly");
+  ck_assert_int_eq(jq_get(j3, "owner")->type, JQ_NULL);  /* older daemon */
   ck_assert_str_eq(jq_get(j1, "kind")->text, "hash");
   ck_assert_str_eq(jq_get(j3, "state")->text, "preparing");
   ck_assert_int_eq(jq_get(j3, "rate")->type, JQ_NULL);

@@ -634,6 +634,7 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
   v->total = j->count;
   v->done = atomic_load(&j->done);
   v->device = j->dev_names[0];
+  v->owner = j->principal;
   v->devices = j->dev_names;
   v->n_devices = j->n_parts;
   uint64_t ts = atomic_load(&j->t_start_ns);

@@ -186,6 +186,7 @@ typedef struct wd_job_view {
    * device's preparation got (steps_total 0: unknown) */
   const char *wait_pack, *wait_device;
   unsigned prepare_steps, prepare_steps_total;
+  const char *owner;         /* the submitter's principal */
 } wd_job_view;
 
 /* The view of j now; for a DONE job with segments, the page

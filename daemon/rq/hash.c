@@ -39,6 +39,7 @@ static void hs_reply_job(wd_req *c, const wd_job_view *v)
   ji.waiting_device = (char *)(v->wait_device ? v->wait_device : "");
   ji.prepare_steps = v->prepare_steps;
   ji.prepare_steps_total = v->prepare_steps_total;
+  ji.owner = (char *)(v->owner ? v->owner : "");
   if (v->rc != 0) {
     e.code = (uint32_t)v->rc;
     snprintf(errname, sizeof errname, "%s", wave_errname(v->rc));
@@ -139,6 +140,7 @@ static void hs_reply_jobs(wd_req *c, const wd_job_view *v, size_t n)
     ji[i].waiting_device = (char *)(v[i].wait_device ? v[i].wait_device : "");
     ji[i].prepare_steps = v[i].prepare_steps;
     ji[i].prepare_steps_total = v[i].prepare_steps_total;
+    ji[i].owner = (char *)(v[i].owner ? v[i].owner : "");
     if (v[i].rc != 0) {
       wave__v1__error__init(&e[i]);
       e[i].code = (uint32_t)v[i].rc;

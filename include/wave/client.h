@@ -403,6 +403,9 @@ typedef struct wave_job_info {
   const char *waiting_pack;    /* "" when not PREPARING */
   const char *waiting_device;
   unsigned prepare_steps, prepare_steps_total;
+  const char *owner;       /* who submitted it: "uid:N", "token:NAME" or
+                              "pipe:N" (docs/protocol.md "Job ownership");
+                              "" from a daemon before 2026-12 */
 } wave_job_info;
 
 WAVE_API int wave_hash_submit(wave_client *c, const wave_hash_request *req,

@@ -69,8 +69,9 @@ def test_progress_line(client, capsys, monkeypatch):
 def test_jobs_and_job(client):
     j = client.hash("small", 0, 1 << 12)
     j.result()
-    ids = [ji.id for ji in client.jobs()]
-    assert j.id in ids
+    mine = [ji for ji in client.jobs() if ji.id == j.id]
+    assert len(mine) == 1
+    assert mine[0].owner == f"uid:{os.getuid()}"
     again = client.job(j.id)
     assert again.id == j.id and again.status().state == "done"
 

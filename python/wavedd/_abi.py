@@ -205,7 +205,8 @@ STRUCTS = (
         "const char *waiting_pack",
         "const char *waiting_device",
         "unsigned prepare_steps",
-        "unsigned prepare_steps_total")),
+        "unsigned prepare_steps_total",
+        "const char *owner")),
 )
 
 # the calls wavedd makes, as prototypes (parameter names optional)

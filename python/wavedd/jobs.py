@@ -22,7 +22,9 @@ _STEP_MS = 500
 class JobInfo:
     """A job's progress: id, state ("queued", "preparing", "running",
     "done", "failed", "cancelled"), done and total (nonces), seconds,
-    device, devices (how many it runs on), error (a wavedd.Error when it
+    device, devices (how many it runs on), owner (the submitter's
+    principal, e.g. "uid:1000" or "token:NAME"; None from an older
+    daemon), error (a wavedd.Error when it
     failed or was cancelled, else None); while "preparing", waiting (the
     pack, the device preparing it, steps done, steps in all; else
     None)."""
@@ -35,6 +37,7 @@ class JobInfo:
         self.seconds = float(ji.seconds)
         self.device = text(ji.device)
         self.devices = int(ji.n_devices)
+        self.owner = text(ji.owner) or None
         self.waiting = ((text(ji.waiting_pack), text(ji.waiting_device),
                          int(ji.prepare_steps), int(ji.prepare_steps_total))
                         if ji.state == 6 else None)
