@@ -206,6 +206,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
       .input = ext, .n_input = a->n_inputs,
       .mask = ext + a->n_inputs, .n_mask = a->n_masks,
       .has_mask = a->n_masks > 0, .device = a->device,
+      .priority = a->priority, .deadline_ms = a->deadline_ms,
     };
     if (wave_reduce_region(c, &q, &r, &err) != 0)
       *status = ctl_call_fail(&err);
@@ -237,6 +238,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
       .input = ext, .n_input = a->n_inputs,
       .mask = ext + a->n_inputs, .n_mask = a->n_masks,
       .has_mask = a->n_masks > 0, .device = a->device,
+      .priority = a->priority, .deadline_ms = a->deadline_ms,
     };
     if (wave_reduce_region(c, &q, &r, &err) != 0) {
       *status = ctl_call_fail(&err);
@@ -258,6 +260,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
       .input = chunks, .n_input = a->n_inputs,
       .mask = chunks + a->n_inputs, .n_mask = a->n_masks,
       .has_mask = a->n_masks > 0, .device = a->device,
+      .priority = a->priority, .deadline_ms = a->deadline_ms,
     };
     if (wave_reduce(c, &q, &r, &err) != 0) {
       *status = ctl_call_fail(&err);
@@ -355,6 +358,7 @@ static int ctl_reduce(wv_args *a)
     .input = chunks, .n_input = a->n_inputs,
     .mask = chunks + a->n_inputs, .n_mask = a->n_masks,
     .has_mask = a->n_masks > 0, .device = a->device,
+    .priority = a->priority, .deadline_ms = a->deadline_ms,
   };
   wave_reduce_result r;
   if (wave_reduce(c, &q, &r, &err) != 0) {
@@ -448,6 +452,7 @@ static int ctl_hash(wave_client *c, const wv_args *a)
     .pack = a->pack, .nonce = a->nonce, .count = a->count,
     .target = a->target, .max_winners = a->max_winners,
     .want_outputs = a->outputs, .device = a->device,
+    .priority = a->priority, .deadline_ms = a->deadline_ms,
     .devices = a->devs, .n_devices = a->n_devs,
     .segment_log2 = a->segment_log2, .want_segments = a->segments,
     .detach = a->detach,
