@@ -206,7 +206,7 @@ target_compile_definitions(test_fairred PRIVATE
 # few seconds)
 wave_test(test_prio SOURCES test_prio.c daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
-add_dependencies(test_prio wavedd wavedd-test)
+add_dependencies(test_prio wavedd wavedd-test wavectl)
 target_compile_definitions(test_prio PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 # the default socket's rule (core/sockdir.h) and --check-config's socket checks

@@ -12,7 +12,9 @@
  * refusal comes before the region is looked at), a stream's open and a
  * hash job; an unknown level is BADREQUEST.  Over ipc, a uid that the list
  * does not name is refused PERM too (not as root: root may always).  Let
- * go, the device serves high, normal, then low: the log's order.
+ * go, the device serves high, normal, then low: the log's order.  Then
+ * wavectl --priority gives the same answers by message and by stream
+ * (tcp: PERM for bob, the sum for alice) and by file (ipc).
  *
  * deadline_never_runs: fk1 ("fault_after=3") is held inside a reduction
  * (the file DIR/.reduce).  Behind the held sum, one with deadline_ms 1
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -285,6 +288,64 @@ static void pr_perm_everywhere(nng_socket b, nng_socket ipc)
   }
 }
 
+/* wavectl ARGS (env before it: "" none) against url: its stdout and
+ * stderr (static), its exit status in *status. */
+static const char *pr_ctl(const char *env, const char *url, const char *args,
+                          int *status)
+{
+  static char out[1 << 14];
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "%s %s/wavectl --url %s %s 2>&1", env,
+           getenv("WAVE_BINARY_DIR"), url, args);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+/* wavectl's --priority: the same answer by message, stream and file. */
+static void pr_ctl_ways(td_daemon *d)
+{
+  char f[300], args[900];
+  uint32_t rows[4] = {1, 2, 3, 4};
+  snprintf(f, sizeof f, "%s/rows.u32", d->dir);
+  FILE *fp = fopen(f, "wb");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fwrite(rows, 4, 4, fp), 4);
+  fclose(fp);
+  static const char *const ways[] = {"", "WAVE_CLIENT_STREAM=1"};
+  int st;
+  const char *out;
+  for (int w = 0; w < 2; w++) {  /* tcp: the rows by message, by stream */
+    snprintf(args, sizeof args, "--token-file %s/bob.token submit reduce "
+             "--dtype u32 --op sum --input %s --priority high", d->dir, f);
+    out = pr_ctl(ways[w], d->tcp, args, &st);
+    ck_assert_msg(st == 1 && strstr(out, "PERM") != NULL, "%d: %s", st, out);
+    snprintf(args, sizeof args, "--token-file %s/alice.token submit reduce "
+             "--dtype u32 --op sum --input %s --priority high --deadline "
+             "60000", d->dir, f);
+    out = pr_ctl(ways[w], d->tcp, args, &st);
+    ck_assert_msg(st == 0 && strstr(out, "10") != NULL, "%d: %s", st, out);
+  }
+  /* ipc: the file by descriptor */
+  snprintf(args, sizeof args, "submit reduce --dtype u32 --op sum --input %s "
+           "--priority low", f);
+  out = pr_ctl("", d->ipc, args, &st);
+  ck_assert_msg(st == 0 && strstr(out, "10") != NULL, "%d: %s", st, out);
+  if (geteuid() != 0) {
+    snprintf(args, sizeof args, "submit reduce --dtype u32 --op sum --input "
+             "%s --priority high", f);
+    out = pr_ctl("", d->ipc, args, &st);
+    ck_assert_msg(st == 1 && strstr(out, "PERM") != NULL, "%d: %s", st, out);
+  }
+  out = pr_ctl("", d->ipc, "submit reduce --dtype u32 --op sum --input - "
+               "--priority urgent", &st);
+  ck_assert_msg(st != 0 && strstr(out, "--priority") != NULL, "%s", out);
+}
+
 START_TEST(levels_caps_perm)
 {
   td_daemon d;
@@ -360,6 +421,7 @@ START_TEST(levels_caps_perm)
   pr_reply(aio[4], ctx[4], 101, 0, NULL);
   static const unsigned want[] = {101, 301, 501, 502, 503};
   pr_log_order(&d, "fk0", want, 5);
+  pr_ctl_ways(&d);
   nng_close(a);
   nng_close(b);
   nng_close(s);
