@@ -224,37 +224,54 @@ static void bf_light(wave_client *c, double *us, size_t n, int keep,
   }
 }
 
-int main(int argc, char **argv)
+typedef struct bf_opts {
+  unsigned iters, heavy, mib, lone;
+  wave_dtype dtype;
+  int prio;
+} bf_opts;
+
+/* The command line into *o; 0, or 2 (usage) after saying why. */
+static int bf_args(int argc, char **argv, bf_opts *o)
 {
-  unsigned iters = 400, heavy = 16, mib = 16, lone = 20;
-  wave_dtype dtype = WAVE_U32;
-  int prio = 0;
+  *o = (bf_opts){400, 16, 16, 20, WAVE_U32, 0};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--lone") == 0)
-      lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--dtype") == 0)
-      dtype = wave_dtype_parse(argv[i + 1]);
+      o->dtype = wave_dtype_parse(argv[i + 1]);
     else if (strcmp(argv[i], "--iters") == 0)
-      iters = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->iters = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--heavy") == 0)
-      heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--prio") == 0)
-      prio = atoi(argv[i + 1]) != 0;
+      o->prio = atoi(argv[i + 1]) != 0;
     else if (strcmp(argv[i], "--mib") == 0)
-      mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
               "[--lone N] [--dtype u32|f32] [--prio 0|1]\n");
       return 2;
     }
   }
-  if (iters < 10 || heavy < 1 || heavy > 16 || mib < 1 || mib > 1024 ||
-      lone < 1 || lone > 10000 || (dtype != WAVE_U32 && dtype != WAVE_F32)) {
+  if (o->iters < 10 || o->heavy < 1 || o->heavy > 16 || o->mib < 1 ||
+      o->mib > 1024 || o->lone < 1 || o->lone > 10000 ||
+      (o->dtype != WAVE_U32 && o->dtype != WAVE_F32)) {
     fprintf(stderr, "bench_fair: --iters >= 10, --heavy 1..16 (one "
             "connection's limits.max_peer_requests), --mib 1..1024, "
             "--lone 1..10000, --dtype u32 or f32\n");
     return 2;
   }
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  bf_opts o;
+  if (bf_args(argc, argv, &o) != 0)
+    return 2;
+  unsigned iters = o.iters, heavy = o.heavy, mib = o.mib, lone = o.lone;
+  wave_dtype dtype = o.dtype;
+  int prio = o.prio;
   signal(SIGPIPE, SIG_IGN);
   char dir[] = "/tmp/wave-fair.XXXXXX";
   if (mkdtemp(dir) == NULL)
