@@ -43,26 +43,26 @@
 #include "daemon_harness.h"
 #include "wave/error.h"
 
-#define PR_ALICE "alice-7f3e9c1b2a5d4e6f8091"
-#define PR_BOB "bob-0a1b2c3d4e5f60718293"
+#define PQ_ALICE "alice-7f3e9c1b2a5d4e6f8091"
+#define PQ_BOB "bob-0a1b2c3d4e5f60718293"
 
-static void pr_nap(long ms)
+static void pq_nap(long ms)
 {
   struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&t, NULL);
 }
 
-static void pr_start(td_daemon *d)
+static void pq_start(td_daemon *d)
 {
   char path[300], text[3072];
   td_prepare(d, NULL);
   snprintf(path, sizeof path, "%s/hold", d->dir);
   ck_assert_int_eq(mkdir(path, 0700), 0);
   snprintf(path, sizeof path, "%s/alice.token", d->dir);
-  td_write(path, PR_ALICE "\n");
+  td_write(path, PQ_ALICE "\n");
   chmod(path, 0600);
   snprintf(path, sizeof path, "%s/bob.token", d->dir);
-  td_write(path, PR_BOB "\n");
+  td_write(path, PQ_BOB "\n");
   chmod(path, 0600);
   snprintf(text, sizeof text,
            "listen: [\"%s\", \"%s\"]\nlog_level: info\n"
@@ -83,7 +83,7 @@ static void pr_start(td_daemon *d)
   ck_assert_msg(td_start(d) == 0, "did not start:\n%s", td_stderr(d));
 }
 
-static void pr_hold(td_daemon *d, const char *name, int on)
+static void pq_hold(td_daemon *d, const char *name, int on)
 {
   char path[300];
   snprintf(path, sizeof path, "%s/hold/%s", d->dir, name);
@@ -94,23 +94,23 @@ static void pr_hold(td_daemon *d, const char *name, int on)
 }
 
 /* Device i's status field by name. */
-static Wave__V1__DeviceStatus *pr_dev(Wave__V1__Response *r, size_t i)
+static Wave__V1__DeviceStatus *pq_dev(Wave__V1__Response *r, size_t i)
 {
   ck_assert_uint_gt(r->status->n_devices, i);
   return r->status->devices[i];
 }
 
 /* Until device i has want items queued (a bound on polls, not a time). */
-static void pr_wait_queued(nng_socket s, size_t i, unsigned want)
+static void pq_wait_queued(nng_socket s, size_t i, unsigned want)
 {
   unsigned n = 0;
   for (int k = 0; k < 6000; k++) {
     Wave__V1__Response *r = td_status(s, 1);
-    n = pr_dev(r, i)->queue_depth;
+    n = pq_dev(r, i)->queue_depth;
     wave__v1__response__free_unpacked(r, NULL);
     if (n >= want)
       break;
-    pr_nap(5);
+    pq_nap(5);
   }
   ck_assert_uint_eq(n, want);
 }
@@ -118,7 +118,7 @@ static void pr_wait_queued(nng_socket s, size_t i, unsigned want)
 static uint32_t g_vals[64];
 
 /* A one-row u32 sum of id on device dev at level prio (deadline ms). */
-static void pr_sum(Wave__V1__Request *rq, Wave__V1__ReduceRequest *rr,
+static void pq_sum(Wave__V1__Request *rq, Wave__V1__ReduceRequest *rr,
                    ProtobufCBinaryData *in, uint64_t id, const char *token,
                    const char *dev, int prio, unsigned deadline)
 {
@@ -141,7 +141,7 @@ static void pr_sum(Wave__V1__Request *rq, Wave__V1__ReduceRequest *rr,
 }
 
 /* Send rq on a fresh context of sock without waiting for the reply. */
-static nng_aio *pr_send(nng_socket sock, nng_ctx *ctx, Wave__V1__Request *rq)
+static nng_aio *pq_send(nng_socket sock, nng_ctx *ctx, Wave__V1__Request *rq)
 {
   ck_assert_int_eq(nng_ctx_open(ctx, sock), 0);
   size_t n = wave__v1__request__get_packed_size(rq);
@@ -160,7 +160,7 @@ static nng_aio *pr_send(nng_socket sock, nng_ctx *ctx, Wave__V1__Request *rq)
 }
 
 /* The reply on aio: the sum id, or (code != 0) that error, naming what. */
-static void pr_reply(nng_aio *aio, nng_ctx ctx, uint64_t id, int code,
+static void pq_reply(nng_aio *aio, nng_ctx ctx, uint64_t id, int code,
                      const char *what)
 {
   nng_aio_wait(aio);
@@ -190,16 +190,16 @@ static void pr_reply(nng_aio *aio, nng_ctx ctx, uint64_t id, int code,
 }
 
 /* A call answered at once with error code (message containing what). */
-static void pr_refused(nng_socket sock, Wave__V1__Request *rq, int code,
+static void pq_refused(nng_socket sock, Wave__V1__Request *rq, int code,
                        const char *what)
 {
   nng_ctx ctx;
-  nng_aio *aio = pr_send(sock, &ctx, rq);
-  pr_reply(aio, ctx, rq->id, code, what);
+  nng_aio *aio = pq_send(sock, &ctx, rq);
+  pq_reply(aio, ctx, rq->id, code, what);
 }
 
 /* The ids of the first n reductions in d's log on dev, in order. */
-static void pr_log_order(td_daemon *d, const char *dev, const unsigned *want,
+static void pq_log_order(td_daemon *d, const char *dev, const unsigned *want,
                          unsigned n)
 {
   const char *log = td_stderr(d), *p = log;
@@ -219,9 +219,9 @@ static void pr_log_order(td_daemon *d, const char *dev, const unsigned *want,
 }
 
 /* Hold fk0 in the preparation of "small" (a detached hash job on it). */
-static void pr_hold_prepare(td_daemon *d, nng_socket s)
+static void pq_hold_prepare(td_daemon *d, nng_socket s)
 {
-  pr_hold(d, "small", 1);
+  pq_hold(d, "small", 1);
   Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
   hq.pack = "small";
   hq.count = 1000;
@@ -238,18 +238,18 @@ static void pr_hold_prepare(td_daemon *d, nng_socket s)
     wave__v1__response__free_unpacked(r, NULL);
     if (begun)
       break;
-    pr_nap(5);
+    pq_nap(5);
   }
 }
 
 /* Bob asks for high every way in: PERM each time. */
-static void pr_perm_everywhere(nng_socket b, nng_socket ipc)
+static void pq_perm_everywhere(nng_socket b, nng_socket ipc)
 {
   Wave__V1__Request rq;
   Wave__V1__ReduceRequest rr;
   ProtobufCBinaryData in;
-  pr_sum(&rq, &rr, &in, 40, PR_BOB, "fk0", 1, 0);
-  pr_refused(b, &rq, WAVE_EPERM, "token:bob");
+  pq_sum(&rq, &rr, &in, 40, PQ_BOB, "fk0", 1, 0);
+  pq_refused(b, &rq, WAVE_EPERM, "token:bob");
   /* by region: refused before the (unknown) region is looked at */
   Wave__V1__Extent ex = WAVE__V1__EXTENT__INIT, *exp = &ex;
   ex.region = 999;
@@ -258,7 +258,7 @@ static void pr_perm_everywhere(nng_socket b, nng_socket ipc)
   rr.n_input_at = 1;
   rr.input_at = &exp;
   rq.id = 41;
-  pr_refused(b, &rq, WAVE_EPERM, "priority high");
+  pq_refused(b, &rq, WAVE_EPERM, "priority high");
   /* a stream's open */
   Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
   so.dtype = WAVE__V1__DTYPE__U32;
@@ -268,7 +268,7 @@ static void pr_perm_everywhere(nng_socket b, nng_socket ipc)
   rq.id = 42;
   rq.body_case = WAVE__V1__REQUEST__BODY_STREAM_OPEN;
   rq.stream_open = &so;
-  pr_refused(b, &rq, WAVE_EPERM, "priority high");
+  pq_refused(b, &rq, WAVE_EPERM, "priority high");
   /* a hash job */
   Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
   hq.pack = "small";
@@ -277,20 +277,20 @@ static void pr_perm_everywhere(nng_socket b, nng_socket ipc)
   rq.id = 43;
   rq.body_case = WAVE__V1__REQUEST__BODY_HASH;
   rq.hash = &hq;
-  pr_refused(b, &rq, WAVE_EPERM, "priority high");
+  pq_refused(b, &rq, WAVE_EPERM, "priority high");
   /* an unknown level */
-  pr_sum(&rq, &rr, &in, 44, PR_BOB, "fk0", 7, 0);
-  pr_refused(b, &rq, WAVE_EBADREQUEST, "unknown priority 7");
+  pq_sum(&rq, &rr, &in, 44, PQ_BOB, "fk0", 7, 0);
+  pq_refused(b, &rq, WAVE_EBADREQUEST, "unknown priority 7");
   /* ipc: a uid the list does not name (root may always) */
   if (geteuid() != 0) {
-    pr_sum(&rq, &rr, &in, 45, NULL, "fk0", 1, 0);
-    pr_refused(ipc, &rq, WAVE_EPERM, "uid:");
+    pq_sum(&rq, &rr, &in, 45, NULL, "fk0", 1, 0);
+    pq_refused(ipc, &rq, WAVE_EPERM, "uid:");
   }
 }
 
 /* wavectl ARGS (env before it: "" none) against url: its stdout and
  * stderr (static), its exit status in *status. */
-static const char *pr_ctl(const char *env, const char *url, const char *args,
+static const char *pq_ctl(const char *env, const char *url, const char *args,
                           int *status)
 {
   static char out[1 << 14];
@@ -307,7 +307,7 @@ static const char *pr_ctl(const char *env, const char *url, const char *args,
 }
 
 /* wavectl's --priority: the same answer by message, stream and file. */
-static void pr_ctl_ways(td_daemon *d)
+static void pq_ctl_ways(td_daemon *d)
 {
   char f[300], args[900];
   uint32_t rows[4] = {1, 2, 3, 4};
@@ -322,26 +322,26 @@ static void pr_ctl_ways(td_daemon *d)
   for (int w = 0; w < 2; w++) {  /* tcp: the rows by message, by stream */
     snprintf(args, sizeof args, "--token-file %s/bob.token submit reduce "
              "--dtype u32 --op sum --input %s --priority high", d->dir, f);
-    out = pr_ctl(ways[w], d->tcp, args, &st);
+    out = pq_ctl(ways[w], d->tcp, args, &st);
     ck_assert_msg(st == 1 && strstr(out, "PERM") != NULL, "%d: %s", st, out);
     snprintf(args, sizeof args, "--token-file %s/alice.token submit reduce "
              "--dtype u32 --op sum --input %s --priority high --deadline "
              "60000", d->dir, f);
-    out = pr_ctl(ways[w], d->tcp, args, &st);
+    out = pq_ctl(ways[w], d->tcp, args, &st);
     ck_assert_msg(st == 0 && strstr(out, "10") != NULL, "%d: %s", st, out);
   }
   /* ipc: the file by descriptor */
   snprintf(args, sizeof args, "submit reduce --dtype u32 --op sum --input %s "
            "--priority low", f);
-  out = pr_ctl("", d->ipc, args, &st);
+  out = pq_ctl("", d->ipc, args, &st);
   ck_assert_msg(st == 0 && strstr(out, "10") != NULL, "%d: %s", st, out);
   if (geteuid() != 0) {
     snprintf(args, sizeof args, "submit reduce --dtype u32 --op sum --input "
              "%s --priority high", f);
-    out = pr_ctl("", d->ipc, args, &st);
+    out = pq_ctl("", d->ipc, args, &st);
     ck_assert_msg(st == 1 && strstr(out, "PERM") != NULL, "%d: %s", st, out);
   }
-  out = pr_ctl("", d->ipc, "submit reduce --dtype u32 --op sum --input - "
+  out = pq_ctl("", d->ipc, "submit reduce --dtype u32 --op sum --input - "
                "--priority urgent", &st);
   ck_assert_msg(st != 0 && strstr(out, "--priority") != NULL, "%s", out);
 }
@@ -349,9 +349,9 @@ static void pr_ctl_ways(td_daemon *d)
 START_TEST(levels_caps_perm)
 {
   td_daemon d;
-  pr_start(&d);
+  pq_start(&d);
   nng_socket s = td_dial(d.ipc);
-  pr_hold_prepare(&d, s);
+  pq_hold_prepare(&d, s);
   nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp);
   Wave__V1__Request rq;
   Wave__V1__ReduceRequest rr;
@@ -359,12 +359,12 @@ START_TEST(levels_caps_perm)
   nng_ctx ctx[8];
   nng_aio *aio[8];
   for (unsigned i = 0; i < 3; i++) {  /* bob: low 501..503 */
-    pr_sum(&rq, &rr, &in, 501 + i, PR_BOB, "fk0", 2, 0);
-    aio[i] = pr_send(b, &ctx[i], &rq);
-    pr_wait_queued(s, 0, i + 1);
+    pq_sum(&rq, &rr, &in, 501 + i, PQ_BOB, "fk0", 2, 0);
+    aio[i] = pq_send(b, &ctx[i], &rq);
+    pq_wait_queued(s, 0, i + 1);
   }
-  pr_sum(&rq, &rr, &in, 504, PR_BOB, "fk0", 2, 0);  /* past the low cap */
-  pr_refused(b, &rq, WAVE_EBUSY, "3 low-priority jobs queued "
+  pq_sum(&rq, &rr, &in, 504, PQ_BOB, "fk0", 2, 0);  /* past the low cap */
+  pq_refused(b, &rq, WAVE_EBUSY, "3 low-priority jobs queued "
              "(priority.low_max_queued 3)");
   /* a stream committed at low meets the same cap */
   Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
@@ -376,7 +376,7 @@ START_TEST(levels_caps_perm)
   Wave__V1__Request sq = WAVE__V1__REQUEST__INIT;
   sq.version = 2;
   sq.id = 60;
-  sq.token = PR_BOB;
+  sq.token = PQ_BOB;
   sq.body_case = WAVE__V1__REQUEST__BODY_STREAM_OPEN;
   sq.stream_open = &so;
   Wave__V1__Response *r = td_call(b, &sq);
@@ -399,29 +399,29 @@ START_TEST(levels_caps_perm)
   sq.id = 62;
   sq.body_case = WAVE__V1__REQUEST__BODY_STREAM_COMMIT;
   sq.stream_commit = &sc;
-  pr_refused(b, &sq, WAVE_EBUSY, "priority.low_max_queued 3");
+  pq_refused(b, &sq, WAVE_EBUSY, "priority.low_max_queued 3");
 
-  pr_sum(&rq, &rr, &in, 301, PR_BOB, "fk0", 0, 0);  /* bob: normal */
-  aio[3] = pr_send(b, &ctx[3], &rq);
-  pr_wait_queued(s, 0, 4);
-  pr_sum(&rq, &rr, &in, 101, PR_ALICE, "fk0", 1, 0);  /* alice: high */
-  aio[4] = pr_send(a, &ctx[4], &rq);
-  pr_wait_queued(s, 0, 5);
+  pq_sum(&rq, &rr, &in, 301, PQ_BOB, "fk0", 0, 0);  /* bob: normal */
+  aio[3] = pq_send(b, &ctx[3], &rq);
+  pq_wait_queued(s, 0, 4);
+  pq_sum(&rq, &rr, &in, 101, PQ_ALICE, "fk0", 1, 0);  /* alice: high */
+  aio[4] = pq_send(a, &ctx[4], &rq);
+  pq_wait_queued(s, 0, 5);
   r = td_status(s, 3);
-  ck_assert_uint_eq(pr_dev(r, 0)->queued_high, 1);
-  ck_assert_uint_eq(pr_dev(r, 0)->queued_normal, 1);
-  ck_assert_uint_eq(pr_dev(r, 0)->queued_low, 3);
+  ck_assert_uint_eq(pq_dev(r, 0)->queued_high, 1);
+  ck_assert_uint_eq(pq_dev(r, 0)->queued_normal, 1);
+  ck_assert_uint_eq(pq_dev(r, 0)->queued_low, 3);
   wave__v1__response__free_unpacked(r, NULL);
-  pr_perm_everywhere(b, s);
+  pq_perm_everywhere(b, s);
 
-  pr_hold(&d, "small", 0);
+  pq_hold(&d, "small", 0);
   for (unsigned i = 0; i < 3; i++)
-    pr_reply(aio[i], ctx[i], 501 + i, 0, NULL);
-  pr_reply(aio[3], ctx[3], 301, 0, NULL);
-  pr_reply(aio[4], ctx[4], 101, 0, NULL);
+    pq_reply(aio[i], ctx[i], 501 + i, 0, NULL);
+  pq_reply(aio[3], ctx[3], 301, 0, NULL);
+  pq_reply(aio[4], ctx[4], 101, 0, NULL);
   static const unsigned want[] = {101, 301, 501, 502, 503};
-  pr_log_order(&d, "fk0", want, 5);
-  pr_ctl_ways(&d);
+  pq_log_order(&d, "fk0", want, 5);
+  pq_ctl_ways(&d);
   nng_close(a);
   nng_close(b);
   nng_close(s);
@@ -432,41 +432,41 @@ END_TEST
 START_TEST(deadline_never_runs)
 {
   td_daemon d;
-  pr_start(&d);
+  pq_start(&d);
   nng_socket s = td_dial(d.ipc);
   Wave__V1__Request rq;
   Wave__V1__ReduceRequest rr;
   ProtobufCBinaryData in;
   nng_ctx ctx[4];
   nng_aio *aio[4];
-  pr_hold(&d, ".reduce", 1);
-  pr_sum(&rq, &rr, &in, 11, NULL, "fk1", 0, 0);  /* held inside (step 1) */
-  aio[0] = pr_send(s, &ctx[0], &rq);
+  pq_hold(&d, ".reduce", 1);
+  pq_sum(&rq, &rr, &in, 11, NULL, "fk1", 0, 0);  /* held inside (step 1) */
+  aio[0] = pq_send(s, &ctx[0], &rq);
   for (int k = 0; k < 6000 && !strstr(td_stderr(&d), "fk1: reduction held");
        k++)
-    pr_nap(5);
-  pr_sum(&rq, &rr, &in, 12, NULL, "fk1", 0, 1);  /* 1 ms deadline */
-  aio[1] = pr_send(s, &ctx[1], &rq);
-  pr_wait_queued(s, 1, 1);
-  pr_nap(20);  /* its deadline has passed */
-  pr_sum(&rq, &rr, &in, 13, NULL, "fk1", 0, 0);
-  aio[2] = pr_send(s, &ctx[2], &rq);
-  pr_wait_queued(s, 1, 2);
-  pr_hold(&d, ".reduce", 0);
-  pr_reply(aio[0], ctx[0], 11, 0, NULL);
-  pr_reply(aio[1], ctx[1], 12, WAVE_EDEADLINE, "deadline");
-  pr_reply(aio[2], ctx[2], 13, 0, NULL);                  /* step 2 */
-  pr_sum(&rq, &rr, &in, 14, NULL, "fk1", 0, 0);
-  pr_refused(s, &rq, 0, NULL);                            /* step 3 */
-  pr_sum(&rq, &rr, &in, 15, NULL, "fk1", 0, 0);
-  pr_refused(s, &rq, WAVE_EDEVFAULT, "injected fault");   /* step 4 */
+    pq_nap(5);
+  pq_sum(&rq, &rr, &in, 12, NULL, "fk1", 0, 1);  /* 1 ms deadline */
+  aio[1] = pq_send(s, &ctx[1], &rq);
+  pq_wait_queued(s, 1, 1);
+  pq_nap(20);  /* its deadline has passed */
+  pq_sum(&rq, &rr, &in, 13, NULL, "fk1", 0, 0);
+  aio[2] = pq_send(s, &ctx[2], &rq);
+  pq_wait_queued(s, 1, 2);
+  pq_hold(&d, ".reduce", 0);
+  pq_reply(aio[0], ctx[0], 11, 0, NULL);
+  pq_reply(aio[1], ctx[1], 12, WAVE_EDEADLINE, "deadline");
+  pq_reply(aio[2], ctx[2], 13, 0, NULL);                  /* step 2 */
+  pq_sum(&rq, &rr, &in, 14, NULL, "fk1", 0, 0);
+  pq_refused(s, &rq, 0, NULL);                            /* step 3 */
+  pq_sum(&rq, &rr, &in, 15, NULL, "fk1", 0, 0);
+  pq_refused(s, &rq, WAVE_EDEVFAULT, "injected fault");   /* step 4 */
   Wave__V1__Response *r = td_status(s, 3);
-  ck_assert_uint_eq(pr_dev(r, 1)->deadline_missed, 1);
+  ck_assert_uint_eq(pq_dev(r, 1)->deadline_missed, 1);
   ck_assert_uint_eq(r->status->jobs_deadline, 1);
   wave__v1__response__free_unpacked(r, NULL);
 
   /* a hash job whose first piece cannot start in time */
-  pr_hold_prepare(&d, s);
+  pq_hold_prepare(&d, s);
   Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
   hq.pack = "small";
   hq.count = 100;
@@ -478,8 +478,8 @@ START_TEST(deadline_never_runs)
   uint64_t job = r->job->job_id;
   ck_assert_uint_eq(r->job->deadline_ms, 1);
   wave__v1__response__free_unpacked(r, NULL);
-  pr_nap(20);
-  pr_hold(&d, "small", 0);
+  pq_nap(20);
+  pq_hold(&d, "small", 0);
   r = td_job(s, job, 30000, 0);
   ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__FAILED);
   ck_assert_uint_eq(r->job->error->code, WAVE_EDEADLINE);
