@@ -120,6 +120,12 @@ static const wd_work_ops te_short = {
   .name = "short", .lane = WD_LANE_SHORT, .run = te_run, .done = te_done};
 static const wd_work_ops te_long = {
   .name = "long", .lane = WD_LANE_LONG, .run = te_run, .done = te_done};
+/* A long item whose job began elsewhere (a hash job's share whose first
+ * piece ran on another device): its deadline no longer applies. */
+static int te_began(wd_work *w) { (void)w; return 1; }
+static const wd_work_ops te_long_began = {
+  .name = "long, begun", .lane = WD_LANE_LONG, .run = te_run,
+  .done = te_done, .started = te_began};
 static const wd_work_ops te_setup = {
   .name = "setup", .lane = WD_LANE_SETUP, .run = te_run, .done = te_done};
 static const wd_work_ops te_short_ab = {
@@ -324,13 +330,18 @@ START_TEST(levels)
   te_submit(d, &h);
   te_submit(d, &s4);
   te_submit(d, &late);
-  te_init(&c1, &te_short, 6, 1, 200);  /* the low cap: 1 queued (s2) */
+  te_item begun;
+  te_init(&begun, &te_long_began, 8, 1, 400);  /* past it, but begun */
+  begun.work.level = WD_LEVEL_LOW;
+  begun.work.deadline = 1e-9;
+  te_submit(d, &begun);
+  te_init(&c1, &te_short, 6, 1, 200);  /* the low cap: 2 queued */
   c1.work.level = WD_LEVEL_LOW;
-  c1.work.level_cap = 1;
+  c1.work.level_cap = 2;
   wave_error err = {0};
   ck_assert_int_eq(wd_device_submit(d, &c1.work, &err), WAVE_EBUSY);
-  ck_assert_msg(strstr(err.message, "1 low-priority jobs queued "
-                       "(priority.low_max_queued 1)") != NULL, "%s",
+  ck_assert_msg(strstr(err.message, "2 low-priority jobs queued "
+                       "(priority.low_max_queued 2)") != NULL, "%s",
                 err.message);
   te_init(&c2, &te_short, 7, 1, 200);  /* a normal one is not capped */
   c2.work.level_cap = 1;
@@ -341,13 +352,14 @@ START_TEST(levels)
   wd_device_snapshot(d, &sn);
   ck_assert_uint_eq(sn.level_queued[WD_LEVEL_HIGH], 1);
   ck_assert_uint_eq(sn.level_queued[WD_LEVEL_NORMAL], 3);
-  ck_assert_uint_eq(sn.level_queued[WD_LEVEL_LOW], 1);
+  ck_assert_uint_eq(sn.level_queued[WD_LEVEL_LOW], 2);
   te_release();
-  te_wait_ended(6);
+  te_wait_ended(7);
   /* l's step, h's two, the normal shorts (the late one never runs), the
-   * low short before the low long's last steps */
-  static const int want[] = {1, 3, 3, 4, 7, 2, 1, 1};
-  te_expect(want, 8);
+   * low short before the low long items (400 queued while 100 ran; the
+   * begun one runs although its deadline passed) */
+  static const int want[] = {1, 3, 3, 4, 7, 2, 8, 1, 1};
+  te_expect(want, 9);
   ck_assert_int_eq(late.work.rc, WAVE_EDEADLINE);
   ck_assert_int_eq(late.ran, 0);
   wd_device_snapshot(d, &sn);
