@@ -20,8 +20,14 @@
  * makes every heavy and lone sum a float sum (whose slices are pieces of
  * the exact tree); the default is u32.
  *
+ * --prio 1 (issue 37): the heavy sums ask for `low` and the light ones,
+ * from a second ipc client (the daemon's priority.high_allow names this
+ * uid), for `high`: the device serves the high sum before every low one
+ * queued, and a low sum yields to it between slices.
+ *
  *   bench_fair [--iters N] [--heavy N] [--mib N] [--lone N] [--dtype u32|f32]
- *   (defaults: 400, 16, 16, 20, u32)
+ *              [--prio 0|1]
+ *   (defaults: 400, 16, 16, 20, u32, 0)
  */
 #include <netinet/in.h>
 #include <poll.h>
@@ -118,6 +124,7 @@ typedef struct bf_heavy {
   wave_client *c;
   wave_region *r;
   wave_dtype dtype;
+  wave_priority prio;
   _Atomic int stop;
   _Atomic unsigned long done, busy;
   pthread_mutex_t mu;
@@ -130,7 +137,7 @@ static void *bf_heavy_main(void *arg)
   bf_heavy *h = arg;
   wave_extent ex = {h->r, 0, wave_region_size(h->r)};
   wave_region_reduce rq = {.dtype = h->dtype, .op = WAVE_SUM, .input = &ex,
-                           .n_input = 1};
+                           .n_input = 1, .priority = h->prio};
   while (!atomic_load(&h->stop)) {
     wave_reduce_result res;
     wave_error err = {0};
@@ -196,12 +203,13 @@ static void bf_lone_report(bf_heavy *h, unsigned n, unsigned mib)
 /* ---- the light client ---------------------------------------------------- */
 
 /* n 1-row sums, one after the other; their round trips in us[]. */
-static void bf_light(wave_client *c, double *us, size_t n, int keep)
+static void bf_light(wave_client *c, double *us, size_t n, int keep,
+                     wave_priority prio)
 {
   uint32_t v = 7;
   wave_chunk ch = {&v, sizeof v};
   wave_reduce_request rq = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
-                            .n_input = 1};
+                            .n_input = 1, .priority = prio};
   for (size_t i = 0; i < n; i++) {
     wave_reduce_result res;
     wave_error err = {0};
@@ -216,34 +224,54 @@ static void bf_light(wave_client *c, double *us, size_t n, int keep)
   }
 }
 
-int main(int argc, char **argv)
+typedef struct bf_opts {
+  unsigned iters, heavy, mib, lone;
+  wave_dtype dtype;
+  int prio;
+} bf_opts;
+
+/* The command line into *o; 0, or 2 (usage) after saying why. */
+static int bf_args(int argc, char **argv, bf_opts *o)
 {
-  unsigned iters = 400, heavy = 16, mib = 16, lone = 20;
-  wave_dtype dtype = WAVE_U32;
+  *o = (bf_opts){400, 16, 16, 20, WAVE_U32, 0};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--lone") == 0)
-      lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--dtype") == 0)
-      dtype = wave_dtype_parse(argv[i + 1]);
+      o->dtype = wave_dtype_parse(argv[i + 1]);
     else if (strcmp(argv[i], "--iters") == 0)
-      iters = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->iters = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--heavy") == 0)
-      heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--prio") == 0)
+      o->prio = atoi(argv[i + 1]) != 0;
     else if (strcmp(argv[i], "--mib") == 0)
-      mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
+      o->mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
-              "[--lone N] [--dtype u32|f32]\n");
+              "[--lone N] [--dtype u32|f32] [--prio 0|1]\n");
       return 2;
     }
   }
-  if (iters < 10 || heavy < 1 || heavy > 16 || mib < 1 || mib > 1024 ||
-      lone < 1 || lone > 10000 || (dtype != WAVE_U32 && dtype != WAVE_F32)) {
+  if (o->iters < 10 || o->heavy < 1 || o->heavy > 16 || o->mib < 1 ||
+      o->mib > 1024 || o->lone < 1 || o->lone > 10000 ||
+      (o->dtype != WAVE_U32 && o->dtype != WAVE_F32)) {
     fprintf(stderr, "bench_fair: --iters >= 10, --heavy 1..16 (one "
             "connection's limits.max_peer_requests), --mib 1..1024, "
             "--lone 1..10000, --dtype u32 or f32\n");
     return 2;
   }
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  bf_opts o;
+  if (bf_args(argc, argv, &o) != 0)
+    return 2;
+  unsigned iters = o.iters, heavy = o.heavy, mib = o.mib, lone = o.lone;
+  wave_dtype dtype = o.dtype;
+  int prio = o.prio;
   signal(SIGPIPE, SIG_IGN);
   char dir[] = "/tmp/wave-fair.XXXXXX";
   if (mkdtemp(dir) == NULL)
@@ -255,20 +283,23 @@ int main(int argc, char **argv)
   snprintf(text, sizeof text,
            "listen: [\"%s\", \"%s\"]\nlog_level: warn\nauth: none\n"
            "allow_client_shm: true\npacks: {load: []}\n"
+           "priority: {high_allow: \"uid:%u\"}\n"
            "devices: [{name: cpu0, backend: cpu, threads: 1, "
-           "queue_depth: 256}]\n", ipc, tcp);
+           "queue_depth: 256}]\n", ipc, tcp, (unsigned)getuid());
   FILE *f = fopen(cfg, "w");
   if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
     bf_die("config", NULL);
   pid_t pid = bf_start(dir, cfg);
 
   wave_error err = {0};
-  bf_heavy h = {.cap_dev = 1u << 20, .dtype = dtype};
+  bf_heavy h = {.cap_dev = 1u << 20, .dtype = dtype,
+                .prio = prio ? WAVE_PRIORITY_LOW : WAVE_PRIORITY_NORMAL};
+  wave_priority lp = prio ? WAVE_PRIORITY_HIGH : WAVE_PRIORITY_NORMAL;
   h.dev_s = calloc(h.cap_dev, sizeof *h.dev_s);
   pthread_mutex_init(&h.mu, NULL);
   wave_client *light;
   if (wave_client_open(&h.c, ipc, &err) != 0 ||
-      wave_client_open(&light, tcp, &err) != 0)
+      wave_client_open(&light, prio ? ipc : tcp, &err) != 0)
     bf_die("connect", &err);
   size_t bytes = (size_t)mib << 20;
   if (wave_region_create(&h.r, bytes, "bench-fair", &err) != 0)
@@ -286,8 +317,8 @@ int main(int argc, char **argv)
 
   double *idle = calloc(iters, sizeof *idle), *loaded = calloc(iters,
                                                                sizeof *loaded);
-  bf_light(light, idle, BF_WARMUP, 0);
-  bf_light(light, idle, iters, 1);
+  bf_light(light, idle, BF_WARMUP, 0, lp);
+  bf_light(light, idle, iters, 1, lp);
 
   bf_lone_report(&h, lone, mib);
 
@@ -296,7 +327,7 @@ int main(int argc, char **argv)
     pthread_create(&th[i], NULL, bf_heavy_main, &h);
   while (atomic_load(&h.done) < heavy)  /* every heavy thread is going */
     usleep(1000);
-  bf_light(light, loaded, iters, 1);
+  bf_light(light, loaded, iters, 1, lp);
   unsigned long during = atomic_load(&h.done);
   atomic_store(&h.stop, 1);
   for (unsigned i = 0; i < heavy; i++)
@@ -306,9 +337,11 @@ int main(int argc, char **argv)
   bf_stats(idle, iters, &im, &i90);
   bf_stats(loaded, iters, &lm, &l90);
   bf_stats(h.dev_s, h.n_dev, &hm, &h90);
-  printf("bench_fair: light 1-row sums over tcp, %u each; heavy: %u %u-MiB "
-         "region sums in flight over ipc (%lu done, %lu BUSY retries)\n",
-         iters, heavy, mib, during, atomic_load(&h.busy));
+  printf("bench_fair: light 1-row sums over %s (%s), %u each; heavy: %u "
+         "%u-MiB region sums in flight over ipc (%s; %lu done, %lu BUSY "
+         "retries)\n", prio ? "ipc" : "tcp", prio ? "high" : "normal", iters,
+         heavy, mib, prio ? "low" : "normal", during,
+         atomic_load(&h.busy));
   printf("heavy sum on the device  median %9.1f us\n", hm * 1e6);
   printf("light idle               median %9.1f us  p90 %9.1f us\n", im, i90);
   printf("light loaded             median %9.1f us  p90 %9.1f us\n", lm, l90);

@@ -110,6 +110,11 @@ int wv_client_reply(wave_client *c, nng_msg *msg, uint64_t id, int want,
 /* reduce.c: the ReduceRequest whose chunks are ex[0..n_input) (inputs) and
  * then ex[n_input..n_input + n_mask) (masks), for reduce.c's framed
  * messages and region.c's region extents alike. */
+/* The level and deadline of a request (wave_reduce_request's and
+ * wave_region_reduce's last fields) into rr. */
+#define WV_CLIENT_LEVEL(rr, req)                                               \
+  ((rr)->priority = (Wave__V1__Priority)(req)->priority,                       \
+   (rr)->deadline_ms = (req)->deadline_ms)
 void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
                            wave_op op, int has_mask, const char *device,
                            Wave__V1__Extent **ex, size_t n_input,

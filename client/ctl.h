@@ -145,6 +145,7 @@ typedef enum wv_opt_id {
   WV_O_DEVICES, WV_O_SEGLOG2, WV_O_SEGMENTS, WV_O_DETACH, WV_O_PROGRESS,
   WV_O_FLEET, WV_O_PIECE, WV_O_PROBE, WV_O_TOKENFILE, WV_O_TLSCA,
   WV_O_TLSNAME, WV_O_DAEMON_UID, WV_O_KEY, WV_O_STALL, WV_O_ONCE,
+  WV_O_PRIORITY, WV_O_DEADLINE,
 } wv_opt_id;
 
 /* One row of wavectl's option table: the parser, --help, the man page and
@@ -183,6 +184,8 @@ typedef struct wv_args {
   const char *tls_name;   /* --tls-server-name (NULL: the URL's host) */
   int json;
   const char *device;
+  wave_priority priority; /* --priority (submit): default normal */
+  unsigned deadline_ms;   /* --deadline MS (submit): 0 the daemon's */
   /* submit reduce */
   wave_dtype dtype;
   wave_op op;

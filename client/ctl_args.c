@@ -142,6 +142,17 @@ static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
   case WV_O_VERSION: a->version = 1; break;
   case WV_O_DETACH: a->detach = 1; break;
   case WV_O_PROGRESS: a->progress = 1; break;
+  case WV_O_PRIORITY:
+    if (wave_priority_parse(v, &a->priority) != 0)
+      return wv_seterr(err, WAVE_EARG, "--priority: '%s' is not high, "
+                       "normal or low", v);
+    break;
+  case WV_O_DEADLINE:
+    if (wv_parse_u64(v, &n) != 0 || n == 0 || n > 86400000)
+      return wv_seterr(err, WAVE_EARG, "--deadline: '%s' is not a number of "
+                       "milliseconds in 1..86400000", v);
+    a->deadline_ms = (unsigned)n;
+    break;
   case WV_O_STALL:
     if (wv_parse_u64(v, &n) != 0 || n == 0 || n > 86400)
       return wv_seterr(err, WAVE_EARG, "--stall: '%s' is not a number of "

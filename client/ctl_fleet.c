@@ -392,6 +392,7 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
   wave_hash_request q = {
     .pack = a->pack, .nonce = a->nonce, .count = a->count,
     .target = a->target, .max_winners = a->max_winners, .device = a->device,
+    .priority = a->priority, .deadline_ms = a->deadline_ms,
   };
   wv_fleet_pack pk;
   if ((rc = wv_fleet_pack_open(wv_fleet_packs_dir(), a->pack, &pk, err))) {
@@ -484,6 +485,7 @@ int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
     .input = chunks, .n_input = a->n_inputs,
     .mask = chunks + a->n_inputs, .n_mask = a->n_masks,
     .has_mask = a->n_masks > 0, .device = a->device,
+    .priority = a->priority, .deadline_ms = a->deadline_ms,
   };
   wave_fleet_options o = {.piece = a->piece};
   wave_fleet_reduce_result r;

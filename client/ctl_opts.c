@@ -66,6 +66,12 @@ const wv_opt wv_opts[] = {
   {"progress", NULL, WV_O_PROGRESS, B(HASH) | B(WAIT), NULL,
    "show progress on stderr even when it is not a terminal: a plain line "
    "every 5 s (on a terminal the bar is always drawn)"},
+  {"priority", "LEVEL", WV_O_PRIORITY, SUBMIT, "high normal low",
+   "service level: high, normal (default) or low; each device serves the "
+   "higher first; high only where the daemon allows it (else PERM)"},
+  {"deadline", "MS", WV_O_DEADLINE, SUBMIT, NULL,
+   "longest wait before the job starts (a hash job: its first piece); "
+   "past it the job never runs and fails DEADLINE (default: the daemon's)"},
   {"fleet", "SPEC", WV_O_FLEET, SUBMIT | B(STATUS), NULL,
    "work over several daemons: URL,URL,... or slurm[:PORT[+]] (see "
    "SPEC below; docs/fleet.md)"},

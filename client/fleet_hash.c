@@ -75,6 +75,7 @@ static int fl_hash_submit(const fl_link *l, const fl_hash *h, uint64_t nonce,
     hr.n_devices = 1;
     hr.devices = devs;
   }
+  WV_CLIENT_LEVEL(&hr, h->req);
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_HASH;
   r.hash = &hr;

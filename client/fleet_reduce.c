@@ -50,7 +50,8 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
   wave_reduce_request rq = {
       .dtype = j->req->dtype, .op = j->req->op, .input = &in, .n_input = 1,
       .mask = pc->mask, .n_mask = pc->n_mask, .has_mask = j->req->has_mask,
-      .device = j->req->device};
+      .device = j->req->device, .priority = j->req->priority,
+      .deadline_ms = j->req->deadline_ms};
   wave_reduce_result r;
   wave_client *c = wv_fleet_client(p->f, d, err);
   if (c == NULL)

@@ -171,6 +171,7 @@ int wave_hash_submit_key(wave_client *c, const wave_hash_request *req,
   hr.segment_log2 = req->segment_log2;
   hr.want_segments = req->want_segments != 0;
   hr.detach = req->detach != 0;
+  WV_CLIENT_LEVEL(&hr, req);
 
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_HASH;

@@ -95,6 +95,7 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   Wave__V1__ReduceRequest rr;
   wv_client_reduce_fill(&rr, req->dtype, req->op, req->has_mask, req->device,
                         exp, req->n_input, n_mask);
+  WV_CLIENT_LEVEL(&rr, req);
 
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
@@ -121,6 +122,17 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   if (rv != 0)
     return rv;
   return wv_client_reduce_result(c, resp, res, err);
+}
+
+int wave_priority_parse(const char *name, wave_priority *out)
+{
+  static const char *const names[] = {"normal", "high", "low"};
+  for (int i = 0; name != NULL && i < 3; i++)
+    if (strcmp(name, names[i]) == 0) {
+      *out = (wave_priority)i;
+      return 0;
+    }
+  return -1;
 }
 
 void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
@@ -253,6 +265,7 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
   so.op = (Wave__V1__Op)req->op;
   so.masked = req->has_mask != 0;
   so.device = (char *)(req->device ? req->device : "");
+  WV_CLIENT_LEVEL(&so, req);
   so.input_bytes = in_bytes;
   so.mask_bytes = mask_bytes;
   so.n_input_chunks = req->n_input;

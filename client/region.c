@@ -393,6 +393,7 @@ int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
   Wave__V1__ReduceRequest rr;
   wv_client_reduce_fill(&rr, req->dtype, req->op, req->has_mask, req->device,
                         exp, req->n_input, n_mask);
+  WV_CLIENT_LEVEL(&rr, req);
   Wave__V1__Request q = WAVE__V1__REQUEST__INIT;
   q.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
   q.reduce = &rr;

@@ -160,6 +160,19 @@ static void ctl_via(ctl_path took)
  * once, and the daemon reduces them where they lie.  1 when not possible
  * (text, stdin), so the caller loads and sends them; a daemon that refuses
  * regions (allow_client_shm off) gets the region's rows as messages. */
+/* The job of a's inputs and masks at ext (in a region each). */
+static wave_region_reduce ctl_region_job(const wv_args *a,
+                                         const wave_extent *ext)
+{
+  return (wave_region_reduce){
+    .dtype = a->dtype, .op = a->op,
+    .input = ext, .n_input = a->n_inputs,
+    .mask = ext + a->n_inputs, .n_mask = a->n_masks,
+    .has_mask = a->n_masks > 0, .device = a->device,
+    .priority = a->priority, .deadline_ms = a->deadline_ms,
+  };
+}
+
 static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
 {
   wave_error err = {0};
@@ -201,12 +214,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
   }
   if (rc == 0) {
     ctl_via(path == CTL_COPY ? CTL_COPY : CTL_FILE);
-    wave_region_reduce q = {
-      .dtype = a->dtype, .op = a->op,
-      .input = ext, .n_input = a->n_inputs,
-      .mask = ext + a->n_inputs, .n_mask = a->n_masks,
-      .has_mask = a->n_masks > 0, .device = a->device,
-    };
+    wave_region_reduce q = ctl_region_job(a, ext);
     if (wave_reduce_region(c, &q, &r, &err) != 0)
       *status = ctl_call_fail(&err);
     else
@@ -232,12 +240,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
   }
   if (side[0] == '\0' && wave_region_register(c, rg, &err) == 0) {
     ctl_via(CTL_MEMFD);
-    wave_region_reduce q = {
-      .dtype = a->dtype, .op = a->op,
-      .input = ext, .n_input = a->n_inputs,
-      .mask = ext + a->n_inputs, .n_mask = a->n_masks,
-      .has_mask = a->n_masks > 0, .device = a->device,
-    };
+    wave_region_reduce q = ctl_region_job(a, ext);
     if (wave_reduce_region(c, &q, &r, &err) != 0) {
       *status = ctl_call_fail(&err);
       goto out;
@@ -258,6 +261,7 @@ static int ctl_reduce_region(const wv_args *a, ctl_path path, int *status)
       .input = chunks, .n_input = a->n_inputs,
       .mask = chunks + a->n_inputs, .n_mask = a->n_masks,
       .has_mask = a->n_masks > 0, .device = a->device,
+      .priority = a->priority, .deadline_ms = a->deadline_ms,
     };
     if (wave_reduce(c, &q, &r, &err) != 0) {
       *status = ctl_call_fail(&err);
@@ -355,6 +359,7 @@ static int ctl_reduce(wv_args *a)
     .input = chunks, .n_input = a->n_inputs,
     .mask = chunks + a->n_inputs, .n_mask = a->n_masks,
     .has_mask = a->n_masks > 0, .device = a->device,
+    .priority = a->priority, .deadline_ms = a->deadline_ms,
   };
   wave_reduce_result r;
   if (wave_reduce(c, &q, &r, &err) != 0) {
@@ -448,6 +453,7 @@ static int ctl_hash(wave_client *c, const wv_args *a)
     .pack = a->pack, .nonce = a->nonce, .count = a->count,
     .target = a->target, .max_winners = a->max_winners,
     .want_outputs = a->outputs, .device = a->device,
+    .priority = a->priority, .deadline_ms = a->deadline_ms,
     .devices = a->devs, .n_devices = a->n_devs,
     .segment_log2 = a->segment_log2, .want_segments = a->segments,
     .detach = a->detach,

@@ -70,6 +70,7 @@ const cf_key wd_cf_keys[] = {
   {CF_ROOT, "packs", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_PACKS, NULL, LIVE},
   {CF_ROOT, "devices", CF_DEVICES, FLD(CFG, devices), 0, 0, 0, NULL, NULL, 1, 0, NULL, REFUSE("a reload cannot add or remove devices (restart wavedd; docs/service.md says why)")},
   {CF_ROOT, "tls", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_TLS, NULL, LIVE},
+  {CF_ROOT, "priority", CF_SECTION, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_PRIO, NULL, LIVE},
   {CF_ROOT, "auth", CF_AUTHSEC, 0, 0, 0, 0, 0, NULL, NULL, 0, CF_AUTH, NULL, LIVE},
 
   UINT(CF_LIMITS, CFG, "max_request_bytes", limits.max_request_bytes, 4096, 1ull << 30, 64ull << 20, LIVE),
@@ -109,6 +110,14 @@ const cf_key wd_cf_keys[] = {
   UINT(CF_LIMITS, CFG, "metrics_connections", limits.metrics_connections, 1, 4096, 16, LIVE),
   UINT(CF_LIMITS, CFG, "auth_failures", limits.auth_failures, 1, 1000, 5, LIVE),
   UINT(CF_LIMITS, CFG, "auth_failure_ms", limits.auth_failure_ms, 1, 3600000, 1000, LIVE),
+
+  {CF_PRIO, "high_allow", CF_STR, FLD(CFG, prio.high_allow), 0, 0, 0, "", NULL, 0, 0, wd_cf_check_allow, LIVE},
+  UINT(CF_PRIO, CFG, "high_max_queued", prio.max_queued[1], 0, 65536, 0, LIVE),
+  UINT(CF_PRIO, CFG, "normal_max_queued", prio.max_queued[0], 0, 65536, 0, LIVE),
+  UINT(CF_PRIO, CFG, "low_max_queued", prio.max_queued[2], 0, 65536, 0, LIVE),
+  UINT(CF_PRIO, CFG, "high_deadline_ms", prio.deadline_ms[1], 0, 86400000, 0, LIVE),
+  UINT(CF_PRIO, CFG, "normal_deadline_ms", prio.deadline_ms[0], 0, 86400000, 0, LIVE),
+  UINT(CF_PRIO, CFG, "low_deadline_ms", prio.deadline_ms[2], 0, 86400000, 0, LIVE),
 
   {CF_TLS, "cert_file", CF_FILE, FLD(CFG, tls.cert_file), 0, 0, 0, "", NULL, 1, 0, NULL, LIVE},
   {CF_TLS, "key_file", CF_FILE, FLD(CFG, tls.key_file), 0, 0, 0, "", NULL, 1, 0, NULL, LIVE},

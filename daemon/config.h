@@ -108,6 +108,16 @@ typedef struct wd_tls_cfg {
   int verify;                 /* client certificates: WD_TLS_VERIFY_* */
 } wd_tls_cfg;
 
+/* priority: who may ask for the high level, and per level (indexed by
+ * WD_LEVEL_*: normal, high, low) a cap of queued jobs per device and a
+ * default deadline (docs/config.md "priority"). */
+typedef struct wd_prio_cfg {
+  char high_allow[1024];      /* "uid:N", "gid:N", "token:NAME" separated by
+                                 spaces or commas; root over ipc always */
+  unsigned max_queued[3];     /* 0: no cap of its own */
+  unsigned deadline_ms[3];    /* 0: none */
+} wd_prio_cfg;
+
 /* packs.prepare: every pack on every device before READY=1, or each
  * pack on a device when the first hash job there needs it. */
 enum { WD_PREPARE_STARTUP = 0, WD_PREPARE_FIRST_USE = 1 };
@@ -124,6 +134,7 @@ typedef struct wd_config {
   int allow_client_shm;       /* ipc clients may register memfd regions */
   wd_limits limits;
   wd_tls_cfg tls;
+  wd_prio_cfg prio;
   int auth_none;              /* auth: none - tcp served without tokens */
   wd_token_cfg *tokens;       /* auth.tokens; n_tokens 0: none configured */
   size_t n_tokens;

@@ -51,6 +51,34 @@ int wd_cf_check_tokname(cf_state *s, const char *v, char *why, size_t n)
   return 0;
 }
 
+/* priority.high_allow: words "uid:N", "gid:N" or "token:NAME", separated
+ * by spaces or commas (net/level.c matches them). */
+int wd_cf_check_allow(cf_state *s, const char *v, char *why, size_t n)
+{
+  (void)s;
+  while (*v != '\0') {
+    size_t len = strcspn(v, " ,\t");
+    if (len > 0) {
+      char word[256], end;
+      unsigned long id;
+      snprintf(word, sizeof word, "%.*s", (int)len, v);
+      int ok = len < sizeof word &&
+               ((sscanf(word, "uid:%lu%c", &id, &end) == 1 &&
+                 word[4] >= '0' && word[4] <= '9') ||
+                (sscanf(word, "gid:%lu%c", &id, &end) == 1 &&
+                 word[4] >= '0' && word[4] <= '9') ||
+                (strncmp(word, "token:", 6) == 0 && word[6] != '\0'));
+      if (!ok) {
+        snprintf(why, n, "'%.64s' is not uid:N, gid:N or token:NAME", word);
+        return -1;
+      }
+    }
+    v += len;
+    v += strspn(v, " ,\t");
+  }
+  return 0;
+}
+
 /* auth.tokens[].file (resolved): read the secret now (daemon/auth.c). */
 int wd_cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n)
 {

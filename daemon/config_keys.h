@@ -12,7 +12,8 @@
 #include "core/yamlconf.h"
 #include "daemon/config.h"
 
-enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN };
+enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN,
+       CF_PRIO };
 enum { CF_UINT, CF_STR, CF_ENUM, CF_MODE, CF_SECTION, CF_URLS,
        CF_NAMES, CF_DEVICES, CF_FILE, CF_AUTHSEC, CF_TOKENS };
 /* ENUM stores the index (an int); FILE a path resolved against the config
@@ -73,6 +74,7 @@ int wd_cf_check_backend(cf_state *s, const char *v, char *why, size_t n);
 int wd_cf_check_metrics(cf_state *s, const char *v, char *why, size_t n);
 int wd_cf_check_tokname(cf_state *s, const char *v, char *why, size_t n);
 int wd_cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n);
+int wd_cf_check_allow(cf_state *s, const char *v, char *why, size_t n);
 int wd_cf_check_url(cf_state *s, const char *v, size_t i, char *why, size_t n);
 
 #endif

@@ -291,6 +291,20 @@ static void mt_devices(wd_metrics *m, FILE *f)
     mt_dev(f, "wavedd_device_faulted", wd_device_name(devs[i]));
     fprintf(f, "} %d\n", snap[i].faulted ? 1 : 0);
   }
+  mt_help(f, "wavedd_deadline_missed_total", "counter",
+          "jobs that waited past their deadline and never ran");
+  for (size_t i = 0; snap != NULL && i < nd; i++) {
+    mt_dev(f, "wavedd_deadline_missed_total", wd_device_name(devs[i]));
+    fprintf(f, "} %" PRIu64 "\n", snap[i].deadline);
+  }
+  mt_help(f, "wavedd_queued_jobs", "gauge",
+          "jobs queued on the device, by priority level");
+  for (size_t i = 0; snap != NULL && i < nd; i++)
+    for (int l = 0; l < WD_LEVEL_N; l++) {
+      mt_dev(f, "wavedd_queued_jobs", wd_device_name(devs[i]));
+      fprintf(f, ",priority=\"%s\"} %u\n", wd_level_name(l),
+              snap[i].level_queued[l]);
+    }
   mt_help(f, "wavedd_device_busy_seconds_total", "counter",
           "seconds the device ran jobs (their steps), all told");
   for (size_t i = 0; snap != NULL && i < nd; i++) {

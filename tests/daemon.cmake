@@ -201,5 +201,13 @@ wave_test(test_fairred SOURCES test_fairred.c daemon_harness.c bulk_harness.c
 add_dependencies(test_fairred wavedd wavedd-test)
 target_compile_definitions(test_fairred PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+# priorities and deadlines: level order, the level cap, PERM every way in,
+# DEADLINE counted on the fake device (test_prio.c; two daemon starts, a
+# few seconds)
+wave_test(test_prio SOURCES test_prio.c daemon_harness.c
+  LIBS waveclient wvcore wvproto nng::nng)
+add_dependencies(test_prio wavedd wavedd-test wavectl)
+target_compile_definitions(test_prio PRIVATE
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 # the default socket's rule (core/sockdir.h) and --check-config's socket checks
 wave_test(test_sockdir SOURCES test_sockdir.c LIBS wvcore)

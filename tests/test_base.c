@@ -30,6 +30,7 @@ static const struct { int num; const char *name; } tb_errors[] = {
   {20, "CANCELLED"},   {21, "MISMATCH"},  {22, "CONFIG"},   {23, "NOMEM"},
   {24, "IO"},          {25, "TIMEDOUT"},  {26, "SHUTDOWN"}, {27, "INTERNAL"},
   {28, "ARG"},         {29, "REGION"},    {30, "INCOMPLETE"}, {31, "AUTH"},
+  {32, "DEADLINE"},    {33, "PERM"},
 };
 #define TB_N_ERRORS (sizeof tb_errors / sizeof tb_errors[0])
 
@@ -78,7 +79,7 @@ END_TEST
 
 START_TEST(error_unknown_numbers)
 {
-  const int bad[] = {-1, 64, 65, 100, 1 << 20};  /* 31 AUTH, 32 QUOTA taken */
+  const int bad[] = {-1, 64, 65, 100, 1 << 20};  /* 32 DEADLINE, 33 PERM taken */
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     ck_assert_str_eq(wave_strerror(bad[i]), "unknown error");
     ck_assert_str_eq(wave_errname(bad[i]), "UNKNOWN");

@@ -20,6 +20,9 @@
  *    runs), new ones are refused, setup items are still taken;
  *  - stop: what was queued drains (items with an abort op are aborted, the
  *    others run), and submits after stop say WAVE_ESHUTDOWN;
+ *  - levels: the highest level first, a low long item yields to a high
+ *    one between steps, a level's cap, an item past its deadline ends
+ *    WAVE_EDEADLINE without running;
  *  - jobs/packstate.h beside it: states by device index, the batch rule
  *    (the configured batch wins over the backend's, once).
  */
@@ -117,6 +120,12 @@ static const wd_work_ops te_short = {
   .name = "short", .lane = WD_LANE_SHORT, .run = te_run, .done = te_done};
 static const wd_work_ops te_long = {
   .name = "long", .lane = WD_LANE_LONG, .run = te_run, .done = te_done};
+/* A long item whose job began elsewhere (a hash job's share whose first
+ * piece ran on another device): its deadline no longer applies. */
+static int te_began(wd_work *w) { (void)w; return 1; }
+static const wd_work_ops te_long_began = {
+  .name = "long, begun", .lane = WD_LANE_LONG, .run = te_run,
+  .done = te_done, .started = te_began};
 static const wd_work_ops te_setup = {
   .name = "setup", .lane = WD_LANE_SETUP, .run = te_run, .done = te_done};
 static const wd_work_ops te_short_ab = {
@@ -291,6 +300,70 @@ START_TEST(owner_ring)
   static const int want[] = {9, 1, 3, 2, 3, 1, 3, 2, 1, 2};
   te_expect(want, 10);
   ck_assert_uint_eq(wd_device_long_load(d), 0);
+  wd_device_free(d);
+}
+END_TEST
+
+/* Levels: the highest first, a reduction before a long step of its own
+ * level; a low long item yields to a high one between steps; a level's cap
+ * refuses BUSY naming it; an item past its deadline never runs. */
+START_TEST(levels)
+{
+  wd_device *d = te_start(0, 8, 8);
+  te_item l, h, s4, s2, c1, c2, late;
+  te_init(&l, &te_long, 1, 3, 100);  /* low long, held in its first step */
+  l.work.level = WD_LEVEL_LOW;
+  l.hold = 1;
+  te_submit(d, &l);
+  pthread_mutex_lock(&te_mu);
+  while (!te_holding)
+    pthread_cond_wait(&te_cv, &te_mu);
+  pthread_mutex_unlock(&te_mu);
+  te_init(&s2, &te_short, 2, 1, 200);  /* low short */
+  s2.work.level = WD_LEVEL_LOW;
+  te_init(&h, &te_long, 3, 2, 300);    /* high long */
+  h.work.level = WD_LEVEL_HIGH;
+  te_init(&s4, &te_short, 4, 1, 200);  /* normal short */
+  te_init(&late, &te_short, 5, 1, 200);  /* its deadline passed */
+  late.work.deadline = 1e-9;
+  te_submit(d, &s2);
+  te_submit(d, &h);
+  te_submit(d, &s4);
+  te_submit(d, &late);
+  te_item begun;
+  te_init(&begun, &te_long_began, 8, 1, 400);  /* past it, but begun */
+  begun.work.level = WD_LEVEL_LOW;
+  begun.work.deadline = 1e-9;
+  te_submit(d, &begun);
+  te_init(&c1, &te_short, 6, 1, 200);  /* the low cap: 2 queued */
+  c1.work.level = WD_LEVEL_LOW;
+  c1.work.level_cap = 2;
+  wave_error err = {0};
+  ck_assert_int_eq(wd_device_submit(d, &c1.work, &err), WAVE_EBUSY);
+  ck_assert_msg(strstr(err.message, "2 low-priority jobs queued "
+                       "(priority.low_max_queued 2)") != NULL, "%s",
+                err.message);
+  te_init(&c2, &te_short, 7, 1, 200);  /* a normal one is not capped */
+  c2.work.level_cap = 1;
+  ck_assert_int_eq(wd_device_submit(d, &c2.work, &err), WAVE_EBUSY);
+  c2.work.level_cap = 3;
+  te_submit(d, &c2);
+  wd_device_snap sn;
+  wd_device_snapshot(d, &sn);
+  ck_assert_uint_eq(sn.level_queued[WD_LEVEL_HIGH], 1);
+  ck_assert_uint_eq(sn.level_queued[WD_LEVEL_NORMAL], 3);
+  ck_assert_uint_eq(sn.level_queued[WD_LEVEL_LOW], 2);
+  te_release();
+  te_wait_ended(7);
+  /* l's step, h's two, the normal shorts (the late one never runs), the
+   * low short before the low long items (400 queued while 100 ran; the
+   * begun one runs although its deadline passed) */
+  static const int want[] = {1, 3, 3, 4, 7, 2, 8, 1, 1};
+  te_expect(want, 9);
+  ck_assert_int_eq(late.work.rc, WAVE_EDEADLINE);
+  ck_assert_int_eq(late.ran, 0);
+  wd_device_snapshot(d, &sn);
+  ck_assert_uint_eq(sn.deadline, 1);
   wd_device_free(d);
 }
 END_TEST
@@ -535,6 +608,7 @@ int main(void)
   tcase_add_test(tc, fault_rule);
   tcase_add_test(tc, stop_drains);
   tcase_add_test(tc, packstate);
+  tcase_add_test(tc, levels);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -244,6 +244,8 @@ static int bk_stream_open(wd_bulk *b, uint32_t pipe, uint64_t key,
     .mask_bytes = so->mask_bytes,
     .n_input_chunks = so->n_input_chunks,
     .input_chunks = so->input_chunks,
+    .level = (int)so->priority,
+    .deadline_ms = so->deadline_ms,
   };
   return wd_streams_open(b->streams, pipe, key, who, &spec, si, err);
 }
@@ -268,6 +270,7 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
                     &out->op, &out->has_mask, &dev) != 0)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   snprintf(out->device, sizeof out->device, "%s", dev);
+  wd_stream_level(s, &out->level, &out->deadline_ms);
   for (size_t i = 0; i < out->n_input; i++)
     out->mem_rows += out->spans[i].rows;  /* the stream's buffer is ours */
   out->ready = 1;

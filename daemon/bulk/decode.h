@@ -43,6 +43,8 @@ typedef struct wd_bulk_req {
                              regions hold none */
   int has_mask;
   char device[64];
+  int level;              /* a stream's priority and deadline (wd_work) */
+  unsigned deadline_ms;
   wd_region **regions;    /* references held for the job */
   wd_region *pin;         /* registered: to pin once the reply is sent */
   size_t n_regions;

@@ -23,6 +23,8 @@ struct wd_stream {
   wave_op op;
   int masked;
   char device[64];
+  int level;                /* its open's priority and deadline */
+  unsigned deadline_ms;
   uint64_t in_bytes, mask_bytes, piece;
   uint64_t n_in, n_mask;    /* pieces per section */
   uint8_t *buf;             /* input, then mask */
@@ -130,6 +132,23 @@ static void st_info(const wd_stream *s, wd_stream_info *info)
   info->received_bytes = s->received;
 }
 
+/* A fresh stream with what the open said of the job; NULL: no memory. */
+static wd_stream *st_new(const wd_stream_spec *rq)
+{
+  wd_stream *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return NULL;
+  s->dtype = (wave_dtype)rq->dtype;
+  s->op = (wave_op)rq->op;
+  s->masked = rq->masked;
+  snprintf(s->device, sizeof s->device, "%s", rq->device ? rq->device : "");
+  s->level = rq->level;
+  s->deadline_ms = rq->deadline_ms;
+  s->in_bytes = rq->input_bytes;
+  s->mask_bytes = rq->mask_bytes;
+  return s;
+}
+
 int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
                     const char *who,
                     const wd_stream_spec *rq, wd_stream_info *info,
@@ -185,18 +204,12 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
     return wv_seterr(err, WAVE_ETOOBIG, "a stream of %" PRIu64 " bytes; this "
                      "daemon buffers at most %" PRIu64 " (limits."
                      "max_stream_bytes)", total, t->max_bytes);
-  wd_stream *s = calloc(1, sizeof *s);
+  wd_stream *s = st_new(rq);
   if (s == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   s->t = t;
   s->pipe = pipe;
   s->key = key;
-  s->dtype = dt;
-  s->op = op;
-  s->masked = rq->masked;
-  snprintf(s->device, sizeof s->device, "%s", rq->device ? rq->device : "");
-  s->in_bytes = rq->input_bytes;
-  s->mask_bytes = rq->mask_bytes;
   s->piece = t->piece;
   s->n_in = (s->in_bytes + s->piece - 1) / s->piece;
   s->n_mask = (s->mask_bytes + s->piece - 1) / s->piece;
@@ -412,6 +425,12 @@ unsigned wd_streams_held(wd_streams *t, uint32_t pipe)
     n += s->pipe == pipe;
   pthread_mutex_unlock(&t->mu);
   return n;
+}
+
+void wd_stream_level(const wd_stream *s, int *level, unsigned *deadline_ms)
+{
+  *level = s->level;
+  *deadline_ms = s->deadline_ms;
 }
 
 unsigned wd_streams_count(wd_streams *t)

@@ -52,6 +52,8 @@ typedef struct wd_stream_spec {
   uint64_t input_bytes, mask_bytes;
   size_t n_input_chunks;    /* the client's chunk boundaries, or none */
   const uint64_t *input_chunks;
+  int level;                /* its reduction's priority and deadline */
+  unsigned deadline_ms;
 } wd_stream_spec;
 
 /* What StreamInfo says of a stream. */
@@ -78,6 +80,8 @@ int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
                       wave_error *err);
 void wd_streams_drop_pipe(wd_streams *t, uint32_t pipe);
 unsigned wd_streams_count(wd_streams *t);
+/* The priority and deadline its open asked for (wd_work.level). */
+void wd_stream_level(const wd_stream *s, int *level, unsigned *deadline_ms);
 /* How many open streams pipe has (the idle sweep keeps it). */
 unsigned wd_streams_held(wd_streams *t, uint32_t pipe);
 

@@ -32,6 +32,17 @@
  * between slices while another owner waits (WD_RUN_MORE), for its owner's
  * next turn.  So a client pipelining big sums delays another's by a slice,
  * not its backlog, and one sending one at a time gets one turn per turn.
+ *
+ * Levels (wd_work.level: high, normal, low) come before all of that: each
+ * lane is three such lanes, one per level, and the thread takes the
+ * highest level that has anything queued, a reduction before a hash step
+ * of the same level; the turns above hold within a level.  A big reduction
+ * yields between slices to a higher level too, and a hash job yields
+ * between pieces as it always does.  Each level has its own cap of queued
+ * items (wd_work.level_cap, from the config).  An item whose deadline has
+ * passed when it is popped, before its first step, ends WAVE_EDEADLINE
+ * without running (a hash share whose job began elsewhere runs: its
+ * ops->started says so).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -92,9 +103,11 @@ struct wd_device {
   int thread_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* work arrived, stop, or opened */
-  dv_fair sq;                 /* short lane (reductions), by owner */
+  dv_fair sq[WD_LEVEL_N];     /* short lane (reductions), by level (its
+                                 rank: dv_rank) and owner */
   dv_queue uq;                /* setup items (pack preparation) */
-  dv_fair lq;                 /* long lane (hash job shares), by owner */
+  dv_fair lq[WD_LEVEL_N];     /* long lane (hash job shares), likewise */
+  int short_rank;             /* the running reduction's level rank */
   unsigned long_n;            /* bounded long items not ended */
   unsigned long_all;          /* every long item not ended */
   int short_running;
@@ -105,7 +118,7 @@ struct wd_device {
   _Atomic int faulted;
   char fault[200];            /* under mu */
   _Atomic int running;
-  _Atomic uint64_t done, failed, cancelled;
+  _Atomic uint64_t done, failed, cancelled, deadline;
   _Atomic uint64_t busy_ns;  /* time in run, all items */
 };
 
@@ -130,6 +143,31 @@ static double dv_now(void)
 }
 
 double wd_device_now(void) { return dv_now(); }
+
+void wd_work_level(wd_work *w, const wd_config *cfg, int level,
+                   unsigned deadline_ms)
+{
+  if (level < 0 || level >= WD_LEVEL_N)
+    level = WD_LEVEL_NORMAL;  /* net/level.c refused it already */
+  w->level = level;
+  w->level_cap = cfg->prio.max_queued[level];
+  unsigned ms = deadline_ms ? deadline_ms : cfg->prio.deadline_ms[level];
+  w->deadline = ms ? dv_now() + ms * 1e-3 : 0;
+}
+
+/* A level's place in the device's order: high 0, normal 1, low 2. */
+static int dv_rank(int level)
+{
+  return level == WD_LEVEL_HIGH ? 0 : level == WD_LEVEL_LOW ? 2 : 1;
+}
+
+static const char *const dv_level_names[WD_LEVEL_N] = {"normal", "high",
+                                                       "low"};
+
+const char *wd_level_name(int level)
+{
+  return level >= 0 && level < WD_LEVEL_N ? dv_level_names[level] : "?";
+}
 
 static void dv_push(dv_queue *q, wd_work *w)
 {
@@ -269,6 +307,15 @@ static wd_work *dv_fair_pop(dv_fair *f)
 
 /* ---- the short lane's turns (under mu) ---- */
 
+/* Reductions queued, every level. */
+static unsigned dv_short_queued(const wd_device *d)
+{
+  unsigned n = 0;
+  for (int r = 0; r < WD_LEVEL_N; r++)
+    n += d->sq[r].n;
+  return n;
+}
+
 /* w into its owner's queue.  An owner with nothing queued takes the turn
  * being served, or the one after its last item if that is later; each
  * further item the next turn (again, between slices: w goes first). */
@@ -384,6 +431,7 @@ static void dv_end(wd_device *d, wd_work *w)
     atomic_fetch_add(w->rc == 0 ? &d->done
                      : w->rc == WAVE_ECANCELLED || w->rc == WAVE_ESHUTDOWN
                          ? &d->cancelled
+                     : w->rc == WAVE_EDEADLINE ? &d->deadline
                          : &d->failed, 1);
   pthread_mutex_lock(&d->mu);
   if (w->ops->lane == WD_LANE_SHORT) {
@@ -392,9 +440,10 @@ static void dv_end(wd_device *d, wd_work *w)
     d->long_all--;
     if (w->ops->lane == WD_LANE_LONG) {
       d->long_n--;
-      dv_owner *g = dv_owner_find(&d->lq, w->owner);
+      dv_fair *f = &d->lq[dv_rank(w->level)];
+      dv_owner *g = dv_owner_find(f, w->owner);
       if (g != NULL)
-        dv_owner_release(&d->lq, g);
+        dv_owner_release(f, g);
     }
   }
   pthread_mutex_unlock(&d->mu);
@@ -429,22 +478,53 @@ static void dv_open(wd_device *d)
   pthread_mutex_unlock(&d->mu);
 }
 
+/* The highest level (its rank) with items queued in lane q; WD_LEVEL_N
+ * when none. */
+static int dv_top(const dv_fair *q)
+{
+  int r = 0;
+  while (r < WD_LEVEL_N && q[r].ring == NULL)
+    r++;
+  return r;
+}
+
+/* w's deadline passed before its first step (device thread, w popped):
+ * it ends WAVE_EDEADLINE, never run.  1 if so. */
+static int dv_expired(wd_device *d, wd_work *w)
+{
+  if (w->deadline <= 0 || w->t_start != 0 || dv_now() <= w->deadline ||
+      (w->ops->started != NULL && w->ops->started(w)))
+    return 0;
+  w->rc = wv_seterr(&w->err, WAVE_EDEADLINE, "%s waited past its deadline "
+                    "(%.0f ms, %s) on device %s and did not run",
+                    w->ops->name, (w->deadline - w->t_submit) * 1e3,
+                    wd_level_name(w->level), d->cfg.name);
+  return 1;
+}
+
 static void *dv_main(void *arg)
 {
   wd_device *d = arg;
   dv_open(d);
   for (;;) {
     pthread_mutex_lock(&d->mu);
-    while (!d->stop && d->sq.ring == NULL &&
-           d->lq.ring == NULL && d->ucur == NULL && d->uq.head == NULL)
+    while (!d->stop && dv_top(d->sq) == WD_LEVEL_N &&
+           dv_top(d->lq) == WD_LEVEL_N && d->ucur == NULL &&
+           d->uq.head == NULL)
       pthread_cond_wait(&d->cv, &d->mu);
-    wd_work *w = dv_short_pop(&d->sq);
+    /* the highest level first; a reduction before a hash step of its own
+     * level */
+    int sr = dv_top(d->sq), lr = dv_top(d->lq);
+    wd_work *w = sr < WD_LEVEL_N && sr <= lr ? dv_short_pop(&d->sq[sr]) : NULL;
     if (w != NULL) {  /* owners take turns, one step of a reduction each */
       d->short_running = 1;
+      d->short_rank = sr;
       pthread_mutex_unlock(&d->mu);
-      if (dv_step(d, w) == WD_RUN_MORE) {  /* its group stays till popped */
+      if (dv_expired(d, w)) {
+        dv_end(d, w);
+      } else if (dv_step(d, w) == WD_RUN_MORE) {  /* group stays till popped */
         pthread_mutex_lock(&d->mu);
-        dv_short_push(&d->sq, dv_owner_find(&d->sq, w->owner), w, 1);
+        dv_short_push(&d->sq[sr], dv_owner_find(&d->sq[sr], w->owner), w, 1);
         d->short_running = 0;
         pthread_mutex_unlock(&d->mu);
       } else {
@@ -457,20 +537,20 @@ static void *dv_main(void *arg)
      * reload does not wait for the hash jobs running here to end. */
     if (d->ucur == NULL)
       d->ucur = dv_pop(&d->uq);
-    int setup = d->ucur != NULL && (d->lq.ring == NULL || (d->turn ^= 1));
-    w = setup ? d->ucur : dv_fair_pop(&d->lq);
+    int setup = d->ucur != NULL && (lr == WD_LEVEL_N || (d->turn ^= 1));
+    w = setup ? d->ucur : lr < WD_LEVEL_N ? dv_fair_pop(&d->lq[lr]) : NULL;
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
-    int r = dv_step(d, w);
+    int r = !setup && dv_expired(d, w) ? WD_RUN_END : dv_step(d, w);
     if (r == WD_RUN_MORE && setup)
       continue;  /* the setup item stays ucur until it ends */
     pthread_mutex_lock(&d->mu);
     if (setup) {
       d->ucur = NULL;
     } else if (r == WD_RUN_MORE) {  /* to the end of its owner's turn */
-      dv_owner *g = dv_owner_find(&d->lq, w->owner);
-      dv_fair_push(&d->lq, g, w, 0);
+      dv_owner *g = dv_owner_find(&d->lq[lr], w->owner);
+      dv_fair_push(&d->lq[lr], g, w, 0);
     }
     pthread_mutex_unlock(&d->mu);
     if (r == WD_RUN_MORE)
@@ -517,9 +597,11 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned index,
   d->long_slots = long_slots;
   d->post = post;
   d->post_arg = post_arg;
-  d->sq.ring_tail = &d->sq.ring;
+  for (int r = 0; r < WD_LEVEL_N; r++) {
+    d->sq[r].ring_tail = &d->sq[r].ring;
+    d->lq[r].ring_tail = &d->lq[r].ring;
+  }
   d->uq.tail = &d->uq.head;
-  d->lq.ring_tail = &d->lq.ring;
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
 
@@ -552,6 +634,7 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
 {
   int rc = 0;
   int lane = w->ops->lane;
+  int rk = dv_rank(w->level);
   w->next = NULL;
   w->dev = d;
   w->rc = 0;
@@ -564,27 +647,33 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
   } else if (atomic_load(&d->faulted) && lane != WD_LANE_SETUP) {
     rc = wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted: %s",
                    d->cfg.name, d->fault);
+  } else if (lane != WD_LANE_SETUP && w->level_cap > 0 &&
+             d->sq[rk].n + d->lq[rk].n >= w->level_cap) {
+    rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u %s-priority jobs "
+                   "queued (priority.%s_max_queued %u)", d->cfg.name,
+                   d->sq[rk].n + d->lq[rk].n, wd_level_name(w->level),
+                   wd_level_name(w->level), w->level_cap);
   } else if (lane == WD_LANE_SHORT) {
     dv_owner *g = NULL;
-    if (d->sq.n >= d->cfg.queue_depth)
+    unsigned n = dv_short_queued(d);
+    if (n >= d->cfg.queue_depth)
       rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u reductions queued "
-                     "(queue_depth %u)", d->cfg.name, d->sq.n,
-                     d->cfg.queue_depth);
-    else if ((g = dv_owner_get(&d->sq, w->owner)) == NULL)
+                     "(queue_depth %u)", d->cfg.name, n, d->cfg.queue_depth);
+    else if ((g = dv_owner_get(&d->sq[rk], w->owner)) == NULL)
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     else
-      dv_short_push(&d->sq, g, w, 0);
+      dv_short_push(&d->sq[rk], g, w, 0);
   } else if (lane == WD_LANE_LONG && d->long_n >= d->long_slots) {
     rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
                    "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
                    d->long_slots);
   } else if (lane == WD_LANE_LONG) {
-    dv_owner *g = dv_owner_get(&d->lq, w->owner);
+    dv_owner *g = dv_owner_get(&d->lq[rk], w->owner);
     if (g == NULL) {
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     } else {
       g->members++;
-      dv_fair_push(&d->lq, g, w, 0);
+      dv_fair_push(&d->lq[rk], g, w, 0);
       d->long_all++;
       d->long_n++;
     }
@@ -601,11 +690,11 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
 void wd_device_resume(wd_device *d, wd_work *w)
 {
   pthread_mutex_lock(&d->mu);
-  dv_owner *g = w->ops->lane == WD_LANE_LONG
-                    ? dv_owner_find(&d->lq, w->owner)
-                    : NULL;
+  dv_fair *f = &d->lq[dv_rank(w->level)];
+  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(f, w->owner)
+                                             : NULL;
   if (g != NULL)  /* a parked item is still its group's member */
-    dv_fair_push(&d->lq, g, w, 1);
+    dv_fair_push(f, g, w, 1);
   else
     dv_push_front(&d->uq, w);
   pthread_cond_signal(&d->cv);
@@ -616,9 +705,9 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
 {
   int found = 0;
   pthread_mutex_lock(&d->mu);
-  dv_owner *g = w->ops->lane == WD_LANE_LONG
-                    ? dv_owner_find(&d->lq, w->owner)
-                    : NULL;
+  dv_fair *f = &d->lq[dv_rank(w->level)];
+  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(f, w->owner)
+                                             : NULL;
   dv_queue *q = g != NULL ? &g->q : &d->uq;
   for (wd_work **pp = &q->head; *pp != NULL; pp = &(*pp)->next) {
     if (*pp == w) {
@@ -628,11 +717,11 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
       q->n--;
       d->long_all--;
       if (g != NULL) {
-        d->lq.n--;
+        f->n--;
         d->long_n--;
         if (g->q.head == NULL)
-          dv_ring_remove(&d->lq, g);
-        dv_owner_release(&d->lq, g);
+          dv_ring_remove(f, g);
+        dv_owner_release(f, g);
       }
       found = 1;
       break;
@@ -661,8 +750,10 @@ void wd_device_free(wd_device *d)
   if (d == NULL)
     return;
   wd_device_stop(d);
-  dv_fair_free(&d->lq);
-  dv_fair_free(&d->sq);
+  for (int r = 0; r < WD_LEVEL_N; r++) {
+    dv_fair_free(&d->lq[r]);
+    dv_fair_free(&d->sq[r]);
+  }
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   free(d);
@@ -708,7 +799,7 @@ int wd_device_faulted(wd_device *d) { return atomic_load(&d->faulted); }
 unsigned wd_device_load(wd_device *d)
 {
   pthread_mutex_lock(&d->mu);
-  unsigned n = d->sq.n + (unsigned)d->short_running;
+  unsigned n = dv_short_queued(d) + (unsigned)d->short_running;
   pthread_mutex_unlock(&d->mu);
   return n;
 }
@@ -724,7 +815,12 @@ unsigned wd_device_long_load(wd_device *d)
 void wd_device_snapshot(wd_device *d, wd_device_snap *s)
 {
   pthread_mutex_lock(&d->mu);
-  s->queued = d->sq.n + d->uq.n + d->lq.n;
+  s->queued = d->uq.n;
+  for (int l = 0; l < WD_LEVEL_N; l++) {
+    int r = dv_rank(l);
+    s->level_queued[l] = d->sq[r].n + d->lq[r].n;
+    s->queued += s->level_queued[l];
+  }
   s->capacity = d->cfg.queue_depth;
   s->faulted = atomic_load(&d->faulted);
   snprintf(s->fault, sizeof s->fault, "%s", s->faulted ? d->fault : "");
@@ -733,15 +829,18 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->done = atomic_load(&d->done);
   s->failed = atomic_load(&d->failed);
   s->cancelled = atomic_load(&d->cancelled);
+  s->deadline = atomic_load(&d->deadline);
   s->busy_s = (double)atomic_load(&d->busy_ns) * 1e-9;
 }
 
 int wd_device_short_waiting(wd_device *d, uint64_t owner)
 {
   pthread_mutex_lock(&d->mu);
-  dv_owner *g = d->sq.ring;
-  while (g != NULL && g->key == owner)
-    g = g->next;
+  int me = d->short_rank;
+  /* a higher level waits (either lane), or another owner at this one */
+  int wait = dv_top(d->sq) < me || dv_top(d->lq) < me;
+  for (dv_owner *g = d->sq[me].ring; !wait && g != NULL; g = g->next)
+    wait = g->key != owner;
   pthread_mutex_unlock(&d->mu);
-  return g != NULL;
+  return wait;
 }

@@ -48,6 +48,8 @@ void wd_device_on_open(wd_dev_open_fn fn);
 typedef struct wd_device_snap {
   unsigned queued, capacity;
   uint64_t done, failed, cancelled; /* cancelled: ECANCELLED, ESHUTDOWN */
+  uint64_t deadline;      /* ended EDEADLINE, never run (not in failed) */
+  unsigned level_queued[WD_LEVEL_N]; /* queued, by wd_work.level */
   double busy_s;          /* seconds its items ran, all told */
   int faulted, running;
   char fault[200];
@@ -88,11 +90,18 @@ int wd_device_faulted(wd_device *d);
 unsigned wd_device_load(wd_device *d);       /* short items queued+running */
 unsigned wd_device_long_load(wd_device *d);  /* long items not ended */
 void wd_device_snapshot(wd_device *d, wd_device_snap *s);
+/* w's level, its level's cap and its deadline (deadline_ms from now; 0:
+ * the level's default in cfg->prio), before wd_device_submit. */
+void wd_work_level(wd_work *w, const wd_config *cfg, int level,
+                   unsigned deadline_ms);
+/* "high", "normal", "low" for a WD_LEVEL_*. */
+const char *wd_level_name(int level);
 /* CLOCK_MONOTONIC in seconds: the clock of wd_work's t_submit, t_start. */
 double wd_device_now(void);
 
 /* ---- the device thread, inside a run op ---- */
-/* A short item of another owner than `owner` is queued: a big reduction
+/* A short item of another owner than `owner` is queued at the running
+ * reduction's level, or any item at a higher level: a big reduction
  * between slices then returns WD_RUN_MORE, and runs on otherwise. */
 int wd_device_short_waiting(wd_device *d, uint64_t owner);
 

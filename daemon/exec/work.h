@@ -58,7 +58,17 @@ typedef struct wd_work_ops {
   int (*run)(wd_work *w, const wd_run_ctx *x);
   void (*abort)(wd_work *w, const wd_run_ctx *x);
   void (*done)(wd_work *w);
+  /* optional (device thread): has the item's job already begun elsewhere
+   * (a hash job's share on another device)?  Then its deadline is past
+   * caring: the deadline is on the job's first step. */
+  int (*started)(wd_work *w);
 } wd_work_ops;
+
+/* Service levels (docs/protocol.md "Priorities and deadlines"), numbered
+ * as the wire's Priority (0, what a zeroed item has, is normal); a device
+ * serves high, then normal, then low. */
+enum { WD_LEVEL_NORMAL = 0, WD_LEVEL_HIGH = 1, WD_LEVEL_LOW = 2,
+       WD_LEVEL_N = 3 };
 
 struct wd_work {
   wd_work *next;            /* queue link (device, then completion queue) */
@@ -75,6 +85,12 @@ struct wd_work {
                                take turns item by item, long-lane ones
                                step by step, and one owner's long items
                                take turns too */
+  int level;                /* WD_LEVEL_* (set before submit) */
+  unsigned level_cap;       /* items of its level queued on the device at
+                               most (priority.*_max_queued); 0: no cap */
+  double deadline;          /* CLOCK_MONOTONIC s by which its first step
+                               must begin, else it ends WAVE_EDEADLINE
+                               without running; 0: none */
 };
 
 #endif

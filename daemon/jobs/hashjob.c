@@ -242,6 +242,8 @@ static int hj_fill(wd_jobs *t, wd_hjob *j, const wd_hash_submit *hs,
   }
   j->pipe = hs->pipe;
   j->detach = hs->detach != 0;
+  j->level = hs->level != NULL ? hs->level->level : 0;
+  j->deadline_ms = hs->deadline_ms;
   j->client = hs->client;
   j->req_id = hs->req_id;
   j->pack = packs->list[pi];
@@ -264,6 +266,11 @@ static int hj_fill(wd_jobs *t, wd_hjob *j, const wd_hash_submit *hs,
     hj_part *pt = &j->parts[i];
     pt->work.ops = &wd_hj_part_ops;
     pt->work.owner = j->owner;
+    if (hs->level != NULL) {
+      pt->work.level = hs->level->level;
+      pt->work.level_cap = hs->level->level_cap;
+      pt->work.deadline = hs->level->deadline;
+    }
     pt->job = j;
     pt->dev = chosen[i];
     pt->state = HP_QUEUED;
@@ -637,6 +644,8 @@ void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
   v->owner = j->principal;
   v->devices = j->dev_names;
   v->n_devices = j->n_parts;
+  v->level = j->level;
+  v->deadline_ms = j->deadline_ms;
   uint64_t ts = atomic_load(&j->t_start_ns);
   v->queued = ts ? (double)(ts - j->t_made_ns) * 1e-9 : -1.0;
   int st = atomic_load(&j->state);

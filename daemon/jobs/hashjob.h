@@ -84,6 +84,9 @@ typedef struct wd_hash_submit {
   const char *principal;      /* the submitter (daemon/net/principal.h) */
   uint32_t pipe;              /* its connection */
   int detach;                 /* outlives the connection */
+  const wd_work *level;       /* its level, cap and deadline (for the
+                                 first piece: wd_work_level) */
+  unsigned deadline_ms;       /* what JobInfo says of it (0: none) */
 } wd_hash_submit;
 
 /* ended(arg, j): a job ended on the device side (loop thread). */
@@ -177,6 +180,8 @@ typedef struct wd_job_view {
   const uint64_t *outputs;
   size_t n_outputs;
   int outputs_delivered;     /* want_outputs, sent in an earlier reply */
+  int level;                 /* WD_LEVEL_*, and the deadline it was given */
+  unsigned deadline_ms;
   const wd_share_view *shares;
   size_t n_shares;
   /* the submit reply only (rq/hash.c sets it): JobInfo.key */

@@ -54,6 +54,8 @@ struct wd_hjob {
   uint64_t id, client, req_id;
   char principal[64];        /* the submitter (daemon/net/principal.h) */
   uint64_t owner;            /* its fairness key (wd_work.owner) */
+  int level;                 /* WD_LEVEL_* */
+  unsigned deadline_ms;      /* 0: none */
   int has_key;               /* an anonymous submitter's job key */
   uint8_t key[WD_JOB_KEY_BYTES];
   uint32_t pipe;             /* its connection ... */

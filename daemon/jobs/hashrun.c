@@ -295,9 +295,17 @@ static int hr_run(wd_work *w, const wd_run_ctx *x)
 
 static void hr_done(wd_work *w) { wd_hj_part_ended((hj_part *)w); }
 
+/* The job's first piece began (on any device): a share's deadline is
+ * past caring. */
+static int hr_started(wd_work *w)
+{
+  return atomic_load(&((hj_part *)w)->job->t_start_ns) != 0;
+}
+
 const wd_work_ops wd_hj_part_ops = {
   .name = "hash job",
   .lane = WD_LANE_LONG,
   .run = hr_run,
   .done = hr_done,
+  .started = hr_started,
 };

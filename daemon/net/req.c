@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "daemon/net/auth.h"
+#include "daemon/net/level.h"
 #include "daemon/net/front.h"
 #include "daemon/net/req.h"
 #include "core/base.h"
@@ -213,6 +214,13 @@ void wd_req_decode(wd_req *c)
   }
   if (c->req->version != 1 && c->req->version != WD_PROTOCOL) {
     nng_msg_free(m);  /* the loop answers VERSION */
+    return;
+  }
+  /* the level asked for, the same rule for every way in (level.h) */
+  if ((c->dec_code = wd_level_gate(s->cfg, c->req, c->principal,
+                                   nng_msg_get_pipe(m), c->dec_msg,
+                                   sizeof c->dec_msg)) != 0) {
+    nng_msg_free(m);
     return;
   }
   /* a framed payload stays in the received message, used in place; a

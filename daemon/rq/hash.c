@@ -35,6 +35,8 @@ static void hs_reply_job(wd_req *c, const wd_job_view *v)
   ji.n_devices = v->n_devices;
   ji.devices = (char **)v->devices;
   ji.outputs_delivered = v->outputs_delivered != 0;
+  ji.priority = (Wave__V1__Priority)v->level;
+  ji.deadline_ms = v->deadline_ms;
   ji.waiting_pack = (char *)(v->wait_pack ? v->wait_pack : "");
   ji.waiting_device = (char *)(v->wait_device ? v->wait_device : "");
   ji.prepare_steps = v->prepare_steps;
@@ -213,6 +215,14 @@ void wd_rq_hash(wd_req *c, const Wave__V1__HashRequest *hr)
     .pipe = c->pipe,
     .detach = hr->detach,
   };
+  /* its level; the deadline is on its first piece (hashrun.c) */
+  wd_work lw = {0};
+  int lv = (int)hr->priority;
+  hs.deadline_ms = hr->deadline_ms ? hr->deadline_ms
+                   : lv >= 0 && lv < WD_LEVEL_N ? s->cfg->prio.deadline_ms[lv]
+                                                : 0;
+  wd_work_level(&lw, s->cfg, lv, hs.deadline_ms);
+  hs.level = &lw;
   if (!hs.detach && wd_gone_recent(&s->fe->gone, c->pipe)) {
     s->failed++;  /* nobody to answer; nobody to run it for */
     return wd_reply_error(c, WAVE_ECANCELLED, "the connection closed before "

@@ -220,7 +220,8 @@ static int rr_check_op(wd_req *c, wave_dtype dt, wave_op op)
 
 static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
                             const wv_span *spans, size_t n_input,
-                            size_t n_mask, int has_mask, const char *device);
+                            size_t n_mask, int has_mask, const char *device,
+                            int level, unsigned deadline_ms);
 
 void wd_rq_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
 {
@@ -231,7 +232,8 @@ void wd_rq_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
     return;
   if (c->bulk.ready)  /* chunks by place: spans made on the decode thread */
     return rr_reduce_spans(c, dt, op, c->bulk.spans, c->bulk.n_input,
-                           c->bulk.n_mask, c->bulk.has_mask, c->bulk.device);
+                           c->bulk.n_mask, c->bulk.has_mask, c->bulk.device,
+                           (int)r->priority, r->deadline_ms);
   c->call->spans = calloc(r->n_input + r->n_mask + 1, sizeof *c->call->spans);
   if (c->call->spans == NULL) {
     wv_seterr(&err, WAVE_ENOMEM, NULL);
@@ -244,14 +246,16 @@ void wd_rq_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
                &mask_rows, &err))
     return wd_reply_fail(c, &err);
   rr_reduce_spans(c, dt, op, c->call->spans, r->n_input, r->n_mask,
-                  r->masked || r->n_mask > 0, r->device);
+                  r->masked || r->n_mask > 0, r->device, (int)r->priority,
+                  r->deadline_ms);
 }
 
 /* A reduction whose spans are ready (c->call->spans or c->bulk.spans): size,
  * validation, device, queue. */
 static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
                             const wv_span *spans, size_t n_input,
-                            size_t n_mask, int has_mask, const char *device)
+                            size_t n_mask, int has_mask, const char *device,
+                            int level, unsigned deadline_ms)
 {
   wd_server *s = c->call->srv;
   wave_error err = {0};
@@ -273,6 +277,7 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   c->call->work.ops = &rr_reduce_ops;
   c->call->work.owner = wd_peer_key(c->principal);  /* clients take turns */
+  wd_work_level(&c->call->work, s->cfg, level, deadline_ms);
   c->call->job = (wv_reduce_job){
     .dtype = dt,
     .op = op,
@@ -306,5 +311,5 @@ void wd_rq_stream_commit(wd_req *c)
     return;
   rr_reduce_spans(c, c->bulk.dtype, c->bulk.op, c->bulk.spans,
                   c->bulk.n_input, c->bulk.n_mask, c->bulk.has_mask,
-                  c->bulk.device);
+                  c->bulk.device, c->bulk.level, c->bulk.deadline_ms);
 }

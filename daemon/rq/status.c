@@ -81,6 +81,10 @@ void wd_rq_status(wd_req *c)
     ds[i].jobs_done = snap[i].done;
     ds[i].jobs_failed = snap[i].failed;
     ds[i].jobs_cancelled = snap[i].cancelled;
+    ds[i].queued_high = snap[i].level_queued[WD_LEVEL_HIGH];
+    ds[i].queued_normal = snap[i].level_queued[WD_LEVEL_NORMAL];
+    ds[i].queued_low = snap[i].level_queued[WD_LEVEL_LOW];
+    ds[i].deadline_missed = snap[i].deadline;
     ds[i].busy_ms = (uint64_t)(snap[i].busy_s * 1e3);
     ss_health(&ds[i], &hl[i], s, i);
     ds[i].faulted = snap[i].faulted;
@@ -109,6 +113,8 @@ void wd_rq_status(wd_req *c)
   sr.jobs_served = s->served;
   sr.jobs_failed = s->failed;
   sr.jobs_cancelled = s->cancelled;
+  for (size_t i = 0; i < nd; i++)
+    sr.jobs_deadline += snap[i].deadline;
   sr.n_devices = nd;
   sr.devices = dp;
   sr.listen = wd_listeners_urls(s->fe->lst, &sr.n_listen);

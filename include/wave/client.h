@@ -113,6 +113,18 @@ typedef struct wave_chunk {
                        answers WAVE_ELENGTH */
 } wave_chunk;
 
+/* A job's service level: each device serves high, then normal, then low;
+ * high only for the principals the daemon's priority.high_allow names,
+ * else WAVE_EPERM.  The numbers are the wire's. */
+typedef enum wave_priority {
+  WAVE_PRIORITY_NORMAL = 0,
+  WAVE_PRIORITY_HIGH = 1,
+  WAVE_PRIORITY_LOW = 2,
+} wave_priority;
+
+/* "high", "normal", "low" -> *out; -1 for anything else. */
+WAVE_API int wave_priority_parse(const char *name, wave_priority *out);
+
 typedef struct wave_reduce_request {
   wave_dtype dtype;
   wave_op op;
@@ -122,6 +134,11 @@ typedef struct wave_reduce_request {
   size_t n_mask;
   int has_mask;
   const char *device;     /* NULL or "": the daemon picks */
+  /* Appended in 0.x (issue 37): the service level and the deadline
+   * (docs/protocol.md "Priorities and deadlines"). */
+  wave_priority priority;     /* WAVE_PRIORITY_NORMAL (0): the default */
+  unsigned deadline_ms;       /* longest wait before it starts, else
+                                 WAVE_EDEADLINE; 0: the daemon's default */
 } wave_reduce_request;
 
 typedef struct wave_reduce_result {
@@ -229,6 +246,11 @@ typedef struct wave_region_reduce {
   size_t n_mask;
   int has_mask;
   const char *device;
+  /* Appended in 0.x (issue 37): the service level and the deadline
+   * (docs/protocol.md "Priorities and deadlines"). */
+  wave_priority priority;     /* WAVE_PRIORITY_NORMAL (0): the default */
+  unsigned deadline_ms;       /* longest wait before it starts, else
+                                 WAVE_EDEADLINE; 0: the daemon's default */
 } wave_region_reduce;
 
 WAVE_API int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
@@ -343,6 +365,11 @@ typedef struct wave_hash_request {
    * cancels the job when the connection closes (docs/protocol.md "Job
    * ownership"). */
   int detach;
+  /* Appended in 0.x (issue 37): the service level and the deadline
+   * (docs/protocol.md "Priorities and deadlines"). */
+  wave_priority priority;     /* WAVE_PRIORITY_NORMAL (0): the default */
+  unsigned deadline_ms;       /* longest wait for its first piece, else
+                                 WAVE_EDEADLINE; 0: the daemon's default */
 } wave_hash_request;
 
 typedef enum wave_job_state {

@@ -46,7 +46,9 @@ extern "C" {
   X(ARG,        28, "invalid argument")                                        \
   X(REGION,     29, "shared-memory region refused")                            \
   X(INCOMPLETE, 30, "streamed job is missing pieces")                         \
-  X(AUTH,       31, "not authenticated: missing or wrong token")
+  X(AUTH,       31, "not authenticated: missing or wrong token")          \
+  X(DEADLINE,   32, "job waited past its deadline and never ran")          \
+  X(PERM,       33, "not permitted: this priority is not allowed to you")
 
 typedef enum wave_err {
 #define WAVE_ERR_ENUM_(name, num, msg) WAVE_E##name = (num),

@@ -185,3 +185,28 @@ def test_timedout(client):
         # ended before the next test (client_jobs counts it until then)
         with pytest.raises(wavedd.CancelledError):
             j.wait(progress=False)
+
+
+def test_priority(client, plain, tmp_path):
+    """priority= and deadline= every way in: the rows by message, a file,
+    a hash job; high from a token the daemon does not allow is PermError
+    (a PermissionError), never lowered."""
+    a = np.arange(1, 5, dtype=np.uint32)
+    assert client.reduce("sum", a, priority="low", deadline=5).value == 10
+    f = tmp_path / "rows.u32"
+    a.tofile(f)
+    assert client.reduce_file("sum", str(f), dtype=np.uint32,
+                              priority="low").value == 10
+    with pytest.raises(wavedd.ArgError, match="priority"):
+        client.reduce("sum", a, priority="urgent")
+    with pytest.raises(wavedd.ArgError, match="deadline"):
+        client.reduce("sum", a, deadline=0)
+    with wavedd.Client(plain.tcp, token_file=plain.token_file) as c:
+        with pytest.raises(wavedd.PermError) as e:
+            c.reduce("sum", a, priority="high")
+        assert isinstance(e.value, PermissionError)
+        assert "token:client" in str(e.value)
+        with pytest.raises(wavedd.PermError):
+            c.hash("small", 0, 100, priority="high")
+        job = c.hash("small", 0, 100, priority="low", deadline=60)
+        assert job.result().hashes == 100

@@ -345,7 +345,8 @@ class Client:
         return self._pool
 
     # ---- reductions ----------------------------------------------------
-    def reduce(self, op, *chunks, mask=None, device=None):
+    def reduce(self, op, *chunks, mask=None, device=None, priority=None,
+               deadline=None):
         """Reduce the rows of chunks (in order) with op: "sum", "min",
         "max", "extent", "and", "or", "xor", "argmin", "argmax" (the value
         and its first row: Result.index).  The chunks are arrays of one
@@ -353,22 +354,29 @@ class Client:
         little-endian (never converted).  mask: None, or an array (or
         a list of arrays) of uint32 rows, one per input row, nonzero
         selecting it.  device: a device name, or None for the daemon's
-        pick.  Returns a Result."""
+        pick.  priority: "high", "normal" (None: the default) or "low"
+        (high only where the daemon allows it, else PermError).
+        deadline: seconds the job may wait before it starts (None: the
+        daemon's default); past it it never runs: DeadlineError.  Returns
+        a Result."""
         wop = _op_of(op)
         if not chunks:
             raise ArgError("reduce: give at least one chunk")
         ins = [_as_array(c, f"chunk {i}") for i, c in enumerate(chunks)]
         masks = [_as_array(m, f"mask {i}") for i, m in enumerate(_list(mask))]
-        return self._reduce(wop, ins, masks, mask is not None, device)
+        return self._reduce(wop, ins, masks, mask is not None,
+                            (device, priority, deadline))
 
-    def reduce_file(self, op, *paths, mask=None, dtype=None, device=None):
+    def reduce_file(self, op, *paths, mask=None, dtype=None, device=None,
+                    priority=None, deadline=None):
         """Reduce the rows of files, in order, as reduce does arrays: each
         a .npy file (the header read here gives the dtype and where the
         rows start; dtype=, when given, must match it) or raw
         little-endian rows of dtype=.  Over ipc the daemon gets each file
         as a descriptor and reads it itself (Result.via "file"); otherwise
         the rows are read here as a memory map.  mask: None, or a path or
-        array (or a list of them) of uint32 rows."""
+        array (or a list of them) of uint32 rows.  priority, deadline: as
+        reduce's."""
         wop = _op_of(op)
         if not paths:
             raise ArgError("reduce_file: give at least one path")
@@ -383,8 +391,8 @@ class Client:
                 else:
                     m = _as_array(m, f"mask {i}")
                 masks.append(m)
-            return self._reduce(wop, ins, masks, mask is not None, device,
-                                fs)
+            return self._reduce(wop, ins, masks, mask is not None,
+                                (device, priority, deadline), fs)
 
     def _reduce(self, wop, ins, masks, has_mask, device, fs=None):
         """ins and masks: arrays or files.FileRows (of fs)."""
@@ -402,9 +410,12 @@ class Client:
                 return self._send(wop, wdt, ins, masks, has_mask, device, fs)
         return self._send(wop, wdt, ins, masks, has_mask, device, fs)
 
-    def _send(self, wop, wdt, ins, masks, has_mask, device, fs):
+    def _send(self, wop, wdt, ins, masks, has_mask, where, fs):
+        """where: (device, priority, deadline) as reduce takes them."""
         h = self._handle()
-        dev = C.cstr(device.encode()) if device else C.NULL
+        device, priority, deadline = where
+        lv = level_of(priority, deadline)
+        dev = (C.cstr(device.encode()) if device else C.NULL, lv)
         res = C.new("wave_reduce_result")
         err = errors.new_err()
         every = ins + masks
@@ -473,7 +484,7 @@ class Client:
         q.input, q.n_input = ch, len(ins)
         q.mask, q.n_mask = mk, len(masks)
         q.has_mask = int(has_mask)
-        q.device = dev
+        q.device, (q.priority, q.deadline_ms) = dev
         errors.check(lib.wave_reduce(h, q, res, err), err)
         return Result(res, "message")
 
@@ -492,7 +503,7 @@ class Client:
         q.input, q.n_input = ex, n_in
         q.mask, q.n_mask = mx, len(every) - n_in
         q.has_mask = int(has_mask)
-        q.device = dev
+        q.device, (q.priority, q.deadline_ms) = dev
         errors.check(lib.wave_reduce_region(h, q, res, err), err)
 
     # ---- status ----------------------------------------------------------
@@ -543,11 +554,14 @@ class Client:
     # ---- hash jobs (jobs.py) -------------------------------------------
     def hash(self, pack, nonce, count, target=0, devices=None,
              segments=False, device=None, max_winners=16, segment_log2=0,
-             detach=False):
-        """Submit a hash job; returns a wavedd.Job (see jobs.py)."""
+             detach=False, priority=None, deadline=None):
+        """Submit a hash job; returns a wavedd.Job (see jobs.py).
+        priority, deadline: as reduce's (the deadline is on its first
+        piece)."""
         from .jobs import submit
         return submit(self, pack, nonce, count, target, devices, segments,
-                      device, max_winners, segment_log2, detach)
+                      device, max_winners, segment_log2, detach,
+                      level_of(priority, deadline))
 
     def jobs(self):
         """The hash jobs the daemon knows of ours, as JobInfo, in submit
@@ -608,6 +622,30 @@ def _copy(dst, a):
 
     with ThreadPoolExecutor(k) as ex:
         list(ex.map(part, range(0, n, step)))
+
+
+_LEVELS = {"normal": 0, "high": 1, "low": 2}
+
+
+def level_of(priority, deadline):
+    """(wave_priority, deadline_ms) of reduce's priority= and deadline=."""
+    if priority is None:
+        p = 0
+    elif priority in _LEVELS:
+        p = _LEVELS[priority]
+    else:
+        raise ArgError(f"priority {priority!r}: give 'high', 'normal' or "
+                       f"'low'")
+    ms = 0
+    if deadline is not None:
+        try:
+            ms = int(round(float(deadline) * 1000))
+        except (TypeError, ValueError):
+            ms = -1
+        if not 1 <= ms <= 86400000:
+            raise ArgError(f"deadline {deadline!r}: give seconds, 0.001 to "
+                           f"86400")
+    return p, ms
 
 
 def empty(shape, dtype=np.float32, client=None):

@@ -47,6 +47,8 @@ NAMES = {
     "REGION": "RegionError",
     "INCOMPLETE": "IncompleteError",
     "AUTH": "AuthError",
+    "DEADLINE": "DeadlineError",
+    "PERM": "PermError",
 }
 
 # builtin bases for the codes that mean the same
@@ -57,6 +59,8 @@ _ALSO = {
     "TIMEDOUT": TimeoutError,
     "NOMEM": MemoryError,
     "AUTH": PermissionError,
+    "DEADLINE": TimeoutError,
+    "PERM": PermissionError,
 }
 
 

@@ -220,7 +220,7 @@ class Job:
 
 
 def submit(client, pack, nonce, count, target, devices, segments, device,
-           max_winners, segment_log2, detach):
+           max_winners, segment_log2, detach, level=(0, 0)):
     keep = []
 
     def cstr(s):
@@ -245,6 +245,7 @@ def submit(client, pack, nonce, count, target, devices, segments, device,
     q.segment_log2 = int(segment_log2)
     q.want_segments = int(bool(segments))
     q.detach = int(bool(detach))
+    q.priority, q.deadline_ms = level
     job_id = C.out("uint64_t")
     err = errors.new_err()
     errors.check(lib.wave_hash_submit(client._handle(), q, job_id, err), err)
