@@ -123,7 +123,8 @@ static Wave__V1__Response *bg_commit(nng_socket s, uint64_t id)
   return bg_send(s, WAVE__V1__REQUEST__BODY_STREAM_COMMIT, &sc);
 }
 
-/* A sealed memfd of 4096 bytes (written: no holes) passed and registered on s. */
+/* A sealed memfd of 4096 bytes (written: no holes), passed and registered
+ * on s. */
 static Wave__V1__Response *bg_register(const char *ipc, nng_socket s)
 {
   int fd = memfd_create("gates", MFD_ALLOW_SEALING | MFD_CLOEXEC);

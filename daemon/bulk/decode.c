@@ -325,10 +325,11 @@ void wd_bulk_stream_put(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
     rc = wv_seterr(&err, WAVE_EBADREQUEST, "a stream piece is either "
                    "`data` or the frame's payload, not both");
   }
-  if (rc == 0 && (rc = wd_streams_put(b->streams, bk_pipe(*in->msg), sp->stream_id,
-                                sp->mask, sp->offset, data, len,
-                                data == in->payload ? in->msg : NULL, &si,
-                                &err)) == 0)
+  if (rc == 0)
+    rc = wd_streams_put(b->streams, bk_pipe(*in->msg), sp->stream_id,
+                        sp->mask, sp->offset, data, len,
+                        data == in->payload ? in->msg : NULL, &si, &err);
+  if (rc == 0)
     bk_stream_reply(out, rq->id, &si);
   bk_done(out, rq->id, rc, &err);
 }
