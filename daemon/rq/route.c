@@ -3,8 +3,8 @@
  * answer (its size, its bytes, the raw version, authentication), the
  * version, the connection's share of the contexts (BUSY), and stopping
  * (SHUTDOWN for work).  Most rows run on the loop thread (wd_route); a row
- * with a decode body (stream open, put and commit, region register and
- * unregister) runs on the decode thread (wd_route_decode, through
+ * marked RT_DECODED (stream open, put and commit, region register and
+ * unregister) runs its decode body on the decode thread (wd_route_decode, through
  * net/req.c's hook), so that no loop thread copies a piece or pins a
  * region: its request passes the same gates, in the same order, there,
  * and the loop only sends the answer (or, for a commit, queues the
@@ -30,10 +30,14 @@
 #include "daemon/stats.h"
 
 enum {
-  RT_WORK = 1 << 0,  /* queues device work: refused SHUTDOWN once stopping */
+  RT_WORK = 1 << 0,  /* queues device work, or opens or changes what the
+                      * daemon holds (streams, regions): refused SHUTDOWN
+                      * once stopping */
   RT_POLL = 1 << 1,  /* a JobRequest: with wait_ms it parks, freeing its
                       * context, so it is not held to the connection's
                       * share */
+  RT_DECODED = 1 << 2,  /* gated and run on the decode thread (its decode
+                         * body, wd_route_decode); the loop sends it */
 };
 
 typedef struct rt_route {
@@ -42,8 +46,9 @@ typedef struct rt_route {
   /* loop thread; for a row with a decode body, only a prepared reduction
    * (a commit's) comes here */
   void (*handle)(wd_req *c, const Wave__V1__Request *rq);
-  /* decode thread, once the gates passed (bulk/decode.h): it answers
-   * (bulk.reply) or prepares a reduction (bulk.ready) */
+  /* RT_DECODED: on the decode thread, once the gates passed
+   * (bulk/decode.h); it answers (bulk.reply) or prepares a reduction
+   * (bulk.ready) */
   void (*decode)(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out);
 } rt_route;
 
@@ -90,8 +95,8 @@ static void rt_stream_commit(wd_req *c, const Wave__V1__Request *rq)
   wd_rq_stream_commit(c);
 }
 
-/* Every body.  The last five run on the decode thread (their decode
- * body), the rest on the loop. */
+/* Every body.  The last five are RT_DECODED: they run on the decode
+ * thread (their decode body), the rest on the loop. */
 static const rt_route rt_table[] = {
   {WAVE__V1__REQUEST__BODY_REDUCE, RT_WORK, rt_reduce, NULL},
   {WAVE__V1__REQUEST__BODY_STATUS, 0, rt_status, NULL},
@@ -100,13 +105,15 @@ static const rt_route rt_table[] = {
   {WAVE__V1__REQUEST__BODY_CANCEL, 0, rt_cancel, NULL},
   {WAVE__V1__REQUEST__BODY_PACKS, 0, rt_packs, NULL},
   {WAVE__V1__REQUEST__BODY_JOBS, 0, rt_jobs, NULL},
-  {WAVE__V1__REQUEST__BODY_STREAM_OPEN, RT_WORK, NULL, wd_bulk_stream_open},
-  {WAVE__V1__REQUEST__BODY_STREAM_PUT, RT_WORK, NULL, wd_bulk_stream_put},
-  {WAVE__V1__REQUEST__BODY_STREAM_COMMIT, RT_WORK, rt_stream_commit,
-   wd_bulk_stream_commit},
-  {WAVE__V1__REQUEST__BODY_REGION_REGISTER, RT_WORK, NULL,
+  {WAVE__V1__REQUEST__BODY_STREAM_OPEN, RT_WORK | RT_DECODED, NULL,
+   wd_bulk_stream_open},
+  {WAVE__V1__REQUEST__BODY_STREAM_PUT, RT_WORK | RT_DECODED, NULL,
+   wd_bulk_stream_put},
+  {WAVE__V1__REQUEST__BODY_STREAM_COMMIT, RT_WORK | RT_DECODED,
+   rt_stream_commit, wd_bulk_stream_commit},
+  {WAVE__V1__REQUEST__BODY_REGION_REGISTER, RT_WORK | RT_DECODED, NULL,
    wd_bulk_region_register},
-  {WAVE__V1__REQUEST__BODY_REGION_UNREGISTER, RT_WORK, NULL,
+  {WAVE__V1__REQUEST__BODY_REGION_UNREGISTER, RT_WORK | RT_DECODED, NULL,
    wd_bulk_region_unregister},
 };
 
@@ -207,7 +214,7 @@ int wd_route_decode(wd_req *c, const wd_bulk_in *in)
 {
   wd_bulk *b = c->call->srv->bulk;
   const rt_route *rt = rt_find(c->req->body_case);
-  if (rt != NULL && rt->decode != NULL) {
+  if (rt != NULL && (rt->flags & RT_DECODED)) {
     if ((c->dec_code = rt_gate(c, rt, 0, c->dec_msg,
                                sizeof c->dec_msg)) != 0)
       return 0;  /* the loop answers it */
@@ -233,7 +240,7 @@ void wd_route(wd_req *c)
   const Wave__V1__Request *rq = c->req;
   c->req_id = rq->id;
   const rt_route *rt = rt_find(rq->body_case);
-  if (rt != NULL && rt->decode != NULL)
+  if (rt != NULL && (rt->flags & RT_DECODED))
     return rt_decoded(c, rt);
   if (c->bulk.reply != NULL)  /* refused on the decode thread */
     return rt_send_decoded(c);
