@@ -82,6 +82,7 @@ static void sv_post(void *arg, wd_work *w)
 /* The watchers (wd_server_watch) hear of a state move. */
 static void sv_moved(wd_server *s)
 {
+  atomic_store(&s->stopping, s->state >= WD_SV_STOPPING);
   for (size_t i = 0; i < WD_SV_WATCHERS; i++)
     if (s->watch[i].fn != NULL)
       s->watch[i].fn(s->watch[i].arg);
@@ -353,7 +354,8 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
     return rc;
   s->fe->failed = &s->failed;
   s->fe->up = (wd_front_up){.size = sizeof(wd_call), .init = sv_call_init,
-                            .clear = sv_call_clear, .arg = s};
+                            .clear = sv_call_clear,
+                            .decode = wd_route_decode, .arg = s};
   s->fe->pipe_gone = sv_pipe_gone;
   s->fe->pipe_gone_arg = s;
   uv_async_init(loop, &s->wake, sv_wake_cb);

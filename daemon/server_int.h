@@ -9,6 +9,7 @@
 #define WD_SERVER_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -58,6 +59,8 @@ struct wd_server {
   wd_prep *preps;          /* n_devs * packs->n */
   size_t preps_left;       /* not yet come back */
   wd_sv_state state;       /* the lifecycle (server.h); loop thread */
+  _Atomic int stopping;    /* state >= STOPPING, for the gates on the
+                            * decode threads (rq/route.c) */
   struct sv_watch {         /* wd_server_watch: each state move */
     void (*fn)(void *arg);
     void *arg;

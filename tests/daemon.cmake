@@ -56,9 +56,10 @@ target_compile_definitions(test_reload PRIVATE
 # Framed requests, streams and shared-memory regions (docs/protocol.md),
 # against the real daemon through libwaveclient and raw nng.
 wave_test(test_bulk
-  SOURCES test_bulk.c test_bulk_streams.c bulk_harness.c daemon_harness.c
+  SOURCES test_bulk.c test_bulk_streams.c test_bulk_gates.c bulk_harness.c
+  daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
-add_dependencies(test_bulk wavedd)
+add_dependencies(test_bulk wavedd wavedd-test)
 target_compile_definitions(test_bulk PRIVATE
   WAVEDD_PATH="$<TARGET_FILE:wavedd>")
 

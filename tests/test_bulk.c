@@ -32,6 +32,7 @@
 
 /* test_bulk_streams.c */
 TCase *bt_streams_tcase(void);
+TCase *bt_gates_tcase(void);
 
 /* ---- regions ------------------------------------------------------------ */
 
@@ -512,6 +513,7 @@ int main(void)
   tcase_add_test(rg, region_client_dies);
   suite_add_tcase(s, rg);
   suite_add_tcase(s, bt_streams_tcase());
+  suite_add_tcase(s, bt_gates_tcase());
   if (getenv("WAVE_BULK_VULKAN") != NULL) {
     TCase *vk = tcase_create("vulkan");
     tcase_set_timeout(vk, 600);

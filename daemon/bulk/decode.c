@@ -1,5 +1,6 @@
 /* decode.c - stream, region and extent requests on the decode threads (see
- * bulk/decode.h). */
+ * bulk/decode.h): the five bodies rq/route.c's table runs there once a
+ * request passed its gates, and a reduction's extents. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,93 +278,135 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
   return 0;
 }
 
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
-                   nng_msg **msgp, const uint8_t *payload, size_t plen,
-                   wd_bulk_req *out)
+/* A body's end: on failure, what out holds goes and the error is its
+ * reply. */
+static void bk_done(wd_bulk_req *out, uint64_t id, int rc,
+                    const wave_error *err)
 {
-  nng_msg *msg = *msgp;
+  if (rc == 0)
+    return;
+  unsigned v = out->version;
+  wd_bulk_clear(out);
+  out->version = v;
+  bk_error(out, id, err);
+}
+
+static uint32_t bk_pipe(nng_msg *m)
+{
+  return (uint32_t)nng_pipe_id(nng_msg_get_pipe(m));
+}
+
+/* whose share a stream or region draws on: "uid:N" on ipc, the connection
+ * or its token on tcp (principal.h) */
+void wd_bulk_stream_open(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
+{
+  const Wave__V1__Request *rq = in->rq;
   wave_error err = {0};
-  nng_pipe p = nng_msg_get_pipe(msg);
-  uint32_t pipe = (uint32_t)nng_pipe_id(p);
-  uint64_t id = rq->id;
-  out->version = rq->version;
-  /* whose share a stream or region draws on: "uid:N" on ipc, the
-   * connection or its token on tcp (principal.h) */
-  uint64_t key = wd_peer_key(who);
-  int rc = 0;
   wd_stream_info si;
+  out->version = rq->version;
+  int rc = bk_stream_open(b, bk_pipe(*in->msg), wd_peer_key(in->who),
+                          in->who, rq->stream_open, &si, &err);
+  if (rc == 0)
+    bk_stream_reply(out, rq->id, &si);
+  bk_done(out, rq->id, rc, &err);
+}
+
+void wd_bulk_stream_put(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
+{
+  const Wave__V1__Request *rq = in->rq;
+  const Wave__V1__StreamPutRequest *sp = rq->stream_put;
+  wave_error err = {0};
+  wd_stream_info si;
+  out->version = rq->version;
+  const uint8_t *data = sp->data.data;
+  size_t len = sp->data.len;
+  int rc = 0;
+  if (in->payload != NULL && len == 0) {
+    data = in->payload;
+    len = in->plen;
+  } else if (in->payload != NULL && in->plen > 0) {
+    rc = wv_seterr(&err, WAVE_EBADREQUEST, "a stream piece is either "
+                   "`data` or the frame's payload, not both");
+  }
+  if (rc == 0)
+    rc = wd_streams_put(b->streams, bk_pipe(*in->msg), sp->stream_id,
+                        sp->mask, sp->offset, data, len,
+                        data == in->payload ? in->msg : NULL, &si, &err);
+  if (rc == 0)
+    bk_stream_reply(out, rq->id, &si);
+  bk_done(out, rq->id, rc, &err);
+}
+
+void wd_bulk_stream_commit(wd_bulk *b, const wd_bulk_in *in,
+                           wd_bulk_req *out)
+{
+  wave_error err = {0};
+  out->version = in->rq->version;
+  int rc = bk_commit(b, bk_pipe(*in->msg), in->rq->stream_commit, in->rq->id,
+                     out, &err);
+  bk_done(out, in->rq->id, rc, &err);
+}
+
+void wd_bulk_region_register(wd_bulk *b, const wd_bulk_in *in,
+                             wd_bulk_req *out)
+{
+  const Wave__V1__RegionRegisterRequest *rr = in->rq->region_register;
+  nng_pipe p = nng_msg_get_pipe(*in->msg);
+  wave_error err = {0};
   wd_region_info ri;
-  switch (rq->body_case) {
-  case WAVE__V1__REQUEST__BODY_REDUCE:
+  out->version = in->rq->version;
+  uint64_t uid = 0, pid = 0;  /* nng 1.5: uint64 options, ipc only */
+  int cred = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
+             nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
+  int rc = wd_regions_add(b->regions, (uint32_t)nng_pipe_id(p),
+                          wd_peer_key(in->who), in->who, cred, (uint32_t)uid,
+                          (uint32_t)pid,
+                          &(wd_region_spec){
+                              .ticket = rr->fd_ticket.data,
+                              .ticket_len = rr->fd_ticket.len,
+                              .bytes = rr->bytes,
+                              .name = rr->name,
+                              .copy = rr->copy,
+                              .file = rr->file,
+                          },
+                          &ri, &out->pin, &err);
+  if (rc == 0)
+    bk_region_reply(out, in->rq->id, &ri);
+  bk_done(out, in->rq->id, rc, &err);
+}
+
+void wd_bulk_region_unregister(wd_bulk *b, const wd_bulk_in *in,
+                               wd_bulk_req *out)
+{
+  wave_error err = {0};
+  wd_region_info ri;
+  out->version = in->rq->version;
+  int rc = wd_regions_remove(b->regions, bk_pipe(*in->msg),
+                             in->rq->region_unregister->region_id, &ri, &err);
+  if (rc == 0)
+    bk_region_reply(out, in->rq->id, &ri);
+  bk_done(out, in->rq->id, rc, &err);
+}
+
+int wd_bulk_decode(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
+{
+  const Wave__V1__Request *rq = in->rq;
+  wave_error err = {0};
+  int rc;
+  out->version = rq->version;
+  if (rq->body_case == WAVE__V1__REQUEST__BODY_REDUCE) {
     if (rq->reduce->n_input_at == 0 && rq->reduce->n_mask_at == 0 &&
-        payload == NULL)
+        in->payload == NULL)
       return 0;
-    rc = bk_reduce(b, pipe, rq->reduce, payload, plen, out, &err);
-    break;
-  case WAVE__V1__REQUEST__BODY_STREAM_OPEN:
-    if ((rc = bk_stream_open(b, pipe, key, who, rq->stream_open, &si,
-                             &err)) == 0)
-      bk_stream_reply(out, id, &si);
-    break;
-  case WAVE__V1__REQUEST__BODY_STREAM_PUT: {
-    const Wave__V1__StreamPutRequest *sp = rq->stream_put;
-    const uint8_t *data = sp->data.data;
-    size_t len = sp->data.len;
-    if (payload != NULL && len == 0) {
-      data = payload;
-      len = plen;
-    } else if (payload != NULL && plen > 0) {
-      rc = wv_seterr(&err, WAVE_EBADREQUEST, "a stream piece is either "
-                     "`data` or the frame's payload, not both");
-      break;
-    }
-    if ((rc = wd_streams_put(b->streams, pipe, sp->stream_id, sp->mask,
-                             sp->offset, data, len,
-                             data == payload ? msgp : NULL, &si, &err)) == 0)
-      bk_stream_reply(out, id, &si);
-    break;
-  }
-  case WAVE__V1__REQUEST__BODY_STREAM_COMMIT:
-    rc = bk_commit(b, pipe, rq->stream_commit, id, out, &err);
-    break;
-  case WAVE__V1__REQUEST__BODY_REGION_REGISTER: {
-    uint64_t uid = 0, pid = 0;  /* nng 1.5: uint64 options, ipc only */
-    int cred = nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
-               nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &pid) == 0;
-    if ((rc = wd_regions_add(b->regions, pipe, key, who, cred, (uint32_t)uid,
-                             (uint32_t)pid,
-                             &(wd_region_spec){
-                                 .ticket = rq->region_register->fd_ticket.data,
-                                 .ticket_len =
-                                     rq->region_register->fd_ticket.len,
-                                 .bytes = rq->region_register->bytes,
-                                 .name = rq->region_register->name,
-                                 .copy = rq->region_register->copy,
-                                 .file = rq->region_register->file,
-                             },
-                             &ri, &out->pin, &err)) == 0)
-      bk_region_reply(out, id, &ri);
-    break;
-  }
-  case WAVE__V1__REQUEST__BODY_REGION_UNREGISTER:
-    if ((rc = wd_regions_remove(b->regions, pipe,
-                                rq->region_unregister->region_id, &ri,
-                                &err)) == 0)
-      bk_region_reply(out, id, &ri);
-    break;
-  default:
-    if (payload == NULL)
+    rc = bk_reduce(b, bk_pipe(*in->msg), rq->reduce, in->payload, in->plen,
+                   out, &err);
+  } else {
+    if (in->payload == NULL)
       return 0;
     rc = wv_seterr(&err, WAVE_EBADREQUEST, "a framed request must be a "
                    "reduction or a stream piece");
-    break;
   }
-  if (rc != 0) {
-    unsigned v = out->version;
-    wd_bulk_clear(out);
-    out->version = v;
-    bk_error(out, id, &err);
-  }
+  bk_done(out, rq->id, rc, &err);
   return 1;
 }
 

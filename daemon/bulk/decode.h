@@ -2,12 +2,14 @@
  * framed payloads (proto/frame.h), streamed jobs (daemon/bulk/stream.h) and
  * shared-memory regions (daemon/bulk/region.h).
  *
- * wd_bulk_decode looks at a decoded Request.  Stream and region requests it
- * answers completely (the loop only sends the packed reply); a ReduceRequest
- * whose chunks are Extents, and a StreamCommit, it turns into a prepared
- * reduction (spans and the references that keep their memory alive) that
- * the loop validates against the devices and queues like any other.  Plain
- * requests are left to the loop.  All of it is O(chunks) except a stream
+ * Stream and region requests are answered completely here (the loop only
+ * sends the packed reply), each by its body (wd_bulk_stream_open, ...),
+ * which rq/route.c runs on the decode thread once the request passed the
+ * route's gates.  A StreamCommit, and a ReduceRequest whose chunks are
+ * Extents (wd_bulk_decode), become a prepared reduction (spans and the
+ * references that keep their memory alive) that the loop validates
+ * against the devices and queues like any other.  Plain requests are left
+ * to the loop.  All of it is O(chunks) except a stream
  * piece's copy into its job's buffer, the one copy of those rows.
  */
 #ifndef WD_BULK_H
@@ -57,15 +59,36 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
                 wd_bulk **out, wave_error *err);
 void wd_bulk_free(wd_bulk *b);
 
-/* Decode thread.  *msg: the received message (its pipe names the client;
- * a stream may keep it, setting *msg to NULL);
- * payload/plen: a frame's payload (NULL, 0 for a plain request).  Returns 1
- * when rq was handled here (out->reply or out->ready set), 0 when it is a
- * plain request for the loop.  who: the request's principal (principal.h;
- * "token:NAME" once a token named it), whose shares it draws on. */
-int wd_bulk_decode(wd_bulk *b, const Wave__V1__Request *rq, const char *who,
-                   nng_msg **msg, const uint8_t *payload, size_t plen,
-                   wd_bulk_req *out);
+/* What a body on the decode thread gets: the decoded request; *msg, the
+ * received message (its pipe names the client; a stream piece may keep
+ * it, setting *msg to NULL); payload/plen, a frame's payload (NULL, 0 for
+ * a plain request); who, the request's principal (principal.h;
+ * "token:NAME" once a token named it), whose shares it draws on: "uid:N"
+ * on ipc, the connection or its token on tcp. */
+typedef struct wd_bulk_in {
+  const Wave__V1__Request *rq;
+  const char *who;
+  nng_msg **msg;
+  const uint8_t *payload;
+  size_t plen;
+} wd_bulk_in;
+
+/* Decode thread: the five bodies answered there, rows of rq/route.c's
+ * table (which runs one once its request passed the gates).  Each sets
+ * out->reply (the answer, or its error), or for a commit out->ready. */
+void wd_bulk_stream_open(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out);
+void wd_bulk_stream_put(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out);
+void wd_bulk_stream_commit(wd_bulk *b, const wd_bulk_in *in,
+                           wd_bulk_req *out);
+void wd_bulk_region_register(wd_bulk *b, const wd_bulk_in *in,
+                             wd_bulk_req *out);
+void wd_bulk_region_unregister(wd_bulk *b, const wd_bulk_in *in,
+                               wd_bulk_req *out);
+/* Decode thread, any other body: a ReduceRequest's extents (out->ready,
+ * or its error in out->reply), or a framed request that is not a
+ * reduction (refused).  Returns 1 when it did either, 0 for a plain
+ * request for the loop. */
+int wd_bulk_decode(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out);
 /* Where the side sockets keep passed descriptors (daemon/net/fdpass.h). */
 wd_fdpass *wd_bulk_fdpass(wd_bulk *b);
 /* Release what out holds (references, the kept message, an unsent reply). */

@@ -27,11 +27,16 @@
 
 /* The handler's half of every context (server.c fills it): size bytes,
  * zeroed, allocated with the context; init when the context is made,
- * clear when wd_req_clear frees what the request holds. */
+ * clear when wd_req_clear frees what the request holds.  decode: on the
+ * decode thread, once c->req is unpacked and authenticated, the route's
+ * side there (rq/route.c, wd_route_decode): the gates and body of a row
+ * that runs there, or a reduction's extents; 1 when it took the request's
+ * bulk parts, as wd_bulk_decode returns. */
 typedef struct wd_front_up {
   size_t size;
   void (*init)(void *arg, wd_req *c);
   void (*clear)(wd_req *c);
+  int (*decode)(wd_req *c, const wd_bulk_in *in);
   void *arg;
 } wd_front_up;
 

@@ -1,9 +1,11 @@
 /* req.c - a received request on its decode thread: unpack it within a
- * memory budget, read the raw version, authenticate it, hand its bulk parts
- * to bulk/decode.c; and wd_req_clear, which frees what a request holds
- * once it is answered (the handler's half through the hook server.c
- * gives, wd_front_up).  net/front.c calls both: this file calls nothing
- * of front.c, so the two do not call each other.
+ * memory budget, read the raw version, authenticate it, hand it to the
+ * route's decode-thread side (rq/route.c through server.c's hook,
+ * wd_front_up.decode: the gates and bodies of the rows run there, and a
+ * reduction's extents, bulk/decode.c); and wd_req_clear, which frees what
+ * a request holds once it is answered (the handler's half through the
+ * hook server.c gives, wd_front_up).  net/front.c calls both: this file
+ * calls nothing of front.c, so the two do not call each other.
  *
  * Versions: this daemon speaks protocol 2 (WD_PROTOCOL); what a version
  * means for a handler is rq/route.c's business.
@@ -212,22 +214,21 @@ void wd_req_decode(wd_req *c)
     nng_msg_free(m);
     return;
   }
-  if (c->req->version != 1 && c->req->version != WD_PROTOCOL) {
-    nng_msg_free(m);  /* the loop answers VERSION */
-    return;
-  }
-  /* the level asked for, the same rule for every way in (level.h) */
-  if ((c->dec_code = wd_level_gate(s->cfg, c->req, c->principal,
+  /* the level asked for, the same rule for every way in (level.h); a
+   * request of another version is the route's to answer (VERSION) */
+  if ((c->req->version == 1 || c->req->version == WD_PROTOCOL) &&
+      (c->dec_code = wd_level_gate(s->cfg, c->req, c->principal,
                                    nng_msg_get_pipe(m), c->dec_msg,
                                    sizeof c->dec_msg)) != 0) {
     nng_msg_free(m);
     return;
   }
-  /* a framed payload stays in the received message, used in place; a
-   * stream may keep the message as its piece (m set to NULL) */
-  if (wd_bulk_decode(s->bulk, c->req, c->principal, &m,
-                     framed ? payload : NULL, plen, &c->bulk) &&
-      c->bulk.ready && framed)
+  /* the version and the other gates are the route's; a framed payload
+   * stays in the received message, used in place; a stream may keep the
+   * message as its piece (m set to NULL) */
+  wd_bulk_in in = {.rq = c->req, .who = c->principal, .msg = &m,
+                   .payload = framed ? payload : NULL, .plen = plen};
+  if (s->up.decode(c, &in) && c->bulk.ready && framed)
     c->bulk.keep = m;
   else if (m != NULL)
     nng_msg_free(m);
