@@ -102,9 +102,9 @@ enum wv_vk_prog {
  * work-group's block is 256 x 4 x WV_VK_UNROLL rows. */
 #define WV_VK_UNROLL 8u
 #define WV_VK_BLOCK_ROWS (1024u * WV_VK_UNROLL)
-/* Lanes per 256-row group in sum_f32.comp (its constant L). */
+/* Lanes per 256-row group in sum.comp (its constant L). */
 #define WV_VK_SUM_LANES 8u
-/* The same in sum_f64.comp. */
+/* The same in sum.comp built for 8-byte rows (WV_ROW64). */
 #define WV_VK_SUM64_LANES 16u
 
 /* Knobs that tests and benchmarks set (wv_vk_open_ex); the daemon uses
@@ -157,7 +157,7 @@ struct wv_device {
   uint32_t ts_valid_bits;           /* queue timestamps, 0 = none */
   uint32_t units;                   /* SMs (VK_NV_shader_sm_builtins), 0 = ? */
   uint32_t stream_groups;           /* work-groups for a streaming pass */
-  uint32_t sum_groups;              /* the same for sum_f32.comp */
+  uint32_t sum_groups;              /* the same for sum.comp */
 
   /* sub-groups */
   uint32_t sg_size;                 /* default sub-group size */

@@ -651,7 +651,7 @@ int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
     d->stream_groups = 65535;
   else
     d->stream_groups = 16 * (d->units ? d->units : 132);
-  /* sum_f32.comp gives each group of 256 rows to 8 lanes, which read all
+  /* sum.comp gives each group of 256 rows to 8 lanes, which read all
    * of it, so a CPU driver's batches stay on contiguous memory whatever
    * the loop; there fewer work-groups save the per-work-group set-up (on
    * lavapipe 64 ran 1.5x faster than one per 8192 rows).  A GPU gets four

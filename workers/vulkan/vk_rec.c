@@ -2,7 +2,7 @@
  * vk_reduce.c's comment): the plan of an op (the shader variant, the key
  * that orders min and max, the fill of unselected rows), the first-level
  * dispatch over one window, the later levels (reduce_int.comp's, or the
- * float sum's listed groups, tree_f32.comp), and the value(s) read back.
+ * float sum's listed groups, tree.comp), and the value(s) read back.
  * Also the device-resident entry points the benchmarks use, which record
  * the same steps over a device buffer.
  */
@@ -15,7 +15,7 @@
 #include "vk.h"
 #include "vk_rec.h"
 
-#define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum_f32.comp: groups per WG */
+#define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum.comp: groups per WG */
 #define VR_MAX_PARTIAL_BYTES (1ull << 30)
 
 void wv_vkr_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p)

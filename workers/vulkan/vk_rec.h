@@ -66,7 +66,7 @@ void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
 /* First-level partials of a window of `rows` rows. */
 uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
                                 uint64_t rows);
-/* The float-sum levels (float32 and float64: tree_f32/tree_f64.comp). */
+/* The float-sum levels (float32 and float64: tree.comp). */
 int wv_vkr_fsum_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                        wave_error *err);
 

@@ -34,7 +34,7 @@
  * padded with -0.0, so the first level is uniform (partial p = rows
  * [256 p, 256 p + 256) of the padded stream) and chunk c owns partials
  * [s_c, s_c + m_c).  The later levels list their groups explicitly
- * (tree_f32.comp): each chunk's levels, then the levels over the chunk
+ * (tree.comp): each chunk's levels, then the levels over the chunk
  * values in chunk order.  A level over a chunk that is already down to one
  * value still runs G on it, padded with -0.0: x + -0.0 == x for every x, so
  * this gives the bits of not running it (a NaN stays a NaN and is made

@@ -6,11 +6,12 @@
  * file holds what differs: the plan, the first-level dispatch, the levels
  * and the result of a wide plan, and what the device must have.
  *
- *  - uint64/sint64 ops and float64 min/max/extent: reduce_int64.comp, the
- *    order-free levels of reduce_int.comp on 64-bit rows and keys (one
+ *  - uint64/sint64 ops and float64 min/max/extent: reduce_int.comp built
+ *    with WV_ROW64=1, its order-free levels on 64-bit rows and keys (one
  *    partial per work-group);
- *  - the float64 sum: sum_f64.comp for the first level (G over 256 rows,
- *    16 lanes a group) and tree_f64.comp for the listed later levels
+ *  - the float64 sum: sum.comp (WV_ROW64=1) for the first level (G over 256
+ *    rows, 16 lanes a group) and tree.comp (WV_ROW64=1) for the listed
+ *    later levels
  *    (vk_rec.c's wv_vkr_fsum_levels), so the tree is float32's exactly;
  *  - argmin/argmax: argm.comp, (key, index, count) partials, reduced as the
  *    lexicographic minimum of (key, index).
