@@ -1,5 +1,5 @@
 /* test_vkwide.c - the Vulkan backend's 64-bit dtypes and argmin/argmax
- * (workers/vulkan/vk_wide.c), bit for bit against wv_reduce_reference().
+ * (workers/vulkan/vk_rec.c), bit for bit against wv_reduce_reference().
  *
  * tests/conformance_wide.c runs every pair on the default device set-up;
  * this suite reaches the paths a default lavapipe device never takes:

@@ -1,7 +1,7 @@
 /* vk.h - the Vulkan backend's device context, shared by the files of
  * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
  * vk_device.c: memory, pipelines, submission; vk_reduce.c and vk_rec.c:
- * reductions; vk_wide.c: the 64-bit dtypes and argmin/argmax on them;
+ * reductions, the 64-bit dtypes and argmin/argmax among them;
  * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device;
  * vk_pin.c: host memory imported for the device, the host_register slot).
  *
@@ -312,7 +312,7 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
 int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
                           double *seconds, wave_error *err);
 
-/* ---- vk_wide.c ---------------------------------------------------------- */
+/* ---- vk_rec.c: the 64-bit dtypes and argmin/argmax ---------------------- */
 
 /* After the device exists (open): the 64-bit paths, the probe of float64
  * subnormals, and wide_ok / argm_ok with the reason for a no. */

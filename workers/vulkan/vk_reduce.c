@@ -47,9 +47,9 @@
  * index is raised to that row's afterwards (any other row with the same
  * value has a higher index).
  *
- * The plan, the levels and the read-back are recorded by vk_rec.c (and
- * vk_wide.c for the wide plans); this file feeds the first level from host
- * memory.
+ * The plan (the op table's row), the levels and the read-back are
+ * recorded by vk_rec.c, for every dtype and op; this file feeds the first
+ * level from host memory.
  */
 #include <inttypes.h>
 #include <stdio.h>

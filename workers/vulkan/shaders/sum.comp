@@ -23,7 +23,7 @@
 // the host uses the WV_DENORM variant (DenormPreserve for the row's float
 // width) where the device promises it.  Float64 sums run elsewhere only
 // after a probe showed that the device keeps float64 subnormals
-// (vk_wide.c).  Float32 is exact also where the device flushes subnormals
+// (vk_rec.c).  Float32 is exact also where the device flushes subnormals
 // (NVIDIA's Vulkan driver does, and does not offer DenormPreserve): a
 // flush changes a hardware add only if an operand or the exact sum is
 // subnormal.  That cannot happen in a group none of whose rows is `tiny`
