@@ -84,7 +84,7 @@ static const bv_case bv_cases[] = {
   {"f32 sum", WAVE_F32, WAVE_SUM, 1},
   {"f32 extent", WAVE_F32, WAVE_EXTENT, 1},
   /* Every |x| < 2^-102: every group takes the float sum's exact path
-   * (sum_f32.comp), the cost of that path where it is all there is. */
+   * (sum.comp), the cost of that path where it is all there is. */
   {"f32 sum, tiny values", WAVE_F32, WAVE_SUM, 2},
 };
 #define BV_NSETS 3

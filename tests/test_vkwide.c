@@ -1,5 +1,5 @@
 /* test_vkwide.c - the Vulkan backend's 64-bit dtypes and argmin/argmax
- * (workers/vulkan/vk_wide.c), bit for bit against wv_reduce_reference().
+ * (workers/vulkan/vk_rec.c), bit for bit against wv_reduce_reference().
  *
  * tests/conformance_wide.c runs every pair on the default device set-up;
  * this suite reaches the paths a default lavapipe device never takes:
@@ -213,8 +213,8 @@ START_TEST(test_wide_inplace)
 END_TEST
 
 /* More first-level partials than one later work-group takes (8192 for
- * argm.comp, one block's worth for reduce_int64.comp): 1024-row windows,
- * one partial each, so the levels run several work-groups and levels. */
+ * argm.comp, one block's worth for reduce_int.comp's 8-byte rows): 1024-row
+ * windows, one partial each, so the levels run several work-groups and levels. */
 START_TEST(test_wide_levels)
 {
   wv_vk_options opt = {.window_rows = 1024};

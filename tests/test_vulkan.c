@@ -283,7 +283,7 @@ END_TEST
 /* The benchmarks' path: one resident chunk, windows over a device buffer.
  * Rows past n hold a large value that would change every result: the
  * shaders must not read them as rows, also where a pass of whole groups
- * ends within 256 rows past n (n = 8000: sum_f32.comp's first round of 32
+ * ends within 256 rows past n (n = 8000: sum.comp's first round of 32
  * groups ends at 8192).  lavapipe reads past a binding as zeros, so there
  * the sum of n rows of -0.0 is what shows such a read: +0.0 instead of
  * -0.0. */

@@ -1,7 +1,7 @@
 /* vk.h - the Vulkan backend's device context, shared by the files of
  * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
  * vk_device.c: memory, pipelines, submission; vk_reduce.c and vk_rec.c:
- * reductions; vk_wide.c: the 64-bit dtypes and argmin/argmax on them;
+ * reductions, the 64-bit dtypes and argmin/argmax among them;
  * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device;
  * vk_pin.c: host memory imported for the device, the host_register slot).
  *
@@ -102,9 +102,9 @@ enum wv_vk_prog {
  * work-group's block is 256 x 4 x WV_VK_UNROLL rows. */
 #define WV_VK_UNROLL 8u
 #define WV_VK_BLOCK_ROWS (1024u * WV_VK_UNROLL)
-/* Lanes per 256-row group in sum_f32.comp (its constant L). */
+/* Lanes per 256-row group in sum.comp (its constant L). */
 #define WV_VK_SUM_LANES 8u
-/* The same in sum_f64.comp. */
+/* The same in sum.comp built for 8-byte rows (WV_ROW64). */
 #define WV_VK_SUM64_LANES 16u
 
 /* Knobs that tests and benchmarks set (wv_vk_open_ex); the daemon uses
@@ -157,7 +157,7 @@ struct wv_device {
   uint32_t ts_valid_bits;           /* queue timestamps, 0 = none */
   uint32_t units;                   /* SMs (VK_NV_shader_sm_builtins), 0 = ? */
   uint32_t stream_groups;           /* work-groups for a streaming pass */
-  uint32_t sum_groups;              /* the same for sum_f32.comp */
+  uint32_t sum_groups;              /* the same for sum.comp */
 
   /* sub-groups */
   uint32_t sg_size;                 /* default sub-group size */
@@ -312,7 +312,7 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
 int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
                           double *seconds, wave_error *err);
 
-/* ---- vk_wide.c ---------------------------------------------------------- */
+/* ---- vk_rec.c: the 64-bit dtypes and argmin/argmax ---------------------- */
 
 /* After the device exists (open): the 64-bit paths, the probe of float64
  * subnormals, and wide_ok / argm_ok with the reason for a no. */

@@ -15,7 +15,7 @@
  *    buffers are importable from host allocations; vk_pin.c);
  *  - the 64-bit dtypes and argmin/argmax: shaderInt64, shaderFloat64 and
  *    shaderSubgroupExtendedTypes enabled where present, the rest decided
- *    by vk_wide.c (wv_vk_wide_setup: paths, float64 subnormal probe).
+ *    by vk_rec.c (wv_vk_wide_setup: paths, float64 subnormal probe).
  * Nothing here reads the environment: tests reach the knobs through
  * wv_vk_open_ex().  A machine without a Vulkan driver gets WAVE_ENODEV from
  * open(), never a crash (the loader itself is linked; without an ICD,
@@ -422,7 +422,7 @@ static uint32_t vo_enable(wv_device *d, const vo_exts *x, vo_feats *f,
   f->f2.features = core;
   uint32_t nn = 0;
   void *chain = NULL;
-  if (d->sg_ext) {   /* 64-bit sub-group ops (vk_wide.c) */
+  if (d->sg_ext) {   /* 64-bit sub-group ops (vk_rec.c) */
     if (!x->v12)
       names[nn++] = VK_KHR_SHADER_SUBGROUP_EXTENDED_TYPES_EXTENSION_NAME;
     f->sxf.shaderSubgroupExtendedTypes = VK_TRUE;
@@ -651,7 +651,7 @@ int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
     d->stream_groups = 65535;
   else
     d->stream_groups = 16 * (d->units ? d->units : 132);
-  /* sum_f32.comp gives each group of 256 rows to 8 lanes, which read all
+  /* sum.comp gives each group of 256 rows to 8 lanes, which read all
    * of it, so a CPU driver's batches stay on contiguous memory whatever
    * the loop; there fewer work-groups save the per-work-group set-up (on
    * lavapipe 64 ran 1.5x faster than one per 8192 rows).  A GPU gets four
@@ -720,7 +720,7 @@ static void vo_caps(wv_device *d, wv_caps *caps)
   caps->hash_batch = wv_vk_hash_batch(d);
   caps->has_uuid = 1;
   caps->stages_masks = 1;           /* vk_reduce.c */
-  caps->dtypes64 = d->wide_ok;      /* vk_wide.c: wide_why says why not */
+  caps->dtypes64 = d->wide_ok;      /* vk_rec.c: wide_why says why not */
   caps->argminmax = d->argm_ok;
   if (!d->wide_ok || !d->argm_ok)
     snprintf(caps->wide_why, sizeof caps->wide_why, "%s", d->wide_why);

@@ -1,12 +1,40 @@
 /* vk_rec.c - recording a reduction on a Vulkan device (the design is in
- * vk_reduce.c's comment): the plan of an op (the shader variant, the key
- * that orders min and max, the fill of unselected rows), the first-level
- * dispatch over one window, the later levels (reduce_int.comp's, or the
- * float sum's listed groups, tree_f32.comp), and the value(s) read back.
- * Also the device-resident entry points the benchmarks use, which record
- * the same steps over a device buffer.
+ * vk_reduce.c's comment), for every dtype and op: the plan (read off the op
+ * table, core/optable.h), the first-level dispatch over one window, the
+ * later levels and the value(s) read back; what a device must have for the
+ * 64-bit dtypes and argmin/argmax; and the device-resident entry points
+ * the benchmarks use, which record the same steps over a device buffer.
+ *
+ * One shader per kernel family, built for 4-byte and for 8-byte rows
+ * (WV_ROW64, workers/vulkan/CMakeLists.txt); the plan's row bytes pick the
+ * build:
+ *  - the order-free ops (integer sum, min, max, extent, and, or, xor, float
+ *    min/max/extent as keys): reduce_int.comp, its later levels too (keys
+ *    already applied);
+ *  - the float sum: sum.comp for the first level (G over 256 rows; 8 lanes
+ *    a group, 16 for float64) and tree.comp for the listed later levels
+ *    (wv_vkr_fsum_levels), so the tree is docs/reduction.md's exactly;
+ *  - argmin/argmax: argm.comp, (key, index, count) partials, reduced as the
+ *    lexicographic minimum of (key, index).
+ *
+ * Device features.  Every shader on 8-byte rows and argm.comp use 64-bit
+ * integers (shaderInt64), the float64 sum also 64-bit floats
+ * (shaderFloat64), enabled at device creation (vk_open.c) only where the
+ * device has them.  caps dtypes64 is set only when the device has both: a
+ * backend whose caps say dtypes64 runs every 64-bit pair; argminmax needs
+ * shaderInt64 alone.  Sub-group arithmetic on 64-bit values (the 64-bit
+ * _SG variants) is used only where the device reports
+ * shaderSubgroupExtendedTypes, else the shared-memory variants; the
+ * float64 sum exchanges its doubles as 32-bit words, so its shuffle needs
+ * only what float32's does.  Subnormals: the _DN variants declare
+ * DenormPreserve where the device promises shaderDenormPreserveFloat32
+ * (Float64); elsewhere open() sums two float64 subnormals first (as
+ * vk_open.c does for float32) and a device that flushes them gets no
+ * dtypes64.  A refused job is WAVE_EUNSUPPORTED naming the device and the
+ * missing feature; the description (caps) says it once per device.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,45 +43,37 @@
 #include "vk.h"
 #include "vk_rec.h"
 
-#define VR_UNITS (256u / WV_VK_SUM_LANES)  /* sum_f32.comp: groups per WG */
 #define VR_MAX_PARTIAL_BYTES (1ull << 30)
+#define VR_NONE UINT64_MAX   /* argm.comp: no row */
+
+_Static_assert(WAVE_OR == WAVE_AND + 1 && WAVE_XOR == WAVE_AND + 2,
+               "reduce_int.comp's bitwise OPs follow wave_op's order");
 
 void wv_vkr_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p)
 {
+  const wv_op_plan *o = wv_op_plan_of(dt, op);
   memset(p, 0, sizeof *p);
-  if (wv_reduce_is_wide(dt, op)) {
-    wv_vkw_make_plan(dt, op, p);
-    return;
-  }
-  p->rs = p->es = 4;
-  p->key = dt == WAVE_S32 ? VR_KEY_SIGNED : dt == WAVE_F32 ? VR_KEY_FLOAT
-                                                          : VR_KEY_NONE;
-  switch (op) {
-  case WAVE_SUM:
-    p->fsum = dt == WAVE_F32;
+  p->op = o;
+  p->rs = o->row_bytes;
+  p->wide = wv_reduce_is_wide(dt, op);
+  p->fsum = o->path == WV_PATH_FSUM;
+  p->argm = o->path == WV_PATH_ARG;
+  p->es = p->argm ? 32 : p->rs;
+  p->key = o->key;   /* WV_KEY_RAW where nothing is ordered */
+  /* Unselected rows: the table's fill; where it has none (the integer
+   * argmin/argmax), a copy of the first selected row, whose index
+   * vk_reduce.c puts right. */
+  p->fill = o->fill.bits;
+  p->fill_dup = o->fill.dup || !o->fill.ok;
+  if (p->argm)   /* argm.comp's OP: bit 0 argmax, bits 1-2 the key kind */
+    p->variant = (o->halves == WV_HALF_HI) | (unsigned)o->key << 1;
+  else if (o->path == WV_PATH_KEYS)
+    p->variant = o->halves == (WV_HALF_LO | WV_HALF_HI) ? VR_EXTENT
+               : o->halves == WV_HALF_HI ? VR_UMAX : VR_UMIN;
+  else if (o->path == WV_PATH_BITS)
+    p->variant = VR_AND + (unsigned)(op - WAVE_AND);
+  else
     p->variant = VR_ADD;
-    p->fill = p->fsum ? WV_F32_NEG_ZERO : 0;
-    break;
-  case WAVE_MIN:    p->variant = VR_UMIN; p->fill_dup = 1; break;
-  case WAVE_MAX:    p->variant = VR_UMAX; p->fill_dup = 1; break;
-  case WAVE_EXTENT: p->variant = VR_EXTENT; p->fill_dup = 1; break;
-  case WAVE_AND:    p->variant = VR_AND; p->fill = 0xffffffffu; break;
-  case WAVE_OR:     p->variant = VR_OR; break;
-  default:          p->variant = VR_XOR; break;
-  }
-  if (p->variant == VR_ADD || p->variant == VR_AND || p->variant == VR_OR ||
-      p->variant == VR_XOR)
-    p->key = VR_KEY_NONE;   /* keys only order min and max */
-}
-
-/* Back from a key to the row's bits. */
-static uint32_t vr_unkey(uint32_t k, uint32_t key)
-{
-  if (key == VR_KEY_SIGNED)
-    return k ^ 0x80000000u;
-  if (key == VR_KEY_FLOAT)
-    return (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
-  return k;
 }
 
 static uint64_t vr_round4(uint64_t a) { return (a + 3) & ~3ull; }
@@ -66,8 +86,8 @@ static wv_vk_range vr_whole(const wv_vk_buf *b)
 }
 
 /* First-level partials per work-group: one per sub-group on the sub-group
- * path
- * (room for the most sub-groups a work-group of 256 can have), else one. */
+ * path of 4-byte rows (room for the most sub-groups a work-group of 256
+ * can have), else one. */
 uint32_t wv_vkr_slots(const wv_device *d)
 {
   if (!d->red_sg)
@@ -76,35 +96,89 @@ uint32_t wv_vkr_slots(const wv_device *d)
   return m >= 256 ? 1 : 256 / m;
 }
 
+/* The reduce_int.comp (argm: argm.comp) build for the plan's rows and the
+ * device's sub-group arithmetic. */
+static enum wv_vk_prog vr_prog(const wv_device *d, const wv_vkr_plan *p,
+                               int level)
+{
+  if (p->argm)
+    return level ? (d->sg64 ? WV_VK_ARGML_SG : WV_VK_ARGML_SM)
+         : p->rs == 8 ? (d->sg64 ? WV_VK_ARGM64_SG : WV_VK_ARGM64_SM)
+                      : (d->sg64 ? WV_VK_ARGM32_SG : WV_VK_ARGM32_SM);
+  if (p->rs == 8)
+    return d->sg64 ? WV_VK_RED64_SG : WV_VK_RED64_SM;
+  return d->red_sg ? WV_VK_REDUCE_INT_SG : WV_VK_REDUCE_INT_SM;
+}
+
+/* sum.comp's first level: one build per row width, shuffle and denorm. */
+static int vr_fsum_level1(wv_device *d, const wv_vkr_run *run,
+                          wv_vk_slot *s, wv_vk_range src, uint32_t rows,
+                          uint64_t out_base, wave_error *err)
+{
+  enum wv_vk_prog prog;
+  uint32_t lanes;
+  if (run->plan.rs == 8) {
+    prog = d->sum64_shuffle ? (d->denorm64 ? WV_VK_SUM_F64_SH_DN
+                                           : WV_VK_SUM_F64_SH)
+                            : (d->denorm64 ? WV_VK_SUM_F64_SM_DN
+                                           : WV_VK_SUM_F64_SM);
+    lanes = WV_VK_SUM64_LANES;
+  } else {
+    prog = d->sum_shuffle ? (d->denorm ? WV_VK_SUM_F32_SH_DN
+                                       : WV_VK_SUM_F32_SH)
+                          : (d->denorm ? WV_VK_SUM_F32_SM_DN
+                                       : WV_VK_SUM_F32_SM);
+    lanes = WV_VK_SUM_LANES;
+  }
+  VkPipeline p;
+  int rc = wv_vk_pipeline(d, prog, 0, &p, err);
+  if (rc != 0)
+    return rc;
+  uint32_t push[3] = {rows, 0, (uint32_t)out_base};
+  /* rounds of 256 / lanes groups a work-group */
+  uint64_t rounds = wv_vkr_div(wv_vkr_div(rows, WV_GROUP), 256u / lanes);
+  return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]),
+                        (wv_vk_range){0}, push, sizeof push,
+                        rounds < d->sum_groups ? rounds : d->sum_groups, err);
+}
+
 /* One first-level dispatch over rows [0, rows) of src. */
 int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                   wv_vk_range src, uint32_t rows, uint64_t out_base,
                   wave_error *err)
 {
+  const wv_vkr_plan *pl = &run->plan;
+  if (pl->fsum)
+    return vr_fsum_level1(d, run, s, src, rows, out_base, err);
   VkPipeline p;
-  int rc;
-  if (run->plan.wide)
-    return wv_vkw_level1(d, run, s, src, rows, out_base, err);
-  if (run->plan.fsum) {
-    enum wv_vk_prog prog =
-      d->sum_shuffle ? (d->denorm ? WV_VK_SUM_F32_SH_DN : WV_VK_SUM_F32_SH)
-                     : (d->denorm ? WV_VK_SUM_F32_SM_DN : WV_VK_SUM_F32_SM);
-    if ((rc = wv_vk_pipeline(d, prog, 0, &p, err)) != 0)
-      return rc;
-    uint32_t push[3] = {rows, 0, (uint32_t)out_base};
-    uint64_t rounds = wv_vkr_div(wv_vkr_div(rows, WV_GROUP), VR_UNITS);
-    return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]),
-                          (wv_vk_range){0}, push, sizeof push,
-                          rounds < d->sum_groups ? rounds : d->sum_groups,
-                          err);
-  }
-  enum wv_vk_prog prog = d->red_sg ? WV_VK_REDUCE_INT_SG : WV_VK_REDUCE_INT_SM;
-  if ((rc = wv_vk_pipeline(d, prog, run->plan.variant, &p, err)) != 0)
+  int rc = wv_vk_pipeline(d, vr_prog(d, pl, 0), pl->variant, &p, err);
+  if (rc != 0)
     return rc;
+  /* The blocks of reduce_int.comp's bytes: one partial per work-group
+   * (4-byte rows on the sub-group path: `slots`). */
+  const uint64_t groups = wv_vk_stream_groups(d, (uint64_t)rows * pl->rs / 4);
+  if (pl->argm) {
+    uint32_t push[4] = {rows, (uint32_t)out_base, (uint32_t)run->row0,
+                        (uint32_t)(run->row0 >> 32)};
+    return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]),
+                          (wv_vk_range){0}, push, sizeof push, groups, err);
+  }
+  /* slots: read by the 4-byte build only */
   uint32_t push[6] = {rows, 0, (uint32_t)out_base, (uint32_t)run->half,
-                      run->plan.key, run->slots};
+                      pl->key, run->slots};
   return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]), (wv_vk_range){0},
-                        push, sizeof push, wv_vk_stream_groups(d, rows), err);
+                        push, sizeof push, groups, err);
+}
+
+/* Partials of the level after one of n partials (order-free and argm). */
+static uint64_t vr_next(const wv_device *d, const wv_vkr_plan *p, uint64_t n)
+{
+  if (p->argm) {   /* argm.comp levels: up to 256 x 32 partials a group, so
+                      a GPU's first-level partials (16 per SM) take one */
+    uint64_t g = wv_vkr_div(n, 8192);
+    return wv_vk_groups(d, g < d->stream_groups ? g : d->stream_groups);
+  }
+  return wv_vk_stream_groups(d, n * p->rs / 4);   /* n partials of rs */
 }
 
 /* Partial buffers for a run: part[0] takes the first level, part[1] the
@@ -120,9 +194,7 @@ int wv_vkr_reserve(wv_device *d, wv_vkr_run *run, wave_error *err)
     int ext = run->plan.variant == VR_EXTENT && !run->plan.argm;
     run->half = ext ? vr_round4(run->partials) : 0;
     w0 = ext ? 2 * run->half : run->partials;
-    w1 = 2 * vr_round4(run->plan.wide ? wv_vkw_next(d, &run->plan,
-                                                    run->partials)
-                                      : wv_vk_stream_groups(d, run->partials));
+    w1 = 2 * vr_round4(vr_next(d, &run->plan, run->partials));
   }
   if (w0 * es > VR_MAX_PARTIAL_BYTES || run->partials > UINT32_MAX)
     return wv_seterr(err, WAVE_EJOBSIZE, "vulkan: %" PRIu64 " partials is "
@@ -135,25 +207,30 @@ int wv_vkr_reserve(wv_device *d, wv_vkr_run *run, wave_error *err)
   return rc;
 }
 
-/* Levels after the first, for the order-free ops: reduce_int.comp again on
- * the partials (keys already applied), until one value (pair) is left. */
-static int vr_int_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
-                         wave_error *err)
+/* Levels after the first, for the order-free ops and argm: the same shader
+ * again on the partials (keys already applied; argm.comp's level build),
+ * until one value (pair) is left. */
+static int vr_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                     wave_error *err)
 {
-  enum wv_vk_prog prog = d->red_sg ? WV_VK_REDUCE_INT_SG : WV_VK_REDUCE_INT_SM;
+  const wv_vkr_plan *pl = &run->plan;
   VkPipeline p;
-  int rc = wv_vk_pipeline(d, prog, run->plan.variant, &p, err);
+  int rc = wv_vk_pipeline(d, vr_prog(d, pl, 1), pl->variant, &p, err);
   if (rc != 0)
     return rc;
-  int ext = run->plan.variant == VR_EXTENT;
+  int ext = pl->variant == VR_EXTENT && !pl->argm;
   uint64_t n = run->partials, half = run->half;
   unsigned src = 0;
   while (n > 1) {
     wv_vk_barrier(s);
-    uint64_t m = wv_vk_stream_groups(d, n);
+    uint64_t m = vr_next(d, pl, n);
     uint64_t half2 = ext ? vr_round4(m) : 0;
-    uint32_t push[6] = {(uint32_t)n, (uint32_t)(half / 4), 0,
-                        (uint32_t)half2, VR_KEY_NONE, 1};
+    /* in_half counts 16-byte vectors; argm.comp reads n alone (out_off 0,
+     * row0 unused at a level) */
+    uint32_t push[6] = {(uint32_t)n, (uint32_t)(half * pl->rs / 16), 0,
+                        (uint32_t)half2, WV_KEY_RAW, 1};
+    if (pl->argm)
+      push[1] = push[2] = push[3] = 0;
     rc = wv_vk_dispatch(d, s, p, vr_whole(&d->part[src]),
                         vr_whole(&d->part[src ^ 1]), (wv_vk_range){0}, push,
                         sizeof push, m, err);
@@ -169,8 +246,8 @@ static int vr_int_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 }
 
 /* Levels after the first, for the float sum: the groups of every level
- * are listed (first partial, count) in d->seg, then one tree_f32 (float64:
- * tree_f64) dispatch per level. */
+ * are listed (first partial, count) in d->seg, then one tree.comp dispatch
+ * per level (the build of the plan's row width). */
 int wv_vkr_fsum_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                        wave_error *err)
 {
@@ -270,8 +347,7 @@ int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                   wave_error *err)
 {
   int rc = run->plan.fsum ? wv_vkr_fsum_levels(d, run, s, err)
-           : run->plan.wide ? wv_vkw_levels(d, run, s, err)
-                            : vr_int_levels(d, run, s, err);
+                          : vr_levels(d, run, s, err);
   if (rc != 0)
     return rc;
   wv_vk_barrier(s);
@@ -288,46 +364,71 @@ int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
   return 0;
 }
 
+/* argm.comp's answer: (key, index, count), the key inverted for argmax, in
+ * the row's own width. */
+static void vr_result_arg(const wv_vkr_plan *p, const uint64_t *r,
+                          uint64_t count, wv_reduce_out *out)
+{
+  out->index = -1;
+  /* floats: the rows considered, counted by the shader (fills are NaN);
+   * integers: every selected row (fills are copies) */
+  if (count == 0 || r[1] == VR_NONE) {
+    out->count = 0;
+    return;
+  }
+  if (p->op->count_finite)
+    out->count = r[2];
+  out->index = (int64_t)r[1];
+  uint64_t k = r[0];
+  if (p->op->halves == WV_HALF_HI)
+    k = ~k & p->op->ones;
+  out->bits[0] = wv_unkey_of(p->op->key, p->rs, k);
+}
+
 void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
                    uint64_t count, wv_reduce_out *out)
 {
-  if (run->plan.wide) {
-    wv_vkw_result(run, d, count, out);
-    return;
-  }
-  const uint32_t *r = d->result.map;
+  const wv_vkr_plan *p = &run->plan;
+  const wv_op_plan *o = p->op;
   out->count = count;
   out->bits[0] = out->bits[1] = 0;
+  if (p->argm) {
+    vr_result_arg(p, d->result.map, count, out);
+    return;
+  }
   if (count == 0)
     return;
-  if (run->plan.fsum) {
-    float f;
-    memcpy(&f, &r[0], sizeof f);
-    out->bits[0] = wv_f32_sum_finish(f, count);
+  uint64_t r[2];
+  if (p->rs == 8) {
+    memcpy(r, d->result.map, sizeof r);
+  } else {
+    const uint32_t *r32 = d->result.map;
+    r[0] = r32[0];
+    r[1] = r32[1];
+  }
+  if (p->fsum) {
+    if (p->rs == 8) {
+      double f;
+      memcpy(&f, &r[0], sizeof f);
+      out->bits[0] = wv_f64_sum_finish(f, count);
+    } else {
+      float f;
+      uint32_t b = (uint32_t)r[0];
+      memcpy(&f, &b, sizeof f);
+      out->bits[0] = wv_f32_sum_finish(f, count);
+    }
     return;
   }
-  uint32_t key = run->plan.key;
-  switch (run->plan.variant) {
-  case VR_UMIN:
-    if (key == VR_KEY_FLOAT && r[0] == 0xffffffffu)
-      return;   /* no finite value */
-    out->bits[0] = vr_unkey(r[0], key);
-    break;
-  case VR_UMAX:
-    if (key == VR_KEY_FLOAT && r[0] == 0)
-      return;
-    out->bits[0] = vr_unkey(r[0], key);
-    break;
-  case VR_EXTENT:
-    if (key == VR_KEY_FLOAT && r[0] == 0xffffffffu)
-      return;
-    out->bits[0] = vr_unkey(r[0], key);
-    out->bits[1] = vr_unkey(r[1], key);
-    break;
-  default:
+  if (o->path != WV_PATH_KEYS) {
     out->bits[0] = r[0];
-    break;
+    return;
   }
+  /* No finite float: the first accumulator kept its identity. */
+  if (o->finite_only && r[0] == (o->halves & WV_HALF_LO ? o->ones : 0))
+    return;
+  out->bits[0] = wv_unkey_of(o->key, p->rs, r[0]);
+  if (o->n_values == 2)
+    out->bits[1] = wv_unkey_of(o->key, p->rs, r[1]);
 }
 
 uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
@@ -469,4 +570,63 @@ int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   }
   vr_ts(d, s, 1);
   return vr_submit_timed(d, s, seconds, err);
+}
+
+/* ---- open and refusals ---------------------------------------------------- */
+
+/* Sum two float64 subnormals: 3 ulp + (-1 ulp) is 2 ulp; a device that
+ * flushes inputs or output gives 0. */
+static int vr_probe64(wv_device *d, int *keeps, wave_error *err)
+{
+  static const uint64_t rows[2] = {3, 0x8000000000000001u};
+  wv_span in = {rows, 2};
+  wv_reduce_job job = {.dtype = WAVE_F64, .op = WAVE_SUM, .input = &in,
+                       .n_input = 1, .rows = 2};
+  wv_reduce_out out;
+  int rc = wv_vk_reduce(d, &job, &out, err);
+  *keeps = rc == 0 && out.bits[0] == 2;
+  return rc;
+}
+
+int wv_vk_wide_setup(wv_device *d, wave_error *err)
+{
+  d->sg64 = d->red_sg && d->sg_ext && d->int64;
+  d->sum64_shuffle = !d->opt.force_local && d->sg_shuffle &&
+                     d->full_subgroups && d->sg_min >= WV_VK_SUM64_LANES;
+  d->argm_ok = d->int64;
+  d->wide_ok = d->int64 && d->float64;
+  d->wide_why[0] = 0;
+  if (!d->int64 || !d->float64) {
+    snprintf(d->wide_why, sizeof d->wide_why, "the device has no %s%s%s",
+             d->int64 ? "" : "shaderInt64", !d->int64 && !d->float64
+             ? " and no " : "", d->float64 ? "" : "shaderFloat64");
+    return 0;
+  }
+  if (d->denorm64)
+    return 0;
+  int keeps = 0;
+  int rc = vr_probe64(d, &keeps, err);
+  if (rc != 0)
+    return rc;
+  if (!keeps) {
+    d->wide_ok = 0;
+    snprintf(d->wide_why, sizeof d->wide_why, "the device flushes float64 "
+             "subnormals (no shaderDenormPreserveFloat64)");
+  }
+  return 0;
+}
+
+int wv_vk_wide_check(const wv_device *d, const wv_reduce_job *job,
+                     wave_error *err)
+{
+  const wv_op_plan *o = wv_op_plan_of(job->dtype, job->op);
+  if (o->row_bytes == 8 && !d->wide_ok)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "vulkan: %.48s does not reduce "
+                     "%s: %s", d->props.deviceName,
+                     wave_dtype_name(job->dtype), d->wide_why);
+  if (o->path == WV_PATH_ARG && !d->argm_ok)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "vulkan: %.48s does not run "
+                     "%s: %s", d->props.deviceName, wave_op_name(job->op),
+                     d->wide_why);
+  return 0;
 }

@@ -1,6 +1,7 @@
 /* vk_rec.h - recording a reduction on a Vulkan device, shared by the jobs
  * from host memory (vk_reduce.c) and the device-resident ones (vk_rec.c):
- * the plan of an op, the first-level dispatch, the later levels and the
+ * the plan of an op (the op table's row, core/optable.h, and the shader
+ * build it picks), the first-level dispatch, the later levels and the
  * result read back.  Internal to the backend.
  */
 #ifndef WV_VK_REC_H
@@ -11,17 +12,18 @@
 #include "core/reduce.h"
 #include "vk.h"
 
-enum { VR_KEY_NONE = 0, VR_KEY_SIGNED = 1, VR_KEY_FLOAT = 2 };
+/* reduce_int.comp's OP (and, or, xor in wave_op's order) */
 enum { VR_ADD = 0, VR_UMIN = 1, VR_UMAX = 2, VR_AND = 3, VR_OR = 4,
        VR_XOR = 5, VR_EXTENT = 6 };
 
 typedef struct wv_vkr_plan {
+  const wv_op_plan *op;  /* the op table's row */
   int fsum;
-  unsigned variant;    /* VR_* (reduce_int*.comp's OP); argm.comp's OP */
-  uint32_t key;        /* VR_KEY_* */
+  unsigned variant;    /* VR_* (reduce_int.comp's OP); argm.comp's OP */
+  uint32_t key;        /* wv_key_kind */
   uint64_t fill;       /* written for rows the mask does not select */
   int fill_dup;        /* fill = first selected row */
-  int wide;            /* vk_wide.c's: a 64-bit dtype or argmin/argmax */
+  int wide;            /* a 64-bit dtype or argmin/argmax (caps) */
   int argm;            /* argmin/argmax */
   unsigned rs;         /* bytes per row: 4 or 8 */
   unsigned es;         /* bytes per partial: 4, 8, or 32 (argm) */
@@ -47,8 +49,8 @@ static inline uint64_t wv_vkr_div(uint64_t a, uint64_t b)
 
 void wv_vkr_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p);
 /* First-level partials per work-group: one per sub-group on the sub-group
- * path
- * (room for the most sub-groups a work-group of 256 can have), else one. */
+ * path of 4-byte rows (room for the most sub-groups a work-group of 256
+ * can have), else one. */
 uint32_t wv_vkr_slots(const wv_device *d);
 /* Partial buffers for a run: part[0] takes the first level, part[1] the
  * second, then they alternate with shrinking sizes. */
@@ -66,22 +68,8 @@ void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
 /* First-level partials of a window of `rows` rows. */
 uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
                                 uint64_t rows);
-/* The float-sum levels (float32 and float64: tree_f32/tree_f64.comp). */
+/* The float-sum levels (float32 and float64: tree.comp). */
 int wv_vkr_fsum_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                        wave_error *err);
-
-/* ---- vk_wide.c: the same steps for plans with wide set ------------------- */
-
-void wv_vkw_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p);
-int wv_vkw_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
-                  wv_vk_range src, uint32_t rows, uint64_t out_base,
-                  wave_error *err);
-/* Partials of the level after one of n partials (order-free and argm). */
-uint64_t wv_vkw_next(const wv_device *d, const wv_vkr_plan *p, uint64_t n);
-/* The levels after the first (not the float64 sum's: fsum_levels). */
-int wv_vkw_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
-                  wave_error *err);
-void wv_vkw_result(const wv_vkr_run *run, const wv_device *d,
-                   uint64_t count, wv_reduce_out *out);
 
 #endif

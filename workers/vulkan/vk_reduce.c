@@ -34,7 +34,7 @@
  * padded with -0.0, so the first level is uniform (partial p = rows
  * [256 p, 256 p + 256) of the padded stream) and chunk c owns partials
  * [s_c, s_c + m_c).  The later levels list their groups explicitly
- * (tree_f32.comp): each chunk's levels, then the levels over the chunk
+ * (tree.comp): each chunk's levels, then the levels over the chunk
  * values in chunk order.  A level over a chunk that is already down to one
  * value still runs G on it, padded with -0.0: x + -0.0 == x for every x, so
  * this gives the bits of not running it (a NaN stays a NaN and is made
@@ -47,9 +47,9 @@
  * index is raised to that row's afterwards (any other row with the same
  * value has a higher index).
  *
- * The plan, the levels and the read-back are recorded by vk_rec.c (and
- * vk_wide.c for the wide plans); this file feeds the first level from host
- * memory.
+ * The plan (the op table's row), the levels and the read-back are
+ * recorded by vk_rec.c, for every dtype and op; this file feeds the first
+ * level from host memory.
  */
 #include <inttypes.h>
 #include <stdio.h>
