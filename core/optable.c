@@ -4,7 +4,8 @@
  *
  * Columns: path, key kind, halves, fill (bits, dup, ok).  The rest of a
  * row follows from its dtype and op (row bytes, values, the float flags,
- * the identities) and is filled in by the row macros, once.  Float
+ * the identities, the accumulator's combine) and is filled in by the row
+ * macros, once.  Float
  * and/or/xor are left zero: rc WAVE_EOPDTYPE, set by wv_op_plan_of.
  */
 #include <stddef.h>
@@ -27,7 +28,10 @@
     .count_finite = OT_F(d) && (pth) == WV_PATH_ARG,                       \
     .says_finite = OT_F(d) && (pth) == WV_PATH_KEYS,                       \
     .ones = OT_ONES(d), .acc_init = (o) == WAVE_AND ? OT_ONES(d) : 0,      \
-    .fill = {fb, fdup, fok} }
+    .fill = {fb, fdup, fok},                                               \
+    .acc = (o) == WAVE_SUM ? WV_ACC_ADD : (o) == WAVE_AND ? WV_ACC_AND :    \
+           (o) == WAVE_OR ? WV_ACC_OR : (o) == WAVE_XOR ? WV_ACC_XOR :      \
+           WV_ACC_NONE }
 
 #define LO WV_HALF_LO
 #define HI WV_HALF_HI

@@ -45,6 +45,17 @@ typedef enum wv_op_path {
   WV_PATH_FSUM,       /* float sum: the fixed tree of docs/reduction.md */
 } wv_op_path;
 
+/* How an accumulating op combines two values (ISUM, BITS; the float sum's
+ * tree adds too, in its fixed order): a kernel variant a backend picks by
+ * this, never by the op. */
+typedef enum wv_acc_kind {
+  WV_ACC_NONE = 0,    /* keyed ops */
+  WV_ACC_ADD,         /* sum (integers: wrapping at the row's width) */
+  WV_ACC_AND,
+  WV_ACC_OR,
+  WV_ACC_XOR,
+} wv_acc_kind;
+
 /* Which keys a keyed op keeps (wv_op_plan.halves). */
 #define WV_HALF_LO 1u       /* the smallest: min, argmin, extent's first */
 #define WV_HALF_HI 2u       /* the largest: max, argmax, extent's second */
@@ -85,7 +96,21 @@ typedef struct wv_op_plan {
   uint64_t ones;       /* all ones of the row's width */
   uint64_t acc_init;   /* ISUM, BITS: the identity (all ones for and) */
   wv_mask_fill fill;   /* the fill for unselected rows */
+  wv_acc_kind acc;     /* ISUM, FSUM: ADD; BITS: AND, OR, XOR; else NONE */
 } wv_op_plan;
+
+/* acc(a, x) at the row's width (ones): the combine of an ISUM or BITS
+ * plan's accumulator; with a constant kind it folds to one instruction. */
+static inline uint64_t wv_acc_combine(wv_acc_kind k, uint64_t ones,
+                                      uint64_t a, uint64_t x)
+{
+  switch (k) {
+  case WV_ACC_ADD: return (a + x) & ones;
+  case WV_ACC_AND: return a & x;
+  case WV_ACC_OR:  return a | x;
+  default:         return a ^ x;
+  }
+}
 
 /* The row of dtype dt and op op; never NULL. */
 const wv_op_plan *wv_op_plan_of(wave_dtype dt, wave_op op);

@@ -139,6 +139,10 @@ START_TEST(rows_are_the_pages)
     ck_assert_int_eq(p->finite_only, fl && p->keyed);
     ck_assert_uint_eq(p->ones, w8 ? ONES64 : ONES32);
     ck_assert_uint_eq(p->acc_init, w->op == WAVE_AND ? p->ones : 0);
+    ck_assert_int_eq(p->acc, w->op == WAVE_SUM ? WV_ACC_ADD
+                             : w->op == WAVE_AND ? WV_ACC_AND
+                             : w->op == WAVE_OR ? WV_ACC_OR
+                             : w->op == WAVE_XOR ? WV_ACC_XOR : WV_ACC_NONE);
   }
 }
 END_TEST
@@ -243,6 +247,14 @@ START_TEST(keys_order_as_the_page_says)
   ck_assert_uint_eq(wv_f32_key(0), 0x80000000u);
   ck_assert_uint_eq(wv_f64_key(NZ64), 0x7fffffffffffffffu);
   ck_assert_uint_eq(wv_f64_key(0), NZ64);
+  /* the combines: sum wraps at the row's width */
+  ck_assert_uint_eq(wv_acc_combine(WV_ACC_ADD, ONES32, ONES32, 2), 1);
+  ck_assert_uint_eq(wv_acc_combine(WV_ACC_ADD, ONES64, ONES32, 2),
+                    0x100000001u);
+  ck_assert_uint_eq(wv_acc_combine(WV_ACC_ADD, ONES64, ONES64, 2), 1);
+  ck_assert_uint_eq(wv_acc_combine(WV_ACC_AND, ONES32, 0xc, 0xa), 0x8);
+  ck_assert_uint_eq(wv_acc_combine(WV_ACC_OR, ONES32, 0xc, 0xa), 0xe);
+  ck_assert_uint_eq(wv_acc_combine(WV_ACC_XOR, ONES32, 0xc, 0xa), 0x6);
 }
 END_TEST
 
@@ -252,10 +264,9 @@ static int tq_fill_keeps(const wv_op_plan *p, uint64_t x, uint64_t f)
 {
   switch (p->path) {
   case WV_PATH_ISUM:
-    return ((x + f) & p->ones) == x;
-  case WV_PATH_BITS:
-    return f == p->acc_init &&
-           (p->op == WAVE_AND ? x & f : p->op == WAVE_OR ? x | f : x ^ f) == x;
+  case WV_PATH_BITS:  /* the identity of the combine, at the row's width */
+    return f == p->acc_init && wv_acc_combine(p->acc, p->ones, x, f) == x &&
+           wv_acc_combine(p->acc, p->ones, f, x) == x;
   case WV_PATH_FSUM:
     if (p->row_bytes == 4) {
       float a, b, c;
