@@ -19,14 +19,14 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;     /* tasks queued, or the size changed */
   pthread_cond_t gone;   /* a thread ended */
-  wd_rtask *head, *tail;
+  wv_qnode tasks;        /* wd_rtask.q */
   unsigned refs;         /* wd_readers_start calls not stopped */
   unsigned target;       /* threads to keep: size + replacements */
   unsigned live;         /* threads running */
   unsigned spare;        /* replacements outstanding (reads not returned) */
   int stopping;
 } rp = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-        PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0, 0};
+        PTHREAD_COND_INITIALIZER, {&rp.tasks, &rp.tasks}, 0, 0, 0, 0, 0};
 
 unsigned wd_readers_default(void)
 {
@@ -39,13 +39,11 @@ static void *rp_thread(void *arg)
   (void)arg;
   pthread_mutex_lock(&rp.mu);
   for (;;) {
-    while (rp.head == NULL && !rp.stopping && rp.live <= rp.target)
+    while (wv_q_empty(&rp.tasks) && !rp.stopping && rp.live <= rp.target)
       pthread_cond_wait(&rp.cv, &rp.mu);
     if (rp.stopping || rp.live > rp.target)
       break;  /* one over the size (a stuck read came back) ends here */
-    wd_rtask *t = rp.head;
-    if ((rp.head = t->next) == NULL)
-      rp.tail = NULL;
+    wd_rtask *t = WV_Q_ENTRY(wv_q_pop(&rp.tasks), wd_rtask, q);
     pthread_mutex_unlock(&rp.mu);
     t->run(t);
     pthread_mutex_lock(&rp.mu);
@@ -135,13 +133,8 @@ int wd_readers_post(wd_rtask *t, wave_error *err)
    * a caller without one, and stays for the process */
   if (lazy && wd_readers_start(0, err) != 0)
     return err->code;
-  t->next = NULL;
   pthread_mutex_lock(&rp.mu);
-  if (rp.tail != NULL)
-    rp.tail->next = t;
-  else
-    rp.head = t;
-  rp.tail = t;
+  wv_q_push(&rp.tasks, &t->q);
   pthread_cond_signal(&rp.cv);
   pthread_mutex_unlock(&rp.mu);
   return 0;

@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/queue.h"
 #include "wave/error.h"
 #include "workers/worker.h"
 #include "workers/wvdev.h"
@@ -51,7 +52,7 @@
 /* A unit of work; run on a reader thread, which owns t until run returns
  * (run may free it). */
 typedef struct wd_rtask {
-  struct wd_rtask *next;
+  wv_qnode q;               /* the pool's FIFO */
   void (*run)(struct wd_rtask *t);
 } wd_rtask;
 
