@@ -93,7 +93,7 @@ int wd_readers_start(unsigned n, wave_error *err)
   return 0;
 }
 
-static void rg_free_all(void);
+static void rn_free_all(void);
 
 void wd_readers_stop(void)
 {
@@ -113,7 +113,7 @@ void wd_readers_stop(void)
     ;
   rp.target = 0;
   pthread_mutex_unlock(&rp.mu);
-  rg_free_all();
+  rn_free_all();
 }
 
 unsigned wd_readers_size(void)
@@ -166,10 +166,10 @@ void wd_readers_shrink(unsigned k)
 
 /* ---- the rings ----------------------------------------------------------- */
 
-enum { RG_FREE, RG_USED, RG_LENT };
+enum { RN_FREE, RN_USED, RN_LENT };
 
-typedef struct rg_buf {
-  struct rg_buf *next;
+typedef struct rn_buf {
+  struct rn_buf *next;
   wv_device *bdev;       /* whose ring; NULL once that device closed */
   uint8_t *p;
   size_t bytes;
@@ -177,29 +177,29 @@ typedef struct rg_buf {
   int pinned;            /* our pages, pinned with host_register */
   int devmem;            /* the device's own memory (host_alloc): it goes
                             with the device */
-} rg_buf;
+} rn_buf;
 
-static pthread_mutex_t rg_mu = PTHREAD_MUTEX_INITIALIZER;
-static rg_buf *rg_all;
+static pthread_mutex_t rn_mu = PTHREAD_MUTEX_INITIALIZER;
+static rn_buf *rn_all;
 
 /* Whether a ring pin refusal was said for dev already (said once at warn
  * level per device: a driver that refuses one buffer refuses them all). */
-static int rg_warned(const wv_dev *dev)
+static int rn_warned(const wv_dev *dev)
 {
   static const void *said[32];
   static unsigned n_said;
   int seen = 0;
-  pthread_mutex_lock(&rg_mu);
+  pthread_mutex_lock(&rn_mu);
   for (unsigned i = 0; i < n_said && !seen; i++)
     seen = said[i] == dev->impl;
   if (!seen && n_said < 32)
     said[n_said++] = dev->impl;
-  pthread_mutex_unlock(&rg_mu);
+  pthread_mutex_unlock(&rn_mu);
   return seen;
 }
 
 /* Device thread: g's memory back (the device is open). */
-static void rg_release(const wv_dev *dev, rg_buf *g)
+static void rn_release(const wv_dev *dev, rn_buf *g)
 {
   if (g->devmem) {
     wv_dev_host_free(dev, g->p, g->bytes);
@@ -214,12 +214,12 @@ static void rg_release(const wv_dev *dev, rg_buf *g)
 /* A new buffer for dev: the device's own memory where its backend gives
  * it (host_alloc; WAVED_RING_ALLOC=0, for tests, says no), else our pages,
  * pinned where the backend can. */
-static rg_buf *rg_make(const wv_dev *dev, size_t bytes)
+static rn_buf *rn_make(const wv_dev *dev, size_t bytes)
 {
-  rg_buf *g = calloc(1, sizeof *g);
+  rn_buf *g = calloc(1, sizeof *g);
   if (g == NULL)
     return NULL;
-  *g = (rg_buf){.bdev = dev->impl, .bytes = bytes, .state = RG_USED};
+  *g = (rn_buf){.bdev = dev->impl, .bytes = bytes, .state = RN_USED};
   const char *env = getenv("WAVED_RING_ALLOC");
   void *p = NULL;
   wave_error e = {0};
@@ -245,7 +245,7 @@ static rg_buf *rg_make(const wv_dev *dev, size_t bytes)
   if (wv_dev_can_pin(dev) && wv_dev_host_register(dev, p, bytes, &e) == 0)
     g->pinned = 1;
   else if (wv_dev_can_pin(dev))  /* the device copies each slot: slower */
-    wd_log(rg_warned(dev) ? WD_LOG_DEBUG : WD_LOG_WARN, "%s: a staging "
+    wd_log(rn_warned(dev) ? WD_LOG_DEBUG : WD_LOG_WARN, "%s: a staging "
            "ring buffer of %zu bytes cannot be pinned (%s); the device "
            "copies each slot itself", dev->be->name, bytes, e.message);
   return g;
@@ -255,15 +255,15 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
                  unsigned n, uint8_t **bufs, wave_error *err)
 {
   unsigned got = 0;
-  rg_buf *drop = NULL;
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf **pp = &rg_all; *pp != NULL;) {
-    rg_buf *g = *pp;
-    if (g->bdev == dev->impl && g->state == RG_FREE && g->bytes >= bytes &&
+  rn_buf *drop = NULL;
+  pthread_mutex_lock(&rn_mu);
+  for (rn_buf **pp = &rn_all; *pp != NULL;) {
+    rn_buf *g = *pp;
+    if (g->bdev == dev->impl && g->state == RN_FREE && g->bytes >= bytes &&
         got < n) {
-      g->state = RG_USED;
+      g->state = RN_USED;
       bufs[got++] = g->p;
-    } else if (g->bdev == dev->impl && g->state == RG_FREE &&
+    } else if (g->bdev == dev->impl && g->state == RN_FREE &&
                g->bytes < bytes) {
       /* too small (a job of 8-byte rows after 4-byte ones, or
        * WAVED_FILE_LEVELS): not kept; larger ones serve every job */
@@ -274,22 +274,22 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
     }
     pp = &g->next;
   }
-  pthread_mutex_unlock(&rg_mu);
-  for (rg_buf *g = drop, *nx; g != NULL; g = nx) {
+  pthread_mutex_unlock(&rn_mu);
+  for (rn_buf *g = drop, *nx; g != NULL; g = nx) {
     nx = g->next;
-    rg_release(dev, g);
+    rn_release(dev, g);
   }
   while (got < n) {
-    rg_buf *g = rg_make(dev, bytes);
+    rn_buf *g = rn_make(dev, bytes);
     if (g == NULL) {
       wd_ring_give(dev->impl, bufs, NULL, got);
       return wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
                        "bytes)", n, bytes);
     }
-    pthread_mutex_lock(&rg_mu);
-    g->next = rg_all;
-    rg_all = g;
-    pthread_mutex_unlock(&rg_mu);
+    pthread_mutex_lock(&rn_mu);
+    g->next = rn_all;
+    rn_all = g;
+    pthread_mutex_unlock(&rn_mu);
     bufs[got++] = g->p;
   }
   return 0;
@@ -298,38 +298,38 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
 void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
                   unsigned n)
 {
-  pthread_mutex_lock(&rg_mu);
+  pthread_mutex_lock(&rn_mu);
   for (unsigned i = 0; i < n; i++)
-    for (rg_buf *g = rg_all; g != NULL; g = g->next)
+    for (rn_buf *g = rn_all; g != NULL; g = g->next)
       if (g->p == bufs[i] && g->bdev == bdev) {
-        g->state = lent != NULL && lent[i] ? RG_LENT : RG_FREE;
+        g->state = lent != NULL && lent[i] ? RN_LENT : RN_FREE;
         break;
       }
-  pthread_mutex_unlock(&rg_mu);
+  pthread_mutex_unlock(&rn_mu);
 }
 
 void wd_ring_return(uint8_t *buf)
 {
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf *g = rg_all; g != NULL; g = g->next)
-    if (g->p == buf && g->state == RG_LENT) {
-      g->state = RG_FREE;
+  pthread_mutex_lock(&rn_mu);
+  for (rn_buf *g = rn_all; g != NULL; g = g->next)
+    if (g->p == buf && g->state == RN_LENT) {
+      g->state = RN_FREE;
       break;
     }
-  pthread_mutex_unlock(&rg_mu);
+  pthread_mutex_unlock(&rn_mu);
 }
 
 void wd_ring_forget(const wv_dev *dev)
 {
-  rg_buf *drop = NULL;
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf **pp = &rg_all; *pp != NULL;) {
-    rg_buf *g = *pp;
+  rn_buf *drop = NULL;
+  pthread_mutex_lock(&rn_mu);
+  for (rn_buf **pp = &rn_all; *pp != NULL;) {
+    rn_buf *g = *pp;
     if (g->bdev != dev->impl) {
       pp = &g->next;
       continue;
     }
-    if (g->state != RG_LENT || g->devmem) {
+    if (g->state != RN_LENT || g->devmem) {
       /* a lent buffer of the device's memory goes with the device all the
        * same: the read still inside it gets EFAULT (the kernel's copy),
        * and its wd_ring_return finds nothing */
@@ -338,27 +338,27 @@ void wd_ring_forget(const wv_dev *dev)
       drop = g;
       continue;
     }
-    if (g->pinned)  /* lent pages stay until rg_free_all, unpinned */
+    if (g->pinned)  /* lent pages stay until rn_free_all, unpinned */
       wv_dev_host_unregister(dev, g->p, g->bytes);
     g->pinned = 0;
     g->bdev = NULL;
     pp = &g->next;
   }
-  pthread_mutex_unlock(&rg_mu);
-  for (rg_buf *g = drop, *nx; g != NULL; g = nx) {
+  pthread_mutex_unlock(&rn_mu);
+  for (rn_buf *g = drop, *nx; g != NULL; g = nx) {
     nx = g->next;
-    rg_release(dev, g);
+    rn_release(dev, g);
   }
 }
 
 /* The pool stopped and the devices are closed (wd_ring_forget gave back
  * their buffers): every buffer not lent to a read still out goes. */
-static void rg_free_all(void)
+static void rn_free_all(void)
 {
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf **pp = &rg_all; *pp != NULL;) {
-    rg_buf *g = *pp;
-    if (g->state == RG_LENT) {
+  pthread_mutex_lock(&rn_mu);
+  for (rn_buf **pp = &rn_all; *pp != NULL;) {
+    rn_buf *g = *pp;
+    if (g->state == RN_LENT) {
       pp = &g->next;
       continue;
     }
@@ -367,5 +367,5 @@ static void rg_free_all(void)
       munmap(g->p, g->bytes);
     free(g);
   }
-  pthread_mutex_unlock(&rg_mu);
+  pthread_mutex_unlock(&rn_mu);
 }

@@ -540,7 +540,7 @@ void wd_reply(wd_req *c, Wave__V1__Response *r)
 
 /* An Error reply; refused: the request never became a job that ran
  * (counted apart from a job's failure). */
-static void fr_error(wd_req *c, int code, int refused, const char *msg)
+static void ft_error(wd_req *c, int code, int refused, const char *msg)
 {
   wd_debug("request %" PRIu64 ": %s: %s", c->req_id, wave_errname(code), msg);
   wd_stats_request_error(code, refused);
@@ -561,17 +561,17 @@ void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fr_error(c, code, 1, msg);
+  ft_error(c, code, 1, msg);
 }
 
 void wd_reply_fail(wd_req *c, const wave_error *err)
 {
   (*c->fe->failed)++;
-  fr_error(c, err->code, 1, err->message);
+  ft_error(c, err->code, 1, err->message);
 }
 
 void wd_reply_job_fail(wd_req *c, const wave_error *err)
 {
   (*c->fe->failed)++;
-  fr_error(c, err->code, 0, err->message);
+  ft_error(c, err->code, 0, err->message);
 }

@@ -510,7 +510,7 @@ static int hash_load(gdev *g, const wv_pack *p, wave_error *err)
  * from an unaligned start: *ok stays 1 when they agree, else 0 with the
  * reason in why (a launch the runtime refuses counts as a disagreement).
  * Device faults are errors. */
-static int jit_crosscheck(gdev *g, hpack *hp, int *ok, char *why,
+static int gh_jit_crosscheck(gdev *g, hpack *hp, int *ok, char *why,
                           size_t whylen, wave_error *err)
 {
   const uint64_t at = 1000003, cnt = 4096;
@@ -657,7 +657,7 @@ int hash_prepare(gdev *g, const wv_pack *p, wave_error *err)
     char why[200];
     int ok = jit_build(g, p, 32u * g->group_units, &php->jit, why,
                        sizeof why) == 0;
-    if (ok && (rv = jit_crosscheck(g, php, &ok, why, sizeof why, err)) != 0)
+    if (ok && (rv = gh_jit_crosscheck(g, php, &ok, why, sizeof why, err)) != 0)
       return rv;
     if (ok) {
       /* A fallback note stays until the device closes. */
