@@ -10,6 +10,7 @@
 #include "daemon/bulk/readers.h"
 #include "daemon/log.h"
 #include "core/base.h"
+#include "core/testhook.h"
 #include "core/thread.h"
 #include "workers/wvdev.h"
 
@@ -220,7 +221,7 @@ static rn_buf *rn_make(const wv_dev *dev, size_t bytes)
   if (g == NULL)
     return NULL;
   *g = (rn_buf){.bdev = dev->impl, .bytes = bytes, .state = RN_USED};
-  const char *env = getenv("WAVED_RING_ALLOC");
+  const char *env = wv_test_hook("WAVED_RING_ALLOC");
   void *p = NULL;
   wave_error e = {0};
   if (env == NULL || strcmp(env, "0") != 0) {

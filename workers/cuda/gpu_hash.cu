@@ -35,6 +35,7 @@
 
 #include <vector>
 
+#include "core/testhook.h"
 #include "workers/cuda/gpu_internal.h"
 
 #define WV_HASH_FN static __host__ __device__ inline
@@ -279,12 +280,12 @@ void hash_init(gdev *g, const wv_device_config *cfg)
   /* Per-pack kernels: on unless WAVE_CUDA_NVRTC=0 (docs/backends.md);
    * WAVE_CUDA_NVRTC_UNROLL=0 keeps a loop over the rounds;
    * WAVE_CUDA_NVRTC_MINBLOCKS=B asks ptxas for B resident blocks per SM. */
-  const char *jv = getenv("WAVE_CUDA_NVRTC");
-  const char *ju = getenv("WAVE_CUDA_NVRTC_UNROLL");
+  const char *jv = wv_test_hook("WAVE_CUDA_NVRTC");
+  const char *ju = wv_test_hook("WAVE_CUDA_NVRTC_UNROLL");
   const int want_jit = !(jv != NULL && strcmp(jv, "0") == 0);
   g->jit = want_jit && jit_available();
   g->jit_unroll = !(ju != NULL && strcmp(ju, "0") == 0);
-  const char *jm = getenv("WAVE_CUDA_NVRTC_MINBLOCKS");
+  const char *jm = wv_test_hook("WAVE_CUDA_NVRTC_MINBLOCKS");
   g->jit_minblocks = jm != NULL ? (unsigned)strtoul(jm, NULL, 10) : 0;
   if (g->jit_minblocks > 32)
     g->jit_minblocks = 32;
