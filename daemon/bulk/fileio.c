@@ -1,7 +1,10 @@
 /* fileio.c - see fileio.h; and the copy region's one read, bounded in
- * time (wd_file_read_bounded, filered.h): a thread of its own reads the
- * file into the region's buffer, and a read that does not return within
- * the bound is left behind with the buffer, which it unmaps when done.
+ * time (wd_file_read_bounded, filered.h): a task of the reader pool
+ * (readers.h, the file regions' threads) reads the file into the region's
+ * buffer, and a read that does not return within the bound is left behind
+ * with the buffer, which it unmaps when done; meanwhile the pool is given
+ * a replacement thread (wd_readers_grow), as a file job's stuck part is,
+ * and takes it back when the read returns.
  * The bound is the whole copy's, scaled to its size (issue 35): limits.
  * region_read_timeout_ms plus one second per FIO_FLOOR_BPS bytes, so a
  * big copy progressing on a loaded host is not taken for a hung mount. */
@@ -10,6 +13,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,6 +22,7 @@
 
 #include "daemon/bulk/fileio.h"
 #include "daemon/bulk/filered.h"
+#include "daemon/bulk/readers.h"
 #include "daemon/log.h"
 #include "core/base.h"
 
@@ -101,6 +106,7 @@ void wd_fio_stuck_warn(unsigned n)
 /* ---- a bounded read for copy regions ------------------------------------ */
 
 typedef struct fio_one {
+  wd_rtask task;             /* on the reader pool */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int fd;
@@ -124,9 +130,9 @@ static void fio_one_free(fio_one *o)
   free(o);
 }
 
-static void *fio_one_run(void *arg)
+static void fio_one_run(wd_rtask *t)
 {
-  fio_one *o = arg;
+  fio_one *o = (fio_one *)(void *)((char *)t - offsetof(fio_one, task));
   wave_error e = {0};
   int rc = wd_fio_pread(o->fd, o->buf, o->bytes, 0, 0, o->bytes, &e);
   pthread_mutex_lock(&o->mu);
@@ -134,11 +140,13 @@ static void *fio_one_run(void *arg)
   o->err = e;
   o->done = 1;
   pthread_cond_broadcast(&o->cv);
+  int late = o->abandoned;   /* its replacement thread goes */
   int last = --o->refs == 0;
   pthread_mutex_unlock(&o->mu);
+  if (late)
+    wd_readers_shrink(1);
   if (last)
     fio_one_free(o);
-  return NULL;
 }
 
 int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
@@ -164,16 +172,11 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
   o->cap = cap;
   o->bytes = bytes;
   o->refs = 2;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_t tid;
-  int started = pthread_create(&tid, &at, fio_one_run, o) == 0;
-  pthread_attr_destroy(&at);
-  if (!started) {
+  o->task.run = fio_one_run;
+  if (wd_readers_post(&o->task, err) != 0) {
     o->refs = 1;
     fio_one_free(o);
-    return wv_seterr(err, WAVE_ENOMEM, "cannot start a reader thread");
+    return err->code;
   }
   pthread_mutex_lock(&o->mu);
   uint64_t bound = timeout_ms + bytes * 1000 / FIO_FLOOR_BPS;
@@ -189,6 +192,8 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
   } else {
     o->abandoned = 1;
     atomic_fetch_add(&fio_stuck, 1);
+    /* under o->mu: its wd_readers_shrink comes after this grow */
+    wd_readers_grow(1);
     *gave = 1;
     rc = wv_seterr(err, WAVE_EREGION, "copying the region's %" PRIu64
                    " bytes took more than %" PRIu64 " ms (limits.region_read"

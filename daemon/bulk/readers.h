@@ -7,7 +7,8 @@
  * the reads of file regions (and the copies of regions that are not
  * pinned) are cut into parts that a pool of reader threads runs, started
  * once with the daemon (limits.file_readers; 0 = min(12, cores)); a job
- * never starts a thread.  The pool is a FIFO of tasks: parts of several
+ * never starts a thread.  A copy region's one bounded read (bulk/fileio.c
+ * wd_file_read_bounded) is a task of the same pool.  The pool is a FIFO of tasks: parts of several
  * jobs (several devices) interleave, so no job waits for another to end.
  *
  * A task that blocks in a read (a hung NFS or FUSE mount) keeps its
