@@ -170,7 +170,7 @@ void wd_readers_shrink(unsigned k)
 enum { RN_FREE, RN_USED, RN_LENT };
 
 typedef struct rn_buf {
-  struct rn_buf *next;
+  wv_qnode q;            /* rn_all */
   wv_device *bdev;       /* whose ring; NULL once that device closed */
   uint8_t *p;
   size_t bytes;
@@ -181,7 +181,9 @@ typedef struct rn_buf {
 } rn_buf;
 
 static pthread_mutex_t rn_mu = PTHREAD_MUTEX_INITIALIZER;
-static rn_buf *rn_all;
+static wv_qnode rn_all = {&rn_all, &rn_all};  /* every buffer, newest first */
+
+#define RN_OF(n) WV_Q_ENTRY(n, rn_buf, q)
 
 /* Whether a ring pin refusal was said for dev already (said once at warn
  * level per device: a driver that refuses one buffer refuses them all). */
@@ -256,10 +258,11 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
                  unsigned n, uint8_t **bufs, wave_error *err)
 {
   unsigned got = 0;
-  rn_buf *drop = NULL;
+  wv_qnode drop, *q, *nx;
+  wv_q_init(&drop);
   pthread_mutex_lock(&rn_mu);
-  for (rn_buf **pp = &rn_all; *pp != NULL;) {
-    rn_buf *g = *pp;
+  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+    rn_buf *g = RN_OF(q);
     if (g->bdev == dev->impl && g->state == RN_FREE && g->bytes >= bytes &&
         got < n) {
       g->state = RN_USED;
@@ -268,18 +271,13 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
                g->bytes < bytes) {
       /* too small (a job of 8-byte rows after 4-byte ones, or
        * WAVED_FILE_LEVELS): not kept; larger ones serve every job */
-      *pp = g->next;
-      g->next = drop;
-      drop = g;
-      continue;
+      wv_q_remove(q);
+      wv_q_push(&drop, q);
     }
-    pp = &g->next;
   }
   pthread_mutex_unlock(&rn_mu);
-  for (rn_buf *g = drop, *nx; g != NULL; g = nx) {
-    nx = g->next;
-    rn_release(dev, g);
-  }
+  while ((q = wv_q_pop(&drop)) != NULL)
+    rn_release(dev, RN_OF(q));
   while (got < n) {
     rn_buf *g = rn_make(dev, bytes);
     if (g == NULL) {
@@ -288,8 +286,7 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
                        "bytes)", n, bytes);
     }
     pthread_mutex_lock(&rn_mu);
-    g->next = rn_all;
-    rn_all = g;
+    wv_q_push_head(&rn_all, &g->q);
     pthread_mutex_unlock(&rn_mu);
     bufs[got++] = g->p;
   }
@@ -300,21 +297,25 @@ void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
                   unsigned n)
 {
   pthread_mutex_lock(&rn_mu);
+  wv_qnode *q;
   for (unsigned i = 0; i < n; i++)
-    for (rn_buf *g = rn_all; g != NULL; g = g->next)
+    WV_Q_EACH(q, &rn_all) {
+      rn_buf *g = RN_OF(q);
       if (g->p == bufs[i] && g->bdev == bdev) {
         g->state = lent != NULL && lent[i] ? RN_LENT : RN_FREE;
         break;
       }
+    }
   pthread_mutex_unlock(&rn_mu);
 }
 
 void wd_ring_return(uint8_t *buf)
 {
+  wv_qnode *q;
   pthread_mutex_lock(&rn_mu);
-  for (rn_buf *g = rn_all; g != NULL; g = g->next)
-    if (g->p == buf && g->state == RN_LENT) {
-      g->state = RN_FREE;
+  WV_Q_EACH(q, &rn_all)
+    if (RN_OF(q)->p == buf && RN_OF(q)->state == RN_LENT) {
+      RN_OF(q)->state = RN_FREE;
       break;
     }
   pthread_mutex_unlock(&rn_mu);
@@ -322,48 +323,42 @@ void wd_ring_return(uint8_t *buf)
 
 void wd_ring_forget(const wv_dev *dev)
 {
-  rn_buf *drop = NULL;
+  wv_qnode drop, *q, *nx;
+  wv_q_init(&drop);
   pthread_mutex_lock(&rn_mu);
-  for (rn_buf **pp = &rn_all; *pp != NULL;) {
-    rn_buf *g = *pp;
-    if (g->bdev != dev->impl) {
-      pp = &g->next;
+  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+    rn_buf *g = RN_OF(q);
+    if (g->bdev != dev->impl)
       continue;
-    }
     if (g->state != RN_LENT || g->devmem) {
       /* a lent buffer of the device's memory goes with the device all the
        * same: the read still inside it gets EFAULT (the kernel's copy),
        * and its wd_ring_return finds nothing */
-      *pp = g->next;
-      g->next = drop;
-      drop = g;
+      wv_q_remove(q);
+      wv_q_push(&drop, q);
       continue;
     }
     if (g->pinned)  /* lent pages stay until rn_free_all, unpinned */
       wv_dev_host_unregister(dev, g->p, g->bytes);
     g->pinned = 0;
     g->bdev = NULL;
-    pp = &g->next;
   }
   pthread_mutex_unlock(&rn_mu);
-  for (rn_buf *g = drop, *nx; g != NULL; g = nx) {
-    nx = g->next;
-    rn_release(dev, g);
-  }
+  while ((q = wv_q_pop(&drop)) != NULL)
+    rn_release(dev, RN_OF(q));
 }
 
 /* The pool stopped and the devices are closed (wd_ring_forget gave back
  * their buffers): every buffer not lent to a read still out goes. */
 static void rn_free_all(void)
 {
+  wv_qnode *q, *nx;
   pthread_mutex_lock(&rn_mu);
-  for (rn_buf **pp = &rn_all; *pp != NULL;) {
-    rn_buf *g = *pp;
-    if (g->state == RN_LENT) {
-      pp = &g->next;
+  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+    rn_buf *g = RN_OF(q);
+    if (g->state == RN_LENT)
       continue;
-    }
-    *pp = g->next;
+    wv_q_remove(q);
     if (!g->devmem)
       munmap(g->p, g->bytes);
     free(g);
