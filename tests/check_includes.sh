@@ -119,10 +119,10 @@ for f in "$top"/core/*; do
 done
 
 # rule 7: "PREFIX FILE" for every file's static-function prefixes
-prefixes=$(cd "$top" && for f in $(find daemon core workers \( -name '*.c' -o -name '*.cu' \) | sort); do
-  sed -n 's/^static [^(=]*[ *]\([a-z][a-z0-9]*\)_[a-z0-9_]*(.*/\1/p' "$f" |
-    sort -u | sed "s|\$| $f|"
-done | grep -vE '^(wd|wv|wave) ' || true)
+prefixes=$(cd "$top" && find daemon core workers \( -name '*.c' -o -name '*.cu' \) -print0 |
+  xargs -0 grep -HE '^static [^(=]*[ *][a-z][a-z0-9]*_[a-z0-9_]*\(' |
+  sed -n 's/^\([^:]*\):static [^(=]*[ *]\([a-z][a-z0-9]*\)_[a-z0-9_]*(.*/\2 \1/p' |
+  sort -u | grep -vE '^(wd|wv|wave) ' || true)
 shared=$(echo "$prefixes" | awk 'NF == 2 {n[$1]++; f[$1] = f[$1] " " $2}
   END {for (p in n) if (n[p] > 1) print p ":" f[p]}' | sort)
 for p in $(echo "$shared" | cut -d: -f1); do
