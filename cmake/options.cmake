@@ -32,6 +32,16 @@ option(WAVE_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" 
 option(WAVE_TESTS    "Build the Check test suites"                         ON)
 option(WAVE_FUZZ     "Build the libFuzzer targets under fuzz/ (clang; instruments everything)" OFF)
 option(WAVE_BENCH    "Build the benchmark programs under bench/"          ON)
+# WAVE_TEST_HOOKS: whether the daemon and the backends read the environment
+# switches that tests and benchmarks set (core/testhook.h lists them).  On
+# in every build but a release one (CMAKE_BUILD_TYPE Release or
+# MinSizeRel: the container image), which reads none of them.
+if(CMAKE_BUILD_TYPE MATCHES "^(Release|MinSizeRel)$")
+  set(WAVE_TEST_HOOKS_DEFAULT OFF)
+else()
+  set(WAVE_TEST_HOOKS_DEFAULT ON)
+endif()
+option(WAVE_TEST_HOOKS "Read the test hooks' environment switches (core/testhook.h)" ${WAVE_TEST_HOOKS_DEFAULT})
 set(WAVE_CUDA_ARCHS "80;90" CACHE STRING "CUDA architectures (sm numbers)")
 set(WAVE_HIP_ARCHS  "gfx90a;gfx1030" CACHE STRING "AMD GPU targets for HIP")
 

@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/net/auth.h"
 #include "daemon/autodev.h"
 #include "daemon/config.h"
 #include "daemon/config_keys.h"
@@ -178,7 +177,7 @@ static void cf_store_uint(void *field, size_t size, uint64_t x)
 /* ---- per-value checks (the others are in config_check.c) ---------------- */
 
 /* auth.tokens[].file is absent and generate: true: the daemon makes it at
- * start (wd_auth_generate), so its folder must be there and writable by us
+ * start (wd_token_generate), so its folder must be there and writable by us
  * now; --check-config says so before the start does. */
 static int cf_token_absent(cf_state *s, const yaml_node_t *at,
                            const char *path, const char *full)

@@ -93,7 +93,7 @@ typedef struct wd_token_cfg {
   char secret[WD_TOKEN_MAX];  /* the file's one line, read at load */
   size_t len;
   int generate;               /* generate: true - a missing file is made at
-                                 start (wd_auth_generate) */
+                                 start (wd_token_generate) */
   int pending;                /* generate and the file is absent: no secret
                                  yet; never matches a request */
 } wd_token_cfg;

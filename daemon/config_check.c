@@ -9,9 +9,9 @@
 
 #include <nng/nng.h>
 
-#include "daemon/net/auth.h"
 #include "daemon/config_keys.h"
 #include "daemon/net/tls.h"
+#include "daemon/token.h"
 #include "workers/worker.h"
 /* A device or token name: letters, digits, '_', '-', '.' (what is one). */
 static int cc_name(const char *what, const char *v, char *why, size_t n)
@@ -83,7 +83,7 @@ int wd_cf_check_allow(cf_state *s, const char *v, char *why, size_t n)
 int wd_cf_check_tokfile(cf_state *s, const char *v, char *why, size_t n)
 {
   wd_token_cfg *t = &s->cfg->tokens[s->tok];
-  if (wd_auth_read_token(v, t->secret, sizeof t->secret, &t->len, why, n))
+  if (wd_token_read(v, t->secret, sizeof t->secret, &t->len, why, n))
     return -1;
   for (size_t i = 0; i < s->tok; i++)
     if (s->cfg->tokens[i].len == t->len &&

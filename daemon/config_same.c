@@ -16,7 +16,7 @@
 
 /* Row e's field in base a and b (the table says where it is and what it
  * holds): equal?  Sections and lists are compared by their callers. */
-static int cf_same_field(const cf_key *e, const void *a, const void *b)
+static int cfs_same_field(const cf_key *e, const void *a, const void *b)
 {
   const char *x = (const char *)a + e->off, *y = (const char *)b + e->off;
   switch (e->type) {
@@ -33,16 +33,16 @@ static int cf_same_field(const cf_key *e, const void *a, const void *b)
 }
 
 /* The fields of sec's rows in base a and b: equal? */
-static int cf_same_rows(int sec, const void *a, const void *b)
+static int cfs_same_rows(int sec, const void *a, const void *b)
 {
   for (size_t i = 0; i < wd_cf_nkeys; i++)
     if (wd_cf_keys[i].sec == sec &&
-        !cf_same_field(&wd_cf_keys[i], a, b))
+        !cfs_same_field(&wd_cf_keys[i], a, b))
       return 0;
   return 1;
 }
 
-static int cf_same_list(char *const *a, char *const *b, size_t n)
+static int cfs_same_list(char *const *a, char *const *b, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     if (strcmp(a[i], b[i]) != 0)
@@ -50,7 +50,7 @@ static int cf_same_list(char *const *a, char *const *b, size_t n)
   return 1;
 }
 
-static int cf_same_at(const unsigned (*a)[2], const unsigned (*b)[2],
+static int cfs_same_at(const unsigned (*a)[2], const unsigned (*b)[2],
                       size_t n)
 {
   if (a == NULL || b == NULL)
@@ -63,26 +63,26 @@ static int cf_same_at(const unsigned (*a)[2], const unsigned (*b)[2],
 int wd_config_same(const wd_config *a, const wd_config *b)
 {
   if (strcmp(a->path, b->path) != 0 || a->n_listen != b->n_listen ||
-      !cf_same_list(a->listen, b->listen, a->n_listen) ||
-      !cf_same_at(a->listen_at, b->listen_at, a->n_listen) ||
+      !cfs_same_list(a->listen, b->listen, a->n_listen) ||
+      !cfs_same_at(a->listen_at, b->listen_at, a->n_listen) ||
       a->tls.set != b->tls.set || a->auth_none != b->auth_none ||
       a->packs_dir_set != b->packs_dir_set ||
       a->packs_line != b->packs_line || a->packs_col != b->packs_col ||
       a->packs_all != b->packs_all || a->n_packs_load != b->n_packs_load ||
-      !cf_same_list(a->packs_load, b->packs_load, a->n_packs_load) ||
-      !cf_same_at(a->packs_load_at, b->packs_load_at, a->n_packs_load) ||
+      !cfs_same_list(a->packs_load, b->packs_load, a->n_packs_load) ||
+      !cfs_same_at(a->packs_load_at, b->packs_load_at, a->n_packs_load) ||
       a->n_devices != b->n_devices || a->n_tokens != b->n_tokens)
     return 0;
   static const int secs[] = {CF_ROOT, CF_LIMITS, CF_PACKS, CF_TLS};
   for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++)
-    if (!cf_same_rows(secs[i], a, b))
+    if (!cfs_same_rows(secs[i], a, b))
       return 0;
   for (size_t i = 0; i < a->n_devices; i++)
-    if (!cf_same_rows(CF_DEVICE, &a->devices[i], &b->devices[i]))
+    if (!cfs_same_rows(CF_DEVICE, &a->devices[i], &b->devices[i]))
       return 0;
   for (size_t i = 0; i < a->n_tokens; i++) {
     const wd_token_cfg *x = &a->tokens[i], *y = &b->tokens[i];
-    if (!cf_same_rows(CF_TOKEN, x, y) || x->len != y->len ||
+    if (!cfs_same_rows(CF_TOKEN, x, y) || x->len != y->len ||
         memcmp(x->secret, y->secret, x->len) != 0)
       return 0;
   }
@@ -92,7 +92,7 @@ int wd_config_same(const wd_config *a, const wd_config *b)
 /* ---- what a reload may change ------------------------------------------ */
 
 /* "limits.contexts": the key as the file and the messages name it. */
-static void cf_key_name(const cf_key *e, char *out, size_t n)
+static void cfs_key_name(const cf_key *e, char *out, size_t n)
 {
   const char *sec = "";
   for (size_t i = 0; e->sec != CF_ROOT && i < wd_cf_nkeys; i++)
@@ -105,20 +105,20 @@ static void cf_key_name(const cf_key *e, char *out, size_t n)
 /* The rows of sec in bases a and b, by their reload rule: the first
  * refused change (its row), or NULL; each changed start-only one is told
  * to later. */
-static const cf_key *cf_reload_rows(int sec, const void *a, const void *b,
+static const cf_key *cfs_reload_rows(int sec, const void *a, const void *b,
                                     void (*later)(void *, const char *,
                                                   const char *),
                                     void *arg)
 {
   for (size_t i = 0; i < wd_cf_nkeys; i++) {
     const cf_key *e = &wd_cf_keys[i];
-    if (e->sec != sec || e->reload == CF_RL_LIVE || cf_same_field(e, a, b))
+    if (e->sec != sec || e->reload == CF_RL_LIVE || cfs_same_field(e, a, b))
       continue;
     if (e->reload == CF_RL_REFUSE)
       return e;
     if (later != NULL) {
       char key[96];
-      cf_key_name(e, key, sizeof key);
+      cfs_key_name(e, key, sizeof key);
       later(arg, key, e->why);
     }
   }
@@ -126,7 +126,7 @@ static const cf_key *cf_reload_rows(int sec, const void *a, const void *b,
 }
 
 /* The root row of a list of sec entries (devices, auth.tokens). */
-static const cf_key *cf_list_row(int type)
+static const cf_key *cfs_list_row(int type)
 {
   for (size_t i = 0; i < wd_cf_nkeys; i++)
     if (wd_cf_keys[i].type == type)
@@ -141,14 +141,14 @@ int wd_config_reload_check(const wd_config *oc, const wd_config *nc,
 {
   const char *f = nc->path;
   /* the device list first: a device's own keys name the device */
-  const cf_key *dl = cf_list_row(CF_DEVICES);
+  const cf_key *dl = cfs_list_row(CF_DEVICES);
   if (dl->reload == CF_RL_REFUSE && nc->n_devices != oc->n_devices)
     return wv_seterr(err, WAVE_ECONFIG, "%s: %s: %zu devices instead of %zu;"
                      " %s", f, dl->name, nc->n_devices, oc->n_devices,
                      dl->why);
   size_t nd = nc->n_devices < oc->n_devices ? nc->n_devices : oc->n_devices;
   for (size_t i = 0; i < nd; i++) {
-    const cf_key *e = cf_reload_rows(CF_DEVICE, &oc->devices[i],
+    const cf_key *e = cfs_reload_rows(CF_DEVICE, &oc->devices[i],
                                      &nc->devices[i], NULL, NULL);
     if (e != NULL)
       return wv_seterr(err, WAVE_ECONFIG, "%s: %s[%zu] (%s) changed; %s", f,
@@ -156,17 +156,17 @@ int wd_config_reload_check(const wd_config *oc, const wd_config *nc,
   }
   static const int secs[] = {CF_ROOT, CF_LIMITS, CF_PACKS, CF_TLS};
   for (size_t k = 0; k < sizeof secs / sizeof secs[0]; k++) {
-    const cf_key *e = cf_reload_rows(secs[k], oc, nc, later, arg);
+    const cf_key *e = cfs_reload_rows(secs[k], oc, nc, later, arg);
     if (e != NULL) {
       char key[96];
-      cf_key_name(e, key, sizeof key);
+      cfs_key_name(e, key, sizeof key);
       return wv_seterr(err, WAVE_ECONFIG, "%s: %s changed; %s", f, key,
                        e->why);
     }
   }
   size_t nt = nc->n_tokens < oc->n_tokens ? nc->n_tokens : oc->n_tokens;
   for (size_t i = 0; i < nt; i++) {
-    const cf_key *e = cf_reload_rows(CF_TOKEN, &oc->tokens[i],
+    const cf_key *e = cfs_reload_rows(CF_TOKEN, &oc->tokens[i],
                                      &nc->tokens[i], later, arg);
     if (e != NULL)
       return wv_seterr(err, WAVE_ECONFIG, "%s: auth.tokens[%zu].%s changed; "

@@ -53,7 +53,7 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "daemon/net/auth.h"
+#include "daemon/token.h"
 #include "daemon/exec/device.h"
 #include "daemon/log.h"
 #include "daemon/jobs/packprep.h"
@@ -440,7 +440,7 @@ static void rl_load_work(uv_work_t *w)
   rl_run *r = w->data;
   r->rc = wd_config_load(r->sv->path, &r->nc, &r->err);
   if (r->rc == 0)  /* a generated token file removed since: made again */
-    r->rc = wd_auth_generate(r->nc, &r->err);
+    r->rc = wd_token_generate(r->nc, &r->err);
   if (r->rc == 0)
     r->rc = wd_packs_load(r->nc, &r->set, &r->np, &r->err);
 }

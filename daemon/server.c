@@ -72,9 +72,7 @@ static void sv_post(void *arg, wd_work *w)
 {
   wd_server *s = arg;
   pthread_mutex_lock(&s->mu);
-  w->next = NULL;
-  *s->done_tail = w;
-  s->done_tail = &w->next;
+  wv_q_push(&s->done, &w->doneq);
   pthread_mutex_unlock(&s->mu);
   uv_async_send(&s->wake);
 }
@@ -195,18 +193,19 @@ static void sv_wake_cb(uv_async_t *h)
 {
   wd_server *s = h->data;
   pthread_mutex_lock(&s->mu);
-  wd_work *done = s->done;
-  s->done = NULL;
-  s->done_tail = &s->done;
+  wv_qnode done, in;
+  wv_q_init(&done);
+  wv_q_init(&in);
+  wv_q_move(&s->done, &done);
   pthread_mutex_unlock(&s->mu);
-  wd_req *in = wd_front_take(s->fe);
+  wd_front_take(s->fe, &in);
   sv_pipes_gone(s);  /* before this round's requests: see peer.h */
-  for (wd_work *w = done, *nx; w != NULL; w = nx) {
-    nx = w->next;
+  for (wv_qnode *n; (n = wv_q_pop(&done)) != NULL;) {
+    wd_work *w = WV_Q_ENTRY(n, wd_work, doneq);
     w->ops->done(w);
   }
-  for (wd_req *c = in, *nx; c != NULL; c = nx) {
-    nx = c->next;
+  for (wv_qnode *n; (n = wv_q_pop(&in)) != NULL;) {
+    wd_req *c = WV_Q_ENTRY(n, wd_req, inq);
     if (s->state == WD_SV_CLOSED)  /* drained after close: nobody to answer */
       wd_front_drop(c);
     else if (!wd_front_retired(c))
@@ -340,7 +339,7 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   s->packs = packs;
   s->t0 = uv_hrtime();
   s->instance = sv_instance();
-  s->done_tail = &s->done;
+  wv_q_init(&s->done);
   pthread_mutex_init(&s->mu, NULL);
   *out = s;
   int rc;

@@ -23,6 +23,7 @@
 #include "daemon/rq/park.h"
 #include "daemon/server.h"
 #include "workers/worker.h"
+#include "core/queue.h"
 
 typedef struct wd_front wd_front;
 typedef struct wd_pool wd_pool;
@@ -75,7 +76,7 @@ struct wd_server {
   int handles;             /* wake, signals, tick initialised */
 
   pthread_mutex_t mu;      /* the completion queue */
-  wd_work *done, **done_tail;
+  wv_qnode done;           /* ended items: wd_work.doneq (sv_post) */
 
   unsigned reduce_inflight;
   uint64_t t0;

@@ -40,7 +40,7 @@
 
 #include <uv.h>
 
-#include "daemon/net/auth.h"
+#include "daemon/token.h"
 #include "daemon/net/sockpath.h"
 #include "daemon/config.h"
 #include "daemon/jobs/hashjob.h"
@@ -313,7 +313,7 @@ int wd_main(int argc, char **argv)
   mn_raise_files();
   /* auth.tokens[].generate: the absent token files, once, before serving */
   wave_error err = {0};
-  if (wd_auth_generate(cfg, &err) != 0) {
+  if (wd_token_generate(cfg, &err) != 0) {
     fprintf(stderr, "wavedd: %s\n", err.message);
     wd_packs_free(set, &packs);
     wd_config_free(cfg);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/net/auth.h"
+#include "daemon/token.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 
@@ -456,7 +457,7 @@ START_TEST(token_compare)
 END_TEST
 
 /* generate: true - an absent file is pending at load, made by
- * wd_auth_generate (0600, 32 hex digits), then read like any token file. */
+ * wd_token_generate (0600, 32 hex digits), then read like any token file. */
 START_TEST(token_generate)
 {
   char dir[600], file[700];
@@ -477,7 +478,7 @@ START_TEST(token_generate)
   ck_assert_int_eq(wd_auth_request(c, p, "x", who, sizeof who, why,
                                    sizeof why), WAVE_EAUTH);
   wave_error err = {0};
-  ck_assert_int_eq(wd_auth_generate(c, &err), 0);
+  ck_assert_int_eq(wd_token_generate(c, &err), 0);
   ck_assert_int_eq(c->tokens[0].pending, 0);
   ck_assert_uint_eq(c->tokens[0].len, 32);
   struct stat st;
@@ -494,13 +495,13 @@ START_TEST(token_generate)
   c = ta_ok(cfg);
   ck_assert_int_eq(c->tokens[0].pending, 0);
   ck_assert_str_eq(c->tokens[0].secret, secret);
-  ck_assert_int_eq(wd_auth_generate(c, &err), 0);
+  ck_assert_int_eq(wd_token_generate(c, &err), 0);
   ck_assert_str_eq(c->tokens[0].secret, secret);
   wd_config_free(c);
   /* a second generation gives another secret */
   ck_assert_int_eq(unlink(file), 0);
   c = ta_ok(cfg);
-  ck_assert_int_eq(wd_auth_generate(c, &err), 0);
+  ck_assert_int_eq(wd_token_generate(c, &err), 0);
   ck_assert_str_ne(c->tokens[0].secret, secret);
   wd_config_free(c);
   /* without generate: an absent file is an error, as before */

@@ -7,7 +7,9 @@
  * truth they must agree with.  Which op is defined for which dtype is a
  * literal table transcribed from docs/reduction.md.  The thread helpers
  * (core/thread.h) are checked for the mask and name a started thread gets
- * and for leaving the caller's mask as it was.
+ * and for leaving the caller's mask as it was.  The intrusive queue
+ * (core/queue.h) is checked for order after pushes at both ends, removal
+ * from the middle, pop and moving a whole list.
  */
 #include <check.h>
 #include <pthread.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "core/base.h"
+#include "core/queue.h"
 #include "core/thread.h"
 #include "proto/wave.pb-c.h"
 #include "wave/error.h"
@@ -299,6 +302,67 @@ START_TEST(masked_runs_blocked_then_restores)
 }
 END_TEST
 
+typedef struct tb_item {
+  int v;
+  wv_qnode q;
+} tb_item;
+
+/* The values of q in order, as digits ("" when empty). */
+static const char *tb_order(const wv_qnode *q)
+{
+  static char out[16];
+  size_t k = 0;
+  const wv_qnode *n;
+  WV_Q_EACH(n, q)
+    if (k < sizeof out - 1)
+      out[k++] = (char)('0' + WV_Q_ENTRY(n, tb_item, q)->v);
+  out[k] = '\0';
+  return out;
+}
+
+START_TEST(queue_order_remove_pop_move)
+{
+  tb_item it[6];
+  wv_qnode a, b;
+  wv_q_init(&a);
+  wv_q_init(&b);
+  ck_assert(wv_q_empty(&a));
+  ck_assert_ptr_null(wv_q_pop(&a));
+  for (int i = 0; i < 6; i++) {
+    it[i].v = i;
+    wv_q_init(&it[i].q);
+    ck_assert(!wv_q_linked(&it[i].q));
+  }
+  wv_q_push(&a, &it[1].q);
+  wv_q_push(&a, &it[2].q);
+  wv_q_push_head(&a, &it[0].q);
+  wv_q_push(&a, &it[3].q);
+  ck_assert_str_eq(tb_order(&a), "0123");
+  wv_q_remove(&it[2].q);              /* the middle */
+  ck_assert(!wv_q_linked(&it[2].q));
+  ck_assert_str_eq(tb_order(&a), "013");
+  wv_qnode *n = wv_q_pop(&a);
+  ck_assert_ptr_eq(n, &it[0].q);
+  ck_assert_str_eq(tb_order(&a), "13");
+  wv_q_push(&b, &it[4].q);
+  wv_q_move(&a, &b);                  /* a's nodes after b's */
+  ck_assert(wv_q_empty(&a));
+  ck_assert_str_eq(tb_order(&b), "413");
+  wv_q_move(&a, &b);                  /* an empty list moves nothing */
+  ck_assert_str_eq(tb_order(&b), "413");
+  wv_q_move(&b, &a);
+  ck_assert_str_eq(tb_order(&a), "413");
+  ck_assert(wv_q_empty(&b));
+  wv_qnode *x, *nx;
+  WV_Q_EACH_SAFE(x, nx, &a)           /* removing while walking */
+    if (WV_Q_ENTRY(x, tb_item, q)->v != 3)
+      wv_q_remove(x);
+  ck_assert_str_eq(tb_order(&a), "3");
+  ck_assert_ptr_eq(a.prev, &it[3].q);
+  ck_assert_ptr_eq(it[3].q.next, &a);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("base");
@@ -320,6 +384,9 @@ int main(void)
   tc = tcase_create("threads");
   tcase_add_test(tc, thread_start_blocks_and_names);
   tcase_add_test(tc, masked_runs_blocked_then_restores);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("queue");
+  tcase_add_test(tc, queue_order_remove_pop_move);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

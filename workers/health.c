@@ -32,7 +32,7 @@ void wv_health_throttle_names(uint64_t bits, char *buf, size_t n)
 }
 
 /* The bit of a reason's name; 0 for none. */
-static uint64_t hl_reason(const char *s, size_t len)
+static uint64_t wh_reason(const char *s, size_t len)
 {
 #define X(bit, name)                                                        \
   if (strlen(name) == len && strncmp(s, name, len) == 0)                    \
@@ -43,7 +43,7 @@ static uint64_t hl_reason(const char *s, size_t len)
 }
 
 /* "0x.." bits, or names joined by ','; -1 on a name it does not know. */
-static int hl_throttle(const char *v, uint64_t *out)
+static int wh_throttle(const char *v, uint64_t *out)
 {
   *out = 0;
   if (strncmp(v, "0x", 2) == 0) {
@@ -55,7 +55,7 @@ static int hl_throttle(const char *v, uint64_t *out)
     return 0;
   while (*v) {
     size_t len = strcspn(v, ",");
-    uint64_t b = hl_reason(v, len);
+    uint64_t b = wh_reason(v, len);
     if (b == 0)
       return -1;
     *out |= b;
@@ -87,7 +87,7 @@ int wv_health_parse_feed(const char *text, wv_health *out)
     int num = got == 2 && end != val && *end == '\0' && d >= 0;
     unsigned bit = 0;
     if (strcmp(key, "throttle") == 0 && got == 2) {
-      if (hl_throttle(val, &out->throttle) == 0)
+      if (wh_throttle(val, &out->throttle) == 0)
         bit = WV_HF_THROTTLE;
     } else if (num) {
       if (strcmp(key, "temp_c") == 0)
@@ -120,7 +120,7 @@ int wv_health_parse_feed(const char *text, wv_health *out)
 }
 
 /* A number from dir/name (0 when read); -1 when absent or not a number. */
-static int hl_read_num(const char *dir, const char *name, double *out)
+static int wh_read_num(const char *dir, const char *name, double *out)
 {
   char path[400], buf[64];
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -136,7 +136,7 @@ static int hl_read_num(const char *dir, const char *name, double *out)
 }
 
 /* The card's hwmon folder into out (n bytes); -1 when it has none. */
-static int hl_hwmon(const char *dev, char *out, size_t n)
+static int wh_hwmon(const char *dev, char *out, size_t n)
 {
   char path[320];
   snprintf(path, sizeof path, "%s/hwmon", dev);
@@ -153,35 +153,35 @@ static int hl_hwmon(const char *dev, char *out, size_t n)
   return rc;
 }
 
-static void hl_amdgpu_read(const char *dev, wv_health *out)
+static void wh_amdgpu_read(const char *dev, wv_health *out)
 {
   snprintf(out->source, sizeof out->source, "amdgpu");
   double v;
-  if (hl_read_num(dev, "gpu_busy_percent", &v) == 0)
+  if (wh_read_num(dev, "gpu_busy_percent", &v) == 0)
     out->util_pct = v, out->have |= WV_HF_UTIL;
-  if (hl_read_num(dev, "mem_info_vram_used", &v) == 0)
+  if (wh_read_num(dev, "mem_info_vram_used", &v) == 0)
     out->mem_used = (uint64_t)v, out->have |= WV_HF_MEM_USED;
-  if (hl_read_num(dev, "mem_info_vram_total", &v) == 0)
+  if (wh_read_num(dev, "mem_info_vram_total", &v) == 0)
     out->mem_total = (uint64_t)v, out->have |= WV_HF_MEM_TOTAL;
   char hw[400];
-  if (hl_hwmon(dev, hw, sizeof hw) != 0)
+  if (wh_hwmon(dev, hw, sizeof hw) != 0)
     return;
-  if (hl_read_num(hw, "temp1_input", &v) == 0)
+  if (wh_read_num(hw, "temp1_input", &v) == 0)
     out->temp_c = v / 1000.0, out->have |= WV_HF_TEMP;
-  if (hl_read_num(hw, "power1_average", &v) == 0 ||
-      hl_read_num(hw, "power1_input", &v) == 0)
+  if (wh_read_num(hw, "power1_average", &v) == 0 ||
+      wh_read_num(hw, "power1_input", &v) == 0)
     out->power_w = v / 1e6, out->have |= WV_HF_POWER;
-  if (hl_read_num(hw, "power1_cap", &v) == 0)
+  if (wh_read_num(hw, "power1_cap", &v) == 0)
     out->power_limit_w = v / 1e6, out->have |= WV_HF_POWER_LIMIT;
-  if (hl_read_num(hw, "freq1_input", &v) == 0)
+  if (wh_read_num(hw, "freq1_input", &v) == 0)
     out->sm_mhz = (unsigned)(v / 1e6), out->have |= WV_HF_SM_CLOCK;
-  if (hl_read_num(hw, "freq2_input", &v) == 0)
+  if (wh_read_num(hw, "freq2_input", &v) == 0)
     out->mem_mhz = (unsigned)(v / 1e6), out->have |= WV_HF_MEM_CLOCK;
 }
 
 /* The amdgpu card whose unique_id the UUID spells as text (HIP's UUID:
  * the 16 hex digits); 1 when found and read. */
-static int hl_amdgpu(const unsigned char uuid[16], wv_health *out)
+static int wh_amdgpu(const unsigned char uuid[16], wv_health *out)
 {
   for (int i = 0; i < 16; i++)
     if (!isxdigit(uuid[i]))
@@ -205,7 +205,7 @@ static int hl_amdgpu(const unsigned char uuid[16], wv_health *out)
     id[n] = '\0';
     const char *hex = strncmp(id, "0x", 2) == 0 ? id + 2 : id;
     if (strlen(hex) >= 16 && strncasecmp(hex, (const char *)uuid, 16) == 0) {
-      hl_amdgpu_read(dev, out);
+      wh_amdgpu_read(dev, out);
       found = 1;
     }
   }
@@ -226,7 +226,7 @@ void wv_health_gpu(const wv_caps *caps, wv_health *out)
   char nv_why[sizeof out->why];
   snprintf(nv_why, sizeof nv_why, "%s", out->why);
   memset(out, 0, sizeof *out);
-  if (hl_amdgpu(caps->uuid, out))
+  if (wh_amdgpu(caps->uuid, out))
     return;
   snprintf(out->why, sizeof out->why, "no health source: %.120s; no amdgpu "
            "card with its unique_id", nv_why);

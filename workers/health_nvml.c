@@ -21,10 +21,10 @@
 
 #include "workers/health.h"
 
-typedef int nv_ret;               /* nvmlReturn_t */
-typedef struct nv_dev_st *nv_dev; /* nvmlDevice_t */
-typedef struct { unsigned long long total, free, used; } nv_memory;
-typedef struct { unsigned int gpu, memory; } nv_util;
+typedef int nm_ret;               /* nvmlReturn_t */
+typedef struct nm_dev_st *nm_dev; /* nvmlDevice_t */
+typedef struct { unsigned long long total, free, used; } nm_memory;
+typedef struct { unsigned int gpu, memory; } nm_util;
 
 enum { NV_TEMPERATURE_GPU = 0, NV_CLOCK_SM = 1, NV_CLOCK_MEM = 2 };
 
@@ -32,19 +32,19 @@ static struct {
   pthread_once_t once;
   int ok;
   char why[160];
-  nv_ret (*init)(void);
-  const char *(*error_string)(nv_ret);
-  nv_ret (*by_uuid)(const char *, nv_dev *);
-  nv_ret (*temperature)(nv_dev, int, unsigned *);
-  nv_ret (*power)(nv_dev, unsigned *);
-  nv_ret (*power_limit)(nv_dev, unsigned *);
-  nv_ret (*clock)(nv_dev, int, unsigned *);
-  nv_ret (*throttle)(nv_dev, unsigned long long *);
-  nv_ret (*memory)(nv_dev, nv_memory *);
-  nv_ret (*util)(nv_dev, nv_util *);
+  nm_ret (*init)(void);
+  const char *(*error_string)(nm_ret);
+  nm_ret (*by_uuid)(const char *, nm_dev *);
+  nm_ret (*temperature)(nm_dev, int, unsigned *);
+  nm_ret (*power)(nm_dev, unsigned *);
+  nm_ret (*power_limit)(nm_dev, unsigned *);
+  nm_ret (*clock)(nm_dev, int, unsigned *);
+  nm_ret (*throttle)(nm_dev, unsigned long long *);
+  nm_ret (*memory)(nm_dev, nm_memory *);
+  nm_ret (*util)(nm_dev, nm_util *);
 } nv = {.once = PTHREAD_ONCE_INIT};
 
-static void nv_load(void)
+static void nm_load(void)
 {
   void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
@@ -71,7 +71,7 @@ static void nv_load(void)
   NV_SYM(memory, "nvmlDeviceGetMemoryInfo");
   NV_SYM(util, "nvmlDeviceGetUtilizationRates");
 #undef NV_SYM
-  nv_ret r = nv.init();
+  nm_ret r = nv.init();
   if (r != 0) {
     snprintf(nv.why, sizeof nv.why, "nvmlInit_v2: %s", nv.error_string(r));
     return;
@@ -81,7 +81,7 @@ static void nv_load(void)
 
 int wv_health_nvml(const unsigned char uuid[16], wv_health *out)
 {
-  pthread_once(&nv.once, nv_load);
+  pthread_once(&nv.once, nm_load);
   if (!nv.ok) {
     snprintf(out->why, sizeof out->why, "%s", nv.why);
     return 0;
@@ -91,8 +91,8 @@ int wv_health_nvml(const unsigned char uuid[16], wv_health *out)
            "%02x%02x%02x%02x%02x%02x", uuid[0], uuid[1], uuid[2], uuid[3],
            uuid[4], uuid[5], uuid[6], uuid[7], uuid[8], uuid[9], uuid[10],
            uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]);
-  nv_dev d = NULL;
-  nv_ret r = nv.by_uuid(s, &d);
+  nm_dev d = NULL;
+  nm_ret r = nv.by_uuid(s, &d);
   if (r != 0) {
     snprintf(out->why, sizeof out->why, "NVML does not know %s: %s", s,
              nv.error_string(r));
@@ -113,13 +113,13 @@ int wv_health_nvml(const unsigned char uuid[16], wv_health *out)
   unsigned long long bits;
   if (nv.throttle(d, &bits) == 0)
     out->throttle = bits, out->have |= WV_HF_THROTTLE;
-  nv_memory m;
+  nm_memory m;
   if (nv.memory(d, &m) == 0) {
     out->mem_used = m.used;
     out->mem_total = m.total;
     out->have |= WV_HF_MEM_USED | WV_HF_MEM_TOTAL;
   }
-  nv_util u;
+  nm_util u;
   if (nv.util(d, &u) == 0)
     out->util_pct = u.gpu, out->have |= WV_HF_UTIL;
   return 1;

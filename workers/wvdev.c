@@ -59,7 +59,7 @@ int wv_dev_batch_needs_scratch(const wv_dev *d)
 
 /* The 64-bit dtypes and argmin/argmax run only where caps says so: the
  * other backends would read their rows as 32-bit ones. */
-static int dv_reduce_supported(const wv_dev *d, const wv_reduce_job *job,
+static int wvd_reduce_supported(const wv_dev *d, const wv_reduce_job *job,
                                wave_error *err)
 {
   if (!wv_reduce_is_wide(job->dtype, job->op))
@@ -83,7 +83,7 @@ int wv_dev_reduce(const wv_dev *d, const wv_reduce_job *job,
                   wv_reduce_out *out, wave_error *err)
 {
   memset(out, 0, sizeof *out);
-  int rc = dv_reduce_supported(d, job, err);
+  int rc = wvd_reduce_supported(d, job, err);
   return rc != 0 ? rc : d->be->reduce(d->impl, job, out, err);
 }
 

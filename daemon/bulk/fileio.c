@@ -1,7 +1,10 @@
 /* fileio.c - see fileio.h; and the copy region's one read, bounded in
- * time (wd_file_read_bounded, filered.h): a thread of its own reads the
- * file into the region's buffer, and a read that does not return within
- * the bound is left behind with the buffer, which it unmaps when done.
+ * time (wd_file_read_bounded, filered.h): a task of the reader pool
+ * (readers.h, the file regions' threads) reads the file into the region's
+ * buffer, and a read that does not return within the bound is left behind
+ * with the buffer, which it unmaps when done; meanwhile the pool is given
+ * a replacement thread (wd_readers_grow), as a file job's stuck part is,
+ * and takes it back when the read returns.
  * The bound is the whole copy's, scaled to its size (issue 35): limits.
  * region_read_timeout_ms plus one second per FIO_FLOOR_BPS bytes, so a
  * big copy progressing on a loaded host is not taken for a hung mount. */
@@ -10,6 +13,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,22 +22,23 @@
 
 #include "daemon/bulk/fileio.h"
 #include "daemon/bulk/filered.h"
+#include "daemon/bulk/readers.h"
 #include "daemon/log.h"
 #include "core/base.h"
 
 #define FIO_FLOOR_BPS (16ull << 20)  /* the slowest copy taken as alive */
 
 /* Readers abandoned inside a read that has not returned, all jobs. */
-static _Atomic unsigned fr_stuck;
+static _Atomic unsigned fio_stuck;
 
-unsigned wd_file_stuck(void) { return atomic_load(&fr_stuck); }
+unsigned wd_file_stuck(void) { return atomic_load(&fio_stuck); }
 
 void wd_fio_stuck_add(int delta)
 {
   if (delta >= 0)
-    atomic_fetch_add(&fr_stuck, (unsigned)delta);
+    atomic_fetch_add(&fio_stuck, (unsigned)delta);
   else
-    atomic_fetch_sub(&fr_stuck, (unsigned)-delta);
+    atomic_fetch_sub(&fio_stuck, (unsigned)-delta);
 }
 
 double wd_fio_now_s(void)
@@ -94,13 +99,14 @@ void wd_fio_stuck_warn(unsigned n)
 {
   wd_warn("%u file-region reader(s) left blocked in a read that did not "
           "return within limits.region_read_timeout_ms; %u stuck now (at "
-          "%d, file jobs are refused)", n, atomic_load(&fr_stuck),
+          "%d, file jobs are refused)", n, atomic_load(&fio_stuck),
           WD_FILE_STUCK_MAX);
 }
 
 /* ---- a bounded read for copy regions ------------------------------------ */
 
-typedef struct fr_one {
+typedef struct fio_one {
+  wd_rtask task;             /* on the reader pool */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int fd;
@@ -110,13 +116,13 @@ typedef struct fr_one {
   int done, rc, abandoned;
   unsigned refs;
   wave_error err;
-} fr_one;
+} fio_one;
 
-static void fr_one_free(fr_one *o)
+static void fio_one_free(fio_one *o)
 {
   if (o->abandoned) {
     munmap(o->buf, o->cap);  /* the buffer was left to us */
-    atomic_fetch_sub(&fr_stuck, 1);
+    atomic_fetch_sub(&fio_stuck, 1);
   }
   close(o->fd);
   pthread_cond_destroy(&o->cv);
@@ -124,9 +130,9 @@ static void fr_one_free(fr_one *o)
   free(o);
 }
 
-static void *fr_one_run(void *arg)
+static void fio_one_run(wd_rtask *t)
 {
-  fr_one *o = arg;
+  fio_one *o = (fio_one *)(void *)((char *)t - offsetof(fio_one, task));
   wave_error e = {0};
   int rc = wd_fio_pread(o->fd, o->buf, o->bytes, 0, 0, o->bytes, &e);
   pthread_mutex_lock(&o->mu);
@@ -134,23 +140,25 @@ static void *fr_one_run(void *arg)
   o->err = e;
   o->done = 1;
   pthread_cond_broadcast(&o->cv);
+  int late = o->abandoned;   /* its replacement thread goes */
   int last = --o->refs == 0;
   pthread_mutex_unlock(&o->mu);
+  if (late)
+    wd_readers_shrink(1);
   if (last)
-    fr_one_free(o);
-  return NULL;
+    fio_one_free(o);
 }
 
 int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
                          unsigned timeout_ms, int *gave, wave_error *err)
 {
   *gave = 0;
-  unsigned stuck = atomic_load(&fr_stuck);
+  unsigned stuck = atomic_load(&fio_stuck);
   if (stuck >= WD_FILE_STUCK_MAX)
     return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
                      "returned (a hung mount?); no more copies until they "
                      "do", stuck);
-  fr_one *o = calloc(1, sizeof *o);
+  fio_one *o = calloc(1, sizeof *o);
   if (o == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   if ((o->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
@@ -164,16 +172,11 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
   o->cap = cap;
   o->bytes = bytes;
   o->refs = 2;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_t tid;
-  int started = pthread_create(&tid, &at, fr_one_run, o) == 0;
-  pthread_attr_destroy(&at);
-  if (!started) {
+  o->task.run = fio_one_run;
+  if (wd_readers_post(&o->task, err) != 0) {
     o->refs = 1;
-    fr_one_free(o);
-    return wv_seterr(err, WAVE_ENOMEM, "cannot start a reader thread");
+    fio_one_free(o);
+    return err->code;
   }
   pthread_mutex_lock(&o->mu);
   uint64_t bound = timeout_ms + bytes * 1000 / FIO_FLOOR_BPS;
@@ -188,7 +191,9 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
       *err = o->err;
   } else {
     o->abandoned = 1;
-    atomic_fetch_add(&fr_stuck, 1);
+    atomic_fetch_add(&fio_stuck, 1);
+    /* under o->mu: its wd_readers_shrink comes after this grow */
+    wd_readers_grow(1);
     *gave = 1;
     rc = wv_seterr(err, WAVE_EREGION, "copying the region's %" PRIu64
                    " bytes took more than %" PRIu64 " ms (limits.region_read"
@@ -199,7 +204,7 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
   int last = --o->refs == 0;
   pthread_mutex_unlock(&o->mu);
   if (last)
-    fr_one_free(o);
+    fio_one_free(o);
   if (*gave)
     wd_fio_stuck_warn(1);
   return rc;

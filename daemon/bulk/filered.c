@@ -14,6 +14,7 @@
 #include "core/base.h"
 #include "core/partial.h"
 #include "core/reduce.h"
+#include "core/testhook.h"
 #include "workers/wvdev.h"
 
 #define FR_MAX_SLOTS 8
@@ -314,7 +315,7 @@ static int fr_host_reads(const wv_caps *caps)
 static void fr_shape(const wv_caps *caps, uint64_t *p, uint64_t *slot,
                      unsigned *slots, unsigned *parts)
 {
-  const char *e = getenv("WAVED_FILE_LEVELS");
+  const char *e = wv_test_hook("WAVED_FILE_LEVELS");
   if (e != NULL && e[0] >= '1' && e[0] <= '3' && e[1] == '\0') {
     *p = (uint64_t)1 << (8 * (e[0] - '0'));
     *slot = *p * (e[0] == '3' ? 1 : 4);
@@ -337,7 +338,7 @@ static void fr_shape(const wv_caps *caps, uint64_t *p, uint64_t *slot,
  * every device with WAVED_FILE_MASKS=apply, for tests). */
 static int fr_applies(const wv_caps *caps)
 {
-  const char *e = getenv("WAVED_FILE_MASKS");
+  const char *e = wv_test_hook("WAVED_FILE_MASKS");
   if (e != NULL && strcmp(e, "apply") == 0)
     return 1;
   return caps != NULL && caps->stages_masks;
@@ -352,7 +353,7 @@ static int fr_reads(const wv_dev *dev, const wv_caps *caps, const wd_fsrc *s)
     return 1;
   if (s->reg == NULL)
     return 0;
-  const char *e = getenv("WAVED_FILE_STAGE");
+  const char *e = wv_test_hook("WAVED_FILE_STAGE");
   if (e != NULL && strcmp(e, "1") == 0)
     return 1;
   return !fr_host_reads(caps) && !wd_region_pinned_for(s->reg, dev);

@@ -10,6 +10,7 @@
 #include "daemon/bulk/readers.h"
 #include "daemon/log.h"
 #include "core/base.h"
+#include "core/testhook.h"
 #include "core/thread.h"
 #include "workers/wvdev.h"
 
@@ -19,14 +20,14 @@ static struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;     /* tasks queued, or the size changed */
   pthread_cond_t gone;   /* a thread ended */
-  wd_rtask *head, *tail;
+  wv_qnode tasks;        /* wd_rtask.q */
   unsigned refs;         /* wd_readers_start calls not stopped */
   unsigned target;       /* threads to keep: size + replacements */
   unsigned live;         /* threads running */
   unsigned spare;        /* replacements outstanding (reads not returned) */
   int stopping;
 } rp = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-        PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, 0, 0};
+        PTHREAD_COND_INITIALIZER, {&rp.tasks, &rp.tasks}, 0, 0, 0, 0, 0};
 
 unsigned wd_readers_default(void)
 {
@@ -39,13 +40,11 @@ static void *rp_thread(void *arg)
   (void)arg;
   pthread_mutex_lock(&rp.mu);
   for (;;) {
-    while (rp.head == NULL && !rp.stopping && rp.live <= rp.target)
+    while (wv_q_empty(&rp.tasks) && !rp.stopping && rp.live <= rp.target)
       pthread_cond_wait(&rp.cv, &rp.mu);
     if (rp.stopping || rp.live > rp.target)
       break;  /* one over the size (a stuck read came back) ends here */
-    wd_rtask *t = rp.head;
-    if ((rp.head = t->next) == NULL)
-      rp.tail = NULL;
+    wd_rtask *t = WV_Q_ENTRY(wv_q_pop(&rp.tasks), wd_rtask, q);
     pthread_mutex_unlock(&rp.mu);
     t->run(t);
     pthread_mutex_lock(&rp.mu);
@@ -95,7 +94,7 @@ int wd_readers_start(unsigned n, wave_error *err)
   return 0;
 }
 
-static void rg_free_all(void);
+static void rn_free_all(void);
 
 void wd_readers_stop(void)
 {
@@ -115,7 +114,7 @@ void wd_readers_stop(void)
     ;
   rp.target = 0;
   pthread_mutex_unlock(&rp.mu);
-  rg_free_all();
+  rn_free_all();
 }
 
 unsigned wd_readers_size(void)
@@ -135,13 +134,8 @@ int wd_readers_post(wd_rtask *t, wave_error *err)
    * a caller without one, and stays for the process */
   if (lazy && wd_readers_start(0, err) != 0)
     return err->code;
-  t->next = NULL;
   pthread_mutex_lock(&rp.mu);
-  if (rp.tail != NULL)
-    rp.tail->next = t;
-  else
-    rp.head = t;
-  rp.tail = t;
+  wv_q_push(&rp.tasks, &t->q);
   pthread_cond_signal(&rp.cv);
   pthread_mutex_unlock(&rp.mu);
   return 0;
@@ -173,10 +167,10 @@ void wd_readers_shrink(unsigned k)
 
 /* ---- the rings ----------------------------------------------------------- */
 
-enum { RG_FREE, RG_USED, RG_LENT };
+enum { RN_FREE, RN_USED, RN_LENT };
 
-typedef struct rg_buf {
-  struct rg_buf *next;
+typedef struct rn_buf {
+  wv_qnode q;            /* rn_all */
   wv_device *bdev;       /* whose ring; NULL once that device closed */
   uint8_t *p;
   size_t bytes;
@@ -184,29 +178,31 @@ typedef struct rg_buf {
   int pinned;            /* our pages, pinned with host_register */
   int devmem;            /* the device's own memory (host_alloc): it goes
                             with the device */
-} rg_buf;
+} rn_buf;
 
-static pthread_mutex_t rg_mu = PTHREAD_MUTEX_INITIALIZER;
-static rg_buf *rg_all;
+static pthread_mutex_t rn_mu = PTHREAD_MUTEX_INITIALIZER;
+static wv_qnode rn_all = {&rn_all, &rn_all};  /* every buffer, newest first */
+
+#define RN_OF(n) WV_Q_ENTRY(n, rn_buf, q)
 
 /* Whether a ring pin refusal was said for dev already (said once at warn
  * level per device: a driver that refuses one buffer refuses them all). */
-static int rg_warned(const wv_dev *dev)
+static int rn_warned(const wv_dev *dev)
 {
   static const void *said[32];
   static unsigned n_said;
   int seen = 0;
-  pthread_mutex_lock(&rg_mu);
+  pthread_mutex_lock(&rn_mu);
   for (unsigned i = 0; i < n_said && !seen; i++)
     seen = said[i] == dev->impl;
   if (!seen && n_said < 32)
     said[n_said++] = dev->impl;
-  pthread_mutex_unlock(&rg_mu);
+  pthread_mutex_unlock(&rn_mu);
   return seen;
 }
 
 /* Device thread: g's memory back (the device is open). */
-static void rg_release(const wv_dev *dev, rg_buf *g)
+static void rn_release(const wv_dev *dev, rn_buf *g)
 {
   if (g->devmem) {
     wv_dev_host_free(dev, g->p, g->bytes);
@@ -221,13 +217,13 @@ static void rg_release(const wv_dev *dev, rg_buf *g)
 /* A new buffer for dev: the device's own memory where its backend gives
  * it (host_alloc; WAVED_RING_ALLOC=0, for tests, says no), else our pages,
  * pinned where the backend can. */
-static rg_buf *rg_make(const wv_dev *dev, size_t bytes)
+static rn_buf *rn_make(const wv_dev *dev, size_t bytes)
 {
-  rg_buf *g = calloc(1, sizeof *g);
+  rn_buf *g = calloc(1, sizeof *g);
   if (g == NULL)
     return NULL;
-  *g = (rg_buf){.bdev = dev->impl, .bytes = bytes, .state = RG_USED};
-  const char *env = getenv("WAVED_RING_ALLOC");
+  *g = (rn_buf){.bdev = dev->impl, .bytes = bytes, .state = RN_USED};
+  const char *env = wv_test_hook("WAVED_RING_ALLOC");
   void *p = NULL;
   wave_error e = {0};
   if (env == NULL || strcmp(env, "0") != 0) {
@@ -252,7 +248,7 @@ static rg_buf *rg_make(const wv_dev *dev, size_t bytes)
   if (wv_dev_can_pin(dev) && wv_dev_host_register(dev, p, bytes, &e) == 0)
     g->pinned = 1;
   else if (wv_dev_can_pin(dev))  /* the device copies each slot: slower */
-    wd_log(rg_warned(dev) ? WD_LOG_DEBUG : WD_LOG_WARN, "%s: a staging "
+    wd_log(rn_warned(dev) ? WD_LOG_DEBUG : WD_LOG_WARN, "%s: a staging "
            "ring buffer of %zu bytes cannot be pinned (%s); the device "
            "copies each slot itself", dev->be->name, bytes, e.message);
   return g;
@@ -262,41 +258,36 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
                  unsigned n, uint8_t **bufs, wave_error *err)
 {
   unsigned got = 0;
-  rg_buf *drop = NULL;
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf **pp = &rg_all; *pp != NULL;) {
-    rg_buf *g = *pp;
-    if (g->bdev == dev->impl && g->state == RG_FREE && g->bytes >= bytes &&
+  wv_qnode drop, *q, *nx;
+  wv_q_init(&drop);
+  pthread_mutex_lock(&rn_mu);
+  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+    rn_buf *g = RN_OF(q);
+    if (g->bdev == dev->impl && g->state == RN_FREE && g->bytes >= bytes &&
         got < n) {
-      g->state = RG_USED;
+      g->state = RN_USED;
       bufs[got++] = g->p;
-    } else if (g->bdev == dev->impl && g->state == RG_FREE &&
+    } else if (g->bdev == dev->impl && g->state == RN_FREE &&
                g->bytes < bytes) {
       /* too small (a job of 8-byte rows after 4-byte ones, or
        * WAVED_FILE_LEVELS): not kept; larger ones serve every job */
-      *pp = g->next;
-      g->next = drop;
-      drop = g;
-      continue;
+      wv_q_remove(q);
+      wv_q_push(&drop, q);
     }
-    pp = &g->next;
   }
-  pthread_mutex_unlock(&rg_mu);
-  for (rg_buf *g = drop, *nx; g != NULL; g = nx) {
-    nx = g->next;
-    rg_release(dev, g);
-  }
+  pthread_mutex_unlock(&rn_mu);
+  while ((q = wv_q_pop(&drop)) != NULL)
+    rn_release(dev, RN_OF(q));
   while (got < n) {
-    rg_buf *g = rg_make(dev, bytes);
+    rn_buf *g = rn_make(dev, bytes);
     if (g == NULL) {
       wd_ring_give(dev->impl, bufs, NULL, got);
       return wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
                        "bytes)", n, bytes);
     }
-    pthread_mutex_lock(&rg_mu);
-    g->next = rg_all;
-    rg_all = g;
-    pthread_mutex_unlock(&rg_mu);
+    pthread_mutex_lock(&rn_mu);
+    wv_q_push_head(&rn_all, &g->q);
+    pthread_mutex_unlock(&rn_mu);
     bufs[got++] = g->p;
   }
   return 0;
@@ -305,74 +296,72 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
 void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
                   unsigned n)
 {
-  pthread_mutex_lock(&rg_mu);
+  pthread_mutex_lock(&rn_mu);
+  wv_qnode *q;
   for (unsigned i = 0; i < n; i++)
-    for (rg_buf *g = rg_all; g != NULL; g = g->next)
+    WV_Q_EACH(q, &rn_all) {
+      rn_buf *g = RN_OF(q);
       if (g->p == bufs[i] && g->bdev == bdev) {
-        g->state = lent != NULL && lent[i] ? RG_LENT : RG_FREE;
+        g->state = lent != NULL && lent[i] ? RN_LENT : RN_FREE;
         break;
       }
-  pthread_mutex_unlock(&rg_mu);
+    }
+  pthread_mutex_unlock(&rn_mu);
 }
 
 void wd_ring_return(uint8_t *buf)
 {
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf *g = rg_all; g != NULL; g = g->next)
-    if (g->p == buf && g->state == RG_LENT) {
-      g->state = RG_FREE;
+  wv_qnode *q;
+  pthread_mutex_lock(&rn_mu);
+  WV_Q_EACH(q, &rn_all)
+    if (RN_OF(q)->p == buf && RN_OF(q)->state == RN_LENT) {
+      RN_OF(q)->state = RN_FREE;
       break;
     }
-  pthread_mutex_unlock(&rg_mu);
+  pthread_mutex_unlock(&rn_mu);
 }
 
 void wd_ring_forget(const wv_dev *dev)
 {
-  rg_buf *drop = NULL;
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf **pp = &rg_all; *pp != NULL;) {
-    rg_buf *g = *pp;
-    if (g->bdev != dev->impl) {
-      pp = &g->next;
+  wv_qnode drop, *q, *nx;
+  wv_q_init(&drop);
+  pthread_mutex_lock(&rn_mu);
+  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+    rn_buf *g = RN_OF(q);
+    if (g->bdev != dev->impl)
       continue;
-    }
-    if (g->state != RG_LENT || g->devmem) {
+    if (g->state != RN_LENT || g->devmem) {
       /* a lent buffer of the device's memory goes with the device all the
        * same: the read still inside it gets EFAULT (the kernel's copy),
        * and its wd_ring_return finds nothing */
-      *pp = g->next;
-      g->next = drop;
-      drop = g;
+      wv_q_remove(q);
+      wv_q_push(&drop, q);
       continue;
     }
-    if (g->pinned)  /* lent pages stay until rg_free_all, unpinned */
+    if (g->pinned)  /* lent pages stay until rn_free_all, unpinned */
       wv_dev_host_unregister(dev, g->p, g->bytes);
     g->pinned = 0;
     g->bdev = NULL;
-    pp = &g->next;
   }
-  pthread_mutex_unlock(&rg_mu);
-  for (rg_buf *g = drop, *nx; g != NULL; g = nx) {
-    nx = g->next;
-    rg_release(dev, g);
-  }
+  pthread_mutex_unlock(&rn_mu);
+  while ((q = wv_q_pop(&drop)) != NULL)
+    rn_release(dev, RN_OF(q));
 }
 
 /* The pool stopped and the devices are closed (wd_ring_forget gave back
  * their buffers): every buffer not lent to a read still out goes. */
-static void rg_free_all(void)
+static void rn_free_all(void)
 {
-  pthread_mutex_lock(&rg_mu);
-  for (rg_buf **pp = &rg_all; *pp != NULL;) {
-    rg_buf *g = *pp;
-    if (g->state == RG_LENT) {
-      pp = &g->next;
+  wv_qnode *q, *nx;
+  pthread_mutex_lock(&rn_mu);
+  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+    rn_buf *g = RN_OF(q);
+    if (g->state == RN_LENT)
       continue;
-    }
-    *pp = g->next;
+    wv_q_remove(q);
     if (!g->devmem)
       munmap(g->p, g->bytes);
     free(g);
   }
-  pthread_mutex_unlock(&rg_mu);
+  pthread_mutex_unlock(&rn_mu);
 }

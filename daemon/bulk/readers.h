@@ -7,7 +7,8 @@
  * the reads of file regions (and the copies of regions that are not
  * pinned) are cut into parts that a pool of reader threads runs, started
  * once with the daemon (limits.file_readers; 0 = min(12, cores)); a job
- * never starts a thread.  The pool is a FIFO of tasks: parts of several
+ * never starts a thread.  A copy region's one bounded read (bulk/fileio.c
+ * wd_file_read_bounded) is a task of the same pool.  The pool is a FIFO of tasks: parts of several
  * jobs (several devices) interleave, so no job waits for another to end.
  *
  * A task that blocks in a read (a hung NFS or FUSE mount) keeps its
@@ -42,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/queue.h"
 #include "wave/error.h"
 #include "workers/worker.h"
 #include "workers/wvdev.h"
@@ -51,7 +53,7 @@
 /* A unit of work; run on a reader thread, which owns t until run returns
  * (run may free it). */
 typedef struct wd_rtask {
-  struct wd_rtask *next;
+  wv_qnode q;               /* the pool's FIFO */
   void (*run)(struct wd_rtask *t);
 } wd_rtask;
 

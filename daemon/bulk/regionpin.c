@@ -26,7 +26,7 @@
 #define RP_WAIT_US 100000u
 
 /* A region's business on the device of one slot (a pin or an unpin). */
-typedef struct rp_work {
+typedef struct pn_work {
   wd_work work;
   wd_region *r;
   unsigned slot;
@@ -34,10 +34,10 @@ typedef struct rp_work {
   size_t n_devs;
   unsigned waited_us;      /* by the piece it is on */
   int said;                /* the wait was logged */
-} rp_work;
+} pn_work;
 
 /* Another device that pins, with reductions queued or running; or NULL. */
-static wd_device *rp_copying(const rp_work *p)
+static wd_device *pn_copying(const pn_work *p)
 {
   for (size_t i = 0; i < p->n_devs; i++)
     if (i != p->slot && wd_device_can_pin(p->devs[i]) &&
@@ -49,10 +49,10 @@ static wd_device *rp_copying(const rp_work *p)
 /* A region registered: each device that can pin it gets a setup item that
  * pins one piece per step (daemon/bulk/region.h), so the short lane's jobs run
  * between pieces.  The item holds a reference to the region until done. */
-static int rp_pin_run(wd_work *w, const wd_run_ctx *x)
+static int pn_pin_run(wd_work *w, const wd_run_ctx *x)
 {
-  rp_work *p = (rp_work *)w;
-  wd_device *busy = p->waited_us < RP_WAIT_US ? rp_copying(p) : NULL;
+  pn_work *p = (pn_work *)w;
+  wd_device *busy = p->waited_us < RP_WAIT_US ? pn_copying(p) : NULL;
   if (busy != NULL && wd_region_pin_left(p->r, p->slot, x->dev)) {
     if (!p->said)
       wd_debug("region %" PRIu64 ": pinning on %s waits while %s copies",
@@ -68,25 +68,25 @@ static int rp_pin_run(wd_work *w, const wd_run_ctx *x)
   return more ? WD_RUN_MORE : WD_RUN_END;
 }
 
-static void rp_pin_abort(wd_work *w, const wd_run_ctx *x)
+static void pn_pin_abort(wd_work *w, const wd_run_ctx *x)
 {
   (void)w;
   (void)x;  /* faulted or stopping: the region stays as pinned as it is */
 }
 
-static void rp_pin_done(wd_work *w)
+static void pn_pin_done(wd_work *w)
 {
-  rp_work *p = (rp_work *)w;
+  pn_work *p = (pn_work *)w;
   wd_region_put(p->r);
   free(p);
 }
 
-static const wd_work_ops rp_pin_ops = {
+static const wd_work_ops pn_pin_ops = {
   .name = "region pin",
   .lane = WD_LANE_SETUP,
-  .run = rp_pin_run,
-  .abort = rp_pin_abort,
-  .done = rp_pin_done,
+  .run = pn_pin_run,
+  .abort = pn_pin_abort,
+  .done = pn_pin_done,
 };
 
 void wd_regionpin_start(wd_device *const *devs, size_t n_devs, wd_region *r)
@@ -94,11 +94,11 @@ void wd_regionpin_start(wd_device *const *devs, size_t n_devs, wd_region *r)
   for (size_t i = 0; i < n_devs && i < WD_REGION_SLOTS; i++) {
     if (!wd_device_can_pin(devs[i]))
       continue;
-    rp_work *p = calloc(1, sizeof *p);
+    pn_work *p = calloc(1, sizeof *p);
     wave_error err;
     if (p == NULL)
       return;  /* only slower: the region is staged */
-    p->work.ops = &rp_pin_ops;
+    p->work.ops = &pn_pin_ops;
     p->r = r;
     p->slot = (unsigned)i;
     p->devs = devs;
@@ -115,36 +115,36 @@ void wd_regionpin_start(wd_device *const *devs, size_t n_devs, wd_region *r)
  * it (a short item), then the region is unmapped.  A device that cannot
  * take the item (faulted, queue full) leaves the pin to its context's end:
  * the region's bookkeeping is dropped and it is unmapped now. */
-static int rp_unpin_run(wd_work *w, const wd_run_ctx *x)
+static int pn_unpin_run(wd_work *w, const wd_run_ctx *x)
 {
-  rp_work *u = (rp_work *)w;
+  pn_work *u = (pn_work *)w;
   wd_region_unpin(u->r, u->slot, x->dev);
   u->r = NULL;
   return WD_RUN_END;
 }
 
-static void rp_unpin_done(wd_work *w)
+static void pn_unpin_done(wd_work *w)
 {
-  rp_work *u = (rp_work *)w;
+  pn_work *u = (pn_work *)w;
   if (u->r != NULL)  /* ended without running (faulted device) */
     wd_region_unpin(u->r, u->slot, NULL);
   free(u);
 }
 
-static const wd_work_ops rp_unpin_ops = {
+static const wd_work_ops pn_unpin_ops = {
   .name = "region unpin",
   .lane = WD_LANE_SHORT,
-  .run = rp_unpin_run,
-  .done = rp_unpin_done,
+  .run = pn_unpin_run,
+  .done = pn_unpin_done,
 };
 
 void wd_regionpin_unpin(wd_device *const *devs, size_t n_devs, wd_region *r,
                         unsigned slot)
 {
-  rp_work *u = calloc(1, sizeof *u);
+  pn_work *u = calloc(1, sizeof *u);
   wave_error err;
   if (u != NULL && slot < n_devs) {
-    u->work.ops = &rp_unpin_ops;
+    u->work.ops = &pn_unpin_ops;
     u->r = r;
     u->slot = slot;
     if (wd_device_submit(devs[slot], &u->work, &err) == 0)

@@ -25,6 +25,7 @@
 
 #include <stdint.h>
 
+#include "core/queue.h"
 #include "wave/error.h"
 #include "workers/wvdev.h"
 
@@ -71,7 +72,8 @@ enum { WD_LEVEL_NORMAL = 0, WD_LEVEL_HIGH = 1, WD_LEVEL_LOW = 2,
        WD_LEVEL_N = 3 };
 
 struct wd_work {
-  wd_work *next;            /* queue link (device, then completion queue) */
+  wd_work *next;            /* the device's queue link (exec/device.c) */
+  wv_qnode doneq;           /* the server's completion queue link */
   const wd_work_ops *ops;
   struct wd_device *dev;    /* set by wd_device_submit */
   int rc;                   /* result: 0 or WAVE_E*, with err */

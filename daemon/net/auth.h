@@ -9,21 +9,6 @@
 
 #include "daemon/config.h"
 
-/* Read a token file: a regular file owned by us or root, not readable or
- * writable by group or others, holding one line of 16..WD_TOKEN_MAX-1
- * printable non-blank ASCII bytes (trailing whitespace is dropped) that
- * carry at least 128 bits by auth.c's estimate.  0, or -1 with why
- * filled. */
-int wd_auth_read_token(const char *path, char *secret, size_t cap,
-                       size_t *len, char *why, size_t n);
-
-/* Generate the token files that are absent and say generate: true (their
- * tokens are pending after wd_config_load): 128 random bits, 32 hex digits,
- * mode 0600, created exclusively, logged once at info.  A file that
- * appeared meanwhile is read instead.  Called at start and reload, never by
- * --check-config.  0, or an error (the folder is not writable, ...). */
-int wd_auth_generate(wd_config *cfg, wave_error *err);
-
 /* Any thread: may the request that arrived on pipe p with `token` (the
  * Request's field, "" when absent) be served?  ipc connections always may
  * (the socket file's mode and the peer's uid guard them); tcp and tls+tcp

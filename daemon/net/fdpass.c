@@ -36,6 +36,7 @@
 #include "daemon/log.h"
 #include "daemon/net/sockpath.h"
 #include "core/base.h"
+#include "core/queue.h"
 
 #define FS_MAX_CONNS 64
 #define FS_PER_UID 8     /* open side connections of one uid */
@@ -210,7 +211,7 @@ typedef struct fs_conn {
   int fd;
   uint32_t uid;
   uint64_t since;
-  struct fs_conn *next;
+  wv_qnode q;         /* wd_fdsock.conns, newest first */
   wd_fdsock *s;
 } fs_conn;
 
@@ -224,11 +225,13 @@ struct wd_fdsock {
   char path[108];
   dev_t dev;
   ino_t ino;
-  fs_conn *conns;
+  wv_qnode conns;     /* fs_conn.q (FS_OF) */
   unsigned n_conns;
   unsigned pending;   /* handles whose close callback has not run */
   int closing;
 };
+
+#define FS_OF(n) WV_Q_ENTRY(n, fs_conn, q)
 
 static void fs_maybe_free(wd_fdsock *s)
 {
@@ -249,11 +252,7 @@ static void fs_conn_closed(uv_handle_t *h)
 static void fs_conn_close(fs_conn *c)
 {
   wd_fdsock *s = c->s;
-  for (fs_conn **pp = &s->conns; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == c) {
-      *pp = c->next;
-      break;
-    }
+  wv_q_remove(&c->q);
   s->n_conns--;
   uv_poll_stop(&c->poll);
   uv_close((uv_handle_t *)&c->poll, fs_conn_closed);
@@ -350,15 +349,19 @@ static unsigned fs_count(const wd_fdsock *s, uint32_t uid, fs_conn **oldest,
   unsigned mine = 0;
   *oldest = NULL;
   *most = 0;
-  for (fs_conn *c = s->conns; c != NULL; c = c->next) {
+  const wv_qnode *cq, *oq;
+  WV_Q_EACH(cq, &s->conns) {
+    fs_conn *c = FS_OF(cq);
     unsigned k = 0;
     fs_conn *first = c;
-    for (fs_conn *o = s->conns; o != NULL; o = o->next)
+    WV_Q_EACH(oq, &s->conns) {
+      fs_conn *o = FS_OF(oq);
       if (o->uid == c->uid) {
         k++;
         if (o->since < first->since)
           first = o;
       }
+    }
     if (k > *most) {
       *most = k;
       *oldest = first;
@@ -432,10 +435,9 @@ static void fs_accept(uv_poll_t *h, int status, int events)
       continue;
     }
     c->poll.data = c;
-    if (s->conns == NULL)
+    if (wv_q_empty(&s->conns))
       uv_timer_start(&s->dead, fs_deadline, FS_CONN_MS / 5, FS_CONN_MS / 5);
-    c->next = s->conns;
-    s->conns = c;
+    wv_q_push_head(&s->conns, &c->q);
     s->n_conns++;
     s->pending++;
     uv_poll_start(&c->poll, UV_READABLE | UV_DISCONNECT, fs_conn_read);
@@ -447,12 +449,11 @@ static void fs_deadline(uv_timer_t *t)
 {
   wd_fdsock *s = t->data;
   uint64_t now = uv_now(s->loop);
-  for (fs_conn *c = s->conns, *nx; c != NULL; c = nx) {
-    nx = c->next;
-    if (now - c->since >= FS_CONN_MS)
-      fs_conn_close(c);
-  }
-  if (s->conns == NULL)
+  wv_qnode *q, *nx;
+  WV_Q_EACH_SAFE(q, nx, &s->conns)
+    if (now - FS_OF(q)->since >= FS_CONN_MS)
+      fs_conn_close(FS_OF(q));
+  if (wv_q_empty(&s->conns))
     uv_timer_stop(t);
 }
 
@@ -522,6 +523,7 @@ int wd_fdsock_open(wd_fdpass *fp, uv_loop_t *loop, const char *ipc_path,
   s->fp = fp;
   s->loop = loop;
   s->fd = fd;
+  wv_q_init(&s->conns);
   snprintf(s->path, sizeof s->path, "%s", path);
   s->dev = st.st_dev;
   s->ino = st.st_ino;
@@ -546,8 +548,8 @@ void wd_fdsock_close(wd_fdsock *s)
   struct stat st;
   if (lstat(s->path, &st) == 0 && st.st_dev == s->dev && st.st_ino == s->ino)
     unlink(s->path);
-  while (s->conns != NULL)
-    fs_conn_close(s->conns);
+  while (!wv_q_empty(&s->conns))
+    fs_conn_close(FS_OF(s->conns.next));
   uv_poll_stop(&s->poll);
   uv_timer_stop(&s->timer);
   uv_timer_stop(&s->dead);

@@ -64,21 +64,16 @@
 void wd_front_inbox(wd_front *s, wd_req *c)
 {
   pthread_mutex_lock(&s->mu);
-  c->next = NULL;
-  *s->inbox_tail = c;
-  s->inbox_tail = &c->next;
+  wv_q_push(&s->inbox, &c->inq);
   pthread_mutex_unlock(&s->mu);
   uv_async_send(s->wake);
 }
 
-wd_req *wd_front_take(wd_front *s)
+void wd_front_take(wd_front *s, wv_qnode *into)
 {
   pthread_mutex_lock(&s->mu);
-  wd_req *in = s->inbox;
-  s->inbox = NULL;
-  s->inbox_tail = &s->inbox;
+  wv_q_move(&s->inbox, into);
   pthread_mutex_unlock(&s->mu);
-  return in;
 }
 
 int wd_front_retired(wd_req *c)
@@ -101,8 +96,8 @@ void wd_front_drop(wd_req *c)
 
 void wd_front_clear_all(wd_front *s)
 {
-  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
-    wd_req_clear(c);
+  for (wv_qnode *n = s->reqs.next; n != &s->reqs; n = n->next)
+    wd_req_clear(WD_REQ_OF(n));
 }
 
 int wd_front_new(uv_loop_t *loop, const wd_config *cfg, wd_pool *pool,
@@ -117,7 +112,8 @@ int wd_front_new(uv_loop_t *loop, const wd_config *cfg, wd_pool *pool,
   s->pool = pool;
   s->bulk = bulk;
   s->wake = wake;
-  s->inbox_tail = &s->inbox;
+  wv_q_init(&s->inbox);
+  wv_q_init(&s->reqs);
   pthread_mutex_init(&s->mu, NULL);
   wd_gone_init(&s->gone);
   return 0;
@@ -381,10 +377,7 @@ int wd_front_add(wd_front *s, wave_error *err)
   c->timer.data = c;
   if (s->up.init != NULL)
     s->up.init(s->up.arg, c);
-  c->all_next = s->reqs;
-  if (s->reqs != NULL)
-    s->reqs->all_prev = c;
-  s->reqs = c;
+  wv_q_push_head(&s->reqs, &c->all);
   s->n_reqs++;
   if (s->listening)
     ft_recv(c);
@@ -429,17 +422,11 @@ void wd_front_recv(wd_req *c)
 
 void wd_front_retire(wd_req *c)
 {
-  wd_front *s = c->fe;
   wd_req_clear(c);
   nng_ctx_close(c->ctx);
   nng_aio_free(c->aio);
   c->aio = NULL;
-  if (c->all_prev)
-    c->all_prev->all_next = c->all_next;
-  else
-    s->reqs = c->all_next;
-  if (c->all_next)
-    c->all_next->all_prev = c->all_prev;
+  wv_q_remove(&c->all);
   uv_close((uv_handle_t *)&c->timer, ft_free_close);
 }
 
@@ -477,8 +464,8 @@ int wd_front_listen(wd_front *s, wave_error *err)
                                wd_bulk_fdpass(s->bulk), &s->lst, err)) != 0)
     goto out;
   s->listening = 1;
-  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
-    ft_recv(c);
+  for (wv_qnode *n = s->reqs.next; n != &s->reqs; n = n->next)
+    ft_recv(WD_REQ_OF(n));
 out:
   wv_sigmask_restore(&old);
   return rc;
@@ -494,16 +481,19 @@ void wd_front_close(wd_front *s)
     uv_close((uv_handle_t *)&s->sweep, ft_noop_close);
   s->sweep_on = 0;
   /* nng first: after nng_aio_stop no callback runs for that context */
-  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
+  for (wv_qnode *n = s->reqs.next; n != &s->reqs; n = n->next) {
+    wd_req *c = WD_REQ_OF(n);
     if (c->aio != NULL)
       nng_aio_stop(c->aio);
-  for (wd_req *c = s->reqs; c != NULL; c = c->all_next)
-    nng_ctx_close(c->ctx);
+  }
+  for (wv_qnode *n = s->reqs.next; n != &s->reqs; n = n->next)
+    nng_ctx_close(WD_REQ_OF(n)->ctx);
   wd_pool_stop(s->pool);  /* what it still held is in the inbox now */
   if (s->sock_open)
     nng_close(s->sock);
   s->sock_open = 0;
-  for (wd_req *c = s->reqs; c != NULL; c = c->all_next) {
+  for (wv_qnode *n = s->reqs.next; n != &s->reqs; n = n->next) {
+    wd_req *c = WD_REQ_OF(n);
     if (c->aio != NULL)
       nng_aio_free(c->aio);
     c->aio = NULL;
@@ -515,12 +505,11 @@ void wd_front_free(wd_front *s)
 {
   if (s == NULL)
     return;
-  for (wd_req *c = s->reqs, *nx; c != NULL; c = nx) {
-    nx = c->all_next;
+  for (wv_qnode *n; (n = wv_q_pop(&s->reqs)) != NULL;) {
+    wd_req *c = WD_REQ_OF(n);
     wd_req_clear(c);
     free(c);
   }
-  s->reqs = NULL;
   wd_listeners_free(s->lst);
   s->lst = NULL;
   wd_peers_free(s->peers);
@@ -551,7 +540,7 @@ void wd_reply(wd_req *c, Wave__V1__Response *r)
 
 /* An Error reply; refused: the request never became a job that ran
  * (counted apart from a job's failure). */
-static void fr_error(wd_req *c, int code, int refused, const char *msg)
+static void ft_error(wd_req *c, int code, int refused, const char *msg)
 {
   wd_debug("request %" PRIu64 ": %s: %s", c->req_id, wave_errname(code), msg);
   wd_stats_request_error(code, refused);
@@ -572,17 +561,17 @@ void wd_reply_error(wd_req *c, int code, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fr_error(c, code, 1, msg);
+  ft_error(c, code, 1, msg);
 }
 
 void wd_reply_fail(wd_req *c, const wave_error *err)
 {
   (*c->fe->failed)++;
-  fr_error(c, err->code, 1, err->message);
+  ft_error(c, err->code, 1, err->message);
 }
 
 void wd_reply_job_fail(wd_req *c, const wave_error *err)
 {
   (*c->fe->failed)++;
-  fr_error(c, err->code, 0, err->message);
+  ft_error(c, err->code, 0, err->message);
 }

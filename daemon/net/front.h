@@ -55,7 +55,7 @@ struct wd_front {
   void *pipe_gone_arg;
 
   pthread_mutex_t mu;      /* the inbox */
-  wd_req *inbox, **inbox_tail;
+  wv_qnode inbox;          /* wd_req.inq */
   nng_socket sock;
   int sock_open;
   int listening;           /* the socket is up: new contexts receive */
@@ -65,7 +65,7 @@ struct wd_front {
   wd_peers *peers;         /* per-connection records (daemon/net/peer.h) */
   uv_timer_t sweep;        /* closes idle connections */
   int sweep_on;
-  wd_req *reqs;            /* every context */
+  wv_qnode reqs;           /* every context: wd_req.all (WD_REQ_OF) */
   size_t n_reqs;           /* contexts that are not retiring */
   size_t n_parked;         /* of them, parked on a job */
   size_t n_extra;          /* of them, beyond their connection's share */
@@ -91,8 +91,9 @@ void wd_front_extra(wd_req *c);    /* a context for one over its share */
 void wd_front_unextra(wd_req *c);
 void wd_front_retire(wd_req *c);                  /* close and free */
 void wd_front_inbox(wd_front *fe, wd_req *c);     /* any thread: to the loop */
-/* Loop: the contexts the inbox holds now, linked by next; it is empty. */
-wd_req *wd_front_take(wd_front *fe);
+/* Loop: the contexts the inbox holds now to the tail of `into` (linked
+ * by wd_req.inq); the inbox is empty after. */
+void wd_front_take(wd_front *fe, wv_qnode *into);
 /* Loop: one taken from the inbox.  A retiring one is closed and freed (1);
  * 0: a request to route. */
 int wd_front_retired(wd_req *c);

@@ -9,7 +9,7 @@
 struct wd_pool {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  wd_pool_item *head, **tail;
+  wv_qnode items;          /* wd_pool_item.q */
   int stop;
   pthread_t *threads;
   unsigned n;
@@ -20,13 +20,12 @@ static void *pl_main(void *arg)
   wd_pool *p = arg;
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (p->head == NULL && !p->stop)
+    while (wv_q_empty(&p->items) && !p->stop)
       pthread_cond_wait(&p->cv, &p->mu);
-    if (p->head == NULL)
+    wv_qnode *n = wv_q_pop(&p->items);
+    if (n == NULL)
       break;
-    wd_pool_item *it = p->head;
-    if ((p->head = it->next) == NULL)
-      p->tail = &p->head;
+    wd_pool_item *it = WV_Q_ENTRY(n, wd_pool_item, q);
     pthread_mutex_unlock(&p->mu);
     it->fn(it);
     pthread_mutex_lock(&p->mu);
@@ -45,7 +44,7 @@ int wd_pool_start(unsigned threads, wd_pool **out, wave_error *err)
   }
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
-  p->tail = &p->head;
+  wv_q_init(&p->items);
   *out = p;
   for (; p->n < threads; p->n++)
     if (wv_thread_start(&p->threads[p->n], "wd:decode", pl_main, p) != 0)
@@ -56,10 +55,8 @@ int wd_pool_start(unsigned threads, wd_pool **out, wave_error *err)
 
 void wd_pool_push(wd_pool *p, wd_pool_item *it)
 {
-  it->next = NULL;
   pthread_mutex_lock(&p->mu);
-  *p->tail = it;
-  p->tail = &it->next;
+  wv_q_push(&p->items, &it->q);
   pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
 }

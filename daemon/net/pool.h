@@ -13,10 +13,11 @@
 #ifndef WD_DECODE_H
 #define WD_DECODE_H
 
+#include "core/queue.h"
 #include "wave/error.h"
 
 typedef struct wd_pool_item {
-  struct wd_pool_item *next;
+  wv_qnode q;               /* the pool's FIFO */
   void (*fn)(struct wd_pool_item *it);
 } wd_pool_item;
 

@@ -18,7 +18,11 @@
 #include "daemon/bulk/decode.h"
 #include "daemon/net/pool.h"
 #include "daemon/net/principal.h"
+#include "core/queue.h"
 #include "proto/wave.pb-c.h"
+
+/* The context whose wd_req.all is node n (wd_front.reqs). */
+#define WD_REQ_OF(n) WV_Q_ENTRY(n, wd_req, all)
 
 #define WD_PROTOCOL 2        /* Request.version this daemon speaks */
 
@@ -39,8 +43,8 @@ struct wd_req {
   int over;                /* its pipe holds more than its share: */
   int extra;               /* ... so it brought a context of its own */
   int sending;             /* its reply counts in the pipe's sending */
-  wd_req *next;            /* inbox link */
-  wd_req *all_prev, *all_next;  /* every context (loop thread) */
+  wv_qnode inq;            /* inbox link */
+  wv_qnode all;            /* every context (loop thread) */
   nng_msg *msg;            /* the received request, until decoded */
   Wave__V1__Request *req;  /* decoded; alive until the reply is packed */
   ProtobufCAllocator pb;   /* decodes req within pb_budget bytes */

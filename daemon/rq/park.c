@@ -87,7 +87,7 @@ void wd_park_job_ended(void *arg, wd_hjob *j)
 
 void wd_park_answer_all(wd_server *s)
 {
-  for (wd_req *c = s->fe->reqs; c != NULL; c = c->all_next)
-    if (c->call->wait.job != NULL)
-      pa_answer(c);
+  for (wv_qnode *n = s->fe->reqs.next; n != &s->fe->reqs; n = n->next)
+    if (WD_REQ_OF(n)->call->wait.job != NULL)
+      pa_answer(WD_REQ_OF(n));
 }

@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/testhook.h"
 #include "workers/cuda/gpu_internal.h"
 #include "workers/cuda/gpu_api.h"
 #include "workers/cuda/gpu_wide.h"
@@ -634,7 +635,7 @@ extern "C" int WVG_C(host_register)(wv_device *dev, const void *ptr,
                                     size_t bytes, wave_error *err)
 {
   gdev *g = (gdev *)dev;
-  const char *mode = getenv("WAVE_CUDA_PIN");
+  const char *mode = wv_test_hook("WAVE_CUDA_PIN");
   if (mode != NULL && strcmp(mode, "off") == 0)
     return wv_seterr(err, WAVE_EUNSUPPORTED, "WAVE_CUDA_PIN=off");
   uintptr_t lo = (uintptr_t)ptr, hi = lo + bytes;

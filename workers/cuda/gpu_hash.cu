@@ -35,6 +35,7 @@
 
 #include <vector>
 
+#include "core/testhook.h"
 #include "workers/cuda/gpu_internal.h"
 
 #define WV_HASH_FN static __host__ __device__ inline
@@ -279,12 +280,12 @@ void hash_init(gdev *g, const wv_device_config *cfg)
   /* Per-pack kernels: on unless WAVE_CUDA_NVRTC=0 (docs/backends.md);
    * WAVE_CUDA_NVRTC_UNROLL=0 keeps a loop over the rounds;
    * WAVE_CUDA_NVRTC_MINBLOCKS=B asks ptxas for B resident blocks per SM. */
-  const char *jv = getenv("WAVE_CUDA_NVRTC");
-  const char *ju = getenv("WAVE_CUDA_NVRTC_UNROLL");
+  const char *jv = wv_test_hook("WAVE_CUDA_NVRTC");
+  const char *ju = wv_test_hook("WAVE_CUDA_NVRTC_UNROLL");
   const int want_jit = !(jv != NULL && strcmp(jv, "0") == 0);
   g->jit = want_jit && jit_available();
   g->jit_unroll = !(ju != NULL && strcmp(ju, "0") == 0);
-  const char *jm = getenv("WAVE_CUDA_NVRTC_MINBLOCKS");
+  const char *jm = wv_test_hook("WAVE_CUDA_NVRTC_MINBLOCKS");
   g->jit_minblocks = jm != NULL ? (unsigned)strtoul(jm, NULL, 10) : 0;
   if (g->jit_minblocks > 32)
     g->jit_minblocks = 32;
@@ -510,7 +511,7 @@ static int hash_load(gdev *g, const wv_pack *p, wave_error *err)
  * from an unaligned start: *ok stays 1 when they agree, else 0 with the
  * reason in why (a launch the runtime refuses counts as a disagreement).
  * Device faults are errors. */
-static int jit_crosscheck(gdev *g, hpack *hp, int *ok, char *why,
+static int gh_jit_crosscheck(gdev *g, hpack *hp, int *ok, char *why,
                           size_t whylen, wave_error *err)
 {
   const uint64_t at = 1000003, cnt = 4096;
@@ -657,7 +658,7 @@ int hash_prepare(gdev *g, const wv_pack *p, wave_error *err)
     char why[200];
     int ok = jit_build(g, p, 32u * g->group_units, &php->jit, why,
                        sizeof why) == 0;
-    if (ok && (rv = jit_crosscheck(g, php, &ok, why, sizeof why, err)) != 0)
+    if (ok && (rv = gh_jit_crosscheck(g, php, &ok, why, sizeof why, err)) != 0)
       return rv;
     if (ok) {
       /* A fallback note stays until the device closes. */

@@ -463,7 +463,7 @@ template <int OP> static w64_kernel pick64_key(int key, bool mask)
                         : pick64<OP, KEY_RAW>(mask);
 }
 
-static w64_kernel pick_w64(int kop, int key, bool mask)
+static w64_kernel gw_pick_w64(int kop, int key, bool mask)
 {
   switch (kop) {
   case K_SUM: return pick64<K_SUM, KEY_RAW>(mask);
@@ -487,7 +487,7 @@ cudaError_t launch_w64(wreducer *w, int kop, int key, const void *d_rows,
                        const uint32_t *d_mask, uint64_t n, int first,
                        cudaStream_t st)
 {
-  w64_kernel k = pick_w64(kop, key, d_mask != NULL);
+  w64_kernel k = gw_pick_w64(kop, key, d_mask != NULL);
   k<<<grid_for(w, n >> 1), WVG_BLOCK, 0, st>>>(
       (const uint4 *)d_rows, (const uint2 *)d_mask, n, w->partials, w->ticket,
       w->res, first);

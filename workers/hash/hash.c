@@ -163,7 +163,7 @@ int wv_hash_run_batch(const wv_backend *be, wv_device *dev, const wv_pack *p,
 
 /* ---- self-check and verification --------------------------------------- */
 
-static int hs_check_fail(char *detail, size_t len, wave_error *err,
+static int hh_check_fail(char *detail, size_t len, wave_error *err,
                          const wv_pack *p, const char *what)
 {
   if (detail != NULL && len > 0)
@@ -171,7 +171,7 @@ static int hs_check_fail(char *detail, size_t len, wave_error *err,
   return wv_seterr(err, WAVE_ESELFCHECK, "pack %s: %s", p->name, what);
 }
 
-static int hs_compare(const wv_pack *p, const char *label, uint64_t nonce,
+static int hh_compare(const wv_pack *p, const char *label, uint64_t nonce,
                       const uint64_t *got, const uint64_t *want, size_t n,
                       char *detail, size_t len, wave_error *err)
 {
@@ -182,7 +182,7 @@ static int hs_compare(const wv_pack *p, const char *label, uint64_t nonce,
                "%s: nonce %llu: output %016llx, known answer %016llx", label,
                (unsigned long long)(nonce + i), (unsigned long long)got[i],
                (unsigned long long)want[i]);
-      return hs_check_fail(detail, len, err, p, what);
+      return hh_check_fail(detail, len, err, p, what);
     }
   return 0;
 }
@@ -198,7 +198,7 @@ int wv_pack_selfcheck(const wv_backend *b, wv_device *dev, const wv_pack *p,
     return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s has no hash jobs",
                      b->name);
   if (!p->has_known)
-    return hs_check_fail(detail, detail_len, err, p, "no known answers");
+    return hh_check_fail(detail, detail_len, err, p, "no known answers");
   if (!p->closed) {
     const uint64_t *cache;
     if ((rv = wv_pack_cache_get(p, &cache, err)) != 0)
@@ -207,7 +207,7 @@ int wv_pack_selfcheck(const wv_backend *b, wv_device *dev, const wv_pack *p,
     if (h != p->cache_fnv) {
       snprintf(what, sizeof what, "cache fingerprint %016llx, known %016llx",
                (unsigned long long)h, (unsigned long long)p->cache_fnv);
-      return hs_check_fail(detail, detail_len, err, p, what);
+      return hh_check_fail(detail, detail_len, err, p, what);
     }
   }
   if (b->hash_prepare != NULL && (rv = b->hash_prepare(dev, p, err)) != 0) {
@@ -221,7 +221,7 @@ int wv_pack_selfcheck(const wv_backend *b, wv_device *dev, const wv_pack *p,
     const wv_pack_vector *vec = &p->vectors[v];
     if ((rv = b->hash(dev, p, vec->nonce, WV_LANES, got, err)) != 0)
       return rv;
-    if ((rv = hs_compare(p, "vector", vec->nonce, got, vec->outputs,
+    if ((rv = hh_compare(p, "vector", vec->nonce, got, vec->outputs,
                          WV_LANES, detail, detail_len, err)) != 0)
       return rv;
   }
@@ -229,7 +229,7 @@ int wv_pack_selfcheck(const wv_backend *b, wv_device *dev, const wv_pack *p,
   const wv_pack_vector *v0 = &p->vectors[0];
   if ((rv = b->hash(dev, p, v0->nonce + 3, 21, got, err)) != 0)
     return rv;
-  if ((rv = hs_compare(p, "partial unit", v0->nonce + 3, got,
+  if ((rv = hh_compare(p, "partial unit", v0->nonce + 3, got,
                        v0->outputs + 3, 21, detail, detail_len, err)) != 0)
     return rv;
 
@@ -247,7 +247,7 @@ int wv_pack_selfcheck(const wv_backend *b, wv_device *dev, const wv_pack *p,
              "batch [0, 2^%u) fingerprint %016llx, known %016llx",
              WV_CHECK_BATCH_LOG2, (unsigned long long)h,
              (unsigned long long)p->batch_fnv);
-    return hs_check_fail(detail, detail_len, err, p, what);
+    return hh_check_fail(detail, detail_len, err, p, what);
   }
   if (detail != NULL && detail_len > 0)
     snprintf(detail, detail_len, "ok: %s%zu vectors, partial unit, batch "

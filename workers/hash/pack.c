@@ -25,16 +25,16 @@ struct wv_packset {
 
 /* ---- instructions ------------------------------------------------------- */
 
-static const char *const pk_mnemonics[WV_OP_COUNT_] = {
+static const char *const pc_mnemonics[WV_OP_COUNT_] = {
   "add", "sub", "xor", "mul", "rotl", "xshr", "addi", "muli", "load", "xchg",
 };
 
 const char *wv_opcode_name(unsigned op)
 {
-  return op < WV_OP_COUNT_ ? pk_mnemonics[op] : NULL;
+  return op < WV_OP_COUNT_ ? pc_mnemonics[op] : NULL;
 }
 
-static int pk_reg(const char *tok, unsigned nregs, uint32_t *out)
+static int pc_reg(const char *tok, unsigned nregs, uint32_t *out)
 {
   uint64_t v;
   /* r0..r31 in decimal only: "r0x1f" or "r1_0" are not register names. */
@@ -47,7 +47,7 @@ static int pk_reg(const char *tok, unsigned nregs, uint32_t *out)
 }
 
 /* One program entry, e.g. "xchg r3, r5, 4". */
-static int pk_insn(wv_yc *c, const yaml_node_t *n, unsigned idx,
+static int pc_insn(wv_yc *c, const yaml_node_t *n, unsigned idx,
                    unsigned nregs, wv_insn *in)
 {
   char key[32], buf[128];
@@ -72,7 +72,7 @@ static int pk_insn(wv_yc *c, const yaml_node_t *n, unsigned idx,
   memset(in, 0, sizeof *in);
   unsigned op;
   for (op = 0; op < WV_OP_COUNT_; op++)
-    if (strcmp(tok[0], pk_mnemonics[op]) == 0)
+    if (strcmp(tok[0], pc_mnemonics[op]) == 0)
       break;
   if (op == WV_OP_COUNT_)
     return wv_yc_fail(c, n, key, "unknown instruction '%s'", tok[0]);
@@ -81,16 +81,16 @@ static int pk_insn(wv_yc *c, const yaml_node_t *n, unsigned idx,
   if (nt != want)
     return wv_yc_fail(c, n, key, "'%s' takes %d operands, got %d", tok[0],
                    want - 1, nt - 1);
-  if (pk_reg(tok[1], nregs, &in->dst) != 0)
+  if (pc_reg(tok[1], nregs, &in->dst) != 0)
     return wv_yc_fail(c, n, key, "'%s' is not a register r0..r%u", tok[1],
                    nregs - 1);
-  if (pk_reg(tok[2], nregs, &in->a) != 0)
+  if (pc_reg(tok[2], nregs, &in->a) != 0)
     return wv_yc_fail(c, n, key, "'%s' is not a register r0..r%u", tok[2],
                    nregs - 1);
   uint64_t v;
   switch (op) {
   case WV_OP_ADD: case WV_OP_SUB: case WV_OP_XOR: case WV_OP_MUL:
-    if (pk_reg(tok[3], nregs, &in->b) != 0)
+    if (pc_reg(tok[3], nregs, &in->b) != 0)
       return wv_yc_fail(c, n, key, "'%s' is not a register r0..r%u", tok[3],
                      nregs - 1);
     break;
@@ -119,7 +119,7 @@ static int pk_insn(wv_yc *c, const yaml_node_t *n, unsigned idx,
 
 /* ---- sections ----------------------------------------------------------- */
 
-static int pk_dataset(wv_yc *c, yaml_node_t *n, wv_pack *p)
+static int pc_dataset(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
     return wv_yc_fail(c, n, "dataset", "expected a mapping");
@@ -163,7 +163,7 @@ static int pk_dataset(wv_yc *c, yaml_node_t *n, wv_pack *p)
   return 0;
 }
 
-static int pk_program(wv_yc *c, yaml_node_t *n, wv_pack *p)
+static int pc_program(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_SEQUENCE_NODE)
     return wv_yc_fail(c, n, "program", "expected a sequence of instructions");
@@ -174,7 +174,7 @@ static int pk_program(wv_yc *c, yaml_node_t *n, wv_pack *p)
   unsigned xchg = 0, loads = 0;
   for (unsigned i = 0; i < WV_PROGRAM_LEN; i++) {
     yaml_node_t *it = wv_yc_item(c, n, i);
-    int rv = pk_insn(c, it, i, p->registers, &p->program[i]);
+    int rv = pc_insn(c, it, i, p->registers, &p->program[i]);
     if (rv != 0)
       return rv;
     xchg += p->program[i].op == WV_OP_XCHG;
@@ -187,7 +187,7 @@ static int pk_program(wv_yc *c, yaml_node_t *n, wv_pack *p)
   return 0;
 }
 
-static int pk_vector(wv_yc *c, yaml_node_t *n, const char *key,
+static int pc_vector(wv_yc *c, yaml_node_t *n, const char *key,
                      wv_pack_vector *v)
 {
   if (n->type != YAML_MAPPING_NODE)
@@ -217,7 +217,7 @@ static int pk_vector(wv_yc *c, yaml_node_t *n, const char *key,
 
 /* known.job: {nonce, count, fingerprint}, count 1 .. 2^20 within the
  * nonce space. */
-static int pk_job(wv_yc *c, yaml_node_t *n, wv_pack *p)
+static int pc_job(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
     return wv_yc_fail(c, n, "known.job",
@@ -243,7 +243,7 @@ static int pk_job(wv_yc *c, yaml_node_t *n, wv_pack *p)
   return 0;
 }
 
-static int pk_known(wv_yc *c, yaml_node_t *n, wv_pack *p)
+static int pc_known(wv_yc *c, yaml_node_t *n, wv_pack *p)
 {
   if (n->type != YAML_MAPPING_NODE)
     return wv_yc_fail(c, n, "known", "expected a mapping");
@@ -279,17 +279,17 @@ static int pk_known(wv_yc *c, yaml_node_t *n, wv_pack *p)
     char key[32];
     snprintf(key, sizeof key, "known.vectors[%zu]", i);
     yaml_node_t *v = wv_yc_item(c, vecs, i);
-    if ((rv = pk_vector(c, v, key, &p->vectors[i])))
+    if ((rv = pc_vector(c, v, key, &p->vectors[i])))
       return rv;
   }
   p->n_vectors = nv;
-  if (val[3] != NULL && (rv = pk_job(c, val[3], p)))
+  if (val[3] != NULL && (rv = pc_job(c, val[3], p)))
     return rv;
   p->has_known = 1;
   return 0;
 }
 
-static int pk_name_ok(const char *s)
+static int pc_name_ok(const char *s)
 {
   size_t n = strlen(s);
   if (n == 0 || n > 63)
@@ -302,7 +302,7 @@ static int pk_name_ok(const char *s)
 
 /* The top-level mapping, in two steps: collect the keys (so that seed and
  * registers are known before program and dataset are parsed), then parse. */
-static int pk_document(wv_yc *c, wv_pack *p)
+static int pc_document(wv_yc *c, wv_pack *p)
 {
   enum { K_NAME, K_VERSION, K_DESC, K_SEED, K_REGS, K_ROUNDS, K_DATASET,
          K_PROGRAM, K_KNOWN, K_COUNT };
@@ -335,7 +335,7 @@ static int pk_document(wv_yc *c, wv_pack *p)
       return wv_yc_fail(c, root, keys[i], "missing key");
 
   const char *s = wv_yc_scalar(val[K_NAME]);
-  if (s == NULL || !pk_name_ok(s))
+  if (s == NULL || !pc_name_ok(s))
     return wv_yc_fail(c, val[K_NAME], "name",
                    "must be 1..63 characters of [A-Za-z0-9_.-]");
   snprintf(p->name, sizeof p->name, "%s", s);
@@ -361,11 +361,11 @@ static int pk_document(wv_yc *c, wv_pack *p)
   if ((rv = wv_yc_uint(c, val[K_ROUNDS], "rounds", 1, WV_ROUNDS_MAX, &v)))
     return rv;
   p->rounds = (unsigned)v;
-  if ((rv = pk_dataset(c, val[K_DATASET], p)))
+  if ((rv = pc_dataset(c, val[K_DATASET], p)))
     return rv;
-  if ((rv = pk_program(c, val[K_PROGRAM], p)))
+  if ((rv = pc_program(c, val[K_PROGRAM], p)))
     return rv;
-  if (val[K_KNOWN] != NULL && (rv = pk_known(c, val[K_KNOWN], p)))
+  if (val[K_KNOWN] != NULL && (rv = pc_known(c, val[K_KNOWN], p)))
     return rv;
   return 0;
 }
@@ -385,7 +385,7 @@ int wv_pack_load_file(const char *path, wv_pack **out, wave_error *err)
   } else {
     pthread_mutex_init(&p->lock_, NULL);
     snprintf(p->path, sizeof p->path, "%s", path);
-    rv = pk_document(&c, p);
+    rv = pc_document(&c, p);
   }
   wv_yc_close(&c);
   if (rv != 0) {
@@ -407,7 +407,7 @@ void wv_pack_free(wv_pack *p)
 
 /* ---- pack sets ---------------------------------------------------------- */
 
-static int pk_cmp_str(const void *a, const void *b)
+static int pc_cmp_str(const void *a, const void *b)
 {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -449,7 +449,7 @@ int wv_packset_load(const char *dir, wv_packset **out, wave_error *err)
     /* Sorted, so that the daemon lists packs in a stable order (an empty
      * folder has names NULL, which qsort may not be given). */
     if (n > 1)
-      qsort(names, n, sizeof *names, pk_cmp_str);
+      qsort(names, n, sizeof *names, pc_cmp_str);
     s = calloc(1, sizeof *s);
     if (s == NULL || (n && (s->packs = calloc(n, sizeof *s->packs)) == NULL))
       rv = wv_seterr(err, WAVE_ENOMEM, "packs");

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/base.h"
+#include "core/testhook.h"
 #include "vk.h"
 
 #define VO_POOL_SETS 256u                  /* descriptor sets per slot */
@@ -358,7 +359,7 @@ static void vo_query_props(wv_device *d, const vo_exts *x, vo_feats *f)
   d->denorm = x->fctl && fcp.shaderDenormPreserveFloat32;
   d->denorm64 = x->fctl && fcp.shaderDenormPreserveFloat64;
   wv_vk_host_import_check(d, x->hostmem, hmp.minImportedHostPointerAlignment);
-  const char *tr = getenv("WAVE_VK_TRACE");
+  const char *tr = wv_test_hook("WAVE_VK_TRACE");
   d->trace = tr != NULL && strcmp(tr, "1") == 0;
 }
 
