@@ -103,6 +103,8 @@ struct wd_device {
   int opened, open_rc, stop;
 
   _Atomic int faulted;
+  _Atomic int held;           /* wd_device_hold */
+  unsigned sweep;             /* held: long items to run once (under mu) */
   char fault[200];            /* under mu */
   _Atomic int running;
   _Atomic uint64_t done, failed, cancelled;
@@ -429,16 +431,28 @@ static void dv_open(wd_device *d)
   pthread_mutex_unlock(&d->mu);
 }
 
+/* Anything the thread may do now (under mu): held, no reduction and no
+ * long item but those poked (sweep); a stop drains whatever is queued. */
+static int dv_may_step(wd_device *d)
+{
+  if (d->stop || d->ucur != NULL || d->uq.head != NULL)
+    return 1;
+  if (atomic_load(&d->held))
+    return d->sweep > 0 && d->lq.ring != NULL;
+  return d->sq.ring != NULL || d->lq.ring != NULL;
+}
+
 static void *dv_main(void *arg)
 {
   wd_device *d = arg;
   dv_open(d);
   for (;;) {
     pthread_mutex_lock(&d->mu);
-    while (!d->stop && d->sq.ring == NULL &&
-           d->lq.ring == NULL && d->ucur == NULL && d->uq.head == NULL)
+    while (!dv_may_step(d))
       pthread_cond_wait(&d->cv, &d->mu);
-    wd_work *w = dv_short_pop(&d->sq);
+    int held = atomic_load(&d->held) && !d->stop;
+    d->ctx.held = held;
+    wd_work *w = held ? NULL : dv_short_pop(&d->sq);
     if (w != NULL) {  /* owners take turns, one step of a reduction each */
       d->short_running = 1;
       pthread_mutex_unlock(&d->mu);
@@ -457,8 +471,11 @@ static void *dv_main(void *arg)
      * reload does not wait for the hash jobs running here to end. */
     if (d->ucur == NULL)
       d->ucur = dv_pop(&d->uq);
-    int setup = d->ucur != NULL && (d->lq.ring == NULL || (d->turn ^= 1));
-    w = setup ? d->ucur : dv_fair_pop(&d->lq);
+    int ring = d->lq.ring != NULL && (!held || d->sweep > 0);
+    int setup = d->ucur != NULL && (!ring || (d->turn ^= 1));
+    if (!setup && ring && held)
+      d->sweep--;
+    w = setup ? d->ucur : ring ? dv_fair_pop(&d->lq) : NULL;
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
@@ -604,6 +621,8 @@ void wd_device_resume(wd_device *d, wd_work *w)
   dv_owner *g = w->ops->lane == WD_LANE_LONG
                     ? dv_owner_find(&d->lq, w->owner)
                     : NULL;
+  if (g != NULL && atomic_load(&d->held))
+    d->sweep++;  /* held: it runs once, to end or park again */
   if (g != NULL)  /* a parked item is still its group's member */
     dv_fair_push(&d->lq, g, w, 1);
   else
@@ -734,6 +753,27 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->failed = atomic_load(&d->failed);
   s->cancelled = atomic_load(&d->cancelled);
   s->busy_s = (double)atomic_load(&d->busy_ns) * 1e-9;
+}
+
+void wd_device_hold(wd_device *d, int held)
+{
+  pthread_mutex_lock(&d->mu);
+  atomic_store(&d->held, held != 0);
+  d->sweep = 0;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+int wd_device_held(wd_device *d) { return atomic_load(&d->held); }
+
+void wd_device_poke(wd_device *d)
+{
+  pthread_mutex_lock(&d->mu);
+  if (atomic_load(&d->held)) {
+    d->sweep = d->lq.n;
+    pthread_cond_signal(&d->cv);
+  }
+  pthread_mutex_unlock(&d->mu);
 }
 
 int wd_device_short_waiting(wd_device *d, uint64_t owner)

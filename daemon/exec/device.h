@@ -91,6 +91,16 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s);
 /* CLOCK_MONOTONIC in seconds: the clock of wd_work's t_submit, t_start. */
 double wd_device_now(void);
 
+/* Hold the device (held 1: a guard or the watchdog, exec/health.h) or
+ * let it go (0).  A held device runs no reduction and no hash step; its
+ * queued items wait (setup items still run).  Its long items run only
+ * when poked, with wd_run_ctx.held set, to end or park. */
+void wd_device_hold(wd_device *d, int held);
+int wd_device_held(wd_device *d);
+/* Something a held device's long items wait for has happened (a job ran
+ * out of pieces, a piece came back): each queued one runs once, held. */
+void wd_device_poke(wd_device *d);
+
 /* ---- the device thread, inside a run op ---- */
 /* A short item of another owner than `owner` is queued: a big reduction
  * between slices then returns WD_RUN_MORE, and runs on otherwise. */

@@ -35,6 +35,8 @@ void wd_hj_wake_parked(wd_hjob *j)
     if (p->state == HP_PARKED) {
       p->state = HP_QUEUED;
       wd_device_resume(p->dev, &p->work);
+    } else if (p->state == HP_QUEUED) {
+      wd_device_poke(p->dev);  /* a held device's share may end now */
     }
   }
 }
@@ -202,6 +204,16 @@ static int hr_run(wd_work *w, const wd_run_ctx *x)
                       cancel == WAVE_ESHUTDOWN ? ": daemon is shutting down"
                                                : "");
     return WD_RUN_END;
+  }
+  if (x->held) {  /* a guard holds the device: no new piece here */
+    pthread_mutex_lock(&j->mu);
+    int more = j->abort_rc == 0 && (j->returned != NULL ||
+                                    j->cursor < j->count);
+    if (more)
+      p->state = HP_QUEUED;
+    pthread_mutex_unlock(&j->mu);
+    if (more)
+      return WD_RUN_MORE;  /* waits in the queue, the others go on */
   }
   if (!p->checked && (w->rc = hr_start(p, x)) != 0)
     return WD_RUN_END;
