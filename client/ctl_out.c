@@ -383,9 +383,10 @@ static void out_guard_json(FILE *f, const wave_device_status *d)
   fputs(", \"reason\": ", f);
   wv_json_str(f, out_guard_why(d));
   fprintf(f, ", \"max_temperature_c\": %u, \"resume_temperature_c\": %u, "
-          "\"max_power_w\": %u, \"throttles\": %" PRIu64 "}",
+          "\"max_power_w\": %u, \"throttles\": %" PRIu64
+          ", \"watchdog_restarts\": %" PRIu64 "}",
           d->max_temperature_c, d->resume_temperature_c, d->max_power_w,
-          d->guard_throttles);
+          d->guard_throttles, d->watchdog_restarts);
 }
 
 /* The "guards" line of the text form (none while they are off). */
@@ -401,7 +402,8 @@ static void out_guard_text(FILE *f, const wave_device_status *d)
             d->resume_temperature_c);
   if (d->max_power_w > 0)
     fprintf(f, "; stop at %u W", d->max_power_w);
-  fprintf(f, "; throttled %" PRIu64 " times\n", d->guard_throttles);
+  fprintf(f, "; throttled %" PRIu64 " times, restarted %" PRIu64 " times\n",
+          d->guard_throttles, d->watchdog_restarts);
 }
 
 static void out_status_json(FILE *f, const wave_status *s, const char *url)
@@ -492,8 +494,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);
     if (d->faulted)
       fprintf(f, "  state      FAULTED: %s\n", d->fault);
-    else if (strcmp(out_guard(d), "throttled") == 0)
-      fprintf(f, "  state      throttled: %s\n", out_guard_why(d));
+    else if (strcmp(out_guard(d), "throttled") == 0 ||
+             strcmp(out_guard(d), "degraded") == 0)
+      fprintf(f, "  state      %s: %s\n", out_guard(d), out_guard_why(d));
     else
       fprintf(f, "  state      %s\n", d->running ? "running" : "idle");
     fprintf(f, "  queue      %u of %u\n", d->queue_depth, d->queue_capacity);

@@ -83,6 +83,7 @@ static void cl_device(wv_blk *b, wave_device_status *d,
   d->max_temperature_c = s->max_temperature_c;
   d->resume_temperature_c = s->resume_temperature_c;
   d->max_power_w = s->max_power_w;
+  d->watchdog_restarts = s->watchdog_restarts;
   d->faulted = s->faulted != 0;
   d->running = s->running != 0;
   d->fault = wv_blk_str(b, s->fault);

@@ -138,6 +138,10 @@ const cf_key wd_cf_keys[] = {
   UINT(CF_DEVICE, DEV, "max_temperature_c", max_temperature_c, 0, 200, 0, LIVE),
   UINT(CF_DEVICE, DEV, "resume_temperature_c", resume_temperature_c, 0, 200, 0, LIVE),
   UINT(CF_DEVICE, DEV, "max_power_w", max_power_w, 0, 100000, 0, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_min_rate_pct", watchdog_min_rate_pct, 0, 100, 0, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_window_s", watchdog_window_s, 2, 3600, 10, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_windows", watchdog_windows, 1, 1000, 3, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_restarts", watchdog_restarts, 0, 1000, 3, LIVE),
 };
 #undef LIVE
 #undef START

@@ -39,6 +39,11 @@ typedef struct wd_device_cfg {
   unsigned max_temperature_c;    /* at or over: throttled */
   unsigned resume_temperature_c; /* ... until at or under this */
   unsigned max_power_w;          /* at or over: throttled */
+  /* the rate watchdog (exec/health.h), live on reload */
+  unsigned watchdog_min_rate_pct; /* of its own best window; 0 = off */
+  unsigned watchdog_window_s;     /* one window */
+  unsigned watchdog_windows;      /* degraded this many: restarted */
+  unsigned watchdog_restarts;     /* at most this many restarts */
 } wd_device_cfg;
 
 typedef struct wd_limits {

@@ -429,7 +429,7 @@ static void mt_health(wd_metrics *m, FILE *f)
 static void mt_guards(wd_metrics *m, FILE *f)
 {
   static const char *const states[] = {"off", "inactive", "ok",
-                                       "throttled"};
+                                       "throttled", "degraded"};
   size_t nd = 0;
   wd_device *const *devs = wd_server_devices(m->srv, &nd);
   wd_guard_view *g = calloc(nd + 1, sizeof *g);
@@ -439,7 +439,8 @@ static void mt_guards(wd_metrics *m, FILE *f)
     wd_server_guards(m->srv, i, &g[i]);
   mt_help(f, "wavedd_device_guard", "gauge",
           "the device's guards: 1 for the state it is in (throttled: it "
-          "takes no new work; inactive: no reading to judge)");
+          "takes no new work; degraded: the same, by the rate watchdog; "
+          "inactive: no reading to judge)");
   for (size_t i = 0; i < nd; i++)
     for (size_t k = 0; k < sizeof states / sizeof states[0]; k++) {
       mt_dev(f, "wavedd_device_guard", wd_device_name(devs[i]));
@@ -451,6 +452,13 @@ static void mt_guards(wd_metrics *m, FILE *f)
   for (size_t i = 0; i < nd; i++) {
     mt_dev(f, "wavedd_device_guard_throttles_total", wd_device_name(devs[i]));
     fprintf(f, "} %" PRIu64 "\n", g[i].throttles);
+  }
+  mt_help(f, "wavedd_device_watchdog_restarts_total", "counter",
+          "times the rate watchdog closed and opened the device again");
+  for (size_t i = 0; i < nd; i++) {
+    mt_dev(f, "wavedd_device_watchdog_restarts_total",
+           wd_device_name(devs[i]));
+    fprintf(f, "} %" PRIu64 "\n", g[i].restarts);
   }
   free(g);
 }

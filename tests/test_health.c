@@ -42,7 +42,7 @@ static const char *th_page(void)
 {
   char url[120];
   snprintf(url, sizeof url, "%s/metrics", th_base);
-  const char *body;
+  static const char *body;  /* td_http_get's static buffer */
   td_http_get(url, &body, NULL);
   return body;
 }
@@ -358,6 +358,81 @@ START_TEST(guards_hold_and_let_go)
 }
 END_TEST
 
+/* Write the feed and wait for the page to show it: one new reading (and
+ * the watchdog's judgement on it) has been made. */
+static const char *th_reading(const char *feed, unsigned *t)
+{
+  char text[64], has[96];
+  ++*t;
+  snprintf(text, sizeof text, "temp_c %u\n", *t);
+  snprintf(has, sizeof has, "wavedd_device_temperature_celsius{device="
+           "\"fk1\"} %u\n", *t);
+  td_write(feed, text);
+  return th_wait(has, NULL);
+}
+
+START_TEST(watchdog_degrades_restarts_and_stops)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char feed[200], slow[200], text[2048];
+  snprintf(feed, sizeof feed, "%s/feed", d.dir);
+  snprintf(slow, sizeof slow, "%s/slow", d.dir);
+  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
+           "metrics: %s\npacks: {dir: %s/config/packs, load: [small]}\n"
+           "devices:\n  - {name: fk1, backend: fake, threads: 1, "
+           "batch: 1024, device: \"telemetry=%s,slow_hash=%s\", "
+           "watchdog_min_rate_pct: 20, watchdog_window_s: 2, "
+           "watchdog_windows: 1, watchdog_restarts: 1}\n"
+           "  - {name: cpu0, backend: cpu, threads: 1, batch: 1024}\n",
+           d.ipc, th_base, getenv("WAVE_SOURCE_DIR"), feed, slow);
+  td_write(d.cfg, text);
+  d.fake = 1;
+  unsigned t = 30;
+  td_write(feed, "temp_c 30\n");
+  ck_assert_int_eq(td_start(&d), 0);
+  nng_socket s = td_dial(d.ipc);
+  uint64_t job = th_job(s, 1, 1ull << 40, NULL, "fk1,cpu0");
+
+  /* its own rate: windows in which it hashed throughout */
+  for (int i = 0; i < 3; i++)
+    th_reading(feed, &t);
+  ck_assert_ptr_nonnull(strstr(th_page(), TH_GUARD("fk1", "off")));
+  /* a tenth of it: degraded, then restarted once (the cap), then left
+   * degraded, its pieces going to cpu0 */
+  td_write(slow, "");
+  th_wait(TH_GUARD("fk1", "degraded"), NULL);
+  th_wait("wavedd_device_watchdog_restarts_total{device=\"fk1\"} 1\n", NULL);
+  const char *log = td_stderr(&d);
+  ck_assert_ptr_nonnull(strstr(log, "device fk1 degraded: hash rate "));
+  ck_assert_ptr_nonnull(strstr(log, "device fk1: closing and opening it "
+                               "again (the rate watchdog)"));
+  for (int i = 0; i < 40 && !strstr(td_stderr(&d), "the cap: left degraded");
+       i++)
+    th_reading(feed, &t);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk1: hash rate "));
+  th_guard(s, 0, "degraded", "1 restarts, the cap: left degraded");
+  const char *p = th_reading(feed, &t);
+  unsigned long long h1 = th_num(p, "wavedd_hashes_total{device=\"fk1\"}");
+  uint64_t done1 = th_done(s, job);
+  p = th_reading(feed, &t);
+  ck_assert_uint_eq(th_num(p, "wavedd_hashes_total{device=\"fk1\"}"), h1);
+  ck_assert_uint_gt(th_done(s, job), done1);  /* cpu0 goes on */
+  ck_assert_ptr_nonnull(strstr(p, "wavedd_device_watchdog_restarts_total{"
+                               "device=\"fk1\"} 1\n"));
+  Wave__V1__Response *r = th_status(s);
+  ck_assert_uint_eq(r->status->devices[0]->watchdog_restarts, 1);
+  wave__v1__response__free_unpacked(r, NULL);
+  const char *o = th_ctl(&d, "status");
+  ck_assert_msg(strstr(o, "  state      degraded: hash rate ") != NULL, "%s",
+                o);
+  wave__v1__response__free_unpacked(td_job(s, job, 0, 1), NULL);
+  nng_close(s);
+  td_stop_ok(&d);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("health");
@@ -365,6 +440,7 @@ int main(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, health_from_the_feed_everywhere);
   tcase_add_test(tc, guards_hold_and_let_go);
+  tcase_add_test(tc, watchdog_degrades_restarts_and_stops);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

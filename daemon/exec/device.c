@@ -105,6 +105,8 @@ struct wd_device {
   _Atomic int faulted;
   _Atomic int held;           /* wd_device_hold */
   unsigned sweep;             /* held: long items to run once (under mu) */
+  int reopen;                 /* wd_device_reopen asked (under mu) */
+  _Atomic uint64_t hashed;    /* wd_device_hashed */
   char fault[200];            /* under mu */
   _Atomic int running;
   _Atomic uint64_t done, failed, cancelled;
@@ -435,11 +437,23 @@ static void dv_open(wd_device *d)
  * long item but those poked (sweep); a stop drains whatever is queued. */
 static int dv_may_step(wd_device *d)
 {
-  if (d->stop || d->ucur != NULL || d->uq.head != NULL)
+  if (d->stop || d->reopen || d->ucur != NULL || d->uq.head != NULL)
     return 1;
   if (atomic_load(&d->held))
     return d->sweep > 0 && d->lq.ring != NULL;
   return d->sq.ring != NULL || d->lq.ring != NULL;
+}
+
+/* The watchdog's restart: close, open again (a failed open faults it). */
+static void dv_reopen(wd_device *d)
+{
+  wd_warn("device %s: closing and opening it again (the rate watchdog)",
+          d->cfg.name);
+  wd_dev_close_fn hook = atomic_load(&dv_close_hook);
+  if (hook != NULL)
+    hook(&d->dev);
+  wv_dev_close(&d->dev);
+  dv_open(d);
 }
 
 static void *dv_main(void *arg)
@@ -450,6 +464,12 @@ static void *dv_main(void *arg)
     pthread_mutex_lock(&d->mu);
     while (!dv_may_step(d))
       pthread_cond_wait(&d->cv, &d->mu);
+    if (d->reopen && !d->stop) {
+      d->reopen = 0;
+      pthread_mutex_unlock(&d->mu);
+      dv_reopen(d);
+      continue;
+    }
     int held = atomic_load(&d->held) && !d->stop;
     d->ctx.held = held;
     wd_work *w = held ? NULL : dv_short_pop(&d->sq);
@@ -770,11 +790,26 @@ void wd_device_poke(wd_device *d)
 {
   pthread_mutex_lock(&d->mu);
   if (atomic_load(&d->held)) {
-    d->sweep = d->lq.n;
+    d->sweep = d->lq.n + 1;  /* + the one stepping now, if one is */
     pthread_cond_signal(&d->cv);
   }
   pthread_mutex_unlock(&d->mu);
 }
+
+void wd_device_reopen(wd_device *d)
+{
+  pthread_mutex_lock(&d->mu);
+  d->reopen = 1;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+void wd_device_hashed(wd_device *d, uint64_t n)
+{
+  atomic_fetch_add(&d->hashed, n);
+}
+
+uint64_t wd_device_hashes(wd_device *d) { return atomic_load(&d->hashed); }
 
 int wd_device_short_waiting(wd_device *d, uint64_t owner)
 {

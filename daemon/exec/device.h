@@ -101,6 +101,15 @@ int wd_device_held(wd_device *d);
  * out of pieces, a piece came back): each queued one runs once, held. */
 void wd_device_poke(wd_device *d);
 
+/* Close the device and open it again on its thread, between two items
+ * (the rate watchdog's restart, exec/health.h): the close and open hooks
+ * run, the caps are read again; a pack is prepared again by its next
+ * hash batch.  Any thread. */
+void wd_device_reopen(wd_device *d);
+/* Nonces its hash pieces hashed (jobs/hashrun.c counts them). */
+void wd_device_hashed(wd_device *d, uint64_t n);
+uint64_t wd_device_hashes(wd_device *d);
+
 /* ---- the device thread, inside a run op ---- */
 /* A short item of another owner than `owner` is queued: a big reduction
  * between slices then returns WD_RUN_MORE, and runs on otherwise. */

@@ -12,11 +12,17 @@
  * resume_temperature_c and its power under max_power_w.  A guard whose
  * figure the reading lacks (no source, or the field absent) is inactive:
  * it neither holds nor lets go on missing data, and says so.
+ *
+ * The rate watchdog (watchdog_* keys) is judged there too, on the hashes
+ * the device's pieces counted (wd_device_hashes): hl_watch in health.c.
+ * A degraded device is held like a throttled one; its restart is
+ * wd_device_reopen.
  */
 #ifndef WD_HEALTH_H
 #define WD_HEALTH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/exec/device.h"
 #include "wave/error.h"
@@ -35,10 +41,12 @@ int wd_health_start(wd_device *const *devs, size_t n, wd_health **out,
 void wd_health_get(wd_health *h, size_t i, wv_health *out);
 /* A device's guards: its limits (0: off) and where they stand. */
 struct wd_guard_view {
-  const char *state;   /* "off", "inactive", "ok", "throttled" */
+  const char *state;   /* "off", "inactive", "ok", "throttled",
+                          "degraded" (the rate watchdog) */
   char reason[200];    /* throttled: why; inactive (or partly): why */
   uint64_t throttles;  /* times it went throttled */
   unsigned max_temperature_c, resume_temperature_c, max_power_w;
+  uint64_t restarts;   /* the watchdog's restarts */
 };
 typedef struct wd_guard_view wd_guard_view;
 

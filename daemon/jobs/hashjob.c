@@ -532,6 +532,8 @@ void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
     } else if (p->state == HP_PARKED) {
       p->state = HP_QUEUED;
       wd_device_resume(p->dev, &p->work);  /* it sees the cancel */
+    } else if (p->state == HP_ACTIVE) {
+      wd_device_poke(p->dev);  /* held (exec/device.h): it runs to see it */
     }
   }
   pthread_mutex_unlock(&j->mu);

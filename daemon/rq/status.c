@@ -44,6 +44,7 @@ static int ss_guard(Wave__V1__DeviceStatus *ds, ss_hl *hl,
   ds->max_temperature_c = hl->g.max_temperature_c;
   ds->resume_temperature_c = hl->g.resume_temperature_c;
   ds->max_power_w = hl->g.max_power_w;
+  ds->watchdog_restarts = hl->g.restarts;
   return strcmp(hl->g.state, "throttled") == 0;
 }
 

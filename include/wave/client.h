@@ -276,10 +276,12 @@ typedef struct wave_device_status {
   uint64_t memory_used, memory_total;  /* bytes */
   double utilization_pct;
   /* appended (issue 37): the guards (docs/config.md "Device guards") */
-  const char *guard;        /* "off", "inactive", "ok", "throttled" */
+  const char *guard;        /* "off", "inactive", "ok", "throttled",
+                               "degraded" (the rate watchdog) */
   const char *guard_reason; /* throttled or inactive: why */
   uint64_t guard_throttles; /* times it went throttled */
   unsigned max_temperature_c, resume_temperature_c, max_power_w; /* 0 off */
+  uint64_t watchdog_restarts; /* times the rate watchdog reopened it */
 } wave_device_status;
 
 /* wave_device_status.health_have */
