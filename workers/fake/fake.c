@@ -20,11 +20,11 @@
  * saying "fake NAME: reduction held" on stderr as it starts to wait, so a
  * test keeps the device busy with a reduction for as long as it likes.
  *
- * "slow_hash=FILE": while FILE exists, each hash batch naps 100 ms after
- * its work (the bits are the same), so the device's hash rate falls to a
- * fraction of its own, as a GPU that lost its clocks: the daemon's rate
- * watchdog (daemon/exec/health.h) sees it.  Removing the file restores
- * the rate.
+ * "slow_hash=FILE": while FILE exists, each hash batch naps 19 times as
+ * long as its work took (the bits are the same), so the device hashes at
+ * a twentieth of its rate whatever else the machine does, as a GPU that
+ * lost its clocks: the daemon's rate watchdog (daemon/exec/health.h)
+ * sees it.  Removing the file restores the rate.
  *
  * "telemetry=FILE" feeds the health slot (workers/health.h): each read
  * parses FILE's "key value" lines (wv_health_parse_feed), so a test drives
@@ -244,11 +244,20 @@ static int fk_hash_batch(wv_device *d, const struct wv_pack *p,
                          struct wv_hash_batch *b, wave_error *err)
 {
   int rc = fk_step(d, err);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (rc == 0)
     rc = wv_cpu_backend.hash_batch(d->cpu, p, b, err);
-  struct timespec nap = {0, 100 * 1000 * 1000};
-  if (rc == 0 && d->slow[0] != '\0' && access(d->slow, F_OK) == 0)
-    nanosleep(&nap, NULL);  /* slow_hash: see the top */
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rc == 0 && d->slow[0] != '\0' && access(d->slow, F_OK) == 0) {
+    /* slow_hash: see the top */
+    uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+                  (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+    ns *= 19;
+    struct timespec nap = {(time_t)(ns / 1000000000u),
+                           (long)(ns % 1000000000u)};
+    nanosleep(&nap, NULL);
+  }
   return rc;
 }
 
