@@ -433,8 +433,7 @@ static void dv_open(wd_device *d)
   pthread_mutex_unlock(&d->mu);
 }
 
-/* Anything the thread may do now (under mu): held, no reduction and no
- * long item but those poked (sweep); a stop drains whatever is queued. */
+/* Work to do now (under mu); held: only long items poked (sweep). */
 static int dv_may_step(wd_device *d)
 {
   if (d->stop || d->reopen || d->ucur != NULL || d->uq.head != NULL)
@@ -444,16 +443,12 @@ static int dv_may_step(wd_device *d)
   return d->sq.ring != NULL || d->lq.ring != NULL;
 }
 
-/* The watchdog's restart: close, open again (a failed open faults it). */
-static void dv_reopen(wd_device *d)
+static void dv_close(wd_device *d)
 {
-  wd_warn("device %s: closing and opening it again (the rate watchdog)",
-          d->cfg.name);
   wd_dev_close_fn hook = atomic_load(&dv_close_hook);
   if (hook != NULL)
     hook(&d->dev);
   wv_dev_close(&d->dev);
-  dv_open(d);
 }
 
 static void *dv_main(void *arg)
@@ -464,10 +459,13 @@ static void *dv_main(void *arg)
     pthread_mutex_lock(&d->mu);
     while (!dv_may_step(d))
       pthread_cond_wait(&d->cv, &d->mu);
-    if (d->reopen && !d->stop) {
+    if (d->reopen && !d->stop) {  /* the rate watchdog's restart */
       d->reopen = 0;
       pthread_mutex_unlock(&d->mu);
-      dv_reopen(d);
+      wd_warn("device %s: closing and opening it again (the rate watchdog)",
+              d->cfg.name);
+      dv_close(d);
+      dv_open(d);  /* a failed open faults it */
       continue;
     }
     int held = atomic_load(&d->held) && !d->stop;
@@ -516,10 +514,7 @@ static void *dv_main(void *arg)
       dv_end(d, w);
     /* WD_RUN_PARK: its owner holds it and resumes it */
   }
-  wd_dev_close_fn hook = atomic_load(&dv_close_hook);
-  if (hook != NULL)
-    hook(&d->dev);
-  wv_dev_close(&d->dev);
+  dv_close(d);
   return NULL;
 }
 
@@ -641,8 +636,7 @@ void wd_device_resume(wd_device *d, wd_work *w)
   dv_owner *g = w->ops->lane == WD_LANE_LONG
                     ? dv_owner_find(&d->lq, w->owner)
                     : NULL;
-  if (g != NULL && atomic_load(&d->held))
-    d->sweep++;  /* held: it runs once, to end or park again */
+  d->sweep += g != NULL && atomic_load(&d->held);  /* held: it runs once */
   if (g != NULL)  /* a parked item is still its group's member */
     dv_fair_push(&d->lq, g, w, 1);
   else
@@ -775,40 +769,24 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->busy_s = (double)atomic_load(&d->busy_ns) * 1e-9;
 }
 
-void wd_device_hold(wd_device *d, int held)
+/* Hold (op 0 or 1), poke (2: the sweep, + the one stepping now, if one
+ * is; a hold starts none) or reopen (3), and wake the thread. */
+static void dv_tell(wd_device *d, int op)
 {
   pthread_mutex_lock(&d->mu);
-  atomic_store(&d->held, held != 0);
-  d->sweep = 0;
+  if (op <= 1)
+    atomic_store(&d->held, op);
+  d->sweep = op == 2 ? d->lq.n + 1 : op <= 1 ? 0 : d->sweep;
+  d->reopen |= op == 3;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
 }
 
+void wd_device_hold(wd_device *d, int held) { dv_tell(d, held != 0); }
 int wd_device_held(wd_device *d) { return atomic_load(&d->held); }
-
-void wd_device_poke(wd_device *d)
-{
-  pthread_mutex_lock(&d->mu);
-  if (atomic_load(&d->held)) {
-    d->sweep = d->lq.n + 1;  /* + the one stepping now, if one is */
-    pthread_cond_signal(&d->cv);
-  }
-  pthread_mutex_unlock(&d->mu);
-}
-
-void wd_device_reopen(wd_device *d)
-{
-  pthread_mutex_lock(&d->mu);
-  d->reopen = 1;
-  pthread_cond_signal(&d->cv);
-  pthread_mutex_unlock(&d->mu);
-}
-
-void wd_device_hashed(wd_device *d, uint64_t n)
-{
-  atomic_fetch_add(&d->hashed, n);
-}
-
+void wd_device_poke(wd_device *d) { dv_tell(d, 2); }
+void wd_device_reopen(wd_device *d) { dv_tell(d, 3); }
+void wd_device_hashed(wd_device *d, uint64_t n) { d->hashed += n; }
 uint64_t wd_device_hashes(wd_device *d) { return atomic_load(&d->hashed); }
 
 int wd_device_short_waiting(wd_device *d, uint64_t owner)
