@@ -364,10 +364,53 @@ static void out_health_text(FILE *f, const wave_device_status *d)
   fputc('\n', f);
 }
 
+/* A device's guards: state, reason, limits (0: off), throttles. */
+static const char *out_guard(const wave_device_status *d)
+{
+  /* NULL too: a wave_device_status that did not come from the library */
+  return d->guard != NULL && d->guard[0] != '\0' ? d->guard : "off";
+}
+
+static const char *out_guard_why(const wave_device_status *d)
+{
+  return d->guard_reason != NULL ? d->guard_reason : "";
+}
+
+static void out_guard_json(FILE *f, const wave_device_status *d)
+{
+  fputs(", \"guard\": {\"state\": ", f);
+  wv_json_str(f, out_guard(d));
+  fputs(", \"reason\": ", f);
+  wv_json_str(f, out_guard_why(d));
+  fprintf(f, ", \"max_temperature_c\": %u, \"resume_temperature_c\": %u, "
+          "\"max_power_w\": %u, \"throttles\": %" PRIu64
+          ", \"watchdog_restarts\": %" PRIu64 "}",
+          d->max_temperature_c, d->resume_temperature_c, d->max_power_w,
+          d->guard_throttles, d->watchdog_restarts);
+}
+
+/* The "guards" line of the text form (none while they are off). */
+static void out_guard_text(FILE *f, const wave_device_status *d)
+{
+  if (strcmp(out_guard(d), "off") == 0)
+    return;
+  fprintf(f, "  guards     %s", out_guard(d));
+  if (out_guard_why(d)[0] != '\0')
+    fprintf(f, " (%s)", out_guard_why(d));
+  if (d->max_temperature_c > 0)
+    fprintf(f, "; stop at %u C, resume at %u C", d->max_temperature_c,
+            d->resume_temperature_c);
+  if (d->max_power_w > 0)
+    fprintf(f, "; stop at %u W", d->max_power_w);
+  fprintf(f, "; throttled %" PRIu64 " times, restarted %" PRIu64 " times\n",
+          d->guard_throttles, d->watchdog_restarts);
+}
+
 static void out_status_json(FILE *f, const wave_status *s, const char *url)
 {
   fputs("{\"version\": ", f);
   wv_json_str(f, s->version);
+  fprintf(f, ", \"devices_throttled\": %u", s->devices_throttled);
   fputs(", \"url\": ", f);
   wv_json_str(f, url);
   fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
@@ -413,6 +456,7 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     fputs(", \"exchange_reason\": ", f);
     wv_json_str(f, d->exchange_reason);
     out_health_json(f, d);
+    out_guard_json(f, d);
     fputs(", \"packs\": ", f);
     out_checks_json(f, d->packs, d->n_packs);
     fputc('}', f);
@@ -450,6 +494,9 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);
     if (d->faulted)
       fprintf(f, "  state      FAULTED: %s\n", d->fault);
+    else if (strcmp(out_guard(d), "throttled") == 0 ||
+             strcmp(out_guard(d), "degraded") == 0)
+      fprintf(f, "  state      %s: %s\n", out_guard(d), out_guard_why(d));
     else
       fprintf(f, "  state      %s\n", d->running ? "running" : "idle");
     fprintf(f, "  queue      %u of %u\n", d->queue_depth, d->queue_capacity);
@@ -457,6 +504,7 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
             " cancelled; busy %.1f s\n", d->jobs_done, d->jobs_failed,
             d->jobs_cancelled, (double)d->busy_ms / 1000.0);
     out_health_text(f, d);
+    out_guard_text(f, d);
     fprintf(f, "  wave width %u\n", d->wave_width);
     if (d->exchange[0] != '\0')
       fprintf(f, "  exchange   %s%s%s%s\n", d->exchange,

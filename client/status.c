@@ -41,7 +41,8 @@ static size_t cl_status_size(const Wave__V1__StatusReply *st)
          wv_blk_size(d->description) + wv_blk_size(d->fault) +
          wv_blk_size(d->exchange) + wv_blk_size(d->exchange_reason) +
          wv_blk_size(d->health_source) + wv_blk_size(d->health_note) +
-         wv_blk_size(d->throttle);
+         wv_blk_size(d->throttle) + wv_blk_size(d->guard) +
+         wv_blk_size(d->guard_reason);
     n += WV_BLK_ROOM(d->n_packs * sizeof(wave_pack_check));
     for (size_t k = 0; k < d->n_packs; k++)
       if (d->packs[k] != NULL)
@@ -76,6 +77,13 @@ static void cl_device(wv_blk *b, wave_device_status *d,
   d->memory_used = s->memory_used;
   d->memory_total = s->memory_total;
   d->utilization_pct = s->utilization_pct;
+  d->guard = wv_blk_str(b, s->guard);
+  d->guard_reason = wv_blk_str(b, s->guard_reason);
+  d->guard_throttles = s->guard_throttles;
+  d->max_temperature_c = s->max_temperature_c;
+  d->resume_temperature_c = s->resume_temperature_c;
+  d->max_power_w = s->max_power_w;
+  d->watchdog_restarts = s->watchdog_restarts;
   d->faulted = s->faulted != 0;
   d->running = s->running != 0;
   d->fault = wv_blk_str(b, s->fault);
@@ -139,6 +147,7 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->instance = st->instance;
     s->ready = st->ready;
     s->max_files = st->max_files;
+    s->devices_throttled = st->devices_throttled;
     for (size_t i = 0; i < st->n_devices; i++)
       if (st->devices[i] != NULL)
         cl_device(&b, &s->devices[s->n_devices++], st->devices[i]);

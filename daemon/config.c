@@ -143,6 +143,13 @@ const cf_key wd_cf_keys[] = {
   UINT(CF_DEVICE, DEV, "group_units", group_units, 0, 1024, 0, REFUSE(RL_DEVICES)),
   UINT(CF_DEVICE, DEV, "batch", batch, 0, 1ull << 32, 0, REFUSE(RL_DEVICES)),
   UINT(CF_DEVICE, DEV, "reduce_slice_rows", reduce_slice_rows, 0, 1ull << 48, 0, REFUSE(RL_DEVICES)),
+  UINT(CF_DEVICE, DEV, "max_temperature_c", max_temperature_c, 0, 200, 0, LIVE),
+  UINT(CF_DEVICE, DEV, "resume_temperature_c", resume_temperature_c, 0, 200, 0, LIVE),
+  UINT(CF_DEVICE, DEV, "max_power_w", max_power_w, 0, 100000, 0, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_min_rate_pct", watchdog_min_rate_pct, 0, 100, 0, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_window_s", watchdog_window_s, 2, 3600, 10, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_windows", watchdog_windows, 1, 1000, 3, LIVE),
+  UINT(CF_DEVICE, DEV, "watchdog_restarts", watchdog_restarts, 0, 1000, 3, LIVE),
 };
 #undef LIVE
 #undef START
@@ -353,6 +360,24 @@ static int cf_list(cf_state *s, yaml_node_t *v, const cf_key *e,
   return 0;
 }
 
+/* The temperature guard's pair: resume below the stop (exec/health.h);
+ * a stop without a resume resumes 5 degrees under it. */
+static int cf_guard(cf_state *s, yaml_node_t *it, const char *ipath,
+                    wd_device_cfg *d)
+{
+  unsigned mx = d->max_temperature_c, re = d->resume_temperature_c;
+  if (mx == 0 && re != 0)
+    return cf_fail(s, cf_key_node(s, it, "resume_temperature_c"), ipath,
+                   "resume_temperature_c needs max_temperature_c");
+  if (mx != 0 && re == 0)
+    d->resume_temperature_c = mx > 5 ? mx - 5 : 0;
+  else if (mx != 0 && re >= mx)
+    return cf_fail(s, cf_key_node(s, it, "resume_temperature_c"), ipath,
+                   "resume_temperature_c %u must be below max_temperature_c "
+                   "%u", re, mx);
+  return 0;
+}
+
 static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
 {
   wd_config *c = s->cfg;
@@ -385,6 +410,8 @@ static int cf_devices(cf_state *s, yaml_node_t *v, const char *path)
       return cf_fail(s, it, ipath, "expected a mapping (name:, backend:, ...)");
     int rc = cf_mapping(s, it, CF_DEVICE, &c->devices[i], ipath);
     if (rc)
+      return rc;
+    if ((rc = cf_guard(s, it, ipath, &c->devices[i])) != 0)
       return rc;
   }
   const char **names = malloc(n * sizeof *names);

@@ -35,6 +35,15 @@ typedef struct wd_device_cfg {
   uint64_t batch;         /* nonces per hash batch, 0 = backend default */
   uint64_t reduce_slice_rows; /* rows per slice of a big reduction,
                                  0 = the device's default (exec/device.h) */
+  /* guards (exec/health.h), 0 = off; live on reload */
+  unsigned max_temperature_c;    /* at or over: throttled */
+  unsigned resume_temperature_c; /* ... until at or under this */
+  unsigned max_power_w;          /* at or over: throttled */
+  /* the rate watchdog (exec/health.h), live on reload */
+  unsigned watchdog_min_rate_pct; /* of its own best window; 0 = off */
+  unsigned watchdog_window_s;     /* one window */
+  unsigned watchdog_windows;      /* degraded this many: restarted */
+  unsigned watchdog_restarts;     /* at most this many restarts */
 } wd_device_cfg;
 
 typedef struct wd_limits {

@@ -24,6 +24,7 @@
 
 #include "daemon/net/connguard.h"
 #include "daemon/exec/device.h"
+#include "daemon/exec/health.h"
 #include "daemon/net/listen.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -437,6 +438,45 @@ static void mt_health(wd_metrics *m, FILE *f)
   free(h);
 }
 
+/* The guards (exec/health.h): one series per state, 1 for the state the
+ * device is in; the times it went throttled. */
+static void mt_guards(wd_metrics *m, FILE *f)
+{
+  static const char *const states[] = {"off", "inactive", "ok",
+                                       "throttled", "degraded"};
+  size_t nd = 0;
+  wd_device *const *devs = wd_server_devices(m->srv, &nd);
+  wd_guard_view *g = calloc(nd + 1, sizeof *g);
+  if (g == NULL)
+    return;
+  for (size_t i = 0; i < nd; i++)
+    wd_server_guards(m->srv, i, &g[i]);
+  mt_help(f, "wavedd_device_guard", "gauge",
+          "the device's guards: 1 for the state it is in (throttled: it "
+          "takes no new work; degraded: the same, by the rate watchdog; "
+          "inactive: no reading to judge)");
+  for (size_t i = 0; i < nd; i++)
+    for (size_t k = 0; k < sizeof states / sizeof states[0]; k++) {
+      mt_dev(f, "wavedd_device_guard", wd_device_name(devs[i]));
+      fprintf(f, ",state=\"%s\"} %d\n", states[k],
+              strcmp(g[i].state, states[k]) == 0);
+    }
+  mt_help(f, "wavedd_device_guard_throttles_total", "counter",
+          "times a guard throttled the device");
+  for (size_t i = 0; i < nd; i++) {
+    mt_dev(f, "wavedd_device_guard_throttles_total", wd_device_name(devs[i]));
+    fprintf(f, "} %" PRIu64 "\n", g[i].throttles);
+  }
+  mt_help(f, "wavedd_device_watchdog_restarts_total", "counter",
+          "times the rate watchdog closed and opened the device again");
+  for (size_t i = 0; i < nd; i++) {
+    mt_dev(f, "wavedd_device_watchdog_restarts_total",
+           wd_device_name(devs[i]));
+    fprintf(f, "} %" PRIu64 "\n", g[i].restarts);
+  }
+  free(g);
+}
+
 /* A counter by error code, the codes never seen left out. */
 static void mt_codes(FILE *f, const char *name, const char *help,
                      const uint64_t n[WD_STATS_NCODES])
@@ -508,6 +548,7 @@ static void mt_page(wd_metrics *m, FILE *f)
   mt_jobs(f, sd, ns);
   mt_devices(m, f);
   mt_health(m, f);
+  mt_guards(m, f);
   mt_daemon(m, f);
   free(sd);
 }

@@ -540,6 +540,16 @@ const wd_packs *wd_server_packs(const wd_server *s) { return s->packs; }
 
 const wd_config *wd_server_config(const wd_server *s) { return s->cfg; }
 
+void wd_server_guards(const wd_server *s, size_t i, wd_guard_view *out)
+{
+  if (s->health != NULL) {
+    wd_health_guard(s->health, i, out);
+    return;
+  }
+  memset(out, 0, sizeof *out);
+  out->state = "off";
+}
+
 void wd_server_health(const wd_server *s, size_t i, wv_health *out)
 {
   if (s->health != NULL) {
@@ -586,6 +596,8 @@ void wd_server_set_packs(wd_server *s, const wd_packs *packs)
 void wd_server_reconfigure(wd_server *s, const wd_config *cfg)
 {
   s->cfg = cfg;
+  if (s->health != NULL && cfg->n_devices == s->n_devs)
+    wd_health_set_limits(s->health, cfg->devices, cfg->n_devices);
   wd_jobs_set_limits(s->jobs, &cfg->limits);
   wd_front_reconfigure(s->fe, cfg);
 }

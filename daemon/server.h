@@ -68,6 +68,9 @@ const wd_config *wd_server_config(const wd_server *s);
 /* Device i's newest health reading (exec/health.h: read off the loop). */
 struct wv_health;
 void wd_server_health(const wd_server *s, size_t i, struct wv_health *out);
+/* Device i's guards (exec/health.h). */
+struct wd_guard_view;
+void wd_server_guards(const wd_server *s, size_t i, struct wd_guard_view *out);
 /* Connections open now, all listeners together. */
 size_t wd_server_connections(const wd_server *s);
 /* The connection guard (connguard.c); NULL before the sockets listen. */

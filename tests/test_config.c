@@ -283,6 +283,12 @@ START_TEST(bad_integers)
               "    backend: cpu\n"
               "    index: -1\n",
               "4:12", "devices[0].index", "expected an integer 0..255");
+  tc_load_bad("devices:\n  - {name: c, backend: cpu, max_temperature_c: "
+              "80, resume_temperature_c: 80}\n", "2:74", "devices[0]",
+              "resume_temperature_c 80 must be below max_temperature_c 80");
+  tc_load_bad("devices:\n  - {name: c, backend: cpu, resume_temperature_c: "
+              "70}\n", "2:51", "devices[0]", "resume_temperature_c needs "
+              "max_temperature_c");
   tc_load_bad("limits:\n"
               "  contexts: many\n" ONE_DEVICE,
               "2:13", "limits.contexts", "expected an integer 1..4096");

@@ -1,6 +1,12 @@
 /* test_health.c - device health (workers/health.h, daemon/exec/health.c)
  * through every path the daemon has, on wavedd-test: a fake device whose
  * "telemetry=FILE" feed the test writes, and a CPU device (no source).
+ * The guards (max_temperature_c, resume_temperature_c, max_power_w) on
+ * the same feed: a crossing reading holds the device (no new hash piece:
+ * its hashes_total stands still while a job on it and another device
+ * ends), a reading between the two temperatures keeps it held, one at
+ * resume lets it go; the power guard; the CPU device's guards inactive;
+ * a reload's new limits judged at once; no reading changes nothing.
  *
  * The feed goes through the same code as NVML's and amdgpu's readings
  * from wv_health on: the health thread, StatusReply's fields and their
@@ -12,6 +18,7 @@
  * here (no GPU).
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +42,7 @@ static const char *th_page(void)
 {
   char url[120];
   snprintf(url, sizeof url, "%s/metrics", th_base);
-  const char *body;
+  static const char *body;  /* td_http_get's static buffer */
   td_http_get(url, &body, NULL);
   return body;
 }
@@ -158,8 +165,7 @@ START_TEST(health_from_the_feed_everywhere)
   ck_assert_ptr_nonnull(strstr(o, "\"health\": {\"source\": \"feed\", "
                         "\"note\": \"\", \"temperature_c\": 40, \"throttle\": "
                         "\"idle\"}"));
-  ck_assert_msg(strstr(o, "  \"power_w\"") == NULL && strstr(o, "power_w") == NULL,
-                "%s", o);
+  ck_assert_msg(strstr(o, "\"power_w\"") == NULL, "%s", o);
 
   /* a bad line: the source stands, with the line, and nothing is shown */
   td_write(feed, "temp_c 50\npower_w lots\n");
@@ -187,12 +193,254 @@ START_TEST(health_from_the_feed_everywhere)
 }
 END_TEST
 
+/* The page's counter `series` ("name{labels}"), 0 when absent. */
+static unsigned long long th_num(const char *page, const char *series)
+{
+  const char *p = strstr(page, series);
+  return p != NULL ? strtoull(p + strlen(series) + 1, NULL, 10) : 0;
+}
+
+/* A hash job on the small pack over `devices` (comma list) or on
+ * `device`; its id. */
+static uint64_t th_job(nng_socket s, uint64_t id, uint64_t count,
+                       const char *device, const char *devices)
+{
+  Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
+  hq.pack = (char *)"small";
+  hq.count = count;
+  hq.device = (char *)(device ? device : "");
+  char list[64], *names[4];
+  size_t n = 0;
+  if (devices != NULL) {
+    snprintf(list, sizeof list, "%s", devices);
+    for (char *sv = NULL, *t = strtok_r(list, ",", &sv); t && n < 4;
+         t = strtok_r(NULL, ",", &sv))
+      names[n++] = t;
+  }
+  hq.n_devices = n;
+  hq.devices = names;
+  Wave__V1__Response *r = td_hash_req(s, id, &hq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  uint64_t job = r->job->job_id;
+  wave__v1__response__free_unpacked(r, NULL);
+  return job;
+}
+
+/* The job's nonces done so far. */
+static uint64_t th_done(nng_socket s, uint64_t job)
+{
+  Wave__V1__Response *r = td_job(s, job, 0, 0);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  uint64_t done = r->job->done;
+  wave__v1__response__free_unpacked(r, NULL);
+  return done;
+}
+
+static void th_job_done(nng_socket s, uint64_t job, uint64_t count)
+{
+  Wave__V1__Response *r = td_wait_job(s, job);
+  ck_assert_msg(r->job->state == WAVE__V1__JOB_STATE__DONE, "state %d: %s",
+                r->job->state, r->job->error ? r->job->error->message : "");
+  ck_assert_uint_eq(r->job->done, count);
+  wave__v1__response__free_unpacked(r, NULL);
+}
+
+/* Device i's guard state and reason, checked in the StatusReply. */
+static void th_guard(nng_socket s, size_t i, const char *state,
+                     const char *reason)
+{
+  Wave__V1__Response *r = th_status(s);
+  const Wave__V1__DeviceStatus *ds = r->status->devices[i];
+  ck_assert_str_eq(ds->guard, state);
+  ck_assert_msg(strstr(ds->guard_reason, reason) != NULL, "reason '%s'",
+                ds->guard_reason);
+  ck_assert_uint_eq(r->status->devices_throttled,
+                    strcmp(state, "throttled") == 0);
+  wave__v1__response__free_unpacked(r, NULL);
+}
+
+#define TH_GUARD(dev, st)                                                   \
+  "wavedd_device_guard{device=\"" dev "\",state=\"" st "\"} 1\n"
+#define TH_CFG                                                              \
+  "listen: [\"%s\"]\nlog_level: info\nmetrics: %s\n"                        \
+  "packs: {dir: %s/config/packs, load: [small]}\ndevices:\n"                \
+  "  - {name: fk0, backend: fake, threads: 1, batch: 4096, "                \
+  "device: \"telemetry=%s\", max_temperature_c: %u, "                       \
+  "resume_temperature_c: %u, max_power_w: 300}\n"                           \
+  "  - {name: cpu0, backend: cpu, threads: 1, batch: 4096, "                \
+  "max_temperature_c: 80}\n"
+
+START_TEST(guards_hold_and_let_go)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char feed[200], text[1024];
+  snprintf(feed, sizeof feed, "%s/feed", d.dir);
+  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(text, sizeof text, TH_CFG, d.ipc, th_base,
+           getenv("WAVE_SOURCE_DIR"), feed, 80u, 70u);
+  td_write(d.cfg, text);
+  d.fake = 1;
+  td_write(feed, "temp_c 50\npower_w 100\n");
+  ck_assert_int_eq(td_start(&d), 0);
+  nng_socket s = td_dial(d.ipc);
+
+  /* under the limits: ok; the CPU device has no source: inactive */
+  th_wait(TH_GUARD("fk0", "ok"), NULL);
+  th_wait(TH_GUARD("cpu0", "inactive"), NULL);
+  th_guard(s, 1, "inactive", "max_temperature_c inactive: no health source");
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device cpu0 guards: "
+                               "max_temperature_c inactive"));
+  uint64_t job = th_job(s, 1, 1u << 16, "cpu0", NULL);
+  th_job_done(s, job, 1u << 16);  /* inactive guards hold nothing */
+
+  /* the crossing reading holds fk0: no new piece from then on */
+  td_write(feed, "temp_c 85\npower_w 100\n");
+  const char *p = th_wait(TH_GUARD("fk0", "throttled"), NULL);
+  ck_assert_ptr_nonnull(strstr(p, "wavedd_device_guard_throttles_total{"
+                               "device=\"fk0\"} 1\n"));
+  th_guard(s, 0, "throttled", "temperature 85.0 C, max_temperature_c 80");
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 throttled: "
+                               "temperature 85.0 C"));
+  unsigned long long h0 = th_num(p, "wavedd_hashes_total{device=\"fk0\"}");
+  uint64_t both = th_job(s, 2, 1u << 18, NULL, "fk0,cpu0");
+  uint64_t held = th_job(s, 3, 4096, "fk0", NULL);
+  th_job_done(s, both, 1u << 18);  /* cpu0 ran it all; fk0's share ended */
+  p = th_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 85\n", NULL);
+  ck_assert_uint_eq(th_num(p, "wavedd_hashes_total{device=\"fk0\"}"), h0);
+  ck_assert_uint_eq(th_done(s, held), 0);
+  const char *o = th_ctl(&d, "status");
+  ck_assert_msg(strstr(o, "  state      throttled: temperature 85.0 C") != NULL,
+                "%s", o);
+  o = th_ctl(&d, "status --json");
+  ck_assert_ptr_nonnull(strstr(o, "\"guard\": {\"state\": \"throttled\""));
+
+  /* between resume and max: still held */
+  td_write(feed, "temp_c 75\npower_w 100\n");
+  th_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 75\n", NULL);
+  th_guard(s, 0, "throttled", "temperature 75.0 C");
+  ck_assert_uint_eq(th_done(s, held), 0);
+  /* at resume_temperature_c: let go, and the waiting job runs */
+  td_write(feed, "temp_c 70\npower_w 100\n");
+  th_wait(TH_GUARD("fk0", "ok"), NULL);
+  th_job_done(s, held, 4096);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 resumed"));
+  p = th_page();  /* the series counts fk0's pieces: it stood still above */
+  ck_assert_uint_ge(th_num(p, "wavedd_hashes_total{device=\"fk0\"}"),
+                    h0 + 4096);
+
+  /* the power guard */
+  td_write(feed, "temp_c 50\npower_w 310\n");
+  th_wait(TH_GUARD("fk0", "throttled"), NULL);
+  th_guard(s, 0, "throttled", "power 310.0 W, max_power_w 300");
+  td_write(feed, "temp_c 50\npower_w 120\n");
+  p = th_wait(TH_GUARD("fk0", "ok"), NULL);
+  ck_assert_ptr_nonnull(strstr(p, "wavedd_device_guard_throttles_total{"
+                               "device=\"fk0\"} 2\n"));
+
+  /* a reload's limits are judged at once on the last reading (50 C) */
+  snprintf(text, sizeof text, TH_CFG, d.ipc, th_base,
+           getenv("WAVE_SOURCE_DIR"), feed, 45u, 40u);
+  td_write(d.cfg, text);
+  kill(d.pid, SIGHUP);
+  th_wait(TH_GUARD("fk0", "throttled"), NULL);
+  Wave__V1__Response *r = th_status(s);
+  ck_assert_uint_eq(r->status->devices[0]->max_temperature_c, 45);
+  ck_assert_uint_eq(r->status->devices[0]->resume_temperature_c, 40);
+  wave__v1__response__free_unpacked(r, NULL);
+
+  /* no reading: nothing changes, and it says so */
+  ck_assert_int_eq(unlink(feed), 0);
+  th_wait("health_source{device=\"fk0\",source=\"none\"} 1\n", NULL);
+  th_guard(s, 0, "throttled", "no temperature since");
+  nng_close(s);
+  td_stop_ok(&d);
+}
+END_TEST
+
+/* Write the feed and wait for the page to show it: one new reading (and
+ * the watchdog's judgement on it) has been made. */
+static const char *th_reading(const char *feed, unsigned *t)
+{
+  char text[64], has[96];
+  ++*t;
+  snprintf(text, sizeof text, "temp_c %u\n", *t);
+  snprintf(has, sizeof has, "wavedd_device_temperature_celsius{device="
+           "\"fk1\"} %u\n", *t);
+  td_write(feed, text);
+  return th_wait(has, NULL);
+}
+
+START_TEST(watchdog_degrades_restarts_and_stops)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char feed[200], slow[200], text[2048];
+  snprintf(feed, sizeof feed, "%s/feed", d.dir);
+  snprintf(slow, sizeof slow, "%s/slow", d.dir);
+  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
+           "metrics: %s\npacks: {dir: %s/config/packs, load: [small]}\n"
+           "devices:\n  - {name: fk1, backend: fake, threads: 1, "
+           "batch: 1024, device: \"telemetry=%s,slow_hash=%s\", "
+           "watchdog_min_rate_pct: 20, watchdog_window_s: 2, "
+           "watchdog_windows: 1, watchdog_restarts: 1}\n"
+           "  - {name: cpu0, backend: cpu, threads: 1, batch: 1024}\n",
+           d.ipc, th_base, getenv("WAVE_SOURCE_DIR"), feed, slow);
+  td_write(d.cfg, text);
+  d.fake = 1;
+  unsigned t = 30;
+  td_write(feed, "temp_c 30\n");
+  ck_assert_int_eq(td_start(&d), 0);
+  nng_socket s = td_dial(d.ipc);
+  uint64_t job = th_job(s, 1, 1ull << 40, NULL, "fk1,cpu0");
+
+  /* its own rate: windows in which it hashed throughout */
+  for (int i = 0; i < 3; i++)
+    th_reading(feed, &t);
+  ck_assert_ptr_nonnull(strstr(th_page(), TH_GUARD("fk1", "off")));
+  /* a tenth of it: degraded, then restarted once (the cap), then left
+   * degraded, its pieces going to cpu0 */
+  td_write(slow, "");
+  th_wait(TH_GUARD("fk1", "degraded"), NULL);
+  th_wait("wavedd_device_watchdog_restarts_total{device=\"fk1\"} 1\n", NULL);
+  const char *log = td_stderr(&d);
+  ck_assert_ptr_nonnull(strstr(log, "device fk1 degraded: hash rate "));
+  ck_assert_ptr_nonnull(strstr(log, "device fk1: closing and opening it "
+                               "again (the rate watchdog)"));
+  for (int i = 0; i < 40 && !strstr(td_stderr(&d), "the cap: left degraded");
+       i++)
+    th_reading(feed, &t);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk1: hash rate "));
+  th_guard(s, 0, "degraded", "1 restarts, the cap: left degraded");
+  const char *p = th_reading(feed, &t);
+  unsigned long long h1 = th_num(p, "wavedd_hashes_total{device=\"fk1\"}");
+  uint64_t done1 = th_done(s, job);
+  p = th_reading(feed, &t);
+  ck_assert_uint_eq(th_num(p, "wavedd_hashes_total{device=\"fk1\"}"), h1);
+  ck_assert_uint_gt(th_done(s, job), done1);  /* cpu0 goes on */
+  ck_assert_ptr_nonnull(strstr(p, "wavedd_device_watchdog_restarts_total{"
+                               "device=\"fk1\"} 1\n"));
+  Wave__V1__Response *r = th_status(s);
+  ck_assert_uint_eq(r->status->devices[0]->watchdog_restarts, 1);
+  wave__v1__response__free_unpacked(r, NULL);
+  const char *o = th_ctl(&d, "status");
+  ck_assert_msg(strstr(o, "  state      degraded: hash rate ") != NULL, "%s",
+                o);
+  wave__v1__response__free_unpacked(td_job(s, job, 0, 1), NULL);
+  nng_close(s);
+  td_stop_ok(&d);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("health");
   TCase *tc = tcase_create("health");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, health_from_the_feed_everywhere);
+  tcase_add_test(tc, guards_hold_and_let_go);
+  tcase_add_test(tc, watchdog_degrades_restarts_and_stops);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -52,39 +52,12 @@
 #include <time.h>
 
 #include "daemon/exec/device.h"
+#include "daemon/exec/turns.h"
 #include "daemon/log.h"
 #include "core/base.h"
 #include "core/thread.h"
 #include "workers/health.h"
 #include "workers/wvdev.h"
-
-typedef struct dv_queue {
-  wd_work *head, **tail;
-  unsigned n;
-} dv_queue;
-
-/* One owner's items in one lane on this device (under mu).  A long-lane
- * group lives while any of its items has not ended (queued, running or
- * parked); a short-lane group while any of its items is queued. */
-typedef struct dv_owner {
-  struct dv_owner *next;      /* the ring, while it has queued items */
-  struct dv_owner *all_next;  /* every group of the lane */
-  uint64_t key;
-  dv_queue q;                 /* its queued items, FIFO */
-  unsigned members;           /* long: its items not ended; short: queued */
-  int in_ring;
-  uint64_t tag, finish;       /* short: its first item's turn, and the
-                                 turn after its last one's */
-} dv_owner;
-
-/* A lane served in turns by owner: the ring of groups with items queued,
- * and every group. */
-typedef struct dv_fair {
-  dv_owner *ring, **ring_tail;
-  dv_owner *owners;
-  unsigned n;                 /* items queued in the ring */
-  uint64_t now;               /* short: the turn being served */
-} dv_fair;
 
 struct wd_device {
   wd_device_cfg cfg;
@@ -103,10 +76,10 @@ struct wd_device {
   int thread_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;          /* work arrived, stop, or opened */
-  dv_fair sq[WD_LEVEL_N];     /* short lane (reductions), by level (its
+  wd_fair sq[WD_LEVEL_N];     /* short lane (reductions), by level (its
                                  rank: dv_rank) and owner */
-  dv_queue uq;                /* setup items (pack preparation) */
-  dv_fair lq[WD_LEVEL_N];     /* long lane (hash job shares), likewise */
+  wd_fifo uq;                /* setup items (pack preparation) */
+  wd_fair lq[WD_LEVEL_N];     /* long lane (hash job shares), likewise */
   int short_rank;             /* the running reduction's level rank */
   unsigned long_n;            /* bounded long items not ended */
   unsigned long_all;          /* every long item not ended */
@@ -116,6 +89,10 @@ struct wd_device {
   int opened, open_rc, stop;
 
   _Atomic int faulted;
+  _Atomic int held;           /* wd_device_hold */
+  unsigned sweep;             /* held: long items to run once (under mu) */
+  int reopen;                 /* wd_device_reopen asked (under mu) */
+  _Atomic uint64_t hashed;    /* wd_device_hashed */
   char fault[200];            /* under mu */
   _Atomic int running;
   _Atomic uint64_t done, failed, cancelled, deadline;
@@ -155,6 +132,15 @@ void wd_work_level(wd_work *w, const wd_config *cfg, int level,
   w->deadline = ms ? dv_now() + ms * 1e-3 : 0;
 }
 
+void wd_work_level_as(wd_work *w, const wd_work *like)
+{
+  if (like != NULL) {
+    w->level = like->level;
+    w->level_cap = like->level_cap;
+    w->deadline = like->deadline;
+  }
+}
+
 /* A level's place in the device's order: high 0, normal 1, low 2. */
 static int dv_rank(int level)
 {
@@ -169,143 +155,7 @@ const char *wd_level_name(int level)
   return level >= 0 && level < WD_LEVEL_N ? dv_level_names[level] : "?";
 }
 
-static void dv_push(dv_queue *q, wd_work *w)
-{
-  w->next = NULL;
-  *q->tail = w;
-  q->tail = &w->next;
-  q->n++;
-}
-
-static void dv_push_front(dv_queue *q, wd_work *w)
-{
-  w->next = q->head;
-  if (q->head == NULL)
-    q->tail = &w->next;
-  q->head = w;
-  q->n++;
-}
-
-static wd_work *dv_pop(dv_queue *q)
-{
-  wd_work *w = q->head;
-  if (w != NULL) {
-    if ((q->head = w->next) == NULL)
-      q->tail = &q->head;
-    q->n--;
-    w->next = NULL;
-  }
-  return w;
-}
-
-/* ---- owner groups (under mu) ---- */
-
-static dv_owner *dv_owner_find(dv_fair *f, uint64_t key)
-{
-  for (dv_owner *g = f->owners; g != NULL; g = g->all_next)
-    if (g->key == key)
-      return g;
-  return NULL;
-}
-
-/* key's group in f, made if it has none; NULL when out of memory. */
-static dv_owner *dv_owner_get(dv_fair *f, uint64_t key)
-{
-  dv_owner *g = dv_owner_find(f, key);
-  if (g == NULL && (g = calloc(1, sizeof *g)) != NULL) {
-    g->key = key;
-    g->q.tail = &g->q.head;
-    g->all_next = f->owners;
-    f->owners = g;
-  }
-  return g;
-}
-
-static void dv_ring_push(dv_fair *f, dv_owner *g, int front)
-{
-  if (g->in_ring)
-    return;
-  g->in_ring = 1;
-  if (front) {
-    g->next = f->ring;
-    if (f->ring == NULL)
-      f->ring_tail = &g->next;
-    f->ring = g;
-  } else {
-    g->next = NULL;
-    *f->ring_tail = g;
-    f->ring_tail = &g->next;
-  }
-}
-
-static void dv_ring_remove(dv_fair *f, dv_owner *g)
-{
-  if (!g->in_ring)
-    return;
-  for (dv_owner **pp = &f->ring; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == g) {
-      *pp = g->next;
-      if (f->ring_tail == &g->next)
-        f->ring_tail = pp;
-      break;
-    }
-  g->in_ring = 0;
-  g->next = NULL;
-}
-
-/* One of g's members has ended or left: drop g with its last one. */
-static void dv_owner_release(dv_fair *f, dv_owner *g)
-{
-  if (--g->members > 0)
-    return;
-  dv_ring_remove(f, g);
-  for (dv_owner **pp = &f->owners; *pp != NULL; pp = &(*pp)->all_next)
-    if (*pp == g) {
-      *pp = g->all_next;
-      break;
-    }
-  free(g);
-}
-
-static void dv_fair_free(dv_fair *f)
-{
-  for (dv_owner *g = f->owners, *nx; g != NULL; g = nx) {
-    nx = g->all_next;  /* parked items' groups, left at stop */
-    free(g);
-  }
-  f->owners = NULL;
-}
-
-/* w (queued or parked before) into its group's queue. */
-static void dv_fair_push(dv_fair *f, dv_owner *g, wd_work *w, int front)
-{
-  if (front)
-    dv_push_front(&g->q, w);
-  else
-    dv_push(&g->q, w);
-  f->n++;
-  dv_ring_push(f, g, front);
-}
-
-/* The next item: the ring's first owner's first item; that owner goes to
- * the ring's end if it has more. */
-static wd_work *dv_fair_pop(dv_fair *f)
-{
-  dv_owner *g = f->ring;
-  if (g == NULL)
-    return NULL;
-  if ((f->ring = g->next) == NULL)
-    f->ring_tail = &f->ring;
-  g->in_ring = 0;
-  g->next = NULL;
-  wd_work *w = dv_pop(&g->q);
-  f->n--;
-  if (g->q.head != NULL)
-    dv_ring_push(f, g, 0);
-  return w;
-}
-
-/* ---- the short lane's turns (under mu) ---- */
+/* ---- the short lane (under mu) ---- */
 
 /* Reductions queued, every level. */
 static unsigned dv_short_queued(const wd_device *d)
@@ -314,51 +164,6 @@ static unsigned dv_short_queued(const wd_device *d)
   for (int r = 0; r < WD_LEVEL_N; r++)
     n += d->sq[r].n;
   return n;
-}
-
-/* w into its owner's queue.  An owner with nothing queued takes the turn
- * being served, or the one after its last item if that is later; each
- * further item the next turn (again, between slices: w goes first). */
-static void dv_short_push(dv_fair *f, dv_owner *g, wd_work *w, int again)
-{
-  if (g->q.head == NULL) {
-    g->tag = g->finish > f->now ? g->finish : f->now;
-    g->finish = g->tag + 1;
-  } else {
-    g->finish++;
-  }
-  g->members++;
-  dv_fair_push(f, g, w, again && g->q.head != NULL);
-}
-
-/* The queued reduction with the earliest turn (the ring's order among
- * equal ones); its owner's next item takes the next turn.  Owners with
- * nothing queued are forgotten once their last turn has come. */
-static wd_work *dv_short_pop(dv_fair *f)
-{
-  dv_owner *g = NULL;
-  for (dv_owner *o = f->ring; o != NULL; o = o->next)
-    if (g == NULL || o->tag < g->tag)
-      g = o;
-  if (g == NULL)
-    return NULL;
-  dv_ring_remove(f, g);
-  wd_work *w = dv_pop(&g->q);
-  f->n--;
-  g->members--;
-  f->now = g->tag++;
-  if (g->q.head != NULL)
-    dv_ring_push(f, g, 0);
-  for (dv_owner **pp = &f->owners; *pp != NULL;) {
-    dv_owner *o = *pp;
-    if (o->members == 0 && o->finish <= f->now) {
-      *pp = o->all_next;
-      free(o);
-    } else {
-      pp = &o->all_next;
-    }
-  }
-  return w;
 }
 
 /* Mark the device faulted.  The first fault's reason sticks. */
@@ -440,10 +245,10 @@ static void dv_end(wd_device *d, wd_work *w)
     d->long_all--;
     if (w->ops->lane == WD_LANE_LONG) {
       d->long_n--;
-      dv_fair *f = &d->lq[dv_rank(w->level)];
-      dv_owner *g = dv_owner_find(f, w->owner);
+      wd_fair *f = &d->lq[dv_rank(w->level)];
+      wd_group *g = wd_group_find(f, w->owner);
       if (g != NULL)
-        dv_owner_release(f, g);
+        wd_group_release(f, g);
     }
   }
   pthread_mutex_unlock(&d->mu);
@@ -478,16 +283,6 @@ static void dv_open(wd_device *d)
   pthread_mutex_unlock(&d->mu);
 }
 
-/* The highest level (its rank) with items queued in lane q; WD_LEVEL_N
- * when none. */
-static int dv_top(const dv_fair *q)
-{
-  int r = 0;
-  while (r < WD_LEVEL_N && q[r].ring == NULL)
-    r++;
-  return r;
-}
-
 /* w's deadline passed before its first step (device thread, w popped):
  * it ends WAVE_EDEADLINE, never run.  1 if so. */
 static int dv_expired(wd_device *d, wd_work *w)
@@ -502,20 +297,50 @@ static int dv_expired(wd_device *d, wd_work *w)
   return 1;
 }
 
+/* Work to do now (under mu); held: only long items poked (sweep). */
+static int dv_may_step(wd_device *d)
+{
+  if (d->stop || d->reopen || d->ucur != NULL || d->uq.head != NULL)
+    return 1;
+  int lr = wd_fair_top(d->lq, WD_LEVEL_N);
+  if (atomic_load(&d->held))
+    return d->sweep > 0 && lr < WD_LEVEL_N;
+  return wd_fair_top(d->sq, WD_LEVEL_N) < WD_LEVEL_N || lr < WD_LEVEL_N;
+}
+
+static void dv_close(wd_device *d)
+{
+  wd_dev_close_fn hook = atomic_load(&dv_close_hook);
+  if (hook != NULL)
+    hook(&d->dev);
+  wv_dev_close(&d->dev);
+}
+
 static void *dv_main(void *arg)
 {
   wd_device *d = arg;
   dv_open(d);
   for (;;) {
     pthread_mutex_lock(&d->mu);
-    while (!d->stop && dv_top(d->sq) == WD_LEVEL_N &&
-           dv_top(d->lq) == WD_LEVEL_N && d->ucur == NULL &&
-           d->uq.head == NULL)
+    while (!dv_may_step(d))
       pthread_cond_wait(&d->cv, &d->mu);
+    if (d->reopen && !d->stop) {  /* the rate watchdog's restart */
+      d->reopen = 0;
+      pthread_mutex_unlock(&d->mu);
+      wd_warn("device %s: closing and opening it again (the rate watchdog)",
+              d->cfg.name);
+      dv_close(d);
+      dv_open(d);  /* a failed open faults it */
+      continue;
+    }
+    int held = atomic_load(&d->held) && !d->stop;
+    d->ctx.held = held;
     /* the highest level first; a reduction before a hash step of its own
-     * level */
-    int sr = dv_top(d->sq), lr = dv_top(d->lq);
-    wd_work *w = sr < WD_LEVEL_N && sr <= lr ? dv_short_pop(&d->sq[sr]) : NULL;
+     * level; a held device takes no reduction */
+    int sr = wd_fair_top(d->sq, WD_LEVEL_N), lr = wd_fair_top(d->lq, WD_LEVEL_N);
+    wd_work *w = !held && sr < WD_LEVEL_N && sr <= lr
+                     ? wd_short_pop(&d->sq[sr])
+                     : NULL;
     if (w != NULL) {  /* owners take turns, one step of a reduction each */
       d->short_running = 1;
       d->short_rank = sr;
@@ -524,7 +349,7 @@ static void *dv_main(void *arg)
         dv_end(d, w);
       } else if (dv_step(d, w) == WD_RUN_MORE) {  /* group stays till popped */
         pthread_mutex_lock(&d->mu);
-        dv_short_push(&d->sq[sr], dv_owner_find(&d->sq[sr], w->owner), w, 1);
+        wd_short_push(&d->sq[sr], wd_group_find(&d->sq[sr], w->owner), w, 1);
         d->short_running = 0;
         pthread_mutex_unlock(&d->mu);
       } else {
@@ -536,9 +361,12 @@ static void *dv_main(void *arg)
      * takes turns, step by step, with the ring's long items, so that a
      * reload does not wait for the hash jobs running here to end. */
     if (d->ucur == NULL)
-      d->ucur = dv_pop(&d->uq);
-    int setup = d->ucur != NULL && (lr == WD_LEVEL_N || (d->turn ^= 1));
-    w = setup ? d->ucur : lr < WD_LEVEL_N ? dv_fair_pop(&d->lq[lr]) : NULL;
+      d->ucur = wd_fifo_pop(&d->uq);
+    int ring = lr < WD_LEVEL_N && (!held || d->sweep > 0);
+    int setup = d->ucur != NULL && (!ring || (d->turn ^= 1));
+    if (!setup && ring && held)
+      d->sweep--;
+    w = setup ? d->ucur : ring ? wd_fair_pop(&d->lq[lr]) : NULL;
     pthread_mutex_unlock(&d->mu);
     if (w == NULL)  /* stop, and nothing left */
       break;
@@ -549,8 +377,8 @@ static void *dv_main(void *arg)
     if (setup) {
       d->ucur = NULL;
     } else if (r == WD_RUN_MORE) {  /* to the end of its owner's turn */
-      dv_owner *g = dv_owner_find(&d->lq[lr], w->owner);
-      dv_fair_push(&d->lq[lr], g, w, 0);
+      wd_group *g = wd_group_find(&d->lq[lr], w->owner);
+      wd_fair_push(&d->lq[lr], g, w, 0);
     }
     pthread_mutex_unlock(&d->mu);
     if (r == WD_RUN_MORE)
@@ -559,10 +387,7 @@ static void *dv_main(void *arg)
       dv_end(d, w);
     /* WD_RUN_PARK: its owner holds it and resumes it */
   }
-  wd_dev_close_fn hook = atomic_load(&dv_close_hook);
-  if (hook != NULL)
-    hook(&d->dev);
-  wv_dev_close(&d->dev);
+  dv_close(d);
   return NULL;
 }
 
@@ -654,31 +479,31 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
                    d->sq[rk].n + d->lq[rk].n, wd_level_name(w->level),
                    wd_level_name(w->level), w->level_cap);
   } else if (lane == WD_LANE_SHORT) {
-    dv_owner *g = NULL;
+    wd_group *g = NULL;
     unsigned n = dv_short_queued(d);
     if (n >= d->cfg.queue_depth)
       rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u reductions queued "
                      "(queue_depth %u)", d->cfg.name, n, d->cfg.queue_depth);
-    else if ((g = dv_owner_get(&d->sq[rk], w->owner)) == NULL)
+    else if ((g = wd_group_get(&d->sq[rk], w->owner)) == NULL)
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     else
-      dv_short_push(&d->sq[rk], g, w, 0);
+      wd_short_push(&d->sq[rk], g, w, 0);
   } else if (lane == WD_LANE_LONG && d->long_n >= d->long_slots) {
     rc = wv_seterr(err, WAVE_EBUSY, "device %s has %u hash jobs in flight "
                    "(limits.jobs_in_flight %u)", d->cfg.name, d->long_n,
                    d->long_slots);
   } else if (lane == WD_LANE_LONG) {
-    dv_owner *g = dv_owner_get(&d->lq[rk], w->owner);
+    wd_group *g = wd_group_get(&d->lq[rk], w->owner);
     if (g == NULL) {
       rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     } else {
       g->members++;
-      dv_fair_push(&d->lq[rk], g, w, 0);
+      wd_fair_push(&d->lq[rk], g, w, 0);
       d->long_all++;
       d->long_n++;
     }
   } else {
-    dv_push(&d->uq, w);
+    wd_fifo_push(&d->uq, w);
     d->long_all++;
   }
   if (rc == 0)
@@ -690,13 +515,14 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
 void wd_device_resume(wd_device *d, wd_work *w)
 {
   pthread_mutex_lock(&d->mu);
-  dv_fair *f = &d->lq[dv_rank(w->level)];
-  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(f, w->owner)
+  wd_fair *f = &d->lq[dv_rank(w->level)];
+  wd_group *g = w->ops->lane == WD_LANE_LONG ? wd_group_find(f, w->owner)
                                              : NULL;
+  d->sweep += g != NULL && atomic_load(&d->held);  /* held: it runs once */
   if (g != NULL)  /* a parked item is still its group's member */
-    dv_fair_push(f, g, w, 1);
+    wd_fair_push(f, g, w, 1);
   else
-    dv_push_front(&d->uq, w);
+    wd_fifo_push_front(&d->uq, w);
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
 }
@@ -705,10 +531,10 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
 {
   int found = 0;
   pthread_mutex_lock(&d->mu);
-  dv_fair *f = &d->lq[dv_rank(w->level)];
-  dv_owner *g = w->ops->lane == WD_LANE_LONG ? dv_owner_find(f, w->owner)
+  wd_fair *f = &d->lq[dv_rank(w->level)];
+  wd_group *g = w->ops->lane == WD_LANE_LONG ? wd_group_find(f, w->owner)
                                              : NULL;
-  dv_queue *q = g != NULL ? &g->q : &d->uq;
+  wd_fifo *q = g != NULL ? &g->q : &d->uq;
   for (wd_work **pp = &q->head; *pp != NULL; pp = &(*pp)->next) {
     if (*pp == w) {
       *pp = w->next;
@@ -720,8 +546,8 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
         f->n--;
         d->long_n--;
         if (g->q.head == NULL)
-          dv_ring_remove(f, g);
-        dv_owner_release(f, g);
+          wd_fair_unring(f, g);
+        wd_group_release(f, g);
       }
       found = 1;
       break;
@@ -751,8 +577,8 @@ void wd_device_free(wd_device *d)
     return;
   wd_device_stop(d);
   for (int r = 0; r < WD_LEVEL_N; r++) {
-    dv_fair_free(&d->lq[r]);
-    dv_fair_free(&d->sq[r]);
+    wd_fair_free(&d->lq[r]);
+    wd_fair_free(&d->sq[r]);
   }
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
@@ -833,13 +659,36 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s)
   s->busy_s = (double)atomic_load(&d->busy_ns) * 1e-9;
 }
 
+/* Hold (op 0 or 1), poke (2: the sweep, + the one stepping now, if one
+ * is; a hold starts none) or reopen (3), and wake the thread. */
+static void dv_tell(wd_device *d, int op)
+{
+  pthread_mutex_lock(&d->mu);
+  if (op <= 1)
+    atomic_store(&d->held, op);
+  unsigned long_n = 0;
+  for (int r = 0; r < WD_LEVEL_N; r++)
+    long_n += d->lq[r].n;
+  d->sweep = op == 2 ? long_n + 1 : op <= 1 ? 0 : d->sweep;
+  d->reopen |= op == 3;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+void wd_device_hold(wd_device *d, int held) { dv_tell(d, held != 0); }
+int wd_device_held(wd_device *d) { return atomic_load(&d->held); }
+void wd_device_poke(wd_device *d) { dv_tell(d, 2); }
+void wd_device_reopen(wd_device *d) { dv_tell(d, 3); }
+void wd_device_hashed(wd_device *d, uint64_t n) { d->hashed += n; }
+uint64_t wd_device_hashes(wd_device *d) { return atomic_load(&d->hashed); }
+
 int wd_device_short_waiting(wd_device *d, uint64_t owner)
 {
   pthread_mutex_lock(&d->mu);
   int me = d->short_rank;
   /* a higher level waits (either lane), or another owner at this one */
-  int wait = dv_top(d->sq) < me || dv_top(d->lq) < me;
-  for (dv_owner *g = d->sq[me].ring; !wait && g != NULL; g = g->next)
+  int wait = wd_fair_top(d->sq, WD_LEVEL_N) < me || wd_fair_top(d->lq, WD_LEVEL_N) < me;
+  for (wd_group *g = d->sq[me].ring; !wait && g != NULL; g = g->next)
     wait = g->key != owner;
   pthread_mutex_unlock(&d->mu);
   return wait;

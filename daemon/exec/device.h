@@ -94,10 +94,31 @@ void wd_device_snapshot(wd_device *d, wd_device_snap *s);
  * the level's default in cfg->prio), before wd_device_submit. */
 void wd_work_level(wd_work *w, const wd_config *cfg, int level,
                    unsigned deadline_ms);
+/* w takes like's level, cap and deadline (like NULL: w keeps its own). */
+void wd_work_level_as(wd_work *w, const wd_work *like);
 /* "high", "normal", "low" for a WD_LEVEL_*. */
 const char *wd_level_name(int level);
 /* CLOCK_MONOTONIC in seconds: the clock of wd_work's t_submit, t_start. */
 double wd_device_now(void);
+
+/* Hold the device (held 1: a guard or the watchdog, exec/health.h) or
+ * let it go (0).  A held device runs no reduction and no hash step; its
+ * queued items wait (setup items still run).  Its long items run only
+ * when poked, with wd_run_ctx.held set, to end or park. */
+void wd_device_hold(wd_device *d, int held);
+int wd_device_held(wd_device *d);
+/* Something a held device's long items wait for has happened (a job ran
+ * out of pieces, a piece came back): each queued one runs once, held. */
+void wd_device_poke(wd_device *d);
+
+/* Close the device and open it again on its thread, between two items
+ * (the rate watchdog's restart, exec/health.h): the close and open hooks
+ * run, the caps are read again; a pack is prepared again by its next
+ * hash batch.  Any thread. */
+void wd_device_reopen(wd_device *d);
+/* Nonces its hash pieces hashed (jobs/hashrun.c counts them). */
+void wd_device_hashed(wd_device *d, uint64_t n);
+uint64_t wd_device_hashes(wd_device *d);
 
 /* ---- the device thread, inside a run op ---- */
 /* A short item of another owner than `owner` is queued at the running

@@ -185,7 +185,8 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
     int best_ready = 0;
     for (size_t i = 0; i < nc; i++) {
       unsigned load = wd_device_long_load(cand[i]);
-      int ready = pk_pack(rq, cand[i])->ready;
+      /* a held device (exec/health.h) last: it takes no piece now */
+      int ready = pk_pack(rq, cand[i])->ready + 2 * !wd_device_held(cand[i]);
       if (best == NULL || ready > best_ready ||
           (ready == best_ready && load < best_load)) {
         best = cand[i];
@@ -199,17 +200,22 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
   }
   wd_device *best = NULL;
   unsigned best_load = 0;
+  int best_held = 0;
   /* a device whose caps run the job first; if none does, the least
-   * loaded, whose backend says UNSUPPORTED with its name */
+   * loaded, whose backend says UNSUPPORTED with its name; a held one
+   * (exec/health.h: it runs nothing now) only when no other can */
   for (int any = 0; any < 2 && best == NULL; any++)
     for (size_t i = 0; i < n_devs; i++) {
       wd_device *d = devs[i];
       if (wd_device_faulted(d) || (!any && !pk_reduce_ok(d, rq)))
         continue;
       unsigned load = wd_device_load(d);
-      if (best == NULL || load < best_load) {
+      int held = wd_device_held(d);
+      if (best == NULL || held < best_held ||
+          (held == best_held && load < best_load)) {
         best = d;
         best_load = load;
+        best_held = held;
       }
     }
   if (best == NULL)

@@ -41,6 +41,9 @@ typedef struct wd_run_ctx {
   const wv_caps *caps;
   const char *name;
   unsigned index;
+  int held;          /* the device takes no new work (wd_device_hold): a
+                        long item runs only to end or park, not to start
+                        a new step of work; it returns WD_RUN_MORE */
 } wd_run_ctx;
 
 enum { WD_RUN_MORE = 0, WD_RUN_END = 1, WD_RUN_PARK = 2 };

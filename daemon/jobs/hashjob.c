@@ -266,11 +266,7 @@ static int hj_fill(wd_jobs *t, wd_hjob *j, const wd_hash_submit *hs,
     hj_part *pt = &j->parts[i];
     pt->work.ops = &wd_hj_part_ops;
     pt->work.owner = j->owner;
-    if (hs->level != NULL) {
-      pt->work.level = hs->level->level;
-      pt->work.level_cap = hs->level->level_cap;
-      pt->work.deadline = hs->level->deadline;
-    }
+    wd_work_level_as(&pt->work, hs->level);
     pt->job = j;
     pt->dev = chosen[i];
     pt->state = HP_QUEUED;
@@ -539,6 +535,8 @@ void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
     } else if (p->state == HP_PARKED) {
       p->state = HP_QUEUED;
       wd_device_resume(p->dev, &p->work);  /* it sees the cancel */
+    } else if (p->state == HP_ACTIVE) {
+      wd_device_poke(p->dev);  /* held (exec/device.h): it runs to see it */
     }
   }
   pthread_mutex_unlock(&j->mu);

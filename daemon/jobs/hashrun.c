@@ -35,6 +35,8 @@ void wd_hj_wake_parked(wd_hjob *j)
     if (p->state == HP_PARKED) {
       p->state = HP_QUEUED;
       wd_device_resume(p->dev, &p->work);
+    } else if (p->state == HP_QUEUED || p->state == HP_ACTIVE) {
+      wd_device_poke(p->dev);  /* a held device's share may end now */
     }
   }
 }
@@ -203,6 +205,14 @@ static int hr_run(wd_work *w, const wd_run_ctx *x)
                                                : "");
     return WD_RUN_END;
   }
+  if (x->held) {  /* a guard holds the device: no new piece here */
+    pthread_mutex_lock(&j->mu);
+    int more = j->abort_rc == 0 && (j->returned != NULL ||
+                                    j->cursor < j->count);
+    pthread_mutex_unlock(&j->mu);
+    if (more)
+      return WD_RUN_MORE;  /* waits in the queue, the others go on */
+  }
   if (!p->checked && (w->rc = hr_start(p, x)) != 0)
     return WD_RUN_END;
 
@@ -290,6 +300,7 @@ static int hr_run(wd_work *w, const wd_run_ctx *x)
   pthread_mutex_unlock(&j->mu);
   p->hashes += b.count;
   wd_stats_hashed(x->name, b.count);  /* metrics' hash rates */
+  wd_device_hashed(w->dev, b.count);  /* the rate watchdog's */
   return WD_RUN_MORE;
 }
 

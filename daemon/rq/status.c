@@ -2,6 +2,7 @@
  * their pack checks, listeners, regions, shares) and the PacksReply, built from
  * the devices' snapshots on the loop thread. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/net/connguard.h"
 #include "daemon/net/front.h"
@@ -29,7 +30,23 @@ static void ss_pack_check(Wave__V1__PackCheck *pc, wd_pack_state *st,
 typedef struct ss_hl {
   wv_health h;
   char throttle[160];
+  wd_guard_view g;
 } ss_hl;
+
+/* Device i's guards; 1 when one holds it. */
+static int ss_guard(Wave__V1__DeviceStatus *ds, ss_hl *hl,
+                    const wd_server *s, size_t i)
+{
+  wd_server_guards(s, i, &hl->g);
+  ds->guard = (char *)hl->g.state;
+  ds->guard_reason = hl->g.reason;
+  ds->guard_throttles = hl->g.throttles;
+  ds->max_temperature_c = hl->g.max_temperature_c;
+  ds->resume_temperature_c = hl->g.resume_temperature_c;
+  ds->max_power_w = hl->g.max_power_w;
+  ds->watchdog_restarts = hl->g.restarts;
+  return strcmp(hl->g.state, "throttled") == 0;
+}
 
 static void ss_health(Wave__V1__DeviceStatus *ds, ss_hl *hl,
                       const wd_server *s, size_t i)
@@ -68,6 +85,7 @@ void wd_rq_status(wd_req *c)
     wd_reply_error(c, WAVE_ENOMEM, "no memory for the status reply");
     goto out;
   }
+  uint32_t throttled = 0;
   for (size_t i = 0; i < nd; i++) {
     wd_device *d = s->devs[i];
     wd_device_caps(d, &caps[i]);
@@ -87,6 +105,7 @@ void wd_rq_status(wd_req *c)
     ds[i].deadline_missed = snap[i].deadline;
     ds[i].busy_ms = (uint64_t)(snap[i].busy_s * 1e3);
     ss_health(&ds[i], &hl[i], s, i);
+    throttled += (uint32_t)ss_guard(&ds[i], &hl[i], s, i);
     ds[i].faulted = snap[i].faulted;
     ds[i].fault = snap[i].fault;
     ds[i].running = snap[i].running;
@@ -116,6 +135,7 @@ void wd_rq_status(wd_req *c)
   for (size_t i = 0; i < nd; i++)
     sr.jobs_deadline += snap[i].deadline;
   sr.n_devices = nd;
+  sr.devices_throttled = throttled;
   sr.devices = dp;
   sr.listen = wd_listeners_urls(s->fe->lst, &sr.n_listen);
   sr.instance = s->instance;

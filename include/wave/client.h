@@ -297,6 +297,13 @@ typedef struct wave_device_status {
   const char *throttle;       /* their names joined by ',' ("" none) */
   uint64_t memory_used, memory_total;  /* bytes */
   double utilization_pct;
+  /* appended (issue 37): the guards (docs/config.md "Device guards") */
+  const char *guard;        /* "off", "inactive", "ok", "throttled",
+                               "degraded" (the rate watchdog) */
+  const char *guard_reason; /* throttled or inactive: why */
+  uint64_t guard_throttles; /* times it went throttled */
+  unsigned max_temperature_c, resume_temperature_c, max_power_w; /* 0 off */
+  uint64_t watchdog_restarts; /* times the rate watchdog reopened it */
 } wave_device_status;
 
 /* wave_device_status.health_have */
@@ -337,6 +344,8 @@ typedef struct wave_status {
    * every principal's that holds anything, and its own) */
   size_t n_shares;
   wave_share *shares;       /* n_shares entries */
+  /* appended (issue 37) */
+  unsigned devices_throttled;  /* devices a guard holds now */
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(), which frees its

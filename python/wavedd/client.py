@@ -530,6 +530,9 @@ class Client:
                     "busy_ms": d.busy_ms,
                     "faulted": bool(d.faulted), "running": bool(d.running),
                     "fault": text(d.fault),
+                    "guard": text(d.guard) or "off",
+                    "guard_reason": text(d.guard_reason),
+                    "watchdog_restarts": d.watchdog_restarts,
                     "packs": {text(d.packs[j].pack): text(d.packs[j].state)
                               for j in range(d.n_packs)},
                 })

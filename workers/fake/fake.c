@@ -20,6 +20,12 @@
  * saying "fake NAME: reduction held" on stderr as it starts to wait, so a
  * test keeps the device busy with a reduction for as long as it likes.
  *
+ * "slow_hash=FILE": while FILE exists, each hash batch naps 19 times as
+ * long as its work took (the bits are the same), so the device hashes at
+ * a twentieth of its rate whatever else the machine does, as a GPU that
+ * lost its clocks: the daemon's rate watchdog (daemon/exec/health.h)
+ * sees it.  Removing the file restores the rate.
+ *
  * "telemetry=FILE" feeds the health slot (workers/health.h): each read
  * parses FILE's "key value" lines (wv_health_parse_feed), so a test drives
  * every health path (fields present or absent, throttling, a bad line, no
@@ -50,19 +56,21 @@ struct wv_device {
   uint64_t fault_after;  /* 0 = never */
   uint64_t steps;        /* device thread only */
   char hold[200];        /* hold_prepare=DIR, or "" */
+  char slow[200];        /* slow_hash=FILE, or "" */
   char name[64];
   struct fk_range { uintptr_t lo, hi; } pins[256];  /* host_register'd */
   size_t npins;
 };
 
 /* The device string: "key=value" entries joined by ',' (fault_after=N,
- * hold_prepare=DIR, telemetry=FILE; each at most once, any order) into
- * *out, hold and tele ("" when not given).  0, or -1 for anything else. */
+ * hold_prepare=DIR, telemetry=FILE, slow_hash=FILE; each at most once,
+ * any order) into *out, hold, tele and slow ("" when not given; n bytes
+ * each).  0, or -1 for anything else. */
 static int fk_parse(const char *s, uint64_t *out, char *hold, char *tele,
-                    size_t n)
+                    char *slow, size_t n)
 {
   *out = 0;
-  hold[0] = tele[0] = '\0';
+  hold[0] = tele[0] = slow[0] = '\0';
   while (s != NULL && *s != '\0') {
     size_t len = strcspn(s, ",");
     const char *eq = memchr(s, '=', len);
@@ -80,8 +88,9 @@ static int fk_parse(const char *s, uint64_t *out, char *hold, char *tele,
         return -1;
       *out = x;
     } else if ((klen == 12 && strncmp(s, "hold_prepare", klen) == 0) ||
-               (klen == 9 && strncmp(s, "telemetry", klen) == 0)) {
-      char *dst = klen == 12 ? hold : tele;
+               (klen == 9 && strncmp(s, "telemetry", klen) == 0) ||
+               (klen == 9 && strncmp(s, "slow_hash", klen) == 0)) {
+      char *dst = klen == 12 ? hold : s[0] == 't' ? tele : slow;
       if (dst[0] != '\0' || vlen >= n)
         return -1;
       memcpy(dst, v, vlen);
@@ -101,13 +110,13 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
 {
   *out = NULL;
   uint64_t n;
-  char hold[200], tele[200];
-  if (fk_parse(cfg->device_match, &n, hold, tele, sizeof hold) != 0)
+  char hold[200], tele[200], slow[200];
+  if (fk_parse(cfg->device_match, &n, hold, tele, slow, sizeof hold) != 0)
     return wv_seterr(err, WAVE_ECONFIG, "device %s: the fake backend's "
                      "device string is \"fault_after=N\", "
-                     "\"hold_prepare=DIR\", \"telemetry=FILE\" or some "
-                     "of them (comma between), not \"%s\"", cfg->name,
-                     cfg->device_match);
+                     "\"hold_prepare=DIR\", \"telemetry=FILE\", "
+                     "\"slow_hash=FILE\" or some of them (comma between),"
+                     " not \"%s\"", cfg->name, cfg->device_match);
   wv_device *d = calloc(1, sizeof *d);
   if (d == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
@@ -118,6 +127,7 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
   }
   d->fault_after = n;
   snprintf(d->hold, sizeof d->hold, "%s", hold);
+  snprintf(d->slow, sizeof d->slow, "%s", slow);
   snprintf(d->name, sizeof d->name, "%s", cfg->name);
   *out = d;
   return 0;
@@ -130,8 +140,8 @@ static void fk_health(const wv_device_config *cfg, const wv_caps *caps,
 {
   (void)caps;
   uint64_t n;
-  char hold[200], tele[200];
-  if (fk_parse(cfg->device_match, &n, hold, tele, sizeof tele) != 0 ||
+  char hold[200], tele[200], slow[200];
+  if (fk_parse(cfg->device_match, &n, hold, tele, slow, sizeof tele) != 0 ||
       tele[0] == '\0') {
     snprintf(out->why, sizeof out->why, "no health source: a fake device "
              "without telemetry=FILE");
@@ -234,7 +244,21 @@ static int fk_hash_batch(wv_device *d, const struct wv_pack *p,
                          struct wv_hash_batch *b, wave_error *err)
 {
   int rc = fk_step(d, err);
-  return rc ? rc : wv_cpu_backend.hash_batch(d->cpu, p, b, err);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (rc == 0)
+    rc = wv_cpu_backend.hash_batch(d->cpu, p, b, err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rc == 0 && d->slow[0] != '\0' && access(d->slow, F_OK) == 0) {
+    /* slow_hash: see the top */
+    uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+                  (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+    ns *= 19;
+    struct timespec nap = {(time_t)(ns / 1000000000u),
+                           (long)(ns % 1000000000u)};
+    nanosleep(&nap, NULL);
+  }
+  return rc;
 }
 
 static int fk_host_register(wv_device *d, const void *ptr, size_t bytes,
