@@ -1,5 +1,6 @@
 /* test_opencl_wide.c - the OpenCL backend's 64-bit dtypes and argmin/
- * argmax (workers/opencl/ocl_wide.c, kernels/wide.cl), on PoCL in CI.
+ * argmax (workers/opencl/ocl_wide.c; kernels/reduce.cl built with
+ * WV_ROW64=1, kernels/arg.cl), on PoCL in CI.
  *
  * Every pair wv_reduce_is_wide names over sizes around the 16-byte vector,
  * the 256-row group and the staging windows, chunked and masked at random

@@ -47,7 +47,8 @@ enum wv_ocl_kernel {
   WV_OCL_KERNEL_COUNT_
 };
 
-/* The wide program's kernels (kernels/wide.cl, ocl_wide.c). */
+/* The wide program's kernels (kernels/reduce.cl with WV_ROW64=1 and
+ * kernels/arg.cl, ocl_wide.c). */
 enum wv_ocl_wide_kernel {
   WV_OCLW_SUM, WV_OCLW_AND, WV_OCLW_OR, WV_OCLW_XOR, WV_OCLW_UMIN,
   WV_OCLW_UMAX, WV_OCLW_SMIN, WV_OCLW_SMAX, WV_OCLW_FMIN, WV_OCLW_FMAX,

@@ -1,5 +1,6 @@
 /* ocl_wide.c - the 64-bit dtypes and argmin/argmax on an OpenCL device
- * (docs/reduction.md; kernels/wide.cl).
+ * (docs/reduction.md; kernels/reduce.cl built with WV_ROW64=1, and
+ * kernels/arg.cl).
  *
  * The same shape as ocl_reduce.c: rows are copied from host memory into
  * the two pinned staging buffers in turn, the mask applied while copying
@@ -35,16 +36,17 @@
 
 #define OW_GROUPS_PER_CU 8u
 
-extern const char wv_ocl_src_wide[];
+extern const char wv_ocl_src_reduce[];
+extern const char wv_ocl_src_arg[];
 
 static const char *const ow_names[WV_OCLW_COUNT_] = {
-  "red64_sum", "red64_and", "red64_or", "red64_xor", "red64_umin",
-  "red64_umax", "red64_smin", "red64_smax", "red64_fmin", "red64_fmax",
-  "red64_uext", "red64_sext", "red64_fext", "red64_finish",
+  "red_sum", "red_and", "red_or", "red_xor", "red_umin", "red_umax",
+  "red_smin", "red_smax", "red_fmin", "red_fmax", "red_uext", "red_sext",
+  "red_fext", "red_finish",
   "arg_umin32", "arg_umax32", "arg_smin32", "arg_smax32", "arg_fmin32",
   "arg_fmax32", "arg_umin64", "arg_umax64", "arg_smin64", "arg_smax64",
   "arg_fmin64", "arg_fmax64", "arg_finish",
-  "fsum64_level1", "fsum64_tree",
+  "fsum_level1", "fsum_tree",
 };
 
 /* ---- open ---------------------------------------------------------------- */
@@ -64,10 +66,11 @@ void wv_ocl_wide_close(wv_device *d)
 static int ow_build(wv_device *d, int sg, int fp64, wave_error *err)
 {
   char opts[160];
-  snprintf(opts, sizeof opts, "-cl-std=CL%u.%u -DWV_SUBGROUPS=%d "
-           "-DWV_FP64=%d", sg ? d->c_major : 1, sg ? d->c_minor : 2, sg, fp64);
-  const char *src[1] = {wv_ocl_src_wide};
-  int rv = wv_ocl_build(d, src, 1, opts, &d->wide, err);
+  snprintf(opts, sizeof opts, "-cl-std=CL%u.%u -DWV_ROW64=1 "
+           "-DWV_SUBGROUPS=%d -DWV_FP64=%d", sg ? d->c_major : 1,
+           sg ? d->c_minor : 2, sg, fp64);
+  const char *src[2] = {wv_ocl_src_reduce, wv_ocl_src_arg};
+  int rv = wv_ocl_build(d, src, 2, opts, &d->wide, err);
   if (rv != 0)
     return rv;
   unsigned n = fp64 ? WV_OCLW_COUNT_ : WV_OCLW_FSUM_LEVEL1;
@@ -385,7 +388,7 @@ static cl_uint ow_finish_op(wave_op op)
   }
 }
 
-/* Result bits from 64-bit keys (wide.cl for the keys). */
+/* Result bits from 64-bit keys (reduce.cl for the keys). */
 static void ow_decode(wave_dtype dt, wave_op op, const uint64_t keys[2],
                       wv_reduce_out *out)
 {
@@ -465,7 +468,7 @@ static int ow_arg_kernel(wave_dtype dt, wave_op op)
   }
 }
 
-/* The value whose order key (wide.cl) is k. */
+/* The value whose order key (reduce.cl) is k. */
 static uint64_t ow_arg_value(wave_dtype dt, uint64_t k)
 {
   switch (dt) {
