@@ -39,24 +39,6 @@ static float pt_f32(uint32_t b)
   return f;
 }
 
-float wv_f32_levels(float *a, size_t n)
-{
-  /* value g of a level only overwrites a[g], which that level has read */
-  while (n > 1) {
-    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
-    for (size_t g = 0; g < m; g++) {
-      float v[WV_GROUP];
-      for (size_t j = 0; j < WV_GROUP; j++) {
-        size_t k = g * WV_GROUP + j;
-        v[j] = k < n ? a[k] : pt_f32(WV_F32_NEG_ZERO);
-      }
-      a[g] = wv_f32_group_tree(v);
-    }
-    n = m;
-  }
-  return a[0];
-}
-
 static double pt_f64(uint64_t b)
 {
   double f;
@@ -64,31 +46,9 @@ static double pt_f64(uint64_t b)
   return f;
 }
 
-double wv_f64_levels(double *a, size_t n)
-{
-  while (n > 1) {
-    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
-    for (size_t g = 0; g < m; g++) {
-      double v[WV_GROUP];
-      for (size_t j = 0; j < WV_GROUP; j++) {
-        size_t k = g * WV_GROUP + j;
-        v[j] = k < n ? a[k] : pt_f64(WV_F64_NEG_ZERO);
-      }
-      a[g] = wv_f64_group_tree(v);
-    }
-    n = m;
-  }
-  return a[0];
-}
-
 static int pt_is_fsum(wave_dtype dt, wave_op op)
 {
-  return (dt == WAVE_F32 || dt == WAVE_F64) && op == WAVE_SUM;
-}
-
-static int pt_is_arg(wave_op op)
-{
-  return op == WAVE_ARGMIN || op == WAVE_ARGMAX;
+  return wv_op_plan_of(dt, op)->path == WV_PATH_FSUM;
 }
 
 void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
@@ -100,11 +60,10 @@ void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
   p->bits[1] = o->n_values > 1 ? o->bits[1] : 0;
   p->count = o->count;
   p->index = o->index;
-  p->finite = o->count > 0;
   /* argmin/argmax: count > 0 says it (only finite rows are counted) */
-  if ((j->dtype == WAVE_F32 || j->dtype == WAVE_F64) && j->op != WAVE_SUM &&
-      !pt_is_arg(j->op) && p->finite && p->bits[0] == 0 && p->bits[1] == 0)
-    p->finite = wv_reduce_any_finite(j);
+  p->finite = wv_op_plan_of(j->dtype, j->op)->says_finite
+                  ? wv_reduce_some_finite(j, o)
+                  : o->count > 0;
 }
 
 int wv_partial_init(wv_partial_acc *a, wave_dtype dt, wave_op op,
@@ -178,26 +137,22 @@ static int pt_fsum_add(wv_partial_acc *a, const wv_partial *p,
   return 0;
 }
 
-/* x < y in the order of dtype dt (floats: finite ones). */
-static int pt_less(wave_dtype dt, uint64_t x, uint64_t y)
+/* x < y in the order of the plan's key (floats: finite ones). */
+static int pt_less(const wv_op_plan *pl, uint64_t x, uint64_t y)
 {
-  switch (dt) {
-  case WAVE_S32: return (int32_t)(uint32_t)x < (int32_t)(uint32_t)y;
-  case WAVE_F32: return wv_f32_key((uint32_t)x) < wv_f32_key((uint32_t)y);
-  case WAVE_S64: return (x ^ 0x8000000000000000u) < (y ^ 0x8000000000000000u);
-  case WAVE_F64: return wv_f64_key(x) < wv_f64_key(y);
-  default: return x < y;
-  }
+  return wv_key_of(pl->key, pl->row_bytes, x) <
+         wv_key_of(pl->key, pl->row_bytes, y);
 }
 
 /* argmin/argmax: the piece's value x at global index i replaces the best
  * one if better, or equal at a lower index (pieces may come in any order). */
 static void pt_arg_add(wv_partial_acc *a, const wv_partial *p)
 {
+  const wv_op_plan *pl = wv_op_plan_of(a->dtype, a->op);
   uint64_t x = p->bits[0], i = p->offset + (uint64_t)p->index;
   int better = !a->have ||
-               (a->op == WAVE_ARGMIN ? pt_less(a->dtype, x, a->lo)
-                                     : pt_less(a->dtype, a->lo, x)) ||
+               (pl->halves == WV_HALF_LO ? pt_less(pl, x, a->lo)
+                                         : pt_less(pl, a->lo, x)) ||
                (x == a->lo && i < a->index);
   if (better) {
     a->lo = x;
@@ -208,13 +163,13 @@ static void pt_arg_add(wv_partial_acc *a, const wv_partial *p)
 
 int wv_partial_add(wv_partial_acc *a, const wv_partial *p, wave_error *err)
 {
+  const wv_op_plan *pl = wv_op_plan_of(a->dtype, a->op);
   a->count += p->count;
-  if (pt_is_fsum(a->dtype, a->op))
+  if (pl->path == WV_PATH_FSUM)
     return pt_fsum_add(a, p, err);
-  int is_float = a->dtype == WAVE_F32 || a->dtype == WAVE_F64;
-  if (p->count == 0 || (is_float && !pt_is_arg(a->op) && !p->finite))
+  if (p->count == 0 || (pl->says_finite && !p->finite))
     return 0;
-  if (pt_is_arg(a->op)) {
+  if (pl->path == WV_PATH_ARG) {
     pt_arg_add(a, p);
     return 0;
   }
@@ -226,18 +181,14 @@ int wv_partial_add(wv_partial_acc *a, const wv_partial *p, wave_error *err)
     return 0;
   }
   switch (a->op) {
-  case WAVE_SUM:                     /* wraps modulo 2^32 or 2^64 */
-    a->acc += x;
-    if (wv_dtype_size(a->dtype) == 4)
-      a->acc &= 0xffffffffu;
-    break;
+  case WAVE_SUM: a->acc = (a->acc + x) & pl->ones; break;  /* wraps */
   case WAVE_AND: a->acc &= x; break;
   case WAVE_OR:  a->acc |= x; break;
   case WAVE_XOR: a->acc ^= x; break;
   default:       /* min, max, extent */
-    if (pt_less(a->dtype, x, a->lo))
+    if (pt_less(pl, x, a->lo))
       a->lo = x;
-    if (pt_less(a->dtype, a->hi, y))
+    if (pt_less(pl, a->hi, y))
       a->hi = y;
     break;
   }
@@ -266,7 +217,7 @@ void wv_partial_result(wv_partial_acc *a, wv_reduce_out *out,
     a->n_chunks = a->n_vals = 0;
     return;
   }
-  if (pt_is_arg(a->op)) {
+  if (wv_op_plan_of(a->dtype, a->op)->path == WV_PATH_ARG) {
     out->index = a->have ? (int64_t)a->index : -1;
     out->bits[0] = a->have ? a->lo : 0;
     return;

@@ -1,13 +1,9 @@
 /* partial.h - docs/reduction.md "Partials": the one exact merge of the
  * answers of a reduction job's pieces, written once for every program that
  * cuts a job (the fleet coordinator, the daemon's file reader, the CPU
- * backend's items) and for the reference itself.
+ * backend's items).  It stands on core/reduce.h (the float-sum levels) and
+ * core/optable.h (each op's plan and order keys).
  *
- *  - wv_f32_key / wv_f32_unkey: the float total order (-0.0 < +0.0) as
- *    unsigned integers, for finite floats;
- *  - wv_f64_key / wv_f64_unkey: the same for float64;
- *  - wv_f32_levels / wv_f64_levels: the float-sum levels over n values (G
- *    over groups of 256, -0.0 padding, until one value is left);
  *  - wv_partial_acc: pieces in job order in, the whole job's bits out.
  *
  * A piece is the rows [a, a + r) of one input chunk, a a multiple of
@@ -22,34 +18,8 @@
 #include <stdint.h>
 
 #include "core/job.h"
+#include "core/optable.h"
 #include "wave/error.h"
-
-/* The order key of a finite float's bits: unsigned comparison of keys is
- * the float order, -0.0 (key 0x7fffffff) just below +0.0 (0x80000000). */
-static inline uint32_t wv_f32_key(uint32_t x)
-{
-  return x ^ ((x >> 31) ? 0xffffffffu : 0x80000000u);
-}
-
-static inline uint32_t wv_f32_unkey(uint32_t k)
-{
-  return k ^ ((k >> 31) ? 0x80000000u : 0xffffffffu);
-}
-
-static inline uint64_t wv_f64_key(uint64_t x)
-{
-  return x ^ ((x >> 63) ? UINT64_MAX : 0x8000000000000000u);
-}
-
-static inline uint64_t wv_f64_unkey(uint64_t k)
-{
-  return k ^ ((k >> 63) ? 0x8000000000000000u : UINT64_MAX);
-}
-
-/* The levels of docs/reduction.md over a[0..n-1], n >= 1, in place (a is
- * clobbered): returns the one value left.  n == 1 runs no level. */
-float wv_f32_levels(float *a, size_t n);
-double wv_f64_levels(double *a, size_t n);
 
 /* One piece's answer. */
 typedef struct wv_partial {
@@ -63,8 +33,7 @@ typedef struct wv_partial {
 } wv_partial;
 
 /* The piece answer o of the one-chunk job j as a partial of chunk `chunk`;
- * `finite` is known from the value unless it is all +0.0, else found with
- * wv_reduce_any_finite (one pass that stops at the first finite row).
+ * `finite` is wv_reduce_some_finite's (for the ops that say it).
  * offset is left 0: an argmin/argmax caller sets it after. */
 void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
                    size_t chunk, wv_partial *p);

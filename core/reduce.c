@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "core/base.h"
-#include "core/partial.h"
 #include "core/reduce.h"
 
 static uint32_t rd_row(const void *data, uint64_t i)
@@ -196,6 +195,41 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count)
   if (isnan(sum))
     return WV_F64_CANON_NAN;
   return rd_bits64(sum);
+}
+
+float wv_f32_levels(float *a, size_t n)
+{
+  /* value g of a level only overwrites a[g], which that level has read */
+  while (n > 1) {
+    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
+    for (size_t g = 0; g < m; g++) {
+      float v[WV_GROUP];
+      for (size_t j = 0; j < WV_GROUP; j++) {
+        size_t k = g * WV_GROUP + j;
+        v[j] = k < n ? a[k] : rd_f32(WV_F32_NEG_ZERO);
+      }
+      a[g] = wv_f32_group_tree(v);
+    }
+    n = m;
+  }
+  return a[0];
+}
+
+double wv_f64_levels(double *a, size_t n)
+{
+  while (n > 1) {
+    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
+    for (size_t g = 0; g < m; g++) {
+      double v[WV_GROUP];
+      for (size_t j = 0; j < WV_GROUP; j++) {
+        size_t k = g * WV_GROUP + j;
+        v[j] = k < n ? a[k] : rd_f64(WV_F64_NEG_ZERO);
+      }
+      a[g] = wv_f64_group_tree(v);
+    }
+    n = m;
+  }
+  return a[0];
 }
 
 /* One non-empty chunk of the float sum: its leaves, then its levels.  The
@@ -482,26 +516,10 @@ int wv_reduce_any_finite(const wv_reduce_job *job)
   return 0;
 }
 
-wv_mask_fill wv_mask_fill_of(wave_dtype dt, wave_op op)
+int wv_reduce_some_finite(const wv_reduce_job *job, const wv_reduce_out *out)
 {
-  const int w8 = wv_dtype_size(dt) == 8, is_f = dt == WAVE_F32 || dt == WAVE_F64;
-  wv_mask_fill f = {0, 0, 1};
-  switch (op) {
-  case WAVE_SUM:
-    f.bits = !is_f ? 0 : w8 ? WV_F64_NEG_ZERO : WV_F32_NEG_ZERO;
-    break;
-  case WAVE_AND:
-    f.bits = w8 ? UINT64_MAX : 0xffffffffu;
-    break;
-  case WAVE_MIN: case WAVE_MAX: case WAVE_EXTENT:
-    f.dup = 1;
-    break;
-  case WAVE_ARGMIN: case WAVE_ARGMAX:
-    f.ok = is_f;
-    f.bits = w8 ? WV_F64_CANON_NAN : WV_F32_CANON_NAN;
-    break;
-  default:  /* or, xor */
-    break;
-  }
-  return f;
+  if (!wv_op_plan_of(job->dtype, job->op)->says_finite || out->count == 0)
+    return 0;
+  return out->bits[0] != 0 || (out->n_values > 1 && out->bits[1] != 0) ||
+         wv_reduce_any_finite(job);
 }

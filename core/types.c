@@ -1,6 +1,8 @@
-/* types.c - names of dtypes and ops, and which op is defined for which dtype. */
+/* types.c - names of dtypes and ops; which op is defined for which dtype
+ * is the op table's (core/optable.c). */
 #include <string.h>
 
+#include "core/optable.h"
 #include "wave/error.h"
 #include "wave/types.h"
 
@@ -57,17 +59,11 @@ const char *wave_op_name(wave_op op)
   return (op >= WAVE_SUM && op <= WAVE_ARGMAX) ? op_names[op] : "?";
 }
 
+/* The op table says which op is defined for which dtype (core/optable.c:
+ * the bitwise ops are for the integer dtypes only). */
 int wave_op_check(wave_dtype d, wave_op op)
 {
-  if (d < WAVE_U32 || d > WAVE_F64)
-    return WAVE_EDTYPE;
-  if (op < WAVE_SUM || op > WAVE_ARGMAX)
-    return WAVE_EOP;
-  /* the bitwise ops are for the integer dtypes only */
-  int is_float = d == WAVE_F32 || d == WAVE_F64;
-  if (is_float && (op == WAVE_AND || op == WAVE_OR || op == WAVE_XOR))
-    return WAVE_EOPDTYPE;
-  return WAVE_EOK;
+  return wv_op_plan_of(d, op)->rc;
 }
 
 unsigned wave_op_values(wave_op op) { return op == WAVE_EXTENT ? 2 : 1; }

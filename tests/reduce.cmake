@@ -4,6 +4,9 @@ wave_test(test_reduce SOURCES test_reduce.c test_reduce_random.c reduce_harness.
   LIBS wvcpu)
 # The test's own float-sum tree must be the same IEEE adds, unfused.
 target_compile_options(test_reduce PRIVATE -ffp-contract=off)
+# The op table (core/optable.c) row by row against docs/reduction.md, and
+# its order keys and fills (a fraction of a second).
+wave_test(test_optable SOURCES test_optable.c LIBS wvcore)
 # The 64-bit dtypes and argmin/argmax (issue 23 part 1): the reference, the
 # CPU backend and the refusal of the others (the fake backend stands in).
 wave_test(test_reduce64 SOURCES test_reduce64.c LIBS wvfake wvworkers wvcpu)

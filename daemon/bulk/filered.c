@@ -658,12 +658,8 @@ static int fr_whole(const wv_dev *dev,
                     int *some_finite, wave_error *err)
 {
   int rc = wv_dev_reduce(dev, job, out, err);
-  if (rc == 0 && (job->dtype == WAVE_F32 || job->dtype == WAVE_F64) &&
-      (job->op == WAVE_MIN || job->op == WAVE_MAX || job->op == WAVE_EXTENT))
-    *some_finite = out->count > 0 &&
-                   (out->bits[0] != 0 ||
-                    (out->n_values > 1 && out->bits[1] != 0) ||
-                    wv_reduce_any_finite(job));
+  if (rc == 0 && wv_op_plan_of(job->dtype, job->op)->says_finite)
+    *some_finite = wv_reduce_some_finite(job, out);
   return rc;
 }
 
@@ -743,7 +739,7 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
     return rc;
   }
   int stalled = 0;
-  f->fill = wv_mask_fill_of(job->dtype, job->op);
+  f->fill = wv_op_plan_of(job->dtype, job->op)->fill;
   f->apply = job->has_mask && f->fill.ok && fr_applies(caps);
   if ((rc = fr_slots(f, dev, slot_rows, n_slots, parts, err)) == 0)
     rc = fr_run(f, dev, P, timeout_ms, &acc, &stalled, err);

@@ -44,11 +44,10 @@ static int rr_spans(const ProtobufCBinaryData *chunks, size_t n, wv_span *out,
  * the device between two (WD_RUN_MORE) only while another client has a
  * reduction queued there; alone, it runs on within the one step.  The
  * slices merge to the bits of the whole job (rq/slices.h). */
-/* ReduceResult.finite is said for float min/max/extent (float32, float64). */
+/* ReduceResult.finite is said for float min/max/extent (the op table). */
 static int rr_says_finite(const wv_reduce_job *j)
 {
-  return (j->dtype == WAVE_F32 || j->dtype == WAVE_F64) &&
-         (j->op == WAVE_MIN || j->op == WAVE_MAX || j->op == WAVE_EXTENT);
+  return wv_op_plan_of(j->dtype, j->op)->says_finite;
 }
 
 static int rr_sliced(wd_call *k, wd_work *w, const wd_run_ctx *x)
@@ -120,10 +119,7 @@ static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
      * one pass here, on the device thread, that stops at the first
      * selected finite row. */
     int some = c->bulk.files ? fsome :
-               c->call->out.count > 0 &&
-               (c->call->out.bits[0] != 0 ||
-                (c->call->out.n_values > 1 && c->call->out.bits[1] != 0) ||
-                wv_reduce_any_finite(&c->call->job));
+               wv_reduce_some_finite(&c->call->job, &c->call->out);
     c->call->finite = some ? WAVE__V1__FINITE_ROWS__FINITE_SOME
                      : WAVE__V1__FINITE_ROWS__FINITE_NONE;
   }
