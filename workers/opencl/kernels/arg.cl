@@ -1,6 +1,6 @@
 // arg.cl - the OpenCL backend's argmin/argmax (docs/reduction.md; issue
 // 23), every dtype.  Part of the wide program, built after reduce.cl with
-// WV_ROW64=1 (ocl_wide.c): it uses reduce.cl's keys of both widths, WG and
+// WV_ROW64=1 (ocl_reduce.c): it uses reduce.cl's keys of both widths, WG and
 // WV_SUBGROUPS.
 //
 // Every row becomes an (order key, global index) pair; a work-item keeps

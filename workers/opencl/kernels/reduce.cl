@@ -2,7 +2,7 @@
 // one body, built twice at device open, for 32-bit and for 64-bit rows:
 //   WV_ROW64=0      the base program (ocl_open.c, beside hashbase.cl):
 //                   uint32/sint32/float32 rows, four to a 16-byte vector
-//   WV_ROW64=1      the wide program (ocl_wide.c, beside arg.cl): uint64/
+//   WV_ROW64=1      the wide program (ocl_reduce.c, beside arg.cl): uint64/
 //                   sint64/float64 rows, two to a 16-byte vector
 // and with
 //   WV_SUBGROUPS=1  sub_group_reduce_{add,min,max} exist (cl_khr_subgroups
@@ -15,7 +15,7 @@
 //                   Vulkan backend's fadd.glsl)
 //   WV_FP64=1       (64-bit) the device has cl_khr_fp64: the float64 sum
 //                   kernels are built (nothing else here needs double);
-//                   ocl_wide.c runs them only where denormals are kept
+//                   ocl_reduce.c runs them only where denormals are kept
 //
 // Order-free ops (integer ops; float min/max/extent as unsigned keys) are
 // one pass over the rows, any order, one partial per work-group (red_*),
