@@ -207,8 +207,8 @@ static int bo_wide(wv_device *d, uint64_t rows32, int reps)
     wv_reduce_reference(&job, &want, &e);
     int rc = 0;
     for (int r = 0; rc == 0 && r < reps; r++)
-      rc = wv_ocl_wide_resident(d, mem[cases[c].buf], rows, cases[c].dt,
-                                cases[c].op, &got, &t[r], &e);
+      rc = wv_ocl_reduce_resident(d, mem[cases[c].buf], rows, cases[c].dt,
+                                  cases[c].op, &got, &t[r], &e);
     if (rc != 0 || got.bits[0] != want.bits[0] || got.index != want.index ||
         got.count != want.count ||
         (want.n_values > 1 && got.bits[1] != want.bits[1])) {

@@ -1,5 +1,6 @@
 /* test_opencl_wide.c - the OpenCL backend's 64-bit dtypes and argmin/
- * argmax (workers/opencl/ocl_wide.c, kernels/wide.cl), on PoCL in CI.
+ * argmax (workers/opencl/ocl_reduce.c; kernels/reduce.cl built with
+ * WV_ROW64=1, kernels/arg.cl), on PoCL in CI.
  *
  * Every pair wv_reduce_is_wide names over sizes around the 16-byte vector,
  * the 256-row group and the staging windows, chunked and masked at random
@@ -366,8 +367,8 @@ START_TEST(test_wide_resident)
       wave_error e = {0};
       double sec = -1;
       ck_assert_int_eq(wv_reduce_reference(&j, &want, &e), 0);
-      ck_assert_msg(wv_ocl_wide_resident(d, m, n, j.dtype, j.op, &got, &sec,
-                                         &e) == 0, "%s", e.message);
+      ck_assert_msg(wv_ocl_reduce_resident(d, m, n, j.dtype, j.op, &got, &sec,
+                                           &e) == 0, "%s", e.message);
       tw_same(&got, &want, &j, "resident");
       ck_assert(sec >= 0);
     }

@@ -1,7 +1,8 @@
 /* ocl.h - the OpenCL backend's device context, shared by the files of
  * workers/opencl/ (ocl_open.c: platform and device choice, program builds,
- * the exchange rule, caps, the vtable; ocl_reduce.c: reductions;
- * ocl_wide.c: the 64-bit dtypes and argmin/argmax; ocl_hash.c: hash jobs).
+ * the exchange rule, caps, the vtable; ocl_reduce.c: reductions, on the
+ * op table; ocl_stage.c: their staging, walk and level plan; ocl_hash.c:
+ * hash jobs).
  *
  * A device is one cl_context with one in-order command queue on one
  * cl_device_id, used by one device thread only (workers/worker.h), so
@@ -37,28 +38,29 @@ typedef struct wv_ocl_options {
   uint64_t batch_units;   /* hash: units per launch; 0 = from the device */
 } wv_ocl_options;
 
+/* The kernels of reduce.cl, at the same index in both programs (d->k: the
+ * base one, 32-bit rows; d->kw: the wide one, 64-bit rows).  The ordered
+ * ones sit at WV_OCL_RED_UMIN + 3 * (halves - 1) + key kind (the op
+ * table's, core/optable.h). */
 enum wv_ocl_kernel {
   WV_OCL_RED_SUM, WV_OCL_RED_AND, WV_OCL_RED_OR, WV_OCL_RED_XOR,
-  WV_OCL_RED_UMIN, WV_OCL_RED_UMAX, WV_OCL_RED_SMIN, WV_OCL_RED_SMAX,
-  WV_OCL_RED_FMIN, WV_OCL_RED_FMAX, WV_OCL_RED_UEXT, WV_OCL_RED_SEXT,
-  WV_OCL_RED_FEXT, WV_OCL_RED_FINISH, WV_OCL_FSUM_LEVEL1, WV_OCL_FSUM_TREE,
-  WV_OCL_STREAM, WV_OCL_DATASET, WV_OCL_FOLD_COUNT, WV_OCL_FOLD_WINNERS,
-  WV_OCL_FOLD_SEGMENTS,
+  WV_OCL_RED_UMIN, WV_OCL_RED_SMIN, WV_OCL_RED_FMIN,
+  WV_OCL_RED_UMAX, WV_OCL_RED_SMAX, WV_OCL_RED_FMAX,
+  WV_OCL_RED_UEXT, WV_OCL_RED_SEXT, WV_OCL_RED_FEXT,
+  WV_OCL_RED_FINISH, WV_OCL_FSUM_LEVEL1, WV_OCL_FSUM_TREE,
+  WV_OCL_RED_COUNT_,
+  /* the base program's others: the bench's baseline, hashbase.cl */
+  WV_OCL_STREAM = WV_OCL_RED_COUNT_, WV_OCL_DATASET, WV_OCL_FOLD_COUNT,
+  WV_OCL_FOLD_WINNERS, WV_OCL_FOLD_SEGMENTS,
   WV_OCL_KERNEL_COUNT_
 };
 
-/* The wide program's kernels (kernels/wide.cl, ocl_wide.c). */
-enum wv_ocl_wide_kernel {
-  WV_OCLW_SUM, WV_OCLW_AND, WV_OCLW_OR, WV_OCLW_XOR, WV_OCLW_UMIN,
-  WV_OCLW_UMAX, WV_OCLW_SMIN, WV_OCLW_SMAX, WV_OCLW_FMIN, WV_OCLW_FMAX,
-  WV_OCLW_UEXT, WV_OCLW_SEXT, WV_OCLW_FEXT, WV_OCLW_FINISH,
-  WV_OCLW_ARG_UMIN32, WV_OCLW_ARG_UMAX32, WV_OCLW_ARG_SMIN32,
-  WV_OCLW_ARG_SMAX32, WV_OCLW_ARG_FMIN32, WV_OCLW_ARG_FMAX32,
-  WV_OCLW_ARG_UMIN64, WV_OCLW_ARG_UMAX64, WV_OCLW_ARG_SMIN64,
-  WV_OCLW_ARG_SMAX64, WV_OCLW_ARG_FMIN64, WV_OCLW_ARG_FMAX64,
-  WV_OCLW_ARG_FINISH,
-  WV_OCLW_FSUM_LEVEL1, WV_OCLW_FSUM_TREE,   /* only with cl_khr_fp64 */
-  WV_OCLW_COUNT_
+/* The wide program's others (arg.cl): argmin/argmax of every dtype at
+ * WV_OCL_ARG + 6 * (row bytes == 8) + 2 * key kind + (argmax). */
+enum wv_ocl_arg_kernel {
+  WV_OCL_ARG = WV_OCL_RED_COUNT_,
+  WV_OCL_ARG_FINISH = WV_OCL_ARG + 12,
+  WV_OCL_WIDE_COUNT_
 };
 
 /* A device buffer that grows on demand (contents lost when it grows). */
@@ -116,9 +118,9 @@ struct wv_device {
   char exchange_reason[200];
   void *hash_state;         /* ocl_hash.c */
 
-  /* the wide program (ocl_wide.c) */
+  /* the wide program (ocl_reduce.c) */
   cl_program wide;
-  cl_kernel kw[WV_OCLW_COUNT_];
+  cl_kernel kw[WV_OCL_WIDE_COUNT_];
   int fp64;                 /* float64 sums run: cl_khr_fp64, denormals,
                                round to nearest, and the probe agreed */
   char fp64_note[120];      /* why not, when fp64 is 0 */
@@ -157,8 +159,14 @@ int wv_ocl_launch(wv_device *d, cl_kernel k, size_t global, size_t local,
 
 /* ---- ocl_reduce.c -------------------------------------------------------- */
 
+/* Every dtype and op (wv_dev_reduce has checked the job). */
 int wv_ocl_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
                   wave_error *err);
+/* Build the wide program and decide fp64 (at open, after the base). */
+int wv_ocl_wide_open(wv_device *d, wave_error *err);
+void wv_ocl_wide_close(wv_device *d);
+/* The base program's kernel names, in enum wv_ocl_kernel's order. */
+extern const char *const wv_ocl_kernel_names[WV_OCL_KERNEL_COUNT_];
 /* Benchmarks: reduce rows already in device buffer data (one chunk, no
  * mask; rows a multiple of 256); *seconds is device time from the queue's
  * profiling events.  stream: the streaming-read baseline. */
@@ -167,17 +175,51 @@ int wv_ocl_reduce_resident(wv_device *d, cl_mem data, uint64_t rows,
                            double *seconds, wave_error *err);
 int wv_ocl_stream_resident(wv_device *d, cl_mem data, uint64_t rows,
                            double *seconds, wave_error *err);
-void wv_ocl_reduce_free(wv_device *d);
+/* Device seconds from a's start to b's end (profiling events). */
+double wv_ocl_span(cl_event a, cl_event b);
 
-/* Shared with ocl_wide.c: staging buffer s (waits for its last write,
- * grows it to bytes) and its send; the float sum's later levels, planned
- * on the host (every pass's descriptors in one array, uploaded once, so
- * the passes run back to back), pass p at pass_at[p] with pass_n[p]
- * entries; esize: 4 (float) or 8 (double) bytes a value. */
-int wv_ocl_stage_get(wv_device *d, unsigned s, size_t bytes, void **map,
-                     wave_error *err);
+/* ---- ocl_stage.c --------------------------------------------------------- */
+
+/* The next staging window (the two taken in turn; its last write waited
+ * for, grown to bytes): its index in *s, its host memory in *dst. */
+int wv_ocl_window(wv_device *d, size_t bytes, unsigned *s,
+                  unsigned char **dst, wave_error *err);
+/* Send `bytes` of stage s to its device buffer (no wait). */
 int wv_ocl_stage_send(wv_device *d, unsigned s, size_t bytes,
                       wave_error *err);
+/* Rows per staging window for rows of `size` bytes. */
+uint64_t wv_ocl_wrows(const wv_device *d, unsigned size);
+/* The staging buffers and the reductions' device buffers. */
+void wv_ocl_reduce_free(wv_device *d);
+
+/* A walk over a job's input and mask, by logical row. */
+typedef struct wv_ocl_walk {
+  const wv_reduce_job *job;
+  unsigned size;     /* row bytes */
+  size_t c;          /* input chunk */
+  uint64_t off;      /* row within it */
+  size_t mc;         /* mask chunk */
+  uint64_t moff;
+  uint64_t fill;     /* written for unselected rows (low bytes) */
+  uint64_t selected;
+} wv_ocl_walk;
+/* Row i (size bytes) of data, as a word. */
+uint64_t wv_ocl_word(const void *data, uint64_t i, unsigned size);
+/* Put the walk at logical row `row` (input and mask). */
+void wv_ocl_seek(wv_ocl_walk *w, uint64_t row);
+/* The first selected row and its value; 0 when none is selected. */
+int wv_ocl_first_selected(const wv_reduce_job *job, unsigned size,
+                          uint64_t *row, uint64_t *v);
+/* The next n rows of the stream (chunks as one, from the walk's place),
+ * padded with the fill past the last row. */
+void wv_ocl_stream(wv_ocl_walk *w, unsigned char *dst, uint64_t n);
+/* The next n rows of the float sum's layout: every non-empty chunk on a
+ * 256-row boundary, padded with the fill. */
+void wv_ocl_fsum_window(wv_ocl_walk *w, unsigned char *dst, uint64_t n);
+
+/* The float sum's later levels, planned on the host: pass p at pass_at[p]
+ * with pass_n[p] descriptors (offset, length); esize: 4 (float) or 8
+ * (double) bytes a value. */
 typedef struct wv_ocl_seg {
   uint32_t off, len;
 } wv_ocl_seg;
@@ -198,22 +240,6 @@ int wv_ocl_plan_send(wv_device *d, const wv_ocl_plan *pl, size_t esize,
  * read the result (esize bytes) into v. */
 int wv_ocl_plan_run(wv_device *d, const wv_ocl_plan *pl, cl_kernel kt,
                     size_t esize, void *v, cl_event *ev, wave_error *err);
-/* Device seconds from a's start to b's end (profiling events). */
-double wv_ocl_span(cl_event a, cl_event b);
-
-/* ---- ocl_wide.c ---------------------------------------------------------- */
-
-/* Build the wide program and decide fp64 (at open, after the base). */
-int wv_ocl_wide_open(wv_device *d, wave_error *err);
-void wv_ocl_wide_close(wv_device *d);
-/* A job wv_reduce_is_wide names (rows > 0). */
-int wv_ocl_wide_reduce(wv_device *d, const wv_reduce_job *job,
-                       wv_reduce_out *out, wave_error *err);
-/* Benchmarks: as wv_ocl_reduce_resident, for the wide jobs (rows a
- * multiple of 256). */
-int wv_ocl_wide_resident(wv_device *d, cl_mem data, uint64_t rows,
-                         wave_dtype dtype, wave_op op, wv_reduce_out *out,
-                         double *seconds, wave_error *err);
 
 /* ---- ocl_hash.c ---------------------------------------------------------- */
 

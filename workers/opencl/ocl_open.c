@@ -537,9 +537,9 @@ static int oo_info(wv_device *d)
   return 0;
 }
 
-static const char *const oo_kernel_names[WV_OCL_KERNEL_COUNT_] = {
-  "red_sum", "red_and", "red_or", "red_xor", "red_umin", "red_umax",
-  "red_smin", "red_smax", "red_fmin", "red_fmax", "red_uext", "red_sext",
+const char *const wv_ocl_kernel_names[WV_OCL_KERNEL_COUNT_] = {
+  "red_sum", "red_and", "red_or", "red_xor", "red_umin", "red_smin",
+  "red_fmin", "red_umax", "red_smax", "red_fmax", "red_uext", "red_sext",
   "red_fext", "red_finish", "fsum_level1", "fsum_tree", "stream_read",
   "hash_dataset", "hash_fold_count", "hash_fold_winners",
   "hash_fold_segments",
@@ -577,9 +577,9 @@ static int oo_build_base(wv_device *d, wave_error *err)
     return rv;
   for (unsigned i = 0; i < WV_OCL_KERNEL_COUNT_; i++) {
     cl_int e;
-    d->k[i] = clCreateKernel(d->base, oo_kernel_names[i], &e);
+    d->k[i] = clCreateKernel(d->base, wv_ocl_kernel_names[i], &e);
     if (d->k[i] == NULL)
-      return wv_ocl_fail(err, e, oo_kernel_names[i]);
+      return wv_ocl_fail(err, e, wv_ocl_kernel_names[i]);
   }
   return 0;
 }
@@ -698,7 +698,7 @@ static void oo_caps(wv_device *d, wv_caps *caps)
   caps->has_uuid = d->has_uuid;
   memcpy(caps->uuid, d->uuid, sizeof caps->uuid);
   /* One bit for the three 64-bit dtypes: set where float64 sums run
-   * (cl_khr_fp64, ocl_wide.c); argmin/argmax need no double. */
+   * (cl_khr_fp64, ocl_reduce.c); argmin/argmax need no double. */
   caps->dtypes64 = d->wide != NULL && d->fp64;
   caps->argminmax = d->wide != NULL;
   if (!caps->dtypes64)

@@ -1,222 +1,166 @@
-/* ocl_reduce.c - reductions on an OpenCL device (docs/reduction.md).
+/* ocl_reduce.c - reductions on an OpenCL device, every dtype and op
+ * (docs/reduction.md), planned on the op table (core/optable.h).
+ *
+ * Two programs of one body (kernels/reduce.cl): the base program holds
+ * the 32-bit kernels (d->k, built by ocl_open.c), the wide program the
+ * 64-bit ones and argmin/argmax of every dtype (d->kw, reduce.cl with
+ * WV_ROW64=1 and arg.cl, built here), the reduce.cl kernels at the same
+ * index in both.  A plan row gives the kernel (its path, key kind and
+ * halves), the fill of unselected rows, and how the keys read back.
  *
  * Rows arrive in host memory.  They are copied into one of two pinned
- * staging buffers in turn (windows of window_rows rows, 2^24 by default),
- * each written to its device buffer without blocking, and each window gets
- * one first-level launch writing partials into a device buffer that holds
- * the whole job's partials; the host fills window k + 1 while the device
- * copies and reduces window k.  Only the result comes back (8 bytes).
+ * staging buffers in turn (windows of window_rows 32-bit rows, 2^24 by
+ * default, or as many bytes of 64-bit rows), each written to its device
+ * buffer without blocking, and each window gets one first-level launch
+ * writing partials into a device buffer that holds the whole job's
+ * partials; the host fills window k + 1 while the device copies and
+ * reduces window k.  Only the result comes back (8..32 bytes).
  *
  * The mask is applied while copying, walked by logical row beside the
  * input, so its chunk boundaries never matter and the device never reads
- * it: an unselected row is written as a value that cannot change the
- * result (sum/or/xor 0, and all ones, float sum -0.0, which is the leaf of
- * an unselected row; min/max/extent a copy of the first selected row, since
- * those ops are idempotent).  The selected count is taken in the same walk;
- * a mask that selects nothing gives the empty result without device work.
+ * it: an unselected row is written as the plan's fill (a constant, or for
+ * min/max/extent a copy of the first selected row).  The selected count is
+ * taken in the same walk.
  *
- * Order-free ops treat the chunks as one stream (padded at the end to whole
- * 16-byte vectors with the same fill); red_finish folds the partials.  The
- * float sum lays every non-empty chunk out on a 256-row boundary of a
- * virtual row space, padded with -0.0, so chunk c owns a contiguous run of
- * first-level values; later levels are fsum_tree passes over listed runs:
- * each chunk's levels, then the levels over the chunk values in chunk
- * order (a run of one value passes through: G of one value padded with
- * -0.0 is that value).
- *
- * Jobs that wv_reduce_is_wide names (64-bit dtypes, argmin/argmax) go to
- * ocl_wide.c, which shares the staging buffers and the level plan above.
+ *  - Order-free ops treat the chunks as one stream (padded at the end to
+ *    whole 16-byte vectors with the fill); red_finish folds the partials.
+ *  - The float sum lays every non-empty chunk out on a 256-row boundary of
+ *    a virtual row space, padded with -0.0, so chunk c owns a contiguous
+ *    run of first-level values; later levels are fsum_tree passes over
+ *    listed runs: each chunk's levels, then the levels over the chunk
+ *    values in chunk order (a run of one value passes through: G of one
+ *    value padded with -0.0 is that value).  The float64 sum needs
+ *    cl_khr_fp64 with denormals and round to nearest, and a probe at open.
+ *  - argmin/argmax: the stream starts at the first selected row i0, so
+ *    indices are i0 + the stream position.  An unselected row after it
+ *    becomes, for the integers, a copy of row i0's value (it can only tie
+ *    with i0, and loses: its index is higher), for the floats the plan's
+ *    NaN (never considered, never counted); the tail padding likewise.
+ *    The count is the selected rows for the integers (taken in the walk)
+ *    and the device's count of finite rows for the floats.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ocl.h"
 #include "core/base.h"
+#include "core/optable.h"
 #include "core/reduce.h"
 
 #define OR_GROUPS_PER_CU 8u
 
-/* ---- staging ------------------------------------------------------------- */
+extern const char wv_ocl_src_reduce[];
+extern const char wv_ocl_src_arg[];
 
-int wv_ocl_stage_get(wv_device *d, unsigned s, size_t bytes, void **map,
-                        wave_error *err)
+static const char *const or_arg_names[WV_OCL_WIDE_COUNT_ - WV_OCL_ARG] = {
+  "arg_umin32", "arg_umax32", "arg_smin32", "arg_smax32", "arg_fmin32",
+  "arg_fmax32", "arg_umin64", "arg_umax64", "arg_smin64", "arg_smax64",
+  "arg_fmin64", "arg_fmax64", "arg_finish",
+};
+
+/* ---- the wide program ---------------------------------------------------- */
+
+void wv_ocl_wide_close(wv_device *d)
 {
-  wv_ocl_stage *st = &d->stage[s];
-  cl_int e;
-  if (st->done != NULL) {
-    e = clWaitForEvents(1, &st->done);
-    clReleaseEvent(st->done);
-    st->done = NULL;
-    if (e != CL_SUCCESS)
-      return wv_ocl_fail(err, e, "clWaitForEvents(staging)");
+  for (unsigned i = 0; i < WV_OCL_WIDE_COUNT_; i++) {
+    if (d->kw[i] != NULL)
+      clReleaseKernel(d->kw[i]);
+    d->kw[i] = NULL;
   }
-  if (st->size < bytes) {
-    if (st->map != NULL)
-      clEnqueueUnmapMemObject(d->q, st->host, st->map, 0, NULL, NULL);
-    if (st->host != NULL)
-      clReleaseMemObject(st->host);
-    if (st->dev != NULL)
-      clReleaseMemObject(st->dev);
-    memset(st, 0, sizeof *st);
-    st->host = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE |
-                              CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &e);
-    if (st->host == NULL)
-      return wv_ocl_fail(err, e, "clCreateBuffer(staging)");
-    st->map = clEnqueueMapBuffer(d->q, st->host, CL_TRUE, CL_MAP_WRITE, 0,
-                                 bytes, 0, NULL, NULL, &e);
-    if (st->map == NULL)
-      return wv_ocl_fail(err, e, "clEnqueueMapBuffer(staging)");
-    st->dev = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY, bytes, NULL, &e);
-    if (st->dev == NULL)
-      return wv_ocl_fail(err, e, "clCreateBuffer(window)");
-    st->size = bytes;
+  if (d->wide != NULL)
+    clReleaseProgram(d->wide);
+  d->wide = NULL;
+}
+
+static int or_build_wide(wv_device *d, int sg, int fp64, wave_error *err)
+{
+  char opts[160];
+  snprintf(opts, sizeof opts, "-cl-std=CL%u.%u -DWV_ROW64=1 "
+           "-DWV_SUBGROUPS=%d -DWV_FP64=%d", sg ? d->c_major : 1,
+           sg ? d->c_minor : 2, sg, fp64);
+  const char *src[2] = {wv_ocl_src_reduce, wv_ocl_src_arg};
+  int rv = wv_ocl_build(d, src, 2, opts, &d->wide, err);
+  for (unsigned i = 0; i < WV_OCL_WIDE_COUNT_ && rv == 0; i++) {
+    if (!fp64 && (i == WV_OCL_FSUM_LEVEL1 || i == WV_OCL_FSUM_TREE))
+      continue;
+    const char *name = i < WV_OCL_ARG ? wv_ocl_kernel_names[i]
+                                      : or_arg_names[i - WV_OCL_ARG];
+    cl_int e;
+    d->kw[i] = clCreateKernel(d->wide, name, &e);
+    if (d->kw[i] == NULL)
+      rv = wv_ocl_fail(err, e, name);
   }
-  *map = st->map;
-  return 0;
+  return rv;
 }
 
-/* Send `bytes` of stage s to its device buffer (no wait). */
-int wv_ocl_stage_send(wv_device *d, unsigned s, size_t bytes,
-                         wave_error *err)
+/* The float64 sum of subnormals 3 ulp + -1 ulp must be 2 ulp, and of the
+ * worked example's tree 1 + 2^-52 (docs/reduction.md). */
+static int or_probe_fp64(wv_device *d, wave_error *err)
 {
-  wv_ocl_stage *st = &d->stage[s];
-  cl_int e = clEnqueueWriteBuffer(d->q, st->dev, CL_FALSE, 0, bytes, st->map,
-                                  0, NULL, &st->done);
-  if (e != CL_SUCCESS)
-    return wv_ocl_fail(err, e, "clEnqueueWriteBuffer(window)");
-  return 0;
-}
-
-void wv_ocl_reduce_free(wv_device *d)
-{
-  for (unsigned s = 0; s < 2; s++) {
-    wv_ocl_stage *st = &d->stage[s];
-    if (st->done != NULL) {
-      clWaitForEvents(1, &st->done);
-      clReleaseEvent(st->done);
-    }
-    if (st->map != NULL)
-      clEnqueueUnmapMemObject(d->q, st->host, st->map, 0, NULL, NULL);
-    if (d->q != NULL)
-      clFinish(d->q);
-    if (st->host != NULL)
-      clReleaseMemObject(st->host);
-    if (st->dev != NULL)
-      clReleaseMemObject(st->dev);
-    memset(st, 0, sizeof *st);
-  }
-  wv_ocl_buf_free(&d->part);
-  wv_ocl_buf_free(&d->part2);
-  wv_ocl_buf_free(&d->desc);
-  wv_ocl_buf_free(&d->result);
-}
-
-/* ---- walking the input and the mask -------------------------------------- */
-
-typedef struct or_walk {
-  const wv_reduce_job *job;
-  size_t c;          /* input chunk */
-  uint64_t off;      /* row within it */
-  size_t mc;         /* mask chunk */
-  uint64_t moff;
-  uint32_t fill;     /* written for unselected rows */
-  uint64_t selected;
-} or_walk;
-
-static uint32_t or_row(const void *data, uint64_t i)
-{
-  uint32_t v;
-  memcpy(&v, (const char *)data + 4 * i, 4);
-  return v;
-}
-
-/* Copy n rows of the current chunk (n <= rows left in it) into dst,
- * applying the mask. */
-static void or_copy(or_walk *w, uint32_t *dst, uint64_t n)
-{
-  const wv_span *in = &w->job->input[w->c];
-  const char *src = (const char *)in->data + 4 * w->off;
-  if (!w->job->has_mask) {
-    memcpy(dst, src, 4 * n);
-    w->selected += n;
-  } else {
-    uint64_t i = 0;
-    while (i < n) {
-      while (w->moff == w->job->mask[w->mc].rows) {
-        w->mc++;
-        w->moff = 0;
-      }
-      const wv_span *m = &w->job->mask[w->mc];
-      uint64_t k = m->rows - w->moff;
-      if (k > n - i)
-        k = n - i;
-      const char *mp = (const char *)m->data + 4 * w->moff;
-      for (uint64_t j = 0; j < k; j++) {
-        uint32_t mv, v;
-        memcpy(&mv, mp + 4 * j, 4);
-        memcpy(&v, src + 4 * (i + j), 4);
-        dst[i + j] = mv != 0 ? v : w->fill;
-        w->selected += mv != 0;
-      }
-      w->moff += k;
-      i += k;
+  static const uint64_t sub[2] = {3, 0x8000000000000001u};
+  uint64_t *tree = calloc(256, 8);
+  if (tree == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (unsigned i = 0; i < 256; i++)
+    tree[i] = WV_F64_NEG_ZERO;
+  tree[0] = 0x3ff0000000000000u;
+  tree[1] = tree[129] = 0x3ca0000000000000u;
+  wv_span in[2] = {{sub, 2}, {tree, 256}};
+  uint64_t want[2] = {2, 0x3ff0000000000001u};
+  int rv = 0;
+  for (unsigned i = 0; i < 2 && rv == 0 && d->fp64; i++) {
+    wv_reduce_job job = {.dtype = WAVE_F64, .op = WAVE_SUM, .input = &in[i],
+                         .n_input = 1, .rows = in[i].rows};
+    wv_reduce_out out;
+    rv = wv_ocl_reduce(d, &job, &out, err);
+    if (rv == 0 && out.bits[0] != want[i]) {
+      d->fp64 = 0;
+      snprintf(d->fp64_note, sizeof d->fp64_note, "float64 probe sum gave "
+               "%016llx, not %016llx", (unsigned long long)out.bits[0],
+               (unsigned long long)want[i]);
     }
   }
-  w->off += n;
+  free(tree);
+  return rv;
 }
 
-/* The first selected row's value (order-free ops' fill for min/max/
- * extent); 0 when no row is selected. */
-static int or_first_selected(const wv_reduce_job *job, uint32_t *v)
+int wv_ocl_wide_open(wv_device *d, wave_error *err)
 {
-  uint64_t row = 0;
-  for (size_t c = 0; c < job->n_mask; c++) {
-    const wv_span *m = &job->mask[c];
-    for (uint64_t j = 0; j < m->rows; j++, row++)
-      if (or_row(m->data, j) != 0) {
-        uint64_t r = row;
-        for (size_t i = 0; i < job->n_input; i++) {
-          if (r < job->input[i].rows) {
-            *v = or_row(job->input[i].data, r);
-            return 1;
-          }
-          r -= job->input[i].rows;
-        }
-      }
+  cl_device_fp_config fp = 0;
+  clGetDeviceInfo(d->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp, &fp, NULL);
+  const cl_device_fp_config need = CL_FP_DENORM | CL_FP_INF_NAN |
+                                   CL_FP_ROUND_TO_NEAREST;
+  d->fp64 = (fp & need) == need;
+  if (fp == 0)
+    snprintf(d->fp64_note, sizeof d->fp64_note, "no cl_khr_fp64");
+  else if (!d->fp64)
+    snprintf(d->fp64_note, sizeof d->fp64_note, "cl_khr_fp64 without "
+             "denormals or round-to-nearest");
+  int sg = d->subgroups && !d->opt.force_local;
+  int rv = or_build_wide(d, sg, d->fp64, err);
+  if (rv != 0 && sg) {   /* as the base program: fall back to local memory */
+    wv_ocl_wide_close(d);
+    rv = or_build_wide(d, 0, d->fp64, err);
   }
-  return 0;
+  if (rv != 0) {
+    /* The device still runs the 32-bit jobs: caps drop the wide ones, the
+     * description and stderr (the build log) say why. */
+    fprintf(stderr, "opencl: %s: the wide program did not build (%s): no "
+            "64-bit dtypes, no argmin/argmax\n", d->name, err->message);
+    wv_ocl_wide_close(d);
+    d->fp64 = 0;
+    snprintf(d->fp64_note, sizeof d->fp64_note, "the wide program did not "
+             "build");
+    memset(err, 0, sizeof *err);
+    return 0;
+  }
+  if (d->fp64)
+    rv = or_probe_fp64(d, err);
+  return rv;
 }
 
-/* ---- order-free ops ------------------------------------------------------ */
-
-static int or_kernel(wave_dtype dt, wave_op op)
-{
-  switch (op) {
-  case WAVE_SUM: return WV_OCL_RED_SUM;
-  case WAVE_AND: return WV_OCL_RED_AND;
-  case WAVE_OR: return WV_OCL_RED_OR;
-  case WAVE_XOR: return WV_OCL_RED_XOR;
-  case WAVE_MIN: return dt == WAVE_U32 ? WV_OCL_RED_UMIN
-                      : dt == WAVE_S32 ? WV_OCL_RED_SMIN : WV_OCL_RED_FMIN;
-  case WAVE_MAX: return dt == WAVE_U32 ? WV_OCL_RED_UMAX
-                      : dt == WAVE_S32 ? WV_OCL_RED_SMAX : WV_OCL_RED_FMAX;
-  default: return dt == WAVE_U32 ? WV_OCL_RED_UEXT
-                : dt == WAVE_S32 ? WV_OCL_RED_SEXT : WV_OCL_RED_FEXT;
-  }
-}
-
-static cl_uint or_finish_op(wave_op op)
-{
-  switch (op) {
-  case WAVE_SUM: return 0;
-  case WAVE_MIN: return 1;
-  case WAVE_MAX: return 2;
-  case WAVE_AND: return 3;
-  case WAVE_OR: return 4;
-  case WAVE_XOR: return 5;
-  default: return 6;
-  }
-}
+/* ---- launches ------------------------------------------------------------ */
 
 static uint32_t or_groups(const wv_device *d, uint64_t nvec)
 {
@@ -227,143 +171,180 @@ static uint32_t or_groups(const wv_device *d, uint64_t nvec)
   return want ? (uint32_t)want : 1;
 }
 
-/* One first-level pass over nvec vectors of in, partials at part0; adds
- * the partials written to *np. */
-static int or_pass(wv_device *d, cl_kernel k, cl_mem in, uint64_t nvec,
-                   cl_uint *np, cl_event *ev, wave_error *err)
+/* The kernels plan p runs: the wide program's for 64-bit rows and for
+ * argmin/argmax, else the base program's. */
+static cl_kernel *or_set(wv_device *d, const wv_op_plan *p)
 {
-  uint32_t g = or_groups(d, nvec);
-  int rv;
-  if ((size_t)(*np + g) * 8 > d->part.size)   /* the caller reserves */
-    return wv_seterr(err, WAVE_EINTERNAL, "opencl: partials overflow");
-  cl_ulong nv = nvec;
-  clSetKernelArg(k, 0, sizeof in, &in);
-  clSetKernelArg(k, 1, sizeof nv, &nv);
-  clSetKernelArg(k, 2, sizeof d->part.mem, &d->part.mem);
-  clSetKernelArg(k, 3, sizeof *np, np);
-  if ((rv = wv_ocl_launch(d, k, (size_t)g * WV_OCL_WG, WV_OCL_WG, ev, err)))
-    return rv;
-  *np += g;
+  return p->row_bytes == 8 || p->path == WV_PATH_ARG ? d->kw : d->k;
+}
+
+/* The first-level kernel of an order-free op or argmin/argmax (ocl.h says
+ * where each sits). */
+static cl_kernel or_kernel(wv_device *d, const wv_op_plan *p)
+{
+  unsigned i;
+  if (p->path == WV_PATH_ARG)
+    i = WV_OCL_ARG + 6 * (p->row_bytes == 8) + 2 * p->key +
+        (p->halves == WV_HALF_HI);
+  else if (p->path == WV_PATH_KEYS)
+    i = WV_OCL_RED_UMIN + 3 * (p->halves - 1) + p->key;
+  else if (p->path == WV_PATH_BITS)
+    i = WV_OCL_RED_AND + (unsigned)(p->op - WAVE_AND);
+  else
+    i = WV_OCL_RED_SUM;
+  return or_set(d, p)[i];
+}
+
+/* red_finish's op: 0 sum, 1 min, 2 max, 3 and, 4 or, 5 xor, 6 extent. */
+static cl_uint or_finish_op(const wv_op_plan *p)
+{
+  if (p->path == WV_PATH_KEYS)
+    return p->halves == (WV_HALF_LO | WV_HALF_HI) ? 6 : p->halves;
+  if (p->path == WV_PATH_BITS)
+    return 3 + (cl_uint)(p->op - WAVE_AND);
   return 0;
 }
 
-/* Fold np partials and read the two key words back. */
-static int or_finish(wv_device *d, cl_uint np, wave_op op, uint32_t keys[2],
-                     cl_event *ev, wave_error *err)
+/* One pass of kernel k over nvec 16-byte vectors of in, one partial of
+ * psize bytes per work-group at *np (advanced); base: the global index of
+ * the first row (argmin/argmax kernels only, -1 for the others). */
+static int or_pass(wv_device *d, cl_kernel k, cl_mem in, uint64_t nvec,
+                   int64_t base, size_t psize, cl_uint *np, cl_event *ev,
+                   wave_error *err)
 {
-  int rv = wv_ocl_buf_reserve(d, &d->result, 16, err);
+  uint32_t g = or_groups(d, nvec);
+  if ((size_t)(*np + g) * psize > d->part.size)   /* the caller reserves */
+    return wv_seterr(err, WAVE_EINTERNAL, "opencl: partials overflow");
+  cl_ulong nv = nvec, b = (cl_ulong)base;
+  cl_uint a = 0;
+  clSetKernelArg(k, a++, sizeof in, &in);
+  clSetKernelArg(k, a++, sizeof nv, &nv);
+  if (base >= 0)
+    clSetKernelArg(k, a++, sizeof b, &b);
+  clSetKernelArg(k, a++, sizeof d->part.mem, &d->part.mem);
+  clSetKernelArg(k, a++, sizeof *np, np);
+  int rv = wv_ocl_launch(d, k, (size_t)g * WV_OCL_WG, WV_OCL_WG, ev, err);
+  if (rv == 0)
+    *np += g;
+  return rv;
+}
+
+/* Fold np partials of plan p (red_finish, or arg_finish) and read the
+ * result as words of the row's width (argmin/argmax: 64-bit key, index,
+ * count) into res. */
+static int or_finish(wv_device *d, const wv_op_plan *p, cl_uint np,
+                     uint64_t res[4], cl_event *ev, wave_error *err)
+{
+  const int arg = p->path == WV_PATH_ARG;
+  const unsigned wsz = arg ? 8 : p->row_bytes, nw = arg ? 4 : 2;
+  cl_kernel k = or_set(d, p)[arg ? WV_OCL_ARG_FINISH : WV_OCL_RED_FINISH];
+  cl_uint op = arg ? p->halves == WV_HALF_HI : or_finish_op(p);
+  unsigned char raw[32];
+  int rv = wv_ocl_buf_reserve(d, &d->result, 32, err);
   if (rv != 0)
     return rv;
-  cl_kernel k = d->k[WV_OCL_RED_FINISH];
-  cl_uint fop = or_finish_op(op);
   clSetKernelArg(k, 0, sizeof d->part.mem, &d->part.mem);
   clSetKernelArg(k, 1, sizeof np, &np);
-  clSetKernelArg(k, 2, sizeof fop, &fop);
+  clSetKernelArg(k, 2, sizeof op, &op);
   clSetKernelArg(k, 3, sizeof d->result.mem, &d->result.mem);
   if ((rv = wv_ocl_launch(d, k, WV_OCL_WG, WV_OCL_WG, ev, err)) != 0)
     return rv;
-  cl_int e = clEnqueueReadBuffer(d->q, d->result.mem, CL_TRUE, 0, 8, keys, 0,
-                                 NULL, NULL);
+  cl_int e = clEnqueueReadBuffer(d->q, d->result.mem, CL_TRUE, 0, wsz * nw,
+                                 raw, 0, NULL, NULL);
   if (e != CL_SUCCESS)
     return wv_ocl_fail(err, e, "clEnqueueReadBuffer(result)");
+  for (unsigned i = 0; i < nw; i++)
+    res[i] = wv_ocl_word(raw, i, wsz);
   return 0;
 }
 
-/* Result bits from the keys (docs/reduction.md; ocl.h for the keys). */
-static void or_decode(wave_dtype dt, wave_op op, const uint32_t keys[2],
+/* Result bits from the folded keys of an order-free op. */
+static void or_decode(const wv_op_plan *p, const uint64_t keys[2],
                       wv_reduce_out *out)
 {
-  out->n_values = op == WAVE_EXTENT ? 2 : 1;
-  out->bits[0] = keys[0];
-  out->bits[1] = keys[1];
-  if (op != WAVE_MIN && op != WAVE_MAX && op != WAVE_EXTENT)
-    return;
-  for (unsigned i = 0; i < out->n_values; i++) {
-    uint32_t k = keys[i];
-    int is_min = op == WAVE_MIN || (op == WAVE_EXTENT && i == 0);
-    if (dt == WAVE_S32) {
-      out->bits[i] = k ^ 0x80000000u;
-    } else if (dt == WAVE_F32) {
-      if ((is_min && k == 0xffffffffu) || (!is_min && k == 0))
-        out->bits[i] = 0;   /* no finite row */
-      else
-        out->bits[i] = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
-    }
+  out->n_values = p->n_values;
+  for (unsigned i = 0; i < p->n_values; i++) {
+    int lo = i == 0 && p->halves != WV_HALF_HI;
+    if (p->path != WV_PATH_KEYS)
+      out->bits[i] = keys[i];
+    else if (p->finite_only && keys[i] == (lo ? p->ones : 0))
+      out->bits[i] = 0;   /* no finite row: the key stayed the identity */
+    else
+      out->bits[i] = wv_unkey_of(p->key, p->row_bytes, keys[i]);
   }
 }
 
-static int or_orderfree(wv_device *d, const wv_reduce_job *job,
-                        wv_reduce_out *out, wave_error *err)
+/* The argmin/argmax answer from the folded (key, index, count) and the
+ * walk's count. */
+static void or_arg_answer(const wv_op_plan *p, const uint64_t res[4],
+                          uint64_t selected, wv_reduce_out *out)
 {
-  or_walk w = {.job = job};
-  switch (job->op) {
-  case WAVE_AND: w.fill = 0xffffffffu; break;
-  case WAVE_MIN: case WAVE_MAX: case WAVE_EXTENT:
-    if (job->has_mask) {
-      if (!or_first_selected(job, &w.fill))
-        return 0;  /* nothing selected: the empty result */
-    } else {
-      for (size_t c = 0; c < job->n_input; c++)
-        if (job->input[c].rows > 0) {
-          w.fill = or_row(job->input[c].data, 0);
-          break;
-        }
-    }
-    break;
-  default: w.fill = 0; break;
-  }
-  cl_kernel k = d->k[or_kernel(job->dtype, job->op)];
-  const uint64_t vrows = (job->rows + 3) & ~3ull;
+  uint64_t count = p->count_finite ? res[2] : selected;
+  if (count == 0)
+    return;   /* out is already the empty answer */
+  out->count = count;
+  out->index = (int64_t)res[1];
+  out->bits[0] = wv_unkey_of(p->key, p->row_bytes, res[0]);
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+/* Order-free ops (start 0) and argmin/argmax (from the first selected row):
+ * the stream of rows through the staging windows, one pass a window. */
+static int or_streamed(wv_device *d, const wv_reduce_job *job,
+                       const wv_op_plan *p, wv_reduce_out *out,
+                       wave_error *err)
+{
+  const int arg = p->path == WV_PATH_ARG;
+  const unsigned sz = p->row_bytes, per = 16 / sz, psize = arg ? 32 : 2 * sz;
+  wv_ocl_walk w = {.job = job, .size = sz, .fill = p->fill.bits};
+  uint64_t i0 = 0, v0 = 0;
+  if ((arg || p->fill.dup) && !wv_ocl_first_selected(job, sz, &i0, &v0))
+    return 0;   /* nothing selected: the empty result */
+  if (p->fill.dup || !p->fill.ok)
+    w.fill = v0;
+  if (!arg)
+    i0 = 0;
+  wv_ocl_seek(&w, i0);
+  cl_kernel k = or_kernel(d, p);
+  const uint64_t wr = wv_ocl_wrows(d, sz);
+  const uint64_t vrows = (job->rows - i0 + per - 1) / per * per;
+  uint64_t nwin = (vrows + wr - 1) / wr;
   cl_uint np = 0;
-  uint64_t nwin = (vrows + d->window_rows - 1) / d->window_rows;
   int rv = wv_ocl_buf_reserve(d, &d->part, (size_t)nwin *
-                              or_groups(d, d->window_rows / 4) * 8, err);
-  if (rv != 0)
-    return rv;
-  for (uint64_t at = 0; at < vrows; at += d->window_rows) {
-    uint64_t n = vrows - at < d->window_rows ? vrows - at : d->window_rows;
-    unsigned s = d->cur;
-    d->cur ^= 1;
-    uint32_t *dst;
-    if ((rv = wv_ocl_stage_get(d, s, (size_t)d->window_rows * 4, (void **)&dst,
-                           err)) != 0)
-      return rv;
-    uint64_t i = 0;
-    while (i < n && w.c < job->n_input) {
-      uint64_t left = job->input[w.c].rows - w.off;
-      if (left == 0) {
-        w.c++;
-        w.off = 0;
-        continue;
-      }
-      uint64_t m = left < n - i ? left : n - i;
-      or_copy(&w, dst + i, m);
-      i += m;
-    }
-    for (; i < n; i++)
-      dst[i] = w.fill;   /* the tail to a whole vector */
-    if ((rv = wv_ocl_stage_send(d, s, (size_t)n * 4, err)) != 0 ||
-        (rv = or_pass(d, k, d->stage[s].dev, n / 4, &np, NULL, err)) != 0)
-      return rv;
+                              or_groups(d, wr / per) * psize, err);
+  for (uint64_t at = 0; at < vrows && rv == 0; at += wr) {
+    uint64_t n = vrows - at < wr ? vrows - at : wr;
+    unsigned s;
+    unsigned char *dst;
+    if ((rv = wv_ocl_window(d, (size_t)wr * sz, &s, &dst, err)) != 0)
+      break;
+    wv_ocl_stream(&w, dst, n);
+    if ((rv = wv_ocl_stage_send(d, s, (size_t)n * sz, err)) == 0)
+      rv = or_pass(d, k, d->stage[s].dev, n / per,
+                   arg ? (int64_t)(i0 + at) : -1, psize, &np, NULL, err);
   }
-  out->count = w.selected;
-  if (w.selected == 0)
-    return 0;
-  uint32_t keys[2];
-  if ((rv = or_finish(d, np, job->op, keys, NULL, err)) != 0)
+  uint64_t res[4];
+  if (rv != 0 || (!arg && (out->count = w.selected) == 0))
     return rv;
-  or_decode(job->dtype, job->op, keys, out);
+  if ((rv = or_finish(d, p, np, res, NULL, err)) != 0)
+    return rv;
+  if (arg)
+    or_arg_answer(p, res, w.selected, out);
+  else
+    or_decode(p, res, out);
   return 0;
 }
 
-/* ---- float sum ----------------------------------------------------------- */
-
-static int or_level1(wv_device *d, cl_mem in, uint64_t ngroups,
-                     uint64_t part0, cl_event *ev, wave_error *err)
+/* The float sum's first level: ngroups 256-row groups of in into d->part
+ * from value part0. */
+static int or_level1(wv_device *d, cl_kernel *ks, cl_mem in,
+                     uint64_t ngroups, uint64_t part0, size_t esize,
+                     cl_event *ev, wave_error *err)
 {
-  if ((size_t)(part0 + ngroups) * 4 > d->part.size)  /* the caller reserves */
+  if ((size_t)(part0 + ngroups) * esize > d->part.size)  /* reserved */
     return wv_seterr(err, WAVE_EINTERNAL, "opencl: partials overflow");
-  cl_kernel k = d->k[WV_OCL_FSUM_LEVEL1];
+  cl_kernel k = ks[WV_OCL_FSUM_LEVEL1];
   uint64_t want = (ngroups + 31) / 32;
   uint64_t cap = (uint64_t)d->units * (d->gpu ? 4 * OR_GROUPS_PER_CU : 2);
   if (want > cap)
@@ -376,117 +357,28 @@ static int or_level1(wv_device *d, cl_mem in, uint64_t ngroups,
   return wv_ocl_launch(d, k, (size_t)want * WV_OCL_WG, WV_OCL_WG, ev, err);
 }
 
-int wv_ocl_plan_make(wv_ocl_plan *pl, wv_ocl_seg *segs, size_t n, wave_error *err)
+/* The float sum's answer from the tree's value v (esize bytes). */
+static uint64_t or_fsum_bits(const unsigned char *v, size_t esize,
+                             uint64_t selected)
 {
-  memset(pl, 0, sizeof *pl);
-  int merged = n == 1;
-  for (;;) {
-    int more = 0;
-    for (size_t i = 0; i < n; i++)
-      more |= segs[i].len > 1;
-    if (!more && merged)
-      break;
-    if (!more) {   /* every chunk is one value: merge them, in order */
-      segs[0] = (wv_ocl_seg){segs[0].off, (uint32_t)n};
-      n = 1;
-      merged = 1;
-      continue;
-    }
-    size_t nd = 0;
-    for (size_t i = 0; i < n; i++)
-      nd += (segs[i].len + 255) / 256;
-    if (pl->n + nd > pl->cap) {
-      size_t cap = 2 * (pl->n + nd);
-      uint32_t *x = realloc(pl->desc, cap * 2 * sizeof *x);
-      if (x == NULL) {
-        free(pl->desc);
-        return wv_seterr(err, WAVE_ENOMEM, NULL);
-      }
-      pl->desc = x;
-      pl->cap = cap;
-    }
-    if (pl->passes == 16) {
-      free(pl->desc);
-      return wv_seterr(err, WAVE_EINTERNAL, "opencl: too many tree levels");
-    }
-    pl->pass_at[pl->passes] = pl->n;
-    pl->pass_n[pl->passes++] = nd;
-    size_t k = 0;
-    uint32_t *dsc = pl->desc + 2 * pl->n;
-    for (size_t i = 0; i < n; i++) {
-      uint32_t first = (uint32_t)k;
-      for (uint32_t o = 0; o < segs[i].len; o += 256, k++) {
-        dsc[2 * k] = segs[i].off + o;
-        dsc[2 * k + 1] = segs[i].len - o < 256 ? segs[i].len - o : 256;
-      }
-      segs[i] = (wv_ocl_seg){first, (uint32_t)k - first};
-    }
-    pl->n += nd;
-    if (nd > pl->max_out)
-      pl->max_out = nd;
+  if (esize == 8) {
+    double x;
+    memcpy(&x, v, 8);
+    return wv_f64_sum_finish(x, selected);
   }
-  pl->result = segs[0].off;
-  return 0;
+  float x;
+  memcpy(&x, v, 4);
+  return wv_f32_sum_finish(x, selected);
 }
 
-/* Upload the plan's descriptors (blocking; before the first launch). */
-int wv_ocl_plan_send(wv_device *d, const wv_ocl_plan *pl, size_t esize,
-                     wave_error *err)
+static int or_fsum(wv_device *d, const wv_reduce_job *job,
+                   const wv_op_plan *p, wv_reduce_out *out, wave_error *err)
 {
-  if (pl->passes == 0)
-    return 0;
-  int rv;
-  if ((rv = wv_ocl_buf_reserve(d, &d->desc, pl->n * 8, err)) != 0 ||
-      (rv = wv_ocl_buf_reserve(d, &d->part2, pl->max_out * esize,
-                                err)) != 0)
-    return rv;
-  cl_int e = clEnqueueWriteBuffer(d->q, d->desc.mem, CL_TRUE, 0, pl->n * 8,
-                                  pl->desc, 0, NULL, NULL);
-  if (e != CL_SUCCESS)
-    return wv_ocl_fail(err, e, "clEnqueueWriteBuffer(levels)");
-  return 0;
-}
-
-/* Run the plan's passes over the first-level values in d->part (which the
- * plan's outputs never outgrow) and read the result into *v. */
-int wv_ocl_plan_run(wv_device *d, const wv_ocl_plan *pl, cl_kernel kt,
-                    size_t esize, void *v, cl_event *ev, wave_error *err)
-{
-  wv_ocl_buf *src = &d->part, *dst = &d->part2;
-  for (size_t p = 0; p < pl->passes; p++) {
-    cl_uint d0 = (cl_uint)pl->pass_at[p], nd = (cl_uint)pl->pass_n[p];
-    clSetKernelArg(kt, 0, sizeof src->mem, &src->mem);
-    clSetKernelArg(kt, 1, sizeof d->desc.mem, &d->desc.mem);
-    clSetKernelArg(kt, 2, sizeof d0, &d0);
-    clSetKernelArg(kt, 3, sizeof nd, &nd);
-    clSetKernelArg(kt, 4, sizeof dst->mem, &dst->mem);
-    size_t g = nd < 4096 ? nd : 4096;
-    if (ev != NULL && *ev != NULL)
-      clReleaseEvent(*ev);
-    if (ev != NULL)
-      *ev = NULL;
-    int rv = wv_ocl_launch(d, kt, g * WV_OCL_WG, WV_OCL_WG, ev, err);
-    if (rv != 0)
-      return rv;
-    wv_ocl_buf *t = src;
-    src = dst;
-    dst = t;
-  }
-  cl_int e = clEnqueueReadBuffer(d->q, src->mem, CL_TRUE,
-                                 esize * (size_t)pl->result, esize, v, 0,
-                                 NULL, NULL);
-  if (e != CL_SUCCESS)
-    return wv_ocl_fail(err, e, "clEnqueueReadBuffer(sum)");
-  return 0;
-}
-
-static int or_fsum(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
-                   wave_error *err)
-{
+  const unsigned sz = p->row_bytes;
+  cl_kernel *ks = or_set(d, p);
   size_t nseg = 0;
   for (size_t c = 0; c < job->n_input; c++)
     nseg += job->input[c].rows > 0;
-  out->n_values = 1;
   if (nseg == 0)
     return 0;
   wv_ocl_seg *segs = malloc(nseg * sizeof *segs);
@@ -494,84 +386,74 @@ static int or_fsum(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   uint64_t vtotal = 0;
   for (size_t c = 0, i = 0; c < job->n_input; c++) {
-    uint64_t r = job->input[c].rows;
+    uint64_t r = job->input[c].rows, g = (r + 255) / 256;
     if (r == 0)
       continue;
-    uint64_t g = (r + 255) / 256;
     segs[i++] = (wv_ocl_seg){(uint32_t)(vtotal / 256), (uint32_t)g};
     vtotal += 256 * g;
   }
-  or_walk w = {.job = job, .fill = 0x80000000u};
+  wv_ocl_walk w = {.job = job, .size = sz, .fill = p->fill.bits};
   wv_ocl_plan pl;
   int rv = wv_ocl_plan_make(&pl, segs, nseg, err);
   free(segs);
   if (rv != 0)
     return rv;
-  if ((rv = wv_ocl_buf_reserve(d, &d->part, (size_t)(vtotal / 256) * 4,
+  const uint64_t wr = wv_ocl_wrows(d, sz);
+  if ((rv = wv_ocl_buf_reserve(d, &d->part, (size_t)(vtotal / 256) * sz,
                                err)) == 0)
-    rv = wv_ocl_plan_send(d, &pl, 4, err);
-  for (uint64_t at = 0; at < vtotal && rv == 0; at += d->window_rows) {
-    uint64_t n = vtotal - at < d->window_rows ? vtotal - at : d->window_rows;
-    unsigned s = d->cur;
-    d->cur ^= 1;
-    uint32_t *dst;
-    if ((rv = wv_ocl_stage_get(d, s, (size_t)d->window_rows * 4, (void **)&dst,
-                           err)) != 0)
+    rv = wv_ocl_plan_send(d, &pl, sz, err);
+  for (uint64_t at = 0; at < vtotal && rv == 0; at += wr) {
+    uint64_t n = vtotal - at < wr ? vtotal - at : wr;
+    unsigned s;
+    unsigned char *dst;
+    if ((rv = wv_ocl_window(d, (size_t)wr * sz, &s, &dst, err)) != 0)
       break;
-    /* Virtual rows [at, at + n): the current chunk's rows, then its
-     * padding up to 256, then the next non-empty chunk. */
-    uint64_t i = 0;
-    while (i < n) {
-      while (w.c < job->n_input && job->input[w.c].rows == 0)
-        w.c++;
-      const uint64_t rows = job->input[w.c].rows;
-      const uint64_t padded = (rows + 255) & ~255ull;
-      if (w.off < rows) {
-        uint64_t m = rows - w.off < n - i ? rows - w.off : n - i;
-        or_copy(&w, dst + i, m);
-        i += m;
-      } else {
-        uint64_t m = padded - w.off < n - i ? padded - w.off : n - i;
-        for (uint64_t j = 0; j < m; j++)
-          dst[i + j] = 0x80000000u;
-        i += m;
-        w.off += m;
-      }
-      if (w.off == padded) {
-        w.c++;
-        w.off = 0;
-      }
-    }
-    if ((rv = wv_ocl_stage_send(d, s, (size_t)n * 4, err)) != 0)
-      break;
-    rv = or_level1(d, d->stage[s].dev, n / 256, at / 256, NULL, err);
+    wv_ocl_fsum_window(&w, dst, n);
+    if ((rv = wv_ocl_stage_send(d, s, (size_t)n * sz, err)) == 0)
+      rv = or_level1(d, ks, d->stage[s].dev, n / 256, at / 256, sz, NULL,
+                     err);
   }
   out->count = w.selected;
-  float v = 0;
+  unsigned char v[8];
   if (rv == 0 && w.selected > 0)
-    rv = wv_ocl_plan_run(d, &pl, d->k[WV_OCL_FSUM_TREE], 4, &v, NULL,
-                         err);
+    rv = wv_ocl_plan_run(d, &pl, ks[WV_OCL_FSUM_TREE], sz, v, NULL, err);
   free(pl.desc);
-  if (rv != 0 || w.selected == 0)
-    return rv;
-  out->bits[0] = wv_f32_sum_finish(v, w.selected);
+  if (rv == 0 && w.selected > 0)
+    out->bits[0] = or_fsum_bits(v, sz, w.selected);
+  return rv;
+}
+
+/* Whether plan p runs on d; its error if not. */
+static int or_runs(const wv_device *d, const wv_op_plan *p, wave_error *err)
+{
+  if (p->rc != 0)
+    return wv_seterr(err, p->rc, NULL);
+  if ((p->row_bytes == 8 || p->path == WV_PATH_ARG) && d->wide == NULL)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "opencl: %s: no wide program",
+                     d->name);
+  if (p->path == WV_PATH_FSUM && p->row_bytes == 8 && !d->fp64)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "opencl: %s: float64 sums "
+                     "refused: %s", d->name, d->fp64_note);
   return 0;
 }
 
 int wv_ocl_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
                   wave_error *err)
 {
+  const wv_op_plan *p = wv_op_plan_of(job->dtype, job->op);
   memset(out, 0, sizeof *out);
-  out->n_values = job->op == WAVE_EXTENT ? 2 : 1;
-  if (job->rows == 0) {
-    out->index = job->op == WAVE_ARGMIN || job->op == WAVE_ARGMAX ? -1 : 0;
+  if (p->rc != 0)
+    return wv_seterr(err, p->rc, NULL);
+  out->n_values = p->n_values;
+  out->index = p->path == WV_PATH_ARG ? -1 : 0;
+  if (job->rows == 0)
     return 0;
-  }
-  if (wv_reduce_is_wide(job->dtype, job->op))
-    return wv_ocl_wide_reduce(d, job, out, err);
-  if (job->dtype == WAVE_F32 && job->op == WAVE_SUM)
-    return or_fsum(d, job, out, err);
-  return or_orderfree(d, job, out, err);
+  int rv = or_runs(d, p, err);
+  if (rv != 0)
+    return rv;
+  if (p->path == WV_PATH_FSUM)
+    return or_fsum(d, job, p, out, err);
+  return or_streamed(d, job, p, out, err);
 }
 
 /* ---- device-resident (bench) --------------------------------------------- */
@@ -588,36 +470,45 @@ int wv_ocl_reduce_resident(wv_device *d, cl_mem data, uint64_t rows,
                            wave_dtype dtype, wave_op op, wv_reduce_out *out,
                            double *seconds, wave_error *err)
 {
+  const wv_op_plan *p = wv_op_plan_of(dtype, op);
+  const unsigned sz = p->row_bytes, per = sz ? 16 / sz : 1;
   memset(out, 0, sizeof *out);
-  out->n_values = op == WAVE_EXTENT ? 2 : 1;
+  out->n_values = p->n_values;
   out->count = rows;
   cl_event e0 = NULL, e1 = NULL;
-  int rv;
-  if ((rv = wv_ocl_buf_reserve(d, &d->part, rows / 256 * 4 + (size_t)
-                                or_groups(d, rows / 4) * 8, err)) != 0)
-    return rv;
-  if (dtype == WAVE_F32 && op == WAVE_SUM) {
+  cl_uint np = 0;
+  uint64_t res[4];
+  int rv = or_runs(d, p, err);
+  if (rv == 0)
+    rv = wv_ocl_buf_reserve(d, &d->part, rows / 256 * sz + (size_t)
+                            or_groups(d, rows / per) * 32, err);
+  if (rv == 0 && p->path == WV_PATH_FSUM) {
+    cl_kernel *ks = or_set(d, p);
     wv_ocl_seg seg = {0, (uint32_t)(rows / 256)};
     wv_ocl_plan pl;
     if ((rv = wv_ocl_plan_make(&pl, &seg, 1, err)) != 0)
       return rv;
-    float v = 0;
-    if ((rv = wv_ocl_plan_send(d, &pl, 4, err)) == 0 &&
-        (rv = or_level1(d, data, rows / 256, 0, &e0, err)) == 0)
-      rv = wv_ocl_plan_run(d, &pl, d->k[WV_OCL_FSUM_TREE], 4, &v, &e1,
-                         err);
+    unsigned char v[8];
+    if ((rv = wv_ocl_plan_send(d, &pl, sz, err)) == 0 &&
+        (rv = or_level1(d, ks, data, rows / 256, 0, sz, &e0, err)) == 0)
+      rv = wv_ocl_plan_run(d, &pl, ks[WV_OCL_FSUM_TREE], sz, v, &e1, err);
     free(pl.desc);
     if (rv == 0)
-      out->bits[0] = wv_f32_sum_finish(v, rows);
-  } else {
-    cl_uint np = 0;
-    uint32_t keys[2];
-    if ((rv = or_pass(d, d->k[or_kernel(dtype, op)], data, rows / 4, &np, &e0,
-                      err)) != 0)
-      return rv;
-    rv = or_finish(d, np, op, keys, &e1, err);
-    if (rv == 0)
-      or_decode(dtype, op, keys, out);
+      out->bits[0] = or_fsum_bits(v, sz, rows);
+  } else if (rv == 0) {
+    const int arg = p->path == WV_PATH_ARG;
+    if (arg) {
+      out->count = 0;
+      out->index = -1;
+    }
+    if ((rv = or_pass(d, or_kernel(d, p), data, rows / per, arg ? 0 : -1,
+                      arg ? 32 : 2 * sz, &np, &e0, err)) == 0 &&
+        (rv = or_finish(d, p, np, res, &e1, err)) == 0) {
+      if (arg)
+        or_arg_answer(p, res, rows, out);
+      else
+        or_decode(p, res, out);
+    }
   }
   if (rv == 0 && seconds != NULL)
     *seconds = wv_ocl_span(e0, e1 != NULL ? e1 : e0);
@@ -636,7 +527,8 @@ int wv_ocl_stream_resident(wv_device *d, cl_mem data, uint64_t rows,
   int rv = wv_ocl_buf_reserve(d, &d->part, (size_t)or_groups(d, rows / 4) * 8,
                               err);
   if (rv == 0)
-    rv = or_pass(d, d->k[WV_OCL_STREAM], data, rows / 4, &np, &e0, err);
+    rv = or_pass(d, d->k[WV_OCL_STREAM], data, rows / 4, -1, 8, &np, &e0,
+                 err);
   if (rv == 0) {
     cl_int e = clWaitForEvents(1, &e0);
     if (e != CL_SUCCESS)

@@ -1,43 +1,129 @@
-// reduce.cl - the OpenCL backend's reduction kernels (docs/reduction.md).
-// Part of the base program, built once at device open (ocl_open.c) with:
+// reduce.cl - the OpenCL backend's reduction kernels (docs/reduction.md):
+// one body, built twice at device open, for 32-bit and for 64-bit rows:
+//   WV_ROW64=0      the base program (ocl_open.c, beside hashbase.cl):
+//                   uint32/sint32/float32 rows, four to a 16-byte vector
+//   WV_ROW64=1      the wide program (ocl_reduce.c, beside arg.cl): uint64/
+//                   sint64/float64 rows, two to a 16-byte vector
+// and with
 //   WV_SUBGROUPS=1  sub_group_reduce_{add,min,max} exist (cl_khr_subgroups
 //                   or OpenCL C 3.0 __opencl_c_subgroups): the integer wave
 //                   step of sum/min/max is one call, else a local-memory tree
-//   WV_DENORM=0     the device does not promise float32 denormals
+//   WV_DENORM=0     (32-bit) the device does not promise float32 denormals
 //                   (CL_FP_DENORM): float-sum adds whose operands or result
 //                   have a zero exponent field are redone in integer
 //                   arithmetic (wv_fadd_soft, the same algorithm as the
 //                   Vulkan backend's fadd.glsl)
+//   WV_FP64=1       (64-bit) the device has cl_khr_fp64: the float64 sum
+//                   kernels are built (nothing else here needs double);
+//                   ocl_reduce.c runs them only where denormals are kept
 //
 // Order-free ops (integer ops; float min/max/extent as unsigned keys) are
 // one pass over the rows, any order, one partial per work-group (red_*),
-// then one work-group folds the partials (red_finish).  Keys: sint32
-// min/max flip the sign bit; float32 maps a finite value to x | 2^31 (sign
-// clear) or ~x (sign set), which orders -0.0 below +0.0, and NaN/inf to the
-// op's identity, i.e. leaves them out; a float min key of 0xffffffff (or max
-// key 0) means "no finite row".
+// then one work-group folds the partials (red_finish).  Keys (of the row's
+// width): signed min/max flip the sign bit; a float maps a finite value to
+// x | sign (sign clear) or ~x (sign set), which orders -0.0 below +0.0, and
+// NaN/inf to the op's identity, i.e. leaves them out; a float min key of
+// all ones (or max key 0) means "no finite row".
 //
 // The float sum follows the fixed tree G exactly: fsum_level1 gives one
 // value per 256-row group (the host lays every chunk out on a 256-row
 // boundary, padded with -0.0), fsum_tree folds listed runs of up to 256
-// values of later levels.  All float work is additions, so contraction
-// cannot occur; FP_CONTRACT is off anyway.
+// values of later levels; the 64-bit build has double4 where the 32-bit one
+// has float4, the same shapes and pairs.  All float work is additions, so
+// contraction cannot occur; FP_CONTRACT is off anyway.
 #pragma OPENCL FP_CONTRACT OFF
 
+#ifndef WV_ROW64
+#define WV_ROW64 0
+#endif
 #ifndef WV_SUBGROUPS
 #define WV_SUBGROUPS 0
 #endif
 #ifndef WV_DENORM
 #define WV_DENORM 1
 #endif
+#ifndef WV_FP64
+#define WV_FP64 0
+#endif
 #if WV_SUBGROUPS && defined(cl_khr_subgroups)
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+#if WV_ROW64 && WV_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 
 #define WG 256   // work-group size of every kernel here (ocl.h: WV_OCL_WG)
 
-// ---- float addition with subnormals kept --------------------------------
+// ---- keys -----------------------------------------------------------------
 
+// KU: raw bits; KS: sign-biased; KF_MIN / KF_MAX: float order key,
+// non-finite rows mapped to the identity of min (all ones) / max (0).  Both
+// widths are named (arg.cl keys 32-bit rows in the 64-bit build); KS and
+// KF_* without a width are the build's.
+#define SIGN32 0x80000000u
+#define EXP32 0x7f800000u
+#define SIGN64 0x8000000000000000UL
+#define EXP64 0x7ff0000000000000UL
+inline uint kf32(uint x, uint id)
+{
+  if ((x & EXP32) == EXP32)
+    return id;
+  return (x & SIGN32) ? ~x : (x | SIGN32);
+}
+inline ulong kf64(ulong x, ulong id)
+{
+  if ((x & EXP64) == EXP64)
+    return id;
+  return (x & SIGN64) ? ~x : (x | SIGN64);
+}
+#define KU(x) (x)
+#define KS32(x) ((x) ^ SIGN32)
+#define KS64(x) ((x) ^ SIGN64)
+#define KF32_MIN(x) kf32((x), 0xffffffffu)
+#define KF32_MAX(x) kf32((x), 0u)
+#define KF64_MIN(x) kf64((x), 0xffffffffffffffffUL)
+#define KF64_MAX(x) kf64((x), 0UL)
+
+// kt: a row's key; vt: a 16-byte vector of rows; pt: a partial (min, max);
+// VFOLD: a vector's rows keyed with K and combined with C.
+#if WV_ROW64
+typedef ulong kt;
+typedef ulong2 vt;
+typedef ulong2 pt;
+#define KS KS64
+#define KF_MIN KF64_MIN
+#define KF_MAX KF64_MAX
+#define VFOLD(C, K, a) C(K((a).x), K((a).y))
+#else
+typedef uint kt;
+typedef uint4 vt;
+typedef uint2 pt;
+#define KS KS32
+#define KF_MIN KF32_MIN
+#define KF_MAX KF32_MAX
+#define VFOLD(C, K, a) C(C(K((a).x), K((a).y)), C(K((a).z), K((a).w)))
+#endif
+#define ONES ((kt)~(kt)0)
+#define ZERO ((kt)0)
+
+// ---- float addition -------------------------------------------------------
+
+// ft / ft4: the float sum's value and vector; FADD / FADD4 its additions.
+// WV_FSUM: whether this build has the float sum.
+#if WV_ROW64
+#define WV_FSUM WV_FP64
+#if WV_FP64
+typedef double ft;
+typedef double4 ft4;
+#endif
+#define FADD(a, b) ((a) + (b))
+#define FADD4(a, b) ((a) + (b))
+#else
+#define WV_FSUM 1
+typedef float ft;
+typedef float4 ft4;
+
+// Float addition with subnormals kept (WV_DENORM=0).
 float wv_fadd_soft(uint ua, uint ub)
 {
   uint ma = ua & 0x7fffffffu, mb = ub & 0x7fffffffu;
@@ -109,21 +195,9 @@ float4 wv_fadd4(float4 a, float4 b)
 #define FADD(a, b) wv_fadd((a), (b))
 #define FADD4(a, b) wv_fadd4((a), (b))
 #endif
+#endif   // WV_ROW64
 
 // ---- order-free ops -------------------------------------------------------
-
-// Keys.  KU: raw bits; KS: sign-biased; KF_MIN / KF_MAX: float order key,
-// non-finite rows mapped to the identity of min (all ones) / max (0).
-#define KU(x) (x)
-#define KS(x) ((x) ^ 0x80000000u)
-inline uint kf(uint x, uint id)
-{
-  if ((x & 0x7f800000u) == 0x7f800000u)
-    return id;
-  return (x & 0x80000000u) ? ~x : (x | 0x80000000u);
-}
-#define KF_MIN(x) kf((x), 0xffffffffu)
-#define KF_MAX(x) kf((x), 0u)
 
 #define C_SUM(a, b) ((a) + (b))
 #define C_MIN(a, b) min((a), (b))
@@ -132,8 +206,7 @@ inline uint kf(uint x, uint id)
 #define C_OR(a, b) ((a) | (b))
 #define C_XOR(a, b) ((a) ^ (b))
 
-// Work-group fold of v (and, for extent, w) with combine C into lm[0].
-// SG: the sub-group reduction for this combine, or nothing.
+// Work-group fold of v with combine C into lm[0].
 #define WG_FOLD(C, v, lm)                                                    \
   do {                                                                       \
     lm[lid] = v;                                                             \
@@ -146,7 +219,8 @@ inline uint kf(uint x, uint id)
   } while (0)
 
 #if WV_SUBGROUPS
-// Sub-group step, then one value per sub-group through local memory.
+// Sub-group step (SGF: the sub-group reduction for combine C), then one
+// value per sub-group through local memory.
 #define SG_FOLD(C, SGF, v, lm)                                               \
   do {                                                                       \
     v = SGF(v);                                                              \
@@ -155,7 +229,7 @@ inline uint kf(uint x, uint id)
       lm[get_sub_group_id()] = v;                                            \
     barrier(CLK_LOCAL_MEM_FENCE);                                            \
     if (lid == 0) {                                                          \
-      uint acc = lm[0];                                                      \
+      kt acc = lm[0];                                                        \
       for (uint s = 1; s < ns; s++)                                          \
         acc = C(acc, lm[s]);                                                 \
       lm[0] = acc;                                                           \
@@ -176,75 +250,75 @@ inline uint kf(uint x, uint id)
 
 // One pass of a single op over nvec 16-byte vectors: a grid-stride loop,
 // four vectors in flight per work-item, then the work-group fold; partial
-// g of the work-group goes to part[g].
+// g of the work-group goes to part[part0 + g].
 #define RED1(NAME, K, C, FOLD, ID)                                           \
   __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                   \
-  void NAME(__global const uint4 *in, ulong nvec, __global uint2 *part,      \
+  void NAME(__global const vt *in, ulong nvec, __global pt *part,            \
             uint part0)                                                      \
   {                                                                          \
-    __local uint lm[WG];                                                     \
+    __local kt lm[WG];                                                       \
     const uint lid = get_local_id(0);                                        \
     const ulong stride = get_global_size(0);                                 \
-    uint acc = ID;                                                           \
+    kt acc = ID;                                                             \
     ulong i = get_global_id(0);                                              \
     for (; i + 3 * stride < nvec; i += 4 * stride) {                         \
-      uint4 a = in[i], b = in[i + stride], c = in[i + 2 * stride],           \
-            d = in[i + 3 * stride];                                          \
-      acc = C(acc, C(C(K(a.x), K(a.y)), C(K(a.z), K(a.w))));                 \
-      acc = C(acc, C(C(K(b.x), K(b.y)), C(K(b.z), K(b.w))));                 \
-      acc = C(acc, C(C(K(c.x), K(c.y)), C(K(c.z), K(c.w))));                 \
-      acc = C(acc, C(C(K(d.x), K(d.y)), C(K(d.z), K(d.w))));                 \
+      vt a = in[i], b = in[i + stride], c = in[i + 2 * stride],              \
+         d = in[i + 3 * stride];                                             \
+      acc = C(acc, VFOLD(C, K, a));                                          \
+      acc = C(acc, VFOLD(C, K, b));                                          \
+      acc = C(acc, VFOLD(C, K, c));                                          \
+      acc = C(acc, VFOLD(C, K, d));                                          \
     }                                                                        \
     for (; i < nvec; i += stride) {                                          \
-      uint4 a = in[i];                                                       \
-      acc = C(acc, C(C(K(a.x), K(a.y)), C(K(a.z), K(a.w))));                 \
+      vt a = in[i];                                                          \
+      acc = C(acc, VFOLD(C, K, a));                                          \
     }                                                                        \
     FOLD(acc, lm);                                                           \
     if (lid == 0)                                                            \
-      part[part0 + get_group_id(0)] = (uint2)(lm[0], 0u);                    \
+      part[part0 + get_group_id(0)] = (pt)(lm[0], ZERO);                     \
   }
 
-// Extent: min and max keys together.
+// Extent: min and max keys together, two vectors in flight.
 #define RED2(NAME, KMIN, KMAX)                                               \
   __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))                   \
-  void NAME(__global const uint4 *in, ulong nvec, __global uint2 *part,      \
+  void NAME(__global const vt *in, ulong nvec, __global pt *part,            \
             uint part0)                                                      \
   {                                                                          \
-    __local uint lm[WG];                                                     \
+    __local kt lm[WG];                                                       \
     const uint lid = get_local_id(0);                                        \
     const ulong stride = get_global_size(0);                                 \
-    uint lo = 0xffffffffu, hi = 0u;                                          \
+    kt lo = ONES, hi = ZERO;                                                 \
     ulong i = get_global_id(0);                                              \
-    for (; i + 1 * stride < nvec; i += 2 * stride) {                         \
-      uint4 a = in[i], b = in[i + stride];                                   \
-      lo = min(lo, min(min(KMIN(a.x), KMIN(a.y)), min(KMIN(a.z), KMIN(a.w))));\
-      hi = max(hi, max(max(KMAX(a.x), KMAX(a.y)), max(KMAX(a.z), KMAX(a.w))));\
-      lo = min(lo, min(min(KMIN(b.x), KMIN(b.y)), min(KMIN(b.z), KMIN(b.w))));\
-      hi = max(hi, max(max(KMAX(b.x), KMAX(b.y)), max(KMAX(b.z), KMAX(b.w))));\
+    for (; i + stride < nvec; i += 2 * stride) {                             \
+      vt a = in[i], b = in[i + stride];                                      \
+      lo = min(lo, VFOLD(C_MIN, KMIN, a));                                   \
+      hi = max(hi, VFOLD(C_MAX, KMAX, a));                                   \
+      lo = min(lo, VFOLD(C_MIN, KMIN, b));                                   \
+      hi = max(hi, VFOLD(C_MAX, KMAX, b));                                   \
     }                                                                        \
     for (; i < nvec; i += stride) {                                          \
-      uint4 a = in[i];                                                       \
-      lo = min(lo, min(min(KMIN(a.x), KMIN(a.y)), min(KMIN(a.z), KMIN(a.w))));\
-      hi = max(hi, max(max(KMAX(a.x), KMAX(a.y)), max(KMAX(a.z), KMAX(a.w))));\
+      vt a = in[i];                                                          \
+      lo = min(lo, VFOLD(C_MIN, KMIN, a));                                   \
+      hi = max(hi, VFOLD(C_MAX, KMAX, a));                                   \
     }                                                                        \
     FOLD_MIN(lo, lm);                                                        \
-    uint rlo = lm[0];                                                        \
+    kt rlo = lm[0];                                                          \
     barrier(CLK_LOCAL_MEM_FENCE);                                            \
     FOLD_MAX(hi, lm);                                                        \
     if (lid == 0)                                                            \
-      part[part0 + get_group_id(0)] = (uint2)(rlo, lm[0]);                   \
+      part[part0 + get_group_id(0)] = (pt)(rlo, lm[0]);                      \
   }
 
-RED1(red_sum, KU, C_SUM, FOLD_SUM, 0u)
-RED1(red_and, KU, C_AND, FOLD_AND, 0xffffffffu)
-RED1(red_or, KU, C_OR, FOLD_OR, 0u)
-RED1(red_xor, KU, C_XOR, FOLD_XOR, 0u)
-RED1(red_umin, KU, C_MIN, FOLD_MIN, 0xffffffffu)
-RED1(red_umax, KU, C_MAX, FOLD_MAX, 0u)
-RED1(red_smin, KS, C_MIN, FOLD_MIN, 0xffffffffu)
-RED1(red_smax, KS, C_MAX, FOLD_MAX, 0u)
-RED1(red_fmin, KF_MIN, C_MIN, FOLD_MIN, 0xffffffffu)
-RED1(red_fmax, KF_MAX, C_MAX, FOLD_MAX, 0u)
+RED1(red_sum, KU, C_SUM, FOLD_SUM, ZERO)
+RED1(red_and, KU, C_AND, FOLD_AND, ONES)
+RED1(red_or, KU, C_OR, FOLD_OR, ZERO)
+RED1(red_xor, KU, C_XOR, FOLD_XOR, ZERO)
+RED1(red_umin, KU, C_MIN, FOLD_MIN, ONES)
+RED1(red_umax, KU, C_MAX, FOLD_MAX, ZERO)
+RED1(red_smin, KS, C_MIN, FOLD_MIN, ONES)
+RED1(red_smax, KS, C_MAX, FOLD_MAX, ZERO)
+RED1(red_fmin, KF_MIN, C_MIN, FOLD_MIN, ONES)
+RED1(red_fmax, KF_MAX, C_MAX, FOLD_MAX, ZERO)
 RED2(red_uext, KU, KU)
 RED2(red_sext, KS, KS)
 RED2(red_fext, KF_MIN, KF_MAX)
@@ -252,15 +326,13 @@ RED2(red_fext, KF_MIN, KF_MAX)
 // Fold n partials (keys already) into out[0], one work-group.  op: 0 sum,
 // 1 min, 2 max, 3 and, 4 or, 5 xor, 6 extent (x min, y max).
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void red_finish(__global const uint2 *part, uint n, uint op,
-                __global uint2 *out)
+void red_finish(__global const pt *part, uint n, uint op, __global pt *out)
 {
-  __local uint lm[WG];
+  __local kt lm[WG];
   const uint lid = get_local_id(0);
-  uint id = (op == 1 || op == 3 || op == 6) ? 0xffffffffu : 0u;
-  uint x = id, y = 0u;
+  kt x = (op == 1 || op == 3 || op == 6) ? ONES : ZERO, y = ZERO;
   for (uint i = lid; i < n; i += WG) {
-    uint2 p = part[i];
+    pt p = part[i];
     switch (op) {
     case 0: x = x + p.x; break;
     case 1: x = min(x, p.x); break;
@@ -280,38 +352,39 @@ void red_finish(__global const uint2 *part, uint n, uint op,
   case 5: WG_FOLD(C_XOR, x, lm); break;
   default: WG_FOLD(C_MIN, x, lm); break;
   }
-  uint rx = lm[0];
+  kt rx = lm[0];
   barrier(CLK_LOCAL_MEM_FENCE);
   if (op == 6)
     WG_FOLD(C_MAX, y, lm);
   if (lid == 0)
-    out[0] = (uint2)(rx, op == 6 ? lm[0] : 0u);
+    out[0] = (pt)(rx, op == 6 ? lm[0] : ZERO);
 }
 
 // ---- float sum ------------------------------------------------------------
 
+#if WV_FSUM
 // Level 1: value of every 256-row group of in[] (ngroups groups, each
-// fully present) into part[part0 + g].  A work-group takes 32 groups per
-// pass; a group is held by 8 work-items, item j holding the vectors
-// j + 8k (k = 0..7) of its 64 float4: folds 128, 64, 32 pair k with k + 4,
-// k + 2, k + 1 inside the item; the 8 results go through local memory and
-// one item per group does folds 16, 8, 4 (vectors q and q + 4, + 2, + 1)
-// and 2, 1 (inside the float4).  Every addition has the lower index on the
-// left, as G says.
+// fully present) into part[part0 + g].  A group is 64 vectors of four
+// values; a work-group takes 32 groups per pass; a group is held by 8
+// work-items, item j holding the vectors j + 8k (k = 0..7): folds 128, 64,
+// 32 pair k with k + 4, k + 2, k + 1 inside the item; the 8 results go
+// through local memory and one item per group does folds 16, 8, 4 (vectors
+// q and q + 4, + 2, + 1) and 2, 1 (inside the vector).  Every addition has
+// the lower index on the left, as G says.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fsum_level1(__global const float4 *in, ulong ngroups,
-                 __global float *part, ulong part0)
+void fsum_level1(__global const ft4 *in, ulong ngroups, __global ft *part,
+                 ulong part0)
 {
-  __local float4 lm[WG];
+  __local ft4 lm[WG];
   const uint lid = get_local_id(0);
   const uint j = lid & 7u, gl = lid >> 3;
   const ulong step = get_num_groups(0);
   ulong p = get_group_id(0);
   // The next pass's eight vectors are loaded before this pass's barriers
   // and in-group folds, so the loads stay in flight across them.
-  float4 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+  ft4 a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
   if (p * 32 + gl < ngroups) {
-    __global const float4 *v = in + (p * 32 + gl) * 64 + j;
+    __global const ft4 *v = in + (p * 32 + gl) * 64 + j;
     a0 = v[0]; a1 = v[8]; a2 = v[16]; a3 = v[24];
     a4 = v[32]; a5 = v[40]; a6 = v[48]; a7 = v[56];
   }
@@ -322,23 +395,23 @@ void fsum_level1(__global const float4 *in, ulong ngroups,
     a3 = FADD4(a3, a7);
     a0 = FADD4(a0, a2);
     a1 = FADD4(a1, a3);
-    float4 c = FADD4(a0, a1);
+    ft4 c = FADD4(a0, a1);
     ulong pn = p + step;
     if (pn * 32 + gl < ngroups) {
-      __global const float4 *v = in + (pn * 32 + gl) * 64 + j;
+      __global const ft4 *v = in + (pn * 32 + gl) * 64 + j;
       a0 = v[0]; a1 = v[8]; a2 = v[16]; a3 = v[24];
       a4 = v[32]; a5 = v[40]; a6 = v[48]; a7 = v[56];
     }
     lm[lid] = c;   // garbage past ngroups is never read
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < 32 && p * 32 + lid < ngroups) {
-      __local const float4 *q = lm + lid * 8;
-      float4 d0 = FADD4(q[0], q[4]), d1 = FADD4(q[1], q[5]);
-      float4 d2 = FADD4(q[2], q[6]), d3 = FADD4(q[3], q[7]);
+      __local const ft4 *q = lm + lid * 8;
+      ft4 d0 = FADD4(q[0], q[4]), d1 = FADD4(q[1], q[5]);
+      ft4 d2 = FADD4(q[2], q[6]), d3 = FADD4(q[3], q[7]);
       d0 = FADD4(d0, d2);
       d1 = FADD4(d1, d3);
       d0 = FADD4(d0, d1);
-      float s0 = FADD(d0.x, d0.z), s1 = FADD(d0.y, d0.w);
+      ft s0 = FADD(d0.x, d0.z), s1 = FADD(d0.y, d0.w);
       part[part0 + p * 32 + lid] = FADD(s0, s1);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -348,14 +421,14 @@ void fsum_level1(__global const float4 *in, ulong ngroups,
 // Later levels: output d is G of src[e.x .. + e.y), e = desc[desc0 + d]
 // (1..256 values, padded with -0.0).
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fsum_tree(__global const float *src, __global const uint2 *desc,
-               uint desc0, uint ndesc, __global float *dst)
+void fsum_tree(__global const ft *src, __global const uint2 *desc,
+               uint desc0, uint ndesc, __global ft *dst)
 {
-  __local float lm[WG];
+  __local ft lm[WG];
   const uint lid = get_local_id(0);
   for (uint d = get_group_id(0); d < ndesc; d += get_num_groups(0)) {
     uint2 e = desc[desc0 + d];
-    lm[lid] = lid < e.y ? src[e.x + lid] : -0.0f;
+    lm[lid] = lid < e.y ? src[e.x + lid] : (ft)-0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint h = WG / 2; h > 0; h >>= 1) {
       if (lid < h)
@@ -367,7 +440,9 @@ void fsum_tree(__global const float *src, __global const uint2 *desc,
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
+#endif   // WV_FSUM
 
+#if !WV_ROW64
 // The bench's streaming-read baseline: every 16-byte vector read once.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void stream_read(__global const uint4 *in, ulong nvec, __global uint2 *part)
@@ -391,3 +466,4 @@ void stream_read(__global const uint4 *in, ulong nvec, __global uint2 *part)
   if (lid == 0)
     part[get_group_id(0)] = (uint2)(lm[0], 0u);
 }
+#endif
