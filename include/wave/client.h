@@ -42,7 +42,7 @@ typedef struct wave_client wave_client;
 
 /* The ABI of this header: the soname's number, libwaveclient.so.1.  1: no
  * fixed array in a public struct (docs/changelog.md). */
-#define WAVE_CLIENT_ABI 3
+#define WAVE_CLIENT_ABI 4
 
 /* The most distinct names (device, pack, exchange) one client keeps. */
 #define WAVE_CLIENT_NAMES_MAX 4096

@@ -88,7 +88,7 @@ def test_bad_choice(numpy_only):
     assert "WAVEDD_FFI='swig': give cffi or ctypes" in p.stderr
 
 
-@pytest.mark.parametrize("soname,warns", [("libwaveclient.so.3", False)])
+@pytest.mark.parametrize("soname,warns", [("libwaveclient.so.4", False)])
 def test_sonames(tmp_path, soname, warns):
     """Without WAVEDD_LIBWAVECLIENT the loader finds the soname the tables
     describe (through this run's backend), with no warning."""

@@ -25,7 +25,7 @@ with a warning, so that a tree whose soname moved still loads.
 """
 import re
 
-SONAME = "libwaveclient.so.3"
+SONAME = "libwaveclient.so.4"
 SONAMES = (SONAME,)
 
 # typedef enum NAME { CONSTANT = value, ... } NAME;
