@@ -130,11 +130,12 @@ typedef enum wv_cmd {
   WV_CMD_WAIT,
   WV_CMD_CANCEL,
   WV_CMD_TOP,
+  WV_CMD_BENCH,
   WV_CMD_COUNT
 } wv_cmd;
 
 #define WV_CMD_BIT(c) (1u << (c))
-#define WV_CMDS_ALL 0x1ffu
+#define WV_CMDS_ALL 0x3ffu
 
 /* ---- the option table (ctl_opts.c) -------------------------------------- */
 
@@ -145,7 +146,7 @@ typedef enum wv_opt_id {
   WV_O_DEVICES, WV_O_SEGLOG2, WV_O_SEGMENTS, WV_O_DETACH, WV_O_PROGRESS,
   WV_O_FLEET, WV_O_PIECE, WV_O_PROBE, WV_O_TOKENFILE, WV_O_TLSCA,
   WV_O_TLSNAME, WV_O_DAEMON_UID, WV_O_KEY, WV_O_STALL, WV_O_ONCE,
-  WV_O_PRIORITY, WV_O_DEADLINE,
+  WV_O_PRIORITY, WV_O_DEADLINE, WV_O_NONCES, WV_O_ROWS,
 } wv_opt_id;
 
 /* One row of wavectl's option table: the parser, --help, the man page and
@@ -218,6 +219,8 @@ typedef struct wv_args {
   unsigned segment_log2;  /* --segment-log2, 0: the daemon's default */
   int segments;           /* --segments: print the segment list */
   int once;               /* top --once: one frame, no screen control */
+  uint64_t rows;          /* bench --rows (0: the default); --nonces is
+                             count/have_count */
 } wv_args;
 
 /* Parse argv (argv[0] is the program).  WAVE_EARG with a message for any
@@ -322,6 +325,15 @@ int wv_top_busy(unsigned running, unsigned n, uint64_t busy_ms,
  * with --once or --json) one frame on stdout.  0, or a WAVE_E* code with err filled
  * (the terminal restored first). */
 int wv_ctl_top(const wv_args *a, wave_client *c, wave_error *err);
+
+/* ---- bench (ctl_bench.c) ------------------------------------------------ */
+
+/* `wavectl bench` over client c: the known answers, a hash job checked
+ * against the CPU's fingerprint and the reductions of every dtype checked
+ * against wv_reduce_reference, per device, printed as a table or JSON.
+ * 0 with *failed set when a check failed; else a WAVE_E* code (err). */
+int wv_ctl_bench(const wv_args *a, wave_client *c, int *failed,
+                 wave_error *err);
 
 /* ---- fleet (ctl_fleet.c) ------------------------------------------------ */
 

@@ -3,7 +3,7 @@
  *
  * Forms: wavectl [GLOBAL] COMMAND [OPTIONS], where COMMAND is `submit
  * reduce`, `submit hash`, `status`, `packs`, `jobs`, `wait ID`, `cancel ID
- * [ID...]`, `top` or `help [COMMAND]`.  Options
+ * [ID...]`, `top`, `bench` or `help [COMMAND]`.  Options
  * are long only (plus -h), "--name value" or "--name=value", and may come
  * before or after the command; a repeated single-valued option keeps the
  * last value.  Names (op, dtype, format) are checked here, so a typo is a
@@ -116,6 +116,24 @@ static const wv_opt *ar_find(const char *name, size_t len, unsigned *cmds)
   return first;
 }
 
+/* bench's --nonces N (1..2^40) and --rows N (1..2^28). */
+static int ar_bench(wv_args *a, wv_opt_id id, const char *v, wave_error *err)
+{
+  uint64_t n;
+  unsigned lim = id == WV_O_NONCES ? 40 : 28;
+  if (wv_parse_u64(v, &n) != 0 || n == 0 || n > ((uint64_t)1 << lim))
+    return wv_seterr(err, WAVE_EARG, "--%s: '%s' is not a number in "
+                     "1..2^%u", id == WV_O_NONCES ? "nonces" : "rows", v,
+                     lim);
+  if (id == WV_O_ROWS) {
+    a->rows = n;
+  } else {
+    a->count = n;
+    a->have_count = 1;
+  }
+  return 0;
+}
+
 /* Apply one option with its value (NULL for flags). */
 static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
                     wave_error *err)
@@ -223,6 +241,7 @@ static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
     break;
   case WV_O_PROBE: a->probe = 1; break;
   case WV_O_ONCE: a->once = 1; break;
+  case WV_O_NONCES: case WV_O_ROWS: return ar_bench(a, o->id, v, err);
   case WV_O_SEGMENTS: a->segments = 1; break;
   case WV_O_SEGLOG2:
     if (wv_parse_u64(v, &n) != 0 || n < 5 || n > 20)
@@ -256,6 +275,10 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
   }
   if (strcmp(w, "top") == 0) {
     a->cmd = WV_CMD_TOP;
+    return 1;
+  }
+  if (strcmp(w, "bench") == 0) {
+    a->cmd = WV_CMD_BENCH;
     return 1;
   }
   if (strcmp(w, "wait") == 0 || strcmp(w, "cancel") == 0) {
@@ -309,7 +332,7 @@ static int ar_command(int argc, char **argv, int i, wv_args *a,
   }
   return -wv_seterr(err, WAVE_EARG, "unknown command '%s' (submit reduce, "
                     "submit hash, status, packs, jobs, wait, cancel, top, "
-                    "help)",
+                    "bench, help)",
                     w);
 }
 
@@ -418,12 +441,23 @@ int wv_args_parse(int argc, char **argv, wv_args *a, wave_error *err)
       (a->op || a->dtype || a->n_inputs || a->n_masks || a->format))
     return wv_seterr(err, WAVE_EARG, "--op/--dtype/--input/--mask/--format "
                      "apply only to submit reduce");
-  if (a->cmd != WV_CMD_HASH && (a->pack || a->have_nonce || a->have_count ||
-                                a->target || a->outputs || a->detach))
+  if (a->cmd == WV_CMD_BENCH && (a->have_nonce || a->target ||
+                                 a->outputs || a->detach))
+    return wv_seterr(err, WAVE_EARG, "--nonce/--target/--outputs/--detach "
+                     "apply only to submit hash");
+  if (a->cmd != WV_CMD_HASH && a->cmd != WV_CMD_BENCH &&
+      (a->pack || a->have_nonce || a->have_count || a->target || a->outputs ||
+       a->detach))
     return wv_seterr(err, WAVE_EARG, "--pack/--nonce/--count/--target/"
                      "--outputs/--detach apply only to submit hash");
-  if (a->device && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH)
-    return wv_seterr(err, WAVE_EARG, "--device applies only to submit");
+  if (a->device && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH &&
+      a->cmd != WV_CMD_BENCH)
+    return wv_seterr(err, WAVE_EARG, "--device applies only to submit and "
+                     "bench");
+  if (a->cmd == WV_CMD_BENCH && a->n_devs > 0)
+    return wv_seterr(err, WAVE_EARG, "bench --device: one device name");
+  if (a->rows && a->cmd != WV_CMD_BENCH)
+    return wv_seterr(err, WAVE_EARG, "--rows applies only to bench");
   if (a->fleet && a->cmd != WV_CMD_REDUCE && a->cmd != WV_CMD_HASH &&
       a->cmd != WV_CMD_STATUS)
     return wv_seterr(err, WAVE_EARG, "--fleet applies only to submit and "

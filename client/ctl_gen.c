@@ -26,11 +26,11 @@ static const struct gn_cmd {
   {WV_CMD_REDUCE, "reduce"}, {WV_CMD_HASH, "hash"},
   {WV_CMD_STATUS, "status"}, {WV_CMD_PACKS, "packs"},
   {WV_CMD_JOBS, "jobs"}, {WV_CMD_WAIT, "wait"}, {WV_CMD_CANCEL, "cancel"},
-  {WV_CMD_TOP, "top"},
+  {WV_CMD_TOP, "top"}, {WV_CMD_BENCH, "bench"},
 };
 #define GN_NCMDS (sizeof gn_cmds / sizeof gn_cmds[0])
-static const char gn_words[] = "submit status packs jobs wait cancel top help";
-static const char gn_help_words[] = "submit status packs jobs wait cancel top";
+static const char gn_words[] = "submit status packs jobs wait cancel top bench help";
+static const char gn_help_words[] = "submit status packs jobs wait cancel top bench";
 
 /* The shell commands that list the daemon's names (quiet when it is not
  * there). */
@@ -233,7 +233,7 @@ static int gn_bash(FILE *f)
           "  local cmd=\"\" i\n"
           "  for ((i = 1; i < cword; i++)); do\n"
           "    case ${words[i]} in\n"
-          "      reduce|hash|status|packs|jobs|wait|cancel|top) cmd=${words[i]} ;;\n"
+          "      reduce|hash|status|packs|jobs|wait|cancel|top|bench) cmd=${words[i]} ;;\n"
           "    esac\n"
           "  done\n"
           "  case $cmd in\n", gn_help_words);
@@ -297,7 +297,7 @@ static int gn_zsh(FILE *f)
         "  local -a opts\n"
         "  for word in ${words[2,CURRENT-1]}; do\n"
         "    case $word in\n"
-        "      reduce|hash|status|packs|jobs|wait|cancel|top) cmd=$word ;;\n"
+        "      reduce|hash|status|packs|jobs|wait|cancel|top|bench) cmd=$word ;;\n"
         "    esac\n"
         "  done\n"
         "  case ${words[CURRENT-1]} in\n", f);

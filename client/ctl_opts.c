@@ -41,6 +41,14 @@ const wv_opt wv_opts[] = {
    "run on this device (default: the daemon picks)"},
   {"pack", "NAME", WV_O_PACK, B(HASH), "=pack",
    "program pack (see wavectl packs)"},
+  {"pack", "NAME", WV_O_PACK, B(BENCH), "=pack",
+   "the pack of the hash check (default: the first the daemon lists)"},
+  {"nonces", "N", WV_O_NONCES, B(BENCH), NULL,
+   "nonces of the hash check, from 0 (default 1048576)"},
+  {"rows", "N", WV_O_ROWS, B(BENCH), NULL,
+   "rows of each generated reduction (default 4194304)"},
+  {"device", "NAME", WV_O_DEVICE, B(BENCH), "=device",
+   "check this device only (default: every device)"},
   {"nonce", "N", WV_O_NONCE, B(HASH), NULL,
    "first nonce (decimal or 0x-hex)"},
   {"count", "C", WV_O_COUNT, B(HASH), NULL,
@@ -129,9 +137,9 @@ const wv_env wv_envs[] = {
   {"WAVE_FLEET_PORT", "--fleet slurm: the port when SPEC names none "
    "(default 5555)"},
   {"SLURM_JOB_NODELIST", "--fleet slurm: the nodes of the job"},
-  {"WAVE_PACKS_DIR", "--fleet submit hash: the folder of the daemons' "
-   "packs, whose programs re-hash what members report (default: the "
-   "installed packs folder)"},
+  {"WAVE_PACKS_DIR", "--fleet submit hash and bench: the folder of the "
+   "daemons' packs, whose programs re-hash what members report and give "
+   "bench its reference (default: the installed packs folder)"},
   {"WAVE_REGION_HUGEPAGES", "'off': shared-memory regions of 64 MiB or "
    "more never use huge pages"},
 };
@@ -150,6 +158,8 @@ static const struct op_cmd {
   [WV_CMD_WAIT] = {"wait", "wait for a hash job and print its result"},
   [WV_CMD_CANCEL] = {"cancel", "cancel hash jobs"},
   [WV_CMD_TOP] = {"top", "live view of devices and running jobs"},
+  [WV_CMD_BENCH] = {"bench", "check each device's answers, rates and "
+                    "checksum"},
 };
 
 const char *wv_cmd_name(wv_cmd c)
@@ -261,6 +271,14 @@ static const char *const op_head[] = {
     "or Ctrl-C quits.  Off a terminal (or with --once) one frame is\n"
     "printed, from a second of samples (--json: as one JSON object).\n"
     "\"-\" is a figure not known.\n",
+  [WV_CMD_BENCH] =
+    "usage: wavectl bench [--device NAME] [--pack NAME] [--nonces N] "
+    "[--rows N] [--json]\n\n"
+    "Check each device: its packs' known answers, a timed hash job whose\n"
+    "fingerprint must equal the pack's C reference (the pack from\n"
+    "$WAVE_PACKS_DIR, else the installed folder), and a sum and a max of\n"
+    "every dtype checked bit for bit against the C reference, with the\n"
+    "device's GB/s.  Exit 1 when any check fails.\n",
   [WV_CMD_PACKS] =
     "usage: wavectl packs [--json]\n\n"
     "List the daemon's program packs and their known-answer status on\n"

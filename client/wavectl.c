@@ -14,7 +14,8 @@
  * daemon not up yet is a probe's normal answer), 4 when the daemon answers
  * AUTH (a tcp listener and no or a wrong token; one line on stderr, so a
  * misconfigured probe is not taken for a dead daemon).  --fleet runs
- * a job over several daemons (ctl_fleet.c); top is ctl_top.c's.
+ * a job over several daemons (ctl_fleet.c); top is ctl_top.c's; bench
+ * (ctl_bench.c) exits 1 when a device fails a check.
  *
  * Ctrl-C during a hash job: the handler only sets a flag; the poll loop
  * (short waits, so it notices soon) sends CancelRequest and waits for the
@@ -696,6 +697,12 @@ int main(int argc, char **argv)
     case WV_CMD_TOP:
       status = wv_ctl_top(&a, c, &err) != 0 ? ctl_call_fail(&err) : 0;
       break;
+    case WV_CMD_BENCH: {
+      int failed;
+      status = wv_ctl_bench(&a, c, &failed, &err) != 0 ? ctl_call_fail(&err)
+               : failed ? EXIT_JOB : 0;
+      break;
+    }
     default: status = EXIT_USAGE; break;
     }
   }

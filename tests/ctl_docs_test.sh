@@ -18,7 +18,7 @@ done
 
 # every option of every usage text, and the environment of the overview
 help=$("$ctl" --help) || fail "wavectl --help exits $?"
-for c in "submit reduce" "submit hash" status packs jobs wait cancel top; do
+for c in "submit reduce" "submit hash" status packs jobs wait cancel top bench; do
   h=$("$ctl" help $c) || fail "wavectl help $c exits $?"
   help+=$'\n'$h
 done
@@ -40,7 +40,7 @@ done
 for e in $envs; do
   grep -q "^\.B $e\$" "$man" || fail "wavectl.1 ENVIRONMENT lacks $e"
 done
-for o in --fleet --devices --segments --daemon-uid --piece --probe --progress --once; do
+for o in --fleet --devices --segments --daemon-uid --piece --probe --progress --once --nonces --rows; do
   grep -qx -- "$o" <<<"$opts" || fail "--help lacks $o"
 done
 

@@ -11,6 +11,11 @@
 #         its progress between what `jobs --json` said just before and just
 #         after, no escape bytes; the same frame as --json; the usage
 #         errors and an unreachable daemon.
+#         Then `wavectl bench` (small sizes: seconds) once the job is
+#         cancelled: a row per device, all ok, exit 0, no escape bytes;
+#         --json parses with every device ok; with fk0's wrong_bits file
+#         present (the fake backend flips a bit of each hash batch and
+#         reduction) fk0's row is FAILED and the exit 1; a usage error.
 #   tty:  the live view in a tmux pane (the tmux package): the job's row
 #         drawn on the alternate screen, and q, then Ctrl-C in a second
 #         pane, end it with exit 0, the primary screen back and the
@@ -58,7 +63,7 @@ devices:
   - name: cpu1
     backend: cpu
     threads: 1
-  - {name: fk0, backend: fake, threads: 1, device: "telemetry=$tmp/feed"}
+  - {name: fk0, backend: fake, threads: 1, device: "telemetry=$tmp/feed,wrong_bits=$tmp/wrong"}
 YAML
 printf 'temp_c 61.4\npower_w 142.6\npower_limit_w 300\nthrottle sw_thermal\n' >"$tmp/feed"
 "$build/wavedd-test" --config "$tmp/top.yaml" --foreground 2>"$tmp/wavedd.log" &
@@ -180,6 +185,42 @@ else
 fi
 
 "$ctl" cancel "$id" >/dev/null || fail "cancel $id"
+if [ "$mode" = once ]; then  # wavectl bench (ctl_bench.c)
+  small=(--nonces 20000 --rows 5000)
+  export WAVE_PACKS_DIR=$src/config/packs  # the C reference's pack
+  "$ctl" bench "${small[@]}" >"$tmp/bench" 2>"$tmp/err" ||
+    fail "bench: exit $?: $(cat "$tmp/bench" "$tmp/err")"
+  b=$(cat "$tmp/bench")
+  ! grep -q $'\033' "$tmp/bench" || fail "bench wrote escape bytes: $b"
+  ref=$(grep -Eo "^pack small, nonces \\[0, 20000\\), C reference \\($src/config/packs\\): [0-9a-f]{16}\$" <<<"$b" |
+    grep -o '[0-9a-f]*$') || fail "bench header: $b"
+  for d in "cpu0 +cpu" "cpu1 +cpu" "fk0 +fake"; do
+    grep -Eq "^$d +ok +[0-9.]+ [kMG]?H/s +[0-9.]+ +$ref ok\$" <<<"$b" || fail "bench row $d: $b"
+  done
+  grep -q '^  fk0: 6 of 12 reductions not served (skipped)$' <<<"$b" || fail "bench fk0 skips: $b"
+  "$ctl" bench --json "${small[@]}" --device fk0 >"$tmp/bench.json" || fail "bench --json: exit $?"
+  python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["ok"] and j["packs_dir"].endswith("/config/packs"), j
+assert len(j["devices"]) == 1, j
+d = j["devices"][0]
+assert d["device"] == "fk0" and d["hash"]["ok"] and d["reduce"]["ok"], d
+assert d["hash"]["fingerprint"] == j["reference_fingerprint"], d
+assert [r["result"] for r in d["reduce"]["runs"]] == ["ok"] * 6 + ["skipped"] * 6, d' \
+    "$tmp/bench.json" || fail "bench --json: $(cat "$tmp/bench.json")"
+  touch "$tmp/wrong"
+  "$ctl" bench "${small[@]}" >"$tmp/bench" 2>"$tmp/err"
+  rc=$? b=$(cat "$tmp/bench")
+  rm -f "$tmp/wrong"
+  [ $rc -eq 1 ] || fail "bench with wrong bits: exit $rc, not 1: $b $(cat "$tmp/err")"
+  grep -Eq "^fk0 +fake +ok +[0-9.]+ [kMG]?H/s +[0-9.]+ +[0-9a-f]{16} FAILED\$" <<<"$b" || fail "bench fk0 FAILED: $b"
+  grep -q '^  fk0: hash fingerprint differs from the reference$' <<<"$b" || fail "bench fk0 hash: $b"
+  grep -q '^  fk0: sum float32 differs from the reference$' <<<"$b" || fail "bench fk0 sum: $b"
+  grep -Eq "^cpu1 +cpu +ok .* $ref ok\$" <<<"$b" || fail "bench cpu1 with fk0 wrong: $b"
+  "$ctl" bench --nonce 3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "bench --nonce: not exit 2"
+  "$ctl" bench --device nosuch >/dev/null 2>"$tmp/err"
+  [ $? -eq 1 ] && grep -q '^wavectl: NODEV: bench: no device' "$tmp/err" || fail "bench --device nosuch: $(cat "$tmp/err")"
+fi
 kill -TERM "$pid"
 wait "$pid" || fail "wavedd exited $? on SIGTERM"
 pid=

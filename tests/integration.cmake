@@ -23,8 +23,9 @@ endif()
 # wavectl top against a real wavedd (wavedd-test, for a fake device's
 # health feed) with a job running: the --once frame (and --json), and the
 # live view in a tmux pane, ended by q, by Ctrl-C and by two Ctrl-C on a
-# stopped daemon, with the terminal restored (77: no tmux).  About 15 s
-# each.
+# stopped daemon, with the terminal restored (77: no tmux); the once mode
+# also runs `wavectl bench` at small sizes, a fake device's wrong_bits
+# making it fail once (about 3 s more).  About 15 s each.
 if(TARGET wavedd)
   foreach(mode once tty)
     add_test(NAME ctl_top_${mode}_test

@@ -26,6 +26,12 @@
  * lost its clocks: the daemon's rate watchdog (daemon/exec/health.h)
  * sees it.  Removing the file restores the rate.
  *
+ * "wrong_bits=FILE": while FILE exists, every hash batch's first segment
+ * fingerprint and every reduction's first value have their lowest bit
+ * flipped, as a device that computes wrong answers: what `wavectl bench`
+ * must catch (its mismatch test).  The pack checks ran at startup, so
+ * only the jobs run while the file exists are wrong.
+ *
  * "telemetry=FILE" feeds the health slot (workers/health.h): each read
  * parses FILE's "key value" lines (wv_health_parse_feed), so a test drives
  * every health path (fields present or absent, throttling, a bad line, no
@@ -57,20 +63,25 @@ struct wv_device {
   uint64_t steps;        /* device thread only */
   char hold[200];        /* hold_prepare=DIR, or "" */
   char slow[200];        /* slow_hash=FILE, or "" */
+  char wrong[200];       /* wrong_bits=FILE, or "" */
   char name[64];
   struct fk_range { uintptr_t lo, hi; } pins[256];  /* host_register'd */
   size_t npins;
 };
 
 /* The device string: "key=value" entries joined by ',' (fault_after=N,
- * hold_prepare=DIR, telemetry=FILE, slow_hash=FILE; each at most once,
- * any order) into *out, hold, tele and slow ("" when not given; n bytes
- * each).  0, or -1 for anything else. */
-static int fk_parse(const char *s, uint64_t *out, char *hold, char *tele,
-                    char *slow, size_t n)
+ * hold_prepare=DIR, telemetry=FILE, slow_hash=FILE, wrong_bits=FILE; each
+ * at most once, any order) into *out and the strings of f ("" when not
+ * given).  0, or -1 for anything else. */
+typedef struct fk_files {
+  char hold[200], tele[200], slow[200], wrong[200];
+} fk_files;
+
+static int fk_parse(const char *s, uint64_t *out, fk_files *f)
 {
+  const size_t n = sizeof f->hold;
   *out = 0;
-  hold[0] = tele[0] = slow[0] = '\0';
+  f->hold[0] = f->tele[0] = f->slow[0] = f->wrong[0] = '\0';
   while (s != NULL && *s != '\0') {
     size_t len = strcspn(s, ",");
     const char *eq = memchr(s, '=', len);
@@ -89,8 +100,10 @@ static int fk_parse(const char *s, uint64_t *out, char *hold, char *tele,
       *out = x;
     } else if ((klen == 12 && strncmp(s, "hold_prepare", klen) == 0) ||
                (klen == 9 && strncmp(s, "telemetry", klen) == 0) ||
-               (klen == 9 && strncmp(s, "slow_hash", klen) == 0)) {
-      char *dst = klen == 12 ? hold : s[0] == 't' ? tele : slow;
+               (klen == 9 && strncmp(s, "slow_hash", klen) == 0) ||
+               (klen == 10 && strncmp(s, "wrong_bits", klen) == 0)) {
+      char *dst = klen == 12 ? f->hold : klen == 10 ? f->wrong
+                  : s[0] == 't' ? f->tele : f->slow;
       if (dst[0] != '\0' || vlen >= n)
         return -1;
       memcpy(dst, v, vlen);
@@ -110,13 +123,14 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
 {
   *out = NULL;
   uint64_t n;
-  char hold[200], tele[200], slow[200];
-  if (fk_parse(cfg->device_match, &n, hold, tele, slow, sizeof hold) != 0)
+  fk_files fl;
+  if (fk_parse(cfg->device_match, &n, &fl) != 0)
     return wv_seterr(err, WAVE_ECONFIG, "device %s: the fake backend's "
                      "device string is \"fault_after=N\", "
                      "\"hold_prepare=DIR\", \"telemetry=FILE\", "
-                     "\"slow_hash=FILE\" or some of them (comma between),"
-                     " not \"%s\"", cfg->name, cfg->device_match);
+                     "\"slow_hash=FILE\", \"wrong_bits=FILE\" or some of "
+                     "them (comma between), not \"%s\"", cfg->name,
+                     cfg->device_match);
   wv_device *d = calloc(1, sizeof *d);
   if (d == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
@@ -126,8 +140,9 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
     return rc;
   }
   d->fault_after = n;
-  snprintf(d->hold, sizeof d->hold, "%s", hold);
-  snprintf(d->slow, sizeof d->slow, "%s", slow);
+  snprintf(d->hold, sizeof d->hold, "%s", fl.hold);
+  snprintf(d->slow, sizeof d->slow, "%s", fl.slow);
+  snprintf(d->wrong, sizeof d->wrong, "%s", fl.wrong);
   snprintf(d->name, sizeof d->name, "%s", cfg->name);
   *out = d;
   return 0;
@@ -140,9 +155,9 @@ static void fk_health(const wv_device_config *cfg, const wv_caps *caps,
 {
   (void)caps;
   uint64_t n;
-  char hold[200], tele[200], slow[200];
-  if (fk_parse(cfg->device_match, &n, hold, tele, slow, sizeof tele) != 0 ||
-      tele[0] == '\0') {
+  fk_files fl;
+  const char *tele = fl.tele;
+  if (fk_parse(cfg->device_match, &n, &fl) != 0 || tele[0] == '\0') {
     snprintf(out->why, sizeof out->why, "no health source: a fake device "
              "without telemetry=FILE");
     return;
@@ -214,7 +229,10 @@ static int fk_reduce(wv_device *d, const wv_reduce_job *job,
 {
   int rc = fk_step(d, err);
   fk_hold(d, ".reduce", "reduction");
-  return rc ? rc : wv_cpu_backend.reduce(d->cpu, job, out, err);
+  if (rc == 0 && (rc = wv_cpu_backend.reduce(d->cpu, job, out, err)) == 0 &&
+      d->wrong[0] != '\0' && access(d->wrong, F_OK) == 0)
+    out->bits[0] ^= 1;  /* wrong_bits: see the top */
+  return rc;
 }
 
 static int fk_prepare(wv_device *d, const struct wv_pack *p, wave_error *err)
@@ -249,6 +267,8 @@ static int fk_hash_batch(wv_device *d, const struct wv_pack *p,
   if (rc == 0)
     rc = wv_cpu_backend.hash_batch(d->cpu, p, b, err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rc == 0 && d->wrong[0] != '\0' && access(d->wrong, F_OK) == 0)
+    b->seg_fp[0] ^= 1;  /* wrong_bits: see the top */
   if (rc == 0 && d->slow[0] != '\0' && access(d->slow, F_OK) == 0) {
     /* slow_hash: see the top */
     uint64_t ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
