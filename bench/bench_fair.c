@@ -20,14 +20,26 @@
  * makes every heavy and lone sum a float sum (whose slices are pieces of
  * the exact tree); the default is u32.
  *
+ * --chunks N (issue 35, finding 2): instead of the region sums, the heavy
+ * client sends ONE raw protobuf ReduceRequest (nng and protobuf-c, as
+ * tests/test_stop.c does: libwaveclient's decode budget refuses messages
+ * of 16,384+ chunks) of N one-row chunks, all 1 (--dtype f64 or u32), over
+ * ipc.  The light client times 1-row sums from before the send until the
+ * reply; they are split at the heavy job's estimated start on the device
+ * (its reply's time minus its `seconds`), so the wait behind decoding and
+ * the wait behind the device show apart.  One slice's time is the job's
+ * device seconds over its slices, counted by daemon/rq/slices.c's rule for
+ * reduce_slice_rows 262144 (set in the config): a float sum of one-row
+ * chunks runs 256 whole chunks a slice, an order-free op 4096.
+ *
  * --prio 1 (issue 37): the heavy sums ask for `low` and the light ones,
  * from a second ipc client (the daemon's priority.high_allow names this
  * uid), for `high`: the device serves the high sum before every low one
  * queued, and a low sum yields to it between slices.
  *
  *   bench_fair [--iters N] [--heavy N] [--mib N] [--lone N] [--dtype u32|f32]
- *              [--prio 0|1]
- *   (defaults: 400, 16, 16, 20, u32, 0)
+ *              [--prio 0|1] [--chunks N [--dtype u32|f64]]
+ *   (defaults: 400, 16, 16, 20, u32, 0, 0)
  */
 #include <netinet/in.h>
 #include <poll.h>
@@ -43,6 +55,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "proto/wave.pb-c.h"
 #include "wave/client.h"
 
 #define BF_WARMUP 50
@@ -224,8 +240,186 @@ static void bf_light(wave_client *c, double *us, size_t n, int keep,
   }
 }
 
+/* ---- --chunks: one raw message of many one-row chunks ------------------- */
+
+typedef struct bf_raw {
+  uint8_t *msg;      /* the packed Request */
+  size_t len;
+  unsigned chunks;
+  wave_dtype dtype;
+  nng_socket s;
+  _Atomic int done;
+  double t_send, t_reply, dev_s;  /* us, us, s */
+} bf_raw;
+
+/* The Request: chunks one-row chunks of 1 (u32 or f64), sum. */
+static void bf_raw_build(bf_raw *r)
+{
+  size_t w = r->dtype == WAVE_F64 ? 8 : 4;
+  uint8_t *rows = malloc((size_t)r->chunks * w);
+  ProtobufCBinaryData *in = malloc((size_t)r->chunks * sizeof *in);
+  if (rows == NULL || in == NULL)
+    bf_die("no memory for the chunks", NULL);
+  double one = 1.0;
+  uint32_t one32 = 1;
+  for (size_t i = 0; i < r->chunks; i++) {
+    memcpy(rows + i * w, w == 8 ? (void *)&one : (void *)&one32, w);
+    in[i] = (ProtobufCBinaryData){w, rows + i * w};
+  }
+  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
+  rr.dtype = w == 8 ? WAVE__V1__DTYPE__F64 : WAVE__V1__DTYPE__U32;
+  rr.op = WAVE__V1__OP__SUM;
+  rr.n_input = r->chunks;
+  rr.input = in;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 2;
+  rq.id = 35;
+  rq.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
+  rq.reduce = &rr;
+  r->len = wave__v1__request__get_packed_size(&rq);
+  r->msg = malloc(r->len);
+  if (r->msg == NULL)
+    bf_die("no memory for the message", NULL);
+  wave__v1__request__pack(&rq, r->msg);
+  free(in);
+  free(rows);
+}
+
+/* Send the message, wait for its reply, check the sum (chunks). */
+static void *bf_raw_main(void *arg)
+{
+  bf_raw *r = arg;
+  r->t_send = bf_now_us();
+  int rv = nng_send(r->s, r->msg, r->len, 0);
+  void *buf = NULL;
+  size_t n = 0;
+  if (rv == 0)
+    rv = nng_recv(r->s, &buf, &n, NNG_FLAG_ALLOC);
+  r->t_reply = bf_now_us();
+  if (rv != 0) {
+    fprintf(stderr, "bench_fair: the many-chunk request: %s\n",
+            nng_strerror(rv));
+    exit(1);
+  }
+  Wave__V1__Response *a = wave__v1__response__unpack(NULL, n, buf);
+  nng_free(buf, n);
+  if (a == NULL || a->body_case != WAVE__V1__RESPONSE__BODY_REDUCE) {
+    fprintf(stderr, "bench_fair: the many-chunk request: %s\n",
+            a != NULL && a->body_case == WAVE__V1__RESPONSE__BODY_ERROR
+                ? a->error->message : "no result");
+    exit(1);
+  }
+  double want = (double)r->chunks, got;
+  if (r->dtype == WAVE_F64 && a->reduce->n_bits64 == 1)
+    memcpy(&got, &a->reduce->bits64[0], sizeof got);
+  else if (r->dtype != WAVE_F64 && a->reduce->n_bits == 1)
+    got = (double)a->reduce->bits[0];
+  else
+    got = -1;
+  if (got != want)
+    bf_die("the many-chunk request: wrong answer", NULL);
+  r->dev_s = a->reduce->seconds;
+  wave__v1__response__free_unpacked(a, NULL);
+  atomic_store(&r->done, 1);
+  return NULL;
+}
+
+static void bf_line(const char *what, double *us, size_t n)
+{
+  if (n == 0) {
+    printf("%-30s (none)\n", what);
+    return;
+  }
+  qsort(us, n, sizeof *us, bf_cmp);
+  printf("%-30s %6zu sums  median %9.1f us  p90 %9.1f us  max %9.1f us\n",
+         what, n, us[n / 2], us[n * 9 / 10], us[n - 1]);
+}
+
+/* The --chunks run: idle sums, then sums while the one raw job runs. */
+static void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
+                      unsigned chunks, wave_dtype dtype)
+{
+  bf_raw r = {.chunks = chunks, .dtype = dtype};
+  bf_raw_build(&r);
+  int rv;
+  if ((rv = nng_req0_open(&r.s)) != 0 ||
+      (rv = nng_socket_set_ms(r.s, NNG_OPT_REQ_RESENDTIME,
+                              NNG_DURATION_INFINITE)) != 0 ||
+      (rv = nng_dial(r.s, ipc, NULL, 0)) != 0) {
+    fprintf(stderr, "bench_fair: raw dial %s: %s\n", ipc, nng_strerror(rv));
+    exit(1);
+  }
+  double *idle = calloc(iters, sizeof *idle);
+  bf_light(light, idle, BF_WARMUP, 0, WAVE_PRIORITY_NORMAL);
+  bf_light(light, idle, iters, 1, WAVE_PRIORITY_NORMAL);
+  size_t cap = 1u << 22, n = 0;
+  double *t0 = malloc(cap * sizeof *t0), *lat = malloc(cap * sizeof *lat);
+  pthread_t th;
+  pthread_create(&th, NULL, bf_raw_main, &r);
+  while (!atomic_load(&r.done) && n < cap) {
+    t0[n] = bf_now_us();
+    bf_light(light, &lat[n], 1, 1, WAVE_PRIORITY_NORMAL);
+    n++;
+  }
+  pthread_join(th, NULL);
+  double on_dev = r.t_reply - r.dev_s * 1e6;
+  double *dec = malloc(n * sizeof *dec), *dev = malloc(n * sizeof *dev),
+         *all = malloc(n * sizeof *all);
+  size_t nd = 0, nv = 0, na = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (t0[i] < r.t_send)
+      continue;
+    all[na++] = lat[i];
+    if (t0[i] + lat[i] <= on_dev)
+      dec[nd++] = lat[i];
+    else
+      dev[nv++] = lat[i];
+  }
+  uint64_t per = dtype == WAVE_F64 ? 256 : 262144 / 64;
+  uint64_t slices = (chunks + per - 1) / per;
+  double slice_us = r.dev_s * 1e6 / (double)slices;
+  printf("bench_fair --chunks: one raw ReduceRequest of %u one-row %s chunks "
+         "(%zu bytes) over ipc; light 1-row u32 sums over tcp\n", chunks,
+         dtype == WAVE_F64 ? "f64" : "u32", r.len);
+  printf("heavy: round trip %.3f s = before the device %.3f s (receive + "
+         "decode + queue) + on the device %.3f s in %llu slices of %.1f us\n",
+         (r.t_reply - r.t_send) * 1e-6, (on_dev - r.t_send) * 1e-6, r.dev_s,
+         (unsigned long long)slices, slice_us);
+  for (int top = 0; top < 3; top++) {  /* when the slowest waits began */
+    size_t w = n;
+    for (size_t i = 0; i < n; i++)
+      if (t0[i] >= r.t_send && lat[i] > 0 && (w == n || lat[i] > lat[w]))
+        w = i;
+    if (w == n)
+      break;
+    printf("slowest %d: %.1f us, sent at +%.3f s (the device from +%.3f s)"
+           "\n", top + 1, lat[w], (t0[w] - r.t_send) * 1e-6,
+           (on_dev - r.t_send) * 1e-6);
+    lat[w] = -lat[w];
+  }
+  for (size_t i = 0; i < n; i++)
+    lat[i] = lat[i] < 0 ? -lat[i] : lat[i];
+  double im = (qsort(idle, iters, sizeof *idle, bf_cmp), idle[iters / 2]);
+  bf_line("light idle", idle, iters);
+  bf_line("light loaded (all)", all, na);
+  bf_line("  ended before the device", dec, nd);
+  bf_line("  ended while on the device", dev, nv);
+  double bound = 2 * im + slice_us;
+  printf("target <= 2 x idle median + one slice = %.1f us: loaded median "
+         "%.2fx of it, max %.2fx\n", bound,
+         na ? all[na / 2] / bound : 0.0, na ? all[na - 1] / bound : 0.0);
+  nng_close(r.s);
+  free(r.msg);
+  free(idle);
+  free(t0);
+  free(lat);
+  free(dec);
+  free(dev);
+  free(all);
+}
+
 typedef struct bf_opts {
-  unsigned iters, heavy, mib, lone;
+  unsigned iters, heavy, mib, lone, chunks;
   wave_dtype dtype;
   int prio;
 } bf_opts;
@@ -233,7 +427,7 @@ typedef struct bf_opts {
 /* The command line into *o; 0, or 2 (usage) after saying why. */
 static int bf_args(int argc, char **argv, bf_opts *o)
 {
-  *o = (bf_opts){400, 16, 16, 20, WAVE_U32, 0};
+  *o = (bf_opts){400, 16, 16, 20, 0, WAVE_U32, 0};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--lone") == 0)
       o->lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
@@ -245,20 +439,26 @@ static int bf_args(int argc, char **argv, bf_opts *o)
       o->heavy = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--prio") == 0)
       o->prio = atoi(argv[i + 1]) != 0;
+    else if (strcmp(argv[i], "--chunks") == 0)
+      o->chunks = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--mib") == 0)
       o->mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
-              "[--lone N] [--dtype u32|f32] [--prio 0|1]\n");
+              "[--lone N] [--dtype u32|f32] [--prio 0|1] "
+              "[--chunks N [--dtype u32|f64]]\n");
       return 2;
     }
   }
   if (o->iters < 10 || o->heavy < 1 || o->heavy > 16 || o->mib < 1 ||
       o->mib > 1024 || o->lone < 1 || o->lone > 10000 ||
-      (o->dtype != WAVE_U32 && o->dtype != WAVE_F32)) {
+      o->chunks > (1u << 24) ||
+      (o->dtype != WAVE_U32 &&
+       o->dtype != (o->chunks != 0 ? WAVE_F64 : WAVE_F32))) {
     fprintf(stderr, "bench_fair: --iters >= 10, --heavy 1..16 (one "
             "connection's limits.max_peer_requests), --mib 1..1024, "
-            "--lone 1..10000, --dtype u32 or f32\n");
+            "--lone 1..10000, --dtype u32 or f32 (with --chunks "
+            "0..16777216: u32 or f64)\n");
     return 2;
   }
   return 0;
@@ -285,13 +485,26 @@ int main(int argc, char **argv)
            "allow_client_shm: true\npacks: {load: []}\n"
            "priority: {high_allow: \"uid:%u\"}\n"
            "devices: [{name: cpu0, backend: cpu, threads: 1, "
-           "queue_depth: 256}]\n", ipc, tcp, (unsigned)getuid());
+           "queue_depth: 256%s}]\n", ipc, tcp, (unsigned)getuid(),
+           o.chunks ? ", reduce_slice_rows: 262144" : "");
   FILE *f = fopen(cfg, "w");
   if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
     bf_die("config", NULL);
   pid_t pid = bf_start(dir, cfg);
 
   wave_error err = {0};
+  if (o.chunks != 0) {
+    wave_client *lc;
+    if (wave_client_open(&lc, tcp, &err) != 0)
+      bf_die("connect", &err);
+    bf_chunks(lc, ipc, iters, o.chunks, dtype);
+    wave_client_close(lc);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    char rm[160];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    return system(rm) != 0;
+  }
   bf_heavy h = {.cap_dev = 1u << 20, .dtype = dtype,
                 .prio = prio ? WAVE_PRIORITY_LOW : WAVE_PRIORITY_NORMAL};
   wave_priority lp = prio ? WAVE_PRIORITY_HIGH : WAVE_PRIORITY_NORMAL;

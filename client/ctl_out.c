@@ -410,7 +410,9 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
 {
   fputs("{\"version\": ", f);
   wv_json_str(f, s->version);
-  fprintf(f, ", \"devices_throttled\": %u", s->devices_throttled);
+  fprintf(f, ", \"devices_throttled\": %u, \"fd_conns\": %u, "
+          "\"fd_limit\": %u", s->devices_throttled, s->fd_conns,
+          s->fd_limit);
   fputs(", \"url\": ", f);
   wv_json_str(f, url);
   fprintf(f, ", \"uptime_ms\": %" PRIu64 ", \"jobs_served\": %" PRIu64
@@ -431,8 +433,10 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     wv_json_str(f, h->principal);
     fprintf(f, ", \"region_bytes\": %" PRIu64 ", \"region_limit\": %" PRIu64
             ", \"stream_bytes\": %" PRIu64 ", \"stream_limit\": %" PRIu64
-            "}", h->region_bytes, h->region_limit, h->stream_bytes,
-            h->stream_limit);
+            ", \"fd_conns\": %u, \"fd_limit\": %u, \"file_fds\": %" PRIu64
+            ", \"file_fd_limit\": %" PRIu64 "}", h->region_bytes,
+            h->region_limit, h->stream_bytes, h->stream_limit, h->fd_conns,
+            h->fd_limit, h->file_fds, h->file_fd_limit);
   }
   fputs("], \"devices\": [", f);
   for (size_t i = 0; i < s->n_devices; i++) {
@@ -485,10 +489,16 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
   for (size_t i = 0; i < s->n_shares; i++) {
     const wave_share *h = &s->shares[i];
     fprintf(f, "share %s: regions %" PRIu64 " of %" PRIu64 " bytes, "
-            "copies and streams %" PRIu64 " of %" PRIu64 " bytes\n",
+            "copies and streams %" PRIu64 " of %" PRIu64 " bytes, "
+            "file descriptors %" PRIu64 " of %" PRIu64 ", side-socket "
+            "connections %u of %u\n",
             h->principal, h->region_bytes, h->region_limit, h->stream_bytes,
-            h->stream_limit);
+            h->stream_limit, h->file_fds, h->file_fd_limit, h->fd_conns,
+            h->fd_limit);
   }
+  if (s->fd_limit > 0)
+    fprintf(f, "descriptor side connections %u (at most %u a socket)\n",
+            s->fd_conns, s->fd_limit);
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     fprintf(f, "\n%s (%s): %s\n", d->name, d->backend, d->description);

@@ -148,6 +148,8 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->ready = st->ready;
     s->max_files = st->max_files;
     s->devices_throttled = st->devices_throttled;
+    s->fd_conns = st->fd_conns;
+    s->fd_limit = st->fd_limit;
     for (size_t i = 0; i < st->n_devices; i++)
       if (st->devices[i] != NULL)
         cl_device(&b, &s->devices[s->n_devices++], st->devices[i]);
@@ -161,6 +163,10 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
       w->region_limit = ps->region_limit;
       w->stream_bytes = ps->stream_bytes;
       w->stream_limit = ps->stream_limit;
+      w->fd_conns = ps->fd_conns;
+      w->fd_limit = ps->fd_limit;
+      w->file_fds = ps->file_fds;
+      w->file_fd_limit = ps->file_fd_limit;
     }
   }
   wave__v1__response__free_unpacked(resp, NULL);

@@ -3,7 +3,8 @@
  * holding a region outlives limits.idle_timeout_ms; each client's share of
  * region bytes, of copy+stream bytes (one count with max_stream_bytes) and
  * of file-region descriptors, so that a second client still gets its own;
- * status lists only the asker's regions and share (root over ipc: all).
+ * status lists only the asker's regions and share (root over ipc: all),
+ * with its connections to the descriptor side socket (issue 35).
  *
  * Clients of different principals: another uid (a child as nobody) over
  * ipc for regions, separate tcp connections for streams (on tcp each
@@ -12,11 +13,14 @@
 #include <check.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -419,9 +423,29 @@ static const wave_share *ts_share(wave_client *c, const char *who,
   return NULL;
 }
 
+#define TS_SIDE 3  /* silent side connections held for status */
+
+/* Open (again) those of fds[] that are closed or that the daemon closed
+ * (its deadline: readable, or hung up). */
+static void ts_side(const char *ipc_url, int *fds, int n)
+{
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s.fd", ipc_url + 6);
+  for (int i = 0; i < n; i++) {
+    struct pollfd p = {.fd = fds[i], .events = POLLIN};
+    if (fds[i] >= 0 && poll(&p, 1, 0) == 0)
+      continue;  /* still open and silent */
+    if (fds[i] >= 0)
+      close(fds[i]);
+    fds[i] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof sa), 0);
+  }
+}
+
 /* One client's region and stream: status shows what its principal holds
- * and its limits; a tcp connection that holds nothing sees its own share,
- * empty, and nobody else's. */
+ * and its limits, and its silent connections to the descriptor side
+ * socket; a tcp connection that holds nothing sees its own share, empty,
+ * and nobody else's. */
 START_TEST(status_shares)
 {
   td_daemon d;
@@ -446,7 +470,38 @@ START_TEST(status_shares)
   ck_assert_uint_eq(h->region_limit, MIB);
   ck_assert_uint_eq(h->stream_bytes, MIB);
   ck_assert_uint_eq(h->stream_limit, 4 * MIB);
+  ck_assert_uint_eq(h->fd_conns, 0);
+  ck_assert_uint_eq(h->fd_limit, 8);
+  ck_assert_uint_eq(h->file_fds, 0);
+  ck_assert_uint_eq(h->file_fd_limit, 64);  /* limits.max_client_files */
+  ck_assert_uint_eq(st->fd_limit, 64);
   wave_status_free(st);
+  char path[256];  /* a file region keeps one descriptor of the share */
+  snprintf(path, sizeof path, "%s/rows.raw", d.dir);
+  uint32_t rows[1024] = {0};
+  int w = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ck_assert_int_eq(write(w, rows, sizeof rows), (ssize_t)sizeof rows);
+  close(w);
+  int ffd = open(path, O_RDONLY | O_CLOEXEC);
+  wave_region *fr;
+  ck_assert_msg(wave_region_file_fd(c, ffd, 0, "file", &fr, &e) == 0, "%s",
+                e.message);
+  /* The daemon closes a silent side connection after its deadline and
+   * counts one only once accepted: ask until a status sees all of ours. */
+  int fds[TS_SIDE] = {-1, -1, -1};
+  unsigned seen = 0, all = 0;
+  for (int k = 0; k < 200 && seen != TS_SIDE; k++) {
+    ts_side(d.ipc, fds, TS_SIDE);
+    h = ts_share(c, me, &st);
+    ck_assert_ptr_nonnull(h);
+    seen = h->fd_conns;
+    all = st->fd_conns;
+    ck_assert_uint_eq(h->file_fds, 1);
+    ck_assert_uint_le(seen, TS_SIDE);
+    wave_status_free(st);
+  }
+  ck_assert_uint_eq(seen, TS_SIDE);
+  ck_assert_uint_eq(all, TS_SIDE);
   wave_client *t = bh_client(d.tcp);
   ck_assert_ptr_null(ts_share(t, me, &st));
   ck_assert_uint_eq(st->n_shares, 1);
@@ -455,7 +510,12 @@ START_TEST(status_shares)
   ck_assert_uint_eq(st->shares[0].region_bytes, 0);
   ck_assert_uint_eq(st->shares[0].stream_bytes, 0);
   ck_assert_uint_eq(st->shares[0].stream_limit, 4 * MIB);
+  ck_assert_uint_eq(st->shares[0].fd_conns, 0);  /* not a uid */
   wave_status_free(st);
+  for (int i = 0; i < TS_SIDE; i++)
+    close(fds[i]);
+  wave_region_close(fr);
+  close(ffd);
   wave_client_close(t);
   nng_close(s);
   wave_region_close(rg);

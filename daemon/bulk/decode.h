@@ -108,6 +108,7 @@ typedef struct wd_bulk_snap {
   Wave__V1__RegionInfo *infos, **ptrs;
   wd_share_row *rows;
   Wave__V1__PrincipalShare *shares, **share_ptrs;
+  char (*side_names)[24];  /* "uid:N" of uids with only side connections */
 } wd_bulk_snap;
 void wd_bulk_status(wd_bulk *b, const char *who, Wave__V1__StatusReply *sr,
                     wd_bulk_snap *snap);

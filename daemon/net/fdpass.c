@@ -17,7 +17,8 @@
  * open, a newcomer takes the oldest connection of the uid that holds the
  * most, if that uid holds more than the newcomer's.  So one uid at its
  * bound, or several, cannot refuse another uid.  The deadline runs on its
- * own timer, armed only while a connection is open.
+ * own timer, armed only while a connection is open.  The ticket store
+ * (locked) also counts each uid's open side connections, for status.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,8 +39,8 @@
 #include "core/base.h"
 #include "core/queue.h"
 
-#define FS_MAX_CONNS 64
-#define FS_PER_UID 8     /* open side connections of one uid */
+#define FS_MAX_CONNS WD_FDPASS_SIDE_MAX
+#define FS_PER_UID WD_FDPASS_SIDE_PER_UID
 #define FS_CONN_MS 250   /* to send the descriptor, from accept */
 #define FS_TICK_MS 1000  /* ticket expiry */
 #define FS_MAX_FDS 8   /* received at once before we refuse them all */
@@ -51,10 +52,17 @@ typedef struct fp_entry {
   uint64_t at;     /* ms, CLOCK_MONOTONIC */
 } fp_entry;
 
+typedef struct fp_side {
+  uint32_t uid;
+  unsigned n;      /* its open side connections, every side socket's */
+} fp_side;
+
 struct wd_fdpass {
   pthread_mutex_t mu;
   fp_entry v[WD_FDPASS_MAX];
   size_t n;
+  fp_side *side;   /* the uids with side connections open (status) */
+  size_t n_side, cap_side;
 };
 
 static uint64_t fp_now_ms(void)
@@ -79,8 +87,57 @@ void wd_fdpass_free(wd_fdpass *fp)
     return;
   for (size_t i = 0; i < fp->n; i++)
     close(fp->v[i].fd);
+  free(fp->side);
   pthread_mutex_destroy(&fp->mu);
   free(fp);
+}
+
+/* A side connection of uid opened (+1) or closed (-1), for status. */
+static void fp_side_count(wd_fdpass *fp, uint32_t uid, int delta)
+{
+  pthread_mutex_lock(&fp->mu);
+  size_t i = 0;
+  while (i < fp->n_side && fp->side[i].uid != uid)
+    i++;
+  if (i == fp->n_side && delta > 0) {
+    if (fp->n_side == fp->cap_side) {
+      size_t cap = fp->cap_side ? 2 * fp->cap_side : 16;
+      fp_side *v = realloc(fp->side, cap * sizeof *v);
+      if (v == NULL) {  /* status misses it; serving does not */
+        pthread_mutex_unlock(&fp->mu);
+        return;
+      }
+      fp->side = v;
+      fp->cap_side = cap;
+    }
+    fp->side[fp->n_side++] = (fp_side){uid, 0};
+  }
+  if (i < fp->n_side) {
+    if (delta > 0)
+      fp->side[i].n++;
+    else if (fp->side[i].n > 0 && --fp->side[i].n == 0)
+      fp->side[i] = fp->side[--fp->n_side];
+  }
+  pthread_mutex_unlock(&fp->mu);
+}
+
+size_t wd_fdpass_side(wd_fdpass *fp, uint32_t *uid, unsigned *n, size_t max,
+                      unsigned *all)
+{
+  size_t k = 0;
+  *all = 0;
+  if (fp == NULL)
+    return 0;
+  pthread_mutex_lock(&fp->mu);
+  for (size_t i = 0; i < fp->n_side; i++) {
+    *all += fp->side[i].n;
+    if (k < max) {
+      uid[k] = fp->side[i].uid;
+      n[k++] = fp->side[i].n;
+    }
+  }
+  pthread_mutex_unlock(&fp->mu);
+  return k;
 }
 
 /* Under mu: drop the entries older than the TTL (their fds into *drop). */
@@ -254,6 +311,7 @@ static void fs_conn_close(fs_conn *c)
   wd_fdsock *s = c->s;
   wv_q_remove(&c->q);
   s->n_conns--;
+  fp_side_count(s->fp, c->uid, -1);
   uv_poll_stop(&c->poll);
   uv_close((uv_handle_t *)&c->poll, fs_conn_closed);
 }
@@ -439,6 +497,7 @@ static void fs_accept(uv_poll_t *h, int status, int events)
       uv_timer_start(&s->dead, fs_deadline, FS_CONN_MS / 5, FS_CONN_MS / 5);
     wv_q_push_head(&s->conns, &c->q);
     s->n_conns++;
+    fp_side_count(s->fp, c->uid, +1);
     s->pending++;
     uv_poll_start(&c->poll, UV_READABLE | UV_DISCONNECT, fs_conn_read);
   }

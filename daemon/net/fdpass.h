@@ -34,6 +34,9 @@
 #define WD_FDPASS_PER_UID 32     /* unclaimed descriptors per uid */
 #define WD_FDPASS_MAX 256        /* ... and in all */
 #define WD_FDPASS_HELLO 1        /* the one byte a client sends */
+#define WD_FDPASS_SIDE_MAX 64    /* open side connections of one socket */
+#define WD_FDPASS_SIDE_PER_UID 8 /* open side connections of one uid, on
+                                    one side socket */
 
 typedef struct wd_fdpass wd_fdpass;
 typedef struct wd_fdsock wd_fdsock;
@@ -52,6 +55,11 @@ int wd_fdpass_claim(wd_fdpass *fp, const uint8_t *ticket, size_t n,
                     uint32_t uid, uint32_t pid, int *fd, wave_error *err);
 /* Close the descriptors older than WD_FDPASS_TTL_MS; how many are left. */
 size_t wd_fdpass_expire(wd_fdpass *fp);
+
+/* Any thread: the uids with side connections open now, at most max of
+ * them (uid[i] holds n[i], over every side socket); *all: every uid's. */
+size_t wd_fdpass_side(wd_fdpass *fp, uint32_t *uid, unsigned *n, size_t max,
+                      unsigned *all);
 
 /* "<ipc path>.fd" into out; -1 when it does not fit a socket address. */
 int wd_fdpass_path(const char *ipc_path, char *out, size_t n);

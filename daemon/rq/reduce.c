@@ -226,7 +226,8 @@ void wd_rq_reduce(wd_req *c, const Wave__V1__ReduceRequest *r)
   wave_op op = (wave_op)r->op;
   if (rr_check_op(c, dt, op) != 0)
     return;
-  if (c->bulk.ready)  /* chunks by place: spans made on the decode thread */
+  if (c->bulk.ready)  /* spans made on the decode thread: chunks by place,
+                         or many by value (bulk/decode.c) */
     return rr_reduce_spans(c, dt, op, c->bulk.spans, c->bulk.n_input,
                            c->bulk.n_mask, c->bulk.has_mask, c->bulk.device,
                            (int)r->priority, r->deadline_ms);

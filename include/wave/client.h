@@ -325,6 +325,12 @@ typedef struct wave_share {
   uint64_t region_limit;   /* limits.max_client_region_bytes */
   uint64_t stream_bytes;   /* its copy regions and streams */
   uint64_t stream_limit;   /* limits.max_client_stream_bytes */
+  /* appended in ABI 4 (issue 35): a "uid:N" principal's connections open
+   * now to the descriptor side sockets (<ipc path>.fd, every one's), and
+   * the most one uid may hold open on one side socket */
+  unsigned fd_conns, fd_limit;
+  uint64_t file_fds;       /* descriptors its file regions keep open */
+  uint64_t file_fd_limit;  /* limits.max_client_files */
 } wave_share;
 
 typedef struct wave_status {
@@ -346,6 +352,9 @@ typedef struct wave_status {
   wave_share *shares;       /* n_shares entries */
   /* appended (issue 37) */
   unsigned devices_throttled;  /* devices a guard holds now */
+  /* appended in ABI 4 (issue 35): side-socket connections open now, every
+   * uid's, and the most open on one side socket */
+  unsigned fd_conns, fd_limit;
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(), which frees its

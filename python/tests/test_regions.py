@@ -41,7 +41,8 @@ def test_empty_is_region(client, daemon):
 
 
 def test_status_shares(client):
-    """status() shows this uid's share: a region of ours counts in it."""
+    """status() shows this uid's share: a region of ours counts in it;
+    the descriptor shares and their limits are there too."""
     me = f"uid:{os.getuid()}"
 
     def mine():
@@ -50,6 +51,9 @@ def test_status_shares(client):
         return sh[0]
     before = mine()
     assert before["region_limit"] > 0 and before["stream_limit"] > 0
+    # the descriptor shares: file regions' descriptors, side connections
+    assert before["file_fd_limit"] == 64 and before["fd_limit"] == 8
+    assert before["fd_conns"] == 0 and client.status()["fd_limit"] == 64
     raw = client.region(1 << 20)
     assert mine()["region_bytes"] == before["region_bytes"] + (1 << 20)
     del raw

@@ -149,7 +149,11 @@ STRUCTS = (
         "uint64_t region_bytes",
         "uint64_t region_limit",
         "uint64_t stream_bytes",
-        "uint64_t stream_limit")),
+        "uint64_t stream_limit",
+        "unsigned fd_conns",
+        "unsigned fd_limit",
+        "uint64_t file_fds",
+        "uint64_t file_fd_limit")),
     ("wave_status", (
         "const char *version",
         "uint64_t uptime_ms",
@@ -165,7 +169,9 @@ STRUCTS = (
         "uint64_t jobs_cancelled",
         "size_t n_shares",
         "wave_share *shares",
-        "unsigned devices_throttled")),
+        "unsigned devices_throttled",
+        "unsigned fd_conns",
+        "unsigned fd_limit")),
     ("wave_hash_request", (
         "const char *pack",
         "uint64_t nonce",

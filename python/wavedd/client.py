@@ -510,8 +510,10 @@ class Client:
     def status(self):
         """The daemon's status: a dict (version, ready, uptime_ms,
         jobs_served, jobs_failed, listen, devices: a list of dicts,
-        shares: the asker's share of regions and streams, root's over ipc
-        every principal's, a list of dicts)."""
+        shares: the asker's share of regions, streams, file-region
+        descriptors and descriptor side connections, root's over ipc every principal's, a list of dicts;
+        fd_conns, fd_limit: the side connections open, every uid's, and
+        the most on one side socket)."""
         out = C.out("wave_status *")
         err = errors.new_err()
         errors.check(lib.wave_status_get(self._handle(), out, err), err)
@@ -543,12 +545,16 @@ class Client:
                 "jobs_cancelled": s.jobs_cancelled, "instance": s.instance,
                 "listen": [text(s.listen[i]) for i in range(s.n_listen)],
                 "devices": devs,
+                "fd_conns": s.fd_conns, "fd_limit": s.fd_limit,
                 "shares": [{
                     "principal": text(h.principal),
                     "region_bytes": h.region_bytes,
                     "region_limit": h.region_limit,
                     "stream_bytes": h.stream_bytes,
                     "stream_limit": h.stream_limit,
+                    "fd_conns": h.fd_conns, "fd_limit": h.fd_limit,
+                    "file_fds": h.file_fds,
+                    "file_fd_limit": h.file_fd_limit,
                 } for h in (s.shares[i] for i in range(s.n_shares))],
             }
         finally:
