@@ -183,6 +183,41 @@ wd_work *wd_short_pop(wd_fair *f)
   return w;
 }
 
+void wd_short_take(wd_fair *f, int (*take)(const wd_work *w), wd_fifo *out)
+{
+  for (;;) {
+    wd_group *g = NULL;
+    wd_work **at = NULL;
+    uint64_t turn = 0;
+    for (wd_group *o = f->ring; o != NULL; o = o->next) {
+      uint64_t t = o->tag;  /* o's items have turns tag, tag + 1, ... */
+      for (wd_work **pp = &o->q.head; *pp != NULL; pp = &(*pp)->next, t++)
+        if (take(*pp)) {
+          if (g == NULL || t < turn) {
+            g = o;
+            at = pp;
+            turn = t;
+          }
+          break;
+        }
+    }
+    if (g == NULL)
+      return;
+    wd_work *w = *at;
+    if ((*at = w->next) == NULL)
+      g->q.tail = at;
+    g->q.n--;
+    f->n--;
+    g->members--;
+    g->finish--;
+    if (g->q.head == NULL) {  /* nothing queued: as if it had not queued */
+      wd_fair_unring(f, g);
+      g->finish = g->tag;
+    }
+    wd_fifo_push(out, w);
+  }
+}
+
 /* The lanes are a device's levels, highest first: the highest level with
  * items queued (turns.h). */
 int wd_fair_top(const wd_fair *q, int n)
