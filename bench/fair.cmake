@@ -4,5 +4,6 @@ add_executable(bench_fair bench_fair.c)
 target_link_libraries(bench_fair PRIVATE waveclient Threads::Threads)
 add_dependencies(bench_fair wavedd)
 target_compile_definitions(bench_fair PRIVATE
-  WAVEDD_PATH="$<TARGET_FILE:wavedd>")
+  WAVEDD_PATH="$<TARGET_FILE:wavedd>"
+  WAVE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 wave_defaults(bench_fair)
