@@ -1,5 +1,6 @@
 # bench/fair.cmake - a 1-row sum's latency behind another client's pipelined
-# 16 MiB sums, idle vs loaded (bench_fair.c; daemon/exec/device.c's turns).
+# 16 MiB sums, idle vs loaded (bench_fair.c; daemon/exec/device.c's turns);
+# --hash N: a high hash job's wait for its first piece behind a low one.
 add_executable(bench_fair bench_fair.c)
 target_link_libraries(bench_fair PRIVATE waveclient Threads::Threads)
 add_dependencies(bench_fair wavedd)
