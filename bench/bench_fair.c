@@ -37,10 +37,28 @@
  * uid), for `high`: the device serves the high sum before every low one
  * queued, and a low sum yields to it between slices.
  *
+ * --hash N (issue 37): instead of all that, hash jobs on the "small" pack
+ * over one CPU device whose pieces are --batch nonces.  N `high` jobs of
+ * one piece each, one after the other, first with the daemon idle, then
+ * behind a `low` job of 2^40 nonces from another client on the same
+ * device.  A job's clock (its result's seconds) starts with its first
+ * piece, so its round trip less that clock is its wait for the first
+ * piece (plus the submit and the last poll's reply, the same idle or
+ * loaded).  One piece's time is the idle jobs' median device time (their
+ * share's seconds), and the low job's pieces are timed too, in the same
+ * phase (its clock less the high jobs' between two polls).  Behind the
+ * low job each high job is sent after a pause drawn evenly from [0, one
+ * piece), so that it arrives anywhere in a low piece.  Printed:
+ * the waits idle and loaded (median, p90, max) in pieces: the device
+ * takes the high job at the low job's next piece, so a loaded wait is at
+ * most one piece more than an idle one.
+ *
  *   bench_fair [--iters N] [--heavy N] [--mib N] [--lone N] [--dtype u32|f32]
  *              [--prio 0|1] [--chunks N [--dtype u32|f64]]
- *   (defaults: 400, 16, 16, 20, u32, 0, 0)
+ *   bench_fair --hash N [--batch NONCES]
+ *   (defaults: 400, 16, 16, 20, u32, 0, 0; --batch 65536)
  */
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -60,6 +78,10 @@
 
 #include "proto/wave.pb-c.h"
 #include "wave/client.h"
+
+#ifndef WAVE_SOURCE_DIR
+#define WAVE_SOURCE_DIR "."
+#endif
 
 #define BF_WARMUP 50
 
@@ -422,12 +444,135 @@ typedef struct bf_opts {
   unsigned iters, heavy, mib, lone, chunks;
   wave_dtype dtype;
   int prio;
+  unsigned hash;        /* --hash N: the hash jobs' mode (0: off) */
+  uint64_t batch;
 } bf_opts;
+
+/* ---- --hash: a high hash job behind a low one ---------------------------- */
+
+/* One high job of count nonces from c, waited for: its wait for its first
+ * piece (the round trip less the job's own clock) and that clock, in us. */
+static void bf_hash_one(wave_client *c, uint64_t nonce, uint64_t count,
+                        double *wait, double *ran, double *dev)
+{
+  wave_hash_request rq = {.pack = "small", .nonce = nonce, .count = count,
+                          .priority = WAVE_PRIORITY_HIGH};
+  wave_error err = {0};
+  uint64_t id;
+  double t0 = bf_now_us();
+  if (wave_hash_submit(c, &rq, &id, &err) != 0)
+    bf_die("high job", &err);
+  wave_job_info info;
+  wave_hash_result res;
+  for (;;) {
+    memset(&res, 0, sizeof res);
+    if (wave_job_poll(c, id, 10000, &info, &res, &err) != 0)
+      bf_die("high job poll", &err);
+    if (info.state == WAVE_JOB_DONE)
+      break;
+    if (info.state == WAVE_JOB_FAILED || info.state == WAVE_JOB_CANCELLED)
+      bf_die("high job ended", &info.error);
+  }
+  double t1 = bf_now_us();
+  *ran = res.seconds * 1e6;
+  *wait = t1 - t0 - *ran;
+  *dev = res.n_shares == 1 ? res.shares[0].seconds * 1e6 : 0;
+  wave_hash_result_free(&res);
+}
+
+/* n high jobs one after the other, each after a pause drawn evenly from
+ * [0, pause_us) (0: none): behind the low job, a job sent at once after
+ * the last one would always find a low piece just begun. */
+static void bf_hash_phase(wave_client *c, unsigned n, uint64_t batch,
+                          double pause_us, double *wait, double *ran,
+                          double *dev)
+{
+  for (unsigned i = 0; i < n; i++) {
+    if (pause_us >= 1)
+      usleep((useconds_t)(pause_us * (double)rand() / ((double)RAND_MAX + 1)));
+    bf_hash_one(c, (uint64_t)i * batch, batch, &wait[i], &ran[i], &dev[i]);
+  }
+}
+
+static void bf_hash_print(const char *what, double *wait, unsigned n,
+                          double piece)
+{
+  double m, p90;
+  bf_stats(wait, n, &m, &p90);
+  printf("%-28s median %9.1f us (%5.2f pieces)  p90 %5.2f  max %5.2f\n",
+         what, m, m / piece, p90 / piece, wait[n - 1] / piece);
+}
+
+static int bf_hash_main(const bf_opts *o, const char *ipc)
+{
+  unsigned n = o->hash;
+  wave_error err = {0};
+  wave_client *hi, *lo;
+  if (wave_client_open(&hi, ipc, &err) != 0 ||
+      wave_client_open(&lo, ipc, &err) != 0)
+    bf_die("connect", &err);
+  double *idle = calloc(n, sizeof *idle), *loaded = calloc(n, sizeof *loaded),
+         *ran = calloc(n, sizeof *ran), *dev = calloc(n, sizeof *dev);
+  srand(37);
+  bf_hash_phase(hi, n < 5 ? n : 5, o->batch, 0, idle, ran, dev);  /* warm */
+  bf_hash_phase(hi, n, o->batch, 0, idle, ran, dev);
+  double piece, clock, p90;
+  bf_stats(dev, n, &piece, &p90);
+  bf_stats(ran, n, &clock, &p90);
+
+  wave_hash_request low = {.pack = "small", .nonce = 1ull << 50,
+                           .count = 1ull << 40,
+                           .priority = WAVE_PRIORITY_LOW};
+  uint64_t id;
+  wave_job_info info;
+  if (wave_hash_submit(lo, &low, &id, &err) != 0)
+    bf_die("low job", &err);
+  do {  /* until its pieces run */
+    if (wave_job_poll(lo, id, 0, &info, NULL, &err) != 0)
+      bf_die("low job poll", &err);
+    usleep(1000);
+  } while (info.done == 0);
+  wave_job_info l0 = info;
+  bf_hash_phase(hi, n, o->batch, piece, loaded, ran, dev);
+  if (wave_job_cancel(lo, id, &info, &err) != 0)
+    bf_die("low job cancel", &err);
+  /* the low job's pieces meanwhile: its clock less the high jobs' */
+  double high_s = 0;
+  for (unsigned i = 0; i < n; i++)
+    high_s += ran[i] * 1e-6;
+  double low_pieces = (double)(info.done - l0.done) / (double)o->batch;
+  double low_piece = low_pieces > 0
+      ? (info.seconds - l0.seconds - high_s) / low_pieces * 1e6 : 0;
+
+  printf("bench_fair --hash: pack small, one CPU device (1 thread), "
+         "%" PRIu64 " nonces a piece; %u high jobs of one piece, idle, "
+         "then behind a low job of 2^40 nonces (%" PRIu64 " done by then)\n",
+         o->batch, n, info.done);
+  printf("one piece (idle job's device time) median %9.1f us (its job's "
+         "clock %.1f us)\n", piece, clock);
+  bf_hash_print("high wait, idle", idle, n, piece);
+  bf_hash_print("high wait, behind low", loaded, n, piece);
+  double im, lm, x;
+  bf_stats(idle, n, &im, &x);
+  bf_stats(loaded, n, &lm, &x);
+  printf("loaded - idle wait            median %.2f pieces, max %.2f "
+         "pieces\n", (lm - im) / piece, (loaded[n - 1] - im) / piece);
+  printf("a low piece meanwhile    mean %9.1f us (%.0f pieces); max loaded "
+         "wait %.2f of those\n", low_piece, low_pieces,
+         low_piece > 0 ? loaded[n - 1] / low_piece : 0);
+  wave_client_close(hi);
+  wave_client_close(lo);
+  free(idle);
+  free(loaded);
+  free(ran);
+  free(dev);
+  return 0;
+}
 
 /* The command line into *o; 0, or 2 (usage) after saying why. */
 static int bf_args(int argc, char **argv, bf_opts *o)
 {
-  *o = (bf_opts){400, 16, 16, 20, 0, WAVE_U32, 0};
+  *o = (bf_opts){400, 16, 16, 20, 0, WAVE_U32, 0, 0, 65536};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--lone") == 0)
       o->lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
@@ -441,12 +586,16 @@ static int bf_args(int argc, char **argv, bf_opts *o)
       o->prio = atoi(argv[i + 1]) != 0;
     else if (strcmp(argv[i], "--chunks") == 0)
       o->chunks = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--hash") == 0)
+      o->hash = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--batch") == 0)
+      o->batch = strtoull(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--mib") == 0)
       o->mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
               "[--lone N] [--dtype u32|f32] [--prio 0|1] "
-              "[--chunks N [--dtype u32|f64]]\n");
+              "[--chunks N [--dtype u32|f64]] | --hash N [--batch NONCES]\n");
       return 2;
     }
   }
@@ -454,14 +603,45 @@ static int bf_args(int argc, char **argv, bf_opts *o)
       o->mib > 1024 || o->lone < 1 || o->lone > 10000 ||
       o->chunks > (1u << 24) ||
       (o->dtype != WAVE_U32 &&
-       o->dtype != (o->chunks != 0 ? WAVE_F64 : WAVE_F32))) {
+       o->dtype != (o->chunks != 0 ? WAVE_F64 : WAVE_F32)) ||
+      (o->hash > 0 && (o->hash < 10 || o->batch < 8192 ||
+                       o->batch > (1u << 24)))) {
     fprintf(stderr, "bench_fair: --iters >= 10, --heavy 1..16 (one "
             "connection's limits.max_peer_requests), --mib 1..1024, "
             "--lone 1..10000, --dtype u32 or f32 (with --chunks "
-            "0..16777216: u32 or f64)\n");
+            "0..16777216: u32 or f64), --hash >= 10 with --batch "
+            "8192..2^24\n");
     return 2;
   }
   return 0;
+}
+
+/* The daemon of the run: one single-thread CPU device, ipc and tcp (their
+ * URLs into ipc and tcp); the packs only for --hash. */
+static pid_t bf_daemon(const bf_opts *o, const char *dir, char *ipc,
+                       size_t ni, char *tcp, size_t nt)
+{
+  char cfg[128], text[1024];
+  snprintf(cfg, sizeof cfg, "%s/wavedd.yaml", dir);
+  snprintf(ipc, ni, "ipc://%s/d.sock", dir);
+  snprintf(tcp, nt, "tcp://127.0.0.1:%d", bf_free_port());
+  char packs[160] = "load: []";
+  if (o->hash > 0)
+    snprintf(packs, sizeof packs, "dir: %s/config/packs, load: [small]",
+             getenv("WAVE_SOURCE_DIR") ? getenv("WAVE_SOURCE_DIR")
+                                       : WAVE_SOURCE_DIR);
+  snprintf(text, sizeof text,
+           "listen: [\"%s\", \"%s\"]\nlog_level: warn\nauth: none\n"
+           "allow_client_shm: true\npacks: {%s}\n"
+           "priority: {high_allow: \"uid:%u\"}\n"
+           "devices: [{name: cpu0, backend: cpu, threads: 1, "
+           "queue_depth: 256, batch: %" PRIu64 "%s}]\n", ipc, tcp, packs,
+           (unsigned)getuid(), o->hash > 0 ? o->batch : 0,
+           o->chunks ? ", reduce_slice_rows: 262144" : "");
+  FILE *f = fopen(cfg, "w");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+    bf_die("config", NULL);
+  return bf_start(dir, cfg);
 }
 
 int main(int argc, char **argv)
@@ -476,21 +656,12 @@ int main(int argc, char **argv)
   char dir[] = "/tmp/wave-fair.XXXXXX";
   if (mkdtemp(dir) == NULL)
     bf_die("mkdtemp", NULL);
-  char cfg[128], text[1024], ipc[128], tcp[64];
-  snprintf(cfg, sizeof cfg, "%s/wavedd.yaml", dir);
-  snprintf(ipc, sizeof ipc, "ipc://%s/d.sock", dir);
-  snprintf(tcp, sizeof tcp, "tcp://127.0.0.1:%d", bf_free_port());
-  snprintf(text, sizeof text,
-           "listen: [\"%s\", \"%s\"]\nlog_level: warn\nauth: none\n"
-           "allow_client_shm: true\npacks: {load: []}\n"
-           "priority: {high_allow: \"uid:%u\"}\n"
-           "devices: [{name: cpu0, backend: cpu, threads: 1, "
-           "queue_depth: 256%s}]\n", ipc, tcp, (unsigned)getuid(),
-           o.chunks ? ", reduce_slice_rows: 262144" : "");
-  FILE *f = fopen(cfg, "w");
-  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
-    bf_die("config", NULL);
-  pid_t pid = bf_start(dir, cfg);
+  char ipc[128], tcp[64];
+  pid_t pid = bf_daemon(&o, dir, ipc, sizeof ipc, tcp, sizeof tcp);
+  if (o.hash > 0) {
+    bf_hash_main(&o, ipc);
+    goto stop;
+  }
 
   wave_error err = {0};
   if (o.chunks != 0) {
@@ -499,11 +670,7 @@ int main(int argc, char **argv)
       bf_die("connect", &err);
     bf_chunks(lc, ipc, iters, o.chunks, dtype);
     wave_client_close(lc);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    char rm[160];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
-    return system(rm) != 0;
+    goto stop;
   }
   bf_heavy h = {.cap_dev = 1u << 20, .dtype = dtype,
                 .prio = prio ? WAVE_PRIORITY_LOW : WAVE_PRIORITY_NORMAL};
@@ -566,6 +733,10 @@ int main(int argc, char **argv)
   wave_region_close(h.r);
   wave_client_close(h.c);
   wave_client_close(light);
+  free(idle);
+  free(loaded);
+  free(h.dev_s);
+stop:
   kill(pid, SIGTERM);
   int st = 0;
   waitpid(pid, &st, 0);
@@ -575,8 +746,5 @@ int main(int argc, char **argv)
   snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
   if (system(rm) != 0)
     fprintf(stderr, "bench_fair: could not remove %s\n", dir);
-  free(idle);
-  free(loaded);
-  free(h.dev_s);
   return 0;
 }

@@ -23,6 +23,8 @@
  *  - levels: the highest level first, a low long item yields to a high
  *    one between steps, a level's cap, an item past its deadline ends
  *    WAVE_EDEADLINE without running;
+ *  - a held device's picked reductions move to another device (pick.h),
+ *    in turn order, the highest level first; a named one waits;
  *  - jobs/packstate.h beside it: states by device index, the batch rule
  *    (the configured batch wins over the backend's, once).
  */
@@ -35,6 +37,7 @@
 
 #include "core/base.h"
 #include "daemon/exec/device.h"
+#include "daemon/exec/pick.h"
 #include "daemon/jobs/packstate.h"
 #include "workers/fake/fake.h"
 #include "workers/wvdev.h"
@@ -368,6 +371,63 @@ START_TEST(levels)
 }
 END_TEST
 
+/* A held device's queued reductions that the daemon picked it for move to
+ * another (exec/pick.h wd_pick_move) in turn order, the highest level
+ * first, keeping their deadline and submit time; one that named the device
+ * stays and runs once the hold ends. */
+START_TEST(held_moves_picked)
+{
+  wd_device *d0 = te_start(0, 8, 8), *d1 = NULL;
+  wd_device_cfg cfg = {.name = "fake1", .backend = "fake", .threads = 1,
+                       .queue_depth = 8};
+  wave_error err = {0};
+  ck_assert_int_eq(wd_device_start(&cfg, 4, 8, te_post, NULL, &d1, &err), 0);
+  ck_assert_int_eq(wd_device_wait_open(d1), 0);
+  te_item hold, a1, a2, x, b, e, c;
+  te_hold(d0, &hold, 1);
+  te_init(&a1, &te_short, 2, 1, 100);  /* normal, owner 100: turn 0 */
+  a1.work.deadline = 1e12;
+  te_init(&a2, &te_short, 3, 1, 100);  /* turn 1 */
+  te_init(&c, &te_short, 4, 1, 100);   /* named d0: stays */
+  te_init(&x, &te_short, 5, 1, 200);   /* owner 200: turn 0 */
+  te_init(&b, &te_short, 6, 1, 300);
+  b.work.level = WD_LEVEL_HIGH;
+  te_init(&e, &te_short, 7, 1, 300);
+  e.work.level = WD_LEVEL_LOW;
+  te_item *all[] = {&a1, &a2, &c, &x, &b, &e};
+  for (size_t i = 0; i < 6; i++) {
+    all[i]->work.movable = all[i] != &c;
+    te_submit(d0, all[i]);
+  }
+  double t_submit = a1.work.t_submit;
+  wd_device *devs[] = {d0, d1};
+  wd_pick_move(devs, 2, d0);  /* not held: nothing moves */
+  wd_device_snap sn;
+  wd_device_snapshot(d0, &sn);
+  ck_assert_uint_eq(sn.queued, 6);
+  wd_device_hold(d0, 1);
+  wd_pick_move(devs, 2, d0);
+  te_wait_ended(5);  /* the five moved ones, on d1 */
+  static const int want[] = {1, 6, 2, 5, 3, 7};
+  te_expect(want, 6);
+  ck_assert_ptr_eq(a1.work.dev, d1);
+  ck_assert(a1.work.deadline == 1e12);
+  ck_assert(a1.work.t_submit == t_submit);
+  wd_device_snapshot(d0, &sn);
+  ck_assert_uint_eq(sn.queued, 1);
+  te_release();
+  te_wait_ended(6);  /* the holder; c waits for the hold to end */
+  ck_assert_int_eq(c.ran, 0);
+  wd_device_hold(d0, 0);
+  te_wait_ended(7);
+  ck_assert_ptr_eq(c.work.dev, d0);
+  static const int then[] = {1, 6, 2, 5, 3, 7, 4};
+  te_expect(then, 7);
+  wd_device_free(d1);
+  wd_device_free(d0);
+}
+END_TEST
+
 /* A parked item leaves the device: another runs to its end meanwhile; the
  * parked one ends only once resumed, and is resumed ahead of what is
  * queued. */
@@ -609,6 +669,7 @@ int main(void)
   tcase_add_test(tc, stop_drains);
   tcase_add_test(tc, packstate);
   tcase_add_test(tc, levels);
+  tcase_add_test(tc, held_moves_picked);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -6,7 +6,9 @@
  * its hashes_total stands still while a job on it and another device
  * ends), a reading between the two temperatures keeps it held, one at
  * resume lets it go; the power guard; the CPU device's guards inactive;
- * a reload's new limits judged at once; no reading changes nothing.
+ * a reload's new limits judged at once; no reading changes nothing; a
+ * throttled device's queued reductions that named no device move to
+ * another, and one that named it waits for it.
  *
  * The feed goes through the same code as NVML's and amdgpu's readings
  * from wv_health on: the health thread, StatusReply's fields and their
@@ -18,10 +20,12 @@
  * here (no GPU).
  */
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -358,6 +362,124 @@ START_TEST(guards_hold_and_let_go)
 }
 END_TEST
 
+/* A reduction of 1..4 (sum 10), device NULL: the daemon picks; run on a
+ * thread of its own (the fake devices hold reductions: a test sends
+ * several at once, each on its socket). */
+typedef struct th_red {
+  nng_socket s;
+  const char *device;
+  Wave__V1__Response *r;
+  pthread_t t;
+} th_red;
+
+static void *th_red_main(void *arg)
+{
+  th_red *c = arg;
+  td_chunk in = {(uint32_t[4]){1, 2, 3, 4}, 16};
+  c->r = td_reduce(c->s, 7, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, &in, 1,
+                   NULL, 0, c->device);
+  return NULL;
+}
+
+static void th_red_start(th_red *c, const char *url, const char *device)
+{
+  c->s = td_dial(url);
+  c->device = device;
+  c->r = NULL;
+  ck_assert_int_eq(pthread_create(&c->t, NULL, th_red_main, c), 0);
+}
+
+/* Its answer: the sum, on device `dev`. */
+static void th_red_end(th_red *c, const char *dev)
+{
+  ck_assert_int_eq(pthread_join(c->t, NULL), 0);
+  ck_assert_int_eq(c->r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+  ck_assert_uint_eq(c->r->reduce->bits[0], 10);
+  ck_assert_str_eq(c->r->reduce->device, dev);
+  wave__v1__response__free_unpacked(c->r, NULL);
+  nng_close(c->s);
+}
+
+/* Until the log holds needle. */
+static void th_log(td_daemon *d, const char *needle)
+{
+  for (int i = 0; i < 600 && strstr(td_stderr(d), needle) == NULL; i++)
+    th_nap();
+  ck_assert_msg(strstr(td_stderr(d), needle) != NULL, "no '%s' in:\n%s",
+                needle, td_stderr(d));
+}
+
+/* fk0's reductions queued now (StatusReply, normal level). */
+static unsigned th_queued(nng_socket s)
+{
+  Wave__V1__Response *r = td_status(s, 3);
+  unsigned n = r->status->devices[0]->queued_normal;
+  wave__v1__response__free_unpacked(r, NULL);
+  return n;
+}
+
+/* A throttled device's queued reductions that named no device move to
+ * one that can run them; one that named it waits for it.  Both fake
+ * devices hold reductions while HOLD/.reduce exists: one each keeps them
+ * busy, then two queue on fk0 (the unnamed one by the pick's tie, config
+ * order; the other by name), then fk0 crosses its limit. */
+START_TEST(guards_move_queued_reductions)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  char feed[200], hold[200], path[300], text[2048];
+  snprintf(feed, sizeof feed, "%s/feed", d.dir);
+  snprintf(hold, sizeof hold, "%s/hold", d.dir);
+  ck_assert_int_eq(mkdir(hold, 0700), 0);
+  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
+           "metrics: %s\npacks: {load: []}\ndevices:\n"
+           "  - {name: fk0, backend: fake, threads: 1, device: "
+           "\"telemetry=%s,hold_prepare=%s\", max_temperature_c: 80, "
+           "resume_temperature_c: 70}\n"
+           "  - {name: fk1, backend: fake, threads: 1, device: "
+           "\"hold_prepare=%s\"}\n", d.ipc, th_base, feed, hold, hold);
+  td_write(d.cfg, text);
+  d.fake = 1;
+  td_write(feed, "temp_c 50\n");
+  ck_assert_msg(td_start(&d) == 0, "%s", td_stderr(&d));
+  nng_socket s = td_dial(d.ipc);
+  th_wait(TH_GUARD("fk0", "ok"), NULL);
+
+  snprintf(path, sizeof path, "%s/.reduce", hold);
+  td_write(path, "held by test_health\n");
+  th_red busy0, busy1, picked, named;
+  th_red_start(&busy0, d.ipc, "fk0");
+  th_log(&d, "fake fk0: reduction held");
+  th_red_start(&busy1, d.ipc, "fk1");
+  th_log(&d, "fake fk1: reduction held");
+  th_red_start(&picked, d.ipc, NULL);  /* equal loads: fk0, config order */
+  for (int i = 0; i < 600 && th_queued(s) < 1; i++)
+    th_nap();
+  th_red_start(&named, d.ipc, "fk0");
+  for (int i = 0; i < 600 && th_queued(s) < 2; i++)
+    th_nap();
+  ck_assert_uint_eq(th_queued(s), 2);
+
+  /* the crossing reading: the picked one moves to fk1, the named one stays */
+  td_write(feed, "temp_c 85\n");
+  th_wait(TH_GUARD("fk0", "throttled"), NULL);
+  ck_assert_uint_eq(th_queued(s), 1);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 is held: 1 queued "
+                               "reduction moved to fk1"));
+  ck_assert_int_eq(unlink(path), 0);
+  th_red_end(&busy0, "fk0");  /* began before the reading: it finishes */
+  th_red_end(&busy1, "fk1");
+  th_red_end(&picked, "fk1");
+  ck_assert_uint_eq(th_queued(s), 1);  /* the named one waits for fk0 */
+  td_write(feed, "temp_c 70\n");
+  th_wait(TH_GUARD("fk0", "ok"), NULL);
+  th_red_end(&named, "fk0");
+  nng_close(s);
+  td_stop_ok(&d);
+}
+END_TEST
+
 /* Write the feed and wait for the page to show it: one new reading (and
  * the watchdog's judgement on it) has been made. */
 static const char *th_reading(const char *feed, unsigned *t)
@@ -440,6 +562,7 @@ int main(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, health_from_the_feed_everywhere);
   tcase_add_test(tc, guards_hold_and_let_go);
+  tcase_add_test(tc, guards_move_queued_reductions);
   tcase_add_test(tc, watchdog_degrades_restarts_and_stops);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

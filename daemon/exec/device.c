@@ -43,6 +43,11 @@
  * passed when it is popped, before its first step, ends WAVE_EDEADLINE
  * without running (a hash share whose job began elsewhere runs: its
  * ops->started says so).
+ *
+ * A held device (wd_device_hold) gives up its queued reductions that the
+ * daemon picked it for and that have not begun (wd_device_shed, in turn
+ * order); exec/pick.c's wd_pick_move queues them on other devices with
+ * wd_device_take, or back here to wait.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -455,7 +460,10 @@ int wd_device_wait_open(wd_device *d)
   return rc;
 }
 
-int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
+/* Queue w on d: new (moved 0), moved here from a held device (1: it
+ * keeps its t_submit), or back where it was (2: no check, it had its
+ * place). */
+static int dv_submit(wd_device *d, wd_work *w, int moved, wave_error *err)
 {
   int rc = 0;
   int lane = w->ops->lane;
@@ -464,10 +472,17 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
   w->dev = d;
   w->rc = 0;
   w->seconds = 0;
-  w->t_submit = dv_now();
+  if (!moved)
+    w->t_submit = dv_now();
   w->t_start = 0;
   pthread_mutex_lock(&d->mu);
-  if (d->stop) {
+  if (moved == 2) {
+    wd_group *g = wd_group_get(&d->sq[rk], w->owner);
+    if (g == NULL)  /* no memory for its group: it ends, said so */
+      rc = wv_seterr(err, WAVE_ENOMEM, NULL);
+    else
+      wd_short_push(&d->sq[rk], g, w, 0);
+  } else if (d->stop) {
     rc = wv_seterr(err, WAVE_ESHUTDOWN, NULL);
   } else if (atomic_load(&d->faulted) && lane != WD_LANE_SETUP) {
     rc = wv_seterr(err, WAVE_EDEVFAULT, "device %s is faulted: %s",
@@ -509,6 +524,40 @@ int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
   if (rc == 0)
     pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+int wd_device_submit(wd_device *d, wd_work *w, wave_error *err)
+{
+  return dv_submit(d, w, 0, err);
+}
+
+/* A queued reduction that may leave: the daemon picked the device, and
+ * it has not begun (a big one between its slices stays). */
+static int dv_movable(const wd_work *w)
+{
+  return w->movable && w->t_start == 0;
+}
+
+void wd_device_shed(wd_device *d, wd_fifo *out)
+{
+  pthread_mutex_lock(&d->mu);
+  if (atomic_load(&d->held) && !d->stop)
+    for (int r = 0; r < WD_LEVEL_N; r++)
+      wd_short_take(&d->sq[r], dv_movable, out);
+  pthread_mutex_unlock(&d->mu);
+}
+
+int wd_device_take(wd_device *d, wd_work *w, int back, wave_error *err)
+{
+  int rc = dv_submit(d, w, back ? 2 : 1, err);
+  if (rc != 0 && back) {  /* it ends here, failed, as a step would */
+    w->rc = rc;
+    w->err = *err;
+    atomic_fetch_add(&d->failed, 1);
+    if (w->ops->done != NULL)
+      d->post(d->post_arg, w);
+  }
   return rc;
 }
 

@@ -103,10 +103,22 @@ double wd_device_now(void);
 
 /* Hold the device (held 1: a guard or the watchdog, exec/health.h) or
  * let it go (0).  A held device runs no reduction and no hash step; its
- * queued items wait (setup items still run).  Its long items run only
+ * queued items wait (setup items still run), but for the reductions
+ * that wd_device_shed gives up to other devices.  Its long items run only
  * when poked, with wd_run_ctx.held set, to end or park. */
 void wd_device_hold(wd_device *d, int held);
 int wd_device_held(wd_device *d);
+/* The held device's queued reductions that may move (wd_work.movable,
+ * not begun), taken out onto out (linked through wd_work.next), the
+ * highest level first, in turn order within a level; none when it is
+ * not held.  exec/pick.h wd_pick_move gives them to other devices. */
+struct wd_fifo;
+void wd_device_shed(wd_device *d, struct wd_fifo *out);
+/* Queue w, shed by another device, on d, keeping its level, deadline,
+ * owner and t_submit: checked as wd_device_submit does (back 0), or
+ * back on the device that shed it, unchecked (back 1: it had its place;
+ * only WAVE_ENOMEM, and then w ends with it, posted as usual). */
+int wd_device_take(wd_device *d, wd_work *w, int back, wave_error *err);
 /* Something a held device's long items wait for has happened (a job ran
  * out of pieces, a piece came back): each queued one runs once, held. */
 void wd_device_poke(wd_device *d);

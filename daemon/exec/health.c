@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "daemon/exec/health.h"
+#include "daemon/exec/pick.h"
 #include "daemon/log.h"
 #include "core/base.h"
 #include "core/thread.h"
@@ -194,6 +195,8 @@ static void hl_judge(wd_health *h, size_t i, const wv_health *r)
   int hold = g->state == HL_THROTTLED || g->degraded;
   if (hold != g->held)
     wd_device_hold(h->devs[i], g->held = hold);
+  if (hold)  /* its queued reductions go where they can run (pick.h) */
+    wd_pick_move(h->devs, h->n, h->devs[i]);
 }
 
 static void *hl_main(void *arg)

@@ -11,7 +11,10 @@
  * from that reading on, until its temperature is at or under
  * resume_temperature_c and its power under max_power_w.  A guard whose
  * figure the reading lacks (no source, or the field absent) is inactive:
- * it neither holds nor lets go on missing data, and says so.
+ * it neither holds nor lets go on missing data, and says so.  At each
+ * reading that finds a device held, its queued reductions that the
+ * daemon picked it for move to devices that can run them
+ * (exec/pick.h wd_pick_move); those that named it wait.
  *
  * The rate watchdog (watchdog_* keys) is judged there too, on the hashes
  * the device's pieces counted (wd_device_hashes): hl_watch in health.c.

@@ -3,6 +3,7 @@
 
 #include "daemon/log.h"
 #include "daemon/exec/pick.h"
+#include "daemon/exec/turns.h"
 #include "core/base.h"
 
 static wd_device *pk_find(wd_device *const *devs, size_t n, const char *name)
@@ -223,4 +224,51 @@ int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
   out[0] = best;
   *n_out = 1;
   return 0;
+}
+
+/* Another device for w, shed by `from`: not held, not faulted, its caps
+ * run w (WD_NEEDS_*), the least loaded (config order breaks ties). */
+static wd_device *pk_other(wd_device *const *devs, size_t n_devs,
+                           wd_device *from, const wd_work *w)
+{
+  wd_pick_req rq = {.kind = WD_PICK_REDUCE,
+                    .needs64 = (w->needs & WD_NEEDS_64) != 0,
+                    .needs_arg = (w->needs & WD_NEEDS_ARG) != 0};
+  wd_device *best = NULL;
+  unsigned best_load = 0;
+  for (size_t i = 0; i < n_devs; i++) {
+    wd_device *d = devs[i];
+    if (d == from || wd_device_faulted(d) || wd_device_held(d) ||
+        !pk_reduce_ok(d, &rq))
+      continue;
+    unsigned load = wd_device_load(d);
+    if (best == NULL || load < best_load) {
+      best = d;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+void wd_pick_move(wd_device *const *devs, size_t n_devs, wd_device *from)
+{
+  wd_fifo shed = {.tail = &shed.head};
+  wd_device_shed(from, &shed);
+  unsigned moved = 0, stay = 0;
+  const char *to = NULL;
+  for (wd_work *w; (w = wd_fifo_pop(&shed)) != NULL;) {
+    wave_error err = {0};
+    wd_device *d = pk_other(devs, n_devs, from, w);
+    if (d != NULL && wd_device_take(d, w, 0, &err) == 0) {
+      moved++;
+      to = to == NULL || strcmp(to, wd_device_name(d)) == 0
+               ? wd_device_name(d) : "other devices";
+    } else {  /* no other device takes it: it waits where it was */
+      stay += wd_device_take(from, w, 1, &err) == 0;
+    }
+  }
+  if (moved > 0)
+    wd_warn("device %s is held: %u queued reduction%s moved to %s%s",
+            wd_device_name(from), moved, moved == 1 ? "" : "s", to,
+            stay ? "; the others wait for it" : "");
 }

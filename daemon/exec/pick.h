@@ -47,4 +47,13 @@ typedef struct wd_pick_req {
 int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
             wd_device **out, size_t *n_out, wave_error *err);
 
+/* A held device's queued reductions that the daemon picked it for and
+ * that have not begun (wd_device_shed) move to the least loaded other
+ * device that is not held, not faulted and whose caps run them, in
+ * turn order, keeping their level, deadline and owner; one that no
+ * other device takes (none can, or it is full) goes back and waits.
+ * Any thread but a device's (the health thread, at each judgement of a
+ * held device); no backend call. */
+void wd_pick_move(wd_device *const *devs, size_t n_devs, wd_device *from);
+
 #endif

@@ -183,6 +183,66 @@ wd_work *wd_short_pop(wd_fair *f)
   return w;
 }
 
+/* A queued item wd_short_take takes: its turn, its group's place on the
+ * ring, its group. */
+typedef struct tn_took {
+  uint64_t turn;
+  unsigned ring;
+  wd_group *g;
+  wd_work *w;
+} tn_took;
+
+static int tn_took_cmp(const void *a, const void *b)
+{
+  const tn_took *x = a, *y = b;
+  if (x->turn != y->turn)
+    return x->turn < y->turn ? -1 : 1;
+  return x->ring < y->ring ? -1 : x->ring > y->ring;
+}
+
+/* Unlink w from g's queue. */
+static void tn_unlink(wd_group *g, wd_work *w)
+{
+  for (wd_work **pp = &g->q.head; *pp != NULL; pp = &(*pp)->next)
+    if (*pp == w) {
+      if ((*pp = w->next) == NULL)
+        g->q.tail = pp;
+      g->q.n--;
+      return;
+    }
+}
+
+void wd_short_take(wd_fair *f, int (*take)(const wd_work *w), wd_fifo *out)
+{
+  /* the turns as queued (an owner's items: tag, tag + 1, ...), before
+   * any leaves; no memory: none leaves, they wait */
+  tn_took *t = f->n ? malloc(f->n * sizeof *t) : NULL;
+  if (t == NULL)
+    return;
+  size_t n = 0;
+  unsigned ring = 0;
+  for (wd_group *g = f->ring; g != NULL; g = g->next, ring++) {
+    uint64_t turn = g->tag;
+    for (wd_work *w = g->q.head; w != NULL && n < f->n; w = w->next, turn++)
+      if (take(w))
+        t[n++] = (tn_took){turn, ring, g, w};
+  }
+  qsort(t, n, sizeof *t, tn_took_cmp);
+  for (size_t i = 0; i < n; i++) {
+    wd_group *g = t[i].g;
+    tn_unlink(g, t[i].w);
+    f->n--;
+    g->members--;
+    g->finish--;  /* its later items move up a turn */
+    if (g->q.head == NULL) {  /* nothing queued: as if it had not queued */
+      wd_fair_unring(f, g);
+      g->finish = g->tag;
+    }
+    wd_fifo_push(out, t[i].w);
+  }
+  free(t);
+}
+
 /* The lanes are a device's levels, highest first: the highest level with
  * items queued (turns.h). */
 int wd_fair_top(const wd_fair *q, int n)

@@ -72,6 +72,11 @@ wd_work *wd_fair_pop(wd_fair *f);
 void wd_short_push(wd_fair *f, wd_group *g, wd_work *w, int again);
 wd_work *wd_short_pop(wd_fair *f);
 
+/* Short lane: take out every queued item that take(w) accepts, onto out,
+ * earliest turn first (the ring's order among equal ones); the others
+ * keep their turns, their owners' later items move up. */
+void wd_short_take(wd_fair *f, int (*take)(const wd_work *w), wd_fifo *out);
+
 /* The first of the n lanes q[0..n) with a group on its ring; n if none. */
 int wd_fair_top(const wd_fair *q, int n);
 

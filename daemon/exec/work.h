@@ -96,6 +96,16 @@ struct wd_work {
   double deadline;          /* CLOCK_MONOTONIC s by which its first step
                                must begin, else it ends WAVE_EDEADLINE
                                without running; 0: none */
+  int movable;              /* short: the daemon picked its device (the
+                               request named none), so a hold may move
+                               it, queued and not begun, to another
+                               device (exec/pick.h wd_pick_move) */
+  unsigned needs;           /* movable: WD_NEEDS_* of the device it moves
+                               to */
 };
+
+/* What a movable item needs of a device's caps. */
+enum { WD_NEEDS_64 = 1,     /* dtypes64: a 64-bit dtype */
+       WD_NEEDS_ARG = 2 };  /* argminmax: argmin or argmax */
 
 #endif

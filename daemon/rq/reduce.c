@@ -297,6 +297,10 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
                      .needs_arg = op == WAVE_ARGMIN || op == WAVE_ARGMAX};
   if ((rc = wd_pick(s->devs, s->n_devs, &prq, &d, &n, &err)) != 0)
     return wd_reply_fail(c, &err);
+  /* the daemon's pick may move if a guard holds the device (pick.h) */
+  c->call->work.movable = device == NULL || device[0] == '\0';
+  c->call->work.needs = (prq.needs64 ? WD_NEEDS_64 : 0) |
+                        (prq.needs_arg ? WD_NEEDS_ARG : 0);
   if ((rc = wd_device_submit(d, &c->call->work, &err)) != 0)
     return wd_reply_fail(c, &err);
   s->reduce_inflight++;
