@@ -5,7 +5,8 @@
  * Each URL keeps up to WD_LS_SLOTS nng listeners: the serving one and the
  * stuck ones the watchdog retired, still serving their pipes.  Every pipe
  * is counted for its listener here (nng's threads: the ADD_POST callback
- * and front.c's pipe-gone call); the watchdog reads the counts.
+ * and front.c's pipe-gone call); the watchdog reads the counts, status and
+ * the metrics report them per URL (wd_listeners_conns).
  *
  * The listeners also feed connguard.c (the deadline of TLS connections
  * that are not pipes yet): the tls+tcp:// ports, and the peer address of
@@ -435,6 +436,22 @@ char **wd_listeners_urls(const wd_listeners *ls, size_t *n)
 {
   *n = ls ? ls->n_urls : 0;
   return ls ? ls->urls : NULL;
+}
+
+uint64_t wd_listeners_conns(const wd_listeners *ls, size_t i)
+{
+  size_t u = 0;
+  for (size_t j = 0; ls != NULL && j < ls->n; j++) {
+    const wd_lsurl *o = &ls->v[j];
+    if (!o->used || u++ != i)
+      continue;
+    uint64_t n = 0;
+    for (int k = 0; k < WD_LS_SLOTS; k++)
+      if (atomic_load(&o->s[k].id) != 0)
+        n += (uint64_t)atomic_load(&o->s[k].live);
+    return n;
+  }
+  return 0;
 }
 
 unsigned wd_listeners_recoveries(const wd_listeners *ls)

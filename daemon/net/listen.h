@@ -4,6 +4,7 @@
 #define WD_LISTEN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <nng/nng.h>
 #include <uv.h>
@@ -40,6 +41,9 @@ typedef struct wd_guard wd_guard;
 wd_guard *wd_listeners_guard(const wd_listeners *ls);
 /* The URLs as bound (a tcp port 0 replaced by the port chosen). */
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n);
+/* The connections (pipes) open now on the i-th of those URLs: its serving
+ * listener's and those of the stuck ones still serving theirs. */
+uint64_t wd_listeners_conns(const wd_listeners *ls, size_t i);
 /* Stop the watchdog, close its handles and unlink the ipc paths that are
  * still our sockets (the listeners themselves close with the socket).  Free after the loop has run the close callbacks. */
 void wd_listeners_close(wd_listeners *ls);

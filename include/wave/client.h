@@ -346,6 +346,9 @@ typedef struct wave_status {
   wave_share *shares;       /* n_shares entries */
   /* appended (issue 37) */
   unsigned devices_throttled;  /* devices a guard holds now */
+  /* appended in ABI 4 (issue 36): listen[i]'s connections open now, n_listen
+   * entries; NULL from a daemon that does not say */
+  uint64_t *listen_connections;
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(), which frees its

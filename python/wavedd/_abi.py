@@ -165,7 +165,8 @@ STRUCTS = (
         "uint64_t jobs_cancelled",
         "size_t n_shares",
         "wave_share *shares",
-        "unsigned devices_throttled")),
+        "unsigned devices_throttled",
+        "uint64_t *listen_connections")),
     ("wave_hash_request", (
         "const char *pack",
         "uint64_t nonce",
