@@ -4,9 +4,12 @@
  *
  * Each URL keeps up to WD_LS_SLOTS nng listeners: the serving one and the
  * stuck ones the watchdog retired, still serving their pipes.  Every pipe
- * is counted for its listener here (nng's threads: the ADD_POST callback
- * and front.c's pipe-gone call); the watchdog reads the counts, status and
- * the metrics report them per URL (wd_listeners_conns).
+ * is counted for its listener here, from front.c's pipe callbacks on nng's
+ * threads: ADD_PRE, before the pipe can carry a request (at ADD_POST a
+ * request could be answered before its pipe was counted), and REM_POST,
+ * which nng runs for every pipe that ran ADD_PRE, so the counts balance
+ * even for pipes front.c refuses.  The watchdog reads the counts, status
+ * and the metrics report them per URL (wd_listeners_conns).
  *
  * The listeners also feed connguard.c (the deadline of TLS connections
  * that are not pipes yet): the tls+tcp:// ports, and the peer address of
@@ -117,11 +120,10 @@ int wd_listeners_open_slot(wd_lsurl *o, int k, wave_error *err)
   return 0;
 }
 
-/* nng's thread: a pipe joined the socket; count it for its listener. */
-static void ls_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
+void wd_listeners_pipe_added(wd_listeners *ls, nng_pipe p)
 {
-  wd_listeners *ls = arg;
-  (void)ev;
+  if (ls == NULL)
+    return;
   int id = nng_listener_id(nng_pipe_listener(p));
   for (size_t i = 0; id > 0 && i < ls->n_alloc; i++) {
     int k = ls_find(&ls->v[i], id);
@@ -236,7 +238,6 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
   else
     wd_debug("nng %s: no nng#1518 fix (%s); the ipc watchdog recovers "
              "stuck listeners", nng_version(), why);
-  nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, ls_pipe_added, ls);
   int any_ipc = 0;
   for (size_t i = 0; i < cfg->n_listen; i++) {
     wd_lsurl *o = &ls->v[i];

@@ -31,6 +31,9 @@ int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
                         size_t *failed, wave_error *err);
 /* A new message cap (a reload's max_request_bytes): new connections get it. */
 void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap);
+/* nng's thread (front.c's ADD_PRE pipe callback, for every pipe, before
+ * its limits): a pipe of sock has joined. */
+void wd_listeners_pipe_added(wd_listeners *ls, nng_pipe p);
 /* nng's thread (front.c's pipe callback): a pipe of sock has gone. */
 void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p);
 /* How many times a stuck ipc listener was replaced (status, tests). */
