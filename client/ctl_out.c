@@ -426,6 +426,9 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     fputs(i ? ", " : "", f);
     wv_json_str(f, s->listen[i]);
   }
+  fputs("], \"listen_connections\": [", f);
+  for (size_t i = 0; s->listen_connections != NULL && i < s->n_listen; i++)
+    fprintf(f, "%s%" PRIu64, i ? ", " : "", s->listen_connections[i]);
   fputs("], \"shares\": [", f);
   for (size_t i = 0; i < s->n_shares; i++) {
     const wave_share *h = &s->shares[i];
@@ -480,8 +483,12 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
           s->version, url, (double)s->uptime_ms / 1000.0, s->jobs_served,
           s->jobs_failed, s->jobs_cancelled,
           s->ready ? "ready" : "preparing packs", s->instance);
-  for (size_t i = 0; i < s->n_listen; i++)
+  for (size_t i = 0; i < s->n_listen; i++) {
     fprintf(f, "%s%s", i ? ", " : "listening on ", s->listen[i]);
+    if (s->listen_connections != NULL)
+      fprintf(f, " (%" PRIu64 " connection%s)", s->listen_connections[i],
+              s->listen_connections[i] == 1 ? "" : "s");
+  }
   if (s->n_listen > 0)
     fputc('\n', f);
   if (s->max_files > 0)

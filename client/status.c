@@ -26,6 +26,7 @@ static size_t cl_status_size(const Wave__V1__StatusReply *st)
     return n + wv_blk_size(NULL);
   n += WV_BLK_ROOM(st->n_devices * sizeof(wave_device_status));
   n += WV_BLK_ROOM((st->n_listen + 1) * sizeof(char *));
+  n += WV_BLK_ROOM(st->n_listen * sizeof(uint64_t));
   n += WV_BLK_ROOM(st->n_shares * sizeof(wave_share));
   for (size_t i = 0; i < st->n_shares; i++)
     if (st->shares[i] != NULL)
@@ -140,6 +141,12 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->version = wv_blk_str(&b, st->version);
     for (size_t i = 0; i < st->n_listen; i++)
       s->listen[s->n_listen++] = (char *)wv_blk_str(&b, st->listen[i]);
+    if (st->n_listen_connections == st->n_listen && st->n_listen > 0) {
+      s->listen_connections = wv_blk_take(&b, st->n_listen *
+                                              sizeof *s->listen_connections);
+      for (size_t i = 0; i < st->n_listen; i++)
+        s->listen_connections[i] = st->listen_connections[i];
+    }
     s->uptime_ms = st->uptime_ms;
     s->jobs_served = st->jobs_served;
     s->jobs_failed = st->jobs_failed;

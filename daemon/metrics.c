@@ -3,7 +3,8 @@
  * capacity, rows and bytes reduced, nonces hashed and the hash rate over
  * 10 s / 60 s / 15 min, the device's fault, each pack's self-check state;
  * daemon-wide, request errors by code, reloads, uptime, open files and
- * their limit, connections the guard closed.
+ * their limit, connections open per listener, connections the guard
+ * closed.
  *
  * Every connection ends: nng 1.5.2's HTTP server keeps a connection that
  * sends no request for good and has no cap on their number (no option for
@@ -499,9 +500,17 @@ static void mt_daemon(wd_metrics *m, FILE *f)
   mt_codes(f, "wavedd_requests_refused_total",
            "requests refused before any device ran them, by code", req);
   mt_process(f);
+  /* per listener URL, as bound; their sum is the daemon's */
+  size_t nl;
+  const wd_listeners *ls = wd_server_listeners(m->srv);
+  char **urls = wd_listeners_urls(ls, &nl);
   mt_help(f, "wavedd_connections", "gauge",
-          "client connections open now, all listeners together");
-  fprintf(f, "wavedd_connections %zu\n", wd_server_connections(m->srv));
+          "client connections open now, by listener URL (as bound)");
+  for (size_t i = 0; i < nl; i++) {
+    fputs("wavedd_connections{listener=", f);
+    mt_label(f, urls[i]);
+    fprintf(f, "} %" PRIu64 "\n", wd_listeners_conns(ls, i));
+  }
   uint64_t rok, rfail;
   wd_stats_reloads(&rok, &rfail);
   mt_help(f, "wavedd_reloads_total", "counter",

@@ -560,10 +560,9 @@ void wd_server_health(const wd_server *s, size_t i, wv_health *out)
   snprintf(out->why, sizeof out->why, "not read: the daemon is closing");
 }
 
-size_t wd_server_connections(const wd_server *s)
+struct wd_listeners *wd_server_listeners(const wd_server *s)
 {
-  return s->fe != NULL && s->fe->peers != NULL ? wd_peers_count(s->fe->peers)
-                                               : 0;
+  return s->fe ? s->fe->lst : NULL;
 }
 
 struct wd_guard *wd_server_guard(const wd_server *s)

@@ -71,8 +71,9 @@ void wd_server_health(const wd_server *s, size_t i, struct wv_health *out);
 /* Device i's guards (exec/health.h). */
 struct wd_guard_view;
 void wd_server_guards(const wd_server *s, size_t i, struct wd_guard_view *out);
-/* Connections open now, all listeners together. */
-size_t wd_server_connections(const wd_server *s);
+/* The listeners (their URLs and connections, net/listen.h); NULL before
+ * the sockets listen. */
+struct wd_listeners *wd_server_listeners(const wd_server *s);
 /* The connection guard (connguard.c); NULL before the sockets listen. */
 struct wd_guard *wd_server_guard(const wd_server *s);
 /* Serve with cfg from now on: its limits (and later requests see its

@@ -52,6 +52,11 @@ START_TEST(ctl_status)
     ck_assert_uint_eq(ls->n, 2);
     ck_assert_str_eq(jq_at(ls, 0)->text, wv_it_urls[0]);
     ck_assert_str_eq(jq_at(ls, 1)->text, wv_it_urls[1]);
+    /* per listener (issue 36): wavectl's own connection is on urls[t] */
+    const jq_node *lc = jq_get(n, "listen_connections");
+    ck_assert_ptr_nonnull(lc);
+    ck_assert_uint_eq(lc->n, 2);
+    ck_assert_uint_ge(strtoull(jq_at(lc, t)->text, NULL, 10), 1);
     jq_free(n);
     wv_it_out_free(&o);
 
@@ -68,6 +73,8 @@ START_TEST(ctl_status)
   wave_status *s1, *s2;
   wave_error e = {0};
   ck_assert_int_eq(wave_status_get(c, &s1, &e), 0);
+  ck_assert_ptr_nonnull(s1->listen_connections);  /* c is on urls[0] */
+  ck_assert_uint_ge(s1->listen_connections[0], 1);
   wv_it_alive(); /* two reduce jobs */
   ck_assert_int_eq(wave_status_get(c, &s2, &e), 0);
   ck_assert_uint_ge(s2->jobs_served, s1->jobs_served + 2);

@@ -13,8 +13,13 @@
  *   faulted: still ready.  Both: 503 "every device is faulted".  The
  *   page (rendered after the probe's state at each tick) is awaited first,
  *   so no sleep decides anything.
+ * - Connections per listener (issue 36), on the same daemon: it listens on
+ *   ipc and on tcp (loopback, auth: none); with k connections open on the
+ *   one and m on the other, wavedd_connections{listener} and the status's
+ *   listen_connections say k and m per URL, and 0 on tcp once they close.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,7 +67,10 @@ static void tp_wait_page(const char *base, const char *line)
       return;
     tp_nap();
   }
-  ck_abort_msg("no '%s' on the page:\n%s", line, page);
+  /* the page may be longer than check's message: its end, at most */
+  size_t n = strlen(page);
+  ck_abort_msg("no '%s' on the page; it ends:\n%s", line,
+               page + (n > 2000 ? n - 2000 : 0));
 }
 
 static void tp_wait_log(td_daemon *d, const char *needle)
@@ -76,16 +84,21 @@ static void tp_wait_log(td_daemon *d, const char *needle)
 }
 
 /* A config: metrics on a free port (its base URL into base), the closed
- * pack prepared at start-up, and the device lines. */
-static void tp_config(td_daemon *d, char *base, size_t n, const char *devs)
+ * pack prepared at start-up, and the device lines; tcp (not NULL): a
+ * second listener, without tokens. */
+static void tp_config(td_daemon *d, char *base, size_t n, const char *devs,
+                      const char *tcp)
 {
-  char text[2048];
+  char text[2048], more[200] = "";
   int port = td_free_port();
   snprintf(base, n, "http://127.0.0.1:%d", port);
-  snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
+  if (tcp != NULL)
+    snprintf(more, sizeof more, ", \"%s\"]\nauth: none\n", tcp);
+  snprintf(text, sizeof text, "listen: [\"%s\"%slog_level: info\n"
            "metrics: %s\n"
            "packs: {dir: %s/config/packs, load: [closed], prepare: startup}\n"
-           "devices:\n%s", d->ipc, base, getenv("WAVE_SOURCE_DIR"), devs);
+           "devices:\n%s", d->ipc, tcp != NULL ? more : "]\n", base,
+           getenv("WAVE_SOURCE_DIR"), devs);
   td_write(d->cfg, text);
   d->fake = 1;
 }
@@ -125,7 +138,7 @@ START_TEST(probes_follow_start_and_stop)
   ck_assert_int_eq(mkdir(hold, 0700), 0);
   snprintf(devs, sizeof devs, "  - {name: fk0, backend: fake, threads: 1, "
            "device: \"hold_prepare=%s\"}\n", hold);
-  tp_config(&d, base, sizeof base, devs);
+  tp_config(&d, base, sizeof base, devs, NULL);
   tp_touch(hold, "closed", 1);
   ck_assert_int_eq(td_start_listening(&d), 0);
 
@@ -158,6 +171,30 @@ START_TEST(probes_follow_start_and_stop)
 }
 END_TEST
 
+/* Until the status (asked on s) says ipc and tcp hold these connections. */
+static void tp_wait_conns(nng_socket s, const char *ipc, const char *tcp,
+                          uint64_t n_ipc, uint64_t n_tcp)
+{
+  uint64_t got[2] = {(uint64_t)-1, (uint64_t)-1};
+  for (int i = 0; i < 1500; i++) {
+    Wave__V1__Response *r = td_status(s, 9);
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STATUS);
+    const Wave__V1__StatusReply *st = r->status;
+    ck_assert_uint_eq(st->n_listen, 2);
+    ck_assert_uint_eq(st->n_listen_connections, 2);
+    ck_assert_str_eq(st->listen[0], ipc);
+    ck_assert_str_eq(st->listen[1], tcp);
+    got[0] = st->listen_connections[0];
+    got[1] = st->listen_connections[1];
+    wave__v1__response__free_unpacked(r, NULL);
+    if (got[0] == n_ipc && got[1] == n_tcp)
+      return;
+    tp_nap();
+  }
+  ck_abort_msg("status: %" PRIu64 " connections on ipc, %" PRIu64 " on tcp, "
+               "not %" PRIu64 " and %" PRIu64, got[0], got[1], n_ipc, n_tcp);
+}
+
 /* Reduce on dev; expect ok or the device's fault. */
 static void tp_step(nng_socket s, const char *dev, int fault)
 {
@@ -176,15 +213,36 @@ START_TEST(readyz_fails_only_when_every_device_faulted)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  char base[64];
+  char base[64], tcp[64], line[700];
+  snprintf(tcp, sizeof tcp, "tcp://127.0.0.1:%d", td_free_port());
   tp_config(&d, base, sizeof base,
             "  - {name: fk0, backend: fake, threads: 1, "
             "device: \"fault_after=1\"}\n"
             "  - {name: fk1, backend: fake, threads: 1, "
-            "device: \"fault_after=1\"}\n");
+            "device: \"fault_after=1\"}\n", tcp);
   ck_assert_int_eq(td_start(&d), 0);
   tp_expect(base, "/readyz", 200, "ready\n");
   nng_socket s = td_dial(d.ipc);
+
+  /* connections per listener: s and one more on ipc, 3 on tcp */
+  enum { TP_IPC = 1, TP_TCP = 3 };
+  nng_socket more[TP_IPC + TP_TCP];
+  for (int i = 0; i < TP_IPC + TP_TCP; i++)
+    more[i] = td_dial(i < TP_IPC ? d.ipc : tcp);
+  tp_wait_conns(s, d.ipc, tcp, 1 + TP_IPC, TP_TCP);
+  snprintf(line, sizeof line, "\nwavedd_connections{listener=\"%s\"} %d\n"
+           "wavedd_connections{listener=\"%s\"} %d\n", d.ipc, 1 + TP_IPC,
+           tcp, TP_TCP);
+  tp_wait_page(base, line);
+  for (int i = TP_IPC; i < TP_IPC + TP_TCP; i++)
+    nng_close(more[i]);
+  tp_wait_conns(s, d.ipc, tcp, 1 + TP_IPC, 0);
+  snprintf(line, sizeof line, "\nwavedd_connections{listener=\"%s\"} %d\n"
+           "wavedd_connections{listener=\"%s\"} 0\n", d.ipc, 1 + TP_IPC,
+           tcp);
+  tp_wait_page(base, line);
+  for (int i = 0; i < TP_IPC; i++)
+    nng_close(more[i]);
   tp_step(s, "fk0", 0);
   tp_step(s, "fk0", 1);
   tp_wait_page(base, "wavedd_device_faulted{device=\"fk0\"} 1\n");

@@ -308,6 +308,7 @@ static void ft_pipe_new(nng_pipe p, nng_pipe_ev ev, void *arg)
   wd_front *s = arg;
   uint64_t u = 0, v = 0;
   int uid = -1, pid = -1;
+  wd_listeners_pipe_added(s->lst, p);  /* REM_POST takes it off again */
   if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_UID, &u) == 0 && u <= INT32_MAX)
     uid = (int)u;
   if (nng_pipe_get_uint64(p, NNG_OPT_IPC_PEER_PID, &v) == 0 && v <= INT32_MAX)

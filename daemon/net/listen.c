@@ -1,41 +1,15 @@
-/* listen.c - the listeners (one per configured URL) and a watchdog for the
- * ipc ones.
+/* listen.c - the listeners: one per configured URL, started, changed by a
+ * reload and stopped here (the watchdog of the ipc ones is lswatch.c;
+ * listen_int.h holds the state the two share).
  *
- * nng 1.5.2, the version Debian ships, has a bug (nanomsg/nng#1518, fixed
- * in 1.6): a peer that closes before the listener wrote its SP header
- * leaves the listener deaf for good.  daemon/net/nngfix.c removes it at
- * its cause (libnng's EPIPE on that write reads as a reset, so nng accepts
- * again at once); with that on, the watchdog below only guards the socket
- * file.  Where the fix cannot be on (nng linked in statically, or our
- * sendmsg not the one libnng calls), the watchdog recovers instead, as
- * before the fix (ls_recover): nng's core counts the accept error in the
- * listener's "other" statistic, so the loop reads it every LS_TICK_MS (nng
- * counts each closed pipe's error there too, so what counts is a rise
- * beyond the listener's pipes gone, seen on two ticks).  On a rise we
- * start a fresh listener on a temporary name in the socket's folder and
- * rename(2) it over the configured path; the stuck one keeps serving the
- * pipes it already has until the last goes, then it is closed.  That
- * recovery has costs the fix does not: a client that connects between the
- * bug and the rename waits on the stuck listener until it closes
- * (LS_GRACE_MS at the earliest) and must redial; nng leaks what the stuck
- * listener held; and a peer's close after the header (NNG_ECONNSHUT, which
- * nng retries by itself after 100 ms) or a pipe that closes slowly under
- * load looks the same in the statistics, so it recovers when it need not.
- * Every ipc listener is bound on a temporary name, so no listener's close
- * ever unlinks the path (nng unlinks the name it bound); the path is
- * unlinked here, at the end, if it is still our socket.  A rise that comes
- * from the fd limit (nng retries those by itself) starts no recovery.
- * Where nng has no statistics, a probe connection every LS_PROBE_MS checks
- * that the listener attaches it.
- *
- * A socket file that someone removes (rm, a tmp cleaner) leaves the
- * listener accepting on a name nobody can reach.  So the tick also lstat()s
- * each path every LS_PATH_TICKS ticks and compares the inode with the one
- * we renamed there: when the path is gone, a fresh listener takes it as in
- * a recovery (logged at warning; connected clients stay).  When something
- * else is there now, it is not ours to replace (another wavedd may have
- * started on the path): that is logged at error, once, and new clients
- * cannot reach this daemon on the path until it is restarted.
+ * Each URL keeps up to WD_LS_SLOTS nng listeners: the serving one and the
+ * stuck ones the watchdog retired, still serving their pipes.  Every pipe
+ * is counted for its listener here, from front.c's pipe callbacks on nng's
+ * threads: ADD_PRE, before the pipe can carry a request (at ADD_POST a
+ * request could be answered before its pipe was counted), and REM_POST,
+ * which nng runs for every pipe that ran ADD_PRE, so the counts balance
+ * even for pipes front.c refuses.  The watchdog reads the counts, status
+ * and the metrics report them per URL (wd_listeners_conns).
  *
  * The listeners also feed connguard.c (the deadline of TLS connections
  * that are not pipes yet): the tls+tcp:// ports, and the peer address of
@@ -64,125 +38,30 @@
 
 #include "daemon/net/connguard.h"
 #include "daemon/net/fdpass.h"
-#include "daemon/net/listen.h"
+#include "daemon/net/listen_int.h"
 #include "daemon/net/nngfix.h"
 #include "daemon/log.h"
 #include "daemon/net/sockpath.h"
 #include "daemon/net/tls.h"
 #include "core/base.h"
 
-#define LS_TICK_MS 20
-#define LS_GRACE_MS 1000    /* a retired listener lives at least this long */
-#define LS_PROBE_MS 2000    /* without nng statistics only */
-#define LS_DEADLINE_MS 3000
-#define LS_SLOTS 16         /* one listener serving, the rest retiring */
 #define LS_SPARE 32         /* URL slots beyond the start-up ones, for reloads */
-#define LS_PATH_TICKS 10    /* the socket file is checked this often */
 
 
-/* One nng listener of a URL: the serving one or a stuck one retiring. */
-typedef struct ls_lst {
-  nng_listener l;
-  _Atomic int id;           /* l's id, read by the pipe callbacks; 0: free */
-  _Atomic int live;         /* its pipes open now */
-  _Atomic uint64_t added;   /* pipes it handed to the socket, ever */
-  _Atomic uint64_t removed; /* its pipes that have gone, ever */
-  uint64_t other;           /* its "other" errors when opened */
-  int suspect;              /* more of them than pipes gone, last tick */
-  uint64_t retired;         /* when it stopped serving (loop time) */
-} ls_lst;
-
-typedef struct ls_one {
-  wd_listeners *ls;
-  const char *url;          /* as configured */
-  char bound[300];          /* as reported */
-  ls_lst s[LS_SLOTS];
-  int cur;                  /* the serving slot; -1: none */
-  int ipc;
-  char path[108];
-  dev_t dev;                /* path's socket, once renamed there */
-  ino_t ino;
-  int have_ino;
-  unsigned gen;             /* temporary names */
-  /* the probe (no statistics); the pipe handle exists while probing */
-  uv_pipe_t pipe;
-  uv_connect_t conn;
-  uv_write_t wr;
-  int probing, ending;
-  uint64_t since, seen, last_probe;
-  int used;                 /* a configured URL's (not a removed one's) */
-  int guard_port;           /* tls+tcp://: the port connguard.c watches */
-  int foreign;              /* the path holds a file not ours (logged) */
-  int renew_failed;         /* remaking a removed path failed (logged) */
-  wd_fdsock *side;          /* ipc: "<path>.fd", descriptors (fdpass.h) */
-} ls_one;
-
-struct wd_listeners {
-  uv_loop_t *loop;
-  wd_fdpass *fp;            /* where the side sockets keep descriptors */
-  nng_socket sock;
-  const wd_config *cfg;
-  size_t cap;
-  ls_one *v;                /* never moved: nng's threads read it */
-  size_t n, n_alloc;        /* slots ever used, allocated */
-  char **urls;              /* the used slots' bound URLs */
-  size_t n_urls;
-  uv_timer_t timer;
-  int timer_on;
-  int stats;                /* nng has statistics */
-  int fixed;                /* nngfix.c is on: no stuck listener to detect */
-  unsigned recoveries;
-  unsigned ticks;
-  wd_guard *guard;
-};
-
-static int ls_find(ls_one *o, int id)
+static int ls_find(wd_lsurl *o, int id)
 {
-  for (int k = 0; id > 0 && k < LS_SLOTS; k++)
+  for (int k = 0; id > 0 && k < WD_LS_SLOTS; k++)
     if (atomic_load(&o->s[k].id) == id)
       return k;
   return -1;
 }
 
-/* The scope of listener id in nng's statistics tree (nng 1.5.2's
- * nng_stat_find_listener returns the first listener's, whatever it is
- * asked). */
-static nng_stat *ls_stat_scope(nng_stat *n, int id)
-{
-  for (; n != NULL; n = nng_stat_next(n)) {
-    if (nng_stat_type(n) == NNG_STAT_SCOPE &&
-        strcmp(nng_stat_name(n), "listener") == 0)
-      for (nng_stat *c = nng_stat_child(n); c != NULL; c = nng_stat_next(c))
-        if (strcmp(nng_stat_name(c), "id") == 0 &&
-            nng_stat_value(c) == (uint64_t)id)
-          return n;
-    nng_stat *r = ls_stat_scope(nng_stat_child(n), id);
-    if (r != NULL)
-      return r;
-  }
-  return NULL;
-}
-
-/* The listener's "other" accept errors; (uint64_t)-1 when unknown. */
-static uint64_t ls_other(nng_listener l)
-{
-  nng_stat *st = NULL, *one, *v;
-  uint64_t x = (uint64_t)-1;
-  if (nng_stats_get(&st) != 0)
-    return x;
-  if ((one = ls_stat_scope(st, nng_listener_id(l))) != NULL &&
-      (v = nng_stat_find(one, "other")) != NULL)
-    x = nng_stat_value(v);
-  nng_stats_free(st);
-  return x;
-}
-
 /* Start an nng listener for url in slot k; for ipc, bound on a temporary
  * name in the path's folder, given the mode, then renamed over the path. */
-static int ls_open_slot(ls_one *o, int k, wave_error *err)
+int wd_listeners_open_slot(wd_lsurl *o, int k, wave_error *err)
 {
   wd_listeners *ls = o->ls;
-  ls_lst *t = &o->s[k];
+  wd_lsslot *t = &o->s[k];
   char url[160], tmp[108] = "";
   int rv;
   snprintf(url, sizeof url, "%s", o->url);
@@ -236,16 +115,15 @@ static int ls_open_slot(ls_one *o, int k, wave_error *err)
     o->ino = st.st_ino;
     o->have_ino = tmp[0] != '\0';  /* else nng unlinks it on close */
   }
-  t->other = ls->stats ? ls_other(t->l) : 0;
+  t->other = ls->stats ? wd_lswatch_other(t->l) : 0;
   o->cur = k;
   return 0;
 }
 
-/* nng's thread: a pipe joined the socket; count it for its listener. */
-static void ls_pipe_added(nng_pipe p, nng_pipe_ev ev, void *arg)
+void wd_listeners_pipe_added(wd_listeners *ls, nng_pipe p)
 {
-  wd_listeners *ls = arg;
-  (void)ev;
+  if (ls == NULL)
+    return;
   int id = nng_listener_id(nng_pipe_listener(p));
   for (size_t i = 0; id > 0 && i < ls->n_alloc; i++) {
     int k = ls_find(&ls->v[i], id);
@@ -273,199 +151,11 @@ void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p)
   }
 }
 
-/* ---- the watchdog ------------------------------------------------------- */
-
-/* A fresh listener on the path; the stuck one retires with its pipes.
- * nng_bug: the cause is nng#1518 (else the socket file was removed). */
-static void ls_renew(ls_one *o, const char *why, int nng_bug)
-{
-  int k = -1;
-  for (int i = 0; i < LS_SLOTS && k < 0; i++)
-    if (i != o->cur && atomic_load(&o->s[i].id) == 0)
-      k = i;
-  if (k < 0) {  /* every slot retiring: the oldest goes, with its clients */
-    k = (o->cur + 1) % LS_SLOTS;
-    wd_warn("listener %s: %d stuck listeners still serve clients; closing "
-            "one of them", o->bound, LS_SLOTS - 1);
-    atomic_store(&o->s[k].id, 0);
-    nng_listener_close(o->s[k].l);
-  }
-  int old = o->cur;
-  wave_error err = {0};
-  if (ls_open_slot(o, k, &err) != 0) {
-    if (nng_bug || !o->renew_failed)  /* a removed folder: said once */
-      wd_error("listener %s %s; a fresh one failed: %s (retrying)",
-               o->bound, why, err.message);
-    o->renew_failed = !nng_bug;
-    return;
-  }
-  o->renew_failed = 0;
-  o->ls->recoveries++;
-  if (old >= 0)
-    o->s[old].retired = uv_now(o->ls->loop);
-  if (nng_bug)
-    wd_warn("listener %s %s (nng 1.5 stops accepting on ipc after an "
-            "aborted handshake); a fresh listener took the path, connected "
-            "clients stay on the old one", o->bound, why);
-  else
-    wd_warn("listener %s: %s; a fresh listener made it again, connected "
-            "clients stay on the old one", o->bound, why);
-}
-
-static void ls_recover(ls_one *o, const char *why) { ls_renew(o, why, 1); }
-
-/* Is the path still the socket we renamed there? */
-static void ls_check_path(ls_one *o)
-{
-  if (!o->have_ino || o->cur < 0)
-    return;  /* bound on the path itself (nng owns it), or down */
-  struct stat st;
-  if (lstat(o->path, &st) == 0) {
-    if (st.st_dev == o->dev && st.st_ino == o->ino) {
-      o->foreign = 0;
-      return;
-    }
-    if (!o->foreign)
-      wd_error("listener %s: %s is no longer our socket (another file is "
-               "there now; not replaced): new clients cannot reach this "
-               "daemon there until it restarts", o->bound, o->path);
-    o->foreign = 1;
-    return;
-  }
-  if (errno == ENOENT)
-    ls_renew(o, "the socket file was removed", 0);
-  else if (!o->foreign) {
-    wd_error("listener %s: %s: %s", o->bound, o->path, strerror(errno));
-    o->foreign = 1;
-  }
-}
-
-/* Close retired listeners whose last pipe has gone, LS_GRACE_MS after they
- * retired at the earliest: a client that connected to one in the moment
- * before the rename is waiting there, and its connection must have been
- * made before it is closed under it (its REQ socket then redials the path
- * and resends). */
-static void ls_reap(ls_one *o, uint64_t now)
-{
-  for (int k = 0; k < LS_SLOTS; k++)
-    if (k != o->cur && atomic_load(&o->s[k].id) != 0 &&
-        atomic_load(&o->s[k].live) == 0 &&
-        now - o->s[k].retired >= LS_GRACE_MS) {
-      atomic_store(&o->s[k].id, 0);
-      nng_listener_close(o->s[k].l);
-      wd_debug("listener %s: a retired listener closed", o->bound);
-    }
-}
-
-static void ls_probe_closed(uv_handle_t *h)
-{
-  ls_one *o = h->data;
-  o->probing = 0;
-  o->ending = 0;
-}
-
-static void ls_probe_done(ls_one *o, const char *why)
-{
-  if (o->ending)
-    return;
-  o->ending = 1;
-  uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
-  if (why != NULL)
-    ls_recover(o, why);
-}
-
-static void ls_written(uv_write_t *w, int status)
-{
-  if (status < 0 && status != UV_ECANCELED)
-    ls_probe_done(w->data, "refused the probe's handshake");
-}
-
-static void ls_connected(uv_connect_t *c, int status)
-{
-  ls_one *o = c->data;
-  if (status == UV_ECANCELED)
-    return;
-  if (status < 0)  /* e.g. the socket file was removed */
-    return ls_probe_done(o, "refused the probe connection");
-  uv_buf_t b = uv_buf_init((char *)wd_sp_hello, sizeof wd_sp_hello);
-  if (uv_write(&o->wr, (uv_stream_t *)&o->pipe, &b, 1, ls_written) != 0)
-    ls_probe_done(o, "failed the probe connection");
-}
-
-static void ls_probe(ls_one *o, uint64_t now)
-{
-  ls_lst *t = &o->s[o->cur];
-  if (o->probing) {
-    if (o->ending)
-      return;
-    if (atomic_load(&t->added) != o->seen)
-      ls_probe_done(o, NULL);  /* it attaches pipes: healthy */
-    else if (now - o->since > LS_DEADLINE_MS)
-      ls_probe_done(o, "did not take the probe connection");
-    return;
-  }
-  if (now - o->last_probe < LS_PROBE_MS)
-    return;
-  o->last_probe = now;
-  o->seen = atomic_load(&t->added);
-  o->since = now;
-  o->probing = 1;
-  uv_pipe_init(o->ls->loop, &o->pipe, 0);
-  o->pipe.data = o->conn.data = o->wr.data = o;
-  uv_pipe_connect(&o->conn, &o->pipe, o->path, ls_connected);
-}
-
-static void ls_tick(uv_timer_t *t)
-{
-  wd_listeners *ls = t->data;
-  uint64_t now = uv_now(ls->loop);
-  int path_tick = ++ls->ticks % LS_PATH_TICKS == 0;
-  for (size_t i = 0; i < ls->n; i++) {
-    ls_one *o = &ls->v[i];
-    if (!o->ipc || !o->used)
-      continue;
-    ls_reap(o, now);
-    if (o->cur < 0) {  /* a recovery failed: try again */
-      ls_recover(o, "is down");
-      continue;
-    }
-    if (path_tick)
-      ls_check_path(o);
-    if (ls->fixed)
-      continue;
-    if (!ls->stats) {
-      ls_probe(o, now);
-      continue;
-    }
-    /* nng counts a closed pipe's error in its listener's "other" too: only
-     * errors beyond the pipes gone are accept errors, and one seen on two
-     * ticks is not a pipe still closing */
-    ls_lst *c = &o->s[o->cur];
-    uint64_t x = ls_other(c->l);
-    if (x == (uint64_t)-1)
-      continue;
-    uint64_t gone = atomic_load(&c->removed);
-    int excess = x > c->other && x - c->other > gone;
-    if (!excess || !c->suspect) {
-      c->suspect = excess;
-      continue;
-    }
-    if (wd_at_fd_limit()) {
-      c->other = x - gone;  /* nng retries those itself */
-      c->suspect = 0;
-      wd_warn("listener %s: out of file descriptors (nng retries the "
-              "accept)", o->bound);
-      continue;
-    }
-    ls_recover(o, "stopped accepting");
-  }
-}
-
 /* ---- start and stop ------------------------------------------------------- */
 
 /* The descriptor socket beside an ipc path (fdpass.h).  A path with no
  * room for ".fd" serves no descriptors: said once, regions are refused. */
-static int ls_side_open(ls_one *o, wave_error *err)
+static int ls_side_open(wd_lsurl *o, wave_error *err)
 {
   char side[108];
   if (o->ls->fp == NULL)
@@ -480,7 +170,7 @@ static int ls_side_open(ls_one *o, wave_error *err)
                         o->ls->cfg->ipc_mode, &o->side, err);
 }
 
-static void ls_side_close(ls_one *o)
+static void ls_side_close(wd_lsurl *o)
 {
   wd_fdsock_close(o->side);
   o->side = NULL;
@@ -488,7 +178,7 @@ static void ls_side_close(ls_one *o)
 
 /* nng unlinks only the temporary names it bound: the path is ours to
  * remove, when it is still our socket. */
-static void ls_unlink(ls_one *o)
+static void ls_unlink(wd_lsurl *o)
 {
   ls_side_close(o);
   struct stat st;
@@ -498,7 +188,7 @@ static void ls_unlink(ls_one *o)
   o->have_ino = 0;
 }
 
-static void ls_bound(ls_one *o)
+static void ls_bound(wd_lsurl *o)
 {
   snprintf(o->bound, sizeof o->bound, "%s", o->url);
   int port = 0;
@@ -548,10 +238,9 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
   else
     wd_debug("nng %s: no nng#1518 fix (%s); the ipc watchdog recovers "
              "stuck listeners", nng_version(), why);
-  nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, ls_pipe_added, ls);
   int any_ipc = 0;
   for (size_t i = 0; i < cfg->n_listen; i++) {
-    ls_one *o = &ls->v[i];
+    wd_lsurl *o = &ls->v[i];
     o->ls = ls;
     o->url = cfg->listen[i];
     o->cur = -1;
@@ -568,7 +257,7 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
       any_ipc = 1;
     }
     ls->n_alloc = i + 1;  /* the pipe callbacks look at it from here on */
-    if ((rc = ls_open_slot(o, 0, err)) != 0)
+    if ((rc = wd_listeners_open_slot(o, 0, err)) != 0)
       return rc;
     ls->n = i + 1;
     o->used = 1;
@@ -580,18 +269,14 @@ int wd_listeners_start(uv_loop_t *loop, nng_socket sock,
     wd_info("listening on %s", o->bound);
   }
   ls->n_alloc = cfg->n_listen + LS_SPARE;
-  if (any_ipc) {
-    uv_timer_init(loop, &ls->timer);
-    ls->timer.data = ls;
-    ls->timer_on = 1;
-    uv_timer_start(&ls->timer, ls_tick, LS_TICK_MS, LS_TICK_MS);
-  }
+  if (any_ipc)
+    wd_lswatch_start(ls);
   return 0;
 }
 
 /* ---- a reload: listeners added and removed (wd_listeners_update) ------- */
 
-static ls_one *ls_serving(wd_listeners *ls, const char *url)
+static wd_lsurl *ls_serving(wd_listeners *ls, const char *url)
 {
   for (size_t i = 0; i < ls->n; i++)
     if (ls->v[i].used && strcmp(ls->v[i].url, url) == 0)
@@ -608,7 +293,7 @@ static int ls_wanted(const wd_config *cfg, const char *url)
 }
 
 /* A slot never used, or removed with its probe closed; NULL when none. */
-static ls_one *ls_free_slot(wd_listeners *ls)
+static wd_lsurl *ls_free_slot(wd_listeners *ls)
 {
   for (size_t i = 0; i < ls->n_alloc; i++)
     if (!ls->v[i].used && !ls->v[i].probing)
@@ -619,10 +304,10 @@ static ls_one *ls_free_slot(wd_listeners *ls)
 /* Stop serving o's URL: its listeners close (the serving one and any
  * retiring ones, with the connections they accepted), its probe with it,
  * its socket path goes; the watchdog skips the slot (ipc 0). */
-static void ls_drop(ls_one *o)
+static void ls_drop(wd_lsurl *o)
 {
   o->used = 0;
-  for (int k = 0; k < LS_SLOTS; k++)
+  for (int k = 0; k < WD_LS_SLOTS; k++)
     if (atomic_load(&o->s[k].id) != 0) {
       atomic_store(&o->s[k].id, 0);
       nng_listener_close(o->s[k].l);
@@ -633,18 +318,15 @@ static void ls_drop(ls_one *o)
   if (o->guard_port > 0)
     wd_guard_port(o->ls->guard, WD_GUARD_TLS, o->guard_port, 0);
   o->guard_port = 0;
-  if (o->probing && !o->ending) {
-    o->ending = 1;
-    uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
-  }
+  wd_lswatch_probe_stop(o);
 }
 
 /* Start the listener of url in a free slot (the start-up checks and
- * creation: wd_sockpath_prepare, wd_sockpath_live, ls_open_slot). */
-static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
+ * creation: wd_sockpath_prepare, wd_sockpath_live, wd_listeners_open_slot). */
+static int ls_add(wd_listeners *ls, const char *url, wd_lsurl **out,
                   wave_error *err)
 {
-  ls_one *o = ls_free_slot(ls);
+  wd_lsurl *o = ls_free_slot(ls);
   if (o == NULL)
     return wv_seterr(err, WAVE_EIO, "listen %s: more than %zu listeners "
                      "at once (restart wavedd)", url, ls->n_alloc);
@@ -672,7 +354,7 @@ static int ls_add(wd_listeners *ls, const char *url, ls_one **out,
       return rc;
     }
   }
-  int rc = ls_open_slot(o, 0, err);
+  int rc = wd_listeners_open_slot(o, 0, err);
   if (rc == 0 && o->ipc && (rc = ls_side_open(o, err)) != 0) {
     atomic_store(&o->s[o->cur].id, 0);
     nng_listener_close(o->s[o->cur].l);
@@ -696,7 +378,7 @@ int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
                         size_t *failed, wave_error *err)
 {
   *failed = cfg->n_listen;
-  ls_one **added = calloc(cfg->n_listen + 1, sizeof *added);
+  wd_lsurl **added = calloc(cfg->n_listen + 1, sizeof *added);
   if (added == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   const wd_config *was = ls->cfg;
@@ -722,7 +404,7 @@ int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
   int any_ipc = 0;
   size_t u = 0;
   for (size_t i = 0; i < ls->n; i++) {
-    ls_one *o = &ls->v[i];
+    wd_lsurl *o = &ls->v[i];
     if (o->used && !ls_wanted(cfg, o->url)) {
       wd_info("no longer listening on %s (reload)", o->bound);
       ls_drop(o);
@@ -734,12 +416,8 @@ int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
   }
   ls->urls[u] = NULL;
   ls->n_urls = u;
-  if (any_ipc && !ls->timer_on) {
-    uv_timer_init(ls->loop, &ls->timer);
-    ls->timer.data = ls;
-    ls->timer_on = 1;
-    uv_timer_start(&ls->timer, ls_tick, LS_TICK_MS, LS_TICK_MS);
-  }
+  if (any_ipc)
+    wd_lswatch_start(ls);
   free(added);
   return 0;
 }
@@ -750,7 +428,7 @@ void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap)
     return;
   ls->cap = recv_cap;  /* fresh listeners take it too */
   for (size_t i = 0; i < ls->n; i++)
-    for (int k = 0; k < LS_SLOTS; k++)
+    for (int k = 0; k < WD_LS_SLOTS; k++)
       if (atomic_load(&ls->v[i].s[k].id) != 0)
         nng_listener_set_size(ls->v[i].s[k].l, NNG_OPT_RECVMAXSZ, recv_cap);
 }
@@ -759,6 +437,22 @@ char **wd_listeners_urls(const wd_listeners *ls, size_t *n)
 {
   *n = ls ? ls->n_urls : 0;
   return ls ? ls->urls : NULL;
+}
+
+uint64_t wd_listeners_conns(const wd_listeners *ls, size_t i)
+{
+  size_t u = 0;
+  for (size_t j = 0; ls != NULL && j < ls->n; j++) {
+    const wd_lsurl *o = &ls->v[j];
+    if (!o->used || u++ != i)
+      continue;
+    uint64_t n = 0;
+    for (int k = 0; k < WD_LS_SLOTS; k++)
+      if (atomic_load(&o->s[k].id) != 0)
+        n += (uint64_t)atomic_load(&o->s[k].live);
+    return n;
+  }
+  return 0;
 }
 
 unsigned wd_listeners_recoveries(const wd_listeners *ls)
@@ -780,11 +474,8 @@ void wd_listeners_close(wd_listeners *ls)
   ls->timer_on = 0;
   wd_guard_close(ls->guard);
   for (size_t i = 0; i < ls->n; i++) {
-    ls_one *o = &ls->v[i];
-    if (o->probing && !o->ending) {
-      o->ending = 1;
-      uv_close((uv_handle_t *)&o->pipe, ls_probe_closed);
-    }
+    wd_lsurl *o = &ls->v[i];
+    wd_lswatch_probe_stop(o);
     ls_unlink(o);
   }
 }

@@ -4,6 +4,7 @@
 #define WD_LISTEN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <nng/nng.h>
 #include <uv.h>
@@ -30,6 +31,9 @@ int wd_listeners_update(wd_listeners *ls, const wd_config *cfg,
                         size_t *failed, wave_error *err);
 /* A new message cap (a reload's max_request_bytes): new connections get it. */
 void wd_listeners_set_cap(wd_listeners *ls, size_t recv_cap);
+/* nng's thread (front.c's ADD_PRE pipe callback, for every pipe, before
+ * its limits): a pipe of sock has joined. */
+void wd_listeners_pipe_added(wd_listeners *ls, nng_pipe p);
 /* nng's thread (front.c's pipe callback): a pipe of sock has gone. */
 void wd_listeners_pipe_gone(wd_listeners *ls, nng_pipe p);
 /* How many times a stuck ipc listener was replaced (status, tests). */
@@ -40,6 +44,9 @@ typedef struct wd_guard wd_guard;
 wd_guard *wd_listeners_guard(const wd_listeners *ls);
 /* The URLs as bound (a tcp port 0 replaced by the port chosen). */
 char **wd_listeners_urls(const wd_listeners *ls, size_t *n);
+/* The connections (pipes) open now on the i-th of those URLs: its serving
+ * listener's and those of the stuck ones still serving theirs. */
+uint64_t wd_listeners_conns(const wd_listeners *ls, size_t i);
 /* Stop the watchdog, close its handles and unlink the ipc paths that are
  * still our sockets (the listeners themselves close with the socket).  Free after the loop has run the close callbacks. */
 void wd_listeners_close(wd_listeners *ls);

@@ -138,6 +138,13 @@ void wd_rq_status(wd_req *c)
   sr.devices_throttled = throttled;
   sr.devices = dp;
   sr.listen = wd_listeners_urls(s->fe->lst, &sr.n_listen);
+  uint64_t *lc = calloc(sr.n_listen + 1, sizeof *lc);
+  if (lc != NULL) {  /* else the reply goes without them */
+    for (size_t i = 0; i < sr.n_listen; i++)
+      lc[i] = wd_listeners_conns(s->fe->lst, i);
+    sr.listen_connections = lc;
+    sr.n_listen_connections = sr.n_listen;
+  }
   sr.instance = s->instance;
   sr.ready = wd_server_ready(s) != 0;
   sr.max_files = wd_max_files();
@@ -149,6 +156,7 @@ void wd_rq_status(wd_req *c)
   r.status = &sr;
   wd_reply(c, &r);
   wd_bulk_snap_free(&rsnap);
+  free(lc);
 out:
   free(ds);
   free(dp);

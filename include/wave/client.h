@@ -355,6 +355,9 @@ typedef struct wave_status {
   /* appended in ABI 4 (issue 35): side-socket connections open now, every
    * uid's, and the most open on one side socket */
   unsigned fd_conns, fd_limit;
+  /* appended in ABI 4 (issue 36): listen[i]'s connections open now, n_listen
+   * entries; NULL from a daemon that does not say */
+  uint64_t *listen_connections;
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(), which frees its

@@ -4,6 +4,7 @@ share they draw on; no leak after many create/release cycles (in this
 process, and in the daemon's mappings)."""
 import gc
 import os
+import time
 
 import numpy as np
 import pytest
@@ -186,3 +187,23 @@ def test_empty_populated(client):
     a = wavedd.empty((8 << 20) // 4, np.float32, client=client)
     assert rss_of(a.__array_interface__["data"][0]) == 8 << 10
     assert not a.any()
+
+
+def test_status_listen_connections(plain):
+    """status() counts connections per listen URL: a second client on the
+    tcp listener shows there, and is gone again once it closes."""
+    with wavedd.Client(plain.url) as client:
+        def per_url():
+            st = client.status()
+            assert len(st["listen_connections"]) == len(st["listen"])
+            return dict(zip(st["listen"], st["listen_connections"]))
+        before = per_url()
+        assert before[plain.url] >= 1  # client itself
+        with wavedd.Client(plain.tcp, token_file=plain.token_file) as other:
+            other.status()
+            assert per_url()[plain.tcp] == before[plain.tcp] + 1
+        for _ in range(1000):  # the daemon sees the close soon after
+            if per_url()[plain.tcp] == before[plain.tcp]:
+                break
+            time.sleep(0.01)
+        assert per_url()[plain.tcp] == before[plain.tcp]

@@ -171,7 +171,8 @@ STRUCTS = (
         "wave_share *shares",
         "unsigned devices_throttled",
         "unsigned fd_conns",
-        "unsigned fd_limit")),
+        "unsigned fd_limit",
+        "uint64_t *listen_connections")),
     ("wave_hash_request", (
         "const char *pack",
         "uint64_t nonce",

@@ -509,9 +509,12 @@ class Client:
     # ---- status ----------------------------------------------------------
     def status(self):
         """The daemon's status: a dict (version, ready, uptime_ms,
-        jobs_served, jobs_failed, listen, devices: a list of dicts,
+        jobs_served, jobs_failed, listen, listen_connections (the
+        connections open on each listen URL now; None from a daemon that
+        does not say), devices: a list of dicts,
         shares: the asker's share of regions, streams, file-region
-        descriptors and descriptor side connections, root's over ipc every principal's, a list of dicts;
+        descriptors and descriptor side connections, root's over ipc
+        every principal's, a list of dicts;
         fd_conns, fd_limit: the side connections open, every uid's, and
         the most on one side socket)."""
         out = C.out("wave_status *")
@@ -544,6 +547,9 @@ class Client:
                 "jobs_failed": s.jobs_failed,
                 "jobs_cancelled": s.jobs_cancelled, "instance": s.instance,
                 "listen": [text(s.listen[i]) for i in range(s.n_listen)],
+                "listen_connections": (
+                    [s.listen_connections[i] for i in range(s.n_listen)]
+                    if s.listen_connections else None),
                 "devices": devs,
                 "fd_conns": s.fd_conns, "fd_limit": s.fd_limit,
                 "shares": [{
