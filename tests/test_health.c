@@ -329,8 +329,12 @@ START_TEST(guards_hold_and_let_go)
   th_wait(TH_GUARD("fk0", "ok"), NULL);
   th_job_done(s, held, 4096);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 resumed"));
-  p = th_page();  /* the series counts fk0's pieces: it stood still above */
-  ck_assert_uint_ge(th_num(p, "wavedd_hashes_total{device=\"fk0\"}"),
+  /* the series counts fk0's pieces (it stood still above), once the loop
+   * renders a page after the job (once a second) */
+  for (int i = 0; i < 600 && th_num(th_page(), "wavedd_hashes_total{device="
+                                    "\"fk0\"}") < h0 + 4096; i++)
+    th_nap();
+  ck_assert_uint_ge(th_num(th_page(), "wavedd_hashes_total{device=\"fk0\"}"),
                     h0 + 4096);
 
   /* the power guard */
