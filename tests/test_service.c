@@ -297,7 +297,7 @@ START_TEST(metrics_count_what_was_served)
   ck_assert_ptr_nonnull(strstr(page, "\nprocess_cpu_seconds_total "));
   ck_assert_ptr_nonnull(strstr(page, "\nprocess_start_time_seconds 1"));
   ck_assert_ptr_nonnull(strstr(page, "\nprocess_open_fds "));
-  ck_assert_ptr_nonnull(strstr(page, "\nwavedd_connections "));
+  ck_assert_ptr_nonnull(strstr(page, "\nwavedd_connections{listener=\""));
   /* the per-job log lines: id, kind, device, duration, outcome */
   char want[120];
   snprintf(want, sizeof want, "job hash %llu on cpu1: ok in ",
