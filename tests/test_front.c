@@ -212,7 +212,16 @@ START_TEST(never_reading_peer)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
+  /* nng 1.5.2 may lose a reply of this peer's as it closes: suppressed for
+   * this daemon only (tests/lsan-nng152.supp says why) */
+  const char *src = getenv("WAVE_SOURCE_DIR");
+  char supp[512];
+  snprintf(supp, sizeof supp, "suppressions=%s/tests/lsan-nng152.supp",
+           src != NULL ? src : ".");
+  setenv("LSAN_OPTIONS", supp, 1);
+  int started = td_start(&d);
+  unsetenv("LSAN_OPTIONS");
+  ck_assert_msg(started == 0, "did not start:\n%s", td_stderr(&d));
   int fd = tf_raw(tf_path(&d), 1);
   fcntl(fd, F_SETFL, O_NONBLOCK);
   uint8_t fr[256];

@@ -41,8 +41,18 @@
  * service.  A timer closes pipes that hold nothing and completed no message
  * for limits.idle_timeout_ms (a peer stalled inside a partial message), and
  * nng's pipe event closes pipes beyond limits.max_connections.
+ *
+ * The final close is bounded (ft_close_bounded): nng 1.5.2, Debian 12's,
+ * races a pipe's close against a reply leaving on it (rep0 hands the next
+ * queued reply to a send aio that its close has just stopped; nng's later
+ * releases reworked this, nanomsg/nng#1543 and #1813).  Seen about once in
+ * ten ASan runs of test_front's never-reading peer: the reaper waits for a
+ * task that never starts, and nng_close with it.  The daemon gives the close
+ * FT_CLOSE_WAIT_MS, then says so and stops without it.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +302,8 @@ static void ft_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)ev;
   wd_front *s = arg;
+  if (atomic_load(&s->sock_stuck))  /* the server above is gone */
+    return;
   wd_peers_remove(s->peers, (uint32_t)nng_pipe_id(p));
   if (s->pipe_gone != NULL)  /* its regions and streams (server.c) */
     s->pipe_gone(s->pipe_gone_arg, (uint32_t)nng_pipe_id(p));
@@ -472,6 +484,90 @@ out:
   return rc;
 }
 
+/* ---- the bounded final close ---------------------------------------------- */
+
+#define FT_CLOSE_WAIT_MS 5000u
+
+typedef struct ft_closer {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  nng_socket sock;
+  int done;       /* nng_close returned */
+  int abandoned;  /* the loop stopped waiting: the closer frees itself */
+} ft_closer;
+
+static void ft_closer_free(ft_closer *c)
+{
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+static void *ft_close_main(void *arg)
+{
+  ft_closer *c = arg;
+  nng_close(c->sock);
+  pthread_mutex_lock(&c->mu);
+  c->done = 1;
+  int abandoned = c->abandoned;
+  pthread_cond_signal(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (abandoned)
+    ft_closer_free(c);
+  return NULL;
+}
+
+/* nng_close(sock) on a thread of its own, awaited up to ms: 1 when it
+ * returned in time (or ran here, when no thread could start). */
+static int ft_close_bounded(nng_socket sock, unsigned ms)
+{
+  ft_closer *c = calloc(1, sizeof *c);
+  pthread_condattr_t ca;
+  pthread_t t;
+  if (c == NULL) {
+    nng_close(sock);
+    return 1;
+  }
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  c->sock = sock;
+  sigset_t old;
+  wv_sigmask_block(&old);  /* signals stay the loop's */
+  int rc = pthread_create(&t, NULL, ft_close_main, c);
+  wv_sigmask_restore(&old);
+  if (rc != 0) {
+    ft_closer_free(c);
+    nng_close(sock);
+    return 1;
+  }
+  pthread_detach(t);
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += ms / 1000u;
+  until.tv_nsec += (long)(ms % 1000u) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&c->mu);
+  while (!c->done &&
+         pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT)
+    ;
+  int done = c->done;
+  c->abandoned = !done;
+  pthread_mutex_unlock(&c->mu);
+  if (done)
+    ft_closer_free(c);
+  return done;
+}
+
+/* A front whose socket never closed: kept here, reachable, for nng's threads
+ * that may still hold it (and for LeakSanitizer, which then sees no leak). */
+static wd_front *ft_stuck_front;
+
 void wd_front_close(wd_front *s)
 {
   if (s == NULL)
@@ -490,14 +586,19 @@ void wd_front_close(wd_front *s)
   for (wv_qnode *n = s->reqs.next; n != &s->reqs; n = n->next)
     nng_ctx_close(WD_REQ_OF(n)->ctx);
   wd_pool_stop(s->pool);  /* what it still held is in the inbox now */
-  if (s->sock_open)
-    nng_close(s->sock);
+  if (s->sock_open && !ft_close_bounded(s->sock, FT_CLOSE_WAIT_MS)) {
+    wd_warn("the nng socket did not close within %u ms (nng 1.5.2 can wait "
+            "forever for a connection closed while a reply was leaving: "
+            "nanomsg/nng#1543); stopping without it", FT_CLOSE_WAIT_MS);
+    atomic_store(&s->sock_stuck, 1);
+  }
   s->sock_open = 0;
   for (wv_qnode *n = s->reqs.next; n != &s->reqs; n = n->next) {
     wd_req *c = WD_REQ_OF(n);
-    if (c->aio != NULL)
+    if (c->aio != NULL && !atomic_load(&s->sock_stuck)) {
       nng_aio_free(c->aio);
-    c->aio = NULL;
+      c->aio = NULL;
+    }
     uv_close((uv_handle_t *)&c->timer, ft_noop_close);
   }
 }
@@ -506,6 +607,10 @@ void wd_front_free(wd_front *s)
 {
   if (s == NULL)
     return;
+  if (atomic_load(&s->sock_stuck)) {  /* nng's threads may still call us */
+    ft_stuck_front = s;
+    return;
+  }
   for (wv_qnode *n; (n = wv_q_pop(&s->reqs)) != NULL;) {
     wd_req *c = WD_REQ_OF(n);
     wd_req_clear(c);

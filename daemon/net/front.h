@@ -60,6 +60,8 @@ struct wd_front {
   int sock_open;
   int listening;           /* the socket is up: new contexts receive */
   _Atomic int closing;     /* final close under way: nng callbacks stop */
+  _Atomic int sock_stuck;  /* nng_close did not return (front.c): this
+                              front stays allocated until the process ends */
   wd_listeners *lst;
   wd_gone gone;            /* closed connections, for the loop */
   wd_peers *peers;         /* per-connection records (daemon/net/peer.h) */
