@@ -15,6 +15,8 @@
  *   WAVED_FILE_STAGE=1       bulk/filered.c: regions read into the slots as
  *                            for a GPU that stages (test_filered,
  *                            test_wide_ways)
+ *   WAVED_CLOSE_STALL_MS=N   net/front.c: the final nng_close starts N ms
+ *                            late, as if nng hung (test_front stop_stuck)
  *   WAVED_RING_ALLOC=0       bulk/readers.c: no ring buffer of the device's
  *                            own memory (host_alloc), our pages instead
  *   WAVE_VK_TRACE=1          workers/vulkan/vk_open.c: one debug line per

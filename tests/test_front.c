@@ -255,6 +255,25 @@ START_TEST(never_reading_peer)
 }
 END_TEST
 
+/* nng 1.5.2 can hang in nng_close (daemon/net/front.c): the daemon gives
+ * it 5 s, says so, and still stops with status 0.  The hook delays the
+ * close past that bound, as a hung one would be. */
+START_TEST(stop_stuck)
+{
+  td_daemon d;
+  td_prepare(&d, NULL);
+  setenv("WAVED_CLOSE_STALL_MS", "60000", 1);
+  int started = td_start(&d);
+  unsetenv("WAVED_CLOSE_STALL_MS");
+  ck_assert_msg(started == 0, "did not start:\n%s", td_stderr(&d));
+  ck_assert(tf_probe(d.ipc, 1));
+  ck_assert_msg(td_stop(&d) == 0, "%s", td_stderr(&d));
+  ck_assert_msg(tf_count(&d, "did not close within") == 1, "%s",
+                td_stderr(&d));
+  td_cleanup(&d);
+}
+END_TEST
+
 /* A peer announces a message below the cap, sends part of it and stalls:
  * the daemon closes that connection (limits.idle_timeout_ms), and others
  * are served meanwhile. */
@@ -616,6 +635,7 @@ static Suite *front_suite(void)
   tcase_set_timeout(peer, 300);
   tcase_add_test(peer, never_reading_peer);
   tcase_add_test(peer, stalled_partial_message);
+  tcase_add_test(peer, stop_stuck);
   tcase_add_test(peer, parked_polls_per_peer);
   suite_add_tcase(s, peer);
   TCase *lst = tcase_create("listener");

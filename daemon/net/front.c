@@ -68,6 +68,7 @@
 #include "daemon/net/req.h"
 #include "daemon/stats.h"
 #include "core/base.h"
+#include "core/testhook.h"
 #include "core/thread.h"
 #include "proto/wire.h"
 
@@ -506,6 +507,12 @@ static void ft_closer_free(ft_closer *c)
 static void *ft_close_main(void *arg)
 {
   ft_closer *c = arg;
+  const char *stall = wv_test_hook("WAVED_CLOSE_STALL_MS");
+  if (stall != NULL) {  /* test_front: nng_close as if it hung */
+    unsigned ms = (unsigned)strtoul(stall, NULL, 10);
+    struct timespec ts = {ms / 1000u, (long)(ms % 1000u) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   nng_close(c->sock);
   pthread_mutex_lock(&c->mu);
   c->done = 1;
