@@ -407,11 +407,12 @@ static int fsum_finish(gdev *g, const std::vector<uint32_t> &seg_first,
     }
     memcpy(g->h_seg, seg_first.data(), (size_t)nchunks * 4);
     g->h_seg[nchunks] = (uint32_t)total_pieces;
-    CK(cudaMemcpyAsync(r->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
+    CK(cudaMemcpyAsync(r->tree.seg, g->h_seg, ((size_t)nchunks + 1) * 4,
                        cudaMemcpyHostToDevice, g->compute));
-    dseg = r->seg;
+    dseg = r->tree.seg;
   }
-  CK(launch_finish(r, dseg, dseg ? nchunks : 1, (uint32_t)total_pieces,
+  CK(launch_tree_finish(&r->tree, r->res, dseg,
+                        dseg ? nchunks : 1, (uint32_t)total_pieces,
                    g->compute));
   return 0;
 }
@@ -431,7 +432,8 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
   reducer *r = &g->red;
   if (job->has_mask)
     CK(cudaMemsetAsync(&r->res->count, 0, sizeof r->res->count, g->compute));
-  float *pieces_out = total_pieces == 1 ? (float *)&r->res->a : r->pieces;
+  float *pieces_out = total_pieces == 1 ? (float *)&r->res->a
+                                         : r->tree.pieces;
 
   cursor mk = {job->mask, job->n_mask, 0, 0, {}};
   mk.pinned.assign(job->n_mask, -1);
@@ -461,7 +463,7 @@ static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
     cudaStream_t st = g->compute;
     int rv = submit(g, k, segs, table_bytes, final && k == 0,
                     [=](unsigned char *d) {
-      return launch_fsum(r, (const float *)d,
+      return launch_tree(&r->tree, r->res, (const float *)d,
                          has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
                          0, (const tile_desc *)(d + WVG_TILES_OFF), nt,
                          (const piece_desc *)(d + WVG_PIECES_OFF), pieces_out,
@@ -528,10 +530,10 @@ static int dev_reduce(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
     return 0;
   }
   CK(cudaSetDevice(g->index));
-  int kop, key, rv;
-  kernel_op(job->dtype, job->op, &kop, &key);
+  const wv_op_plan *p = wv_op_plan_of(job->dtype, job->op);
+  int kop = kernel_op(p), rv;
   rv = kop == K_FSUM ? reduce_fsum(g, job, err)
-                     : reduce_int(g, job, kop, key, err);
+                     : reduce_int(g, job, kop, p->key, err);
   if (rv != 0)
     return rv;
   CK(cudaMemcpyAsync(g->h_res, g->red.res, sizeof(result),
@@ -587,7 +589,7 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
   caps->wave_width = (unsigned)g->warp;
   caps->exchange_mode = g->local ? WV_EXCHANGE_LOCAL : WV_EXCHANGE_SHUFFLE;
   caps->reverify = 1;
-  caps->dtypes64 = 1;   /* gpu_wide.cu, gpu_dsum.cu */
+  caps->dtypes64 = 1;   /* gpu_wide.cu, gpu_tree.cu */
   caps->argminmax = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",
            g->exchange_reason, g->jit_note);

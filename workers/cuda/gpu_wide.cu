@@ -24,6 +24,8 @@
  * 0 and all-ones are never finite.  Units are 32 lanes with width-32
  * shuffles (gpu.h), right on 32-lane warps and on 64-lane AMD waves.
  */
+#include <string.h>
+
 #include "workers/cuda/gpu_wide.h"
 
 namespace WVG_NS {
@@ -512,37 +514,41 @@ static cudaError_t arg_go(wreducer *w, const void *d_rows,
   return cudaGetLastError();
 }
 
+/* The k_arg of plan p's row width and key kind. */
 template <bool MAX>
-static cudaError_t arg_dtype(wreducer *w, wave_dtype d, const void *rows,
-                             const uint32_t *mask, uint32_t n, uint64_t idx0,
-                             int first, cudaStream_t st)
+static cudaError_t arg_plan(wreducer *w, const wv_op_plan *p, const void *rows,
+                            const uint32_t *mask, uint32_t n, uint64_t idx0,
+                            int first, cudaStream_t st)
 {
-  switch (d) {
-  case WAVE_U32: return arg_go<4, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_S32: return arg_go<4, KEY_S32, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_F32: return arg_go<4, KEY_F32, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_U64: return arg_go<8, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_S64: return arg_go<8, KEY_S64, MAX>(w, rows, mask, n, idx0, first, st);
-  default: return arg_go<8, KEY_F64, MAX>(w, rows, mask, n, idx0, first, st);
-  }
+  if (p->row_bytes == 4)
+    return p->key == WV_KEY_FLOAT
+               ? arg_go<4, KEY_F32, MAX>(w, rows, mask, n, idx0, first, st)
+           : p->key == WV_KEY_SIGNED
+               ? arg_go<4, KEY_S32, MAX>(w, rows, mask, n, idx0, first, st)
+               : arg_go<4, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
+  return p->key == WV_KEY_FLOAT
+             ? arg_go<8, KEY_F64, MAX>(w, rows, mask, n, idx0, first, st)
+         : p->key == WV_KEY_SIGNED
+             ? arg_go<8, KEY_S64, MAX>(w, rows, mask, n, idx0, first, st)
+             : arg_go<8, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
 }
 
 /* Cut below 2^31 rows (32-bit local indices), at a multiple of 4 rows so
  * every launch's rows stay 16-byte aligned. */
-cudaError_t launch_arg(wreducer *w, wave_dtype d, int kop, const void *d_rows,
+cudaError_t launch_arg(wreducer *w, const wv_op_plan *p, const void *d_rows,
                        const uint32_t *d_mask, uint64_t n, uint64_t idx0,
                        int first, cudaStream_t st)
 {
   const uint64_t cut = 1ull << 30;
-  const size_t rsz = wv_dtype_size(d);
+  const size_t rsz = p->row_bytes;
   uint64_t r0 = 0;
   do {
     uint64_t m = n - r0 < cut ? n - r0 : cut;
     const void *rows = (const unsigned char *)d_rows + r0 * rsz;
     const uint32_t *mask = d_mask != NULL ? d_mask + r0 : NULL;
-    cudaError_t e = kop == K_ARGMAX
-        ? arg_dtype<true>(w, d, rows, mask, (uint32_t)m, idx0 + r0, first, st)
-        : arg_dtype<false>(w, d, rows, mask, (uint32_t)m, idx0 + r0, first, st);
+    cudaError_t e = p->halves == WV_HALF_HI
+        ? arg_plan<true>(w, p, rows, mask, (uint32_t)m, idx0 + r0, first, st)
+        : arg_plan<false>(w, p, rows, mask, (uint32_t)m, idx0 + r0, first, st);
     if (e != cudaSuccess)
       return e;
     first = 0;
@@ -568,6 +574,37 @@ cudaError_t wreducer_init(wreducer *w)
   WVG_TRY(cudaMemset(w->ticket, 0, sizeof(uint32_t)));
   WVG_TRY(cudaMemset(w->res, 0, sizeof(wresult)));
   return wreducer_reserve(w, 4096, 256, 256, 64);
+}
+
+void wreducer_fini(wreducer *w)
+{
+  (void)cudaFree(w->partials);
+  (void)cudaFree(w->ticket);
+  (void)cudaFree(w->res);
+  tree_free(&w->tree);
+  if (w->h_res != NULL)
+    (void)cudaFreeHost(w->h_res);
+  memset(w, 0, sizeof *w);
+}
+
+cudaError_t wreducer_reserve(wreducer *w, size_t tiles, size_t pieces,
+                             size_t job_pieces, size_t chunks)
+{
+  return tree_reserve(&w->tree, tiles, pieces, job_pieces, chunks);
+}
+
+cudaError_t reduce_device_wide(wreducer *w, wave_dtype d, wave_op op,
+                               const void *d_rows, const uint32_t *d_mask,
+                               uint64_t n, cudaStream_t st)
+{
+  const wv_op_plan *p = wv_op_plan_of(d, op);
+  int kop = kernel_op(p);
+  if (kop == K_ARGMIN || kop == K_ARGMAX)
+    return launch_arg(w, p, d_rows, d_mask, n, 0, 1, st);
+  if (kop != K_FSUM)
+    return launch_w64(w, kop, p->key, d_rows, d_mask, n, 1, st);
+  return tree_device(&w->tree, w->res, (const double *)d_rows, d_mask, n,
+                     st);
 }
 
 } /* namespace WVG_NS */

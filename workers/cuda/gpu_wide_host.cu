@@ -1,6 +1,6 @@
 /* gpu_wide_host.cu - 64-bit and argmin/argmax jobs whose rows are in host
  * memory, through the device's double-buffered staging (gpu_device.cu's
- * gather and submit), and their results decoded.
+ * gather and submit); gpu_reducer.cu's decode_plan decodes the result.
  *
  *  - streaming ops (order-free 64-bit ops, argmin/argmax of any dtype):
  *    slices of consecutive logical rows, 2^24 of 4 bytes or 2^23 of 8
@@ -33,10 +33,11 @@ namespace WVG_NS {
 /* Rows of one 64-bit float sum piece: one tile. */
 #define WVG_DPIECE_ROWS WVG_TILE_ROWS
 
-static int wide_stream(gdev *g, const wv_reduce_job *job, int kop, int key,
-                       wave_error *err)
+static int wide_stream(gdev *g, const wv_reduce_job *job,
+                       const wv_op_plan *p, wave_error *err)
 {
-  const unsigned rsz = wv_dtype_size(job->dtype);
+  const int kop = kernel_op(p), key = p->key;
+  const unsigned rsz = p->row_bytes;
   const uint64_t slice = (uint64_t)WVG_SLICE_ROWS * 4 / rsz;
   cursor in = {job->input, job->n_input, 0, 0, {}, rsz};
   cursor mk = {job->mask, job->n_mask, 0, 0, {}, 4};
@@ -52,14 +53,13 @@ static int wide_stream(gdev *g, const wv_reduce_job *job, int kop, int key,
     if (job->has_mask)
       gather(&mk, n, WVG_MASK_OFF, &segs);
     int first = k == 0, has_mask = job->has_mask;
-    wave_dtype d = job->dtype;
     cudaStream_t st = g->compute;
     bool direct = job->rows <= slice;
     int rv = submit(g, k, segs, 0, direct, [=](unsigned char *dp) {
       const uint32_t *m = has_mask ? (const uint32_t *)(dp + WVG_MASK_OFF)
                                    : NULL;
       if (kop == K_ARGMIN || kop == K_ARGMAX)
-        return launch_arg(w, d, kop, dp, m, n, r0, first, st);
+        return launch_arg(w, p, dp, m, n, r0, first, st);
       return launch_w64(w, kop, key, dp, m, n, first, st);
     }, err);
     if (rv != 0)
@@ -91,11 +91,12 @@ static int dsum_finish(gdev *g, const std::vector<uint32_t> &seg_first,
     /* The previous job's copy out of h_seg finished with that job. */
     memcpy(g->h_seg, seg_first.data(), (size_t)nchunks * 4);
     g->h_seg[nchunks] = (uint32_t)total_pieces;
-    CK(cudaMemcpyAsync(w->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
+    CK(cudaMemcpyAsync(w->tree.seg, g->h_seg, ((size_t)nchunks + 1) * 4,
                        cudaMemcpyHostToDevice, g->compute));
-    dseg = w->seg;
+    dseg = w->tree.seg;
   }
-  CK(launch_dfinish(w, dseg, dseg ? nchunks : 1, (uint32_t)total_pieces,
+  CK(launch_tree_finish(&w->tree, w->res, dseg,
+                        dseg ? nchunks : 1, (uint32_t)total_pieces,
                     g->compute));
   return 0;
 }
@@ -127,7 +128,7 @@ static int dsum_send(gdev *g, dslice *s, bool final, int has_mask,
   cudaStream_t st = g->compute;
   int rv = submit(g, s->k, s->segs, table_bytes, final && s->k == 0,
                   [=](unsigned char *d) {
-    return launch_dsum(w, (const double *)d,
+    return launch_tree(&w->tree, w->res, (const double *)d,
                        has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
                        0, (const tile_desc *)(d + WVG_TILES_OFF), nt,
                        (const piece_desc *)(d + WVG_PIECES_OFF), pieces_out,
@@ -157,7 +158,8 @@ static int wide_dsum(gdev *g, const wv_reduce_job *job, wave_error *err)
                       nchunks));
   if (job->has_mask)
     CK(cudaMemsetAsync(&w->res->count, 0, sizeof w->res->count, g->compute));
-  double *pieces_out = total_pieces == 1 ? (double *)&w->res->a : w->pieces;
+  double *pieces_out = total_pieces == 1 ? (double *)&w->res->a
+                                          : w->tree.pieces;
   cursor mk = {job->mask, job->n_mask, 0, 0, {}, 4};
   mk.pinned.assign(job->n_mask, -1);
   std::vector<uint32_t> seg_first;
@@ -229,10 +231,9 @@ int reduce_wide_job(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
   int rv;
   if (g->wide == NULL && (rv = wide_open(g, err)) != 0)
     return rv;
-  int kop, key;
-  wide_op(job->dtype, job->op, &kop, &key);
-  rv = kop == K_DSUM ? wide_dsum(g, job, err)
-                     : wide_stream(g, job, kop, key, err);
+  const wv_op_plan *p = wv_op_plan_of(job->dtype, job->op);
+  rv = p->path == WV_PATH_FSUM ? wide_dsum(g, job, err)
+                               : wide_stream(g, job, p, err);
   if (rv != 0)
     return rv;
   wreducer *w = g->wide;
@@ -244,72 +245,6 @@ int reduce_wide_job(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
                        ? w->h_res->count : job->rows;
   decode_wide(job->dtype, job->op, w->h_res, count, out);
   return 0;
-}
-
-/* ---- results ------------------------------------------------------------ */
-
-static uint64_t float_from_key(uint64_t k, unsigned bits)
-{
-  const uint64_t sign = 1ull << (bits - 1);
-  const uint64_t all = bits == 64 ? ~0ull : (1ull << bits) - 1;
-  return (k & sign) ? (k & ~sign) : (~k & all);
-}
-
-int wide_counts(wave_dtype d, wave_op op, int has_mask)
-{
-  return has_mask || ((op == WAVE_ARGMIN || op == WAVE_ARGMAX) &&
-                      (d == WAVE_F32 || d == WAVE_F64));
-}
-
-/* A key back into the row's bits. */
-static uint64_t key_bits(int key, uint64_t k)
-{
-  switch (key) {
-  case KEY_S32: return k ^ 0x80000000u;
-  case KEY_S64: return k ^ 0x8000000000000000ull;
-  case KEY_F32: return float_from_key(k, 32);
-  case KEY_F64: return float_from_key(k, 64);
-  default: return k;
-  }
-}
-
-void decode_wide(wave_dtype d, wave_op op, const wresult *res, uint64_t count,
-                 wv_reduce_out *out)
-{
-  int kop, key;
-  wide_op(d, op, &kop, &key);
-  int arg = kop == K_ARGMIN || kop == K_ARGMAX;
-  out->n_values = op == WAVE_EXTENT ? 2 : 1;
-  out->count = count;
-  out->bits[0] = out->bits[1] = 0;
-  out->index = arg ? -1 : 0;
-  if (count == 0 || (arg && res->idx == WVG_NOIDX)) {
-    out->count = 0;
-    return;
-  }
-  if (kop == K_DSUM) {
-    double s;
-    memcpy(&s, &res->a, sizeof s);
-    out->bits[0] = wv_f64_sum_finish(s, count);
-    return;
-  }
-  if (arg) {
-    out->bits[0] = key_bits(key, res->a);
-    out->index = (int64_t)res->idx;
-    return;
-  }
-  uint64_t a = res->a, b = res->b;
-  if (key == KEY_F64) {
-    /* No finite row: min stayed all-ones / max stayed 0 -> +0.0. */
-    int none = kop == K_MAX ? a == 0 : a == ~0ull;
-    a = none ? 0 : key_bits(key, a);
-    b = none ? 0 : key_bits(key, b);
-  } else if (kop == K_MIN || kop == K_MAX || kop == K_EXT) {
-    a = key_bits(key, a);
-    b = key_bits(key, b);
-  }
-  out->bits[0] = a;
-  out->bits[1] = kop == K_EXT ? b : 0;
 }
 
 } /* namespace WVG_NS */
