@@ -105,6 +105,20 @@ int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
            size_t table_bytes, bool direct, const slot_kernel &kernel,
            wave_error *err);
 
+/* An order-free op or argmin/argmax from host memory, into the reducer's
+ * result (32-bit rows) or the wide reducer's (gpu_wide_host.cu). */
+int reduce_stream(gdev *g, const wv_reduce_job *job, const wv_op_plan *p,
+                  wave_error *err);
+/* A float sum from host memory into res (gpu_wide_host.cu; T float with
+ * R result, or double with R wresult): each chunk is cut into pieces of
+ * piece_rows rows of its own (a multiple of 65536: float32 2^24, float64
+ * one tile), packed into slices at 4-row-aligned offsets with tile and
+ * piece tables; launch_tree_finish folds the pieces where there are
+ * several.  Nothing is read back. */
+template <typename T, typename R>
+int reduce_tree(gdev *g, const wv_reduce_job *job, tree_bufs<T> *tb, R *res,
+                uint32_t piece_rows, wave_error *err);
+
 /* A wide job from host memory, result read back and decoded
  * (gpu_wide_host.cu; the device's wreducer is made on its first one). */
 int reduce_wide_job(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
