@@ -14,8 +14,8 @@
  *  - float sum: each chunk is cut into pieces at multiples of 2^24 of its
  *    own rows (gpu_internal.h says why that preserves the tree); pieces are
  *    packed into slices at 4-row-aligned offsets, described by a tile and a
- *    piece table that travel in the same staging buffer.  k_fsum writes one
- *    level-3 value per piece; k_finish folds pieces into chunk values and
+ *    piece table that travel in the same staging buffer.  k_tsum writes one
+ *    level-3 value per piece; k_tfinish folds pieces into chunk values and
  *    chunk values into the result.
  *  - the mask, chunked independently of the input, is gathered by logical
  *    row into the staging buffer's mask region, parallel to the rows.
