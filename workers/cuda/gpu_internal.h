@@ -80,6 +80,60 @@ enum kop { K_SUM, K_MIN, K_MAX, K_EXT, K_AND, K_OR, K_XOR, K_FSUM, K_ARGMIN,
 enum kkey { KEY_RAW = WV_KEY_RAW, KEY_S32 = WV_KEY_SIGNED,
             KEY_F32 = WV_KEY_FLOAT };
 
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/* ---- the order-free fold at either row width (K: uint32_t for k_int,
+ * unsigned long long for k_w64 and k_arg's 8-byte rows) ---------------- */
+
+template <int OP, typename K> __device__ __forceinline__ K ident()
+{
+  return (OP == K_MIN || OP == K_EXT || OP == K_AND) ? (K)~(K)0 : (K)0;
+}
+
+/* The order key of row x under key kind KEY, and whether it takes part
+ * (floats: finite rows only).  Floats: bits b with the sign set map to ~b,
+ * others to b | sign, so unsigned order is numeric order, -0.0 < +0.0. */
+template <int KEY, typename K>
+__device__ __forceinline__ K row_key(K x, bool *ok)
+{
+  const K sign = (K)1 << (sizeof(K) * 8 - 1);
+  if (KEY == KEY_F32) {
+    const K exp = sizeof(K) == 4 ? (K)0x7f800000u : (K)0x7ff0000000000000ull;
+    *ok = (x & exp) != exp;
+    return (x & sign) ? ~x : (x | sign);
+  }
+  *ok = true;
+  return KEY == KEY_S32 ? x ^ sign : x;
+}
+
+template <int OP, typename K>
+__device__ __forceinline__ void fold(K &a, K &b, K k)
+{
+  switch (OP) {
+  case K_SUM: a += k; break;
+  case K_MIN: a = min(a, k); break;
+  case K_MAX: a = max(a, k); break;
+  case K_EXT: a = min(a, k); b = max(b, k); break;
+  case K_AND: a &= k; break;
+  case K_OR: a |= k; break;
+  case K_XOR: a ^= k; break;
+  }
+}
+
+/* Merge a partial (a2, b2) into (a, b).  For extent a is a min and b a max:
+ * folding a2 into both, as for a row, would let the min identity (all
+ * ones) of an empty partial become the max. */
+template <int OP, typename K>
+__device__ __forceinline__ void combine(K &a, K &b, K a2, K b2)
+{
+  if (OP == K_EXT) {
+    a = min(a, a2);
+    b = max(b, b2);
+  } else {
+    fold<OP>(a, b, a2);
+  }
+}
+#endif
+
 /* The float-sum tree's device buffers (T: float or double), grown on
  * demand between jobs, never shrunk (gpu_tree.cu). */
 template <typename T> struct tree_bufs {

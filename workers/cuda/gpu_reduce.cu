@@ -24,41 +24,6 @@ namespace WVG_NS {
 
 /* ---- integer / key reductions ------------------------------------------ */
 
-template <int OP> __device__ __forceinline__ uint32_t ident_a()
-{
-  return (OP == K_MIN || OP == K_EXT || OP == K_AND) ? 0xffffffffu : 0u;
-}
-
-/* The key of one row, and whether it takes part (float: finite only). */
-template <int OP, int KEY>
-__device__ __forceinline__ uint32_t to_key(uint32_t x, bool *valid)
-{
-  if (KEY == KEY_S32 && (OP == K_MIN || OP == K_MAX || OP == K_EXT)) {
-    *valid = true;
-    return x ^ 0x80000000u;
-  }
-  if (KEY == KEY_F32) {
-    *valid = (x & 0x7f800000u) != 0x7f800000u;
-    return (x & 0x80000000u) ? ~x : (x | 0x80000000u);
-  }
-  *valid = true;
-  return x;
-}
-
-template <int OP>
-__device__ __forceinline__ void fold(uint32_t &a, uint32_t &b, uint32_t k)
-{
-  switch (OP) {
-  case K_SUM: a += k; break;
-  case K_MIN: a = min(a, k); break;
-  case K_MAX: a = max(a, k); break;
-  case K_EXT: a = min(a, k); b = max(b, k); break;
-  case K_AND: a &= k; break;
-  case K_OR: a |= k; break;
-  case K_XOR: a ^= k; break;
-  }
-}
-
 /* One row: fold its key unless masked out or not finite; count it when
  * selected. */
 template <int OP, int KEY, bool MASK>
@@ -67,7 +32,7 @@ __device__ __forceinline__ void fold_row(uint32_t &a, uint32_t &b,
                                          uint32_t m)
 {
   bool valid;
-  uint32_t k = to_key<OP, KEY>(x, &valid);
+  uint32_t k = row_key<KEY>(x, &valid);
   bool sel = !MASK || m != 0;
   if (MASK)
     cnt += sel ? 1u : 0u;
@@ -96,21 +61,6 @@ __device__ __forceinline__ void unit_fold(uint32_t &a, uint32_t &b)
   case K_AND: a = unit_and(a); break;
   case K_OR: a = unit_or(a); break;
   case K_XOR: a = unit_xor(a); break;
-  }
-}
-
-/* Merge a partial (a2, b2) into (a, b).  For extent a is a min and b a max:
- * folding a2 into both, as for a row, would let the min identity
- * (0xffffffff) of an empty partial become the max. */
-template <int OP>
-__device__ __forceinline__ void combine(uint32_t &a, uint32_t &b, uint32_t a2,
-                                        uint32_t b2)
-{
-  if (OP == K_EXT) {
-    a = min(a, a2);
-    b = max(b, b2);
-  } else {
-    fold<OP>(a, b, a2);
   }
 }
 
@@ -153,7 +103,7 @@ __global__ void __launch_bounds__(WVG_BLOCK)
 k_int(const uint4 *__restrict__ data, const uint4 *__restrict__ mask,
       uint64_t n, uint4 *partials, uint32_t *ticket, result *res, int first)
 {
-  uint32_t a = ident_a<OP>(), b = 0, cnt = 0;
+  uint32_t a = ident<OP, uint32_t>(), b = 0, cnt = 0;
   const uint64_t nvec = n >> 2;
   const uint64_t stride = (uint64_t)gridDim.x * WVG_BLOCK;
   uint64_t i = (uint64_t)blockIdx.x * WVG_BLOCK + threadIdx.x;
@@ -214,7 +164,7 @@ k_int(const uint4 *__restrict__ data, const uint4 *__restrict__ mask,
   if (!last)
     return;
   __threadfence();
-  a = ident_a<OP>();
+  a = ident<OP, uint32_t>();
   b = 0;
   c64 = 0;
   for (uint32_t j = threadIdx.x; j < gridDim.x; j += WVG_BLOCK) {

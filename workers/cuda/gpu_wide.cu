@@ -30,9 +30,6 @@
 
 namespace WVG_NS {
 
-#define SIGN64 0x8000000000000000ull
-#define EXP64 0x7ff0000000000000ull
-
 __device__ __forceinline__ unsigned long long shfl_xor64(unsigned long long v,
                                                          int m)
 {
@@ -43,70 +40,18 @@ __device__ __forceinline__ unsigned long long shfl_xor64(unsigned long long v,
 
 /* ---- order-free 64-bit ops ---------------------------------------------- */
 
-template <int OP> __device__ __forceinline__ unsigned long long ident64()
-{
-  return (OP == K_MIN || OP == K_EXT || OP == K_AND) ? ~0ull : 0ull;
-}
-
-template <int OP, int KEY>
-__device__ __forceinline__ unsigned long long key64(unsigned long long x,
-                                                    bool *valid)
-{
-  if (KEY == KEY_S64 && (OP == K_MIN || OP == K_MAX || OP == K_EXT)) {
-    *valid = true;
-    return x ^ SIGN64;
-  }
-  if (KEY == KEY_F64) {
-    *valid = (x & EXP64) != EXP64;
-    return (x & SIGN64) ? ~x : (x | SIGN64);
-  }
-  *valid = true;
-  return x;
-}
-
-template <int OP>
-__device__ __forceinline__ void fold64(unsigned long long &a,
-                                       unsigned long long &b,
-                                       unsigned long long k)
-{
-  switch (OP) {
-  case K_SUM: a += k; break;
-  case K_MIN: a = min(a, k); break;
-  case K_MAX: a = max(a, k); break;
-  case K_EXT: a = min(a, k); b = max(b, k); break;
-  case K_AND: a &= k; break;
-  case K_OR: a |= k; break;
-  case K_XOR: a ^= k; break;
-  }
-}
-
-/* A partial (a2, b2) into (a, b): extent's b is a max of its own. */
-template <int OP>
-__device__ __forceinline__ void combine64(unsigned long long &a,
-                                          unsigned long long &b,
-                                          unsigned long long a2,
-                                          unsigned long long b2)
-{
-  if (OP == K_EXT) {
-    a = min(a, a2);
-    b = max(b, b2);
-  } else {
-    fold64<OP>(a, b, a2);
-  }
-}
-
 template <int OP, int KEY, bool MASK>
 __device__ __forceinline__ void row64(unsigned long long &a,
                                       unsigned long long &b, uint32_t &cnt,
                                       unsigned long long x, uint32_t m)
 {
   bool valid;
-  unsigned long long k = key64<OP, KEY>(x, &valid);
+  unsigned long long k = row_key<KEY>(x, &valid);
   bool sel = !MASK || m != 0;
   if (MASK)
     cnt += sel ? 1u : 0u;
   if (sel && valid)
-    fold64<OP>(a, b, k);
+    fold<OP>(a, b, k);
 }
 
 template <int OP, int KEY, bool MASK>
@@ -128,7 +73,7 @@ __device__ __forceinline__ void block_fold64(unsigned long long &a,
       sc[WVG_BLOCK / 32];
 #pragma unroll
   for (int m = 16; m > 0; m >>= 1) {
-    combine64<OP>(a, b, shfl_xor64(a, m), shfl_xor64(b, m));
+    combine<OP>(a, b, shfl_xor64(a, m), shfl_xor64(b, m));
     c += shfl_xor64(c, m);
   }
   if (lane_id() == 0) {
@@ -139,7 +84,7 @@ __device__ __forceinline__ void block_fold64(unsigned long long &a,
   __syncthreads();
   if (threadIdx.x == 0)
     for (unsigned u = 1; u < WVG_BLOCK / 32; u++) {
-      combine64<OP>(a, b, sa[u], sb[u]);
+      combine<OP>(a, b, sa[u], sb[u]);
       c += sc[u];
     }
 }
@@ -149,7 +94,7 @@ __global__ void __launch_bounds__(WVG_BLOCK)
 k_w64(const uint4 *__restrict__ data, const uint2 *__restrict__ mask,
       uint64_t n, wresult *partials, uint32_t *ticket, wresult *res, int first)
 {
-  unsigned long long a = ident64<OP>(), b = 0;
+  unsigned long long a = ident<OP, unsigned long long>(), b = 0;
   uint32_t cnt = 0;
   const uint64_t nvec = n >> 1;
   const uint64_t stride = (uint64_t)gridDim.x * WVG_BLOCK;
@@ -194,18 +139,18 @@ k_w64(const uint4 *__restrict__ data, const uint2 *__restrict__ mask,
     if (!last)
       return;
     __threadfence();
-    a = ident64<OP>();
+    a = ident<OP, unsigned long long>();
     b = 0;
     c = 0;
     for (uint32_t j = threadIdx.x; j < gridDim.x; j += WVG_BLOCK) {
-      combine64<OP>(a, b, ld_cg(&partials[j].a), ld_cg(&partials[j].b));
+      combine<OP>(a, b, ld_cg(&partials[j].a), ld_cg(&partials[j].b));
       c += ld_cg(&partials[j].count);
     }
     block_fold64<OP>(a, b, c);
   }
   if (threadIdx.x == 0) {
     if (!first) {
-      combine64<OP>(a, b, res->a, res->b);
+      combine<OP>(a, b, res->a, res->b);
       c += res->count;
     }
     res->a = a;
@@ -240,22 +185,6 @@ __device__ __forceinline__ typename rw<W>::K worst()
   return MAX ? (typename rw<W>::K)0 : (typename rw<W>::K)~0ull;
 }
 
-/* The order key of x; *ok: finite (floats) or always (integers). */
-template <int W, int KEY>
-__device__ __forceinline__ typename rw<W>::K arg_key(typename rw<W>::K x,
-                                                     bool *ok)
-{
-  typedef typename rw<W>::K K;
-  const K sign = (K)1 << (W * 8 - 1);
-  if (KEY == KEY_F32 || KEY == KEY_F64) {
-    const K exp = W == 4 ? (K)0x7f800000u : (K)EXP64;
-    *ok = (x & exp) != exp;
-    return (x & sign) ? ~x : (x | sign);
-  }
-  *ok = true;
-  return KEY == KEY_S32 || KEY == KEY_S64 ? x ^ sign : x;
-}
-
 template <int W, bool MAX>
 __device__ __forceinline__ bool better(typename rw<W>::K k,
                                        typename rw<W>::K than)
@@ -270,9 +199,9 @@ __device__ __forceinline__ void arg_row(typename rw<W>::K &bk, uint32_t &bi,
                                         uint32_t m, uint32_t i)
 {
   typedef typename rw<W>::K K;
-  const bool fl = KEY == KEY_F32 || KEY == KEY_F64;
+  const bool fl = KEY == KEY_F32;
   bool ok;
-  K k = arg_key<W, KEY>(x, &ok);
+  K k = row_key<KEY>(x, &ok);
   bool sel = !MASK || m != 0;
   if (fl) {
     ok = ok && sel;
