@@ -7,6 +7,10 @@ target_compile_options(test_reduce PRIVATE -ffp-contract=off)
 # The op table (core/optable.c) row by row against docs/reduction.md, and
 # its order keys and fills (a fraction of a second).
 wave_test(test_optable SOURCES test_optable.c LIBS wvcore)
+# The exact float sum's accumulator (core/xsum.c, issue 39): the edge rules,
+# ties, cancellation, carries, merges, the reference, the wire form (about
+# a second).
+wave_test(test_xsum SOURCES test_xsum.c LIBS wvcore)
 # The 64-bit dtypes and argmin/argmax (issue 23 part 1): the reference, the
 # CPU backend and the refusal of the others (the fake backend stands in).
 wave_test(test_reduce64 SOURCES test_reduce64.c LIBS wvfake wvworkers wvcpu)
@@ -23,6 +27,13 @@ find_program(WAVE_NP_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(WAVE_NP_PYTHON3)
   add_test(NAME reduce_numpy COMMAND ${WAVE_NP_PYTHON3}
     ${CMAKE_CURRENT_SOURCE_DIR}/numpy_check.py $<TARGET_FILE:wvnp>)
+  # fsum (issue 39) against an exact rational reference with its own
+  # rounding: a dynamic-range sweep over every exponent, the edge rules,
+  # 10^6 random rows per dtype under chunkings, a permutation and mask
+  # chunkings (about 6 s of CPU).
+  add_test(NAME fsum_ref COMMAND ${WAVE_NP_PYTHON3}
+    ${CMAKE_CURRENT_SOURCE_DIR}/fsum_ref.py $<TARGET_FILE:wvnp>)
+  set_tests_properties(fsum_ref PROPERTIES TIMEOUT 300)
 endif()
 
 # a big reduction in slices (daemon/rq/slices.c) has the whole job's bits
