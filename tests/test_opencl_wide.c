@@ -402,7 +402,9 @@ static uint64_t tx_make(int f64, uint64_t s, uint64_t e, uint64_t f)
  *  2 adversarial bins: the largest fraction at exponents that alternate
  *    between neighbouring bins (every row flushes the cache), one sign;
  *  3 specials: NaN, +-inf, +-0.0 mixed into small values;
- *  4 signed zeros only; 5 narrow range (as the plain sum's data). */
+ *  4 signed zeros only; 5 narrow range (as the plain sum's data);
+ *  6 the largest finite, negative, in every row (the bins past the
+ *    largest row's top bit, and a negative X). */
 static void tx_fill(unsigned char *rows, uint64_t n, int f64, int kind)
 {
   const uint64_t emax = f64 ? 2046 : 254, sz = f64 ? 8 : 4;
@@ -441,8 +443,11 @@ static void tx_fill(unsigned char *rows, uint64_t n, int f64, int kind)
     case 4:
       v = r % 97 == 0 ? 0 : tx_make(f64, 1, 0, 0);
       break;
-    default:
+    case 5:
       v = tx_make(f64, r >> 63, (f64 ? 1013 : 117) + r % 20, r);
+      break;
+    default:
+      v = tx_make(f64, 1, emax, ~0ull);
       break;
     }
     memcpy(rows + sz * i, &v, sz);
@@ -479,7 +484,7 @@ static void tx_all(wv_device *d, uint64_t seed)
   static const uint64_t sizes[] = {1, 3, 4, 255, 257, 2047, 4099, 70001};
   tw_state = seed;
   for (int f64 = 0; f64 < 2; f64++)
-    for (int kind = 0; kind < 6; kind++)
+    for (int kind = 0; kind < 7; kind++)
       for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         tx_case(d, f64, kind, sizes[s], 3);
 }
