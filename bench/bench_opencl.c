@@ -17,7 +17,8 @@
  *     the same bytes in the same run; bits, count and index checked.
  *  4. The exact sum, op fsum (issue 39), float32 and float64 on narrow,
  *     full-range and cancelling rows, against the plain float sum of the
- *     same buffer in the same run; the bits checked.
+ *     same buffer in the same run; the bits checked.  Then small jobs
+ *     (2^10..2^14 rows) from host rows: fsum's latency against the sum's.
  *
  *   wvbench-opencl [--platform N] [--index N] [--match TEXT] [--rows N]
  *                  [--reps R] [--pack NAME|PATH] [--nonces N] [--no-hash]
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/base.h"
 #include "workers/hash/hash.h"
@@ -340,6 +342,67 @@ static int bo_fsum(wv_device *d, uint64_t rows32, int reps)
   return failed;
 }
 
+/* Small jobs (issue 39's target: fsum within 1.2x the plain sum's
+ * latency at 2^10..2^14 rows): wall time of wv_ocl_reduce from host rows
+ * (staging, launches, the read-back), median of 9 * reps, fsum and sum
+ * alternating on the same rows. */
+static double bo_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bo_fsum_small(wv_device *d, int reps)
+{
+  const int n = 9 * reps;
+  uint64_t *h = malloc((1u << 14) * 8);
+  double *t[2] = {calloc((size_t)n, sizeof(double)),
+                  calloc((size_t)n, sizeof(double))};
+  if (h == NULL || t[0] == NULL || t[1] == NULL)
+    return 1;
+  printf("small jobs from host rows (wv_ocl_reduce, wall time), median of "
+         "%d\n", n);
+  int failed = 0;
+  for (int f64 = 0; f64 < 2; f64++)
+    for (unsigned lg = 10; lg <= 14; lg += 2) {
+      const uint64_t rows = 1ull << lg;
+      const unsigned sz = f64 ? 8 : 4;
+      unsigned char *b = (unsigned char *)h;
+      for (uint64_t i = 0; i < rows; i++) {
+        uint64_t v = bo_xrow(f64, 0, i, rows, h);
+        memcpy(b + sz * i, &v, sz);
+      }
+      wv_span sp = {b, rows};
+      wave_error e = {0};
+      int rc = 0;
+      for (int r = 0; r < n + 2 && rc == 0; r++)   /* 2 warm-ups */
+        for (int op = 0; op < 2 && rc == 0; op++) {
+          wv_reduce_job job = {.dtype = f64 ? WAVE_F64 : WAVE_F32,
+                               .op = op ? WAVE_FSUM : WAVE_SUM,
+                               .input = &sp, .n_input = 1, .rows = rows};
+          wv_reduce_out o;
+          double t0 = bo_now();
+          rc = wv_ocl_reduce(d, &job, &o, &e);
+          if (r >= 2)
+            t[op][r - 2] = bo_now() - t0;
+        }
+      if (rc != 0) {
+        printf("  %s 2^%u FAILED: %s\n", f64 ? "f64" : "f32", lg, e.message);
+        failed = 1;
+        continue;
+      }
+      double ts = bo_median(t[0], n), tf = bo_median(t[1], n);
+      printf("  %s 2^%-2u rows   sum %8.1f us   fsum %8.1f us   fsum "
+             "latency %5.2f x sum\n", f64 ? "f64" : "f32", lg, ts * 1e6,
+             tf * 1e6, tf / ts);
+    }
+  free(h);
+  free(t[0]);
+  free(t[1]);
+  return failed;
+}
+
 static int bo_hash(wv_device_config *cfg, const char *pack_arg,
                    uint64_t nonces, int reps)
 {
@@ -485,7 +548,7 @@ int main(int argc, char **argv)
     wv_caps caps;
     wv_opencl_backend.caps(d, &caps);
     if (caps.dtypes64)
-      rc |= bo_fsum(d, rows, reps);
+      rc |= bo_fsum(d, rows, reps) | bo_fsum_small(d, reps);
     else
       printf("exact sum: not run (%s)\n", d->fp64_note);
   }
