@@ -15,15 +15,20 @@
  *  3. The wide jobs (issue 23: 64-bit dtypes at the same bytes, half the
  *     rows; argmin/argmax), device-resident, against a streaming read of
  *     the same bytes in the same run; bits, count and index checked.
+ *  4. The exact sum, op fsum (issue 39), float32 and float64 on narrow,
+ *     full-range and cancelling rows, against the plain float sum of the
+ *     same buffer in the same run; the bits checked.  Then small jobs
+ *     (2^10..2^14 rows) from host rows: fsum's latency against the sum's.
  *
  *   wvbench-opencl [--platform N] [--index N] [--match TEXT] [--rows N]
  *                  [--reps R] [--pack NAME|PATH] [--nonces N] [--no-hash]
- *                  [--no-wide] [--wide-only]
+ *                  [--no-wide] [--wide-only] [--no-fsum] [--fsum-only]
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/base.h"
 #include "workers/hash/hash.h"
@@ -234,6 +239,170 @@ static int bo_wide(wv_device *d, uint64_t rows32, int reps)
   return failed;
 }
 
+/* One row of the exact sum's data sets (issue 39): kind 0 narrow (as the
+ * float sum's: integers times 2^-20), 1 the full finite range (every
+ * exponent, both signs), 2 heavy cancellation (the second half negates
+ * the first, which mixes 1.0 into magnitudes up to 2^100). */
+static uint64_t bo_xrow(int f64, int kind, uint64_t i, uint64_t n,
+                        const uint64_t *prev)
+{
+  uint64_t r = (uint64_t)bo_rand() << 32 | bo_rand();
+  if (kind == 2 && i >= n / 2)
+    return prev[i - n / 2] ^ (f64 ? 1ull << 63 : 1ull << 31);
+  if (f64) {
+    double x = (double)(int32_t)bo_rand() * 0x1p-20;
+    uint64_t b;
+    memcpy(&b, &x, 8);
+    if (kind == 1)
+      b = (r & 0x800fffffffffffffu) | ((1 + r % 2046) << 52);
+    else if (kind == 2)
+      b = i % 64 == 0 ? 0x3ff0000000000000u
+                      : (r & 0x800fffffffffffffu) | ((923 + r % 200) << 52);
+    return b;
+  }
+  float x = (float)(int32_t)bo_rand() * 0x1p-20f;
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  if (kind == 1)
+    b = (uint32_t)((r & 0x807fffffu) | ((1 + (r >> 32) % 254) << 23));
+  else if (kind == 2)
+    b = i % 64 == 0 ? 0x3f800000u
+                    : (uint32_t)((r & 0x807fffffu) |
+                                 ((77 + (r >> 32) % 100) << 23));
+  return b;
+}
+
+/* The exact sum (op fsum) against the plain float sum of the same rows on
+ * the device in the same run, float32 at rows32 rows and float64 at half
+ * as many (the same bytes), each data set of bo_xrow; fsum's bits checked
+ * against wv_reduce_reference. */
+static int bo_fsum(wv_device *d, uint64_t rows32, int reps)
+{
+  const size_t bytes = rows32 * 4;
+  uint64_t *h = malloc(rows32 * 8);
+  unsigned char *rows = malloc(bytes);
+  double *t = calloc((size_t)reps, sizeof *t);
+  if (h == NULL || rows == NULL || t == NULL)
+    return 1;
+  static const char *const kinds[3] = {"narrow", "full range",
+                                       "cancellation"};
+  printf("exact sum (fsum) vs float sum, device-resident: %.0f MiB of rows, "
+         "median of %d, device time\n", (double)bytes / 1048576, reps);
+  int failed = 0;
+  for (int f64 = 0; f64 < 2; f64++)
+    for (int kind = 0; kind < 3; kind++) {
+      const wave_dtype dt = f64 ? WAVE_F64 : WAVE_F32;
+      const unsigned sz = f64 ? 8 : 4;
+      const uint64_t n = bytes / sz;
+      for (uint64_t i = 0; i < n; i++) {
+        h[i] = bo_xrow(f64, kind, i, n, h);
+        memcpy(rows + (size_t)sz * i, &h[i], sz);
+      }
+      cl_int ce;
+      cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY |
+                                CL_MEM_COPY_HOST_PTR, bytes, rows, &ce);
+      if (m == NULL) {
+        fprintf(stderr, "wvbench-opencl: clCreateBuffer: %s\n",
+                wv_ocl_errname(ce));
+        return 1;
+      }
+      wv_span sp = {rows, n};
+      wv_reduce_job job = {.dtype = dt, .op = WAVE_FSUM, .input = &sp,
+                           .n_input = 1, .rows = n};
+      wv_reduce_out want, got;
+      wave_error e = {0};
+      double tm[2];
+      int rc = wv_reduce_reference(&job, &want, &e);
+      for (int op = 0; op < 2 && rc == 0; op++) {
+        wave_op o = op ? WAVE_FSUM : WAVE_SUM;
+        for (int r = 0; rc == 0 && r < reps + 1; r++)  /* one warm-up */
+          rc = wv_ocl_reduce_resident(d, m, n, dt, o, &got,
+                                      &t[r ? r - 1 : 0], &e);
+        tm[op] = bo_median(t, reps);
+      }
+      if (rc == 0 && (got.bits[0] != want.bits[0] || got.count != n))
+        rc = wv_seterr(&e, WAVE_EMISMATCH, "bits %016" PRIx64 " count %"
+                       PRIu64 ", reference %016" PRIx64, got.bits[0],
+                       got.count, want.bits[0]);
+      if (rc != 0) {
+        printf("  %s %-14s FAILED: %s\n", f64 ? "f64" : "f32", kinds[kind],
+               e.message);
+        failed = 1;
+      } else {
+        printf("  %s %-14s sum %9.1f us %7.1f GB/s   fsum %9.1f us %7.1f "
+               "GB/s   fsum %5.2f x sum\n", f64 ? "f64" : "f32", kinds[kind],
+               tm[0] * 1e6, (double)bytes / tm[0] * 1e-9, tm[1] * 1e6,
+               (double)bytes / tm[1] * 1e-9, tm[0] / tm[1]);
+      }
+      clReleaseMemObject(m);
+    }
+  free(h);
+  free(rows);
+  free(t);
+  return failed;
+}
+
+/* Small jobs (issue 39's target: fsum within 1.2x the plain sum's
+ * latency at 2^10..2^14 rows): wall time of wv_ocl_reduce from host rows
+ * (staging, launches, the read-back), median of 9 * reps, fsum and sum
+ * alternating on the same rows. */
+static double bo_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bo_fsum_small(wv_device *d, int reps)
+{
+  const int n = 9 * reps;
+  uint64_t *h = malloc((1u << 14) * 8);
+  double *t[2] = {calloc((size_t)n, sizeof(double)),
+                  calloc((size_t)n, sizeof(double))};
+  if (h == NULL || t[0] == NULL || t[1] == NULL)
+    return 1;
+  printf("small jobs from host rows (wv_ocl_reduce, wall time), median of "
+         "%d\n", n);
+  int failed = 0;
+  for (int f64 = 0; f64 < 2; f64++)
+    for (unsigned lg = 10; lg <= 14; lg += 2) {
+      const uint64_t rows = 1ull << lg;
+      const unsigned sz = f64 ? 8 : 4;
+      unsigned char *b = (unsigned char *)h;
+      for (uint64_t i = 0; i < rows; i++) {
+        uint64_t v = bo_xrow(f64, 0, i, rows, h);
+        memcpy(b + sz * i, &v, sz);
+      }
+      wv_span sp = {b, rows};
+      wave_error e = {0};
+      int rc = 0;
+      for (int r = 0; r < n + 2 && rc == 0; r++)   /* 2 warm-ups */
+        for (int op = 0; op < 2 && rc == 0; op++) {
+          wv_reduce_job job = {.dtype = f64 ? WAVE_F64 : WAVE_F32,
+                               .op = op ? WAVE_FSUM : WAVE_SUM,
+                               .input = &sp, .n_input = 1, .rows = rows};
+          wv_reduce_out o;
+          double t0 = bo_now();
+          rc = wv_ocl_reduce(d, &job, &o, &e);
+          if (r >= 2)
+            t[op][r - 2] = bo_now() - t0;
+        }
+      if (rc != 0) {
+        printf("  %s 2^%u FAILED: %s\n", f64 ? "f64" : "f32", lg, e.message);
+        failed = 1;
+        continue;
+      }
+      double ts = bo_median(t[0], n), tf = bo_median(t[1], n);
+      printf("  %s 2^%-2u rows   sum %8.1f us   fsum %8.1f us   fsum "
+             "latency %5.2f x sum\n", f64 ? "f64" : "f32", lg, ts * 1e6,
+             tf * 1e6, tf / ts);
+    }
+  free(h);
+  free(t[0]);
+  free(t[1]);
+  return failed;
+}
+
 static int bo_hash(wv_device_config *cfg, const char *pack_arg,
                    uint64_t nonces, int reps)
 {
@@ -312,7 +481,7 @@ int main(int argc, char **argv)
   wv_device_config cfg = {.name = "ocl", .backend = "opencl",
                           };
   uint64_t rows = 0, nonces = 0;
-  int reps = 9, no_hash = 0, wide = 1, narrow = 1;
+  int reps = 9, no_hash = 0, wide = 1, narrow = 1, fsum = 1;
   const char *pack = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--index") == 0 && i + 1 < argc)
@@ -334,11 +503,16 @@ int main(int argc, char **argv)
     else if (strcmp(argv[i], "--no-wide") == 0)
       wide = 0;
     else if (strcmp(argv[i], "--wide-only") == 0)
-      narrow = 0, no_hash = 1;
+      narrow = 0, no_hash = 1, fsum = 0;
+    else if (strcmp(argv[i], "--no-fsum") == 0)
+      fsum = 0;
+    else if (strcmp(argv[i], "--fsum-only") == 0)
+      narrow = 0, no_hash = 1, wide = 0;
     else {
       fprintf(stderr, "usage: %s [--platform N] [--index N] [--match TEXT] "
               "[--rows N] [--reps R] [--pack NAME|PATH] [--nonces N] "
-              "[--no-hash] [--no-wide] [--wide-only]\n", argv[0]);
+              "[--no-hash] [--no-wide] [--wide-only] [--no-fsum] "
+              "[--fsum-only]\n", argv[0]);
       return 2;
     }
   }
@@ -369,6 +543,14 @@ int main(int argc, char **argv)
       rc |= bo_wide(d, rows, reps);
     else
       printf("wide reductions: not run (%s)\n", d->fp64_note);
+  }
+  if (fsum) {
+    wv_caps caps;
+    wv_opencl_backend.caps(d, &caps);
+    if (caps.dtypes64)
+      rc |= bo_fsum(d, rows, reps) | bo_fsum_small(d, reps);
+    else
+      printf("exact sum: not run (%s)\n", d->fp64_note);
   }
   wv_opencl_backend.close(d);
   if (!no_hash)

@@ -11,9 +11,15 @@
  * windows' partials meet), and with sub-group reductions off.  Then the
  * worked examples of docs/reduction.md, the device-resident entry point
  * the bench uses, the caps, and the float64 refusal of a device without
- * fp64 (simulated: PoCL has it).
+ * fp64 (simulated: PoCL has it).  Then the exact sum, op fsum
+ * (ocl_xsum.c): its rules written out by hand, and a dynamic-range sweep,
+ * cancellation, rows that flush the bin cache at every row, specials,
+ * signed zeros and narrow rows, chunked and masked at random, against the
+ * reference's bits, count and exact accumulator, on the default device and
+ * on tiny windows (many launches into the groups' bins).
  */
 #include <check.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +215,7 @@ START_TEST(test_wide_caps)
   wv_opencl_backend.caps(d, &c);
   ck_assert_int_eq(c.argminmax, 1);
   ck_assert_int_eq(c.dtypes64, d->fp64);
+  ck_assert_int_eq(c.fsum, 1);
   /* PoCL has cl_khr_fp64; a device without it is simulated: caps drop
    * the 64-bit dtypes, and a float64 sum that reaches the backend anyway
    * is refused naming the device and the reason. */
@@ -379,6 +386,213 @@ START_TEST(test_wide_resident)
 }
 END_TEST
 
+/* ---- the exact sum, op fsum (ocl_xsum.c; reduce.cl's xsum_*) ------------- */
+
+/* Bits of a row of dtype dt with biased exponent e, fraction f, sign s. */
+static uint64_t tx_make(int f64, uint64_t s, uint64_t e, uint64_t f)
+{
+  return f64 ? s << 63 | e << 52 | (f & 0xfffffffffffffu)
+             : s << 31 | e << 23 | (f & 0x7fffffu);
+}
+
+/* Rows of the exact sum's cases (kind):
+ *  0 the dynamic-range sweep: every exponent, subnormals to the largest
+ *    finite, random fractions and signs;
+ *  1 heavy cancellation: x, small, -x triples at random magnitudes;
+ *  2 adversarial bins: the largest fraction at exponents that alternate
+ *    between neighbouring bins (every row flushes the cache), one sign;
+ *  3 specials: NaN, +-inf, +-0.0 mixed into small values;
+ *  4 signed zeros only; 5 narrow range (as the plain sum's data);
+ *  6 the largest finite, negative, in every row (the bins past the
+ *    largest row's top bit, and a negative X). */
+static void tx_fill(unsigned char *rows, uint64_t n, int f64, int kind)
+{
+  const uint64_t emax = f64 ? 2046 : 254, sz = f64 ? 8 : 4;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = tw_next(), v;
+    switch (kind) {
+    case 0:
+      v = tx_make(f64, r >> 63, i % (emax + 1), tw_next());
+      break;
+    case 1: {
+      uint64_t k = i % 3, e = 1 + (i / 3 * 7919) % (emax - 1);
+      if (k == 1)
+        v = tx_make(f64, r >> 63, r % 40, r);
+      else {
+        uint64_t base;
+        memcpy(&base, rows + sz * (i - k), sz);
+        v = k == 0 ? tx_make(f64, r >> 63, e, r)
+                   : base ^ (f64 ? 1ull << 63 : 1ull << 31);
+      }
+      break;
+    }
+    case 2:
+      v = tx_make(f64, 0, (f64 ? 1000 : 120) + 16 * (i & 1) + (r & 1),
+                  ~0ull);
+      break;
+    case 3: {
+      static const uint64_t sp64[] = {0x7ff8000000000000u, 0xfff0000000000000u,
+                                      0x7ff0000000000000u,
+                                      0x8000000000000000u, 0};
+      static const uint64_t sp32[] = {0x7fc00000u, 0xff800000u, 0x7f800000u,
+                                      0x80000000u, 0};
+      v = r % 50 == 0 ? (f64 ? sp64 : sp32)[tw_below(5)]
+                      : tx_make(f64, r >> 63, (f64 ? 1020 : 124) + r % 8, r);
+      break;
+    }
+    case 4:
+      v = r % 97 == 0 ? 0 : tx_make(f64, 1, 0, 0);
+      break;
+    case 5:
+      v = tx_make(f64, r >> 63, (f64 ? 1013 : 117) + r % 20, r);
+      break;
+    default:
+      v = tx_make(f64, 1, emax, ~0ull);
+      break;
+    }
+    memcpy(rows + sz * i, &v, sz);
+  }
+}
+
+/* n rows of kind under random chunkings and masks, compared with the
+ * reference's bits, count and accumulator each time. */
+static void tx_case(wv_device *d, int f64, int kind, uint64_t n, int tries)
+{
+  const wave_dtype dt = f64 ? WAVE_F64 : WAVE_F32;
+  const unsigned sz = f64 ? 8 : 4;
+  for (int t = 0; t < tries; t++) {
+    tw_job j;
+    tw_make(&j, dt, WAVE_FSUM, n, t % 2, (t + kind) % 4);
+    tx_fill(j.rows, n, f64, kind);
+    char what[64];
+    snprintf(what, sizeof what, "fsum kind %d try %d", kind, t);
+    wv_reduce_out want, got;
+    wave_error e1 = {0}, e2 = {0};
+    ck_assert_int_eq(wv_reduce_reference(&j.job, &want, &e1), 0);
+    int rc = wv_ocl_reduce(d, &j.job, &got, &e2);
+    ck_assert_msg(rc == 0, "%s: %s", what, e2.message);
+    tw_same(&got, &want, &j.job, what);
+    ck_assert_msg(memcmp(&got.xsum, &want.xsum, sizeof got.xsum) == 0,
+                  "%s: the accumulators differ", what);
+    tw_free(&j);
+  }
+  (void)sz;
+}
+
+static void tx_all(wv_device *d, uint64_t seed)
+{
+  static const uint64_t sizes[] = {1, 3, 4, 255, 257, 4099, 70001};
+  tw_state = seed;
+  for (int f64 = 0; f64 < 2; f64++)
+    for (int kind = 0; kind < 7; kind++)
+      for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        tx_case(d, f64, kind, sizes[s], 3);
+}
+
+START_TEST(test_fsum_default)
+{
+  wv_device *d = tw_open(0, 0);
+  tx_all(d, 21);
+  /* 10^6 rows of the sweep and of cancellation, many chunkings. */
+  for (int f64 = 0; f64 < 2; f64++) {
+    tx_case(d, f64, 0, 1000000, 2);
+    tx_case(d, f64, 1, 1000000, 1);
+  }
+  wv_ocl_close(d);
+}
+END_TEST
+
+START_TEST(test_fsum_windows)
+{
+  /* tiny windows: many launches add into the groups' rows */
+  wv_device *d = tw_open(512, 0);
+  tx_all(d, 22);
+  for (int f64 = 0; f64 < 2; f64++)
+    tx_case(d, f64, 2, 300000, 2);
+  wv_ocl_close(d);
+}
+END_TEST
+
+static void tx_expect(wv_device *d, int f64, const uint64_t *v, size_t n,
+                      const uint32_t *mask, uint64_t bits, uint64_t count)
+{
+  uint32_t r32[16];
+  for (size_t i = 0; i < n; i++)
+    r32[i] = (uint32_t)v[i];
+  wv_span s = {f64 ? (const void *)v : (const void *)r32, n};
+  wv_span m = {mask, n};
+  wv_reduce_job j = {.dtype = f64 ? WAVE_F64 : WAVE_F32, .op = WAVE_FSUM,
+                     .input = &s, .n_input = 1, .rows = n, .mask = &m,
+                     .n_mask = mask != NULL, .has_mask = mask != NULL};
+  wv_reduce_out o;
+  wave_error e = {0};
+  ck_assert_msg(wv_ocl_reduce(d, &j, &o, &e) == 0, "%s", e.message);
+  ck_assert_msg(o.bits[0] == bits && o.count == count, "rows %zu: got %"
+                PRIx64 " count %" PRIu64 ", want %" PRIx64 " count %" PRIu64,
+                n, o.bits[0], o.count, bits, count);
+}
+
+/* The rules of docs/reduction.md "fsum", written out by hand. */
+START_TEST(test_fsum_rules)
+{
+  wv_device *d = tw_open(0, 0);
+  /* 1e30, 1, -1e30 (float64) and 2^100, 1, -2^100 (float32): 1.0 */
+  uint64_t c64[3] = {0x46293e5939a08ceau, 0x3ff0000000000000u,
+                     0xc6293e5939a08ceau};
+  tx_expect(d, 1, c64, 3, NULL, 0x3ff0000000000000u, 3);
+  uint64_t c32[3] = {0x71800000u, 0x3f800000u, 0xf1800000u};
+  tx_expect(d, 0, c32, 3, NULL, 0x3f800000u, 3);
+  /* ties to even: 1 + 2^-24 is 1; 1 + 3 2^-24 is 1 + 2^-22; 1 + 2^-24 +
+   * 2^-60 rounds up */
+  uint64_t t1[2] = {0x3f800000u, 0x33800000u};
+  tx_expect(d, 0, t1, 2, NULL, 0x3f800000u, 2);
+  uint64_t t2[2] = {0x3f800000u, 0x34400000u};
+  tx_expect(d, 0, t2, 2, NULL, 0x3f800002u, 2);
+  uint64_t t3[3] = {0x3f800000u, 0x33800000u, 0x21800000u};
+  tx_expect(d, 0, t3, 3, NULL, 0x3f800001u, 3);
+  uint64_t t4[2] = {0x3ff0000000000000u, 0x3ca0000000000000u};
+  tx_expect(d, 1, t4, 2, NULL, 0x3ff0000000000000u, 2);
+  /* subnormals exact: 3 ulp - 1 ulp; overflow to +-inf */
+  uint64_t s1[2] = {3, 0x80000001u};
+  tx_expect(d, 0, s1, 2, NULL, 2, 2);
+  uint64_t o1[2] = {0x7f7fffffu, 0x7f7fffffu};
+  tx_expect(d, 0, o1, 2, NULL, 0x7f800000u, 2);
+  uint64_t o2[2] = {0xffefffffffffffffu, 0xffefffffffffffffu};
+  tx_expect(d, 1, o2, 2, NULL, 0xfff0000000000000u, 2);
+  /* signed zeros: all -0.0 is -0.0; any other row makes +0.0 */
+  uint64_t z1[3] = {0x80000000u, 0x80000000u, 0x80000000u};
+  tx_expect(d, 0, z1, 3, NULL, 0x80000000u, 3);
+  uint64_t z2[3] = {0x80000000u, 0, 0x80000000u};
+  tx_expect(d, 0, z2, 3, NULL, 0, 3);
+  uint64_t z3[2] = {0x3ff0000000000000u, 0xbff0000000000000u};
+  tx_expect(d, 1, z3, 2, NULL, 0, 2);
+  /* NaN, both infinities: the canonical NaN; one infinity: it */
+  uint64_t n1[3] = {0x3f800000u, 0xffc00001u, 0x3f800000u};
+  tx_expect(d, 0, n1, 3, NULL, 0x7fc00000u, 3);
+  uint64_t n2[3] = {0x7ff0000000000000u, 1, 0xfff0000000000000u};
+  tx_expect(d, 1, n2, 3, NULL, 0x7ff8000000000000u, 3);
+  uint64_t n3[3] = {0xff800000u, 0x7f7fffffu, 0x7f7fffffu};
+  tx_expect(d, 0, n3, 3, NULL, 0xff800000u, 3);
+  /* masks: the NaN and +0.0 left out; nothing selected is +0.0, count 0 */
+  uint32_t m1[3] = {1, 0, 1}, m0[3] = {0, 0, 0};
+  tx_expect(d, 0, n1, 3, m1, 0x40000000u, 2);
+  tx_expect(d, 0, z2, 3, m1, 0x80000000u, 2);
+  tx_expect(d, 0, n1, 3, m0, 0, 0);
+  /* float64 needs the wide program: without it, UNSUPPORTED saying so */
+  cl_program wide = d->wide;
+  d->wide = NULL;
+  wv_span s = {c64, 3};
+  wv_reduce_job j = {.dtype = WAVE_F64, .op = WAVE_FSUM, .input = &s,
+                     .n_input = 1, .rows = 3};
+  wv_reduce_out o;
+  wave_error e = {0};
+  ck_assert_int_eq(wv_ocl_reduce(d, &j, &o, &e), WAVE_EUNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(e.message, "no wide program"));
+  d->wide = wide;
+  wv_ocl_close(d);
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("opencl_wide");
@@ -390,6 +604,9 @@ int main(void)
   tcase_add_test(tc, test_wide_local);
   tcase_add_test(tc, test_wide_examples);
   tcase_add_test(tc, test_wide_resident);
+  tcase_add_test(tc, test_fsum_rules);
+  tcase_add_test(tc, test_fsum_default);
+  tcase_add_test(tc, test_fsum_windows);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

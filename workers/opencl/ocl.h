@@ -1,8 +1,8 @@
 /* ocl.h - the OpenCL backend's device context, shared by the files of
  * workers/opencl/ (ocl_open.c: platform and device choice, program builds,
  * the exchange rule, caps, the vtable; ocl_reduce.c: reductions, on the
- * op table; ocl_stage.c: their staging, walk and level plan; ocl_hash.c:
- * hash jobs).
+ * op table; ocl_stage.c: their staging, walk and level plan; ocl_xsum.c:
+ * the exact float sum, op fsum; ocl_hash.c: hash jobs).
  *
  * A device is one cl_context with one in-order command queue on one
  * cl_device_id, used by one device thread only (workers/worker.h), so
@@ -48,6 +48,7 @@ enum wv_ocl_kernel {
   WV_OCL_RED_UMAX, WV_OCL_RED_SMAX, WV_OCL_RED_FMAX,
   WV_OCL_RED_UEXT, WV_OCL_RED_SEXT, WV_OCL_RED_FEXT,
   WV_OCL_RED_FINISH, WV_OCL_FSUM_LEVEL1, WV_OCL_FSUM_TREE,
+  WV_OCL_XSUM_BINS, WV_OCL_XSUM_FOLD,
   WV_OCL_RED_COUNT_,
   /* the base program's others: the bench's baseline, hashbase.cl */
   WV_OCL_STREAM = WV_OCL_RED_COUNT_, WV_OCL_DATASET, WV_OCL_FOLD_COUNT,
@@ -240,6 +241,21 @@ int wv_ocl_plan_send(wv_device *d, const wv_ocl_plan *pl, size_t esize,
  * read the result (esize bytes) into v. */
 int wv_ocl_plan_run(wv_device *d, const wv_ocl_plan *pl, cl_kernel kt,
                     size_t esize, void *v, cl_event *ev, wave_error *err);
+
+/* ---- ocl_xsum.c ---------------------------------------------------------- */
+
+struct wv_op_plan;
+/* The exact float sum (plan p's path WV_PATH_XSUM; wv_dev_reduce has
+ * checked the job): out->xsum, its rounding, the count. */
+int wv_ocl_xsum(wv_device *d, const wv_reduce_job *job,
+                const struct wv_op_plan *p, wv_reduce_out *out,
+                wave_error *err);
+/* Benchmarks: the same over rows already in device buffer data (one
+ * chunk, no mask, rows a multiple of 4); *e0 and *e1 (may be NULL): the
+ * first and the last launch's events. */
+int wv_ocl_xsum_resident(wv_device *d, cl_mem data, uint64_t rows,
+                         const struct wv_op_plan *p, wv_reduce_out *out,
+                         cl_event *e0, cl_event *e1, wave_error *err);
 
 /* ---- ocl_hash.c ---------------------------------------------------------- */
 

@@ -540,7 +540,8 @@ static int oo_info(wv_device *d)
 const char *const wv_ocl_kernel_names[WV_OCL_KERNEL_COUNT_] = {
   "red_sum", "red_and", "red_or", "red_xor", "red_umin", "red_smin",
   "red_fmin", "red_umax", "red_smax", "red_fmax", "red_uext", "red_sext",
-  "red_fext", "red_finish", "fsum_level1", "fsum_tree", "stream_read",
+  "red_fext", "red_finish", "fsum_level1", "fsum_tree", "xsum_bins",
+  "xsum_fold", "stream_read",
   "hash_dataset", "hash_fold_count", "hash_fold_winners",
   "hash_fold_segments",
 };
@@ -701,6 +702,9 @@ static void oo_caps(wv_device *d, wv_caps *caps)
    * (cl_khr_fp64, ocl_reduce.c); argmin/argmax need no double. */
   caps->dtypes64 = d->wide != NULL && d->fp64;
   caps->argminmax = d->wide != NULL;
+  /* fsum is integer work with 32-bit local atomics, core OpenCL C: every
+   * device that opens runs float32; float64 rides on dtypes64. */
+  caps->fsum = 1;
   if (!caps->dtypes64)
     snprintf(caps->wide_why, sizeof caps->wide_why, "%.100s: %s", d->name,
              d->wide == NULL ? "its 64-bit kernels did not build"

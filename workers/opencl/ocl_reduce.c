@@ -31,6 +31,8 @@
  *    values in chunk order (a run of one value passes through: G of one
  *    value padded with -0.0 is that value).  The float64 sum needs
  *    cl_khr_fp64 with denormals and round to nearest, and a probe at open.
+ *  - The exact sum (op fsum) is ocl_xsum.c's: the stream of the order-free
+ *    ops into bins of integers.
  *  - argmin/argmax: the stream starts at the first selected row i0, so
  *    indices are i0 + the stream position.  An unselected row after it
  *    becomes, for the integers, a copy of row i0's value (it can only tie
@@ -446,6 +448,8 @@ int wv_ocl_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     return wv_seterr(err, p->rc, NULL);
   out->n_values = p->n_values;
   out->index = p->path == WV_PATH_ARG ? -1 : 0;
+  if (p->path == WV_PATH_XSUM)
+    wv_xsum_init(&out->xsum, job->dtype);
   if (job->rows == 0)
     return 0;
   int rv = or_runs(d, p, err);
@@ -453,6 +457,8 @@ int wv_ocl_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     return rv;
   if (p->path == WV_PATH_FSUM)
     return or_fsum(d, job, p, out, err);
+  if (p->path == WV_PATH_XSUM)
+    return wv_ocl_xsum(d, job, p, out, err);
   return or_streamed(d, job, p, out, err);
 }
 
@@ -495,6 +501,8 @@ int wv_ocl_reduce_resident(wv_device *d, cl_mem data, uint64_t rows,
     free(pl.desc);
     if (rv == 0)
       out->bits[0] = or_fsum_bits(v, sz, rows);
+  } else if (rv == 0 && p->path == WV_PATH_XSUM) {
+    rv = wv_ocl_xsum_resident(d, data, rows, p, out, &e0, &e1, err);
   } else if (rv == 0) {
     const int arg = p->path == WV_PATH_ARG;
     if (arg) {

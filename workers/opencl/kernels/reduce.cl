@@ -31,6 +31,10 @@
 // values of later levels; the 64-bit build has double4 where the 32-bit one
 // has float4, the same shapes and pairs.  All float work is additions, so
 // contraction cannot occur; FP_CONTRACT is off anyway.
+//
+// The exact sum (op fsum, ocl_xsum.c) is integer work only: xsum_bins adds
+// each row's significand into per-work-group rows of 16-bit bins, xsum_fold
+// sums the rows; its section below proves the bounds.
 #pragma OPENCL FP_CONTRACT OFF
 
 #ifndef WV_ROW64
@@ -441,6 +445,227 @@ void fsum_tree(__global const ft *src, __global const uint2 *desc,
   }
 }
 #endif   // WV_FSUM
+
+// ---- exact float sum (op fsum, core/xsum.h) -------------------------------
+//
+// xsum_bins: every work-group adds its rows into its own row of XNB signed
+// 64-bit bins in gb[] (bin j weighs 2^(16 j) units of the dtype's smallest
+// subnormal), accumulating over launches; xsum_fold sums the groups' rows.
+// A finite row is M * 2^b units (M < 2^24 or 2^53, b = max(e, 1) - 1); with
+// b = 16 i + s it is M << s at bin i.  Float64 splits M = Mh 2^32 + Ml, so
+// Ml << s sits at bin i and Mh << s at bin i + 2 (32 bits = two bins).
+//
+// A work item keeps a private cache: one bin index ci and a long per part
+// (f32: acc; f64: acl at ci, ach at ci + 2).  A row at another bin flushes
+// the cache (a row of value zero never does) into the group's local bins:
+// xs_put splits a long into four 16-bit pieces at bins ci .. ci + 3 and
+// adds each nonzero piece with a 32-bit local atomic (core OpenCL C: no
+// 64-bit atomics needed); items spread over XCOPIES copies of the bins.
+// Every tile (XTILE loop turns of four 16-byte vectors) ends with a
+// barrier, items lid < XNB drain bin lid of every copy into a private long
+// tot and zero it, and a barrier.  At the end the caches flush, the bins
+// drain once more, and item 0 adds the group's totals into its row of gb
+// with carries, leaving bins 0 .. XNB-2 in [0, 2^16) and the top one
+// signed.  Flags (WV_XSUM_*) are ORed per item, per group, per fold.
+//
+// Bounds (no long or int can overflow):
+//  - a row's part: f32 |M << s| < 2^24 2^15 = 2^39; f64 |Ml << s| < 2^47,
+//    |Mh << s| < 2^36.  The caches are flushed at least every XCAP + 1
+//    tiles: f32 2^16 tiles of 64 rows (2^22 adds, |acc| < 2^61), f64 2^9
+//    tiles of 32 rows (2^14 adds, |acl| < 2^61).
+//  - a local 32-bit bin between two drains: every flush adds at most one
+//    piece (|piece| < 2^16) to a given bin; an item flushes at most
+//    parts * (rows per tile + 1) times a tile (a switch per row, the forced
+//    flush): f32 1 * 65, f64 2 * 33 = 66 < 2^7; 256 items: |bin| < 2^8 2^7
+//    2^16 = 2^31, in all copies together.
+//  - tot: under 2^31 a tile, so under 2^63 for any launch under 2^32 tiles;
+//    gb's carries then stay far inside a long, and the fold adds at most
+//    ngroups values under 2^16 (the top bin's under 2^14) per bin.
+//  - reach: f32 b <= 253, i <= 15, pieces to bin 18 < XNB = 20; f64
+//    b <= 2045, i <= 127, Mh's pieces to bin 132 < XNB = 136.
+#define XTILE 4
+#define XCOPIES 8
+#define XPIECE 0xffffL
+#if WV_ROW64
+#define XNB 136
+#define XCAP 511u
+#define XNEGZ ((vt)(SIGN64))
+#else
+#define XNB 20
+#define XCAP 65535u
+#define XNEGZ ((vt)(SIGN32))
+#endif
+
+inline void xs_put(volatile __local int *lb, uint i, long a)
+{
+  int p = (int)(a & XPIECE);
+  if (p != 0)
+    atomic_add(lb + i, p);
+  p = (int)((a >> 16) & XPIECE);
+  if (p != 0)
+    atomic_add(lb + i + 1, p);
+  p = (int)((a >> 32) & XPIECE);
+  if (p != 0)
+    atomic_add(lb + i + 2, p);
+  p = (int)(a >> 48);
+  if (p != 0)
+    atomic_add(lb + i + 3, p);
+}
+
+#if WV_ROW64
+#define XFRAC 0xfffffffffffffUL
+#define XROW(u)                                                              \
+  do {                                                                       \
+    const ulong u_ = (u);                                                    \
+    const uint e_ = (uint)(u_ >> 52) & 0x7ffu;                               \
+    const int sp_ = e_ == 0x7ffu, neg_ = (u_ >> 63) != 0;                    \
+    fl |= (sp_ ? ((u_ & XFRAC) ? 1u : neg_ ? 4u : 2u) : 0u) |               \
+          (u_ != SIGN64 ? 8u : 0u);                                          \
+    const ulong m_ = sp_ ? 0UL : (u_ & XFRAC) | (e_ ? 1UL << 52 : 0UL);     \
+    const uint b_ = e_ ? e_ - 1u : 0u, i_ = b_ >> 4, s_ = b_ & 15u;         \
+    long lo_ = (long)((m_ & 0xffffffffUL) << s_);                            \
+    long hi_ = (long)((m_ >> 32) << s_);                                     \
+    if (neg_) {                                                              \
+      lo_ = -lo_;                                                            \
+      hi_ = -hi_;                                                            \
+    }                                                                        \
+    if (m_ != 0 && i_ != ci) {                                               \
+      xs_put(lb, ci, acl);                                                   \
+      xs_put(lb, ci + 2u, ach);                                              \
+      ci = i_;                                                               \
+      acl = 0;                                                               \
+      ach = 0;                                                               \
+    }                                                                        \
+    acl += lo_;                                                              \
+    ach += hi_;                                                              \
+  } while (0)
+#define XROWS(a) do { XROW((a).x); XROW((a).y); } while (0)
+#define XFLUSH()                                                             \
+  do {                                                                       \
+    xs_put(lb, ci, acl);                                                     \
+    xs_put(lb, ci + 2u, ach);                                                \
+    acl = 0;                                                                 \
+    ach = 0;                                                                 \
+  } while (0)
+#else
+#define XROW(u)                                                              \
+  do {                                                                       \
+    const uint u_ = (u);                                                     \
+    const uint e_ = (u_ >> 23) & 0xffu;                                      \
+    const int sp_ = e_ == 0xffu, neg_ = (u_ >> 31) != 0;                     \
+    fl |= (sp_ ? ((u_ & 0x7fffffu) ? 1u : neg_ ? 4u : 2u) : 0u) |           \
+          (u_ != SIGN32 ? 8u : 0u);                                          \
+    const uint m_ = sp_ ? 0u : (u_ & 0x7fffffu) | (e_ ? 0x800000u : 0u);    \
+    const uint b_ = e_ ? e_ - 1u : 0u, i_ = b_ >> 4;                         \
+    long v_ = (long)m_ << (b_ & 15u);                                        \
+    if (neg_)                                                                \
+      v_ = -v_;                                                              \
+    if (m_ != 0u && i_ != ci) {                                              \
+      xs_put(lb, ci, acc);                                                   \
+      ci = i_;                                                               \
+      acc = 0;                                                               \
+    }                                                                        \
+    acc += v_;                                                               \
+  } while (0)
+#define XROWS(a)                                                             \
+  do { XROW((a).x); XROW((a).y); XROW((a).z); XROW((a).w); } while (0)
+#define XFLUSH()                                                             \
+  do {                                                                       \
+    xs_put(lb, ci, acc);                                                     \
+    acc = 0;                                                                 \
+  } while (0)
+#endif
+
+// Items lid < XNB move bin lid of every copy into tot.
+#define XDRAIN()                                                             \
+  do {                                                                       \
+    barrier(CLK_LOCAL_MEM_FENCE);                                            \
+    if (lid < XNB)                                                           \
+      for (uint c_ = 0; c_ < XCOPIES; c_++) {                                \
+        tot += lbin[c_ * XNB + lid];                                         \
+        lbin[c_ * XNB + lid] = 0;                                            \
+      }                                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                            \
+  } while (0)
+
+// nvec 16-byte vectors of rows (padded with -0.0) into group g's row
+// gb[g * XNB ..] and its flags gf[g], both kept from earlier launches.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void xsum_bins(__global const vt *in, ulong nvec, __global long *gb,
+               __global uint *gf)
+{
+  volatile __local int lbin[XCOPIES * XNB];
+  __local long ltot[XNB];
+  volatile __local uint lfl;
+  const uint lid = get_local_id(0);
+  for (uint j = lid; j < XCOPIES * XNB; j += WG)
+    lbin[j] = 0;
+  if (lid == 0)
+    lfl = 0u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  volatile __local int *lb = lbin + (lid % XCOPIES) * XNB;
+  const ulong stride = get_global_size(0);
+  const ulong ntile = (nvec + XTILE * 4 * stride - 1) / (XTILE * 4 * stride);
+  ulong i = get_global_id(0);
+  uint ci = 0u, fl = 0u;
+  long tot = 0;
+#if WV_ROW64
+  long acl = 0, ach = 0;
+#else
+  long acc = 0;
+#endif
+  for (ulong t = 0; t < ntile; t++) {
+    for (uint k = 0; k < XTILE; k++, i += 4 * stride) {
+      vt a = i < nvec ? in[i] : XNEGZ;
+      vt b = i + stride < nvec ? in[i + stride] : XNEGZ;
+      vt c = i + 2 * stride < nvec ? in[i + 2 * stride] : XNEGZ;
+      vt d = i + 3 * stride < nvec ? in[i + 3 * stride] : XNEGZ;
+      XROWS(a);
+      XROWS(b);
+      XROWS(c);
+      XROWS(d);
+    }
+    if (((uint)t & XCAP) == XCAP)
+      XFLUSH();
+    XDRAIN();
+  }
+  XFLUSH();
+  XDRAIN();
+  if (lid < XNB)
+    ltot[lid] = tot;
+  atomic_or(&lfl, fl);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid == 0) {
+    __global long *row = gb + (ulong)get_group_id(0) * XNB;
+    long carry = 0;
+    for (uint j = 0; j + 1 < XNB; j++) {
+      long v = row[j] + ltot[j] + carry;
+      row[j] = v & XPIECE;
+      carry = v >> 16;
+    }
+    row[XNB - 1] += ltot[XNB - 1] + carry;
+    gf[get_group_id(0)] |= lfl;
+  }
+}
+
+// out[j] = the sum of bin j over ngroups rows of gb; out[XNB] the flags.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void xsum_fold(__global const long *gb, uint ngroups,
+               __global const uint *gf, __global long *out)
+{
+  const uint lid = get_local_id(0);
+  if (lid < XNB) {
+    long s = 0;
+    for (uint g = 0; g < ngroups; g++)
+      s += gb[(ulong)g * XNB + lid];
+    out[lid] = s;
+  } else if (lid == XNB) {
+    uint f = 0u;
+    for (uint g = 0; g < ngroups; g++)
+      f |= gf[g];
+    out[XNB] = (long)f;
+  }
+}
 
 #if !WV_ROW64
 // The bench's streaming-read baseline: every 16-byte vector read once.
