@@ -193,7 +193,8 @@ static int ar_apply(wv_args *a, const wv_opt *o, const char *v,
   case WV_O_OP:
     if ((a->op = wave_op_parse(v)) == WAVE_OP_NONE)
       return wv_seterr(err, WAVE_EARG, "--op: unknown op '%s' (sum, min, "
-                       "max, extent, and, or, xor, argmin, argmax)", v);
+                       "max, extent, and, or, xor, argmin, argmax, fsum)",
+                       v);
     break;
   case WV_O_DTYPE:
     if ((a->dtype = wave_dtype_parse(v)) == WAVE_DTYPE_NONE)

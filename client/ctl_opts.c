@@ -21,9 +21,10 @@
 const wv_opt wv_opts[] = {
   /* options of one command, in the order usage lists them */
   {"op", "OP", WV_O_OP, B(REDUCE),
-   "sum min max extent and or xor argmin argmax",
+   "sum min max extent and or xor argmin argmax fsum",
    "the reduction: sum, min, max, extent, and, or, xor, argmin, argmax "
-   "(the value and the index of its first row)"},
+   "(the value and the index of its first row), fsum (float32/float64: "
+   "the float nearest the exact sum, the same bits for any chunking)"},
   {"dtype", "DTYPE", WV_O_DTYPE, B(REDUCE),
    "uint32 sint32 float32 uint64 sint64 float64",
    "uint32, sint32, float32, uint64, sint64, float64 (also u32, s32/int32, "

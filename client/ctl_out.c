@@ -7,7 +7,9 @@
  * with the fewest digits (15 to 17) that strtod() reads back to its bits.
  * Integers are exact, 64-bit ones too.  The raw bits are printed alongside
  * ("bits": 8 hex digits for a 32-bit dtype, 16 for a 64-bit one) for anyone
- * who needs them exactly; argmin/argmax add the row's "index".
+ * who needs them exactly; argmin/argmax add the row's "index", fsum the
+ * exact sum ("exact": X, in units of 2^-149 or 2^-1074, as signed hex, and
+ * "exact_flags").
  * 64-bit hash outputs and fingerprints are 16-digit hex strings; nonces and
  * counts are plain JSON integers (exact, though beyond 2^53 a reader that
  * parses numbers as doubles rounds them).
@@ -120,6 +122,28 @@ static const char *out_bits(char *buf, size_t n, wave_dtype dtype,
   return buf;
 }
 
+/* fsum's exact partial as JSON: "exact", X (the sum in units of 2^-149
+ * or 2^-1074) as a signed hex string, and "exact_flags". */
+static void out_exact(FILE *f, const wave_reduce_result *r)
+{
+  uint64_t l[WAVE_EXACT_MAX_BYTES / 8] = {0};
+  size_t n = r->exact_bytes / 8;
+  for (size_t i = 0; i < r->exact_bytes; i++)
+    l[i / 8] |= (uint64_t)r->exact[i] << (8 * (i % 8));
+  int neg = n > 0 && (l[n - 1] >> 63) != 0;
+  for (size_t i = 0, c = 1; neg && i < n; i++) {  /* |X| */
+    l[i] = ~l[i] + c;
+    c = c && l[i] == 0;
+  }
+  while (n > 1 && l[n - 1] == 0)
+    n--;
+  fprintf(f, "\"exact\": \"%s0x%" PRIx64, neg ? "-" : "",
+          n > 0 ? l[n - 1] : 0);
+  for (size_t i = n - 1; n > 0 && i-- > 0;)
+    fprintf(f, "%016" PRIx64, l[i]);
+  fprintf(f, "\", \"exact_flags\": %" PRIu32 ", ", r->exact_flags);
+}
+
 void wv_print_reduce(FILE *f, const wave_reduce_result *r, int json)
 {
   wv_print_reduce_path(f, r, json, NULL, NULL);
@@ -143,6 +167,8 @@ void wv_print_reduce_path(FILE *f, const wave_reduce_result *r, int json,
     fputs("], ", f);
     if (arg)
       fprintf(f, "\"index\": %" PRId64 ", ", r->index);
+    if (r->op == WAVE_FSUM)
+      out_exact(f, r);
     fprintf(f, "\"count\": %" PRIu64 ", \"rows\": %" PRIu64
             ", \"device\": ", r->count, r->rows);
     wv_json_str(f, r->device);

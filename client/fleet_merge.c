@@ -9,7 +9,9 @@
  * min/max/extent answers of +0.0 are ambiguous ("no finite row"): the
  * piece carries `finite`, from the daemon (ReduceResult.finite) or, from
  * an older daemon, from wv_fleet_any_finite over the rows the coordinator
- * sent.
+ * sent.  An fsum piece carries the daemon's exact partial (ReduceResult.
+ * exact), which the merge adds as integers: the merged answer and its
+ * exact partial are the whole job's, whatever the cut.
  *
  * Hash jobs.  Pieces of whole segments, in nonce order, merged by
  * core/hashmerge.c, the same code that merges a daemon's pieces over its
@@ -23,6 +25,7 @@
 #include "core/base.h"
 #include "core/hashmerge.h"
 #include "core/reduce.h"
+#include "core/xsum.h"
 #include "wave/fleet.h"
 
 int wv_fleet_any_finite(wave_dtype dt, const void *data, uint64_t rows,
@@ -63,6 +66,12 @@ int wv_fleet_reduce_merge(wave_dtype dt, wave_op op, const wv_partial *p,
   res->bits[1] = o.bits[1];
   res->index = o.index;  /* argmin/argmax: global (each piece's offset) */
   res->count = o.count;
+  res->exact_bytes = res->exact_flags = 0;
+  if (op == WAVE_FSUM) {  /* the merged exact partial, as a daemon's */
+    wv_xsum_pack(&o.xsum, res->exact);
+    res->exact_bytes = (uint32_t)wv_xsum_wire_bytes(dt);
+    res->exact_flags = o.xsum.flags;
+  }
   return 0;
 }
 

@@ -21,8 +21,9 @@
 /* ---- reductions --------------------------------------------------------- */
 
 /* Merge n pieces (core/partial.h, in job order; argmin/argmax pieces with
- * their offsets set) of a job of dtype/op into res->bits, n_values, index
- * and count, exactly as one daemon reduces the whole job.  0, or
+ * their offsets set; fsum pieces with their exact partials) of a job of
+ * dtype/op into res->bits, n_values, index, count (and fsum's exact,
+ * exact_bytes, exact_flags), exactly as one daemon reduces the whole job.  0, or
  * WAVE_ENOMEM. */
 int wv_fleet_reduce_merge(wave_dtype dt, wave_op op, const wv_partial *p,
                           size_t n, wave_reduce_result *res,

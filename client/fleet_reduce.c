@@ -14,7 +14,9 @@
  * daemon's error codes; everything else is each daemon's to judge.  An
  * argmin/argmax piece's index is its own; each piece carries its first
  * row's place in the job (wv_partial.offset), so the merged index is
- * global.  Float min/max/extent pieces answered +0.0
+ * global.  An fsum piece carries its exact partial (wave_reduce_result.
+ * exact), and the merge adds them (core/xsum.h): any cut, the same bits.
+ * Float min/max/extent pieces answered +0.0
  * are checked here for a selected finite row (wv_fleet_any_finite, which
  * stops at the first), the one thing the answer does not say.
  */
@@ -24,6 +26,7 @@
 #include "client/fleet_int.h"
 #include "client/fleet_merge.h"
 #include "core/base.h"
+#include "core/xsum.h"
 #include "wave/fleet.h"
 
 typedef struct fr_piece {
@@ -72,6 +75,12 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
   pt->index = r.index;    /* argmin/argmax: in the piece, made global */
   pt->offset = pc->lrow;  /* by its first row (core/partial.h) */
   pt->finite = r.count > 0;
+  /* fsum: the exact partial (wave_reduce checked it), merged exactly */
+  wave_error xe = {0};
+  if (rq.op == WAVE_FSUM &&
+      wv_xsum_unpack(&pt->xsum, rq.dtype, r.exact, r.exact_bytes,
+                     r.exact_flags, &xe) != 0)
+    return wv_seterr(err, WAVE_EIO, "%s: %s", p->f->urls[d], xe.message);
   int fminmax = (rq.dtype == WAVE_F32 || rq.dtype == WAVE_F64) &&
                 (rq.op == WAVE_MIN || rq.op == WAVE_MAX ||
                  rq.op == WAVE_EXTENT);

@@ -22,6 +22,7 @@
 
 #include "client/client_int.h"
 #include "core/base.h"
+#include "core/xsum.h"
 #include "wave/client.h"
 
 /* ---- reduce ------------------------------------------------------------ */
@@ -151,6 +152,46 @@ void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
   rr->device = (char *)(device ? device : "");
 }
 
+_Static_assert(WAVE_EXACT_NAN == WV_XSUM_NAN &&
+               WAVE_EXACT_PINF == WV_XSUM_PINF &&
+               WAVE_EXACT_NINF == WV_XSUM_NINF &&
+               WAVE_EXACT_NOT_NEGZERO == WV_XSUM_NOT_NEGZERO &&
+               WAVE_EXACT_F64_BYTES == 8 * WV_XSUM_LIMBS &&
+               WAVE_EXACT_F32_BYTES == 8 * WV_XSUM_F32_LIMBS &&
+               WAVE_EXACT_MAX_BYTES == WAVE_EXACT_F64_BYTES,
+               "wave/client.h's exact partial is core/xsum.h's");
+
+/* fsum: the exact partial (ReduceResult.exact, exact_flags) checked and
+ * copied; a daemon's answer whose accumulator is malformed, or whose value
+ * is not its rounding, is the daemon's fault (EIO).  Every other op: none
+ * may come. */
+static int cl_exact(wave_client *c, const Wave__V1__ReduceResult *rs,
+                    wave_reduce_result *res, wave_error *err)
+{
+  if (rs->op != WAVE__V1__OP__FSUM) {
+    if (rs->exact.len == 0 && rs->exact_flags == 0)
+      return 0;
+    return wv_seterr(err, WAVE_EIO, "%s: a %s reply with an exact partial "
+                     "(only fsum has one)", c->url, wave_op_name(res->op));
+  }
+  wv_xsum x;
+  wave_error e = {0};
+  if (wv_xsum_unpack(&x, res->dtype, rs->exact.data, rs->exact.len,
+                     rs->exact_flags, &e) != 0)
+    return wv_seterr(err, WAVE_EIO, "%s: a malformed fsum reply: %s", c->url,
+                     e.message);
+  uint64_t want = wv_xsum_round(&x, res->count);
+  if (res->n_values != 1 || res->bits[0] != want)
+    return wv_seterr(err, WAVE_EIO, "%s: an fsum reply whose value 0x%llx is "
+                     "not its exact partial's rounding 0x%llx", c->url,
+                     (unsigned long long)res->bits[0],
+                     (unsigned long long)want);
+  memcpy(res->exact, rs->exact.data, rs->exact.len);
+  res->exact_bytes = (uint32_t)rs->exact.len;
+  res->exact_flags = rs->exact_flags;
+  return 0;
+}
+
 int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
                             wave_reduce_result *res, wave_error *err)
 {
@@ -176,7 +217,9 @@ int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
   res->rows = rs->rows;
   res->seconds = rs->seconds;
   res->finite = (int)rs->finite;
-  int rv = wv_client_name(c, rs->device, &res->device, err);
+  int rv = cl_exact(c, rs, res, err);
+  if (rv == 0)
+    rv = wv_client_name(c, rs->device, &res->device, err);
   wave__v1__response__free_unpacked(resp, NULL);
   return rv;
 }

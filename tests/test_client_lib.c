@@ -16,13 +16,14 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "core/sockdir.h"
+#include "proto/frame.h"
 #include "proto/wave.pb-c.h"
 #include "wave/client.h"
 
 /* ---- the library against a scripted server ---------------------------- */
 
 enum { TS_ERROR, TS_BADID, TS_KIND, TS_GARBAGE, TS_STATUS, TS_SILENT,
-       TS_PACKLIST, TS_NAMES };
+       TS_PACKLIST, TS_NAMES, TS_FSUM };
 #define TS_PACKS 40  /* pack checks in the TS_STATUS reply */
 
 typedef struct tc_server {
@@ -34,6 +35,31 @@ typedef struct tc_server {
 } tc_server;
 
 #define TS_PACK_DEVS 24  /* devices per pack in the TS_PACKLIST reply */
+
+/* TS_FSUM: float32 fsum = 1.0 (X = 2^149: limb 2, bit 21) over one row;
+ * by call: 47 bytes, an unknown flag, a value that is not X's rounding, a
+ * sound answer, a sum with an exact partial.  One server thread: static
+ * storage lives until the reply is packed. */
+static void tc_fsum(tc_server *s, Wave__V1__Response *r,
+                    Wave__V1__ReduceResult *rr)
+{
+  static uint8_t exact[48];
+  static uint32_t one;
+  memset(exact, 0, sizeof exact);
+  exact[16 + 21 / 8] = 1u << (21 % 8);
+  one = s->calls == 2 ? 0x3f800001u : 0x3f800000u;
+  r->body_case = WAVE__V1__RESPONSE__BODY_REDUCE;
+  r->reduce = rr;
+  rr->dtype = WAVE__V1__DTYPE__F32;
+  rr->op = s->calls == 4 ? WAVE__V1__OP__SUM : WAVE__V1__OP__FSUM;
+  rr->n_bits = 1;
+  rr->bits = &one;
+  rr->count = rr->rows = 1;
+  rr->exact.data = exact;
+  rr->exact.len = s->calls == 0 ? 47 : 48;
+  rr->exact_flags = s->calls == 1 ? 8u | 16u : 8u;
+  s->calls++;
+}
 
 static void tc_reply(tc_server *s, const Wave__V1__Request *q)
 {
@@ -71,6 +97,9 @@ static void tc_reply(tc_server *s, const Wave__V1__Request *q)
     r.id = s->mode == TS_BADID ? q->id + 1 : q->id;
     r.body_case = WAVE__V1__RESPONSE__BODY_REDUCE;
     r.reduce = &rr;
+    break;
+  case TS_FSUM:
+    tc_fsum(s, &r, &rr);
     break;
   case TS_PACKLIST:
     r.body_case = WAVE__V1__RESPONSE__BODY_PACKS;
@@ -148,7 +177,12 @@ static void *tc_serve(void *arg)
     size_t n;
     if (nng_recv(s->sock, &buf, &n, NNG_FLAG_ALLOC) != 0)
       return NULL;
-    Wave__V1__Request *q = wave__v1__request__unpack(NULL, n, (void *)buf);
+    /* a framed request (wave_reduce's): its header is the Request */
+    const uint8_t *hdr = (const uint8_t *)buf, *pay;
+    size_t hlen = n, plen;
+    if (wv_frame_split((const uint8_t *)buf, n, &hdr, &hlen, &pay, &plen) < 0)
+      hlen = 0;
+    Wave__V1__Request *q = wave__v1__request__unpack(NULL, hlen, hdr);
     nng_free(buf, n);
     /* No ck_assert on this thread: a bad request simply gets no reply,
      * and the call under test times out, which the test notices. */
@@ -197,6 +231,42 @@ START_TEST(lib_replies)
     wave_client_close(c);
     tc_server_stop(&s);
   }
+}
+END_TEST
+
+/* fsum's exact partial (ReduceResult.exact): a malformed one, or one whose
+ * rounding is not the value, is the daemon's fault (EIO, saying why); a
+ * sound one is copied whole; another op may not carry one. */
+START_TEST(lib_fsum_exact)
+{
+  static const char *const why[] = {"not 47", "unknown bits 0x10",
+                                    "not its exact partial's rounding"};
+  tc_server s;
+  tc_server_start(&s, TS_FSUM);
+  wave_client *c;
+  wave_error e = {0};
+  ck_assert_int_eq(wave_client_open(&c, s.url, &e), 0);
+  wave_client_set_timeout(c, 5000);
+  float row = 1.0f;
+  wave_chunk in = {&row, 4};
+  wave_reduce_request q = {.dtype = WAVE_F32, .op = WAVE_FSUM, .input = &in,
+                           .n_input = 1};
+  wave_reduce_result r;
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(wave_reduce(c, &q, &r, &e), WAVE_EIO);
+    ck_assert_msg(strstr(e.message, why[k]) != NULL &&
+                  strstr(e.message, "fsum") != NULL, "%d: %s", k, e.message);
+  }
+  ck_assert_msg(wave_reduce(c, &q, &r, &e) == 0, "%s", e.message);
+  ck_assert_uint_eq(r.bits[0], 0x3f800000u);
+  ck_assert_uint_eq(r.exact_bytes, WAVE_EXACT_F32_BYTES);
+  ck_assert_uint_eq(r.exact_flags, WAVE_EXACT_NOT_NEGZERO);
+  for (unsigned i = 0; i < r.exact_bytes; i++)
+    ck_assert_uint_eq(r.exact[i], i == 18 ? 0x20 : 0);
+  ck_assert_int_eq(wave_reduce(c, &q, &r, &e), WAVE_EIO);
+  ck_assert_ptr_nonnull(strstr(e.message, "only fsum has one"));
+  wave_client_close(c);
+  tc_server_stop(&s);
 }
 END_TEST
 
@@ -373,6 +443,7 @@ static Suite *client_lib_suite(void)
   Suite *s = suite_create("client_lib");
   TCase *t = tcase_create("lib");
   tcase_add_test(t, lib_replies);
+  tcase_add_test(t, lib_fsum_exact);
   tcase_add_test(t, lib_status_copy);
   tcase_add_test(t, lib_packs_copy);
   tcase_add_test(t, lib_names);

@@ -5,7 +5,7 @@
  * Fleet jobs must equal the same jobs on one daemon bit for bit: hash jobs
  * (job fingerprint, segment list, winners, winner count, best) and
  * reductions (value bits and count, with empty, all-masked and non-finite
- * pieces).  Then one daemon is stopped and another's device faults
+ * pieces; fsum's merged exact partial too, against the reference).  Then one daemon is stopped and another's device faults
  * mid-job (wavedd-test's fake backend): the answers stay exact and the result names both.
  * A stream of independent reductions (wave_fleet_reduce_many) gives each
  * job one daemon's answer, a bad job its own error.  ReduceResult.finite
@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/reduce.h"
+#include "core/xsum.h"
 #include "tests/daemon_harness.h"
 #include "wave/client.h"
 #include "wave/fleet.h"
@@ -113,6 +115,40 @@ static void tf_hash_same(wave_fleet *f, const wave_hash_request *q,
 static uint32_t tf_rows[3][5000];
 static uint32_t tf_mask[10000];
 
+/* fsum: the fleet's merged exact partial (pieces from three daemons) is
+ * one daemon's, and both are the reference's, whose bits they give. */
+static void tf_fsum_check(const wave_reduce_result *a,
+                          const wave_reduce_result *b, const wave_chunk *in,
+                          const wave_chunk *mk)
+{
+  wv_span si[4], sm[2];
+  uint64_t rows = 0;
+  for (size_t i = 0; i < 4; i++) {
+    si[i] = (wv_span){in[i].data, in[i].bytes / 4};
+    rows += si[i].rows;
+  }
+  for (size_t i = 0; i < 2; i++)
+    sm[i] = (wv_span){mk[i].data, mk[i].bytes / 4};
+  wv_reduce_job j = {.dtype = WAVE_F32, .op = WAVE_FSUM, .input = si,
+                     .n_input = 4, .mask = sm, .n_mask = 2, .has_mask = 1,
+                     .rows = rows};
+  wv_reduce_out ref;
+  wave_error e = {0};
+  ck_assert_int_eq(wv_reduce_reference(&j, &ref, &e), 0);
+  uint8_t want[8 * WV_XSUM_F32_LIMBS];
+  wv_xsum_pack(&ref.xsum, want);
+  ck_assert_uint_eq(a->bits[0], ref.bits[0]);
+  ck_assert_uint_eq(a->count, ref.count);
+  const wave_reduce_result *r[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    ck_assert_uint_eq(r[k]->exact_bytes, sizeof want);
+    ck_assert_msg(memcmp(r[k]->exact, want, sizeof want) == 0, "%s: the "
+                  "exact partial is not the reference's",
+                  k ? "fleet" : "one daemon");
+    ck_assert_uint_eq(r[k]->exact_flags, ref.xsum.flags);
+  }
+}
+
 static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
                            unsigned broken)
 {
@@ -143,6 +179,8 @@ static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
     ck_assert_msg(b.value.bits[v] == a.bits[v], "%s %s: fleet 0x%08x, one "
                   "daemon 0x%08x", wave_op_name(op), wave_dtype_name(dt),
                   (unsigned)b.value.bits[v], (unsigned)a.bits[v]);
+  if (op == WAVE_FSUM)
+    tf_fsum_check(&a, &b.value, in, mk);
   for (size_t i = 0; i < b.n_members; i++)
     if (!(broken & (1u << i)))
       ck_assert_msg(!b.members[i].failed, "daemon %zu failed: %s", i,
@@ -150,6 +188,20 @@ static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
     else if (i == 2)  /* stopped: never answers a piece */
       ck_assert_uint_eq(b.members[i].pieces, 0);
   wave_fleet_reduce_result_free(&b);
+}
+
+/* fsum over finite rows too (random bits hold NaN and inf, which hide
+ * the value): the rows' exponent 255 made 127 */
+static void tf_fsum_finite(wave_fleet *f)
+{
+  static uint32_t keep[3][5000];
+  memcpy(keep, tf_rows, sizeof keep);
+  for (size_t c = 0; c < 3; c++)
+    for (size_t r = 0; r < 5000; r++)
+      if ((tf_rows[c][r] & 0x7f800000u) == 0x7f800000u)
+        tf_rows[c][r] &= ~0x40000000u;
+  tf_reduce_same(f, WAVE_F32, WAVE_FSUM, 0);
+  memcpy(tf_rows, keep, sizeof keep);
 }
 
 static int tf_cancel_calls;
@@ -190,10 +242,10 @@ START_TEST(fleet_equals_one_daemon)
   static const struct { wave_dtype dt; wave_op op; } ops[] = {
       {WAVE_F32, WAVE_SUM}, {WAVE_F32, WAVE_MIN}, {WAVE_F32, WAVE_MAX},
       {WAVE_F32, WAVE_EXTENT}, {WAVE_U32, WAVE_XOR}, {WAVE_S32, WAVE_MIN},
-      {WAVE_U32, WAVE_AND}};
+      {WAVE_U32, WAVE_AND}, {WAVE_F32, WAVE_FSUM}};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     tf_reduce_same(f, ops[i].dt, ops[i].op, 0);
-
+  tf_fsum_finite(f);
   /* a stream of independent reductions: each answered as one daemon
    * answers it, a bad one with its own error, the others unharmed */
   {

@@ -23,16 +23,22 @@
  * the daemon's uint32 rows on each way (for file and copy regions, in a
  * memfd region of their own), with the dtype from the input's header.
  *
+ * fsum (issue 39) goes every way too, and its answer (bits and the exact
+ * sum, "exact") must be the reference's.
+ *
  * wavectl runs as a subprocess against one real wavedd (regions allowed),
  * started before the tests fork; this process never touches nng.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #include "bulk_harness.h"
+#include "core/reduce.h"
+#include "core/xsum.h"
 
 static td_daemon g_d;
 
@@ -43,7 +49,7 @@ typedef struct tf_file {
 } tf_file;
 
 enum { TF_FILES = 16 };
-static tf_file g_files[TF_FILES + 5];  /* + the masks, the CSV */
+static tf_file g_files[TF_FILES + 7];  /* + the masks, the CSV, fsum's */
 
 static const char *const tf_formats[] = {"auto", "raw", "text", "npy"};
 static const char *const tf_dtypes[] = {"uint32", "sint32", "float32",
@@ -343,6 +349,98 @@ START_TEST(bool_masks_agree)
 }
 END_TEST
 
+/* X of a JSON answer's "exact": "[-]0xHEX" into limbs (two's complement,
+ * n of them). */
+static void tf_exact_limbs(const char *answer, uint64_t *l, unsigned n)
+{
+  const char *p = strstr(answer, "\"exact\": \"");
+  ck_assert_msg(p != NULL, "no exact sum in %s", answer);
+  p += 10;
+  int neg = *p == '-';
+  p += neg + 2;
+  size_t k = strspn(p, "0123456789abcdef");
+  memset(l, 0, n * sizeof *l);
+  for (size_t i = 0; i < k; i++) {  /* digit i from the right */
+    char c = p[k - 1 - i];
+    uint64_t d = (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+    ck_assert_uint_lt(i / 16, n);
+    l[i / 16] |= d << (4 * (i % 16));
+  }
+  for (unsigned i = 0, c = 1; neg && i < n; i++) {
+    l[i] = ~l[i] + c;
+    c = c && l[i] == 0;
+  }
+}
+
+/* fsum (issue 39) through wavectl on every way: one answer, whose bits
+ * and exact sum ("exact") are the reference's; and OPDTYPE on uint32. */
+START_TEST(fsum_every_way)
+{
+  static double f64[3000];
+  static float f32[3000];
+  uint64_t x = 99;
+  for (int i = 0; i < 3000; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    f64[i] = ldexp((double)(x >> 11), (int)(x % 200) - 150);
+    f64[i] = (x & 1024) ? -f64[i] : f64[i];
+    f32[i] = (float)ldexp((double)(x >> 40), (int)(x % 60) - 50);
+    f32[i] = (x & 1024) ? -f32[i] : f32[i];
+  }
+  f64[7] = -f64[8];  /* and an exact cancellation */
+  tf_add(TF_FILES + 5, "fs64.raw", f64, sizeof f64);
+  size_t len;
+  unsigned char *img = tf_npy("<f4", f32, 3000, 4, &len);
+  tf_add(TF_FILES + 6, "fs32.npy", img, len);
+  free(img);
+  static const struct { const char *file, *dtype; const void *rows;
+                        wave_dtype dt; } jobs[] = {
+      {"fs64.raw", "float64", f64, WAVE_F64},
+      {"fs32.npy", "float32", f32, WAVE_F32}};
+  for (size_t k = 0; k < 2; k++) {
+    wv_span sp = {jobs[k].rows, 3000};
+    wv_reduce_job j = {.dtype = jobs[k].dt, .op = WAVE_FSUM, .input = &sp,
+                       .n_input = 1, .rows = 3000};
+    wv_reduce_out ref;
+    wave_error e = {0};
+    ck_assert_int_eq(wv_reduce_reference(&j, &ref, &e), 0);
+    char in[300], args[1024], want[40];
+    tf_path(in, sizeof in, jobs[k].file);
+    snprintf(want, sizeof want, jobs[k].dt == WAVE_F64 ? "\"0x%016llx\""
+             : "\"0x%08llx\"", (unsigned long long)ref.bits[0]);
+    tf_verdict first, v;
+    for (size_t wi = 0; wi < TF_WAYS; wi++) {
+      const tf_way *w = &tf_ways[wi];
+      int stdin_ = strcmp(w->label, "stdin") == 0;
+      snprintf(args, sizeof args, "--op fsum --dtype %s --input %s",
+               jobs[k].dtype, stdin_ ? "-" : in);
+      tf_exec(w, args, stdin_ ? in : NULL, wi ? &v : &first);
+      const tf_verdict *r = wi ? &v : &first;
+      ck_assert_msg(r->status == 0, "%s via %s: %s", jobs[k].file, w->label,
+                    r->answer);
+      ck_assert_msg(strcmp(r->answer, first.answer) == 0, "%s via %s: '%s', "
+                    "the message '%s'", jobs[k].file, w->label, r->answer,
+                    first.answer);
+      if (w->via != NULL)
+        ck_assert_str_eq(r->via, w->via);
+    }
+    ck_assert_msg(strstr(first.answer, want) != NULL, "%s: %s, not bits %s",
+                  jobs[k].file, first.answer, want);
+    uint64_t l[WV_XSUM_LIMBS];
+    tf_exact_limbs(first.answer, l, ref.xsum.n_limbs);
+    for (unsigned i = 0; i < ref.xsum.n_limbs; i++)
+      ck_assert_msg(l[i] == ref.xsum.limb[i], "%s: exact sum limb %u",
+                    jobs[k].file, i);
+  }
+  char in[300], args[1024];
+  tf_path(in, sizeof in, "u4.npy");
+  snprintf(args, sizeof args, "--op fsum --input %s", in);
+  tf_verdict v;
+  tf_exec(&tf_ways[2], args, NULL, &v);
+  ck_assert_msg(v.status == 1 && strcmp(v.answer, "OPDTYPE") == 0,
+                "fsum on uint32: status %d '%s'", v.status, v.answer);
+}
+END_TEST
+
 /* The masks of bool_masks_agree: 16 rows, every third selected, as bool
  * (whole, and split 5 + 11) and as uint32; and csv_header_refused's CSV. */
 static void tf_make_masks(void)
@@ -382,8 +480,10 @@ static void tf_setup(void)
 static void tf_teardown(void)
 {
   td_stop_ok(&g_d);
-  for (int i = 0; i < TF_FILES + 5; i++)
+  for (int i = 0; i < TF_FILES + 7; i++) {
     free(g_files[i].bytes);
+    g_files[i].bytes = NULL;
+  }
 }
 
 int main(void)
@@ -400,6 +500,7 @@ int main(void)
   tcase_add_unchecked_fixture(t, tf_setup, tf_teardown);
   tcase_add_test(t, csv_header_refused);
   tcase_add_test(t, bool_masks_agree);
+  tcase_add_test(t, fsum_every_way);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

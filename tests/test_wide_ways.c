@@ -18,11 +18,22 @@
  * must give the bits, count and index of wv_reduce_reference, and the
  * finite flag of float min/max/extent.
  *
+ * fsum (issue 39), float32 and float64, every way: rows over a wide range
+ * of exponents that a float sum rounds differently per chunking
+ * (fsum_rows_show_mistakes), finite and with NaN and infinities, under
+ * the three masks and over three cuts of the same rows and mask (fsum's
+ * answer may not depend on them), against the reference's bits, count
+ * and exact partial (ReduceResult.exact and exact_flags, byte for byte).
+ * fsum_device_split: the job cut at rows that are no chunk boundary, one
+ * part on cpu0 and the other on cpu1; the two exact partials merged are
+ * the reference's.
+ *
  * refusals: a uint64 chunk of 12 bytes (LENGTH), xor on float64
  * (OPDTYPE), and a device without the caps (the fake backend: no 64-bit
- * dtypes, no argmin/argmax; UNSUPPORTED naming the device): the same code
- * by every way; and the daemon serves on, a job naming no device going
- * to a device that runs it.
+ * dtypes, no argmin/argmax, no fsum; UNSUPPORTED naming the device): the
+ * same code by every way; and the daemon serves on, a job naming no
+ * device going to a device that runs it (fsum too: the pick reads
+ * caps.fsum).
  */
 #include <check.h>
 #include <math.h>
@@ -32,6 +43,7 @@
 
 #include "core/base.h"
 #include "core/reduce.h"
+#include "core/xsum.h"
 #include "daemon_harness.h"
 #include "wide_harness.h"
 
@@ -239,6 +251,108 @@ static void tw_check_pair(ww_way w, wave_dtype dt, wave_op op,
   }
 }
 
+/* ---- fsum (issue 39) ---------------------------------------------------- */
+
+/* Other cuts of the same TW_ROWS rows and mask: one chunk, and chunks (an
+ * empty one, one of 1 row) whose boundaries fall elsewhere. */
+static const uint64_t tw_one[] = {TW_ROWS};
+static const uint64_t tw_in_alt[] = {1, 65535, 0, 13, 14451};
+static const uint64_t tw_mask_alt[] = {7, 65536, 14457};
+
+/* fsum rows: random signs and full significands (24 or 53 bits) at
+ * exponents over 2^60 of range, so that a float sum rounds all along and
+ * its bits depend on the chunks; -0.0 and the smallest subnormal; a pair
+ * +-2^100 (float32: 2^60) that cancels exactly, but in the float sum's
+ * tree only after each swallowed the rows it met; unless finite, a NaN
+ * and both infinities every 1000 rows. */
+static void tw_fill_fsum(void *buf, wave_dtype dt, size_t n, int finite)
+{
+  uint64_t x = (uint64_t)dt * 0x9e3779b97f4a7c15ull + 3;
+  const double big = dt == WAVE_F32 ? 0x1p60 : 0x1p100;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t r = tw_next(&x);
+    int e = (int)((r >> 2) % 61) - 30;
+    double f = dt == WAVE_F32 ? ldexp((double)(r >> 40), e - 23)
+                              : ldexp((double)(r >> 11), e - 52);
+    f = (r & 1) ? -f : f;
+    switch (i % 1000) {
+    case 3: f = -0.0; break;
+    case 5: f = dt == WAVE_F32 ? 0x1p-149 : 0x1p-1074; break;
+    case 6: f = finite ? f : NAN; break;
+    case 7: f = finite ? f : INFINITY; break;
+    case 8: f = finite ? f : -INFINITY; break;
+    default: break;
+    }
+    if (i == 70101 || i == 70102)  /* apart in the tree: they swallow */
+      f = i == 70101 ? big : -big;
+    if (dt == WAVE_F32) {
+      float g = (float)f;
+      memcpy((uint8_t *)buf + 4 * i, &g, 4);
+    } else {
+      memcpy((uint8_t *)buf + 8 * i, &f, 8);
+    }
+  }
+}
+
+/* r's exact partial is the reference's (ref.xsum), byte for byte. */
+static void tw_same_exact(const char *what, const wave_reduce_result *r,
+                          const wv_reduce_out *ref, wave_dtype dt)
+{
+  uint8_t want[8 * WV_XSUM_LIMBS];
+  wv_xsum_pack(&ref->xsum, want);
+  size_t n = wv_xsum_wire_bytes(dt);
+  ck_assert_msg(r->exact_bytes == n, "%s: exact partial of %u bytes, not "
+                "%zu", what, r->exact_bytes, n);
+  ck_assert_msg(memcmp(r->exact, want, n) == 0, "%s: the exact partial is "
+                "not the reference's", what);
+  ck_assert_msg(r->exact_flags == ref->xsum.flags, "%s: exact flags 0x%x, "
+                "the reference 0x%x", what, r->exact_flags, ref->xsum.flags);
+}
+
+/* fsum of the rows in `in` by way w: for each mask kind, the reference
+ * of the first cut; every cut (finite rows: three, else the first) must
+ * give its bits, count and exact partial. */
+static void tw_check_fsum(ww_way w, wave_dtype dt, const void *in,
+                          uint32_t *mask, int finite)
+{
+  static const struct {
+    const uint64_t *in, *mk;
+    size_t n_in, n_mk;
+  } cuts[] = {{tw_in_rows, tw_mask_rows, TW_N_IN, TW_N_MASK},
+              {tw_one, tw_mask_alt, 1, 3},
+              {tw_in_alt, tw_one, 5, 1}};
+  for (int mk = 0; mk < 3; mk++) {
+    tw_mask(mask, TW_ROWS, mk, (uint64_t)dt * 31 + WAVE_FSUM);
+    wv_reduce_out ref;
+    for (int c = 0; c < (finite ? 3 : 1); c++) {
+      ww_job j = {.dt = dt, .op = WAVE_FSUM, .in = in, .in_rows = cuts[c].in,
+                  .n_in = cuts[c].n_in, .mask = mask,
+                  .mask_rows = cuts[c].mk, .n_mask = cuts[c].n_mk,
+                  .has_mask = mk > 0, .device = "cpu0"};
+      if (c == 0)
+        tw_reference(&j, &ref, NULL);
+      wave_reduce_result r;
+      wave_error e;
+      char what[128];
+      snprintf(what, sizeof what, "%s fsum %s%s mask %d cut %d",
+               ww_way_names[w], wave_dtype_name(dt),
+               finite ? "" : " (NaN, inf)", mk, c);
+      ck_assert_msg(ww_run(&tw_x, w, &j, &r, &e) == 0, "%s: %s", what,
+                    e.message);
+      ck_assert_msg(r.n_values == 1 && r.bits[0] == ref.bits[0], "%s: "
+                    "0x%016llx, the reference 0x%016llx", what,
+                    (unsigned long long)r.bits[0],
+                    (unsigned long long)ref.bits[0]);
+      ck_assert_msg(r.count == ref.count, "%s: count %llu, not %llu", what,
+                    (unsigned long long)r.count,
+                    (unsigned long long)ref.count);
+      ck_assert_int_eq(r.op, WAVE_FSUM);
+      ck_assert_uint_eq(r.rows, TW_ROWS);
+      tw_same_exact(what, &r, &ref, dt);
+    }
+  }
+}
+
 /* Every wide (dtype, op) pair by one way (the loop index). */
 START_TEST(wide_bits)
 {
@@ -267,6 +381,11 @@ START_TEST(wide_bits)
   }
   /* 3 x 9 for the integers, 6 for float64, argmin/argmax of 3 more */
   ck_assert_uint_eq(pairs, 2 * 9 + 6 + 3 * 2);
+  for (int d = WAVE_F32; d <= WAVE_F64; d += WAVE_F64 - WAVE_F32)
+    for (int finite = 1; finite >= 0; finite--) {
+      tw_fill_fsum(in, (wave_dtype)d, TW_ROWS, finite);
+      tw_check_fsum(w, (wave_dtype)d, in, mask, finite);
+    }
   free(in);
   free(mask);
   tw_down(w == WW_FLEET);
@@ -303,6 +422,104 @@ START_TEST(f64_sum_shows_tree_and_chunks)
   ck_assert_msg(ref.bits[0] != whole.bits[0], "the rows do not show the "
                 "chunks");
   free(in);
+}
+END_TEST
+
+/* The fsum rows show a way that answers the float sum: for both dtypes the
+ * float sum of the first cut differs from fsum, and from the float sum of
+ * another cut. */
+START_TEST(fsum_rows_show_mistakes)
+{
+  uint8_t *in = malloc((size_t)TW_ROWS * 8);
+  ck_assert_ptr_nonnull(in);
+  for (int d = WAVE_F32; d <= WAVE_F64; d += WAVE_F64 - WAVE_F32) {
+    wave_dtype dt = (wave_dtype)d;
+    tw_fill_fsum(in, dt, TW_ROWS, 1);
+    ww_job j = {.dt = dt, .op = WAVE_FSUM, .in = in, .in_rows = tw_in_rows,
+                .n_in = TW_N_IN, .mask_rows = tw_mask_rows,
+                .n_mask = TW_N_MASK};
+    wv_reduce_out fs, sum, alt;
+    tw_reference(&j, &fs, NULL);
+    j.op = WAVE_SUM;
+    tw_reference(&j, &sum, NULL);
+    j.in_rows = tw_in_alt;
+    j.n_in = 5;
+    tw_reference(&j, &alt, NULL);
+    ck_assert_msg(fs.bits[0] != sum.bits[0], "%s: fsum is the float sum",
+                  wave_dtype_name(dt));
+    ck_assert_msg(sum.bits[0] != alt.bits[0], "%s: the float sum does not "
+                  "show the chunks", wave_dtype_name(dt));
+  }
+  free(in);
+}
+END_TEST
+
+/* rows [a, b) of the masked job as one chunk on `device`, framed over ipc:
+ * its exact partial merged into x, its count added to *count. */
+static void tw_part(wave_dtype dt, const uint8_t *in, const uint32_t *mask,
+                    uint64_t a, uint64_t b, const char *device, wv_xsum *x,
+                    uint64_t *count)
+{
+  unsigned z = wv_dtype_size(dt);
+  wave_chunk ci = {in + a * z, (size_t)(b - a) * z};
+  wave_chunk cm = {mask + a, (size_t)(b - a) * 4};
+  wave_reduce_request q = {.dtype = dt, .op = WAVE_FSUM, .input = &ci,
+                           .n_input = 1, .mask = &cm, .n_mask = 1,
+                           .has_mask = 1, .device = device};
+  wave_reduce_result r;
+  wave_error e = {0};
+  ck_assert_msg(wave_reduce(tw_x.ipc, &q, &r, &e) == 0, "%s", e.message);
+  ck_assert_str_eq(r.device, device);
+  wv_xsum y;
+  ck_assert_msg(wv_xsum_unpack(&y, dt, r.exact, r.exact_bytes,
+                               r.exact_flags, &e) == 0, "%s", e.message);
+  wv_xsum_merge(x, &y);
+  *count += r.count;
+}
+
+/* A job split over two devices (cpu0 and cpu1) at rows that are no chunk
+ * boundary: the two exact partials merged give the reference's bits and
+ * partial for the whole job. */
+START_TEST(fsum_device_split)
+{
+  tw_up(0, 0, 0, NULL);
+  static const uint64_t cut_at[] = {1, 40000, 65537, TW_ROWS - 3};
+  uint8_t *in = malloc((size_t)TW_ROWS * 8);
+  uint32_t *mask = malloc((size_t)TW_ROWS * 4);
+  ck_assert_ptr_nonnull(in);
+  ck_assert_ptr_nonnull(mask);
+  tw_mask(mask, TW_ROWS, 1, 77);
+  for (int d = WAVE_F32; d <= WAVE_F64; d += WAVE_F64 - WAVE_F32) {
+    wave_dtype dt = (wave_dtype)d;
+    tw_fill_fsum(in, dt, TW_ROWS, 1);
+    ww_job j = {.dt = dt, .op = WAVE_FSUM, .in = in, .in_rows = tw_in_rows,
+                .n_in = TW_N_IN, .mask = mask, .mask_rows = tw_mask_rows,
+                .n_mask = TW_N_MASK, .has_mask = 1};
+    wv_reduce_out ref;
+    tw_reference(&j, &ref, NULL);
+    for (size_t k = 0; k < sizeof cut_at / sizeof cut_at[0]; k++) {
+      wv_xsum x;
+      uint64_t count = 0;
+      wv_xsum_init(&x, dt);
+      tw_part(dt, in, mask, 0, cut_at[k], "cpu0", &x, &count);
+      tw_part(dt, in, mask, cut_at[k], TW_ROWS, "cpu1", &x, &count);
+      wave_reduce_result m = {.exact_bytes = (uint32_t)wv_xsum_wire_bytes(dt),
+                              .exact_flags = x.flags};
+      wv_xsum_pack(&x, m.exact);
+      char what[64];
+      snprintf(what, sizeof what, "%s split at %llu", wave_dtype_name(dt),
+               (unsigned long long)cut_at[k]);
+      ck_assert_uint_eq(count, ref.count);
+      ck_assert_msg(wv_xsum_round(&x, count) == ref.bits[0], "%s: 0x%llx, "
+                    "the reference 0x%llx", what,
+                    (unsigned long long)wv_xsum_round(&x, count),
+                    (unsigned long long)ref.bits[0]);
+      tw_same_exact(what, &m, &ref, dt);
+    }
+  }
+  free(in);
+  free(mask);
+  tw_down(0);
 }
 END_TEST
 
@@ -347,6 +564,27 @@ START_TEST(refusals)
                .mask_rows = &four, .n_mask = 1, .has_mask = 1,
                .device = "fake0"};
   tw_refuse(&j, WAVE_EUNSUPPORTED, "fake0");
+  /* fsum on a device without caps.fsum: UNSUPPORTED, naming it; naming
+   * no device, the daemon picks one that runs it (cpu0 or cpu1, past
+   * fake0, which config order puts first) */
+  float f4[4] = {0x1p30f, 1.0f, -0x1p30f, 0x1p-20f};
+  ww_job fs = {.dt = WAVE_F32, .op = WAVE_FSUM, .in = f4, .in_rows = &four,
+               .n_in = 1, .device = "fake0"};
+  tw_refuse(&fs, WAVE_EUNSUPPORTED, "fake0");
+  fs.device = NULL;
+  wv_span sp = {f4, 4};
+  wv_reduce_job rj = {.dtype = WAVE_F32, .op = WAVE_FSUM, .input = &sp,
+                      .n_input = 1, .rows = 4};
+  wv_reduce_out ref;
+  wave_error re = {0};
+  ck_assert_int_eq(wv_reduce_reference(&rj, &ref, &re), 0);
+  for (int w = 0; w < WW_N; w++) {
+    wave_reduce_result r;
+    wave_error e;
+    ck_assert_msg(ww_run(&tw_x, (ww_way)w, &fs, &r, &e) == 0, "%s: %s",
+                  ww_way_names[w], e.message);
+    ck_assert_uint_eq(r.bits[0], ref.bits[0]);
+  }
   /* and it serves on, each way: the same argmin naming no device runs
    * on cpu0, past fake0 (2, first at row 1) */
   j.device = NULL;
@@ -370,6 +608,8 @@ int main(void)
   tcase_set_timeout(t, 600);
   tcase_add_loop_test(t, wide_bits, 0, WW_N + 2);
   tcase_add_test(t, f64_sum_shows_tree_and_chunks);
+  tcase_add_test(t, fsum_rows_show_mistakes);
+  tcase_add_test(t, fsum_device_split);
   suite_add_tcase(s, t);
   TCase *r = tcase_create("refusals");
   tcase_set_timeout(r, 300);

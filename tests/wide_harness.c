@@ -36,9 +36,12 @@ void ww_start(td_daemon *d, int fake, unsigned max_request_bytes)
            "auth: none\n"
            "devices:\n%s"
            "  - {name: cpu0, backend: cpu, threads: 2, "
+           "reduce_slice_rows: 65536}\n"
+           "  - {name: cpu1, backend: cpu, threads: 1, "
            "reduce_slice_rows: 65536}\n",
            d->ipc, d->tcp, max_request_bytes,
-           fake ? "  - {name: fake0, backend: fake, threads: 1}\n" : "");
+           fake ? "  - {name: fake0, backend: fake, threads: 1, "
+                  "device: \"lacks=fsum\"}\n" : "");
   td_write(d->cfg, text);
   if (td_start(d) != 0) {
     fprintf(stderr, "wavedd did not start:\n%s\n", td_stderr(d));
@@ -117,6 +120,13 @@ static int ww_raw_result(Wave__V1__Response *rp, wave_reduce_result *r,
     r->count = rs->count;
     r->rows = rs->rows;
     r->finite = (int)rs->finite;
+    /* fsum's exact partial as the daemon sent it (unchecked: the test
+     * compares it with the reference's) */
+    ck_assert_uint_le(rs->exact.len, WAVE_EXACT_MAX_BYTES);
+    if (rs->exact.len > 0)
+      memcpy(r->exact, rs->exact.data, rs->exact.len);
+    r->exact_bytes = (uint32_t)rs->exact.len;
+    r->exact_flags = rs->exact_flags;
     r->device = "";
   }
   wave__v1__response__free_unpacked(rp, NULL);

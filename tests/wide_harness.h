@@ -62,10 +62,10 @@ typedef struct ww_ctx {
 
 /* A daemon for these tests: ipc and tcp, regions on, max_job_rows 2^22,
  * limits.max_request_bytes as given (a stream's pieces are half of it),
- * one CPU device cpu0 that runs jobs above 65536 rows in slices (its
- * reduce_slice_rows), and with fake a device fake0 of the fake backend
- * (wavedd-test) before it, which has no 64-bit dtypes or argmin/argmax
- * (a job naming no device must go past it).
+ * CPU devices cpu0 and cpu1 that run jobs above 65536 rows in slices
+ * (their reduce_slice_rows), and with fake a device fake0 of the fake backend
+ * (wavedd-test) before them, which has no 64-bit dtypes, argmin/argmax
+ * or fsum (lacks=fsum; a job naming no device must go past it).
  * The test fails if it does not start. */
 void ww_start(td_daemon *d, int fake, unsigned max_request_bytes);
 /* Clients of a; the fleet is a's ipc and fleet_url (may be a's tcp). */

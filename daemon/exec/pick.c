@@ -116,14 +116,16 @@ static size_t pk_one_per_gpu(wd_device **out, size_t n, const wd_pick_req *rq)
   return kept;
 }
 
-/* A reduction's needs (rq->needs64, rq->needs_arg) against d's caps. */
+/* A reduction's needs (rq->needs64, needs_arg, needs_fsum) against d's
+ * caps. */
 static int pk_reduce_ok(wd_device *d, const wd_pick_req *rq)
 {
-  if (!rq->needs64 && !rq->needs_arg)
+  if (!rq->needs64 && !rq->needs_arg && !rq->needs_fsum)
     return 1;
   wv_caps c;
   wd_device_caps(d, &c);
-  return (!rq->needs64 || c.dtypes64) && (!rq->needs_arg || c.argminmax);
+  return (!rq->needs64 || c.dtypes64) && (!rq->needs_arg || c.argminmax) &&
+         (!rq->needs_fsum || c.fsum);
 }
 
 int wd_pick(wd_device *const *devs, size_t n_devs, const wd_pick_req *rq,
@@ -233,7 +235,8 @@ static wd_device *pk_other(wd_device *const *devs, size_t n_devs,
 {
   wd_pick_req rq = {.kind = WD_PICK_REDUCE,
                     .needs64 = (w->needs & WD_NEEDS_64) != 0,
-                    .needs_arg = (w->needs & WD_NEEDS_ARG) != 0};
+                    .needs_arg = (w->needs & WD_NEEDS_ARG) != 0,
+                    .needs_fsum = (w->needs & WD_NEEDS_FSUM) != 0};
   wd_device *best = NULL;
   unsigned best_load = 0;
   for (size_t i = 0; i < n_devs; i++) {

@@ -2,8 +2,8 @@
  *
  * Reductions: the named device, else the least-loaded device that is not
  * faulted (config order breaks ties), of those whose caps run the job
- * (a 64-bit dtype: dtypes64; argmin/argmax: argminmax) when there are
- * any.  Hash jobs: the named device
+ * (a 64-bit dtype: dtypes64; argmin/argmax: argminmax; fsum: fsum) when
+ * there are any.  Hash jobs: the named device
  * (HashRequest.device), the listed ones (HashRequest.devices; ["all"] is
  * every device with hash jobs that can run the pack), or else the device
  * with the fewest hash jobs in flight (one with the pack ready first).  A
@@ -40,6 +40,7 @@ typedef struct wd_pick_req {
   const wd_pick_pack *packs;  /* hash: by wd_device_index */
   const char *pack_name;      /* for messages */
   int needs64, needs_arg;     /* reduce: a 64-bit dtype; argmin/argmax */
+  int needs_fsum;             /* reduce: fsum (caps.fsum) */
 } wd_pick_req;
 
 /* Fill out[] (room for n_devs) with the chosen devices, *n_out of them

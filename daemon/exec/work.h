@@ -106,6 +106,7 @@ struct wd_work {
 
 /* What a movable item needs of a device's caps. */
 enum { WD_NEEDS_64 = 1,     /* dtypes64: a 64-bit dtype */
-       WD_NEEDS_ARG = 2 };  /* argminmax: argmin or argmax */
+       WD_NEEDS_ARG = 2,    /* argminmax: argmin or argmax */
+       WD_NEEDS_FSUM = 4 }; /* fsum */
 
 #endif

@@ -20,6 +20,7 @@
 #include "daemon/stats.h"
 #include "core/base.h"
 #include "core/reduce.h"
+#include "core/xsum.h"
 #include "workers/wvdev.h"
 
 /* Chunks of rows of `size` bytes (8: a 64-bit dtype's input) as spans. */
@@ -149,6 +150,16 @@ static void rr_reply(wd_req *c)
   rr.device = (char *)wd_device_name(c->call->work.dev);
   rr.seconds = c->call->work.seconds;
   rr.finite = (Wave__V1__FiniteRows)c->call->finite;
+  /* fsum: the exact partial beside its rounding (docs/protocol.md "The
+   * exact sum"); the merged accumulator of every slice and piece */
+  uint8_t exact[8 * WV_XSUM_LIMBS];
+  if (wv_op_plan_of(c->call->job.dtype, c->call->job.op)->path ==
+      WV_PATH_XSUM) {
+    wv_xsum_pack(&o->xsum, exact);
+    rr.exact.data = exact;
+    rr.exact.len = wv_xsum_wire_bytes(c->call->job.dtype);
+    rr.exact_flags = o->xsum.flags;
+  }
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   r.body_case = WAVE__V1__RESPONSE__BODY_REDUCE;
   r.reduce = &rr;
@@ -174,7 +185,7 @@ static void rr_reduce_done(wd_work *w)
   }
   if (w->rc == WAVE_EUNSUPPORTED && w->dev != NULL) {
     /* the backend refused the job (its caps: a 64-bit dtype, argmin/
-     * argmax): say which device, the client may name another */
+     * argmax, fsum): say which device, the client may name another */
     wave_error e = w->err;
     wv_seterr(&w->err, WAVE_EUNSUPPORTED, "device %s: %s",
               wd_device_name(w->dev), e.message);
@@ -294,13 +305,15 @@ static void rr_reduce_spans(wd_req *c, wave_dtype dt, wave_op op,
   size_t n;
   wd_pick_req prq = {.kind = WD_PICK_REDUCE, .device = device,
                      .needs64 = wv_dtype_size(dt) == 8,
-                     .needs_arg = op == WAVE_ARGMIN || op == WAVE_ARGMAX};
+                     .needs_arg = op == WAVE_ARGMIN || op == WAVE_ARGMAX,
+                     .needs_fsum = op == WAVE_FSUM};
   if ((rc = wd_pick(s->devs, s->n_devs, &prq, &d, &n, &err)) != 0)
     return wd_reply_fail(c, &err);
   /* the daemon's pick may move if a guard holds the device (pick.h) */
   c->call->work.movable = device == NULL || device[0] == '\0';
   c->call->work.needs = (prq.needs64 ? WD_NEEDS_64 : 0) |
-                        (prq.needs_arg ? WD_NEEDS_ARG : 0);
+                        (prq.needs_arg ? WD_NEEDS_ARG : 0) |
+                        (prq.needs_fsum ? WD_NEEDS_FSUM : 0);
   if ((rc = wd_device_submit(d, &c->call->work, &err)) != 0)
     return wd_reply_fail(c, &err);
   s->reduce_inflight++;

@@ -11,7 +11,9 @@
  * errors it replied with, a local one for transport and argument errors.
  *
  * Strings and lists in results (ABI 1, libwaveclient.so.1): no result
- * struct has a fixed-size array, so nothing the daemon sends is cut short.
+ * struct has a fixed-size array for a string or list, so nothing the
+ * daemon sends is cut short (fsum's exact partial, of at most
+ * WAVE_EXACT_MAX_BYTES by the protocol, is held whole).
  *   - A result the library allocates (wave_status, wave_pack_info) holds
  *     its lists and strings in the same allocation: its free call
  *     (wave_status_free, wave_packs_free) releases them all.
@@ -141,6 +143,16 @@ typedef struct wave_reduce_request {
                                  WAVE_EDEADLINE; 0: the daemon's default */
 } wave_reduce_request;
 
+/* fsum's exact partial (wave_reduce_result.exact, exact_flags): its
+ * sizes, and the flags a selected row sets (merged by OR). */
+#define WAVE_EXACT_F32_BYTES 48     /* 6 limbs of 64 bits */
+#define WAVE_EXACT_F64_BYTES 272    /* 34 limbs */
+#define WAVE_EXACT_MAX_BYTES 272
+#define WAVE_EXACT_NAN 1u           /* a NaN row */
+#define WAVE_EXACT_PINF 2u          /* a +inf row */
+#define WAVE_EXACT_NINF 4u          /* a -inf row */
+#define WAVE_EXACT_NOT_NEGZERO 8u   /* a row other than -0.0 */
+
 typedef struct wave_reduce_result {
   wave_dtype dtype;
   wave_op op;
@@ -157,6 +169,18 @@ typedef struct wave_reduce_result {
   int finite;             /* float min/max/extent: 1 a selected row is
                              finite, 2 none is, 0 not said (other ops, or a
                              daemon before ReduceResult.finite) */
+  /* Appended in ABI 4 (issue 39): fsum's exact partial (docs/protocol.md
+   * "The exact sum"), checked by the library (a daemon that sends a wrong
+   * length, unknown flag bits or a value that is not its rounding gets
+   * WAVE_EIO).  exact holds the accumulator X as on the wire, exact_bytes
+   * bytes little-endian two's complement (WAVE_EXACT_F32_BYTES, or
+   * WAVE_EXACT_F64_BYTES); the selected finite rows sum to exactly X *
+   * 2^-149 (float32) or X * 2^-1074 (float64).  Merging two answers of
+   * the same dtype is adding their X and OR-ing their flags; bits[0] is X
+   * rounded once, under the flags.  0 and empty for every other op. */
+  uint32_t exact_flags;   /* WAVE_EXACT_* */
+  uint32_t exact_bytes;   /* 0, or the accumulator's bytes in exact */
+  uint8_t exact[WAVE_EXACT_MAX_BYTES];
 } wave_reduce_result;
 
 WAVE_API int wave_reduce(wave_client *c, const wave_reduce_request *req,

@@ -16,7 +16,10 @@
  *     coordinator runs the float-sum tree's upper levels over the pieces'
  *     values (docs/reduction.md, "Partials"); an argmin/argmax piece's
  *     index is moved by the job row of the piece's first row, so the
- *     index is global, and the 64-bit dtypes merge their 64-bit values.
+ *     index is global, and the 64-bit dtypes merge their 64-bit values;
+ *     fsum pieces merge their exact partials (wave_reduce_result.exact) by
+ *     integer addition, so any cut gives the bits of one daemon, and the
+ *     fleet's result carries the merged exact partial too.
  * A daemon that stops answering, or whose job fails with a device error,
  * is dropped: its piece goes back in the queue for the others, and the
  * result names it (members[i].failed, wave_fleet_member_why).  So is one

@@ -13,7 +13,7 @@ pointer of this type, with -Werror), so the tables cannot drift from the
 header unseen.
 
 Types the parsers know (decl() below): void, char, int, unsigned,
-uint32_t, uint64_t, size_t, double, the enums and structs of these
+uint8_t, uint32_t, uint64_t, size_t, double, the enums and structs of these
 tables, the opaque handles, pointers of any depth ("const" is kept for
 cffi and the probe, ignored by ctypes), and one array dimension
 ("char message[256]").  A struct may hold, by value, only structs listed
@@ -84,7 +84,10 @@ STRUCTS = (
         "uint64_t rows",
         "double seconds",
         "const char *device",
-        "int finite")),
+        "int finite",
+        "uint32_t exact_flags",
+        "uint32_t exact_bytes",
+        "uint8_t exact[272]")),
     ("wave_extent", (
         "const wave_region *region",
         "size_t offset",

@@ -21,7 +21,7 @@ NULL = None
 _SCALARS = {
     "int": ctypes.c_int, "unsigned": ctypes.c_uint,
     "unsigned int": ctypes.c_uint, "char": ctypes.c_char,
-    "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
+    "uint8_t": ctypes.c_uint8, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
     "int64_t": ctypes.c_int64,
     "size_t": ctypes.c_size_t, "double": ctypes.c_double,
 }

@@ -25,6 +25,7 @@ import ctypes
 import os
 import threading
 import weakref
+from fractions import Fraction
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -45,8 +46,13 @@ DTYPES = {
 _NP = {v: k for k, v in DTYPES.items()}
 
 OPS = ("sum", "min", "max", "extent", "and", "or", "xor", "argmin",
-       "argmax")
+       "argmax", "fsum")
 _ARG_OPS = ("argmin", "argmax")
+
+# fsum's exact partial (Result.exact_flags): a selected row was NaN, +inf,
+# -inf, other than -0.0 (wave/client.h WAVE_EXACT_*)
+EXACT_NAN, EXACT_PINF, EXACT_NINF, EXACT_NOT_NEGZERO = 1, 2, 4, 8
+_EXACT_UNIT = {4: 149, 8: 1074}   # the accumulator's unit: 2^-149, 2^-1074
 
 # Bound now: a region's finalizer may run inside a cffi call that holds
 # cffi's (non-reentrant) lock, where a first lookup of lib.NAME would wait
@@ -131,8 +137,12 @@ class Result:
     row was selected, or no float was finite), None for the other ops;
     count: rows selected; rows: rows in the input; device; seconds (on
     the device); finite (float min/max/extent: True when a selected row is
-    finite, False when none is, None when not said); via: "region",
-    "file", "pool" or "message", how the rows travelled."""
+    finite, False when none is, None when not said); exact (fsum only,
+    else None): the exact sum of the selected finite rows, a
+    fractions.Fraction (the daemon's exact partial, docs/protocol.md "The
+    exact sum"; value is it rounded once), and exact_flags (fsum: the
+    EXACT_* bits of the selected rows, else None); via: "region", "file",
+    "pool" or "message", how the rows travelled."""
 
     def __init__(self, r, via):
         dt = _NP[r.dtype]
@@ -150,6 +160,12 @@ class Result:
         self.device = text(r.device)
         self.seconds = float(r.seconds)
         self.finite = {1: True, 2: False}.get(r.finite)
+        self.exact = self.exact_flags = None
+        if self.op == "fsum":
+            x = bytes(int(r.exact[i]) for i in range(int(r.exact_bytes)))
+            self.exact = Fraction(int.from_bytes(x, "little", signed=True),
+                                  1 << _EXACT_UNIT[dt.itemsize])
+            self.exact_flags = int(r.exact_flags)
         self.via = via
 
     def __repr__(self):
@@ -349,7 +365,9 @@ class Client:
                deadline=None):
         """Reduce the rows of chunks (in order) with op: "sum", "min",
         "max", "extent", "and", "or", "xor", "argmin", "argmax" (the value
-        and its first row: Result.index).  The chunks are arrays of one
+        and its first row: Result.index), "fsum" (float32 and float64: the
+        float nearest the exact sum, the same bits for any chunking, order
+        or device; Result.exact holds the exact sum).  The chunks are arrays of one
         dtype: uint32, int32, float32, uint64, int64 or float64,
         little-endian (never converted).  mask: None, or an array (or
         a list of arrays) of uint32 rows, one per input row, nonzero

@@ -32,6 +32,10 @@
  * must catch (its mismatch test).  The pack checks ran at startup, so
  * only the jobs run while the file exists are wrong.
  *
+ * "lacks=fsum": the device's caps say no fsum (caps.fsum 0, with a
+ * reason), as a GPU without 64-bit integers: the daemon's refusal and
+ * its pick past such a device are tested with it.
+ *
  * "telemetry=FILE" feeds the health slot (workers/health.h): each read
  * parses FILE's "key value" lines (wv_health_parse_feed), so a test drives
  * every health path (fields present or absent, throttling, a bad line, no
@@ -64,17 +68,19 @@ struct wv_device {
   char hold[200];        /* hold_prepare=DIR, or "" */
   char slow[200];        /* slow_hash=FILE, or "" */
   char wrong[200];       /* wrong_bits=FILE, or "" */
+  int lacks_fsum;        /* lacks=fsum */
   char name[64];
   struct fk_range { uintptr_t lo, hi; } pins[256];  /* host_register'd */
   size_t npins;
 };
 
 /* The device string: "key=value" entries joined by ',' (fault_after=N,
- * hold_prepare=DIR, telemetry=FILE, slow_hash=FILE, wrong_bits=FILE; each
- * at most once, any order) into *out and the strings of f ("" when not
+ * hold_prepare=DIR, telemetry=FILE, slow_hash=FILE, wrong_bits=FILE,
+ * lacks=fsum; each at most once, any order) into *out and the strings of f ("" when not
  * given).  0, or -1 for anything else. */
 typedef struct fk_files {
   char hold[200], tele[200], slow[200], wrong[200];
+  int lacks_fsum;
 } fk_files;
 
 static int fk_parse(const char *s, uint64_t *out, fk_files *f)
@@ -82,6 +88,7 @@ static int fk_parse(const char *s, uint64_t *out, fk_files *f)
   const size_t n = sizeof f->hold;
   *out = 0;
   f->hold[0] = f->tele[0] = f->slow[0] = f->wrong[0] = '\0';
+  f->lacks_fsum = 0;
   while (s != NULL && *s != '\0') {
     size_t len = strcspn(s, ",");
     const char *eq = memchr(s, '=', len);
@@ -108,6 +115,9 @@ static int fk_parse(const char *s, uint64_t *out, fk_files *f)
         return -1;
       memcpy(dst, v, vlen);
       dst[vlen] = '\0';
+    } else if (klen == 5 && strncmp(s, "lacks", klen) == 0 && vlen == 4 &&
+               strncmp(v, "fsum", vlen) == 0 && !f->lacks_fsum) {
+      f->lacks_fsum = 1;
     } else {
       return -1;
     }
@@ -128,8 +138,9 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
     return wv_seterr(err, WAVE_ECONFIG, "device %s: the fake backend's "
                      "device string is \"fault_after=N\", "
                      "\"hold_prepare=DIR\", \"telemetry=FILE\", "
-                     "\"slow_hash=FILE\", \"wrong_bits=FILE\" or some of "
-                     "them (comma between), not \"%s\"", cfg->name,
+                     "\"slow_hash=FILE\", \"wrong_bits=FILE\", "
+                     "\"lacks=fsum\" or some of them (comma between), not "
+                     "\"%s\"", cfg->name,
                      cfg->device_match);
   wv_device *d = calloc(1, sizeof *d);
   if (d == NULL)
@@ -143,6 +154,7 @@ static int fk_open(const wv_device_config *cfg, wv_device **out,
   snprintf(d->hold, sizeof d->hold, "%s", fl.hold);
   snprintf(d->slow, sizeof d->slow, "%s", fl.slow);
   snprintf(d->wrong, sizeof d->wrong, "%s", fl.wrong);
+  d->lacks_fsum = fl.lacks_fsum;
   snprintf(d->name, sizeof d->name, "%s", cfg->name);
   *out = d;
   return 0;
@@ -193,7 +205,13 @@ static void fk_caps(wv_device *d, wv_caps *caps)
   /* it stands in for a GPU backend: none of those runs them yet */
   caps->dtypes64 = 0;
   caps->argminmax = 0;
-  /* fsum stays the CPU's: device splits over fake devices run it */
+  /* fsum stays the CPU's: device splits over fake devices run it; but
+   * for a device told lacks=fsum, which stands for one without it */
+  if (d->lacks_fsum) {
+    caps->fsum = 0;
+    snprintf(caps->fsum_why, sizeof caps->fsum_why, "this fake device "
+             "stands for one without it (lacks=fsum)");
+  }
 }
 
 /* One step: 0, or the fault once fault_after steps have run. */
