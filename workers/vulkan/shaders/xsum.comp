@@ -1,0 +1,256 @@
+// xsum.comp - the exact float sum, op fsum (core/xsum.h, docs/reduction.md
+// "fsum"): every selected row added exactly into signed 64-bit bins of 32
+// bits' weight; float32 rows (WV_ROW64=0) or float64 (WV_ROW64=1).
+//
+// A finite row is M * 2^b units (core/xsum.h: the unit is the dtype's
+// smallest subnormal), b = 32 i + sh with sh < 32.  M << sh, cut into
+// unsigned 32-bit digits w0, w1 (float32: M < 2^24, M << sh < 2^55) or
+// w0, w1, w2 (float64: M < 2^53, M << sh < 2^85), adds +-w_j to bin i + j,
+// which weighs 2^(32 (i + j)) units.  Float32 has NB = 9 bins (i <= 7),
+// float64 NB = 66 (i <= 63).
+//
+// Each invocation keeps a window in registers: the bins c .. c + K (K = 2,
+// float32; 3, float64), which take every row with i = c or i = c + 1 (and
+// every zero row, which adds nothing).  A row outside the window flushes
+// it (atomicAdd of its non-zero bins into the work-group's shared bins,
+// one copy of them per invocation index mod C, so that the lanes of a
+// sub-group never meet on one address) and moves it: up to i - 1 .. , or
+// down to i ...  Data within a factor 2^32 (most real data) flushes once
+// per invocation; full-range data about once a row.  After its blocks the
+// work-group sums the copies, carry-normalises the bins (below) and adds
+// the non-zero ones into the job's bins in device memory (atomicAdd),
+// with its flags (atomicOr).  The host folds those NB + 1 bins into the
+// exact accumulator (vk_xsum.c) and rounds once.
+//
+// No int64 can overflow (|x| <= 2^63 - 1 for every sum below):
+//  - each row adds to any one bin at most one digit, |+-w_j| < 2^32 (a
+//    row's digits go to distinct bins: i, i + 1, (i + 2));
+//  - a register window, a shared bin and a shared bin's copy therefore
+//    hold a sum over a subset of the work-group's rows of at most one term
+//    each of magnitude < 2^32: |x| < R_wg 2^32, R_wg the work-group's rows
+//    in this dispatch; the host dispatches at most 2^30 rows (n below),
+//    so |x| < 2^62;
+//  - the work-group's total T_k of bin k (the sum of its copies, again
+//    such a subset sum) obeys the same |T_k| < 2^62;
+//  - normalised, bin k is lo32(T_k) + (T_(k-1) >> 32) (arithmetic shift;
+//    the value T_k 2^32k summed over k is unchanged), so
+//    |bin| < 2^32 + 2^30 < 2^33, for k = 0 .. NB (bin NB: the carry of
+//    bin NB - 1 alone);
+//  - the job's bins add one such value per work-group dispatched: the host
+//    counts them and refuses a job of more than 2^29 (vk_xsum.c), so
+//    |job bin| < 2^29 2^33 = 2^62.
+//
+// Flags (core/xsum.h WV_XSUM_*): NaN, +inf, -inf (those rows add nothing),
+// and "a row other than -0.0".  Rows past n, and rows the mask leaves out
+// (the host stages them as -0.0, the op table's fill), are -0.0: they add
+// nothing and set no flag, so masks, chunks and padding change nothing.
+//
+// Blocks: work-group w reads blocks w, w + groups, ... of 256 U 16-byte
+// vectors, invocation l vectors l + 256 u of a block (each load of a
+// sub-group one contiguous run), all U loads issued before any is used.
+// Needs shaderInt64, shaderSharedInt64Atomics and shaderBufferInt64Atomics
+// (the host checks them, vk_xsum.c).
+#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_atomic_int64 : require
+
+layout(local_size_x = 256) in;
+
+#if WV_ROW64
+const uint NB = 66u;    // bins a row can reach: the host's WV_VK_XSUM_NB64
+const uint R = 2u;      // rows per 16-byte vector
+#else
+const uint NB = 9u;     // the host's WV_VK_XSUM_NB32
+const uint R = 4u;
+#endif
+const uint C = 32u;     // copies of the shared bins
+const uint U = 4u;      // vectors in flight per invocation
+
+const uint F_NAN = 1u, F_PINF = 2u, F_NINF = 4u, F_NOT_NEGZERO = 8u;
+
+layout(set = 0, binding = 0, std430) readonly buffer In { uvec4 vin[]; };
+layout(set = 0, binding = 1, std430) buffer Out {
+  int64_t gbin[NB + 1u];   // the job's bins, zeroed by the host first
+  uint gflags;
+};
+
+layout(push_constant) uniform Push {
+  uint n;          // rows in this input, at most 2^30
+} pc;
+
+shared int64_t sbin[NB * C];   // bin k, copy j at k C + j
+shared int64_t stot[NB];       // the work-group's totals T_k
+shared uint sflags;
+
+// The register window: bins c .. c + 3 (float32: c .. c + 2).
+int c = -2;                    // no window yet: every row misses
+int64_t a0 = 0, a1 = 0, a2 = 0;
+#if WV_ROW64
+int64_t a3 = 0;
+#endif
+uint fl = 0u;
+
+void put(uint k, int64_t v)
+{
+  if (v != 0)
+    atomicAdd(sbin[k * C + gl_LocalInvocationIndex % C], v);
+}
+
+void flush()
+{
+  if (c < 0)
+    return;
+  const uint k = uint(c);
+  put(k, a0); put(k + 1u, a1); put(k + 2u, a2);
+#if WV_ROW64
+  put(k + 3u, a3);
+  a3 = 0;
+#endif
+  a0 = 0; a1 = 0; a2 = 0;
+}
+
+// Bin i gets +-w0, bin i + 1 +-w1, bin i + 2 +-w2 (float32: w2 = 0).
+void add(int i, uint w0, uint w1, uint w2, bool neg)
+{
+  if (uint(i - c) > 1u) {     // outside the window: flush, move it
+    flush();
+    c = i > c ? max(i - 1, 0) : i;
+  }
+  const int64_t sg = neg ? -1l : 0l;
+  const int64_t s0 = (int64_t(w0) ^ sg) - sg;
+  const int64_t s1 = (int64_t(w1) ^ sg) - sg;
+  const bool t = i != c;       // the row's bin is c + 1
+#if WV_ROW64
+  const int64_t s2 = (int64_t(w2) ^ sg) - sg;
+  a0 += t ? 0l : s0;
+  a1 += t ? s0 : s1;
+  a2 += t ? s1 : s2;
+  a3 += t ? s2 : 0l;
+#else
+  a0 += t ? 0l : s0;
+  a1 += t ? s0 : s1;
+  a2 += t ? s1 : 0l;
+#endif
+}
+
+#if WV_ROW64
+// One float64 row, its 32-bit words lo, hi.
+void row(uint lo, uint hi)
+{
+  const uint e = (hi >> 20) & 0x7ffu;
+  uint mh = hi & 0xfffffu;
+  fl |= (hi != 0x80000000u || lo != 0u) ? F_NOT_NEGZERO : 0u;
+  if (e == 0x7ffu) {
+    fl |= (mh | lo) != 0u ? F_NAN : (hi >> 31) != 0u ? F_NINF : F_PINF;
+    return;
+  }
+  if (e != 0u)
+    mh |= 0x100000u;
+  if ((mh | lo) == 0u)
+    return;
+  const uint b = max(e, 1u) - 1u, sh = b & 31u;
+  // M << sh = w2 2^64 + w1 2^32 + w0; (x >> 1) >> (31 - sh) is
+  // x >> (32 - sh), also for sh = 0
+  add(int(b >> 5), lo << sh, (mh << sh) | ((lo >> 1) >> (31u - sh)),
+      (mh >> 1) >> (31u - sh), (hi >> 31) != 0u);
+}
+
+void vec(uvec4 v)
+{
+  row(v.x, v.y);
+  row(v.z, v.w);
+}
+
+const uvec4 NEG_ZERO_V = uvec4(0u, 0x80000000u, 0u, 0x80000000u);
+#else
+void row(uint u)
+{
+  const uint e = (u >> 23) & 0xffu;
+  uint m = u & 0x7fffffu;
+  fl |= u != 0x80000000u ? F_NOT_NEGZERO : 0u;
+  if (e == 0xffu) {
+    fl |= m != 0u ? F_NAN : (u >> 31) != 0u ? F_NINF : F_PINF;
+    return;
+  }
+  if (e != 0u)
+    m |= 0x800000u;
+  if (m == 0u)
+    return;
+  const uint b = max(e, 1u) - 1u, sh = b & 31u;
+  add(int(b >> 5), m << sh, (m >> 1) >> (31u - sh), 0u, (u >> 31) != 0u);
+}
+
+void vec(uvec4 v)
+{
+  row(v.x);
+  row(v.y);
+  row(v.z);
+  row(v.w);
+}
+
+const uvec4 NEG_ZERO_V = uvec4(0x80000000u);
+#endif
+
+// Vector q with the rows past n as -0.0.
+uvec4 load(uint q)
+{
+  uvec4 v = NEG_ZERO_V;
+  if (R * q < pc.n) {
+    v = vin[q];
+#if WV_ROW64
+    if (2u * q + 1u >= pc.n)
+      v.zw = NEG_ZERO_V.zw;
+#else
+    uvec4 r = uvec4(4u * q) + uvec4(0u, 1u, 2u, 3u);
+    v = mix(NEG_ZERO_V, v, lessThan(r, uvec4(pc.n)));
+#endif
+  }
+  return v;
+}
+
+void main()
+{
+  const uint lid = gl_LocalInvocationIndex;
+  for (uint k = lid; k < NB * C; k += 256u)
+    sbin[k] = 0;
+  if (lid == 0u)
+    sflags = 0u;
+  barrier();
+
+  const uint nvec = (pc.n + R - 1u) / R, B = 256u * U;
+  for (uint blk = gl_WorkGroupID.x; blk * B < nvec;
+       blk += gl_NumWorkGroups.x) {
+    const uint q = blk * B + lid;
+    uvec4 v0, v1, v2, v3;
+    if ((blk + 1u) * B * R <= pc.n) {   // the block is whole
+      v0 = vin[q];         v1 = vin[q + 256u];
+      v2 = vin[q + 512u];  v3 = vin[q + 768u];
+    } else {
+      v0 = load(q);        v1 = load(q + 256u);
+      v2 = load(q + 512u); v3 = load(q + 768u);
+    }
+    vec(v0); vec(v1); vec(v2); vec(v3);
+  }
+  flush();
+  if (fl != 0u)
+    atomicOr(sflags, fl);
+  barrier();
+
+  // The copies' totals, then normalised bins into the job's (see the top).
+  if (lid < NB) {
+    int64_t t = 0;
+    for (uint j = 0u; j < C; j++)
+      t += sbin[lid * C + j];
+    stot[lid] = t;
+  }
+  barrier();
+  if (lid <= NB) {
+    int64_t v = lid < NB ? int64_t(uint(stot[lid] & 0xffffffffl)) : 0l;
+    if (lid > 0u)
+      v += stot[lid - 1u] >> 32;
+    if (v != 0)
+      atomicAdd(gbin[lid], v);
+  }
+  if (lid == 0u && sflags != 0u)
+    atomicOr(gflags, sflags);
+}

@@ -1,0 +1,179 @@
+/* vk_xsum.c - the exact float sum, op fsum (core/xsum.h, docs/reduction.md
+ * "fsum"), on a Vulkan device: what a device needs for it, and the steps
+ * vk_rec.c records for it (the plan's path WV_PATH_XSUM).
+ *
+ * One shader source, shaders/xsum.comp, built for float32 and float64 rows
+ * (WV_ROW64); its comment has the design and the bounds that keep every
+ * int64 from overflowing.  A job is one stream of rows: the answer depends
+ * on no chunking, so chunks are no groups here (unlike the float sum) and
+ * rows are staged or bound in place as for the order-free ops; a mask is
+ * applied while staging, unselected rows written as -0.0 (the op table's
+ * fill), which adds nothing and sets no flag.
+ *  - The job's bins, NB + 1 signed int64 of 32 bits' weight and a flags
+ *    word, live in part[0] (device-local), zeroed before the first window;
+ *  - every window is one dispatch of xsum.comp, whose work-groups each add
+ *    their carry-normalised bins and flags atomically;
+ *  - after the last window the bins are copied to the host-visible result
+ *    buffer; the host folds them into the exact accumulator (vx_fold:
+ *    carries, then wv_xsum_merge) and rounds once (wv_xsum_round) with the
+ *    count of selected rows, which the host knows (vk_reduce.c's feed).
+ * Bounds the host keeps (xsum.comp's proof uses them): at most 2^30 rows a
+ * dispatch (windows are far smaller: 2^28 rows at most), and at most 2^29
+ * work-groups a job; a job that would need more is WAVE_EJOBSIZE.
+ *
+ * Device features: shaderInt64, shaderSharedInt64Atomics and
+ * shaderBufferInt64Atomics (enabled at open where present, vk_open.c).  A
+ * device without one has caps fsum 0, wide_why naming what is missing, and
+ * refuses fsum jobs with WAVE_EUNSUPPORTED naming the device and feature.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/base.h"
+#include "core/xsum.h"
+#include "vk.h"
+#include "vk_rec.h"
+
+#define VX_NB32 9u                  /* xsum.comp's NB, float32 */
+#define VX_NB64 66u                 /* float64 */
+#define VX_WIDTH 32u                /* bits between bins */
+#define VX_MAX_ROWS (1u << 30)      /* a dispatch (xsum.comp's proof) */
+#define VX_MAX_GROUPS (1ull << 29)  /* work-groups a job */
+#define VX_BLOCK_VECS 1024u         /* xsum.comp: 256 invocations x U = 4 */
+
+/* The job's bins and flags word in part[0] and the result: NB + 1 bins,
+ * then the flags in the low half of one more int64 slot. */
+static uint64_t vx_bytes(unsigned rs)
+{
+  return ((rs == 8 ? VX_NB64 : VX_NB32) + 2u) * 8u;
+}
+
+/* What the device lacks for fsum, or "" when nothing. */
+static void vx_missing(const wv_device *d, char *why, size_t n)
+{
+  why[0] = 0;
+  if (!d->int64)
+    snprintf(why, n, "the device has no shaderInt64");
+  else if (!d->atom64_shared || !d->atom64_buffer)
+    snprintf(why, n, "the device has no %s%s%s",
+             d->atom64_shared ? "" : "shaderSharedInt64Atomics",
+             !d->atom64_shared && !d->atom64_buffer ? " and no " : "",
+             d->atom64_buffer ? "" : "shaderBufferInt64Atomics");
+}
+
+void wv_vk_xsum_caps(const wv_device *d, wv_caps *caps)
+{
+  vx_missing(d, caps->fsum_why, sizeof caps->fsum_why);
+  caps->fsum = caps->fsum_why[0] == 0;
+}
+
+int wv_vk_xsum_check(const wv_device *d, wave_error *err)
+{
+  char why[120];
+  vx_missing(d, why, sizeof why);
+  if (why[0] == 0)
+    return 0;
+  return wv_seterr(err, WAVE_EUNSUPPORTED, "vulkan: %.48s does not run "
+                   "fsum: %s", d->props.deviceName, why);
+}
+
+int wv_vk_xsum_reserve(wv_device *d, const wv_vkr_run *run, wave_error *err)
+{
+  const uint64_t bytes = vx_bytes(run->plan.rs);
+  int rc = wv_vk_buf_reserve(d, &d->part[0], bytes, 0, err);
+  if (rc == 0)
+    rc = wv_vk_buf_reserve(d, &d->result, bytes, WV_VK_HOST, err);
+  return rc;
+}
+
+/* Work-groups for a dispatch over `rows` rows: one block of 1024 vectors
+ * each, up to the device's streaming count (a GPU: enough to fill it); on
+ * a CPU driver (lavapipe) the float sum's few (sum_groups), so that each
+ * work-group's set-up and fold are shared by many blocks. */
+static uint64_t vx_groups(const wv_device *d, uint64_t rows, unsigned rs)
+{
+  uint64_t vecs = wv_vkr_div(rows * rs, 16);
+  uint64_t blocks = wv_vkr_div(vecs, VX_BLOCK_VECS);
+  uint64_t cap = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+                   ? d->sum_groups : d->stream_groups;
+  if (d->opt.stream_groups != 0)
+    cap = d->opt.stream_groups;
+  uint64_t g = blocks < cap ? blocks : cap;
+  return wv_vk_groups(d, g > 0 ? g : 1);
+}
+
+int wv_vk_xsum_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                      wv_vk_range src, uint32_t rows, wave_error *err)
+{
+  const unsigned rs = run->plan.rs;
+  const uint64_t bytes = vx_bytes(rs);
+  if (!run->xsum_zeroed) {   /* the first window: the job's bins to 0 */
+    vkCmdFillBuffer(s->cb, d->part[0].buf, 0, bytes, 0);
+    wv_vk_barrier(s);
+    run->xsum_zeroed = 1;
+  }
+  if (rows > VX_MAX_ROWS)
+    return wv_seterr(err, WAVE_EINTERNAL, "vulkan: fsum window of %u rows",
+                     rows);
+  const uint64_t groups = vx_groups(d, rows, rs);
+  run->xsum_groups += groups;
+  if (run->xsum_groups > VX_MAX_GROUPS)
+    return wv_seterr(err, WAVE_EJOBSIZE, "vulkan: fsum over more than "
+                     "2^29 work-groups (rows in too many small windows)");
+  VkPipeline p;
+  int rc = wv_vk_pipeline(d, rs == 8 ? WV_VK_XSUM_F64 : WV_VK_XSUM_F32, 0,
+                          &p, err);
+  if (rc != 0)
+    return rc;
+  uint32_t push[1] = {rows};
+  return wv_vk_dispatch(d, s, p, src, (wv_vk_range){d->part[0].buf, 0, bytes},
+                        (wv_vk_range){0}, push, sizeof push, groups, err);
+}
+
+int wv_vk_xsum_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s)
+{
+  wv_vk_barrier(s);
+  VkBufferCopy cp = {0, 0, vx_bytes(run->plan.rs)};
+  vkCmdCopyBuffer(s->cb, d->part[0].buf, d->result.buf, 1, &cp);
+  wv_vk_barrier(s);
+  return 0;
+}
+
+/* The job's nb bins (bin k weighs 2^(32 k) units, |bin| < 2^62) added
+ * to x.  Not wv_xsum_add_bins: the float64 bins reach bit 32 x 66 = 2112,
+ * the top limb, which wv_xsum_add_i64 cannot start in (it writes the limb
+ * above); so the carries are propagated here, each bin plus the carry
+ * below it (|t| < 2^62 + 2^31) leaving its low 32 bits as a digit and the
+ * rest, t / 2^32 exactly, as the carry up; the digits fill an accumulator
+ * of their own, the last carry sign-extended to its top (two's
+ * complement, as X), which wv_xsum_merge adds exactly. */
+static void vx_fold(wv_xsum *x, wave_dtype dt, const int64_t *bins,
+                    unsigned nb)
+{
+  wv_xsum y;
+  wv_xsum_init(&y, dt);
+  int64_t carry = 0;
+  for (unsigned k = 0; k < 2 * y.n_limbs; k++) {
+    int64_t t = (k < nb ? bins[k] : 0) + carry;
+    uint32_t digit = (uint32_t)t;
+    y.limb[k / 2] |= (uint64_t)digit << (VX_WIDTH * (k % 2));
+    carry = (t - (int64_t)digit) / ((int64_t)1 << VX_WIDTH);
+  }
+  wv_xsum_merge(x, &y);
+}
+
+void wv_vk_xsum_result(const wv_vkr_run *run, const wv_device *d,
+                       uint64_t count, wv_reduce_out *out)
+{
+  const wave_dtype dt = run->plan.rs == 8 ? WAVE_F64 : WAVE_F32;
+  const unsigned nb = (run->plan.rs == 8 ? VX_NB64 : VX_NB32) + 1u;
+  int64_t bins[VX_NB64 + 2];
+  wv_xsum_init(&out->xsum, dt);
+  if (run->xsum_zeroed) {   /* a window ran: the device's bins */
+    memcpy(bins, d->result.map, (nb + 1u) * sizeof bins[0]);
+    vx_fold(&out->xsum, dt, bins, nb);
+    out->xsum.flags = (uint32_t)bins[nb];
+  }
+  out->count = count;
+  out->bits[0] = wv_xsum_round(&out->xsum, count);
+}
