@@ -451,7 +451,7 @@ static void tx_sweep(wv_device *dev, uint64_t seed, const char *what)
 {
   static const uint64_t sizes[] = {0, 1, 3, 17, 1023, 1024, 4097, 20000,
                                    70001};
-  unsigned char *block = aligned_alloc(16, 70001 * 8 + 16);
+  unsigned char *block = aligned_alloc(16, 70002 * 8 + 16);   /* 16 | size */
   ck_assert_ptr_nonnull(block);
   tw_state = seed;
   for (int d = 0; d < 2; d++)
