@@ -110,9 +110,10 @@ void flush()
 }
 
 // Bin i gets +-w0, bin i + 1 +-w1, bin i + 2 +-w2 (float32: w2 = 0).
+// A zero row (all w 0: zeros, NaN, infinities) is in every window.
 void add(int i, uint w0, uint w1, uint w2, bool neg)
 {
-  if (uint(i - c) > 1u) {     // outside the window: flush, move it
+  if (uint(i - c) > 1u && (w0 | w1 | w2) != 0u) {   // outside: flush, move
     flush();
     c = i > c ? max(i - 1, 0) : i;
   }
@@ -135,19 +136,18 @@ void add(int i, uint w0, uint w1, uint w2, bool neg)
 
 #if WV_ROW64
 // One float64 row, its 32-bit words lo, hi.
+// Branch-free but for add's flush: NaN and infinities set a flag and add
+// zero digits.
 void row(uint lo, uint hi)
 {
   const uint e = (hi >> 20) & 0x7ffu;
   uint mh = hi & 0xfffffu;
   fl |= (hi != 0x80000000u || lo != 0u) ? F_NOT_NEGZERO : 0u;
-  if (e == 0x7ffu) {
-    fl |= (mh | lo) != 0u ? F_NAN : (hi >> 31) != 0u ? F_NINF : F_PINF;
-    return;
-  }
-  if (e != 0u)
-    mh |= 0x100000u;
-  if ((mh | lo) == 0u)
-    return;
+  const bool special = e == 0x7ffu;
+  fl |= !special ? 0u : (mh | lo) != 0u ? F_NAN
+      : (hi >> 31) != 0u ? F_NINF : F_PINF;
+  mh = special ? 0u : e != 0u ? mh | 0x100000u : mh;
+  lo = special ? 0u : lo;
   const uint b = max(e, 1u) - 1u, sh = b & 31u;
   // M << sh = w2 2^64 + w1 2^32 + w0; (x >> 1) >> (31 - sh) is
   // x >> (32 - sh), also for sh = 0
@@ -168,14 +168,9 @@ void row(uint u)
   const uint e = (u >> 23) & 0xffu;
   uint m = u & 0x7fffffu;
   fl |= u != 0x80000000u ? F_NOT_NEGZERO : 0u;
-  if (e == 0xffu) {
-    fl |= m != 0u ? F_NAN : (u >> 31) != 0u ? F_NINF : F_PINF;
-    return;
-  }
-  if (e != 0u)
-    m |= 0x800000u;
-  if (m == 0u)
-    return;
+  const bool special = e == 0xffu;
+  fl |= !special ? 0u : m != 0u ? F_NAN : (u >> 31) != 0u ? F_NINF : F_PINF;
+  m = special ? 0u : e != 0u ? m | 0x800000u : m;
   const uint b = max(e, 1u) - 1u, sh = b & 31u;
   add(int(b >> 5), m << sh, (m >> 1) >> (31u - sh), 0u, (u >> 31) != 0u);
 }
