@@ -9,15 +9,16 @@
  * rows are staged or bound in place as for the order-free ops; a mask is
  * applied while staging, unselected rows written as -0.0 (the op table's
  * fill), which adds nothing and sets no flag.
- *  - The job's bins, NB + 1 signed int64 of 32 bits' weight and a flags
- *    word, live in part[0] (device-local), zeroed before the first window;
+ *  - The job's bins, NO signed int64 (float32: 20 of 16 bits' weight;
+ *    float64: 67 of 32 bits') and a flags word, live in part[0]
+ *    (device-local), zeroed before the first window;
  *  - every window is one dispatch of xsum.comp, whose work-groups each add
  *    their carry-normalised bins and flags atomically;
  *  - after the last window the bins are copied to the host-visible result
  *    buffer; the host folds them into the exact accumulator (vx_fold:
  *    carries, then wv_xsum_merge) and rounds once (wv_xsum_round) with the
  *    count of selected rows, which the host knows (vk_reduce.c's feed).
- * Bounds the host keeps (xsum.comp's proof uses them): at most 2^30 rows a
+ * Bounds the host keeps (xsum.comp's proof uses them): at most 2^29 rows a
  * dispatch (windows are far smaller: 2^28 rows at most), and at most 2^29
  * work-groups a job; a job that would need more is WAVE_EJOBSIZE.
  *
@@ -34,18 +35,19 @@
 #include "vk.h"
 #include "vk_rec.h"
 
-#define VX_NB32 9u                  /* xsum.comp's NB, float32 */
-#define VX_NB64 66u                 /* float64 */
-#define VX_WIDTH 32u                /* bits between bins */
-#define VX_MAX_ROWS (1u << 30)      /* a dispatch (xsum.comp's proof) */
+#define VX_NO32 20u                 /* xsum.comp's NO (job bins), float32 */
+#define VX_NO64 67u                 /* float64 */
+#define VX_W32 16u                  /* bits between bins, float32 */
+#define VX_W64 32u                  /* float64 */
+#define VX_MAX_ROWS (1u << 29)      /* a dispatch (xsum.comp's proof) */
 #define VX_MAX_GROUPS (1ull << 29)  /* work-groups a job */
 #define VX_BLOCK_VECS 1024u         /* xsum.comp: 256 invocations x U = 4 */
 
-/* The job's bins and flags word in part[0] and the result: NB + 1 bins,
- * then the flags in the low half of one more int64 slot. */
+/* The job's bins and flags word in part[0] and the result: NO bins, then
+ * the flags in the low half of one more int64 slot. */
 static uint64_t vx_bytes(unsigned rs)
 {
-  return ((rs == 8 ? VX_NB64 : VX_NB32) + 2u) * 8u;
+  return ((rs == 8 ? VX_NO64 : VX_NO32) + 1u) * 8u;
 }
 
 /* What the device lacks for fsum, or "" when nothing. */
@@ -140,25 +142,26 @@ int wv_vk_xsum_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s)
   return 0;
 }
 
-/* The job's nb bins (bin k weighs 2^(32 k) units, |bin| < 2^62) added
- * to x.  Not wv_xsum_add_bins: the float64 bins reach bit 32 x 66 = 2112,
- * the top limb, which wv_xsum_add_i64 cannot start in (it writes the limb
- * above); so the carries are propagated here, each bin plus the carry
- * below it (|t| < 2^62 + 2^31) leaving its low 32 bits as a digit and the
- * rest, t / 2^32 exactly, as the carry up; the digits fill an accumulator
- * of their own, the last carry sign-extended to its top (two's
- * complement, as X), which wv_xsum_merge adds exactly. */
+/* The job's nb bins (bin k weighs 2^(w k) units, |bin| < 2^62; w 16 or
+ * 32) added to x.  Not wv_xsum_add_bins: the float64 bins reach bit
+ * 32 x 66 = 2112, the top limb, which wv_xsum_add_i64 cannot start in (it
+ * writes the limb above); so the carries are propagated here, each bin
+ * plus the carry below it (|t| < 2^62 + 2^48) leaving its low w bits as a
+ * digit and the rest, t / 2^w exactly, as the carry up; the digits fill
+ * an accumulator of their own, the last carry sign-extended to its top
+ * (two's complement, as X), which wv_xsum_merge adds exactly. */
 static void vx_fold(wv_xsum *x, wave_dtype dt, const int64_t *bins,
-                    unsigned nb)
+                    unsigned nb, unsigned w)
 {
   wv_xsum y;
   wv_xsum_init(&y, dt);
+  const uint64_t mask = (1ull << w) - 1;
   int64_t carry = 0;
-  for (unsigned k = 0; k < 2 * y.n_limbs; k++) {
+  for (unsigned k = 0; k < 64 / w * y.n_limbs; k++) {
     int64_t t = (k < nb ? bins[k] : 0) + carry;
-    uint32_t digit = (uint32_t)t;
-    y.limb[k / 2] |= (uint64_t)digit << (VX_WIDTH * (k % 2));
-    carry = (t - (int64_t)digit) / ((int64_t)1 << VX_WIDTH);
+    uint64_t digit = (uint64_t)t & mask;
+    y.limb[k * w / 64] |= digit << (k * w % 64);
+    carry = (t - (int64_t)digit) / ((int64_t)1 << w);
   }
   wv_xsum_merge(x, &y);
 }
@@ -167,12 +170,12 @@ void wv_vk_xsum_result(const wv_vkr_run *run, const wv_device *d,
                        uint64_t count, wv_reduce_out *out)
 {
   const wave_dtype dt = run->plan.rs == 8 ? WAVE_F64 : WAVE_F32;
-  const unsigned nb = (run->plan.rs == 8 ? VX_NB64 : VX_NB32) + 1u;
-  int64_t bins[VX_NB64 + 2];
+  const unsigned nb = run->plan.rs == 8 ? VX_NO64 : VX_NO32;
+  int64_t bins[VX_NO64 + 1];
   wv_xsum_init(&out->xsum, dt);
   if (run->xsum_zeroed) {   /* a window ran: the device's bins */
     memcpy(bins, d->result.map, (nb + 1u) * sizeof bins[0]);
-    vx_fold(&out->xsum, dt, bins, nb);
+    vx_fold(&out->xsum, dt, bins, nb, run->plan.rs == 8 ? VX_W64 : VX_W32);
     out->xsum.flags = (uint32_t)bins[nb];
   }
   out->count = count;

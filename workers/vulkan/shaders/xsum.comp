@@ -1,44 +1,53 @@
 // xsum.comp - the exact float sum, op fsum (core/xsum.h, docs/reduction.md
-// "fsum"): every selected row added exactly into signed 64-bit bins of 32
-// bits' weight; float32 rows (WV_ROW64=0) or float64 (WV_ROW64=1).
+// "fsum"): every selected row added exactly into signed 64-bit bins;
+// float32 rows (WV_ROW64=0) or float64 (WV_ROW64=1).
 //
 // A finite row is M * 2^b units (core/xsum.h: the unit is the dtype's
-// smallest subnormal), b = 32 i + sh with sh < 32.  M << sh, cut into
-// unsigned 32-bit digits w0, w1 (float32: M < 2^24, M << sh < 2^55) or
-// w0, w1, w2 (float64: M < 2^53, M << sh < 2^85), adds +-w_j to bin i + j,
-// which weighs 2^(32 (i + j)) units.  Float32 has NB = 9 bins (i <= 7),
-// float64 NB = 66 (i <= 63).
+// smallest subnormal); bin k weighs 2^(W k) units.
+//  - float64 (W = 32, NB = 66 bins): b = 32 i + sh, sh < 32; M << sh (M <
+//    2^53, so < 2^85), cut into unsigned 32-bit digits w0, w1, w2, adds
+//    +-w_j to bin i + j (i <= 63);
+//  - float32 (W = 16, NB = 18): b = 16 i + sh, sh < 16; the signed
+//    +-M << sh (|M| < 2^24, so under 2^39) is one term of bin i (i <= 15).
+// Each invocation keeps a window in registers, the bins c, c + 1 (float64:
+// c .. c + 3, for the digits), which takes every row with i = c or
+// i = c + 1 (and every zero row, which adds nothing).  A non-zero row
+// outside the window flushes it (atomicAdd of its non-zero bins into the
+// work-group's shared bins, one copy of them per invocation index mod C,
+// so that the lanes of a sub-group never meet on one address; float32
+// puts a window bin's low 32 bits into bin k and the rest, a >> 32, into
+// bin k + 2) and moves it: up to i - 1, i, or down to i, i + 1.  Data
+// within a factor of about 2^16 (float32; 2^32 float64), most real data,
+// flushes once per invocation; full-range data about once a row.  After
+// its blocks the work-group sums the copies, carry-normalises the bins
+// (below) and adds the non-zero ones into the job's NO = NB + CB bins in
+// device memory (atomicAdd), with its flags (atomicOr).  The host folds
+// those into the exact accumulator (vk_xsum.c) and rounds once.
 //
-// Each invocation keeps a window in registers: the bins c .. c + K (K = 2,
-// float32; 3, float64), which take every row with i = c or i = c + 1 (and
-// every zero row, which adds nothing).  A row outside the window flushes
-// it (atomicAdd of its non-zero bins into the work-group's shared bins,
-// one copy of them per invocation index mod C, so that the lanes of a
-// sub-group never meet on one address) and moves it: up to i - 1 .. , or
-// down to i ...  Data within a factor 2^32 (most real data) flushes once
-// per invocation; full-range data about once a row.  After its blocks the
-// work-group sums the copies, carry-normalises the bins (below) and adds
-// the non-zero ones into the job's bins in device memory (atomicAdd),
-// with its flags (atomicOr).  The host folds those NB + 1 bins into the
-// exact accumulator (vk_xsum.c) and rounds once.
-//
-// No int64 can overflow (|x| <= 2^63 - 1 for every sum below):
-//  - each row adds to any one bin at most one digit, |+-w_j| < 2^32 (a
-//    row's digits go to distinct bins: i, i + 1, (i + 2));
-//  - a register window, a shared bin and a shared bin's copy therefore
-//    hold a sum over a subset of the work-group's rows of at most one term
-//    each of magnitude < 2^32: |x| < R_wg 2^32, R_wg the work-group's rows
-//    in this dispatch; the host dispatches at most 2^30 rows (n below),
-//    so |x| < 2^62;
-//  - the work-group's total T_k of bin k (the sum of its copies, again
-//    such a subset sum) obeys the same |T_k| < 2^62;
-//  - normalised, bin k is lo32(T_k) + (T_(k-1) >> 32) (arithmetic shift;
-//    the value T_k 2^32k summed over k is unchanged), so
-//    |bin| < 2^32 + 2^30 < 2^33, for k = 0 .. NB (bin NB: the carry of
-//    bin NB - 1 alone);
+// No int64 can overflow (|x| <= 2^63 - 1 for every sum below).  The host
+// dispatches at most n = 2^29 rows; an invocation reads at most n / 256 +
+// 16 rows of them, a work-group R_wg <= n.
+//  - float64: each row adds to any one bin at most one digit, |+-w_j| <
+//    2^32 (its digits go to distinct bins).  A window bin, a shared bin's
+//    copy and a shared bin hold sums over a subset of the rows of at most
+//    one such term each: |x| < R_wg 2^32 <= 2^61;
+//  - float32: a window bin holds at most one term (< 2^39) per row of its
+//    invocation: |a| < (2^21 + 16) 2^39 < 2^61.  A flush puts into a bin
+//    at most two values (a window bin's low 32 bits, and the high part
+//    (|a >> 32| < 2^29) of the window bin two below), under 2^33 together,
+//    and a work-group flushes at most R_wg + 256 times (each flush but an
+//    invocation's last is caused by a row that then enters the window), so
+//    a shared bin's copies and their sum stay under (2^29 + 256) 2^33 <
+//    2^62 + 2^42;
+//  - so the work-group's total T_k of bin k is under 2^62 + 2^42 either
+//    way.  Normalised, the job's bin k gets lo32(T_k) + (T_(k-CB) >> 32),
+//    with CB = 32 / W the bins a carry of 32 bits moves up (arithmetic
+//    shift: the value sum_k T_k 2^(W k) is unchanged), so |bin| < 2^32 +
+//    2^31 < 2^33, for k = 0 .. NO - 1 (the top CB bins: carries alone);
 //  - the job's bins add one such value per work-group dispatched: the host
 //    counts them and refuses a job of more than 2^29 (vk_xsum.c), so
 //    |job bin| < 2^29 2^33 = 2^62.
+// A window bin past NB - 1 (c = i at the top) never gets a non-zero term.
 //
 // Flags (core/xsum.h WV_XSUM_*): NaN, +inf, -inf (those rows add nothing),
 // and "a row other than -0.0".  Rows past n, and rows the mask leaves out
@@ -57,12 +66,15 @@
 layout(local_size_x = 256) in;
 
 #if WV_ROW64
-const uint NB = 66u;    // bins a row can reach: the host's WV_VK_XSUM_NB64
+const uint NB = 66u;    // shared bins (bins a row can reach)
+const uint CB = 1u;     // bins a carry of 32 bits moves up
 const uint R = 2u;      // rows per 16-byte vector
 #else
-const uint NB = 9u;     // the host's WV_VK_XSUM_NB32
+const uint NB = 18u;
+const uint CB = 2u;
 const uint R = 4u;
 #endif
+const uint NO = NB + CB;  // the job's bins: the host's VX_NO32 / VX_NO64
 const uint C = 32u;     // copies of the shared bins
 const uint U = 4u;      // vectors in flight per invocation
 
@@ -70,23 +82,23 @@ const uint F_NAN = 1u, F_PINF = 2u, F_NINF = 4u, F_NOT_NEGZERO = 8u;
 
 layout(set = 0, binding = 0, std430) readonly buffer In { uvec4 vin[]; };
 layout(set = 0, binding = 1, std430) buffer Out {
-  int64_t gbin[NB + 1u];   // the job's bins, zeroed by the host first
+  int64_t gbin[NO];        // the job's bins, zeroed by the host first
   uint gflags;
 };
 
 layout(push_constant) uniform Push {
-  uint n;          // rows in this input, at most 2^30
+  uint n;          // rows in this input, at most 2^29
 } pc;
 
 shared int64_t sbin[NB * C];   // bin k, copy j at k C + j
 shared int64_t stot[NB];       // the work-group's totals T_k
 shared uint sflags;
 
-// The register window: bins c .. c + 3 (float32: c .. c + 2).
+// The register window: bins c .. c + 3 (float32: c, c + 1).
 int c = -2;                    // no window yet: every row misses
-int64_t a0 = 0, a1 = 0, a2 = 0;
+int64_t a0 = 0, a1 = 0;
 #if WV_ROW64
-int64_t a3 = 0;
+int64_t a2 = 0, a3 = 0;
 #endif
 uint fl = 0u;
 
@@ -96,20 +108,17 @@ void put(uint k, int64_t v)
     atomicAdd(sbin[k * C + gl_LocalInvocationIndex % C], v);
 }
 
+#if WV_ROW64
 void flush()
 {
   if (c < 0)
     return;
   const uint k = uint(c);
-  put(k, a0); put(k + 1u, a1); put(k + 2u, a2);
-#if WV_ROW64
-  put(k + 3u, a3);
-  a3 = 0;
-#endif
-  a0 = 0; a1 = 0; a2 = 0;
+  put(k, a0); put(k + 1u, a1); put(k + 2u, a2); put(k + 3u, a3);
+  a0 = 0; a1 = 0; a2 = 0; a3 = 0;
 }
 
-// Bin i gets +-w0, bin i + 1 +-w1, bin i + 2 +-w2 (float32: w2 = 0).
+// Bin i gets +-w0, bin i + 1 +-w1, bin i + 2 +-w2.
 // A zero row (all w 0: zeros, NaN, infinities) is in every window.
 void add(int i, uint w0, uint w1, uint w2, bool neg)
 {
@@ -120,19 +129,44 @@ void add(int i, uint w0, uint w1, uint w2, bool neg)
   const int64_t sg = neg ? -1l : 0l;
   const int64_t s0 = (int64_t(w0) ^ sg) - sg;
   const int64_t s1 = (int64_t(w1) ^ sg) - sg;
-  const bool t = i != c;       // the row's bin is c + 1
-#if WV_ROW64
   const int64_t s2 = (int64_t(w2) ^ sg) - sg;
+  const bool t = i != c;       // the row's bin is c + 1
   a0 += t ? 0l : s0;
   a1 += t ? s0 : s1;
   a2 += t ? s1 : s2;
   a3 += t ? s2 : 0l;
-#else
-  a0 += t ? 0l : s0;
-  a1 += t ? s0 : s1;
-  a2 += t ? s1 : 0l;
-#endif
 }
+#else
+// Accumulator a of bin k: its low 32 bits to bin k, the rest (a >> 32) to
+// bin k + 2, two 16-bit bins up.
+void put2(uint k, int64_t a)
+{
+  put(k, int64_t(uint(a & 0xffffffffl)));
+  put(k + 2u, a >> 32);
+}
+
+void flush()
+{
+  if (c < 0)
+    return;
+  put2(uint(c), a0); put2(uint(c) + 1u, a1);
+  a0 = 0; a1 = 0;
+}
+
+// Bin i gets sm << sh (|sm| < 2^24, sh < 16: under 2^39).  A zero row
+// (zeros, NaN, infinities: sm = 0) is in every window.
+void add(int i, int sm, uint sh)
+{
+  if (uint(i - c) > 1u && sm != 0) {   // outside: flush, move
+    flush();
+    c = i > c ? max(i - 1, 0) : i;
+  }
+  const int64_t v = int64_t(sm) << sh;
+  const bool t = i != c;       // the row's bin is c + 1
+  a0 += t ? 0l : v;
+  a1 += t ? v : 0l;
+}
+#endif
 
 #if WV_ROW64
 // One float64 row, its 32-bit words lo, hi.
@@ -171,8 +205,9 @@ void row(uint u)
   const bool special = e == 0xffu;
   fl |= !special ? 0u : m != 0u ? F_NAN : (u >> 31) != 0u ? F_NINF : F_PINF;
   m = special ? 0u : e != 0u ? m | 0x800000u : m;
-  const uint b = max(e, 1u) - 1u, sh = b & 31u;
-  add(int(b >> 5), m << sh, (m >> 1) >> (31u - sh), 0u, (u >> 31) != 0u);
+  const uint b = max(e, 1u) - 1u;
+  const int s = -int(u >> 31);   // 0 or -1
+  add(int(b >> 4), (int(m) ^ s) - s, b & 15u);
 }
 
 void vec(uvec4 v)
@@ -239,10 +274,10 @@ void main()
     stot[lid] = t;
   }
   barrier();
-  if (lid <= NB) {
+  if (lid < NO) {
     int64_t v = lid < NB ? int64_t(uint(stot[lid] & 0xffffffffl)) : 0l;
-    if (lid > 0u)
-      v += stot[lid - 1u] >> 32;
+    if (lid >= CB)
+      v += stot[lid - CB] >> 32;
     if (v != 0)
       atomicAdd(gbin[lid], v);
   }
