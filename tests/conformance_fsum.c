@@ -6,7 +6,8 @@
  * exponents; every finite exponent; heavy cancellation (a big row, a tiny
  * one, the big one negated); NaN, +-inf, +-0.0 and subnormals; -0.0 rows
  * with a rare +0.0 under a mask (the sign rule); a mask; chunks with empty
- * ones under a mask cut elsewhere; everything masked out; and the
+ * ones under a mask cut elsewhere; everything masked out; subnormals only
+ * (a narrow range at the bottom); and the
  * full-range rows again reversed and cut into other chunks, which must
  * give the same answer as in order (there is one).  A device whose caps
  * set fsum (float64: and dtypes64) must give the reference's bits, count
@@ -25,10 +26,10 @@
 #include "workers/wvdev.h"
 
 enum { CF_NARROW, CF_FULL, CF_CANCEL, CF_SPECIAL, CF_NEGZERO, CF_MASK,
-       CF_CHUNKS, CF_NONE, CF_REVERSED, CF_N };
+       CF_CHUNKS, CF_NONE, CF_REVERSED, CF_TINY, CF_N };
 static const char *const cf_variant[CF_N] = {
   "narrow", "full-range", "cancel", "special", "signed-zeros", "mask",
-  "chunks", "all-masked", "reversed"};
+  "chunks", "all-masked", "reversed", "subnormal"};
 
 /* A finite row of any exponent, either sign. */
 static uint64_t cf_full(int f64, uint64_t r, uint64_t q)
@@ -66,6 +67,8 @@ static uint64_t cf_row(int f64, int v, uint64_t i, uint64_t *s,
     return cf_full(f64, r, q);
   case CF_NEGZERO:
     return q % 1000 == 0 ? 0 : sign;
+  case CF_TINY:  /* subnormals only */
+    return r & (f64 ? 0x800fffffffffffffu : 0x807fffffu);
   default:
     return cf_full(f64, r, q);
   }

@@ -205,6 +205,10 @@ def sweep(r, fmt, rng):
              for _ in range(5)]
     rng.shuffle(canc)
     r.run(fmt, canc, "every exponent, cancelled")
+    # the bottom: subnormals only, then with the smallest normals
+    r.run(fmt, [row(fmt, rng, 0) for _ in range(1000)], "subnormals")
+    r.run(fmt, [row(fmt, rng, rng.randrange(3)) for _ in range(1000)],
+          "subnormals and the smallest normals")
     # windows of 40 exponents, the answer in every binade
     for lo in range(0, fmt.emax - 1, 24 if fmt is F32 else 64):
         hi = min(lo + 40, fmt.emax)

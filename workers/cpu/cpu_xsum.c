@@ -1,37 +1,48 @@
 /* cpu_xsum.c - the CPU backend's fsum (issue 39; docs/reduction.md
  * "fsum"): the exact sum of float32 / float64 rows into core/xsum.h's
- * accumulator, at memory speed.
+ * accumulator.
  *
- * Each pool worker owns a cx_acc: int64 bins, and a wv_xsum they are
- * folded into.  A finite row of biased exponent e and fraction f is
- * M * 2^b units (M = f | implicit bit, b = e ? e - 1 : 0; xsum.h); the row
- * adds M << (b % 16) to bin b / 16, which weighs 2^(16 * (b / 16)) units.
- * float64 splits M (53 bits) into its low 26 bits and its high 27, added
- * to two bins of the same index (the high one weighs 2^26 more), so that
- * every add stays far from the int64's edge.  The loop is branch-free:
- * eight rows at a time, computed side by side (the compiler vectorizes
- * them), then eight scalar adds into eight separate tables (row j of the
- * eight into table j), so that runs of rows of one exponent do not wait
- * on one memory location (store-to-load forwarding chains).
+ * Each pool worker owns a wv_cpu_xacc (its wv_xsum and the partial sums
+ * below); an item's rows go to its worker's, and the workers' sums merge
+ * in any order at the end (the answer has no order).  Rows go in blocks
+ * of 256, each one of three ways, all exact:
  *
- * The bound.  One float32 row adds less than 2^24 * 2^15 = 2^39 in
- * magnitude to one bin; one float64 row less than 2^27 * 2^15 = 2^42 (the
- * high part; the low one 2^26 * 2^15).  A bin, or the sum of one bin index
- * over the eight tables, after R rows holds less than R * 2^39 (R * 2^42)
- * in magnitude, under 2^63 for R <= 2^24 (float32) or R <= 2^21
- * (float64): a worker folds its bins into its wv_xsum before an item would
- * take it past CX_FOLD32 / CX_FOLD64 rows since the last fold (an item is
- * at most 2^16 rows), so no bin can overflow.  Folding sums the eight
- * tables per index and adds the nonzero sums with wv_xsum_add_i64 (the
- * float64 high bins of index 127 sit at bit 2058: wv_xsum_add_i64_top,
- * their total being a sum of rows that fits X).
+ *  - float32, no NaN or inf in the block and the rows' double exponents'
+ *    sixteenths (h = exponent / 16 of the row as a double) spanning at
+ *    most 4 values (narrow data): each row, converted to double (exact),
+ *    is added to the double lane of its h, 8 lanes side by side.  The rows
+ *    of one h are multiples of 2^(16h - 1023 - 23) (a float32 has 24
+ *    significant bits; subnormal float32s are multiples of 2^-149, which
+ *    is one too) and under 2^(16h - 1023 + 16), 2^39 ulps apart; a lane
+ *    takes at most 8192 rows an item (2^16 rows, 8 lanes), so its sum
+ *    stays under 2^52 of those units and every double addition is exact.
+ *    At the item's end each lane is a whole number of 2^-149 and goes into
+ *    X with wv_xsum_add_i64;
+ *  - float64 blocks whose bins b / 16 span at most 4 values: the row's
+ *    significand M (53 bits) is cut into its low 26 bits and its high 27,
+ *    each shifted left by b % 16 and added to the int64 lane of b / 16
+ *    (the high part's lane weighs 2^26 more).  One row adds under 2^42 to
+ *    a lane, 8192 rows an item under 2^55, the 8 lanes' sum under 2^58;
+ *  - any other block (and a run's tail): the scatter way.  A row adds
+ *    M << (b % 16) (float64: its two parts) to bin b / 16 of one of eight
+ *    tables (row j of each eight to table j, so that runs of rows of one
+ *    exponent do not wait on one memory location).  One row adds under
+ *    2^39 (float32) or 2^42 (float64) to a bin; the bins are folded into X
+ *    before R rows have gone in since the last fold, R = 2^24 (2^21), so a
+ *    bin, or the sum of one index over the eight tables, stays under
+ *    R * 2^39 = 2^63 (R * 2^42 = 2^63): no bin can overflow.
  *
- * NaN and +-inf rows (exponent all ones) add nothing to the bins; an OR
- * says one was seen, and then the item is read again, only for the
- * flags (rare).  An OR of (row ^ -0.0) says a selected row other than
- * -0.0 (WV_XSUM_NOT_NEGZERO).  A masked row adds 0 and sets nothing.
- * The answer needs no order, so the workers' sums merge in any order
- * (wv_xsum_merge) and the items only carry their counts.
+ * Here M = f | implicit bit and b = e ? e - 1 : 0 for a row of biased
+ * exponent e (xsum.h): the row is M * 2^b units.  The float64 high parts
+ * of index 127 sit at bit 2058, past wv_xsum_add_i64's carry room, so
+ * every fold uses wv_xsum_add_i64_top (their total is a sum of rows,
+ * which fits X).
+ *
+ * NaN and +-inf rows add nothing to the sums; an OR says one was seen,
+ * and then the run is read again, only for the flags (rare).  An OR of
+ * (row ^ -0.0) says a selected row other than -0.0 (WV_XSUM_NOT_NEGZERO).
+ * A masked row adds 0 and sets nothing.  The vector code is GCC's vector
+ * extensions, built for x86-64-v4, AVX2 and the baseline (target_clones).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -150,8 +161,9 @@ CX_INLINE void cx_range(const unsigned char *p, size_t n, int f64,
 /* Whether the n float32 rows at p (a multiple of 8) have no NaN or inf
  * and their double exponents' sixteenths span at most CX_VERT values,
  * [*lo, *hi]: a normal float32 of exponent e is a double of exponent
- * e + 896 = e + 56 * 16; a subnormal one's double exponent lies in
- * [874, 896], sixteenths 54..56; zeros add nothing. */
+ * e + 896 = e + 56 * 16; a subnormal one's double exponent lies anywhere
+ * in [874, 896], sixteenths 54..56, whichever the smallest or largest
+ * row; zeros add nothing. */
 CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
                          unsigned *hi)
 {
@@ -178,10 +190,8 @@ CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
   }
   if (b >= 0x7f800000u)
     return 0;
-  *lo = (a >> 27) + 56 - (a < 0x00800000u ? 2 : 0);
-  *hi = (b >> 27) + 56 - (b < 0x00800000u ? 2 : 0);
-  if (*hi < *lo)
-    *hi = *lo;
+  *lo = a < 0x00800000u ? 54 : (a >> 27) + 56;
+  *hi = b < 0x00800000u ? 56 : (b >> 27) + 56;
   return *hi - *lo < CX_VERT;
 }
 
