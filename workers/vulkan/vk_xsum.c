@@ -24,7 +24,7 @@
  *
  * Device features: shaderInt64, shaderSharedInt64Atomics and
  * shaderBufferInt64Atomics (enabled at open where present, vk_open.c).  A
- * device without one has caps fsum 0, wide_why naming what is missing, and
+ * device without one has caps fsum 0, fsum_why naming what is missing, and
  * refuses fsum jobs with WAVE_EUNSUPPORTED naming the device and feature.
  */
 #include <stdio.h>
