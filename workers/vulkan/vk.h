@@ -333,7 +333,7 @@ int wv_vk_probe_denormals(wv_device *d, wave_error *err);
 
 /* ---- vk_xsum.c: the exact sum fsum --------------------------------------- */
 
-/* caps->fsum, and caps->wide_why where the device lacks a feature of it. */
+/* caps->fsum, and caps->fsum_why where the device lacks a feature of it. */
 void wv_vk_xsum_caps(const wv_device *d, wv_caps *caps);
 
 /* ---- vk_pin.c ----------------------------------------------------------- */
