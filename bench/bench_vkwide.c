@@ -13,6 +13,11 @@
  *     the CUDA backend's own bench prints the same jobs against its own
  *     read, so the two columns compare the backends (target: Vulkan >=
  *     0.85 x CUDA).
+ *     The exact sum fsum (issue 39, vk_xsum.c) over float32 and float64
+ *     on three kinds of data each: narrow range (the sets the plain sums
+ *     read), the full range (every exponent) and heavy cancellation (each
+ *     row's negation elsewhere); its "x sum" column is its time against the
+ *     plain float sum of the same dtype (narrow data) in the same run.
  *  2. The same jobs from host memory (staging copy plus device work,
  *     what the daemon runs) against a host memcpy of the same bytes.
  * Every result is checked once against the CPU reference (value, count,
@@ -68,20 +73,30 @@ typedef struct bw_case {
   const char *label;
   wave_dtype dt;
   wave_op op;
-  int set;        /* data: 0 random bits, 1 float64 values, 2 float32 */
+  int set;        /* data: 0 random bits, 1 float64 values, 2 float32, 3
+                     float32 full range, 4 float64 full range, 5 float32
+                     cancelling, 6 float64 cancelling (bw_fill) */
+  int base;       /* fsum: the case of the plain sum it is set against */
 } bw_case;
 
 static const bw_case bw_cases[] = {
-  {"u64 sum", WAVE_U64, WAVE_SUM, 0},
-  {"f64 sum", WAVE_F64, WAVE_SUM, 1},
-  {"f32 argmax", WAVE_F32, WAVE_ARGMAX, 2},
-  {"s64 min", WAVE_S64, WAVE_MIN, 0},
-  {"f64 extent", WAVE_F64, WAVE_EXTENT, 1},
-  {"u64 argmin", WAVE_U64, WAVE_ARGMIN, 0},
-  {"f64 argmax", WAVE_F64, WAVE_ARGMAX, 1},
-  {"u32 sum (32-bit path)", WAVE_U32, WAVE_SUM, 0},
+  {"u64 sum", WAVE_U64, WAVE_SUM, 0, -1},
+  {"f64 sum", WAVE_F64, WAVE_SUM, 1, -1},
+  {"f32 argmax", WAVE_F32, WAVE_ARGMAX, 2, -1},
+  {"s64 min", WAVE_S64, WAVE_MIN, 0, -1},
+  {"f64 extent", WAVE_F64, WAVE_EXTENT, 1, -1},
+  {"u64 argmin", WAVE_U64, WAVE_ARGMIN, 0, -1},
+  {"f64 argmax", WAVE_F64, WAVE_ARGMAX, 1, -1},
+  {"u32 sum (32-bit path)", WAVE_U32, WAVE_SUM, 0, -1},
+  {"f32 sum", WAVE_F32, WAVE_SUM, 2, -1},
+  {"f32 fsum narrow", WAVE_F32, WAVE_FSUM, 2, 8},
+  {"f32 fsum full range", WAVE_F32, WAVE_FSUM, 3, 8},
+  {"f32 fsum cancelling", WAVE_F32, WAVE_FSUM, 5, 8},
+  {"f64 fsum narrow", WAVE_F64, WAVE_FSUM, 1, 1},
+  {"f64 fsum full range", WAVE_F64, WAVE_FSUM, 4, 1},
+  {"f64 fsum cancelling", WAVE_F64, WAVE_FSUM, 6, 1},
 };
-#define BW_NSETS 3
+#define BW_NSETS 7
 #define BW_NCASES (sizeof bw_cases / sizeof bw_cases[0])
 
 static uint64_t bw_rows(const bw_case *c, uint64_t bytes)
@@ -172,8 +187,12 @@ static int bw_resident(wv_device *d, const wv_vk_buf *buf, uint64_t bytes,
       continue;
     }
     double m = bw_median(&t[c * (size_t)reps], reps);
-    printf("  %-24s %-11s %10.1f us  %8.1f GB/s  %6.2f x stream\n",
+    printf("  %-24s %-11s %10.1f us  %8.1f GB/s  %6.2f x stream",
            bw_cases[c].label, rows, m * 1e6, (double)bytes / m * 1e-9, b / m);
+    const int k = bw_cases[c].base;
+    if (k >= 0 && ok[k])
+      printf("  %5.2f x sum", bw_median(&t[(size_t)k * (size_t)reps], reps) / m);
+    printf("\n");
   }
   free(base);
   free(t);
@@ -215,8 +234,12 @@ static int bw_host(wv_device *d, void *const *sets, uint64_t bytes,
          b * 1e6, (double)bytes / b * 1e-9, "1.00");
   for (size_t c = 0; c < BW_NCASES; c++) {
     double m = bw_median(&t[c * (size_t)reps], reps);
-    printf("  %-24s %10.1f us  %8.1f GB/s  %6.2f x memcpy\n",
+    printf("  %-24s %10.1f us  %8.1f GB/s  %6.2f x memcpy",
            bw_cases[c].label, m * 1e6, (double)bytes / m * 1e-9, b / m);
+    const int k = bw_cases[c].base;
+    if (k >= 0)
+      printf("  %5.2f x sum", bw_median(&t[(size_t)k * (size_t)reps], reps) / m);
+    printf("\n");
   }
   free(dst);
   free(base);
@@ -224,18 +247,48 @@ static int bw_host(wv_device *d, void *const *sets, uint64_t bytes,
   return 0;
 }
 
-/* The three data sets: random bits, float64 values, float32 values. */
+/* A finite float32 (float64) of any exponent and sign, as bits. */
+static uint32_t bw_any32(void)
+{
+  uint32_t x = (uint32_t)bw_rand();
+  return ((x >> 23) & 0xffu) == 0xffu ? x ^ 0x00800000u : x;
+}
+
+static uint64_t bw_any64(void)
+{
+  uint64_t x = bw_rand();
+  return ((x >> 52) & 0x7ffu) == 0x7ffu ? x ^ 0x0010000000000000u : x;
+}
+
+/* The data sets (bw_case.set): random bits, float64 values, float32
+ * values, then for fsum the full range of float32 and float64, and the
+ * same cancelling: row i of the second half is row (i * 7) mod half of
+ * the first, negated. */
 static void bw_fill(void *const *sets, uint64_t bytes)
 {
   uint64_t *u = sets[0];
   double *f = sets[1];
   float *g = sets[2];
+  uint32_t *a32 = sets[3], *c32 = sets[5];
+  uint64_t *a64 = sets[4], *c64 = sets[6];
   for (uint64_t i = 0; i < bytes / 8; i++) {
     u[i] = bw_rand();
     f[i] = (double)(int64_t)bw_rand() * 0x1p-40;
     g[2 * i] = (float)(int32_t)bw_rand() * 0x1p-20f;
     g[2 * i + 1] = (float)(int32_t)bw_rand() * 0x1p-20f;
+    a32[2 * i] = bw_any32();
+    a32[2 * i + 1] = bw_any32();
+    a64[i] = bw_any64();
   }
+  const uint64_t h32 = bytes / 8, h64 = bytes / 16;
+  for (uint64_t i = 0; i < h32; i++)
+    c32[i] = bw_any32();
+  for (uint64_t i = 0; i < h32; i++)
+    c32[h32 + i] = c32[i * 7 % h32] ^ 0x80000000u;
+  for (uint64_t i = 0; i < h64; i++)
+    c64[i] = bw_any64();
+  for (uint64_t i = 0; i < h64; i++)
+    c64[h64 + i] = c64[i * 7 % h64] ^ 0x8000000000000000u;
 }
 
 int main(int argc, char **argv)

@@ -2,6 +2,7 @@
  * workers/vulkan/ (vk_open.c: instance, device choice, paths, the vtable;
  * vk_device.c: memory, pipelines, submission; vk_reduce.c and vk_rec.c:
  * reductions, the 64-bit dtypes and argmin/argmax among them;
+ * vk_xsum.c: the exact sum fsum;
  * vk_hash.c: hash jobs; vk_seg.c: hash batches folded on the device;
  * vk_pin.c: host memory imported for the device, the host_register slot).
  *
@@ -88,6 +89,8 @@ enum wv_vk_prog {
   WV_VK_ARGM64_SM,
   WV_VK_ARGML_SG,        /* argmin/argmax later levels */
   WV_VK_ARGML_SM,
+  WV_VK_XSUM_F32,        /* the exact sum fsum, float32 rows */
+  WV_VK_XSUM_F64,        /* the same, float64 rows */
   WV_VK_PROG_COUNT_
 };
 
@@ -127,6 +130,8 @@ typedef struct wv_vk_options {
   int no_float64;         /* act as if the device lacked shaderFloat64 (the
                              refusal of the 64-bit dtypes, for tests) */
   int no_int64;           /* the same for shaderInt64 (also argmin/argmax) */
+  int no_atomic64;        /* the same for shaderSharedInt64Atomics (the
+                             refusal of fsum, for tests) */
 } wv_vk_options;
 
 /* One piece of host memory imported for the device (vk_pin.c): the
@@ -180,6 +185,8 @@ struct wv_device {
   int denorm;                       /* DenormPreserve variants usable */
   int fsum_ok;                      /* float adds keep subnormals (probe) */
   char fsum_why[120];               /* why not, when !fsum_ok */
+  int atom64_shared;                /* shaderSharedInt64Atomics enabled */
+  int atom64_buffer;                /* shaderBufferInt64Atomics enabled */
 
   wv_vk_options opt;
   uint32_t window_rows;             /* rows per staging window in use */
@@ -321,6 +328,13 @@ int wv_vk_wide_setup(wv_device *d, wave_error *err);
  * the device and the missing feature. */
 int wv_vk_wide_check(const wv_device *d, const wv_reduce_job *job,
                      wave_error *err);
+/* open(): whether float32 sums keep subnormals (fsum_ok, fsum_why). */
+int wv_vk_probe_denormals(wv_device *d, wave_error *err);
+
+/* ---- vk_xsum.c: the exact sum fsum --------------------------------------- */
+
+/* caps->fsum, and caps->fsum_why where the device lacks a feature of it. */
+void wv_vk_xsum_caps(const wv_device *d, wv_caps *caps);
 
 /* ---- vk_pin.c ----------------------------------------------------------- */
 

@@ -43,6 +43,8 @@ WV_VK_SPV(argm64_sg)
 WV_VK_SPV(argm64_sm)
 WV_VK_SPV(argml_sg)
 WV_VK_SPV(argml_sm)
+WV_VK_SPV(xsum_f32)
+WV_VK_SPV(xsum_f64)
 #undef WV_VK_SPV
 
 static const struct {
@@ -79,6 +81,8 @@ static const struct {
   P(WV_VK_ARGM64_SM, argm64_sm),
   P(WV_VK_ARGML_SG, argml_sg),
   P(WV_VK_ARGML_SM, argml_sm),
+  P(WV_VK_XSUM_F32, xsum_f32),
+  P(WV_VK_XSUM_F64, xsum_f64),
 #undef P
 };
 

@@ -9,13 +9,16 @@
  *    (docs/hash.md "Exchange paths"), or shared memory; the reason goes to
  *    caps();
  *  - whether float sums may run: DenormPreserve where promised, else a
- *    probe of what the device does with subnormals;
+ *    probe of what the device does with subnormals (vk_rec.c);
  *  - whether shared-memory regions can be imported in place
  *    (VK_EXT_external_memory_host, enabled when present and storage
  *    buffers are importable from host allocations; vk_pin.c);
  *  - the 64-bit dtypes and argmin/argmax: shaderInt64, shaderFloat64 and
  *    shaderSubgroupExtendedTypes enabled where present, the rest decided
- *    by vk_rec.c (wv_vk_wide_setup: paths, float64 subnormal probe).
+ *    by vk_rec.c (wv_vk_wide_setup: paths, float64 subnormal probe);
+ *  - the exact sum fsum: shaderSharedInt64Atomics and
+ *    shaderBufferInt64Atomics enabled where present (vk_xsum.c says
+ *    whether it runs).
  * Nothing here reads the environment: tests reach the knobs through
  * wv_vk_open_ex().  A machine without a Vulkan driver gets WAVE_ENODEV from
  * open(), never a crash (the loader itself is linked; without an ICD,
@@ -258,7 +261,7 @@ static int vo_pick(wv_device *d, const wv_device_config *cfg, wave_error *err)
 /* What the device offers, from its extension list and API version. */
 typedef struct {
   int v12, v13;
-  int sizectl, maxrc, bda, fctl, smb, hostmem, sgext;
+  int sizectl, maxrc, bda, fctl, smb, hostmem, sgext, atom64;
 } vo_exts;
 
 /* The property and feature structs of one vo_create_device: queried,
@@ -270,6 +273,7 @@ typedef struct {
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT szf;
   VkPhysicalDeviceBufferDeviceAddressFeaturesKHR bdf;
   VkPhysicalDeviceShaderSubgroupExtendedTypesFeaturesKHR sxf;
+  VkPhysicalDeviceShaderAtomicInt64FeaturesKHR a64f;   /* fsum */
   VkPhysicalDeviceFeatures2 f2;
 } vo_feats;
 
@@ -301,6 +305,8 @@ static int vo_device_exts(wv_device *d, vo_exts *x, wave_error *err)
     vo_has_ext(ext, ne, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   x->sgext = x->v12 ||
     vo_has_ext(ext, ne, VK_KHR_SHADER_SUBGROUP_EXTENDED_TYPES_EXTENSION_NAME);
+  x->atom64 = x->v12 ||
+    vo_has_ext(ext, ne, VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME);
   free(ext);
   return 0;
 }
@@ -376,10 +382,14 @@ static void vo_query_features(wv_device *d, const vo_exts *x, vo_feats *f)
   f->sxf = (VkPhysicalDeviceShaderSubgroupExtendedTypesFeaturesKHR){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES_KHR,
   };
+  f->a64f = (VkPhysicalDeviceShaderAtomicInt64FeaturesKHR){
+    .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES_KHR,
+  };
   f->f2 = (VkPhysicalDeviceFeatures2){
     .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
   };
   void *q = NULL;
+  if (x->atom64) { f->a64f.pNext = q; q = &f->a64f; }
   if (x->sgext) { f->sxf.pNext = q; q = &f->sxf; }
   if (x->maxrc) { f->mrf.pNext = q; q = &f->mrf; }
   if (x->sizectl) { f->szf.pNext = q; q = &f->szf; }
@@ -409,10 +419,13 @@ static void vo_query_features(wv_device *d, const vo_exts *x, vo_feats *f)
   d->float64 = f->f2.features.shaderFloat64 && !d->opt.no_float64;
   d->sg_ext = x->sgext && f->sxf.shaderSubgroupExtendedTypes;
   d->bda = x->bda && f->bdf.bufferDeviceAddress;
+  d->atom64_shared = f->a64f.shaderSharedInt64Atomics && d->int64 &&
+                     !d->opt.no_atomic64;
+  d->atom64_buffer = f->a64f.shaderBufferInt64Atomics && d->int64;
 }
 
 /* Enable exactly what we use: f->f2 becomes the feature chain, names[]
- * (room for 7) the extensions; returns their count. */
+ * (room for 8) the extensions; returns their count. */
 static uint32_t vo_enable(wv_device *d, const vo_exts *x, vo_feats *f,
                           const char **names)
 {
@@ -455,6 +468,14 @@ static uint32_t vo_enable(wv_device *d, const vo_exts *x, vo_feats *f,
   }
   if (d->host_import)
     names[nn++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+  if (d->atom64_shared || d->atom64_buffer) {   /* fsum (vk_xsum.c) */
+    if (!x->v12)
+      names[nn++] = VK_KHR_SHADER_ATOMIC_INT64_EXTENSION_NAME;
+    f->a64f.shaderSharedInt64Atomics = d->atom64_shared ? VK_TRUE : VK_FALSE;
+    f->a64f.shaderBufferInt64Atomics = d->atom64_buffer ? VK_TRUE : VK_FALSE;
+    f->a64f.pNext = chain;
+    chain = &f->a64f;
+  }
   f->f2.pNext = chain;
   return nn;
 }
@@ -468,7 +489,7 @@ static int vo_create_device(wv_device *d, wave_error *err)
     return rv;
   vo_query_props(d, &x, &f);
   vo_query_features(d, &x, &f);
-  const char *names[7];
+  const char *names[8];
   uint32_t nn = vo_enable(d, &x, &f, names);
 
   float prio = 1.0f;
@@ -583,33 +604,6 @@ static int vo_create_objects(wv_device *d, wave_error *err)
   return wv_vk_buf_create(d, 16, WV_VK_HOST, &d->result, err);
 }
 
-/* Float sums must keep subnormals (docs/reduction.md: no flush).  Where
- * the device promises DenormPreserve the shaders declare it; elsewhere one
- * small sum whose leaves and result are subnormal shows what the device
- * does: 3 ulp + (-1 ulp) is 2 ulp, and flushing inputs or output gives 0.
- * A device that flushes refuses float sums rather than answer wrongly. */
-static int vo_probe_denormals(wv_device *d, wave_error *err)
-{
-  d->fsum_ok = 1;
-  if (d->denorm)
-    return 0;
-  static const uint32_t rows[2] = {0x00000003u, 0x80000001u};
-  wv_span in = {rows, 2};
-  wv_reduce_job job = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = &in,
-                       .n_input = 1, .rows = 2};
-  wv_reduce_out out;
-  int rc = wv_vk_reduce(d, &job, &out, err);
-  if (rc != 0)
-    return rc;
-  if (out.bits[0] != 0x00000002u) {
-    d->fsum_ok = 0;
-    snprintf(d->fsum_why, sizeof d->fsum_why, "the device flushes float32 "
-             "subnormals (probe 3 ulp + -1 ulp gave %08x)",
-             (unsigned)out.bits[0]);
-  }
-  return 0;
-}
-
 int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
                   wv_device **out, wave_error *err)
 {
@@ -675,7 +669,7 @@ int wv_vk_open_ex(const wv_device_config *cfg, const wv_vk_options *opt,
   d->hash_batch = d->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
                       ? (1u << 15) : (1u << 25);
   if ((rc = vo_create_objects(d, err)) != 0 ||
-      (rc = vo_probe_denormals(d, err)) != 0 ||
+      (rc = wv_vk_probe_denormals(d, err)) != 0 ||
       (rc = wv_vk_wide_setup(d, err)) != 0)
     goto fail;
 
@@ -725,6 +719,7 @@ static void vo_caps(wv_device *d, wv_caps *caps)
   caps->argminmax = d->argm_ok;
   if (!d->wide_ok || !d->argm_ok)
     snprintf(caps->wide_why, sizeof caps->wide_why, "%s", d->wide_why);
+  wv_vk_xsum_caps(d, caps);         /* vk_xsum.c */
   memcpy(caps->uuid, d->uuid, sizeof caps->uuid);
 }
 

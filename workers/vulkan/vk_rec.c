@@ -57,6 +57,7 @@ void wv_vkr_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p)
   p->rs = o->row_bytes;
   p->wide = wv_reduce_is_wide(dt, op);
   p->fsum = o->path == WV_PATH_FSUM;
+  p->xsum = o->path == WV_PATH_XSUM;
   p->argm = o->path == WV_PATH_ARG;
   p->es = p->argm ? 32 : p->rs;
   p->key = o->key;   /* WV_KEY_RAW where nothing is ordered */
@@ -150,6 +151,8 @@ int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
   const wv_vkr_plan *pl = &run->plan;
   if (pl->fsum)
     return vr_fsum_level1(d, run, s, src, rows, out_base, err);
+  if (pl->xsum)
+    return wv_vk_xsum_level1(d, run, s, src, rows, err);
   VkPipeline p;
   int rc = wv_vk_pipeline(d, vr_prog(d, pl, 0), pl->variant, &p, err);
   if (rc != 0)
@@ -187,6 +190,8 @@ int wv_vkr_reserve(wv_device *d, wv_vkr_run *run, wave_error *err)
 {
   uint64_t w0, w1;
   const uint64_t es = run->plan.es;
+  if (run->plan.xsum)
+    return wv_vk_xsum_reserve(d, run, err);
   if (run->plan.fsum) {
     w0 = run->partials;
     w1 = wv_vkr_div(run->partials, WV_GROUP) + run->n_segs;
@@ -346,6 +351,8 @@ out:
 int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                   wave_error *err)
 {
+  if (run->plan.xsum)
+    return wv_vk_xsum_finish(d, run, s);
   int rc = run->plan.fsum ? wv_vkr_fsum_levels(d, run, s, err)
                           : vr_levels(d, run, s, err);
   if (rc != 0)
@@ -396,6 +403,10 @@ void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
     vr_result_arg(p, d->result.map, count, out);
     return;
   }
+  if (p->xsum) {
+    wv_vk_xsum_result(run, d, count, out);
+    return;
+  }
   if (count == 0)
     return;
   uint64_t r[2];
@@ -436,6 +447,8 @@ uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
 {
   if (run->plan.fsum)
     return wv_vkr_div(rows, WV_GROUP);
+  if (run->plan.xsum)
+    return 0;   /* one set of bins a job, added to atomically */
   return (uint64_t)wv_vk_stream_groups(d, rows * run->plan.rs / 4) *
          run->slots;
 }
@@ -505,11 +518,18 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   memset(out, 0, sizeof *out);
   out->n_values = wave_op_values(op);
   *seconds = 0;
-  if (rows == 0)
-    return 0;
   wv_vkr_run run;
   memset(&run, 0, sizeof run);
   wv_vkr_make_plan(dtype, op, &run.plan);
+  if (run.plan.xsum) {
+    int rx = wv_vk_xsum_check(d, err);
+    if (rx != 0 || rows == 0) {
+      wv_vk_xsum_result(&run, d, 0, out);
+      return rx;
+    }
+  }
+  if (rows == 0)
+    return 0;
   const uint64_t W = vr_resident_window(d) * 4 / run.plan.rs;
   uint64_t seg0 = 0, segn = 0;
   if (run.plan.fsum) {
@@ -573,6 +593,33 @@ int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
 }
 
 /* ---- open and refusals ---------------------------------------------------- */
+
+/* Float sums must keep subnormals (docs/reduction.md: no flush).  Where
+ * the device promises DenormPreserve the shaders declare it; elsewhere one
+ * small sum whose leaves and result are subnormal shows what the device
+ * does: 3 ulp + (-1 ulp) is 2 ulp, and flushing inputs or output gives 0.
+ * A device that flushes refuses float sums rather than answer wrongly. */
+int wv_vk_probe_denormals(wv_device *d, wave_error *err)
+{
+  d->fsum_ok = 1;
+  if (d->denorm)
+    return 0;
+  static const uint32_t rows[2] = {0x00000003u, 0x80000001u};
+  wv_span in = {rows, 2};
+  wv_reduce_job job = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = &in,
+                       .n_input = 1, .rows = 2};
+  wv_reduce_out out;
+  int rc = wv_vk_reduce(d, &job, &out, err);
+  if (rc != 0)
+    return rc;
+  if (out.bits[0] != 0x00000002u) {
+    d->fsum_ok = 0;
+    snprintf(d->fsum_why, sizeof d->fsum_why, "the device flushes float32 "
+             "subnormals (probe 3 ulp + -1 ulp gave %08x)",
+             (unsigned)out.bits[0]);
+  }
+  return 0;
+}
 
 /* Sum two float64 subnormals: 3 ulp + (-1 ulp) is 2 ulp; a device that
  * flushes inputs or output gives 0. */

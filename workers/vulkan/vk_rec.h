@@ -18,7 +18,8 @@ enum { VR_ADD = 0, VR_UMIN = 1, VR_UMAX = 2, VR_AND = 3, VR_OR = 4,
 
 typedef struct wv_vkr_plan {
   const wv_op_plan *op;  /* the op table's row */
-  int fsum;
+  int fsum;            /* the float sum's fixed tree */
+  int xsum;            /* the exact sum fsum (vk_xsum.c) */
   unsigned variant;    /* VR_* (reduce_int.comp's OP); argm.comp's OP */
   uint32_t key;        /* wv_key_kind */
   uint64_t fill;       /* written for rows the mask does not select */
@@ -40,6 +41,8 @@ typedef struct wv_vkr_run {
   uint64_t *seg_off, *seg_n;
   size_t n_segs;
   uint64_t row0;         /* argm: global index of the window's row 0 */
+  int xsum_zeroed;       /* fsum: the job's bins zeroed (a window ran) */
+  uint64_t xsum_groups;  /* fsum: work-groups dispatched so far */
 } wv_vkr_run;
 
 static inline uint64_t wv_vkr_div(uint64_t a, uint64_t b)
@@ -71,5 +74,17 @@ uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
 /* The float-sum levels (float32 and float64: tree.comp). */
 int wv_vkr_fsum_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                        wave_error *err);
+
+/* vk_xsum.c, the exact sum fsum: 0 or WAVE_EUNSUPPORTED naming the device
+ * and the missing feature; the job's bins (reserve); one window's
+ * dispatch; the bins copied back (finish); the host's fold and rounding
+ * into out (xsum, bits, count). */
+int wv_vk_xsum_check(const wv_device *d, wave_error *err);
+int wv_vk_xsum_reserve(wv_device *d, const wv_vkr_run *run, wave_error *err);
+int wv_vk_xsum_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+                      wv_vk_range src, uint32_t rows, wave_error *err);
+int wv_vk_xsum_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s);
+void wv_vk_xsum_result(const wv_vkr_run *run, const wv_device *d,
+                       uint64_t count, wv_reduce_out *out);
 
 #endif

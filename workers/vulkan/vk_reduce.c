@@ -28,8 +28,9 @@
  *    it serves as identity for both halves of extent at once.
  * The count of selected rows is taken in the same loop.
  *
- * Order-free ops (everything but the float sum) treat the chunks as one
- * stream.  The float sum keeps each chunk's own groups: in the staging
+ * Order-free ops (everything but the float sum) and the exact sum fsum
+ * (vk_xsum.c; its unselected rows are -0.0, which adds nothing) treat the
+ * chunks as one stream.  The float sum keeps each chunk's own groups: in the staging
  * window every chunk starts on a 256-row boundary and its last group is
  * padded with -0.0, so the first level is uniform (partial p = rows
  * [256 p, 256 p + 256) of the padded stream) and chunk c owns partials
@@ -430,11 +431,12 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
   wv_vkr_make_plan(job->dtype, job->op, &run.plan);
   if (run.plan.argm)
     out->index = -1;
-  if (run.plan.wide) {
-    int rw = wv_vk_wide_check(d, job, err);
-    if (rw != 0)
-      return rw;
-  }
+  if (run.plan.xsum)   /* the empty sum, until windows run */
+    wv_vk_xsum_result(&run, d, 0, out);
+  int rw = run.plan.xsum ? wv_vk_xsum_check(d, err)
+         : run.plan.wide ? wv_vk_wide_check(d, job, err) : 0;
+  if (rw != 0)
+    return rw;
   if (job->rows == 0)
     return 0;
   if (run.plan.fsum && !run.plan.wide && !d->fsum_ok)
