@@ -75,6 +75,13 @@ __device__ __forceinline__ float shfl_xor(float v, int m)
 {
   return __shfl_xor_sync(WVG_FULL, v, m, 32);
 }
+/* A double crosses lanes as two 32-bit halves. */
+__device__ __forceinline__ double shfl_xor(double v, int m)
+{
+  unsigned long long b = (unsigned long long)__double_as_longlong(v);
+  uint32_t lo = shfl_xor((uint32_t)b, m), hi = shfl_xor((uint32_t)(b >> 32), m);
+  return __longlong_as_double((long long)(((unsigned long long)hi << 32) | lo));
+}
 
 /* 32-lane integer reductions; every lane gets the result. */
 __device__ __forceinline__ uint32_t unit_add(uint32_t v)

@@ -14,8 +14,8 @@
  *  - float sum: each chunk is cut into pieces at multiples of 2^24 of its
  *    own rows (gpu_internal.h says why that preserves the tree); pieces are
  *    packed into slices at 4-row-aligned offsets, described by a tile and a
- *    piece table that travel in the same staging buffer.  k_fsum writes one
- *    level-3 value per piece; k_finish folds pieces into chunk values and
+ *    piece table that travel in the same staging buffer.  k_tsum writes one
+ *    level-3 value per piece; k_tfinish folds pieces into chunk values and
  *    chunk values into the result.
  *  - the mask, chunked independently of the input, is gathered by logical
  *    row into the staging buffer's mask region, parallel to the rows.
@@ -24,7 +24,9 @@
  *    goes straight from the region and the rest through staging.
  *
  * Every runtime call is checked: a failure is WAVE_EDEVICE with the
- * runtime's message, and the daemon marks the device faulted.
+ * runtime's message, and the daemon marks the device faulted.  The slices
+ * of the two kinds of job (reduce_stream, reduce_tree) are built in
+ * gpu_wide_host.cu, for the 32-bit and the wide reducer alike.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,170 +355,6 @@ int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
   return 0;
 }
 
-static int reduce_int(gdev *g, const wv_reduce_job *job, int kop, int key,
-                      wave_error *err)
-{
-  cursor in = {job->input, job->n_input, 0, 0, {}};
-  cursor mk = {job->mask, job->n_mask, 0, 0, {}};
-  in.pinned.assign(job->n_input, -1);
-  mk.pinned.assign(job->n_mask, -1);
-  std::vector<seg> segs;
-  unsigned k = 0;
-  for (uint64_t r0 = 0; r0 < job->rows; r0 += WVG_SLICE_ROWS, k++) {
-    uint64_t n = job->rows - r0 < WVG_SLICE_ROWS ? job->rows - r0
-                                                  : WVG_SLICE_ROWS;
-    segs.clear();
-    gather(&in, n, 0, &segs);
-    if (job->has_mask)
-      gather(&mk, n, WVG_MASK_OFF, &segs);
-    int first = k == 0, has_mask = job->has_mask;
-    reducer *r = &g->red;
-    cudaStream_t st = g->compute;
-    bool direct = job->rows <= WVG_SLICE_ROWS;
-    int rv = submit(g, k, segs, 0, direct, [=](unsigned char *d) {
-      return launch_int(r, kop, key, d,
-                        has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
-                        n, first, st);
-    }, err);
-    if (rv != 0)
-      return rv;
-  }
-  return 0;
-}
-
-/* After a float sum's last slice: where there is more than one piece,
- * k_finish folds the pieces into chunk values (seg_first: each chunk's
- * first piece, sent to the device) and those into the result. */
-static int fsum_finish(gdev *g, const std::vector<uint32_t> &seg_first,
-                       uint32_t nchunks, uint64_t total_pieces,
-                       wave_error *err)
-{
-  reducer *r = &g->red;
-  if (total_pieces <= 1)
-    return 0;
-  const uint32_t *dseg = NULL;
-  if (nchunks > 1) {
-    if (g->h_seg_cap < (size_t)nchunks + 1) {
-      if (g->h_seg != NULL)
-        (void)cudaFreeHost(g->h_seg);
-      g->h_seg = NULL;
-      g->h_seg_cap = 0;
-      CK(cudaHostAlloc((void **)&g->h_seg, ((size_t)nchunks + 1) * 4,
-                       cudaHostAllocDefault));
-      g->h_seg_cap = (size_t)nchunks + 1;
-    }
-    memcpy(g->h_seg, seg_first.data(), (size_t)nchunks * 4);
-    g->h_seg[nchunks] = (uint32_t)total_pieces;
-    CK(cudaMemcpyAsync(r->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
-                       cudaMemcpyHostToDevice, g->compute));
-    dseg = r->seg;
-  }
-  CK(launch_finish(r, dseg, dseg ? nchunks : 1, (uint32_t)total_pieces,
-                   g->compute));
-  return 0;
-}
-
-static int reduce_fsum(gdev *g, const wv_reduce_job *job, wave_error *err)
-{
-  /* Pieces per chunk, and the chunks that have rows. */
-  uint64_t total_pieces = 0;
-  uint32_t nchunks = 0;
-  for (size_t c = 0; c < job->n_input; c++)
-    if (job->input[c].rows > 0) {
-      total_pieces += (job->input[c].rows + WVG_PIECE_ROWS - 1) / WVG_PIECE_ROWS;
-      nchunks++;
-    }
-  CK(reducer_reserve(&g->red, WVG_MAX_TILES, WVG_MAX_PIECES, total_pieces,
-                     nchunks));
-  reducer *r = &g->red;
-  if (job->has_mask)
-    CK(cudaMemsetAsync(&r->res->count, 0, sizeof r->res->count, g->compute));
-  float *pieces_out = total_pieces == 1 ? (float *)&r->res->a : r->pieces;
-
-  cursor mk = {job->mask, job->n_mask, 0, 0, {}};
-  mk.pinned.assign(job->n_mask, -1);
-  std::vector<signed char> in_pinned(job->n_input, -1);
-  std::vector<seg> segs;
-  std::vector<uint32_t> seg_first;     /* chunk -> first piece */
-  unsigned k = 0;
-  uint32_t b = 0, ntiles = 0, npieces = 0;
-  uint64_t piece_no = 0;
-
-  /* Tables are built on the host first, then placed into staging by submit
-   * (the staging buffer may still be in use by the previous copy). */
-  std::vector<tile_desc> tiles;
-  std::vector<piece_desc> pieces;
-  auto send = [&](bool final) -> int {
-    if (npieces == 0)
-      return 0;
-    slot *s = &g->slots[k & 1];
-    CK(cudaEventSynchronize(s->copied));
-    memcpy(s->h + WVG_TILES_OFF, tiles.data(), tiles.size() * sizeof(tile_desc));
-    memcpy(s->h + WVG_PIECES_OFF, pieces.data(),
-           pieces.size() * sizeof(piece_desc));
-    size_t table_bytes = WVG_PIECES_OFF - WVG_TILES_OFF +
-                         pieces.size() * sizeof(piece_desc);
-    int has_mask = job->has_mask;
-    uint32_t nt = ntiles;
-    cudaStream_t st = g->compute;
-    int rv = submit(g, k, segs, table_bytes, final && k == 0,
-                    [=](unsigned char *d) {
-      return launch_fsum(r, (const float *)d,
-                         has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
-                         0, (const tile_desc *)(d + WVG_TILES_OFF), nt,
-                         (const piece_desc *)(d + WVG_PIECES_OFF), pieces_out,
-                         st);
-    }, err);
-    k++;
-    b = ntiles = npieces = 0;
-    segs.clear();
-    tiles.clear();
-    pieces.clear();
-    return rv;
-  };
-
-  int rv;
-  for (size_t c = 0; c < job->n_input; c++) {
-    const wv_span *ch = &job->input[c];
-    if (ch->rows == 0)
-      continue;
-    seg_first.push_back((uint32_t)piece_no);
-    if (in_pinned[c] < 0)
-      in_pinned[c] = (signed char)span_pinned(ch->data, ch->rows * 4);
-    for (uint64_t off = 0; off < ch->rows; off += WVG_PIECE_ROWS) {
-      uint32_t len = (uint32_t)(ch->rows - off < WVG_PIECE_ROWS
-                                    ? ch->rows - off : WVG_PIECE_ROWS);
-      uint32_t nt = (len + WVG_TILE_ROWS - 1) / WVG_TILE_ROWS;
-      uint32_t at = (b + 3) & ~3u;
-      if ((uint64_t)at + len > WVG_SLICE_ROWS || npieces == WVG_MAX_PIECES ||
-          ntiles + nt > WVG_MAX_TILES) {
-        if ((rv = send(false)) != 0)
-          return rv;
-        at = 0;
-      }
-      add_seg(&segs, (size_t)at * 4, (const char *)ch->data + off * 4,
-              (size_t)len * 4, in_pinned[c]);
-      if (job->has_mask)
-        gather(&mk, len, WVG_MASK_OFF + (size_t)at * 4, &segs);
-      piece_desc pd = {ntiles, nt, (uint32_t)piece_no, 0};
-      for (uint32_t t = 0; t < nt; t++) {
-        uint32_t tr = len - t * WVG_TILE_ROWS;
-        tile_desc td = {at + t * WVG_TILE_ROWS,
-                        tr < WVG_TILE_ROWS ? tr : WVG_TILE_ROWS, npieces, 0};
-        tiles.push_back(td);
-      }
-      pieces.push_back(pd);
-      ntiles += nt;
-      npieces++;
-      piece_no++;
-      b = at + len;
-    }
-  }
-  if ((rv = send(true)) != 0)
-    return rv;
-  return fsum_finish(g, seg_first, nchunks, total_pieces, err);
-}
-
 static int dev_reduce(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
                       wave_error *err)
 {
@@ -528,10 +366,11 @@ static int dev_reduce(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
     return 0;
   }
   CK(cudaSetDevice(g->index));
-  int kop, key, rv;
-  kernel_op(job->dtype, job->op, &kop, &key);
-  rv = kop == K_FSUM ? reduce_fsum(g, job, err)
-                     : reduce_int(g, job, kop, key, err);
+  const wv_op_plan *p = wv_op_plan_of(job->dtype, job->op);
+  int kop = kernel_op(p), rv;
+  rv = kop == K_FSUM
+           ? reduce_tree(g, job, &g->red.tree, g->red.res, WVG_PIECE_ROWS, err)
+           : reduce_stream(g, job, p, err);
   if (rv != 0)
     return rv;
   CK(cudaMemcpyAsync(g->h_res, g->red.res, sizeof(result),
@@ -587,7 +426,7 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
   caps->wave_width = (unsigned)g->warp;
   caps->exchange_mode = g->local ? WV_EXCHANGE_LOCAL : WV_EXCHANGE_SHUFFLE;
   caps->reverify = 1;
-  caps->dtypes64 = 1;   /* gpu_wide.cu, gpu_dsum.cu */
+  caps->dtypes64 = 1;   /* gpu_wide.cu, gpu_tree.cu */
   caps->argminmax = 1;
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",
            g->exchange_reason, g->jit_note);

@@ -40,6 +40,9 @@ extern "C" {
 #define WVG_TILE_BLOCKS 8u              /* blocks per tile, 32 groups each */
 #define WVG_BLOCK 256u                  /* threads per block, every kernel */
 
+/* "No index": a (key, index) pair that has seen no row. */
+#define WVG_NOIDX 0xffffffffffffffffull
+
 /* Return a runtime error from a function that returns cudaError_t. */
 #define WVG_TRY(call)                                                          \
   do {                                                                         \
@@ -68,12 +71,87 @@ struct result {
   unsigned long long count;   /* selected rows (jobs with a mask) */
 };
 
-/* Kernel-level operation: what the integer kernel folds. */
-enum kop { K_SUM, K_MIN, K_MAX, K_EXT, K_AND, K_OR, K_XOR, K_FSUM };
-/* How a row becomes an ordered key for min/max: as is (uint32, and every
- * bitwise op), sign-biased (sint32), or the float total order (float32,
- * NaN/inf excluded). */
-enum kkey { KEY_RAW, KEY_S32, KEY_F32 };
+/* Kernel-level operation, from the op table's plan (kernel_op). */
+enum kop { K_SUM, K_MIN, K_MAX, K_EXT, K_AND, K_OR, K_XOR, K_FSUM, K_ARGMIN,
+           K_ARGMAX };
+/* How a row becomes an ordered key: the plan's key kind (core/optable.h):
+ * as is (unsigned, and every op that orders nothing), sign-biased, or the
+ * float total order (NaN/inf excluded). */
+enum kkey { KEY_RAW = WV_KEY_RAW, KEY_S32 = WV_KEY_SIGNED,
+            KEY_F32 = WV_KEY_FLOAT };
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/* ---- the order-free fold at either row width (K: uint32_t for k_int,
+ * unsigned long long for k_w64 and k_arg's 8-byte rows) ---------------- */
+
+template <int OP, typename K> __device__ __forceinline__ K ident()
+{
+  return (OP == K_MIN || OP == K_EXT || OP == K_AND) ? (K)~(K)0 : (K)0;
+}
+
+/* The order key of row x under key kind KEY, and whether it takes part
+ * (floats: finite rows only).  Floats: bits b with the sign set map to ~b,
+ * others to b | sign, so unsigned order is numeric order, -0.0 < +0.0. */
+template <int KEY, typename K>
+__device__ __forceinline__ K row_key(K x, bool *ok)
+{
+  const K sign = (K)1 << (sizeof(K) * 8 - 1);
+  if (KEY == KEY_F32) {
+    const K exp = sizeof(K) == 4 ? (K)0x7f800000u : (K)0x7ff0000000000000ull;
+    *ok = (x & exp) != exp;
+    return (x & sign) ? ~x : (x | sign);
+  }
+  *ok = true;
+  return KEY == KEY_S32 ? x ^ sign : x;
+}
+
+template <int OP, typename K>
+__device__ __forceinline__ void fold(K &a, K &b, K k)
+{
+  switch (OP) {
+  case K_SUM: a += k; break;
+  case K_MIN: a = min(a, k); break;
+  case K_MAX: a = max(a, k); break;
+  case K_EXT: a = min(a, k); b = max(b, k); break;
+  case K_AND: a &= k; break;
+  case K_OR: a |= k; break;
+  case K_XOR: a ^= k; break;
+  }
+}
+
+/* Merge a partial (a2, b2) into (a, b).  For extent a is a min and b a max:
+ * folding a2 into both, as for a row, would let the min identity (all
+ * ones) of an empty partial become the max. */
+template <int OP, typename K>
+__device__ __forceinline__ void combine(K &a, K &b, K a2, K b2)
+{
+  if (OP == K_EXT) {
+    a = min(a, a2);
+    b = max(b, b2);
+  } else {
+    fold<OP>(a, b, a2);
+  }
+}
+#endif
+
+/* The float-sum tree's device buffers (T: float or double), grown on
+ * demand between jobs, never shrunk (gpu_tree.cu). */
+template <typename T> struct tree_bufs {
+  T *l1;                      /* level-1 values of one launch, 256/tile */
+  size_t l1_cap;
+  uint32_t *tile_ctr;         /* per-tile last-block counters, kept at 0 */
+  size_t tile_ctr_cap;
+  T *l2;                      /* level-2 partials of one launch */
+  size_t l2_cap;
+  uint32_t *piece_ctr;        /* per-piece last-block counters, kept at 0 */
+  size_t piece_ctr_cap;
+  T *pieces;                  /* level-3 partials of a whole job */
+  size_t pieces_cap;
+  uint32_t *seg;              /* chunk -> first piece, [nchunks + 1] */
+  size_t seg_cap;
+  T *scratch;                 /* finish: chunk values, 2 x nchunks */
+  size_t scratch_cap;
+};
 
 /* Device-side scratch of one device: grown on demand, never shrunk. */
 struct reducer {
@@ -82,27 +160,14 @@ struct reducer {
   uint4 *partials;            /* [int_blocks] per-block partials */
   uint32_t *ticket;           /* last-block counter, kept at 0 between runs */
   result *res;
-  float *l1;                  /* level-1 values of one launch, 256/tile */
-  size_t l1_cap;
-  uint32_t *tile_ctr;         /* per-tile last-block counters, kept at 0 */
-  size_t tile_ctr_cap;
-  float *l2;                  /* level-2 partials of one launch */
-  size_t l2_cap;
-  uint32_t *piece_ctr;        /* per-piece last-block counters, kept at 0 */
-  size_t piece_ctr_cap;
-  float *pieces;              /* level-3 partials of a whole job */
-  size_t pieces_cap;
-  uint32_t *seg;              /* chunk -> first piece, [nchunks + 1] */
-  size_t seg_cap;
-  float *scratch;             /* finish: chunk values, 2 x nchunks */
-  size_t scratch_cap;
+  tree_bufs<float> tree;      /* the float32 sum's (gpu_tree.cu) */
 };
 
-/* kernel_op, reducer_fini, reducer_reserve and decode_result are in
+/* kernel_op, reducer_fini, reducer_reserve and the decoders are in
  * gpu_reducer.cu; reducer_init and the launches in gpu_reduce.cu. */
 
-/* Turn (dtype, op) into the kernel's op and key. */
-void kernel_op(wave_dtype d, wave_op op, int *kop_out, int *key_out);
+/* The kernel op of an op-table plan (its key is p->key). */
+int kernel_op(const wv_op_plan *p);
 
 cudaError_t reducer_init(reducer *r);
 void reducer_fini(reducer *r);
@@ -117,19 +182,33 @@ cudaError_t reducer_reserve(reducer *r, size_t tiles, size_t pieces,
 cudaError_t launch_int(reducer *r, int kop, int key, const void *d_rows,
                        const uint32_t *d_mask, uint64_t n, int first,
                        cudaStream_t st);
-/* One launch of the float-sum tile kernel.  Table mode: tiles/pieces are
- * device copies of ntiles/npieces descriptors.  Arithmetic mode (tiles ==
- * NULL): the rows [0, n) of one chunk, pieces numbered from 0.  Level-3
- * values go to pieces_out; selected-row counts add to r->res->count. */
-cudaError_t launch_fsum(reducer *r, const float *d_rows,
+/* The float-sum tree (gpu_tree.cu), for T float (R result) and double
+ * (R wresult).  launch_tree: one launch of the tile kernel.  Table mode:
+ * tiles/pieces are device copies of ntiles/npieces descriptors.
+ * Arithmetic mode (tiles == NULL): the rows [0, n) of one chunk, pieces
+ * numbered from 0.  Level-3 values go to pieces_out; selected-row counts
+ * add to res->count. */
+template <typename T>
+cudaError_t tree_reserve(tree_bufs<T> *b, size_t tiles, size_t pieces,
+                         size_t job_pieces, size_t chunks);
+template <typename T> void tree_free(tree_bufs<T> *b);
+template <typename T, typename R>
+cudaError_t launch_tree(tree_bufs<T> *b, R *res, const T *d_rows,
                         const uint32_t *d_mask, uint64_t n,
                         const tile_desc *tiles, uint32_t ntiles,
-                        const piece_desc *pieces, float *pieces_out,
+                        const piece_desc *pieces, T *pieces_out,
                         cudaStream_t st);
-/* Fold the job's level-3 values into the result: per chunk (seg[c] ..
- * seg[c + 1]; seg NULL = one chunk of npieces), then across chunks. */
-cudaError_t launch_finish(reducer *r, const uint32_t *seg, uint32_t nchunks,
-                          uint32_t npieces, cudaStream_t st);
+/* Fold the job's level-3 values (b->pieces) into res->a: per chunk
+ * (seg[c] .. seg[c + 1]; seg NULL = one chunk of npieces), then across
+ * chunks. */
+template <typename T, typename R>
+cudaError_t launch_tree_finish(tree_bufs<T> *b, R *res, const uint32_t *seg,
+                               uint32_t nchunks, uint32_t npieces,
+                               cudaStream_t st);
+/* The float sum of n device-resident rows (one chunk) into res. */
+template <typename T, typename R>
+cudaError_t tree_device(tree_bufs<T> *b, R *res, const T *d_rows,
+                        const uint32_t *d_mask, uint64_t n, cudaStream_t st);
 
 /* Reduce n device-resident rows (one chunk) into r->res, all on stream st
  * with no host synchronisation (benchmarks time this). */
@@ -138,7 +217,11 @@ cudaError_t reduce_device(reducer *r, wave_dtype d, wave_op op,
                           uint64_t n, cudaStream_t st);
 
 /* The host's last step: the result read back, made into output bits
- * (key decoding, empty-input zeros, NaN canonicalisation). */
+ * (key decoding, empty-input zeros, NaN canonicalisation) on plan p.
+ * a, b: the kernels' value or keys (extent: min, max); idx: argmin/argmax's
+ * row (WVG_NOIDX: none). */
+void decode_plan(const wv_op_plan *p, uint64_t a, uint64_t b, uint64_t idx,
+                 uint64_t count, wv_reduce_out *out);
 void decode_result(wave_dtype d, wave_op op, const result *res,
                    uint64_t count, wv_reduce_out *out);
 

@@ -24,12 +24,11 @@
  * 0 and all-ones are never finite.  Units are 32 lanes with width-32
  * shuffles (gpu.h), right on 32-lane warps and on 64-lane AMD waves.
  */
+#include <string.h>
+
 #include "workers/cuda/gpu_wide.h"
 
 namespace WVG_NS {
-
-#define SIGN64 0x8000000000000000ull
-#define EXP64 0x7ff0000000000000ull
 
 __device__ __forceinline__ unsigned long long shfl_xor64(unsigned long long v,
                                                          int m)
@@ -41,70 +40,18 @@ __device__ __forceinline__ unsigned long long shfl_xor64(unsigned long long v,
 
 /* ---- order-free 64-bit ops ---------------------------------------------- */
 
-template <int OP> __device__ __forceinline__ unsigned long long ident64()
-{
-  return (OP == K_MIN || OP == K_EXT || OP == K_AND) ? ~0ull : 0ull;
-}
-
-template <int OP, int KEY>
-__device__ __forceinline__ unsigned long long key64(unsigned long long x,
-                                                    bool *valid)
-{
-  if (KEY == KEY_S64 && (OP == K_MIN || OP == K_MAX || OP == K_EXT)) {
-    *valid = true;
-    return x ^ SIGN64;
-  }
-  if (KEY == KEY_F64) {
-    *valid = (x & EXP64) != EXP64;
-    return (x & SIGN64) ? ~x : (x | SIGN64);
-  }
-  *valid = true;
-  return x;
-}
-
-template <int OP>
-__device__ __forceinline__ void fold64(unsigned long long &a,
-                                       unsigned long long &b,
-                                       unsigned long long k)
-{
-  switch (OP) {
-  case K_SUM: a += k; break;
-  case K_MIN: a = min(a, k); break;
-  case K_MAX: a = max(a, k); break;
-  case K_EXT: a = min(a, k); b = max(b, k); break;
-  case K_AND: a &= k; break;
-  case K_OR: a |= k; break;
-  case K_XOR: a ^= k; break;
-  }
-}
-
-/* A partial (a2, b2) into (a, b): extent's b is a max of its own. */
-template <int OP>
-__device__ __forceinline__ void combine64(unsigned long long &a,
-                                          unsigned long long &b,
-                                          unsigned long long a2,
-                                          unsigned long long b2)
-{
-  if (OP == K_EXT) {
-    a = min(a, a2);
-    b = max(b, b2);
-  } else {
-    fold64<OP>(a, b, a2);
-  }
-}
-
 template <int OP, int KEY, bool MASK>
 __device__ __forceinline__ void row64(unsigned long long &a,
                                       unsigned long long &b, uint32_t &cnt,
                                       unsigned long long x, uint32_t m)
 {
   bool valid;
-  unsigned long long k = key64<OP, KEY>(x, &valid);
+  unsigned long long k = row_key<KEY>(x, &valid);
   bool sel = !MASK || m != 0;
   if (MASK)
     cnt += sel ? 1u : 0u;
   if (sel && valid)
-    fold64<OP>(a, b, k);
+    fold<OP>(a, b, k);
 }
 
 template <int OP, int KEY, bool MASK>
@@ -126,7 +73,7 @@ __device__ __forceinline__ void block_fold64(unsigned long long &a,
       sc[WVG_BLOCK / 32];
 #pragma unroll
   for (int m = 16; m > 0; m >>= 1) {
-    combine64<OP>(a, b, shfl_xor64(a, m), shfl_xor64(b, m));
+    combine<OP>(a, b, shfl_xor64(a, m), shfl_xor64(b, m));
     c += shfl_xor64(c, m);
   }
   if (lane_id() == 0) {
@@ -137,7 +84,7 @@ __device__ __forceinline__ void block_fold64(unsigned long long &a,
   __syncthreads();
   if (threadIdx.x == 0)
     for (unsigned u = 1; u < WVG_BLOCK / 32; u++) {
-      combine64<OP>(a, b, sa[u], sb[u]);
+      combine<OP>(a, b, sa[u], sb[u]);
       c += sc[u];
     }
 }
@@ -147,7 +94,7 @@ __global__ void __launch_bounds__(WVG_BLOCK)
 k_w64(const uint4 *__restrict__ data, const uint2 *__restrict__ mask,
       uint64_t n, wresult *partials, uint32_t *ticket, wresult *res, int first)
 {
-  unsigned long long a = ident64<OP>(), b = 0;
+  unsigned long long a = ident<OP, unsigned long long>(), b = 0;
   uint32_t cnt = 0;
   const uint64_t nvec = n >> 1;
   const uint64_t stride = (uint64_t)gridDim.x * WVG_BLOCK;
@@ -192,18 +139,18 @@ k_w64(const uint4 *__restrict__ data, const uint2 *__restrict__ mask,
     if (!last)
       return;
     __threadfence();
-    a = ident64<OP>();
+    a = ident<OP, unsigned long long>();
     b = 0;
     c = 0;
     for (uint32_t j = threadIdx.x; j < gridDim.x; j += WVG_BLOCK) {
-      combine64<OP>(a, b, ld_cg(&partials[j].a), ld_cg(&partials[j].b));
+      combine<OP>(a, b, ld_cg(&partials[j].a), ld_cg(&partials[j].b));
       c += ld_cg(&partials[j].count);
     }
     block_fold64<OP>(a, b, c);
   }
   if (threadIdx.x == 0) {
     if (!first) {
-      combine64<OP>(a, b, res->a, res->b);
+      combine<OP>(a, b, res->a, res->b);
       c += res->count;
     }
     res->a = a;
@@ -238,22 +185,6 @@ __device__ __forceinline__ typename rw<W>::K worst()
   return MAX ? (typename rw<W>::K)0 : (typename rw<W>::K)~0ull;
 }
 
-/* The order key of x; *ok: finite (floats) or always (integers). */
-template <int W, int KEY>
-__device__ __forceinline__ typename rw<W>::K arg_key(typename rw<W>::K x,
-                                                     bool *ok)
-{
-  typedef typename rw<W>::K K;
-  const K sign = (K)1 << (W * 8 - 1);
-  if (KEY == KEY_F32 || KEY == KEY_F64) {
-    const K exp = W == 4 ? (K)0x7f800000u : (K)EXP64;
-    *ok = (x & exp) != exp;
-    return (x & sign) ? ~x : (x | sign);
-  }
-  *ok = true;
-  return KEY == KEY_S32 || KEY == KEY_S64 ? x ^ sign : x;
-}
-
 template <int W, bool MAX>
 __device__ __forceinline__ bool better(typename rw<W>::K k,
                                        typename rw<W>::K than)
@@ -268,9 +199,9 @@ __device__ __forceinline__ void arg_row(typename rw<W>::K &bk, uint32_t &bi,
                                         uint32_t m, uint32_t i)
 {
   typedef typename rw<W>::K K;
-  const bool fl = KEY == KEY_F32 || KEY == KEY_F64;
+  const bool fl = KEY == KEY_F32;
   bool ok;
-  K k = arg_key<W, KEY>(x, &ok);
+  K k = row_key<KEY>(x, &ok);
   bool sel = !MASK || m != 0;
   if (fl) {
     ok = ok && sel;
@@ -512,37 +443,41 @@ static cudaError_t arg_go(wreducer *w, const void *d_rows,
   return cudaGetLastError();
 }
 
+/* The k_arg of plan p's row width and key kind. */
 template <bool MAX>
-static cudaError_t arg_dtype(wreducer *w, wave_dtype d, const void *rows,
-                             const uint32_t *mask, uint32_t n, uint64_t idx0,
-                             int first, cudaStream_t st)
+static cudaError_t arg_plan(wreducer *w, const wv_op_plan *p, const void *rows,
+                            const uint32_t *mask, uint32_t n, uint64_t idx0,
+                            int first, cudaStream_t st)
 {
-  switch (d) {
-  case WAVE_U32: return arg_go<4, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_S32: return arg_go<4, KEY_S32, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_F32: return arg_go<4, KEY_F32, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_U64: return arg_go<8, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
-  case WAVE_S64: return arg_go<8, KEY_S64, MAX>(w, rows, mask, n, idx0, first, st);
-  default: return arg_go<8, KEY_F64, MAX>(w, rows, mask, n, idx0, first, st);
-  }
+  if (p->row_bytes == 4)
+    return p->key == WV_KEY_FLOAT
+               ? arg_go<4, KEY_F32, MAX>(w, rows, mask, n, idx0, first, st)
+           : p->key == WV_KEY_SIGNED
+               ? arg_go<4, KEY_S32, MAX>(w, rows, mask, n, idx0, first, st)
+               : arg_go<4, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
+  return p->key == WV_KEY_FLOAT
+             ? arg_go<8, KEY_F64, MAX>(w, rows, mask, n, idx0, first, st)
+         : p->key == WV_KEY_SIGNED
+             ? arg_go<8, KEY_S64, MAX>(w, rows, mask, n, idx0, first, st)
+             : arg_go<8, KEY_RAW, MAX>(w, rows, mask, n, idx0, first, st);
 }
 
 /* Cut below 2^31 rows (32-bit local indices), at a multiple of 4 rows so
  * every launch's rows stay 16-byte aligned. */
-cudaError_t launch_arg(wreducer *w, wave_dtype d, int kop, const void *d_rows,
+cudaError_t launch_arg(wreducer *w, const wv_op_plan *p, const void *d_rows,
                        const uint32_t *d_mask, uint64_t n, uint64_t idx0,
                        int first, cudaStream_t st)
 {
   const uint64_t cut = 1ull << 30;
-  const size_t rsz = wv_dtype_size(d);
+  const size_t rsz = p->row_bytes;
   uint64_t r0 = 0;
   do {
     uint64_t m = n - r0 < cut ? n - r0 : cut;
     const void *rows = (const unsigned char *)d_rows + r0 * rsz;
     const uint32_t *mask = d_mask != NULL ? d_mask + r0 : NULL;
-    cudaError_t e = kop == K_ARGMAX
-        ? arg_dtype<true>(w, d, rows, mask, (uint32_t)m, idx0 + r0, first, st)
-        : arg_dtype<false>(w, d, rows, mask, (uint32_t)m, idx0 + r0, first, st);
+    cudaError_t e = p->halves == WV_HALF_HI
+        ? arg_plan<true>(w, p, rows, mask, (uint32_t)m, idx0 + r0, first, st)
+        : arg_plan<false>(w, p, rows, mask, (uint32_t)m, idx0 + r0, first, st);
     if (e != cudaSuccess)
       return e;
     first = 0;
@@ -568,6 +503,37 @@ cudaError_t wreducer_init(wreducer *w)
   WVG_TRY(cudaMemset(w->ticket, 0, sizeof(uint32_t)));
   WVG_TRY(cudaMemset(w->res, 0, sizeof(wresult)));
   return wreducer_reserve(w, 4096, 256, 256, 64);
+}
+
+void wreducer_fini(wreducer *w)
+{
+  (void)cudaFree(w->partials);
+  (void)cudaFree(w->ticket);
+  (void)cudaFree(w->res);
+  tree_free(&w->tree);
+  if (w->h_res != NULL)
+    (void)cudaFreeHost(w->h_res);
+  memset(w, 0, sizeof *w);
+}
+
+cudaError_t wreducer_reserve(wreducer *w, size_t tiles, size_t pieces,
+                             size_t job_pieces, size_t chunks)
+{
+  return tree_reserve(&w->tree, tiles, pieces, job_pieces, chunks);
+}
+
+cudaError_t reduce_device_wide(wreducer *w, wave_dtype d, wave_op op,
+                               const void *d_rows, const uint32_t *d_mask,
+                               uint64_t n, cudaStream_t st)
+{
+  const wv_op_plan *p = wv_op_plan_of(d, op);
+  int kop = kernel_op(p);
+  if (kop == K_ARGMIN || kop == K_ARGMAX)
+    return launch_arg(w, p, d_rows, d_mask, n, 0, 1, st);
+  if (kop != K_FSUM)
+    return launch_w64(w, kop, p->key, d_rows, d_mask, n, 1, st);
+  return tree_device(&w->tree, w->res, (const double *)d_rows, d_mask, n,
+                     st);
 }
 
 } /* namespace WVG_NS */

@@ -4,7 +4,7 @@
  *
  *  - gpu_wide.cu: the streaming kernels: every order-free op on 64-bit rows
  *    (k_w64) and argmin/argmax on 4- and 8-byte rows (k_arg);
- *  - gpu_dsum.cu: the float64 sum, the fixed tree of float32 in binary64;
+ *  - gpu_tree.cu: the float64 sum, the float32 tree's template in binary64;
  *  - gpu_wide_host.cu: jobs whose rows are in host memory, sliced through
  *    the device's staging buffers (gpu_device.cu's gather/submit), and the
  *    result decoded.
@@ -22,12 +22,8 @@
 
 namespace WVG_NS {
 
-/* Kernel ops beyond enum kop, and keys beyond enum kkey. */
-constexpr int K_ARGMIN = 16, K_ARGMAX = 17, K_DSUM = 18;
-constexpr int KEY_S64 = 8, KEY_F64 = 9;
-
-/* "No index": a (key, index) pair that has seen no row. */
-#define WVG_NOIDX 0xffffffffffffffffull
+/* The 64-bit rows' names of the key kinds (enum kkey: the same kinds). */
+constexpr int KEY_S64 = KEY_S32, KEY_F64 = KEY_F32;
 
 /* The job's result in device memory.  Order-free ops: a (min key for
  * extent), b (max key); argmin/argmax: a = the key, idx = the global row
@@ -44,25 +40,9 @@ struct wreducer {
   wresult *partials;          /* [blocks] */
   uint32_t *ticket;           /* last-block counter, 0 between launches */
   wresult *res;
-  double *l1;                 /* float64 tree: level-1 values, 256/tile */
-  size_t l1_cap;
-  uint32_t *tile_ctr;         /* per-tile counters, kept at 0 */
-  size_t tile_ctr_cap;
-  double *l2;                 /* level-2 values of one launch */
-  size_t l2_cap;
-  uint32_t *piece_ctr;        /* per-piece counters, kept at 0 */
-  size_t piece_ctr_cap;
-  double *pieces;             /* a job's piece values */
-  size_t pieces_cap;
-  uint32_t *seg;              /* chunk -> first piece, [nchunks + 1] */
-  size_t seg_cap;
-  double *scratch;            /* finish: chunk values, 2 x nchunks */
-  size_t scratch_cap;
+  tree_bufs<double> tree;     /* the float64 sum's (gpu_tree.cu) */
   wresult *h_res;             /* pinned, the read-back (host jobs only) */
 };
-
-/* (dtype, op) -> the wide kernel's op and key. */
-void wide_op(wave_dtype d, wave_op op, int *kop, int *key);
 
 cudaError_t wreducer_init(wreducer *w);
 void wreducer_fini(wreducer *w);
@@ -76,19 +56,9 @@ cudaError_t wreducer_reserve(wreducer *w, size_t tiles, size_t pieces,
 cudaError_t launch_w64(wreducer *w, int kop, int key, const void *d_rows,
                        const uint32_t *d_mask, uint64_t n, int first,
                        cudaStream_t st);
-cudaError_t launch_arg(wreducer *w, wave_dtype d, int kop, const void *d_rows,
+cudaError_t launch_arg(wreducer *w, const wv_op_plan *p, const void *d_rows,
                        const uint32_t *d_mask, uint64_t n, uint64_t idx0,
                        int first, cudaStream_t st);
-
-/* The float64 tree (gpu_dsum.cu), as launch_fsum/launch_finish for f32:
- * table mode (tiles != NULL) or arithmetic mode over one chunk. */
-cudaError_t launch_dsum(wreducer *w, const double *d_rows,
-                        const uint32_t *d_mask, uint64_t n,
-                        const tile_desc *tiles, uint32_t ntiles,
-                        const piece_desc *pieces, double *pieces_out,
-                        cudaStream_t st);
-cudaError_t launch_dfinish(wreducer *w, const uint32_t *seg, uint32_t nchunks,
-                           uint32_t npieces, cudaStream_t st);
 
 /* Reduce n device-resident rows (one chunk) into w->res on st, no host
  * synchronisation (benchmarks time this).  A float64 sum of more than
@@ -134,6 +104,20 @@ void gather(cursor *c, uint64_t rows, size_t dst, std::vector<seg> *segs);
 int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
            size_t table_bytes, bool direct, const slot_kernel &kernel,
            wave_error *err);
+
+/* An order-free op or argmin/argmax from host memory, into the reducer's
+ * result (32-bit rows) or the wide reducer's (gpu_wide_host.cu). */
+int reduce_stream(gdev *g, const wv_reduce_job *job, const wv_op_plan *p,
+                  wave_error *err);
+/* A float sum from host memory into res (gpu_wide_host.cu; T float with
+ * R result, or double with R wresult): each chunk is cut into pieces of
+ * piece_rows rows of its own (a multiple of 65536: float32 2^24, float64
+ * one tile), packed into slices at 4-row-aligned offsets with tile and
+ * piece tables; launch_tree_finish folds the pieces where there are
+ * several.  Nothing is read back. */
+template <typename T, typename R>
+int reduce_tree(gdev *g, const wv_reduce_job *job, tree_bufs<T> *tb, R *res,
+                uint32_t piece_rows, wave_error *err);
 
 /* A wide job from host memory, result read back and decoded
  * (gpu_wide_host.cu; the device's wreducer is made on its first one). */

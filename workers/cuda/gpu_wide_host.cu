@@ -1,19 +1,24 @@
-/* gpu_wide_host.cu - 64-bit and argmin/argmax jobs whose rows are in host
- * memory, through the device's double-buffered staging (gpu_device.cu's
- * gather and submit), and their results decoded.
+/* gpu_wide_host.cu - reduction jobs whose rows are in host memory,
+ * through the device's double-buffered staging (gpu_device.cu's
+ * gather and submit); gpu_reducer.cu's decode_plan decodes the result.
  *
- *  - streaming ops (order-free 64-bit ops, argmin/argmax of any dtype):
- *    slices of consecutive logical rows, 2^24 of 4 bytes or 2^23 of 8
- *    (one staging buffer), chunk boundaries ignored; each slice's kernel
- *    folds into the job's result, argmin/argmax with the slice's first
- *    logical row as its index base (the index is the logical row,
+ * One gather per kind of job, for both reducers (gpu_device.cu's
+ * dev_reduce: 32-bit rows; reduce_wide_job: 64-bit rows, argmin/argmax):
+ *
+ *  - reduce_stream, every order-free op and argmin/argmax: slices of
+ *    consecutive logical rows, 2^24 of 4 bytes or 2^23 of 8 (one staging
+ *    buffer), chunk boundaries ignored; each slice's kernel (k_int, k_w64
+ *    or k_arg) folds into the job's result, argmin/argmax with the slice's
+ *    first logical row as its index base (the index is the logical row,
  *    docs/reduction.md).
- *  - float64 sum: each chunk is cut at multiples of 65536 rows of its own
- *    (one tile, one level-2 value: a "piece" here), packed into slices at
- *    4-row-aligned offsets with tile and piece tables; k_dfinish folds the
- *    pieces of each chunk by the levels from level 3 on, then the chunk
- *    values.  A cut at a multiple of 256^2 rows of the chunk keeps the tree
- *    (docs/reduction.md, "Groups start at the chunk's first row").
+ *  - reduce_tree, the float sums: each chunk is cut into pieces at
+ *    multiples of piece_rows rows of its own (float32: 2^24, a level-3
+ *    value; float64: 65536, one tile, one level-2 value), packed into
+ *    slices at 4-row-aligned offsets with tile and piece tables;
+ *    k_tfinish folds the pieces of each chunk by the levels from there on,
+ *    then the chunk values.  A cut at a multiple of 256^2 rows of the chunk
+ *    keeps the tree (docs/reduction.md, "Groups start at the chunk's first
+ *    row"; gpu_internal.h).
  *  - the mask (4-byte rows, chunked on its own) is gathered by logical row
  *    into the staging buffer's mask region, parallel to the rows.
  */
@@ -30,20 +35,20 @@ namespace WVG_NS {
       return dev_fail(err, #call, e_);                                         \
   } while (0)
 
-/* Rows of one 64-bit float sum piece: one tile. */
-#define WVG_DPIECE_ROWS WVG_TILE_ROWS
-
-static int wide_stream(gdev *g, const wv_reduce_job *job, int kop, int key,
-                       wave_error *err)
+int reduce_stream(gdev *g, const wv_reduce_job *job, const wv_op_plan *p,
+                  wave_error *err)
 {
-  const unsigned rsz = wv_dtype_size(job->dtype);
+  const int kop = kernel_op(p), key = p->key;
+  const bool arg = p->path == WV_PATH_ARG, w64 = !arg && p->row_bytes == 8;
+  const unsigned rsz = p->row_bytes;
   const uint64_t slice = (uint64_t)WVG_SLICE_ROWS * 4 / rsz;
   cursor in = {job->input, job->n_input, 0, 0, {}, rsz};
   cursor mk = {job->mask, job->n_mask, 0, 0, {}, 4};
   in.pinned.assign(job->n_input, -1);
   mk.pinned.assign(job->n_mask, -1);
   std::vector<seg> segs;
-  wreducer *w = g->wide;
+  reducer *r = &g->red;
+  wreducer *w = g->wide;    /* NULL for the 32-bit reducer's jobs */
   unsigned k = 0;
   for (uint64_t r0 = 0; r0 < job->rows; r0 += slice, k++) {
     uint64_t n = job->rows - r0 < slice ? job->rows - r0 : slice;
@@ -52,15 +57,16 @@ static int wide_stream(gdev *g, const wv_reduce_job *job, int kop, int key,
     if (job->has_mask)
       gather(&mk, n, WVG_MASK_OFF, &segs);
     int first = k == 0, has_mask = job->has_mask;
-    wave_dtype d = job->dtype;
     cudaStream_t st = g->compute;
     bool direct = job->rows <= slice;
     int rv = submit(g, k, segs, 0, direct, [=](unsigned char *dp) {
       const uint32_t *m = has_mask ? (const uint32_t *)(dp + WVG_MASK_OFF)
                                    : NULL;
-      if (kop == K_ARGMIN || kop == K_ARGMAX)
-        return launch_arg(w, d, kop, dp, m, n, r0, first, st);
-      return launch_w64(w, kop, key, dp, m, n, first, st);
+      if (arg)
+        return launch_arg(w, p, dp, m, n, r0, first, st);
+      if (w64)
+        return launch_w64(w, kop, key, dp, m, n, first, st);
+      return launch_int(r, kop, key, dp, m, n, first, st);
     }, err);
     if (rv != 0)
       return rv;
@@ -68,13 +74,15 @@ static int wide_stream(gdev *g, const wv_reduce_job *job, int kop, int key,
   return 0;
 }
 
-/* The pieces of a float64 sum folded: per chunk (seg_first), then across
- * chunks, where there is more than one piece. */
-static int dsum_finish(gdev *g, const std::vector<uint32_t> &seg_first,
+/* After a float sum's last slice: where there is more than one piece,
+ * k_tfinish folds the pieces into chunk values (seg_first: each chunk's
+ * first piece, sent to the device) and those into the result. */
+template <typename T, typename R>
+static int tree_finish(gdev *g, tree_bufs<T> *tb, R *res,
+                       const std::vector<uint32_t> &seg_first,
                        uint32_t nchunks, uint64_t total_pieces,
                        wave_error *err)
 {
-  wreducer *w = g->wide;
   if (total_pieces <= 1)
     return 0;
   const uint32_t *dseg = NULL;
@@ -88,116 +96,124 @@ static int dsum_finish(gdev *g, const std::vector<uint32_t> &seg_first,
                        cudaHostAllocDefault));
       g->h_seg_cap = (size_t)nchunks + 1;
     }
-    /* The previous job's copy out of h_seg finished with that job. */
     memcpy(g->h_seg, seg_first.data(), (size_t)nchunks * 4);
     g->h_seg[nchunks] = (uint32_t)total_pieces;
-    CK(cudaMemcpyAsync(w->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
+    CK(cudaMemcpyAsync(tb->seg, g->h_seg, ((size_t)nchunks + 1) * 4,
                        cudaMemcpyHostToDevice, g->compute));
-    dseg = w->seg;
+    dseg = tb->seg;
   }
-  CK(launch_dfinish(w, dseg, dseg ? nchunks : 1, (uint32_t)total_pieces,
-                    g->compute));
+  CK(launch_tree_finish(tb, res, dseg, dseg ? nchunks : 1,
+                        (uint32_t)total_pieces, g->compute));
   return 0;
 }
 
-/* The slice under construction of a float64 sum. */
-struct dslice {
-  std::vector<seg> segs;
-  std::vector<tile_desc> tiles;
-  std::vector<piece_desc> pieces;
-  uint32_t b;                 /* rows used */
-  unsigned k;                 /* slices sent */
-};
-
-static int dsum_send(gdev *g, dslice *s, bool final, int has_mask,
-                     double *pieces_out, wave_error *err)
+template <typename T, typename R>
+int reduce_tree(gdev *g, const wv_reduce_job *job, tree_bufs<T> *tb, R *res,
+                uint32_t piece_rows, wave_error *err)
 {
-  if (s->pieces.empty())
-    return 0;
-  slot *sl = &g->slots[s->k & 1];
-  CK(cudaEventSynchronize(sl->copied));
-  memcpy(sl->h + WVG_TILES_OFF, s->tiles.data(),
-         s->tiles.size() * sizeof(tile_desc));
-  memcpy(sl->h + WVG_PIECES_OFF, s->pieces.data(),
-         s->pieces.size() * sizeof(piece_desc));
-  size_t table_bytes = WVG_PIECES_OFF - WVG_TILES_OFF +
-                       s->pieces.size() * sizeof(piece_desc);
-  wreducer *w = g->wide;
-  uint32_t nt = (uint32_t)s->tiles.size();
-  cudaStream_t st = g->compute;
-  int rv = submit(g, s->k, s->segs, table_bytes, final && s->k == 0,
-                  [=](unsigned char *d) {
-    return launch_dsum(w, (const double *)d,
-                       has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
-                       0, (const tile_desc *)(d + WVG_TILES_OFF), nt,
-                       (const piece_desc *)(d + WVG_PIECES_OFF), pieces_out,
-                       st);
-  }, err);
-  s->k++;
-  s->b = 0;
-  s->segs.clear();
-  s->tiles.clear();
-  s->pieces.clear();
-  return rv;
-}
-
-static int wide_dsum(gdev *g, const wv_reduce_job *job, wave_error *err)
-{
-  const uint64_t cap = WVG_SLICE_ROWS / 2;  /* 8-byte rows per slice */
+  const uint64_t rsz = sizeof(T);
+  const uint64_t cap = (uint64_t)WVG_SLICE_ROWS * 4 / rsz;  /* per slice */
+  /* Pieces per chunk, and the chunks that have rows. */
   uint64_t total_pieces = 0;
   uint32_t nchunks = 0;
   for (size_t c = 0; c < job->n_input; c++)
     if (job->input[c].rows > 0) {
-      total_pieces += (job->input[c].rows + WVG_DPIECE_ROWS - 1) /
-                      WVG_DPIECE_ROWS;
+      total_pieces += (job->input[c].rows + piece_rows - 1) / piece_rows;
       nchunks++;
     }
-  wreducer *w = g->wide;
-  CK(wreducer_reserve(w, WVG_MAX_TILES, WVG_MAX_PIECES, total_pieces,
-                      nchunks));
+  CK(tree_reserve(tb, WVG_MAX_TILES, WVG_MAX_PIECES, total_pieces, nchunks));
   if (job->has_mask)
-    CK(cudaMemsetAsync(&w->res->count, 0, sizeof w->res->count, g->compute));
-  double *pieces_out = total_pieces == 1 ? (double *)&w->res->a : w->pieces;
-  cursor mk = {job->mask, job->n_mask, 0, 0, {}, 4};
+    CK(cudaMemsetAsync(&res->count, 0, sizeof res->count, g->compute));
+  T *pieces_out = total_pieces == 1 ? (T *)&res->a : tb->pieces;
+
+  cursor mk = {job->mask, job->n_mask, 0, 0, {}};
   mk.pinned.assign(job->n_mask, -1);
-  std::vector<uint32_t> seg_first;
-  dslice s;
-  s.b = 0;
-  s.k = 0;
+  std::vector<signed char> in_pinned(job->n_input, -1);
+  std::vector<seg> segs;
+  std::vector<uint32_t> seg_first;     /* chunk -> first piece */
+  unsigned k = 0;
+  uint32_t b = 0, ntiles = 0, npieces = 0;
   uint64_t piece_no = 0;
+
+  /* Tables are built on the host first, then placed into staging by submit
+   * (the staging buffer may still be in use by the previous copy). */
+  std::vector<tile_desc> tiles;
+  std::vector<piece_desc> pieces;
+  auto send = [&](bool final) -> int {
+    if (npieces == 0)
+      return 0;
+    slot *s = &g->slots[k & 1];
+    CK(cudaEventSynchronize(s->copied));
+    memcpy(s->h + WVG_TILES_OFF, tiles.data(), tiles.size() * sizeof(tile_desc));
+    memcpy(s->h + WVG_PIECES_OFF, pieces.data(),
+           pieces.size() * sizeof(piece_desc));
+    size_t table_bytes = WVG_PIECES_OFF - WVG_TILES_OFF +
+                         pieces.size() * sizeof(piece_desc);
+    int has_mask = job->has_mask;
+    uint32_t nt = ntiles;
+    cudaStream_t st = g->compute;
+    int rv = submit(g, k, segs, table_bytes, final && k == 0,
+                    [=](unsigned char *d) {
+      return launch_tree(tb, res, (const T *)d,
+                         has_mask ? (const uint32_t *)(d + WVG_MASK_OFF) : NULL,
+                         0, (const tile_desc *)(d + WVG_TILES_OFF), nt,
+                         (const piece_desc *)(d + WVG_PIECES_OFF), pieces_out,
+                         st);
+    }, err);
+    k++;
+    b = ntiles = npieces = 0;
+    segs.clear();
+    tiles.clear();
+    pieces.clear();
+    return rv;
+  };
+
   int rv;
   for (size_t c = 0; c < job->n_input; c++) {
     const wv_span *ch = &job->input[c];
     if (ch->rows == 0)
       continue;
     seg_first.push_back((uint32_t)piece_no);
-    int pinned = span_pinned(ch->data, ch->rows * 8);
-    for (uint64_t off = 0; off < ch->rows; off += WVG_DPIECE_ROWS) {
-      uint32_t len = (uint32_t)(ch->rows - off < WVG_DPIECE_ROWS
-                                    ? ch->rows - off : WVG_DPIECE_ROWS);
-      uint32_t at = (s.b + 3) & ~3u;
-      if ((uint64_t)at + len > cap || s.pieces.size() == WVG_MAX_PIECES) {
-        if ((rv = dsum_send(g, &s, false, job->has_mask, pieces_out, err)))
+    if (in_pinned[c] < 0)
+      in_pinned[c] = (signed char)span_pinned(ch->data, ch->rows * rsz);
+    for (uint64_t off = 0; off < ch->rows; off += piece_rows) {
+      uint32_t len = (uint32_t)(ch->rows - off < piece_rows
+                                    ? ch->rows - off : piece_rows);
+      uint32_t nt = (len + WVG_TILE_ROWS - 1) / WVG_TILE_ROWS;
+      uint32_t at = (b + 3) & ~3u;
+      if ((uint64_t)at + len > cap || npieces == WVG_MAX_PIECES ||
+          ntiles + nt > WVG_MAX_TILES) {
+        if ((rv = send(false)) != 0)
           return rv;
         at = 0;
       }
-      add_seg(&s.segs, (size_t)at * 8, (const char *)ch->data + off * 8,
-              (size_t)len * 8, pinned);
+      add_seg(&segs, (size_t)(at * rsz), (const char *)ch->data + off * rsz,
+              (size_t)(len * rsz), in_pinned[c]);
       if (job->has_mask)
-        gather(&mk, len, WVG_MASK_OFF + (size_t)at * 4, &s.segs);
-      uint32_t t = (uint32_t)s.tiles.size();
-      piece_desc pd = {t, 1, (uint32_t)piece_no, 0};
-      tile_desc td = {at, len, (uint32_t)s.pieces.size(), 0};
-      s.tiles.push_back(td);
-      s.pieces.push_back(pd);
+        gather(&mk, len, WVG_MASK_OFF + (size_t)at * 4, &segs);
+      piece_desc pd = {ntiles, nt, (uint32_t)piece_no, 0};
+      for (uint32_t t = 0; t < nt; t++) {
+        uint32_t tr = len - t * WVG_TILE_ROWS;
+        tile_desc td = {at + t * WVG_TILE_ROWS,
+                        tr < WVG_TILE_ROWS ? tr : WVG_TILE_ROWS, npieces, 0};
+        tiles.push_back(td);
+      }
+      pieces.push_back(pd);
+      ntiles += nt;
+      npieces++;
       piece_no++;
-      s.b = at + len;
+      b = at + len;
     }
   }
-  if ((rv = dsum_send(g, &s, true, job->has_mask, pieces_out, err)) != 0)
+  if ((rv = send(true)) != 0)
     return rv;
-  return dsum_finish(g, seg_first, nchunks, total_pieces, err);
+  return tree_finish(g, tb, res, seg_first, nchunks, total_pieces, err);
 }
+
+template int reduce_tree(gdev *, const wv_reduce_job *, tree_bufs<float> *,
+                         result *, uint32_t, wave_error *);
+template int reduce_tree(gdev *, const wv_reduce_job *, tree_bufs<double> *,
+                         wresult *, uint32_t, wave_error *);
 
 static int wide_open(gdev *g, wave_error *err)
 {
@@ -229,10 +245,12 @@ int reduce_wide_job(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
   int rv;
   if (g->wide == NULL && (rv = wide_open(g, err)) != 0)
     return rv;
-  int kop, key;
-  wide_op(job->dtype, job->op, &kop, &key);
-  rv = kop == K_DSUM ? wide_dsum(g, job, err)
-                     : wide_stream(g, job, kop, key, err);
+  const wv_op_plan *p = wv_op_plan_of(job->dtype, job->op);
+  /* The float64 sum's pieces are one tile each. */
+  rv = p->path == WV_PATH_FSUM
+           ? reduce_tree(g, job, &g->wide->tree, g->wide->res, WVG_TILE_ROWS,
+                         err)
+           : reduce_stream(g, job, p, err);
   if (rv != 0)
     return rv;
   wreducer *w = g->wide;
@@ -244,72 +262,6 @@ int reduce_wide_job(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
                        ? w->h_res->count : job->rows;
   decode_wide(job->dtype, job->op, w->h_res, count, out);
   return 0;
-}
-
-/* ---- results ------------------------------------------------------------ */
-
-static uint64_t float_from_key(uint64_t k, unsigned bits)
-{
-  const uint64_t sign = 1ull << (bits - 1);
-  const uint64_t all = bits == 64 ? ~0ull : (1ull << bits) - 1;
-  return (k & sign) ? (k & ~sign) : (~k & all);
-}
-
-int wide_counts(wave_dtype d, wave_op op, int has_mask)
-{
-  return has_mask || ((op == WAVE_ARGMIN || op == WAVE_ARGMAX) &&
-                      (d == WAVE_F32 || d == WAVE_F64));
-}
-
-/* A key back into the row's bits. */
-static uint64_t key_bits(int key, uint64_t k)
-{
-  switch (key) {
-  case KEY_S32: return k ^ 0x80000000u;
-  case KEY_S64: return k ^ 0x8000000000000000ull;
-  case KEY_F32: return float_from_key(k, 32);
-  case KEY_F64: return float_from_key(k, 64);
-  default: return k;
-  }
-}
-
-void decode_wide(wave_dtype d, wave_op op, const wresult *res, uint64_t count,
-                 wv_reduce_out *out)
-{
-  int kop, key;
-  wide_op(d, op, &kop, &key);
-  int arg = kop == K_ARGMIN || kop == K_ARGMAX;
-  out->n_values = op == WAVE_EXTENT ? 2 : 1;
-  out->count = count;
-  out->bits[0] = out->bits[1] = 0;
-  out->index = arg ? -1 : 0;
-  if (count == 0 || (arg && res->idx == WVG_NOIDX)) {
-    out->count = 0;
-    return;
-  }
-  if (kop == K_DSUM) {
-    double s;
-    memcpy(&s, &res->a, sizeof s);
-    out->bits[0] = wv_f64_sum_finish(s, count);
-    return;
-  }
-  if (arg) {
-    out->bits[0] = key_bits(key, res->a);
-    out->index = (int64_t)res->idx;
-    return;
-  }
-  uint64_t a = res->a, b = res->b;
-  if (key == KEY_F64) {
-    /* No finite row: min stayed all-ones / max stayed 0 -> +0.0. */
-    int none = kop == K_MAX ? a == 0 : a == ~0ull;
-    a = none ? 0 : key_bits(key, a);
-    b = none ? 0 : key_bits(key, b);
-  } else if (kop == K_MIN || kop == K_MAX || kop == K_EXT) {
-    a = key_bits(key, a);
-    b = key_bits(key, b);
-  }
-  out->bits[0] = a;
-  out->bits[1] = kop == K_EXT ? b : 0;
 }
 
 } /* namespace WVG_NS */
