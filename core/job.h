@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/xsum.h"
 #include "wave/types.h"
 
 /* One chunk of rows; data is little-endian rows of the job's dtype (4 or 8
@@ -37,6 +38,9 @@ typedef struct wv_reduce_out {
                              docs/reduction.md) */
   int64_t index;          /* argmin/argmax: the global row, -1 for none;
                              0 for every other op */
+  wv_xsum xsum;           /* fsum: the exact partial (bits[0] is
+                             wv_xsum_round(&xsum, count)); zeros for every
+                             other op */
 } wv_reduce_out;
 
 #endif

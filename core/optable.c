@@ -6,7 +6,8 @@
  * row follows from its dtype and op (row bytes, values, the float flags,
  * the identities, the accumulator's combine) and is filled in by the row
  * macros, once.  Float
- * and/or/xor are left zero: rc WAVE_EOPDTYPE, set by wv_op_plan_of.
+ * and/or/xor and integer fsum are left zero: rc WAVE_EOPDTYPE, set by
+ * wv_op_plan_of.
  */
 #include <stddef.h>
 
@@ -58,9 +59,10 @@
   OT_ROW(d, WAVE_MAX,    WV_PATH_KEYS, FLT, HI,      0,    1, 1),          \
   OT_ROW(d, WAVE_EXTENT, WV_PATH_KEYS, FLT, LO | HI, 0,    1, 1),          \
   OT_ROW(d, WAVE_ARGMIN, WV_PATH_ARG,  FLT, LO,      nan,  0, 1),          \
-  OT_ROW(d, WAVE_ARGMAX, WV_PATH_ARG,  FLT, HI,      nan,  0, 1)
+  OT_ROW(d, WAVE_ARGMAX, WV_PATH_ARG,  FLT, HI,      nan,  0, 1),          \
+  OT_ROW(d, WAVE_FSUM,   WV_PATH_XSUM, RAW, 0,       nz,   0, 1)
 
-static const wv_op_plan ot_rows[WAVE_F64 + 1][WAVE_ARGMAX + 1] = {
+static const wv_op_plan ot_rows[WAVE_F64 + 1][WAVE_FSUM + 1] = {
   OT_INT(WAVE_U32, RAW, 0xffffffffu),
   OT_INT(WAVE_S32, SGN, 0xffffffffu),
   OT_FLOAT(WAVE_F32, WV_F32_NEG_ZERO, WV_F32_CANON_NAN),
@@ -69,8 +71,9 @@ static const wv_op_plan ot_rows[WAVE_F64 + 1][WAVE_ARGMAX + 1] = {
   OT_FLOAT(WAVE_F64, WV_F64_NEG_ZERO, WV_F64_CANON_NAN),
 };
 
-/* The undefined rows: unknown dtype, unknown op, and the bitwise ops on a
- * float dtype (one per dtype and op, so that each names its pair). */
+/* The undefined rows: unknown dtype, unknown op, the bitwise ops on a
+ * float dtype and fsum on an integer one (one per dtype and op, so that
+ * each names its pair). */
 static const wv_op_plan ot_bad_dtype = {.rc = WAVE_EDTYPE};
 static const wv_op_plan ot_bad_op = {.rc = WAVE_EOP};
 static const wv_op_plan ot_opdtype[2][3] = {
@@ -81,14 +84,22 @@ static const wv_op_plan ot_opdtype[2][3] = {
    {.rc = WAVE_EOPDTYPE, .dtype = WAVE_F64, .op = WAVE_OR},
    {.rc = WAVE_EOPDTYPE, .dtype = WAVE_F64, .op = WAVE_XOR}},
 };
+static const wv_op_plan ot_fsum_int[WAVE_F64 + 1] = {
+  [WAVE_U32] = {.rc = WAVE_EOPDTYPE, .dtype = WAVE_U32, .op = WAVE_FSUM},
+  [WAVE_S32] = {.rc = WAVE_EOPDTYPE, .dtype = WAVE_S32, .op = WAVE_FSUM},
+  [WAVE_U64] = {.rc = WAVE_EOPDTYPE, .dtype = WAVE_U64, .op = WAVE_FSUM},
+  [WAVE_S64] = {.rc = WAVE_EOPDTYPE, .dtype = WAVE_S64, .op = WAVE_FSUM},
+};
 
 const wv_op_plan *wv_op_plan_of(wave_dtype dt, wave_op op)
 {
   if ((int)dt < WAVE_U32 || (int)dt > WAVE_F64)
     return &ot_bad_dtype;
-  if ((int)op < WAVE_SUM || (int)op > WAVE_ARGMAX)
+  if ((int)op < WAVE_SUM || (int)op > WAVE_FSUM)
     return &ot_bad_op;
   const wv_op_plan *p = &ot_rows[dt][op];
+  if (p->path == WV_PATH_NONE && op == WAVE_FSUM)  /* an integer dtype */
+    return &ot_fsum_int[dt];
   if (p->path == WV_PATH_NONE)  /* the bitwise ops on a float dtype */
     return &ot_opdtype[dt == WAVE_F64][op - WAVE_AND];
   return p;

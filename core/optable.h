@@ -14,7 +14,7 @@
  * The paths are the kernel families every backend has: an integer sum, a
  * bitwise op (and, or, xor), smallest/largest order keys (min, max,
  * extent), the first best key with its index (argmin, argmax), and the
- * fixed float-sum tree.  tests/test_optable.c pins every row.
+ * fixed float-sum tree, and the exact float sum (fsum).  tests/test_optable.c pins every row.
  */
 #ifndef WV_OPTABLE_H
 #define WV_OPTABLE_H
@@ -43,6 +43,7 @@ typedef enum wv_op_path {
   WV_PATH_KEYS,       /* min, max, extent: the smallest / largest key */
   WV_PATH_ARG,        /* argmin, argmax: the first best key, its index */
   WV_PATH_FSUM,       /* float sum: the fixed tree of docs/reduction.md */
+  WV_PATH_XSUM,       /* fsum: the exact sum (core/xsum.h), rounded once */
 } wv_op_path;
 
 /* How an accumulating op combines two values (ISUM, BITS; the float sum's
@@ -66,7 +67,8 @@ typedef enum wv_acc_kind {
  * selected row (min, max, extent: idempotent, and no constant is neutral
  * for both halves of extent); else the row bits `bits`: 0 for sum, or and
  * xor, all ones for and, -0.0 for the float sum (the leaf of an unselected
- * row), NaN for the float argmin/argmax (not considered, so the unmasked
+ * row) and for fsum (it adds 0 and keeps the -0.0 rule; the count, and so
+ * an all-masked job's +0.0, stays the masked job's to say), NaN for the float argmin/argmax (not considered, so the unmasked
  * job's count is the masked one's).  ok = 0 for the integer argmin/argmax:
  * a copy placed before the first selected row could take the index. */
 typedef struct wv_mask_fill {
@@ -96,7 +98,8 @@ typedef struct wv_op_plan {
   uint64_t ones;       /* all ones of the row's width */
   uint64_t acc_init;   /* ISUM, BITS: the identity (all ones for and) */
   wv_mask_fill fill;   /* the fill for unselected rows */
-  wv_acc_kind acc;     /* ISUM, FSUM: ADD; BITS: AND, OR, XOR; else NONE */
+  wv_acc_kind acc;     /* ISUM, FSUM: ADD; BITS: AND, OR, XOR; else NONE
+                          (XSUM adds exactly: core/xsum.h) */
 } wv_op_plan;
 
 /* acc(a, x) at the row's width (ones): the combine of an ISUM or BITS

@@ -22,6 +22,10 @@
  * and, among equal ones, the lowest global index, skipping pieces that
  * considered no row.
  *
+ * fsum: a piece's exact sum (wv_partial.xsum) is added to the job's by
+ * wv_xsum_merge, in any order and with no tree: the answer is the one
+ * rounding of the total (core/xsum.h).
+ *
  * Compiled with -ffp-contract=off (CMakeLists.txt): every float operation
  * is one binary32 (binary64) addition.
  */
@@ -60,6 +64,7 @@ void wv_partial_of(const wv_reduce_job *j, const wv_reduce_out *o,
   p->bits[1] = o->n_values > 1 ? o->bits[1] : 0;
   p->count = o->count;
   p->index = o->index;
+  p->xsum = o->xsum;
   /* argmin/argmax: count > 0 says it (only finite rows are counted) */
   p->finite = wv_op_plan_of(j->dtype, j->op)->says_finite
                   ? wv_reduce_some_finite(j, o)
@@ -73,6 +78,8 @@ int wv_partial_init(wv_partial_acc *a, wave_dtype dt, wave_op op,
   a->dtype = dt;
   a->op = op;
   a->chunk = SIZE_MAX;
+  if (op == WAVE_FSUM)
+    wv_xsum_init(&a->xsum, dt);
   if (!pt_is_fsum(dt, op) || cap == 0)
     return 0;
   if (dt == WAVE_F32 ? (a->vals = malloc(cap * sizeof *a->vals)) == NULL
@@ -167,6 +174,10 @@ int wv_partial_add(wv_partial_acc *a, const wv_partial *p, wave_error *err)
   a->count += p->count;
   if (pl->path == WV_PATH_FSUM)
     return pt_fsum_add(a, p, err);
+  if (pl->path == WV_PATH_XSUM) {
+    wv_xsum_merge(&a->xsum, &p->xsum);
+    return 0;
+  }
   if (p->count == 0 || (pl->says_finite && !p->finite))
     return 0;
   if (pl->path == WV_PATH_ARG) {
@@ -215,6 +226,11 @@ void wv_partial_result(wv_partial_acc *a, wv_reduce_out *out,
     double v = a->n_chunks > 0 ? wv_f64_levels(a->vals64, a->n_chunks) : 0.0;
     out->bits[0] = wv_f64_sum_finish(v, a->count);
     a->n_chunks = a->n_vals = 0;
+    return;
+  }
+  if (wv_op_plan_of(a->dtype, a->op)->path == WV_PATH_XSUM) {
+    out->xsum = a->xsum;
+    out->bits[0] = wv_xsum_round(&a->xsum, a->count);
     return;
   }
   if (wv_op_plan_of(a->dtype, a->op)->path == WV_PATH_ARG) {

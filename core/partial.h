@@ -9,7 +9,9 @@
  * A piece is the rows [a, a + r) of one input chunk, a a multiple of
  * P = 256^k from the chunk's start and r = min(P, rows - a), with the mask
  * rows of the same logical rows; its answer is that of a one-chunk job over
- * those rows.  P may differ from chunk to chunk, not inside one.
+ * those rows.  P may differ from chunk to chunk, not inside one.  fsum
+ * needs none of this: its pieces are any sets of rows, merged in any
+ * order by integer addition (core/xsum.h).
  */
 #ifndef WV_PARTIAL_H
 #define WV_PARTIAL_H
@@ -19,6 +21,7 @@
 
 #include "core/job.h"
 #include "core/optable.h"
+#include "core/xsum.h"
 #include "wave/error.h"
 
 /* One piece's answer. */
@@ -30,6 +33,7 @@ typedef struct wv_partial {
   int64_t index;       /* argmin/argmax: the answer's index in the piece */
   uint64_t offset;     /* argmin/argmax: the global index of the piece's
                           first row (the caller sets it) */
+  wv_xsum xsum;        /* fsum: the piece's exact sum */
 } wv_partial;
 
 /* The piece answer o of the one-chunk job j as a partial of chunk `chunk`;
@@ -52,6 +56,7 @@ typedef struct wv_partial_acc {
   double *vals64;
   size_t n_chunks, n_vals, cap;
   size_t chunk;        /* the current chunk; SIZE_MAX before the first */
+  wv_xsum xsum;        /* fsum: the exact sum of the pieces so far */
 } wv_partial_acc;
 
 /* cap: float-sum values to reserve (at most chunks + the largest chunk's

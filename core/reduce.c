@@ -8,6 +8,7 @@
  * The only concession to size is that the first level of the float sum is
  * built group by group from the input, so no copy of the input is made
  * (jobs of 2^28 rows run through it in the GPU conformance runs).
+ * fsum is the exact accumulator of core/xsum.c, row by row.
  *
  * Input and mask chunks are only guaranteed to be 4-byte aligned and hold
  * bytes received from the wire, so rows are read with memcpy.  This file
@@ -430,6 +431,25 @@ static void rd_arg(const wv_reduce_job *job, wv_reduce_out *out)
   out->bits[0] = out->index < 0 ? 0 : best;
 }
 
+/* fsum: every selected row into the exact accumulator, in row order
+ * (any order gives the same X), rounded once (core/xsum.h). */
+static void rd_fsum(const wv_reduce_job *job, wv_reduce_out *out)
+{
+  rd_mask m = {job, 0, 0};
+  uint64_t row = 0;
+  wv_xsum_init(&out->xsum, job->dtype);
+  for (size_t i = 0; i < job->n_input; i++) {
+    const wv_span *c = &job->input[i];
+    for (uint64_t k = 0; k < c->rows; k++, row++) {
+      if (!rd_selected(&m, row))
+        continue;
+      out->count++;
+      wv_xsum_add_row(&out->xsum, rd_val(job->dtype, c->data, k));
+    }
+  }
+  out->bits[0] = wv_xsum_round(&out->xsum, out->count);
+}
+
 int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
                         wave_error *err)
 {
@@ -442,6 +462,10 @@ int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
 
   if (job->op == WAVE_ARGMIN || job->op == WAVE_ARGMAX) {
     rd_arg(job, out);
+    return 0;
+  }
+  if (job->op == WAVE_FSUM) {
+    rd_fsum(job, out);
     return 0;
   }
   if ((dt == WAVE_F32 || dt == WAVE_F64) && job->op == WAVE_SUM) {

@@ -19,6 +19,7 @@ static const char *const op_names[] = {
   [WAVE_SUM] = "sum", [WAVE_MIN] = "min", [WAVE_MAX] = "max",
   [WAVE_EXTENT] = "extent", [WAVE_AND] = "and", [WAVE_OR] = "or",
   [WAVE_XOR] = "xor", [WAVE_ARGMIN] = "argmin", [WAVE_ARGMAX] = "argmax",
+  [WAVE_FSUM] = "fsum",
 };
 
 wave_dtype wave_dtype_parse(const char *s)
@@ -48,7 +49,7 @@ wave_op wave_op_parse(const char *s)
 {
   if (s == NULL)
     return WAVE_OP_NONE;
-  for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++)
+  for (int op = WAVE_SUM; op <= WAVE_FSUM; op++)
     if (strcmp(s, op_names[op]) == 0)
       return (wave_op)op;
   return WAVE_OP_NONE;
@@ -56,7 +57,7 @@ wave_op wave_op_parse(const char *s)
 
 const char *wave_op_name(wave_op op)
 {
-  return (op >= WAVE_SUM && op <= WAVE_ARGMAX) ? op_names[op] : "?";
+  return (op >= WAVE_SUM && op <= WAVE_FSUM) ? op_names[op] : "?";
 }
 
 /* The op table says which op is defined for which dtype (core/optable.c:

@@ -7,6 +7,10 @@ target_compile_options(test_reduce PRIVATE -ffp-contract=off)
 # The op table (core/optable.c) row by row against docs/reduction.md, and
 # its order keys and fills (a fraction of a second).
 wave_test(test_optable SOURCES test_optable.c LIBS wvcore)
+# The exact float sum's accumulator (core/xsum.c, issue 39): the edge rules,
+# ties, cancellation, carries, merges, the reference, the wire form (about
+# a second).
+wave_test(test_xsum SOURCES test_xsum.c LIBS wvcore)
 # The 64-bit dtypes and argmin/argmax (issue 23 part 1): the reference, the
 # CPU backend and the refusal of the others (the fake backend stands in).
 wave_test(test_reduce64 SOURCES test_reduce64.c LIBS wvfake wvworkers wvcpu)

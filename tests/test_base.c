@@ -131,6 +131,9 @@ START_TEST(dtype_numbers_match_wire)
   ck_assert_int_eq(WAVE_AND, WAVE__V1__OP__AND);
   ck_assert_int_eq(WAVE_OR, WAVE__V1__OP__OR);
   ck_assert_int_eq(WAVE_XOR, WAVE__V1__OP__XOR);
+  ck_assert_int_eq(WAVE_ARGMIN, WAVE__V1__OP__ARGMIN);
+  ck_assert_int_eq(WAVE_ARGMAX, WAVE__V1__OP__ARGMAX);
+  ck_assert_int_eq(WAVE_FSUM, WAVE__V1__OP__FSUM);
 }
 END_TEST
 
@@ -186,7 +189,10 @@ START_TEST(op_parse_and_name)
   ck_assert_int_eq(WAVE_ARGMIN, 8);  /* the wire's next free numbers */
   ck_assert_int_eq(WAVE_ARGMAX, 9);
   ck_assert_str_eq(wave_op_name(WAVE_OP_NONE), "?");
-  ck_assert_str_eq(wave_op_name((wave_op)10), "?");
+  ck_assert_int_eq(WAVE_FSUM, 10);
+  ck_assert_int_eq(wave_op_parse("fsum"), WAVE_FSUM);
+  ck_assert_str_eq(wave_op_name(WAVE_FSUM), "fsum");
+  ck_assert_str_eq(wave_op_name((wave_op)11), "?");
   ck_assert_str_eq(wave_op_name((wave_op)-1), "?");
 }
 END_TEST
@@ -194,20 +200,21 @@ END_TEST
 START_TEST(op_check_matrix)
 {
   /* docs/reduction.md: every dtype has sum/min/max/extent; only the
-   * integer dtypes have and/or/xor; every dtype has argmin/argmax.  Rows:
-   * dtype 0..7, columns: op 0..10 (4 = DTYPE, 5 = OP, 6 = OPDTYPE). */
-  static const int want[8][11] = {
-    /* none */ {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-    /* u32  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
-    /* s32  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
-    /* f32  */ {5, 0, 0, 0, 0, 6, 6, 6, 0, 0, 5},
-    /* u64  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
-    /* s64  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5},
-    /* f64  */ {5, 0, 0, 0, 0, 6, 6, 6, 0, 0, 5},
-    /* 7    */ {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+   * integer dtypes have and/or/xor; every dtype has argmin/argmax; only
+   * the float dtypes have fsum.  Rows: dtype 0..7, columns: op 0..11
+   * (4 = DTYPE, 5 = OP, 6 = OPDTYPE). */
+  static const int want[8][12] = {
+    /* none */ {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+    /* u32  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 5},
+    /* s32  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 5},
+    /* f32  */ {5, 0, 0, 0, 0, 6, 6, 6, 0, 0, 0, 5},
+    /* u64  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 5},
+    /* s64  */ {5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 5},
+    /* f64  */ {5, 0, 0, 0, 0, 6, 6, 6, 0, 0, 0, 5},
+    /* 7    */ {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
   };
   for (int d = 0; d < 8; d++)
-    for (int op = 0; op < 11; op++)
+    for (int op = 0; op < 12; op++)
       ck_assert_msg(wave_op_check((wave_dtype)d, (wave_op)op) == want[d][op],
                     "dtype %d op %d: got %d want %d", d, op,
                     wave_op_check((wave_dtype)d, (wave_op)op), want[d][op]);
@@ -218,7 +225,7 @@ END_TEST
 
 START_TEST(op_values)
 {
-  for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++)
+  for (int op = WAVE_SUM; op <= WAVE_FSUM; op++)
     ck_assert_uint_eq(wave_op_values((wave_op)op), op == WAVE_EXTENT ? 2 : 1);
 }
 END_TEST

@@ -17,6 +17,7 @@
 
 #include "core/optable.h"
 #include "core/reduce.h"
+#include "core/xsum.h"
 #include "wave/error.h"
 #include "wave/types.h"
 
@@ -25,6 +26,7 @@
 #define KEYS WV_PATH_KEYS
 #define ARG WV_PATH_ARG
 #define FSUM WV_PATH_FSUM
+#define XSUM WV_PATH_XSUM
 #define RAW WV_KEY_RAW
 #define SGN WV_KEY_SIGNED
 #define FLT WV_KEY_FLOAT
@@ -58,6 +60,7 @@ static const struct tq_want {
   {WAVE_U32, WAVE_XOR, 0, BITS, RAW, 0, 0, 0, 1, 0, 0},
   {WAVE_U32, WAVE_ARGMIN, 0, ARG, RAW, LO, 0, 0, 0, 0, 0},
   {WAVE_U32, WAVE_ARGMAX, 0, ARG, RAW, HI, 0, 0, 0, 0, 0},
+  {WAVE_U32, WAVE_FSUM, WAVE_EOPDTYPE, 0, 0, 0, 0, 0, 0, 0, 0},
   {WAVE_S32, WAVE_SUM, 0, ISUM, RAW, 0, 0, 0, 1, 0, 0},
   {WAVE_S32, WAVE_MIN, 0, KEYS, SGN, LO, 0, 1, 1, 0, 0},
   {WAVE_S32, WAVE_MAX, 0, KEYS, SGN, HI, 0, 1, 1, 0, 0},
@@ -67,6 +70,7 @@ static const struct tq_want {
   {WAVE_S32, WAVE_XOR, 0, BITS, RAW, 0, 0, 0, 1, 0, 0},
   {WAVE_S32, WAVE_ARGMIN, 0, ARG, SGN, LO, 0, 0, 0, 0, 0},
   {WAVE_S32, WAVE_ARGMAX, 0, ARG, SGN, HI, 0, 0, 0, 0, 0},
+  {WAVE_S32, WAVE_FSUM, WAVE_EOPDTYPE, 0, 0, 0, 0, 0, 0, 0, 0},
   {WAVE_F32, WAVE_SUM, 0, FSUM, RAW, 0, NZ32, 0, 1, 0, 0},
   {WAVE_F32, WAVE_MIN, 0, KEYS, FLT, LO, 0, 1, 1, 1, 0},
   {WAVE_F32, WAVE_MAX, 0, KEYS, FLT, HI, 0, 1, 1, 1, 0},
@@ -76,6 +80,7 @@ static const struct tq_want {
   {WAVE_F32, WAVE_XOR, WAVE_EOPDTYPE, 0, 0, 0, 0, 0, 0, 0, 0},
   {WAVE_F32, WAVE_ARGMIN, 0, ARG, FLT, LO, NAN32, 0, 1, 0, 1},
   {WAVE_F32, WAVE_ARGMAX, 0, ARG, FLT, HI, NAN32, 0, 1, 0, 1},
+  {WAVE_F32, WAVE_FSUM, 0, XSUM, RAW, 0, NZ32, 0, 1, 0, 0},
   {WAVE_U64, WAVE_SUM, 0, ISUM, RAW, 0, 0, 0, 1, 0, 0},
   {WAVE_U64, WAVE_MIN, 0, KEYS, RAW, LO, 0, 1, 1, 0, 0},
   {WAVE_U64, WAVE_MAX, 0, KEYS, RAW, HI, 0, 1, 1, 0, 0},
@@ -85,6 +90,7 @@ static const struct tq_want {
   {WAVE_U64, WAVE_XOR, 0, BITS, RAW, 0, 0, 0, 1, 0, 0},
   {WAVE_U64, WAVE_ARGMIN, 0, ARG, RAW, LO, 0, 0, 0, 0, 0},
   {WAVE_U64, WAVE_ARGMAX, 0, ARG, RAW, HI, 0, 0, 0, 0, 0},
+  {WAVE_U64, WAVE_FSUM, WAVE_EOPDTYPE, 0, 0, 0, 0, 0, 0, 0, 0},
   {WAVE_S64, WAVE_SUM, 0, ISUM, RAW, 0, 0, 0, 1, 0, 0},
   {WAVE_S64, WAVE_MIN, 0, KEYS, SGN, LO, 0, 1, 1, 0, 0},
   {WAVE_S64, WAVE_MAX, 0, KEYS, SGN, HI, 0, 1, 1, 0, 0},
@@ -94,6 +100,7 @@ static const struct tq_want {
   {WAVE_S64, WAVE_XOR, 0, BITS, RAW, 0, 0, 0, 1, 0, 0},
   {WAVE_S64, WAVE_ARGMIN, 0, ARG, SGN, LO, 0, 0, 0, 0, 0},
   {WAVE_S64, WAVE_ARGMAX, 0, ARG, SGN, HI, 0, 0, 0, 0, 0},
+  {WAVE_S64, WAVE_FSUM, WAVE_EOPDTYPE, 0, 0, 0, 0, 0, 0, 0, 0},
   {WAVE_F64, WAVE_SUM, 0, FSUM, RAW, 0, NZ64, 0, 1, 0, 0},
   {WAVE_F64, WAVE_MIN, 0, KEYS, FLT, LO, 0, 1, 1, 1, 0},
   {WAVE_F64, WAVE_MAX, 0, KEYS, FLT, HI, 0, 1, 1, 1, 0},
@@ -103,12 +110,13 @@ static const struct tq_want {
   {WAVE_F64, WAVE_XOR, WAVE_EOPDTYPE, 0, 0, 0, 0, 0, 0, 0, 0},
   {WAVE_F64, WAVE_ARGMIN, 0, ARG, FLT, LO, NAN64, 0, 1, 0, 1},
   {WAVE_F64, WAVE_ARGMAX, 0, ARG, FLT, HI, NAN64, 0, 1, 0, 1},
+  {WAVE_F64, WAVE_FSUM, 0, XSUM, RAW, 0, NZ64, 0, 1, 0, 0},
 };
 #define TQ_N (sizeof tq_want / sizeof tq_want[0])
 
 START_TEST(rows_are_the_pages)
 {
-  ck_assert_uint_eq(TQ_N, 6 * 9);  /* every dtype and op, once */
+  ck_assert_uint_eq(TQ_N, 6 * 10);  /* every dtype and op, once */
   for (size_t i = 0; i < TQ_N; i++) {
     const struct tq_want *w = &tq_want[i];
     const wv_op_plan *p = wv_op_plan_of(w->dt, w->op);
@@ -156,12 +164,12 @@ START_TEST(undefined_rows_say_why)
     ck_assert_int_eq(wv_op_plan_of((wave_dtype)dts[i], (wave_op)99)->rc,
                      WAVE_EDTYPE);  /* the dtype is checked first */
   }
-  static const int ops[] = {0, -1, 10, 1000};
+  static const int ops[] = {0, -1, 11, 1000};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     ck_assert_int_eq(wv_op_plan_of(WAVE_U32, (wave_op)ops[i])->rc, WAVE_EOP);
   /* wave_op_check (the public OPDTYPE rule) reads the table */
   for (int d = -1; d <= 8; d++)
-    for (int o = -1; o <= 11; o++)
+    for (int o = -1; o <= 12; o++)
       ck_assert_int_eq(wave_op_check((wave_dtype)d, (wave_op)o),
                        wv_op_plan_of((wave_dtype)d, (wave_op)o)->rc);
 }
@@ -285,13 +293,22 @@ static int tq_fill_keeps(const wv_op_plan *p, uint64_t x, uint64_t f)
       memcpy(&cb, &c, 8);
       return isnan(a) || cb == x;
     }
+  case WV_PATH_XSUM: {  /* the exact sum of x, and of x and f, rounded */
+    wv_xsum a, b;
+    wv_xsum_init(&a, p->dtype);
+    wv_xsum_add_row(&a, x);
+    b = a;
+    wv_xsum_add_row(&b, f);
+    return wv_xsum_round(&a, 1) == wv_xsum_round(&b, 1) &&
+           wv_xsum_round(&b, 1) == wv_xsum_round(&b, 2);
+  }
   default:  /* float argmin/argmax: a row never considered */
     return wv_row_ok(p, f) == 0;
   }
 }
 
 /* The fill of an unselected row changes no answer: the identity of the
- * accumulator, the float sum's -0.0 leaf, and a float argmin/argmax row
+ * accumulator, the float sum's (and fsum's) -0.0, and a float argmin/argmax row
  * that is never considered. */
 START_TEST(fills_change_nothing)
 {

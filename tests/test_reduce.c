@@ -313,7 +313,7 @@ START_TEST(bad_jobs_rejected)
   }
   t.job.op = WAVE_OP_NONE;
   ck_assert_int_eq(wv_reduce_validate(&t.job, &e), WAVE_EOP);
-  t.job.op = (wave_op)10;
+  t.job.op = (wave_op)11;
   ck_assert_int_eq(wv_reduce_validate(&t.job, &e), WAVE_EOP);
   t.job.op = WAVE_SUM;
   t.job.dtype = WAVE_DTYPE_NONE;

@@ -116,6 +116,11 @@ typedef struct wv_caps {
   char wide_why[160];     /* where one of the two is 0 on a backend that
                              has them: what this device lacks ("" when not
                              said), for the refusal's message */
+  /* The exact float sum (issue 39, op fsum; float64 also needs dtypes64):
+   * wv_dev_reduce refuses it where this is 0, with fsum_why where the
+   * backend says what the device lacks ("" when not said). */
+  int fsum;
+  char fsum_why[160];
 } wv_caps;
 
 typedef struct wv_device wv_device;  /* backend-private device context */

@@ -58,14 +58,22 @@ int wv_dev_batch_needs_scratch(const wv_dev *d)
 }
 
 /* The 64-bit dtypes and argmin/argmax run only where caps says so: the
- * other backends would read their rows as 32-bit ones. */
+ * other backends would read their rows as 32-bit ones.  fsum likewise
+ * (caps.fsum). */
 static int wvd_reduce_supported(const wv_dev *d, const wv_reduce_job *job,
                                wave_error *err)
 {
-  if (!wv_reduce_is_wide(job->dtype, job->op))
+  int fsum = job->op == WAVE_FSUM;
+  if (!wv_reduce_is_wide(job->dtype, job->op) && !fsum)
     return 0;
   wv_caps c;
   wv_dev_caps(d, &c);
+  if (fsum && !c.fsum && c.fsum_why[0])
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "backend %s does not run fsum "
+                     "here: %s", d->be->name, c.fsum_why);
+  if (fsum && !c.fsum)
+    return wv_seterr(err, WAVE_EUNSUPPORTED, "fsum is not built for the %s "
+                     "backend", d->be->name);
   int wide = wv_dtype_size(job->dtype) == 8;
   /* the device's own reason where it gave one, else the backend's */
   const char *why = c.wide_why[0] ? c.wide_why : "not in this backend";

@@ -34,6 +34,7 @@ typedef enum wave_op {
   WAVE_XOR = 7,
   WAVE_ARGMIN = 8, /* one value and its index (every dtype) */
   WAVE_ARGMAX = 9,
+  WAVE_FSUM = 10,  /* float32, float64: the exact sum, correctly rounded */
 } wave_op;
 
 /* "u32" / "s32" / "f32" / "u64" / "s64" / "f64" (also accepts "uint32",
@@ -41,7 +42,7 @@ typedef enum wave_op {
  * "int64", "i64", "float64", "double"); WAVE_DTYPE_NONE for anything else. */
 WAVE_API wave_dtype wave_dtype_parse(const char *s);
 WAVE_API const char *wave_dtype_name(wave_dtype d); /* "uint32" ... or "?" */
-WAVE_API wave_op wave_op_parse(const char *s);  /* "sum" ... "argmax" */
+WAVE_API wave_op wave_op_parse(const char *s);  /* "sum" ... "argmax", "fsum" */
 WAVE_API const char *wave_op_name(wave_op op);
 /* 0 when op is defined for dtype; WAVE_EDTYPE, WAVE_EOP or WAVE_EOPDTYPE. */
 WAVE_API int wave_op_check(wave_dtype d, wave_op op);

@@ -36,7 +36,7 @@ ENUMS = (
     ("wave_op", (("WAVE_OP_NONE", 0), ("WAVE_SUM", 1), ("WAVE_MIN", 2),
                  ("WAVE_MAX", 3), ("WAVE_EXTENT", 4), ("WAVE_AND", 5),
                  ("WAVE_OR", 6), ("WAVE_XOR", 7), ("WAVE_ARGMIN", 8),
-                 ("WAVE_ARGMAX", 9))),
+                 ("WAVE_ARGMAX", 9), ("WAVE_FSUM", 10))),
     ("wave_priority", (("WAVE_PRIORITY_NORMAL", 0), ("WAVE_PRIORITY_HIGH", 1),
                        ("WAVE_PRIORITY_LOW", 2))),
     ("wave_job_state", (("WAVE_JOB_QUEUED", 1), ("WAVE_JOB_RUNNING", 2),
