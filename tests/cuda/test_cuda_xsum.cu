@@ -40,7 +40,7 @@ static void emu_launch(const void *rows, const uint32_t *mask, uint64_t n,
   typedef xs_traits<T> X;
   const uint64_t grid = xs_grid<T>(n, blocks), stride = grid * WVG_BLOCK;
   for (uint64_t b = 0; b < grid; b++) {
-    unsigned long long sb[X::NB];
+    unsigned long long sb[2 * X::NB];
     memset(sb, 0, sizeof sb);
     for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
       xs_thread<T> t;

@@ -6,22 +6,28 @@
  * subnormal).  A persistent grid streams 16-byte vectors, four in flight
  * per thread, like k_int.  Each thread keeps a register sum S of the rows
  * whose b lies in its window [lo, lo + 24) (lo a multiple of 8): a row adds
- * +-M * 2^(b - lo), one multiply-add.  A row outside the window (or a
- * zero, subnormal, inf or NaN: the slow path, taken by the whole unit when
- * one lane needs it) flushes S into the block's shared bins, moves the
- * window to hold b (lo = clamp((b & ~7) - 8)), and starts S over; data of
- * a range of up to about 16 binades settles in one window per thread.
- * Float64 keeps M as two parts, Ml = M mod 2^26 and Mh = M >> 26, in two
- * sums S = Sl + Sh * 2^26, so that every product fits in 64 bits.
+ * +-M * 2^(b - lo), one multiply-add.  Any other row (outside the window,
+ * or a zero, subnormal, inf or NaN) takes the slow path, the whole unit
+ * with it when one lane needs it: a lone miss is added straight into the
+ * block's shared bins; a second miss in a row in the same block of 8
+ * binades flushes S into the bins and moves the window there (lo =
+ * clamp((b & ~7) - 8)).  So data of up to about 16 binades settles in one
+ * window per thread at its second row, and data spread over the whole
+ * range costs one shared add (float64: two) per row, not a flush and a
+ * move.  Float64 keeps M as two parts, Ml = M mod 2^26 and Mh = M >> 26,
+ * in two sums S = Sl + Sh * 2^26, so that every product fits in 64 bits.
  *
- * Shared bins: int64, bin k weighs 2^(8k) units.  A flush cuts S into
- * 32-bit pieces added by atomicAdd at bins lo/8, lo/8 + 4 (and lo/8 + 8
- * for float64).  At the end each block adds its bins into the job's result
- * (global, int64, width 8 too), again cut into a low 32-bit piece at k
- * and the rest at k + 4; the host folds the result (wv_xsum_add_bins) and
- * rounds it once.  NaN, +-inf and "a row other than -0.0" are flags
- * (atomicOr); masked jobs count their selected rows (an unselected row is
- * -0.0 with a zero multiplier).
+ * Shared bins: int64, bin k weighs 2^(8k) units, a positive and a negative
+ * half (magnitudes, so that a piece is one 32-bit add: NVIDIA's shared
+ * atomics are 32-bit, xs_shared_add adds the high word only on a carry).
+ * A flush cuts |S| into 32-bit pieces at bins lo/8, lo/8 + 4 (and lo/8 + 8
+ * for float64); a direct row is M << (b % 8) at b/8 (float64: its high
+ * part at b/8 + 4).  At the end each block adds its bins (positive less
+ * negative) into the job's result (global, int64, width 8 too), cut into a
+ * low 32-bit piece at k and the rest at k + 4; the host folds the result
+ * (wv_xsum_add_bins) and rounds it once.  NaN, +-inf and "a row other than
+ * -0.0" are flags (atomicOr); masked jobs count their selected rows (an
+ * unselected row is -0.0 with a zero multiplier).
  *
  * Bounds (nothing overflows its int64):
  *  - a launch gives a block at most 2^19 rows (grid >= n / 2^19), so a
@@ -29,10 +35,10 @@
  *  - float32: |M * 2^d| < 2^24 * 2^23 = 2^47 (d = b - lo < 24), so
  *    |S| < 2^59; float64: |Ml * 2^d| < 2^49, |Mh * 2^d| < 2^50 (Mh < 2^27),
  *    so |Sl| < 2^61, |Sh| < 2^62;
- *  - every piece added to a bin is below 2^32 in magnitude, and a bin gets
- *    at most one piece per flush; a block flushes at most once per row plus
- *    once per thread, so a shared bin stays below 2^32 * (2^19 + 2^9) <
- *    2^52;
+ *  - every piece added to a bin is below 2^32, and a bin gets at most one
+ *    piece per flush or direct row; a block has at most one of those per
+ *    row plus one flush per thread, so a shared half stays below
+ *    2^32 * (2^19 + 2^9) < 2^52;
  *  - a result bin gets two pieces below 2^32 per block per launch, so it
  *    stays exact for fewer than 2^30 blocks in all the launches of a job.
  * Windows: float32 b <= 253 and lo <= 232, so pieces reach bin 232/8 + 4 =
@@ -57,8 +63,8 @@ k_xsum(const uint4 *__restrict__ data,
        xresult *res, xresult *other)
 {
   typedef xs_traits<T> X;
-  __shared__ unsigned long long sb[X::NB];
-  for (uint32_t k = threadIdx.x; k < X::NB; k += WVG_BLOCK)
+  __shared__ unsigned long long sb[2 * X::NB];   /* + and - halves */
+  for (uint32_t k = threadIdx.x; k < 2 * X::NB; k += WVG_BLOCK)
     sb[k] = 0;
   if (other != NULL && blockIdx.x == 0) {
     /* The next job's result (the previous job's, read back by now). */

@@ -30,6 +30,24 @@ WVG_XHD void xs_atomic_add(unsigned long long *p, unsigned long long v)
 #endif
 }
 
+/* *p += v for a shared int64 bin.  NVIDIA's shared-memory atomics add 32
+ * bits natively (a 64-bit add is a compare-and-swap loop): add the low
+ * word, and the high word with the low add's carry where that is not 0;
+ * every add's carry comes from the value it saw, so the pair is the exact
+ * 64-bit sum.  AMD's LDS adds 64 bits. */
+WVG_XHD void xs_shared_add(unsigned long long *p, unsigned long long v)
+{
+#if defined(__CUDA_ARCH__)
+  uint32_t *w = (uint32_t *)p, lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+  uint32_t old = atomicAdd(w, lo);
+  hi += (uint32_t)(old + lo < old);
+  if (hi != 0)
+    atomicAdd(w + 1, hi);
+#else
+  xs_atomic_add(p, v);
+#endif
+}
+
 #define XS_WIN 24u                /* a window's width, in steps of b */
 #define XS_BLOCK_ROWS (1u << 19)  /* rows per block and launch, at most */
 
@@ -65,13 +83,25 @@ template <> struct xs_traits<float> {
   }
   static WVG_XHD bool empty(const acc &a) { return a.s == 0; }
   static WVG_XHD void clear(acc &a) { a.s = 0; }
-  /* S * 2^lo into the shared bins, k = lo / 8. */
-  static WVG_XHD void flush(const acc &a,
-                                               unsigned long long *sb,
-                                               uint32_t k)
+  /* S * 2^lo into the shared bins, k = lo / 8: |S| in 32-bit pieces at
+   * k, k + 4 of the positive (sb) or negative (sb + NB) half. */
+  static WVG_XHD void flush(const acc &a, unsigned long long *sb, uint32_t k)
   {
-    xs_atomic_add(&sb[k], (unsigned long long)(a.s & 0xffffffffll));
-    xs_atomic_add(&sb[k + 4], (unsigned long long)(a.s >> 32));
+    unsigned long long m = a.s < 0 ? 0ull - (unsigned long long)a.s
+                                   : (unsigned long long)a.s;
+    sb += a.s < 0 ? (uint32_t)NB : 0u;
+    xs_shared_add(&sb[k], m & 0xffffffffull);
+    if ((m >> 32) != 0)
+      xs_shared_add(&sb[k + 4], m >> 32);
+  }
+  /* One row, +-M * 2^b, straight into the bins: M << (b % 8) < 2^31 at
+   * bin b / 8. */
+  static WVG_XHD void direct(unsigned long long *sb, U x, uint32_t b,
+                             bool normal)
+  {
+    uint32_t m = (x & 0x7fffffu) | (normal ? 0x800000u : 0u);
+    xs_shared_add(&sb[(negative(x) ? (uint32_t)NB : 0u) + (b >> 3)],
+                  (unsigned long long)(m << (b & 7)));
   }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
@@ -114,19 +144,35 @@ template <> struct xs_traits<double> {
     return (a.l | a.h) == 0;
   }
   static WVG_XHD void clear(acc &a) { a.l = a.h = 0; }
-  /* S as 128 bits, hi:lo = l + h * 2^26, cut into 32-bit pieces. */
-  static WVG_XHD void flush(const acc &a,
-                                               unsigned long long *sb,
-                                               uint32_t k)
+  /* S as 128 bits, hi:lo = l + h * 2^26; |S| cut into 32-bit pieces at
+   * k, k + 4, k + 8 of the positive or negative half. */
+  static WVG_XHD void flush(const acc &a, unsigned long long *sb, uint32_t k)
   {
     unsigned long long lo = (unsigned long long)a.l +
                             ((unsigned long long)a.h << 26);
     long long hi = (a.l >> 63) + (a.h >> 38) +
                    (lo < (unsigned long long)a.l ? 1 : 0);
-    xs_atomic_add(&sb[k], lo & 0xffffffffull);
-    xs_atomic_add(&sb[k + 4], lo >> 32);
+    if (hi < 0) {                 /* |S|: ~S + 1 over the two words */
+      lo = ~lo + 1;
+      hi = ~hi + (lo == 0 ? 1 : 0);
+      sb += NB;
+    }
+    if ((lo & 0xffffffffull) != 0)
+      xs_shared_add(&sb[k], lo & 0xffffffffull);
+    if ((lo >> 32) != 0)
+      xs_shared_add(&sb[k + 4], lo >> 32);
     if (hi != 0)
-      xs_atomic_add(&sb[k + 8], (unsigned long long)hi);
+      xs_shared_add(&sb[k + 8], (unsigned long long)hi);
+  }
+  /* One row: M << (b % 8) < 2^61 in two pieces at b / 8 and b / 8 + 4. */
+  static WVG_XHD void direct(unsigned long long *sb, U x, uint32_t b,
+                             bool normal)
+  {
+    U m = ((x & 0xfffffffffffffull) | (normal ? 1ull << 52 : 0ull))
+          << (b & 7);
+    sb += negative(x) ? (uint32_t)NB : 0u;
+    xs_shared_add(&sb[b >> 3], m & 0xffffffffull);
+    xs_shared_add(&sb[(b >> 3) + 4], m >> 32);
   }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
@@ -161,6 +207,7 @@ template <typename T> struct xs_thread {
   uint32_t lo1, lim;              /* the fast test: e - lo1 < lim */
   typename X::U nz;               /* OR of (row ^ -0.0): a row not -0.0 */
   uint32_t flags;                 /* WV_XSUM_NAN, _PINF, _NINF */
+  uint32_t mkey;                  /* the last miss's b & ~7 */
   uint32_t cnt;                   /* selected rows (masked jobs) */
 
   WVG_XHD void init()
@@ -171,10 +218,15 @@ template <typename T> struct xs_thread {
     lim = XS_WIN;
     nz = 0;
     flags = 0;
+    mkey = ~0u;
     cnt = 0;
   }
 
-  /* A selected row the fast test did not pass. */
+  /* A selected row the fast test did not pass.  Two misses in a row in
+   * one block of 8 binades move the window there (narrow data settles at
+   * its second row); a lone miss (a stray row of narrow data, or any row
+   * of data spread over the whole range, where a window would catch
+   * little) goes straight into the bins. */
   WVG_XHD void slow(typename X::U x, unsigned long long *sb)
   {
     uint32_t e = X::expo(x);
@@ -185,16 +237,24 @@ template <typename T> struct xs_thread {
     }
     if (X::is_zero(x))
       return;
-    uint32_t b = e != 0 ? e - 1 : 0;
-    if (b - lo >= XS_WIN) {       /* unsigned: b below lo too */
-      if (!X::empty(a))
-        X::flush(a, sb, lo >> 3);
-      X::clear(a);
-      uint32_t l = (b & ~7u) >= 8 ? (b & ~7u) - 8 : 0;
-      lo = l < X::LOMAX ? l : X::LOMAX;
-      lo1 = lo + 1;
-      lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
+    const uint32_t b = e != 0 ? e - 1 : 0;
+    if (b - lo < XS_WIN) {        /* a subnormal in the bottom window */
+      X::add(a, x, 1 << (b - lo), e != 0);
+      return;
     }
+    if ((b & ~7u) != mkey) {
+      mkey = b & ~7u;
+      X::direct(sb, x, b, e != 0);
+      return;
+    }
+    mkey = ~0u;
+    if (!X::empty(a))
+      X::flush(a, sb, lo >> 3);
+    X::clear(a);
+    uint32_t l = (b & ~7u) >= 8 ? (b & ~7u) - 8 : 0;
+    lo = l < X::LOMAX ? l : X::LOMAX;
+    lo1 = lo + 1;
+    lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
     X::add(a, x, 1 << (b - lo), e != 0);
   }
 };
@@ -329,13 +389,13 @@ XS_UNROLL
   }
 }
 
-/* A block's shared bin k into the result: its low 32 bits at bin k, the
- * rest at k + 4. */
+/* A block's shared bin k (its positive half less its negative half) into
+ * the result: the low 32 bits at bin k, the rest at k + 4. */
 template <typename T>
 WVG_XHD void xs_bin_out(const unsigned long long *sb, uint32_t k,
                         xresult *res)
 {
-  long long s = (long long)sb[k];
+  long long s = (long long)(sb[k] - sb[xs_traits<T>::NB + k]);
   if (s == 0)
     return;
   xs_atomic_add(&res->bins[k], (unsigned long long)(s & 0xffffffffll));
