@@ -13,9 +13,9 @@
  * the streaming-read kernel (uint4 loads, grid-stride, nothing else) gives
  * the bandwidth ceiling.  Results are checked: u32 bits against CUB's, f32
  * sum bits against the CPU reference (wv_reduce_reference) up to 2^24.
- * Prints one line per measurement, then a summary table.  Then the exact
- * sum, fsum, against CUB and the plain float sum (bench_gpu_fsum.cu; REPS
- * default 15).
+ * Prints one line per measurement, then a summary table.  With "fsum":
+ * the exact sum instead, against CUB and the plain float sum
+ * (bench_gpu_fsum.cu; REPS default 15).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,6 +302,5 @@ int main(int argc, char **argv)
            r.log2, r.op, r.ours, r.cub, r.ratio);
   printf("reduce bench: %s\n", all_ok ? "all checked results equal"
                                       : "RESULT MISMATCH");
-  printf("\n");
-  return bench_fsum(15) == 0 && all_ok ? 0 : 1;
+  return all_ok ? 0 : 1;
 }
