@@ -8,6 +8,11 @@
  * baseline and reduction so that drift on a shared machine hits both; the
  * median of the reps is reported.
  *
+ * Then fsum (issue 39) against the plain float sum of the same dtype, over
+ * the same bytes, same device, reps alternating the two: float32 (N rows)
+ * and float64 (N / 2 rows), rows of a narrow range of exponents and rows
+ * of every finite exponent, and a masked narrow case.
+ *
  *   bench_cpu_reduce [--rows N] [--threads T] [--reps R]
  *   (defaults: 2^26 rows = 256 MiB per buffer, all CPUs, 9 reps)
  */
@@ -57,6 +62,18 @@ static double bc_time_read(wv_device *dev, bc_read *r)
   return bc_now() - t;
 }
 
+static double bc_time_reduce(wv_device *dev, const wv_reduce_job *job)
+{
+  wv_reduce_out out;
+  wave_error err;
+  double t = bc_now();
+  if (wv_cpu_reduce(dev, job, &out, &err) != 0) {
+    fprintf(stderr, "bench_cpu_reduce: %s\n", err.message);
+    exit(1);
+  }
+  return bc_now() - t;
+}
+
 static int bc_cmp(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -67,6 +84,66 @@ static double bc_median(double *v, size_t n)
 {
   qsort(v, n, sizeof *v, bc_cmp);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* fsum against sum: `bytes` of rows (float32 / float64, narrow / every
+ * exponent), reps alternating the two, medians. */
+static void bc_fsum(wv_device *dev, size_t bytes, unsigned reps,
+                    const uint32_t *mask, double *ts, double *tf)
+{
+  size_t rows32 = bytes / 4;
+  unsigned char *buf = malloc(bytes);
+  if (buf == NULL) {
+    fprintf(stderr, "bench_cpu_reduce: out of memory\n");
+    exit(1);
+  }
+  printf("\n%-24s %12s %12s %8s\n", "fsum vs sum (same bytes)",
+         "sum GB/s", "fsum GB/s", "ratio");
+  static const struct {
+    const char *name;
+    wave_dtype d;
+    int full, masked;
+  } cases[] = {
+    {"f32 narrow", WAVE_F32, 0, 0}, {"f32 every exponent", WAVE_F32, 1, 0},
+    {"f32 narrow masked", WAVE_F32, 0, 1},
+    {"f64 narrow", WAVE_F64, 0, 0}, {"f64 every exponent", WAVE_F64, 1, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int f64 = cases[c].d == WAVE_F64;
+    size_t rows = f64 ? rows32 / 2 : rows32;
+    uint64_t s = 7 + c;
+    for (size_t i = 0; i < rows; i++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t r = s ^ (s >> 29), q = r >> 11;
+      if (f64) {
+        uint64_t e = cases[c].full ? q % 2047 : 1015 + q % 16;
+        uint64_t x = (r & 0x800fffffffffffffu) | e << 52;
+        memcpy(buf + 8 * i, &x, 8);
+      } else {
+        uint32_t e = cases[c].full ? (uint32_t)(q % 255) : 119u + q % 16u;
+        uint32_t x = ((uint32_t)r & 0x807fffffu) | e << 23;
+        memcpy(buf + 4 * i, &x, 4);
+      }
+    }
+    wv_span sin = {buf, rows}, smk = {mask, rows};
+    wv_reduce_job job = {.dtype = cases[c].d, .op = WAVE_SUM, .input = &sin,
+                         .n_input = 1, .mask = &smk,
+                         .n_mask = cases[c].masked,
+                         .has_mask = cases[c].masked, .rows = rows};
+    wv_reduce_job fj = job;
+    fj.op = WAVE_FSUM;
+    bc_time_reduce(dev, &job);  /* warm-up */
+    bc_time_reduce(dev, &fj);
+    for (unsigned k = 0; k < reps; k++) {
+      ts[k] = bc_time_reduce(dev, &job);
+      tf[k] = bc_time_reduce(dev, &fj);
+    }
+    double moved = (double)bytes + (cases[c].masked ? rows * 4.0 : 0);
+    double gs = moved / bc_median(ts, reps) / 1e9;
+    double gf = moved / bc_median(tf, reps) / 1e9;
+    printf("%-24s %12.2f %12.2f %8.2f\n", cases[c].name, gs, gf, gf / gs);
+  }
+  free(buf);
 }
 
 int main(int argc, char **argv)
@@ -161,6 +238,7 @@ int main(int argc, char **argv)
     printf("%-16s %12.2f %12.2f %8.2f\n", cases[c].name, read, red,
            red / read);
   }
+  bc_fsum(dev, rows * 4, reps, mask, tr, tx);
   free(tr);
   free(tx);
   free(in);

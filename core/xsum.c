@@ -33,6 +33,12 @@ void wv_xsum_init(wv_xsum *x, wave_dtype dt)
 
 void wv_xsum_add_i64(wv_xsum *x, int64_t v, unsigned bit)
 {
+  wv_xsum_add_i64_top(x, v, bit);
+}
+
+/* v * 2^bit spans limbs q and q + 1; above them, its sign extension. */
+void wv_xsum_add_i64_top(wv_xsum *x, int64_t v, unsigned bit)
+{
   if (v == 0)
     return;
   unsigned q = bit / 64, r = bit % 64, n = x->n_limbs;

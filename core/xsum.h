@@ -46,6 +46,11 @@ void wv_xsum_init(wv_xsum *x, wave_dtype dt);
 /* X += v * 2^bit, exactly; bit + 64 <= 64 * (n_limbs - 1). */
 void wv_xsum_add_i64(wv_xsum *x, int64_t v, unsigned bit);
 
+/* wv_xsum_add_i64 into the carry room too: bit + 64 <= 64 * n_limbs, for
+ * a caller whose own bound says the total still fits in X (the CPU
+ * backend's float64 top bins, workers/cpu/cpu_xsum.c). */
+void wv_xsum_add_i64_top(wv_xsum *x, int64_t v, unsigned bit);
+
 /* X += sum of bins[i] * 2^(i * width), i < n. */
 void wv_xsum_add_bins(wv_xsum *x, const int64_t *bins, size_t n,
                       unsigned width);

@@ -148,6 +148,7 @@ void conf_open_all(conf_set *set)
     snprintf(d->description, sizeof d->description, "%s", caps.description);
     d->dtypes64 = caps.dtypes64;
     d->argminmax = caps.argminmax;
+    d->fsum = caps.fsum;
     printf("conformance: %s opened: %s (wave width %u; exchange %s: %s)\n",
            b->name, d->description, caps.wave_width,
            wv_exchange_name(caps.exchange_mode),
@@ -531,5 +532,6 @@ int main(void)
 #endif
   suite_add_tcase(s, conf_merge_tcase());
   suite_add_tcase(s, conf_wide_tcase());
+  suite_add_tcase(s, conf_fsum_tcase());
   return wvs_run(s, CK_NORMAL);
 }

@@ -3,9 +3,10 @@
 # reference.  Other job kinds join as conformance_<kind>.c (one TCase each,
 # see conformance.h), listed here.  conformance_merge.c holds core/'s exact
 # merges (partials, hash pieces) against whole jobs; conformance_wide.c the
-# 64-bit dtypes and argmin/argmax (and their refusal where caps lack them).
+# 64-bit dtypes and argmin/argmax (and their refusal where caps lack them);
+# conformance_fsum.c the exact float sum (issue 39; a few seconds).
 wave_test(conformance SOURCES conformance.c conformance_hash.c conformance_merge.c
-  conformance_wide.c LIBS wvworkers)
+  conformance_wide.c conformance_fsum.c LIBS wvworkers)
 target_compile_definitions(conformance PRIVATE WAVE_CONF_HASH
   WAVE_SOURCE_DIR_DEFAULT="${PROJECT_SOURCE_DIR}")
 # GPU runs at WAVE_CONFORMANCE_MAX_LOG2=28 take minutes.

@@ -39,6 +39,7 @@ typedef struct conf_dev {
   wv_device *dev;
   char description[160];  /* from caps() */
   int dtypes64, argminmax; /* caps: runs the 64-bit dtypes, argmin/argmax */
+  int fsum;               /* caps: runs fsum (float64: with dtypes64) */
   unsigned long jobs, mismatches, printed;
 } conf_dev;
 
@@ -83,5 +84,8 @@ TCase *conf_merge_tcase(void);
 /* conformance_wide.c: the 64-bit dtypes and argmin/argmax on every device
  * whose caps run them, and their refusal by the others. */
 TCase *conf_wide_tcase(void);
+/* conformance_fsum.c: fsum on every device whose caps run it (its bits and
+ * its exact partial), and its refusal by the others. */
+TCase *conf_fsum_tcase(void);
 
 #endif

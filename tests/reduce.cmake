@@ -27,6 +27,13 @@ find_program(WAVE_NP_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(WAVE_NP_PYTHON3)
   add_test(NAME reduce_numpy COMMAND ${WAVE_NP_PYTHON3}
     ${CMAKE_CURRENT_SOURCE_DIR}/numpy_check.py $<TARGET_FILE:wvnp>)
+  # fsum (issue 39) against an exact rational reference with its own
+  # rounding: a dynamic-range sweep over every exponent, the edge rules,
+  # 10^6 random rows per dtype under chunkings, a permutation and mask
+  # chunkings (about 6 s of CPU).
+  add_test(NAME fsum_ref COMMAND ${WAVE_NP_PYTHON3}
+    ${CMAKE_CURRENT_SOURCE_DIR}/fsum_ref.py $<TARGET_FILE:wvnp>)
+  set_tests_properties(fsum_ref PROPERTIES TIMEOUT 300)
 endif()
 
 # a big reduction in slices (daemon/rq/slices.c) has the whole job's bits

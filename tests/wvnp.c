@@ -3,11 +3,14 @@
  * 23: integer sums against NumPy's wrapping sums, argmin/argmax against
  * np.argmin/np.argmax).
  *
- *   wvnp DTYPE OP FILE [--mask=MASKFILE] [CHUNK_ROWS...]
+ *   wvnp DTYPE OP FILE [--mask=MASKFILE [--mask-cuts=R,R,...]]
+ *        [CHUNK_ROWS...]
  *
  * FILE holds little-endian rows of DTYPE; the optional CHUNK_ROWS cut it
  * into chunks (the rest is the last chunk); MASKFILE, one uint32 row per
- * input row (nonzero selects), is the job's mask in one chunk.  Prints one line,
+ * input row (nonzero selects), is the job's mask, in one chunk or cut
+ * after the rows --mask-cuts lists (tests/fsum_ref.py, issue 39: fsum's
+ * answer under any cut; fsum's exact partials must agree too).  Prints one line,
  * "bits0 bits1 count index" (hex, hex, decimal, decimal), when the
  * reference and a 3-thread CPU device agree; exits 1 with both answers
  * when they do not, 2 on bad arguments.
@@ -79,6 +82,23 @@ int main(int argc, char **argv)
       return 2;
     }
   }
+  wv_span mask[NP_MAX_CHUNKS];
+  size_t nm = 0;
+  uint64_t moff = 0;
+  if (mbuf != NULL && argc > first &&
+      strncmp(argv[first], "--mask-cuts=", 12) == 0) {
+    for (const char *c = argv[first++] + 12; *c && nm + 1 < NP_MAX_CHUNKS;) {
+      char *end;
+      uint64_t r = strtoull(c, &end, 10);
+      if (end == c)
+        break;
+      r = r > rows - moff ? rows - moff : r;
+      mask[nm++] = (wv_span){r ? mbuf + 4 * moff : NULL, r};
+      moff += r;
+      c = *end == ',' ? end + 1 : end;
+    }
+  }
+  mask[nm++] = (wv_span){rows > moff ? mbuf + 4 * moff : NULL, rows - moff};
   wv_span in[NP_MAX_CHUNKS];
   size_t n = 0;
   for (int i = first; i < argc && n + 1 < NP_MAX_CHUNKS; i++) {
@@ -89,9 +109,8 @@ int main(int argc, char **argv)
     off += r;
   }
   in[n++] = (wv_span){rows > off ? buf + size * off : NULL, rows - off};
-  wv_span mask = {rows ? mbuf : NULL, rows};
   wv_reduce_job job = {.dtype = dt, .op = op, .input = in, .n_input = n,
-                       .mask = &mask, .n_mask = mbuf != NULL,
+                       .mask = mask, .n_mask = mbuf != NULL ? nm : 0,
                        .has_mask = mbuf != NULL,
                        .rows = rows};
   wv_reduce_out ref, cpu;
@@ -108,7 +127,8 @@ int main(int argc, char **argv)
   free(buf);
   free(mbuf);
   if (memcmp(ref.bits, cpu.bits, sizeof ref.bits) != 0 ||
-      ref.count != cpu.count || ref.index != cpu.index) {
+      ref.count != cpu.count || ref.index != cpu.index ||
+      memcmp(&ref.xsum, &cpu.xsum, sizeof ref.xsum) != 0) {
     np_print(stderr, "reference", &ref);
     np_print(stderr, "cpu", &cpu);
     return 1;

@@ -218,6 +218,7 @@ static void cpu_caps(wv_device *dev, wv_caps *caps)
   caps->native_wave_reduce = 0;
   caps->dtypes64 = 1;   /* cpu_wide.c */
   caps->argminmax = 1;
+  caps->fsum = 1;       /* cpu_xsum.c */
   caps->reads_host_memory = 1;  /* the fake backend's caps are these too */
   wv_cpu_hash_caps(dev, caps);  /* exchange, exchange_reason, hash_batch */
 }

@@ -2,6 +2,7 @@
  * workers/cpu/ (cpu.c: device and thread pool; cpu_items.c: a reduction
  * cut into items, planned on the op table, and their merge; cpu_reduce.c:
  * the 32-bit item kernels; cpu_wide.c: the 64-bit ones and argmin/argmax;
+ * cpu_xsum.c: fsum, the exact float sum;
  * cpu_hash.c: hash jobs; cpu_seg.c: hash batches folded on the pool).
  *
  * A CPU device is a persistent pool of `threads` threads, the calling device
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/optable.h"
+#include "core/xsum.h"
 #include "workers/worker.h"
 
 struct wv_cpu_pool;  /* cpu.c */
@@ -69,6 +71,7 @@ typedef struct wv_cpu_job {
   size_t *task_first;  /* task t = items [task_first[t], task_first[t+1]) */
   size_t n_tasks;
   uint64_t *mbase;     /* mask chunk i = logical rows [mbase[i], mbase[i+1]) */
+  struct wv_cpu_xacc *xacc;  /* fsum: one accumulator per pool worker */
 } wv_cpu_job;
 
 /* Mask rows from logical row `row`: a pointer into the mask chunk holding
@@ -91,6 +94,15 @@ void wv_cpu_fsum32(const wv_cpu_job *c, wv_cpu_item *it);
 void wv_cpu_scan64(const wv_cpu_job *c, wv_cpu_item *it);
 void wv_cpu_fsum64(const wv_cpu_job *c, wv_cpu_item *it);
 unsigned wv_cpu_simd_lanes(void);  /* cpu_reduce.c: 8 with AVX2, else 4 */
+
+/* cpu_xsum.c: fsum.  An item's rows go into the accumulator of the pool
+ * worker running it (c->xacc, one per worker; its count into the item);
+ * the n workers' accumulators then give the job's exact sum. */
+typedef struct wv_cpu_xacc wv_cpu_xacc;
+wv_cpu_xacc *wv_cpu_xacc_new(unsigned n, wave_dtype dt);  /* free() */
+void wv_cpu_xsum_item(const wv_cpu_job *c, wv_cpu_item *it,
+                      unsigned worker);
+void wv_cpu_xacc_result(wv_cpu_xacc *a, unsigned n, int f64, wv_xsum *out);
 
 /* cpu_hash.c */
 struct wv_pack;

@@ -15,6 +15,9 @@
  * without a finite row is skipped: its lo key is above its hi key), arg
  * items by value then the lowest global index, float-sum items by the
  * remaining levels per chunk and then over the chunk values.
+ *
+ * fsum (cpu_xsum.c) needs no pieces: each worker adds its items' rows to
+ * its own exact accumulator, and the workers' sums merge in any order.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +115,26 @@ typedef struct ci_run {
   void (*kernel)(const wv_cpu_job *c, wv_cpu_item *it);
 } ci_run;
 
+/* fsum: the items of a task into the worker's accumulator. */
+static void ci_xtask(void *arg, size_t task, unsigned worker)
+{
+  const ci_run *r = arg;
+  for (size_t i = r->job->task_first[task];
+       i < r->job->task_first[task + 1]; i++)
+    wv_cpu_xsum_item(r->job, &r->job->items[i], worker);
+}
+
+/* fsum: the counts of the items, the workers' sums merged (any order). */
+static void ci_xfinish(wv_device *dev, const wv_cpu_job *c,
+                       wv_reduce_out *out)
+{
+  for (size_t i = 0; i < c->n_items; i++)
+    out->count += c->items[i].count;
+  wv_cpu_xacc_result(c->xacc, dev->threads, c->plan->row_bytes == 8,
+                     &out->xsum);
+  out->bits[0] = wv_xsum_round(&out->xsum, out->count);
+}
+
 static void ci_task(void *arg, size_t task, unsigned worker)
 {
   (void)worker;
@@ -171,6 +194,8 @@ int wv_cpu_reduce(wv_device *dev, const wv_reduce_job *job,
   out->n_values = pl->n_values;
   if (pl->path == WV_PATH_ARG)
     out->index = -1;
+  if (pl->path == WV_PATH_XSUM)
+    wv_xsum_init(&out->xsum, job->dtype);
   if (job->rows == 0)
     return 0;  /* empty: zeros, count 0 */
 
@@ -183,10 +208,19 @@ int wv_cpu_reduce(wv_device *dev, const wv_reduce_job *job,
   else
     r.kernel = wv_cpu_scan64;
   int rc = ci_plan(&c, err);
-  if (rc == 0) {
+  if (rc == 0 && pl->path == WV_PATH_XSUM) {
+    if ((c.xacc = wv_cpu_xacc_new(dev->threads, job->dtype)) == NULL) {
+      rc = wv_seterr(err, WAVE_ENOMEM, "cpu fsum: %u accumulators",
+                     dev->threads);
+    } else {
+      wv_cpu_pool_run(dev, c.n_tasks, ci_xtask, &r);
+      ci_xfinish(dev, &c, out);
+    }
+  } else if (rc == 0) {
     wv_cpu_pool_run(dev, c.n_tasks, ci_task, &r);
     rc = ci_finish(&c, out, err);
   }
+  free(c.xacc);
   free(c.items);
   free(c.task_first);
   free(c.mbase);

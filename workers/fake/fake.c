@@ -193,6 +193,7 @@ static void fk_caps(wv_device *d, wv_caps *caps)
   /* it stands in for a GPU backend: none of those runs them yet */
   caps->dtypes64 = 0;
   caps->argminmax = 0;
+  /* fsum stays the CPU's: device splits over fake devices run it */
 }
 
 /* One step: 0, or the fault once fault_after steps have run. */

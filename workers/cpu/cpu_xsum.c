@@ -1,0 +1,572 @@
+/* cpu_xsum.c - the CPU backend's fsum (issue 39; docs/reduction.md
+ * "fsum"): the exact sum of float32 / float64 rows into core/xsum.h's
+ * accumulator.
+ *
+ * Each pool worker owns a wv_cpu_xacc (its wv_xsum and the partial sums
+ * below); an item's rows go to its worker's, and the workers' sums merge
+ * in any order at the end (the answer has no order).  Rows go in blocks
+ * of 256, each one of three ways, all exact:
+ *
+ *  - float32, no NaN or inf in the block and the rows' double exponents'
+ *    sixteenths (h = exponent / 16 of the row as a double) spanning at
+ *    most 4 values (narrow data): each row, converted to double (exact),
+ *    is added to the double lane of its h, 8 lanes side by side.  The rows
+ *    of one h are multiples of 2^(16h - 1023 - 23) (a float32 has 24
+ *    significant bits; subnormal float32s are multiples of 2^-149, which
+ *    is one too) and under 2^(16h - 1023 + 16), 2^39 ulps apart; a lane
+ *    takes at most 8192 rows an item (2^16 rows, 8 lanes), so its sum
+ *    stays under 2^52 of those units and every double addition is exact.
+ *    At the item's end each lane is a whole number of 2^-149 and goes into
+ *    X with wv_xsum_add_i64;
+ *  - float64 blocks whose bins b / 16 span at most 4 values: the row's
+ *    significand M (53 bits) is cut into its low 26 bits and its high 27,
+ *    each shifted left by b % 16 and added to the int64 lane of b / 16
+ *    (the high part's lane weighs 2^26 more).  One row adds under 2^42 to
+ *    a lane, 8192 rows an item under 2^55, the 8 lanes' sum under 2^58;
+ *  - any other block (and a run's tail): the scatter way.  A row adds
+ *    M << (b % 16) (float64: its two parts) to bin b / 16 of one of eight
+ *    tables (row j of each eight to table j, so that runs of rows of one
+ *    exponent do not wait on one memory location).  One row adds under
+ *    2^39 (float32) or 2^42 (float64) to a bin; the bins are folded into X
+ *    before R rows have gone in since the last fold, R = 2^24 (2^21), so a
+ *    bin, or the sum of one index over the eight tables, stays under
+ *    R * 2^39 = 2^63 (R * 2^42 = 2^63): no bin can overflow.
+ *
+ * Here M = f | implicit bit and b = e ? e - 1 : 0 for a row of biased
+ * exponent e (xsum.h): the row is M * 2^b units.  The float64 high parts
+ * of index 127 sit at bit 2058, past wv_xsum_add_i64's carry room, so
+ * every fold uses wv_xsum_add_i64_top (their total is a sum of rows,
+ * which fits X).
+ *
+ * NaN and +-inf rows add nothing to the sums; an OR says one was seen,
+ * and then the run is read again, only for the flags (rare).  An OR of
+ * (row ^ -0.0) says a selected row other than -0.0 (WV_XSUM_NOT_NEGZERO).
+ * A masked row adds 0 and sets nothing.  The vector code is GCC's vector
+ * extensions, built for x86-64-v4, AVX2 and the baseline (target_clones).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base.h"
+#include "core/xsum.h"
+#include "workers/cpu/cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
+#define CX_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define CX_CLONES
+#endif
+
+#define CX_TABLES 8
+#define CX_BINS32 16      /* b / 16 for b < 254 */
+#define CX_BINS64 128     /* b / 16 for b < 2046 */
+#define CX_FOLD32 (1u << 24)
+#define CX_FOLD64 (1u << 21)
+#define CX_BLOCK 256      /* rows whose bin range picks the way */
+#define CX_VERT 4         /* the vertical way for up to 4 indexes */
+
+typedef uint32_t cx_u8 __attribute__((vector_size(32)));
+typedef int32_t cx_i8 __attribute__((vector_size(32)));
+typedef int64_t cx_l8 __attribute__((vector_size(64)));
+typedef uint64_t cx_q8 __attribute__((vector_size(64)));
+typedef float cx_f8 __attribute__((vector_size(32)));
+typedef double cx_d8 __attribute__((vector_size(64)));
+#define CX_INLINE static inline __attribute__((always_inline))
+/* The vector helpers are always inlined: no vector crosses a call, so
+ * GCC's note that passing one without AVX changes the ABI is moot. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+struct wv_cpu_xacc {
+  int64_t bin[CX_TABLES][2 * CX_BINS64];  /* float64: low, then high */
+  cx_l8 vacc[2 * CX_BINS64];  /* the vertical way: 8 lanes per index */
+  cx_d8 facc[128];    /* float32's vertical way: by the double exponent */
+  unsigned vlo, vhi;  /* the indexes of vacc in use: [vlo, vhi] */
+  unsigned flo, fhi;  /* of facc */
+  uint64_t since;     /* rows binned since the last fold */
+  uint64_t special;   /* a NaN or inf row was seen in the current run */
+  uint64_t notnz;     /* a selected row other than -0.0 */
+  wv_xsum x;
+} __attribute__((aligned(64)));
+
+static uint32_t cx_ld32(const unsigned char *p, size_t i)
+{
+  uint32_t x;
+  memcpy(&x, p + 4 * i, 4);
+  return x;
+}
+
+static uint64_t cx_ld64(const unsigned char *p, size_t i)
+{
+  uint64_t x;
+  memcpy(&x, p + 8 * i, 8);
+  return x;
+}
+
+
+/* Lane-wise a < b ? a : b and the other way, as bit selects. */
+CX_INLINE cx_u8 cx_min(cx_u8 a, cx_u8 b)
+{
+  cx_u8 lt = (cx_u8)(a < b);
+  return (a & lt) | (b & ~lt);
+}
+
+CX_INLINE cx_u8 cx_max(cx_u8 a, cx_u8 b)
+{
+  cx_u8 lt = (cx_u8)(a < b);
+  return (b & lt) | (a & ~lt);
+}
+
+/* Eight mask rows at m (NULL: all selected) as all ones / zero lanes. */
+CX_INLINE cx_u8 cx_sel(const unsigned char *m, size_t i)
+{
+  if (m == NULL)
+    return (cx_u8){0} - 1;
+  cx_u8 v;
+  memcpy(&v, m + 4 * i, sizeof v);
+  return (cx_u8)(v != 0);
+}
+
+/* The smallest and largest bin index (b / 16) of n rows at p, n a
+ * multiple of 8 (rows4: float32). */
+CX_INLINE void cx_range(const unsigned char *p, size_t n, int f64,
+                        unsigned *lo, unsigned *hi)
+{
+  cx_u8 mn = (cx_u8){0} + 0xffffu, mx = (cx_u8){0};
+  for (size_t i = 0; i < n; i += 8) {
+    cx_u8 e;
+    if (f64) {
+      cx_q8 x;
+      memcpy(&x, p + 8 * i, sizeof x);
+      e = __builtin_convertvector((x >> 52) & 0x7ff, cx_u8);
+    } else {
+      cx_u8 x;
+      memcpy(&x, p + 4 * i, sizeof x);
+      e = (x >> 23) & 0xff;
+    }
+    cx_u8 g = (e + (cx_u8)(e != 0)) >> 4;  /* b / 16: b = e - (e != 0) */
+    mn = cx_min(mn, g);
+    mx = cx_max(mx, g);
+  }
+  unsigned a = mn[0], b = mx[0];
+  for (unsigned j = 1; j < 8; j++) {
+    a = mn[j] < a ? mn[j] : a;
+    b = mx[j] > b ? mx[j] : b;
+  }
+  *lo = a;
+  *hi = b;
+}
+
+/* Whether the n float32 rows at p (a multiple of 8) have no NaN or inf
+ * and their double exponents' sixteenths span at most CX_VERT values,
+ * [*lo, *hi]: a normal float32 of exponent e is a double of exponent
+ * e + 896 = e + 56 * 16; a subnormal one's double exponent lies anywhere
+ * in [874, 896], sixteenths 54..56, whichever the smallest or largest
+ * row; zeros add nothing. */
+CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
+                         unsigned *hi)
+{
+  /* four chains of min / max, so that no one waits on the last */
+  cx_u8 mn[4], mx[4];
+  for (unsigned c = 0; c < 4; c++) {
+    mn[c] = (cx_u8){0} + 0x7fffffffu;
+    mx[c] = (cx_u8){0};
+  }
+  for (size_t i = 0; i < n; i += 32)
+    for (unsigned c = 0; c < 4; c++) {
+      cx_u8 x;
+      memcpy(&x, p + 4 * (i + 8 * c), sizeof x);
+      x &= 0x7fffffffu;
+      mn[c] = cx_min(mn[c], x);
+      mx[c] = cx_max(mx[c], x);
+    }
+  mn[0] = cx_min(cx_min(mn[0], mn[1]), cx_min(mn[2], mn[3]));
+  mx[0] = cx_max(cx_max(mx[0], mx[1]), cx_max(mx[2], mx[3]));
+  uint32_t a = mn[0][0], b = mx[0][0];
+  for (unsigned j = 1; j < 8; j++) {
+    a = mn[0][j] < a ? mn[0][j] : a;
+    b = mx[0][j] > b ? mx[0][j] : b;
+  }
+  if (b >= 0x7f800000u)
+    return 0;
+  *lo = a < 0x00800000u ? 54 : (a >> 27) + 56;
+  *hi = b < 0x00800000u ? 56 : (b >> 27) + 56;
+  return *hi - *lo < CX_VERT;
+}
+
+/* n float32 rows (a multiple of 8), none NaN or inf, whose rows' double
+ * exponents' sixteenths lie in [lo, lo + 3], into the double lanes acc
+ * (index: the sixteenth; float32 rows are exact as doubles, and each
+ * lane's sum stays exact: see the top). */
+CX_INLINE void cx_fvert32n(cx_d8 *acc, const unsigned char *p,
+                           const unsigned char *m, size_t n, unsigned lo,
+                           unsigned ng, cx_u8 *nz, cx_u8 *cnt)
+{
+  cx_d8 r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0};
+  for (size_t i = 0; i < n; i += 8) {
+    cx_u8 x, sel = cx_sel(m, i);
+    memcpy(&x, p + 4 * i, sizeof x);
+    cx_f8 f = (cx_f8)(x & sel);  /* an unselected row adds +0.0 */
+    cx_d8 d = __builtin_convertvector(f, cx_d8);
+    cx_l8 h = (((cx_l8)d >> 56) & 0x7f) - (int64_t)lo;
+    r0 += (cx_d8)((cx_l8)d & (h == 0));
+    if (ng > 1)
+      r1 += (cx_d8)((cx_l8)d & (h == 1));
+    if (ng > 2)
+      r2 += (cx_d8)((cx_l8)d & (h == 2));
+    if (ng > 3)
+      r3 += (cx_d8)((cx_l8)d & (h == 3));
+    *nz |= (x ^ 0x80000000u) & sel;
+    *cnt -= sel;
+  }
+  cx_d8 *r[4] = {&r0, &r1, &r2, &r3};
+  for (unsigned k = 0; k < ng; k++)
+    acc[lo + k] += *r[k];
+}
+
+/* cx_fvert32n with the number of indexes a constant in each copy. */
+CX_INLINE void cx_fvert32(cx_d8 *acc, const unsigned char *p,
+                          const unsigned char *m, size_t n, unsigned lo,
+                          unsigned hi, cx_u8 *nz, cx_u8 *cnt)
+{
+  switch (hi - lo) {
+  case 0: cx_fvert32n(acc, p, m, n, lo, 1, nz, cnt); break;
+  case 1: cx_fvert32n(acc, p, m, n, lo, 2, nz, cnt); break;
+  case 2: cx_fvert32n(acc, p, m, n, lo, 3, nz, cnt); break;
+  default: cx_fvert32n(acc, p, m, n, lo, 4, nz, cnt); break;
+  }
+}
+
+/* The same for float64 rows: acc[k] the low parts, acc[CX_BINS64 + k]
+ * the high ones. */
+CX_INLINE void cx_vert64(cx_l8 *acc, const unsigned char *p,
+                         const unsigned char *m, size_t n, unsigned lo,
+                         unsigned hi, cx_u8 *sp, cx_u8 *nz, cx_u8 *cnt)
+{
+  cx_l8 l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0};
+  cx_l8 h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0};
+  for (size_t i = 0; i < n; i += 8) {
+    cx_q8 x;
+    cx_u8 sel = cx_sel(m, i);
+    memcpy(&x, p + 8 * i, sizeof x);
+    cx_q8 e = (x >> 52) & 0x7ff, norm = (cx_q8)(e != 0);
+    cx_q8 spm = (cx_q8)(e == 0x7ff), b = e + norm;
+    cx_q8 sel8 = (cx_q8)__builtin_convertvector((cx_i8)sel, cx_l8);
+    cx_q8 mm = (x & 0xfffffffffffffull) | (norm & (1ull << 52));
+    cx_l8 s = (cx_l8)x >> 63, keep = (cx_l8)(sel8 & ~spm);
+    cx_l8 tl = (cx_l8)((mm & 0x3ffffff) << (b & 15));
+    cx_l8 th = (cx_l8)((mm >> 26) << (b & 15));
+    cx_l8 vl = ((tl ^ s) - s) & keep, vh = ((th ^ s) - s) & keep;
+    cx_l8 g = (cx_l8)(b >> 4) - (int64_t)lo;
+    cx_l8 i0 = g == 0, i1 = g == 1, i2 = g == 2, i3 = g == 3;
+    l0 += vl & i0;
+    h0 += vh & i0;
+    l1 += vl & i1;
+    h1 += vh & i1;
+    l2 += vl & i2;
+    h2 += vh & i2;
+    l3 += vl & i3;
+    h3 += vh & i3;
+    *sp |= (cx_u8)__builtin_convertvector((cx_l8)(spm & sel8), cx_i8);
+    *nz |= (cx_u8)__builtin_convertvector(
+        (cx_l8)(((x ^ 0x8000000000000000ull) & sel8) != 0), cx_i8);
+    *cnt -= sel;
+  }
+  cx_l8 *r[8] = {&l0, &l1, &l2, &l3, &h0, &h1, &h2, &h3};
+  for (unsigned k = lo; k <= hi; k++) {
+    acc[k] += *r[k - lo];
+    acc[CX_BINS64 + k] += *r[4 + k - lo];
+  }
+}
+
+/* n float32 rows at p (mask m, or NULL) into the bins (the scatter
+ * path: any exponents); returns the rows selected. */
+CX_INLINE uint64_t cx_scat32(wv_cpu_xacc *a, const unsigned char *p,
+                             const unsigned char *m, size_t n)
+{
+  uint32_t sp = 0, nz = 0;
+  uint64_t count = 0;
+  size_t i = 0;
+  for (; i + CX_TABLES <= n; i += CX_TABLES) {
+    int64_t v[CX_TABLES];
+    uint32_t ix[CX_TABLES];
+    for (unsigned j = 0; j < CX_TABLES; j++) {
+      uint32_t x = cx_ld32(p, i + j);
+      uint32_t sel = m ? 0u - (uint32_t)(cx_ld32(m, i + j) != 0) : ~0u;
+      uint32_t e = (x >> 23) & 0xff, norm = e != 0;
+      uint32_t spm = 0u - (uint32_t)(e == 0xff);
+      uint32_t b = e - norm;
+      int64_t t = (int64_t)((x & 0x7fffffu) | (norm << 23)) << (b & 15);
+      int64_t s = -(int64_t)(x >> 31);
+      v[j] = ((t ^ s) - s) & (int64_t)(int32_t)(sel & ~spm);
+      ix[j] = b >> 4;
+      sp |= spm & sel;
+      nz |= (x ^ 0x80000000u) & sel;
+      count += sel & 1;
+    }
+    for (unsigned j = 0; j < CX_TABLES; j++)
+      a->bin[j][ix[j]] += v[j];
+  }
+  for (; i < n; i++) {
+    uint32_t x = cx_ld32(p, i);
+    uint32_t sel = m ? 0u - (uint32_t)(cx_ld32(m, i) != 0) : ~0u;
+    uint32_t e = (x >> 23) & 0xff, norm = e != 0;
+    uint32_t spm = 0u - (uint32_t)(e == 0xff);
+    uint32_t b = e - norm;
+    int64_t t = (int64_t)((x & 0x7fffffu) | (norm << 23)) << (b & 15);
+    int64_t s = -(int64_t)(x >> 31);
+    a->bin[0][b >> 4] += ((t ^ s) - s) & (int64_t)(int32_t)(sel & ~spm);
+    sp |= spm & sel;
+    nz |= (x ^ 0x80000000u) & sel;
+    count += sel & 1;
+  }
+  a->special |= sp;
+  a->notnz |= nz;
+  return count;
+}
+
+/* The same for float64 rows. */
+CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
+                             const unsigned char *m, size_t n)
+{
+  uint64_t sp = 0, nz = 0, count = 0;
+  size_t i = 0;
+  for (; i + CX_TABLES <= n; i += CX_TABLES) {
+    int64_t lo[CX_TABLES], hi[CX_TABLES];
+    uint32_t ix[CX_TABLES];
+    for (unsigned j = 0; j < CX_TABLES; j++) {
+      uint64_t x = cx_ld64(p, i + j);
+      uint64_t sel = m ? 0u - (uint64_t)(cx_ld32(m, i + j) != 0) : ~0ull;
+      uint64_t e = (x >> 52) & 0x7ff, norm = e != 0;
+      uint64_t spm = 0u - (uint64_t)(e == 0x7ff);
+      uint64_t b = e - norm, keep = sel & ~spm;
+      uint64_t mm = (x & 0xfffffffffffffull) | (norm << 52);
+      int64_t s = -(int64_t)(x >> 63);
+      int64_t tl = (int64_t)(mm & 0x3ffffff) << (b & 15);
+      int64_t th = (int64_t)(mm >> 26) << (b & 15);
+      lo[j] = ((tl ^ s) - s) & (int64_t)keep;
+      hi[j] = ((th ^ s) - s) & (int64_t)keep;
+      ix[j] = (uint32_t)(b >> 4);
+      sp |= spm & sel;
+      nz |= (x ^ 0x8000000000000000ull) & sel;
+      count += sel & 1;
+    }
+    for (unsigned j = 0; j < CX_TABLES; j++) {
+      a->bin[j][ix[j]] += lo[j];
+      a->bin[j][CX_BINS64 + ix[j]] += hi[j];
+    }
+  }
+  for (; i < n; i++) {
+    uint64_t x = cx_ld64(p, i);
+    uint64_t sel = m ? 0u - (uint64_t)(cx_ld32(m, i) != 0) : ~0ull;
+    uint64_t e = (x >> 52) & 0x7ff, norm = e != 0;
+    uint64_t spm = 0u - (uint64_t)(e == 0x7ff);
+    uint64_t b = e - norm, keep = sel & ~spm;
+    uint64_t mm = (x & 0xfffffffffffffull) | (norm << 52);
+    int64_t s = -(int64_t)(x >> 63);
+    int64_t tl = (int64_t)(mm & 0x3ffffff) << (b & 15);
+    int64_t th = (int64_t)(mm >> 26) << (b & 15);
+    a->bin[0][b >> 4] += ((tl ^ s) - s) & (int64_t)keep;
+    a->bin[0][CX_BINS64 + (b >> 4)] += ((th ^ s) - s) & (int64_t)keep;
+    sp |= spm & sel;
+    nz |= (x ^ 0x8000000000000000ull) & sel;
+    count += sel & 1;
+  }
+  a->special |= sp;
+  a->notnz |= nz;
+  return count;
+}
+
+/* Lane sums of the vertical accumulators, into the run's flags. */
+CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
+{
+  uint64_t c = 0;
+  for (unsigned j = 0; j < 8; j++) {
+    a->special |= sp[j];
+    a->notnz |= nz[j];
+    c += cnt[j];
+  }
+  return c;
+}
+
+/* n rows at p (mask m, or NULL) of float32 (f64 = 0) or float64: blocks
+ * whose bin indexes span fewer than CX_VERT go the vertical way, the rest
+ * (and the tail) the scatter way.  Returns the rows selected. */
+CX_INLINE uint64_t cx_run(wv_cpu_xacc *a, const unsigned char *p,
+                          const unsigned char *m, size_t n, int f64)
+{
+  cx_u8 sp = {0}, nz = {0}, cnt = {0};
+  uint64_t count = 0;
+  unsigned rb = f64 ? 8 : 4;
+  size_t i = 0;
+  for (; i + CX_BLOCK <= n; i += CX_BLOCK) {
+    const unsigned char *pm = m ? m + 4 * i : NULL;
+    unsigned lo, hi;
+    if (!f64 && cx_range32(p + rb * i, CX_BLOCK, &lo, &hi)) {
+      if (pm)
+        cx_fvert32(a->facc, p + rb * i, pm, CX_BLOCK, lo, hi, &nz, &cnt);
+      else
+        cx_fvert32(a->facc, p + rb * i, NULL, CX_BLOCK, lo, hi, &nz, &cnt);
+      a->flo = lo < a->flo ? lo : a->flo;
+      a->fhi = hi > a->fhi ? hi : a->fhi;
+      continue;
+    }
+    if (f64)
+      cx_range(p + rb * i, CX_BLOCK, f64, &lo, &hi);
+    if (!f64 || hi - lo >= CX_VERT) {
+      count += f64 ? cx_scat64(a, p + rb * i, pm, CX_BLOCK)
+                   : cx_scat32(a, p + rb * i, pm, CX_BLOCK);
+      continue;
+    }
+    /* one copy each with and without a mask */
+    if (pm)
+      cx_vert64(a->vacc, p + rb * i, pm, CX_BLOCK, lo, hi, &sp, &nz, &cnt);
+    else
+      cx_vert64(a->vacc, p + rb * i, NULL, CX_BLOCK, lo, hi, &sp, &nz, &cnt);
+    a->vlo = lo < a->vlo ? lo : a->vlo;
+    a->vhi = hi > a->vhi ? hi : a->vhi;
+  }
+  const unsigned char *pm = m ? m + 4 * i : NULL;
+  count += f64 ? cx_scat64(a, p + rb * i, pm, n - i)
+               : cx_scat32(a, p + rb * i, pm, n - i);
+  return count + cx_lanes(a, sp, nz, cnt);
+}
+
+CX_CLONES static uint64_t cx_run32(wv_cpu_xacc *a, const unsigned char *p,
+                                   const unsigned char *m, size_t n)
+{
+  return cx_run(a, p, m, n, 0);
+}
+
+CX_CLONES static uint64_t cx_run64(wv_cpu_xacc *a, const unsigned char *p,
+                                   const unsigned char *m, size_t n)
+{
+  return cx_run(a, p, m, n, 1);
+}
+
+/* The vertical accumulators of an item into a->x, and empty again: lanes
+ * under 2^52 (2^55) each by the bound above, their sum under 2^58. */
+static void cx_vfold(wv_cpu_xacc *a, int f64)
+{
+  for (unsigned k = a->vlo; k <= a->vhi && a->vlo <= a->vhi; k++)
+    for (unsigned h = 0; h < (f64 ? 2u : 1u); h++) {
+      cx_l8 *v = &a->vacc[h * CX_BINS64 + k];
+      int64_t s = 0;
+      for (unsigned j = 0; j < 8; j++)
+        s += (*v)[j];
+      *v = (cx_l8){0};
+      wv_xsum_add_i64_top(&a->x, s, 16 * k + 26 * h);
+    }
+  a->vlo = CX_BINS64;
+  a->vhi = 0;
+  for (unsigned k = a->flo; k <= a->fhi && a->flo <= a->fhi; k++) {
+    for (unsigned j = 0; j < 8; j++) {
+      /* an exact double D = +-M * 2^(E - 1075) is M * 2^(E - 926) units
+       * of 2^-149, a whole number: shift M right where E < 926 */
+      uint64_t bits;
+      double d = a->facc[k][j];
+      memcpy(&bits, &d, 8);
+      uint64_t e = (bits >> 52) & 0x7ff, mm = bits & 0xfffffffffffffull;
+      if (e == 0)
+        continue;  /* +-0.0 (no double subnormal: the rows are float32) */
+      mm |= 1ull << 52;
+      int sh = (int)e - 926;
+      int64_t v = (int64_t)(sh < 0 ? mm >> -sh : mm);
+      wv_xsum_add_i64(&a->x, bits >> 63 ? -v : v, sh < 0 ? 0 : (unsigned)sh);
+    }
+    a->facc[k] = (cx_d8){0};
+  }
+  a->flo = 128;
+  a->fhi = 0;
+}
+
+/* The bins into a->x, and empty again. */
+static void cx_fold(wv_cpu_xacc *a, int f64)
+{
+  unsigned n = f64 ? 2 * CX_BINS64 : CX_BINS32;
+  for (unsigned i = 0; i < n; i++) {
+    int64_t s = 0;  /* under 2^63 by the bound above */
+    for (unsigned t = 0; t < CX_TABLES; t++) {
+      s += a->bin[t][i];
+      a->bin[t][i] = 0;
+    }
+    if (s == 0)
+      continue;
+    unsigned k = i % CX_BINS64, bit = 16 * k + (i >= CX_BINS64 ? 26 : 0);
+    wv_xsum_add_i64_top(&a->x, s, bit);
+  }
+  a->since = 0;
+}
+
+/* The flags of the NaN / inf rows of n rows at p (mask m, or NULL). */
+static void cx_specials(wv_cpu_xacc *a, const unsigned char *p,
+                        const unsigned char *m, size_t n, int f64)
+{
+  for (size_t i = 0; i < n; i++) {
+    if (m != NULL && cx_ld32(m, i) == 0)
+      continue;
+    uint64_t x = f64 ? cx_ld64(p, i) : cx_ld32(p, i);
+    int inf_nan = f64 ? ((x >> 52) & 0x7ff) == 0x7ff
+                      : ((x >> 23) & 0xff) == 0xff;
+    if (inf_nan)
+      wv_xsum_add_row(&a->x, x);  /* flags only: it adds nothing */
+  }
+}
+
+void wv_cpu_xsum_item(const wv_cpu_job *c, wv_cpu_item *it,
+                      unsigned worker)
+{
+  wv_cpu_xacc *a = &c->xacc[worker];
+  const wv_reduce_job *job = c->job;
+  int f64 = c->plan->row_bytes == 8;
+  unsigned rb = c->plan->row_bytes;
+  const unsigned char *p =
+      (const unsigned char *)job->input[it->chunk].data + rb * it->start;
+  if (a->since + it->rows > (f64 ? CX_FOLD64 : CX_FOLD32))
+    cx_fold(a, f64);
+  a->since += it->rows;
+  it->count = 0;
+  size_t k = 0;
+  for (uint64_t off = 0; off < it->rows;) {
+    uint64_t avail = it->rows - off;
+    const unsigned char *m = NULL;
+    if (job->has_mask)
+      m = wv_cpu_mask_run(c, it->lrow + off, &k, &avail);
+    size_t n = avail < it->rows - off ? (size_t)avail : it->rows - off;
+    a->special = 0;
+    it->count += f64 ? cx_run64(a, p + rb * off, m, n)
+                     : cx_run32(a, p + rb * off, m, n);
+    if (a->special)
+      cx_specials(a, p + rb * off, m, n, f64);
+    off += n;
+  }
+  cx_vfold(a, f64);
+  if (a->notnz)
+    a->x.flags |= WV_XSUM_NOT_NEGZERO;
+}
+
+wv_cpu_xacc *wv_cpu_xacc_new(unsigned n, wave_dtype dt)
+{
+  wv_cpu_xacc *a = aligned_alloc(64, n * sizeof *a);
+  if (a == NULL)
+    return NULL;
+  memset(a, 0, n * sizeof *a);
+  for (unsigned i = 0; i < n; i++) {
+    wv_xsum_init(&a[i].x, dt);
+    a[i].vlo = CX_BINS64;
+    a[i].flo = 128;
+  }
+  return a;
+}
+
+void wv_cpu_xacc_result(wv_cpu_xacc *a, unsigned n, int f64, wv_xsum *out)
+{
+  for (unsigned i = 0; i < n; i++) {
+    cx_fold(&a[i], f64);
+    if (i == 0)
+      *out = a[0].x;
+    else
+      wv_xsum_merge(out, &a[i].x);
+  }
+}
