@@ -201,131 +201,166 @@ struct fs_row {
 
 static const char *const fs_kinds[3] = {"narrow", "full", "cancel"};
 
+/* What every case uses: the data buffer, a mask, CUB's storage, our three
+ * reducers, a timer and host copies for the reference. */
+struct fs_ctx {
+  void *d, *cub_tmp, *cub_out;
+  size_t cub_bytes;
+  uint32_t *dm;
+  xreducer xr;
+  reducer red;
+  wreducer wr;
+  fs_timer t;
+  std::vector<char> h;
+  std::vector<uint32_t> hm;
+};
+
+static void fs_open(fs_ctx *c)
+{
+  CHECK(cudaMalloc(&c->d, FS_BYTES));
+  CHECK(cudaMalloc((void **)&c->dm, (1ull << 28) * 4));
+  CHECK(cudaMalloc(&c->cub_out, 64));
+  size_t b32 = 0, b64 = 0;
+  CHECK(cub::DeviceReduce::Sum(NULL, b32, (const float *)c->d,
+                               (float *)c->cub_out, (int)(FS_BYTES / 4)));
+  CHECK(cub::DeviceReduce::Sum(NULL, b64, (const double *)c->d,
+                               (double *)c->cub_out, (int)(FS_BYTES / 8)));
+  c->cub_bytes = std::max(b32, b64);
+  CHECK(cudaMalloc(&c->cub_tmp, c->cub_bytes));
+  k_fill_fs<<<4096, 256>>>(c->dm, 1ull << 28, 0, 3, 7);
+  CHECK(cudaGetLastError());
+  CHECK(xreducer_init(&c->xr));
+  CHECK(reducer_init(&c->red));
+  CHECK(reducer_reserve(&c->red, (1u << 30) / WVG_TILE_ROWS,
+                        (1u << 30) / WVG_PIECE_ROWS,
+                        (1u << 30) / WVG_PIECE_ROWS, 1));
+  CHECK(wreducer_init(&c->wr));
+  CHECK(wreducer_reserve(&c->wr, (1u << 29) / WVG_TILE_ROWS,
+                         (1u << 29) / WVG_PIECE_ROWS,
+                         (1u << 29) / WVG_PIECE_ROWS, 1));
+}
+
+static void fs_close(fs_ctx *c)
+{
+  xreducer_fini(&c->xr);
+  reducer_fini(&c->red);
+  wreducer_fini(&c->wr);
+  CHECK(cudaFree(c->d));
+  CHECK(cudaFree(c->dm));
+  CHECK(cudaFree(c->cub_tmp));
+  CHECK(cudaFree(c->cub_out));
+}
+
+/* Median times of fsum, CUB's Sum and the plain sum over n rows at
+ * win(r) (call r of reps). */
+template <typename W>
+static fs_row fs_times(fs_ctx *c, wave_dtype dt, uint64_t n, int reps, W win)
+{
+  const int f64 = dt == WAVE_F64;
+  fs_row rw;
+  memset(&rw, 0, sizeof rw);
+  rw.dt = f64 ? "f64" : "f32";
+  rw.fsum = fs_time_us(c->t, reps, [&](int r) {
+    CHECK(reduce_device_xsum(&c->xr, dt, win(r), NULL, n, 0));
+  });
+  rw.cub = fs_time_us(c->t, reps, [&](int r) {
+    size_t tb = c->cub_bytes;
+    if (f64)
+      CHECK(cub::DeviceReduce::Sum(c->cub_tmp, tb, (const double *)win(r),
+                                   (double *)c->cub_out, (int)n));
+    else
+      CHECK(cub::DeviceReduce::Sum(c->cub_tmp, tb, (const float *)win(r),
+                                   (float *)c->cub_out, (int)n));
+  });
+  rw.plain = fs_time_us(c->t, reps, [&](int r) {
+    if (f64)
+      CHECK(reduce_device_wide(&c->wr, WAVE_F64, WAVE_SUM, win(r), NULL, n,
+                               0));
+    else
+      CHECK(reduce_device(&c->red, WAVE_F32, WAVE_SUM, win(r), NULL, n, 0));
+  });
+  return rw;
+}
+
+struct fs_set {
+  wave_dtype dt;
+  unsigned lo, hi;
+};
+static const fs_set fs_sets[2] = {{WAVE_F32, 28, 30}, {WAVE_F64, 27, 29}};
+
+/* The large cases; the smaller size of each is checked masked too. */
+static int fs_large(fs_ctx *c, int reps, std::vector<fs_row> *rows)
+{
+  int all_ok = 1;
+  for (const fs_set &s : fs_sets) {
+    const int f64 = s.dt == WAVE_F64;
+    for (int kind = 0; kind < 3; kind++)
+      for (unsigned k = s.lo; k <= s.hi; k += 2) {
+        const uint64_t n = 1ull << k;
+        k_fill_fs<<<4096, 256>>>(c->d, n, f64, kind, 11 + kind);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        fs_row rw = fs_times(c, s.dt, n, reps, [&](int) { return c->d; });
+        rw.data = fs_kinds[kind];
+        rw.log2 = k;
+        rw.ok = fs_check(&c->xr, s.dt, c->d, NULL, n, c->h, c->hm);
+        if (rw.ok && k == s.lo)
+          rw.ok = fs_check(&c->xr, s.dt, c->d, c->dm, n, c->h, c->hm);
+        all_ok &= rw.ok;
+        rows->push_back(rw);
+        printf("fsum %s 2^%u %-6s fsum %9.1f us  cub %9.1f us (%.3fx)  "
+               "plain %9.1f us (%.3fx)  %6.0f GB/s  %s\n", rw.dt, k,
+               rw.data, rw.fsum, rw.cub, rw.cub / rw.fsum, rw.plain,
+               rw.plain / rw.fsum, n * (f64 ? 8 : 4) / (rw.fsum * 1e3),
+               rw.ok ? "bits ok" : "BITS DIFFER");
+        fflush(stdout);
+      }
+  }
+  return all_ok;
+}
+
+/* Small jobs: latency against the plain sum's, narrow data, windows
+ * rotating through the buffer so that no call reads another's rows. */
+static int fs_small(fs_ctx *c, std::vector<fs_row> *rows)
+{
+  int all_ok = 1;
+  for (const fs_set &s : fs_sets) {
+    const int f64 = s.dt == WAVE_F64;
+    const size_t rsz = f64 ? 8 : 4;
+    k_fill_fs<<<4096, 256>>>(c->d, FS_BYTES / rsz, f64, 0, 5);
+    CHECK(cudaGetLastError());
+    for (unsigned k = 10; k <= 14; k++) {
+      const uint64_t n = 1ull << k, windows = 4096;
+      auto win = [&](int r) {
+        return (const void *)((const char *)c->d +
+                              (uint64_t)(r % windows) * n * rsz);
+      };
+      fs_row rw = fs_times(c, s.dt, n, 200, win);
+      rw.data = "narrow";
+      rw.log2 = k;
+      rw.ok = fs_check(&c->xr, s.dt, win(1), NULL, n, c->h, c->hm);
+      all_ok &= rw.ok;
+      rows->push_back(rw);
+      printf("fsum %s 2^%u small  fsum %7.2f us  plain %7.2f us (fsum/plain "
+             "%.3f)  cub %7.2f us  %s\n", rw.dt, k, rw.fsum, rw.plain,
+             rw.fsum / rw.plain, rw.cub, rw.ok ? "bits ok" : "BITS DIFFER");
+      fflush(stdout);
+    }
+  }
+  return all_ok;
+}
+
 int bench_fsum(int reps)
 {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   printf("fsum: %s sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor,
          prop.multiProcessorCount);
-  void *d, *cub_tmp = NULL, *cub_out;
-  uint32_t *dm;
-  CHECK(cudaMalloc(&d, FS_BYTES));
-  CHECK(cudaMalloc((void **)&dm, (1ull << 28) * 4));
-  CHECK(cudaMalloc(&cub_out, 64));
-  size_t b32 = 0, b64 = 0, cub_bytes;
-  CHECK(cub::DeviceReduce::Sum(NULL, b32, (const float *)d, (float *)cub_out,
-                               (int)(FS_BYTES / 4)));
-  CHECK(cub::DeviceReduce::Sum(NULL, b64, (const double *)d,
-                               (double *)cub_out, (int)(FS_BYTES / 8)));
-  cub_bytes = std::max(b32, b64);
-  CHECK(cudaMalloc(&cub_tmp, cub_bytes));
-  k_fill_fs<<<4096, 256>>>(dm, 1ull << 28, 0, 3, 7);
-  CHECK(cudaGetLastError());
-
-  xreducer xr;
-  CHECK(xreducer_init(&xr));
-  reducer red;
-  CHECK(reducer_init(&red));
-  CHECK(reducer_reserve(&red, (1u << 30) / WVG_TILE_ROWS,
-                        (1u << 30) / WVG_PIECE_ROWS,
-                        (1u << 30) / WVG_PIECE_ROWS, 1));
-  wreducer wr;
-  CHECK(wreducer_init(&wr));
-  CHECK(wreducer_reserve(&wr, (1u << 29) / WVG_TILE_ROWS,
-                         (1u << 29) / WVG_PIECE_ROWS,
-                         (1u << 29) / WVG_PIECE_ROWS, 1));
-  fs_timer t;
-  std::vector<char> h;
-  std::vector<uint32_t> hm;
-  std::vector<fs_row> rows;
-  int all_ok = 1;
-
-  struct { wave_dtype dt; unsigned lo, hi; } sets[2] = {
-      {WAVE_F32, 28, 30}, {WAVE_F64, 27, 29}};
-  for (auto &s : sets) {
-    const int f64 = s.dt == WAVE_F64;
-    for (int kind = 0; kind < 3; kind++)
-      for (unsigned k = s.lo; k <= s.hi; k += 2) {
-        const uint64_t n = 1ull << k;
-        k_fill_fs<<<4096, 256>>>(d, n, f64, kind, 11 + kind);
-        CHECK(cudaGetLastError());
-        CHECK(cudaDeviceSynchronize());
-        double fs = fs_time_us(t, reps, [&](int) {
-          CHECK(reduce_device_xsum(&xr, s.dt, d, NULL, n, 0));
-        });
-        double cub = fs_time_us(t, reps, [&](int) {
-          size_t tb = cub_bytes;
-          if (f64)
-            CHECK(cub::DeviceReduce::Sum(cub_tmp, tb, (const double *)d,
-                                         (double *)cub_out, (int)n));
-          else
-            CHECK(cub::DeviceReduce::Sum(cub_tmp, tb, (const float *)d,
-                                         (float *)cub_out, (int)n));
-        });
-        double plain = fs_time_us(t, reps, [&](int) {
-          if (f64)
-            CHECK(reduce_device_wide(&wr, WAVE_F64, WAVE_SUM, d, NULL, n, 0));
-          else
-            CHECK(reduce_device(&red, WAVE_F32, WAVE_SUM, d, NULL, n, 0));
-        });
-        int ok = fs_check(&xr, s.dt, d, NULL, n, h, hm);
-        if (ok && k == s.lo)
-          ok = fs_check(&xr, s.dt, d, dm, n, h, hm);
-        all_ok &= ok;
-        fs_row rw = {f64 ? "f64" : "f32", fs_kinds[kind], k, fs, cub, plain,
-                     ok};
-        rows.push_back(rw);
-        printf("fsum %s 2^%u %-6s fsum %9.1f us  cub %9.1f us (%.3fx)  "
-               "plain %9.1f us (%.3fx)  %6.0f GB/s  %s\n", rw.dt, k,
-               rw.data, fs, cub, cub / fs, plain, plain / fs,
-               n * (f64 ? 8 : 4) / (fs * 1e3),
-               ok ? "bits ok" : "BITS DIFFER");
-        fflush(stdout);
-      }
-  }
-
-  /* Small jobs: latency against the plain sum's, narrow data, windows
-   * rotating through the buffer so that no call reads another's rows. */
-  std::vector<fs_row> small;
-  for (auto &s : sets) {
-    const int f64 = s.dt == WAVE_F64;
-    const size_t rsz = f64 ? 8 : 4;
-    k_fill_fs<<<4096, 256>>>(d, FS_BYTES / rsz, f64, 0, 5);
-    CHECK(cudaGetLastError());
-    for (unsigned k = 10; k <= 14; k++) {
-      const uint64_t n = 1ull << k, windows = 4096;
-      auto win = [&](int r) {
-        return (const char *)d + (uint64_t)(r % windows) * n * rsz;
-      };
-      double fs = fs_time_us(t, 200, [&](int r) {
-        CHECK(reduce_device_xsum(&xr, s.dt, win(r), NULL, n, 0));
-      });
-      double plain = fs_time_us(t, 200, [&](int r) {
-        if (f64)
-          CHECK(reduce_device_wide(&wr, WAVE_F64, WAVE_SUM, win(r), NULL, n,
-                                   0));
-        else
-          CHECK(reduce_device(&red, WAVE_F32, WAVE_SUM, win(r), NULL, n, 0));
-      });
-      double cub = fs_time_us(t, 200, [&](int r) {
-        size_t tb = cub_bytes;
-        if (f64)
-          CHECK(cub::DeviceReduce::Sum(cub_tmp, tb, (const double *)win(r),
-                                       (double *)cub_out, (int)n));
-        else
-          CHECK(cub::DeviceReduce::Sum(cub_tmp, tb, (const float *)win(r),
-                                       (float *)cub_out, (int)n));
-      });
-      int ok = fs_check(&xr, s.dt, win(1), NULL, n, h, hm);
-      all_ok &= ok;
-      fs_row rw = {f64 ? "f64" : "f32", "narrow", k, fs, cub, plain, ok};
-      small.push_back(rw);
-      printf("fsum %s 2^%u small  fsum %7.2f us  plain %7.2f us (fsum/plain "
-             "%.3f)  cub %7.2f us  %s\n", rw.dt, k, fs, plain, fs / plain,
-             cub, ok ? "bits ok" : "BITS DIFFER");
-      fflush(stdout);
-    }
-  }
+  fs_ctx *c = new fs_ctx();
+  fs_open(c);
+  std::vector<fs_row> rows, small;
+  int all_ok = fs_large(c, reps, &rows);
+  all_ok &= fs_small(c, &small);
   CHECK(cudaGetLastError());
 
   printf("\n| dtype | rows | data | fsum us | CUB us | CUB/fsum | plain sum us "
@@ -341,12 +376,7 @@ int bench_fsum(int reps)
            r.fsum, r.plain, r.fsum / r.plain, r.cub, r.ok ? "ok" : "DIFFER");
   printf("fsum bench: %s\n", all_ok ? "every result equals the reference"
                                     : "RESULT MISMATCH");
-  xreducer_fini(&xr);
-  reducer_fini(&red);
-  wreducer_fini(&wr);
-  CHECK(cudaFree(d));
-  CHECK(cudaFree(dm));
-  CHECK(cudaFree(cub_tmp));
-  CHECK(cudaFree(cub_out));
+  fs_close(c);
+  delete c;
   return all_ok ? 0 : 1;
 }
