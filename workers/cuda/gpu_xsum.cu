@@ -101,17 +101,28 @@ k_xsum(const uint4 *__restrict__ data,
 
 /* ---- host side ---------------------------------------------------------- */
 
+template <typename T, bool MASK>
+static cudaError_t gx_blocks(int sms, unsigned *out)
+{
+  int per_sm = 0;
+  WVG_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, k_xsum<T, MASK>, WVG_BLOCK, 0));
+  *out = (unsigned)(sms * (per_sm < 1 ? 1 : per_sm));
+  return cudaSuccess;
+}
+
 cudaError_t xreducer_init(xreducer *x)
 {
   memset(x, 0, sizeof *x);
-  int dev = 0, sms = 0, per_sm = 0;
+  int dev = 0, sms = 0;
   WVG_TRY(cudaGetDevice(&dev));
   WVG_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  WVG_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, k_xsum<double, true>, WVG_BLOCK, 0));
-  if (per_sm < 1)
-    per_sm = 1;
-  x->blocks = (unsigned)(sms * per_sm);
+  /* One wave of each variant's resident blocks: a second, partial wave
+   * would leave the GPU half idle for its turn. */
+  WVG_TRY((gx_blocks<float, false>(sms, &x->blocks[0][0])));
+  WVG_TRY((gx_blocks<float, true>(sms, &x->blocks[0][1])));
+  WVG_TRY((gx_blocks<double, false>(sms, &x->blocks[1][0])));
+  WVG_TRY((gx_blocks<double, true>(sms, &x->blocks[1][1])));
   WVG_TRY(cudaMalloc((void **)&x->res, 2 * sizeof(xresult)));
   WVG_TRY(cudaMemset(x->res, 0, 2 * sizeof(xresult)));
   WVG_TRY(cudaHostAlloc((void **)&x->h_res, sizeof(xresult),
@@ -143,7 +154,7 @@ static cudaError_t gx_go(xreducer *x, const void *rows, const uint32_t *mask,
                          uint64_t n, int first, cudaStream_t st)
 {
   typedef xs_traits<T> X;
-  uint64_t want = xs_grid<T>(n, x->blocks);
+  uint64_t want = xs_grid<T>(n, x->blocks[X::VR == 2][mask != NULL]);
   xresult *cur = x->res + x->cur;
   xresult *other = first ? x->res + (x->cur ^ 1u) : NULL;
   if (mask != NULL)

@@ -38,7 +38,7 @@ struct xresult {
 };
 
 struct xreducer {
-  unsigned blocks;            /* the persistent grid (fills the GPU) */
+  unsigned blocks[2][2];      /* the persistent grid, [float64][masked] */
   xresult *res;               /* [2], alternating between jobs */
   unsigned cur;               /* the result of the job under way */
   int stale;                  /* a job failed: zero both at the next */

@@ -186,7 +186,9 @@ template <> struct xs_traits<double> {
 };
 
 /* The grid of a launch over n rows: a vector per thread up to `blocks`
- * (the GPU filled), and at least n / 2^19 blocks (the bounds). */
+ * (one wave of resident blocks), and at least n / 2^19 blocks (the
+ * bounds), then in whole waves (blocks do equal shares: a partial last
+ * wave would leave most of the GPU idle for its turn). */
 template <typename T> WVG_XHD uint64_t xs_grid(uint64_t n, unsigned blocks)
 {
   uint64_t want = (n / xs_traits<T>::VR + WVG_BLOCK - 1) / WVG_BLOCK;
@@ -194,7 +196,7 @@ template <typename T> WVG_XHD uint64_t xs_grid(uint64_t n, unsigned blocks)
   if (want > blocks)
     want = blocks;
   if (want < least)
-    want = least;
+    want = (least + blocks - 1) / blocks * blocks;
   return want < 1 ? 1 : want;
 }
 
