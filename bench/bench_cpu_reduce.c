@@ -13,7 +13,7 @@
  * and float64 (N / 2 rows), rows of a narrow range of exponents and rows
  * of every finite exponent, and a masked narrow case.
  *
- *   bench_cpu_reduce [--rows N] [--threads T] [--reps R]
+ *   bench_cpu_reduce [--rows N] [--threads T] [--reps R] [--fsum-only]
  *   (defaults: 2^26 rows = 256 MiB per buffer, all CPUs, 9 reps)
  */
 #include <inttypes.h>
@@ -150,16 +150,23 @@ int main(int argc, char **argv)
 {
   size_t rows = (size_t)1 << 26;
   unsigned threads = 0, reps = 9;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--rows") == 0)
+  int only_fsum = 0;
+  for (int i = 1; i < argc; i += 2) {
+    if (strcmp(argv[i], "--fsum-only") == 0) {
+      only_fsum = 1;
+      i--;
+    } else if (i + 1 >= argc) {
+      fprintf(stderr, "bench_cpu_reduce: %s needs a value\n", argv[i]);
+      return 2;
+    } else if (strcmp(argv[i], "--rows") == 0)
       rows = (size_t)strtoull(argv[i + 1], NULL, 0);
     else if (strcmp(argv[i], "--threads") == 0)
       threads = (unsigned)strtoul(argv[i + 1], NULL, 0);
     else if (strcmp(argv[i], "--reps") == 0)
       reps = (unsigned)strtoul(argv[i + 1], NULL, 0);
     else {
-      fprintf(stderr, "usage: %s [--rows N] [--threads T] [--reps R]\n",
-              argv[0]);
+      fprintf(stderr, "usage: %s [--rows N] [--threads T] [--reps R] "
+              "[--fsum-only]\n", argv[0]);
       return 2;
     }
   }
@@ -210,7 +217,8 @@ int main(int argc, char **argv)
   double *tr = calloc(reps, sizeof *tr), *tx = calloc(reps, sizeof *tx);
   if (tr == NULL || tx == NULL)
     return 1;
-  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+  for (size_t c = 0; !only_fsum && c < sizeof cases / sizeof cases[0];
+       c++) {
     wv_span sin = {in, rows}, smk = {mask, rows};
     wv_reduce_job job = {.dtype = cases[c].d, .op = cases[c].op,
                          .input = &sin, .n_input = 1, .mask = &smk,
