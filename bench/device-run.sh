@@ -14,6 +14,10 @@
 #                does not shape (thousands of chunks, slices, masks)
 #   reduce       wvbench-gpu-reduce: kernels vs CUB, 2^10..2^30; vs a
 #                streaming read at 2^28 and 2^30
+#   fsum         wvbench-gpu-reduce fsum: the exact sum vs CUB's Sum and the
+#                plain float sum, float32 2^28/2^30, float64 2^27/2^29,
+#                narrow, full-range and cancelling data, small jobs; every
+#                result against the CPU reference (issue 39)
 #   job          wvbench-gpu-job: jobs from host memory vs a pinned copy
 #   hash         wvbench-gpu-hash: self-checks, hash rate vs the random-load
 #                roofline, both exchange paths; hash_batch (device fold)
@@ -141,6 +145,7 @@ fi
 step conformance "${WAVE_CONFORMANCE_LIMIT_S:-900}" "$B/tests/conformance"
 step check 300 "$B/bench/wvbench-gpu-job" --check
 step reduce 300 "$B/bench/wvbench-gpu-reduce"
+step fsum 600 "$B/bench/wvbench-gpu-reduce" fsum
 step job 300 "$B/bench/wvbench-gpu-job"
 step hash 300 "$B/bench/wvbench-gpu-hash" "$root/config/packs"
 vk=$(find "$B/bench" -maxdepth 1 -name "wvbench-vulkan*" -type f 2>/dev/null | head -n 1)

@@ -3,6 +3,7 @@
  * read, measured in the same run.
  *
  *   wvbench-gpu-reduce [MIN_LOG2 [MAX_LOG2]]     (default 10 30)
+ *   wvbench-gpu-reduce fsum [REPS]               (only the fsum part)
  *
  * For every size 2^k: u32 sum, u32 max and f32 sum, ours (reduce_device:
  * the whole job, one launch for integers, one or two for the float tree)
@@ -12,7 +13,9 @@
  * the streaming-read kernel (uint4 loads, grid-stride, nothing else) gives
  * the bandwidth ceiling.  Results are checked: u32 bits against CUB's, f32
  * sum bits against the CPU reference (wv_reduce_reference) up to 2^24.
- * Prints one line per measurement, then a summary table.
+ * Prints one line per measurement, then a summary table.  With "fsum":
+ * the exact sum instead, against CUB and the plain float sum
+ * (bench_gpu_fsum.cu; REPS default 15).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,8 @@
 #include "bench/gpu/bench_gpu.h"
 
 using namespace wv_cuda;
+
+int bench_fsum(int reps);   /* bench_gpu_fsum.cu */
 
 
 #define TOTAL_LOG2 30
@@ -184,6 +189,8 @@ static int check_window(reducer *red, unsigned k, int opi,
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "fsum") == 0)
+    return bench_fsum(argc > 2 ? atoi(argv[2]) : 15);
   unsigned lo = argc > 1 ? (unsigned)atoi(argv[1]) : 10;
   unsigned hi = argc > 2 ? (unsigned)atoi(argv[2]) : TOTAL_LOG2;
   if (hi > TOTAL_LOG2)

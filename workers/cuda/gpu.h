@@ -83,6 +83,18 @@ __device__ __forceinline__ double shfl_xor(double v, int m)
   return __longlong_as_double((long long)(((unsigned long long)hi << 32) | lo));
 }
 
+/* Whether p holds in every active lane of the unit (HIP: of the wave,
+ * which is as good for a branch that only has to be uniform).  Active
+ * lanes, not all 32: a grid-stride loop's last turn may hold only some. */
+__device__ __forceinline__ bool unit_all(bool p)
+{
+#if defined(WV_GPU_HIP)
+  return __all(p);
+#else
+  return __all_sync(__activemask(), p);
+#endif
+}
+
 /* 32-lane integer reductions; every lane gets the result. */
 __device__ __forceinline__ uint32_t unit_add(uint32_t v)
 {

@@ -40,6 +40,7 @@
 #include "workers/cuda/gpu_internal.h"
 #include "workers/cuda/gpu_api.h"
 #include "workers/cuda/gpu_wide.h"
+#include "workers/cuda/gpu_xsum.h"
 
 namespace WVG_NS {
 
@@ -65,6 +66,10 @@ static void dev_free(gdev *g)
   if (g->wide != NULL) {
     wreducer_fini(g->wide);
     free(g->wide);
+  }
+  if (g->xs != NULL) {
+    xreducer_fini(g->xs);
+    free(g->xs);
   }
   for (int i = 0; i < 2; i++) {
     if (g->slots[i].h != NULL)
@@ -358,6 +363,8 @@ int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
 static int dev_reduce(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
                       wave_error *err)
 {
+  if (wv_op_plan_of(job->dtype, job->op)->path == WV_PATH_XSUM)
+    return reduce_xsum_job(g, job, out, err);
   if (wv_reduce_is_wide(job->dtype, job->op))
     return reduce_wide_job(g, job, out, err);
   result zero = {0, 0, 0};
@@ -428,6 +435,7 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
   caps->reverify = 1;
   caps->dtypes64 = 1;   /* gpu_wide.cu, gpu_tree.cu */
   caps->argminmax = 1;
+  caps->fsum = 1;       /* gpu_xsum.cu */
   snprintf(caps->exchange_reason, sizeof caps->exchange_reason, "%.90s; %.100s",
            g->exchange_reason, g->jit_note);
   caps->hash_batch = hash_batch(g);

@@ -73,7 +73,7 @@ struct result {
 
 /* Kernel-level operation, from the op table's plan (kernel_op). */
 enum kop { K_SUM, K_MIN, K_MAX, K_EXT, K_AND, K_OR, K_XOR, K_FSUM, K_ARGMIN,
-           K_ARGMAX };
+           K_ARGMAX, K_XSUM };
 /* How a row becomes an ordered key: the plan's key kind (core/optable.h):
  * as is (unsigned, and every op that orders nothing), sign-biased, or the
  * float total order (NaN/inf excluded). */
@@ -268,6 +268,7 @@ struct copy_pool {
 
 struct hseg;                  /* gpu_seg.cu: the device fold's buffers */
 struct wreducer;              /* gpu_wide.h: 64-bit dtypes, argmin/argmax */
+struct xreducer;              /* gpu_xsum.h: the exact sum, fsum */
 struct hjit;                  /* gpu_jit.cu: a pack's compiled kernel */
 
 /* A pack made ready on this device by hash_prepare. */
@@ -286,6 +287,7 @@ struct gdev {
   slot slots[2];
   reducer red;
   wreducer *wide;             /* NULL until the first wide job */
+  xreducer *xs;               /* NULL until the first fsum job */
   result *h_res;              /* pinned */
   uint32_t *h_seg;            /* pinned, chunk -> first piece */
   size_t h_seg_cap;

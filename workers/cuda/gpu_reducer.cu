@@ -17,6 +17,8 @@ int kernel_op(const wv_op_plan *p)
 {
   if (p->path == WV_PATH_FSUM)
     return K_FSUM;
+  if (p->path == WV_PATH_XSUM)
+    return K_XSUM;
   if (p->path == WV_PATH_ARG)
     return p->halves == WV_HALF_HI ? K_ARGMAX : K_ARGMIN;
   if (p->path == WV_PATH_KEYS)

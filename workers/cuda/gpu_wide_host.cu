@@ -5,7 +5,8 @@
  * One gather per kind of job, for both reducers (gpu_device.cu's
  * dev_reduce: 32-bit rows; reduce_wide_job: 64-bit rows, argmin/argmax):
  *
- *  - reduce_stream, every order-free op and argmin/argmax: slices of
+ *  - reduce_stream, every order-free op (fsum too: gpu_xsum.cu) and
+ *    argmin/argmax: slices of
  *    consecutive logical rows, 2^24 of 4 bytes or 2^23 of 8 (one staging
  *    buffer), chunk boundaries ignored; each slice's kernel (k_int, k_w64
  *    or k_arg) folds into the job's result, argmin/argmax with the slice's
@@ -24,7 +25,7 @@
  */
 #include <string.h>
 
-#include "workers/cuda/gpu_wide.h"
+#include "workers/cuda/gpu_xsum.h"
 
 namespace WVG_NS {
 
@@ -40,6 +41,8 @@ int reduce_stream(gdev *g, const wv_reduce_job *job, const wv_op_plan *p,
 {
   const int kop = kernel_op(p), key = p->key;
   const bool arg = p->path == WV_PATH_ARG, w64 = !arg && p->row_bytes == 8;
+  const bool xs = p->path == WV_PATH_XSUM;
+  const wave_dtype dt = p->dtype;
   const unsigned rsz = p->row_bytes;
   const uint64_t slice = (uint64_t)WVG_SLICE_ROWS * 4 / rsz;
   cursor in = {job->input, job->n_input, 0, 0, {}, rsz};
@@ -49,6 +52,7 @@ int reduce_stream(gdev *g, const wv_reduce_job *job, const wv_op_plan *p,
   std::vector<seg> segs;
   reducer *r = &g->red;
   wreducer *w = g->wide;    /* NULL for the 32-bit reducer's jobs */
+  xreducer *xr = g->xs;     /* fsum's (gpu_xsum.cu) */
   unsigned k = 0;
   for (uint64_t r0 = 0; r0 < job->rows; r0 += slice, k++) {
     uint64_t n = job->rows - r0 < slice ? job->rows - r0 : slice;
@@ -62,6 +66,8 @@ int reduce_stream(gdev *g, const wv_reduce_job *job, const wv_op_plan *p,
     int rv = submit(g, k, segs, 0, direct, [=](unsigned char *dp) {
       const uint32_t *m = has_mask ? (const uint32_t *)(dp + WVG_MASK_OFF)
                                    : NULL;
+      if (xs)
+        return launch_xsum(xr, dt, dp, m, n, first, st);
       if (arg)
         return launch_arg(w, p, dp, m, n, r0, first, st);
       if (w64)

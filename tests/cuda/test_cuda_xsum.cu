@@ -1,0 +1,211 @@
+/* test_cuda_xsum.cu - the CUDA/HIP fsum kernel's arithmetic, without a GPU
+ * (issue 39): the per-thread code of gpu_xsum_acc.h (a thread's window,
+ * slow path and flushes, the block's bins into the result) run on the
+ * CPU in the kernel's own order, for grids of a few blocks of 256
+ * threads, the block's atomics as plain additions, then the host's fold
+ * (xsum_fold) against the reference (wv_reduce_reference): the whole
+ * accumulator, the flags, the count and the bits must be equal.  The data
+ * are chosen for the kernel's edges: narrow rows (one window), the full
+ * range with subnormals, cancelling pairs, NaN and infinities, -0.0 and
+ * zeros, a mask, a tail of n % 4 rows, and the bounds' worst case: 2^20
+ * rows of the largest finite value (2048 a thread, the most a launch
+ * gives one, in one window; the top bins of the result).  What only a GPU shows (the vote, the atomics, the
+ * launches) is checked by tests/conformance and wvbench-gpu-reduce.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "workers/cuda/gpu_xsum_acc.h"
+
+using namespace wv_cuda;
+
+static uint64_t mix(uint64_t x)
+{
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* One launch of k_xsum over rows[0, n) on a GPU of `blocks` resident
+ * blocks, on the CPU, adding into res. */
+template <typename T, bool MASK>
+static void emu_launch(const void *rows, const uint32_t *mask, uint64_t n,
+                       unsigned blocks, xresult *res)
+{
+  typedef xs_traits<T> X;
+  const uint64_t grid = xs_grid<T>(n, blocks), stride = grid * WVG_BLOCK;
+  for (uint64_t b = 0; b < grid; b++) {
+    unsigned long long sb[2 * X::NB];
+    memset(sb, 0, sizeof sb);
+    for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
+      xs_thread<T> t;
+      t.init();
+      xs_rows<T, MASK>(t, (const uint4 *)rows,
+                       (const typename X::MV *)mask, n, b * WVG_BLOCK + tid,
+                       stride, b == 0 ? tid : ~0u, sb);
+      if (!X::empty(t.a))
+        X::flush(t.a, sb, t.lo >> 3);
+      res->flags |= t.flags | (t.nz != 0 ? WV_XSUM_NOT_NEGZERO : 0u);
+      res->count += t.cnt;
+    }
+    for (uint32_t k = 0; k < X::NB; k++)
+      xs_bin_out<T>(sb, k, res);
+  }
+}
+
+enum { NARROW, FULL, CANCEL, SPECIAL, ZEROS, HUGE_ };
+
+/* n rows of kind k (dt's bits, 16-byte aligned storage). */
+static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
+                                       uint64_t seed)
+{
+  const int f64 = dt == WAVE_F64;
+  std::vector<uint64_t> v((n * (f64 ? 8 : 4) + 15) / 8 + 2, 0);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t x = mix(i ^ seed), y = mix(x + 1), bits;
+    int kk = k;
+    if (kk == CANCEL && ((i >> 1) & 15) != 0) {
+      uint64_t xj = mix((i >> 1) ^ seed ^ 77);
+      bits = f64 ? (1033 + (xj >> 40) % 10) << 52 | (xj & 0xfffffffffffffull) |
+                       (i & 1) << 63
+                 : (137 + (xj >> 40) % 10) << 23 | (xj & 0x7fffff) |
+                       (i & 1) << 31;
+    } else if (kk == HUGE_) {
+      bits = f64 ? 0x7fefffffffffffffull : 0x7f7fffffu;  /* the largest */
+    } else if (kk == FULL || (kk == SPECIAL && (x & 7) != 0) ||
+               (kk == ZEROS && (x & 3) == 0)) {
+      uint64_t e = f64 ? (y >> 32) % 2047 : (y >> 32) % 255;
+      bits = f64 ? (x >> 63) << 63 | e << 52 | (x & 0xfffffffffffffull)
+                 : (x >> 63) << 31 | e << 23 | (x & 0x7fffff);
+    } else if (kk == SPECIAL) {
+      static const uint64_t s32[] = {0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                     0x00000001u, 0x80000000u, 0u,
+                                     0x7f7fffffu, 0xff7fffffu};
+      static const uint64_t s64[] = {0x7ff0000000000000ull,
+                                     0xfff0000000000000ull,
+                                     0x7ff8000000000000ull, 1ull,
+                                     0x8000000000000000ull, 0ull,
+                                     0x7fefffffffffffffull,
+                                     0xffefffffffffffffull};
+      bits = (f64 ? s64 : s32)[(x >> 3) & 7];
+    } else if (kk == ZEROS) {
+      bits = f64 ? (x & 8) << 60 : (x & 8) << 28;  /* +0.0 or -0.0 */
+    } else {                                        /* NARROW, CANCEL's */
+      if (f64) {
+        double dv = (double)(x >> 11) * 0x1p-53;
+        memcpy(&bits, &dv, 8);
+      } else {
+        float fv = (float)(uint32_t)(x >> 40) * 0x1p-24f;
+        uint32_t b32;
+        memcpy(&b32, &fv, 4);
+        bits = b32;
+      }
+    }
+    if (f64)
+      v[i] = bits;
+    else
+      ((uint32_t *)v.data())[i] = (uint32_t)bits;
+  }
+  return v;
+}
+
+/* Rows of kind k, n of them, emulated in `launches` launches (slices of a
+ * host job) on `blocks` blocks, with a mask when masked (all selected but
+ * every third row when masked == 2: only -0.0 rows left, say). */
+static void check_case(wave_dtype dt, int k, uint64_t n, unsigned blocks,
+                       int masked, int launches)
+{
+  const int f64 = dt == WAVE_F64;
+  const size_t rsz = f64 ? 8 : 4;
+  std::vector<uint64_t> rows = make_rows(dt, k, n, 1234 + k);
+  std::vector<uint32_t> mask(n + 4);
+  for (uint64_t i = 0; i < n; i++)
+    mask[i] = (mix(i ^ 99) & 3) != 0 ? (uint32_t)(mix(i) | 1) : 0u;
+
+  xresult *res = (xresult *)calloc(1, sizeof *res);
+  uint64_t per = (n / launches + 3) & ~3ull;
+  for (uint64_t r0 = 0; r0 < n; r0 += per) {
+    uint64_t m = n - r0 < per ? n - r0 : per;
+    const char *p = (const char *)rows.data() + r0 * rsz;
+    const uint32_t *mk = masked ? mask.data() + r0 : NULL;
+    if (f64)
+      masked ? emu_launch<double, true>(p, mk, m, blocks, res)
+             : emu_launch<double, false>(p, mk, m, blocks, res);
+    else
+      masked ? emu_launch<float, true>(p, mk, m, blocks, res)
+             : emu_launch<float, false>(p, mk, m, blocks, res);
+  }
+  wv_xsum got;
+  xsum_fold(dt, res, &got);
+  uint64_t count = masked ? res->count : n;
+  free(res);
+
+  wv_span sp = {rows.data(), n}, ms = {mask.data(), n};
+  wv_reduce_job job;
+  memset(&job, 0, sizeof job);
+  job.dtype = dt;
+  job.op = WAVE_FSUM;
+  job.input = &sp;
+  job.n_input = 1;
+  job.rows = n;
+  if (masked) {
+    job.mask = &ms;
+    job.n_mask = 1;
+    job.has_mask = 1;
+  }
+  wv_reduce_out want;
+  wave_error err;
+  ck_assert_msg(wv_reduce_reference(&job, &want, &err) == 0, "%s",
+                err.message);
+  ck_assert_uint_eq(count, want.count);
+  ck_assert_uint_eq(got.flags, want.xsum.flags);
+  for (unsigned i = 0; i < WV_XSUM_LIMBS; i++)
+    ck_assert_msg(got.limb[i] == want.xsum.limb[i],
+                  "%s kind %d n %llu mask %d: limb %u %016llx, want %016llx",
+                  f64 ? "f64" : "f32", k, (unsigned long long)n, masked, i,
+                  (unsigned long long)got.limb[i],
+                  (unsigned long long)want.xsum.limb[i]);
+  ck_assert_uint_eq(wv_xsum_round(&got, count), want.bits[0]);
+}
+
+/* _i: dtype (bit 0), mask (bit 1), kind (the rest). */
+START_TEST(kernel_equals_reference)
+{
+  wave_dtype dt = (_i & 1) ? WAVE_F64 : WAVE_F32;
+  int masked = (_i >> 1) & 1, k = _i >> 2;
+  check_case(dt, k, 100003, 3, masked, 1);     /* tail rows, 3 blocks */
+  check_case(dt, k, 4099, 1, masked, 2);       /* one block, two slices */
+  check_case(dt, k, 7, 4, masked, 1);          /* the tail alone */
+}
+END_TEST
+
+/* The bounds' worst case: a GPU of one block (xs_grid gives n / 2^19 =
+ * 2), 2^20 rows of the largest finite value, all in one window: 2048 rows
+ * a thread, the sums of threads and blocks at their limits, the result's
+ * top bins (folded by xsum_fold's 128-bit path). */
+START_TEST(largest_rows_at_the_bounds)
+{
+  wave_dtype dt = _i ? WAVE_F64 : WAVE_F32;
+  check_case(dt, HUGE_, 1u << 20, 1, 0, 1);
+}
+END_TEST
+
+int main(void)
+{
+  Suite *s = suite_create("cuda_xsum");
+  TCase *tc = tcase_create("emulated");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, kernel_equals_reference, 0, 4 * (HUGE_ + 0));
+  tcase_add_loop_test(tc, largest_rows_at_the_bounds, 0, 2);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,280 @@
+/* gpu_xsum.cu - the exact float sum, op fsum, of the CUDA and HIP
+ * backends (issue 39; docs/reduction.md "fsum"): one kernel template over
+ * float32 and float64 traits, its launches, and the jobs from host memory.
+ *
+ * A finite row is +-M * 2^b units (core/xsum.h: b = e - 1, or 0 for a
+ * subnormal).  A persistent grid streams 16-byte vectors, four in flight
+ * per thread, like k_int.  Each thread keeps a register sum S of the rows
+ * whose b lies in its window [lo, lo + 24) (lo a multiple of 8): a row adds
+ * +-M * 2^(b - lo), one multiply-add.  Any other row (outside the window,
+ * or a zero, subnormal, inf or NaN) takes the slow path, the whole unit
+ * with it when one lane needs it: a lone miss is added straight into the
+ * block's shared bins; a second miss in a row in the same block of 8
+ * binades flushes S into the bins and moves the window there (lo =
+ * clamp((b & ~7) - 8)).  So data of up to about 16 binades settles in one
+ * window per thread at its second row, and data spread over the whole
+ * range costs one shared add (float64: two) per row, not a flush and a
+ * move.  Float64 keeps M as two parts, Ml = M mod 2^26 and Mh = M >> 26,
+ * in two sums S = Sl + Sh * 2^26, so that every product fits in 64 bits.
+ *
+ * Shared bins: int64, bin k weighs 2^(8k) units, a positive and a negative
+ * half (magnitudes, so that a piece is one 32-bit add: NVIDIA's shared
+ * atomics are 32-bit, xs_shared_add adds the high word only on a carry).
+ * A flush cuts |S| into 32-bit pieces at bins lo/8, lo/8 + 4 (and lo/8 + 8
+ * for float64); a direct row is M << (b % 8) at b/8 (float64: its high
+ * part at b/8 + 4).  At the end each block adds its bins (positive less
+ * negative) into the job's result (global, int64, width 8 too), cut into a
+ * low 32-bit piece at k and the rest at k + 4; the host folds the result
+ * (wv_xsum_add_bins) and rounds it once.  NaN, +-inf and "a row other than
+ * -0.0" are flags (atomicOr); masked jobs count their selected rows (an
+ * unselected row is -0.0 with a zero multiplier).
+ *
+ * Bounds (nothing overflows its int64):
+ *  - a launch gives a block at most 2^19 rows (grid >= n / 2^19), so a
+ *    thread at most 2^11 + 8 < 2^12 rows;
+ *  - float32: |M * 2^d| < 2^24 * 2^23 = 2^47 (d = b - lo < 24), so
+ *    |S| < 2^59; float64: |Ml * 2^d| < 2^49, |Mh * 2^d| < 2^50 (Mh < 2^27),
+ *    so |Sl| < 2^61, |Sh| < 2^62;
+ *  - every piece added to a bin is below 2^32, and a bin gets at most one
+ *    piece per flush or direct row; a block has at most one of those per
+ *    row plus one flush per thread, so a shared half stays below
+ *    2^32 * (2^19 + 2^9) < 2^52;
+ *  - a result bin gets two pieces below 2^32 per block per launch, so it
+ *    stays exact for fewer than 2^30 blocks in all the launches of a job.
+ * Windows: float32 b <= 253 and lo <= 232, so pieces reach bin 232/8 + 4 =
+ * 33 (34 shared bins, 38 result bins); float64 b <= 2045 and lo <= 2024:
+ * bin 2024/8 + 8 = 261 (262 shared, 266 result bins).  The window's fast
+ * test is d = e - (lo + 1) < lim (unsigned), lim = min(24, EMAX - lo - 1),
+ * which no exponent field of 0 (zero, subnormal) or EMAX (inf, NaN) passes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "workers/cuda/gpu_xsum_acc.h"
+
+namespace WVG_NS {
+
+/* ---- the kernel --------------------------------------------------------- */
+
+template <typename T, bool MASK>
+__global__ void __launch_bounds__(WVG_BLOCK)
+k_xsum(const uint4 *__restrict__ data,
+       const typename xs_traits<T>::MV *__restrict__ mask, uint64_t n,
+       xresult *res, xresult *other)
+{
+  typedef xs_traits<T> X;
+  __shared__ unsigned long long sb[2 * X::NB];   /* + and - halves */
+  for (uint32_t k = threadIdx.x; k < 2 * X::NB; k += WVG_BLOCK)
+    sb[k] = 0;
+  if (other != NULL && blockIdx.x == 0) {
+    /* The next job's result (the previous job's, read back by now). */
+    for (uint32_t k = threadIdx.x; k < X::NG; k += WVG_BLOCK)
+      other->bins[k] = 0;
+    if (threadIdx.x == 0) {
+      other->count = 0;
+      other->flags = 0;
+    }
+  }
+  __syncthreads();
+
+  xs_thread<T> t;
+  t.init();
+  xs_rows<T, MASK>(t, data, mask, n,
+                   (uint64_t)blockIdx.x * WVG_BLOCK + threadIdx.x,
+                   (uint64_t)gridDim.x * WVG_BLOCK,
+                   blockIdx.x == 0 ? threadIdx.x : ~0u, sb);
+  if (!X::empty(t.a))
+    X::flush(t.a, sb, t.lo >> 3);
+
+  uint32_t f = unit_or(t.flags | (t.nz != 0 ? WV_XSUM_NOT_NEGZERO : 0u));
+  if (lane_id() == 0 && f != 0)
+    atomicOr(&res->flags, f);
+  if (MASK) {
+    uint32_t c = unit_add(t.cnt);
+    if (lane_id() == 0 && c != 0)
+      atomicAdd(&res->count, (unsigned long long)c);
+  }
+  __syncthreads();
+  for (uint32_t k = threadIdx.x; k < X::NB; k += WVG_BLOCK)
+    xs_bin_out<T>(sb, k, res);
+}
+
+/* ---- host side ---------------------------------------------------------- */
+
+template <typename T, bool MASK>
+static cudaError_t gx_blocks(int sms, unsigned *out)
+{
+  int per_sm = 0;
+  WVG_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, k_xsum<T, MASK>, WVG_BLOCK, 0));
+  *out = (unsigned)(sms * (per_sm < 1 ? 1 : per_sm));
+  return cudaSuccess;
+}
+
+cudaError_t xreducer_init(xreducer *x)
+{
+  memset(x, 0, sizeof *x);
+  int dev = 0, sms = 0;
+  WVG_TRY(cudaGetDevice(&dev));
+  WVG_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  /* One wave of each variant's resident blocks: a second, partial wave
+   * would leave the GPU half idle for its turn. */
+  WVG_TRY((gx_blocks<float, false>(sms, &x->blocks[0][0])));
+  WVG_TRY((gx_blocks<float, true>(sms, &x->blocks[0][1])));
+  WVG_TRY((gx_blocks<double, false>(sms, &x->blocks[1][0])));
+  WVG_TRY((gx_blocks<double, true>(sms, &x->blocks[1][1])));
+  WVG_TRY(cudaMalloc((void **)&x->res, 2 * sizeof(xresult)));
+  WVG_TRY(cudaMemset(x->res, 0, 2 * sizeof(xresult)));
+  WVG_TRY(cudaHostAlloc((void **)&x->h_res, sizeof(xresult),
+                        cudaHostAllocDefault));
+  return cudaSuccess;
+}
+
+void xreducer_fini(xreducer *x)
+{
+  (void)cudaFree(x->res);
+  if (x->h_res != NULL)
+    (void)cudaFreeHost(x->h_res);
+  memset(x, 0, sizeof *x);
+}
+
+cudaError_t xsum_begin(xreducer *x, cudaStream_t st)
+{
+  x->cur ^= 1u;
+  if (x->stale) {
+    /* A job failed half-way: its first launch may not have run. */
+    WVG_TRY(cudaMemsetAsync(x->res, 0, 2 * sizeof(xresult), st));
+    x->stale = 0;
+  }
+  return cudaSuccess;
+}
+
+template <typename T>
+static cudaError_t gx_go(xreducer *x, const void *rows, const uint32_t *mask,
+                         uint64_t n, int first, cudaStream_t st)
+{
+  typedef xs_traits<T> X;
+  uint64_t want = xs_grid<T>(n, x->blocks[X::VR == 2][mask != NULL]);
+  xresult *cur = x->res + x->cur;
+  xresult *other = first ? x->res + (x->cur ^ 1u) : NULL;
+  if (mask != NULL)
+    k_xsum<T, true><<<(unsigned)want, WVG_BLOCK, 0, st>>>(
+        (const uint4 *)rows, (const typename X::MV *)mask, n, cur, other);
+  else
+    k_xsum<T, false><<<(unsigned)want, WVG_BLOCK, 0, st>>>(
+        (const uint4 *)rows, NULL, n, cur, other);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_xsum(xreducer *x, wave_dtype d, const void *d_rows,
+                        const uint32_t *d_mask, uint64_t n, int first,
+                        cudaStream_t st)
+{
+  return d == WAVE_F64 ? gx_go<double>(x, d_rows, d_mask, n, first, st)
+                       : gx_go<float>(x, d_rows, d_mask, n, first, st);
+}
+
+cudaError_t reduce_device_xsum(xreducer *x, wave_dtype d, const void *d_rows,
+                               const uint32_t *d_mask, uint64_t n,
+                               cudaStream_t st)
+{
+  WVG_TRY(xsum_begin(x, st));
+  return launch_xsum(x, d, d_rows, d_mask, n, 1, st);
+}
+
+static size_t gx_bytes(wave_dtype d)
+{
+  unsigned ng = d == WAVE_F64 ? WVG_XS_BINS_F64 : WVG_XS_BINS_F32;
+  return offsetof(xresult, bins) + ng * sizeof(unsigned long long);
+}
+
+void xsum_fold(wave_dtype d, const xresult *h, wv_xsum *xs)
+{
+  unsigned ng = d == WAVE_F64 ? WVG_XS_BINS_F64 : WVG_XS_BINS_F32;
+  wv_xsum_init(xs, d);
+  /* wv_xsum_add_i64 takes a value whose low bit lies below the top limb
+   * (it writes the limb above the value's): bins up to bit B =
+   * 64 * (n_limbs - 2) go as they are, the few above B (they hold the top
+   * of a huge sum) are summed first as a 128-bit T (|T| < 2^114: |X| <
+   * 2^2162 units) and added at B in two pieces. */
+  const unsigned top = 8u * (xs->n_limbs - 2);   /* bin at bit B */
+  const int64_t *b = (const int64_t *)h->bins;
+  wv_xsum_add_bins(xs, b, top, 8);
+  __int128 t = 0;
+  for (unsigned i = ng; i-- > top;)
+    t = t * 256 + b[i];
+  wv_xsum_add_i64(xs, (int64_t)(t & 0xffffffff), 8u * top);
+  wv_xsum_add_i64(xs, (int64_t)(t >> 32), 8u * top + 32);
+  xs->flags = h->flags;
+}
+
+/* The answer of an exact sum xs over count selected rows. */
+static void gx_out(wave_dtype d, const wv_xsum *xs, uint64_t count,
+                   wv_reduce_out *out)
+{
+  out->n_values = 1;
+  out->count = count;
+  out->index = 0;
+  out->bits[0] = wv_xsum_round(xs, count);
+  out->bits[1] = 0;
+  out->xsum = *xs;
+}
+
+cudaError_t xsum_read(xreducer *x, wave_dtype d, int has_mask, uint64_t rows,
+                      wv_reduce_out *out)
+{
+  WVG_TRY(cudaMemcpy(x->h_res, x->res + x->cur, gx_bytes(d),
+                     cudaMemcpyDeviceToHost));
+  wv_xsum xs;
+  xsum_fold(d, x->h_res, &xs);
+  gx_out(d, &xs, has_mask ? x->h_res->count : rows, out);
+  return cudaSuccess;
+}
+
+#define CK(call)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess)                                                     \
+      return dev_fail(err, #call, e_);                                         \
+  } while (0)
+
+int reduce_xsum_job(gdev *g, const wv_reduce_job *job, wv_reduce_out *out,
+                    wave_error *err)
+{
+  if (job->rows == 0) {
+    wv_xsum xs;
+    wv_xsum_init(&xs, job->dtype);
+    gx_out(job->dtype, &xs, 0, out);
+    return 0;
+  }
+  CK(cudaSetDevice(g->index));
+  if (g->xs == NULL) {
+    xreducer *x = (xreducer *)calloc(1, sizeof *x);
+    if (x == NULL)
+      return wv_seterr(err, WAVE_ENOMEM, NULL);
+    cudaError_t e = xreducer_init(x);
+    if (e != cudaSuccess) {
+      xreducer_fini(x);
+      free(x);
+      return dev_fail(err, "xreducer_init", e);
+    }
+    g->xs = x;
+  }
+  xreducer *x = g->xs;
+  CK(xsum_begin(x, g->compute));
+  x->stale = 1;                   /* until the job's result is read */
+  int rv = reduce_stream(g, job, wv_op_plan_of(job->dtype, job->op), err);
+  if (rv != 0)
+    return rv;
+  CK(cudaMemcpyAsync(x->h_res, x->res + x->cur, gx_bytes(job->dtype),
+                     cudaMemcpyDeviceToHost, g->compute));
+  CK(cudaStreamSynchronize(g->compute));
+  CK(cudaGetLastError());
+  x->stale = 0;
+  wv_xsum xs;
+  xsum_fold(job->dtype, x->h_res, &xs);
+  gx_out(job->dtype, &xs, job->has_mask ? x->h_res->count : job->rows, out);
+  return 0;
+}
+
+} /* namespace WVG_NS */

@@ -1,0 +1,410 @@
+/* gpu_xsum_acc.h - the per-thread accumulator of the exact float sum
+ * (gpu_xsum.cu has the design and the bounds): the float traits, a
+ * thread's window, its slow path and flushes.  Host and device code
+ * alike, so that tests/cuda/test_cuda_xsum.cu runs the same arithmetic on
+ * the CPU against the reference (atomics become plain additions there).
+ */
+#ifndef WV_GPU_XSUM_ACC_H
+#define WV_GPU_XSUM_ACC_H
+
+#include "workers/cuda/gpu_xsum.h"
+
+#define WVG_XHD __host__ __device__ __forceinline__
+/* Unrolled on the device (the rows stay in registers); gcc knows no such
+ * pragma. */
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define XS_UNROLL _Pragma("unroll")
+#else
+#define XS_UNROLL
+#endif
+
+namespace WVG_NS {
+
+/* *p += v: an atomic on the device, a plain addition on the host. */
+WVG_XHD void xs_atomic_add(unsigned long long *p, unsigned long long v)
+{
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  atomicAdd(p, v);
+#else
+  *p += v;
+#endif
+}
+
+/* *p += v for a shared int64 bin.  NVIDIA's shared-memory atomics add 32
+ * bits natively (a 64-bit add is a compare-and-swap loop): add the low
+ * word, and the high word with the low add's carry where that is not 0;
+ * every add's carry comes from the value it saw, so the pair is the exact
+ * 64-bit sum.  AMD's LDS adds 64 bits. */
+WVG_XHD void xs_shared_add(unsigned long long *p, unsigned long long v)
+{
+#if defined(__CUDA_ARCH__)
+  uint32_t *w = (uint32_t *)p, lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+  uint32_t old = atomicAdd(w, lo);
+  hi += (uint32_t)(old + lo < old);
+  if (hi != 0)
+    atomicAdd(w + 1, hi);
+#else
+  xs_atomic_add(p, v);
+#endif
+}
+
+#define XS_WIN 24u                /* a window's width, in steps of b */
+#define XS_BLOCK_ROWS (1u << 19)  /* rows per block and launch, at most */
+
+/* ---- the float traits --------------------------------------------------- */
+
+template <typename T> struct xs_traits;
+
+template <> struct xs_traits<float> {
+  typedef uint32_t U;
+  typedef uint4 MV;               /* the mask of one vector */
+  enum : uint32_t { VR = 4, EMAX = 255, LOMAX = 232, NB = 34,
+                    NG = WVG_XS_BINS_F32 };
+  struct acc {
+    long long s;
+  };
+  static WVG_XHD uint32_t expo(U x)
+  {
+    return (x >> 23) & 0xffu;
+  }
+  static WVG_XHD U neg_zero() { return 0x80000000u; }
+  static WVG_XHD bool is_zero(U x) { return (x << 1) == 0; }
+  static WVG_XHD bool frac_nonzero(U x)
+  {
+    return (x & 0x7fffffu) != 0;
+  }
+  static WVG_XHD bool negative(U x) { return (x >> 31) != 0; }
+  /* S += +-M * p, p = 2^d (d < 24), M with the implicit bit when normal. */
+  static WVG_XHD void add(acc &a, U x, int p, bool normal)
+  {
+    uint32_t m = (x & 0x7fffffu) | (normal ? 0x800000u : 0u);
+    int sp = (int)(((uint32_t)((int)x >> 31) | 1u) * (uint32_t)p);
+    a.s += (long long)(int)m * sp;
+  }
+  static WVG_XHD bool empty(const acc &a) { return a.s == 0; }
+  static WVG_XHD void clear(acc &a) { a.s = 0; }
+  /* S * 2^lo into the shared bins, k = lo / 8: |S| in 32-bit pieces at
+   * k, k + 4 of the positive (sb) or negative (sb + NB) half. */
+  static WVG_XHD void flush(const acc &a, unsigned long long *sb, uint32_t k)
+  {
+    unsigned long long m = a.s < 0 ? 0ull - (unsigned long long)a.s
+                                   : (unsigned long long)a.s;
+    sb += a.s < 0 ? (uint32_t)NB : 0u;
+    xs_shared_add(&sb[k], m & 0xffffffffull);
+    if ((m >> 32) != 0)
+      xs_shared_add(&sb[k + 4], m >> 32);
+  }
+  /* One row, +-M * 2^b, straight into the bins: M << (b % 8) < 2^31 at
+   * bin b / 8. */
+  static WVG_XHD void direct(unsigned long long *sb, U x, uint32_t b,
+                             bool normal)
+  {
+    uint32_t m = (x & 0x7fffffu) | (normal ? 0x800000u : 0u);
+    xs_shared_add(&sb[(negative(x) ? (uint32_t)NB : 0u) + (b >> 3)],
+                  (unsigned long long)(m << (b & 7)));
+  }
+  static WVG_XHD void rows(uint4 v, U r[VR])
+  {
+    r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
+  }
+  static WVG_XHD void sel(MV m, uint32_t s[VR])
+  {
+    s[0] = m.x; s[1] = m.y; s[2] = m.z; s[3] = m.w;
+  }
+};
+
+template <> struct xs_traits<double> {
+  typedef unsigned long long U;
+  typedef uint2 MV;
+  enum : uint32_t { VR = 2, EMAX = 2047, LOMAX = 2024, NB = 262,
+                    NG = WVG_XS_BINS_F64 };
+  struct acc {
+    long long l, h;               /* S = l + h * 2^26 */
+  };
+  static WVG_XHD uint32_t expo(U x)
+  {
+    return (uint32_t)(x >> 52) & 0x7ffu;
+  }
+  static WVG_XHD U neg_zero() { return 1ull << 63; }
+  static WVG_XHD bool is_zero(U x) { return (x << 1) == 0; }
+  static WVG_XHD bool frac_nonzero(U x)
+  {
+    return (x & 0xfffffffffffffull) != 0;
+  }
+  static WVG_XHD bool negative(U x) { return (x >> 63) != 0; }
+  static WVG_XHD void add(acc &a, U x, int p, bool normal)
+  {
+    U m = (x & 0xfffffffffffffull) | (normal ? 1ull << 52 : 0ull);
+    int sp = (int)(((uint32_t)((int)(x >> 32) >> 31) | 1u) * (uint32_t)p);
+    a.l += (long long)(int)((uint32_t)m & 0x3ffffffu) * sp;
+    a.h += (long long)(int)(uint32_t)(m >> 26) * sp;
+  }
+  static WVG_XHD bool empty(const acc &a)
+  {
+    return (a.l | a.h) == 0;
+  }
+  static WVG_XHD void clear(acc &a) { a.l = a.h = 0; }
+  /* S as 128 bits, hi:lo = l + h * 2^26; |S| cut into 32-bit pieces at
+   * k, k + 4, k + 8 of the positive or negative half. */
+  static WVG_XHD void flush(const acc &a, unsigned long long *sb, uint32_t k)
+  {
+    unsigned long long lo = (unsigned long long)a.l +
+                            ((unsigned long long)a.h << 26);
+    long long hi = (a.l >> 63) + (a.h >> 38) +
+                   (lo < (unsigned long long)a.l ? 1 : 0);
+    if (hi < 0) {                 /* |S|: ~S + 1 over the two words */
+      lo = ~lo + 1;
+      hi = ~hi + (lo == 0 ? 1 : 0);
+      sb += NB;
+    }
+    if ((lo & 0xffffffffull) != 0)
+      xs_shared_add(&sb[k], lo & 0xffffffffull);
+    if ((lo >> 32) != 0)
+      xs_shared_add(&sb[k + 4], lo >> 32);
+    if (hi != 0)
+      xs_shared_add(&sb[k + 8], (unsigned long long)hi);
+  }
+  /* One row: M << (b % 8) < 2^61 in two pieces at b / 8 and b / 8 + 4. */
+  static WVG_XHD void direct(unsigned long long *sb, U x, uint32_t b,
+                             bool normal)
+  {
+    U m = ((x & 0xfffffffffffffull) | (normal ? 1ull << 52 : 0ull))
+          << (b & 7);
+    sb += negative(x) ? (uint32_t)NB : 0u;
+    xs_shared_add(&sb[b >> 3], m & 0xffffffffull);
+    xs_shared_add(&sb[(b >> 3) + 4], m >> 32);
+  }
+  static WVG_XHD void rows(uint4 v, U r[VR])
+  {
+    r[0] = ((U)v.y << 32) | v.x;
+    r[1] = ((U)v.w << 32) | v.z;
+  }
+  static WVG_XHD void sel(MV m, uint32_t s[VR])
+  {
+    s[0] = m.x; s[1] = m.y;
+  }
+};
+
+/* The grid of a launch over n rows: a vector per thread up to `blocks`
+ * (one wave of resident blocks), and at least n / 2^19 blocks (the
+ * bounds), then in whole waves (blocks do equal shares: a partial last
+ * wave would leave most of the GPU idle for its turn). */
+template <typename T> WVG_XHD uint64_t xs_grid(uint64_t n, unsigned blocks)
+{
+  uint64_t want = (n / xs_traits<T>::VR + WVG_BLOCK - 1) / WVG_BLOCK;
+  uint64_t least = (n + XS_BLOCK_ROWS - 1) / XS_BLOCK_ROWS;
+  if (want > blocks)
+    want = blocks;
+  if (want < least)
+    want = (least + blocks - 1) / blocks * blocks;
+  return want < 1 ? 1 : want;
+}
+
+/* ---- one thread's state ------------------------------------------------- */
+
+template <typename T> struct xs_thread {
+  typedef xs_traits<T> X;
+  typename X::acc a;
+  uint32_t lo;                    /* the window [lo, lo + 24), lo % 8 == 0 */
+  uint32_t lo1, lim;              /* the fast test: e - lo1 < lim */
+  typename X::U nz;               /* OR of (row ^ -0.0): a row not -0.0 */
+  uint32_t flags;                 /* WV_XSUM_NAN, _PINF, _NINF */
+  uint32_t mkey;                  /* the last miss's b & ~7 */
+  uint32_t cnt;                   /* selected rows (masked jobs) */
+
+  WVG_XHD void init()
+  {
+    X::clear(a);
+    lo = 0;                       /* a window at the bottom to start */
+    lo1 = 1;
+    lim = XS_WIN;
+    nz = 0;
+    flags = 0;
+    mkey = ~0u;
+    cnt = 0;
+  }
+
+  /* A selected row the fast test did not pass.  Two misses in a row in
+   * one block of 8 binades move the window there (narrow data settles at
+   * its second row); a lone miss (a stray row of narrow data, or any row
+   * of data spread over the whole range, where a window would catch
+   * little) goes straight into the bins. */
+  WVG_XHD void slow(typename X::U x, unsigned long long *sb)
+  {
+    uint32_t e = X::expo(x);
+    if (e == X::EMAX) {
+      flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
+             : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
+      return;
+    }
+    if (X::is_zero(x))
+      return;
+    const uint32_t b = e != 0 ? e - 1 : 0;
+    if (b - lo < XS_WIN) {        /* a subnormal in the bottom window */
+      X::add(a, x, 1 << (b - lo), e != 0);
+      return;
+    }
+    if ((b & ~7u) != mkey) {
+      mkey = b & ~7u;
+      X::direct(sb, x, b, e != 0);
+      return;
+    }
+    mkey = ~0u;
+    if (!X::empty(a))
+      X::flush(a, sb, lo >> 3);
+    X::clear(a);
+    uint32_t l = (b & ~7u) >= 8 ? (b & ~7u) - 8 : 0;
+    lo = l < X::LOMAX ? l : X::LOMAX;
+    lo1 = lo + 1;
+    lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
+    X::add(a, x, 1 << (b - lo), e != 0);
+  }
+};
+
+/* VR rows of a vector (m: their mask words; unselected rows become -0.0
+ * with a zero multiplier).  Returns whether every row passed the fast
+ * test; d[] gets their window offsets. */
+template <typename T, bool MASK>
+WVG_XHD bool xs_prep(xs_thread<T> &t,
+                                        typename xs_traits<T>::U *r,
+                                        const uint32_t *m, uint32_t *d)
+{
+  typedef xs_traits<T> X;
+  bool ok = true;
+XS_UNROLL
+  for (uint32_t c = 0; c < X::VR; c++) {
+    if (MASK) {
+      t.cnt += m[c] != 0;
+      r[c] = m[c] != 0 ? r[c] : X::neg_zero();
+    }
+    t.nz |= r[c] ^ X::neg_zero();
+    d[c] = X::expo(r[c]) - t.lo1;
+    ok &= d[c] < t.lim || (MASK && m[c] == 0);
+  }
+  return ok;
+}
+
+/* The rows of vectors prepared by xs_prep: all by the fast add when every
+ * row of the unit passed (all: the kernel's vote of ok), else row by
+ * row. */
+template <typename T, bool MASK, int NV>
+WVG_XHD void xs_add(xs_thread<T> &t,
+                                       typename xs_traits<T>::U (*r)[4],
+                                       const uint32_t (*m)[4],
+                                       const uint32_t (*d)[4], bool all,
+                                       unsigned long long *sb)
+{
+  typedef xs_traits<T> X;
+  if (all) {
+XS_UNROLL
+    for (int v = 0; v < NV; v++)
+XS_UNROLL
+      for (uint32_t c = 0; c < X::VR; c++) {
+        int p = 1 << (d[v][c] & 31u);
+        X::add(t.a, r[v][c], MASK && m[v][c] == 0 ? 0 : p, true);
+      }
+    return;
+  }
+XS_UNROLL
+  for (int v = 0; v < NV; v++)
+XS_UNROLL
+    for (uint32_t c = 0; c < X::VR; c++) {
+      if (MASK && m[v][c] == 0)
+        continue;
+      /* d afresh: a slow row before this one may have moved the window */
+      uint32_t dd = X::expo(r[v][c]) - t.lo1;
+      if (dd < t.lim)
+        X::add(t.a, r[v][c], 1 << dd, true);
+      else
+        t.slow(r[v][c], sb);
+    }
+}
+
+/* The kernel's per-thread vote: whether every lane of the unit passed
+ * (the host's tests run one lane: its own ok). */
+WVG_XHD bool xs_all(bool ok)
+{
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return unit_all(ok);
+#else
+  return ok;
+#endif
+}
+
+/* One thread's rows of a launch over rows [0, n): vectors i0, i0 +
+ * stride, ... (four in flight), then, for tail < n % VR, row
+ * nvec * VR + tail (tail: the lane of block 0, else ~0u). */
+template <typename T, bool MASK>
+WVG_XHD void xs_rows(xs_thread<T> &t, const uint4 *__restrict__ data,
+                     const typename xs_traits<T>::MV *__restrict__ mask,
+                     uint64_t n, uint64_t i0, uint64_t stride, uint32_t tail,
+                     unsigned long long *sb)
+{
+  typedef xs_traits<T> X;
+  typedef typename X::U U;
+  const uint64_t nvec = n / X::VR;
+  uint64_t i = i0;
+  const typename X::MV none = {};  /* unused without a mask */
+  for (; i + 3 * stride < nvec; i += 4 * stride) {
+    U r[4][4];
+    uint32_t m[4][4], d[4][4];
+    uint4 v[4];
+    typename X::MV mv[4] = {none, none, none, none};
+XS_UNROLL
+    for (int q = 0; q < 4; q++) {
+      v[q] = data[i + q * stride];
+      if (MASK)
+        mv[q] = mask[i + q * stride];
+    }
+    bool ok = true;
+XS_UNROLL
+    for (int q = 0; q < 4; q++) {
+      X::rows(v[q], r[q]);
+      X::sel(mv[q], m[q]);
+      ok &= xs_prep<T, MASK>(t, r[q], m[q], d[q]);
+    }
+    xs_add<T, MASK, 4>(t, r, m, d, xs_all(ok), sb);
+  }
+  for (; i < nvec; i += stride) {
+    U r[1][4];
+    uint32_t m[1][4], d[1][4];
+    X::rows(data[i], r[0]);
+    X::sel(MASK ? mask[i] : none, m[0]);
+    bool ok = xs_prep<T, MASK>(t, r[0], m[0], d[0]);
+    xs_add<T, MASK, 1>(t, r, m, d, xs_all(ok), sb);
+  }
+  /* The last n % VR rows, one per thread of block 0. */
+  if (tail < (uint32_t)(n % X::VR)) {
+    uint64_t row = nvec * X::VR + tail;
+    U x = ((const U *)data)[row];
+    uint32_t sel = MASK ? ((const uint32_t *)mask)[row] : 1u;
+    if (MASK)
+      t.cnt += sel != 0;
+    if (sel != 0) {
+      t.nz |= x ^ X::neg_zero();
+      uint32_t d = X::expo(x) - t.lo1;
+      if (d < t.lim)
+        X::add(t.a, x, 1 << d, true);
+      else
+        t.slow(x, sb);
+    }
+  }
+}
+
+/* A block's shared bin k (its positive half less its negative half) into
+ * the result: the low 32 bits at bin k, the rest at k + 4. */
+template <typename T>
+WVG_XHD void xs_bin_out(const unsigned long long *sb, uint32_t k,
+                        xresult *res)
+{
+  long long s = (long long)(sb[k] - sb[xs_traits<T>::NB + k]);
+  if (s == 0)
+    return;
+  xs_atomic_add(&res->bins[k], (unsigned long long)(s & 0xffffffffll));
+  if ((s >> 32) != 0)
+    xs_atomic_add(&res->bins[k + 4], (unsigned long long)(s >> 32));
+}
+
+} /* namespace WVG_NS */
+
+#endif
