@@ -60,6 +60,7 @@ struct wd_regions {
   uint64_t cached, cache_max;
   wd_shares *sh;            /* each client's share; copies count with
                                streams there (limits.max_stream_bytes) */
+  wd_readers *rd;           /* the server's: a copy's bounded read */
   unsigned read_ms;         /* limits.region_read_timeout_ms */
   wd_fdpass *fp;            /* descriptors passed, waiting for their
                                registration (fdpass.h) */
@@ -134,8 +135,9 @@ static void rg_buf_put(wd_regions *t, void *p, size_t cap)
   }
 }
 
-int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_unpin_fn unpin,
-                   void *arg, wd_regions **out, wave_error *err)
+int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_readers *rd,
+                   wd_unpin_fn unpin, void *arg, wd_regions **out,
+                   wave_error *err)
 {
   wd_regions *t = calloc(1, sizeof *t);
   if ((*out = t) == NULL)
@@ -149,6 +151,7 @@ int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_unpin_fn unpin,
   t->unpin_arg = arg;
   t->cache_max = cfg->limits.region_cache_bytes;
   t->sh = sh;
+  t->rd = rd;
   t->read_ms = cfg->limits.region_read_timeout_ms;
   return wd_fdpass_new(&t->fp, err);
 }
@@ -360,8 +363,8 @@ static int rg_place(wd_regions *t, int fd, const struct stat *st, int huge,
       *base = MAP_FAILED;
     int gave = 0, rc;
     if (*base != MAP_FAILED &&
-        (rc = wd_file_read_bounded(fd, *base, *cap, bytes, t->read_ms, &gave,
-                                   err)) != 0) {
+        (rc = wd_file_read_bounded(t->rd, fd, *base, *cap, bytes,
+                                   t->read_ms, &gave, err)) != 0) {
       if (!gave)
         rg_buf_put(t, *base, *cap);
       return rc;

@@ -76,6 +76,7 @@ struct wd_device {
 
   wd_post_fn post;
   void *post_arg;
+  wd_dev_hooks hooks;         /* opened, closing */
 
   pthread_t thread;
   int thread_started;
@@ -103,19 +104,6 @@ struct wd_device {
   _Atomic uint64_t done, failed, cancelled, deadline;
   _Atomic uint64_t busy_ns;  /* time in run, all items */
 };
-
-static _Atomic(wd_dev_close_fn) dv_close_hook;
-static _Atomic(wd_dev_open_fn) dv_open_hook;
-
-void wd_device_on_open(wd_dev_open_fn fn)
-{
-  atomic_store(&dv_open_hook, fn);
-}
-
-void wd_device_on_close(wd_dev_close_fn fn)
-{
-  atomic_store(&dv_close_hook, fn);
-}
 
 static double dv_now(void)
 {
@@ -270,9 +258,8 @@ static void dv_open(wd_device *d)
     dv_read_caps(d);
     wd_info("device %s (%s) open: %s, wave width %u", d->cfg.name,
             d->cfg.backend, d->tcaps.description, d->tcaps.wave_width);
-    wd_dev_open_fn hook = atomic_load(&dv_open_hook);
-    if (hook != NULL)
-      hook(&d->dev, &d->tcaps);
+    if (d->hooks.opened != NULL)
+      d->hooks.opened(d->hooks.arg, &d->dev, &d->tcaps);
   } else {
     wd_error("device %s (%s) failed to open: %s", d->cfg.name,
              d->cfg.backend, err.message);
@@ -315,9 +302,8 @@ static int dv_may_step(wd_device *d)
 
 static void dv_close(wd_device *d)
 {
-  wd_dev_close_fn hook = atomic_load(&dv_close_hook);
-  if (hook != NULL)
-    hook(&d->dev);
+  if (d->hooks.closing != NULL)
+    d->hooks.closing(d->hooks.arg, &d->dev);
   wv_dev_close(&d->dev);
 }
 
@@ -398,7 +384,8 @@ static void *dv_main(void *arg)
 
 int wd_device_start(const wd_device_cfg *cfg, unsigned index,
                     unsigned long_slots, wd_post_fn post, void *post_arg,
-                    wd_device **out, wave_error *err)
+                    const wd_dev_hooks *hooks, wd_device **out,
+                    wave_error *err)
 {
   *out = NULL;
   const wv_backend *b = wv_backend_find(cfg->backend);
@@ -427,6 +414,8 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned index,
   d->long_slots = long_slots;
   d->post = post;
   d->post_arg = post_arg;
+  if (hooks != NULL)
+    d->hooks = *hooks;
   for (int r = 0; r < WD_LEVEL_N; r++) {
     d->sq[r].ring_tail = &d->sq[r].ring;
     d->lq[r].ring_tail = &d->lq[r].ring;
