@@ -111,7 +111,7 @@ double wd_device_now(void);
 void wd_device_hold(wd_device *d, int held);
 int wd_device_held(wd_device *d);
 /* The held device's queued reductions that may move (wd_work.movable,
- * not begun), taken out onto out (linked through wd_work.next), the
+ * not begun), taken out onto out (linked through wd_work.q), the
  * highest level first, in turn order within a level; none when it is
  * not held.  exec/pick.h wd_pick_move gives them to other devices. */
 struct wd_fifo;

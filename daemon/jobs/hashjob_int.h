@@ -23,6 +23,7 @@
 #include "daemon/jobs/owner.h"
 #include "daemon/net/principal.h"
 #include "core/hashmerge.h"
+#include "core/queue.h"
 
 /* HP_WAITING: not on its device yet; it waits for the pack there (loop
  * thread only: hashjob.h "Packs being prepared"). */
@@ -104,8 +105,9 @@ struct wd_hjob {
   uint64_t ended_ns;
   uint64_t kept;             /* ended: bytes its result holds */
   int outputs_sent;          /* the outputs went out and were dropped */
-  struct wd_waiter *waiters;  /* parked polls (rq/park.c), opaque here */
-  wd_hjob *prev, *next;
+  wv_qnode waiters;          /* parked polls (rq/park.c's wd_waiter.q),
+                                opaque here */
+  wv_qnode link;             /* wd_jobs.all, in submit order */
 };
 
 uint64_t wd_hj_now_ns(void);
