@@ -117,14 +117,11 @@ static void hj_free(wd_hjob *j)
     free(j->parts[i].scratch);
     free(j->parts[i].win);
   }
-  for (hj_piece *p = j->returned, *nx; p != NULL; p = nx) {
-    nx = p->next;
-    wd_hj_piece_free(p);
-  }
-  for (hj_piece *p = j->held, *nx; p != NULL; p = nx) {
-    nx = p->next;
-    wd_hj_piece_free(p);
-  }
+  wv_qnode *n;
+  while ((n = wv_q_pop(&j->returned)) != NULL)
+    wd_hj_piece_free(HJ_PIECE(n));
+  while ((n = wv_q_pop(&j->held)) != NULL)
+    wd_hj_piece_free(HJ_PIECE(n));
   free(j->parts);
   free(j->dev_names);
   free(j->shares);
@@ -201,6 +198,8 @@ static wd_hjob *hj_alloc(const wd_hash_submit *hs, size_t n_parts,
   pthread_mutex_init(&j->mu, NULL);
   wv_q_init(&j->waiters);
   wv_q_init(&j->link);
+  wv_q_init(&j->returned);
+  wv_q_init(&j->held);
   j->parts = calloc(n_parts, sizeof *j->parts);
   j->dev_names = calloc(n_parts, sizeof *j->dev_names);
   j->shares = calloc(n_parts, sizeof *j->shares);
