@@ -124,31 +124,31 @@ static int tr_readers_alive(void)
   return n;
 }
 
-static pthread_mutex_t ts_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t ts_cv = PTHREAD_COND_INITIALIZER;
-static int ts_in, ts_go, ts_out;
+static pthread_mutex_t trs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t trs_cv = PTHREAD_COND_INITIALIZER;
+static int trs_in, trs_go, trs_out;
 
-typedef struct ts_task {
+typedef struct trs_task {
   wd_rtask t;
   wd_readers *r;
   uint8_t *lent;
-} ts_task;
+} trs_task;
 
-static void ts_run(wd_rtask *t)
+static void trs_run(wd_rtask *t)
 {
-  ts_task *k = (ts_task *)t;
-  pthread_mutex_lock(&ts_mu);
-  ts_in = 1;
-  pthread_cond_broadcast(&ts_cv);
-  while (!ts_go)
-    pthread_cond_wait(&ts_cv, &ts_mu);
-  pthread_mutex_unlock(&ts_mu);
+  trs_task *k = (trs_task *)t;
+  pthread_mutex_lock(&trs_mu);
+  trs_in = 1;
+  pthread_cond_broadcast(&trs_cv);
+  while (!trs_go)
+    pthread_cond_wait(&trs_cv, &trs_mu);
+  pthread_mutex_unlock(&trs_mu);
   wd_ring_return(k->r, k->lent);
   wd_readers_shrink(k->r, 1);
-  pthread_mutex_lock(&ts_mu);
-  ts_out = 1;
-  pthread_cond_broadcast(&ts_cv);
-  pthread_mutex_unlock(&ts_mu);
+  pthread_mutex_lock(&trs_mu);
+  trs_out = 1;
+  pthread_cond_broadcast(&trs_cv);
+  pthread_mutex_unlock(&trs_mu);
   free(k);
 }
 
@@ -164,24 +164,24 @@ START_TEST(pool_outlived_by_a_stuck_read)
                    0);
   int lent = 1;
   wd_ring_give(r, dev, buf, &lent, 1);
-  ts_task *k = calloc(1, sizeof *k);
-  *k = (ts_task){.t.run = ts_run, .r = r, .lent = buf[0]};
+  trs_task *k = calloc(1, sizeof *k);
+  *k = (trs_task){.t.run = trs_run, .r = r, .lent = buf[0]};
   wd_readers_post(r, &k->t);
-  pthread_mutex_lock(&ts_mu);
-  while (!ts_in)
-    pthread_cond_wait(&ts_cv, &ts_mu);
-  pthread_mutex_unlock(&ts_mu);
+  pthread_mutex_lock(&trs_mu);
+  while (!trs_in)
+    pthread_cond_wait(&trs_cv, &trs_mu);
+  pthread_mutex_unlock(&trs_mu);
   wd_readers_grow(r, 1);  /* left behind, as filered.c does */
   ck_assert_uint_eq(wd_readers_stuck(r), 1);
   wd_ring_forget(r, &(wv_dev){&cpu, dev});
   wd_readers_free(r);  /* returns with the read still out */
-  pthread_mutex_lock(&ts_mu);
-  ck_assert_int_eq(ts_out, 0);
-  ts_go = 1;
-  pthread_cond_broadcast(&ts_cv);
-  while (!ts_out)
-    pthread_cond_wait(&ts_cv, &ts_mu);
-  pthread_mutex_unlock(&ts_mu);
+  pthread_mutex_lock(&trs_mu);
+  ck_assert_int_eq(trs_out, 0);
+  trs_go = 1;
+  pthread_cond_broadcast(&trs_cv);
+  while (!trs_out)
+    pthread_cond_wait(&trs_cv, &trs_mu);
+  pthread_mutex_unlock(&trs_mu);
   /* the thread frees r after its task: wait for it to be gone (its name
    * leaves /proc) so that LeakSanitizer sees the end of it */
   for (int i = 0; i < 1000 && tr_readers_alive() > 0; i++)

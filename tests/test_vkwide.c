@@ -19,11 +19,11 @@
 #include "core/reduce.h"
 #include "workers/vulkan/vk.h"
 
-static uint64_t tw_state;
+static uint64_t tvw_state;
 
-static uint64_t tw_next(void)
+static uint64_t tvw_next(void)
 {
-  uint64_t z = (tw_state += 0x9e3779b97f4a7c15u);
+  uint64_t z = (tvw_state += 0x9e3779b97f4a7c15u);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
   return z ^ (z >> 31);
@@ -31,7 +31,7 @@ static uint64_t tw_next(void)
 
 /* A row of dtype d: kind 0 random (floats of modest range), 1 with the
  * awkward values mixed in, 2 few distinct values (argmin/argmax ties). */
-static uint64_t tw_row(wave_dtype d, int kind)
+static uint64_t tvw_row(wave_dtype d, int kind)
 {
   static const uint64_t f64sp[] = {
     0x7ff8000000000000u, 0xfff0000000000000u, 0x7ff0000000000000u,
@@ -42,7 +42,7 @@ static uint64_t tw_row(wave_dtype d, int kind)
   static const uint64_t isp[] = {0, 1, 0x7fffffffffffffffu,
                                  0x8000000000000000u, UINT64_MAX,
                                  0xffffffffu, 0x80000000u, 0x7fffffffu};
-  uint64_t r = tw_next(), q = r >> 9;
+  uint64_t r = tvw_next(), q = r >> 9;
   int sp = kind == 1 && r % 4 == 0;
   if (kind == 2)
     q %= 3;
@@ -63,16 +63,16 @@ static uint64_t tw_row(wave_dtype d, int kind)
   }
 }
 
-typedef struct tw_job {
+typedef struct tvw_job {
   unsigned char *rows;     /* 4 bytes in from a 16-byte aligned block */
   uint32_t *mask;
   wv_span in[16], mk[4];
   wv_reduce_job job;
-} tw_job;
+} tvw_job;
 
 /* n rows; chunked: a few chunks of random sizes with empty ones; mask: 0
  * none, 1 random, 2 nothing selected, 3 sparse. */
-static void tw_make(tw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
+static void tvw_make(tvw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
                     uint64_t n, int chunked, int mask, int kind)
 {
   memset(t, 0, sizeof *t);
@@ -81,15 +81,15 @@ static void tw_make(tw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
   t->mask = malloc((n + 1) * 4);
   ck_assert_ptr_nonnull(t->mask);
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t x = tw_row(d, kind);
+    uint64_t x = tvw_row(d, kind);
     memcpy(t->rows + i * rs, &x, rs);
-    uint64_t r = tw_next();
+    uint64_t r = tvw_next();
     t->mask[i] = mask == 2 ? 0 : mask == 3 ? r % 300 == 0 : (r % 3 != 0) * 7u;
   }
   size_t k = 0;
   uint64_t at = 0;
   while (chunked && at < n && k < 14) {
-    uint64_t len = tw_next() % 4 == 0 ? 0 : tw_next() % (n - at + 1);
+    uint64_t len = tvw_next() % 4 == 0 ? 0 : tvw_next() % (n - at + 1);
     t->in[k++] = (wv_span){t->rows + at * rs, len};
     at += len;
   }
@@ -101,7 +101,7 @@ static void tw_make(tw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
                            .has_mask = mask != 0, .rows = n};
 }
 
-static void tw_check(wv_device *dev, const tw_job *t, const char *what)
+static void tvw_check(wv_device *dev, const tvw_job *t, const char *what)
 {
   wv_reduce_out want, got;
   wave_error e1 = {0}, e2 = {0};
@@ -126,30 +126,30 @@ static void tw_check(wv_device *dev, const tw_job *t, const char *what)
 }
 
 /* Every wide (dtype, op) pair over sizes around groups and windows. */
-static void tw_sweep(wv_device *dev, uint64_t seed, const char *what)
+static void tvw_sweep(wv_device *dev, uint64_t seed, const char *what)
 {
   static const uint64_t sizes[] = {0, 1, 2, 3, 255, 256, 257, 511, 1025,
                                    4099, 20000};
   unsigned char *block = aligned_alloc(16, 20000 * 8 + 16);
   ck_assert_ptr_nonnull(block);
-  tw_state = seed;
+  tvw_state = seed;
   for (int d = WAVE_U32; d <= WAVE_F64; d++)
     for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++) {
       if (wave_op_check((wave_dtype)d, (wave_op)op) != 0 ||
           !wv_reduce_is_wide((wave_dtype)d, (wave_op)op))
         continue;
       for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-        tw_job t;
-        tw_make(&t, block + 4, (wave_dtype)d, (wave_op)op, sizes[s],
-                (int)(s & 1), (int)(tw_next() % 4), (int)(tw_next() % 3));
-        tw_check(dev, &t, what);
+        tvw_job t;
+        tvw_make(&t, block + 4, (wave_dtype)d, (wave_op)op, sizes[s],
+                (int)(s & 1), (int)(tvw_next() % 4), (int)(tvw_next() % 3));
+        tvw_check(dev, &t, what);
         free(t.mask);
       }
     }
   free(block);
 }
 
-static wv_device *tw_open(const wv_vk_options *opt)
+static wv_device *tvw_open(const wv_vk_options *opt)
 {
   wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0};
   wv_device *d = NULL;
@@ -171,12 +171,12 @@ START_TEST(test_wide_setups)
   static const char *const names[] = {"default", "windows", "windows, local",
                                       "3 groups", "3 groups, local"};
   int i = _i;
-  wv_device *d = tw_open(&opts[i]);
+  wv_device *d = tvw_open(&opts[i]);
   wv_caps c;
   wv_vulkan_backend.caps(d, &c);
   ck_assert_msg(c.dtypes64 && c.argminmax, "lavapipe has shaderInt64 and "
                 "shaderFloat64: %s", c.description);
-  tw_sweep(d, 100 + (uint64_t)i, names[i]);
+  tvw_sweep(d, 100 + (uint64_t)i, names[i]);
   wv_vk_close(d);
 }
 END_TEST
@@ -185,24 +185,24 @@ END_TEST
 START_TEST(test_wide_inplace)
 {
   wv_vk_options opt = {.window_rows = 4096, .inplace_min_rows = 1};
-  wv_device *d = tw_open(&opt);
+  wv_device *d = tvw_open(&opt);
   const size_t bytes = 1u << 20;
   unsigned char *block = aligned_alloc(4096, bytes);
   ck_assert_ptr_nonnull(block);
   wave_error e = {0};
   ck_assert_msg(wv_vk_host_register(d, block, bytes, &e) == 0, "%s",
                 e.message);
-  tw_state = 7;
+  tvw_state = 7;
   static const wave_dtype dts[] = {WAVE_U64, WAVE_S64, WAVE_F64, WAVE_F32};
   static const wave_op ops[] = {WAVE_SUM, WAVE_EXTENT, WAVE_ARGMIN,
                                 WAVE_ARGMAX};
   uint64_t before = d->inplace_rows;
   for (size_t a = 0; a < 4; a++)
     for (size_t b = 0; b < 4; b++) {
-      tw_job t;
-      tw_make(&t, block + 1024, dts[a], ops[b], 100000, 1, 0,
+      tvw_job t;
+      tvw_make(&t, block + 1024, dts[a], ops[b], 100000, 1, 0,
               (int)(b % 3));
-      tw_check(d, &t, "in place");
+      tvw_check(d, &t, "in place");
       free(t.mask);
     }
   ck_assert_uint_gt(d->inplace_rows, before);
@@ -218,18 +218,18 @@ END_TEST
 START_TEST(test_wide_levels)
 {
   wv_vk_options opt = {.window_rows = 1024};
-  wv_device *d = tw_open(&opt);
+  wv_device *d = tvw_open(&opt);
   const uint64_t n = 8200 * 1024;
   unsigned char *block = aligned_alloc(16, n * 4 + 16);
   ck_assert_ptr_nonnull(block);
   static const wave_dtype dts[] = {WAVE_F32, WAVE_U32, WAVE_U64};
   static const wave_op ops[] = {WAVE_ARGMAX, WAVE_ARGMIN, WAVE_EXTENT};
-  tw_state = 21;
+  tvw_state = 21;
   for (size_t k = 0; k < 3; k++) {
-    tw_job t;
+    tvw_job t;
     const uint64_t rows = n * 4 / wv_dtype_size(dts[k]);
-    tw_make(&t, block + 4, dts[k], ops[k], rows, 0, k == 1 ? 3 : 0, 2);
-    tw_check(d, &t, "levels");
+    tvw_make(&t, block + 4, dts[k], ops[k], rows, 0, k == 1 ? 3 : 0, 2);
+    tvw_check(d, &t, "levels");
     free(t.mask);
   }
   free(block);
@@ -242,18 +242,18 @@ END_TEST
 START_TEST(test_wide_resident)
 {
   wv_vk_options opt = {.stream_groups = 5};
-  wv_device *d = tw_open(&opt);
+  wv_device *d = tvw_open(&opt);
   const uint64_t n = 300001;
   wv_vk_buf b;
   wave_error e = {0};
   ck_assert_int_eq(wv_vk_buf_create(d, n * 8 + 64, WV_VK_HOST, &b, &e), 0);
   static const wave_dtype dts[] = {WAVE_U64, WAVE_F64, WAVE_F32, WAVE_S64};
   static const wave_op ops[] = {WAVE_SUM, WAVE_SUM, WAVE_ARGMAX, WAVE_ARGMIN};
-  tw_state = 9;
+  tvw_state = 9;
   for (size_t k = 0; k < 4; k++) {
     const unsigned rs = wv_dtype_size(dts[k]);
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t x = tw_row(dts[k], 1);
+      uint64_t x = tvw_row(dts[k], 1);
       memcpy((unsigned char *)b.map + i * rs, &x, rs);
     }
     wv_reduce_job job = {.dtype = dts[k], .op = ops[k],
@@ -275,7 +275,7 @@ END_TEST
 
 /* A device without the feature: caps off, the description says so once,
  * and every such job is UNSUPPORTED naming the device and the feature. */
-static void tw_refused(wv_device *d, wave_dtype dt, wave_op op,
+static void tvw_refused(wv_device *d, wave_dtype dt, wave_op op,
                        const char *feature)
 {
   uint64_t rows[4] = {1, 2, 3, 4};
@@ -293,7 +293,7 @@ static void tw_refused(wv_device *d, wave_dtype dt, wave_op op,
 START_TEST(test_wide_refusals)
 {
   wv_vk_options no_f64 = {.no_float64 = 1};
-  wv_device *d = tw_open(&no_f64);
+  wv_device *d = tvw_open(&no_f64);
   wv_caps c;
   wv_vulkan_backend.caps(d, &c);
   ck_assert(!c.dtypes64 && c.argminmax);
@@ -302,24 +302,24 @@ START_TEST(test_wide_refusals)
   /* what wv_dev_reduce's refusal names (workers/wvdev.c) */
   ck_assert_msg(strstr(c.wide_why, "shaderFloat64") != NULL, "%s",
                 c.wide_why);
-  tw_refused(d, WAVE_U64, WAVE_SUM, "shaderFloat64");
-  tw_refused(d, WAVE_F64, WAVE_ARGMAX, "shaderFloat64");
+  tvw_refused(d, WAVE_U64, WAVE_SUM, "shaderFloat64");
+  tvw_refused(d, WAVE_F64, WAVE_ARGMAX, "shaderFloat64");
   unsigned char *block = aligned_alloc(16, 4096 * 4 + 16);
   ck_assert_ptr_nonnull(block);
-  tw_job t;   /* 32-bit rows still run argmin/argmax */
-  tw_make(&t, block + 4, WAVE_F32, WAVE_ARGMAX, 4096, 1, 1, 1);
-  tw_check(d, &t, "no float64");
+  tvw_job t;   /* 32-bit rows still run argmin/argmax */
+  tvw_make(&t, block + 4, WAVE_F32, WAVE_ARGMAX, 4096, 1, 1, 1);
+  tvw_check(d, &t, "no float64");
   free(t.mask);
   free(block);
   wv_vk_close(d);
 
   wv_vk_options no_i64 = {.no_int64 = 1};
-  d = tw_open(&no_i64);
+  d = tvw_open(&no_i64);
   wv_vulkan_backend.caps(d, &c);
   ck_assert(!c.dtypes64 && !c.argminmax);
   ck_assert_msg(strstr(c.wide_why, "shaderInt64") != NULL, "%s", c.wide_why);
-  tw_refused(d, WAVE_S64, WAVE_MIN, "shaderInt64");
-  tw_refused(d, WAVE_U32, WAVE_ARGMIN, "shaderInt64");
+  tvw_refused(d, WAVE_S64, WAVE_MIN, "shaderInt64");
+  tvw_refused(d, WAVE_U32, WAVE_ARGMIN, "shaderInt64");
   wv_vk_close(d);
 }
 END_TEST
