@@ -37,35 +37,35 @@
 #include "core/reduce.h"
 #include "workers/vulkan/vk.h"
 
-static double bh_now(void)
+static double bvh_now(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int bh_cmp(const void *a, const void *b)
+static int bvh_cmp(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
 
-static double bh_median(double *v, int n)
+static double bvh_median(double *v, int n)
 {
-  qsort(v, (size_t)n, sizeof *v, bh_cmp);
+  qsort(v, (size_t)n, sizeof *v, bvh_cmp);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static uint64_t bh_rng = 0x853c49e6748fea9bull;
-static uint32_t bh_rand(void)
+static uint64_t bvh_rng = 0x853c49e6748fea9bull;
+static uint32_t bvh_rand(void)
 {
-  bh_rng = bh_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (uint32_t)(bh_rng >> 32);
+  bvh_rng = bvh_rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(bvh_rng >> 32);
 }
 
 /* A memfd of bytes, random floats of ordinary size (the float sum's fast
  * path; the u32 cases read the same bits). */
-static int bh_memfd(size_t bytes)
+static int bvh_memfd(size_t bytes)
 {
   int fd = memfd_create("wvbench-vkhost", MFD_CLOEXEC);
   if (fd < 0) {
@@ -79,7 +79,7 @@ static int bh_memfd(size_t bytes)
   for (size_t at = 0; at < bytes; at += CH * 4) {
     size_t n = bytes - at < CH * 4 ? (bytes - at) / 4 : CH;
     for (size_t i = 0; i < n; i++) {
-      float f = (float)(int32_t)bh_rand() * 0x1p-20f;
+      float f = (float)(int32_t)bvh_rand() * 0x1p-20f;
       memcpy(&buf[i], &f, 4);
     }
     if (write(fd, buf, n * 4) != (ssize_t)(n * 4)) {
@@ -92,23 +92,23 @@ static int bh_memfd(size_t bytes)
   return fd;
 }
 
-typedef struct bh_case {
+typedef struct bvh_case {
   const char *label;
   wave_dtype dt;
   wave_op op;
   uint64_t skew;     /* rows past the region's start */
-} bh_case;
+} bvh_case;
 
-static const bh_case bh_cases[] = {
+static const bvh_case bvh_cases[] = {
   {"u32 sum", WAVE_U32, WAVE_SUM, 0},
   {"u32 max", WAVE_U32, WAVE_MAX, 0},
   {"f32 sum", WAVE_F32, WAVE_SUM, 0},
   {"f32 extent", WAVE_F32, WAVE_EXTENT, 0},
   {"u32 sum, +4 bytes", WAVE_U32, WAVE_SUM, 1},
 };
-#define BH_NCASES (sizeof bh_cases / sizeof bh_cases[0])
+#define BH_NCASES (sizeof bvh_cases / sizeof bvh_cases[0])
 
-static int bh_open(int index, int no_import, wv_device **d)
+static int bvh_open(int index, int no_import, wv_device **d)
 {
   wv_device_config cfg = {.name = "vk", .backend = "vulkan", .index = index,
                           };
@@ -121,7 +121,7 @@ static int bh_open(int index, int no_import, wv_device **d)
   return 0;
 }
 
-static int bh_same(const wv_reduce_out *a, const wv_reduce_out *b)
+static int bvh_same(const wv_reduce_out *a, const wv_reduce_out *b)
 {
   return a->n_values == b->n_values && a->count == b->count &&
          a->bits[0] == b->bits[0] &&
@@ -131,15 +131,15 @@ static int bh_same(const wv_reduce_out *a, const wv_reduce_out *b)
 /* Import the region's mapping ro into dp (timed); where the driver
  * refuses the read-only mapping, a read-write mapping of the same memfd.
  * *base and *tag say which one the in-place figures are of. */
-static int bh_import(wv_device *dp, const uint32_t *ro, int fd, size_t bytes,
+static int bvh_import(wv_device *dp, const uint32_t *ro, int fd, size_t bytes,
                      uint64_t mib, const uint32_t **base, const char **tag)
 {
   *base = ro;
   *tag = "";
   wave_error e = {0};
-  double t0 = bh_now();
+  double t0 = bvh_now();
   int rc = wv_vk_host_register(dp, ro, bytes, &e);
-  double t_reg = bh_now() - t0;
+  double t_reg = bvh_now() - t0;
   if (rc != 0) {
     printf("import: PROT_READ mapping refused (%s): %s\n",
            wave_errname(rc), e.message);
@@ -149,9 +149,9 @@ static int bh_import(wv_device *dp, const uint32_t *ro, int fd, size_t bytes,
       return 1;
     }
     e = (wave_error){0};
-    t0 = bh_now();
+    t0 = bvh_now();
     rc = wv_vk_host_register(dp, rw, bytes, &e);
-    t_reg = bh_now() - t0;
+    t_reg = bvh_now() - t0;
     if (rc != 0) {
       printf("import: PROT_READ|PROT_WRITE mapping refused too (%s): %s\n",
              wave_errname(rc), e.message);
@@ -173,7 +173,7 @@ static int bh_import(wv_device *dp, const uint32_t *ro, int fd, size_t bytes,
  * reduced in place (a u32 sum, best of 3, against the reference).  Run
  * before and after the memfd import, so a refusal there that spoils later
  * imports shows. */
-static void bh_probe(wv_device *dp, const char *when)
+static void bvh_probe(wv_device *dp, const char *when)
 {
   const size_t bytes = (size_t)64 << 20;
   for (int touch = 0; touch < 2; touch++) {
@@ -199,7 +199,7 @@ static void bh_probe(wv_device *dp, const char *when)
     return;
   }
   for (size_t i = 0; i < bytes / 4; i++)
-    ((uint32_t *)p)[i] = bh_rand();
+    ((uint32_t *)p)[i] = bvh_rand();
   wv_span in = {p, bytes / 4};
   wv_reduce_job job = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &in,
                        .n_input = 1, .rows = bytes / 4};
@@ -209,13 +209,13 @@ static void bh_probe(wv_device *dp, const char *when)
   int same = 1;
   uint64_t before = dp->inplace_rows;
   for (int r = 0; r < 3; r++) {
-    double t0 = bh_now();
+    double t0 = bvh_now();
     if (wv_vk_reduce(dp, &job, &got, &e) != 0) {
       printf("probe %s: reduce from host_alloc memory: %s\n", when,
              e.message);
       break;
     }
-    double t = bh_now() - t0;
+    double t = bvh_now() - t0;
     best = t < best ? t : best;
     same &= got.bits[0] == want.bits[0];
   }
@@ -229,7 +229,7 @@ static void bh_probe(wv_device *dp, const char *when)
  * copy path (dc) and in place (dp), their medians printed.  *bad is set
  * on a wrong answer.  Returns 0 to go on with the next case, 1 to stop
  * (the reps were skipped or one failed), -1 where the bench cannot go on. */
-static int bh_case_run(wv_device *dp, wv_device *dc, const bh_case *bc,
+static int bvh_case_run(wv_device *dp, wv_device *dc, const bvh_case *bc,
                        const uint32_t *base, uint64_t region_rows, int reps,
                        double *tc, double *tp, const char *tag, int *bad)
 {
@@ -253,7 +253,7 @@ static int bh_case_run(wv_device *dp, wv_device *dc, const bh_case *bc,
     return -1;
   }
   uint64_t inplace = dp->inplace_rows - inplace0;
-  if (!bh_same(&oc, &want) || !bh_same(&op, &want)) {
+  if (!bvh_same(&oc, &want) || !bvh_same(&op, &want)) {
     printf("%s: WRONG: copy %08x %08x, in place %08x %08x, reference "
            "%08x %08x\n", bc->label, (unsigned)oc.bits[0],
            (unsigned)oc.bits[1], (unsigned)op.bits[0], (unsigned)op.bits[1],
@@ -262,13 +262,13 @@ static int bh_case_run(wv_device *dp, wv_device *dc, const bh_case *bc,
     return 0;
   }
   for (int r = 0; r < reps && !*bad; r++) {
-    t0 = bh_now();
+    t0 = bvh_now();
     rc = wv_vk_reduce(dc, &job, &oc, &e);
-    tc[r] = bh_now() - t0;
-    t0 = bh_now();
+    tc[r] = bvh_now() - t0;
+    t0 = bvh_now();
     rc |= wv_vk_reduce(dp, &job, &op, &e);
-    tp[r] = bh_now() - t0;
-    if (rc != 0 || !bh_same(&oc, &op)) {
+    tp[r] = bvh_now() - t0;
+    if (rc != 0 || !bvh_same(&oc, &op)) {
       printf("%s: rep %d: %s\n", bc->label, r,
              rc != 0 ? e.message : "the two paths differ");
       *bad = 1;
@@ -276,7 +276,7 @@ static int bh_case_run(wv_device *dp, wv_device *dc, const bh_case *bc,
   }
   if (*bad)
     return 1;
-  double mc = bh_median(tc, reps), mp = bh_median(tp, reps);
+  double mc = bvh_median(tc, reps), mp = bvh_median(tp, reps);
   double gb = (double)rows * 4 * 1e-9;
   printf("%s: copy %.2f ms (%.2f GB/s), in place%s %.2f ms (%.2f GB/s), "
          "copy/in-place %.2f; %" PRIu64 " of %" PRIu64 " rows in place\n",
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
   if (reps < 1)
     reps = 1;
   wv_device *dp, *dc;
-  if (bh_open(index, 0, &dp) != 0 || bh_open(index, 1, &dc) != 0)
+  if (bvh_open(index, 0, &dp) != 0 || bvh_open(index, 1, &dc) != 0)
     return 1;
   int cpu = dp->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   if (mib == 0)
@@ -313,7 +313,7 @@ int main(int argc, char **argv)
   const size_t bytes = (size_t)mib << 20;
   const uint64_t region_rows = bytes / 4;
   printf("device: %s\n", dp->description);
-  int fd = bh_memfd(bytes);
+  int fd = bvh_memfd(bytes);
   if (fd < 0)
     return 1;
   const uint32_t *ro = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
@@ -337,9 +337,9 @@ int main(int argc, char **argv)
 
   const uint32_t *base;
   const char *tag;
-  bh_probe(dp, "before");
-  int refused = bh_import(dp, ro, fd, bytes, mib, &base, &tag);
-  bh_probe(dp, "after the region's import");
+  bvh_probe(dp, "before");
+  int refused = bvh_import(dp, ro, fd, bytes, mib, &base, &tag);
+  bvh_probe(dp, "after the region's import");
   if (refused)
     return 1;
 
@@ -349,16 +349,16 @@ int main(int argc, char **argv)
   if (tc == NULL || tp == NULL)
     return 1;
   for (size_t c = 0; c < BH_NCASES; c++) {
-    int rc = bh_case_run(dp, dc, &bh_cases[c], base, region_rows, reps, tc,
+    int rc = bvh_case_run(dp, dc, &bvh_cases[c], base, region_rows, reps, tc,
                          tp, tag, &bad);
     if (rc < 0)
       return 1;
     if (rc > 0)
       break;
   }
-  double t0 = bh_now();
+  double t0 = bvh_now();
   wv_vk_host_unregister(dp, base, bytes);
-  printf("import: host_unregister in %.2f ms\n", (bh_now() - t0) * 1e3);
+  printf("import: host_unregister in %.2f ms\n", (bvh_now() - t0) * 1e3);
   free(tc);
   free(tp);
   wv_vk_close(dp);

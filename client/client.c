@@ -142,6 +142,7 @@ static int cl_open(wave_client **out, const char *url,
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   }
   pthread_mutex_init(&c->names_mu, NULL);
+  wv_q_init(&c->names);
   c->ipc = strncmp(url, "ipc://", 6) == 0;
   c->trust_uid = cl_trust_uid();
   c->service_uid = c->ipc ? cl_service_uid() : -1;
@@ -213,10 +214,8 @@ void wave_client_close(wave_client *c)
     memset(c->token, 0, strlen(c->token));
   free(c->token);
   free(c->url);
-  for (struct wv_name *n = c->names, *next; n != NULL; n = next) {
-    next = n->next;
-    free(n);
-  }
+  for (wv_qnode *q; (q = wv_q_pop(&c->names)) != NULL;)
+    free(WV_Q_ENTRY(q, struct wv_name, q));
   pthread_mutex_destroy(&c->names_mu);
   free(c);
 }
@@ -245,9 +244,13 @@ int wv_client_name(wave_client *c, const char *s, const char **out,
    * exchanges): a list is fast enough, and pointers handed out stay put. */
   int code = 0;
   pthread_mutex_lock(&c->names_mu);
-  struct wv_name *n = c->names;
-  while (n != NULL && strcmp(n->s, s) != 0)
-    n = n->next;
+  struct wv_name *n = NULL;
+  wv_qnode *q;
+  WV_Q_EACH(q, &c->names)
+    if (strcmp(WV_Q_ENTRY(q, struct wv_name, q)->s, s) == 0) {
+      n = WV_Q_ENTRY(q, struct wv_name, q);
+      break;
+    }
   if (n == NULL) {
     size_t len = strlen(s) + 1;
     if (c->n_names >= WAVE_CLIENT_NAMES_MAX)
@@ -257,8 +260,7 @@ int wv_client_name(wave_client *c, const char *s, const char **out,
       code = wv_seterr(err, WAVE_ENOMEM, NULL);
     else {
       memcpy(n->s, s, len);
-      n->next = c->names;
-      c->names = n;
+      wv_q_push_head(&c->names, &n->q);
       c->n_names++;
     }
   }

@@ -15,6 +15,7 @@
 
 #include <nng/nng.h>
 
+#include "core/queue.h"
 #include "proto/wave.pb-c.h"
 #include "wave/client.h"
 
@@ -30,7 +31,7 @@
 
 /* One name a result may point at (wv_client_name). */
 struct wv_name {
-  struct wv_name *next;
+  wv_qnode q;                   /* wave_client.names, newest first */
   char s[];
 };
 
@@ -48,7 +49,7 @@ struct wave_client {
   struct wv_dial *dial;         /* a bounded dial that ran out of time and
                                    still runs (access.c) */
   pthread_mutex_t names_mu;     /* guards names */
-  struct wv_name *names;        /* the names results point at */
+  wv_qnode names;               /* wv_name.q: the names results point at */
   size_t n_names;
 };
 

@@ -53,7 +53,7 @@ void wv_fleet_urls_free(char **urls, size_t n)
 }
 
 /* Run argv, return its standard output (allocated, NUL-terminated). */
-static int cf_capture(char *const argv[], char **out, wave_error *err)
+static int cfl_capture(char *const argv[], char **out, wave_error *err)
 {
   int fd[2];
   *out = NULL;
@@ -103,7 +103,7 @@ static int cf_capture(char *const argv[], char **out, wave_error *err)
   return 0;
 }
 
-static int cf_push(char ***urls, size_t *n, const char *s, size_t len,
+static int cfl_push(char ***urls, size_t *n, const char *s, size_t len,
                    wave_error *err)
 {
   char **nu = realloc(*urls, (*n + 1) * sizeof *nu);
@@ -116,7 +116,7 @@ static int cf_push(char ***urls, size_t *n, const char *s, size_t len,
   return 0;
 }
 
-static int cf_slurm(const char *spec, char ***urls, size_t *n,
+static int cfl_slurm(const char *spec, char ***urls, size_t *n,
                     wave_error *err)
 {
   uint64_t port = 5555;
@@ -143,7 +143,7 @@ static int cf_slurm(const char *spec, char ***urls, size_t *n,
                      "not set (run inside a Slurm job)");
   char *names;
   char *av[] = {"scontrol", "show", "hostnames", (char *)nodelist, NULL};
-  int rc = cf_capture(av, &names, err);
+  int rc = cfl_capture(av, &names, err);
   if (rc != 0)
     return rc;
   size_t idx = 0;
@@ -151,7 +151,7 @@ static int cf_slurm(const char *spec, char ***urls, size_t *n,
        name != NULL; name = strtok_r(NULL, " \t\r\n", &save), idx++) {
     char *info;
     char *bv[] = {"scontrol", "-o", "show", "node", name, NULL};
-    if ((rc = cf_capture(bv, &info, err)) != 0)
+    if ((rc = cfl_capture(bv, &info, err)) != 0)
       break;
     const char *addr = strstr(info, "NodeAddr=");
     size_t alen = 0;
@@ -177,7 +177,7 @@ static int cf_slurm(const char *spec, char ***urls, size_t *n,
       rc = wv_seterr(err, WAVE_EARG, "--fleet slurm: node address too long");
       break;
     }
-    if ((rc = cf_push(urls, n, url, (size_t)ul, err)) != 0)
+    if ((rc = cfl_push(urls, n, url, (size_t)ul, err)) != 0)
       break;
   }
   free(names);
@@ -194,7 +194,7 @@ int wv_fleet_urls(const char *spec, char ***urls, size_t *n, wave_error *err)
   if (spec == NULL || spec[0] == '\0')
     return wv_seterr(err, WAVE_EARG, "--fleet: empty");
   if (strncmp(spec, "slurm", 5) == 0 && (spec[5] == '\0' || spec[5] == ':'))
-    rc = cf_slurm(spec, urls, n, err);
+    rc = cfl_slurm(spec, urls, n, err);
   else {
     rc = 0;
     for (const char *p = spec; rc == 0;) {
@@ -203,7 +203,7 @@ int wv_fleet_urls(const char *spec, char ***urls, size_t *n, wave_error *err)
         rc = wv_seterr(err, WAVE_EARG, "--fleet: empty URL in '%s'", spec);
         break;
       }
-      rc = cf_push(urls, n, p, len, err);
+      rc = cfl_push(urls, n, p, len, err);
       if (p[len] == '\0')
         break;
       p += len + 1;
@@ -236,21 +236,21 @@ int wv_status_ready(const wave_status *s)
 
 /* ---- the commands ------------------------------------------------------- */
 
-static wave_fleet *volatile cf_active;
-static volatile sig_atomic_t cf_tty;
+static wave_fleet *volatile cfl_active;
+static volatile sig_atomic_t cfl_tty;
 
-static void cf_on_sigint(int sig)
+static void cfl_on_sigint(int sig)
 {
   (void)sig;
-  if (cf_active != NULL)
-    wave_fleet_cancel(cf_active);
+  if (cfl_active != NULL)
+    wave_fleet_cancel(cfl_active);
   signal(SIGINT, SIG_DFL);  /* a second Ctrl-C kills at once */
 }
 
-static void cf_progress(const wave_fleet_progress *p, void *arg)
+static void cfl_progress(const wave_fleet_progress *p, void *arg)
 {
   (void)arg;
-  if (!cf_tty)
+  if (!cfl_tty)
     return;
   double frac = p->total ? (double)p->done / (double)p->total : 0.0;
   fprintf(stderr, "\r%5.1f%%  %.3g/s  %zu daemons%s%zu failed  %.1f s\033[K",
@@ -326,7 +326,7 @@ int wv_fleet_rehash(void *arg, const char *pack, uint64_t nonce,
   return 0;
 }
 
-static void cf_members(const wave_fleet *fl, FILE *f,
+static void cfl_members(const wave_fleet *fl, FILE *f,
                        const wave_fleet_member *m, size_t n, int json)
 {
   for (size_t i = 0; i < n; i++) {
@@ -356,7 +356,7 @@ static void cf_members(const wave_fleet *fl, FILE *f,
   }
 }
 
-static int cf_open(const wv_args *a, wave_fleet **f, wave_error *err)
+static int cfl_open(const wv_args *a, wave_fleet **f, wave_error *err)
 {
   char **urls;
   size_t n;
@@ -381,7 +381,7 @@ static int cf_open(const wv_args *a, wave_fleet **f, wave_error *err)
 int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
 {
   wave_fleet *f;
-  int rc = cf_open(a, &f, err);
+  int rc = cfl_open(a, &f, err);
   if (rc != 0)
     return rc;
   if (a->outputs) {
@@ -405,15 +405,15 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
   wave_fleet_hash_result r;
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = cf_on_sigint;
+  sa.sa_handler = cfl_on_sigint;
   sigemptyset(&sa.sa_mask);
-  cf_tty = isatty(STDERR_FILENO);
-  cf_active = f;
+  cfl_tty = isatty(STDERR_FILENO);
+  cfl_active = f;
   sigaction(SIGINT, &sa, &old);
-  rc = wave_fleet_hash(f, &q, &o, &r, cf_progress, NULL, err);
+  rc = wave_fleet_hash(f, &q, &o, &r, cfl_progress, NULL, err);
   sigaction(SIGINT, &old, NULL);
-  cf_active = NULL;
-  if (cf_tty)
+  cfl_active = NULL;
+  if (cfl_tty)
     fputs("\r\033[K", stderr);
   if (rc == 0) {
     double rate = r.seconds > 0 ? (double)r.hashes / r.seconds : 0.0;
@@ -435,7 +435,7 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
              PRIu64 ", \"retried\": %" PRIu64 ", \"failed\": %zu, "
              "\"daemons\": [", r.winner_count, r.hashes, r.seconds, rate,
              r.pieces, r.retried, r.n_failed);
-      cf_members(f, stdout, r.members, r.n_members, 1);
+      cfl_members(f, stdout, r.members, r.n_members, 1);
       printf("]}");
       if (r.segments != NULL) {
         printf(", \"segments\": [");
@@ -462,10 +462,10 @@ int wv_ctl_fleet_hash(const wv_args *a, wave_error *err)
       for (uint64_t i = 0; r.segments != NULL && i < r.segment_count; i++)
         printf("segment %" PRIu64 " %016" PRIx64 "\n",
                (q.nonce >> r.segment_log2) + i, r.segments[i]);
-      cf_members(f, stderr, r.members, r.n_members, 0);
+      cfl_members(f, stderr, r.members, r.n_members, 0);
     }
   } else if (r.members != NULL) {
-    cf_members(f, stderr, r.members, r.n_members, 0);
+    cfl_members(f, stderr, r.members, r.n_members, 0);
   }
   wave_fleet_hash_result_free(&r);
   wave_fleet_close(f);
@@ -477,7 +477,7 @@ int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
                         wave_error *err)
 {
   wave_fleet *f;
-  int rc = cf_open(a, &f, err);
+  int rc = cfl_open(a, &f, err);
   if (rc != 0)
     return rc;
   wave_reduce_request q = {
@@ -495,7 +495,7 @@ int wv_ctl_fleet_reduce(const wv_args *a, const wave_chunk *chunks,
   if (r.members != NULL) {
     fprintf(stderr, "fleet: %" PRIu64 " pieces, %" PRIu64 " retried, %zu "
             "daemons dropped\n", r.pieces, r.retried, r.n_failed);
-    cf_members(f, stderr, r.members, r.n_members, 0);
+    cfl_members(f, stderr, r.members, r.n_members, 0);
   }
   wave_fleet_reduce_result_free(&r);
   wave_fleet_close(f);

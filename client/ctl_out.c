@@ -292,7 +292,7 @@ void wv_print_hash(FILE *f, const wave_hash_request *q,
 
 /* A pack check in one word: the daemon's state ("pending", "ok", "failed",
  * "none"); an older daemon sends no state, only ok. */
-static const char *ctl_check_word(int ok, const char *state)
+static const char *out_check_word(int ok, const char *state)
 {
   if (state[0] != '\0')
     return state;
@@ -555,7 +555,7 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
               d->exchange_reason[0] ? ")" : "");
     for (size_t k = 0; k < d->n_packs; k++) {
       fprintf(f, "  pack       %s: %s", d->packs[k].pack,
-              ctl_check_word(d->packs[k].ok, d->packs[k].state));
+              out_check_word(d->packs[k].ok, d->packs[k].state));
       out_detail(f, d->packs[k].state, d->packs[k].detail);
       if (d->packs[k].hash_rate > 0)
         fprintf(f, ", %.4g hashes/s measured", d->packs[k].hash_rate);
@@ -603,7 +603,7 @@ void wv_print_packs(FILE *f, const wave_pack_info *p, size_t n, int json)
     fputc('\n', f);
     for (size_t k = 0; k < p[i].n_devices; k++) {
       fprintf(f, "  %-12s %s", p[i].devices[k].device,
-              ctl_check_word(p[i].devices[k].ok, p[i].devices[k].state));
+              out_check_word(p[i].devices[k].ok, p[i].devices[k].state));
       out_detail(f, p[i].devices[k].state, p[i].devices[k].detail);
       fputc('\n', f);
     }

@@ -27,7 +27,7 @@
 
 /* n bool mask rows at [off, off + n) of fd, widened to uint32 rows at
  * dst (wv_mask_widen), a block at a time. */
-static int rg_widen_fd(const char *path, int fd, size_t off, size_t n,
+static int crg_widen_fd(const char *path, int fd, size_t off, size_t n,
                        unsigned char *dst, wave_error *err)
 {
   unsigned char buf[16384];
@@ -46,7 +46,7 @@ static int rg_widen_fd(const char *path, int fd, size_t off, size_t n,
 }
 
 /* The layout of one open file of size bytes, decided from its head. */
-static int rg_decide(const char *path, int fd, size_t size, wv_format fmt,
+static int crg_decide(const char *path, int fd, size_t size, wv_format fmt,
                      wave_dtype dt, wv_layout *lay, wave_error *err)
 {
   unsigned char head[WV_FORMAT_HEAD];
@@ -92,7 +92,7 @@ int wv_region_load(const char *const *paths, size_t n, size_t n_inputs,
     /* a bool mask is decided now, for the room its uint32 rows take */
     wv_layout *lay = &lays[opened];
     if (opened >= n_inputs &&
-        (rc = rg_decide(p, fds[opened], sizes[opened], fmt, WV_DTYPE_MASK,
+        (rc = crg_decide(p, fds[opened], sizes[opened], fmt, WV_DTYPE_MASK,
                         lay, err)) != 0) {
       opened++;
       goto out;
@@ -108,7 +108,7 @@ int wv_region_load(const char *const *paths, size_t n, size_t n_inputs,
   unsigned char *base = wave_region_data(*out);
   for (size_t i = 0; i < n; i++) {
     if (lays[i].row == 1) {
-      if ((rc = rg_widen_fd(paths[i], fds[i], lays[i].offset,
+      if ((rc = crg_widen_fd(paths[i], fds[i], lays[i].offset,
                             (size_t)lays[i].bytes, base + offs[i], err)) != 0)
         goto fail;
       ext[i] = (wave_extent){*out, offs[i], (size_t)lays[i].bytes * 4};
@@ -162,14 +162,14 @@ out:
 
 /* A bool mask file (lay->row 1) as a memfd region of its rows widened to
  * uint32, registered: the daemon's regions take uint32 masks only. */
-static int rg_mask_region(wave_client *c, const char *path, int fd,
+static int crg_mask_region(wave_client *c, const char *path, int fd,
                           const wv_layout *lay, wave_region **out,
                           wave_error *err)
 {
   size_t n = (size_t)lay->bytes;
   int rc = wave_region_create(out, n ? n * 4 : RG_ALIGN, "wavectl", err);
   if (rc == 0)
-    rc = rg_widen_fd(path, fd, lay->offset, n, wave_region_data(*out), err);
+    rc = crg_widen_fd(path, fd, lay->offset, n, wave_region_data(*out), err);
   if (rc == 0)
     rc = wave_region_register(c, *out, err);
   return rc;
@@ -193,13 +193,13 @@ int wv_copy_load(wave_client *c, const char *const *paths, size_t n,
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
       rc = 1;
     else  /* decided first: an empty file is refused or not as elsewhere */
-      rc = rg_decide(paths[i], fd, (size_t)st.st_size, fmt,
+      rc = crg_decide(paths[i], fd, (size_t)st.st_size, fmt,
                      i < n_inputs ? dtype : WV_DTYPE_MASK, &lay, err);
     if (rc == 0 && (st.st_size == 0 || lay.format == WV_FMT_TEXT))
       rc = 1;  /* the daemon takes no empty region; text is parsed here */
     if (rc == 0) {
       int e = lay.row == 1
-                  ? rg_mask_region(c, paths[i], fd, &lay, &regions[i], err)
+                  ? crg_mask_region(c, paths[i], fd, &lay, &regions[i], err)
               : copy ? wave_region_copy_fd(c, fd, (size_t)st.st_size,
                                            "wavectl", &regions[i], err)
                      : wave_region_file_fd(c, fd, (size_t)st.st_size,

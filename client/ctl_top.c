@@ -33,7 +33,7 @@
  * too, in non-canonical mode with ISIG kept, so Ctrl-C is SIGINT: the
  * handlers only set flags, which end the wait (poll without SA_RESTART).
  * q, Ctrl-C, SIGTERM and SIGHUP quit; every exit path, errors included,
- * restores the terminal (tp_term_restore), and a second Ctrl-C while a
+ * restores the terminal (top_term_restore), and a second Ctrl-C while a
  * call waits on a daemon that does not answer restores it in the handler
  * and exits 130.  Ctrl-Z restores it, stops, and takes the screen back on
  * SIGCONT.  Off a terminal, or with --once, one frame is printed: status
@@ -74,17 +74,17 @@ int wv_top_busy(unsigned running, unsigned n, uint64_t busy_ms,
 
 /* ---- the frame -------------------------------------------------------- */
 
-/* Lines go through tp_line: cut at the width, and no byte of the
+/* Lines go through top_line: cut at the width, and no byte of the
  * daemon's (a device name, a fault) can move the cursor. */
-typedef struct tp_out {
+typedef struct top_out {
   FILE *f;
   unsigned width, height, lines;
-} tp_out;
+} top_out;
 
-static void tp_line(tp_out *o, const char *fmt, ...)
+static void top_line(top_out *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void tp_line(tp_out *o, const char *fmt, ...)
+static void top_line(top_out *o, const char *fmt, ...)
 {
   char buf[1024];
   va_list ap;
@@ -103,13 +103,13 @@ static void tp_line(tp_out *o, const char *fmt, ...)
   o->lines++;
 }
 
-static const char *tp_dev_state(const wave_device_status *d)
+static const char *top_dev_state(const wave_device_status *d)
 {
   return d->faulted ? "FAULTED" : d->running ? "running" : "idle";
 }
 
 /* The rate of the running jobs on device d alone (0: none). */
-static double tp_dev_rate(const wv_top_view *v, const char *d)
+static double top_dev_rate(const wv_top_view *v, const char *d)
 {
   double r = 0;
   for (size_t i = 0; i < v->n_jobs; i++) {
@@ -123,7 +123,7 @@ static double tp_dev_rate(const wv_top_view *v, const char *d)
 
 /* "63C" and "215W" or "215/700W" from what the device's health source
  * read; what it did not read stays "-". */
-static void tp_health(const wave_device_status *d, char *temp, size_t nt,
+static void top_health(const wave_device_status *d, char *temp, size_t nt,
                       char *power, size_t np)
 {
   unsigned h = d->health_have;
@@ -135,7 +135,7 @@ static void tp_health(const wave_device_status *d, char *temp, size_t nt,
     snprintf(power, np, "%.0fW", d->power_w);
 }
 
-static void tp_devices(tp_out *o, const wv_top_view *v)
+static void top_devices(top_out *o, const wv_top_view *v)
 {
   const wave_status *s = v->s;
   int w = 6;
@@ -144,7 +144,7 @@ static void tp_devices(tp_out *o, const wv_top_view *v)
       w = (int)strlen(s->devices[i].name);
   if (w > 24)
     w = 24;
-  tp_line(o, "%-*s %-7s %-7s %9s %4s %12s %5s %9s", w, "DEVICE", "BACKEND",
+  top_line(o, "%-*s %-7s %-7s %9s %4s %12s %5s %9s", w, "DEVICE", "BACKEND",
           "STATE", "QUEUE", "BUSY", "RATE", "TEMP", "POWER");
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
@@ -153,24 +153,24 @@ static void tp_devices(tp_out *o, const wv_top_view *v)
     int b = v->busy ? v->busy[i] : -1;
     if (b >= 0)
       snprintf(busy, sizeof busy, "%d%%", b);
-    wv_fmt_rate(rate, sizeof rate, tp_dev_rate(v, d->name));
+    wv_fmt_rate(rate, sizeof rate, top_dev_rate(v, d->name));
     char temp[16] = "-", power[32] = "-";
-    tp_health(d, temp, sizeof temp, power, sizeof power);
-    tp_line(o, "%-*.*s %-7.7s %-7s %9s %4s %12s %5s %9s", w, w, d->name,
-            d->backend, tp_dev_state(d), q, busy, rate, temp, power);
+    top_health(d, temp, sizeof temp, power, sizeof power);
+    top_line(o, "%-*.*s %-7.7s %-7s %9s %4s %12s %5s %9s", w, w, d->name,
+            d->backend, top_dev_state(d), q, busy, rate, temp, power);
   }
   for (size_t i = 0; i < s->n_devices; i++) {
     const wave_device_status *d = &s->devices[i];
     if (d->faulted)
-      tp_line(o, "  %s: %s", d->name, d->fault);
+      top_line(o, "  %s: %s", d->name, d->fault);
     if ((d->health_have & WAVE_HEALTH_THROTTLE) && d->throttle &&
         d->throttle[0] != '\0')
-      tp_line(o, "  %s: throttled: %s", d->name, d->throttle);
+      top_line(o, "  %s: throttled: %s", d->name, d->throttle);
   }
 }
 
 /* "[###-------]  35.2%" */
-static void tp_bar(char *buf, size_t n, const wave_job_info *j)
+static void top_bar(char *buf, size_t n, const wave_job_info *j)
 {
   enum { W = 10 };
   double frac = j->total ? (double)j->done / (double)j->total : 0.0;
@@ -184,7 +184,7 @@ static void tp_bar(char *buf, size_t n, const wave_job_info *j)
   snprintf(buf, n, "[%s] %5.1f%%", bar, frac * 100.0);
 }
 
-static void tp_jobs(tp_out *o, const wv_top_view *v)
+static void top_jobs(top_out *o, const wv_top_view *v)
 {
   size_t live = 0, multi = 0;
   int w = 3, ow = 5;
@@ -203,10 +203,10 @@ static void tp_jobs(tp_out *o, const wv_top_view *v)
       w = n;
   }
   if (live == 0) {
-    tp_line(o, "no hash jobs queued or running");
+    top_line(o, "no hash jobs queued or running");
     return;
   }
-  tp_line(o, "%-*s %-*s %-4s %-9s %-19s %11s %6s  %s", w, "JOB", ow, "OWNER",
+  top_line(o, "%-*s %-*s %-4s %-9s %-19s %11s %6s  %s", w, "JOB", ow, "OWNER",
           "KIND", "STATE", "PROGRESS", "RATE", "ETA", "DEVICE");
   /* the rows the terminal has room for below, less the note and the
    * footer; when they do not all fit, one line says how many are left */
@@ -224,7 +224,7 @@ static void tp_jobs(tp_out *o, const wv_top_view *v)
       continue;
     shown++;
     char bar[48], rate[32], eta[32] = "-", dev[160], wait[512];
-    tp_bar(bar, sizeof bar, j);
+    top_bar(bar, sizeof bar, j);
     wv_fmt_rate(rate, sizeof rate, wv_job_rate(j));
     if (j->state == WAVE_JOB_RUNNING)
       wv_fmt_eta(eta, sizeof eta, wv_job_eta(j));
@@ -234,21 +234,21 @@ static void tp_jobs(tp_out *o, const wv_top_view *v)
       snprintf(dev, sizeof dev, "%s", j->device);
     wv_job_waiting(j, wait, sizeof wait);
     const char *owner = j->owner != NULL && j->owner[0] ? j->owner : "-";
-    tp_line(o, "%-*" PRIu64 " %-*.*s %-4s %-9s %-19s %11s %6s  %s%s%s", w,
+    top_line(o, "%-*" PRIu64 " %-*.*s %-4s %-9s %-19s %11s %6s  %s%s%s", w,
             j->job_id, ow, ow, owner, "hash", wv_job_state_name(j->state), bar, rate,
             eta, dev, wait[0] ? "  " : "", wait);
   }
   if (shown < live)
-    tp_line(o, "... and %zu more (wavectl jobs lists them all)",
+    top_line(o, "... and %zu more (wavectl jobs lists them all)",
             live - shown);
   if (multi > 0)
-    tp_line(o, "(NAME+N: a job over N more devices; its rate is on its "
+    top_line(o, "(NAME+N: a job over N more devices; its rate is on its "
             "row only)");
 }
 
 void wv_top_frame(FILE *f, const wv_top_view *v)
 {
-  tp_out o = {f, v->width, v->height, 0};
+  top_out o = {f, v->width, v->height, 0};
   const wave_status *s = v->s;
   char up[32];
   wv_fmt_eta(up, sizeof up, (double)s->uptime_ms / 1000.0);
@@ -258,20 +258,20 @@ void wv_top_frame(FILE *f, const wv_top_view *v)
     queued += v->jobs[i].state == WAVE_JOB_QUEUED;
     prep += v->jobs[i].state == WAVE_JOB_PREPARING;
   }
-  tp_line(&o, "wavedd %s at %s  up %s  %s%s%s", s->version,
+  top_line(&o, "wavedd %s at %s  up %s  %s%s%s", s->version,
           v->url ? v->url : "?", up, wv_status_ready(s) ? "ready" :
           "not ready", v->clock ? "  " : "", v->clock ? v->clock : "");
-  tp_line(&o, "hash jobs: %zu running, %zu queued, %zu preparing;  "
+  top_line(&o, "hash jobs: %zu running, %zu queued, %zu preparing;  "
           "jobs served %" PRIu64 ", failed %" PRIu64 ", cancelled %" PRIu64,
           run, queued, prep, s->jobs_served, s->jobs_failed,
           s->jobs_cancelled);
-  tp_line(&o, "%s", "");
-  tp_devices(&o, v);
-  tp_line(&o, "%s", "");
-  tp_jobs(&o, v);
+  top_line(&o, "%s", "");
+  top_devices(&o, v);
+  top_line(&o, "%s", "");
+  top_jobs(&o, v);
   if (v->tty) {
-    tp_line(&o, "%s", "");
-    tp_line(&o, "q or Ctrl-C: quit    (wavectl help top: what each column "
+    top_line(&o, "%s", "");
+    top_line(&o, "q or Ctrl-C: quit    (wavectl help top: what each column "
             "is)");
   }
 }
@@ -305,7 +305,7 @@ void wv_top_json(FILE *f, const wv_top_view *v)
       fprintf(f, "%d", b);
     else
       fputs("null", f);
-    double r = tp_dev_rate(v, d->name);
+    double r = top_dev_rate(v, d->name);
     if (r > 0)
       fprintf(f, ", \"hash_rate\": %.6g", r);
     else
@@ -367,16 +367,16 @@ void wv_top_json(FILE *f, const wv_top_view *v)
 /* The status samples of one interval: per device, how many found it
  * running, and its busy_ms and the uptime where the interval began.  A
  * reload that changes the device count starts over. */
-typedef struct tp_samples {
+typedef struct top_samples {
   size_t n_devices;
   unsigned n;
   unsigned *running;
   uint64_t *busy0, up0;
   int have0;
   int *busy;            /* the shares of the interval that ended last */
-} tp_samples;
+} top_samples;
 
-static int tp_sample(tp_samples *t, const wave_status *s, wave_error *err)
+static int top_sample(top_samples *t, const wave_status *s, wave_error *err)
 {
   if (t->n_devices != s->n_devices || t->running == NULL) {
     free(t->running);
@@ -408,7 +408,7 @@ static int tp_sample(tp_samples *t, const wave_status *s, wave_error *err)
 /* The interval ends at s, the last sample: its shares become what the
  * frame shows, and the next one starts there with no samples.  (A daemon
  * restarted meanwhile has a smaller uptime: the samples decide.) */
-static void tp_interval(tp_samples *t, const wave_status *s)
+static void top_interval(top_samples *t, const wave_status *s)
 {
   uint64_t dup = s->uptime_ms > t->up0 ? s->uptime_ms - t->up0 : 0;
   for (size_t i = 0; i < t->n_devices; i++) {
@@ -422,14 +422,14 @@ static void tp_interval(tp_samples *t, const wave_status *s)
   t->n = 0;
 }
 
-static void tp_samples_free(tp_samples *t)
+static void top_samples_free(top_samples *t)
 {
   free(t->busy0);
   free(t->running);
   free(t->busy);
 }
 
-static uint64_t tp_now_ms(void)
+static uint64_t top_now_ms(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -437,7 +437,7 @@ static uint64_t tp_now_ms(void)
 }
 
 /* One status call into *s (the previous one freed). */
-static int tp_status(wave_client *c, wave_status **s, tp_samples *t,
+static int top_status(wave_client *c, wave_status **s, top_samples *t,
                      wave_error *err)
 {
   wave_status *n;
@@ -446,12 +446,12 @@ static int tp_status(wave_client *c, wave_status **s, tp_samples *t,
     return rv;
   wave_status_free(*s);
   *s = n;
-  return tp_sample(t, n, err);
+  return top_sample(t, n, err);
 }
 
 /* Draw one frame of s and the jobs the daemon lists now into f. */
-static int tp_draw(wave_client *c, FILE *f, const wave_status *s,
-                   const tp_samples *t, unsigned width, unsigned height,
+static int top_draw(wave_client *c, FILE *f, const wave_status *s,
+                   const top_samples *t, unsigned width, unsigned height,
                    int tty, int json, wave_error *err)
 {
   wave_job_info *jobs = NULL;
@@ -478,9 +478,9 @@ static int tp_draw(wave_client *c, FILE *f, const wave_status *s,
 }
 
 /* --once, or stdout not a terminal: a second of samples, one frame. */
-static int tp_once(wave_client *c, int json, wave_error *err)
+static int top_once(wave_client *c, int json, wave_error *err)
 {
-  tp_samples t = {0};
+  top_samples t = {0};
   wave_status *s = NULL;
   int rv = 0;
   for (int i = 0; i <= TP_SAMPLES_PER_S && rv == 0; i++) {
@@ -489,14 +489,14 @@ static int tp_once(wave_client *c, int json, wave_error *err)
       while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
       }
     }
-    rv = tp_status(c, &s, &t, err);
+    rv = top_status(c, &s, &t, err);
   }
   if (rv == 0) {
-    tp_interval(&t, s);
-    rv = tp_draw(c, stdout, s, &t, 0, 0, 0, json, err);
+    top_interval(&t, s);
+    rv = top_draw(c, stdout, s, &t, 0, 0, 0, json, err);
   }
   wave_status_free(s);
-  tp_samples_free(&t);
+  top_samples_free(&t);
   return rv;
 }
 
@@ -504,43 +504,44 @@ static int tp_once(wave_client *c, int json, wave_error *err)
 
 /* The terminal as found, for every way out, the signal handler's too (one
  * top per process). */
-static struct termios tp_saved;
-static volatile sig_atomic_t tp_quit, tp_winch, tp_tstp, tp_keys_on,
-    tp_screen_on;
-static const char tp_back[] = "\033[?25h\033[?1049l";
+static struct termios top_saved;
+static volatile sig_atomic_t top_quit, top_winch, top_tstp, top_keys_on,
+    top_screen_on;
+static const char top_back[] = "\033[?25h\033[?1049l";
 
 /* The first quit ends the loop at its next wake-up.  A second one comes
  * when a call waits on a daemon that does not answer (up to --timeout):
  * it gives the terminal back here, with async-signal-safe calls only, and
  * exits 128 + the signal. */
-static void tp_on_quit(int sig)
+static void top_on_quit(int sig)
 {
-  if (tp_quit) {
-    if (tp_screen_on && write(STDOUT_FILENO, tp_back, sizeof tp_back - 1) < 0)
-      tp_screen_on = 0;
-    if (tp_keys_on)
-      tcsetattr(STDIN_FILENO, TCSANOW, &tp_saved);
+  if (top_quit) {
+    if (top_screen_on &&
+        write(STDOUT_FILENO, top_back, sizeof top_back - 1) < 0)
+      top_screen_on = 0;
+    if (top_keys_on)
+      tcsetattr(STDIN_FILENO, TCSANOW, &top_saved);
     _exit(128 + sig);
   }
-  tp_quit = 1;
+  top_quit = 1;
 }
 
-static void tp_on_winch(int sig)
+static void top_on_winch(int sig)
 {
   (void)sig;
-  tp_winch = 1;
+  top_winch = 1;
 }
 
-static void tp_on_tstp(int sig)
+static void top_on_tstp(int sig)
 {
   (void)sig;
-  tp_tstp = 1;
+  top_tstp = 1;
 }
 
-static void tp_term_take(void)
+static void top_term_take(void)
 {
-  if (tp_keys_on) {
-    struct termios raw = tp_saved;
+  if (top_keys_on) {
+    struct termios raw = top_saved;
     raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
     raw.c_cc[VMIN] = 0;
     raw.c_cc[VTIME] = 0;
@@ -548,21 +549,21 @@ static void tp_term_take(void)
   }
   fputs("\033[?1049h\033[?25l\033[H\033[2J", stdout);  /* alternate screen */
   fflush(stdout);
-  tp_screen_on = 1;
+  top_screen_on = 1;
 }
 
-static void tp_term_restore(void)
+static void top_term_restore(void)
 {
-  if (!tp_screen_on)
+  if (!top_screen_on)
     return;
-  fputs(tp_back, stdout);
+  fputs(top_back, stdout);
   fflush(stdout);
-  if (tp_keys_on)
-    tcsetattr(STDIN_FILENO, TCSANOW, &tp_saved);
-  tp_screen_on = 0;
+  if (top_keys_on)
+    tcsetattr(STDIN_FILENO, TCSANOW, &top_saved);
+  top_screen_on = 0;
 }
 
-static void tp_size(unsigned *w, unsigned *h)
+static void top_size(unsigned *w, unsigned *h)
 {
   struct winsize ws;
   *w = 80;
@@ -576,17 +577,17 @@ static void tp_size(unsigned *w, unsigned *h)
 
 /* The frame from the top left: each line cleared to its end, the rest of
  * the screen below cleared; one write, so it does not flicker. */
-static int tp_paint(wave_client *c, const wave_status *s,
-                    const tp_samples *t, wave_error *err)
+static int top_paint(wave_client *c, const wave_status *s,
+                    const top_samples *t, wave_error *err)
 {
   unsigned w, h;
-  tp_size(&w, &h);
+  top_size(&w, &h);
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (m == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
-  int rv = tp_draw(c, m, s, t, w, h, 1, 0, err);
+  int rv = top_draw(c, m, s, t, w, h, 1, 0, err);
   fclose(m);
   if (rv == 0) {
     fputs("\033[H", stdout);
@@ -606,10 +607,10 @@ static int tp_paint(wave_client *c, const wave_status *s,
 
 /* Wait up to ms for a key (or a signal); 1 when q was typed or the
  * terminal is gone. */
-static int tp_keys(int ms)
+static int top_keys(int ms)
 {
   struct pollfd p = {STDIN_FILENO, POLLIN, 0};
-  if (poll(&p, tp_keys_on ? 1 : 0, ms) <= 0)
+  if (poll(&p, top_keys_on ? 1 : 0, ms) <= 0)
     return 0;
   if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
     return 1;
@@ -623,74 +624,75 @@ static int tp_keys(int ms)
   return 0;
 }
 
-static int tp_live(wave_client *c, wave_error *err)
+static int top_live(wave_client *c, wave_error *err)
 {
-  tp_keys_on = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &tp_saved) == 0;
+  top_keys_on = isatty(STDIN_FILENO) &&
+                tcgetattr(STDIN_FILENO, &top_saved) == 0;
   struct sigaction sa, old_int, old_term, old_hup, old_winch, old_tstp;
   memset(&sa, 0, sizeof sa);
   sigemptyset(&sa.sa_mask);
-  sa.sa_handler = tp_on_quit;  /* no SA_RESTART: poll returns at once */
+  sa.sa_handler = top_on_quit;  /* no SA_RESTART: poll returns at once */
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
-  sa.sa_handler = tp_on_winch;
+  sa.sa_handler = top_on_winch;
   sigaction(SIGWINCH, &sa, &old_winch);
-  sa.sa_handler = tp_on_tstp;
+  sa.sa_handler = top_on_tstp;
   sigaction(SIGTSTP, &sa, &old_tstp);
 
-  tp_samples t = {0};
+  top_samples t = {0};
   wave_status *s = NULL;
-  int rv = tp_status(c, &s, &t, err);
+  int rv = top_status(c, &s, &t, err);
   if (rv == 0) {
-    tp_term_take();
-    rv = tp_paint(c, s, &t, err);
+    top_term_take();
+    rv = top_paint(c, s, &t, err);
   }
-  uint64_t next = tp_now_ms() + 1000;
-  while (rv == 0 && !tp_quit) {
-    uint64_t now = tp_now_ms();
+  uint64_t next = top_now_ms() + 1000;
+  while (rv == 0 && !top_quit) {
+    uint64_t now = top_now_ms();
     uint64_t tick = now + TP_TICK_MS < next ? now + TP_TICK_MS : next;
-    if (tp_keys((int)(tick > now ? tick - now : 0)))
+    if (top_keys((int)(tick > now ? tick - now : 0)))
       break;
-    if (tp_quit)
+    if (top_quit)
       break;
-    if (tp_tstp) {  /* Ctrl-Z: give the terminal back while stopped */
-      tp_tstp = 0;
-      tp_term_restore();
+    if (top_tstp) {  /* Ctrl-Z: give the terminal back while stopped */
+      top_tstp = 0;
+      top_term_restore();
       signal(SIGTSTP, SIG_DFL);
       raise(SIGTSTP);
-      sigaction(SIGTSTP, &sa, NULL);  /* sa is still tp_on_tstp's */
-      tp_term_take();
-      tp_winch = 1;
+      sigaction(SIGTSTP, &sa, NULL);  /* sa is still top_on_tstp's */
+      top_term_take();
+      top_winch = 1;
     }
-    if (tp_now_ms() < tick && !tp_winch)
+    if (top_now_ms() < tick && !top_winch)
       continue;
-    if ((rv = tp_status(c, &s, &t, err)) != 0)
+    if ((rv = top_status(c, &s, &t, err)) != 0)
       break;
-    if (tp_now_ms() >= next) {
-      tp_interval(&t, s);
+    if (top_now_ms() >= next) {
+      top_interval(&t, s);
       next += 1000;
-      if (next < tp_now_ms())  /* a slow daemon: no catching up */
-        next = tp_now_ms() + 1000;
-    } else if (!tp_winch) {
+      if (next < top_now_ms())  /* a slow daemon: no catching up */
+        next = top_now_ms() + 1000;
+    } else if (!top_winch) {
       continue;
     }
-    tp_winch = 0;
-    rv = tp_paint(c, s, &t, err);
+    top_winch = 0;
+    rv = top_paint(c, s, &t, err);
   }
-  tp_term_restore();
+  top_term_restore();
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   sigaction(SIGHUP, &old_hup, NULL);
   sigaction(SIGWINCH, &old_winch, NULL);
   sigaction(SIGTSTP, &old_tstp, NULL);
   wave_status_free(s);
-  tp_samples_free(&t);
+  top_samples_free(&t);
   return rv;
 }
 
 int wv_ctl_top(const wv_args *a, wave_client *c, wave_error *err)
 {
   if (a->once || a->json || !isatty(STDOUT_FILENO))
-    return tp_once(c, a->json, err);
-  return tp_live(c, err);
+    return top_once(c, a->json, err);
+  return top_live(c, err);
 }

@@ -29,7 +29,7 @@
 
 /* nng calls this on its own thread when one of daemon d's connections is
  * gone; wv_fleet_call watches the count. */
-static void fl_pipe_gone(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+static void fc_pipe_gone(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 {
   (void)pipe;
   (void)ev;
@@ -46,7 +46,7 @@ wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err)
       wave_client_open_with(&f->c[d], f->urls[d], f->copts, err) == 0) {
     if (f->timeout_ms > 0)
       wave_client_set_timeout(f->c[d], f->timeout_ms);
-    nng_pipe_notify(f->c[d]->sock, NNG_PIPE_EV_REM_POST, fl_pipe_gone,
+    nng_pipe_notify(f->c[d]->sock, NNG_PIPE_EV_REM_POST, fc_pipe_gone,
                     &f->closes[d]);
   }
   wave_client *c = f->c[d];
@@ -54,15 +54,15 @@ wave_client *wv_fleet_client(wave_fleet *f, size_t d, wave_error *err)
   return c;
 }
 
-typedef struct fl_wait {
+typedef struct fc_wait {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int done;
-} fl_wait;
+} fc_wait;
 
-static void fl_aio_done(void *arg)
+static void fc_aio_done(void *arg)
 {
-  fl_wait *w = arg;
+  fc_wait *w = arg;
   pthread_mutex_lock(&w->mu);
   w->done = 1;
   pthread_cond_signal(&w->cv);
@@ -73,8 +73,8 @@ static void fl_aio_done(void *arg)
  * away since gen aborts it (nng would otherwise wait for a reconnect and
  * resend until the reply timeout): 1 when it was aborted so, 2 when it was
  * aborted because the daemon was dropped meanwhile (f->gone[d]). */
-static int fl_aio_watch(wave_fleet *f, size_t d, unsigned gen, nng_aio *aio,
-                        fl_wait *w)
+static int fc_aio_watch(wave_fleet *f, size_t d, unsigned gen, nng_aio *aio,
+                        fc_wait *w)
 {
   int closed = 0;
   pthread_mutex_lock(&w->mu);
@@ -113,7 +113,7 @@ int wv_fleet_call(wave_fleet *f, size_t d, wave_client *c,
   uint64_t id = req->id;
   uint64_t sum = (uint64_t)atomic_load(&c->timeout_ms) + extra_ms;
   nng_duration total = sum > INT32_MAX ? INT32_MAX : (nng_duration)sum;
-  fl_wait w = {.done = 0};
+  fc_wait w = {.done = 0};
   pthread_mutex_init(&w.mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -130,7 +130,7 @@ int wv_fleet_call(wave_fleet *f, size_t d, wave_client *c,
   }
   /* as wv_client_call: only a reconnect may resend */
   nng_ctx_set_ms(ctx, NNG_OPT_REQ_RESENDTIME, total);
-  if ((rv = nng_aio_alloc(&aio, fl_aio_done, &w)) != 0) {
+  if ((rv = nng_aio_alloc(&aio, fc_aio_done, &w)) != 0) {
     nng_msg_free(msg);
     rc = wv_seterr(err, WAVE_ENOMEM, "%s", nng_strerror(rv));
     goto out_ctx;
@@ -140,12 +140,12 @@ int wv_fleet_call(wave_fleet *f, size_t d, wave_client *c,
   nng_aio_set_msg(aio, msg);
   nng_aio_set_timeout(aio, total);
   nng_ctx_send(ctx, aio);
-  int closed = fl_aio_watch(f, d, gen, aio, &w);
+  int closed = fc_aio_watch(f, d, gen, aio, &w);
   if ((rv = nng_aio_result(aio)) == 0) {
     double left = end - wv_fleet_now();
     nng_aio_set_timeout(aio, left < 0.001 ? 1 : (nng_duration)(left * 1e3));
     nng_ctx_recv(ctx, aio);
-    closed = fl_aio_watch(f, d, gen, aio, &w);
+    closed = fc_aio_watch(f, d, gen, aio, &w);
     rv = nng_aio_result(aio);
   } else {
     nng_msg_free(nng_aio_get_msg(aio)); /* still ours when the send failed */

@@ -13,7 +13,7 @@
  * (nng_pipe_notify) aborts at once, so a daemon that hangs up while it
  * holds a piece loses it now rather than after the reply timeout.
  *
- * Members are not believed (docs/fleet.md, "Checks"): fl_hash_check
+ * Members are not believed (docs/fleet.md, "Checks"): fh_hash_check
  * tests every DONE answer's ranges, counts and order, and, with the
  * caller's re-hash function, its winners, best and one random segment.
  * A liar is dropped and every piece it answered goes back in the queue
@@ -31,24 +31,24 @@
 #include "core/base.h"
 #include "wave/fleet.h"
 
-typedef struct fl_hash {
+typedef struct fh_hash {
   const wave_hash_request *req;
   unsigned s;
   uint64_t piece;
   wv_fleet_hpart *parts;
-} fl_hash;
+} fh_hash;
 
 /* The exchange of one piece's calls: daemon d, its connection, the close
  * count when the piece began, and where a close is reported. */
-typedef struct fl_link {
+typedef struct fh_link {
   wave_fleet *f;
   size_t d;
   wave_client *c;
   unsigned gen;
   int *why;
-} fl_link;
+} fh_link;
 
-static int fl_hash_submit(const fl_link *l, const fl_hash *h, uint64_t nonce,
+static int fh_hash_submit(const fh_link *l, const fh_hash *h, uint64_t nonce,
                           uint64_t count, uint64_t *job, uint64_t *inst,
                           wave_error *err)
 {
@@ -95,7 +95,7 @@ static int fl_hash_submit(const fl_link *l, const fl_hash *h, uint64_t nonce,
   return 0;
 }
 
-static int fl_job_call(const fl_link *l, uint64_t job, uint64_t inst,
+static int fh_job_call(const fh_link *l, uint64_t job, uint64_t inst,
                        unsigned wait_ms, uint64_t seg_off, int cancel,
                        Wave__V1__Response **resp, wave_error *err)
 {
@@ -127,7 +127,7 @@ static int fl_job_call(const fl_link *l, uint64_t job, uint64_t inst,
 }
 
 /* Copy the DONE result of a piece, fetching every page of its segments. */
-static int fl_hash_collect(const fl_link *l, uint64_t job, uint64_t inst,
+static int fh_hash_collect(const fh_link *l, uint64_t job, uint64_t inst,
                            const Wave__V1__HashResult *hr, unsigned s,
                            wv_fleet_hpart *pt, wave_error *err)
 {
@@ -183,7 +183,7 @@ static int fl_hash_collect(const fl_link *l, uint64_t job, uint64_t inst,
     resp = NULL;
     if (pt->n_segments == want)
       break;
-    if ((rc = fl_job_call(l, job, inst, 0, pt->n_segments, 0, &resp, err)))
+    if ((rc = fh_job_call(l, job, inst, 0, pt->n_segments, 0, &resp, err)))
       break;
     if (resp->job->state != WAVE__V1__JOB_STATE__DONE ||
         resp->job->result == NULL) {
@@ -199,7 +199,7 @@ static int fl_hash_collect(const fl_link *l, uint64_t job, uint64_t inst,
 }
 
 /* A lie: the daemon is dropped and all it answered runs again. */
-static int fl_lie(const fl_link *l, wave_error *err, const char *what,
+static int fh_lie(const fh_link *l, wave_error *err, const char *what,
                   const wv_fleet_hpart *pt, uint64_t nonce)
 {
   *l->why = WAVE_FLEET_LIED;
@@ -213,7 +213,7 @@ static int fl_lie(const fl_link *l, wave_error *err, const char *what,
 /* The coordinator's checks of one piece's answer (docs/fleet.md,
  * "Checks"): what needs no hash, then, with f->rehash, every winner, the
  * best and one segment re-hashed here. */
-static int fl_hash_check(const fl_link *l, const fl_hash *h,
+static int fh_hash_check(const fh_link *l, const fh_hash *h,
                          const wv_fleet_hpart *pt, size_t item,
                          wave_error *err)
 {
@@ -222,29 +222,29 @@ static int fl_hash_check(const fl_link *l, const fl_hash *h,
   uint64_t target = req->target;
   if (pt->n_winners > req->max_winners || pt->n_winners > pt->winner_count ||
       pt->winner_count > pt->count)
-    return fl_lie(l, err, "winner counts do not add up", pt,
+    return fh_lie(l, err, "winner counts do not add up", pt,
                   pt->winner_count);
   if (pt->winner_count > pt->n_winners && pt->n_winners < req->max_winners)
-    return fl_lie(l, err, "fewer winners listed than counted", pt,
+    return fh_lie(l, err, "fewer winners listed than counted", pt,
                   pt->winner_count);
   if (pt->best_nonce < lo || pt->best_nonce > hi)
-    return fl_lie(l, err, "the best lies outside the piece", pt,
+    return fh_lie(l, err, "the best lies outside the piece", pt,
                   pt->best_nonce);
   if ((pt->best_output < target) != (pt->winner_count > 0))
-    return fl_lie(l, err, "the best and the winner count disagree", pt,
+    return fh_lie(l, err, "the best and the winner count disagree", pt,
                   pt->best_nonce);
   for (size_t j = 0; j < pt->n_winners; j++) {
     const wv_hash_winner *w = &pt->winners[j];
     if (w->nonce < lo || w->nonce > hi)
-      return fl_lie(l, err, "a winner lies outside the piece", pt, w->nonce);
+      return fh_lie(l, err, "a winner lies outside the piece", pt, w->nonce);
     if (j > 0 && w->nonce <= pt->winners[j - 1].nonce)
-      return fl_lie(l, err, "winners out of nonce order", pt, w->nonce);
+      return fh_lie(l, err, "winners out of nonce order", pt, w->nonce);
     if (w->output >= target)
-      return fl_lie(l, err, "a winner does not meet the target", pt,
+      return fh_lie(l, err, "a winner does not meet the target", pt,
                     w->nonce);
     if (w->output < pt->best_output ||
         (w->output == pt->best_output && w->nonce < pt->best_nonce))
-      return fl_lie(l, err, "a winner beats the best", pt, w->nonce);
+      return fh_lie(l, err, "a winner beats the best", pt, w->nonce);
   }
   wave_fleet *f = l->f;
   if (f->rehash == NULL)
@@ -257,13 +257,13 @@ static int fl_hash_check(const fl_link *l, const fl_hash *h,
                         err)) != 0)
       return rc;
     if (out != pt->winners[j].output)
-      return fl_lie(l, err, "a winner's output is not its hash", pt,
+      return fh_lie(l, err, "a winner's output is not its hash", pt,
                     pt->winners[j].nonce);
   }
   if ((rc = f->rehash(f->rehash_arg, pack, pt->best_nonce, 1, &out, err)))
     return rc;
   if (out != pt->best_output)
-    return fl_lie(l, err, "the best's output is not its hash", pt,
+    return fh_lie(l, err, "the best's output is not its hash", pt,
                   pt->best_nonce);
   /* One segment in full, picked at random so a daemon cannot know which:
    * a made-up fingerprint list fails it for sure, one bad segment with
@@ -294,19 +294,19 @@ static int fl_hash_check(const fl_link *l, const fl_hash *h,
   if (rc != 0)
     return rc;
   if (fp != pt->segments[k])
-    return fl_lie(l, err, "a segment fingerprint is not its outputs' (spot "
+    return fh_lie(l, err, "a segment fingerprint is not its outputs' (spot "
                   "check)", pt, a);
   return 0;
 }
 
-static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
+static int fh_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
                        wave_error *err)
 {
-  fl_hash *h = p->ctx;
+  fh_hash *h = p->ctx;
   wave_client *c = wv_fleet_client(p->f, d, err);
   if (c == NULL)
     return err->code;
-  fl_link l = {.f = p->f, .d = d, .c = c, .why = &p->why[slot],
+  fh_link l = {.f = p->f, .d = d, .c = c, .why = &p->why[slot],
                .gen = atomic_load(&p->f->closes[d])};
   wv_fleet_hpart *pt = &h->parts[i];
   free(pt->segments);
@@ -317,7 +317,7 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
   pt->count = count;
 
   uint64_t job = 0, inst = 0;
-  int rc = fl_hash_submit(&l, h, nonce, count, &job, &inst, err);
+  int rc = fh_hash_submit(&l, h, nonce, count, &job, &inst, err);
   if (rc != 0)
     return rc;
   /* the progress deadline: `done` must grow within stall_ms */
@@ -327,22 +327,22 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
     Wave__V1__Response *resp;
     if (atomic_load(&p->f->cancel)) {
       wave_error ce;
-      if (fl_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
+      if (fh_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
         wave__v1__response__free_unpacked(resp, NULL);
       return wv_seterr(err, WAVE_ECANCELLED, NULL);
     }
-    if ((rc = fl_job_call(&l, job, inst, 200, 0, 0, &resp, err)) != 0)
+    if ((rc = fh_job_call(&l, job, inst, 200, 0, 0, &resp, err)) != 0)
       return rc;
     const Wave__V1__JobInfo *ji = resp->job;
     atomic_store(&p->inflight[slot], ji->done <= count ? ji->done : count);
     if (ji->state == WAVE__V1__JOB_STATE__DONE) {
-      rc = ji->result ? fl_hash_collect(&l, job, inst, ji->result, h->s, pt,
+      rc = ji->result ? fh_hash_collect(&l, job, inst, ji->result, h->s, pt,
                                         err)
                       : wv_seterr(err, WAVE_EIO, "%s: job done without a "
                                   "result", c->url);
       wave__v1__response__free_unpacked(resp, NULL);
       if (rc == 0)
-        rc = fl_hash_check(&l, h, pt, i, err);
+        rc = fh_hash_check(&l, h, pt, i, err);
       return rc;
     }
     if (ji->state == WAVE__V1__JOB_STATE__FAILED ||
@@ -366,7 +366,7 @@ static int fl_hash_run(fl_pool *p, size_t d, size_t slot, size_t i,
       moved = now;
     } else if (now - moved > stall) {
       wave_error ce;  /* let it go: the piece runs elsewhere */
-      if (fl_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
+      if (fh_job_call(&l, job, inst, 0, 0, 1, &resp, &ce) == 0)
         wave__v1__response__free_unpacked(resp, NULL);
       *l.why = WAVE_FLEET_STALLED;
       return wv_seterr(err, WAVE_ETIMEDOUT, "%s: piece [%llu, +%llu) made "
@@ -409,7 +409,7 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
     return wv_seterr(err, WAVE_EARG, "%llu pieces: give a larger piece",
                      (unsigned long long)n);
   atomic_store(&f->cancel, 0);
-  fl_hash h = {.req = req, .s = s, .piece = piece};
+  fh_hash h = {.req = req, .s = s, .piece = piece};
   uint64_t *work = calloc(n, sizeof *work);
   h.parts = calloc(n, sizeof *h.parts);
   res->members = calloc(f->n, sizeof *res->members);
@@ -435,7 +435,7 @@ int wave_fleet_hash(wave_fleet *f, const wave_hash_request *req,
   res->n_members = f->n;
   double t0 = wv_fleet_now();
   rc = wv_fleet_pool_run(f, (size_t)n, work, opt ? opt->depth : 0,
-                         fl_hash_run, &h, res->members, &res->retried,
+                         fh_hash_run, &h, res->members, &res->retried,
                          progress, arg, err);
   res->seconds = wv_fleet_now() - t0;
   res->n_failed = wv_fleet_count_failed(res->members, f->n);

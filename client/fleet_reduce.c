@@ -29,26 +29,26 @@
 #include "core/xsum.h"
 #include "wave/fleet.h"
 
-typedef struct fr_piece {
+typedef struct frd_piece {
   size_t chunk;
   const unsigned char *data;
   uint64_t rows;
   uint64_t lrow;          /* the job's logical row of its first row */
   wave_chunk *mask;       /* spans of the job's mask chunks, or NULL */
   size_t n_mask;
-} fr_piece;
+} frd_piece;
 
-typedef struct fr_job {
+typedef struct frd_job {
   const wave_reduce_request *req;
-  fr_piece *pieces;
+  frd_piece *pieces;
   wv_partial *parts;
-} fr_job;
+} frd_job;
 
-static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
+static int frd_run(fl_pool *p, size_t d, size_t slot, size_t i,
                   wave_error *err)
 {
-  fr_job *j = p->ctx;
-  const fr_piece *pc = &j->pieces[i];
+  frd_job *j = p->ctx;
+  const frd_piece *pc = &j->pieces[i];
   wave_chunk in = {pc->data, (size_t)pc->rows * wv_dtype_size(j->req->dtype)};
   wave_reduce_request rq = {
       .dtype = j->req->dtype, .op = j->req->op, .input = &in, .n_input = 1,
@@ -93,7 +93,7 @@ static int fr_run(fl_pool *p, size_t d, size_t slot, size_t i,
 }
 
 /* The coordinator's own checks, with the daemon's codes. */
-static int fr_validate(const wave_reduce_request *req, uint64_t *rows,
+static int frd_validate(const wave_reduce_request *req, uint64_t *rows,
                        wave_error *err)
 {
   int rc = wave_op_check(req->dtype, req->op);
@@ -133,8 +133,8 @@ static int fr_validate(const wave_reduce_request *req, uint64_t *rows,
 
 /* Mask spans for logical rows [row, row + rows), from the cursor (mask
  * chunk *mc, row *moff inside it), which moves past them. */
-static int fr_mask_spans(const wave_reduce_request *req, size_t *mc,
-                         uint64_t *moff, uint64_t rows, fr_piece *pc)
+static int frd_mask_spans(const wave_reduce_request *req, size_t *mc,
+                         uint64_t *moff, uint64_t rows, frd_piece *pc)
 {
   size_t c = *mc;
   uint64_t off = *moff, left = rows, k = 0;
@@ -185,14 +185,14 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
     return wv_seterr(err, WAVE_EARG, "reduce piece of %llu rows: it must be "
                      "256, 65536 or 16777216 (256^k)", (unsigned long long)P);
   uint64_t rows = 0;
-  int rc = fr_validate(req, &rows, err);
+  int rc = frd_validate(req, &rows, err);
   if (rc != 0)
     return rc;
   size_t n = 0;
   unsigned z = wv_dtype_size(req->dtype);
   for (size_t i = 0; i < req->n_input; i++)
     n += (size_t)((req->input[i].bytes / z + P - 1) / P);
-  fr_job j = {.req = req};
+  frd_job j = {.req = req};
   j.pieces = calloc(n ? n : 1, sizeof *j.pieces);
   j.parts = calloc(n ? n : 1, sizeof *j.parts);
   uint64_t *work = calloc(n ? n : 1, sizeof *work);
@@ -208,13 +208,13 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
   for (size_t i = 0; i < req->n_input; i++) {
     uint64_t r = req->input[i].bytes / z;
     for (uint64_t at = 0; at < r; at += P, k++) {
-      fr_piece *pc = &j.pieces[k];
+      frd_piece *pc = &j.pieces[k];
       pc->chunk = i;
       pc->data = (const unsigned char *)req->input[i].data + z * at;
       pc->rows = r - at < P ? r - at : P;
       pc->lrow = lrow + at;
       work[k] = pc->rows;
-      if (req->has_mask && fr_mask_spans(req, &mc, &moff, pc->rows, pc)) {
+      if (req->has_mask && frd_mask_spans(req, &mc, &moff, pc->rows, pc)) {
         rc = wv_seterr(err, WAVE_ENOMEM, NULL);
         goto out;
       }
@@ -223,7 +223,7 @@ int wave_fleet_reduce(wave_fleet *f, const wave_reduce_request *req,
   }
   atomic_store(&f->cancel, 0);
   double t0 = wv_fleet_now();
-  rc = wv_fleet_pool_run(f, n, work, opt ? opt->depth : 0, fr_run, &j,
+  rc = wv_fleet_pool_run(f, n, work, opt ? opt->depth : 0, frd_run, &j,
                          res->members, &res->retried, NULL, NULL, err);
   res->n_failed = wv_fleet_count_failed(res->members, f->n);
   res->pieces = n;
@@ -244,17 +244,17 @@ out:
 
 /* ---- a stream of whole jobs --------------------------------------------- */
 
-typedef struct fr_many {
+typedef struct frd_many {
   const wave_reduce_request *reqs;
   wave_reduce_result *results;
   wave_error *errors;
   int *failed;
-} fr_many;
+} frd_many;
 
-static int fr_many_run(fl_pool *p, size_t d, size_t slot, size_t i,
+static int frd_many_run(fl_pool *p, size_t d, size_t slot, size_t i,
                        wave_error *err)
 {
-  fr_many *m = p->ctx;
+  frd_many *m = p->ctx;
   wave_error e = {0};
   wave_client *c = wv_fleet_client(p->f, d, err);
   if (c == NULL)
@@ -303,10 +303,10 @@ int wave_fleet_reduce_many(wave_fleet *f, const wave_reduce_request *reqs,
     for (size_t c = 0; c < reqs[i].n_input; c++)
       work[i] += reqs[i].input ? reqs[i].input[c].bytes / 4 : 0;
   }
-  fr_many m = {reqs, results, errors, failed};
+  frd_many m = {reqs, results, errors, failed};
   atomic_store(&f->cancel, 0);
   uint64_t retried = 0;
-  rc = wv_fleet_pool_run(f, n, work, 0, fr_many_run, &m, members, &retried,
+  rc = wv_fleet_pool_run(f, n, work, 0, frd_many_run, &m, members, &retried,
                          NULL, NULL, err);
   for (size_t i = 0; rc == 0 && i < n; i++)
     if (failed[i]) {

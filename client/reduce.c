@@ -165,7 +165,7 @@ _Static_assert(WAVE_EXACT_NAN == WV_XSUM_NAN &&
  * copied; a daemon's answer whose accumulator is malformed, or whose value
  * is not its rounding, is the daemon's fault (EIO).  Every other op: none
  * may come. */
-static int cl_exact(wave_client *c, const Wave__V1__ReduceResult *rs,
+static int rdc_exact(wave_client *c, const Wave__V1__ReduceResult *rs,
                     wave_reduce_result *res, wave_error *err)
 {
   if (rs->op != WAVE__V1__OP__FSUM) {
@@ -217,7 +217,7 @@ int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
   res->rows = rs->rows;
   res->seconds = rs->seconds;
   res->finite = (int)rs->finite;
-  int rv = cl_exact(c, rs, res, err);
+  int rv = rdc_exact(c, rs, res, err);
   if (rv == 0)
     rv = wv_client_name(c, rs->device, &res->device, err);
   wave__v1__response__free_unpacked(resp, NULL);
@@ -226,15 +226,15 @@ int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
 
 /* ---- streams ----------------------------------------------------------- */
 
-typedef struct bk_slot {
+typedef struct rdc_slot {
   nng_ctx ctx;
   nng_aio *aio;
   int open, busy;
   uint64_t id;
-} bk_slot;
+} rdc_slot;
 
 /* Wait for slot's exchange (send done, then the reply). */
-static int bk_finish(wave_client *c, bk_slot *s, wave_error *err)
+static int rdc_finish(wave_client *c, rdc_slot *s, wave_error *err)
 {
   if (!s->busy)
     return 0;
@@ -262,7 +262,7 @@ static int bk_finish(wave_client *c, bk_slot *s, wave_error *err)
 }
 
 /* Copy `len` logical bytes starting at byte `off` of the chunk array. */
-static void bk_gather(const wave_chunk *ch, size_t n, size_t off,
+static void rdc_gather(const wave_chunk *ch, size_t n, size_t off,
                       uint8_t *dst, size_t len)
 {
   size_t i = 0;
@@ -282,7 +282,7 @@ static void bk_gather(const wave_chunk *ch, size_t n, size_t off,
   }
 }
 
-static int bk_simple(wave_client *c, Wave__V1__Request *r, int want,
+static int rdc_simple(wave_client *c, Wave__V1__Request *r, int want,
                      Wave__V1__Response **resp, wave_error *err)
 {
   return wv_client_call(c, r, want, 0, resp, err);
@@ -317,7 +317,7 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
   r.body_case = WAVE__V1__REQUEST__BODY_STREAM_OPEN;
   r.stream_open = &so;
   Wave__V1__Response *resp;
-  int rv = bk_simple(c, &r, WAVE__V1__RESPONSE__BODY_STREAM, &resp, err);
+  int rv = rdc_simple(c, &r, WAVE__V1__RESPONSE__BODY_STREAM, &resp, err);
   free(sizes);
   if (rv != 0)
     return rv;
@@ -328,7 +328,7 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
     return wv_seterr(err, WAVE_EIO, "%s: stream without a piece size",
                      c->url);
 
-  bk_slot slots[WV_CLIENT_STREAM_DEPTH];
+  rdc_slot slots[WV_CLIENT_STREAM_DEPTH];
   memset(slots, 0, sizeof slots);
   int code = 0;
   unsigned k = 0;
@@ -337,8 +337,8 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
     size_t nch = sec ? n_mask : req->n_input;
     uint64_t size = sec ? mask_bytes : in_bytes;
     for (uint64_t off = 0; off < size && code == 0; off += piece, k++) {
-      bk_slot *s = &slots[k % WV_CLIENT_STREAM_DEPTH];
-      if ((code = bk_finish(c, s, err)) != 0)
+      rdc_slot *s = &slots[k % WV_CLIENT_STREAM_DEPTH];
+      if ((code = rdc_finish(c, s, err)) != 0)
         break;
       if (!s->open) {
         if ((rv = nng_ctx_open(&s->ctx, c->sock)) != 0) {
@@ -368,7 +368,7 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
       uint8_t *data;
       if ((code = wv_client_msg(c, &pr, len, &msg, &data, err)) != 0)
         break;
-      bk_gather(ch, nch, (size_t)off, data, len);
+      rdc_gather(ch, nch, (size_t)off, data, len);
       s->id = pr.id;
       s->busy = 1;
       nng_aio_set_msg(s->aio, msg);
@@ -377,7 +377,7 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
   }
   for (unsigned i = 0; i < WV_CLIENT_STREAM_DEPTH; i++) {
     wave_error e2;
-    int rc2 = bk_finish(c, &slots[i], code ? &e2 : err);
+    int rc2 = rdc_finish(c, &slots[i], code ? &e2 : err);
     if (code == 0)
       code = rc2;
     if (slots[i].open) {
@@ -394,11 +394,11 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
   if (code != 0) {
     wave_error e2;
     if (code != WAVE_ETIMEDOUT && code != WAVE_EIO &&
-        bk_simple(c, &cr, WAVE__V1__RESPONSE__BODY_STREAM, &resp, &e2) == 0)
+        rdc_simple(c, &cr, WAVE__V1__RESPONSE__BODY_STREAM, &resp, &e2) == 0)
       wave__v1__response__free_unpacked(resp, NULL);
     return code;
   }
-  if ((rv = bk_simple(c, &cr, WAVE__V1__RESPONSE__BODY_REDUCE, &resp,
+  if ((rv = rdc_simple(c, &cr, WAVE__V1__RESPONSE__BODY_REDUCE, &resp,
                       err)) != 0)
     return rv;
   return wv_client_reduce_result(c, resp, res, err);

@@ -48,7 +48,7 @@ struct wave_region {
 
 /* A sealed memfd of `bytes` mapped read-write into r: of huge pages when
  * `huge`, and 0, or -1 with errno (everything undone). */
-static int bk_memfd(wave_region *r, size_t bytes, int huge)
+static int rgn_memfd(wave_region *r, size_t bytes, int huge)
 {
   r->fd = memfd_create(r->name, MFD_CLOEXEC | MFD_ALLOW_SEALING |
                                     (huge ? MFD_HUGETLB : 0));
@@ -97,7 +97,7 @@ int wave_region_create(wave_region **out, size_t bytes, const char *name,
   snprintf(r->name, sizeof r->name, "%s", name ? name : "wave");
   const char *hp = getenv("WAVE_REGION_HUGEPAGES");
   int huge = bytes >= BK_HUGE_MIN && !(hp != NULL && strcmp(hp, "off") == 0);
-  if ((huge && bk_memfd(r, bytes, 1) == 0) || bk_memfd(r, bytes, 0) == 0) {
+  if ((huge && rgn_memfd(r, bytes, 1) == 0) || rgn_memfd(r, bytes, 0) == 0) {
     r->bytes = bytes;
     *out = r;
     return 0;
@@ -170,7 +170,7 @@ int wave_region_read_fd(wave_region *r, size_t offset, int fd, size_t bytes,
  * (daemon/fdpass.h).  0, a WAVE_E code, or -1 when the url is not ipc
  * (the daemon then refuses the registration itself) or the daemon has no
  * side socket (an older one, which opens /proc/<pid>/fd/<n>). */
-static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
+static int rgn_pass_fd(wave_client *c, int fd, uint8_t *ticket,
                       wave_error *err)
 {
   if (strncmp(c->url, "ipc://", 6) != 0)
@@ -190,7 +190,7 @@ static int bk_pass_fd(wave_client *c, int fd, uint8_t *ticket,
   int rc = 0;
   if (connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
     /* no side socket: a daemon older than descriptor passing, which takes
-     * a /proc path (bk_register) */
+     * a /proc path (rgn_register) */
     rc = errno == ENOENT || errno == ECONNREFUSED
              ? -1
              : errno == EAGAIN || errno == ECONNRESET
@@ -254,13 +254,13 @@ out:
 }
 
 /* copy: 0 a memfd, 1 a daemon-side copy, 2 a file read at each job.  The
- * descriptor goes to the daemon first (bk_pass_fd); the registration names
+ * descriptor goes to the daemon first (rgn_pass_fd); the registration names
  * its ticket. */
-static int bk_register(wave_client *c, wave_region *r, int copy,
+static int rgn_register(wave_client *c, wave_region *r, int copy,
                        wave_error *err)
 {
   uint8_t ticket[16];
-  int rv = bk_pass_fd(c, r->fd, ticket, err);
+  int rv = rgn_pass_fd(c, r->fd, ticket, err);
   if (rv > 0)
     return rv;
   Wave__V1__RegionRegisterRequest rr = WAVE__V1__REGION_REGISTER_REQUEST__INIT;
@@ -294,10 +294,10 @@ int wave_region_register(wave_client *c, wave_region *r, wave_error *err)
   if (c == NULL || r == NULL || r->base == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_region_register: NULL argument "
                      "or a daemon-side copy");
-  return bk_register(c, r, 0, err);
+  return rgn_register(c, r, 0, err);
 }
 
-static int bk_daemon_side(wave_client *c, int fd, size_t bytes,
+static int rgn_daemon_side(wave_client *c, int fd, size_t bytes,
                           const char *name, int kind, wave_region **out,
                           wave_error *err)
 {
@@ -315,7 +315,7 @@ static int bk_daemon_side(wave_client *c, int fd, size_t bytes,
   r->bytes = bytes;
   snprintf(r->name, sizeof r->name, "%s",
            name ? name : kind == 2 ? "file" : "copy");
-  int rv = bk_register(c, r, kind, err);
+  int rv = rgn_register(c, r, kind, err);
   if (rv != 0) {
     free(r);
     return rv;
@@ -327,13 +327,13 @@ static int bk_daemon_side(wave_client *c, int fd, size_t bytes,
 int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
                         const char *name, wave_region **out, wave_error *err)
 {
-  return bk_daemon_side(c, fd, bytes, name, 1, out, err);
+  return rgn_daemon_side(c, fd, bytes, name, 1, out, err);
 }
 
 int wave_region_file_fd(wave_client *c, int fd, size_t bytes,
                         const char *name, wave_region **out, wave_error *err)
 {
-  return bk_daemon_side(c, fd, bytes, name, 2, out, err);
+  return rgn_daemon_side(c, fd, bytes, name, 2, out, err);
 }
 
 int wave_region_unregister(wave_client *c, wave_region *r, wave_error *err)

@@ -17,9 +17,9 @@
 /* ---- status ------------------------------------------------------------ */
 
 /* The bytes of the block that holds a StatusReply's devices, their pack
- * checks, the listen URLs, the shares and every string (cl_status_fill's
+ * checks, the listen URLs, the shares and every string (cst_status_fill's
  * order). */
-static size_t cl_status_size(const Wave__V1__StatusReply *st)
+static size_t cst_status_size(const Wave__V1__StatusReply *st)
 {
   size_t n = WV_BLK_ROOM(sizeof(wave_status));
   if (st == NULL)
@@ -53,7 +53,7 @@ static size_t cl_status_size(const Wave__V1__StatusReply *st)
   return n;
 }
 
-static void cl_device(wv_blk *b, wave_device_status *d,
+static void cst_device(wv_blk *b, wave_device_status *d,
                       const Wave__V1__DeviceStatus *s)
 {
   d->name = wv_blk_str(b, s->name);
@@ -124,7 +124,7 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
   const Wave__V1__StatusReply *st = resp->status;
   /* One block: the devices, their packs, the listen pointers and every
    * string follow the header, so one free() releases it. */
-  size_t bytes = cl_status_size(st);
+  size_t bytes = cst_status_size(st);
   wv_blk b = {malloc(bytes), NULL};
   if (b.at == NULL) {
     wave__v1__response__free_unpacked(resp, NULL);
@@ -159,7 +159,7 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->fd_limit = st->fd_limit;
     for (size_t i = 0; i < st->n_devices; i++)
       if (st->devices[i] != NULL)
-        cl_device(&b, &s->devices[s->n_devices++], st->devices[i]);
+        cst_device(&b, &s->devices[s->n_devices++], st->devices[i]);
     for (size_t i = 0; i < st->n_shares; i++) {
       const Wave__V1__PrincipalShare *ps = st->shares[i];
       if (ps == NULL)
@@ -190,7 +190,7 @@ void wave_status_free(wave_status *s)
 
 /* The bytes of the block that holds the pack array, each pack's devices
  * and every string (wave_packs_get's order). */
-static size_t cl_packs_size(const Wave__V1__PacksReply *pl, size_t n)
+static size_t cst_packs_size(const Wave__V1__PacksReply *pl, size_t n)
 {
   size_t bytes = WV_BLK_ROOM((n ? n : 1) * sizeof(wave_pack_info));
   for (size_t i = 0; i < n; i++) {
@@ -208,7 +208,7 @@ static size_t cl_packs_size(const Wave__V1__PacksReply *pl, size_t n)
   return bytes;
 }
 
-static void cl_pack(wv_blk *b, wave_pack_info *d, const Wave__V1__PackInfo *pi)
+static void cst_pack(wv_blk *b, wave_pack_info *d, const Wave__V1__PackInfo *pi)
 {
   d->name = wv_blk_str(b, pi->name);
   d->version = pi->version;
@@ -248,7 +248,7 @@ int wave_packs_get(wave_client *c, wave_pack_info **packs, size_t *n_packs,
   size_t n = pl ? pl->n_packs : 0;
   /* The array comes first in the block, so wave_packs_free(array) frees
    * the devices and strings with it. */
-  size_t bytes = cl_packs_size(pl, n);
+  size_t bytes = cst_packs_size(pl, n);
   wv_blk b = {malloc(bytes), NULL};
   if (b.at == NULL) {
     wave__v1__response__free_unpacked(resp, NULL);
@@ -259,7 +259,7 @@ int wave_packs_get(wave_client *c, wave_pack_info **packs, size_t *n_packs,
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (pl->packs[i] != NULL)
-      cl_pack(&b, &p[k++], pl->packs[i]);
+      cst_pack(&b, &p[k++], pl->packs[i]);
   wave__v1__response__free_unpacked(resp, NULL);
   *packs = p;
   *n_packs = k;

@@ -49,6 +49,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "daemon/bulk/filered.h"
+#include "daemon/bulk/readers.h"
 #include "daemon/bulk/regionpin.h"
 #include "daemon/log.h"
 #include "daemon/net/front.h"
@@ -177,6 +179,34 @@ static void sv_unpin(void *arg, wd_region *r, unsigned slot)
 }
 
 /* net/front.c's hooks: each context's handler half (wd_call). */
+/* Device threads: a device's staging ring made as it opens
+ * (limits.staging_rings: startup), and given back as it closes. */
+static void sv_dev_opened(void *arg, const wv_dev *dev, const wv_caps *caps)
+{
+  wd_file_ring_prepare(((wd_server *)arg)->readers, dev, caps);
+}
+
+static void sv_dev_closing(void *arg, const wv_dev *dev)
+{
+  wd_ring_forget(((wd_server *)arg)->readers, dev);
+}
+
+/* The file readers, sized once (limits.file_readers; readers.h), and
+ * the devices' hooks for their rings. */
+static int sv_readers_new(wd_server *s, wave_error *err)
+{
+  int rc = wd_readers_new(s->cfg->limits.file_readers, &s->readers, err);
+  if (rc != 0)
+    return rc;
+  wd_info("%u file readers (limits.file_readers)",
+          wd_readers_size(s->readers));
+  s->dev_hooks = (wd_dev_hooks){
+      .opened = s->cfg->limits.staging_rings == WD_PREPARE_STARTUP
+                    ? sv_dev_opened : NULL,
+      .closing = sv_dev_closing, .arg = s};
+  return 0;
+}
+
 static void sv_call_init(void *arg, wd_req *c)
 {
   c->call->srv = arg;
@@ -346,7 +376,8 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
   if ((rc = wd_jobs_new(&cfg->limits, s->instance, wd_park_job_ended, s,
                         &s->jobs)) != 0)
     return wv_seterr(err, rc, NULL);
-  if ((rc = wd_bulk_new(cfg, sv_unpin, s, &s->bulk, err)) != 0 ||
+  if ((rc = sv_readers_new(s, err)) != 0 ||
+      (rc = wd_bulk_new(cfg, s->readers, sv_unpin, s, &s->bulk, err)) != 0 ||
       (rc = wd_pool_start(cfg->limits.decode_threads, &s->pool, err)) != 0 ||
       (rc = wd_front_new(loop, cfg, s->pool, s->bulk, &s->wake, &s->fe,
                          err)) != 0)
@@ -374,8 +405,8 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   for (size_t i = 0; i < cfg->n_devices; i++) {
     rc = wd_device_start(&cfg->devices[i], (unsigned)i,
-                         cfg->limits.jobs_in_flight, sv_post, s, &s->devs[i],
-                         err);
+                         cfg->limits.jobs_in_flight, sv_post, s,
+                         &s->dev_hooks, &s->devs[i], err);
     if (rc != 0)
       return rc;
     s->n_devs = i + 1;
@@ -521,6 +552,9 @@ void wd_server_free(wd_server *s)
   wd_packstate_free(s->packstate);
   wd_front_free(s->fe);
   wd_bulk_free(s->bulk);
+  /* last: the devices are closed and the decode threads joined, so no
+   * read of the pool's is waited for */
+  wd_readers_free(s->readers);
   wd_jobs_free(s->jobs);
   pthread_mutex_destroy(&s->mu);
   free(s);

@@ -28,6 +28,7 @@
 typedef struct wd_front wd_front;
 typedef struct wd_pool wd_pool;
 typedef struct wd_bulk wd_bulk;
+typedef struct wd_readers wd_readers;
 typedef struct wd_req wd_req;
 
 /* The handler's half of a request context: what rq/ attaches to a
@@ -55,6 +56,10 @@ struct wd_server {
   wd_packstate *packstate; /* device x pack (jobs/packstate.h) */
   wd_pool *pool;           /* decode threads */
   wd_bulk *bulk;           /* regions and streams */
+  wd_readers *readers;     /* the reader pool and the devices' staging
+                              rings (bulk/readers.h): the file jobs' and
+                              the copy regions' reads */
+  wd_dev_hooks dev_hooks;  /* the devices' open and close: the rings */
   wd_front *fe;            /* the socket, its contexts and connections */
   uint64_t instance;       /* random per start (getrandom) */
   wd_prep *preps;          /* n_devs * packs->n */

@@ -205,45 +205,45 @@ enum {
   V_PLAIN, V_MASK, V_CHUNKS, V_EMPTY, V_ALLMASKED, V_SPECIAL, V_SPECIAL_MASK,
   V_ZEROS, V_MANY, V_COUNT
 };
-static const char *const cr_variant[V_COUNT] = {
+static const char *const cnf_variant[V_COUNT] = {
   "plain", "mask", "chunks", "empty-chunks", "all-masked", "special",
   "special-masked", "signed-zeros", "many-chunks",
 };
 
 /* Every (dtype, op) pair the protocol defines (wave_op_check), dtype by
  * dtype, op by op: 7 + 7 + 4 = 18. */
-static struct { wave_dtype d; wave_op op; } cr_pairs[3 * WAVE_XOR];
-static size_t cr_n_pairs;
+static struct { wave_dtype d; wave_op op; } cnf_pairs[3 * WAVE_XOR];
+static size_t cnf_n_pairs;
 
-static void cr_pairs_init(void)
+static void cnf_pairs_init(void)
 {
-  cr_n_pairs = 0;
+  cnf_n_pairs = 0;
   for (int d = WAVE_U32; d <= WAVE_F32; d++)
     for (int op = WAVE_SUM; op <= WAVE_XOR; op++)
       if (wave_op_check((wave_dtype)d, (wave_op)op) == WAVE_EOK) {
-        cr_pairs[cr_n_pairs].d = (wave_dtype)d;
-        cr_pairs[cr_n_pairs].op = (wave_op)op;
-        cr_n_pairs++;
+        cnf_pairs[cnf_n_pairs].d = (wave_dtype)d;
+        cnf_pairs[cnf_n_pairs].op = (wave_op)op;
+        cnf_n_pairs++;
       }
-  ck_assert_uint_eq(cr_n_pairs, 18);
+  ck_assert_uint_eq(cnf_n_pairs, 18);
 }
 
 /* Every buffer holds max_rows + 8 rows; jobs start 1..4 rows in. */
-typedef struct cr_data {
+typedef struct cnf_data {
   size_t max_rows;
   uint32_t *ints, *ints_sp, *floats, *floats_sp;
   uint32_t *mask, *mask_finite, *zeros;
   uint32_t *signed_zeros;  /* -0.0, and +0.0 in every 65537th row */
-} cr_data;
+} cnf_data;
 
-static uint32_t *cr_alloc(size_t rows)
+static uint32_t *cnf_alloc(size_t rows)
 {
   uint32_t *p = calloc(rows + 8, sizeof *p);
   ck_assert_msg(p != NULL, "out of memory for %zu rows", rows);
   return p;
 }
 
-static void cr_data_make(cr_data *d, size_t max_rows)
+static void cnf_data_make(cnf_data *d, size_t max_rows)
 {
   static const uint32_t fsp[] = {
     0x7fc00000u, 0xffc00000u, 0x7fa00001u, 0x7f800000u, 0xff800000u,
@@ -254,14 +254,14 @@ static void cr_data_make(cr_data *d, size_t max_rows)
   uint64_t s = 0x5eed0001u;
   size_t n = max_rows + 8;
   d->max_rows = max_rows;
-  d->ints = cr_alloc(max_rows);
-  d->ints_sp = cr_alloc(max_rows);
-  d->floats = cr_alloc(max_rows);
-  d->floats_sp = cr_alloc(max_rows);
-  d->mask = cr_alloc(max_rows);
-  d->mask_finite = cr_alloc(max_rows);
-  d->zeros = cr_alloc(max_rows);
-  d->signed_zeros = cr_alloc(max_rows);
+  d->ints = cnf_alloc(max_rows);
+  d->ints_sp = cnf_alloc(max_rows);
+  d->floats = cnf_alloc(max_rows);
+  d->floats_sp = cnf_alloc(max_rows);
+  d->mask = cnf_alloc(max_rows);
+  d->mask_finite = cnf_alloc(max_rows);
+  d->zeros = cnf_alloc(max_rows);
+  d->signed_zeros = cnf_alloc(max_rows);
   for (size_t i = 0; i < n; i++) {
     uint64_t r = conf_rng(&s), q = conf_rng(&s);
     uint32_t lo = (uint32_t)r, hi = (uint32_t)(r >> 32);
@@ -283,7 +283,7 @@ static void cr_data_make(cr_data *d, size_t max_rows)
   }
 }
 
-static void cr_data_free(cr_data *d)
+static void cnf_data_free(cnf_data *d)
 {
   free(d->ints);
   free(d->ints_sp);
@@ -297,14 +297,14 @@ static void cr_data_free(cr_data *d)
 
 #define CR_MAX_CHUNKS 600
 
-typedef struct cr_job {
+typedef struct cnf_job {
   wv_span in[CR_MAX_CHUNKS], mk[8];
   wv_reduce_job job;
   char what[128];
-} cr_job;
+} cnf_job;
 
 /* Chunks of the given row counts over base (zero-row chunks get NULL). */
-static size_t cr_cut(wv_span *sp, const uint32_t *base, const size_t *rows,
+static size_t cnf_cut(wv_span *sp, const uint32_t *base, const size_t *rows,
                      size_t n)
 {
   size_t off = 0;
@@ -316,13 +316,13 @@ static size_t cr_cut(wv_span *sp, const uint32_t *base, const size_t *rows,
   return n;
 }
 
-static void cr_build(cr_job *j, const cr_data *d, size_t pair, int v,
+static void cnf_build(cnf_job *j, const cnf_data *d, size_t pair, int v,
                      size_t n, unsigned long seq)
 {
-  wave_dtype dt = cr_pairs[pair].d;
+  wave_dtype dt = cnf_pairs[pair].d;
   memset(j, 0, sizeof *j);
   j->job.dtype = dt;
-  j->job.op = cr_pairs[pair].op;
+  j->job.op = cnf_pairs[pair].op;
   j->job.rows = n;
   j->job.input = j->in;
   j->job.mask = j->mk;
@@ -338,36 +338,36 @@ static void cr_build(cr_job *j, const cr_data *d, size_t pair, int v,
   switch (v) {
   case V_PLAIN:
   case V_SPECIAL:
-    j->job.n_input = cr_cut(j->in, data, &n, 1);
+    j->job.n_input = cnf_cut(j->in, data, &n, 1);
     break;
   case V_MASK:
-    j->job.n_input = cr_cut(j->in, data, &n, 1);
-    j->job.n_mask = cr_cut(j->mk, mask, &n, 1);
+    j->job.n_input = cnf_cut(j->in, data, &n, 1);
+    j->job.n_mask = cnf_cut(j->mk, mask, &n, 1);
     j->job.has_mask = 1;
     break;
   case V_CHUNKS: {
     size_t in[] = {a, 0, b - a, n - b}, mk[] = {0, c, n - c};
-    j->job.n_input = cr_cut(j->in, data, in, 4);
-    j->job.n_mask = cr_cut(j->mk, mask, mk, 3);
+    j->job.n_input = cnf_cut(j->in, data, in, 4);
+    j->job.n_mask = cnf_cut(j->mk, mask, mk, 3);
     j->job.has_mask = 1;
     break;
   }
   case V_EMPTY: {
     size_t in[] = {0, n / 4, 0, 0, n - n / 4, 0};
-    j->job.n_input = cr_cut(j->in, data, in, 6);
+    j->job.n_input = cnf_cut(j->in, data, in, 6);
     break;
   }
   case V_ALLMASKED: {
     size_t mk[] = {n / 2, n - n / 2};
-    j->job.n_input = cr_cut(j->in, data, &n, 1);
-    j->job.n_mask = cr_cut(j->mk, d->zeros + off, mk, 2);
+    j->job.n_input = cnf_cut(j->in, data, &n, 1);
+    j->job.n_mask = cnf_cut(j->mk, d->zeros + off, mk, 2);
     j->job.has_mask = 1;
     break;
   }
   case V_ZEROS: {  /* masked leaves must be -0.0, and -0.0 < +0.0 */
     size_t in[] = {n / 5, n / 5, n - 2 * (n / 5)};
-    j->job.n_input = cr_cut(j->in, data, in, 3);
-    j->job.n_mask = cr_cut(j->mk, mask, &n, 1);
+    j->job.n_input = cnf_cut(j->in, data, in, 3);
+    j->job.n_mask = cnf_cut(j->mk, mask, &n, 1);
     j->job.has_mask = 1;
     break;
   }
@@ -383,8 +383,8 @@ static void cr_build(cr_job *j, const cr_data *d, size_t pair, int v,
     }
     in[k - 1] = left;
     size_t mk[] = {n / 3, 0, n - n / 3};
-    j->job.n_input = cr_cut(j->in, data, in, k);
-    j->job.n_mask = cr_cut(j->mk, mask, mk, 3);
+    j->job.n_input = cnf_cut(j->in, data, in, k);
+    j->job.n_mask = cnf_cut(j->mk, mask, mk, 3);
     j->job.has_mask = seq % 2;
     break;
   }
@@ -395,18 +395,18 @@ static void cr_build(cr_job *j, const cr_data *d, size_t pair, int v,
      * counted but ignored */
     const uint32_t *m = dt == WAVE_F32 && j->job.op == WAVE_SUM
         ? d->mask_finite + off : mask;
-    j->job.n_input = cr_cut(j->in, data, in, 2);
-    j->job.n_mask = cr_cut(j->mk, m, mk, 2);
+    j->job.n_input = cnf_cut(j->in, data, in, 2);
+    j->job.n_mask = cnf_cut(j->mk, m, mk, 2);
     j->job.has_mask = 1;
     break;
   }
   }
   snprintf(j->what, sizeof j->what, "%s %s, %s, %zu rows (job %lu)",
-           wave_dtype_name(dt), wave_op_name(j->job.op), cr_variant[v], n,
+           wave_dtype_name(dt), wave_op_name(j->job.op), cnf_variant[v], n,
            seq);
 }
 
-static void cr_fmt(char *buf, size_t len, int rc, const wave_error *e,
+static void cnf_fmt(char *buf, size_t len, int rc, const wave_error *e,
                    const wv_reduce_out *o)
 {
   if (rc != 0)
@@ -419,7 +419,7 @@ static void cr_fmt(char *buf, size_t len, int rc, const wave_error *e,
              " (%u values)", o->bits[0], o->count, o->index, o->n_values);
 }
 
-static double cr_now(void)
+static double cnf_now(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -430,8 +430,8 @@ static double cr_now(void)
  * expected bits from the CPU device instead of the single-threaded
  * reference, which needs minutes per 2^28-row job set; the CPU device is
  * itself held to the reference at every size up to there, and above it in
- * the jobs of cr_ref_anyway. */
-static unsigned cr_ref_max_log2(void)
+ * the jobs of cnf_ref_anyway. */
+static unsigned cnf_ref_max_log2(void)
 {
   const char *v = getenv("WAVE_CONFORMANCE_REF_MAX_LOG2");
   if (v == NULL || *v == '\0')
@@ -443,12 +443,12 @@ static unsigned cr_ref_max_log2(void)
 /* Above the reference's bound, one pair per op still takes its expected
  * bits from the reference: the op's last dtype (f32 where the op has one),
  * masked. */
-static int cr_ref_anyway(size_t p, int v)
+static int cnf_ref_anyway(size_t p, int v)
 {
   if (v != V_MASK)
     return 0;
-  for (size_t q = p + 1; q < cr_n_pairs; q++)
-    if (cr_pairs[q].op == cr_pairs[p].op)
+  for (size_t q = p + 1; q < cnf_n_pairs; q++)
+    if (cnf_pairs[q].op == cnf_pairs[p].op)
       return 0;
   return 1;
 }
@@ -458,7 +458,7 @@ START_TEST(reduce_jobs)
   conf_set set;
   conf_open_all(&set);
   unsigned max_log2 = conf_max_log2();
-  size_t ref_max = (size_t)1 << cr_ref_max_log2();
+  size_t ref_max = (size_t)1 << cnf_ref_max_log2();
   conf_dev *cpu = NULL;
   for (size_t i = 0; i < set.n; i++)
     if (strcmp(set.devs[i].backend->name, "cpu") == 0)
@@ -467,29 +467,29 @@ START_TEST(reduce_jobs)
   size_t n_sizes = 9;
   for (unsigned k = max_log2 % 2 ? 17 : 18; k <= max_log2; k += 2)
     sizes[n_sizes++] = (size_t)1 << k;
-  cr_data data;
-  cr_data_make(&data, sizes[n_sizes - 1]);
+  cnf_data data;
+  cnf_data_make(&data, sizes[n_sizes - 1]);
 
-  cr_pairs_init();
-  double t0 = cr_now();
+  cnf_pairs_init();
+  double t0 = cnf_now();
   unsigned long seq = 0;
   for (size_t z = 0; z < n_sizes; z++) {
-    for (size_t p = 0; p < cr_n_pairs; p++) {
+    for (size_t p = 0; p < cnf_n_pairs; p++) {
       for (int v = 0; v < V_COUNT; v++, seq++) {
-        cr_job j;
-        cr_build(&j, &data, p, v, sizes[z], seq);
+        cnf_job j;
+        cnf_build(&j, &data, p, v, sizes[z], seq);
         wave_error err = {0};
         wv_reduce_out want, got;
         ck_assert_msg(wv_reduce_validate(&j.job, &err) == 0, "%s: %s",
                       j.what, err.message);
         int by_cpu = cpu != NULL && sizes[z] > ref_max &&
-                     !cr_ref_anyway(p, v);
+                     !cnf_ref_anyway(p, v);
         int rc = by_cpu ? cpu->backend->reduce(cpu->dev, &j.job, &want, &err)
                         : wv_reduce_reference(&j.job, &want, &err);
         ck_assert_msg(rc == 0, "%s %s: %s", by_cpu ? "cpu" : "reference",
                       j.what, err.message);
         char ws[96], gs[320];
-        cr_fmt(ws, sizeof ws, 0, NULL, &want);
+        cnf_fmt(ws, sizeof ws, 0, NULL, &want);
         for (size_t i = 0; i < set.n; i++) {
           conf_dev *d = &set.devs[i];
           if (by_cpu && d == cpu)
@@ -500,21 +500,21 @@ START_TEST(reduce_jobs)
                      got.count == want.count && got.bits[0] == want.bits[0] &&
                      (want.n_values < 2 || got.bits[1] == want.bits[1]);
           if (!same)
-            cr_fmt(gs, sizeof gs, rc, &err, &got);
+            cnf_fmt(gs, sizeof gs, rc, &err, &got);
           conf_count(d, same, j.what, ws, same ? "" : gs);
         }
       }
     }
     if (sizes[z] >= ((size_t)1 << 18)) {
       printf("conformance: reduce %zu rows done, %.1f s%s\n", sizes[z],
-             cr_now() - t0,
+             cnf_now() - t0,
              cpu != NULL && sizes[z] > ref_max
                  ? " (expected bits: cpu device; one masked pair per op: "
                    "the reference)" : "");
       fflush(stdout);
     }
   }
-  cr_data_free(&data);
+  cnf_data_free(&data);
   conf_report(&set, "reduce");
   conf_close_all(&set);
 }

@@ -27,19 +27,19 @@
 
 enum { CF_NARROW, CF_FULL, CF_CANCEL, CF_SPECIAL, CF_NEGZERO, CF_MASK,
        CF_CHUNKS, CF_NONE, CF_REVERSED, CF_TINY, CF_N };
-static const char *const cf_variant[CF_N] = {
+static const char *const cnfs_variant[CF_N] = {
   "narrow", "full-range", "cancel", "special", "signed-zeros", "mask",
   "chunks", "all-masked", "reversed", "subnormal"};
 
 /* A finite row of any exponent, either sign. */
-static uint64_t cf_full(int f64, uint64_t r, uint64_t q)
+static uint64_t cnfs_full(int f64, uint64_t r, uint64_t q)
 {
   if (f64)
     return (r & 0x800fffffffffffffu) | ((q % 2047) << 52);
   return ((r & 0x807fffffu) | (uint32_t)((q % 255) << 23));
 }
 
-static uint64_t cf_row(int f64, int v, uint64_t i, uint64_t *s,
+static uint64_t cnfs_row(int f64, int v, uint64_t i, uint64_t *s,
                        uint64_t *big)
 {
   static const uint64_t f64sp[] = {
@@ -57,32 +57,32 @@ static uint64_t cf_row(int f64, int v, uint64_t i, uint64_t *s,
                : (r & 0x807fffffu) | (uint32_t)((119u + q % 16u) << 23);
   case CF_CANCEL:  /* big, tiny, -big */
     if (i % 3 == 0)
-      return *big = cf_full(f64, r, q);
+      return *big = cnfs_full(f64, r, q);
     if (i % 3 == 1)
       return r & (f64 ? 0x800000000000ffffu : 0x800000ffu);
     return *big ^ sign;
   case CF_SPECIAL:
     if (r % 3 == 0)
       return f64 ? f64sp[q % 10] : f32sp[q % 10];
-    return cf_full(f64, r, q);
+    return cnfs_full(f64, r, q);
   case CF_NEGZERO:
     return q % 1000 == 0 ? 0 : sign;
   case CF_TINY:  /* subnormals only */
     return r & (f64 ? 0x800fffffffffffffu : 0x807fffffu);
   default:
-    return cf_full(f64, r, q);
+    return cnfs_full(f64, r, q);
   }
 }
 
-typedef struct cf_job {
+typedef struct cnfs_job {
   unsigned char *data;
   uint32_t *mask;
   wv_span in[4], mk[3];
   wv_reduce_job job;
   char what[160];
-} cf_job;
+} cnfs_job;
 
-static void cf_make(cf_job *j, wave_dtype d, int v, size_t n, uint64_t seed)
+static void cnfs_make(cnfs_job *j, wave_dtype d, int v, size_t n, uint64_t seed)
 {
   uint64_t s = seed, big = 0;
   int f64 = d == WAVE_F64;
@@ -94,7 +94,7 @@ static void cf_make(cf_job *j, wave_dtype d, int v, size_t n, uint64_t seed)
   unsigned char *rows = j->data + 4;
   for (size_t i = 0; i < n; i++) {
     /* reversed: the full-range rows of the same seed, last first */
-    uint64_t x = cf_row(f64, v == CF_REVERSED ? CF_FULL : v, i, &s, &big);
+    uint64_t x = cnfs_row(f64, v == CF_REVERSED ? CF_FULL : v, i, &s, &big);
     size_t at = v == CF_REVERSED ? n - 1 - i : i;
     memcpy(rows + size * at, &x, size);
     j->mask[i] = v == CF_NONE ? 0 : (conf_rng(&s) % 3 ? 1u << (i % 32) : 0);
@@ -124,10 +124,10 @@ static void cf_make(cf_job *j, wave_dtype d, int v, size_t n, uint64_t seed)
                            .n_mask = masked ? nm : 0, .has_mask = masked,
                            .rows = n};
   snprintf(j->what, sizeof j->what, "%s fsum %s, %zu rows",
-           wave_dtype_name(d), cf_variant[v], n);
+           wave_dtype_name(d), cnfs_variant[v], n);
 }
 
-static void cf_fmt(char *buf, size_t len, int rc, const wave_error *e,
+static void cnfs_fmt(char *buf, size_t len, int rc, const wave_error *e,
                    const wv_reduce_out *o)
 {
   if (rc != 0) {
@@ -141,7 +141,7 @@ static void cf_fmt(char *buf, size_t len, int rc, const wave_error *e,
            o->xsum.limb[0], o->xsum.flags);
 }
 
-static int cf_same(const wv_reduce_out *a, const wv_reduce_out *b)
+static int cnfs_same(const wv_reduce_out *a, const wv_reduce_out *b)
 {
   return a->bits[0] == b->bits[0] && a->count == b->count &&
          a->n_values == b->n_values && a->xsum.n_limbs == b->xsum.n_limbs &&
@@ -150,7 +150,7 @@ static int cf_same(const wv_reduce_out *a, const wv_reduce_out *b)
 }
 
 /* A device that does not run fsum refuses it, by name. */
-static void cf_refusal(conf_dev *d, const cf_job *j)
+static void cnfs_refusal(conf_dev *d, const cnfs_job *j)
 {
   wave_error err = {0};
   wv_reduce_out o;
@@ -161,7 +161,7 @@ static void cf_refusal(conf_dev *d, const cf_job *j)
             (j->job.dtype == WAVE_F64 && !d->dtypes64 &&
              strstr(err.message, "float64") != NULL));
   char gs[320];
-  cf_fmt(gs, sizeof gs, rc, &err, &o);
+  cnfs_fmt(gs, sizeof gs, rc, &err, &o);
   conf_count(d, ok, j->what, "UNSUPPORTED naming the backend and fsum",
              ok ? "" : gs);
 }
@@ -179,9 +179,9 @@ START_TEST(fsum_jobs)
     for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
       wv_reduce_out full;  /* the full-range answer, for the reversed */
       for (int v = 0; v < CF_N; v++, seq++) {
-        cf_job j;
+        cnfs_job j;
         /* the reversed rows are the full-range ones: the same seed */
-        cf_make(&j, dt, v, sizes[z], 0xf5a3u + (z * 64 + d * 16 +
+        cnfs_make(&j, dt, v, sizes[z], 0xf5a3u + (z * 64 + d * 16 +
                 (v == CF_REVERSED ? CF_FULL : v)) * 7919u);
         wave_error err = {0};
         wv_reduce_out want, got;
@@ -190,23 +190,23 @@ START_TEST(fsum_jobs)
         if (v == CF_FULL)
           full = want;
         if (v == CF_REVERSED)
-          ck_assert_msg(cf_same(&want, &full), "%s: the reference differs "
+          ck_assert_msg(cnfs_same(&want, &full), "%s: the reference differs "
                         "from its rows in order", j.what);
         char ws[200], gs[320];
-        cf_fmt(ws, sizeof ws, 0, NULL, &want);
+        cnfs_fmt(ws, sizeof ws, 0, NULL, &want);
         for (size_t i = 0; i < set.n; i++) {
           conf_dev *dv = &set.devs[i];
           if (!dv->fsum || (d && !dv->dtypes64)) {
             if (!refused[i]++)  /* once per dtype and device */
-              cf_refusal(dv, &j);
+              cnfs_refusal(dv, &j);
             continue;
           }
           memset(&got, 0x5a, sizeof got);
           int rc = wv_dev_reduce(&(wv_dev){dv->backend, dv->dev}, &j.job,
                                  &got, &err);
-          int same = rc == 0 && cf_same(&got, &want);
+          int same = rc == 0 && cnfs_same(&got, &want);
           if (!same)
-            cf_fmt(gs, sizeof gs, rc, &err, &got);
+            cnfs_fmt(gs, sizeof gs, rc, &err, &got);
           conf_count(dv, same, j.what, ws, same ? "" : gs);
         }
         free(j.data);

@@ -35,11 +35,11 @@
 #define CH_FIXED_RANGES 11
 #define CH_MAX_COUNT 3000u
 
-typedef struct ch_range {
+typedef struct cfh_range {
   uint64_t nonce, count;
-} ch_range;
+} cfh_range;
 
-static int ch_pack_selected(const char *name)
+static int cfh_pack_selected(const char *name)
 {
   const char *l = getenv("WAVE_CONFORMANCE_PACKS");
   if (l == NULL || *l == '\0')
@@ -56,33 +56,33 @@ static int ch_pack_selected(const char *name)
 }
 
 /* The ranges every device hashes for one pack. */
-static size_t ch_ranges(ch_range *r, uint64_t seed)
+static size_t cfh_ranges(cfh_range *r, uint64_t seed)
 {
   size_t n = 0;
-  r[n++] = (ch_range){0, 1};
-  r[n++] = (ch_range){0, 32};
-  r[n++] = (ch_range){31, 2};                        /* across a unit edge */
-  r[n++] = (ch_range){33, 1000};                     /* ragged both ends */
-  r[n++] = (ch_range){((uint64_t)1 << 25) * 32 - 7, 77};
-  r[n++] = (ch_range){UINT64_MAX - 40, 41};          /* ends at 2^64 - 1 */
-  r[n++] = (ch_range){100, 5};                       /* inside a segment */
-  r[n++] = (ch_range){((uint64_t)1 << 20) - 1000, 3000};
-  r[n++] = (ch_range){((uint64_t)1 << 24) - 1500, 3000};
-  r[n++] = (ch_range){((uint64_t)7 << 40) + 8191, 2};  /* a segment edge */
-  r[n++] = (ch_range){UINT64_MAX - 2998, 2999};      /* ends at 2^64 - 1 */
+  r[n++] = (cfh_range){0, 1};
+  r[n++] = (cfh_range){0, 32};
+  r[n++] = (cfh_range){31, 2};                        /* across a unit edge */
+  r[n++] = (cfh_range){33, 1000};                     /* ragged both ends */
+  r[n++] = (cfh_range){((uint64_t)1 << 25) * 32 - 7, 77};
+  r[n++] = (cfh_range){UINT64_MAX - 40, 41};          /* ends at 2^64 - 1 */
+  r[n++] = (cfh_range){100, 5};                       /* inside a segment */
+  r[n++] = (cfh_range){((uint64_t)1 << 20) - 1000, 3000};
+  r[n++] = (cfh_range){((uint64_t)1 << 24) - 1500, 3000};
+  r[n++] = (cfh_range){((uint64_t)7 << 40) + 8191, 2};  /* a segment edge */
+  r[n++] = (cfh_range){UINT64_MAX - 2998, 2999};      /* ends at 2^64 - 1 */
   for (int i = 0; i < CH_RANDOM_RANGES; i++) {
     uint64_t nonce = conf_rng(&seed);
     uint64_t count = 1 + conf_rng(&seed) % CH_MAX_COUNT;
     if (nonce > UINT64_MAX - count)
       nonce = UINT64_MAX - count;
-    r[n++] = (ch_range){nonce, count};
+    r[n++] = (cfh_range){nonce, count};
   }
   return n;
 }
 
 /* Run pack p on every device of set: self-check, then each range against
  * the reference outputs want[i]. */
-static void ch_run(conf_set *set, const wv_pack *p, const ch_range *r,
+static void cfh_run(conf_set *set, const wv_pack *p, const cfh_range *r,
                    size_t nr, uint64_t *const *want, uint64_t *got)
 {
   for (size_t i = 0; i < set->n; i++) {
@@ -126,13 +126,13 @@ static void ch_run(conf_set *set, const wv_pack *p, const ch_range *r,
 }
 
 /* One batch's results, as compared. */
-typedef struct ch_batch {
+typedef struct cfh_batch {
   wv_hash_batch b;
   uint64_t *seg, *out;
   wv_hash_winner *win;
-} ch_batch;
+} cfh_batch;
 
-static void ch_batch_init(ch_batch *c, const ch_range *r, unsigned s,
+static void cfh_batch_init(cfh_batch *c, const cfh_range *r, unsigned s,
                           uint64_t target, size_t max_winners, int outputs)
 {
   memset(c, 0, sizeof *c);
@@ -162,7 +162,7 @@ static void ch_batch_init(ch_batch *c, const ch_range *r, unsigned s,
   c->b.best_nonce = c->b.best_output = 99;
 }
 
-static void ch_batch_free(ch_batch *c)
+static void cfh_batch_free(cfh_batch *c)
 {
   free(c->seg);
   free(c->out);
@@ -170,7 +170,7 @@ static void ch_batch_free(ch_batch *c)
 }
 
 /* The first difference of got from want, or "" when equal. */
-static void ch_batch_diff(const ch_batch *want, const ch_batch *got,
+static void cfh_batch_diff(const cfh_batch *want, const cfh_batch *got,
                           const uint64_t *ref, char *ws, size_t wl, char *gs,
                           size_t gl)
 {
@@ -218,7 +218,7 @@ static void ch_batch_diff(const ch_batch *want, const ch_batch *got,
 
 /* Every range as hash batches on every device of set, against
  * wv_hash_fold over the reference outputs. */
-static void ch_run_batches(conf_set *set, const wv_pack *p, const ch_range *r,
+static void cfh_run_batches(conf_set *set, const wv_pack *p, const cfh_range *r,
                            size_t nr, uint64_t *const *want)
 {
   static const unsigned seg_log2[] = {WV_SEG_LOG2_MIN, WV_SEG_LOG2_DEFAULT,
@@ -241,11 +241,11 @@ static void ch_run_batches(conf_set *set, const wv_pack *p, const ch_range *r,
     for (size_t k = 0; k < nr; k++)
       for (size_t si = 0; si < sizeof seg_log2 / sizeof *seg_log2; si++)
         for (size_t ti = 0; ti < sizeof tg / sizeof *tg; ti++, v++) {
-          ch_batch w, g;
+          cfh_batch w, g;
           int outputs = v % 3 == 1;
-          ch_batch_init(&w, &r[k], seg_log2[si], tg[ti].target, tg[ti].slots,
+          cfh_batch_init(&w, &r[k], seg_log2[si], tg[ti].target, tg[ti].slots,
                         0);
-          ch_batch_init(&g, &r[k], seg_log2[si], tg[ti].target, tg[ti].slots,
+          cfh_batch_init(&g, &r[k], seg_log2[si], tg[ti].target, tg[ti].slots,
                         outputs);
           wv_hash_fold(&w.b, want[k]);
           wave_error err = {0};
@@ -263,16 +263,16 @@ static void ch_run_batches(conf_set *set, const wv_pack *p, const ch_range *r,
             snprintf(gs, sizeof gs, "error %s: %s", wave_errname(rc),
                      err.message);
           else
-            ch_batch_diff(&w, &g, want[k], ws, sizeof ws, gs, sizeof gs);
+            cfh_batch_diff(&w, &g, want[k], ws, sizeof ws, gs, sizeof gs);
           conf_count(d, rc == 0 && ws[0] == '\0', what, ws, gs);
-          ch_batch_free(&w);
-          ch_batch_free(&g);
+          cfh_batch_free(&w);
+          cfh_batch_free(&g);
         }
   }
 }
 
 /* Devices of the GPU backends again, with exchange forced to local memory. */
-static void ch_open_local(const conf_set *all, conf_set *local)
+static void cfh_open_local(const conf_set *all, conf_set *local)
 {
   memset(local, 0, sizeof *local);
   local->may_be_empty = 1;  /* no GPU backend opened */
@@ -319,32 +319,32 @@ START_TEST(hash_jobs)
 
   conf_set set, local;
   conf_open_all(&set);
-  ch_open_local(&set, &local);
+  cfh_open_local(&set, &local);
   uint64_t *got = malloc(CH_MAX_COUNT * sizeof *got);
   ck_assert_ptr_nonnull(got);
 
   unsigned n_packs = 0;
   for (size_t i = 0; i < wv_packset_count(packs); i++) {
     const wv_pack *p = wv_packset_at(packs, i);
-    if (!ch_pack_selected(wv_pack_name(p)))
+    if (!cfh_pack_selected(wv_pack_name(p)))
       continue;
     n_packs++;
     wv_hash_mem mem = {.pack = p};
     if (!p->closed)
       ck_assert_msg(wv_pack_cache_get(p, &mem.cache, &err) == 0, "%s",
                     err.message);
-    ch_range r[CH_FIXED_RANGES + CH_RANDOM_RANGES];
-    size_t nr = ch_ranges(r, 0x5eed0000u + i);
+    cfh_range r[CH_FIXED_RANGES + CH_RANDOM_RANGES];
+    size_t nr = cfh_ranges(r, 0x5eed0000u + i);
     uint64_t *want[CH_FIXED_RANGES + CH_RANDOM_RANGES];
     for (size_t k = 0; k < nr; k++) {
       want[k] = malloc(r[k].count * sizeof *want[k]);
       ck_assert_ptr_nonnull(want[k]);
       wv_ref_range(&mem, r[k].nonce, r[k].count, want[k]);
     }
-    ch_run(&set, p, r, nr, want, got);
-    ch_run(&local, p, r, nr, want, got);
-    ch_run_batches(&set, p, r, nr, want);
-    ch_run_batches(&local, p, r, nr, want);
+    cfh_run(&set, p, r, nr, want, got);
+    cfh_run(&local, p, r, nr, want, got);
+    cfh_run_batches(&set, p, r, nr, want);
+    cfh_run_batches(&local, p, r, nr, want);
     for (size_t k = 0; k < nr; k++)
       free(want[k]);
     printf("conformance: hash pack %s done\n", wv_pack_name(p));

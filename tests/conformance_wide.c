@@ -24,10 +24,10 @@
 #include "workers/wvdev.h"
 
 enum { CW_PLAIN, CW_MASK, CW_CHUNKS, CW_SPECIAL, CW_TIES, CW_NONE, CW_N };
-static const char *const cw_variant[CW_N] = {
+static const char *const cfw_variant[CW_N] = {
   "plain", "mask", "chunks", "special", "ties", "all-masked"};
 
-static uint64_t cw_row(wave_dtype d, int v, uint64_t *s)
+static uint64_t cfw_row(wave_dtype d, int v, uint64_t *s)
 {
   static const uint64_t f64sp[] = {
     0x7ff8000000000000u, 0xfff8000000000001u, 0x7ff0000000000000u,
@@ -54,15 +54,15 @@ static uint64_t cw_row(wave_dtype d, int v, uint64_t *s)
   return is4 ? x & 0xffffffffu : x;
 }
 
-typedef struct cw_job {
+typedef struct cfw_job {
   unsigned char *data;
   uint32_t *mask;
   wv_span in[4], mk[3];
   wv_reduce_job job;
   char what[160];
-} cw_job;
+} cfw_job;
 
-static void cw_make(cw_job *j, wave_dtype d, wave_op op, int v, size_t n,
+static void cfw_make(cfw_job *j, wave_dtype d, wave_op op, int v, size_t n,
                     uint64_t seed)
 {
   uint64_t s = seed;
@@ -73,7 +73,7 @@ static void cw_make(cw_job *j, wave_dtype d, wave_op op, int v, size_t n,
   ck_assert(j->data != NULL && j->mask != NULL);
   unsigned char *rows = j->data + 4;
   for (size_t i = 0; i < n; i++) {
-    uint64_t x = cw_row(d, v, &s);
+    uint64_t x = cfw_row(d, v, &s);
     memcpy(rows + size * i, &x, size);  /* little-endian: the low bytes */
     j->mask[i] = v == CW_NONE ? 0 : (conf_rng(&s) % 3 ? 1u << (i % 32) : 0);
   }
@@ -99,10 +99,10 @@ static void cw_make(cw_job *j, wave_dtype d, wave_op op, int v, size_t n,
                            .n_mask = masked ? nm : 0, .has_mask = masked,
                            .rows = n};
   snprintf(j->what, sizeof j->what, "%s %s %s, %zu rows", wave_dtype_name(d),
-           wave_op_name(op), cw_variant[v], n);
+           wave_op_name(op), cfw_variant[v], n);
 }
 
-static void cw_fmt(char *buf, size_t len, int rc, const wave_error *e,
+static void cfw_fmt(char *buf, size_t len, int rc, const wave_error *e,
                    const wv_reduce_out *o)
 {
   if (rc != 0)
@@ -113,7 +113,7 @@ static void cw_fmt(char *buf, size_t len, int rc, const wave_error *e,
              o->count, o->index);
 }
 
-static int cw_runs(const conf_dev *d, wave_dtype dt, wave_op op)
+static int cfw_runs(const conf_dev *d, wave_dtype dt, wave_op op)
 {
   if (wv_dtype_size(dt) == 8 && !d->dtypes64)
     return 0;
@@ -121,7 +121,7 @@ static int cw_runs(const conf_dev *d, wave_dtype dt, wave_op op)
 }
 
 /* A device that does not run the pair refuses it, by name. */
-static void cw_refusal(conf_dev *d, const cw_job *j)
+static void cfw_refusal(conf_dev *d, const cfw_job *j)
 {
   wave_error err = {0};
   wv_reduce_out o;
@@ -133,7 +133,7 @@ static void cw_refusal(conf_dev *d, const cw_job *j)
            strstr(err.message, d->backend->name) != NULL &&
            strstr(err.message, what) != NULL;
   char gs[320];
-  cw_fmt(gs, sizeof gs, rc, &err, &o);
+  cfw_fmt(gs, sizeof gs, rc, &err, &o);
   conf_count(d, ok, j->what, "UNSUPPORTED naming the backend and dtype/op",
              ok ? "" : gs);
 }
@@ -157,20 +157,20 @@ START_TEST(wide_jobs)
       int refused = 0;
       for (size_t z = 0; z < nsizes; z++)
         for (int v = 0; v < CW_N; v++, seq++) {
-          cw_job j;
-          cw_make(&j, (wave_dtype)d, (wave_op)op, v, sizes[z],
+          cfw_job j;
+          cfw_make(&j, (wave_dtype)d, (wave_op)op, v, sizes[z],
                   0x771de00u + seq * 7919u);
           wave_error err = {0};
           wv_reduce_out want, got;
           ck_assert_msg(wv_reduce_reference(&j.job, &want, &err) == 0,
                         "%s: %s", j.what, err.message);
           char ws[96], gs[320];
-          cw_fmt(ws, sizeof ws, 0, NULL, &want);
+          cfw_fmt(ws, sizeof ws, 0, NULL, &want);
           for (size_t i = 0; i < set.n; i++) {
             conf_dev *dv = &set.devs[i];
-            if (!cw_runs(dv, (wave_dtype)d, (wave_op)op)) {
+            if (!cfw_runs(dv, (wave_dtype)d, (wave_op)op)) {
               if (!refused)  /* once per pair and device */
-                cw_refusal(dv, &j);
+                cfw_refusal(dv, &j);
               continue;
             }
             memset(&got, 0x5a, sizeof got);
@@ -180,7 +180,7 @@ START_TEST(wide_jobs)
                        got.bits[0] == want.bits[0] &&
                        (want.n_values < 2 || got.bits[1] == want.bits[1]);
             if (!same)
-              cw_fmt(gs, sizeof gs, rc, &err, &got);
+              cfw_fmt(gs, sizeof gs, rc, &err, &got);
             conf_count(dv, same, j.what, ws, same ? "" : gs);
           }
           refused = 1;

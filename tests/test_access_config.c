@@ -22,13 +22,13 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 
-static char ta_dir[256];
-static char ta_path[512];
+static char tac_dir[256];
+static char tac_path[512];
 
-static void ta_file(const char *name, const char *text, mode_t mode)
+static void tac_file(const char *name, const char *text, mode_t mode)
 {
   char p[600];
-  snprintf(p, sizeof p, "%s/%s", ta_dir, name);
+  snprintf(p, sizeof p, "%s/%s", tac_dir, name);
   FILE *f = fopen(p, "w");
   ck_assert_ptr_nonnull(f);
   ck_assert_int_ge(fputs(text, f), 0);
@@ -36,26 +36,26 @@ static void ta_file(const char *name, const char *text, mode_t mode)
   ck_assert_int_eq(chmod(p, mode), 0);
 }
 
-static void ta_setup(void)
+static void tac_setup(void)
 {
-  snprintf(ta_dir, sizeof ta_dir, "/tmp/wave-access.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(ta_dir));
-  snprintf(ta_path, sizeof ta_path, "%s/c.yaml", ta_dir);
-  ta_file("alice.token", "s3cr3t-alice-0123456789\n", 0600);
-  ta_file("bob.token", "s3cr3t-bob-0123456789abc", 0400);
-  ta_file("open.token", "s3cr3t-open-0123456789\n", 0644);
-  ta_file("short.token", "tooshort\n", 0600);
-  ta_file("blank.token", "has a blank 0123456789\n", 0600);
+  snprintf(tac_dir, sizeof tac_dir, "/tmp/wave-access.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tac_dir));
+  snprintf(tac_path, sizeof tac_path, "%s/c.yaml", tac_dir);
+  tac_file("alice.token", "s3cr3t-alice-0123456789\n", 0600);
+  tac_file("bob.token", "s3cr3t-bob-0123456789abc", 0400);
+  tac_file("open.token", "s3cr3t-open-0123456789\n", 0644);
+  tac_file("short.token", "tooshort\n", 0600);
+  tac_file("blank.token", "has a blank 0123456789\n", 0600);
   /* 128 bits by auth.c's estimate, and just below */
-  ta_file("aaaa.token", "aaaaaaaaaaaaaaaa\n", 0600);
-  ta_file("long-a.token", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+  tac_file("aaaa.token", "aaaaaaaaaaaaaaaa\n", 0600);
+  tac_file("long-a.token", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
           "aaaaaaaaaaaaaaaaaaaa\n", 0600);
-  ta_file("hex31.token", "0f1e2d3c4b5a69788796a5b4c3d2e1f\n", 0600);
-  ta_file("hex32.token", "0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", 0600);
-  ta_file("b64-21.token", "Zm9vYmFyYmF6cXV4MTIzN\n", 0600);
-  ta_file("b64-22.token", "Zm9vYmFyYmF6cXV4MTIzNA\n", 0600);
-  ta_file("print19.token", "p@ss!w0rd#q%r^s&t*u\n", 0600);
-  ta_file("notpem.crt", "hello\n", 0644);
+  tac_file("hex31.token", "0f1e2d3c4b5a69788796a5b4c3d2e1f\n", 0600);
+  tac_file("hex32.token", "0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", 0600);
+  tac_file("b64-21.token", "Zm9vYmFyYmF6cXV4MTIzN\n", 0600);
+  tac_file("b64-22.token", "Zm9vYmFyYmF6cXV4MTIzNA\n", 0600);
+  tac_file("print19.token", "p@ss!w0rd#q%r^s&t*u\n", 0600);
+  tac_file("notpem.crt", "hello\n", 0644);
   char cmd[1200];
   snprintf(cmd, sizeof cmd,
            "cd %s && openssl req -x509 -newkey ec -pkeyopt "
@@ -67,37 +67,37 @@ static void ta_setup(void)
            /* a PEM block whose body is not a key */
            "printf -- '-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE "
            "KEY-----\\n' > junk.key",
-           ta_dir);
+           tac_dir);
   ck_assert_msg(system(cmd) == 0, "openssl failed: %s", cmd);
 }
 
-static void ta_teardown(void)
+static void tac_teardown(void)
 {
   char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", ta_dir);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tac_dir);
   ck_assert_int_eq(system(cmd), 0);
 }
 
-static wd_config *ta_ok(const char *text)
+static wd_config *tac_ok(const char *text)
 {
-  ta_file("c.yaml", text, 0644);
+  tac_file("c.yaml", text, 0644);
   wd_config *c = NULL;
   wave_error err = {0};
-  int rc = wd_config_load(ta_path, &c, &err);
+  int rc = wd_config_load(tac_path, &c, &err);
   ck_assert_msg(rc == 0, "unexpected error: %s", err.message);
   return c;
 }
 
-static void ta_bad(const char *text, const char *where, const char *key,
+static void tac_bad(const char *text, const char *where, const char *key,
                    const char *what)
 {
-  ta_file("c.yaml", text, 0644);
+  tac_file("c.yaml", text, 0644);
   wd_config *c = (wd_config *)1;
   wave_error err = {0};
-  ck_assert_int_eq(wd_config_load(ta_path, &c, &err), WAVE_ECONFIG);
+  ck_assert_int_eq(wd_config_load(tac_path, &c, &err), WAVE_ECONFIG);
   ck_assert_ptr_null(c);
   char want[1024];
-  snprintf(want, sizeof want, "%s:%s: %s: ", ta_path, where, key);
+  snprintf(want, sizeof want, "%s:%s: %s: ", tac_path, where, key);
   ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0,
                 "message '%s' does not start with '%s'", err.message, want);
   ck_assert_msg(strstr(err.message + strlen(want), what) != NULL,
@@ -109,7 +109,7 @@ static void ta_bad(const char *text, const char *where, const char *key,
 
 START_TEST(tokens_and_tls_load)
 {
-  wd_config *c = ta_ok("listen: [\"tcp://127.0.0.1:7000\", "
+  wd_config *c = tac_ok("listen: [\"tcp://127.0.0.1:7000\", "
                        "\"tls+tcp://127.0.0.1:7001\"]\n"
                        TLS
                        "auth:\n"
@@ -122,32 +122,32 @@ START_TEST(tokens_and_tls_load)
   ck_assert_uint_eq(c->tokens[0].len, 23);
   ck_assert_str_eq(c->tokens[1].secret, "s3cr3t-bob-0123456789abc");
   char want[600];
-  snprintf(want, sizeof want, "%s/srv.crt", ta_dir);  /* beside the config */
+  snprintf(want, sizeof want, "%s/srv.crt", tac_dir);  /* beside the config */
   ck_assert_str_eq(c->tls.cert_file, want);
   ck_assert_int_eq(c->tls.set, 1);
   ck_assert_int_eq(c->tls.verify, WD_TLS_VERIFY_NONE);
   ck_assert_int_eq(c->auth_none, 0);
   wd_config_free(c);
   /* open on purpose */
-  c = ta_ok("listen: [\"tcp://127.0.0.1:7000\"]\nauth: none\n" DEV);
+  c = tac_ok("listen: [\"tcp://127.0.0.1:7000\"]\nauth: none\n" DEV);
   ck_assert_int_eq(c->auth_none, 1);
   ck_assert_uint_eq(c->n_tokens, 0);
   wd_config_free(c);
   /* client certificates required: authenticated without tokens */
-  c = ta_ok("listen: [\"tls+tcp://127.0.0.1:7001\"]\n"
+  c = tac_ok("listen: [\"tls+tcp://127.0.0.1:7001\"]\n"
             TLS "  ca_file: other.crt\n  verify: required\n" DEV);
   ck_assert_int_eq(c->tls.verify, WD_TLS_VERIFY_REQUIRED);
   wd_config_free(c);
   /* ${VAR} in a path (a job's token file under Slurm) */
   setenv("WAVE_TEST_TOKEN", "bob.token", 1);
-  c = ta_ok("listen: [\"tcp://127.0.0.1:7000\"]\n"
+  c = tac_ok("listen: [\"tcp://127.0.0.1:7000\"]\n"
             "auth: {tokens: [{name: job, file: \"${WAVE_TEST_TOKEN}\"}]}\n" DEV);
   ck_assert_str_eq(c->tokens[0].secret, "s3cr3t-bob-0123456789abc");
   wd_config_free(c);
-  ta_bad("auth: {tokens: [{name: job, file: \"${WAVE_NO_SUCH_VAR}\"}]}\n" DEV,
+  tac_bad("auth: {tokens: [{name: job, file: \"${WAVE_NO_SUCH_VAR}\"}]}\n" DEV,
          "1:35", "auth.tokens[0].file", "WAVE_NO_SUCH_VAR is not set");
   /* ipc only: no auth needed */
-  c = ta_ok(DEV);
+  c = tac_ok(DEV);
   ck_assert_uint_eq(c->n_tokens, 0);
   wd_config_free(c);
 }
@@ -155,46 +155,46 @@ END_TEST
 
 START_TEST(network_needs_auth)
 {
-  ta_bad("listen:\n  - ipc:///tmp/a.sock\n  - tcp://0.0.0.0:7000\n" DEV,
+  tac_bad("listen:\n  - ipc:///tmp/a.sock\n  - tcp://0.0.0.0:7000\n" DEV,
          "3:5", "listen[1]", "without authentication: list auth.tokens, or "
          "say auth: none");
-  ta_bad("listen: [\"tls+tcp://127.0.0.1:7001\"]\n" TLS DEV, "1:10",
+  tac_bad("listen: [\"tls+tcp://127.0.0.1:7001\"]\n" TLS DEV, "1:10",
          "listen[0]", "without authentication");
   /* optional client certificates are not authentication */
-  ta_bad("listen: [\"tls+tcp://127.0.0.1:7001\"]\n"
+  tac_bad("listen: [\"tls+tcp://127.0.0.1:7001\"]\n"
          TLS "  ca_file: other.crt\n  verify: optional\n" DEV, "1:10",
          "listen[0]", "without authentication");
-  ta_bad("listen: [\"tls+tcp://127.0.0.1:7001\"]\nauth: none\n" DEV, "1:10",
+  tac_bad("listen: [\"tls+tcp://127.0.0.1:7001\"]\nauth: none\n" DEV, "1:10",
          "listen[0]", "needs a tls: section");
 }
 END_TEST
 
 START_TEST(bad_auth_keys)
 {
-  ta_bad("auth: open\n" DEV, "1:7", "auth", "expected 'none' or a mapping");
-  ta_bad("auth:\n  token: []\n" DEV, "2:3", "auth.token", "unknown key");
-  ta_bad("auth:\n  tokens: []\n" DEV, "2:11", "auth.tokens",
+  tac_bad("auth: open\n" DEV, "1:7", "auth", "expected 'none' or a mapping");
+  tac_bad("auth:\n  token: []\n" DEV, "2:3", "auth.token", "unknown key");
+  tac_bad("auth:\n  tokens: []\n" DEV, "2:11", "auth.tokens",
          "at least one token");
-  ta_bad("auth:\n  tokens:\n    - {name: alice}\n" DEV, "3:7",
+  tac_bad("auth:\n  tokens:\n    - {name: alice}\n" DEV, "3:7",
          "auth.tokens[0]", "missing key 'file'");
-  ta_bad("auth:\n  tokens:\n    - {name: alice, file: nothere.token}\n" DEV,
+  tac_bad("auth:\n  tokens:\n    - {name: alice, file: nothere.token}\n" DEV,
          "3:27", "auth.tokens[0].file", "No such file");
-  ta_bad("auth:\n  tokens:\n    - {name: alice, file: open.token}\n" DEV,
+  tac_bad("auth:\n  tokens:\n    - {name: alice, file: open.token}\n" DEV,
          "3:27", "auth.tokens[0].file", "mode 0644: a token file must not be "
          "open to others");
-  ta_bad("auth:\n  tokens:\n    - {name: alice, file: short.token}\n" DEV,
+  tac_bad("auth:\n  tokens:\n    - {name: alice, file: short.token}\n" DEV,
          "3:27", "auth.tokens[0].file", "one line of 16..255 bytes");
-  ta_bad("auth:\n  tokens:\n    - {name: alice, file: blank.token}\n" DEV,
+  tac_bad("auth:\n  tokens:\n    - {name: alice, file: blank.token}\n" DEV,
          "3:27", "auth.tokens[0].file", "without blanks");
-  ta_bad("auth:\n  tokens:\n"
+  tac_bad("auth:\n  tokens:\n"
          "    - {name: alice, file: alice.token}\n"
          "    - {name: alice, file: bob.token}\n" DEV,
          "4:14", "auth.tokens[1].name", "already used by auth.tokens[0]");
-  ta_bad("auth:\n  tokens:\n"
+  tac_bad("auth:\n  tokens:\n"
          "    - {name: alice, file: alice.token}\n"
          "    - {name: eve, file: alice.token}\n" DEV,
          "4:25", "auth.tokens[1].file", "the same token as auth.tokens[0]");
-  ta_bad("auth:\n  tokens:\n    - {name: a/b, file: alice.token}\n" DEV,
+  tac_bad("auth:\n  tokens:\n    - {name: a/b, file: alice.token}\n" DEV,
          "3:14", "auth.tokens[0].name", "a token name is letters");
 }
 END_TEST
@@ -209,15 +209,15 @@ START_TEST(weak_tokens)
   for (size_t i = 0; i < sizeof weak / sizeof *weak; i++) {
     snprintf(text, sizeof text, "auth:\n  tokens:\n"
              "    - {name: alice, file: %s}\n" DEV, weak[i]);
-    ta_bad(text, "3:27", "auth.tokens[0].file", "at least 128 bits");
+    tac_bad(text, "3:27", "auth.tokens[0].file", "at least 128 bits");
   }
-  ta_bad("auth:\n  tokens:\n    - {name: alice, file: aaaa.token}\n" DEV,
+  tac_bad("auth:\n  tokens:\n    - {name: alice, file: aaaa.token}\n" DEV,
          "3:27", "auth.tokens[0].file", "openssl rand -hex 16");
   const char *ok[] = {"hex32.token", "b64-22.token"};
   for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
     snprintf(text, sizeof text, "auth:\n  tokens:\n"
              "    - {name: alice, file: %s}\n" DEV, ok[i]);
-    wd_config_free(ta_ok(text));
+    wd_config_free(tac_ok(text));
   }
 }
 END_TEST
@@ -239,15 +239,15 @@ START_TEST(token_group_rule)
   };
   char text[400], p[600];
   for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
-    ta_file(m[i].name, "0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", m[i].mode);
-    snprintf(p, sizeof p, "%s/%s", ta_dir, m[i].name);
+    tac_file(m[i].name, "0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", m[i].mode);
+    snprintf(p, sizeof p, "%s/%s", tac_dir, m[i].name);
     ck_assert_int_eq(chown(p, (uid_t)-1, getegid()), 0);
     snprintf(text, sizeof text, "auth:\n  tokens:\n"
              "    - {name: alice, file: %s}\n" DEV, m[i].name);
     if (m[i].bad == NULL)
-      wd_config_free(ta_ok(text));
+      wd_config_free(tac_ok(text));
     else
-      ta_bad(text, "3:27", "auth.tokens[0].file", m[i].bad);
+      tac_bad(text, "3:27", "auth.tokens[0].file", m[i].bad);
   }
   if (geteuid() != 0) {
     printf("token_group_rule: not root: a group that is not ours not tried\n");
@@ -262,19 +262,19 @@ START_TEST(token_group_rule)
       again |= groups[i] == other;
     other += (gid_t)again;
   }
-  ta_file("g440x.token", "0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", 0440);
-  snprintf(p, sizeof p, "%s/g440x.token", ta_dir);
+  tac_file("g440x.token", "0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", 0440);
+  snprintf(p, sizeof p, "%s/g440x.token", tac_dir);
   ck_assert_int_eq(chown(p, (uid_t)-1, other), 0);
-  ta_bad("auth:\n  tokens:\n    - {name: alice, file: g440x.token}\n" DEV,
+  tac_bad("auth:\n  tokens:\n    - {name: alice, file: g440x.token}\n" DEV,
          "3:27", "auth.tokens[0].file", "which is not ours");
   /* and 0400 of that group is fine: the group bits are what counts */
   ck_assert_int_eq(chmod(p, 0400), 0);
-  wd_config_free(ta_ok("auth:\n  tokens:\n"
+  wd_config_free(tac_ok("auth:\n  tokens:\n"
                        "    - {name: alice, file: g440x.token}\n" DEV));
 }
 END_TEST
 
-static nng_sockaddr ta_ip4(const char *dotted)
+static nng_sockaddr tac_ip4(const char *dotted)
 {
   nng_sockaddr sa;
   memset(&sa, 0, sizeof sa);
@@ -283,7 +283,7 @@ static nng_sockaddr ta_ip4(const char *dotted)
   return sa;
 }
 
-static int ta_try(wd_config *c, const nng_sockaddr *sa, uint64_t now,
+static int tac_try(wd_config *c, const nng_sockaddr *sa, uint64_t now,
                   const char *token, char *why, size_t n)
 {
   char who[64] = "";
@@ -301,45 +301,45 @@ static int ta_try(wd_config *c, const nng_sockaddr *sa, uint64_t now,
  * timing is measured. */
 START_TEST(token_failures_limited)
 {
-  wd_config *c = ta_ok(LIMITED);
-  nng_sockaddr a = ta_ip4("127.0.0.1"), b = ta_ip4("127.0.0.2");
+  wd_config *c = tac_ok(LIMITED);
+  nng_sockaddr a = tac_ip4("127.0.0.1"), b = tac_ip4("127.0.0.2");
   char why[200];
   uint64_t t = 5000;
-  ck_assert_int_eq(ta_try(c, &a, t, RIGHT, why, sizeof why), 0);
+  ck_assert_int_eq(tac_try(c, &a, t, RIGHT, why, sizeof why), 0);
   for (int i = 0; i < 3; i++) {
-    ck_assert_int_eq(ta_try(c, &a, t, WRONG, why, sizeof why), WAVE_EAUTH);
+    ck_assert_int_eq(tac_try(c, &a, t, WRONG, why, sizeof why), WAVE_EAUTH);
     ck_assert_str_eq(why, "wrong token");
   }
   /* a success does not give tries back; the fourth attempt is refused */
-  ck_assert_int_eq(ta_try(c, &a, t, RIGHT, why, sizeof why), WAVE_EAUTH);
+  ck_assert_int_eq(tac_try(c, &a, t, RIGHT, why, sizeof why), WAVE_EAUTH);
   ck_assert_msg(strstr(why, "too many wrong tokens") != NULL, "%s", why);
-  ck_assert_int_eq(ta_try(c, &a, t + 999, RIGHT, why, sizeof why),
+  ck_assert_int_eq(tac_try(c, &a, t + 999, RIGHT, why, sizeof why),
                    WAVE_EAUTH);
   ck_assert_msg(strstr(why, "for 1 ms") != NULL, "%s", why);
   /* another peer has its own bucket */
-  ck_assert_int_eq(ta_try(c, &b, t + 999, RIGHT, why, sizeof why), 0);
-  ck_assert_int_eq(ta_try(c, &b, t + 999, WRONG, why, sizeof why),
+  ck_assert_int_eq(tac_try(c, &b, t + 999, RIGHT, why, sizeof why), 0);
+  ck_assert_int_eq(tac_try(c, &b, t + 999, WRONG, why, sizeof why),
                    WAVE_EAUTH);
   ck_assert_str_eq(why, "wrong token");
   /* one refill period: one more try, right or wrong */
-  ck_assert_int_eq(ta_try(c, &a, t + 1000, RIGHT, why, sizeof why), 0);
-  ck_assert_int_eq(ta_try(c, &a, t + 1000, WRONG, why, sizeof why),
+  ck_assert_int_eq(tac_try(c, &a, t + 1000, RIGHT, why, sizeof why), 0);
+  ck_assert_int_eq(tac_try(c, &a, t + 1000, WRONG, why, sizeof why),
                    WAVE_EAUTH);
   ck_assert_str_eq(why, "wrong token");
-  ck_assert_int_eq(ta_try(c, &a, t + 1000, RIGHT, why, sizeof why),
+  ck_assert_int_eq(tac_try(c, &a, t + 1000, RIGHT, why, sizeof why),
                    WAVE_EAUTH);
   ck_assert_msg(strstr(why, "too many") != NULL, "%s", why);
   /* a long quiet time fills the bucket, never beyond auth_failures */
   t += 1000000;
   for (int i = 0; i < 3; i++)
-    ck_assert_int_eq(ta_try(c, &a, t, WRONG, why, sizeof why), WAVE_EAUTH);
-  ck_assert_int_eq(ta_try(c, &a, t, RIGHT, why, sizeof why), WAVE_EAUTH);
+    ck_assert_int_eq(tac_try(c, &a, t, WRONG, why, sizeof why), WAVE_EAUTH);
+  ck_assert_int_eq(tac_try(c, &a, t, RIGHT, why, sizeof why), WAVE_EAUTH);
   ck_assert_msg(strstr(why, "too many") != NULL, "%s", why);
   /* no token at all is not a guess: not counted */
-  ck_assert_int_eq(ta_try(c, &b, t, "", why, sizeof why), WAVE_EAUTH);
-  ck_assert_int_eq(ta_try(c, &b, t, "", why, sizeof why), WAVE_EAUTH);
-  ck_assert_int_eq(ta_try(c, &b, t, "", why, sizeof why), WAVE_EAUTH);
-  ck_assert_int_eq(ta_try(c, &b, t, RIGHT, why, sizeof why), 0);
+  ck_assert_int_eq(tac_try(c, &b, t, "", why, sizeof why), WAVE_EAUTH);
+  ck_assert_int_eq(tac_try(c, &b, t, "", why, sizeof why), WAVE_EAUTH);
+  ck_assert_int_eq(tac_try(c, &b, t, "", why, sizeof why), WAVE_EAUTH);
+  ck_assert_int_eq(tac_try(c, &b, t, RIGHT, why, sizeof why), 0);
   /* IPv6: one /64 is one peer */
   nng_sockaddr x, y, z;
   memset(&x, 0, sizeof x);
@@ -352,9 +352,9 @@ START_TEST(token_failures_limited)
   ck_assert_int_eq(inet_pton(AF_INET6, "2001:db8:1:3::1", z.s_in6.sa_addr),
                    1);
   for (int i = 0; i < 3; i++)
-    ck_assert_int_eq(ta_try(c, &x, t, WRONG, why, sizeof why), WAVE_EAUTH);
-  ck_assert_int_eq(ta_try(c, &y, t, RIGHT, why, sizeof why), WAVE_EAUTH);
-  ck_assert_int_eq(ta_try(c, &z, t, RIGHT, why, sizeof why), 0);
+    ck_assert_int_eq(tac_try(c, &x, t, WRONG, why, sizeof why), WAVE_EAUTH);
+  ck_assert_int_eq(tac_try(c, &y, t, RIGHT, why, sizeof why), WAVE_EAUTH);
+  ck_assert_int_eq(tac_try(c, &z, t, RIGHT, why, sizeof why), 0);
   wd_config_free(c);
 }
 END_TEST
@@ -363,25 +363,25 @@ END_TEST
  * with the counts since the last line. */
 START_TEST(token_failures_logged)
 {
-  wd_config *c = ta_ok(LIMITED);
+  wd_config *c = tac_ok(LIMITED);
   char log[700];
-  snprintf(log, sizeof log, "%s/log", ta_dir);
+  snprintf(log, sizeof log, "%s/log", tac_dir);
   fflush(stderr);
   int keep = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(dup2(fd, 2), 2);
   close(fd);
   wd_log_set_level(WD_LOG_WARN);
-  nng_sockaddr a = ta_ip4("127.0.0.1"), b = ta_ip4("127.0.0.2");
+  nng_sockaddr a = tac_ip4("127.0.0.1"), b = tac_ip4("127.0.0.2");
   char why[200];
   uint64_t t = 7000;
   for (int i = 0; i < 5; i++)  /* 3 compared, 2 refused */
-    ta_try(c, &a, t, WRONG, why, sizeof why);
-  ta_try(c, &b, t, WRONG, why, sizeof why);
+    tac_try(c, &a, t, WRONG, why, sizeof why);
+  tac_try(c, &b, t, WRONG, why, sizeof why);
   for (int i = 0; i < 6; i++)  /* 6 refused, no refill yet: no line */
-    ta_try(c, &a, t + 500, WRONG, why, sizeof why);
+    tac_try(c, &a, t + 500, WRONG, why, sizeof why);
   /* the bucket is full again: compared, and the interval is over */
-  ta_try(c, &a, t + WD_AUTH_LOG_MS, WRONG, why, sizeof why);
+  tac_try(c, &a, t + WD_AUTH_LOG_MS, WRONG, why, sizeof why);
   fflush(stderr);
   ck_assert_int_eq(dup2(keep, 2), 2);
   close(keep);
@@ -407,33 +407,33 @@ END_TEST
 
 START_TEST(bad_tls_keys)
 {
-  ta_bad("tls:\n  cert_file: srv.crt\n" DEV, "2:3", "tls",
+  tac_bad("tls:\n  cert_file: srv.crt\n" DEV, "2:3", "tls",
          "missing key 'key_file'");
-  ta_bad("tls:\n  cert_file: nothere.crt\n  key_file: srv.key\n" DEV, "2:14",
+  tac_bad("tls:\n  cert_file: nothere.crt\n  key_file: srv.key\n" DEV, "2:14",
          "tls.cert_file", "No such file");
-  ta_bad("tls:\n  cert_file: .\n  key_file: srv.key\n" DEV, "2:14",
+  tac_bad("tls:\n  cert_file: .\n  key_file: srv.key\n" DEV, "2:14",
          "tls.cert_file", "not a regular file");
-  ta_bad("tls:\n  cert_file: notpem.crt\n  key_file: srv.key\n" DEV, "2:3",
+  tac_bad("tls:\n  cert_file: notpem.crt\n  key_file: srv.key\n" DEV, "2:3",
          "tls", "not a PEM file");
-  ta_bad("tls:\n  cert_file: srv.crt\n  key_file: junk.key\n" DEV, "2:3",
+  tac_bad("tls:\n  cert_file: srv.crt\n  key_file: junk.key\n" DEV, "2:3",
          "tls", "key_file");
-  ta_bad("tls:\n  cert_file: srv.crt\n  key_file: srv.key\n"
+  tac_bad("tls:\n  cert_file: srv.crt\n  key_file: srv.key\n"
          "  verify: required\n" DEV, "2:3", "tls.verify",
          "give one");
-  ta_bad("tls:\n  cert_file: srv.crt\n  key_file: srv.key\n"
+  tac_bad("tls:\n  cert_file: srv.crt\n  key_file: srv.key\n"
          "  verify: maybe\n" DEV, "4:11", "tls.verify",
          "expected one of: none, optional, required");
-  ta_bad("tls:\n  cert_file: srv.crt\n  key_file: srv.key\n"
+  tac_bad("tls:\n  cert_file: srv.crt\n  key_file: srv.key\n"
          "  ca_file: notpem.crt\n" DEV, "2:3", "tls", "ca_file");
-  ta_bad("tls:\n" DEV, "1:5", "tls", "expected a mapping");
-  ta_bad("listen: [\"tls+tcp://127.0.0.1\"]\n" DEV, "1:10", "listen[0]",
+  tac_bad("tls:\n" DEV, "1:5", "tls", "expected a mapping");
+  tac_bad("listen: [\"tls+tcp://127.0.0.1\"]\n" DEV, "1:10", "listen[0]",
          "needs a port");
 }
 END_TEST
 
 START_TEST(token_compare)
 {
-  wd_config *c = ta_ok("auth:\n  tokens:\n"
+  wd_config *c = tac_ok("auth:\n  tokens:\n"
                        "    - {name: alice, file: alice.token}\n"
                        "    - {name: bob, file: bob.token}\n" DEV);
   /* pipe 0 (no connection) is not ipc: treated as the network */
@@ -461,13 +461,13 @@ END_TEST
 START_TEST(token_generate)
 {
   char dir[600], file[700];
-  snprintf(dir, sizeof dir, "%s/state", ta_dir);
+  snprintf(dir, sizeof dir, "%s/state", tac_dir);
   ck_assert_int_eq(mkdir(dir, 0700), 0);
   snprintf(file, sizeof file, "%s/gen.token", dir);
   const char *cfg = "listen: [\"tcp://127.0.0.1:7000\"]\n"
                     "auth: {tokens: [{file: state/gen.token, generate: true, "
                     "name: client}]}\n" DEV;
-  wd_config *c = ta_ok(cfg);
+  wd_config *c = tac_ok(cfg);
   ck_assert_int_eq(c->tokens[0].pending, 1);
   ck_assert_int_eq(c->tokens[0].generate, 1);
   ck_assert_uint_eq(c->tokens[0].len, 0);
@@ -492,7 +492,7 @@ START_TEST(token_generate)
   ck_assert_str_eq(who, "token:client");
   wd_config_free(c);
   /* the next load reads the file: the same secret, nothing pending */
-  c = ta_ok(cfg);
+  c = tac_ok(cfg);
   ck_assert_int_eq(c->tokens[0].pending, 0);
   ck_assert_str_eq(c->tokens[0].secret, secret);
   ck_assert_int_eq(wd_token_generate(c, &err), 0);
@@ -500,18 +500,18 @@ START_TEST(token_generate)
   wd_config_free(c);
   /* a second generation gives another secret */
   ck_assert_int_eq(unlink(file), 0);
-  c = ta_ok(cfg);
+  c = tac_ok(cfg);
   ck_assert_int_eq(wd_token_generate(c, &err), 0);
   ck_assert_str_ne(c->tokens[0].secret, secret);
   wd_config_free(c);
   /* without generate: an absent file is an error, as before */
   ck_assert_int_eq(unlink(file), 0);
-  ta_bad("auth: {tokens: [{name: c, file: state/gen.token}]}\n" DEV,
+  tac_bad("auth: {tokens: [{name: c, file: state/gen.token}]}\n" DEV,
          "1:33", "auth.tokens[0].file", "No such file");
   /* generate into a folder that is not there */
-  ta_bad("auth: {tokens: [{name: c, file: nodir/gen.token, generate: true}]}"
+  tac_bad("auth: {tokens: [{name: c, file: nodir/gen.token, generate: true}]}"
          "\n" DEV, "1:33", "auth.tokens[0].file", "folder");
-  ta_bad("auth: {tokens: [{name: c, generate: yes, file: state/gen.token}]}"
+  tac_bad("auth: {tokens: [{name: c, generate: yes, file: state/gen.token}]}"
          "\n" DEV, "1:37", "auth.tokens[0].generate",
          "expected one of: false, true");
 }
@@ -521,7 +521,7 @@ int main(void)
 {
   Suite *s = suite_create("access_config");
   TCase *t = tcase_create("keys");
-  tcase_add_checked_fixture(t, ta_setup, ta_teardown);
+  tcase_add_checked_fixture(t, tac_setup, tac_teardown);
   tcase_add_test(t, tokens_and_tls_load);
   tcase_add_test(t, network_needs_auth);
   tcase_add_test(t, bad_auth_keys);

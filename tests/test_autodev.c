@@ -1,7 +1,7 @@
 /* test_autodev.c - `devices: auto` and `${VAR}` in listen URLs
  * (daemon/autodev.c), through the config loader as a daemon meets them.
  *
- * The environment is a table (wd_config_getenv points at ta_getenv), so
+ * The environment is a table (wd_config_getenv points at tad_getenv), so
  * the cases set exactly the variables Slurm would and nothing leaks from
  * the process that runs the test.
  */
@@ -15,67 +15,67 @@
 #include "daemon/config.h"
 #include "workers/worker.h"
 
-static const char *ta_env[16][2];
-static size_t ta_nenv;
+static const char *tad_env[16][2];
+static size_t tad_nenv;
 
-static const char *ta_getenv(const char *name)
+static const char *tad_getenv(const char *name)
 {
-  for (size_t i = 0; i < ta_nenv; i++)
-    if (strcmp(ta_env[i][0], name) == 0)
-      return ta_env[i][1];
+  for (size_t i = 0; i < tad_nenv; i++)
+    if (strcmp(tad_env[i][0], name) == 0)
+      return tad_env[i][1];
   return NULL;
 }
 
-static void ta_set(const char *name, const char *value)
+static void tad_set(const char *name, const char *value)
 {
-  ck_assert_uint_lt(ta_nenv, 16);
-  ta_env[ta_nenv][0] = name;
-  ta_env[ta_nenv][1] = value;
-  ta_nenv++;
+  ck_assert_uint_lt(tad_nenv, 16);
+  tad_env[tad_nenv][0] = name;
+  tad_env[tad_nenv][1] = value;
+  tad_nenv++;
 }
 
-static char ta_path[64];
-static wd_getenv_fn ta_saved;
-static wd_exists_fn ta_saved_exists;
-static int ta_nvidia, ta_amd;  /* which driver nodes "exist" */
+static char tad_path[64];
+static wd_getenv_fn tad_saved;
+static wd_exists_fn tad_saved_exists;
+static int tad_nvidia, tad_amd;  /* which driver nodes "exist" */
 
-static int ta_exists(const char *path)
+static int tad_exists(const char *path)
 {
-  return (strcmp(path, "/dev/nvidiactl") == 0 && ta_nvidia) ||
-         (strcmp(path, "/dev/kfd") == 0 && ta_amd);
+  return (strcmp(path, "/dev/nvidiactl") == 0 && tad_nvidia) ||
+         (strcmp(path, "/dev/kfd") == 0 && tad_amd);
 }
 
-static void ta_setup(void)
+static void tad_setup(void)
 {
-  ta_nenv = 0;
-  ta_saved = wd_config_getenv;
-  wd_config_getenv = ta_getenv;
-  ta_saved_exists = wd_autodev_exists;
-  wd_autodev_exists = ta_exists;
-  ta_nvidia = ta_amd = 1;
-  snprintf(ta_path, sizeof ta_path, "/tmp/wave-autodev.XXXXXX");
-  int fd = mkstemp(ta_path);
+  tad_nenv = 0;
+  tad_saved = wd_config_getenv;
+  wd_config_getenv = tad_getenv;
+  tad_saved_exists = wd_autodev_exists;
+  wd_autodev_exists = tad_exists;
+  tad_nvidia = tad_amd = 1;
+  snprintf(tad_path, sizeof tad_path, "/tmp/wave-autodev.XXXXXX");
+  int fd = mkstemp(tad_path);
   ck_assert_int_ge(fd, 0);
   close(fd);
 }
 
-static void ta_teardown(void)
+static void tad_teardown(void)
 {
-  unlink(ta_path);
-  wd_config_getenv = ta_saved;
-  wd_autodev_exists = ta_saved_exists;
+  unlink(tad_path);
+  wd_config_getenv = tad_saved;
+  wd_autodev_exists = tad_saved_exists;
 }
 
 /* Load text; returns the config (rc 0) or NULL with the message in msg. */
-static wd_config *ta_load(const char *text, char *msg, size_t n)
+static wd_config *tad_load(const char *text, char *msg, size_t n)
 {
-  FILE *f = fopen(ta_path, "w");
+  FILE *f = fopen(tad_path, "w");
   ck_assert_ptr_nonnull(f);
   fputs(text, f);
   fclose(f);
   wd_config *c = NULL;
   wave_error err = {0};
-  int rc = wd_config_load(ta_path, &c, &err);
+  int rc = wd_config_load(tad_path, &c, &err);
   snprintf(msg, n, "%s", rc ? err.message : "");
   return rc ? NULL : c;
 }
@@ -83,7 +83,7 @@ static wd_config *ta_load(const char *text, char *msg, size_t n)
 START_TEST(auto_without_gpus_is_one_cpu)
 {
   char msg[512];
-  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  wd_config *c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 1);
   ck_assert_str_eq(c->devices[0].name, "cpu0");
@@ -92,9 +92,9 @@ START_TEST(auto_without_gpus_is_one_cpu)
   ck_assert_uint_eq(c->devices[0].threads, 0);
   wd_config_free(c);
   /* Slurm's "no device files" and -1 grant nothing either */
-  ta_set("CUDA_VISIBLE_DEVICES", "NoDevFiles");
-  ta_set("ROCR_VISIBLE_DEVICES", "-1");
-  c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_set("CUDA_VISIBLE_DEVICES", "NoDevFiles");
+  tad_set("ROCR_VISIBLE_DEVICES", "-1");
+  c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 1);
   ck_assert_str_eq(c->devices[0].backend, "cpu");
@@ -104,9 +104,9 @@ END_TEST
 
 START_TEST(auto_with_granted_gpus)
 {
-  ta_set("CUDA_VISIBLE_DEVICES", "2,3,GPU-8a6f0e1c");
+  tad_set("CUDA_VISIBLE_DEVICES", "2,3,GPU-8a6f0e1c");
   char msg[512];
-  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  wd_config *c = tad_load("devices: auto\n", msg, sizeof msg);
   const char *gpu = wv_backend_find("cuda") ? "cuda"
                   : wv_backend_find("hip")  ? "hip" : NULL;
   ck_assert_msg(c != NULL, "%s", msg);
@@ -126,16 +126,16 @@ START_TEST(auto_with_granted_gpus)
   wd_config_free(c);
   /* no driver node for the built backends: the CPU serves (Slurm sets
    * every vendor's variable for any GPU GRES) */
-  ta_nvidia = ta_amd = 0;
-  c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_nvidia = tad_amd = 0;
+  c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 1);
   ck_assert_str_eq(c->devices[0].backend, "cpu");
   wd_config_free(c);
   /* only the ROCm driver: hip (when built) from ROCR_VISIBLE_DEVICES */
-  ta_amd = 1;
-  ta_set("ROCR_VISIBLE_DEVICES", "5");
-  c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_amd = 1;
+  tad_set("ROCR_VISIBLE_DEVICES", "5");
+  c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 1);
   ck_assert_str_eq(c->devices[0].backend, wv_backend_find("hip") ? "hip"
@@ -147,9 +147,9 @@ END_TEST
 START_TEST(auto_malformed_list)
 {
   char msg[512];
-  ta_set("CUDA_VISIBLE_DEVICES", "0,,1");
-  ta_set("ROCR_VISIBLE_DEVICES", "0,,1");
-  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_set("CUDA_VISIBLE_DEVICES", "0,,1");
+  tad_set("ROCR_VISIBLE_DEVICES", "0,,1");
+  wd_config *c = tad_load("devices: auto\n", msg, sizeof msg);
   if (wv_backend_find("cuda") || wv_backend_find("hip") ||
       wv_backend_find("vulkan")) {
     ck_assert_ptr_null(c);
@@ -159,7 +159,7 @@ START_TEST(auto_malformed_list)
     ck_assert_ptr_nonnull(c);  /* nothing reads the GPU lists */
     wd_config_free(c);
   }
-  c = ta_load("devices: automatic\n", msg, sizeof msg);
+  c = tad_load("devices: automatic\n", msg, sizeof msg);
   ck_assert_ptr_null(c);
   ck_assert_msg(strstr(msg, "expected a list of devices or 'auto'"), "%s", msg);
 }
@@ -167,11 +167,11 @@ END_TEST
 
 /* ---- Vulkan devices by UUID ---------------------------------------------- */
 
-static char ta_uuid[48];  /* the first Vulkan device's, as GPU-8-4-4-4-12 */
+static char tad_uuid[48];  /* the first Vulkan device's, as GPU-8-4-4-4-12 */
 
 /* The real probe (a forked child asks the Vulkan loader): lavapipe here.
  * 0 when this build or machine has no Vulkan device. */
-static int ta_vulkan_uuid(void)
+static int tad_vulkan_uuid(void)
 {
   if (!wv_backend_find("vulkan"))
     return 0;
@@ -181,16 +181,16 @@ static int ta_vulkan_uuid(void)
   ck_assert_msg(n >= 0, "%s", why);
   if (n == 0)
     return 0;
-  char *p = ta_uuid + snprintf(ta_uuid, sizeof ta_uuid, "GPU-");
+  char *p = tad_uuid + snprintf(tad_uuid, sizeof tad_uuid, "GPU-");
   for (int i = 0; i < 16; i++)
-    p += snprintf(p, sizeof ta_uuid - (size_t)(p - ta_uuid), "%02x%s",
+    p += snprintf(p, sizeof tad_uuid - (size_t)(p - tad_uuid), "%02x%s",
                   u[0][i], i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
   return n;
 }
 
 START_TEST(auto_vulkan_by_uuid)
 {
-  int nvk = ta_vulkan_uuid();
+  int nvk = tad_vulkan_uuid();
   if (nvk == 0)
     return;  /* built without vulkan, or no Vulkan driver (CI has lavapipe) */
   /* the first device's UUID (lavapipe's in CI) names it alone */
@@ -200,9 +200,9 @@ START_TEST(auto_vulkan_by_uuid)
    * built (the CUDA runtime finds no device here, so the entry's own
    * UUID is what matches).  An NVIDIA node: no /dev/kfd, else a build
    * with HIP and without CUDA would take the list for hip0 */
-  ta_amd = 0;
-  ta_set("CUDA_VISIBLE_DEVICES", ta_uuid);
-  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_amd = 0;
+  tad_set("CUDA_VISIBLE_DEVICES", tad_uuid);
+  wd_config *c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, (size_t)(cuda ? 2 : 1));
   const wd_device_cfg *v = &c->devices[cuda ? 1 : 0];
@@ -217,17 +217,17 @@ START_TEST(auto_vulkan_by_uuid)
   /* a Vulkan-only node (no NVIDIA driver node): vk0 alone, and the
    * second entry's match is named after its place in the list; an upper
    * case prefix of 12 hex digits is enough */
-  ta_nvidia = ta_amd = 0;
+  tad_nvidia = tad_amd = 0;
   char list[128], pre[20];
-  snprintf(pre, sizeof pre, "%.13s", ta_uuid);  /* GPU-xxxxxxxx-x */
+  snprintf(pre, sizeof pre, "%.13s", tad_uuid);  /* GPU-xxxxxxxx-x */
   for (char *q = pre + 4; *q; q++)
     if (*q >= 'a' && *q <= 'f')
       *q = (char)(*q - 'a' + 'A');
   snprintf(list, sizeof list, "GPU-00000000-0000-0000-0000-000000000000,%s",
            pre);
-  ta_nenv = 0;
-  ta_set("CUDA_VISIBLE_DEVICES", list);
-  c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_nenv = 0;
+  tad_set("CUDA_VISIBLE_DEVICES", list);
+  c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 1);
   ck_assert_str_eq(c->devices[0].name, "vk1");
@@ -236,16 +236,16 @@ START_TEST(auto_vulkan_by_uuid)
   wd_config_free(c);
 
   /* no entry matches: no Vulkan device, and the CPU serves */
-  ta_nenv = 0;
-  ta_set("CUDA_VISIBLE_DEVICES", "GPU-00000000-0000-0000-0000-000000000000,0");
-  c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_nenv = 0;
+  tad_set("CUDA_VISIBLE_DEVICES", "GPU-00000000-0000-0000-0000-000000000000,0");
+  c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 1);
   ck_assert_str_eq(c->devices[0].backend, "cpu");
   wd_config_free(c);
   /* nothing granted: cpu0, as ever */
-  ta_nenv = 0;
-  c = ta_load("devices: auto\n", msg, sizeof msg);
+  tad_nenv = 0;
+  c = tad_load("devices: auto\n", msg, sizeof msg);
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 1);
   ck_assert_str_eq(c->devices[0].name, "cpu0");
@@ -256,7 +256,7 @@ END_TEST
 /* An index entry is matched through CUDA's UUID of that visible device.
  * No CUDA runs here, so this case gives autodev a table for both
  * backends (the Vulkan side is the real probe's job, above). */
-static int ta_fake_uuids(const char *backend, unsigned char (*out)[16],
+static int tad_fake_uuids(const char *backend, unsigned char (*out)[16],
                          size_t max, char *why, size_t why_n)
 {
   (void)why;
@@ -279,10 +279,10 @@ START_TEST(auto_vulkan_by_cuda_index)
   if (!wv_backend_find("vulkan") || !wv_backend_find("cuda"))
     return;  /* needs both backends built */
   wd_uuids_fn saved = wd_autodev_uuids;
-  wd_autodev_uuids = ta_fake_uuids;
-  ta_set("CUDA_VISIBLE_DEVICES", "4,7");
+  wd_autodev_uuids = tad_fake_uuids;
+  tad_set("CUDA_VISIBLE_DEVICES", "4,7");
   char msg[512];
-  wd_config *c = ta_load("devices: auto\n", msg, sizeof msg);
+  wd_config *c = tad_load("devices: auto\n", msg, sizeof msg);
   wd_autodev_uuids = saved;
   ck_assert_msg(c != NULL, "%s", msg);
   ck_assert_uint_eq(c->n_devices, 4);
@@ -299,9 +299,9 @@ END_TEST
 START_TEST(listen_vars)
 {
   char msg[512];
-  ta_set("WAVE_PORT", "26901");
-  ta_set("EMPTY", "");
-  wd_config *c = ta_load("listen:\n"
+  tad_set("WAVE_PORT", "26901");
+  tad_set("EMPTY", "");
+  wd_config *c = tad_load("listen:\n"
                          "  - tcp://127.0.0.1:${WAVE_PORT}\n"
                          "  - ipc:///tmp/w-${NODE:-n0}-$$.sock\n"
                          "  - tcp://127.0.0.1:${EMPTY:-7}\n"
@@ -314,22 +314,22 @@ START_TEST(listen_vars)
   ck_assert_str_eq(c->listen[2], "tcp://127.0.0.1:7");
   wd_config_free(c);
 
-  c = ta_load("listen: [\"tcp://127.0.0.1:${NOPE}\"]\ndevices: auto\n", msg,
+  c = tad_load("listen: [\"tcp://127.0.0.1:${NOPE}\"]\ndevices: auto\n", msg,
               sizeof msg);
   ck_assert_ptr_null(c);
   ck_assert_msg(strstr(msg, ":1:10: listen[0]: ") &&
                 strstr(msg, "environment variable NOPE is not set"), "%s", msg);
-  c = ta_load("listen: [\"tcp://127.0.0.1:${WAVE_PORT\"]\ndevices: auto\n",
+  c = tad_load("listen: [\"tcp://127.0.0.1:${WAVE_PORT\"]\ndevices: auto\n",
               msg, sizeof msg);
   ck_assert_ptr_null(c);
   ck_assert_msg(strstr(msg, "malformed ${NAME}"), "%s", msg);
-  c = ta_load("listen: [\"tcp://127.0.0.1:$WAVE_PORT\"]\ndevices: auto\n",
+  c = tad_load("listen: [\"tcp://127.0.0.1:$WAVE_PORT\"]\ndevices: auto\n",
               msg, sizeof msg);
   ck_assert_ptr_null(c);
   ck_assert_msg(strstr(msg, "a literal '$' is '$$'"), "%s", msg);
   /* the expansion is checked as a URL like any other */
-  ta_set("BAD", "80x");
-  c = ta_load("listen: [\"tcp://127.0.0.1:${BAD}\", \"tcp://${X:-}\"]\n"
+  tad_set("BAD", "80x");
+  c = tad_load("listen: [\"tcp://127.0.0.1:${BAD}\", \"tcp://${X:-}\"]\n"
               "devices: auto\n", msg, sizeof msg);
   ck_assert_ptr_null(c);
   ck_assert_msg(strstr(msg, "listen[") != NULL, "%s", msg);
@@ -340,7 +340,7 @@ int main(void)
 {
   Suite *s = suite_create("autodev");
   TCase *t = tcase_create("autodev");
-  tcase_add_checked_fixture(t, ta_setup, ta_teardown);
+  tcase_add_checked_fixture(t, tad_setup, tad_teardown);
   tcase_add_test(t, auto_without_gpus_is_one_cpu);
   tcase_add_test(t, auto_with_granted_gpus);
   tcase_add_test(t, auto_malformed_list);

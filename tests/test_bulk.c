@@ -31,7 +31,7 @@
 #include "core/reduce.h"
 
 /* test_bulk_streams.c */
-TCase *bt_streams_tcase(void);
+TCase *bts_streams_tcase(void);
 TCase *bt_gates_tcase(void);
 
 /* ---- regions ------------------------------------------------------------ */
@@ -512,7 +512,7 @@ int main(void)
   tcase_add_test(rg, region_shrink_mid_job);
   tcase_add_test(rg, region_client_dies);
   suite_add_tcase(s, rg);
-  suite_add_tcase(s, bt_streams_tcase());
+  suite_add_tcase(s, bts_streams_tcase());
   suite_add_tcase(s, bt_gates_tcase());
   if (getenv("WAVE_BULK_VULKAN") != NULL) {
     TCase *vk = tcase_create("vulkan");

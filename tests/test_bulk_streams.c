@@ -23,11 +23,11 @@
 #include "wave/client.h"
 #include "core/reduce.h"
 
-TCase *bt_streams_tcase(void);
+TCase *bts_streams_tcase(void);
 
 /* ---- streams ------------------------------------------------------------ */
 
-static Wave__V1__Response *bt_open(nng_socket s, uint64_t in, uint64_t mask,
+static Wave__V1__Response *bts_open(nng_socket s, uint64_t in, uint64_t mask,
                                    int op)
 {
   Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
@@ -45,7 +45,7 @@ static Wave__V1__Response *bt_open(nng_socket s, uint64_t in, uint64_t mask,
 }
 
 /* A piece, framed (payload) or by value (data). */
-static Wave__V1__Response *bt_put(nng_socket s, uint64_t id, int mask,
+static Wave__V1__Response *bts_put(nng_socket s, uint64_t id, int mask,
                                   uint64_t off, const void *data, size_t len,
                                   int framed)
 {
@@ -75,7 +75,7 @@ static Wave__V1__Response *bt_put(nng_socket s, uint64_t id, int mask,
   return r;
 }
 
-static Wave__V1__Response *bt_commit(nng_socket s, uint64_t id, int abort)
+static Wave__V1__Response *bts_commit(nng_socket s, uint64_t id, int abort)
 {
   Wave__V1__StreamCommitRequest sc = WAVE__V1__STREAM_COMMIT_REQUEST__INIT;
   sc.stream_id = id;
@@ -88,7 +88,7 @@ static Wave__V1__Response *bt_commit(nng_socket s, uint64_t id, int abort)
   return td_call(s, &rq);
 }
 
-static void bt_ok_stream(Wave__V1__Response *r)
+static void bts_ok_stream(Wave__V1__Response *r)
 {
   if (r->body_case != WAVE__V1__RESPONSE__BODY_STREAM)
     ck_abort_msg("not a StreamInfo: %s", r->body_case ==
@@ -113,7 +113,7 @@ START_TEST(stream_pieces)
       cnt++;
     }
   }
-  Wave__V1__Response *r = bt_open(s, rows * 4, rows * 4, WAVE__V1__OP__SUM);
+  Wave__V1__Response *r = bts_open(s, rows * 4, rows * 4, WAVE__V1__OP__SUM);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
   uint64_t id = r->stream->stream_id, piece = r->stream->piece_bytes;
   wave__v1__response__free_unpacked(r, NULL);
@@ -126,62 +126,62 @@ START_TEST(stream_pieces)
       continue;
     uint64_t off = k * piece, len = rows * 4 - off < piece ? rows * 4 - off
                                                             : piece;
-    bt_ok_stream(bt_put(s, id, 0, off, (char *)in + off, len, k % 2));
+    bts_ok_stream(bts_put(s, id, 0, off, (char *)in + off, len, k % 2));
   }
   /* mask pieces in order, one of them twice (a resend) */
   for (uint64_t k = 0; k < n; k++) {
     uint64_t off = k * piece, len = rows * 4 - off < piece ? rows * 4 - off
                                                             : piece;
-    bt_ok_stream(bt_put(s, id, 1, off, (char *)mk + off, len, 1));
+    bts_ok_stream(bts_put(s, id, 1, off, (char *)mk + off, len, 1));
     if (k == 3)
-      bt_ok_stream(bt_put(s, id, 1, off, (char *)mk + off, len, 0));
+      bts_ok_stream(bts_put(s, id, 1, off, (char *)mk + off, len, 0));
   }
-  bh_expect(bt_commit(s, id, 0), WAVE_EINCOMPLETE, "input piece 5 of");
+  bh_expect(bts_commit(s, id, 0), WAVE_EINCOMPLETE, "input piece 5 of");
   /* malformed pieces */
-  bh_expect(bt_put(s, id, 0, 100, in, 64, 1), WAVE_ERANGE, "multiples of");
-  bh_expect(bt_put(s, id, 0, 5 * piece, in, 64, 1), WAVE_ERANGE,
+  bh_expect(bts_put(s, id, 0, 100, in, 64, 1), WAVE_ERANGE, "multiples of");
+  bh_expect(bts_put(s, id, 0, 5 * piece, in, 64, 1), WAVE_ERANGE,
             "it must be 32768");
-  bh_expect(bt_put(s, id, 0, n * piece, in, 64, 1), WAVE_ERANGE,
+  bh_expect(bts_put(s, id, 0, n * piece, in, 64, 1), WAVE_ERANGE,
             "multiples of");
-  bh_expect(bt_put(s, id + 1, 0, 0, in, 64, 1), WAVE_ENOJOB, "no open stream");
+  bh_expect(bts_put(s, id + 1, 0, 0, in, 64, 1), WAVE_ENOJOB, "no open stream");
   /* another connection cannot touch it */
   nng_socket s2 = td_dial(d.tcp);
-  bh_expect(bt_put(s2, id, 0, 5 * piece, (char *)in + 5 * piece, piece, 1),
+  bh_expect(bts_put(s2, id, 0, 5 * piece, (char *)in + 5 * piece, piece, 1),
             WAVE_ENOJOB, "no open stream");
   nng_close(s2);
-  bt_ok_stream(bt_put(s, id, 0, 5 * piece, (char *)in + 5 * piece, piece, 0));
-  r = bt_commit(s, id, 0);
+  bts_ok_stream(bts_put(s, id, 0, 5 * piece, (char *)in + 5 * piece, piece, 0));
+  r = bts_commit(s, id, 0);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
   ck_assert_uint_eq(r->reduce->bits[0], want);
   ck_assert_uint_eq(r->reduce->count, cnt);
   ck_assert_uint_eq(r->reduce->rows, rows);
   wave__v1__response__free_unpacked(r, NULL);
   /* committed: gone */
-  bh_expect(bt_commit(s, id, 0), WAVE_ENOJOB, "no open stream");
+  bh_expect(bts_commit(s, id, 0), WAVE_ENOJOB, "no open stream");
 
   /* refusals at open, before any row travels */
-  bh_expect(bt_open(s, (uint64_t)BH_ROWS_MAX * 4 + 4, 0, WAVE__V1__OP__SUM),
+  bh_expect(bts_open(s, (uint64_t)BH_ROWS_MAX * 4 + 4, 0, WAVE__V1__OP__SUM),
             WAVE_EJOBSIZE, "max_job_rows");
-  bh_expect(bt_open(s, 4096, 4092, WAVE__V1__OP__SUM), WAVE_EMASKLEN,
+  bh_expect(bts_open(s, 4096, 4092, WAVE__V1__OP__SUM), WAVE_EMASKLEN,
             "mask rows");
-  bh_expect(bt_open(s, 4098, 0, WAVE__V1__OP__SUM), WAVE_ELENGTH, "4-byte");
-  bh_expect(bt_open(s, 16, 0, 99), WAVE_EOP, "unknown reduction op");
+  bh_expect(bts_open(s, 4098, 0, WAVE__V1__OP__SUM), WAVE_ELENGTH, "4-byte");
+  bh_expect(bts_open(s, 16, 0, 99), WAVE_EOP, "unknown reduction op");
   /* abort drops it */
-  r = bt_open(s, 64, 0, WAVE__V1__OP__MAX);
+  r = bts_open(s, 64, 0, WAVE__V1__OP__MAX);
   id = r->stream->stream_id;
   wave__v1__response__free_unpacked(r, NULL);
-  bt_ok_stream(bt_commit(s, id, 1));
-  bh_expect(bt_put(s, id, 0, 0, in, 64, 1), WAVE_ENOJOB, "no open stream");
+  bts_ok_stream(bts_commit(s, id, 1));
+  bh_expect(bts_put(s, id, 0, 0, in, 64, 1), WAVE_ENOJOB, "no open stream");
   /* an empty stream commits to the empty reduction */
-  r = bt_open(s, 0, 0, WAVE__V1__OP__SUM);
+  r = bts_open(s, 0, 0, WAVE__V1__OP__SUM);
   id = r->stream->stream_id;
   wave__v1__response__free_unpacked(r, NULL);
-  r = bt_commit(s, id, 0);
+  r = bts_commit(s, id, 0);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
   ck_assert_uint_eq(r->reduce->rows, 0);
   wave__v1__response__free_unpacked(r, NULL);
   /* streams left open are dropped with their connection */
-  r = bt_open(s, 4096, 0, WAVE__V1__OP__SUM);
+  r = bts_open(s, 4096, 0, WAVE__V1__OP__SUM);
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(s);
   s = td_dial(d.ipc);
@@ -260,7 +260,7 @@ START_TEST(stream_by_library)
 END_TEST
 
 /* wavectl's paths (copy region, memfd, messages, stream) give one answer. */
-static char *bt_wavectl(const char *url, const char *const *files, size_t n,
+static char *bts_wavectl(const char *url, const char *const *files, size_t n,
                         const char *extra)
 {
   static char out[4096];
@@ -309,12 +309,12 @@ START_TEST(wavectl_paths)
   fclose(f);
   const char *files[] = {f1, f2};
   char want[4096];
-  snprintf(want, sizeof want, "%s", bt_wavectl(on.ipc, files, 2, ""));
+  snprintf(want, sizeof want, "%s", bts_wavectl(on.ipc, files, 2, ""));
   ck_assert_ptr_nonnull(strstr(want, "\"rows\": 601000"));
-  ck_assert_str_eq(bt_wavectl(off.ipc, files, 2, ""), want);  /* memfd off */
-  ck_assert_str_eq(bt_wavectl(on.tcp, files, 2, ""), want);   /* stream */
+  ck_assert_str_eq(bts_wavectl(off.ipc, files, 2, ""), want);  /* memfd off */
+  ck_assert_str_eq(bts_wavectl(on.tcp, files, 2, ""), want);   /* stream */
   const char *text[] = {f3};
-  char *t = bt_wavectl(on.ipc, text, 1, "--format text");
+  char *t = bts_wavectl(on.ipc, text, 1, "--format text");
   ck_assert_ptr_nonnull(strstr(t, "\"rows\": 3"));
   /* the daemon logged a file region (read by its job, daemon/bulk/filered.h) */
   ck_assert_ptr_nonnull(strstr(td_stderr(&on), "kept open, read by its jobs"));
@@ -324,7 +324,7 @@ START_TEST(wavectl_paths)
 }
 END_TEST
 
-TCase *bt_streams_tcase(void)
+TCase *bts_streams_tcase(void)
 {
   TCase *st = tcase_create("streams");
   tcase_set_timeout(st, 300);

@@ -21,7 +21,7 @@
 #include "wave/client.h"
 
 /* A malloc'd copy of n bytes with the one spare byte wv_load_buffer needs. */
-static char *tc_dup(const void *p, size_t n)
+static char *tcl_dup(const void *p, size_t n)
 {
   char *b = malloc(n + 1);
   ck_assert_ptr_nonnull(b);
@@ -30,17 +30,17 @@ static char *tc_dup(const void *p, size_t n)
   return b;
 }
 
-static uint32_t tc_le32(const void *p, size_t i)
+static uint32_t tcl_le32(const void *p, size_t i)
 {
   const unsigned char *b = (const unsigned char *)p + 4 * i;
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
          (uint32_t)b[3] << 24;
 }
 
-static int tc_load(const char *text, size_t len, wv_format fmt,
+static int tcl_load(const char *text, size_t len, wv_format fmt,
                    wave_dtype d, wv_chunk_buf *out, wave_error *err)
 {
-  return wv_load_buffer("t.in", tc_dup(text, len), len, fmt, d, out, err);
+  return wv_load_buffer("t.in", tcl_dup(text, len), len, fmt, d, out, err);
 }
 
 /* ---- raw --------------------------------------------------------------- */
@@ -53,20 +53,20 @@ START_TEST(auto_refuses_text)
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     wv_chunk_buf b;
     wave_error e = {0};
-    ck_assert_int_eq(tc_load(texts[i], strlen(texts[i]), WV_FMT_AUTO,
+    ck_assert_int_eq(tcl_load(texts[i], strlen(texts[i]), WV_FMT_AUTO,
                              WAVE_U32, &b, &e), WAVE_EARG);
     ck_assert_ptr_nonnull(strstr(e.message, "--format text"));
   }
   wv_chunk_buf b;
   wave_error e = {0};
-  ck_assert_int_eq(tc_load("1234", 4, WV_FMT_RAW, WAVE_U32, &b, &e), 0);
-  ck_assert_uint_eq(tc_le32(b.data, 0), 0x34333231u);
+  ck_assert_int_eq(tcl_load("1234", 4, WV_FMT_RAW, WAVE_U32, &b, &e), 0);
+  ck_assert_uint_eq(tcl_le32(b.data, 0), 0x34333231u);
   wv_chunk_buf_free(&b);
   /* four digit bytes and no newline: a whole row, read as raw */
-  ck_assert_int_eq(tc_load("1234", 4, WV_FMT_AUTO, WAVE_U32, &b, &e), 0);
+  ck_assert_int_eq(tcl_load("1234", 4, WV_FMT_AUTO, WAVE_U32, &b, &e), 0);
   wv_chunk_buf_free(&b);
   /* a raw file with a byte text never has is not text */
-  ck_assert_int_eq(tc_load("12\n\x01", 4, WV_FMT_AUTO, WAVE_U32, &b, &e), 0);
+  ck_assert_int_eq(tcl_load("12\n\x01", 4, WV_FMT_AUTO, WAVE_U32, &b, &e), 0);
   wv_chunk_buf_free(&b);
 }
 END_TEST
@@ -76,17 +76,17 @@ START_TEST(raw_rows)
   const unsigned char bytes[] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x80, 0x3f};
   wv_chunk_buf b;
   wave_error e = {0};
-  ck_assert_int_eq(tc_load((const char *)bytes, sizeof bytes, WV_FMT_AUTO,
+  ck_assert_int_eq(tcl_load((const char *)bytes, sizeof bytes, WV_FMT_AUTO,
                            WAVE_U32, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 12);
   ck_assert_int_eq(memcmp(b.data, bytes, 12), 0);
   wv_chunk_buf_free(&b);
 
-  ck_assert_int_eq(tc_load("", 0, WV_FMT_AUTO, WAVE_F32, &b, &e), 0);
+  ck_assert_int_eq(tcl_load("", 0, WV_FMT_AUTO, WAVE_F32, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 0);
   wv_chunk_buf_free(&b);
 
-  ck_assert_int_eq(tc_load((const char *)bytes, 7, WV_FMT_RAW, WAVE_S32, &b,
+  ck_assert_int_eq(tcl_load((const char *)bytes, 7, WV_FMT_RAW, WAVE_S32, &b,
                            &e), WAVE_ELENGTH);
   ck_assert_ptr_nonnull(strstr(e.message, "t.in"));
   ck_assert_ptr_nonnull(strstr(e.message, "7 bytes"));
@@ -108,7 +108,7 @@ END_TEST
 /* An .npy image written from the format's description: magic, version,
  * little-endian header length, the dict, space padding to a multiple of
  * 64 ending in '\n', the data. */
-static char *tc_npy(unsigned major, const char *dict, const void *data,
+static char *tcl_npy(unsigned major, const char *dict, const void *data,
                     size_t bytes, size_t *len)
 {
   size_t pre = major == 1 ? 10 : 12;
@@ -130,12 +130,12 @@ static char *tc_npy(unsigned major, const char *dict, const void *data,
   return b;
 }
 
-static int tc_npy_load(unsigned major, const char *dict, const void *data,
+static int tcl_npy_load(unsigned major, const char *dict, const void *data,
                        size_t bytes, wave_dtype d, wv_chunk_buf *out,
                        wave_error *err)
 {
   size_t len;
-  char *img = tc_npy(major, dict, data, bytes, &len);
+  char *img = tcl_npy(major, dict, data, bytes, &len);
   return wv_load_buffer("a.npy", img, len, WV_FMT_AUTO, d, out, err);
 }
 
@@ -145,26 +145,26 @@ START_TEST(npy_versions)
   wv_chunk_buf b;
   wave_error e = {0};
   for (unsigned major = 1; major <= 3; major++) {
-    ck_assert_int_eq(tc_npy_load(major, "{'descr': '<u4', 'fortran_order': "
+    ck_assert_int_eq(tcl_npy_load(major, "{'descr': '<u4', 'fortran_order': "
                                  "False, 'shape': (6,), }", v, sizeof v,
                                  WAVE_U32, &b, &e), 0);
     ck_assert_uint_eq(b.bytes, 24);
     for (size_t i = 0; i < 6; i++)
-      ck_assert_uint_eq(tc_le32(b.data, i), v[i]);
+      ck_assert_uint_eq(tcl_le32(b.data, i), v[i]);
     wv_chunk_buf_free(&b);
   }
   /* Any shape is flattened; double quotes and no trailing comma too. */
-  ck_assert_int_eq(tc_npy_load(1, "{\"descr\": \"<i4\", \"fortran_order\": "
+  ck_assert_int_eq(tcl_npy_load(1, "{\"descr\": \"<i4\", \"fortran_order\": "
                                "False, \"shape\": (2, 3)}", v, sizeof v,
                                WAVE_S32, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 24);
   wv_chunk_buf_free(&b);
   /* A 0-d array is one row; shape (0,) no rows. */
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<f4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<f4', 'fortran_order': False, "
                                "'shape': (), }", v, 4, WAVE_F32, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 4);
   wv_chunk_buf_free(&b);
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<f4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<f4', 'fortran_order': False, "
                                "'shape': (0,), }", NULL, 0, WAVE_F32, &b, &e),
                    0);
   ck_assert_uint_eq(b.bytes, 0);
@@ -179,55 +179,55 @@ START_TEST(npy_bad)
   wv_chunk_buf b;
   wave_error e = {0};
   /* dtype mismatch: names the file and both dtypes */
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<f4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<f4', 'fortran_order': False, "
                                "'shape': (4,), }", v, sizeof v, WAVE_U32, &b,
                                &e), WAVE_EDTYPE);
   ck_assert_ptr_nonnull(strstr(e.message, "a.npy"));
   ck_assert_ptr_nonnull(strstr(e.message, "<f4"));
   ck_assert_ptr_nonnull(strstr(e.message, "<u4"));
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '>u4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '>u4', 'fortran_order': False, "
                                "'shape': (4,), }", v, sizeof v, WAVE_U32, &b,
                                &e), WAVE_EDTYPE);
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<i8', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<i8', 'fortran_order': False, "
                                "'shape': (2,), }", v, sizeof v, WAVE_S32, &b,
                                &e), WAVE_EDTYPE);
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': [('a', '<u4')], "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': [('a', '<u4')], "
                                "'fortran_order': False, 'shape': (4,), }", v,
                                sizeof v, WAVE_U32, &b, &e), WAVE_EDTYPE);
   /* data shorter or longer than the shape says */
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
                                "'shape': (5,), }", v, sizeof v, WAVE_U32, &b,
                                &e), WAVE_ELENGTH);
-  ck_assert_int_eq(tc_npy_load(2, "{'descr': '<u4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(2, "{'descr': '<u4', 'fortran_order': False, "
                                "'shape': (3,), }", v, sizeof v, WAVE_U32, &b,
                                &e), WAVE_ELENGTH);
   /* Fortran order, missing and unknown keys, malformed dicts */
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<u4', 'fortran_order': True, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<u4', 'fortran_order': True, "
                                "'shape': (2, 2), }", v, sizeof v, WAVE_U32,
                                &b, &e), WAVE_EARG);
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<u4', 'shape': (4,), }", v,
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<u4', 'shape': (4,), }", v,
                                sizeof v, WAVE_U32, &b, &e), WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(e.message, "fortran_order"));
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
                                "'shape': (4,), 'x': 1}", v, sizeof v, WAVE_U32,
                                &b, &e), WAVE_EARG);
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
                                "'shape': (4,", v, sizeof v, WAVE_U32, &b, &e),
                    WAVE_EARG);
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<u4', 'fortran_order': Maybe, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<u4', 'fortran_order': Maybe, "
                                "'shape': (4,), }", v, sizeof v, WAVE_U32, &b,
                                &e), WAVE_EARG);
-  ck_assert_int_eq(tc_npy_load(4, "{'descr': '<u4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(4, "{'descr': '<u4', 'fortran_order': False, "
                                "'shape': (4,), }", v, sizeof v, WAVE_U32, &b,
                                &e), WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(e.message, "version 4"));
-  ck_assert_int_eq(tc_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
+  ck_assert_int_eq(tcl_npy_load(1, "{'descr': '<u4', 'fortran_order': False, "
                                "'shape': (99999999999999999999,), }", v,
                                sizeof v, WAVE_U32, &b, &e), WAVE_EARG);
 
   /* header length pointing past the end of the file */
   size_t len;
-  char *img = tc_npy(1, "{'descr': '<u4', 'fortran_order': False, 'shape': "
+  char *img = tcl_npy(1, "{'descr': '<u4', 'fortran_order': False, 'shape': "
                      "(0,), }", NULL, 0, &len);
   img[8] = (char)0xff;
   img[9] = (char)0x7f;
@@ -236,12 +236,12 @@ START_TEST(npy_bad)
   ck_assert_ptr_nonnull(strstr(e.message, "h.npy"));
   /* --format npy on a file without the magic; a file cut inside the
    * preamble */
-  ck_assert_int_eq(tc_load("abcdefgh", 8, WV_FMT_NPY, WAVE_U32, &b, &e),
+  ck_assert_int_eq(tcl_load("abcdefgh", 8, WV_FMT_NPY, WAVE_U32, &b, &e),
                    WAVE_EARG);
-  ck_assert_int_eq(tc_load("\x93NUMPY\x02\x00\x10", 9, WV_FMT_AUTO, WAVE_U32,
+  ck_assert_int_eq(tcl_load("\x93NUMPY\x02\x00\x10", 9, WV_FMT_AUTO, WAVE_U32,
                            &b, &e), WAVE_EARG);
   /* --format raw takes the bytes as they are, magic or not */
-  img = tc_npy(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (0,), "
+  img = tcl_npy(1, "{'descr': '<u4', 'fortran_order': False, 'shape': (0,), "
                "}", NULL, 0, &len);
   ck_assert_int_eq(wv_load_buffer("r.bin", img, len, WV_FMT_RAW, WAVE_U32, &b,
                                   &e), 0);
@@ -338,65 +338,65 @@ START_TEST(text_numbers)
   wv_chunk_buf b;
   wave_error e = {0};
   const char *t = "1, 2 3\n# a comment, 99\n 0x10,4294967295\t7 # tail\r\n";
-  ck_assert_int_eq(tc_load(t, strlen(t), WV_FMT_TEXT, WAVE_U32, &b, &e), 0);
+  ck_assert_int_eq(tcl_load(t, strlen(t), WV_FMT_TEXT, WAVE_U32, &b, &e), 0);
   const uint32_t want[] = {1, 2, 3, 16, 4294967295u, 7};
   ck_assert_uint_eq(b.bytes, sizeof want);
   for (size_t i = 0; i < 6; i++)
-    ck_assert_uint_eq(tc_le32(b.data, i), want[i]);
+    ck_assert_uint_eq(tcl_le32(b.data, i), want[i]);
   wv_chunk_buf_free(&b);
 
   t = "-2147483648 2147483647 -1 +5 -0";
-  ck_assert_int_eq(tc_load(t, strlen(t), WV_FMT_TEXT, WAVE_S32, &b, &e), 0);
+  ck_assert_int_eq(tcl_load(t, strlen(t), WV_FMT_TEXT, WAVE_S32, &b, &e), 0);
   const uint32_t want_s[] = {0x80000000u, 0x7fffffffu, 0xffffffffu, 5, 0};
   ck_assert_uint_eq(b.bytes, sizeof want_s);
   for (size_t i = 0; i < 5; i++)
-    ck_assert_uint_eq(tc_le32(b.data, i), want_s[i]);
+    ck_assert_uint_eq(tcl_le32(b.data, i), want_s[i]);
   wv_chunk_buf_free(&b);
 
   t = "1.5,-0.0,nan,inf,-inf,1e-45,3.4028235e38,0.1";
-  ck_assert_int_eq(tc_load(t, strlen(t), WV_FMT_TEXT, WAVE_F32, &b, &e), 0);
+  ck_assert_int_eq(tcl_load(t, strlen(t), WV_FMT_TEXT, WAVE_F32, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 32);
-  ck_assert_uint_eq(tc_le32(b.data, 0), 0x3fc00000u);
-  ck_assert_uint_eq(tc_le32(b.data, 1), 0x80000000u);
-  ck_assert_uint_eq(tc_le32(b.data, 2) & 0x7f800000u, 0x7f800000u);
-  ck_assert_uint_ne(tc_le32(b.data, 2) & 0x007fffffu, 0);
-  ck_assert_uint_eq(tc_le32(b.data, 3), 0x7f800000u);
-  ck_assert_uint_eq(tc_le32(b.data, 4), 0xff800000u);
-  ck_assert_uint_eq(tc_le32(b.data, 5), 0x00000001u); /* smallest subnormal */
-  ck_assert_uint_eq(tc_le32(b.data, 6), 0x7f7fffffu);
-  ck_assert_uint_eq(tc_le32(b.data, 7), 0x3dcccccdu);
+  ck_assert_uint_eq(tcl_le32(b.data, 0), 0x3fc00000u);
+  ck_assert_uint_eq(tcl_le32(b.data, 1), 0x80000000u);
+  ck_assert_uint_eq(tcl_le32(b.data, 2) & 0x7f800000u, 0x7f800000u);
+  ck_assert_uint_ne(tcl_le32(b.data, 2) & 0x007fffffu, 0);
+  ck_assert_uint_eq(tcl_le32(b.data, 3), 0x7f800000u);
+  ck_assert_uint_eq(tcl_le32(b.data, 4), 0xff800000u);
+  ck_assert_uint_eq(tcl_le32(b.data, 5), 0x00000001u); /* smallest subnormal */
+  ck_assert_uint_eq(tcl_le32(b.data, 6), 0x7f7fffffu);
+  ck_assert_uint_eq(tcl_le32(b.data, 7), 0x3dcccccdu);
   wv_chunk_buf_free(&b);
 
   /* empty and comment-only text: an empty chunk */
-  ck_assert_int_eq(tc_load(" \n# none\n", 9, WV_FMT_TEXT, WAVE_F32, &b, &e),
+  ck_assert_int_eq(tcl_load(" \n# none\n", 9, WV_FMT_TEXT, WAVE_F32, &b, &e),
                    0);
   ck_assert_uint_eq(b.bytes, 0);
   wv_chunk_buf_free(&b);
 }
 END_TEST
 
-static void tc_text_err(const char *t, wave_dtype d, const char *where)
+static void tcl_text_err(const char *t, wave_dtype d, const char *where)
 {
   wv_chunk_buf b;
   wave_error e = {0};
-  ck_assert_int_eq(tc_load(t, strlen(t), WV_FMT_TEXT, d, &b, &e), WAVE_EARG);
+  ck_assert_int_eq(tcl_load(t, strlen(t), WV_FMT_TEXT, d, &b, &e), WAVE_EARG);
   ck_assert_msg(strstr(e.message, where) != NULL, "'%s' lacks '%s'",
                 e.message, where);
 }
 
 START_TEST(text_errors)
 {
-  tc_text_err("1 2\n3\n4 x5 6", WAVE_U32, "t.in:3:");
-  tc_text_err("1 2\n3\n4 x5 6", WAVE_U32, "'x5'");
-  tc_text_err("4294967296", WAVE_U32, "t.in:1:");
-  tc_text_err("-1", WAVE_U32, "out of range");
-  tc_text_err("2147483648", WAVE_S32, "out of range");
-  tc_text_err("-2147483649", WAVE_S32, "out of range");
-  tc_text_err("1.5", WAVE_S32, "not a");
-  tc_text_err("\n\n1e39", WAVE_F32, "t.in:3:");
-  tc_text_err("1.0f", WAVE_F32, "'1.0f'");
-  tc_text_err("0x", WAVE_U32, "'0x'");
-  tc_text_err("1e", WAVE_F32, "'1e'");
+  tcl_text_err("1 2\n3\n4 x5 6", WAVE_U32, "t.in:3:");
+  tcl_text_err("1 2\n3\n4 x5 6", WAVE_U32, "'x5'");
+  tcl_text_err("4294967296", WAVE_U32, "t.in:1:");
+  tcl_text_err("-1", WAVE_U32, "out of range");
+  tcl_text_err("2147483648", WAVE_S32, "out of range");
+  tcl_text_err("-2147483649", WAVE_S32, "out of range");
+  tcl_text_err("1.5", WAVE_S32, "not a");
+  tcl_text_err("\n\n1e39", WAVE_F32, "t.in:3:");
+  tcl_text_err("1.0f", WAVE_F32, "'1.0f'");
+  tcl_text_err("0x", WAVE_U32, "'0x'");
+  tcl_text_err("1e", WAVE_F32, "'1e'");
 }
 END_TEST
 
@@ -511,7 +511,7 @@ END_TEST
 
 /* ---- command line ----------------------------------------------------- */
 
-static int tc_parse(wv_args *a, wave_error *e, const char *const *v)
+static int tcl_parse(wv_args *a, wave_error *e, const char *const *v)
 {
   int argc = 0;
   while (v[argc])
@@ -527,7 +527,7 @@ START_TEST(args_good)
                      "--op=extent", "--dtype", "f32", "--input", "a",
                      "--mask", "m1", "--input=b", "--mask", "m2",
                      "--format", "text", "--json", "--timeout", "500", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, v), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, v), 0);
   ck_assert_int_eq(a.cmd, WV_CMD_REDUCE);
   ck_assert_str_eq(a.url, "tcp://h:1");
   ck_assert_int_eq(a.op, WAVE_EXTENT);
@@ -545,7 +545,7 @@ START_TEST(args_good)
   const char *h[] = {"wavectl", "submit", "hash", "--pack", "p", "--nonce",
                      "0x10", "--count", "18446744073709551600", "--target",
                      "FFFF", "--max-winners", "3", "--outputs", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, h), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, h), 0);
   ck_assert_int_eq(a.cmd, WV_CMD_HASH);
   ck_assert_uint_eq(a.nonce, 16);
   ck_assert_uint_eq(a.count, 18446744073709551600ull);
@@ -555,41 +555,41 @@ START_TEST(args_good)
   wv_args_fini(&a);
 
   const char *s[] = {"wavectl", "help", "submit", "hash", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, s), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, s), 0);
   ck_assert_int_eq(a.help, 1);
   ck_assert_int_eq(a.cmd, WV_CMD_HASH);
   wv_args_fini(&a);
   const char *s1[] = {"wavectl", "submit", "--help", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, s1), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, s1), 0);
   ck_assert_int_eq(a.help, 1);
   ck_assert_int_eq(a.cmd, WV_CMD_NONE);
   wv_args_fini(&a);
   /* help CMD needs no job id, and `help submit` is both kinds */
   const char *s3[] = {"wavectl", "help", "wait", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, s3), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, s3), 0);
   ck_assert_int_eq(a.help, 1);
   ck_assert_int_eq(a.cmd, WV_CMD_WAIT);
   wv_args_fini(&a);
   const char *s4[] = {"wavectl", "help", "submit", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, s4), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, s4), 0);
   ck_assert_int_eq(a.help_submit, 1);
   wv_args_fini(&a);
   const char *s5[] = {"wavectl", "wait", "7", "--progress", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, s5), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, s5), 0);
   ck_assert_int_eq(a.progress, 1);
   wv_args_fini(&a);
   const char *s2[] = {"wavectl", "status", "-h", NULL};
-  ck_assert_int_eq(tc_parse(&a, &e, s2), 0);
+  ck_assert_int_eq(tcl_parse(&a, &e, s2), 0);
   ck_assert_int_eq(a.help, 1);
   wv_args_fini(&a);
 }
 END_TEST
 
-static void tc_bad(const char *want, const char *const *v)
+static void tcl_bad(const char *want, const char *const *v)
 {
   wv_args a;
   wave_error e = {0};
-  ck_assert_int_eq(tc_parse(&a, &e, v), WAVE_EARG);
+  ck_assert_int_eq(tcl_parse(&a, &e, v), WAVE_EARG);
   ck_assert_msg(strstr(e.message, want) != NULL, "'%s' lacks '%s'",
                 e.message, want);
   wv_args_fini(&a);
@@ -597,58 +597,58 @@ static void tc_bad(const char *want, const char *const *v)
 
 START_TEST(args_bad)
 {
-  tc_bad("no command", (const char *[]){"wavectl", NULL});
-  tc_bad("--progress does not apply to status",
+  tcl_bad("no command", (const char *[]){"wavectl", NULL});
+  tcl_bad("--progress does not apply to status",
          (const char *[]){"wavectl", "status", "--progress", NULL});
-  tc_bad("--progress applies only to submit hash and wait",
+  tcl_bad("--progress applies only to submit hash and wait",
          (const char *[]){"wavectl", "--progress", "jobs", NULL});
-  tc_bad("unknown command 'frob'", (const char *[]){"wavectl", "frob", NULL});
-  tc_bad("expected 'reduce' or 'hash'",
+  tcl_bad("unknown command 'frob'", (const char *[]){"wavectl", "frob", NULL});
+  tcl_bad("expected 'reduce' or 'hash'",
          (const char *[]){"wavectl", "submit", NULL});
-  tc_bad("unknown option '--frob'",
+  tcl_bad("unknown option '--frob'",
          (const char *[]){"wavectl", "status", "--frob", NULL});
-  tc_bad("missing --op", (const char *[]){"wavectl", "submit", "reduce",
+  tcl_bad("missing --op", (const char *[]){"wavectl", "submit", "reduce",
                                           "--dtype", "u32", "--input", "x",
                                           NULL});
-  tc_bad("missing --input", (const char *[]){"wavectl", "submit", "reduce",
+  tcl_bad("missing --input", (const char *[]){"wavectl", "submit", "reduce",
                                              "--op", "sum", "--dtype", "u32",
                                              NULL});
-  tc_bad("unknown op 'mean'", (const char *[]){"wavectl", "submit", "reduce",
+  tcl_bad("unknown op 'mean'", (const char *[]){"wavectl", "submit", "reduce",
                                               "--op", "mean", NULL});
-  tc_bad("unknown dtype 'f16'", (const char *[]){"wavectl", "submit",
+  tcl_bad("unknown dtype 'f16'", (const char *[]){"wavectl", "submit",
                                                 "reduce", "--dtype", "f16",
                                                 NULL});
-  tc_bad("unknown format", (const char *[]){"wavectl", "submit", "reduce",
+  tcl_bad("unknown format", (const char *[]){"wavectl", "submit", "reduce",
                                            "--format", "csv", NULL});
-  tc_bad("needs a value", (const char *[]){"wavectl", "submit", "reduce",
+  tcl_bad("needs a value", (const char *[]){"wavectl", "submit", "reduce",
                                            "--input", NULL});
-  tc_bad("takes no value", (const char *[]){"wavectl", "status", "--json=1",
+  tcl_bad("takes no value", (const char *[]){"wavectl", "status", "--json=1",
                                             NULL});
-  tc_bad("does not apply to status",
+  tcl_bad("does not apply to status",
          (const char *[]){"wavectl", "status", "--op", "sum", NULL});
-  tc_bad("apply only to submit reduce",
+  tcl_bad("apply only to submit reduce",
          (const char *[]){"wavectl", "--op", "sum", "status", NULL});
-  tc_bad("unexpected argument 'extra'",
+  tcl_bad("unexpected argument 'extra'",
          (const char *[]){"wavectl", "status", "extra", NULL});
-  tc_bad("--timeout", (const char *[]){"wavectl", "status", "--timeout",
+  tcl_bad("--timeout", (const char *[]){"wavectl", "status", "--timeout",
                                        "10s", NULL});
-  tc_bad("missing --pack", (const char *[]){"wavectl", "submit", "hash",
+  tcl_bad("missing --pack", (const char *[]){"wavectl", "submit", "hash",
                                             "--nonce", "1", "--count", "1",
                                             NULL});
-  tc_bad("missing --count", (const char *[]){"wavectl", "submit", "hash",
+  tcl_bad("missing --count", (const char *[]){"wavectl", "submit", "hash",
                                              "--pack", "p", "--nonce", "1",
                                              NULL});
-  tc_bad("--count", (const char *[]){"wavectl", "submit", "hash", "--count",
+  tcl_bad("--count", (const char *[]){"wavectl", "submit", "hash", "--count",
                                      "0", NULL});
-  tc_bad("--nonce", (const char *[]){"wavectl", "submit", "hash", "--nonce",
+  tcl_bad("--nonce", (const char *[]){"wavectl", "submit", "hash", "--nonce",
                                      "-1", NULL});
-  tc_bad("--target", (const char *[]){"wavectl", "submit", "hash",
+  tcl_bad("--target", (const char *[]){"wavectl", "submit", "hash",
                                       "--target", "12345678901234567", NULL});
-  tc_bad("passes 2^64", (const char *[]){"wavectl", "submit", "hash",
+  tcl_bad("passes 2^64", (const char *[]){"wavectl", "submit", "hash",
                                          "--pack", "p", "--nonce",
                                          "18446744073709551615", "--count",
                                          "2", NULL});
-  tc_bad("options are long", (const char *[]){"wavectl", "status", "-j",
+  tcl_bad("options are long", (const char *[]){"wavectl", "status", "-j",
                                               NULL});
 }
 END_TEST
@@ -719,7 +719,7 @@ START_TEST(progress_lines)
 }
 END_TEST
 
-static Suite *client_suite(void)
+static Suite *tcx_suite(void)
 {
   Suite *s = suite_create("client");
   TCase *t = tcase_create("load");
@@ -748,7 +748,7 @@ static Suite *client_suite(void)
 
 int main(void)
 {
-  SRunner *r = srunner_create(client_suite());
+  SRunner *r = srunner_create(tcx_suite());
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
   srunner_free(r);

@@ -22,28 +22,28 @@
 #include "wave/client.h"
 #include "workers/worker.h"
 
-static char tc_dir[256];
-static char tc_path[512];
+static char tcg_dir[256];
+static char tcg_path[512];
 
-static void tc_setup(void)
+static void tcg_setup(void)
 {
-  snprintf(tc_dir, sizeof tc_dir, "/tmp/wave-config.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tc_dir));
-  snprintf(tc_path, sizeof tc_path, "%s/c.yaml", tc_dir);
+  snprintf(tcg_dir, sizeof tcg_dir, "/tmp/wave-config.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tcg_dir));
+  snprintf(tcg_path, sizeof tcg_path, "%s/c.yaml", tcg_dir);
 }
 
-static void tc_teardown(void)
+static void tcg_teardown(void)
 {
-  unlink(tc_path);
+  unlink(tcg_path);
   char sub[600];
-  snprintf(sub, sizeof sub, "%s/sub/c.yaml", tc_dir);
+  snprintf(sub, sizeof sub, "%s/sub/c.yaml", tcg_dir);
   unlink(sub);
-  snprintf(sub, sizeof sub, "%s/sub", tc_dir);
+  snprintf(sub, sizeof sub, "%s/sub", tcg_dir);
   rmdir(sub);
-  rmdir(tc_dir);
+  rmdir(tcg_dir);
 }
 
-static void tc_write(const char *path, const char *text)
+static void tcg_write(const char *path, const char *text)
 {
   FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
@@ -51,30 +51,30 @@ static void tc_write(const char *path, const char *text)
   ck_assert_int_eq(fclose(f), 0);
 }
 
-static wd_config *tc_load_ok(const char *text)
+static wd_config *tcg_load_ok(const char *text)
 {
-  tc_write(tc_path, text);
+  tcg_write(tcg_path, text);
   wd_config *c = NULL;
   wave_error err = {0};
-  int rc = wd_config_load(tc_path, &c, &err);
+  int rc = wd_config_load(tcg_path, &c, &err);
   ck_assert_msg(rc == 0, "unexpected error: %s", err.message);
   ck_assert_ptr_nonnull(c);
   return c;
 }
 
 /* The load must fail with "<file>:<where>: <key>: <what...>". */
-static void tc_load_bad(const char *text, const char *where, const char *key,
+static void tcg_load_bad(const char *text, const char *where, const char *key,
                         const char *what)
 {
-  tc_write(tc_path, text);
+  tcg_write(tcg_path, text);
   wd_config *c = (wd_config *)1;
   wave_error err = {0};
-  int rc = wd_config_load(tc_path, &c, &err);
+  int rc = wd_config_load(tcg_path, &c, &err);
   ck_assert_int_eq(rc, WAVE_ECONFIG);
   ck_assert_int_eq(err.code, WAVE_ECONFIG);
   ck_assert_ptr_null(c);
   char want[1024];
-  snprintf(want, sizeof want, "%s:%s: %s: ", tc_path, where, key);
+  snprintf(want, sizeof want, "%s:%s: %s: ", tcg_path, where, key);
   ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0,
                 "message '%s' does not start with '%s'", err.message, want);
   ck_assert_msg(strstr(err.message + strlen(want), what) != NULL,
@@ -85,7 +85,7 @@ static void tc_load_bad(const char *text, const char *where, const char *key,
 
 START_TEST(defaults)
 {
-  wd_config *c = tc_load_ok(ONE_DEVICE);
+  wd_config *c = tcg_load_ok(ONE_DEVICE);
   /* docs/config.md's defaults */
   ck_assert_uint_eq(c->n_listen, 1);
   /* the default socket's rule (core/sockdir.h; test_sockdir pins it): the
@@ -107,7 +107,7 @@ START_TEST(defaults)
   ck_assert_uint_eq(c->limits.keep_seconds, 600);
   ck_assert_uint_eq(c->limits.file_readers, 0);  /* min(12, cores) */
   char dir[600];
-  snprintf(dir, sizeof dir, "%s/packs", tc_dir);
+  snprintf(dir, sizeof dir, "%s/packs", tcg_dir);
   ck_assert_str_eq(c->packs_dir, dir);
   ck_assert_int_eq(c->packs_dir_set, 0);
   ck_assert_int_eq(c->packs_all, 1);
@@ -128,7 +128,7 @@ END_TEST
 
 START_TEST(every_key)
 {
-  wd_config *c = tc_load_ok(
+  wd_config *c = tcg_load_ok(
       "listen: [ipc:///tmp/x.sock, \"tcp://127.0.0.1:7000\"]\n"
       "auth: none\n"
       "ipc_mode: 0640\n"
@@ -228,10 +228,10 @@ END_TEST
 START_TEST(relative_packs_dir)
 {
   char sub[600], path[700];
-  snprintf(sub, sizeof sub, "%s/sub", tc_dir);
+  snprintf(sub, sizeof sub, "%s/sub", tcg_dir);
   ck_assert_int_eq(mkdir(sub, 0700), 0);
   snprintf(path, sizeof path, "%s/c.yaml", sub);
-  tc_write(path, "packs: {dir: mine}\n" ONE_DEVICE);
+  tcg_write(path, "packs: {dir: mine}\n" ONE_DEVICE);
   wd_config *c = NULL;
   wave_error err = {0};
   ck_assert_msg(wd_config_load(path, &c, &err) == 0, "%s", err.message);
@@ -244,11 +244,11 @@ END_TEST
 
 START_TEST(empty_sections_and_all)
 {
-  wd_config *c = tc_load_ok("limits:\npacks:\n  load: all\n" ONE_DEVICE);
+  wd_config *c = tcg_load_ok("limits:\npacks:\n  load: all\n" ONE_DEVICE);
   ck_assert_uint_eq(c->limits.contexts, 64);
   ck_assert_int_eq(c->packs_all, 1);
   wd_config_free(c);
-  c = tc_load_ok("packs: {load: []}\n" ONE_DEVICE);
+  c = tcg_load_ok("packs: {load: []}\n" ONE_DEVICE);
   ck_assert_int_eq(c->packs_all, 0);
   ck_assert_uint_eq(c->n_packs_load, 0);
   wd_config_free(c);
@@ -268,37 +268,37 @@ END_TEST
 
 START_TEST(bad_integers)
 {
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "    threads: 2000\n",
               "4:14", "devices[0].threads", "expected an integer 0..1024");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "    queue_depth: 0\n",
               "4:18", "devices[0].queue_depth", "expected an integer 1..65536");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "    index: -1\n",
               "4:12", "devices[0].index", "expected an integer 0..255");
-  tc_load_bad("devices:\n  - {name: c, backend: cpu, max_temperature_c: "
+  tcg_load_bad("devices:\n  - {name: c, backend: cpu, max_temperature_c: "
               "80, resume_temperature_c: 80}\n", "2:74", "devices[0]",
               "resume_temperature_c 80 must be below max_temperature_c 80");
-  tc_load_bad("devices:\n  - {name: c, backend: cpu, resume_temperature_c: "
+  tcg_load_bad("devices:\n  - {name: c, backend: cpu, resume_temperature_c: "
               "70}\n", "2:51", "devices[0]", "resume_temperature_c needs "
               "max_temperature_c");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  contexts: many\n" ONE_DEVICE,
               "2:13", "limits.contexts", "expected an integer 1..4096");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  max_request_bytes: 12.5\n" ONE_DEVICE,
               "2:22", "limits.max_request_bytes", "expected an integer");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  max_wait_ms: 60000\n" ONE_DEVICE,
               "2:16", "limits.max_wait_ms", "expected an integer 0..50000");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  keep_jobs: [1]\n" ONE_DEVICE,
               "2:14", "limits.keep_jobs", "expected an integer");
 }
@@ -307,20 +307,20 @@ END_TEST
 /* limits.file_readers: the reader pool's size (daemon/bulk/readers.h) */
 START_TEST(file_readers_key)
 {
-  wd_config *c = tc_load_ok("limits:\n  file_readers: 12\n" ONE_DEVICE);
+  wd_config *c = tcg_load_ok("limits:\n  file_readers: 12\n" ONE_DEVICE);
   ck_assert_uint_eq(c->limits.file_readers, 12);
   wd_config_free(c);
-  c = tc_load_ok("limits:\n  file_readers: 64\n" ONE_DEVICE);
+  c = tcg_load_ok("limits:\n  file_readers: 64\n" ONE_DEVICE);
   ck_assert_uint_eq(c->limits.file_readers, 64);
   wd_config_free(c);
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  file_readers: 65\n" ONE_DEVICE,
               "2:17", "limits.file_readers", "expected an integer 0..64");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  jobs_in_flight: 4\n"
               "  file_readers: -1\n" ONE_DEVICE,
               "3:17", "limits.file_readers", "expected an integer 0..64");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  file_readers: eight\n" ONE_DEVICE,
               "2:17", "limits.file_readers", "expected an integer 0..64");
 }
@@ -330,13 +330,13 @@ END_TEST
  * default) or at their first file job (daemon/bulk/filered.h) */
 START_TEST(staging_rings_key)
 {
-  wd_config *c = tc_load_ok(ONE_DEVICE);
+  wd_config *c = tcg_load_ok(ONE_DEVICE);
   ck_assert_int_eq(c->limits.staging_rings, WD_PREPARE_STARTUP);
   wd_config_free(c);
-  c = tc_load_ok("limits:\n  staging_rings: first-use\n" ONE_DEVICE);
+  c = tcg_load_ok("limits:\n  staging_rings: first-use\n" ONE_DEVICE);
   ck_assert_int_eq(c->limits.staging_rings, WD_PREPARE_FIRST_USE);
   wd_config_free(c);
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  staging_rings: never\n" ONE_DEVICE,
               "2:18", "limits.staging_rings",
               "expected one of: startup, first-use");
@@ -345,19 +345,19 @@ END_TEST
 
 START_TEST(bad_enums_and_modes)
 {
-  tc_load_bad("log_level: loud\n" ONE_DEVICE, "1:12", "log_level",
+  tcg_load_bad("log_level: loud\n" ONE_DEVICE, "1:12", "log_level",
               "expected one of: error, warn, info, debug");
-  tc_load_bad("ipc_mode: 0999\n" ONE_DEVICE, "1:11", "ipc_mode",
+  tcg_load_bad("ipc_mode: 0999\n" ONE_DEVICE, "1:11", "ipc_mode",
               "expected an octal file mode");
-  tc_load_bad("ipc_mode: 01777\n" ONE_DEVICE, "1:11", "ipc_mode",
+  tcg_load_bad("ipc_mode: 01777\n" ONE_DEVICE, "1:11", "ipc_mode",
               "expected an octal file mode");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "    exchange: warp\n",
               "4:15", "devices[0].exchange",
               "expected one of: auto, shuffle, local");
-  tc_load_bad("packs:\n"
+  tcg_load_bad("packs:\n"
               "  prepare: lazily\n" ONE_DEVICE,
               "2:12", "packs.prepare", "expected one of: startup, first-use");
 }
@@ -365,18 +365,18 @@ END_TEST
 
 START_TEST(unknown_and_duplicate_keys)
 {
-  tc_load_bad("colour: blue\n" ONE_DEVICE, "1:1", "colour", "unknown key");
-  tc_load_bad("limits:\n  max_rows: 5\n" ONE_DEVICE, "2:3", "limits.max_rows",
+  tcg_load_bad("colour: blue\n" ONE_DEVICE, "1:1", "colour", "unknown key");
+  tcg_load_bad("limits:\n  max_rows: 5\n" ONE_DEVICE, "2:3", "limits.max_rows",
               "unknown key");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "    colour: blue\n",
               "4:5", "devices[0].colour", "unknown key");
-  tc_load_bad("log_level: info\n"
+  tcg_load_bad("log_level: info\n"
               "log_level: debug\n" ONE_DEVICE,
               "2:1", "log_level", "duplicate key");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "    name: cpu1\n",
@@ -386,29 +386,29 @@ END_TEST
 
 START_TEST(devices)
 {
-  tc_load_bad("log_level: info\n", "1:1", "devices", "missing key 'devices'");
-  tc_load_bad("", "1:1", "devices", "at least one device");
-  tc_load_bad("devices: []\n", "1:10", "devices", "at least one device");
-  tc_load_bad("devices: cpu\n", "1:10", "devices", "expected a list of devices or 'auto'");
-  tc_load_bad("devices:\n  - cpu0\n", "2:5", "devices[0]",
+  tcg_load_bad("log_level: info\n", "1:1", "devices", "missing key 'devices'");
+  tcg_load_bad("", "1:1", "devices", "at least one device");
+  tcg_load_bad("devices: []\n", "1:10", "devices", "at least one device");
+  tcg_load_bad("devices: cpu\n", "1:10", "devices", "expected a list of devices or 'auto'");
+  tcg_load_bad("devices:\n  - cpu0\n", "2:5", "devices[0]",
               "expected a mapping");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n",
               "2:5", "devices[0]", "missing key 'backend'");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - backend: cpu\n",
               "2:5", "devices[0]", "missing key 'name'");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "  - name: cpu0\n"
               "    backend: cpu\n",
               "4:11", "devices[1].name", "already used by devices[0]");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: \"cpu 0\"\n"
               "    backend: cpu\n",
               "2:11", "devices[0].name", "letters, digits");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: abacus\n",
               "3:14", "devices[0].backend", "unknown backend 'abacus'");
@@ -423,7 +423,7 @@ START_TEST(devices)
              known[i]);
     snprintf(want, sizeof want, "backend '%s' not built into this wavedd",
              known[i]);
-    tc_load_bad(yaml, "3:14", "devices[0].backend", want);
+    tcg_load_bad(yaml, "3:14", "devices[0].backend", want);
     break;
   }
 }
@@ -431,19 +431,19 @@ END_TEST
 
 START_TEST(listen_urls)
 {
-  tc_load_bad("listen: ipc:///tmp/a.sock\n" ONE_DEVICE, "1:9", "listen",
+  tcg_load_bad("listen: ipc:///tmp/a.sock\n" ONE_DEVICE, "1:9", "listen",
               "expected a list of URLs");
-  tc_load_bad("listen: []\n" ONE_DEVICE, "1:9", "listen",
+  tcg_load_bad("listen: []\n" ONE_DEVICE, "1:9", "listen",
               "at least one URL");
-  tc_load_bad("listen:\n"
+  tcg_load_bad("listen:\n"
               "  - ipc:///tmp/a.sock\n"
               "  - http://127.0.0.1:80\n" ONE_DEVICE,
               "3:5", "listen[1]",
               "the scheme must be ipc://, tcp:// or tls+tcp://");
-  tc_load_bad("listen:\n"
+  tcg_load_bad("listen:\n"
               "  - tcp://127.0.0.1\n" ONE_DEVICE,
               "2:5", "listen[0]", "needs a port");
-  tc_load_bad("listen:\n"
+  tcg_load_bad("listen:\n"
               "  - ipc:///tmp/a.sock\n"
               "  - ipc:///tmp/a.sock\n" ONE_DEVICE,
               "3:5", "listen[1]", "listed twice");
@@ -451,40 +451,40 @@ START_TEST(listen_urls)
   for (int i = 0; i < 120; i++)
     strcat(long_url, "x");
   strcat(long_url, "]\n" ONE_DEVICE);
-  tc_load_bad(long_url, "1:10", "listen[0]", "1..107 bytes");
+  tcg_load_bad(long_url, "1:10", "listen[0]", "1..107 bytes");
 }
 END_TEST
 
 START_TEST(metrics_url)
 {
-  wd_config *c = tc_load_ok(ONE_DEVICE);
+  wd_config *c = tcg_load_ok(ONE_DEVICE);
   ck_assert_str_eq(c->metrics, "");  /* off by default */
   wd_config_free(c);
-  c = tc_load_ok("metrics: http://127.0.0.1:9464\n" ONE_DEVICE);
+  c = tcg_load_ok("metrics: http://127.0.0.1:9464\n" ONE_DEVICE);
   ck_assert_str_eq(c->metrics, "http://127.0.0.1:9464");
   wd_config_free(c);
-  c = tc_load_ok("metrics: http://0.0.0.0:0/metrics\n" ONE_DEVICE);
+  c = tcg_load_ok("metrics: http://0.0.0.0:0/metrics\n" ONE_DEVICE);
   wd_config_free(c);
-  tc_load_bad("metrics: tcp://127.0.0.1:9464\n" ONE_DEVICE, "1:10", "metrics",
+  tcg_load_bad("metrics: tcp://127.0.0.1:9464\n" ONE_DEVICE, "1:10", "metrics",
               "the scheme must be http://");
-  tc_load_bad("metrics: http://127.0.0.1\n" ONE_DEVICE, "1:10", "metrics",
+  tcg_load_bad("metrics: http://127.0.0.1\n" ONE_DEVICE, "1:10", "metrics",
               "needs a port");
-  tc_load_bad("metrics: http://127.0.0.1:9464/stats\n" ONE_DEVICE, "1:10",
+  tcg_load_bad("metrics: http://127.0.0.1:9464/stats\n" ONE_DEVICE, "1:10",
               "metrics", "the endpoint is /metrics");
-  tc_load_bad("metrics: [a]\n" ONE_DEVICE, "1:10", "metrics",
+  tcg_load_bad("metrics: [a]\n" ONE_DEVICE, "1:10", "metrics",
               "expected a string");
 }
 END_TEST
 
 START_TEST(packs_keys)
 {
-  tc_load_bad("packs:\n"
+  tcg_load_bad("packs:\n"
               "  load: [small, small]\n" ONE_DEVICE,
               "2:17", "packs.load[1]", "listed twice");
-  tc_load_bad("packs:\n"
+  tcg_load_bad("packs:\n"
               "  load: some\n" ONE_DEVICE,
               "2:9", "packs.load", "expected a list of pack names or 'all'");
-  tc_load_bad("packs: [a]\n" ONE_DEVICE, "1:8", "packs",
+  tcg_load_bad("packs: [a]\n" ONE_DEVICE, "1:8", "packs",
               "expected a mapping");
 }
 END_TEST
@@ -493,12 +493,12 @@ END_TEST
  * purpose) moved to wavedd-test's fake backend, which wavedd lacks. */
 START_TEST(no_testing_aids)
 {
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: cpu\n"
               "    fault_after: 3\n",
               "4:5", "devices[0].fault_after", "unknown key");
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: cpu0\n"
               "    backend: fake\n",
               "3:14", "devices[0].backend", "unknown backend 'fake'");
@@ -520,7 +520,7 @@ START_TEST(many_devices)
     k += (size_t)snprintf(text + k, cap - k,
                           "  - {name: d%u, backend: cpu}\n", i);
   uint64_t before = wd_config_compares;
-  wd_config *c = tc_load_ok(text);
+  wd_config *c = tcg_load_ok(text);
   uint64_t made = wd_config_compares - before;
   ck_assert_uint_eq(c->n_devices, N);
   ck_assert_str_eq(c->devices[N - 1].name, "d49999");
@@ -532,7 +532,7 @@ START_TEST(many_devices)
   k += (size_t)snprintf(text + k, cap - k, "  - {name: d17, backend: cpu}\n");
   char where[32];
   snprintf(where, sizeof where, "%d:12", N + 2);
-  tc_load_bad(text, where, "devices[50000].name",
+  tcg_load_bad(text, where, "devices[50000].name",
               "'d17' is already used by devices[17]");
   free(text);
 }
@@ -542,14 +542,14 @@ END_TEST
  * an earlier name is the one named, with the earliest it repeats. */
 START_TEST(duplicates_first_in_order)
 {
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - {name: b, backend: cpu}\n"
               "  - {name: a, backend: cpu}\n"
               "  - {name: c, backend: cpu}\n"
               "  - {name: a, backend: cpu}\n"
               "  - {name: b, backend: cpu}\n",
               "5:12", "devices[3].name", "'a' is already used by devices[1]");
-  tc_load_bad("listen: [\"ipc:///tmp/a\", \"ipc:///tmp/b\", \"ipc:///tmp/b\","
+  tcg_load_bad("listen: [\"ipc:///tmp/a\", \"ipc:///tmp/b\", \"ipc:///tmp/b\","
               " \"ipc:///tmp/a\"]\n" ONE_DEVICE,
               "1:42", "listen[2]", "listed twice");
 }
@@ -558,7 +558,7 @@ END_TEST
 /* packs.dir that is not a folder: the message names its line:column. */
 START_TEST(packs_dir_not_a_folder)
 {
-  wd_config *c = tc_load_ok("log_level: info\n"
+  wd_config *c = tcg_load_ok("log_level: info\n"
                             "packs:\n"
                             "  dir: /nonexistent/wave-packs\n" ONE_DEVICE);
   wv_packset *set = NULL;
@@ -567,13 +567,13 @@ START_TEST(packs_dir_not_a_folder)
   ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
   char want[600];
   snprintf(want, sizeof want, "%s:3:8: packs.dir: /nonexistent/wave-packs is "
-           "not a folder", tc_path);
+           "not a folder", tcg_path);
   ck_assert_str_eq(err.message, want);
   wd_config_free(c);
-  c = tc_load_ok("packs:\n"
+  c = tcg_load_ok("packs:\n"
                  "  load: [small]\n" ONE_DEVICE);  /* packs/ beside c.yaml */
   ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
-  snprintf(want, sizeof want, "%s:2:9: packs.load: ", tc_path);
+  snprintf(want, sizeof want, "%s:2:9: packs.load: ", tcg_path);
   ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0, "%s",
                 err.message);
   wd_config_free(c);
@@ -588,26 +588,26 @@ START_TEST(packs_load_missing_pack)
   snprintf(text, sizeof text, "packs:\n  dir: %s/config/packs\n"
            "  load:\n    - closed\n    - nosuch\n" ONE_DEVICE,
            getenv("WAVE_SOURCE_DIR"));
-  wd_config *c = tc_load_ok(text);
+  wd_config *c = tcg_load_ok(text);
   wv_packset *set = NULL;
   wd_packs packs;
   wave_error err = {0};
   ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
   char want[1200];
   snprintf(want, sizeof want, "%s:5:7: packs.load[1]: no pack named 'nosuch' "
-           "in %s/config/packs", tc_path, getenv("WAVE_SOURCE_DIR"));
+           "in %s/config/packs", tcg_path, getenv("WAVE_SOURCE_DIR"));
   ck_assert_str_eq(err.message, want);
   wd_packs_free(set, &packs);
   wd_config_free(c);
   /* flow style: the column of the name inside the brackets */
   snprintf(text, sizeof text, "packs: {dir: %s/config/packs, "
            "load: [nosuch, closed]}\n" ONE_DEVICE, getenv("WAVE_SOURCE_DIR"));
-  c = tc_load_ok(text);
+  c = tcg_load_ok(text);
   ck_assert_int_eq(wd_packs_load(c, &set, &packs, &err), WAVE_ECONFIG);
   size_t col = strlen("packs: {dir: ") + strlen(getenv("WAVE_SOURCE_DIR")) +
                strlen("/config/packs, load: [") + 1;
   snprintf(want, sizeof want, "%s:1:%zu: packs.load[0]: no pack named "
-           "'nosuch' in ", tc_path, col);
+           "'nosuch' in ", tcg_path, col);
   ck_assert_msg(strncmp(err.message, want, strlen(want)) == 0, "%s",
                 err.message);
   wd_packs_free(set, &packs);
@@ -621,7 +621,7 @@ START_TEST(same_config)
 {
   static const char base[] = "listen: [\"ipc:///tmp/x.sock\"]\n"
                              "limits: {max_job_rows: 100}\n" ONE_DEVICE;
-  wd_config *a = tc_load_ok(base), *b = tc_load_ok(base);
+  wd_config *a = tcg_load_ok(base), *b = tcg_load_ok(base);
   ck_assert_int_eq(wd_config_same(a, b), 1);
   wd_config_free(b);
   static const char *const other[] = {
@@ -637,7 +637,7 @@ START_TEST(same_config)
       "packs: {load: [small]}\n" ONE_DEVICE,
   };
   for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-    b = tc_load_ok(other[i]);
+    b = tcg_load_ok(other[i]);
     ck_assert_msg(!wd_config_same(a, b), "the same as: %s", other[i]);
     wd_config_free(b);
   }
@@ -664,7 +664,7 @@ START_TEST(every_key_has_a_reload_rule)
 }
 END_TEST
 
-static void tc_later(void *arg, const char *key, const char *why)
+static void tcg_later(void *arg, const char *key, const char *why)
 {
   (void)why;
   snprintf(arg, 64, "%s", key);
@@ -695,18 +695,18 @@ START_TEST(reload_rules)
      "devices: 2 devices instead of 1; a reload cannot add or remove "
      "devices"},
   };
-  wd_config *a = tc_load_ok(base);
+  wd_config *a = tcg_load_ok(base);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    wd_config *b = tc_load_ok(cases[i].text);
+    wd_config *b = tcg_load_ok(cases[i].text);
     char told[64] = "";
     wave_error err = {0};
-    int rc = wd_config_reload_check(a, b, tc_later, told, &err);
+    int rc = wd_config_reload_check(a, b, tcg_later, told, &err);
     if (cases[i].msg == NULL) {
       ck_assert_msg(rc == 0, "%s: %s", cases[i].text, err.message);
     } else {
       ck_assert_int_eq(rc, WAVE_ECONFIG);
       ck_assert_msg(strstr(err.message, cases[i].msg) != NULL &&
-                    strncmp(err.message, tc_path, strlen(tc_path)) == 0,
+                    strncmp(err.message, tcg_path, strlen(tcg_path)) == 0,
                     "'%s' does not say '%s'", err.message, cases[i].msg);
     }
     ck_assert_str_eq(told, cases[i].later);
@@ -720,7 +720,7 @@ END_TEST
  * quoted or plain; the bounds after the rule; the message names the value. */
 START_TEST(numbers_in_config)
 {
-  wd_config *c = tc_load_ok("limits:\n"
+  wd_config *c = tcg_load_ok("limits:\n"
                             "  max_request_bytes: 67_108_864\n"
                             "  max_job_rows: \"0x1000\"\n"
                             "  contexts: 007\n" ONE_DEVICE);
@@ -728,18 +728,18 @@ START_TEST(numbers_in_config)
   ck_assert_uint_eq(c->limits.max_job_rows, 4096);
   ck_assert_uint_eq(c->limits.contexts, 7);
   wd_config_free(c);
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  keep_result_bytes: 18446744073709551616\n" ONE_DEVICE,
               "2:22", "limits.keep_result_bytes",
               "expected an integer 0..1099511627776, not "
               "'18446744073709551616'");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  contexts: 64k\n" ONE_DEVICE,
               "2:13", "limits.contexts", "expected an integer 1..4096, not '64k'");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  contexts: +5\n" ONE_DEVICE,
               "2:13", "limits.contexts", "not '+5'");
-  tc_load_bad("limits:\n"
+  tcg_load_bad("limits:\n"
               "  contexts:\n"
               "  keep_jobs: 1\n" ONE_DEVICE,
               "2:12", "limits.contexts", "expected an integer 1..4096");
@@ -748,7 +748,7 @@ END_TEST
 
 START_TEST(yaml_syntax)
 {
-  tc_load_bad("devices:\n"
+  tcg_load_bad("devices:\n"
               "  - name: [cpu0\n"
               "    backend: cpu\n",
               "3:12", "YAML syntax", "");
@@ -759,7 +759,7 @@ static Suite *config_suite(void)
 {
   Suite *s = suite_create("config");
   TCase *t = tcase_create("load");
-  tcase_add_checked_fixture(t, tc_setup, tc_teardown);
+  tcase_add_checked_fixture(t, tcg_setup, tcg_teardown);
   tcase_add_test(t, defaults);
   tcase_add_test(t, every_key);
   tcase_add_test(t, shipped_default);

@@ -21,7 +21,7 @@
 #include "wave/client.h"
 
 /* A version 1 .npy image of n rows of size bytes under descr. */
-static char *te_npy(const char *descr, const void *rows, size_t n,
+static char *tce_npy(const char *descr, const void *rows, size_t n,
                     size_t size, size_t *len)
 {
   char hdr[128];
@@ -43,7 +43,7 @@ static char *te_npy(const char *descr, const void *rows, size_t n,
   return b;
 }
 
-static uint32_t te_le32(const void *p, size_t i)
+static uint32_t tce_le32(const void *p, size_t i)
 {
   const unsigned char *b = (const unsigned char *)p + 4 * i;
   return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
@@ -51,14 +51,14 @@ static uint32_t te_le32(const void *p, size_t i)
 }
 
 /* A file in the test's folder (made by main); returns its path. */
-static char te_dir[64];
+static char tce_dir[64];
 
-static const char *te_file(const char *name, const void *bytes, size_t len)
+static const char *tce_file(const char *name, const void *bytes, size_t len)
 {
   static char paths[8][128];
   static int next;
   char *p = paths[next++ % 8];
-  snprintf(p, 128, "%s/%s", te_dir, name);
+  snprintf(p, 128, "%s/%s", tce_dir, name);
   FILE *f = fopen(p, "wb");
   ck_assert_ptr_nonnull(f);
   ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
@@ -74,41 +74,41 @@ START_TEST(bool_mask_widened)
   size_t len;
   wv_chunk_buf b;
   wave_error e = {0};
-  char *img = te_npy("|b1", m, 5, 1, &len);
+  char *img = tce_npy("|b1", m, 5, 1, &len);
   ck_assert_int_eq(wv_load_buffer("m.npy", img, len, WV_FMT_AUTO,
                                   WV_DTYPE_MASK, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 20);
   const uint32_t want[5] = {1, 0, 0, 1, 1};
   for (size_t i = 0; i < 5; i++)
-    ck_assert_uint_eq(te_le32(b.data, i), want[i]);
+    ck_assert_uint_eq(tce_le32(b.data, i), want[i]);
   wv_chunk_buf_free(&b);
   /* --format npy too; an empty bool mask is zero rows */
-  img = te_npy("|b1", NULL, 0, 1, &len);
+  img = tce_npy("|b1", NULL, 0, 1, &len);
   ck_assert_int_eq(wv_load_buffer("m0.npy", img, len, WV_FMT_NPY,
                                   WV_DTYPE_MASK, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 0);
   wv_chunk_buf_free(&b);
   /* a '<u4' mask is as before */
   const uint32_t u[2] = {0, 5};
-  img = te_npy("<u4", u, 2, 4, &len);
+  img = tce_npy("<u4", u, 2, 4, &len);
   ck_assert_int_eq(wv_load_buffer("u.npy", img, len, WV_FMT_AUTO,
                                   WV_DTYPE_MASK, &b, &e), 0);
   ck_assert_uint_eq(b.bytes, 8);
-  ck_assert_uint_eq(te_le32(b.data, 1), 5);
+  ck_assert_uint_eq(tce_le32(b.data, 1), 5);
   wv_chunk_buf_free(&b);
   /* bool is a mask's dtype only: as input rows it is refused */
-  img = te_npy("|b1", m, 5, 1, &len);
+  img = tce_npy("|b1", m, 5, 1, &len);
   ck_assert_int_eq(wv_load_buffer("m.npy", img, len, WV_FMT_AUTO, WAVE_U32,
                                   &b, &e), WAVE_EDTYPE);
   ck_assert_ptr_nonnull(strstr(e.message, "'|b1'"));
   /* a float mask is refused, naming what a mask may be */
   const float fl[2] = {1, 0};
-  img = te_npy("<f4", fl, 2, 4, &len);
+  img = tce_npy("<f4", fl, 2, 4, &len);
   ck_assert_int_eq(wv_load_buffer("f.npy", img, len, WV_FMT_AUTO,
                                   WV_DTYPE_MASK, &b, &e), WAVE_EDTYPE);
   ck_assert_ptr_nonnull(strstr(e.message, "'|b1'"));
   /* a bool .npy whose data is shorter than its shape */
-  img = te_npy("|b1", m, 5, 1, &len);
+  img = tce_npy("|b1", m, 5, 1, &len);
   ck_assert_int_eq(wv_load_buffer("s.npy", img, len - 1, WV_FMT_AUTO,
                                   WV_DTYPE_MASK, &b, &e), WAVE_ELENGTH);
 }
@@ -122,7 +122,7 @@ START_TEST(bool_mask_layout)
   size_t len;
   wave_error e = {0};
   wv_layout lay;
-  char *img = te_npy("|b1", m, 3, 1, &len);
+  char *img = tce_npy("|b1", m, 3, 1, &len);
   ck_assert_int_eq(wv_format_decide("m.npy", img, len, len, WV_FMT_AUTO,
                                     WV_DTYPE_MASK, &lay, &e), 0);
   ck_assert_int_eq(lay.format, WV_FMT_NPY);
@@ -148,22 +148,22 @@ START_TEST(dtype_from_headers)
   const double d[1] = {3.0};
   size_t len;
   char *img;
-  img = te_npy("<f4", f, 2, 4, &len);
-  const char *a = te_file("a.npy", img, len);
+  img = tce_npy("<f4", f, 2, 4, &len);
+  const char *a = tce_file("a.npy", img, len);
   free(img);
-  img = te_npy("<f4", f, 1, 4, &len);
-  const char *a2 = te_file("a2.npy", img, len);
+  img = tce_npy("<f4", f, 1, 4, &len);
+  const char *a2 = tce_file("a2.npy", img, len);
   free(img);
-  img = te_npy("<i4", i4, 2, 4, &len);
-  const char *b = te_file("b.npy", img, len);
+  img = tce_npy("<i4", i4, 2, 4, &len);
+  const char *b = tce_file("b.npy", img, len);
   free(img);
-  img = te_npy("<f8", d, 1, 8, &len);
-  const char *c = te_file("c.npy", img, len);
+  img = tce_npy("<f8", d, 1, 8, &len);
+  const char *c = tce_file("c.npy", img, len);
   free(img);
-  img = te_npy("|b1", "\1", 1, 1, &len);
-  const char *m = te_file("m.npy", img, len);
+  img = tce_npy("|b1", "\1", 1, 1, &len);
+  const char *m = tce_file("m.npy", img, len);
   free(img);
-  const char *raw = te_file("r.raw", "\1\0\0\0", 4);
+  const char *raw = tce_file("r.raw", "\1\0\0\0", 4);
 
   wave_dtype dt;
   wave_error e = {0};
@@ -221,7 +221,7 @@ END_TEST
 
 /* ---- a CSV with a header ---------------------------------------------------- */
 
-static int te_text(const char *text, wave_error *e)
+static int tce_text(const char *text, wave_error *e)
 {
   size_t n = strlen(text);
   char *b = malloc(n + 1);
@@ -238,25 +238,25 @@ START_TEST(csv_header_is_text)
 {
   wave_error e = {0};
   /* 16 bytes: a whole number of rows, which auto once read as raw */
-  ck_assert_int_eq(te_text("time,val\n1,2\n3,4", &e), WAVE_EARG);
+  ck_assert_int_eq(tce_text("time,val\n1,2\n3,4", &e), WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(e.message, "t.csv:1: looks like text"));
   ck_assert_ptr_nonnull(strstr(e.message, "'time,val'"));
   /* 17 bytes: not whole rows, which gave LENGTH */
-  ck_assert_int_eq(te_text("value,count\n1,2\n", &e), WAVE_EARG);
+  ck_assert_int_eq(tce_text("value,count\n1,2\n", &e), WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(e.message, "t.csv:1:"));
   ck_assert_ptr_nonnull(strstr(e.message, "'value,count'"));
   /* a word further down is named by its line */
-  ck_assert_int_eq(te_text("1 2\n3 4\nsum: 10\n", &e), WAVE_EARG);
+  ck_assert_int_eq(tce_text("1 2\n3 4\nsum: 10\n", &e), WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(e.message, "t.csv:3:"));
   ck_assert_ptr_nonnull(strstr(e.message, "'sum: 10'"));
   /* numbers only: refused as before, no line */
-  ck_assert_int_eq(te_text("1,2\n3,4\n", &e), WAVE_EARG);
+  ck_assert_int_eq(tce_text("1,2\n3,4\n", &e), WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(e.message, "t.csv: looks like text"));
   /* printable bytes without a newline, or with a control byte, or no
    * digit, stay raw rows: "ABCDwxyz" is two uint32 rows */
-  ck_assert_int_eq(te_text("ABCDwxy9", &e), 0);
-  ck_assert_int_eq(te_text("abc\n\001\0029x", &e), 0);
-  ck_assert_int_eq(te_text("head\nxyz", &e), 0);
+  ck_assert_int_eq(tce_text("ABCDwxy9", &e), 0);
+  ck_assert_int_eq(tce_text("abc\n\001\0029x", &e), 0);
+  ck_assert_int_eq(tce_text("head\nxyz", &e), 0);
 }
 END_TEST
 
@@ -321,8 +321,8 @@ END_TEST
 
 int main(void)
 {
-  snprintf(te_dir, sizeof te_dir, "/tmp/wv-edges-XXXXXX");
-  if (mkdtemp(te_dir) == NULL)
+  snprintf(tce_dir, sizeof tce_dir, "/tmp/wv-edges-XXXXXX");
+  if (mkdtemp(tce_dir) == NULL)
     return EXIT_FAILURE;
   Suite *s = suite_create("ctl_edges");
   TCase *t = tcase_create("edges");
@@ -338,8 +338,8 @@ int main(void)
   int failed = srunner_ntests_failed(r);
   srunner_free(r);
   char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", te_dir);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tce_dir);
   if (system(cmd) != 0)
-    fprintf(stderr, "could not remove %s\n", te_dir);
+    fprintf(stderr, "could not remove %s\n", tce_dir);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -63,7 +63,7 @@ START_TEST(probe_verdict)
 }
 END_TEST
 
-static int tc_parse(const char *line, wv_args *a, wave_error *err)
+static int tcf_parse(const char *line, wv_args *a, wave_error *err)
 {
   char buf[512], *argv[32];
   int argc = 0;
@@ -78,28 +78,28 @@ START_TEST(fleet_options)
 {
   wv_args a;
   wave_error err = {0};
-  ck_assert_int_eq(tc_parse("wavectl submit hash --pack small --nonce 0 "
+  ck_assert_int_eq(tcf_parse("wavectl submit hash --pack small --nonce 0 "
                             "--count 9 --fleet tcp://a:1 --piece 8192", &a,
                             &err), 0);
   ck_assert_str_eq(a.fleet, "tcp://a:1");
   ck_assert_uint_eq(a.piece, 8192);
   wv_args_fini(&a);
-  ck_assert_int_eq(tc_parse("wavectl status --probe --fleet slurm", &a, &err),
+  ck_assert_int_eq(tcf_parse("wavectl status --probe --fleet slurm", &a, &err),
                    0);
   ck_assert_int_eq(a.probe, 1);
   wv_args_fini(&a);
-  ck_assert_int_eq(tc_parse("wavectl submit hash --pack small --nonce 0 "
+  ck_assert_int_eq(tcf_parse("wavectl submit hash --pack small --nonce 0 "
                             "--count 9 --piece 8", &a, &err), WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(err.message, "--piece needs --fleet"));
   wv_args_fini(&a);
-  ck_assert_int_eq(tc_parse("wavectl --url tcp://x:1 submit hash --pack small "
+  ck_assert_int_eq(tcf_parse("wavectl --url tcp://x:1 submit hash --pack small "
                             "--nonce 0 --count 9 --fleet tcp://a:1", &a, &err),
                    WAVE_EARG);
   ck_assert_ptr_nonnull(strstr(err.message, "drop --url"));
   wv_args_fini(&a);
-  ck_assert_int_eq(tc_parse("wavectl packs --probe", &a, &err), WAVE_EARG);
+  ck_assert_int_eq(tcf_parse("wavectl packs --probe", &a, &err), WAVE_EARG);
   wv_args_fini(&a);
-  ck_assert_int_eq(tc_parse("wavectl packs --fleet tcp://a:1", &a, &err),
+  ck_assert_int_eq(tcf_parse("wavectl packs --fleet tcp://a:1", &a, &err),
                    WAVE_EARG);
   wv_args_fini(&a);
 }

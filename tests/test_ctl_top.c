@@ -18,7 +18,7 @@
 #include "jsonq.h"
 #include "wave/client.h"
 
-static wave_device_status tt_devs[3] = {
+static wave_device_status tct_devs[3] = {
   {.name = "cpu0", .backend = "cpu", .description = "", .queue_depth = 2,
    .queue_capacity = 64, .running = 1, .fault = "", .exchange = "",
    .exchange_reason = ""},
@@ -34,16 +34,16 @@ static wave_device_status tt_devs[3] = {
    .health_have = WAVE_HEALTH_POWER, .power_w = 80, .throttle = ""},
 };
 
-static wave_status tt_status = {
+static wave_status tct_status = {
   .version = "9.9.9", .uptime_ms = 185000, .jobs_served = 7,
   .jobs_failed = 1, .instance = 5, .ready = 1, .n_devices = 3,
   .jobs_cancelled = 2,
-  .devices = tt_devs,
+  .devices = tct_devs,
 };
 
 /* 1: cpu0 alone, 1000 of 4000 in 2 s (500 H/s); 2: cpu0 and 2 more,
  * 3000 in 1 s; 3: waiting for its pack; 4: done (not drawn) */
-static const wave_job_info tt_jobs[4] = {
+static const wave_job_info tct_jobs[4] = {
   {.job_id = 1, .state = WAVE_JOB_RUNNING, .done = 1000, .total = 4000,
    .seconds = 2.0, .device = "cpu0", .n_devices = 1, .waiting_pack = "",
    .waiting_device = "", .owner = "token:batch-nightly"},
@@ -58,7 +58,7 @@ static const wave_job_info tt_jobs[4] = {
    .waiting_device = ""},
 };
 
-static char *tt_draw(const wv_top_view *v, int json)
+static char *tct_draw(const wv_top_view *v, int json)
 {
   char *text = NULL;
   size_t len = 0;
@@ -73,7 +73,7 @@ static char *tt_draw(const wv_top_view *v, int json)
 }
 
 /* The line of text that starts with head, copied (NULL: none). */
-static char *tt_line(const char *text, const char *head)
+static char *tct_line(const char *text, const char *head)
 {
   for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
     if (strncmp(p, head, strlen(head)) == 0)
@@ -106,26 +106,26 @@ END_TEST
 START_TEST(frame_text)
 {
   int busy[3] = {75, -1, 0};
-  wv_top_view v = {.s = &tt_status, .url = "ipc:///x.sock", .jobs = tt_jobs,
+  wv_top_view v = {.s = &tct_status, .url = "ipc:///x.sock", .jobs = tct_jobs,
                    .n_jobs = 4, .busy = busy, .clock = "12:34:56"};
-  char *t = tt_draw(&v, 0);
+  char *t = tct_draw(&v, 0);
   ck_assert_ptr_nonnull(strstr(t, "wavedd 9.9.9 at ipc:///x.sock  up 3m05s  "
                                   "ready  12:34:56\n"));
   ck_assert_ptr_nonnull(strstr(t, "hash jobs: 2 running, 0 queued, 1 "
                                   "preparing;  jobs served 7, failed 1, "
                                   "cancelled 2\n"));
   /* cpu0: only job 1's rate is its own; vk0: busy not known */
-  char *l = tt_line(t, "cpu0 ");
+  char *l = tct_line(t, "cpu0 ");
   ck_assert_ptr_nonnull(l);
   ck_assert_str_eq(l, "cpu0   cpu     running      2/64  75%   500.00 H/s"
                       "     -         -");
   free(l);
   /* health: what the source read, and nothing else */
-  l = tt_line(t, "vk0 ");
+  l = tct_line(t, "vk0 ");
   ck_assert_str_eq(l, "vk0    vulkan  idle          0/8    -            -"
                       "   63C  215/700W");
   free(l);
-  l = tt_line(t, "cl0 ");
+  l = tct_line(t, "cl0 ");
   ck_assert_ptr_nonnull(strstr(l, " FAULTED "));
   ck_assert_ptr_nonnull(strstr(l, "    -       80W"));
   free(l);
@@ -134,20 +134,20 @@ START_TEST(frame_text)
   /* the fault, with no escape byte of the daemon's left */
   ck_assert_ptr_nonnull(strstr(t, "  cl0: lost?[2Jdevice\n"));
   ck_assert_ptr_null(strchr(t, '\033'));
-  l = tt_line(t, "1 ");
+  l = tct_line(t, "1 ");
   ck_assert_str_eq(l, "1   token:batch-nightly hash running   [##--------]  25.0%"
                       "  500.00 H/s     6s  cpu0");
   free(l);
-  l = tt_line(t, "2 ");
+  l = tct_line(t, "2 ");
   ck_assert_str_eq(l, "2   -                   hash running   [###-------]  30.0%"
                       "   3.00 kH/s     2s  cpu0+2");
   free(l);
-  l = tt_line(t, "3 ");
+  l = tct_line(t, "3 ");
   ck_assert_str_eq(l, "3   -                   hash preparing [----------]   0.0%"
                       "           -      -  vk0  waiting for pack main on "
                       "vk0: 3 of 8 steps");
   free(l);
-  ck_assert_ptr_null(tt_line(t, "4 "));  /* done: not drawn */
+  ck_assert_ptr_null(tct_line(t, "4 "));  /* done: not drawn */
   ck_assert_ptr_nonnull(strstr(t, "(NAME+N: a job over N more devices"));
   ck_assert_ptr_null(strstr(t, "q or Ctrl-C"));  /* not a terminal */
   free(t);
@@ -155,9 +155,9 @@ START_TEST(frame_text)
   /* no busy shares at all, and no live job */
   v.busy = NULL;
   v.n_jobs = 0;
-  t = tt_draw(&v, 0);
+  t = tct_draw(&v, 0);
   ck_assert_ptr_nonnull(strstr(t, "\nno hash jobs queued or running\n"));
-  l = tt_line(t, "cpu0 ");
+  l = tct_line(t, "cpu0 ");
   ck_assert_ptr_nonnull(strstr(l, "2/64    - "));
   free(l);
   free(t);
@@ -168,19 +168,19 @@ END_TEST
  * line for the rest, the footer at the bottom. */
 START_TEST(frame_small_terminal)
 {
-  wv_top_view v = {.s = &tt_status, .url = "ipc:///x.sock", .jobs = tt_jobs,
+  wv_top_view v = {.s = &tct_status, .url = "ipc:///x.sock", .jobs = tct_jobs,
                    .n_jobs = 4, .width = 60, .height = 16, .tty = 1};
-  char *t = tt_draw(&v, 0);
+  char *t = tct_draw(&v, 0);
   size_t lines = 0;
   for (char *p = t, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
     ck_assert_uint_le((size_t)(nl - p), 60);
     lines++;
   }
   ck_assert_uint_eq(lines, 16);
-  char *l = tt_line(t, "1 ");
+  char *l = tct_line(t, "1 ");
   ck_assert_ptr_nonnull(l);
   free(l);
-  ck_assert_ptr_null(tt_line(t, "2 "));
+  ck_assert_ptr_null(tct_line(t, "2 "));
   ck_assert_ptr_nonnull(strstr(t, "\n... and 2 more (wavectl jobs lists them"));
   ck_assert_ptr_nonnull(strstr(t, "\nq or Ctrl-C: quit"));
   free(t);
@@ -190,9 +190,9 @@ END_TEST
 START_TEST(frame_json)
 {
   int busy[3] = {75, -1, 0};
-  wv_top_view v = {.s = &tt_status, .url = "ipc:///x.sock", .jobs = tt_jobs,
+  wv_top_view v = {.s = &tct_status, .url = "ipc:///x.sock", .jobs = tct_jobs,
                    .n_jobs = 4, .busy = busy};
-  char *t = tt_draw(&v, 1);
+  char *t = tct_draw(&v, 1);
   jq_node *root = jq_parse(t);
   ck_assert_msg(root != NULL, "not JSON: %s", t);
   uint64_t u;

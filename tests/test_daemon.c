@@ -286,7 +286,7 @@ START_TEST(too_big)
 END_TEST
 
 /* One reduction of n chunks by value and nm mask chunks (td_reduce: 16). */
-static Wave__V1__Response *ts_many(nng_socket s, uint64_t id, int dtype,
+static Wave__V1__Response *tdm_many(nng_socket s, uint64_t id, int dtype,
                                    int op, ProtobufCBinaryData *in, size_t n,
                                    ProtobufCBinaryData *mask, size_t nm)
 {
@@ -323,7 +323,7 @@ START_TEST(many_chunks_by_value)
   uint64_t want = 0, count = 0;
   for (uint32_t i = 0; i < N; i += 3, count++)
     want += i + 1;
-  Wave__V1__Response *r = ts_many(s, 60, WAVE__V1__DTYPE__U32,
+  Wave__V1__Response *r = tdm_many(s, 60, WAVE__V1__DTYPE__U32,
                                   WAVE__V1__OP__SUM, in, N, mk, N);
   ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_REDUCE, "%s",
                 r->body_case == WAVE__V1__RESPONSE__BODY_ERROR
@@ -332,11 +332,11 @@ START_TEST(many_chunks_by_value)
   ck_assert_uint_eq(r->reduce->count, count);
   wave__v1__response__free_unpacked(r, NULL);
   /* above limits.max_job_rows (8192) in one-row chunks */
-  td_expect_error(ts_many(s, 61, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, in,
+  td_expect_error(tdm_many(s, 61, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, in,
                           BIG, NULL, 0),
                   WAVE_EJOBSIZE, 61);
   in[N - 1].len = 3;  /* not whole rows: left to the loop, which says so */
-  td_expect_error(ts_many(s, 62, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, in,
+  td_expect_error(tdm_many(s, 62, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, in,
                           N, NULL, 0),
                   WAVE_ELENGTH, 62);
   td_good(s);

@@ -163,7 +163,7 @@ static wd_device *te_start(unsigned fault_after, unsigned queue_depth,
     snprintf(cfg.device, sizeof cfg.device, "fault_after=%u", fault_after);
   wd_device *d = NULL;
   wave_error err = {0};
-  ck_assert_msg(wd_device_start(&cfg, 3, long_slots, te_post, NULL, &d,
+  ck_assert_msg(wd_device_start(&cfg, 3, long_slots, te_post, NULL, NULL, &d,
                                 &err) == 0, "%s", err.message);
   ck_assert_int_eq(wd_device_wait_open(d), 0);
   ck_assert_uint_eq(wd_device_index(d), 3);
@@ -381,7 +381,7 @@ START_TEST(held_moves_picked)
   wd_device_cfg cfg = {.name = "fake1", .backend = "fake", .threads = 1,
                        .queue_depth = 8};
   wave_error err = {0};
-  ck_assert_int_eq(wd_device_start(&cfg, 4, 8, te_post, NULL, &d1, &err), 0);
+  ck_assert_int_eq(wd_device_start(&cfg, 4, 8, te_post, NULL, NULL, &d1, &err), 0);
   ck_assert_int_eq(wd_device_wait_open(d1), 0);
   te_item hold, a1, a2, x, b, e, c;
   te_hold(d0, &hold, 1);
@@ -610,8 +610,8 @@ START_TEST(packstate)
   c1.batch = 0;
   wd_device *d[2];
   wave_error err = {0};
-  ck_assert_int_eq(wd_device_start(&c0, 0, 1, te_post, NULL, &d[0], &err), 0);
-  ck_assert_int_eq(wd_device_start(&c1, 1, 1, te_post, NULL, &d[1], &err), 0);
+  ck_assert_int_eq(wd_device_start(&c0, 0, 1, te_post, NULL, NULL, &d[0], &err), 0);
+  ck_assert_int_eq(wd_device_start(&c1, 1, 1, te_post, NULL, NULL, &d[1], &err), 0);
   ck_assert_int_eq(wd_device_wait_open(d[0]), 0);
   wv_caps c;
   wd_device_caps(d[0], &c);  /* a CPU device under the fake one */

@@ -42,7 +42,7 @@
 #define FR_B 2  /* from client B */
 
 /* dev: more keys of fk0 ("" none). */
-static void fr_config(td_daemon *d, const char *dev)
+static void tfr_config(td_daemon *d, const char *dev)
 {
   char hold[200], text[2048];
   snprintf(hold, sizeof hold, "%s/hold", d->dir);
@@ -58,7 +58,7 @@ static void fr_config(td_daemon *d, const char *dev)
   d->fake = 1;
 }
 
-static void fr_hold(td_daemon *d, int on)
+static void tfr_hold(td_daemon *d, int on)
 {
   char path[300];
   snprintf(path, sizeof path, "%s/hold/small", d->dir);
@@ -69,7 +69,7 @@ static void fr_hold(td_daemon *d, int on)
 }
 
 /* fk0's queued items, as status says. */
-static unsigned fr_queued(nng_socket s)
+static unsigned tfr_queued(nng_socket s)
 {
   Wave__V1__Response *r = td_status(s, 1);
   ck_assert_uint_eq(r->status->n_devices, 1);
@@ -79,10 +79,10 @@ static unsigned fr_queued(nng_socket s)
 }
 
 /* Until fk0 has want items queued (a bound on polls, not a time). */
-static void fr_wait_queued(nng_socket s, unsigned want)
+static void tfr_wait_queued(nng_socket s, unsigned want)
 {
   unsigned n = 0;
-  for (int i = 0; i < 6000 && (n = fr_queued(s)) < want; i++) {
+  for (int i = 0; i < 6000 && (n = tfr_queued(s)) < want; i++) {
     struct timespec nap = {0, 5 * 1000 * 1000};
     nanosleep(&nap, NULL);
   }
@@ -91,7 +91,7 @@ static void fr_wait_queued(nng_socket s, unsigned want)
 
 /* Send rr as request id on ctx without waiting for the reply; the aio
  * carries it. */
-static nng_aio *fr_send_req(nng_ctx ctx, uint64_t id,
+static nng_aio *tfr_send_req(nng_ctx ctx, uint64_t id,
                             Wave__V1__ReduceRequest *rr)
 {
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
@@ -114,8 +114,8 @@ static nng_aio *fr_send_req(nng_ctx ctx, uint64_t id,
   return aio;
 }
 
-/* A sum of the n chunks in (u32, or f32 if fsum), sent as fr_send_req. */
-static nng_aio *fr_send_sum(nng_ctx ctx, uint64_t id, ProtobufCBinaryData *in,
+/* A sum of the n chunks in (u32, or f32 if fsum), sent as tfr_send_req. */
+static nng_aio *tfr_send_sum(nng_ctx ctx, uint64_t id, ProtobufCBinaryData *in,
                             size_t n_in, int fsum)
 {
   Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
@@ -123,19 +123,19 @@ static nng_aio *fr_send_sum(nng_ctx ctx, uint64_t id, ProtobufCBinaryData *in,
   rr.op = WAVE__V1__OP__SUM;
   rr.n_input = n_in;
   rr.input = in;
-  return fr_send_req(ctx, id, &rr);
+  return tfr_send_req(ctx, id, &rr);
 }
 
 /* A sum of one row, id. */
-static nng_aio *fr_send(nng_ctx ctx, uint64_t id)
+static nng_aio *tfr_send(nng_ctx ctx, uint64_t id)
 {
   uint32_t v = (uint32_t)id;
   ProtobufCBinaryData in = {sizeof v, (uint8_t *)&v};
-  return fr_send_sum(ctx, id, &in, 1, 0);
+  return tfr_send_sum(ctx, id, &in, 1, 0);
 }
 
 /* The reply to request id: a sum of bits `bits` (one value). */
-static void fr_reply_bits(nng_aio *aio, uint64_t id, uint32_t bits)
+static void tfr_reply_bits(nng_aio *aio, uint64_t id, uint32_t bits)
 {
   nng_aio_wait(aio);
   ck_assert_msg(nng_aio_result(aio) == 0, "no reply: %s",
@@ -155,18 +155,18 @@ static void fr_reply_bits(nng_aio *aio, uint64_t id, uint32_t bits)
 }
 
 /* The reply to request id: a sum equal to id. */
-static void fr_reply(nng_aio *aio, uint64_t id)
+static void tfr_reply(nng_aio *aio, uint64_t id)
 {
-  fr_reply_bits(aio, id, (uint32_t)id);
+  tfr_reply_bits(aio, id, (uint32_t)id);
 }
 
 /* Start d with fk0 held inside a pack's preparation (the hold file and a
  * hash job on the first-use pack); its reductions then queue. */
-static nng_socket fr_start_held(td_daemon *d, const char *dev)
+static nng_socket tfr_start_held(td_daemon *d, const char *dev)
 {
   td_prepare(d, NULL);
-  fr_config(d, dev);
-  fr_hold(d, 1);
+  tfr_config(d, dev);
+  tfr_hold(d, 1);
   ck_assert_msg(td_start(d) == 0, "did not start:\n%s", td_stderr(d));
   nng_socket s = td_dial(d->ipc);
   Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
@@ -187,12 +187,12 @@ static nng_socket fr_start_held(td_daemon *d, const char *dev)
     struct timespec nap = {0, 5 * 1000 * 1000};
     nanosleep(&nap, NULL);
   }
-  ck_assert_uint_eq(fr_queued(s), 0);
+  ck_assert_uint_eq(tfr_queued(s), 0);
   return s;
 }
 
 /* The ids of the first n reductions in d's log, in the order they ended. */
-static void fr_log_order(td_daemon *d, const unsigned *want, unsigned n)
+static void tfr_log_order(td_daemon *d, const unsigned *want, unsigned n)
 {
   const char *log = td_stderr(d), *p = log;
   unsigned got[16], k = 0;
@@ -211,33 +211,33 @@ static void fr_log_order(td_daemon *d, const unsigned *want, unsigned n)
 START_TEST(reductions_take_turns_by_client)
 {
   td_daemon d;
-  nng_socket s = fr_start_held(&d, "");
+  nng_socket s = tfr_start_held(&d, "");
   nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp);
   nng_ctx ca[FR_A], cb[FR_B];
   nng_aio *aa[FR_A], *ab[FR_B];
   for (int i = 0; i < FR_A; i++) {  /* A: ids 101..104, in order */
     ck_assert_int_eq(nng_ctx_open(&ca[i], a), 0);
-    aa[i] = fr_send(ca[i], 101 + (uint64_t)i);
-    fr_wait_queued(s, (unsigned)i + 1);
+    aa[i] = tfr_send(ca[i], 101 + (uint64_t)i);
+    tfr_wait_queued(s, (unsigned)i + 1);
   }
   for (int i = 0; i < FR_B; i++) {  /* then B: ids 201, 202 */
     ck_assert_int_eq(nng_ctx_open(&cb[i], b), 0);
-    ab[i] = fr_send(cb[i], 201 + (uint64_t)i);
-    fr_wait_queued(s, FR_A + (unsigned)i + 1);
+    ab[i] = tfr_send(cb[i], 201 + (uint64_t)i);
+    tfr_wait_queued(s, FR_A + (unsigned)i + 1);
   }
-  fr_hold(&d, 0);
+  tfr_hold(&d, 0);
   for (int i = 0; i < FR_A; i++) {
-    fr_reply(aa[i], 101 + (uint64_t)i);
+    tfr_reply(aa[i], 101 + (uint64_t)i);
     nng_ctx_close(ca[i]);
   }
   for (int i = 0; i < FR_B; i++) {
-    fr_reply(ab[i], 201 + (uint64_t)i);
+    tfr_reply(ab[i], 201 + (uint64_t)i);
     nng_ctx_close(cb[i]);
   }
 
   /* the order the device served them in */
   static const unsigned want[FR_A + FR_B] = {101, 201, 102, 202, 103, 104};
-  fr_log_order(&d, want, FR_A + FR_B);
+  tfr_log_order(&d, want, FR_A + FR_B);
   nng_close(a);
   nng_close(b);
   nng_close(s);
@@ -250,7 +250,7 @@ END_TEST
 /* FR_BIG float rows whose sum depends on the tree (exponents -20..20,
  * signs mixed), and the bits of their whole sum (core/reduce.c's
  * reference over two spans of 200,000 and 100,000 rows). */
-static float *fr_rows(uint32_t *bits)
+static float *tfr_rows(uint32_t *bits)
 {
   float *rows = malloc(FR_BIG * sizeof *rows);
   ck_assert_ptr_nonnull(rows);
@@ -275,20 +275,20 @@ static float *fr_rows(uint32_t *bits)
 /* Let go of the device with A's big sum (id 301, aa, sent when base items
  * were queued) and B's 1-row sum (401) queued in that order: B's must end
  * first, A's with want. */
-static void fr_big_then_small(td_daemon *d, nng_socket s, unsigned base,
+static void tfr_big_then_small(td_daemon *d, nng_socket s, unsigned base,
                               nng_aio *aa, uint32_t want)
 {
-  fr_wait_queued(s, base + 1);
+  tfr_wait_queued(s, base + 1);
   nng_socket b = td_dial(d->tcp);
   nng_ctx cb;
   ck_assert_int_eq(nng_ctx_open(&cb, b), 0);
-  nng_aio *ab = fr_send(cb, 401);
-  fr_wait_queued(s, base + 2);
-  fr_hold(d, 0);
-  fr_reply(ab, 401);
-  fr_reply_bits(aa, 301, want);
+  nng_aio *ab = tfr_send(cb, 401);
+  tfr_wait_queued(s, base + 2);
+  tfr_hold(d, 0);
+  tfr_reply(ab, 401);
+  tfr_reply_bits(aa, 301, want);
   static const unsigned order[] = {401, 301};
-  fr_log_order(d, order, 2);
+  tfr_log_order(d, order, 2);
   nng_ctx_close(cb);
   nng_close(b);
 }
@@ -296,16 +296,16 @@ static void fr_big_then_small(td_daemon *d, nng_socket s, unsigned base,
 START_TEST(a_big_sum_yields_between_slices)
 {
   td_daemon d;
-  nng_socket s = fr_start_held(&d, ", reduce_slice_rows: 65536");
+  nng_socket s = tfr_start_held(&d, ", reduce_slice_rows: 65536");
   uint32_t want;
-  float *rows = fr_rows(&want);
+  float *rows = tfr_rows(&want);
   ProtobufCBinaryData in[2] = {{200000 * 4, (uint8_t *)rows},
                                {(FR_BIG - 200000) * 4,
                                 (uint8_t *)(rows + 200000)}};
   nng_socket a = td_dial(d.tcp);
   nng_ctx ca;
   ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
-  fr_big_then_small(&d, s, 0, fr_send_sum(ca, 301, in, 2, 1), want);
+  tfr_big_then_small(&d, s, 0, tfr_send_sum(ca, 301, in, 2, 1), want);
   nng_ctx_close(ca);
   nng_close(a);
   nng_close(s);
@@ -323,9 +323,9 @@ END_TEST
 START_TEST(a_big_region_sum_yields_between_slices)
 {
   td_daemon d;
-  nng_socket s = fr_start_held(&d, ", reduce_slice_rows: 65536");
+  nng_socket s = tfr_start_held(&d, ", reduce_slice_rows: 65536");
   uint32_t want;
-  float *rows = fr_rows(&want);
+  float *rows = tfr_rows(&want);
   int fd = memfd_create("fairred", MFD_ALLOW_SEALING | MFD_CLOEXEC);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(pwrite(fd, rows, FR_BIG * 4, 0), FR_BIG * 4);
@@ -349,8 +349,8 @@ START_TEST(a_big_region_sum_yields_between_slices)
   rr.input_at = exp;
   nng_ctx ca;
   ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
-  unsigned base = fr_queued(s);  /* the region's pin, queued behind the hold */
-  fr_big_then_small(&d, s, base, fr_send_req(ca, 301, &rr), want);
+  unsigned base = tfr_queued(s);  /* the region's pin, queued behind the hold */
+  tfr_big_then_small(&d, s, base, tfr_send_req(ca, 301, &rr), want);
   nng_ctx_close(ca);
   nng_close(a);
   close(fd);
@@ -360,7 +360,7 @@ START_TEST(a_big_region_sum_yields_between_slices)
 }
 END_TEST
 
-static Suite *fr_suite(void)
+static Suite *tfr_suite(void)
 {
   Suite *s = suite_create("fairred");
   TCase *t = tcase_create("turns");
@@ -375,7 +375,7 @@ static Suite *fr_suite(void)
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN);
-  SRunner *sr = srunner_create(fr_suite());
+  SRunner *sr = srunner_create(tfr_suite());
   srunner_run_all(sr, CK_ENV);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

@@ -43,13 +43,13 @@
 #define FL_LIMIT 256        /* the daemon's RLIMIT_NOFILE in the floods */
 #define FL_WAIT_TRIES 300   /* x 100 ms */
 
-static void fl_sleep_ms(int ms)
+static void tfdl_sleep_ms(int ms)
 {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
-static int fl_sh(const char *dir, const char *script)
+static int tfdl_sh(const char *dir, const char *script)
 {
   char cmd[4096];
   snprintf(cmd, sizeof cmd, "cd '%s' && { %s ; } >openssl.log 2>&1", dir,
@@ -58,7 +58,7 @@ static int fl_sh(const char *dir, const char *script)
 }
 
 /* cert.pem / key.pem in dir, valid for days (days < 0: expired in 2020). */
-static void fl_cert(const char *dir, int days)
+static void tfdl_cert(const char *dir, int days)
 {
   char s[2048];
   if (days > 0)
@@ -77,11 +77,11 @@ static void fl_cert(const char *dir, int days)
              "openssl ca -batch -config ca.cnf -selfsign -keyfile key.pem "
              "-in req.csr -out cert.pem -startdate 20200101000000Z "
              "-enddate 20200102000000Z");
-  ck_assert_msg(fl_sh(dir, s) == 0, "openssl could not make the certificate");
+  ck_assert_msg(tfdl_sh(dir, s) == 0, "openssl could not make the certificate");
 }
 
 /* d's config, with extra (top-level YAML) and more limits. */
-static void fl_config(td_daemon *d, const char *listen_more,
+static void tfdl_config(td_daemon *d, const char *listen_more,
                       const char *limits, const char *extra)
 {
   const char *src = getenv("WAVE_SOURCE_DIR");
@@ -100,7 +100,7 @@ static void fl_config(td_daemon *d, const char *listen_more,
 }
 
 /* A REQ socket on url that waits for its answer, not for the dial. */
-static nng_socket fl_dial(const char *url, nng_tls_config *tls)
+static nng_socket tfdl_dial(const char *url, nng_tls_config *tls)
 {
   nng_socket s;
   nng_dialer dl;
@@ -114,9 +114,9 @@ static nng_socket fl_dial(const char *url, nng_tls_config *tls)
 }
 
 /* A new ipc client gets its StatusReply. */
-static uint64_t fl_status_ipc(const td_daemon *d)
+static uint64_t tfdl_status_ipc(const td_daemon *d)
 {
-  nng_socket s = fl_dial(d->ipc, NULL);
+  nng_socket s = tfdl_dial(d->ipc, NULL);
   Wave__V1__Response *r = td_status(s, 9);
   uint64_t mf = r->status->max_files;
   wave__v1__response__free_unpacked(r, NULL);
@@ -125,7 +125,7 @@ static uint64_t fl_status_ipc(const td_daemon *d)
 }
 
 /* The soft and hard "Max open files" of pid. */
-static void fl_proc_limits(pid_t pid, uint64_t *soft, uint64_t *hard)
+static void tfdl_proc_limits(pid_t pid, uint64_t *soft, uint64_t *hard)
 {
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/%ld/limits", (long)pid);
@@ -144,14 +144,14 @@ static void fl_proc_limits(pid_t pid, uint64_t *soft, uint64_t *hard)
   ck_assert_msg(found, "no Max open files line in %s", path);
 }
 
-static void fl_limit_daemon(pid_t pid, rlim_t n)
+static void tfdl_limit_daemon(pid_t pid, rlim_t n)
 {
   struct rlimit rl = {n, n};
   ck_assert_msg(prlimit(pid, RLIMIT_NOFILE, &rl, NULL) == 0, "prlimit: %s",
                 strerror(errno));
 }
 
-static int fl_connect(int port)
+static int tfdl_connect(int port)
 {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   ck_assert_int_ge(fd, 0);
@@ -164,14 +164,14 @@ static int fl_connect(int port)
 }
 
 /* A TLS record header (a handshake record of 512 bytes), then nothing. */
-static const uint8_t fl_record[5] = {0x16, 0x03, 0x01, 0x02, 0x00};
+static const uint8_t tfdl_record[5] = {0x16, 0x03, 0x01, 0x02, 0x00};
 
-/* n connections to port; with stall, each sends fl_record once connected.
+/* n connections to port; with stall, each sends tfdl_record once connected.
  * Returns how many sent it. */
-static int fl_flood(int *fds, int n, int port, int stall)
+static int tfdl_flood(int *fds, int n, int port, int stall)
 {
   for (int i = 0; i < n; i++)
-    fds[i] = fl_connect(port);
+    fds[i] = tfdl_connect(port);
   if (!stall)
     return 0;
   int sent = 0;
@@ -184,7 +184,7 @@ static int fl_flood(int *fds, int n, int port, int stall)
       continue;
     for (int i = 0; i < n; i++)
       if (!done[i] && (p[i].revents & POLLOUT) &&
-          write(fds[i], fl_record, sizeof fl_record) == sizeof fl_record) {
+          write(fds[i], tfdl_record, sizeof tfdl_record) == sizeof tfdl_record) {
         done[i] = 1;
         sent++;
       }
@@ -195,7 +195,7 @@ static int fl_flood(int *fds, int n, int port, int stall)
 }
 
 /* 1 once the daemon has ended fd (EOF or reset), within the bounded wait. */
-static int fl_closed_by_daemon(int fd)
+static int tfdl_closed_by_daemon(int fd)
 {
   for (int i = 0; i < FL_WAIT_TRIES; i++) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -220,14 +220,14 @@ START_TEST(files_limit_raised_and_reported)
   ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);  /* the daemon's too */
   td_daemon d;
   td_prepare(&d, NULL);
-  fl_config(&d, "", "", "");
+  tfdl_config(&d, "", "", "");
   int started = td_start(&d);
   ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &mine), 0);
   ck_assert_msg(started == 0, "wavedd did not start: %s", td_stderr(&d));
   uint64_t soft, hard;
-  fl_proc_limits(d.pid, &soft, &hard);
+  tfdl_proc_limits(d.pid, &soft, &hard);
   ck_assert_uint_eq(soft, hard);  /* raised from the 512 it inherited */
-  ck_assert_uint_eq(fl_status_ipc(&d), soft);
+  ck_assert_uint_eq(tfdl_status_ipc(&d), soft);
   ck_assert_msg(strstr(td_stderr(&d), "soft limit raised from 512") != NULL,
                 "%s", td_stderr(&d));
   /* wavectl status prints it */
@@ -247,9 +247,9 @@ START_TEST(files_limit_raised_and_reported)
   /* the figure is the limit now, not the one at start */
   struct rlimit rl = {1000, hard};
   ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
-  fl_proc_limits(d.pid, &soft, &hard);
+  tfdl_proc_limits(d.pid, &soft, &hard);
   ck_assert_uint_eq(soft, 1000);
-  ck_assert_uint_eq(fl_status_ipc(&d), 1000);
+  ck_assert_uint_eq(tfdl_status_ipc(&d), 1000);
   td_stop_ok(&d);
 }
 END_TEST
@@ -263,24 +263,24 @@ START_TEST(metrics_idle_flood)
   int mport = td_free_port();
   char extra[128];
   snprintf(extra, sizeof extra, "metrics: http://127.0.0.1:%d\n", mport);
-  fl_config(&d, "", "  metrics_max_age_ms: 1000\n  metrics_connections: 16\n",
+  tfdl_config(&d, "", "  metrics_max_age_ms: 1000\n  metrics_connections: 16\n",
             extra);
   ck_assert_msg(td_start(&d) == 0, "wavedd did not start: %s", td_stderr(&d));
-  fl_limit_daemon(d.pid, FL_LIMIT);
+  tfdl_limit_daemon(d.pid, FL_LIMIT);
   int *fds = calloc(FL_FLOOD, sizeof *fds);
-  fl_flood(fds, FL_FLOOD, mport, 0);
+  tfdl_flood(fds, FL_FLOOD, mport, 0);
   /* descriptors would be gone for good: a new ipc client is answered */
-  ck_assert_uint_eq(fl_status_ipc(&d), FL_LIMIT);
+  ck_assert_uint_eq(tfdl_status_ipc(&d), FL_LIMIT);
   for (int i = 0; i < FL_FLOOD; i++)
     close(fds[i]);
   free(fds);
   /* one idle connection under the cap is closed too (its age) */
-  int lone = fl_connect(mport);
-  ck_assert_msg(fl_closed_by_daemon(lone), "an idle metrics connection "
+  int lone = tfdl_connect(mport);
+  ck_assert_msg(tfdl_closed_by_daemon(lone), "an idle metrics connection "
                 "stayed open");
   close(lone);
   /* and a scrape still works, with the limit on the page */
-  int fd = fl_connect(mport);
+  int fd = tfdl_connect(mport);
   struct pollfd p = {.fd = fd, .events = POLLOUT};
   ck_assert_int_eq(poll(&p, 1, 10000), 1);
   const char *get = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -305,24 +305,24 @@ START_TEST(metrics_idle_flood)
 }
 END_TEST
 
-static atomic_int fl_pipes_gone;
-static void fl_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+static atomic_int tfdl_pipes_gone;
+static void tfdl_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)p, (void)ev, (void)arg;
-  atomic_fetch_add(&fl_pipes_gone, 1);
+  atomic_fetch_add(&tfdl_pipes_gone, 1);
 }
 
 START_TEST(tls_stalled_handshakes)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  fl_cert(d.dir, 365);
+  tfdl_cert(d.dir, 365);
   int tport = td_free_port();
   char more[96], extra[512];
   snprintf(more, sizeof more, ", \"tls+tcp://127.0.0.1:%d\"", tport);
   snprintf(extra, sizeof extra, "tls:\n  cert_file: %s/cert.pem\n"
            "  key_file: %s/key.pem\n", d.dir, d.dir);
-  fl_config(&d, more, "  tls_handshake_ms: 1500\n  max_tls_handshakes: 64\n",
+  tfdl_config(&d, more, "  tls_handshake_ms: 1500\n  max_tls_handshakes: 64\n",
             extra);
   ck_assert_msg(td_start(&d) == 0, "wavedd did not start: %s", td_stderr(&d));
   /* a client that finished its handshake, idle past the deadline after */
@@ -333,32 +333,32 @@ START_TEST(tls_stalled_handshakes)
   ck_assert_int_eq(nng_tls_config_alloc(&tc, NNG_TLS_MODE_CLIENT), 0);
   ck_assert_int_eq(nng_tls_config_ca_file(tc, ca), 0);
   ck_assert_int_eq(nng_tls_config_server_name(tc, "localhost"), 0);
-  nng_socket good = fl_dial(url, tc);
-  ck_assert_int_eq(nng_pipe_notify(good, NNG_PIPE_EV_REM_POST, fl_pipe_gone,
+  nng_socket good = tfdl_dial(url, tc);
+  ck_assert_int_eq(nng_pipe_notify(good, NNG_PIPE_EV_REM_POST, tfdl_pipe_gone,
                                    NULL), 0);
   Wave__V1__Response *r = td_status(good, 1);
   wave__v1__response__free_unpacked(r, NULL);
 
-  fl_limit_daemon(d.pid, FL_LIMIT);
+  tfdl_limit_daemon(d.pid, FL_LIMIT);
   int *fds = calloc(FL_FLOOD, sizeof *fds);
-  int sent = fl_flood(fds, FL_FLOOD, tport, 1);
+  int sent = tfdl_flood(fds, FL_FLOOD, tport, 1);
   ck_assert_int_gt(sent, 0);
-  ck_assert_uint_eq(fl_status_ipc(&d), FL_LIMIT);
+  ck_assert_uint_eq(tfdl_status_ipc(&d), FL_LIMIT);
   for (int i = 0; i < FL_FLOOD; i++)
     close(fds[i]);
   free(fds);
   /* one stalled handshake, under the cap: the deadline ends it */
-  int lone = fl_connect(tport);
+  int lone = tfdl_connect(tport);
   struct pollfd p = {.fd = lone, .events = POLLOUT};
   ck_assert_int_eq(poll(&p, 1, 10000), 1);
-  ck_assert_int_eq(write(lone, fl_record, sizeof fl_record), 5);
-  ck_assert_msg(fl_closed_by_daemon(lone), "a stalled TLS handshake stayed "
+  ck_assert_int_eq(write(lone, tfdl_record, sizeof tfdl_record), 5);
+  ck_assert_msg(tfdl_closed_by_daemon(lone), "a stalled TLS handshake stayed "
                 "open");
   close(lone);
   /* the finished one kept its connection through all of it */
   r = td_status(good, 2);
   wave__v1__response__free_unpacked(r, NULL);
-  ck_assert_int_eq(atomic_load(&fl_pipes_gone), 0);
+  ck_assert_int_eq(atomic_load(&tfdl_pipes_gone), 0);
   ck_assert_msg(strstr(td_stderr(&d), "did not finish their handshake") !=
                 NULL, "%s", td_stderr(&d));
   nng_close(good);
@@ -373,10 +373,10 @@ START_TEST(deleted_socket_comes_back)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  fl_config(&d, "", "", "");
+  tfdl_config(&d, "", "", "");
   ck_assert_msg(td_start(&d) == 0, "wavedd did not start: %s", td_stderr(&d));
   const char *path = d.ipc + strlen("ipc://");
-  nng_socket kept = fl_dial(d.ipc, NULL);
+  nng_socket kept = tfdl_dial(d.ipc, NULL);
   Wave__V1__Response *r = td_status(kept, 1);
   wave__v1__response__free_unpacked(r, NULL);
   ck_assert_int_eq(unlink(path), 0);
@@ -384,13 +384,13 @@ START_TEST(deleted_socket_comes_back)
   for (int i = 0; i < FL_WAIT_TRIES && !back; i++) {
     back = access(path, F_OK) == 0;
     if (!back)
-      fl_sleep_ms(100);
+      tfdl_sleep_ms(100);
   }
   ck_assert_msg(back, "the socket file was not made again: %s",
                 td_stderr(&d));
   ck_assert_msg(strstr(td_stderr(&d), "the socket file was removed") != NULL,
                 "%s", td_stderr(&d));
-  fl_status_ipc(&d);  /* a new client connects */
+  tfdl_status_ipc(&d);  /* a new client connects */
   r = td_status(kept, 2);  /* and the old one still works */
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(kept);
@@ -401,7 +401,7 @@ END_TEST
 /* ---- certificate dates ------------------------------------------------- */
 
 /* wavedd --check-config on d's config: its exit status and stderr. */
-static int fl_check(const td_daemon *d, char *out, size_t n)
+static int tfdl_check(const td_daemon *d, char *out, size_t n)
 {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "'%s' --check-config --config '%s' 2>&1",
@@ -423,10 +423,10 @@ START_TEST(certificate_dates)
   snprintf(more, sizeof more, ", \"tls+tcp://127.0.0.1:%d\"", tport);
   snprintf(extra, sizeof extra, "tls:\n  cert_file: %s/cert.pem\n"
            "  key_file: %s/key.pem\n", d.dir, d.dir);
-  fl_config(&d, more, "", extra);
+  tfdl_config(&d, more, "", extra);
   /* expired: --check-config fails and says why */
-  fl_cert(d.dir, -1);
-  ck_assert_int_eq(fl_check(&d, out, sizeof out), 2);
+  tfdl_cert(d.dir, -1);
+  ck_assert_int_eq(tfdl_check(&d, out, sizeof out), 2);
   ck_assert_msg(strstr(out, "expired on 2020-01-02") != NULL, "%s", out);
   /* ... and the daemon serves it with an error in its log */
   ck_assert_msg(td_start(&d) == 0, "wavedd did not start: %s", td_stderr(&d));
@@ -437,20 +437,20 @@ START_TEST(certificate_dates)
   td_prepare(&d, NULL);
   snprintf(extra, sizeof extra, "tls:\n  cert_file: %s/cert.pem\n"
            "  key_file: %s/key.pem\n", d.dir, d.dir);
-  fl_config(&d, more, "", extra);
-  fl_cert(d.dir, 5);
-  ck_assert_int_eq(fl_check(&d, out, sizeof out), 0);
+  tfdl_config(&d, more, "", extra);
+  tfdl_cert(d.dir, 5);
+  ck_assert_int_eq(tfdl_check(&d, out, sizeof out), 0);
   ck_assert_msg(strstr(out, "warning") && strstr(out, "expires on"), "%s",
                 out);
   /* a year left: nothing to say */
-  fl_cert(d.dir, 365);
-  ck_assert_int_eq(fl_check(&d, out, sizeof out), 0);
+  tfdl_cert(d.dir, 365);
+  ck_assert_int_eq(tfdl_check(&d, out, sizeof out), 0);
   ck_assert_msg(strstr(out, "warning") == NULL, "%s", out);
   td_cleanup(&d);
 }
 END_TEST
 
-static Suite *fl_suite(void)
+static Suite *tfdl_suite(void)
 {
   Suite *s = suite_create("fdlimits");
   TCase *t = tcase_create("fdlimits");
@@ -475,7 +475,7 @@ int main(void)
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
-  SRunner *r = srunner_create(fl_suite());
+  SRunner *r = srunner_create(tfdl_suite());
   srunner_run_all(r, CK_NORMAL);
   int failed = srunner_ntests_failed(r);
   srunner_free(r);

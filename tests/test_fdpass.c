@@ -31,7 +31,7 @@
 #include "wave/client.h"
 
 /* A memfd of n bytes, written (no holes), sealed with seals. */
-static int tf_memfd(const char *name, size_t n, int seals)
+static int tfp_memfd(const char *name, size_t n, int seals)
 {
   int fd = memfd_create(name, MFD_ALLOW_SEALING | MFD_CLOEXEC);
   ck_assert_int_ge(fd, 0);
@@ -46,7 +46,7 @@ static int tf_memfd(const char *name, size_t n, int seals)
 }
 
 /* The tty field (7th) of /proc/<pid>/stat. */
-static long tf_tty_nr(pid_t pid)
+static long tfp_tty_nr(pid_t pid)
 {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -90,7 +90,7 @@ START_TEST(region_not_files)
   ck_assert_int_ge(pts, 0);
   bh_expect(bh_register_fd(d.ipc, s, pts, 0, 1, 1), WAVE_EREGION,
             "character device");
-  ck_assert_int_eq(tf_tty_nr(d.pid), 0);
+  ck_assert_int_eq(tfp_tty_nr(d.pid), 0);
   int sv[2];
   ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   bh_expect(bh_register_fd(d.ipc, s, sv[0], 0, 1, 1), WAVE_EREGION,
@@ -122,7 +122,7 @@ START_TEST(region_not_files)
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REGION);
   ck_assert(r->region->file);
   wave__v1__response__free_unpacked(r, NULL);
-  ck_assert_int_eq(tf_tty_nr(d.pid), 0);
+  ck_assert_int_eq(tfp_tty_nr(d.pid), 0);
   td_good(s);
   nng_close(s);
   close(ff);
@@ -145,7 +145,7 @@ START_TEST(region_tickets)
 {
   td_daemon d;
   bh_start(&d, 1, NULL);
-  int fd = tf_memfd("ticket", 4096, F_SEAL_SHRINK | F_SEAL_GROW);
+  int fd = tfp_memfd("ticket", 4096, F_SEAL_SHRINK | F_SEAL_GROW);
   uint8_t t[16], bogus[16] = {1, 2, 3};
   ck_assert_int_eq(bh_pass_fd(d.ipc, fd, 1, t, NULL, 0), 0);
   /* another process (same uid) cannot spend it (forked before this one
@@ -322,7 +322,7 @@ END_TEST
 
 
 /* The limits: block of a shipped config file (under the source tree). */
-static void tf_limits(const char *rel, char *out, size_t n)
+static void tfp_limits(const char *rel, char *out, size_t n)
 {
   const char *src = getenv("WAVE_SOURCE_DIR");
   char path[512], line[512];
@@ -359,7 +359,7 @@ START_TEST(wavectl_4gib_file)
     td_daemon d;
     td_prepare(&d, NULL);
     char lim[2048], text[4096];
-    tf_limits(cfgs[k], lim, sizeof lim);
+    tfp_limits(cfgs[k], lim, sizeof lim);
     snprintf(text, sizeof text,
              "listen: [\"%s\"]\n%s"
              "packs:\n  load: []\n"
@@ -414,7 +414,7 @@ END_TEST
 /* A child that keeps n silent connections to the side socket of ipc_url
  * open, as uid (-1: ours), re-opening each the daemon closes, until its
  * parent closes *stop.  Returns once the first n were tried. */
-static pid_t tf_flood(const char *ipc_url, int n, uid_t uid, gid_t gid,
+static pid_t tfp_flood(const char *ipc_url, int n, uid_t uid, gid_t gid,
                       int *stop)
 {
   int st[2], rd[2];
@@ -467,7 +467,7 @@ static pid_t tf_flood(const char *ipc_url, int n, uid_t uid, gid_t gid,
   return pid;
 }
 
-static void tf_flood_end(pid_t pid, int stop)
+static void tfp_flood_end(pid_t pid, int stop)
 {
   close(stop);
   int st;
@@ -477,7 +477,7 @@ static void tf_flood_end(pid_t pid, int stop)
 }
 
 /* wavectl's sum of file; its output into out. */
-static int tf_wavectl(const td_daemon *d, const char *file, char *out,
+static int tfp_wavectl(const td_daemon *d, const char *file, char *out,
                       size_t n)
 {
   const char *bin = getenv("WAVE_BINARY_DIR");
@@ -494,7 +494,7 @@ static int tf_wavectl(const td_daemon *d, const char *file, char *out,
 
 /* A file of 100000 random uint32 rows in the daemon's folder; need gets
  * the line wavectl prints for its sum. */
-static void tf_rows_file(td_daemon *d, char *file, size_t nf, char *need,
+static void tfp_rows_file(td_daemon *d, char *file, size_t nf, char *need,
                          size_t nn)
 {
   snprintf(file, nf, "%s/rows.raw", d->dir);
@@ -517,15 +517,15 @@ START_TEST(side_socket_silent)
   td_daemon d;
   bh_start(&d, 1, NULL);
   char file[300], out[4096], need[128];
-  tf_rows_file(&d, file, sizeof file, need, sizeof need);
+  tfp_rows_file(&d, file, sizeof file, need, sizeof need);
   int stop;
-  pid_t fl = tf_flood(d.ipc, 80, (uid_t)-1, 0, &stop);
-  int rc = tf_wavectl(&d, file, out, sizeof out);
+  pid_t fl = tfp_flood(d.ipc, 80, (uid_t)-1, 0, &stop);
+  int rc = tfp_wavectl(&d, file, out, sizeof out);
   ck_assert_msg(rc == 0 && strstr(out, need), "exit %d: %s", rc, out);
   ck_assert_msg(strstr(out, "sending the rows instead") &&
                 strstr(out, "path: rows (fallback: "), "no fallback said: %s",
                 out);
-  tf_flood_end(fl, stop);
+  tfp_flood_end(fl, stop);
   td_stop_ok(&d);
 }
 END_TEST
@@ -542,10 +542,10 @@ START_TEST(side_socket_other_uid)
   td_daemon d;
   bh_start(&d, 1, NULL);
   char file[300], out[4096], need[128];
-  tf_rows_file(&d, file, sizeof file, need, sizeof need);
+  tfp_rows_file(&d, file, sizeof file, need, sizeof need);
   int stop;
-  pid_t fl = tf_flood(d.ipc, 80, pw->pw_uid, pw->pw_gid, &stop);
-  int fd = tf_memfd("other", 4096, F_SEAL_SHRINK | F_SEAL_GROW), ok = 0;
+  pid_t fl = tfp_flood(d.ipc, 80, pw->pw_uid, pw->pw_gid, &stop);
+  int fd = tfp_memfd("other", 4096, F_SEAL_SHRINK | F_SEAL_GROW), ok = 0;
   char msg[256] = "";
   for (int i = 0; i < 20; i++) {
     uint8_t t[16];
@@ -553,11 +553,11 @@ START_TEST(side_socket_other_uid)
       ok++;
   }
   ck_assert_msg(ok >= 19, "%d of 20 passes (%s)", ok, msg);
-  int rc = tf_wavectl(&d, file, out, sizeof out);
+  int rc = tfp_wavectl(&d, file, out, sizeof out);
   ck_assert_msg(rc == 0 && strstr(out, need), "exit %d: %s", rc, out);
   ck_assert_msg(strstr(out, "path: rows") == NULL, "root fell back: %s",
                 out);
-  tf_flood_end(fl, stop);
+  tfp_flood_end(fl, stop);
   close(fd);
   td_stop_ok(&d);
 }

@@ -41,11 +41,11 @@
 
 #define FT_ROWS_MAX (1u << 22)
 
-static const char *ft_devices = "  - {name: cpu0, backend: cpu, threads: 2}\n";
-static const char *ft_limits = "";  /* more limits: lines */
-static const char *ft_stage;        /* WAVED_FILE_STAGE for the daemon */
+static const char *tfi_devices = "  - {name: cpu0, backend: cpu, threads: 2}\n";
+static const char *tfi_limits = "";  /* more limits: lines */
+static const char *tfi_stage;        /* WAVED_FILE_STAGE for the daemon */
 
-static void ft_start(td_daemon *d, const char *levels)
+static void tfi_start(td_daemon *d, const char *levels)
 {
   td_prepare(d, NULL);
   char text[1024];
@@ -59,12 +59,12 @@ static void ft_start(td_daemon *d, const char *levels)
            "packs:\n"
            "  load: []\n"
            "devices:\n%s",
-           d->ipc, FT_ROWS_MAX, ft_limits, ft_devices);
+           d->ipc, FT_ROWS_MAX, tfi_limits, tfi_devices);
   td_write(d->cfg, text);
   if (levels != NULL)
     setenv("WAVED_FILE_LEVELS", levels, 1);
-  if (ft_stage != NULL)
-    setenv("WAVED_FILE_STAGE", ft_stage, 1);
+  if (tfi_stage != NULL)
+    setenv("WAVED_FILE_STAGE", tfi_stage, 1);
   int rc = td_start(d);
   unsetenv("WAVED_FILE_LEVELS");
   unsetenv("WAVED_FILE_STAGE");
@@ -74,7 +74,7 @@ static void ft_start(td_daemon *d, const char *levels)
   }
 }
 
-static uint64_t ft_next(uint64_t *x)
+static uint64_t tfi_next(uint64_t *x)
 {
   *x ^= *x << 13;
   *x ^= *x >> 7;
@@ -85,11 +85,11 @@ static uint64_t ft_next(uint64_t *x)
 /* Rows of kind 0 (integers), 1 (finite floats whose sum depends on the
  * tree), 4 (the same with some NaN and inf), 2 (floats with almost no
  * finite row). */
-static void ft_fill(uint32_t *rows, size_t n, uint32_t seed, int kind)
+static void tfi_fill(uint32_t *rows, size_t n, uint32_t seed, int kind)
 {
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 7;
   for (size_t i = 0; i < n; i++) {
-    uint64_t r = ft_next(&x);
+    uint64_t r = tfi_next(&x);
     uint32_t b;
     if (kind == 0) {
       b = (uint32_t)(r >> 17);
@@ -120,18 +120,18 @@ static void ft_fill(uint32_t *rows, size_t n, uint32_t seed, int kind)
 }
 
 /* A mask with whole masked-out stretches (a 65536-row piece among them). */
-static void ft_mask(uint32_t *m, size_t n, uint32_t seed)
+static void tfi_mask(uint32_t *m, size_t n, uint32_t seed)
 {
   uint64_t x = seed * 0x2545f4914f6cdd1dull + 3;
   for (size_t i = 0; i < n; i++)
-    m[i] = (ft_next(&x) % 3) != 0 ? (uint32_t)(1 + (i & 7)) : 0;
+    m[i] = (tfi_next(&x) % 3) != 0 ? (uint32_t)(1 + (i & 7)) : 0;
   for (size_t i = 65536; i < n && i < 131072; i++)
     m[i] = 0;
   for (size_t i = 0; i < n && i < 300; i++)
     m[i] = 0;
 }
 
-static int ft_write_file(const char *path, const void *p, size_t bytes)
+static int tfi_write_file(const char *path, const void *p, size_t bytes)
 {
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
   ck_assert_int_ge(fd, 0);
@@ -139,12 +139,12 @@ static int ft_write_file(const char *path, const void *p, size_t bytes)
   return fd;
 }
 
-typedef struct ft_case {
+typedef struct tfi_case {
   wave_dtype dt;
   wave_op op;
-} ft_case;
+} tfi_case;
 
-static const ft_case ft_cases[] = {
+static const tfi_case tfi_cases[] = {
   {WAVE_U32, WAVE_SUM}, {WAVE_U32, WAVE_MIN}, {WAVE_U32, WAVE_MAX},
   {WAVE_U32, WAVE_EXTENT}, {WAVE_U32, WAVE_AND}, {WAVE_U32, WAVE_OR},
   {WAVE_U32, WAVE_XOR}, {WAVE_S32, WAVE_SUM}, {WAVE_S32, WAVE_MIN},
@@ -154,18 +154,18 @@ static const ft_case ft_cases[] = {
 };
 
 /* One layout of rows into chunks: cut points as fractions of n. */
-typedef struct ft_split {
+typedef struct tfi_split {
   unsigned n_in, n_mask;
   double in_cut[3], mask_cut[3];  /* ends of all but the last chunk */
-} ft_split;
+} tfi_split;
 
-static const ft_split ft_splits[] = {
+static const tfi_split tfi_splits[] = {
   {1, 1, {0}, {0}},
   {3, 2, {0.37, 0.37}, {0.61}},         /* an empty input chunk */
   {2, 3, {0.5}, {0.1, 0.9}},
 };
 
-static size_t ft_cuts(size_t n, unsigned k, const double *cut, size_t *ends)
+static size_t tfi_cuts(size_t n, unsigned k, const double *cut, size_t *ends)
 {
   for (unsigned i = 0; i + 1 < k; i++)
     ends[i] = (size_t)(cut[i] * (double)n);
@@ -176,13 +176,13 @@ static size_t ft_cuts(size_t n, unsigned k, const double *cut, size_t *ends)
 /* Where the input rows are: a file region, a copy region of the same
  * file, a memfd region filled before it was registered. */
 enum { FT_IN_FILE, FT_IN_COPY, FT_IN_MEMFD };
-static int ft_in_kind = FT_IN_FILE;
-static void ft_staged(const char *levels, const size_t *sizes, size_t n);
+static int tfi_in_kind = FT_IN_FILE;
+static void tfi_staged(const char *levels, const size_t *sizes, size_t n);
 
-/* Every case over rows[0..n) (input: as ft_in_kind says) and mask[0..n) (a
+/* Every case over rows[0..n) (input: as tfi_in_kind says) and mask[0..n) (a
  * file, or a mapped memfd region when mask_mem), compared with the message
  * job and the reference. */
-static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
+static void tfi_run(wave_client *c, const char *dir, const uint32_t *rows,
                    const uint32_t *mask, size_t n, int floats, int mask_mem)
 {
   char fin[300], fmk[300];
@@ -191,13 +191,13 @@ static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
   /* the input file starts with 12 bytes that no extent uses */
   uint8_t *buf = calloc(1, n * 4 + 12);
   memcpy(buf + 12, rows, n * 4);
-  int fdi = ft_write_file(fin, buf, n * 4 + 12);
-  int fdm = ft_write_file(fmk, mask, n * 4);
+  int fdi = tfi_write_file(fin, buf, n * 4 + 12);
+  int fdm = tfi_write_file(fmk, mask, n * 4);
   wave_error e;
   wave_region *ri, *rm;
-  if (ft_in_kind == FT_IN_FILE) {
+  if (tfi_in_kind == FT_IN_FILE) {
     ck_assert_int_eq(wave_region_file_fd(c, fdi, 0, "in", &ri, &e), 0);
-  } else if (ft_in_kind == FT_IN_COPY) {
+  } else if (tfi_in_kind == FT_IN_COPY) {
     ck_assert_int_eq(lseek(fdi, 0, SEEK_SET), 0);
     ck_assert_int_eq(wave_region_copy_fd(c, fdi, 0, "in", &ri, &e), 0);
   } else {
@@ -215,11 +215,11 @@ static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
   }
   close(fdi);
   close(fdm);
-  for (size_t sp = 0; sp < sizeof ft_splits / sizeof ft_splits[0]; sp++) {
-    const ft_split *s = &ft_splits[sp];
+  for (size_t sp = 0; sp < sizeof tfi_splits / sizeof tfi_splits[0]; sp++) {
+    const tfi_split *s = &tfi_splits[sp];
     size_t ie[3], me[3];
-    ft_cuts(n, s->n_in, s->in_cut, ie);
-    ft_cuts(n, s->n_mask, s->mask_cut, me);
+    tfi_cuts(n, s->n_in, s->in_cut, ie);
+    tfi_cuts(n, s->n_mask, s->mask_cut, me);
     wave_extent xin[3], xmk[3];
     wave_chunk cin[3], cmk[3];
     wv_span sin[3], smk[3];
@@ -233,8 +233,8 @@ static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
       cmk[i] = (wave_chunk){mask + a, (me[i] - a) * 4};
       smk[i] = (wv_span){mask + a, me[i] - a};
     }
-    for (size_t k = 0; k < sizeof ft_cases / sizeof ft_cases[0]; k++) {
-      const ft_case *fc = &ft_cases[k];
+    for (size_t k = 0; k < sizeof tfi_cases / sizeof tfi_cases[0]; k++) {
+      const tfi_case *fc = &tfi_cases[k];
       if ((fc->dt == WAVE_F32) != (floats != 0))
         continue;
       for (int hm = 0; hm < 2; hm++) {
@@ -279,10 +279,10 @@ static void ft_run(wave_client *c, const char *dir, const uint32_t *rows,
   wave_region_close(rm);
 }
 
-static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
+static void tfi_bits(const char *levels, const size_t *sizes, size_t n_sizes)
 {
   td_daemon d;
-  ft_start(&d, levels);
+  tfi_start(&d, levels);
   wave_client *c = bh_client(d.ipc);
   size_t most = 0;
   for (size_t i = 0; i < n_sizes; i++)
@@ -290,16 +290,16 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
   uint32_t *rows = malloc(most * 4 + 4), *mask = malloc(most * 4 + 4);
   for (size_t i = 0; i < n_sizes; i++) {
     size_t n = sizes[i];
-    ft_mask(mask, n, (uint32_t)n);
+    tfi_mask(mask, n, (uint32_t)n);
     for (int kind = 0; kind < 5; kind++) {
       if (kind == 2 && n < 4)
         continue;
-      ft_fill(rows, n, (uint32_t)(n + kind), kind == 3 ? 1 : kind);
+      tfi_fill(rows, n, (uint32_t)(n + kind), kind == 3 ? 1 : kind);
       /* kind 3: every selected row -0.0, the others 1.0: the sum is -0.0
        * only if all-masked pieces count as -0.0 */
       for (size_t r = 0; kind == 3 && r < n; r++)
         rows[r] = mask[r] ? 0x80000000u : 0x3f800000u;
-      ft_run(c, d.dir, rows, mask, n, kind != 0, kind == 1 && i % 2 == 0);
+      tfi_run(c, d.dir, rows, mask, n, kind != 0, kind == 1 && i % 2 == 0);
     }
   }
   free(rows);
@@ -308,7 +308,7 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
   /* masks applied by the readers where asked (test_filered_applied) or
    * where the device stages masks (Vulkan): then it said so */
   const char *ap = getenv("WAVED_FILE_MASKS");
-  int vk = strstr(ft_devices, "vulkan") != NULL;
+  int vk = strstr(tfi_devices, "vulkan") != NULL;
   if ((ap != NULL && strcmp(ap, "apply") == 0) || vk)
     ck_assert_msg(strstr(td_stderr(&d), "the mask applied by the readers") !=
                     NULL, "%s", td_stderr(&d));
@@ -316,7 +316,7 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
    * startup, the default), for the rows' slots and the masks' (2 x 3 by
    * default, 2 x 4 with WAVED_FILE_LEVELS) */
   if (vk) {
-    int early = strstr(ft_limits, "first-use") == NULL;
+    int early = strstr(tfi_limits, "first-use") == NULL;
     const char *made = strstr(td_stderr(&d), "vulkan: staging ring of ");
     const char *none = strstr(td_stderr(&d), "no staging ring at start-up");
     ck_assert_msg((made != NULL) == early, "staging_rings %s: %.300s",
@@ -330,7 +330,7 @@ static void ft_bits(const char *levels, const size_t *sizes, size_t n_sizes)
 START_TEST(file_bits_default)
 {
   static const size_t sizes[] = {1, 255, 65537, 300001, 1048576 + 4099};
-  ft_bits(NULL, sizes, sizeof sizes / sizeof sizes[0]);
+  tfi_bits(NULL, sizes, sizeof sizes / sizeof sizes[0]);
 }
 END_TEST
 
@@ -339,7 +339,7 @@ END_TEST
 START_TEST(file_bits_small)
 {
   static const size_t sizes[] = {3, 257, 70001};
-  ft_bits("1", sizes, sizeof sizes / sizeof sizes[0]);
+  tfi_bits("1", sizes, sizeof sizes / sizeof sizes[0]);
 }
 END_TEST
 
@@ -347,7 +347,7 @@ END_TEST
 START_TEST(file_bits_large)
 {
   static const size_t sizes[] = {100003};
-  ft_bits("3", sizes, sizeof sizes / sizeof sizes[0]);
+  tfi_bits("3", sizes, sizeof sizes / sizeof sizes[0]);
 }
 END_TEST
 
@@ -355,28 +355,28 @@ END_TEST
  * by default, 256 with WAVED_FILE_LEVELS=1. */
 START_TEST(file_bits_vulkan)
 {
-  ft_devices = "  - {name: vk0, backend: vulkan}\n";
+  tfi_devices = "  - {name: vk0, backend: vulkan}\n";
   static const size_t one[] = {100003};
-  ft_bits(NULL, one, 1);
+  tfi_bits(NULL, one, 1);
   static const size_t small[] = {70001};
-  ft_bits("1", small, 1);
-  ft_limits = "  staging_rings: first-use\n";
-  ft_bits("1", small, 1);
-  ft_limits = "";
+  tfi_bits("1", small, 1);
+  tfi_limits = "  staging_rings: first-use\n";
+  tfi_bits("1", small, 1);
+  tfi_limits = "";
   static const size_t regions[] = {100003};
-  ft_staged(NULL, regions, 1);
+  tfi_staged(NULL, regions, 1);
 }
 END_TEST
 
-typedef struct ft_trunc {
+typedef struct tfi_trunc {
   int fd;
   off_t to;
   int rc;
-} ft_trunc;
+} tfi_trunc;
 
-static void *ft_truncate_soon(void *arg)
+static void *tfi_truncate_soon(void *arg)
 {
-  ft_trunc *t = arg;
+  tfi_trunc *t = arg;
   usleep(2000);
   t->rc = ftruncate(t->fd, t->to);
   return NULL;
@@ -387,23 +387,23 @@ static void *ft_truncate_soon(void *arg)
  * not pinned reads them) with a pool of 3 (limits.file_readers), next to
  * file masks and memfd masks: the same bits as messages; and the daemon
  * says the readers were used. */
-static void ft_staged(const char *levels, const size_t *sizes, size_t n)
+static void tfi_staged(const char *levels, const size_t *sizes, size_t n)
 {
-  ft_limits = "  file_readers: 3\n";
-  ft_stage = "1";
+  tfi_limits = "  file_readers: 3\n";
+  tfi_stage = "1";
   for (int k = FT_IN_COPY; k <= FT_IN_MEMFD; k++) {
-    ft_in_kind = k;
+    tfi_in_kind = k;
     td_daemon d;
-    ft_start(&d, levels);
+    tfi_start(&d, levels);
     ck_assert_msg(strstr(td_stderr(&d), "3 file readers") != NULL, "%s",
                   td_stderr(&d));
     wave_client *c = bh_client(d.ipc);
     uint32_t *rows = malloc(FT_ROWS_MAX * 4), *mask = malloc(FT_ROWS_MAX * 4);
     for (size_t i = 0; i < n; i++) {
-      ft_mask(mask, sizes[i], (uint32_t)sizes[i]);
+      tfi_mask(mask, sizes[i], (uint32_t)sizes[i]);
       for (int kind = 0; kind < 2; kind++) {
-        ft_fill(rows, sizes[i], (uint32_t)(sizes[i] + kind), kind);
-        ft_run(c, d.dir, rows, mask, sizes[i], kind, (int)(i % 2));
+        tfi_fill(rows, sizes[i], (uint32_t)(sizes[i] + kind), kind);
+        tfi_run(c, d.dir, rows, mask, sizes[i], kind, (int)(i % 2));
       }
     }
     free(rows);
@@ -413,17 +413,17 @@ static void ft_staged(const char *levels, const size_t *sizes, size_t n)
     wave_client_close(c);
     td_stop_ok(&d);
   }
-  ft_in_kind = FT_IN_FILE;
-  ft_stage = NULL;
-  ft_limits = "";
+  tfi_in_kind = FT_IN_FILE;
+  tfi_stage = NULL;
+  tfi_limits = "";
 }
 
 START_TEST(region_bits_staged)
 {
   static const size_t sizes[] = {1, 255, 300001, 1048576 + 4099};
-  ft_staged(NULL, sizes, sizeof sizes / sizeof sizes[0]);
+  tfi_staged(NULL, sizes, sizeof sizes / sizeof sizes[0]);
   static const size_t small[] = {70001};
-  ft_staged("1", small, 1);
+  tfi_staged("1", small, 1);
 }
 END_TEST
 
@@ -431,18 +431,18 @@ END_TEST
 START_TEST(file_refusals)
 {
   td_daemon d;
-  ft_start(&d, NULL);
+  tfi_start(&d, NULL);
   wave_client *c = bh_client(d.ipc);
   wave_error e;
   char file[300];
   snprintf(file, sizeof file, "%s/rows.raw", d.dir);
   size_t n = FT_ROWS_MAX;
   uint32_t *p = malloc(n * 4);
-  ft_fill(p, n, 11, 0);
+  tfi_fill(p, n, 11, 0);
   uint32_t want = 0;
   for (size_t i = 0; i < n; i++)
     want += p[i];
-  int fd = ft_write_file(file, p, n * 4);
+  int fd = tfi_write_file(file, p, n * 4);
   wave_region *rg;
   ck_assert_int_eq(wave_region_file_fd(c, fd, 0, "rows", &rg, &e), 0);
   ck_assert_ptr_null(wave_region_data(rg));
@@ -467,9 +467,9 @@ START_TEST(file_refusals)
   ck_assert_int_eq(pwrite(fd, p, 4, 0), 4);
   /* truncated during jobs: the answer, or REGION; never a crash */
   for (int round = 0; round < 3; round++) {
-    ft_trunc t = {fd, (off_t)(n * 4 / 3), -1};
+    tfi_trunc t = {fd, (off_t)(n * 4 / 3), -1};
     pthread_t tid;
-    ck_assert_int_eq(pthread_create(&tid, NULL, ft_truncate_soon, &t), 0);
+    ck_assert_int_eq(pthread_create(&tid, NULL, tfi_truncate_soon, &t), 0);
     int rc = wave_reduce_region(c, &q, &res, &e);
     pthread_join(tid, NULL);
     ck_assert_int_eq(t.rc, 0);

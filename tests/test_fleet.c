@@ -23,30 +23,30 @@
 #include "workers/hash/hash.h"
 #include "core/reduce.h"
 
-static uint64_t tf_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t tfl_rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t tf_next(void)
+static uint64_t tfl_next(void)
 {
-  tf_rng ^= tf_rng << 13;
-  tf_rng ^= tf_rng >> 7;
-  tf_rng ^= tf_rng << 17;
-  return tf_rng;
+  tfl_rng ^= tfl_rng << 13;
+  tfl_rng ^= tfl_rng >> 7;
+  tfl_rng ^= tfl_rng << 17;
+  return tfl_rng;
 }
 
 /* ---- reductions --------------------------------------------------------- */
 
-typedef struct tf_job {
+typedef struct tfl_job {
   size_t n_in, n_mask;
   uint32_t *in[8];
   uint64_t in_rows[8];
   uint32_t *mask[8];
   uint64_t mask_rows[8];
   int has_mask;
-} tf_job;
+} tfl_job;
 
-static uint32_t tf_float_row(int kind)
+static uint32_t tfl_float_row(int kind)
 {
-  switch (tf_next() % 16) {
+  switch (tfl_next() % 16) {
   case 0: return 0x7fc00000u;                 /* NaN */
   case 1: return kind ? 0x7f800000u : 0x3f800000u;  /* +inf or 1 */
   case 2: return 0x80000000u;                 /* -0.0 */
@@ -54,7 +54,7 @@ static uint32_t tf_float_row(int kind)
   case 4: return 0x33800000u;                 /* 2^-24: order matters */
   case 5: return 0x00000001u;                 /* subnormal */
   default: {
-    float f = (float)((int64_t)(tf_next() % 2000001) - 1000000) / 1024.0f;
+    float f = (float)((int64_t)(tfl_next() % 2000001) - 1000000) / 1024.0f;
     uint32_t b;
     memcpy(&b, &f, 4);
     return b;
@@ -64,7 +64,7 @@ static uint32_t tf_float_row(int kind)
 
 /* Chunk sizes chosen to cross 256 and 65536; chunk 2 empty; chunk 3 all
  * masked out; the mask chunked on other boundaries. */
-static void tf_make(tf_job *j, wave_dtype dt, int has_mask, int specials)
+static void tfl_make(tfl_job *j, wave_dtype dt, int has_mask, int specials)
 {
   static const uint64_t sizes[] = {70001, 300, 0, 513, 65536, 1, 131073};
   memset(j, 0, sizeof *j);
@@ -74,8 +74,8 @@ static void tf_make(tf_job *j, wave_dtype dt, int has_mask, int specials)
     j->in_rows[c] = sizes[c];
     j->in[c] = malloc((sizes[c] ? sizes[c] : 1) * 4);
     for (uint64_t r = 0; r < sizes[c]; r++)
-      j->in[c][r] = dt == WAVE_F32 ? tf_float_row(specials)
-                                   : (uint32_t)tf_next();
+      j->in[c][r] = dt == WAVE_F32 ? tfl_float_row(specials)
+                                   : (uint32_t)tfl_next();
     total += sizes[c];
   }
   j->has_mask = has_mask;
@@ -93,12 +93,12 @@ static void tf_make(tf_job *j, wave_dtype dt, int has_mask, int specials)
       j->mask[m] = malloc((cuts[m] ? cuts[m] : 1) * 4);
       for (uint64_t r = 0; r < cuts[m]; r++, row++)
         j->mask[m][r] = (row >= dead0 && row < dead0 + sizes[3])
-                            ? 0 : (uint32_t)(tf_next() % 3);
+                            ? 0 : (uint32_t)(tfl_next() % 3);
     }
   }
 }
 
-static void tf_free(tf_job *j)
+static void tfl_free(tfl_job *j)
 {
   for (size_t c = 0; c < j->n_in; c++)
     free(j->in[c]);
@@ -106,7 +106,7 @@ static void tf_free(tf_job *j)
     free(j->mask[m]);
 }
 
-static void tf_ref(const wv_span *in, size_t n_in, const wv_span *mk,
+static void tfl_ref(const wv_span *in, size_t n_in, const wv_span *mk,
                    size_t n_mk, int has_mask, uint64_t rows, wave_dtype dt,
                    wave_op op, wv_reduce_out *out)
 {
@@ -119,7 +119,7 @@ static void tf_ref(const wv_span *in, size_t n_in, const wv_span *mk,
 }
 
 /* Cut, answer each piece with the reference, merge; compare. */
-static void tf_check(const tf_job *j, wave_dtype dt, wave_op op, uint64_t P)
+static void tfl_check(const tfl_job *j, wave_dtype dt, wave_op op, uint64_t P)
 {
   wv_span in[8] = {{0}}, mk[8] = {{0}};
   uint64_t rows = 0;
@@ -130,7 +130,7 @@ static void tf_check(const tf_job *j, wave_dtype dt, wave_op op, uint64_t P)
   for (size_t m = 0; m < j->n_mask; m++)
     mk[m] = (wv_span){j->mask[m], j->mask_rows[m]};
   wv_reduce_out whole;
-  tf_ref(in, j->n_in, mk, j->n_mask, j->has_mask, rows, dt, op, &whole);
+  tfl_ref(in, j->n_in, mk, j->n_mask, j->has_mask, rows, dt, op, &whole);
 
   /* the whole mask flattened, to slice it per piece */
   uint32_t *flat = malloc((rows ? rows : 1) * 4);
@@ -148,7 +148,7 @@ static void tf_check(const tf_job *j, wave_dtype dt, wave_op op, uint64_t P)
       wv_span pin = {j->in[c] + a, r};
       wv_span pmk = {flat + row0 + a, r};
       wv_reduce_out o;
-      tf_ref(&pin, 1, &pmk, j->has_mask, j->has_mask, r, dt, op, &o);
+      tfl_ref(&pin, 1, &pmk, j->has_mask, j->has_mask, r, dt, op, &o);
       ck_assert_uint_lt(n, 4096);
       parts[n].chunk = c;
       parts[n].bits[0] = o.bits[0];
@@ -188,11 +188,11 @@ START_TEST(reduce_merge_every_op)
         continue;
       for (int has_mask = 0; has_mask <= 1; has_mask++)
         for (int specials = 0; specials <= 1; specials++) {
-          tf_job j;
-          tf_make(&j, dts[d], has_mask, specials);
-          tf_check(&j, dts[d], (wave_op)op, 256);
-          tf_check(&j, dts[d], (wave_op)op, 65536);
-          tf_free(&j);
+          tfl_job j;
+          tfl_make(&j, dts[d], has_mask, specials);
+          tfl_check(&j, dts[d], (wave_op)op, 256);
+          tfl_check(&j, dts[d], (wave_op)op, 65536);
+          tfl_free(&j);
         }
     }
 }
@@ -271,12 +271,12 @@ END_TEST
 
 /* piece 0: the guided cut for `daemons` daemons (the coordinator's
  * default), else pieces of `piece` nonces. */
-static void tf_hash_case2(uint64_t nonce, uint64_t count, unsigned s,
+static void tfl_hash_case2(uint64_t nonce, uint64_t count, unsigned s,
                           uint64_t piece, size_t max_winners, size_t daemons)
 {
   uint64_t *out = malloc(count * sizeof *out);
   for (uint64_t i = 0; i < count; i++)
-    out[i] = tf_next();
+    out[i] = tfl_next();
   uint64_t target = UINT64_MAX / 1000;  /* about 1 in 1000 wins */
 
   uint64_t nseg = wv_seg_count(nonce, count, s);
@@ -371,29 +371,29 @@ static void tf_hash_case2(uint64_t nonce, uint64_t count, unsigned s,
   free(out);
 }
 
-static void tf_hash_case(uint64_t nonce, uint64_t count, unsigned s,
+static void tfl_hash_case(uint64_t nonce, uint64_t count, unsigned s,
                          uint64_t piece, size_t max_winners)
 {
-  tf_hash_case2(nonce, count, s, piece, max_winners, 0);
+  tfl_hash_case2(nonce, count, s, piece, max_winners, 0);
 }
 
 START_TEST(hash_merge)
 {
-  tf_hash_case(12345, 100000, 13, 0, 16);         /* piece 2^13 */
-  tf_hash_case(12345, 100000, 13, 30000, 1000);   /* rounded up to 4 segs */
-  tf_hash_case(0, 1u << 16, 13, 1u << 14, 0);     /* aligned, no winners */
-  tf_hash_case(7, 5000, 5, 33, 3);                /* tiny segments */
-  tf_hash_case(100, 50, 13, 1, 5);                /* one piece, inside one */
+  tfl_hash_case(12345, 100000, 13, 0, 16);         /* piece 2^13 */
+  tfl_hash_case(12345, 100000, 13, 30000, 1000);   /* rounded up to 4 segs */
+  tfl_hash_case(0, 1u << 16, 13, 1u << 14, 0);     /* aligned, no winners */
+  tfl_hash_case(7, 5000, 5, 33, 3);                /* tiny segments */
+  tfl_hash_case(100, 50, 13, 1, 5);                /* one piece, inside one */
   /* a job ending at 2^64 - 1: the last piece's end must not wrap */
-  tf_hash_case(UINT64_MAX - 70000, 70001, 13, 1u << 15, 8);
+  tfl_hash_case(UINT64_MAX - 70000, 70001, 13, 1u << 15, 8);
   ck_assert_uint_eq(wv_fleet_hash_pieces(10, 2, 5, 1), 1);
   /* the guided cut (piece 0), for 1, 3 and 7 daemons */
-  tf_hash_case2(12345, 1u << 20, 13, 0, 16, 3);   /* 128 segments */
-  tf_hash_case2(0, 1u << 22, 5, 0, 64, 3);        /* 2^17 segments */
-  tf_hash_case2(7, 5000, 5, 0, 3, 1);
-  tf_hash_case2(7, 5000, 5, 0, 3, 7);
-  tf_hash_case2(100, 50, 13, 0, 5, 3);            /* inside one segment */
-  tf_hash_case2(UINT64_MAX - 70000, 70001, 13, 0, 8, 3);
+  tfl_hash_case2(12345, 1u << 20, 13, 0, 16, 3);   /* 128 segments */
+  tfl_hash_case2(0, 1u << 22, 5, 0, 64, 3);        /* 2^17 segments */
+  tfl_hash_case2(7, 5000, 5, 0, 3, 1);
+  tfl_hash_case2(7, 5000, 5, 0, 3, 7);
+  tfl_hash_case2(100, 50, 13, 0, 5, 3);            /* inside one segment */
+  tfl_hash_case2(UINT64_MAX - 70000, 70001, 13, 0, 8, 3);
   ck_assert_uint_eq(wv_fleet_hash_guided(0, 1, 13, 3, NULL, NULL), 1);
 }
 END_TEST

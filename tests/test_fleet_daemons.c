@@ -24,13 +24,13 @@
 #include "wave/client.h"
 #include "wave/fleet.h"
 
-static td_daemon tf_d[3];
+static td_daemon tfdm_d[3];
 
 /* One daemon: a CPU device, packs small and closed; with fault_after, it
  * is wavedd-test and its device a fake one (workers/fake/) that faults on
  * its second step (batches of 256 nonces, so a hash piece of more than 256
  * nonces in segments of 2^8 fails there). */
-static void tf_config(td_daemon *d, unsigned fault_after)
+static void tfdm_config(td_daemon *d, unsigned fault_after)
 {
   td_prepare(d, NULL);
   const char *src = getenv("WAVE_SOURCE_DIR");
@@ -50,9 +50,9 @@ static void tf_config(td_daemon *d, unsigned fault_after)
   td_write(d->cfg, text);
 }
 
-static wave_fleet *tf_fleet(void)
+static wave_fleet *tfdm_fleet(void)
 {
-  const char *urls[3] = {tf_d[0].ipc, tf_d[1].ipc, tf_d[2].ipc};
+  const char *urls[3] = {tfdm_d[0].ipc, tfdm_d[1].ipc, tfdm_d[2].ipc};
   wave_fleet *f;
   wave_error err = {0};
   ck_assert_msg(wave_fleet_open(&f, urls, 3, &err) == 0, "%s", err.message);
@@ -62,12 +62,12 @@ static wave_fleet *tf_fleet(void)
 
 /* broken: daemons that must never complete a piece (stopped or faulting);
  * they are failed if they took one, and the others did the work. */
-static void tf_hash_same(wave_fleet *f, const wave_hash_request *q,
+static void tfdm_hash_same(wave_fleet *f, const wave_hash_request *q,
                          uint64_t piece, unsigned broken)
 {
   wave_client *c;
   wave_error err = {0};
-  ck_assert_int_eq(wave_client_open(&c, tf_d[0].ipc, &err), 0);
+  ck_assert_int_eq(wave_client_open(&c, tfdm_d[0].ipc, &err), 0);
   wave_hash_request one = *q;
   one.want_segments = 1;
   wave_hash_result a;
@@ -112,12 +112,12 @@ static void tf_hash_same(wave_fleet *f, const wave_hash_request *q,
 }
 
 /* rows: NaN/inf pieces, an all-masked chunk, an empty chunk, -0.0 */
-static uint32_t tf_rows[3][5000];
-static uint32_t tf_mask[10000];
+static uint32_t tfdm_rows[3][5000];
+static uint32_t tfdm_mask[10000];
 
 /* fsum: the fleet's merged exact partial (pieces from three daemons) is
  * one daemon's, and both are the reference's, whose bits they give. */
-static void tf_fsum_check(const wave_reduce_result *a,
+static void tfdm_fsum_check(const wave_reduce_result *a,
                           const wave_reduce_result *b, const wave_chunk *in,
                           const wave_chunk *mk)
 {
@@ -149,15 +149,15 @@ static void tf_fsum_check(const wave_reduce_result *a,
   }
 }
 
-static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
+static void tfdm_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
                            unsigned broken)
 {
-  wave_chunk in[4] = {{tf_rows[0], sizeof tf_rows[0]}, {tf_rows[1], 0},
-                      {tf_rows[1], sizeof tf_rows[1]},
-                      {tf_rows[2], sizeof tf_rows[2]}};
-  wave_chunk mk[2] = {{tf_mask, 4 * 1234}, {tf_mask + 1234, 4 * (15000 - 1234)}};
+  wave_chunk in[4] = {{tfdm_rows[0], sizeof tfdm_rows[0]}, {tfdm_rows[1], 0},
+                      {tfdm_rows[1], sizeof tfdm_rows[1]},
+                      {tfdm_rows[2], sizeof tfdm_rows[2]}};
+  wave_chunk mk[2] = {{tfdm_mask, 4 * 1234}, {tfdm_mask + 1234, 4 * (15000 - 1234)}};
   static uint32_t mask_all[15000];
-  memcpy(mask_all, tf_mask, sizeof tf_mask);
+  memcpy(mask_all, tfdm_mask, sizeof tfdm_mask);
   memset(mask_all + 10000, 0, 4 * 5000);  /* chunk 3: every row masked */
   mk[0].data = mask_all;
   mk[1].data = mask_all + 1234;
@@ -165,7 +165,7 @@ static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
                            .mask = mk, .n_mask = 2, .has_mask = 1};
   wave_client *c;
   wave_error err = {0};
-  ck_assert_int_eq(wave_client_open(&c, tf_d[0].ipc, &err), 0);
+  ck_assert_int_eq(wave_client_open(&c, tfdm_d[0].ipc, &err), 0);
   wave_reduce_result a;
   ck_assert_msg(wave_reduce(c, &q, &a, &err) == 0, "%s", err.message);
   wave_client_close(c);
@@ -180,7 +180,7 @@ static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
                   "daemon 0x%08x", wave_op_name(op), wave_dtype_name(dt),
                   (unsigned)b.value.bits[v], (unsigned)a.bits[v]);
   if (op == WAVE_FSUM)
-    tf_fsum_check(&a, &b.value, in, mk);
+    tfdm_fsum_check(&a, &b.value, in, mk);
   for (size_t i = 0; i < b.n_members; i++)
     if (!(broken & (1u << i)))
       ck_assert_msg(!b.members[i].failed, "daemon %zu failed: %s", i,
@@ -192,66 +192,66 @@ static void tf_reduce_same(wave_fleet *f, wave_dtype dt, wave_op op,
 
 /* fsum over finite rows too (random bits hold NaN and inf, which hide
  * the value): the rows' exponent 255 made 127 */
-static void tf_fsum_finite(wave_fleet *f)
+static void tfdm_fsum_finite(wave_fleet *f)
 {
   static uint32_t keep[3][5000];
-  memcpy(keep, tf_rows, sizeof keep);
+  memcpy(keep, tfdm_rows, sizeof keep);
   for (size_t c = 0; c < 3; c++)
     for (size_t r = 0; r < 5000; r++)
-      if ((tf_rows[c][r] & 0x7f800000u) == 0x7f800000u)
-        tf_rows[c][r] &= ~0x40000000u;
-  tf_reduce_same(f, WAVE_F32, WAVE_FSUM, 0);
-  memcpy(tf_rows, keep, sizeof keep);
+      if ((tfdm_rows[c][r] & 0x7f800000u) == 0x7f800000u)
+        tfdm_rows[c][r] &= ~0x40000000u;
+  tfdm_reduce_same(f, WAVE_F32, WAVE_FSUM, 0);
+  memcpy(tfdm_rows, keep, sizeof keep);
 }
 
-static int tf_cancel_calls;
+static int tfdm_cancel_calls;
 
-static void tf_cancel_progress(const wave_fleet_progress *p, void *arg)
+static void tfdm_cancel_progress(const wave_fleet_progress *p, void *arg)
 {
   (void)p;
-  if (tf_cancel_calls++ == 0)
+  if (tfdm_cancel_calls++ == 0)
     wave_fleet_cancel(arg);
 }
 
 START_TEST(fleet_equals_one_daemon)
 {
   for (unsigned i = 0; i < 3; i++) {
-    tf_config(&tf_d[i], 0);
-    ck_assert_msg(td_start(&tf_d[i]) == 0, "%s", td_stderr(&tf_d[i]));
+    tfdm_config(&tfdm_d[i], 0);
+    ck_assert_msg(td_start(&tfdm_d[i]) == 0, "%s", td_stderr(&tfdm_d[i]));
   }
   uint64_t x = 12345;
   for (size_t c = 0; c < 3; c++)
     for (size_t r = 0; r < 5000; r++) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
-      tf_rows[c][r] = (uint32_t)(x >> 32);
+      tfdm_rows[c][r] = (uint32_t)(x >> 32);
     }
   for (size_t r = 0; r < 600; r++)  /* a run of NaN and inf: no finite row */
-    tf_rows[0][r] = r % 2 ? 0x7fc00000u : 0xff800000u;
-  tf_rows[2][7] = 0x80000000u;
+    tfdm_rows[0][r] = r % 2 ? 0x7fc00000u : 0xff800000u;
+  tfdm_rows[2][7] = 0x80000000u;
   for (size_t r = 0; r < 10000; r++)
-    tf_mask[r] = (r * 7) % 5 != 0;
+    tfdm_mask[r] = (r * 7) % 5 != 0;
 
-  wave_fleet *f = tf_fleet();
+  wave_fleet *f = tfdm_fleet();
   wave_hash_request q = {.pack = "small", .nonce = 12345, .count = 100000,
                          .target = 0x0010000000000000ull, .max_winners = 7};
-  tf_hash_same(f, &q, 8192, 0);
+  tfdm_hash_same(f, &q, 8192, 0);
   wave_hash_request q2 = {.pack = "closed", .nonce = 1ull << 40,
                           .count = 70001, .target = 0x0004000000000000ull,
                           .max_winners = 0, .segment_log2 = 9};
-  tf_hash_same(f, &q2, 3000, 0);
+  tfdm_hash_same(f, &q2, 3000, 0);
   static const struct { wave_dtype dt; wave_op op; } ops[] = {
       {WAVE_F32, WAVE_SUM}, {WAVE_F32, WAVE_MIN}, {WAVE_F32, WAVE_MAX},
       {WAVE_F32, WAVE_EXTENT}, {WAVE_U32, WAVE_XOR}, {WAVE_S32, WAVE_MIN},
       {WAVE_U32, WAVE_AND}, {WAVE_F32, WAVE_FSUM}};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    tf_reduce_same(f, ops[i].dt, ops[i].op, 0);
-  tf_fsum_finite(f);
+    tfdm_reduce_same(f, ops[i].dt, ops[i].op, 0);
+  tfdm_fsum_finite(f);
   /* a stream of independent reductions: each answered as one daemon
    * answers it, a bad one with its own error, the others unharmed */
   {
-    wave_chunk ch[3] = {{tf_rows[0], 4 * 5000}, {tf_rows[1], 4 * 333},
-                        {tf_rows[2], 4 * 4096}};
-    wave_chunk bad_mask = {tf_mask, 4 * 7};
+    wave_chunk ch[3] = {{tfdm_rows[0], 4 * 5000}, {tfdm_rows[1], 4 * 333},
+                        {tfdm_rows[2], 4 * 4096}};
+    wave_chunk bad_mask = {tfdm_mask, 4 * 7};
     wave_reduce_request rs[6];
     for (size_t i = 0; i < 6; i++)
       rs[i] = (wave_reduce_request){.dtype = i % 2 ? WAVE_F32 : WAVE_U32,
@@ -268,7 +268,7 @@ START_TEST(fleet_equals_one_daemon)
     ck_assert_int_eq(errs[4].code, WAVE_EMASKLEN);
     ck_assert_uint_eq(run.pieces, 6);
     wave_client *one;
-    ck_assert_int_eq(wave_client_open(&one, tf_d[1].ipc, &err2), 0);
+    ck_assert_int_eq(wave_client_open(&one, tfdm_d[1].ipc, &err2), 0);
     for (size_t i = 0; i < 6; i++) {
       if (i == 4)
         continue;
@@ -284,8 +284,8 @@ START_TEST(fleet_equals_one_daemon)
   /* ReduceResult.finite: said for float min/max/extent only */
   wave_client *c;
   wave_error err = {0};
-  ck_assert_int_eq(wave_client_open(&c, tf_d[0].ipc, &err), 0);
-  wave_chunk nan_rows = {tf_rows[0], 4 * 600};
+  ck_assert_int_eq(wave_client_open(&c, tfdm_d[0].ipc, &err), 0);
+  wave_chunk nan_rows = {tfdm_rows[0], 4 * 600};
   wave_reduce_request rq = {.dtype = WAVE_F32, .op = WAVE_MIN,
                             .input = &nan_rows, .n_input = 1};
   wave_reduce_result rr;
@@ -308,30 +308,30 @@ START_TEST(fleet_equals_one_daemon)
   wave_hash_request big = {.pack = "small", .nonce = 0, .count = 1ull << 32};
   wave_fleet_options o = {.piece = 1ull << 22};
   wave_fleet_hash_result b;
-  tf_cancel_calls = 0;
-  ck_assert_int_eq(wave_fleet_hash(f, &big, &o, &b, tf_cancel_progress, f,
+  tfdm_cancel_calls = 0;
+  ck_assert_int_eq(wave_fleet_hash(f, &big, &o, &b, tfdm_cancel_progress, f,
                                    &err), WAVE_ECANCELLED);
   wave_fleet_hash_result_free(&b);
 
   /* the third daemon stopped, the second restarted with a device that
    * faults on its second step: still exact */
   wave_fleet_close(f);
-  ck_assert_int_eq(td_stop(&tf_d[2]), 0);
-  ck_assert_int_eq(td_stop(&tf_d[1]), 0);
-  td_cleanup(&tf_d[1]);
-  tf_config(&tf_d[1], 1);
-  ck_assert_msg(td_start(&tf_d[1]) == 0, "%s", td_stderr(&tf_d[1]));
-  f = tf_fleet();
+  ck_assert_int_eq(td_stop(&tfdm_d[2]), 0);
+  ck_assert_int_eq(td_stop(&tfdm_d[1]), 0);
+  td_cleanup(&tfdm_d[1]);
+  tfdm_config(&tfdm_d[1], 1);
+  ck_assert_msg(td_start(&tfdm_d[1]) == 0, "%s", td_stderr(&tfdm_d[1]));
+  f = tfdm_fleet();
   wave_fleet_set_timeout(f, 8000);  /* the stopped daemon costs this */
   q.segment_log2 = 8;  /* batches of 256 nonces are whole segments */
-  tf_hash_same(f, &q, 2048, 6);
-  tf_reduce_same(f, WAVE_F32, WAVE_SUM, 6);
-  tf_reduce_same(f, WAVE_F32, WAVE_EXTENT, 6);
+  tfdm_hash_same(f, &q, 2048, 6);
+  tfdm_reduce_same(f, WAVE_F32, WAVE_SUM, 6);
+  tfdm_reduce_same(f, WAVE_F32, WAVE_EXTENT, 6);
   wave_fleet_close(f);
-  ck_assert_int_eq(td_stop(&tf_d[0]), 0);
-  ck_assert_int_eq(td_stop(&tf_d[1]), 0);
+  ck_assert_int_eq(td_stop(&tfdm_d[0]), 0);
+  ck_assert_int_eq(td_stop(&tfdm_d[1]), 0);
   for (unsigned i = 0; i < 3; i++)
-    td_cleanup(&tf_d[i]);
+    td_cleanup(&tfdm_d[i]);
 }
 END_TEST
 
@@ -347,7 +347,7 @@ int main(void)
   srunner_run_all(r, CK_NORMAL);
   /* a failed assertion (no fork) leaves daemons up: stop them here */
   for (unsigned i = 0; i < 3; i++)
-    td_cleanup(&tf_d[i]);
+    td_cleanup(&tfdm_d[i]);
   int failed = srunner_ntests_failed(r);
   srunner_free(r);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;

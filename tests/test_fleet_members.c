@@ -51,43 +51,43 @@ enum {
 
 #define TM_MAX_JOBS 256
 
-typedef struct tm_job {
+typedef struct tfm_job {
   uint64_t nonce, count, target;
   uint32_t max_winners;
   unsigned s;
-} tm_job;
+} tfm_job;
 
-typedef struct tm_member {
+typedef struct tfm_member {
   char url[128];
   int mode;
   nng_socket sock;
   int lfd;                /* TM_CLOSE: a plain TCP listener */
   pthread_t th;
   atomic_int stop;
-  tm_job jobs[TM_MAX_JOBS];
+  tfm_job jobs[TM_MAX_JOBS];
   size_t n_jobs;
   unsigned answered;      /* DONE replies sent */
-} tm_member;
+} tfm_member;
 
-static const wv_pack *tm_pack;
+static const wv_pack *tfm_pack;
 /* Honest members hold their first piece until a bad member has been
  * asked something, so that the bad one surely gets a piece (else two fast
  * honest members could finish the job before its threads start). */
-static atomic_int tm_bad_seen;
+static atomic_int tfm_bad_seen;
 
 /* The reference's answer for [nonce, nonce + count): outputs folded. */
-typedef struct tm_fold {
+typedef struct tfm_fold {
   wv_hash_batch b;
   uint64_t nseg;
-} tm_fold;
+} tfm_fold;
 
-static void tm_fold_run(tm_fold *f, uint64_t nonce, uint64_t count,
+static void tfm_fold_run(tfm_fold *f, uint64_t nonce, uint64_t count,
                         unsigned s, uint64_t target, uint32_t max_winners)
 {
   memset(f, 0, sizeof *f);
   uint64_t *out = malloc(count * sizeof *out);
   ck_assert_ptr_nonnull(out);
-  wv_hash_mem m = {.pack = tm_pack};
+  wv_hash_mem m = {.pack = tfm_pack};
   wv_ref_range(&m, nonce, count, out);
   f->nseg = wv_seg_count(nonce, count, s);
   f->b.nonce = nonce;
@@ -103,13 +103,13 @@ static void tm_fold_run(tm_fold *f, uint64_t nonce, uint64_t count,
   free(out);
 }
 
-static void tm_fold_free(tm_fold *f)
+static void tfm_fold_free(tfm_fold *f)
 {
   free(f->b.seg_fp);
   free(f->b.winners);
 }
 
-static void tm_send(tm_member *m, Wave__V1__Response *r)
+static void tfm_send(tfm_member *m, Wave__V1__Response *r)
 {
   size_t len = wave__v1__response__get_packed_size(r);
   nng_msg *msg;
@@ -119,7 +119,7 @@ static void tm_send(tm_member *m, Wave__V1__Response *r)
     nng_msg_free(msg);
 }
 
-static void tm_error(tm_member *m, uint64_t id, int code, const char *text)
+static void tfm_error(tfm_member *m, uint64_t id, int code, const char *text)
 {
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
   Wave__V1__Error e = WAVE__V1__ERROR__INIT;
@@ -129,10 +129,10 @@ static void tm_error(tm_member *m, uint64_t id, int code, const char *text)
   r.id = id;
   r.body_case = WAVE__V1__RESPONSE__BODY_ERROR;
   r.error = &e;
-  tm_send(m, &r);
+  tfm_send(m, &r);
 }
 
-static void tm_jobinfo(tm_member *m, uint64_t id, uint64_t job, int state,
+static void tfm_jobinfo(tfm_member *m, uint64_t id, uint64_t job, int state,
                        uint64_t done, Wave__V1__HashResult *res)
 {
   Wave__V1__Response r = WAVE__V1__RESPONSE__INIT;
@@ -146,15 +146,15 @@ static void tm_jobinfo(tm_member *m, uint64_t id, uint64_t job, int state,
   r.id = id;
   r.body_case = WAVE__V1__RESPONSE__BODY_JOB;
   r.job = &ji;
-  tm_send(m, &r);
+  tfm_send(m, &r);
 }
 
 /* Piece job j answered DONE, honestly or with this member's lie. */
-static void tm_done(tm_member *m, uint64_t id, uint64_t job)
+static void tfm_done(tfm_member *m, uint64_t id, uint64_t job)
 {
-  const tm_job *j = &m->jobs[job - 1];
-  tm_fold f;
-  tm_fold_run(&f, j->nonce, j->count, j->s, j->target, j->max_winners);
+  const tfm_job *j = &m->jobs[job - 1];
+  tfm_fold f;
+  tfm_fold_run(&f, j->nonce, j->count, j->s, j->target, j->max_winners);
   int lie = m->mode;
   if (lie == TM_LIE_LATE)
     lie = m->answered == 0 ? TM_HONEST : TM_LIE_WINNER;
@@ -204,15 +204,15 @@ static void tm_done(tm_member *m, uint64_t id, uint64_t job)
   hr.n_segments = f.nseg;
   hr.segments = f.b.seg_fp;
   hr.job_fingerprint = wv_fnv1a64_u64(WV_FNV_OFFSET, f.b.seg_fp, f.nseg);
-  tm_jobinfo(m, id, job, WAVE__V1__JOB_STATE__DONE, j->count, &hr);
+  tfm_jobinfo(m, id, job, WAVE__V1__JOB_STATE__DONE, j->count, &hr);
   free(wv);
   free(wp);
-  tm_fold_free(&f);
+  tfm_fold_free(&f);
 }
 
-static void *tm_serve(void *arg)
+static void *tfm_serve(void *arg)
 {
-  tm_member *m = arg;
+  tfm_member *m = arg;
   while (!atomic_load(&m->stop)) {
     nng_msg *msg;
     if (nng_recvmsg(m->sock, &msg, 0) != 0)
@@ -224,30 +224,30 @@ static void *tm_serve(void *arg)
       continue;
     uint64_t id = q->id;
     if (m->mode != TM_HONEST)
-      atomic_store(&tm_bad_seen, 1);
-    while (m->mode == TM_HONEST && !atomic_load(&tm_bad_seen) &&
+      atomic_store(&tfm_bad_seen, 1);
+    while (m->mode == TM_HONEST && !atomic_load(&tfm_bad_seen) &&
            !atomic_load(&m->stop))
       usleep(1000);
     if (m->mode == TM_AUTH) {
-      tm_error(m, id, WAVE_EAUTH, "wrong token");
+      tfm_error(m, id, WAVE_EAUTH, "wrong token");
     } else if (q->body_case == WAVE__V1__REQUEST__BODY_HASH) {
       ck_assert_uint_lt(m->n_jobs, TM_MAX_JOBS);
-      tm_job *j = &m->jobs[m->n_jobs++];
-      *j = (tm_job){q->hash->nonce, q->hash->count, q->hash->target,
+      tfm_job *j = &m->jobs[m->n_jobs++];
+      *j = (tfm_job){q->hash->nonce, q->hash->count, q->hash->target,
                     q->hash->max_winners, q->hash->segment_log2};
-      tm_jobinfo(m, id, m->n_jobs, WAVE__V1__JOB_STATE__QUEUED, 0, NULL);
+      tfm_jobinfo(m, id, m->n_jobs, WAVE__V1__JOB_STATE__QUEUED, 0, NULL);
     } else if (q->body_case == WAVE__V1__REQUEST__BODY_JOB &&
                q->job->job_id >= 1 && q->job->job_id <= m->n_jobs) {
       if (m->mode == TM_STALL)
-        tm_jobinfo(m, id, q->job->job_id, WAVE__V1__JOB_STATE__RUNNING, 64,
+        tfm_jobinfo(m, id, q->job->job_id, WAVE__V1__JOB_STATE__RUNNING, 64,
                    NULL);
       else
-        tm_done(m, id, q->job->job_id);
+        tfm_done(m, id, q->job->job_id);
     } else if (q->body_case == WAVE__V1__REQUEST__BODY_CANCEL) {
-      tm_jobinfo(m, id, q->cancel->job_id, WAVE__V1__JOB_STATE__CANCELLED, 0,
+      tfm_jobinfo(m, id, q->cancel->job_id, WAVE__V1__JOB_STATE__CANCELLED, 0,
                  NULL);
     } else {
-      tm_error(m, id, WAVE_ENOJOB, "no such job");
+      tfm_error(m, id, WAVE_ENOJOB, "no such job");
     }
     wave__v1__request__free_unpacked(q, NULL);
   }
@@ -261,9 +261,9 @@ static void *tm_serve(void *arg)
  * with nng's own nng_pipe_close on a REP socket the peer now and then did
  * not see the close at all.  It reads a request, closes, and does the
  * same to every redial (nng resends the request on each). */
-static void *tm_hangup(void *arg)
+static void *tfm_hangup(void *arg)
 {
-  tm_member *m = arg;
+  tfm_member *m = arg;
   while (!atomic_load(&m->stop)) {
     struct pollfd pfd = {.fd = m->lfd, .events = POLLIN};
     if (poll(&pfd, 1, 100) <= 0)
@@ -275,7 +275,7 @@ static void *tm_hangup(void *arg)
     unsigned char peer[8], len[8];
     if (write(fd, hello, 8) == 8 && read(fd, peer, 8) == 8 &&
         read(fd, len, 8) == 8)  /* a request is on its way: hang up */
-      atomic_store(&tm_bad_seen, 1);
+      atomic_store(&tfm_bad_seen, 1);
     close(fd);
   }
   close(m->lfd);
@@ -284,7 +284,7 @@ static void *tm_hangup(void *arg)
 
 /* On tcp, at a port the kernel picks (nng 1.5's ipc transport has the
  * listener bug of daemon/net/listen.c, nng#1518). */
-static void tm_start(tm_member *m, int mode)
+static void tfm_start(tfm_member *m, int mode)
 {
   memset(m, 0, sizeof *m);
   m->mode = mode;
@@ -300,7 +300,7 @@ static void tm_start(tm_member *m, int mode)
     ck_assert_int_eq(getsockname(m->lfd, (struct sockaddr *)&sa, &sl), 0);
     snprintf(m->url, sizeof m->url, "tcp://127.0.0.1:%d",
              (int)ntohs(sa.sin_port));
-    ck_assert_int_eq(pthread_create(&m->th, NULL, tm_hangup, m), 0);
+    ck_assert_int_eq(pthread_create(&m->th, NULL, tfm_hangup, m), 0);
     return;
   }
   ck_assert_int_eq(nng_rep0_open(&m->sock), 0);
@@ -310,10 +310,10 @@ static void tm_start(tm_member *m, int mode)
   int port = 0;
   ck_assert_int_eq(nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port), 0);
   snprintf(m->url, sizeof m->url, "tcp://127.0.0.1:%d", port);
-  ck_assert_int_eq(pthread_create(&m->th, NULL, tm_serve, m), 0);
+  ck_assert_int_eq(pthread_create(&m->th, NULL, tfm_serve, m), 0);
 }
 
-static void tm_stop(tm_member *m)
+static void tfm_stop(tfm_member *m)
 {
   atomic_store(&m->stop, 1);
   pthread_join(m->th, NULL);
@@ -321,27 +321,27 @@ static void tm_stop(tm_member *m)
 
 /* ---- the fleet ---------------------------------------------------------- */
 
-static wv_fleet_pack tm_fp;
-static unsigned tm_depth;   /* pieces in flight per member, 0: the default */
+static wv_fleet_pack tfm_fp;
+static unsigned tfm_depth;   /* pieces in flight per member, 0: the default */
 
-static const wave_hash_request tm_req = {
+static const wave_hash_request tfm_req = {
   .pack = "closed", .nonce = 1000003, .count = 24000,
   .target = 0x0100000000000000ull, .max_winners = 40, .segment_log2 = 5,
 };
 
-/* Run tm_req over members with these modes; returns the call's code, the
+/* Run tfm_req over members with these modes; returns the call's code, the
  * result in *r (free it). */
-static int tm_run(const int *modes, size_t n, int rehash, int stall_ms,
-                  int timeout_ms, wave_fleet **fo, tm_member *mb,
+static int tfm_run(const int *modes, size_t n, int rehash, int stall_ms,
+                  int timeout_ms, wave_fleet **fo, tfm_member *mb,
                   wave_fleet_hash_result *r, wave_error *err)
 {
   const char *urls[8];
   int bad = 0;
   for (size_t i = 0; i < n; i++)
     bad |= modes[i] != TM_HONEST;
-  atomic_store(&tm_bad_seen, !bad);
+  atomic_store(&tfm_bad_seen, !bad);
   for (size_t i = 0; i < n; i++) {
-    tm_start(&mb[i], modes[i]);
+    tfm_start(&mb[i], modes[i]);
     urls[i] = mb[i].url;
   }
   wave_fleet *f;
@@ -350,31 +350,31 @@ static int tm_run(const int *modes, size_t n, int rehash, int stall_ms,
   if (stall_ms)
     wave_fleet_set_stall(f, stall_ms);
   if (rehash)
-    wave_fleet_set_rehash(f, wv_fleet_rehash, &tm_fp);
+    wave_fleet_set_rehash(f, wv_fleet_rehash, &tfm_fp);
   /* small fixed pieces, so every member gets several, of 64 segments, so
    * the coordinator spot-checks one of each */
   wave_fleet_options o = {.piece = 2048, .want_segments = 1,
-                          .depth = tm_depth};
-  int rc = wave_fleet_hash(f, &tm_req, &o, r, NULL, NULL, err);
+                          .depth = tfm_depth};
+  int rc = wave_fleet_hash(f, &tfm_req, &o, r, NULL, NULL, err);
   *fo = f;
   return rc;
 }
 
 /* The fleet's connections close first: nng 1.5's nng_close of a REP
  * socket can hang while a peer still redials it. */
-static void tm_finish(wave_fleet *f, tm_member *mb, size_t n)
+static void tfm_finish(wave_fleet *f, tfm_member *mb, size_t n)
 {
   wave_fleet_close(f);
   for (size_t i = 0; i < n; i++)
-    tm_stop(&mb[i]);
+    tfm_stop(&mb[i]);
 }
 
 /* The merged result is the reference's whole job, bit for bit. */
-static void tm_same(const wave_fleet_hash_result *r)
+static void tfm_same(const wave_fleet_hash_result *r)
 {
-  tm_fold w;
-  tm_fold_run(&w, tm_req.nonce, tm_req.count, tm_req.segment_log2,
-              tm_req.target, tm_req.max_winners);
+  tfm_fold w;
+  tfm_fold_run(&w, tfm_req.nonce, tfm_req.count, tfm_req.segment_log2,
+              tfm_req.target, tfm_req.max_winners);
   ck_assert_uint_eq(r->segment_count, w.nseg);
   for (uint64_t i = 0; i < w.nseg; i++)
     ck_assert_uint_eq(r->segments[i], w.b.seg_fp[i]);
@@ -389,23 +389,23 @@ static void tm_same(const wave_fleet_hash_result *r)
   }
   ck_assert_uint_eq(r->best_nonce, w.b.best_nonce);
   ck_assert_uint_eq(r->best_output, w.b.best_output);
-  ck_assert_uint_eq(r->hashes, tm_req.count);
-  tm_fold_free(&w);
+  ck_assert_uint_eq(r->hashes, tfm_req.count);
+  tfm_fold_free(&w);
 }
 
 /* Members 0 and 1 honest, member 2 `mode`: the job completes exactly, and
  * member 2 alone is dropped, with `why`; it keeps no credit. */
-static void tm_one_bad(int mode, int why, int rehash, int stall_ms,
+static void tfm_one_bad(int mode, int why, int rehash, int stall_ms,
                        int timeout_ms)
 {
   int modes[3] = {TM_HONEST, TM_HONEST, mode};
-  tm_member mb[3];
+  tfm_member mb[3];
   wave_fleet *f;
   wave_fleet_hash_result r;
   wave_error err = {0};
-  int rc = tm_run(modes, 3, rehash, stall_ms, timeout_ms, &f, mb, &r, &err);
+  int rc = tfm_run(modes, 3, rehash, stall_ms, timeout_ms, &f, mb, &r, &err);
   ck_assert_msg(rc == 0, "%s", err.message);
-  tm_same(&r);
+  tfm_same(&r);
   ck_assert_uint_eq(r.n_failed, 1);
   ck_assert_msg(r.members[2].failed, "member 2 was not dropped");
   ck_assert_msg(wave_fleet_member_why(f, 2) == why, "member 2: %s (%s)",
@@ -413,63 +413,63 @@ static void tm_one_bad(int mode, int why, int rehash, int stall_ms,
                 r.members[2].error.message);
   ck_assert_int_eq(wave_fleet_member_why(f, 0), WAVE_FLEET_KEPT);
   ck_assert_uint_eq(r.members[2].pieces, 0);
-  ck_assert_uint_eq(r.members[0].work + r.members[1].work, tm_req.count);
+  ck_assert_uint_eq(r.members[0].work + r.members[1].work, tfm_req.count);
   wave_fleet_hash_result_free(&r);
-  tm_finish(f, mb, sizeof mb / sizeof mb[0]);
+  tfm_finish(f, mb, sizeof mb / sizeof mb[0]);
 }
 
 START_TEST(honest_fleet)
 {
   int modes[3] = {TM_HONEST, TM_HONEST, TM_HONEST};
-  tm_member mb[3];
+  tfm_member mb[3];
   wave_fleet *f;
   wave_fleet_hash_result r;
   wave_error err = {0};
-  ck_assert_msg(tm_run(modes, 3, 1, 0, 15000, &f, mb, &r, &err) == 0, "%s",
+  ck_assert_msg(tfm_run(modes, 3, 1, 0, 15000, &f, mb, &r, &err) == 0, "%s",
                 err.message);
-  tm_same(&r);
+  tfm_same(&r);
   ck_assert_uint_eq(r.n_failed, 0);
   wave_fleet_hash_result_free(&r);
-  tm_finish(f, mb, sizeof mb / sizeof mb[0]);
+  tfm_finish(f, mb, sizeof mb / sizeof mb[0]);
 }
 END_TEST
 
 START_TEST(liar_winner)
 {
-  tm_one_bad(TM_LIE_WINNER, WAVE_FLEET_LIED, 1, 0, 15000);
+  tfm_one_bad(TM_LIE_WINNER, WAVE_FLEET_LIED, 1, 0, 15000);
 }
 END_TEST
 
 /* A nonce outside the piece needs no hash to be caught. */
 START_TEST(liar_range)
 {
-  tm_one_bad(TM_LIE_RANGE, WAVE_FLEET_LIED, 0, 0, 15000);
+  tfm_one_bad(TM_LIE_RANGE, WAVE_FLEET_LIED, 0, 0, 15000);
 }
 END_TEST
 
 /* Made-up fingerprints: the spot check re-folds one segment. */
 START_TEST(liar_fingerprints)
 {
-  tm_one_bad(TM_LIE_FP, WAVE_FLEET_LIED, 1, 0, 15000);
+  tfm_one_bad(TM_LIE_FP, WAVE_FLEET_LIED, 1, 0, 15000);
 }
 END_TEST
 
 /* Its honest first answer is not kept once it lied. */
 START_TEST(liar_late)
 {
-  tm_one_bad(TM_LIE_LATE, WAVE_FLEET_LIED, 1, 0, 15000);
+  tfm_one_bad(TM_LIE_LATE, WAVE_FLEET_LIED, 1, 0, 15000);
 }
 END_TEST
 
 START_TEST(stalled)
 {
-  tm_one_bad(TM_STALL, WAVE_FLEET_STALLED, 1, 300, 15000);
+  tfm_one_bad(TM_STALL, WAVE_FLEET_STALLED, 1, 300, 15000);
 }
 END_TEST
 
 START_TEST(auth)
 {
-  tm_one_bad(TM_AUTH, WAVE_FLEET_AUTH, 1, 0, 15000);
+  tfm_one_bad(TM_AUTH, WAVE_FLEET_AUTH, 1, 0, 15000);
 }
 END_TEST
 
@@ -479,20 +479,20 @@ START_TEST(hangs_up)
 {
   /* one piece in flight per member: with two, nng 1.5 now and then loses
    * (leaks) the second request when the peer hangs up while it is sent */
-  tm_depth = 1;
-  tm_one_bad(TM_CLOSE, WAVE_FLEET_CLOSED, 1, 0, 3600 * 1000);
-  tm_depth = 0;
+  tfm_depth = 1;
+  tfm_one_bad(TM_CLOSE, WAVE_FLEET_CLOSED, 1, 0, 3600 * 1000);
+  tfm_depth = 0;
 }
 END_TEST
 
 START_TEST(all_dropped)
 {
   int modes[2] = {TM_LIE_WINNER, TM_AUTH};
-  tm_member mb[2];
+  tfm_member mb[2];
   wave_fleet *f;
   wave_fleet_hash_result r;
   wave_error err = {0};
-  int rc = tm_run(modes, 2, 1, 0, 15000, &f, mb, &r, &err);
+  int rc = tfm_run(modes, 2, 1, 0, 15000, &f, mb, &r, &err);
   ck_assert_int_eq(rc, WAVE_EIO);
   ck_assert_msg(strstr(err.message, mb[0].url) && strstr(err.message, "lied")
                 && strstr(err.message, mb[1].url) &&
@@ -500,7 +500,7 @@ START_TEST(all_dropped)
   ck_assert_int_eq(wave_fleet_member_why(f, 0), WAVE_FLEET_LIED);
   ck_assert_int_eq(wave_fleet_member_why(f, 1), WAVE_FLEET_AUTH);
   wave_fleet_hash_result_free(&r);
-  tm_finish(f, mb, sizeof mb / sizeof mb[0]);
+  tfm_finish(f, mb, sizeof mb / sizeof mb[0]);
 }
 END_TEST
 
@@ -524,11 +524,11 @@ int main(void)
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/config/packs", src ? src : ".");
   wave_error err = {0};
-  if (wv_fleet_pack_open(dir, "closed", &tm_fp, &err) != 0) {
+  if (wv_fleet_pack_open(dir, "closed", &tfm_fp, &err) != 0) {
     fprintf(stderr, "test_fleet_members: %s\n", err.message);
     return 1;
   }
-  tm_pack = tm_fp.pack;
+  tfm_pack = tfm_fp.pack;
   Suite *s = suite_create("fleet_members");
   TCase *tc = tcase_create("members");
   /* CK_NOFORK has no per-test timeout: a job that never ends (the old
@@ -549,6 +549,6 @@ int main(void)
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
-  wv_fleet_pack_close(&tm_fp);
+  wv_fleet_pack_close(&tfm_fp);
   return failed ? 1 : 0;
 }

@@ -38,21 +38,21 @@
 #define TF_PROBE_MS 20000
 #define TF_WAIT_TRIES 600  /* x 100 ms: bounded waits for a log line */
 
-static const uint8_t tf_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
+static const uint8_t tft_hello[8] = {0, 'S', 'P', 0, 0x00, 0x30, 0, 0};
 
-static void tf_sleep_ms(int ms)
+static void tft_sleep_ms(int ms)
 {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
-static const char *tf_path(const td_daemon *d)
+static const char *tft_path(const td_daemon *d)
 {
   return d->ipc + strlen("ipc://");
 }
 
 /* A raw unix connection to path; with hello, the SP handshake done. */
-static int tf_raw(const char *path, int hello)
+static int tft_raw(const char *path, int hello)
 {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
@@ -61,7 +61,7 @@ static int tf_raw(const char *path, int hello)
   ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
   if (!hello)
     return fd;
-  ck_assert_int_eq(write(fd, tf_hello, 8), 8);
+  ck_assert_int_eq(write(fd, tft_hello, 8), 8);
   uint8_t b[8];
   size_t got = 0;
   while (got < 8) {
@@ -74,7 +74,7 @@ static int tf_raw(const char *path, int hello)
 }
 
 /* One SP frame holding a StatusRequest with request id rid. */
-static size_t tf_status_frame(uint8_t *out, size_t n, uint32_t rid)
+static size_t tft_status_frame(uint8_t *out, size_t n, uint32_t rid)
 {
   Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
@@ -97,7 +97,7 @@ static size_t tf_status_frame(uint8_t *out, size_t n, uint32_t rid)
 
 /* A status request on a fresh REQ socket: 1 when answered within
  * TF_PROBE_MS; the reply's pipe id in *pipe when asked. */
-static int tf_probe_on(nng_socket s, uint64_t id, uint32_t *pipe)
+static int tft_probe_on(nng_socket s, uint64_t id, uint32_t *pipe)
 {
   Wave__V1__StatusRequest st = WAVE__V1__STATUS_REQUEST__INIT;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
@@ -141,18 +141,18 @@ static int tf_probe_on(nng_socket s, uint64_t id, uint32_t *pipe)
   return ok;
 }
 
-static int tf_probe(const char *url, uint64_t id)
+static int tft_probe(const char *url, uint64_t id)
 {
   nng_socket s;
   ck_assert_int_eq(nng_req0_open(&s), 0);
   ck_assert_int_eq(nng_dial(s, url, NULL, NNG_FLAG_NONBLOCK), 0);
-  int ok = tf_probe_on(s, id, NULL);
+  int ok = tft_probe_on(s, id, NULL);
   nng_close(s);
   return ok;
 }
 
 /* How often the daemon's log holds needle. */
-static int tf_count(const td_daemon *d, const char *needle)
+static int tft_count(const td_daemon *d, const char *needle)
 {
   int n = 0;
   for (const char *p = td_stderr(d); (p = strstr(p, needle)) != NULL; p++)
@@ -161,24 +161,24 @@ static int tf_count(const td_daemon *d, const char *needle)
 }
 
 /* Wait (bounded: tries x 100 ms) until the log holds needle n times. */
-static int tf_await_n(const td_daemon *d, const char *needle, int n,
+static int tft_await_n(const td_daemon *d, const char *needle, int n,
                       int tries)
 {
   for (int i = 0; i < tries; i++) {
-    if (tf_count(d, needle) >= n)
+    if (tft_count(d, needle) >= n)
       return 1;
-    tf_sleep_ms(100);
+    tft_sleep_ms(100);
   }
   return 0;
 }
 
-static int tf_await(const td_daemon *d, const char *needle, int n)
+static int tft_await(const td_daemon *d, const char *needle, int n)
 {
-  return tf_await_n(d, needle, n, TF_WAIT_TRIES);
+  return tft_await_n(d, needle, n, TF_WAIT_TRIES);
 }
 
 /* 1 when the peer closed fd (EOF or reset) within the bounded wait. */
-static int tf_closed_by_peer(int fd)
+static int tft_closed_by_peer(int fd)
 {
   for (int i = 0; i < TF_WAIT_TRIES; i++) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -193,13 +193,13 @@ static int tf_closed_by_peer(int fd)
 }
 
 /* A poll's aio: phase 1 once its request is sent, 2 once answered. */
-typedef struct tf_poll {
+typedef struct tft_poll {
   atomic_int phase;
-} tf_poll;
+} tft_poll;
 
-static void tf_poll_cb(void *arg)
+static void tft_poll_cb(void *arg)
 {
-  tf_poll *p = arg;
+  tft_poll *p = arg;
   int one = 1;
   atomic_compare_exchange_strong(&p->phase, &one, 2);
 }
@@ -222,13 +222,13 @@ START_TEST(never_reading_peer)
   int started = td_start(&d);
   unsetenv("LSAN_OPTIONS");
   ck_assert_msg(started == 0, "did not start:\n%s", td_stderr(&d));
-  int fd = tf_raw(tf_path(&d), 1);
+  int fd = tft_raw(tft_path(&d), 1);
   fcntl(fd, F_SETFL, O_NONBLOCK);
   uint8_t fr[256];
   size_t sent = 0;
   int stuck = 0;
   for (uint32_t i = 1; i < 200000 && stuck < 20; i++) {
-    size_t n = tf_status_frame(fr, sizeof fr, i);
+    size_t n = tft_status_frame(fr, sizeof fr, i);
     size_t off = 0;
     while (off < n && stuck < 20) {
       ssize_t w = write(fd, fr + off, n - off);
@@ -237,7 +237,7 @@ START_TEST(never_reading_peer)
         stuck = 0;
       } else if (w < 0 && errno == EAGAIN) {
         stuck++;
-        tf_sleep_ms(50);
+        tft_sleep_ms(50);
       } else {
         stuck = 99;  /* closed by the daemon: fine too */
       }
@@ -246,7 +246,7 @@ START_TEST(never_reading_peer)
   }
   ck_assert_uint_gt(sent, 64);
   for (int i = 0; i < 10; i++)
-    ck_assert_msg(tf_probe(d.ipc, 1000 + (uint64_t)i),
+    ck_assert_msg(tft_probe(d.ipc, 1000 + (uint64_t)i),
                   "status probe %d not answered while a peer does not "
                   "read:\n%s", i, td_stderr(&d));
   close(fd);
@@ -266,9 +266,9 @@ START_TEST(stop_stuck)
   int started = td_start(&d);
   unsetenv("WAVED_CLOSE_STALL_MS");
   ck_assert_msg(started == 0, "did not start:\n%s", td_stderr(&d));
-  ck_assert(tf_probe(d.ipc, 1));
+  ck_assert(tft_probe(d.ipc, 1));
   ck_assert_msg(td_stop(&d) == 0, "%s", td_stderr(&d));
-  ck_assert_msg(tf_count(&d, "did not close within") == 1, "%s",
+  ck_assert_msg(tft_count(&d, "did not close within") == 1, "%s",
                 td_stderr(&d));
   td_cleanup(&d);
 }
@@ -285,20 +285,20 @@ START_TEST(stalled_partial_message)
   int fds[8];
   static uint8_t part[30000];
   for (int k = 0; k < 8; k++) {
-    fds[k] = tf_raw(tf_path(&d), 1);
+    fds[k] = tft_raw(tft_path(&d), 1);
     uint8_t h[9] = {1, 0, 0, 0, 0, 0, 0, 0xea, 0x60};  /* 60000 bytes */
     ck_assert_int_eq(write(fds[k], h, 9), 9);
     ck_assert_int_eq(write(fds[k], part, sizeof part), (ssize_t)sizeof part);
   }
-  ck_assert(tf_probe(d.ipc, 7));
+  ck_assert(tft_probe(d.ipc, 7));
   for (int k = 0; k < 8; k++) {
-    ck_assert_msg(tf_closed_by_peer(fds[k]), "stalled connection %d still "
+    ck_assert_msg(tft_closed_by_peer(fds[k]), "stalled connection %d still "
                   "open:\n%s", k, td_stderr(&d));
     close(fds[k]);
   }
-  ck_assert_msg(tf_count(&d, "(limits.idle_timeout_ms)") >= 8, "%s",
+  ck_assert_msg(tft_count(&d, "(limits.idle_timeout_ms)") >= 8, "%s",
                 td_stderr(&d));
-  ck_assert(tf_probe(d.ipc, 8));
+  ck_assert(tft_probe(d.ipc, 8));
   ck_assert_msg(td_stop(&d) == 0, "%s", td_stderr(&d));
   td_cleanup(&d);
 }
@@ -327,11 +327,11 @@ START_TEST(parked_polls_per_peer)
   enum { N = 200 };
   static nng_ctx ctx[N];
   static nng_aio *aio[N];
-  static tf_poll pl[N];
+  static tft_poll pl[N];
   for (int i = 0; i < N; i++) {
     ck_assert_int_eq(nng_ctx_open(&ctx[i], s), 0);
     atomic_store(&pl[i].phase, 0);
-    ck_assert_int_eq(nng_aio_alloc(&aio[i], tf_poll_cb, &pl[i]), 0);
+    ck_assert_int_eq(nng_aio_alloc(&aio[i], tft_poll_cb, &pl[i]), 0);
     nng_aio_set_timeout(aio[i], 120000);
     Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
     jr.job_id = job;
@@ -354,7 +354,7 @@ START_TEST(parked_polls_per_peer)
     atomic_store(&pl[i].phase, 1);
     nng_ctx_recv(ctx[i], aio[i]);
   }
-  ck_assert(tf_probe(d.ipc, 9));
+  ck_assert(tft_probe(d.ipc, 9));
   /* 150 answered before the job ends (it runs until cancelled) */
   int answered = 0;
   for (int t = 0; t < TF_WAIT_TRIES && answered < N - 50; t++) {
@@ -362,7 +362,7 @@ START_TEST(parked_polls_per_peer)
     for (int i = 0; i < N; i++)
       answered += atomic_load(&pl[i].phase) == 2;
     if (answered < N - 50)
-      tf_sleep_ms(100);
+      tft_sleep_ms(100);
   }
   ck_assert_int_eq(answered, N - 50);
   r = td_job(s, job, 0, 1);  /* cancel: the parked 50 are answered */
@@ -398,11 +398,11 @@ END_TEST
 /* A status request on a fresh raw connection (no redial, unlike a REQ
  * socket, so a connection the daemon drops counts): 1 when answered on it
  * within TF_PROBE_MS. */
-static int tf_raw_status(const char *path, uint32_t rid)
+static int tft_raw_status(const char *path, uint32_t rid)
 {
-  int fd = tf_raw(path, 1);
+  int fd = tft_raw(path, 1);
   uint8_t f[256];
-  size_t n = tf_status_frame(f, sizeof f, rid);
+  size_t n = tft_status_frame(f, sizeof f, rid);
   ck_assert_int_eq(write(fd, f, n), (ssize_t)n);
   size_t got = 0;
   uint8_t r[13];  /* type, length, request id: enough to know it answered */
@@ -434,17 +434,17 @@ START_TEST(aborted_handshake_attack)
   ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
   nng_socket keep = td_dial(d.ipc);
   uint32_t pipe0 = 0, pipe = 0;
-  ck_assert(tf_probe_on(keep, 1, &pipe0));
+  ck_assert(tft_probe_on(keep, 1, &pipe0));
   int failed = 0;
   for (uint32_t round = 1; round <= TF_ABORTS; round++) {
-    close(tf_raw(tf_path(&d), 0));  /* connect, close before the handshake */
-    failed += !tf_raw_status(tf_path(&d), 100 + round);
+    close(tft_raw(tft_path(&d), 0));  /* connect, close before the handshake */
+    failed += !tft_raw_status(tft_path(&d), 100 + round);
   }
-  ck_assert(tf_probe_on(keep, 2, &pipe));
+  ck_assert(tft_probe_on(keep, 2, &pipe));
   ck_assert_msg(pipe == pipe0, "the connected client was dropped (pipe %u, "
                 "then %u)", pipe0, pipe);
   kill(d.pid, SIGUSR1);
-  ck_assert(tf_await(&d, "info: status: up", 1));
+  ck_assert(tft_await(&d, "info: status: up", 1));
   const char *line = strstr(td_stderr(&d), "info: status: up");
   const char *rec = strstr(line, "ipc listener recovery(ies)");
   ck_assert_ptr_nonnull(rec);
@@ -464,14 +464,14 @@ START_TEST(aborted_handshake_attack)
     fputs(td_stderr(&d), stderr);
   ck_assert_msg(rc == 0, "wavedd did not stop cleanly (its log above)");
   struct stat st;
-  ck_assert_msg(lstat(tf_path(&d), &st) != 0, "socket file left behind");
+  ck_assert_msg(lstat(tft_path(&d), &st) != 0, "socket file left behind");
   td_cleanup(&d);
 }
 END_TEST
 
 /* ---- the socket path ----------------------------------------------------- */
 
-static uid_t tf_nobody(gid_t *gid)
+static uid_t tft_nobody(gid_t *gid)
 {
   struct passwd *pw = getpwnam("nobody");
   ck_assert_ptr_nonnull(pw);
@@ -488,7 +488,7 @@ START_TEST(squatted_socket)
   td_daemon d;
   td_prepare(&d, NULL);
   gid_t gid;
-  uid_t nobody = tf_nobody(&gid);
+  uid_t nobody = tft_nobody(&gid);
   /* the folder: root's, the group nobody's may create there (not
    * world-writable) */
   ck_assert_int_eq(chown(d.dir, 0, gid), 0);
@@ -501,7 +501,7 @@ START_TEST(squatted_socket)
     if (setgid(gid) != 0 || setuid(nobody) != 0)
       _exit(3);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", tf_path(&d));
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", tft_path(&d));
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         listen(fd, 8) != 0)
@@ -516,7 +516,7 @@ START_TEST(squatted_socket)
   ck_assert_int_eq(read(ready[0], &b, 1), 1);
   close(ready[0]);
   struct stat st;
-  ck_assert_int_eq(lstat(tf_path(&d), &st), 0);
+  ck_assert_int_eq(lstat(tft_path(&d), &st), 0);
   ck_assert_uint_eq(st.st_uid, nobody);
 
   const char *const args[] = {"--config", d.cfg, "--foreground", NULL};
@@ -580,13 +580,13 @@ START_TEST(socket_mode_and_folder)
   umask(old);
   ck_assert_msg(rc == 0, "did not start:\n%s", td_stderr(&d));
   struct stat st;
-  ck_assert_int_eq(lstat(tf_path(&d), &st), 0);
+  ck_assert_int_eq(lstat(tft_path(&d), &st), 0);
   ck_assert_uint_eq(st.st_mode & 0777, 0660);
   ck_assert_int_eq(lstat(sub, &st), 0);
   ck_assert_uint_eq(st.st_mode & 0777, geteuid() == 0 ? 0750 : 0700);
-  ck_assert(tf_probe(d.ipc, 3));
+  ck_assert(tft_probe(d.ipc, 3));
   ck_assert_msg(td_stop(&d) == 0, "%s", td_stderr(&d));
-  ck_assert_int_ne(lstat(tf_path(&d), &st), 0);
+  ck_assert_int_ne(lstat(tft_path(&d), &st), 0);
 
   ck_assert_int_eq(chmod(sub, 01777), 0);  /* like /tmp */
   const char *const args[] = {"--config", d.cfg, "--foreground", NULL};
@@ -611,9 +611,9 @@ START_TEST(signals)
     td_prepare(&d, NULL);
     ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
     kill(d.pid, SIGUSR1);
-    ck_assert_msg(tf_await(&d, "info: status: up", 1), "no status line:\n%s",
+    ck_assert_msg(tft_await(&d, "info: status: up", 1), "no status line:\n%s",
                   td_stderr(&d));
-    ck_assert(tf_probe(d.ipc, 4));
+    ck_assert(tft_probe(d.ipc, 4));
     kill(d.pid, stops[k]);
     int ws;
     ck_assert_int_eq(waitpid(d.pid, &ws, 0), d.pid);
@@ -621,7 +621,7 @@ START_TEST(signals)
     ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "signal %d: status "
                   "%d\n%s", stops[k], ws, td_stderr(&d));
     struct stat st;
-    ck_assert_msg(lstat(tf_path(&d), &st) != 0, "signal %d left the socket",
+    ck_assert_msg(lstat(tft_path(&d), &st) != 0, "signal %d left the socket",
                   stops[k]);
     td_cleanup(&d);
   }

@@ -27,7 +27,7 @@
 
 /* ---- the spec, transcribed here ------------------------------------------ */
 
-static uint64_t th_mix(uint64_t x)
+static uint64_t thb_mix(uint64_t x)
 {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -36,24 +36,24 @@ static uint64_t th_mix(uint64_t x)
 
 #define TH_REGS 8u
 
-static void th_init(uint64_t seed, uint64_t n, uint64_t r[TH_REGS])
+static void thb_init(uint64_t seed, uint64_t n, uint64_t r[TH_REGS])
 {
-  uint64_t s = th_mix(n ^ seed ^ 0xa4093822299f31d0ull);
+  uint64_t s = thb_mix(n ^ seed ^ 0xa4093822299f31d0ull);
   for (unsigned j = 0; j < TH_REGS; j++)
-    r[j] = th_mix(s + (j + 1) * 0x9e3779b97f4a7c15ull);
+    r[j] = thb_mix(s + (j + 1) * 0x9e3779b97f4a7c15ull);
 }
 
-static uint64_t th_output(uint64_t seed, const uint64_t r[TH_REGS])
+static uint64_t thb_output(uint64_t seed, const uint64_t r[TH_REGS])
 {
   uint64_t h = seed ^ 0x082efa98ec4e6c89ull;
   for (unsigned j = 0; j < TH_REGS; j++)
-    h = th_mix(h + r[j]);
+    h = thb_mix(h + r[j]);
   return h;
 }
 
-static uint64_t th_closed(uint64_t seed, uint64_t addr)
+static uint64_t thb_closed(uint64_t seed, uint64_t addr)
 {
-  return th_mix(th_mix(seed ^ 0x13198a2e03707344ull) ^ (addr & 0xffffffffu));
+  return thb_mix(thb_mix(seed ^ 0x13198a2e03707344ull) ^ (addr & 0xffffffffu));
 }
 
 /* ---- FNV and the mixer ---------------------------------------------------- */
@@ -78,16 +78,16 @@ START_TEST(mix64_is_splitmix64)
   ck_assert_uint_eq(wv_mix64(0x9e3779b97f4a7c15ull), 0xe220a8397b1dcdafull);
   ck_assert_uint_eq(wv_mix64(2 * 0x9e3779b97f4a7c15ull), 0x6e789e6aa1b965f4ull);
   for (uint64_t x = 1; x < 1000; x++)
-    ck_assert_uint_eq(wv_mix64(x * 0x1234567ull), th_mix(x * 0x1234567ull));
+    ck_assert_uint_eq(wv_mix64(x * 0x1234567ull), thb_mix(x * 0x1234567ull));
 }
 END_TEST
 
 /* ---- instruction semantics ------------------------------------------------ */
 
-typedef struct th_case {
+typedef struct thb_case {
   const char *insn;
   void (*apply)(uint64_t r[32][TH_REGS], uint64_t seed);
-} th_case;
+} thb_case;
 
 #define TH_LANEWISE(fn, expr)                                                 \
   static void fn(uint64_t r[32][TH_REGS], uint64_t seed)                      \
@@ -98,23 +98,23 @@ typedef struct th_case {
       expr;                                                                   \
     }                                                                         \
   }
-TH_LANEWISE(th_add, x[2] = x[0] + x[1])
-TH_LANEWISE(th_sub, x[2] = x[0] - x[1])
-TH_LANEWISE(th_xor, x[2] = x[0] ^ x[1])
-TH_LANEWISE(th_mul, x[2] = x[0] * x[1])
-TH_LANEWISE(th_rotl13, x[2] = (x[0] << 13) | (x[0] >> 51))
-TH_LANEWISE(th_rotl63, x[2] = (x[0] << 63) | (x[0] >> 1))
-TH_LANEWISE(th_xshr1, x[2] = x[0] ^ (x[0] >> 1))
-TH_LANEWISE(th_xshr63, x[2] = x[0] ^ (x[0] >> 63))
-TH_LANEWISE(th_addi, x[2] = x[0] - 1)
-TH_LANEWISE(th_muli, x[2] = x[0] * 0x9e3779b97f4a7c15ull)
-TH_LANEWISE(th_inplace, x[0] = x[0] + x[0])
-TH_LANEWISE(th_load, x[2] ^= th_closed(seed, x[0]))
-TH_LANEWISE(th_load_self, x[0] ^= th_closed(seed, x[0]))
+TH_LANEWISE(thb_add, x[2] = x[0] + x[1])
+TH_LANEWISE(thb_sub, x[2] = x[0] - x[1])
+TH_LANEWISE(thb_xor, x[2] = x[0] ^ x[1])
+TH_LANEWISE(thb_mul, x[2] = x[0] * x[1])
+TH_LANEWISE(thb_rotl13, x[2] = (x[0] << 13) | (x[0] >> 51))
+TH_LANEWISE(thb_rotl63, x[2] = (x[0] << 63) | (x[0] >> 1))
+TH_LANEWISE(thb_xshr1, x[2] = x[0] ^ (x[0] >> 1))
+TH_LANEWISE(thb_xshr63, x[2] = x[0] ^ (x[0] >> 63))
+TH_LANEWISE(thb_addi, x[2] = x[0] - 1)
+TH_LANEWISE(thb_muli, x[2] = x[0] * 0x9e3779b97f4a7c15ull)
+TH_LANEWISE(thb_inplace, x[0] = x[0] + x[0])
+TH_LANEWISE(thb_load, x[2] ^= thb_closed(seed, x[0]))
+TH_LANEWISE(thb_load_self, x[0] ^= thb_closed(seed, x[0]))
 
 /* xchg r1, r0, 4: r1 of lane l is r0 of lane l ^ 4 (and only 5 swaps of
  * r3 follow: r3 of lane l is r3 of lane l ^ 1). */
-static void th_xchg_other(uint64_t r[32][TH_REGS], uint64_t seed)
+static void thb_xchg_other(uint64_t r[32][TH_REGS], uint64_t seed)
 {
   (void)seed;
   uint64_t r0[32], r3[32];
@@ -126,7 +126,7 @@ static void th_xchg_other(uint64_t r[32][TH_REGS], uint64_t seed)
 
 /* Six in-place swaps of r0 with m = 16, 2, 8, 1, 4, 2: lane l ends with
  * lane (l ^ 16 ^ 2 ^ 8 ^ 1 ^ 4 ^ 2) = l ^ 29's value. */
-static void th_xchg_swaps(uint64_t r[32][TH_REGS], uint64_t seed)
+static void thb_xchg_swaps(uint64_t r[32][TH_REGS], uint64_t seed)
 {
   (void)seed;
   uint64_t r0[32];
@@ -136,38 +136,38 @@ static void th_xchg_swaps(uint64_t r[32][TH_REGS], uint64_t seed)
     r[l][0] = r0[l ^ 29];
 }
 
-static const th_case th_cases[] = {
-  {"add r2, r0, r1", th_add},        {"sub r2, r0, r1", th_sub},
-  {"xor r2, r0, r1", th_xor},        {"mul r2, r0, r1", th_mul},
-  {"rotl r2, r0, 13", th_rotl13},    {"rotl r2, r0, 63", th_rotl63},
-  {"xshr r2, r0, 1", th_xshr1},      {"xshr r2, r0, 63", th_xshr63},
-  {"addi r2, r0, 0xffffffffffffffff", th_addi},
-  {"muli r2, r0, 11400714819323198485", th_muli},
-  {"add r0, r0, r0", th_inplace},    {"load r2, r0", th_load},
-  {"load r0, r0", th_load_self},     {"xchg r1, r0, 4", th_xchg_other},
+static const thb_case thb_cases[] = {
+  {"add r2, r0, r1", thb_add},        {"sub r2, r0, r1", thb_sub},
+  {"xor r2, r0, r1", thb_xor},        {"mul r2, r0, r1", thb_mul},
+  {"rotl r2, r0, 13", thb_rotl13},    {"rotl r2, r0, 63", thb_rotl63},
+  {"xshr r2, r0, 1", thb_xshr1},      {"xshr r2, r0, 63", thb_xshr63},
+  {"addi r2, r0, 0xffffffffffffffff", thb_addi},
+  {"muli r2, r0, 11400714819323198485", thb_muli},
+  {"add r0, r0, r0", thb_inplace},    {"load r2, r0", thb_load},
+  {"load r0, r0", thb_load_self},     {"xchg r1, r0, 4", thb_xchg_other},
 };
-#define TH_NCASES (sizeof th_cases / sizeof th_cases[0])
+#define TH_NCASES (sizeof thb_cases / sizeof thb_cases[0])
 
 /* Expected outputs of unit u under case c (+ the 6 swaps of r3 and the
  * r5 = r6 ^ r7 filler of th_program_text). */
-static void th_expect(const th_case *c, uint64_t seed, uint64_t u,
+static void thb_expect(const thb_case *c, uint64_t seed, uint64_t u,
                       uint64_t out[32])
 {
   uint64_t r[32][TH_REGS];
   for (unsigned l = 0; l < 32; l++)
-    th_init(seed, u * 32 + l, r[l]);
+    thb_init(seed, u * 32 + l, r[l]);
   c->apply(r, seed);
   for (unsigned l = 0; l < 32; l++) {
     r[l][5] = r[l][6] ^ r[l][7];
-    out[l] = th_output(seed, r[l]);
+    out[l] = thb_output(seed, r[l]);
   }
 }
 
-static const uint64_t th_units[] = {0, 12345, (1ull << 59) - 1};
+static const uint64_t thb_units[] = {0, 12345, (1ull << 59) - 1};
 
 START_TEST(opcode_semantics_ref_emu)
 {
-  const th_case *c = &th_cases[_i];
+  const thb_case *c = &thb_cases[_i];
   const char *first[1] = {c->insn};
   char *text = th_program_text(TH_HEAD, first, 1);
   wv_pack *p = th_load_text(text);
@@ -175,15 +175,15 @@ START_TEST(opcode_semantics_ref_emu)
   wv_hash_mem m = {.pack = p};
   for (unsigned k = 0; k < 3; k++) {
     uint64_t want[32], got[32];
-    th_expect(c, 0x1234, th_units[k], want);
-    wv_ref_unit(&m, th_units[k], got);
+    thb_expect(c, 0x1234, thb_units[k], want);
+    wv_ref_unit(&m, thb_units[k], got);
     for (unsigned l = 0; l < 32; l++)
       ck_assert_msg(got[l] == want[l], "ref '%s' unit %llu lane %u",
-                    c->insn, (unsigned long long)th_units[k], l);
+                    c->insn, (unsigned long long)thb_units[k], l);
     wv_emu_config cfg = {.subgroup = 16, .workgroup = 64,
                          .exchange = WV_EMU_LOCAL, .sched_seed = 7};
     wave_error err;
-    ck_assert_int_eq(wv_emu_range(&m, &cfg, th_units[k] * 32, 32, got, &err),
+    ck_assert_int_eq(wv_emu_range(&m, &cfg, thb_units[k] * 32, 32, got, &err),
                      0);
     for (unsigned l = 0; l < 32; l++)
       ck_assert_msg(got[l] == want[l], "emu '%s' lane %u", c->insn, l);
@@ -207,10 +207,10 @@ START_TEST(xchg_reads_old_values)
   for (unsigned i = 6; i < 64; i++)
     k += (size_t)snprintf(text + k, sizeof text - k, "  - \"xor r5, r6, r7\"\n");
   wv_pack *p = th_load_text(text);
-  th_case c = {"swaps", th_xchg_swaps};
+  thb_case c = {"swaps", thb_xchg_swaps};
   wv_hash_mem m = {.pack = p};
   uint64_t want[32], got[32];
-  th_expect(&c, 0x1234, 99, want);
+  thb_expect(&c, 0x1234, 99, want);
   wv_ref_unit(&m, 99, got);
   for (unsigned l = 0; l < 32; l++)
     ck_assert_uint_eq(got[l], want[l]);
@@ -221,25 +221,25 @@ END_TEST
 /* ---- cache and dataset --------------------------------------------------- */
 
 /* docs/hash.md "Cache" and "Dataset", transcribed. */
-static void th_cache(uint64_t seed, uint64_t m, uint64_t *c)
+static void thb_cache(uint64_t seed, uint64_t m, uint64_t *c)
 {
-  c[0] = th_mix(seed ^ 0x243f6a8885a308d3ull);
+  c[0] = thb_mix(seed ^ 0x243f6a8885a308d3ull);
   for (uint64_t k = 1; k < m; k++)
-    c[k] = th_mix(c[k - 1] + 0x9e3779b97f4a7c15ull);
+    c[k] = thb_mix(c[k - 1] + 0x9e3779b97f4a7c15ull);
   for (int pass = 0; pass < 3; pass++)
     for (uint64_t k = 0; k < m; k++) {
       uint64_t prev = k == 0 ? c[m - 1] : c[k - 1];
       uint64_t other = c[c[k] % m];
-      c[k] = th_mix((prev ^ other) + c[k]);
+      c[k] = thb_mix((prev ^ other) + c[k]);
     }
 }
 
-static uint64_t th_item(const uint64_t *c, uint64_t m, unsigned parents,
+static uint64_t thb_item(const uint64_t *c, uint64_t m, unsigned parents,
                         uint64_t i)
 {
-  uint64_t x = th_mix(c[i % m] ^ i);
+  uint64_t x = thb_mix(c[i % m] ^ i);
   for (unsigned j = 0; j < parents; j++)
-    x = th_mix(x + c[x % m]);
+    x = thb_mix(x + c[x % m]);
   return x;
 }
 
@@ -251,7 +251,7 @@ START_TEST(cache_and_dataset_match_spec)
   wave_error err;
   ck_assert_int_eq(wv_pack_cache_build(p, &cache, &items, &err), 0);
   ck_assert_uint_eq(items, p->cache_items);
-  th_cache(p->seed, p->cache_items, mine);
+  thb_cache(p->seed, p->cache_items, mine);
   ck_assert(memcmp(cache, mine, items * 8) == 0);
   /* Fingerprint over little-endian bytes, computed byte by byte here. */
   uint64_t h = 0xcbf29ce484222325ull;
@@ -267,8 +267,8 @@ START_TEST(cache_and_dataset_match_spec)
   for (uint64_t i = 0; i < n; i++)
     ck_assert_uint_eq(ds[i], wv_item_from_cache(cache, items, p->parents, i));
   for (uint64_t i = 0; i < n; i += 4097)
-    ck_assert_uint_eq(ds[i], th_item(mine, items, p->parents, i));
-  ck_assert_uint_eq(ds[n - 1], th_item(mine, items, p->parents, n - 1));
+    ck_assert_uint_eq(ds[i], thb_item(mine, items, p->parents, i));
+  ck_assert_uint_eq(ds[n - 1], thb_item(mine, items, p->parents, n - 1));
   free(ds);
   free(mine);
   free(cache);
@@ -287,7 +287,7 @@ START_TEST(memory_load_semantics)
   wv_pack *p = th_load_text(text);
   free(text);
   uint64_t c[8];
-  th_cache(77, 8, c);
+  thb_cache(77, 8, c);
   wv_hash_mem m = {.pack = p};
   wave_error err;
   ck_assert_int_eq(wv_pack_cache_get(p, &m.cache, &err), 0);
@@ -295,10 +295,10 @@ START_TEST(memory_load_semantics)
   wv_ref_unit(&m, 5, got);
   for (unsigned l = 0; l < 32; l++) {
     uint64_t r[TH_REGS];
-    th_init(77, 5 * 32 + l, r);
-    r[2] ^= th_item(c, 8, 2, r[0] & 127);
+    thb_init(77, 5 * 32 + l, r);
+    r[2] ^= thb_item(c, 8, 2, r[0] & 127);
     r[5] = r[6] ^ r[7];
-    ck_assert_uint_eq(got[l], th_output(77, r));
+    ck_assert_uint_eq(got[l], thb_output(77, r));
   }
   wv_pack_free(p);
 }
@@ -306,7 +306,7 @@ END_TEST
 
 /* ---- shipped packs -------------------------------------------------------- */
 
-static uint64_t th_fnv_outputs(const uint64_t *o, size_t n)
+static uint64_t thb_fnv_outputs(const uint64_t *o, size_t n)
 {
   return wv_fnv1a64(WV_FNV_OFFSET, o, n * 8);  /* little-endian host */
 }
@@ -344,7 +344,7 @@ START_TEST(shipped_packs_known_answers)
   }
   uint64_t *out = malloc(8192 * 8);
   wv_ref_range(&full, 0, 8192, out);
-  ck_assert_uint_eq(th_fnv_outputs(out, 8192), p->batch_fnv);
+  ck_assert_uint_eq(thb_fnv_outputs(out, 8192), p->batch_fnv);
   free(out);
   free(ds);
   free((void *)light.cache);
@@ -521,15 +521,15 @@ END_TEST
 
 /* ---- emulator ------------------------------------------------------------- */
 
-typedef struct th_emu_case {
+typedef struct thb_emu_case {
   unsigned sg, wg;
   wv_emu_exchange ex;
-} th_emu_case;
+} thb_emu_case;
 
 /* The seed's table (shuffle and local at 32/64-wide sub-groups, wave64
  * holding two units, a half-empty wave64, two sub-groups per work-group)
  * plus work-groups of 128 and sub-groups narrower than a unit. */
-static const th_emu_case th_emu_cases[] = {
+static const thb_emu_case thb_emu_cases[] = {
   {32, 32, WV_EMU_LOCAL},    {64, 64, WV_EMU_LOCAL},
   {64, 32, WV_EMU_LOCAL},    {32, 32, WV_EMU_SHUFFLE},
   {64, 32, WV_EMU_SHUFFLE},  {64, 64, WV_EMU_SHUFFLE},
@@ -539,29 +539,29 @@ static const th_emu_case th_emu_cases[] = {
   {16, 64, WV_EMU_LOCAL},    {8, 128, WV_EMU_LOCAL},
   {1, 32, WV_EMU_LOCAL},
 };
-#define TH_NEMU (sizeof th_emu_cases / sizeof th_emu_cases[0])
+#define TH_NEMU (sizeof thb_emu_cases / sizeof thb_emu_cases[0])
 
-static wv_pack *th_emu_pack;
-static uint64_t *th_emu_ds;
+static wv_pack *thb_emu_pack;
+static uint64_t *thb_emu_ds;
 
-static void th_emu_setup(void)
+static void thb_emu_setup(void)
 {
-  th_emu_pack = th_shipped("small");
+  thb_emu_pack = th_shipped("small");
   const uint64_t *cache;
   wave_error err;
-  ck_assert_int_eq(wv_pack_cache_get(th_emu_pack, &cache, &err), 0);
-  th_emu_ds = malloc(th_emu_pack->dataset_items * 8);
-  wv_pack_dataset_range(th_emu_pack, cache, 0, th_emu_pack->dataset_items,
-                        th_emu_ds);
+  ck_assert_int_eq(wv_pack_cache_get(thb_emu_pack, &cache, &err), 0);
+  thb_emu_ds = malloc(thb_emu_pack->dataset_items * 8);
+  wv_pack_dataset_range(thb_emu_pack, cache, 0, thb_emu_pack->dataset_items,
+                        thb_emu_ds);
 }
 
-static void th_emu_teardown(void)
+static void thb_emu_teardown(void)
 {
-  free(th_emu_ds);
-  wv_pack_free(th_emu_pack);
+  free(thb_emu_ds);
+  wv_pack_free(thb_emu_pack);
 }
 
-static uint64_t th_emu_fnv(const wv_pack *p, const uint64_t *ds, unsigned sg,
+static uint64_t thb_emu_fnv(const wv_pack *p, const uint64_t *ds, unsigned sg,
                            unsigned wg, wv_emu_exchange ex, uint64_t seed)
 {
   wv_hash_mem m = {.pack = p, .dataset = ds};
@@ -571,21 +571,21 @@ static uint64_t th_emu_fnv(const wv_pack *p, const uint64_t *ds, unsigned sg,
   wave_error err;
   int rv = wv_emu_range(&m, &cfg, 0, 8192, out, &err);
   ck_assert_msg(rv == 0, "%s", err.message);
-  uint64_t h = th_fnv_outputs(out, 8192);
+  uint64_t h = thb_fnv_outputs(out, 8192);
   free(out);
   return h;
 }
 
 START_TEST(emu_every_configuration)
 {
-  const th_emu_case *c = &th_emu_cases[_i];
-  uint64_t h = th_emu_fnv(th_emu_pack, th_emu_ds, c->sg, c->wg, c->ex, _i + 1);
-  ck_assert_msg(h == th_emu_pack->batch_fnv,
+  const thb_emu_case *c = &thb_emu_cases[_i];
+  uint64_t h = thb_emu_fnv(thb_emu_pack, thb_emu_ds, c->sg, c->wg, c->ex, _i + 1);
+  ck_assert_msg(h == thb_emu_pack->batch_fnv,
                 "sg %u wg %u %s: %016llx", c->sg, c->wg,
                 c->ex == WV_EMU_SHUFFLE ? "shuffle" : "local",
                 (unsigned long long)h);
   wv_pack *cl = th_shipped("closed");
-  ck_assert_uint_eq(th_emu_fnv(cl, NULL, c->sg, c->wg, c->ex, _i + 100),
+  ck_assert_uint_eq(thb_emu_fnv(cl, NULL, c->sg, c->wg, c->ex, _i + 100),
                     cl->batch_fnv);
   wv_pack_free(cl);
 }
@@ -598,18 +598,18 @@ START_TEST(emu_sees_the_one_buffer_race)
    * narrower than a unit a fast one overwrites the buffer before a slow one
    * has read it.  The emulator must see the difference (or it proves
    * nothing about the two-buffer rule). */
-  ck_assert_uint_eq(th_emu_fnv(th_emu_pack, th_emu_ds, 32, 32,
+  ck_assert_uint_eq(thb_emu_fnv(thb_emu_pack, thb_emu_ds, 32, 32,
                                WV_EMU_LOCAL_1BUF, 3),
-                    th_emu_pack->batch_fnv);
-  ck_assert_uint_ne(th_emu_fnv(th_emu_pack, th_emu_ds, 8, 128,
+                    thb_emu_pack->batch_fnv);
+  ck_assert_uint_ne(thb_emu_fnv(thb_emu_pack, thb_emu_ds, 8, 128,
                                WV_EMU_LOCAL_1BUF, 3),
-                    th_emu_pack->batch_fnv);
+                    thb_emu_pack->batch_fnv);
 }
 END_TEST
 
 START_TEST(emu_partial_ranges_and_bad_config)
 {
-  wv_hash_mem m = {.pack = th_emu_pack, .dataset = th_emu_ds};
+  wv_hash_mem m = {.pack = thb_emu_pack, .dataset = thb_emu_ds};
   uint64_t want[300], got[300];
   wave_error err;
   static const uint64_t starts[3] = {37, 1ull << 40, UINT64_MAX - 299};
@@ -679,7 +679,7 @@ START_TEST(cpu_ranges_match_reference)
   uint64_t *want = malloc(2001 * 8), *got = malloc(2001 * 8);
   uint64_t rng = 42;
   for (int k = 0; k < 40; k++) {
-    rng = th_mix(rng + 1);
+    rng = thb_mix(rng + 1);
     uint64_t nonce = k < 3 ? UINT64_MAX - (uint64_t)(k * 37) : rng;
     uint64_t count = k < 3 ? (uint64_t)k * 37 + 1 : 1 + rng % 1999;
     if (k == 3)
@@ -706,18 +706,18 @@ START_TEST(cpu_opcode_semantics)
   wv_device *dev = th_cpu_open(2);
   wave_error err;
   for (size_t c = 0; c < TH_NCASES; c++) {
-    const char *first[1] = {th_cases[c].insn};
+    const char *first[1] = {thb_cases[c].insn};
     char *text = th_program_text(TH_HEAD, first, 1);
     wv_pack *p = th_load_text(text);
     free(text);
     for (unsigned k = 0; k < 3; k++) {
       uint64_t want[32], got[32];
-      th_expect(&th_cases[c], 0x1234, th_units[k], want);
-      ck_assert_int_eq(wv_cpu_backend.hash(dev, p, th_units[k] * 32, 32, got,
+      thb_expect(&thb_cases[c], 0x1234, thb_units[k], want);
+      ck_assert_int_eq(wv_cpu_backend.hash(dev, p, thb_units[k] * 32, 32, got,
                                            &err), 0);
       for (unsigned l = 0; l < 32; l++)
         ck_assert_msg(got[l] == want[l], "cpu '%s' lane %u",
-                      th_cases[c].insn, l);
+                      thb_cases[c].insn, l);
     }
     wv_pack_free(p);
   }
@@ -725,7 +725,7 @@ START_TEST(cpu_opcode_semantics)
 }
 END_TEST
 
-static Suite *hash_suite(void)
+static Suite *tha_suite(void)
 {
   Suite *s = suite_create("hash");
   TCase *tc = tcase_create("spec");
@@ -745,7 +745,7 @@ static Suite *hash_suite(void)
   suite_add_tcase(s, tc);
 
   tc = tcase_create("emulator");
-  tcase_add_checked_fixture(tc, th_emu_setup, th_emu_teardown);
+  tcase_add_checked_fixture(tc, thb_emu_setup, thb_emu_teardown);
   tcase_add_loop_test(tc, emu_every_configuration, 0, (int)TH_NEMU);
   tcase_add_test(tc, emu_sees_the_one_buffer_race);
   tcase_add_test(tc, emu_partial_ranges_and_bad_config);
@@ -762,7 +762,7 @@ static Suite *hash_suite(void)
 
 int main(void)
 {
-  SRunner *sr = srunner_create(hash_suite());
+  SRunner *sr = srunner_create(tha_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

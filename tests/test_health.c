@@ -33,33 +33,33 @@
 
 #include "daemon_harness.h"
 
-static char th_base[64];
+static char thl_base[64];
 
-static void th_nap(void)
+static void thl_nap(void)
 {
   struct timespec ts = {0, 50 * 1000 * 1000};
   nanosleep(&ts, NULL);
 }
 
 /* GET /metrics into a static buffer. */
-static const char *th_page(void)
+static const char *thl_page(void)
 {
   char url[120];
-  snprintf(url, sizeof url, "%s/metrics", th_base);
+  snprintf(url, sizeof url, "%s/metrics", thl_base);
   static const char *body;  /* td_http_get's static buffer */
   td_http_get(url, &body, NULL);
   return body;
 }
 
 /* Until the page holds `has` and lacks `lacks` (either may be NULL). */
-static const char *th_wait(const char *has, const char *lacks)
+static const char *thl_wait(const char *has, const char *lacks)
 {
   for (int i = 0; i < 600; i++) {
-    const char *p = th_page();
+    const char *p = thl_page();
     if ((has == NULL || strstr(p, has) != NULL) &&
         (lacks == NULL || strstr(p, lacks) == NULL))
       return p;
-    th_nap();
+    thl_nap();
   }
   ck_abort_msg("the page never held '%s' without '%s'", has ? has : "",
                lacks ? lacks : "");
@@ -67,7 +67,7 @@ static const char *th_wait(const char *has, const char *lacks)
 }
 
 /* wavectl ARGS against d: its stdout (static). */
-static const char *th_ctl(const td_daemon *d, const char *args)
+static const char *thl_ctl(const td_daemon *d, const char *args)
 {
   static char out[1 << 16];
   char cmd[600];
@@ -82,7 +82,7 @@ static const char *th_ctl(const td_daemon *d, const char *args)
 }
 
 /* The StatusReply's device i. */
-static Wave__V1__Response *th_status(nng_socket s)
+static Wave__V1__Response *thl_status(nng_socket s)
 {
   Wave__V1__Response *r = td_status(s, 3);
   ck_assert_uint_eq(r->status->n_devices, 2);
@@ -100,12 +100,12 @@ START_TEST(health_from_the_feed_everywhere)
   td_prepare(&d, NULL);
   char feed[200], text[1024];
   snprintf(feed, sizeof feed, "%s/feed", d.dir);
-  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(thl_base, sizeof thl_base, "http://127.0.0.1:%d", td_free_port());
   snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
            "metrics: %s\npacks: {dir: %s/config/packs, load: [small]}\n"
            "devices:\n  - {name: fk0, backend: fake, threads: 1, "
            "device: \"telemetry=%s\"}\n"
-           "  - {name: cpu0, backend: cpu, threads: 1}\n", d.ipc, th_base,
+           "  - {name: cpu0, backend: cpu, threads: 1}\n", d.ipc, thl_base,
            getenv("WAVE_SOURCE_DIR"), feed);
   td_write(d.cfg, text);
   d.fake = 1;
@@ -114,7 +114,7 @@ START_TEST(health_from_the_feed_everywhere)
   nng_socket s = td_dial(d.ipc);
 
   /* every field */
-  const char *p = th_wait("wavedd_device_utilization_ratio{device=\"fk0\"} 0.87\n",
+  const char *p = thl_wait("wavedd_device_utilization_ratio{device=\"fk0\"} 0.87\n",
                           NULL);
   static const char *const full[] = {
     "wavedd_device_health_source{device=\"fk0\",source=\"feed\"} 1\n",
@@ -135,7 +135,7 @@ START_TEST(health_from_the_feed_everywhere)
   /* the CPU device has no source and no series at all */
   ck_assert_ptr_null(strstr(p, "temperature_celsius{device=\"cpu0\""));
   ck_assert_ptr_null(strstr(p, "throttled{device=\"cpu0\""));
-  Wave__V1__Response *r = th_status(s);
+  Wave__V1__Response *r = thl_status(s);
   const Wave__V1__DeviceStatus *fk = r->status->devices[0];
   const Wave__V1__DeviceStatus *cpu = r->status->devices[1];
   ck_assert_str_eq(fk->health_source, "feed");
@@ -147,7 +147,7 @@ START_TEST(health_from_the_feed_everywhere)
   ck_assert_uint_eq(cpu->health_have, 0);
   ck_assert_ptr_nonnull(strstr(cpu->health_note, "no health source"));
   wave__v1__response__free_unpacked(r, NULL);
-  const char *o = th_ctl(&d, "status");
+  const char *o = thl_ctl(&d, "status");
   ck_assert_msg(strstr(o, "  health     feed: 71.5 C, 250.2 W of 300 W, SM "
                 "1980 MHz, memory clock 2619 MHz, 87% busy, 10.0 GiB used of "
                 "80.0 GiB, throttle: sw_power_cap,hw_thermal\n") != NULL,
@@ -156,16 +156,16 @@ START_TEST(health_from_the_feed_everywhere)
 
   /* only a temperature, throttling as bits: the others are absent, not 0 */
   td_write(feed, "temp_c 40\nthrottle 0x1\n");
-  p = th_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 40\n", NULL);
+  p = thl_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 40\n", NULL);
   ck_assert_ptr_null(strstr(p, "wavedd_device_power_watts{"));
   ck_assert_ptr_null(strstr(p, "wavedd_device_clock_hertz{"));
   ck_assert_ptr_null(strstr(p, "wavedd_device_utilization_ratio{"));
   ck_assert_ptr_nonnull(strstr(p, "throttled{device=\"fk0\",reason=\"idle\"} 1\n"));
   ck_assert_ptr_nonnull(strstr(p, "throttled{device=\"fk0\",reason=\"hw_thermal\"} 0\n"));
-  r = th_status(s);
+  r = thl_status(s);
   ck_assert_uint_eq(r->status->devices[0]->health_have, 0x21);
   wave__v1__response__free_unpacked(r, NULL);
-  o = th_ctl(&d, "status --json");
+  o = thl_ctl(&d, "status --json");
   ck_assert_ptr_nonnull(strstr(o, "\"health\": {\"source\": \"feed\", "
                         "\"note\": \"\", \"temperature_c\": 40, \"throttle\": "
                         "\"idle\"}"));
@@ -173,9 +173,9 @@ START_TEST(health_from_the_feed_everywhere)
 
   /* a bad line: the source stands, with the line, and nothing is shown */
   td_write(feed, "temp_c 50\npower_w lots\n");
-  p = th_wait(NULL, "wavedd_device_temperature_celsius{device=\"fk0\"}");
+  p = thl_wait(NULL, "wavedd_device_temperature_celsius{device=\"fk0\"}");
   ck_assert_ptr_nonnull(strstr(p, "health_source{device=\"fk0\",source=\"feed\"} 1\n"));
-  r = th_status(s);
+  r = thl_status(s);
   ck_assert_uint_eq(r->status->devices[0]->health_have, 0);
   ck_assert_ptr_nonnull(strstr(r->status->devices[0]->health_note,
                                "feed line 2"));
@@ -183,13 +183,13 @@ START_TEST(health_from_the_feed_everywhere)
 
   /* no file: no source, and why */
   ck_assert_int_eq(unlink(feed), 0);
-  th_wait("health_source{device=\"fk0\",source=\"none\"} 1\n", NULL);
-  r = th_status(s);
+  thl_wait("health_source{device=\"fk0\",source=\"none\"} 1\n", NULL);
+  r = thl_status(s);
   ck_assert_str_eq(r->status->devices[0]->health_source, "");
   ck_assert_ptr_nonnull(strstr(r->status->devices[0]->health_note,
                                "No such file"));
   wave__v1__response__free_unpacked(r, NULL);
-  o = th_ctl(&d, "status");
+  o = thl_ctl(&d, "status");
   ck_assert_ptr_nonnull(strstr(o, "  health     none: no health source: "
                                "telemetry "));
   nng_close(s);
@@ -198,7 +198,7 @@ START_TEST(health_from_the_feed_everywhere)
 END_TEST
 
 /* The page's counter `series` ("name{labels}"), 0 when absent. */
-static unsigned long long th_num(const char *page, const char *series)
+static unsigned long long thl_num(const char *page, const char *series)
 {
   const char *p = strstr(page, series);
   return p != NULL ? strtoull(p + strlen(series) + 1, NULL, 10) : 0;
@@ -206,7 +206,7 @@ static unsigned long long th_num(const char *page, const char *series)
 
 /* A hash job on the small pack over `devices` (comma list) or on
  * `device`; its id. */
-static uint64_t th_job(nng_socket s, uint64_t id, uint64_t count,
+static uint64_t thl_job(nng_socket s, uint64_t id, uint64_t count,
                        const char *device, const char *devices)
 {
   Wave__V1__HashRequest hq = WAVE__V1__HASH_REQUEST__INIT;
@@ -231,7 +231,7 @@ static uint64_t th_job(nng_socket s, uint64_t id, uint64_t count,
 }
 
 /* The job's nonces done so far. */
-static uint64_t th_done(nng_socket s, uint64_t job)
+static uint64_t thl_done(nng_socket s, uint64_t job)
 {
   Wave__V1__Response *r = td_job(s, job, 0, 0);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
@@ -240,7 +240,7 @@ static uint64_t th_done(nng_socket s, uint64_t job)
   return done;
 }
 
-static void th_job_done(nng_socket s, uint64_t job, uint64_t count)
+static void thl_job_done(nng_socket s, uint64_t job, uint64_t count)
 {
   Wave__V1__Response *r = td_wait_job(s, job);
   ck_assert_msg(r->job->state == WAVE__V1__JOB_STATE__DONE, "state %d: %s",
@@ -250,10 +250,10 @@ static void th_job_done(nng_socket s, uint64_t job, uint64_t count)
 }
 
 /* Device i's guard state and reason, checked in the StatusReply. */
-static void th_guard(nng_socket s, size_t i, const char *state,
+static void thl_guard(nng_socket s, size_t i, const char *state,
                      const char *reason)
 {
-  Wave__V1__Response *r = th_status(s);
+  Wave__V1__Response *r = thl_status(s);
   const Wave__V1__DeviceStatus *ds = r->status->devices[i];
   ck_assert_str_eq(ds->guard, state);
   ck_assert_msg(strstr(ds->guard_reason, reason) != NULL, "reason '%s'",
@@ -280,8 +280,8 @@ START_TEST(guards_hold_and_let_go)
   td_prepare(&d, NULL);
   char feed[200], text[1024];
   snprintf(feed, sizeof feed, "%s/feed", d.dir);
-  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
-  snprintf(text, sizeof text, TH_CFG, d.ipc, th_base,
+  snprintf(thl_base, sizeof thl_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(text, sizeof text, TH_CFG, d.ipc, thl_base,
            getenv("WAVE_SOURCE_DIR"), feed, 80u, 70u);
   td_write(d.cfg, text);
   d.fake = 1;
@@ -290,77 +290,77 @@ START_TEST(guards_hold_and_let_go)
   nng_socket s = td_dial(d.ipc);
 
   /* under the limits: ok; the CPU device has no source: inactive */
-  th_wait(TH_GUARD("fk0", "ok"), NULL);
-  th_wait(TH_GUARD("cpu0", "inactive"), NULL);
-  th_guard(s, 1, "inactive", "max_temperature_c inactive: no health source");
+  thl_wait(TH_GUARD("fk0", "ok"), NULL);
+  thl_wait(TH_GUARD("cpu0", "inactive"), NULL);
+  thl_guard(s, 1, "inactive", "max_temperature_c inactive: no health source");
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device cpu0 guards: "
                                "max_temperature_c inactive"));
-  uint64_t job = th_job(s, 1, 1u << 16, "cpu0", NULL);
-  th_job_done(s, job, 1u << 16);  /* inactive guards hold nothing */
+  uint64_t job = thl_job(s, 1, 1u << 16, "cpu0", NULL);
+  thl_job_done(s, job, 1u << 16);  /* inactive guards hold nothing */
 
   /* the crossing reading holds fk0: no new piece from then on */
   td_write(feed, "temp_c 85\npower_w 100\n");
-  const char *p = th_wait(TH_GUARD("fk0", "throttled"), NULL);
+  const char *p = thl_wait(TH_GUARD("fk0", "throttled"), NULL);
   ck_assert_ptr_nonnull(strstr(p, "wavedd_device_guard_throttles_total{"
                                "device=\"fk0\"} 1\n"));
-  th_guard(s, 0, "throttled", "temperature 85.0 C, max_temperature_c 80");
+  thl_guard(s, 0, "throttled", "temperature 85.0 C, max_temperature_c 80");
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 throttled: "
                                "temperature 85.0 C"));
-  unsigned long long h0 = th_num(p, "wavedd_hashes_total{device=\"fk0\"}");
-  uint64_t both = th_job(s, 2, 1u << 18, NULL, "fk0,cpu0");
-  uint64_t held = th_job(s, 3, 4096, "fk0", NULL);
-  th_job_done(s, both, 1u << 18);  /* cpu0 ran it all; fk0's share ended */
-  p = th_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 85\n", NULL);
-  ck_assert_uint_eq(th_num(p, "wavedd_hashes_total{device=\"fk0\"}"), h0);
-  ck_assert_uint_eq(th_done(s, held), 0);
-  const char *o = th_ctl(&d, "status");
+  unsigned long long h0 = thl_num(p, "wavedd_hashes_total{device=\"fk0\"}");
+  uint64_t both = thl_job(s, 2, 1u << 18, NULL, "fk0,cpu0");
+  uint64_t held = thl_job(s, 3, 4096, "fk0", NULL);
+  thl_job_done(s, both, 1u << 18);  /* cpu0 ran it all; fk0's share ended */
+  p = thl_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 85\n", NULL);
+  ck_assert_uint_eq(thl_num(p, "wavedd_hashes_total{device=\"fk0\"}"), h0);
+  ck_assert_uint_eq(thl_done(s, held), 0);
+  const char *o = thl_ctl(&d, "status");
   ck_assert_msg(strstr(o, "  state      throttled: temperature 85.0 C") != NULL,
                 "%s", o);
-  o = th_ctl(&d, "status --json");
+  o = thl_ctl(&d, "status --json");
   ck_assert_ptr_nonnull(strstr(o, "\"guard\": {\"state\": \"throttled\""));
 
   /* between resume and max: still held */
   td_write(feed, "temp_c 75\npower_w 100\n");
-  th_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 75\n", NULL);
-  th_guard(s, 0, "throttled", "temperature 75.0 C");
-  ck_assert_uint_eq(th_done(s, held), 0);
+  thl_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 75\n", NULL);
+  thl_guard(s, 0, "throttled", "temperature 75.0 C");
+  ck_assert_uint_eq(thl_done(s, held), 0);
   /* at resume_temperature_c: let go, and the waiting job runs */
   td_write(feed, "temp_c 70\npower_w 100\n");
-  th_wait(TH_GUARD("fk0", "ok"), NULL);
-  th_job_done(s, held, 4096);
+  thl_wait(TH_GUARD("fk0", "ok"), NULL);
+  thl_job_done(s, held, 4096);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 resumed"));
   /* the series counts fk0's pieces (it stood still above), once the loop
    * renders a page after the job (once a second) */
-  for (int i = 0; i < 600 && th_num(th_page(), "wavedd_hashes_total{device="
+  for (int i = 0; i < 600 && thl_num(thl_page(), "wavedd_hashes_total{device="
                                     "\"fk0\"}") < h0 + 4096; i++)
-    th_nap();
-  ck_assert_uint_ge(th_num(th_page(), "wavedd_hashes_total{device=\"fk0\"}"),
+    thl_nap();
+  ck_assert_uint_ge(thl_num(thl_page(), "wavedd_hashes_total{device=\"fk0\"}"),
                     h0 + 4096);
 
   /* the power guard */
   td_write(feed, "temp_c 50\npower_w 310\n");
-  th_wait(TH_GUARD("fk0", "throttled"), NULL);
-  th_guard(s, 0, "throttled", "power 310.0 W, max_power_w 300");
+  thl_wait(TH_GUARD("fk0", "throttled"), NULL);
+  thl_guard(s, 0, "throttled", "power 310.0 W, max_power_w 300");
   td_write(feed, "temp_c 50\npower_w 120\n");
-  p = th_wait(TH_GUARD("fk0", "ok"), NULL);
+  p = thl_wait(TH_GUARD("fk0", "ok"), NULL);
   ck_assert_ptr_nonnull(strstr(p, "wavedd_device_guard_throttles_total{"
                                "device=\"fk0\"} 2\n"));
 
   /* a reload's limits are judged at once on the last reading (50 C) */
-  snprintf(text, sizeof text, TH_CFG, d.ipc, th_base,
+  snprintf(text, sizeof text, TH_CFG, d.ipc, thl_base,
            getenv("WAVE_SOURCE_DIR"), feed, 45u, 40u);
   td_write(d.cfg, text);
   kill(d.pid, SIGHUP);
-  th_wait(TH_GUARD("fk0", "throttled"), NULL);
-  Wave__V1__Response *r = th_status(s);
+  thl_wait(TH_GUARD("fk0", "throttled"), NULL);
+  Wave__V1__Response *r = thl_status(s);
   ck_assert_uint_eq(r->status->devices[0]->max_temperature_c, 45);
   ck_assert_uint_eq(r->status->devices[0]->resume_temperature_c, 40);
   wave__v1__response__free_unpacked(r, NULL);
 
   /* no reading: nothing changes, and it says so */
   ck_assert_int_eq(unlink(feed), 0);
-  th_wait("health_source{device=\"fk0\",source=\"none\"} 1\n", NULL);
-  th_guard(s, 0, "throttled", "no temperature since");
+  thl_wait("health_source{device=\"fk0\",source=\"none\"} 1\n", NULL);
+  thl_guard(s, 0, "throttled", "no temperature since");
   nng_close(s);
   td_stop_ok(&d);
 }
@@ -369,32 +369,32 @@ END_TEST
 /* A reduction of 1..4 (sum 10), device NULL: the daemon picks; run on a
  * thread of its own (the fake devices hold reductions: a test sends
  * several at once, each on its socket). */
-typedef struct th_red {
+typedef struct thl_red {
   nng_socket s;
   const char *device;
   Wave__V1__Response *r;
   pthread_t t;
-} th_red;
+} thl_red;
 
-static void *th_red_main(void *arg)
+static void *thl_red_main(void *arg)
 {
-  th_red *c = arg;
+  thl_red *c = arg;
   td_chunk in = {(uint32_t[4]){1, 2, 3, 4}, 16};
   c->r = td_reduce(c->s, 7, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, &in, 1,
                    NULL, 0, c->device);
   return NULL;
 }
 
-static void th_red_start(th_red *c, const char *url, const char *device)
+static void thl_red_start(thl_red *c, const char *url, const char *device)
 {
   c->s = td_dial(url);
   c->device = device;
   c->r = NULL;
-  ck_assert_int_eq(pthread_create(&c->t, NULL, th_red_main, c), 0);
+  ck_assert_int_eq(pthread_create(&c->t, NULL, thl_red_main, c), 0);
 }
 
 /* Its answer: the sum, on device `dev`. */
-static void th_red_end(th_red *c, const char *dev)
+static void thl_red_end(thl_red *c, const char *dev)
 {
   ck_assert_int_eq(pthread_join(c->t, NULL), 0);
   ck_assert_int_eq(c->r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
@@ -405,16 +405,16 @@ static void th_red_end(th_red *c, const char *dev)
 }
 
 /* Until the log holds needle. */
-static void th_log(td_daemon *d, const char *needle)
+static void thl_log(td_daemon *d, const char *needle)
 {
   for (int i = 0; i < 600 && strstr(td_stderr(d), needle) == NULL; i++)
-    th_nap();
+    thl_nap();
   ck_assert_msg(strstr(td_stderr(d), needle) != NULL, "no '%s' in:\n%s",
                 needle, td_stderr(d));
 }
 
 /* fk0's reductions queued now (StatusReply, normal level). */
-static unsigned th_queued(nng_socket s)
+static unsigned thl_queued(nng_socket s)
 {
   Wave__V1__Response *r = td_status(s, 3);
   unsigned n = r->status->devices[0]->queued_normal;
@@ -435,50 +435,50 @@ START_TEST(guards_move_queued_reductions)
   snprintf(feed, sizeof feed, "%s/feed", d.dir);
   snprintf(hold, sizeof hold, "%s/hold", d.dir);
   ck_assert_int_eq(mkdir(hold, 0700), 0);
-  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(thl_base, sizeof thl_base, "http://127.0.0.1:%d", td_free_port());
   snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
            "metrics: %s\npacks: {load: []}\ndevices:\n"
            "  - {name: fk0, backend: fake, threads: 1, device: "
            "\"telemetry=%s,hold_prepare=%s\", max_temperature_c: 80, "
            "resume_temperature_c: 70}\n"
            "  - {name: fk1, backend: fake, threads: 1, device: "
-           "\"hold_prepare=%s\"}\n", d.ipc, th_base, feed, hold, hold);
+           "\"hold_prepare=%s\"}\n", d.ipc, thl_base, feed, hold, hold);
   td_write(d.cfg, text);
   d.fake = 1;
   td_write(feed, "temp_c 50\n");
   ck_assert_msg(td_start(&d) == 0, "%s", td_stderr(&d));
   nng_socket s = td_dial(d.ipc);
-  th_wait(TH_GUARD("fk0", "ok"), NULL);
+  thl_wait(TH_GUARD("fk0", "ok"), NULL);
 
   snprintf(path, sizeof path, "%s/.reduce", hold);
   td_write(path, "held by test_health\n");
-  th_red busy0, busy1, picked, named;
-  th_red_start(&busy0, d.ipc, "fk0");
-  th_log(&d, "fake fk0: reduction held");
-  th_red_start(&busy1, d.ipc, "fk1");
-  th_log(&d, "fake fk1: reduction held");
-  th_red_start(&picked, d.ipc, NULL);  /* equal loads: fk0, config order */
-  for (int i = 0; i < 600 && th_queued(s) < 1; i++)
-    th_nap();
-  th_red_start(&named, d.ipc, "fk0");
-  for (int i = 0; i < 600 && th_queued(s) < 2; i++)
-    th_nap();
-  ck_assert_uint_eq(th_queued(s), 2);
+  thl_red busy0, busy1, picked, named;
+  thl_red_start(&busy0, d.ipc, "fk0");
+  thl_log(&d, "fake fk0: reduction held");
+  thl_red_start(&busy1, d.ipc, "fk1");
+  thl_log(&d, "fake fk1: reduction held");
+  thl_red_start(&picked, d.ipc, NULL);  /* equal loads: fk0, config order */
+  for (int i = 0; i < 600 && thl_queued(s) < 1; i++)
+    thl_nap();
+  thl_red_start(&named, d.ipc, "fk0");
+  for (int i = 0; i < 600 && thl_queued(s) < 2; i++)
+    thl_nap();
+  ck_assert_uint_eq(thl_queued(s), 2);
 
   /* the crossing reading: the picked one moves to fk1, the named one stays */
   td_write(feed, "temp_c 85\n");
-  th_wait(TH_GUARD("fk0", "throttled"), NULL);
-  ck_assert_uint_eq(th_queued(s), 1);
+  thl_wait(TH_GUARD("fk0", "throttled"), NULL);
+  ck_assert_uint_eq(thl_queued(s), 1);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 is held: 1 queued "
                                "reduction moved to fk1"));
   ck_assert_int_eq(unlink(path), 0);
-  th_red_end(&busy0, "fk0");  /* began before the reading: it finishes */
-  th_red_end(&busy1, "fk1");
-  th_red_end(&picked, "fk1");
-  ck_assert_uint_eq(th_queued(s), 1);  /* the named one waits for fk0 */
+  thl_red_end(&busy0, "fk0");  /* began before the reading: it finishes */
+  thl_red_end(&busy1, "fk1");
+  thl_red_end(&picked, "fk1");
+  ck_assert_uint_eq(thl_queued(s), 1);  /* the named one waits for fk0 */
   td_write(feed, "temp_c 70\n");
-  th_wait(TH_GUARD("fk0", "ok"), NULL);
-  th_red_end(&named, "fk0");
+  thl_wait(TH_GUARD("fk0", "ok"), NULL);
+  thl_red_end(&named, "fk0");
   nng_close(s);
   td_stop_ok(&d);
 }
@@ -486,7 +486,7 @@ END_TEST
 
 /* Write the feed and wait for the page to show it: one new reading (and
  * the watchdog's judgement on it) has been made. */
-static const char *th_reading(const char *feed, unsigned *t)
+static const char *thl_reading(const char *feed, unsigned *t)
 {
   char text[64], has[96];
   ++*t;
@@ -494,7 +494,7 @@ static const char *th_reading(const char *feed, unsigned *t)
   snprintf(has, sizeof has, "wavedd_device_temperature_celsius{device="
            "\"fk1\"} %u\n", *t);
   td_write(feed, text);
-  return th_wait(has, NULL);
+  return thl_wait(has, NULL);
 }
 
 START_TEST(watchdog_degrades_restarts_and_stops)
@@ -504,7 +504,7 @@ START_TEST(watchdog_degrades_restarts_and_stops)
   char feed[200], slow[200], text[2048];
   snprintf(feed, sizeof feed, "%s/feed", d.dir);
   snprintf(slow, sizeof slow, "%s/slow", d.dir);
-  snprintf(th_base, sizeof th_base, "http://127.0.0.1:%d", td_free_port());
+  snprintf(thl_base, sizeof thl_base, "http://127.0.0.1:%d", td_free_port());
   snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
            "metrics: %s\npacks: {dir: %s/config/packs, load: [small]}\n"
            "devices:\n  - {name: fk1, backend: fake, threads: 1, "
@@ -512,45 +512,50 @@ START_TEST(watchdog_degrades_restarts_and_stops)
            "watchdog_min_rate_pct: 20, watchdog_window_s: 2, "
            "watchdog_windows: 1, watchdog_restarts: 1}\n"
            "  - {name: cpu0, backend: cpu, threads: 1, batch: 1024}\n",
-           d.ipc, th_base, getenv("WAVE_SOURCE_DIR"), feed, slow);
+           d.ipc, thl_base, getenv("WAVE_SOURCE_DIR"), feed, slow);
   td_write(d.cfg, text);
   d.fake = 1;
   unsigned t = 30;
   td_write(feed, "temp_c 30\n");
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket s = td_dial(d.ipc);
-  uint64_t job = th_job(s, 1, 1ull << 40, NULL, "fk1,cpu0");
+  uint64_t job = thl_job(s, 1, 1ull << 40, NULL, "fk1,cpu0");
 
   /* its own rate: windows in which it hashed throughout */
   for (int i = 0; i < 3; i++)
-    th_reading(feed, &t);
-  ck_assert_ptr_nonnull(strstr(th_page(), TH_GUARD("fk1", "off")));
+    thl_reading(feed, &t);
+  ck_assert_ptr_nonnull(strstr(thl_page(), TH_GUARD("fk1", "off")));
   /* a tenth of it: degraded, then restarted once (the cap), then left
    * degraded, its pieces going to cpu0 */
   td_write(slow, "");
-  th_wait(TH_GUARD("fk1", "degraded"), NULL);
-  th_wait("wavedd_device_watchdog_restarts_total{device=\"fk1\"} 1\n", NULL);
-  const char *log = td_stderr(&d);
-  ck_assert_ptr_nonnull(strstr(log, "device fk1 degraded: hash rate "));
-  ck_assert_ptr_nonnull(strstr(log, "device fk1: closing and opening it "
-                               "again (the rate watchdog)"));
+  thl_wait(TH_GUARD("fk1", "degraded"), NULL);
+  thl_wait("wavedd_device_watchdog_restarts_total{device=\"fk1\"} 1\n", NULL);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d),
+                               "device fk1 degraded: hash rate "));
+  /* the health thread counts the restart; the device thread says it as
+   * it next wakes, after the slow step it is in: readings until then */
+  for (int i = 0; i < 40 && !strstr(td_stderr(&d), "device fk1: closing "
+                                    "and opening it again"); i++)
+    thl_reading(feed, &t);
+  ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk1: closing and "
+                               "opening it again (the rate watchdog)"));
   for (int i = 0; i < 40 && !strstr(td_stderr(&d), "the cap: left degraded");
        i++)
-    th_reading(feed, &t);
+    thl_reading(feed, &t);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk1: hash rate "));
-  th_guard(s, 0, "degraded", "1 restarts, the cap: left degraded");
-  const char *p = th_reading(feed, &t);
-  unsigned long long h1 = th_num(p, "wavedd_hashes_total{device=\"fk1\"}");
-  uint64_t done1 = th_done(s, job);
-  p = th_reading(feed, &t);
-  ck_assert_uint_eq(th_num(p, "wavedd_hashes_total{device=\"fk1\"}"), h1);
-  ck_assert_uint_gt(th_done(s, job), done1);  /* cpu0 goes on */
+  thl_guard(s, 0, "degraded", "1 restarts, the cap: left degraded");
+  const char *p = thl_reading(feed, &t);
+  unsigned long long h1 = thl_num(p, "wavedd_hashes_total{device=\"fk1\"}");
+  uint64_t done1 = thl_done(s, job);
+  p = thl_reading(feed, &t);
+  ck_assert_uint_eq(thl_num(p, "wavedd_hashes_total{device=\"fk1\"}"), h1);
+  ck_assert_uint_gt(thl_done(s, job), done1);  /* cpu0 goes on */
   ck_assert_ptr_nonnull(strstr(p, "wavedd_device_watchdog_restarts_total{"
                                "device=\"fk1\"} 1\n"));
-  Wave__V1__Response *r = th_status(s);
+  Wave__V1__Response *r = thl_status(s);
   ck_assert_uint_eq(r->status->devices[0]->watchdog_restarts, 1);
   wave__v1__response__free_unpacked(r, NULL);
-  const char *o = th_ctl(&d, "status");
+  const char *o = thl_ctl(&d, "status");
   ck_assert_msg(strstr(o, "  state      degraded: hash rate ") != NULL, "%s",
                 o);
   wave__v1__response__free_unpacked(td_job(s, job, 0, 1), NULL);

@@ -27,7 +27,7 @@ enum { TK_KEY = 16 };
 #define TK_LONG 1099511627776ull  /* nonces: far more than a test runs */
 
 /* A detached hash job of count nonces on s; its id and key (len kept). */
-static uint64_t tk_submit(nng_socket s, uint64_t count, uint8_t *key,
+static uint64_t tjk_submit(nng_socket s, uint64_t count, uint8_t *key,
                           size_t *key_len)
 {
   Wave__V1__HashRequest hr = WAVE__V1__HASH_REQUEST__INIT;
@@ -45,7 +45,7 @@ static uint64_t tk_submit(nng_socket s, uint64_t count, uint8_t *key,
   return id;
 }
 
-static Wave__V1__Response *tk_job(nng_socket s, uint64_t id, int cancel,
+static Wave__V1__Response *tjk_job(nng_socket s, uint64_t id, int cancel,
                                   const uint8_t *key, size_t len)
 {
   Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
@@ -69,7 +69,7 @@ static Wave__V1__Response *tk_job(nng_socket s, uint64_t id, int cancel,
 }
 
 /* JobsRequest with key: is job id listed?  No listing carries a key. */
-static int tk_listed(nng_socket s, uint64_t id, const uint8_t *key,
+static int tjk_listed(nng_socket s, uint64_t id, const uint8_t *key,
                      size_t len)
 {
   Wave__V1__JobsRequest jq = WAVE__V1__JOBS_REQUEST__INIT;
@@ -98,40 +98,40 @@ START_TEST(key_on_the_wire)
   nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp), u = td_dial(d.ipc);
   uint8_t key[TK_KEY], key2[TK_KEY], bad[TK_KEY], none[TK_KEY];
   size_t len, len2, len_ipc;
-  uint64_t id = tk_submit(a, TK_LONG, key, &len);
+  uint64_t id = tjk_submit(a, TK_LONG, key, &len);
   ck_assert_uint_eq(len, TK_KEY);
-  uint64_t id2 = tk_submit(a, TK_LONG, key2, &len2);
+  uint64_t id2 = tjk_submit(a, TK_LONG, key2, &len2);
   ck_assert_uint_eq(len2, TK_KEY);
   ck_assert_msg(memcmp(key, key2, TK_KEY) != 0, "two jobs, one key");
   /* a uid owns its jobs: no key */
-  uint64_t id_ipc = tk_submit(u, 8192, none, &len_ipc);
+  uint64_t id_ipc = tjk_submit(u, 8192, none, &len_ipc);
   ck_assert_uint_eq(len_ipc, 0);
 
   /* another connection: nothing without the key, or with a wrong one */
-  td_expect_error(tk_job(b, id, 0, NULL, 0), WAVE_ENOJOB, 77);
+  td_expect_error(tjk_job(b, id, 0, NULL, 0), WAVE_ENOJOB, 77);
   memcpy(bad, key, TK_KEY);
   bad[TK_KEY - 1] ^= 1;
-  td_expect_error(tk_job(b, id, 0, bad, TK_KEY), WAVE_ENOJOB, 77);
-  td_expect_error(tk_job(b, id, 0, key, TK_KEY - 1), WAVE_ENOJOB, 77);
-  td_expect_error(tk_job(b, id, 1, bad, TK_KEY), WAVE_ENOJOB, 77);
+  td_expect_error(tjk_job(b, id, 0, bad, TK_KEY), WAVE_ENOJOB, 77);
+  td_expect_error(tjk_job(b, id, 0, key, TK_KEY - 1), WAVE_ENOJOB, 77);
+  td_expect_error(tjk_job(b, id, 1, bad, TK_KEY), WAVE_ENOJOB, 77);
   /* a key opens its own job only */
-  td_expect_error(tk_job(b, id2, 0, key, TK_KEY), WAVE_ENOJOB, 77);
-  td_expect_error(tk_job(b, id_ipc, 0, key, TK_KEY), WAVE_ENOJOB, 77);
-  ck_assert_int_eq(tk_listed(b, id, NULL, 0), 0);
-  ck_assert_int_eq(tk_listed(b, id, bad, TK_KEY), 0);
-  ck_assert_int_eq(tk_listed(b, id2, key, TK_KEY), 0);
+  td_expect_error(tjk_job(b, id2, 0, key, TK_KEY), WAVE_ENOJOB, 77);
+  td_expect_error(tjk_job(b, id_ipc, 0, key, TK_KEY), WAVE_ENOJOB, 77);
+  ck_assert_int_eq(tjk_listed(b, id, NULL, 0), 0);
+  ck_assert_int_eq(tjk_listed(b, id, bad, TK_KEY), 0);
+  ck_assert_int_eq(tjk_listed(b, id2, key, TK_KEY), 0);
 
   /* with the key: poll (no key in the reply), list, cancel */
-  Wave__V1__Response *r = tk_job(b, id, 0, key, TK_KEY);
+  Wave__V1__Response *r = tjk_job(b, id, 0, key, TK_KEY);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   ck_assert_uint_eq(r->job->job_id, id);
   ck_assert_uint_eq(r->job->key.len, 0);
   ck_assert(r->job->state == WAVE__V1__JOB_STATE__QUEUED ||
             r->job->state == WAVE__V1__JOB_STATE__RUNNING);
   wave__v1__response__free_unpacked(r, NULL);
-  ck_assert_int_eq(tk_listed(b, id, key, TK_KEY), 1);
-  ck_assert_int_eq(tk_listed(b, id2, key, TK_KEY), 0);
-  r = tk_job(b, id, 1, key, TK_KEY);
+  ck_assert_int_eq(tjk_listed(b, id, key, TK_KEY), 1);
+  ck_assert_int_eq(tjk_listed(b, id2, key, TK_KEY), 0);
+  r = tjk_job(b, id, 1, key, TK_KEY);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   ck_assert_uint_eq(r->job->key.len, 0);
   wave__v1__response__free_unpacked(r, NULL);
@@ -158,7 +158,7 @@ START_TEST(key_on_the_wire)
     wave__v1__response__free_unpacked(r, NULL);
   }
   /* the other long job, by its own key */
-  r = tk_job(b, id2, 1, key2, TK_KEY);
+  r = tjk_job(b, id2, 1, key2, TK_KEY);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(b);
@@ -169,13 +169,13 @@ END_TEST
 
 /* ---- wavectl ---------------------------------------------------------- */
 
-typedef struct tk_out {
+typedef struct tjk_out {
   int status;
   char out[4096], err[4096];
-} tk_out;
+} tjk_out;
 
 /* sh -c CMD with wavectl on PATH; stdout and stderr kept. */
-static void tk_sh(const td_daemon *d, const char *cmd, tk_out *o)
+static void tjk_sh(const td_daemon *d, const char *cmd, tjk_out *o)
 {
   char full[4096], of[300], ef[300];
   snprintf(of, sizeof of, "%s/ctl.out", d->dir);
@@ -198,7 +198,7 @@ static void tk_sh(const td_daemon *d, const char *cmd, tk_out *o)
 
 /* The job id and the hint of a `submit hash --detach` line:
  * "job N submitted (HINT)". */
-static uint64_t tk_hint(const tk_out *o, char *hint, size_t n)
+static uint64_t tjk_hint(const tjk_out *o, char *hint, size_t n)
 {
   unsigned long long id = 0;
   ck_assert_msg(sscanf(o->out, "job %llu submitted (", &id) == 1, "%s",
@@ -214,23 +214,23 @@ START_TEST(wavectl_hints_work)
   td_daemon d;
   td_prepare(&d, NULL);
   ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
-  tk_out o;
+  tjk_out o;
   char cmd[2048], hint[1024];
 
   /* tcp: the hint names the key, and runs as printed */
   snprintf(cmd, sizeof cmd, "wavectl --url %s submit hash --pack small "
            "--nonce 0 --count 8192 --detach", d.tcp);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
-  uint64_t id = tk_hint(&o, hint, sizeof hint);
+  uint64_t id = tjk_hint(&o, hint, sizeof hint);
   ck_assert_msg(strstr(hint, " --key ") != NULL, "%s", hint);
-  tk_sh(&d, hint, &o);
+  tjk_sh(&d, hint, &o);
   ck_assert_msg(o.status == 0, "'%s': exit %d: %s", hint, o.status, o.err);
   ck_assert_msg(strstr(o.out, "fingerprint") != NULL, "%s", o.out);
   /* without the key, from another wavectl: NOJOB */
   snprintf(cmd, sizeof cmd, "wavectl --url %s wait %llu", d.tcp,
            (unsigned long long)id);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 1 && strstr(o.err, "NOJOB"), "exit %d: %s",
                 o.status, o.err);
 
@@ -238,7 +238,7 @@ START_TEST(wavectl_hints_work)
    * cancel --key cancels it */
   snprintf(cmd, sizeof cmd, "wavectl --url %s submit hash --pack small "
            "--nonce 0 --count %llu --detach --json", d.tcp, TK_LONG);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
   unsigned long long big = 0;
   char key[33] = "";
@@ -247,7 +247,7 @@ START_TEST(wavectl_hints_work)
   ck_assert_uint_eq(strlen(key), 32);
   snprintf(cmd, sizeof cmd, "wavectl --url %s jobs --key %s --json", d.tcp,
            key);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
   char want[64];
   snprintf(want, sizeof want, "\"job\": %llu,", big);
@@ -255,7 +255,7 @@ START_TEST(wavectl_hints_work)
   ck_assert_msg(strstr(o.out, key) == NULL, "a listing shows the key: %s",
                 o.out);
   snprintf(cmd, sizeof cmd, "wavectl --url %s jobs --json", d.tcp);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 0 && strstr(o.out, want) == NULL,
                 "listed without the key: %s", o.out);
   char wrong[33];
@@ -263,33 +263,33 @@ START_TEST(wavectl_hints_work)
   wrong[0] = wrong[0] == '0' ? '1' : '0';
   snprintf(cmd, sizeof cmd, "wavectl --url %s cancel %llu --key %s", d.tcp,
            big, wrong);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 1 && strstr(o.err, "NOJOB"), "exit %d: %s",
                 o.status, o.err);
   snprintf(cmd, sizeof cmd, "wavectl --url %s cancel %llu", d.tcp, big);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 1 && strstr(o.err, "NOJOB"), "exit %d: %s",
                 o.status, o.err);
   snprintf(cmd, sizeof cmd, "wavectl --url %s cancel %llu --key %s --json",
            d.tcp, big, key);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 0 && strstr(o.out, "\"cancelled\""),
                 "exit %d: %s %s", o.status, o.out, o.err);
   /* a malformed key is a usage error */
   snprintf(cmd, sizeof cmd, "wavectl --url %s wait %llu --key 12", d.tcp,
            big);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 2 && strstr(o.err, "ARG"), "exit %d: %s",
                 o.status, o.err);
 
   /* ipc: a uid owns the job, so the plain hint works and has no key */
   snprintf(cmd, sizeof cmd, "wavectl --url %s submit hash --pack small "
            "--nonce 0 --count 8192 --detach", d.ipc);
-  tk_sh(&d, cmd, &o);
+  tjk_sh(&d, cmd, &o);
   ck_assert_msg(o.status == 0, "exit %d: %s", o.status, o.err);
-  tk_hint(&o, hint, sizeof hint);
+  tjk_hint(&o, hint, sizeof hint);
   ck_assert_msg(strstr(hint, "--key") == NULL, "%s", hint);
-  tk_sh(&d, hint, &o);
+  tjk_sh(&d, hint, &o);
   ck_assert_msg(o.status == 0, "'%s': exit %d: %s", hint, o.status, o.err);
   td_stop_ok(&d);
 }

@@ -102,7 +102,7 @@ END_TEST
  * a dead one (X) has exited.  Not kill(pid, 0), which succeeds on a
  * zombie, and the detached daemon is one until its parent reaps it:
  * nobody does when PID 1 is a shell or a container's bare process. */
-static int tl_running(pid_t pid)
+static int tlc_running(pid_t pid)
 {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -133,11 +133,11 @@ START_TEST(detach)
   td_good(s);
   nng_close(s);
   ck_assert_int_eq(kill((pid_t)pid, SIGTERM), 0);
-  for (int i = 0; i < 600 && tl_running((pid_t)pid); i++) {
+  for (int i = 0; i < 600 && tlc_running((pid_t)pid); i++) {
     struct timespec ts = {0, 100 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  ck_assert_msg(!tl_running((pid_t)pid), "wavedd (pid %ld) did not exit",
+  ck_assert_msg(!tlc_running((pid_t)pid), "wavedd (pid %ld) did not exit",
                 pid);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "exit"));
   td_cleanup(&d);

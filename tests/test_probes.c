@@ -34,38 +34,38 @@
 #include "daemon_harness.h"
 #include "wave/error.h"
 
-static void tp_nap(void)
+static void tpr_nap(void)
 {
   struct timespec ts = {0, 20 * 1000 * 1000};
   nanosleep(&ts, NULL);
 }
 
 /* GET base+path: the status; the body into a static buffer (*body). */
-static unsigned tp_get(const char *base, const char *path, const char **body)
+static unsigned tpr_get(const char *base, const char *path, const char **body)
 {
   char url[200];
   snprintf(url, sizeof url, "%s%s", base, path);
   return td_http_get(url, body, NULL);
 }
 
-static void tp_expect(const char *base, const char *path, unsigned status,
+static void tpr_expect(const char *base, const char *path, unsigned status,
                       const char *body)
 {
   const char *got;
-  unsigned st = tp_get(base, path, &got);
+  unsigned st = tpr_get(base, path, &got);
   ck_assert_msg(st == status && strcmp(got, body) == 0,
                 "%s: %u '%s', not %u '%s'", path, st, got, status, body);
 }
 
 /* Until the page holds line (rendered once a second). */
-static void tp_wait_page(const char *base, const char *line)
+static void tpr_wait_page(const char *base, const char *line)
 {
   const char *page = "";
   for (int i = 0; i < 1500; i++) {
-    tp_get(base, "/metrics", &page);
+    tpr_get(base, "/metrics", &page);
     if (strstr(page, line) != NULL)
       return;
-    tp_nap();
+    tpr_nap();
   }
   /* the page may be longer than check's message: its end, at most */
   size_t n = strlen(page);
@@ -73,12 +73,12 @@ static void tp_wait_page(const char *base, const char *line)
                page + (n > 2000 ? n - 2000 : 0));
 }
 
-static void tp_wait_log(td_daemon *d, const char *needle)
+static void tpr_wait_log(td_daemon *d, const char *needle)
 {
   for (int i = 0; i < 1500; i++) {
     if (strstr(td_stderr(d), needle) != NULL)
       return;
-    tp_nap();
+    tpr_nap();
   }
   ck_abort_msg("no '%s' in the log:\n%s", needle, td_stderr(d));
 }
@@ -86,7 +86,7 @@ static void tp_wait_log(td_daemon *d, const char *needle)
 /* A config: metrics on a free port (its base URL into base), the closed
  * pack prepared at start-up, and the device lines; tcp (not NULL): a
  * second listener, without tokens. */
-static void tp_config(td_daemon *d, char *base, size_t n, const char *devs,
+static void tpr_config(td_daemon *d, char *base, size_t n, const char *devs,
                       const char *tcp)
 {
   char text[2048], more[200] = "";
@@ -103,7 +103,7 @@ static void tp_config(td_daemon *d, char *base, size_t n, const char *devs,
   d->fake = 1;
 }
 
-static void tp_touch(const char *dir, const char *name, int on)
+static void tpr_touch(const char *dir, const char *name, int on)
 {
   char path[300];
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -113,14 +113,14 @@ static void tp_touch(const char *dir, const char *name, int on)
     ck_assert_int_eq(unlink(path), 0);
 }
 
-typedef struct tp_call {
+typedef struct tpr_call {
   const char *ipc;
   Wave__V1__Response *r;
-} tp_call;
+} tpr_call;
 
-static void *tp_reduce(void *arg)
+static void *tpr_reduce(void *arg)
 {
-  tp_call *c = arg;
+  tpr_call *c = arg;
   nng_socket s = td_dial(c->ipc);
   td_chunk in = {(uint32_t[4]){1, 2, 3, 4}, 16};
   c->r = td_reduce(s, 5, WAVE__V1__DTYPE__U32, WAVE__V1__OP__SUM, &in, 1,
@@ -138,32 +138,32 @@ START_TEST(probes_follow_start_and_stop)
   ck_assert_int_eq(mkdir(hold, 0700), 0);
   snprintf(devs, sizeof devs, "  - {name: fk0, backend: fake, threads: 1, "
            "device: \"hold_prepare=%s\"}\n", hold);
-  tp_config(&d, base, sizeof base, devs, NULL);
-  tp_touch(hold, "closed", 1);
+  tpr_config(&d, base, sizeof base, devs, NULL);
+  tpr_touch(hold, "closed", 1);
   ck_assert_int_eq(td_start_listening(&d), 0);
 
-  tp_expect(base, "/livez", 200, "ok\n");
-  tp_expect(base, "/readyz", 503,
+  tpr_expect(base, "/livez", 200, "ok\n");
+  tpr_expect(base, "/readyz", 503,
             "not ready: starting: 1 pack preparation(s) not back yet\n");
-  tp_wait_page(base, "\nwavedd_ready 0\n");
+  tpr_wait_page(base, "\nwavedd_ready 0\n");
   ck_assert_ptr_null(strstr(td_stderr(&d), "ready: every device"));
 
-  tp_touch(hold, "closed", 0);
-  tp_wait_log(&d, "ready: every device has prepared its packs");
-  tp_expect(base, "/readyz", 200, "ready\n");
-  tp_wait_page(base, "\nwavedd_ready 1\n");
+  tpr_touch(hold, "closed", 0);
+  tpr_wait_log(&d, "ready: every device has prepared its packs");
+  tpr_expect(base, "/readyz", 200, "ready\n");
+  tpr_wait_page(base, "\nwavedd_ready 1\n");
 
   /* a reduction held on fk0 keeps the stop in STOPPING */
-  tp_touch(hold, ".reduce", 1);
-  tp_call c = {d.ipc, NULL};
+  tpr_touch(hold, ".reduce", 1);
+  tpr_call c = {d.ipc, NULL};
   pthread_t t;
-  ck_assert_int_eq(pthread_create(&t, NULL, tp_reduce, &c), 0);
-  tp_wait_log(&d, "fake fk0: reduction held");
+  ck_assert_int_eq(pthread_create(&t, NULL, tpr_reduce, &c), 0);
+  tpr_wait_log(&d, "fake fk0: reduction held");
   kill(d.pid, SIGTERM);
-  tp_wait_log(&d, "stopping: no new work");
-  tp_expect(base, "/readyz", 503, "not ready: stopping\n");
-  tp_expect(base, "/livez", 200, "ok\n");
-  tp_touch(hold, ".reduce", 0);
+  tpr_wait_log(&d, "stopping: no new work");
+  tpr_expect(base, "/readyz", 503, "not ready: stopping\n");
+  tpr_expect(base, "/livez", 200, "ok\n");
+  tpr_touch(hold, ".reduce", 0);
   pthread_join(t, NULL);
   ck_assert_int_eq(c.r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
   wave__v1__response__free_unpacked(c.r, NULL);
@@ -172,7 +172,7 @@ START_TEST(probes_follow_start_and_stop)
 END_TEST
 
 /* Until the status (asked on s) says ipc and tcp hold these connections. */
-static void tp_wait_conns(nng_socket s, const char *ipc, const char *tcp,
+static void tpr_wait_conns(nng_socket s, const char *ipc, const char *tcp,
                           uint64_t n_ipc, uint64_t n_tcp)
 {
   uint64_t got[2] = {(uint64_t)-1, (uint64_t)-1};
@@ -189,14 +189,14 @@ static void tp_wait_conns(nng_socket s, const char *ipc, const char *tcp,
     wave__v1__response__free_unpacked(r, NULL);
     if (got[0] == n_ipc && got[1] == n_tcp)
       return;
-    tp_nap();
+    tpr_nap();
   }
   ck_abort_msg("status: %" PRIu64 " connections on ipc, %" PRIu64 " on tcp, "
                "not %" PRIu64 " and %" PRIu64, got[0], got[1], n_ipc, n_tcp);
 }
 
 /* Reduce on dev; expect ok or the device's fault. */
-static void tp_step(nng_socket s, const char *dev, int fault)
+static void tpr_step(nng_socket s, const char *dev, int fault)
 {
   td_chunk in = {(uint32_t[2]){1, 2}, 8};
   Wave__V1__Response *r = td_reduce(s, 7, WAVE__V1__DTYPE__U32,
@@ -215,13 +215,13 @@ START_TEST(readyz_fails_only_when_every_device_faulted)
   td_prepare(&d, NULL);
   char base[64], tcp[64], line[700];
   snprintf(tcp, sizeof tcp, "tcp://127.0.0.1:%d", td_free_port());
-  tp_config(&d, base, sizeof base,
+  tpr_config(&d, base, sizeof base,
             "  - {name: fk0, backend: fake, threads: 1, "
             "device: \"fault_after=1\"}\n"
             "  - {name: fk1, backend: fake, threads: 1, "
             "device: \"fault_after=1\"}\n", tcp);
   ck_assert_int_eq(td_start(&d), 0);
-  tp_expect(base, "/readyz", 200, "ready\n");
+  tpr_expect(base, "/readyz", 200, "ready\n");
   nng_socket s = td_dial(d.ipc);
 
   /* connections per listener: s and one more on ipc, 3 on tcp */
@@ -229,31 +229,31 @@ START_TEST(readyz_fails_only_when_every_device_faulted)
   nng_socket more[TP_IPC + TP_TCP];
   for (int i = 0; i < TP_IPC + TP_TCP; i++)
     more[i] = td_dial(i < TP_IPC ? d.ipc : tcp);
-  tp_wait_conns(s, d.ipc, tcp, 1 + TP_IPC, TP_TCP);
+  tpr_wait_conns(s, d.ipc, tcp, 1 + TP_IPC, TP_TCP);
   snprintf(line, sizeof line, "\nwavedd_connections{listener=\"%s\"} %d\n"
            "wavedd_connections{listener=\"%s\"} %d\n", d.ipc, 1 + TP_IPC,
            tcp, TP_TCP);
-  tp_wait_page(base, line);
+  tpr_wait_page(base, line);
   for (int i = TP_IPC; i < TP_IPC + TP_TCP; i++)
     nng_close(more[i]);
-  tp_wait_conns(s, d.ipc, tcp, 1 + TP_IPC, 0);
+  tpr_wait_conns(s, d.ipc, tcp, 1 + TP_IPC, 0);
   snprintf(line, sizeof line, "\nwavedd_connections{listener=\"%s\"} %d\n"
            "wavedd_connections{listener=\"%s\"} 0\n", d.ipc, 1 + TP_IPC,
            tcp);
-  tp_wait_page(base, line);
+  tpr_wait_page(base, line);
   for (int i = 0; i < TP_IPC; i++)
     nng_close(more[i]);
-  tp_step(s, "fk0", 0);
-  tp_step(s, "fk0", 1);
-  tp_wait_page(base, "wavedd_device_faulted{device=\"fk0\"} 1\n");
-  tp_expect(base, "/readyz", 200, "ready\n");
-  tp_step(s, "fk1", 0);
-  tp_step(s, "fk1", 1);
-  tp_wait_page(base, "wavedd_device_faulted{device=\"fk1\"} 1\n");
-  tp_expect(base, "/readyz", 503,
+  tpr_step(s, "fk0", 0);
+  tpr_step(s, "fk0", 1);
+  tpr_wait_page(base, "wavedd_device_faulted{device=\"fk0\"} 1\n");
+  tpr_expect(base, "/readyz", 200, "ready\n");
+  tpr_step(s, "fk1", 0);
+  tpr_step(s, "fk1", 1);
+  tpr_wait_page(base, "wavedd_device_faulted{device=\"fk1\"} 1\n");
+  tpr_expect(base, "/readyz", 503,
             "not ready: every device is faulted (2)\n");
-  tp_wait_page(base, "\nwavedd_ready 0\n");
-  tp_expect(base, "/livez", 200, "ok\n");
+  tpr_wait_page(base, "\nwavedd_ready 0\n");
+  tpr_expect(base, "/livez", 200, "ok\n");
   nng_close(s);
   td_stop_ok(&d);
 }

@@ -31,14 +31,14 @@ TCase *reduce_cpu_tcase(void);
 
 /* ---- hand-worked cases -------------------------------------------------- */
 
-static void t_dev_open(void)
+static void trd_dev_open(void)
 {
   wv_device_config cfg = {.name = "cpu-hand", .backend = "cpu", .threads = 2};
   wave_error e;
   ck_assert_int_eq(wv_cpu_backend.open(&cfg, &t_dev, &e), 0);
 }
 
-static void t_dev_close(void)
+static void trd_dev_close(void)
 {
   wv_cpu_backend.close(t_dev);
   t_dev = NULL;
@@ -368,7 +368,7 @@ int main(void)
 {
   Suite *s = suite_create("reduce");
   TCase *tc = tcase_create("semantics");
-  tcase_add_checked_fixture(tc, t_dev_open, t_dev_close);
+  tcase_add_checked_fixture(tc, trd_dev_open, trd_dev_close);
   tcase_add_test(tc, f32_sum_tree_order);
   tcase_add_test(tc, f32_sum_chunks_are_reduced_on_their_own);
   tcase_add_test(tc, f32_sum_special_values);

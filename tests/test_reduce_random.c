@@ -19,9 +19,9 @@ TCase *reduce_cpu_tcase(void);
 
 /* ---- random jobs: reference and CPU backend vs t_expect ---------------- */
 
-typedef enum { TD_RANDOM, TD_SPECIAL } t_data;
+typedef enum { TD_RANDOM, TD_SPECIAL } trr_data;
 
-static void t_fill(tjob *t, uint64_t *s, t_data kind, unsigned mask_pct)
+static void trr_fill(tjob *t, uint64_t *s, trr_data kind, unsigned mask_pct)
 {
   for (size_t i = 0; i < t->rows; i++) {
     uint32_t b = (uint32_t)t_rng(s);
@@ -59,7 +59,7 @@ static void t_fill(tjob *t, uint64_t *s, t_data kind, unsigned mask_pct)
 }
 
 /* Random chunk sizes summing to rows: n pieces, some of them empty. */
-static size_t t_split(uint64_t *s, size_t rows, size_t *sizes, size_t max)
+static size_t trr_split(uint64_t *s, size_t rows, size_t *sizes, size_t max)
 {
   size_t n = 1 + t_rng(s) % max, left = rows;
   for (size_t i = 0; i + 1 < n; i++) {
@@ -71,7 +71,7 @@ static size_t t_split(uint64_t *s, size_t rows, size_t *sizes, size_t max)
   return n;
 }
 
-static wv_device *t_open_cpu(unsigned threads)
+static wv_device *trr_open_cpu(unsigned threads)
 {
   wv_device_config cfg = {.name = "cpu-test", .backend = "cpu",
                           .threads = threads};
@@ -83,7 +83,7 @@ static wv_device *t_open_cpu(unsigned threads)
 }
 
 /* Check one job three ways; what says which job it was. */
-static void t_check(const tjob *t, wv_device *dev, const char *what)
+static void trr_check(const tjob *t, wv_device *dev, const char *what)
 {
   wv_reduce_out want, ref, got;
   char msg[200];
@@ -105,18 +105,18 @@ START_TEST(sizes_around_group_boundaries)
 {
   static const size_t sizes[] = {1, 2, 31, 255, 256, 257, 511, 512, 513,
                                  65535, 65536, 65537, 65536 * 2 + 255};
-  wv_device *dev = t_open_cpu(2);
+  wv_device *dev = trr_open_cpu(2);
   uint64_t s = 7;
   for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
     for (size_t p = 0; p < T_N_PAIRS; p++)
       for (int masked = 0; masked < 2; masked++) {
         tjob t;
         t_one(&t, t_pairs[p].d, t_pairs[p].op, sizes[z], masked);
-        t_fill(&t, &s, TD_RANDOM, 60);
+        trr_fill(&t, &s, TD_RANDOM, 60);
         char what[64];
         snprintf(what, sizeof what, "%zu rows%s", sizes[z],
                  masked ? " masked" : "");
-        t_check(&t, dev, what);
+        trr_check(&t, dev, what);
         t_free(&t);
       }
   wv_cpu_backend.close(dev);
@@ -132,7 +132,7 @@ START_TEST(differently_chunked_masks)
     {{70000, 1}, 2, {256, 65535, 4210}, 3},
     {{1}, 1, {0, 1, 0}, 3},
   };
-  wv_device *dev = t_open_cpu(3);
+  wv_device *dev = trr_open_cpu(3);
   uint64_t s = 11;
   for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
     size_t rows = 0;
@@ -147,10 +147,10 @@ START_TEST(differently_chunked_masks)
         tjob t;
         t_init(&t, t_pairs[p].d, t_pairs[p].op, shapes[k].in, shapes[k].n_in,
                shapes[k].mk, shapes[k].n_mk, 1);
-        t_fill(&t, &s, (t_data)kind, 50);
+        trr_fill(&t, &s, (trr_data)kind, 50);
         char what[64];
         snprintf(what, sizeof what, "shape %zu kind %d", k, kind);
-        t_check(&t, dev, what);
+        trr_check(&t, dev, what);
         t_free(&t);
       }
   }
@@ -163,21 +163,21 @@ START_TEST(cpu_random_jobs)
   static const unsigned threads[] = {1, 2, 3};
   uint64_t s = 2024;
   for (size_t th = 0; th < 3; th++) {
-    wv_device *dev = t_open_cpu(threads[th]);
+    wv_device *dev = trr_open_cpu(threads[th]);
     for (int r = 0; r < 40; r++) {
       size_t p = (size_t)(t_rng(&s) % T_N_PAIRS);
       size_t rows = (size_t)(t_rng(&s) % (r % 4 == 0 ? 300000 : 3000));
       size_t in[16], mk[16];
-      size_t n_in = t_split(&s, rows, in, 16);
-      size_t n_mk = t_split(&s, rows, mk, 16);
+      size_t n_in = trr_split(&s, rows, in, 16);
+      size_t n_mk = trr_split(&s, rows, mk, 16);
       int masked = (int)(t_rng(&s) % 2);
       tjob t;
       t_init(&t, t_pairs[p].d, t_pairs[p].op, in, n_in, mk, n_mk, masked);
-      t_fill(&t, &s, (t_data)(t_rng(&s) % 2), (unsigned)(t_rng(&s) % 101));
+      trr_fill(&t, &s, (trr_data)(t_rng(&s) % 2), (unsigned)(t_rng(&s) % 101));
       char what[96];
       snprintf(what, sizeof what, "threads %u job %d: %zu rows, %zu/%zu chunks",
                threads[th], r, rows, n_in, n_mk);
-      t_check(&t, dev, what);
+      trr_check(&t, dev, what);
       t_free(&t);
     }
     wv_cpu_backend.close(dev);
@@ -190,7 +190,7 @@ START_TEST(f32_sum_many_chunks)
   /* The merge of chunk values: hundreds of chunks, float sums whose bits
    * depend on the order (one wrong order can agree by chance; thirty
    * jobs do not). */
-  wv_device *dev = t_open_cpu(2);
+  wv_device *dev = trr_open_cpu(2);
   uint64_t s = 31;
   for (int r = 0; r < 30; r++) {
     size_t rows = 500 + (size_t)(t_rng(&s) % 20000);
@@ -206,10 +206,10 @@ START_TEST(f32_sum_many_chunks)
     in[k - 1] = left;
     tjob t;
     t_init(&t, WAVE_F32, WAVE_SUM, in, k, mk, 2, r % 2);
-    t_fill(&t, &s, TD_RANDOM, 80);
+    trr_fill(&t, &s, TD_RANDOM, 80);
     char what[64];
     snprintf(what, sizeof what, "%zu rows in %zu chunks", rows, k);
-    t_check(&t, dev, what);
+    trr_check(&t, dev, what);
     t_free(&t);
     free(in);
   }
@@ -230,12 +230,12 @@ START_TEST(cpu_many_tiny_chunks)
   }
   mk[0] = (size_t)rows / 3;
   mk[1] = (size_t)rows - mk[0];
-  wv_device *dev = t_open_cpu(2);
+  wv_device *dev = trr_open_cpu(2);
   for (size_t p = 0; p < T_N_PAIRS; p++) {
     tjob t;
     t_init(&t, t_pairs[p].d, t_pairs[p].op, in, N, mk, 2, (int)(p % 2));
-    t_fill(&t, &s, TD_RANDOM, 70);
-    t_check(&t, dev, "3000 tiny chunks");
+    trr_fill(&t, &s, TD_RANDOM, 70);
+    trr_check(&t, dev, "3000 tiny chunks");
     t_free(&t);
   }
   wv_cpu_backend.close(dev);
@@ -249,7 +249,7 @@ START_TEST(cpu_large_multi_item)
   /* 2^20 + 3 rows in two chunks, mask cut mid-group: many items/tasks. */
   size_t in[] = {(1u << 19) + 1, (1u << 19) + 2};
   size_t mk[] = {100003, (1u << 20) + 3 - 100003};
-  wv_device *dev = t_open_cpu(0);
+  wv_device *dev = trr_open_cpu(0);
   uint64_t s = 99;
   static const struct { wave_dtype d; wave_op op; } few[] = {
     {WAVE_F32, WAVE_SUM}, {WAVE_F32, WAVE_EXTENT}, {WAVE_S32, WAVE_EXTENT},
@@ -258,8 +258,8 @@ START_TEST(cpu_large_multi_item)
     for (int masked = 0; masked < 2; masked++) {
       tjob t;
       t_init(&t, few[p].d, few[p].op, in, 2, mk, 2, masked);
-      t_fill(&t, &s, TD_RANDOM, 50);
-      t_check(&t, dev, "2^20 + 3 rows");
+      trr_fill(&t, &s, TD_RANDOM, 50);
+      trr_check(&t, dev, "2^20 + 3 rows");
       t_free(&t);
     }
   wv_cpu_backend.close(dev);
@@ -269,11 +269,11 @@ END_TEST
 
 /* ---- the CPU device itself ------------------------------------------------ */
 
-typedef struct { atomic_uint *hits; unsigned threads; atomic_uint bad; } t_pool;
+typedef struct { atomic_uint *hits; unsigned threads; atomic_uint bad; } trr_pool;
 
-static void t_pool_fn(void *arg, size_t task, unsigned worker)
+static void trr_pool_fn(void *arg, size_t task, unsigned worker)
 {
-  t_pool *p = arg;
+  trr_pool *p = arg;
   atomic_fetch_add(&p->hits[task], 1);
   if (worker >= p->threads)
     atomic_fetch_add(&p->bad, 1);
@@ -283,14 +283,14 @@ START_TEST(cpu_pool_runs_every_task_once)
 {
   static const unsigned threads[] = {1, 2, 4};
   for (size_t th = 0; th < 3; th++) {
-    wv_device *dev = t_open_cpu(threads[th]);
+    wv_device *dev = trr_open_cpu(threads[th]);
     ck_assert_uint_eq(dev->threads, threads[th]);
     for (size_t n = 0; n < 300; n += 1 + n / 2) {
       for (int rep = 0; rep < 20; rep++) {
-        t_pool p = {.threads = threads[th]};
+        trr_pool p = {.threads = threads[th]};
         p.hits = calloc(n + 1, sizeof *p.hits);
         atomic_init(&p.bad, 0);
-        wv_cpu_pool_run(dev, n, t_pool_fn, &p);
+        wv_cpu_pool_run(dev, n, trr_pool_fn, &p);
         for (size_t i = 0; i < n; i++)
           ck_assert_uint_eq(atomic_load(&p.hits[i]), 1);
         ck_assert_uint_eq(atomic_load(&p.bad), 0);
@@ -302,12 +302,12 @@ START_TEST(cpu_pool_runs_every_task_once)
 }
 END_TEST
 
-static int t_freed;
-static void t_hash_free(void *p) { t_freed++; free(p); }
+static int trr_freed;
+static void trr_hash_free(void *p) { trr_freed++; free(p); }
 
 START_TEST(cpu_open_caps_close)
 {
-  wv_device *dev = t_open_cpu(0);
+  wv_device *dev = trr_open_cpu(0);
   ck_assert_uint_ge(dev->threads, 1);
   wv_caps caps;
   memset(&caps, 0x5a, sizeof caps);
@@ -320,10 +320,10 @@ START_TEST(cpu_open_caps_close)
   ck_assert_str_eq(wv_cpu_backend.name, "cpu");
   /* hash_state is freed in close */
   dev->hash_state = malloc(16);
-  dev->hash_state_free = t_hash_free;
-  t_freed = 0;
+  dev->hash_state_free = trr_hash_free;
+  trr_freed = 0;
   wv_cpu_backend.close(dev);
-  ck_assert_int_eq(t_freed, 1);
+  ck_assert_int_eq(trr_freed, 1);
 }
 END_TEST
 

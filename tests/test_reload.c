@@ -30,13 +30,13 @@
 #include "workers/hash/hash.h"
 #include "workers/hash/pack.h"
 
-static void tr_nap(void)
+static void trl_nap(void)
 {
   struct timespec ts = {0, 50 * 1000 * 1000};
   nanosleep(&ts, NULL);
 }
 
-static size_t tr_count(const char *hay, const char *needle)
+static size_t trl_count(const char *hay, const char *needle)
 {
   size_t n = 0;
   for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
@@ -46,25 +46,25 @@ static size_t tr_count(const char *hay, const char *needle)
 
 /* SIGHUP, then wait for its outcome line: it must be "reloaded " (ok) or
  * "reload failed" (!ok). */
-static void tr_reload(td_daemon *d, int ok)
+static void trl_reload(td_daemon *d, int ok)
 {
   const char *log = td_stderr(d);
-  size_t n_ok = tr_count(log, "reloaded "), n_bad = tr_count(log, "reload failed");
+  size_t n_ok = trl_count(log, "reloaded "), n_bad = trl_count(log, "reload failed");
   kill(d->pid, SIGHUP);
   for (int i = 0; i < 2400; i++) {
     log = td_stderr(d);
-    size_t a = tr_count(log, "reloaded "), b = tr_count(log, "reload failed");
+    size_t a = trl_count(log, "reloaded "), b = trl_count(log, "reload failed");
     if (a + b > n_ok + n_bad) {
       ck_assert_msg(ok ? a > n_ok : b > n_bad, "the reload %s:\n%s",
                     ok ? "failed" : "succeeded", log);
       return;
     }
-    tr_nap();
+    trl_nap();
   }
   ck_abort_msg("the reload never ended:\n%s", log);
 }
 
-static char *tr_read(const char *path)
+static char *trl_read(const char *path)
 {
   FILE *f = fopen(path, "r");
   ck_assert_msg(f != NULL, "%s", path);
@@ -76,7 +76,7 @@ static char *tr_read(const char *path)
 }
 
 /* text with `from` replaced by `to` (the first one), malloc'd. */
-static char *tr_replace(const char *text, const char *from, const char *to)
+static char *trl_replace(const char *text, const char *from, const char *to)
 {
   const char *at = strstr(text, from);
   ck_assert_msg(at != NULL, "'%s' not in the text", from);
@@ -86,17 +86,17 @@ static char *tr_replace(const char *text, const char *from, const char *to)
   return out;
 }
 
-static void tr_edit(td_daemon *d, const char *from, const char *to)
+static void trl_edit(td_daemon *d, const char *from, const char *to)
 {
-  char *text = tr_read(d->cfg);
-  char *out = tr_replace(text, from, to);
+  char *text = trl_read(d->cfg);
+  char *out = trl_replace(text, from, to);
   td_write(d->cfg, out);
   free(text);
   free(out);
 }
 
 /* A REQ socket dialled to url without retrying: nng's rv (0: connected). */
-static int tr_try_dial(const char *url, nng_socket *out)
+static int trl_try_dial(const char *url, nng_socket *out)
 {
   nng_socket s;
   ck_assert_int_eq(nng_req0_open(&s), 0);
@@ -110,7 +110,7 @@ static int tr_try_dial(const char *url, nng_socket *out)
 }
 
 /* url is among StatusReply.listen. */
-static int tr_status_lists(nng_socket s, const char *url)
+static int trl_status_lists(nng_socket s, const char *url)
 {
   Wave__V1__Response *r = td_status(s, 5);
   int found = 0;
@@ -122,7 +122,7 @@ static int tr_status_lists(nng_socket s, const char *url)
 
 /* The packs folder of d: copies of the shipped closed.yaml and small.yaml
  * in d->dir/packs, which the config then names. */
-static void tr_own_packs(td_daemon *d, char *dir, size_t n)
+static void trl_own_packs(td_daemon *d, char *dir, size_t n)
 {
   const char *src = getenv("WAVE_SOURCE_DIR");
   snprintf(dir, n, "%s/packs", d->dir);
@@ -133,19 +133,19 @@ static void tr_own_packs(td_daemon *d, char *dir, size_t n)
     snprintf(from, sizeof from, "%s/config/packs/%s.yaml", src ? src : ".",
              names[i]);
     snprintf(to, sizeof to, "%s/%s.yaml", dir, names[i]);
-    char *text = tr_read(from);
+    char *text = trl_read(from);
     td_write(to, text);
     free(text);
   }
   char from[600], to[600];
   snprintf(from, sizeof from, "dir: %s/config/packs", src ? src : ".");
   snprintf(to, sizeof to, "dir: %s", dir);
-  tr_edit(d, from, to);
+  trl_edit(d, from, to);
 }
 
 /* Outputs of nonces [0, count) on pack, from the daemon (want_outputs),
  * checked against the hash library's CPU reference of file. */
-static void tr_hash_matches(nng_socket s, const char *pack, const char *file,
+static void trl_hash_matches(nng_socket s, const char *pack, const char *file,
                             uint64_t count)
 {
   Wave__V1__Response *r = td_hash(s, 300, pack, 0, count, 0, 0, 1, 0, NULL);
@@ -171,13 +171,13 @@ static void tr_hash_matches(nng_socket s, const char *pack, const char *file,
 }
 
 /* Connections a client socket lost (nng's pipe events, its threads). */
-static _Atomic int tr_lost[2];
+static _Atomic int trl_lost[2];
 
-static void tr_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+static void trl_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
   (void)p;
   (void)ev;
-  atomic_fetch_add(&tr_lost[(intptr_t)arg], 1);
+  atomic_fetch_add(&trl_lost[(intptr_t)arg], 1);
 }
 
 START_TEST(reload_adds_and_removes_listeners)
@@ -188,9 +188,9 @@ START_TEST(reload_adds_and_removes_listeners)
   nng_socket si = td_dial(d.ipc);
   nng_socket s1 = td_dial(d.tcp);
   /* from now on, a connection the daemon closes is counted */
-  ck_assert_int_eq(nng_pipe_notify(si, NNG_PIPE_EV_REM_POST, tr_pipe_gone,
+  ck_assert_int_eq(nng_pipe_notify(si, NNG_PIPE_EV_REM_POST, trl_pipe_gone,
                                    (void *)(intptr_t)0), 0);
-  ck_assert_int_eq(nng_pipe_notify(s1, NNG_PIPE_EV_REM_POST, tr_pipe_gone,
+  ck_assert_int_eq(nng_pipe_notify(s1, NNG_PIPE_EV_REM_POST, trl_pipe_gone,
                                    (void *)(intptr_t)1), 0);
   td_good(si);
   td_good(s1);
@@ -198,47 +198,47 @@ START_TEST(reload_adds_and_removes_listeners)
   snprintf(tcp2, sizeof tcp2, "tcp://127.0.0.1:%d", td_free_port());
   snprintf(ipc2, sizeof ipc2, "ipc://%s/second.sock", d.dir);
   nng_socket x;
-  ck_assert_int_ne(tr_try_dial(tcp2, &x), 0);
+  ck_assert_int_ne(trl_try_dial(tcp2, &x), 0);
 
   /* add listeners: clients connect to them; the others keep serving */
   char from[700], to[700];
   snprintf(from, sizeof from, "\"%s\"]", d.tcp);
   snprintf(to, sizeof to, "\"%s\", \"%s\", \"%s\"]", d.tcp, tcp2, ipc2);
-  tr_edit(&d, from, to);
-  tr_reload(&d, 1);
+  trl_edit(&d, from, to);
+  trl_reload(&d, 1);
   nng_socket s2, s3;
-  ck_assert_int_eq(tr_try_dial(tcp2, &s2), 0);
+  ck_assert_int_eq(trl_try_dial(tcp2, &s2), 0);
   td_good(s2);
-  ck_assert_int_eq(tr_try_dial(ipc2, &s3), 0);
+  ck_assert_int_eq(trl_try_dial(ipc2, &s3), 0);
   td_good(s3);
   nng_close(s3);
-  ck_assert(tr_status_lists(s2, tcp2));
-  ck_assert(tr_status_lists(s2, ipc2));
-  ck_assert(tr_status_lists(s2, d.tcp));
+  ck_assert(trl_status_lists(s2, tcp2));
+  ck_assert(trl_status_lists(s2, ipc2));
+  ck_assert(trl_status_lists(s2, d.tcp));
   td_good(s1);
   td_good(si);
   /* the listeners that stayed kept their connections */
-  ck_assert_int_eq(atomic_load(&tr_lost[0]), 0);
-  ck_assert_int_eq(atomic_load(&tr_lost[1]), 0);
+  ck_assert_int_eq(atomic_load(&trl_lost[0]), 0);
+  ck_assert_int_eq(atomic_load(&trl_lost[1]), 0);
 
   /* remove the first tcp listener and the new ipc one: they refuse
    * connections, the rest serve */
   snprintf(from, sizeof from, "\"%s\", \"%s\", \"%s\"]", d.tcp, tcp2, ipc2);
   snprintf(to, sizeof to, "\"%s\"]", tcp2);
-  tr_edit(&d, from, to);
-  tr_reload(&d, 1);
-  ck_assert_int_ne(tr_try_dial(d.tcp, &x), 0);
-  ck_assert_int_ne(tr_try_dial(ipc2, &x), 0);
-  ck_assert(!tr_status_lists(s2, d.tcp));
-  ck_assert(!tr_status_lists(s2, ipc2));
-  ck_assert(tr_status_lists(s2, tcp2));
+  trl_edit(&d, from, to);
+  trl_reload(&d, 1);
+  ck_assert_int_ne(trl_try_dial(d.tcp, &x), 0);
+  ck_assert_int_ne(trl_try_dial(ipc2, &x), 0);
+  ck_assert(!trl_status_lists(s2, d.tcp));
+  ck_assert(!trl_status_lists(s2, ipc2));
+  ck_assert(trl_status_lists(s2, tcp2));
   td_good(s2);
   td_good(si);
   /* the removed listener's connection was closed; the ipc one stayed */
-  for (int i = 0; i < 1200 && atomic_load(&tr_lost[1]) == 0; i++)
-    tr_nap();
-  ck_assert_int_gt(atomic_load(&tr_lost[1]), 0);
-  ck_assert_int_eq(atomic_load(&tr_lost[0]), 0);
+  for (int i = 0; i < 1200 && atomic_load(&trl_lost[1]) == 0; i++)
+    trl_nap();
+  ck_assert_int_gt(atomic_load(&trl_lost[1]), 0);
+  ck_assert_int_eq(atomic_load(&trl_lost[0]), 0);
   nng_close(s1);
   nng_close(s2);
   nng_close(si);
@@ -270,9 +270,9 @@ START_TEST(reload_with_a_listener_that_cannot_bind_changes_nothing)
   char from[400], to[400];
   snprintf(from, sizeof from, "\"%s\"]", d.tcp);
   snprintf(to, sizeof to, "\"%s\", \"%s\", \"%s\"]", d.tcp, fresh, held);
-  tr_edit(&d, from, to);
-  tr_edit(&d, "max_job_rows: 8192", "max_job_rows: 8");
-  tr_reload(&d, 0);
+  trl_edit(&d, from, to);
+  trl_edit(&d, "max_job_rows: 8192", "max_job_rows: 8");
+  trl_reload(&d, 0);
   char where[400];
   snprintf(where, sizeof where, "%s:1:", d.cfg);
   const char *log = td_stderr(&d);
@@ -281,9 +281,9 @@ START_TEST(reload_with_a_listener_that_cannot_bind_changes_nothing)
   ck_assert_msg(strstr(at, "listen[3]") != NULL && strstr(at, held) != NULL,
                 "the held URL is not named:\n%s", log);
   nng_socket x;
-  ck_assert_int_ne(tr_try_dial(fresh, &x), 0);
-  ck_assert(!tr_status_lists(si, fresh));
-  ck_assert(tr_status_lists(si, d.tcp));
+  ck_assert_int_ne(trl_try_dial(fresh, &x), 0);
+  ck_assert(!trl_status_lists(si, fresh));
+  ck_assert(trl_status_lists(si, d.tcp));
   td_good(si);  /* 16 rows: max_job_rows 8 was not applied */
   nng_socket s1 = td_dial(d.tcp);
   td_good(s1);
@@ -291,10 +291,10 @@ START_TEST(reload_with_a_listener_that_cannot_bind_changes_nothing)
 
   /* the port freed, the same file applies whole */
   close(fd);
-  tr_reload(&d, 1);
-  ck_assert_int_eq(tr_try_dial(held, &x), 0);
-  ck_assert(tr_status_lists(x, held));
-  ck_assert(tr_status_lists(x, fresh));
+  trl_reload(&d, 1);
+  ck_assert_int_eq(trl_try_dial(held, &x), 0);
+  ck_assert(trl_status_lists(x, held));
+  ck_assert(trl_status_lists(x, fresh));
   nng_close(x);
   nng_close(si);
   ck_assert_int_eq(td_stop(&d), 0);
@@ -306,20 +306,20 @@ START_TEST(reload_adds_a_pack)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  tr_edit(&d, "load: [closed, small]", "load: [closed]");
+  trl_edit(&d, "load: [closed, small]", "load: [closed]");
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket s = td_dial(d.ipc);
   td_expect_error(td_hash(s, 300, "small", 0, 64, 0, 0, 1, 0, NULL),
                   WAVE_EPACK, 300);
-  tr_edit(&d, "load: [closed]", "load: [closed, small]");
-  tr_reload(&d, 1);
+  trl_edit(&d, "load: [closed]", "load: [closed, small]");
+  trl_reload(&d, 1);
   char file[512];
   snprintf(file, sizeof file, "%s/config/packs/small.yaml",
            getenv("WAVE_SOURCE_DIR"));
-  tr_hash_matches(s, "small", file, 256);
+  trl_hash_matches(s, "small", file, 256);
   snprintf(file, sizeof file, "%s/config/packs/closed.yaml",
            getenv("WAVE_SOURCE_DIR"));
-  tr_hash_matches(s, "closed", file, 64);
+  trl_hash_matches(s, "closed", file, 64);
   nng_close(s);
   ck_assert_int_eq(td_stop(&d), 0);
   td_cleanup(&d);
@@ -331,21 +331,21 @@ START_TEST(reload_with_a_broken_pack_changes_nothing)
   td_daemon d;
   td_prepare(&d, NULL);
   char dir[256];
-  tr_own_packs(&d, dir, sizeof dir);
+  trl_own_packs(&d, dir, sizeof dir);
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket s = td_dial(d.ipc);
   char small[300], bad[300];
   snprintf(small, sizeof small, "%s/small.yaml", dir);
   snprintf(bad, sizeof bad, "%s/bad.yaml", dir);
-  char *orig = tr_read(small);
+  char *orig = trl_read(small);
 
   /* a pack whose known answers are wrong: it loads, but no device
    * reproduces them, so the reload fails and "bad" never serves */
-  char *t1 = tr_replace(orig, "name: small", "name: bad");
-  char *t2 = tr_replace(t1, "0xc38567f77cf250f2", "0xc38567f77cf250f3");
+  char *t1 = trl_replace(orig, "name: small", "name: bad");
+  char *t2 = trl_replace(t1, "0xc38567f77cf250f2", "0xc38567f77cf250f3");
   td_write(bad, t2);
-  tr_edit(&d, "load: [closed, small]", "load: [closed, small, bad]");
-  tr_reload(&d, 0);
+  trl_edit(&d, "load: [closed, small]", "load: [closed, small, bad]");
+  trl_reload(&d, 0);
   ck_assert_msg(strstr(td_stderr(&d), "pack bad") != NULL &&
                 strstr(td_stderr(&d), "failed on device") != NULL,
                 "%s", td_stderr(&d));
@@ -354,13 +354,13 @@ START_TEST(reload_with_a_broken_pack_changes_nothing)
 
   /* a pack file that does not parse: file:line:column, nothing changes */
   td_write(bad, "name: bad\nversion: [\n");
-  tr_reload(&d, 0);
+  trl_reload(&d, 0);
   ck_assert_msg(strstr(td_stderr(&d), bad) != NULL, "%s", td_stderr(&d));
   td_expect_error(td_hash(s, 300, "bad", 0, 64, 0, 0, 1, 0, NULL),
                   WAVE_EPACK, 300);
 
   /* the old packs kept serving, with their bits */
-  tr_hash_matches(s, "small", small, 128);
+  trl_hash_matches(s, "small", small, 128);
   free(orig);
   free(t1);
   free(t2);
@@ -371,7 +371,7 @@ START_TEST(reload_with_a_broken_pack_changes_nothing)
 END_TEST
 
 /* A job's JobInfo once it ended, its result's fingerprint and best. */
-static void tr_job_result(nng_socket s, uint64_t job, uint64_t *fp,
+static void trl_job_result(nng_socket s, uint64_t job, uint64_t *fp,
                           uint64_t *best_nonce, uint64_t *best)
 {
   Wave__V1__Response *r = td_wait_job(s, job);
@@ -383,7 +383,7 @@ static void tr_job_result(nng_socket s, uint64_t job, uint64_t *fp,
   wave__v1__response__free_unpacked(r, NULL);
 }
 
-static uint64_t tr_submit(nng_socket s, uint64_t id, const char *pack,
+static uint64_t trl_submit(nng_socket s, uint64_t id, const char *pack,
                           uint64_t count)
 {
   Wave__V1__Response *r = td_hash(s, id, pack, 0, count, 0, 0, 0, 0, NULL);
@@ -400,29 +400,29 @@ START_TEST(job_across_a_pack_reload_keeps_its_pack)
   td_daemon d;
   td_prepare(&d, NULL);
   char dir[256];
-  tr_own_packs(&d, dir, sizeof dir);
+  trl_own_packs(&d, dir, sizeof dir);
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket s = td_dial(d.ipc);
   char small[300], old[300], closed[300];
   snprintf(small, sizeof small, "%s/small.yaml", dir);
   snprintf(old, sizeof old, "%s/small-old.yaml", dir);
   snprintf(closed, sizeof closed, "%s/closed.yaml", dir);
-  char *orig = tr_read(small);
-  char *ctext = tr_read(closed);
+  char *orig = trl_read(small);
+  char *ctext = trl_read(closed);
   /* a job long enough to be running when the reload has happened (the
    * test checks that it was) */
   const uint64_t count = 1ull << 21;
-  uint64_t job = tr_submit(s, 400, "small", count);
+  uint64_t job = trl_submit(s, 400, "small", count);
 
   /* "small" becomes another pack (closed's program, version 2); the old
    * one stays loadable as "small-old" (the same pack under a new name) */
-  char *t1 = tr_replace(orig, "name: small", "name: small-old");
+  char *t1 = trl_replace(orig, "name: small", "name: small-old");
   td_write(old, t1);
-  char *t2 = tr_replace(ctext, "name: closed", "name: small");
-  char *t3 = tr_replace(t2, "version: 1", "version: 2");
+  char *t2 = trl_replace(ctext, "name: closed", "name: small");
+  char *t3 = trl_replace(t2, "version: 1", "version: 2");
   td_write(small, t3);
-  tr_edit(&d, "load: [closed, small]", "load: [closed, small, small-old]");
-  tr_reload(&d, 1);
+  trl_edit(&d, "load: [closed, small]", "load: [closed, small, small-old]");
+  trl_reload(&d, 1);
   Wave__V1__Response *r = td_job(s, job, 0, 0);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   ck_assert_msg(r->job->state == WAVE__V1__JOB_STATE__RUNNING ||
@@ -432,10 +432,10 @@ START_TEST(job_across_a_pack_reload_keeps_its_pack)
   wave__v1__response__free_unpacked(r, NULL);
 
   uint64_t fp, bn, best;
-  tr_job_result(s, job, &fp, &bn, &best);
+  trl_job_result(s, job, &fp, &bn, &best);
   /* the same nonces on the old pack under its new name: the same bits */
   uint64_t fp_old, bn_old, best_old;
-  tr_job_result(s, tr_submit(s, 401, "small-old", count), &fp_old, &bn_old,
+  trl_job_result(s, trl_submit(s, 401, "small-old", count), &fp_old, &bn_old,
                 &best_old);
   ck_assert_uint_eq(fp, fp_old);
   ck_assert_uint_eq(bn, bn_old);
@@ -450,21 +450,21 @@ START_TEST(job_across_a_pack_reload_keeps_its_pack)
   wv_pack_free(p);
   /* new jobs on "small" get the new pack's bits */
   uint64_t fp_new, bn_new, best_new;
-  tr_job_result(s, tr_submit(s, 402, "small", count), &fp_new, &bn_new,
+  trl_job_result(s, trl_submit(s, 402, "small", count), &fp_new, &bn_new,
                 &best_new);
   ck_assert_uint_ne(fp_new, fp);
-  tr_hash_matches(s, "small", small, 128);
+  trl_hash_matches(s, "small", small, 128);
 
   /* undone: the first "small" serves again as it was, not prepared anew */
   td_write(small, orig);
   unlink(old);
-  tr_edit(&d, "load: [closed, small, small-old]", "load: [closed, small]");
-  tr_reload(&d, 1);
-  ck_assert_uint_eq(tr_count(td_stderr(&d), "preparing pack small version 1"),
+  trl_edit(&d, "load: [closed, small, small-old]", "load: [closed, small]");
+  trl_reload(&d, 1);
+  ck_assert_uint_eq(trl_count(td_stderr(&d), "preparing pack small version 1"),
                     0);
-  ck_assert_uint_eq(tr_count(td_stderr(&d), "preparing pack small version 2"),
+  ck_assert_uint_eq(trl_count(td_stderr(&d), "preparing pack small version 2"),
                     2);  /* one per device */
-  tr_hash_matches(s, "small", small, 128);
+  trl_hash_matches(s, "small", small, 128);
   free(orig);
   free(ctext);
   free(t1);
@@ -477,7 +477,7 @@ START_TEST(job_across_a_pack_reload_keeps_its_pack)
 END_TEST
 
 /* The counts in the last reload's log line. */
-static void tr_kept(td_daemon *d, size_t *configs, size_t *packs)
+static void trl_kept(td_daemon *d, size_t *configs, size_t *packs)
 {
   const char *log = td_stderr(d), *p, *last = NULL;
   for (p = log; (p = strstr(p, "configs kept: ")) != NULL; p++)
@@ -498,20 +498,20 @@ START_TEST(reload_of_an_unchanged_file_keeps_nothing)
   nng_socket s = td_dial(d.ipc);
   size_t configs, packs;
   for (int i = 0; i < 20; i++) {
-    tr_reload(&d, 1);
-    tr_kept(&d, &configs, &packs);
+    trl_reload(&d, 1);
+    trl_kept(&d, &configs, &packs);
     ck_assert_uint_eq(configs, 1);  /* the start-up one */
     ck_assert_uint_eq(packs, 1);
   }
   td_good(s);
-  tr_edit(&d, "max_job_rows: 8192", "max_job_rows: 16");
-  tr_reload(&d, 1);
-  tr_kept(&d, &configs, &packs);
+  trl_edit(&d, "max_job_rows: 8192", "max_job_rows: 16");
+  trl_reload(&d, 1);
+  trl_kept(&d, &configs, &packs);
   ck_assert_uint_eq(configs, 2);
   ck_assert_uint_eq(packs, 1);  /* the packs did not change */
   for (int i = 0; i < 5; i++) {
-    tr_reload(&d, 1);
-    tr_kept(&d, &configs, &packs);
+    trl_reload(&d, 1);
+    trl_kept(&d, &configs, &packs);
     ck_assert_uint_eq(configs, 2);
   }
   /* the kept config is the changed one: 17 rows are too many now */
@@ -532,10 +532,10 @@ START_TEST(reload_of_a_missing_pack_says_where)
   td_daemon d;
   td_prepare(&d, NULL);
   ck_assert_int_eq(td_start(&d), 0);
-  tr_edit(&d, "load: [closed, small]", "load: [closed, nosuch]");
-  tr_reload(&d, 0);
+  trl_edit(&d, "load: [closed, small]", "load: [closed, nosuch]");
+  trl_reload(&d, 0);
   /* line and column of "nosuch" in the file as written */
-  char *text = tr_read(d.cfg);
+  char *text = trl_read(d.cfg);
   const char *at = strstr(text, "nosuch");
   size_t line = 1, col = 1;
   for (const char *p = text; p < at; p++, col++)

@@ -39,14 +39,14 @@
 #define TS_POLLS 60
 #define TS_HUGE UINT64_MAX  /* nonces 0 .. 2^64-2 */
 
-static void ts_up(td_daemon *d, const char *limits)
+static void tsc_up(td_daemon *d, const char *limits)
 {
   td_prepare(d, limits);
   if (td_start(d) != 0)
     ck_abort_msg("wavedd did not start:\n%s", td_stderr(d));
 }
 
-static void ts_down(td_daemon *d)
+static void tsc_down(td_daemon *d)
 {
   int rc = td_stop(d);
   if (rc != 0)
@@ -55,7 +55,7 @@ static void ts_down(td_daemon *d)
   td_cleanup(d);
 }
 
-static Wave__V1__Response *ts_submit(nng_socket s, uint64_t count,
+static Wave__V1__Response *tsc_submit(nng_socket s, uint64_t count,
                                      const char *device, int detach,
                                      int outputs)
 {
@@ -70,10 +70,10 @@ static Wave__V1__Response *ts_submit(nng_socket s, uint64_t count,
 }
 
 /* A submit that must be accepted; its job id. */
-static uint64_t ts_job(nng_socket s, uint64_t count, const char *device,
+static uint64_t tsc_job(nng_socket s, uint64_t count, const char *device,
                        int detach, int outputs)
 {
-  Wave__V1__Response *r = ts_submit(s, count, device, detach, outputs);
+  Wave__V1__Response *r = tsc_submit(s, count, device, detach, outputs);
   ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "submit: %s",
                 r->error ? r->error->message : "?");
   uint64_t id = r->job->job_id;
@@ -81,14 +81,14 @@ static uint64_t ts_job(nng_socket s, uint64_t count, const char *device,
   return id;
 }
 
-static int ts_live(int state)
+static int tsc_live(int state)
 {
   return state == WAVE__V1__JOB_STATE__QUEUED ||
          state == WAVE__V1__JOB_STATE__RUNNING;
 }
 
 /* Poll until the job ends, at most TS_POLLS times; its final state. */
-static int ts_wait_end(nng_socket s, uint64_t id)
+static int tsc_wait_end(nng_socket s, uint64_t id)
 {
   for (int i = 0; i < TS_POLLS; i++) {
     Wave__V1__Response *r = td_job(s, id, TS_POLL_MS, 0);
@@ -96,14 +96,14 @@ static int ts_wait_end(nng_socket s, uint64_t id)
                   r->error ? r->error->message : "?");
     int st = r->job->state;
     wave__v1__response__free_unpacked(r, NULL);
-    if (!ts_live(st))
+    if (!tsc_live(st))
       return st;
   }
   ck_abort_msg("job %" PRIu64 " did not end in %d polls", id, TS_POLLS);
   return 0;
 }
 
-static int ts_state(nng_socket s, uint64_t id)
+static int tsc_state(nng_socket s, uint64_t id)
 {
   Wave__V1__Response *r = td_job(s, id, 0, 0);
   ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "poll: %s",
@@ -114,7 +114,7 @@ static int ts_state(nng_socket s, uint64_t id)
 }
 
 /* Until the job has hashed something (a RUNNING job). */
-static void ts_wait_started(nng_socket s, uint64_t id)
+static void tsc_wait_started(nng_socket s, uint64_t id)
 {
   for (int i = 0; i < 100000; i++) {
     Wave__V1__Response *r = td_job(s, id, 0, 0);
@@ -128,15 +128,15 @@ static void ts_wait_started(nng_socket s, uint64_t id)
   ck_abort_msg("job %" PRIu64 " never started", id);
 }
 
-static void ts_cancel(nng_socket s, uint64_t id)
+static void tsc_cancel(nng_socket s, uint64_t id)
 {
   Wave__V1__Response *r = td_job(s, id, 0, 1);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   wave__v1__response__free_unpacked(r, NULL);
-  ck_assert_int_eq(ts_wait_end(s, id), WAVE__V1__JOB_STATE__CANCELLED);
+  ck_assert_int_eq(tsc_wait_end(s, id), WAVE__V1__JOB_STATE__CANCELLED);
 }
 
-static Wave__V1__Response *ts_jobs(nng_socket s)
+static Wave__V1__Response *tsc_jobs(nng_socket s)
 {
   Wave__V1__JobsRequest jr = WAVE__V1__JOBS_REQUEST__INIT;
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
@@ -151,12 +151,12 @@ static Wave__V1__Response *ts_jobs(nng_socket s)
 
 /* ---- children ------------------------------------------------------------ */
 
-typedef struct ts_child {
+typedef struct tsc_child {
   pid_t pid;
   int to, from;  /* pipes: parent -> child, child -> parent */
-} ts_child;
+} tsc_child;
 
-static void ts_fork(ts_child *k, int (*fn)(const td_daemon *d, int in, int out),
+static void tsc_fork(tsc_child *k, int (*fn)(const td_daemon *d, int in, int out),
                     const td_daemon *d)
 {
   int a[2], b[2];
@@ -176,17 +176,17 @@ static void ts_fork(ts_child *k, int (*fn)(const td_daemon *d, int in, int out),
   k->from = b[0];
 }
 
-static int ts_put(int fd, uint64_t v)
+static int tsc_put(int fd, uint64_t v)
 {
   return write(fd, &v, sizeof v) == (ssize_t)sizeof v ? 0 : -1;
 }
 
-static int ts_get(int fd, uint64_t *v)
+static int tsc_get(int fd, uint64_t *v)
 {
   return read(fd, v, sizeof *v) == (ssize_t)sizeof *v ? 0 : -1;
 }
 
-static int ts_exit_code(ts_child *k)
+static int tsc_exit_code(tsc_child *k)
 {
   int st = 0;
   ck_assert_int_eq(waitpid(k->pid, &st, 0), k->pid);
@@ -202,25 +202,25 @@ static int ts_exit_code(ts_child *k)
 START_TEST(test_huge_job_shares_device)
 {
   td_daemon d;
-  ts_up(&d, NULL);
+  tsc_up(&d, NULL);
   nng_socket a = td_dial(d.ipc), b = td_dial(d.tcp);
-  uint64_t huge = ts_job(a, TS_HUGE, "cpu0", 0, 0);
-  ts_wait_started(a, huge);
+  uint64_t huge = tsc_job(a, TS_HUGE, "cpu0", 0, 0);
+  tsc_wait_started(a, huge);
   for (int i = 0; i < 3; i++) {  /* another client, the same device */
-    uint64_t small = ts_job(b, 1u << 16, "cpu0", 0, 0);
-    ck_assert_int_eq(ts_wait_end(b, small), WAVE__V1__JOB_STATE__DONE);
+    uint64_t small = tsc_job(b, 1u << 16, "cpu0", 0, 0);
+    ck_assert_int_eq(tsc_wait_end(b, small), WAVE__V1__JOB_STATE__DONE);
   }
   /* two small jobs of one client next to the huge one: both finish */
-  uint64_t s1 = ts_job(b, 1u << 16, "cpu0", 0, 0);
-  uint64_t s2 = ts_job(b, 1u << 16, "cpu0", 0, 0);
-  ck_assert_int_eq(ts_wait_end(b, s1), WAVE__V1__JOB_STATE__DONE);
-  ck_assert_int_eq(ts_wait_end(b, s2), WAVE__V1__JOB_STATE__DONE);
-  ck_assert(ts_live(ts_state(a, huge)));
+  uint64_t s1 = tsc_job(b, 1u << 16, "cpu0", 0, 0);
+  uint64_t s2 = tsc_job(b, 1u << 16, "cpu0", 0, 0);
+  ck_assert_int_eq(tsc_wait_end(b, s1), WAVE__V1__JOB_STATE__DONE);
+  ck_assert_int_eq(tsc_wait_end(b, s2), WAVE__V1__JOB_STATE__DONE);
+  ck_assert(tsc_live(tsc_state(a, huge)));
   td_good(a);  /* reductions still pass on that device's neighbour */
-  ts_cancel(a, huge);
+  tsc_cancel(a, huge);
   nng_close(a);
   nng_close(b);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 
@@ -229,27 +229,27 @@ END_TEST
 START_TEST(test_client_quota)
 {
   td_daemon d;
-  ts_up(&d, "  client_jobs: 2\n  jobs_in_flight: 8\n");
+  tsc_up(&d, "  client_jobs: 2\n  jobs_in_flight: 8\n");
   nng_socket greedy = td_dial(d.ipc), other = td_dial(d.tcp);
-  uint64_t g1 = ts_job(greedy, TS_HUGE, "cpu0", 0, 0);
-  uint64_t g2 = ts_job(greedy, TS_HUGE, "cpu1", 0, 0);
-  Wave__V1__Response *r = ts_submit(greedy, 100, "cpu0", 0, 0);
+  uint64_t g1 = tsc_job(greedy, TS_HUGE, "cpu0", 0, 0);
+  uint64_t g2 = tsc_job(greedy, TS_HUGE, "cpu1", 0, 0);
+  Wave__V1__Response *r = tsc_submit(greedy, 100, "cpu0", 0, 0);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_ERROR);
   ck_assert_int_eq(r->error->code, WAVE_EBUSY);
   ck_assert_msg(strstr(r->error->message, "client_jobs") != NULL, "%s",
                 r->error->message);
   wave__v1__response__free_unpacked(r, NULL);
   /* another client is not locked out, and its small job runs */
-  uint64_t o1 = ts_job(other, 100, "cpu0", 0, 0);
-  ck_assert_int_eq(ts_wait_end(other, o1), WAVE__V1__JOB_STATE__DONE);
+  uint64_t o1 = tsc_job(other, 100, "cpu0", 0, 0);
+  ck_assert_int_eq(tsc_wait_end(other, o1), WAVE__V1__JOB_STATE__DONE);
   /* an ended job frees its place in the quota */
-  ts_cancel(greedy, g1);
-  uint64_t g3 = ts_job(greedy, 100, "cpu0", 0, 0);
-  ck_assert_int_eq(ts_wait_end(greedy, g3), WAVE__V1__JOB_STATE__DONE);
-  ts_cancel(greedy, g2);
+  tsc_cancel(greedy, g1);
+  uint64_t g3 = tsc_job(greedy, 100, "cpu0", 0, 0);
+  ck_assert_int_eq(tsc_wait_end(greedy, g3), WAVE__V1__JOB_STATE__DONE);
+  tsc_cancel(greedy, g2);
   nng_close(greedy);
   nng_close(other);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 
@@ -257,13 +257,13 @@ END_TEST
 
 /* Child: an attached and a detached huge job; their ids to the parent,
  * then wait to be killed. */
-static int ts_submitter(const td_daemon *d, int in, int out)
+static int tsc_submitter(const td_daemon *d, int in, int out)
 {
   (void)in;
   nng_socket s = td_dial(d->ipc);
-  uint64_t att = ts_job(s, TS_HUGE, "cpu0", 0, 0);
-  uint64_t det = ts_job(s, TS_HUGE, "cpu1", 1, 0);
-  if (ts_put(out, att) || ts_put(out, det))
+  uint64_t att = tsc_job(s, TS_HUGE, "cpu0", 0, 0);
+  uint64_t det = tsc_job(s, TS_HUGE, "cpu1", 1, 0);
+  if (tsc_put(out, att) || tsc_put(out, det))
     return 2;
   for (;;)
     pause();
@@ -272,30 +272,30 @@ static int ts_submitter(const td_daemon *d, int in, int out)
 START_TEST(test_killed_client_jobs_cancelled)
 {
   td_daemon d;
-  ts_up(&d, NULL);
-  ts_child k;
-  ts_fork(&k, ts_submitter, &d);
+  tsc_up(&d, NULL);
+  tsc_child k;
+  tsc_fork(&k, tsc_submitter, &d);
   uint64_t att = 0, det = 0;
-  ck_assert_int_eq(ts_get(k.from, &att), 0);
-  ck_assert_int_eq(ts_get(k.from, &det), 0);
+  ck_assert_int_eq(tsc_get(k.from, &att), 0);
+  ck_assert_int_eq(tsc_get(k.from, &det), 0);
   kill(k.pid, SIGKILL);
-  ck_assert_int_eq(ts_exit_code(&k), 128 + SIGKILL);
+  ck_assert_int_eq(tsc_exit_code(&k), 128 + SIGKILL);
   nng_socket s = td_dial(d.ipc);  /* root: sees every job */
-  ck_assert_int_eq(ts_wait_end(s, att), WAVE__V1__JOB_STATE__CANCELLED);
+  ck_assert_int_eq(tsc_wait_end(s, att), WAVE__V1__JOB_STATE__CANCELLED);
   /* the same round cancelled the attached one: the detached runs on */
-  ck_assert(ts_live(ts_state(s, det)));
-  ts_wait_started(s, det);
-  ck_assert(ts_live(ts_state(s, det)));
-  ts_cancel(s, det);
+  ck_assert(tsc_live(tsc_state(s, det)));
+  tsc_wait_started(s, det);
+  ck_assert(tsc_live(tsc_state(s, det)));
+  tsc_cancel(s, det);
   nng_close(s);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 
 /* Poll as the job's owner until it ends, at most TS_POLLS times: with the
  * bearer token (NULL: none) and the job key (len 0: none) the request
  * carries.  Its final state. */
-static int ts_wait_end_as(nng_socket s, uint64_t id, const char *token,
+static int tsc_wait_end_as(nng_socket s, uint64_t id, const char *token,
                           const ProtobufCBinaryData *key)
 {
   for (int i = 0; i < TS_POLLS; i++) {
@@ -315,7 +315,7 @@ static int ts_wait_end_as(nng_socket s, uint64_t id, const char *token,
                   r->error ? r->error->message : "?");
     int st = r->job->state;
     wave__v1__response__free_unpacked(r, NULL);
-    if (!ts_live(st))
+    if (!tsc_live(st))
       return st;
   }
   ck_abort_msg("job %" PRIu64 " did not end in %d polls", id, TS_POLLS);
@@ -326,9 +326,9 @@ static int ts_wait_end_as(nng_socket s, uint64_t id, const char *token,
 START_TEST(test_closed_connection_jobs_cancelled)
 {
   td_daemon d;
-  ts_up(&d, NULL);
+  tsc_up(&d, NULL);
   nng_socket a = td_dial(d.tcp);
-  Wave__V1__Response *r = ts_submit(a, TS_HUGE, "cpu0", 0, 0);
+  Wave__V1__Response *r = tsc_submit(a, TS_HUGE, "cpu0", 0, 0);
   ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "submit: %s",
                 r->error ? r->error->message : "?");
   uint64_t att = r->job->job_id;
@@ -343,10 +343,10 @@ START_TEST(test_closed_connection_jobs_cancelled)
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(a);
   nng_socket s = td_dial(d.tcp);
-  ck_assert_int_eq(ts_wait_end_as(s, att, NULL, &key),
+  ck_assert_int_eq(tsc_wait_end_as(s, att, NULL, &key),
                    WAVE__V1__JOB_STATE__CANCELLED);
   nng_close(s);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 
@@ -355,11 +355,11 @@ END_TEST
 /* Child: become nobody, then for the job id the parent sends and for an
  * unknown id compare the answers of poll, wait and cancel, and count
  * what JobsRequest lists.  Exit 0 when nobody saw anything. */
-static int ts_intruder(const td_daemon *d, int in, int out)
+static int tsc_intruder(const td_daemon *d, int in, int out)
 {
   (void)out;
   uint64_t id = 0;
-  if (ts_get(in, &id))
+  if (tsc_get(in, &id))
     return 2;
   struct passwd *pw = getpwnam("nobody");
   uid_t uid = pw ? pw->pw_uid : 65534;
@@ -390,7 +390,7 @@ static int ts_intruder(const td_daemon *d, int in, int out)
     if (strcmp(msg[0], msg[1]) != 0)
       return 30 + kind;
   }
-  Wave__V1__Response *r = ts_jobs(s);
+  Wave__V1__Response *r = tsc_jobs(s);
   size_t n = r->jobs->n_jobs;
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(s);
@@ -416,22 +416,22 @@ START_TEST(test_other_uid_cannot_touch_job)
   td_write(d.cfg, text);
   free(text);
   ck_assert_int_eq(chmod(d.dir, 0755), 0);
-  ts_child k;
-  ts_fork(&k, ts_intruder, &d);
+  tsc_child k;
+  tsc_fork(&k, tsc_intruder, &d);
   if (td_start(&d) != 0)
     ck_abort_msg("wavedd did not start:\n%s", td_stderr(&d));
   nng_socket s = td_dial(d.ipc);
-  uint64_t id = ts_job(s, TS_HUGE, "cpu0", 0, 0);
-  ck_assert_int_eq(ts_put(k.to, id), 0);
-  int code = ts_exit_code(&k);
+  uint64_t id = tsc_job(s, TS_HUGE, "cpu0", 0, 0);
+  ck_assert_int_eq(tsc_put(k.to, id), 0);
+  int code = tsc_exit_code(&k);
   ck_assert_msg(code == 0, "the other uid's check failed with %d", code);
-  ck_assert(ts_live(ts_state(s, id)));  /* its cancel did nothing */
-  Wave__V1__Response *r = ts_jobs(s);
+  ck_assert(tsc_live(tsc_state(s, id)));  /* its cancel did nothing */
+  Wave__V1__Response *r = tsc_jobs(s);
   ck_assert_uint_eq(r->jobs->n_jobs, 1);
   wave__v1__response__free_unpacked(r, NULL);
-  ts_cancel(s, id);
+  tsc_cancel(s, id);
   nng_close(s);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 
@@ -439,11 +439,11 @@ END_TEST
 START_TEST(test_ids_unguessable)
 {
   td_daemon d;
-  ts_up(&d, NULL);
+  tsc_up(&d, NULL);
   nng_socket s = td_dial(d.ipc);
   uint64_t prev = 0, high = 0;
   for (int i = 0; i < 8; i++) {
-    uint64_t id = ts_job(s, 16, "cpu0", 0, 0);
+    uint64_t id = tsc_job(s, 16, "cpu0", 0, 0);
     ck_assert_uint_ne(id, 0);
     if (prev != 0) {
       uint64_t gap = id > prev ? id - prev : prev - id;
@@ -451,18 +451,18 @@ START_TEST(test_ids_unguessable)
     }
     high |= id >> 52;
     prev = id;
-    ts_wait_end(s, id);
+    tsc_wait_end(s, id);
   }
   ck_assert_uint_ne(high, 0);  /* the old ids stayed below 2^52 */
   nng_close(s);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 
 /* ---- tokens (auth.c names the principal) -------------------------------- */
 
 /* One request with a bearer token; the response (caller frees). */
-static Wave__V1__Response *ts_tok_call(nng_socket s, const char *token,
+static Wave__V1__Response *tsc_tok_call(nng_socket s, const char *token,
                                        Wave__V1__Request *rq)
 {
   rq->version = 2;
@@ -471,7 +471,7 @@ static Wave__V1__Response *ts_tok_call(nng_socket s, const char *token,
   return td_call(s, rq);
 }
 
-static Wave__V1__Response *ts_tok_job(nng_socket s, const char *token,
+static Wave__V1__Response *tsc_tok_job(nng_socket s, const char *token,
                                       uint64_t id, int cancel)
 {
   Wave__V1__JobRequest jr = WAVE__V1__JOB_REQUEST__INIT;
@@ -486,7 +486,7 @@ static Wave__V1__Response *ts_tok_job(nng_socket s, const char *token,
     rq.body_case = WAVE__V1__REQUEST__BODY_JOB;
     rq.job = &jr;
   }
-  return ts_tok_call(s, token, &rq);
+  return tsc_tok_call(s, token, &rq);
 }
 
 START_TEST(test_token_owns_job)
@@ -525,41 +525,41 @@ START_TEST(test_token_owns_job)
   Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
   rq.body_case = WAVE__V1__REQUEST__BODY_HASH;
   rq.hash = &hq;
-  Wave__V1__Response *r = ts_tok_call(a1, tok[0], &rq);
+  Wave__V1__Response *r = tsc_tok_call(a1, tok[0], &rq);
   ck_assert_msg(r->body_case == WAVE__V1__RESPONSE__BODY_JOB, "submit: %s",
                 r->error ? r->error->message : "?");
   uint64_t id = r->job->job_id;
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(a1);  /* detached: it runs on */
   /* another connection with alice's token sees it; bob's does not */
-  r = ts_tok_job(b, tok[1], id, 1);
+  r = tsc_tok_job(b, tok[1], id, 1);
   td_expect_error(r, WAVE_ENOJOB, 31);
-  r = ts_tok_job(a2, tok[0], id, 0);
+  r = tsc_tok_job(a2, tok[0], id, 0);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
-  ck_assert(ts_live(r->job->state));
+  ck_assert(tsc_live(r->job->state));
   wave__v1__response__free_unpacked(r, NULL);
-  r = ts_tok_job(a2, tok[0], id, 1);
+  r = tsc_tok_job(a2, tok[0], id, 1);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
   wave__v1__response__free_unpacked(r, NULL);
   /* alice's cancel above ends it; alice sees the end (no root needed) */
-  ck_assert_int_eq(ts_wait_end_as(a2, id, tok[0], NULL),
+  ck_assert_int_eq(tsc_wait_end_as(a2, id, tok[0], NULL),
                    WAVE__V1__JOB_STATE__CANCELLED);
   nng_close(a2);
   nng_close(b);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 
 /* ---- results' memory ----------------------------------------------------- */
 
 /* Until every job JobsRequest lists has ended (no result fetched). */
-static void ts_wait_all_ended(nng_socket s, size_t n_expect)
+static void tsc_wait_all_ended(nng_socket s, size_t n_expect)
 {
   for (int i = 0; i < 100000; i++) {
-    Wave__V1__Response *r = ts_jobs(s);
+    Wave__V1__Response *r = tsc_jobs(s);
     size_t live = 0;
     for (size_t k = 0; k < r->jobs->n_jobs; k++)
-      live += ts_live(r->jobs->jobs[k]->state);
+      live += tsc_live(r->jobs->jobs[k]->state);
     size_t n = r->jobs->n_jobs;
     wave__v1__response__free_unpacked(r, NULL);
     if (live == 0 && n == n_expect)
@@ -572,16 +572,16 @@ static void ts_wait_all_ended(nng_socket s, size_t n_expect)
 START_TEST(test_result_bytes_bounded)
 {
   td_daemon d;
-  ts_up(&d, "  keep_result_bytes: 1048576\n  max_outputs: 65536\n");
+  tsc_up(&d, "  keep_result_bytes: 1048576\n  max_outputs: 65536\n");
   nng_socket s = td_dial(d.ipc);
   enum { N = 4, C = 65536 };  /* 512 KiB of outputs each */
   uint64_t id[N];
   for (int i = 0; i < N; i++)
-    id[i] = ts_job(s, C, i % 2 ? "cpu1" : "cpu0", 0, 1);
-  ts_wait_all_ended(s, N);
+    id[i] = tsc_job(s, C, i % 2 ? "cpu1" : "cpu0", 0, 1);
+  tsc_wait_all_ended(s, N);
   /* 2 MiB held; the next submit makes room: the oldest go first */
-  uint64_t last = ts_job(s, 16, "cpu0", 0, 0);
-  ts_wait_end(s, last);
+  uint64_t last = tsc_job(s, 16, "cpu0", 0, 0);
+  tsc_wait_end(s, last);
   Wave__V1__Response *r = td_job(s, id[0], 0, 0);
   td_expect_error(r, WAVE_ENOJOB, 77);
   r = td_job(s, id[N - 1], 0, 0);
@@ -598,14 +598,14 @@ START_TEST(test_result_bytes_bounded)
   ck_assert(r->job->outputs_delivered);
   wave__v1__response__free_unpacked(r, NULL);
   /* the same outputs as a fresh job's (bit for bit) */
-  uint64_t again = ts_job(s, C, "cpu0", 0, 1);
+  uint64_t again = tsc_job(s, C, "cpu0", 0, 1);
   r = td_wait_job(s, again);  /* the answer that ends the wait has them */
   ck_assert_int_eq(r->job->state, WAVE__V1__JOB_STATE__DONE);
   ck_assert_uint_eq(r->job->result->n_outputs, C);
   ck_assert_uint_eq(r->job->result->outputs[5], o5);
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(s);
-  ts_down(&d);
+  tsc_down(&d);
 }
 END_TEST
 

@@ -25,13 +25,13 @@
 #include "daemon_harness.h"
 #include "wave/error.h"
 
-static void ts_nap(void)
+static void tsv_nap(void)
 {
   struct timespec ts = {0, 50 * 1000 * 1000};
   nanosleep(&ts, NULL);
 }
 
-static size_t ts_count(const char *hay, const char *needle)
+static size_t tsv_count(const char *hay, const char *needle)
 {
   size_t n = 0;
   for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
@@ -40,18 +40,18 @@ static size_t ts_count(const char *hay, const char *needle)
 }
 
 /* Wait until the log holds `want` lines containing needle. */
-static void ts_wait_log(td_daemon *d, const char *needle, size_t want)
+static void tsv_wait_log(td_daemon *d, const char *needle, size_t want)
 {
   for (int i = 0; i < 1200; i++) {
-    if (ts_count(td_stderr(d), needle) >= want)
+    if (tsv_count(td_stderr(d), needle) >= want)
       return;
-    ts_nap();
+    tsv_nap();
   }
   ck_abort_msg("no %zu x '%s' in the log:\n%s", want, needle, td_stderr(d));
 }
 
 /* The config file with `from` replaced by `to`. */
-static void ts_edit(td_daemon *d, const char *from, const char *to)
+static void tsv_edit(td_daemon *d, const char *from, const char *to)
 {
   FILE *f = fopen(d->cfg, "r");
   ck_assert_ptr_nonnull(f);
@@ -66,7 +66,7 @@ static void ts_edit(td_daemon *d, const char *from, const char *to)
   td_write(d->cfg, out);
 }
 
-static void ts_reduce_rows(nng_socket s, uint32_t rows, int expect_err)
+static void tsv_reduce_rows(nng_socket s, uint32_t rows, int expect_err)
 {
   static uint32_t v[64];
   for (uint32_t i = 0; i < rows; i++)
@@ -89,63 +89,63 @@ START_TEST(reload_good_and_bad)
   td_prepare(&d, NULL);
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket s = td_dial(d.ipc);
-  ts_reduce_rows(s, 16, 0);
+  tsv_reduce_rows(s, 16, 0);
 
   /* a broken file: reported with file:line:column, the old one serves */
-  ts_edit(&d, "log_level: info\n", "log_level: info\nlimits: [\n");
+  tsv_edit(&d, "log_level: info\n", "log_level: info\nlimits: [\n");
   kill(d.pid, SIGHUP);
-  ts_wait_log(&d, "reload failed", 1);
+  tsv_wait_log(&d, "reload failed", 1);
   char where[300];
   snprintf(where, sizeof where, "%s:6:20: YAML syntax", d.cfg);
   ck_assert_msg(strstr(td_stderr(&d), where) != NULL, "no '%s' in:\n%s",
                 where, td_stderr(&d));
-  ts_reduce_rows(s, 16, 0);
-  ts_edit(&d, "log_level: info\nlimits: [\n", "log_level: info\n");
+  tsv_reduce_rows(s, 16, 0);
+  tsv_edit(&d, "log_level: info\nlimits: [\n", "log_level: info\n");
 
   /* a value out of bounds: the key named, nothing applied */
-  ts_edit(&d, "max_job_rows: 8192", "max_job_rows: 0");
+  tsv_edit(&d, "max_job_rows: 8192", "max_job_rows: 0");
   kill(d.pid, SIGHUP);
-  ts_wait_log(&d, "reload failed", 2);
+  tsv_wait_log(&d, "reload failed", 2);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "limits.max_job_rows"));
-  ts_reduce_rows(s, 16, 0);
+  tsv_reduce_rows(s, 16, 0);
 
   /* a good file: the new limit is what the next request meets */
-  ts_edit(&d, "max_job_rows: 0", "max_job_rows: 8");
+  tsv_edit(&d, "max_job_rows: 0", "max_job_rows: 8");
   kill(d.pid, SIGHUP);
-  ts_wait_log(&d, "reloaded ", 1);
-  ts_reduce_rows(s, 8, 0);
-  ts_reduce_rows(s, 16, WAVE_EJOBSIZE);
+  tsv_wait_log(&d, "reloaded ", 1);
+  tsv_reduce_rows(s, 8, 0);
+  tsv_reduce_rows(s, 16, WAVE_EJOBSIZE);
 
   /* what a reload cannot change is refused whole: the limit stays 8 */
-  ts_edit(&d, "max_job_rows: 8", "max_job_rows: 100");
-  ts_edit(&d, "queue_depth: 8", "queue_depth: 9");
+  tsv_edit(&d, "max_job_rows: 8", "max_job_rows: 100");
+  tsv_edit(&d, "queue_depth: 8", "queue_depth: 9");
   kill(d.pid, SIGHUP);
-  ts_wait_log(&d, "reload failed", 3);
+  tsv_wait_log(&d, "reload failed", 3);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "devices[1] (cpu1) changed"));
-  ts_reduce_rows(s, 16, WAVE_EJOBSIZE);
+  tsv_reduce_rows(s, 16, WAVE_EJOBSIZE);
 
   /* SIGHUP after SIGHUP never kills; SIGTERM then exits 0, socket gone */
-  ts_edit(&d, "queue_depth: 9", "queue_depth: 8");
+  tsv_edit(&d, "queue_depth: 9", "queue_depth: 8");
   kill(d.pid, SIGHUP);
-  ts_wait_log(&d, "reloaded ", 2);
-  ts_reduce_rows(s, 16, 0);
+  tsv_wait_log(&d, "reloaded ", 2);
+  tsv_reduce_rows(s, 16, 0);
 
   /* the reload column (config.c): a start-only key is taken and the log
    * says when it applies; a refused one fails the reload, naming it */
-  ts_edit(&d, "max_job_rows: 100", "max_job_rows: 100\n  decode_threads: 3");
+  tsv_edit(&d, "max_job_rows: 100", "max_job_rows: 100\n  decode_threads: 3");
   kill(d.pid, SIGHUP);
-  ts_wait_log(&d, "reloaded ", 3);
+  tsv_wait_log(&d, "reloaded ", 3);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "limits.decode_threads "
                                "changed; the decode threads are started "
                                "once, so the new value takes effect when "
                                "wavedd restarts"));
-  ts_edit(&d, "contexts: 16", "contexts: 17");
+  tsv_edit(&d, "contexts: 16", "contexts: 17");
   kill(d.pid, SIGHUP);
-  ts_wait_log(&d, "reload failed", 4);
+  tsv_wait_log(&d, "reload failed", 4);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "limits.contexts changed; a "
                                "reload cannot resize the socket (restart "
                                "wavedd)"));
-  ts_reduce_rows(s, 16, 0);
+  tsv_reduce_rows(s, 16, 0);
   nng_close(s);
   ck_assert_int_eq(td_stop(&d), 0);
   struct stat st;
@@ -189,7 +189,7 @@ START_TEST(sigquit_and_usr_signals_stop_cleanly)
 END_TEST
 
 /* GET url: 200 and the Prometheus text type; the body (static buffer). */
-static const char *ts_get(const char *url)
+static const char *tsv_get(const char *url)
 {
   const char *body, *ct;
   ck_assert_uint_eq(td_http_get(url, &body, &ct), 200);
@@ -197,14 +197,14 @@ static const char *ts_get(const char *url)
   return body;
 }
 
-static void ts_wait_page(const char *url, const char *line)
+static void tsv_wait_page(const char *url, const char *line)
 {
   for (int i = 0; i < 600; i++) {
-    if (strstr(ts_get(url), line) != NULL)
+    if (strstr(tsv_get(url), line) != NULL)
       return;
-    ts_nap();
+    tsv_nap();
   }
-  ck_abort_msg("no '%s' on the page:\n%s", line, ts_get(url));
+  ck_abort_msg("no '%s' on the page:\n%s", line, tsv_get(url));
 }
 
 START_TEST(metrics_count_what_was_served)
@@ -216,11 +216,11 @@ START_TEST(metrics_count_what_was_served)
   snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
   snprintf(line, sizeof line, "log_level: info\nmetrics: http://127.0.0.1:%d\n",
            port);
-  ts_edit(&d, "log_level: info\n", line);
+  tsv_edit(&d, "log_level: info\n", line);
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket s = td_dial(d.ipc);
-  ts_reduce_rows(s, 16, 0);
-  ts_reduce_rows(s, 16, 0);
+  tsv_reduce_rows(s, 16, 0);
+  tsv_reduce_rows(s, 16, 0);
   /* and one of 16 zero rows on cpu1 */
   static uint32_t v[16];
   td_chunk in = {v, sizeof v};
@@ -260,8 +260,8 @@ START_TEST(metrics_count_what_was_served)
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(s);
 
-  ts_wait_page(url, "wavedd_hashes_total{device=\"cpu1\"} 5000\n");
-  const char *page = ts_get(url);
+  tsv_wait_page(url, "wavedd_hashes_total{device=\"cpu1\"} 5000\n");
+  const char *page = tsv_get(url);
   ck_assert_ptr_nonnull(strstr(page,
       "wavedd_jobs_total{device=\"cpu1\",kind=\"hash\",outcome=\"ok\"} 1\n"));
   ck_assert_ptr_nonnull(strstr(page,
@@ -320,7 +320,7 @@ START_TEST(cancel_is_not_a_failure)
   snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
   snprintf(line, sizeof line, "log_level: info\nmetrics: http://127.0.0.1:%d\n",
            port);
-  ts_edit(&d, "log_level: info\n", line);
+  tsv_edit(&d, "log_level: info\n", line);
   ck_assert_int_eq(td_start(&d), 0);
   nng_socket s = td_dial(d.ipc);
   /* a job far too long to end by itself, on cpu0, cancelled */
@@ -341,9 +341,9 @@ START_TEST(cancel_is_not_a_failure)
   ck_assert_uint_ge(r->status->devices[0]->jobs_cancelled, 1);
   wave__v1__response__free_unpacked(r, NULL);
   nng_close(s);
-  ts_wait_page(url, "wavedd_jobs_total{device=\"cpu0\",kind=\"hash\","
+  tsv_wait_page(url, "wavedd_jobs_total{device=\"cpu0\",kind=\"hash\","
                "outcome=\"cancelled\"} 1\n");
-  ck_assert_ptr_nonnull(strstr(ts_get(url), "wavedd_jobs_total{device="
+  ck_assert_ptr_nonnull(strstr(tsv_get(url), "wavedd_jobs_total{device="
       "\"cpu0\",kind=\"hash\",outcome=\"failed\"} 0\n"));
   ck_assert_int_eq(td_stop(&d), 0);
   td_cleanup(&d);

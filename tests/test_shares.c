@@ -35,7 +35,7 @@
 
 /* A daemon with regions on, one CPU device and these extra limits (YAML
  * lines under limits:). */
-static void ts_start(td_daemon *d, const char *limits)
+static void tsh_start(td_daemon *d, const char *limits)
 {
   td_prepare(d, NULL);
   char text[2048];
@@ -64,7 +64,7 @@ static void ts_start(td_daemon *d, const char *limits)
 }
 
 /* A region of rows rows 1..rows, registered on c. */
-static wave_region *ts_region(wave_client *c, size_t rows, const char *name,
+static wave_region *tsh_region(wave_client *c, size_t rows, const char *name,
                               wave_error *e)
 {
   wave_region *rg;
@@ -80,7 +80,7 @@ static wave_region *ts_region(wave_client *c, size_t rows, const char *name,
   return rg;
 }
 
-static int ts_sum(wave_client *c, wave_region *rg, size_t rows, uint32_t *out,
+static int tsh_sum(wave_client *c, wave_region *rg, size_t rows, uint32_t *out,
                   wave_error *e)
 {
   wave_extent x = {rg, 0, rows * 4};
@@ -92,17 +92,17 @@ static int ts_sum(wave_client *c, wave_region *rg, size_t rows, uint32_t *out,
   return rc;
 }
 
-/* A child as user nobody that runs fn(d) once ts_go says so; forked before
+/* A child as user nobody that runs fn(d) once tsh_go says so; forked before
  * this process first uses nng (nng does not survive a fork).  pid -1 when
  * the test cannot drop privileges here (that part is then skipped). */
 typedef struct {
   pid_t pid;
   int go;  /* write end: one byte starts fn */
-} ts_child;
+} tsh_child;
 
-static ts_child ts_nobody(td_daemon *d, int (*fn)(td_daemon *))
+static tsh_child tsh_nobody(td_daemon *d, int (*fn)(td_daemon *))
 {
-  ts_child k = {-1, -1};
+  tsh_child k = {-1, -1};
   struct passwd *pw = getpwnam("nobody");
   if (getuid() != 0 || pw == NULL)
     return k;
@@ -125,15 +125,15 @@ static ts_child ts_nobody(td_daemon *d, int (*fn)(td_daemon *))
   return k;
 }
 
-/* Start the child's fn (ts_reap waits for it). */
-static void ts_release(ts_child *k)
+/* Start the child's fn (tsh_reap waits for it). */
+static void tsh_release(tsh_child *k)
 {
   ck_assert_int_eq(write(k->go, "g", 1), 1);
   close(k->go);
 }
 
 /* The child's exit status (0: passed). */
-static int ts_reap(ts_child *k)
+static int tsh_reap(tsh_child *k)
 {
   int st = 0;
   ck_assert_int_eq(waitpid(k->pid, &st, 0), k->pid);
@@ -143,18 +143,18 @@ static int ts_reap(ts_child *k)
 }
 
 /* Start the child's fn; its exit status (0: passed), -1 if none. */
-static int ts_go(ts_child *k)
+static int tsh_go(tsh_child *k)
 {
   if (k->pid < 0)
     return -1;
-  ts_release(k);
-  return ts_reap(k);
+  tsh_release(k);
+  return tsh_reap(k);
 }
 
 /* ---- finding 5: holding a region is not idle ---------------------------- */
 
 /* How many connections the sweep has closed, by the daemon's log. */
-static int ts_idle_closed(td_daemon *d)
+static int tsh_idle_closed(td_daemon *d)
 {
   int n = 0;
   for (const char *p = td_stderr(d);
@@ -166,11 +166,11 @@ static int ts_idle_closed(td_daemon *d)
 START_TEST(idle_keeps_region)
 {
   td_daemon d;
-  ts_start(&d, "  idle_timeout_ms: 200\n");
+  tsh_start(&d, "  idle_timeout_ms: 200\n");
   wave_client *c = bh_client(d.ipc);
   wave_error e = {0};
   size_t rows = 4096;
-  wave_region *rg = ts_region(c, rows, "idle", &e);
+  wave_region *rg = tsh_region(c, rows, "idle", &e);
   ck_assert_msg(rg != NULL, "%s", e.message);
   /* well past the timeout, with the sweep running meanwhile: another
    * connection that holds nothing is closed by it; then a third, dialed
@@ -179,16 +179,16 @@ START_TEST(idle_keeps_region)
    * wait: the sweeps are read from the log) */
   nng_socket idle = td_dial(d.tcp), idle2 = NNG_SOCKET_INITIALIZER;
   for (int round = 1; round <= 2; round++) {
-    for (int i = 0; i < 500 && ts_idle_closed(&d) < round; i++)
+    for (int i = 0; i < 500 && tsh_idle_closed(&d) < round; i++)
       usleep(20000);
-    ck_assert_msg(ts_idle_closed(&d) >= round, "the sweep closed %d idle "
-                  "connection(s), not %d:\n%s", ts_idle_closed(&d), round,
+    ck_assert_msg(tsh_idle_closed(&d) >= round, "the sweep closed %d idle "
+                  "connection(s), not %d:\n%s", tsh_idle_closed(&d), round,
                   td_stderr(&d));
     if (round == 1)
       idle2 = td_dial(d.tcp);
   }
   uint32_t sum;
-  ck_assert_msg(ts_sum(c, rg, rows, &sum, &e) == 0, "after idling: %s",
+  ck_assert_msg(tsh_sum(c, rg, rows, &sum, &e) == 0, "after idling: %s",
                 e.message);
   ck_assert_uint_eq(sum, (uint32_t)(rows * (rows + 1) / 2));
   nng_close(idle);
@@ -201,19 +201,19 @@ END_TEST
 
 /* ---- finding 6: shares ----------------------------------------------- */
 
-static int ts_nobody_region(td_daemon *d)
+static int tsh_nobody_region(td_daemon *d)
 {
   wave_client *c;
   wave_error e;
   if (wave_client_open(&c, d->ipc, &e) != 0)
     return 11;
-  wave_region *rg = ts_region(c, MIB / 4, "nobody", &e);
+  wave_region *rg = tsh_region(c, MIB / 4, "nobody", &e);
   if (rg == NULL) {
     fprintf(stderr, "nobody's region: %s\n", e.message);
     return 12;
   }
   uint32_t sum;
-  if (ts_sum(c, rg, MIB / 4, &sum, &e) != 0)
+  if (tsh_sum(c, rg, MIB / 4, &sum, &e) != 0)
     return 13;
   return sum == (uint32_t)((uint64_t)(MIB / 4) * (MIB / 4 + 1) / 2) ? 0 : 14;
 }
@@ -223,19 +223,19 @@ static int ts_nobody_region(td_daemon *d)
 START_TEST(region_share)
 {
   td_daemon d;
-  ts_start(&d, "  max_region_bytes: 2097152\n"
+  tsh_start(&d, "  max_region_bytes: 2097152\n"
                "  max_client_region_bytes: 1048576\n");
-  ts_child k = ts_nobody(&d, ts_nobody_region);
+  tsh_child k = tsh_nobody(&d, tsh_nobody_region);
   wave_client *c = bh_client(d.ipc);
   wave_error e = {0};
-  wave_region *a = ts_region(c, MIB / 4, "mine", &e);
+  wave_region *a = tsh_region(c, MIB / 4, "mine", &e);
   ck_assert_msg(a != NULL, "%s", e.message);
-  wave_region *b = ts_region(c, MIB / 4, "more", &e);
+  wave_region *b = tsh_region(c, MIB / 4, "more", &e);
   ck_assert_ptr_null(b);
   ck_assert_int_eq(e.code, WAVE_EREGION);
   ck_assert_msg(strstr(e.message, "limits.max_client_region_bytes"),
                 "%s", e.message);
-  int rc = ts_go(&k);
+  int rc = tsh_go(&k);
   if (rc < 0)
     wvs_note("region_share: needs root and user nobody for the second "
              "client; that part not run");
@@ -248,7 +248,7 @@ START_TEST(region_share)
 }
 END_TEST
 
-static Wave__V1__Response *ts_open(nng_socket s, uint64_t bytes)
+static Wave__V1__Response *tsh_open(nng_socket s, uint64_t bytes)
 {
   Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
   so.dtype = WAVE__V1__DTYPE__U32;
@@ -267,15 +267,15 @@ static Wave__V1__Response *ts_open(nng_socket s, uint64_t bytes)
 START_TEST(stream_share)
 {
   td_daemon d;
-  ts_start(&d, "  max_stream_bytes: 134217728\n"
+  tsh_start(&d, "  max_stream_bytes: 134217728\n"
                "  max_client_stream_bytes: 33554432\n");
   nng_socket s = td_dial(d.tcp);
   for (int i = 0; i < 2; i++) {
-    Wave__V1__Response *r = ts_open(s, 16 * MIB);
+    Wave__V1__Response *r = tsh_open(s, 16 * MIB);
     ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
     wave__v1__response__free_unpacked(r, NULL);
   }
-  bh_expect(ts_open(s, 16 * MIB), WAVE_EBUSY,
+  bh_expect(tsh_open(s, 16 * MIB), WAVE_EBUSY,
             "limits.max_client_stream_bytes");
   /* another client: over 16 MiB, so libwaveclient streams it */
   size_t rows = 5 * MIB;
@@ -303,7 +303,7 @@ START_TEST(copy_and_stream_one_count)
 {
   td_daemon d;
   /* the client's share (all of it) is not what refuses */
-  ts_start(&d, "  max_stream_bytes: 2097152\n"
+  tsh_start(&d, "  max_stream_bytes: 2097152\n"
                "  max_client_stream_bytes: 2097152\n");
   char path[256];
   snprintf(path, sizeof path, "%s/rows.raw", d.dir);
@@ -320,10 +320,10 @@ START_TEST(copy_and_stream_one_count)
   ck_assert_msg(wave_region_copy_fd(c, fd, 0, "copy", &rg, &e) == 0, "%s",
                 e.message);
   nng_socket s = td_dial(d.ipc);
-  bh_expect(ts_open(s, MIB), WAVE_EBUSY, "copy regions and streams hold");
+  bh_expect(tsh_open(s, MIB), WAVE_EBUSY, "copy regions and streams hold");
   /* the copy gone, the stream fits */
   ck_assert_int_eq(wave_region_unregister(c, rg, &e), 0);
-  Wave__V1__Response *r = ts_open(s, MIB);
+  Wave__V1__Response *r = tsh_open(s, MIB);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
   wave__v1__response__free_unpacked(r, NULL);
   wave_region_close(rg);
@@ -338,7 +338,7 @@ END_TEST
 START_TEST(files_share)
 {
   td_daemon d;
-  ts_start(&d, "  max_client_files: 2\n");
+  tsh_start(&d, "  max_client_files: 2\n");
   char path[256];
   snprintf(path, sizeof path, "%s/rows.raw", d.dir);
   uint32_t rows[1024] = {0};
@@ -371,7 +371,7 @@ END_TEST
 
 /* ---- finding 12: status lists only the asker's regions ---------------- */
 
-static size_t ts_listed(const char *url)
+static size_t tsh_listed(const char *url)
 {
   nng_socket s = td_dial(url);
   Wave__V1__Response *st = td_status(s, 5);
@@ -381,23 +381,23 @@ static size_t ts_listed(const char *url)
   return n;
 }
 
-static int ts_nobody_status(td_daemon *d)
+static int tsh_nobody_status(td_daemon *d)
 {
-  return ts_listed(d->ipc) == 0 ? 0 : 21;
+  return tsh_listed(d->ipc) == 0 ? 0 : 21;
 }
 
 START_TEST(status_own_regions)
 {
   td_daemon d;
-  ts_start(&d, "");
-  ts_child k = ts_nobody(&d, ts_nobody_status);
+  tsh_start(&d, "");
+  tsh_child k = tsh_nobody(&d, tsh_nobody_status);
   wave_client *c = bh_client(d.ipc);
   wave_error e = {0};
-  wave_region *rg = ts_region(c, 1024, "secret-name", &e);
+  wave_region *rg = tsh_region(c, 1024, "secret-name", &e);
   ck_assert_msg(rg != NULL, "%s", e.message);
-  ck_assert_uint_eq(ts_listed(d.ipc), 1);  /* its owner (root here) */
-  ck_assert_uint_eq(ts_listed(d.tcp), 0);  /* tcp: nobody's own */
-  int rc = ts_go(&k);
+  ck_assert_uint_eq(tsh_listed(d.ipc), 1);  /* its owner (root here) */
+  ck_assert_uint_eq(tsh_listed(d.tcp), 0);  /* tcp: nobody's own */
+  int rc = tsh_go(&k);
   if (rc < 0)
     wvs_note("status_own_regions: needs root and user nobody; the "
              "other-uid part not run");
@@ -412,7 +412,7 @@ END_TEST
 /* ---- issue 35 item 3: status shows each principal's share ------------- */
 
 /* The share of principal who in c's status, or NULL (*st to free). */
-static const wave_share *ts_share(wave_client *c, const char *who,
+static const wave_share *tsh_share(wave_client *c, const char *who,
                                   wave_status **st)
 {
   wave_error e = {0};
@@ -427,7 +427,7 @@ static const wave_share *ts_share(wave_client *c, const char *who,
 
 /* Open (again) those of fds[] that are closed or that the daemon closed
  * (its deadline: readable, or hung up). */
-static void ts_side(const char *ipc_url, int *fds, int n)
+static void tsh_side(const char *ipc_url, int *fds, int n)
 {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s.fd", ipc_url + 6);
@@ -449,20 +449,20 @@ static void ts_side(const char *ipc_url, int *fds, int n)
 START_TEST(status_shares)
 {
   td_daemon d;
-  ts_start(&d, "  max_client_region_bytes: 1048576\n"
+  tsh_start(&d, "  max_client_region_bytes: 1048576\n"
                "  max_client_stream_bytes: 4194304\n");
   wave_client *c = bh_client(d.ipc);
   wave_error e = {0};
-  wave_region *rg = ts_region(c, 1024, "held", &e);  /* 4 KiB */
+  wave_region *rg = tsh_region(c, 1024, "held", &e);  /* 4 KiB */
   ck_assert_msg(rg != NULL, "%s", e.message);
   nng_socket s = td_dial(d.ipc);  /* the same uid: the same principal */
-  Wave__V1__Response *r = ts_open(s, MIB);
+  Wave__V1__Response *r = tsh_open(s, MIB);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
   wave__v1__response__free_unpacked(r, NULL);
   char me[32];
   snprintf(me, sizeof me, "uid:%u", (unsigned)getuid());
   wave_status *st;
-  const wave_share *h = ts_share(c, me, &st);
+  const wave_share *h = tsh_share(c, me, &st);
   ck_assert_msg(h != NULL, "no share of %s in status (%zu shares)", me,
                 st->n_shares);
   ck_assert_uint_eq(st->n_shares, 1);  /* only one principal holds any */
@@ -491,8 +491,8 @@ START_TEST(status_shares)
   int fds[TS_SIDE] = {-1, -1, -1};
   unsigned seen = 0, all = 0;
   for (int k = 0; k < 200 && seen != TS_SIDE; k++) {
-    ts_side(d.ipc, fds, TS_SIDE);
-    h = ts_share(c, me, &st);
+    tsh_side(d.ipc, fds, TS_SIDE);
+    h = tsh_share(c, me, &st);
     ck_assert_ptr_nonnull(h);
     seen = h->fd_conns;
     all = st->fd_conns;
@@ -503,7 +503,7 @@ START_TEST(status_shares)
   ck_assert_uint_eq(seen, TS_SIDE);
   ck_assert_uint_eq(all, TS_SIDE);
   wave_client *t = bh_client(d.tcp);
-  ck_assert_ptr_null(ts_share(t, me, &st));
+  ck_assert_ptr_null(tsh_share(t, me, &st));
   ck_assert_uint_eq(st->n_shares, 1);
   ck_assert_msg(strncmp(st->shares[0].principal, "pipe:", 5) == 0, "%s",
                 st->shares[0].principal);
@@ -526,17 +526,17 @@ END_TEST
 
 /* Set before the fork: the nobody child says it holds its region (held),
  * then waits for the parent's look (done). */
-static int ts_held[2], ts_done[2];
+static int tsh_held[2], tsh_done[2];
 
-static int ts_nobody_share(td_daemon *d)
+static int tsh_nobody_share(td_daemon *d)
 {
-  close(ts_held[0]);
-  close(ts_done[1]);
+  close(tsh_held[0]);
+  close(tsh_done[1]);
   wave_client *c;
   wave_error e;
   if (wave_client_open(&c, d->ipc, &e) != 0)
     return 31;
-  wave_region *rg = ts_region(c, 2048, "nobody's", &e);  /* 8 KiB */
+  wave_region *rg = tsh_region(c, 2048, "nobody's", &e);  /* 8 KiB */
   if (rg == NULL)
     return 32;
   char me[32];
@@ -550,8 +550,8 @@ static int ts_nobody_share(td_daemon *d)
            : st->shares[0].region_bytes != 8192 ? 36 : 0;
   wave_status_free(st);
   char b;
-  if (rc == 0 && (write(ts_held[1], "h", 1) != 1 ||
-                  read(ts_done[0], &b, 1) != 1))
+  if (rc == 0 && (write(tsh_held[1], "h", 1) != 1 ||
+                  read(tsh_done[0], &b, 1) != 1))
     rc = 37;
   wave_region_close(rg);
   wave_client_close(c);
@@ -563,44 +563,44 @@ static int ts_nobody_share(td_daemon *d)
 START_TEST(status_shares_root)
 {
   td_daemon d;
-  ts_start(&d, "");
-  ck_assert_int_eq(pipe(ts_held), 0);
-  ck_assert_int_eq(pipe(ts_done), 0);
-  ts_child k = ts_nobody(&d, ts_nobody_share);
-  close(ts_held[1]);
-  close(ts_done[0]);
+  tsh_start(&d, "");
+  ck_assert_int_eq(pipe(tsh_held), 0);
+  ck_assert_int_eq(pipe(tsh_done), 0);
+  tsh_child k = tsh_nobody(&d, tsh_nobody_share);
+  close(tsh_held[1]);
+  close(tsh_done[0]);
   if (k.pid < 0) {
     wvs_note("status_shares_root: needs root and user nobody; not run");
-    close(ts_held[0]);
-    close(ts_done[1]);
+    close(tsh_held[0]);
+    close(tsh_done[1]);
     td_stop_ok(&d);
     return;
   }
   wave_client *c = bh_client(d.ipc);
   wave_error e = {0};
-  wave_region *rg = ts_region(c, 1024, "root's", &e);
+  wave_region *rg = tsh_region(c, 1024, "root's", &e);
   ck_assert_msg(rg != NULL, "%s", e.message);
-  ts_release(&k);
+  tsh_release(&k);
   char b;
-  if (read(ts_held[0], &b, 1) != 1)  /* the child failed before */
-    ck_abort_msg("the nobody child failed (%d):\n%s", ts_reap(&k),
+  if (read(tsh_held[0], &b, 1) != 1)  /* the child failed before */
+    ck_abort_msg("the nobody child failed (%d):\n%s", tsh_reap(&k),
                  td_stderr(&d));
   char them[32];
   snprintf(them, sizeof them, "uid:%u", (unsigned)getpwnam("nobody")->pw_uid);
   wave_status *st;
-  const wave_share *h = ts_share(c, them, &st);
+  const wave_share *h = tsh_share(c, them, &st);
   ck_assert_msg(h != NULL, "root does not see %s's share", them);
   ck_assert_uint_eq(h->region_bytes, 8192);
   wave_status_free(st);
-  h = ts_share(c, "uid:0", &st);
+  h = tsh_share(c, "uid:0", &st);
   ck_assert_msg(h != NULL, "root does not see its own share");
   ck_assert_uint_eq(h->region_bytes, 4096);
   ck_assert_uint_eq(st->n_shares, 2);
   wave_status_free(st);
-  ck_assert_int_eq(write(ts_done[1], "d", 1), 1);
-  close(ts_done[1]);
-  close(ts_held[0]);
-  int rc = ts_reap(&k);
+  ck_assert_int_eq(write(tsh_done[1], "d", 1), 1);
+  close(tsh_done[1]);
+  close(tsh_held[0]);
+  int rc = tsh_reap(&k);
   ck_assert_msg(rc == 0, "nobody's status (%d):\n%s", rc, td_stderr(&d));
   wave_region_close(rg);
   wave_client_close(c);
@@ -610,13 +610,13 @@ END_TEST
 
 /* ---- issue 35 finding 3: shares follow their totals -------------------- */
 
-static int ts_nobody_small(td_daemon *d)
+static int tsh_nobody_small(td_daemon *d)
 {
   wave_client *c;
   wave_error e;
   if (wave_client_open(&c, d->ipc, &e) != 0)
     return 11;
-  wave_region *rg = ts_region(c, 1024, "small", &e);
+  wave_region *rg = tsh_region(c, 1024, "small", &e);
   if (rg == NULL) {
     fprintf(stderr, "nobody's 4 KiB region: %s\n", e.message);
     return 12;
@@ -631,14 +631,14 @@ static int ts_nobody_small(td_daemon *d)
 START_TEST(lowered_totals)
 {
   td_daemon d;
-  ts_start(&d, "  max_region_bytes: 8388608\n"
+  tsh_start(&d, "  max_region_bytes: 8388608\n"
                "  max_stream_bytes: 134217728\n");
-  ts_child k = ts_nobody(&d, ts_nobody_small);
+  tsh_child k = tsh_nobody(&d, tsh_nobody_small);
   wave_client *c = bh_client(d.ipc);
   wave_error e = {0};
   wave_region *rg[8];
   int n = 0;
-  while (n < 8 && (rg[n] = ts_region(c, MIB / 4, "fill", &e)) != NULL)
+  while (n < 8 && (rg[n] = tsh_region(c, MIB / 4, "fill", &e)) != NULL)
     n++;
   ck_assert_int_eq(n, 2);  /* 2 of the 8 MiB */
   ck_assert_msg(strstr(e.message, "2097152 (limits.max_client_region_bytes)"),
@@ -646,7 +646,7 @@ START_TEST(lowered_totals)
   nng_socket s = td_dial(d.tcp), t = td_dial(d.tcp);
   int opened = 0;
   for (;;) {
-    Wave__V1__Response *r = ts_open(s, 16 * MIB);
+    Wave__V1__Response *r = tsh_open(s, 16 * MIB);
     if (r->body_case != WAVE__V1__RESPONSE__BODY_STREAM) {
       bh_expect(r, WAVE_EBUSY, "33554432 (limits.max_client_stream_bytes)");
       break;
@@ -655,10 +655,10 @@ START_TEST(lowered_totals)
     ck_assert_int_lt(++opened, 8);
   }
   ck_assert_int_eq(opened, 2);
-  Wave__V1__Response *r = ts_open(t, 4 * MIB);  /* another's first */
+  Wave__V1__Response *r = tsh_open(t, 4 * MIB);  /* another's first */
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
   wave__v1__response__free_unpacked(r, NULL);
-  int rc = ts_go(&k);
+  int rc = tsh_go(&k);
   if (rc < 0)
     wvs_note("lowered_totals: needs root and user nobody for the other "
              "uid's region; that part not run");
@@ -707,7 +707,7 @@ END_TEST
 START_TEST(copy_bound_scales)
 {
   td_daemon d;
-  ts_start(&d, "  region_read_timeout_ms: 1\n"
+  tsh_start(&d, "  region_read_timeout_ms: 1\n"
                "  max_stream_bytes: 134217728\n"
                "  max_client_stream_bytes: 134217728\n");
   char path[256];
@@ -730,7 +730,7 @@ START_TEST(copy_bound_scales)
   ck_assert_msg(wave_region_copy_fd(c, fd, 0, "copy", &rg, &e) == 0, "%s",
                 e.message);
   uint32_t sum;
-  ck_assert_msg(ts_sum(c, rg, rows, &sum, &e) == 0, "%s", e.message);
+  ck_assert_msg(tsh_sum(c, rg, rows, &sum, &e) == 0, "%s", e.message);
   ck_assert_uint_eq(sum, want);
   wave_region_close(rg);
   close(fd);

@@ -31,16 +31,16 @@
 
 #define TS_MAX_DEVS 8
 
-typedef struct ts_dev {
+typedef struct tsl_dev {
   const wv_backend *b;
   wv_dev dev;
-} ts_dev;
+} tsl_dev;
 
-static ts_dev ts_devs[TS_MAX_DEVS];
-static size_t ts_n;
+static tsl_dev tsl_devs[TS_MAX_DEVS];
+static size_t tsl_n;
 
 /* Is backend name among WAVE_CONFORMANCE_BACKENDS (unset: every one)? */
-static int ts_selected(const char *name)
+static int tsl_selected(const char *name)
 {
   const char *l = getenv("WAVE_CONFORMANCE_BACKENDS");
   if (l == NULL || *l == '\0')
@@ -55,7 +55,7 @@ static int ts_selected(const char *name)
   return 0;
 }
 
-static void ts_open(const wv_backend *b)
+static void tsl_open(const wv_backend *b)
 {
   char name[32];
   snprintf(name, sizeof name, "%s0", b->name);
@@ -69,39 +69,39 @@ static void ts_open(const wv_backend *b)
     return;
   }
   printf("test_slices: %s\n", b->name);
-  ts_devs[ts_n++] = (ts_dev){b, dev};
+  tsl_devs[tsl_n++] = (tsl_dev){b, dev};
 }
 
-static void ts_setup(void)
+static void tsl_setup(void)
 {
-  ts_n = 0;
-  for (size_t i = 0; wv_backends[i] != NULL && ts_n < TS_MAX_DEVS - 1; i++)
-    if (ts_selected(wv_backends[i]->name))
-      ts_open(wv_backends[i]);
-  ts_open(&wv_fake_backend);
-  ck_assert_uint_ge(ts_n, 2);  /* cpu and the fake at least */
+  tsl_n = 0;
+  for (size_t i = 0; wv_backends[i] != NULL && tsl_n < TS_MAX_DEVS - 1; i++)
+    if (tsl_selected(wv_backends[i]->name))
+      tsl_open(wv_backends[i]);
+  tsl_open(&wv_fake_backend);
+  ck_assert_uint_ge(tsl_n, 2);  /* cpu and the fake at least */
 }
 
-static void ts_teardown(void)
+static void tsl_teardown(void)
 {
-  for (size_t i = 0; i < ts_n; i++)
-    wv_dev_close(&ts_devs[i].dev);
-  ts_n = 0;
+  for (size_t i = 0; i < tsl_n; i++)
+    wv_dev_close(&tsl_devs[i].dev);
+  tsl_n = 0;
 }
 
 /* ---- data ---- */
 
-static uint64_t ts_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t tsl_rng = 0x9e3779b97f4a7c15ull;
 
-static uint32_t ts_rand(void)
+static uint32_t tsl_rand(void)
 {
-  ts_rng ^= ts_rng << 13;
-  ts_rng ^= ts_rng >> 7;
-  ts_rng ^= ts_rng << 17;
-  return (uint32_t)(ts_rng >> 16);
+  tsl_rng ^= tsl_rng << 13;
+  tsl_rng ^= tsl_rng >> 7;
+  tsl_rng ^= tsl_rng << 17;
+  return (uint32_t)(tsl_rng >> 16);
 }
 
-static uint32_t ts_fbits(float f)
+static uint32_t tsl_fbits(float f)
 {
   uint32_t b;
   memcpy(&b, &f, sizeof b);
@@ -112,7 +112,7 @@ enum { TS_FINITE, TS_SPECIAL, TS_NEGZERO, TS_NAN_ONLY };
 
 /* A float whose sums round differently by tree: a random mantissa, an
  * exponent in -30..30, either sign. */
-static uint32_t ts_float(int kind, uint64_t i)
+static uint32_t tsl_float(int kind, uint64_t i)
 {
   if (kind == TS_NEGZERO)
     return 0x80000000u;
@@ -127,52 +127,52 @@ static uint32_t ts_float(int kind, uint64_t i)
     default: break;
     }
   }
-  float m = 1.0f + (float)(ts_rand() & 0xffffff) / 16777216.0f;
-  int e = (int)(ts_rand() % 61) - 30;
+  float m = 1.0f + (float)(tsl_rand() & 0xffffff) / 16777216.0f;
+  int e = (int)(tsl_rand() % 61) - 30;
   float f = ldexpf(m, e);
-  return ts_fbits(ts_rand() & 1 ? -f : f);
+  return tsl_fbits(tsl_rand() & 1 ? -f : f);
 }
 
-typedef struct ts_job {
+typedef struct tsl_job {
   wv_span in[8], mask[8];
   uint32_t *buf;
   wv_reduce_job job;
-} ts_job;
+} tsl_job;
 
-static const uint64_t ts_chunks[] = {200000, 0, 65537, 1, 65535, 5, 262144};
-static const uint64_t ts_mchunks[] = {70000, 3, 131072, 0, 100000, 226611,
+static const uint64_t tsl_chunks[] = {200000, 0, 65537, 1, 65535, 5, 262144};
+static const uint64_t tsl_mchunks[] = {70000, 3, 131072, 0, 100000, 226611,
                                       65536};
 
 /* The job: rows by kind (floats) or random words; mask: 0 none, 1 random
  * with the rows [65536, 131072) and [200000, 265537) all masked out, 2
  * everything masked out. */
-static void ts_make(ts_job *t, wave_dtype dt, wave_op op, int kind, int mask)
+static void tsl_make(tsl_job *t, wave_dtype dt, wave_op op, int kind, int mask)
 {
-  size_t nin = sizeof ts_chunks / sizeof ts_chunks[0];
-  size_t nm = sizeof ts_mchunks / sizeof ts_mchunks[0];
+  size_t nin = sizeof tsl_chunks / sizeof tsl_chunks[0];
+  size_t nm = sizeof tsl_mchunks / sizeof tsl_mchunks[0];
   uint64_t rows = 0, mrows = 0;
   for (size_t i = 0; i < nin; i++)
-    rows += ts_chunks[i];
+    rows += tsl_chunks[i];
   for (size_t i = 0; i < nm; i++)
-    mrows += ts_mchunks[i];
+    mrows += tsl_mchunks[i];
   ck_assert_uint_eq(rows, mrows);
   t->buf = malloc((size_t)(rows * 2) * 4);
   ck_assert_ptr_nonnull(t->buf);
   uint32_t *m = t->buf + rows;
   for (uint64_t i = 0; i < rows; i++) {
-    t->buf[i] = dt == WAVE_F32 ? ts_float(kind, i) : ts_rand();
+    t->buf[i] = dt == WAVE_F32 ? tsl_float(kind, i) : tsl_rand();
     int off = (i >= 65536 && i < 131072) || (i >= 200000 && i < 265537);
-    m[i] = mask == 2 || off ? 0 : (ts_rand() % 4 != 0) * (ts_rand() | 1);
+    m[i] = mask == 2 || off ? 0 : (tsl_rand() % 4 != 0) * (tsl_rand() | 1);
   }
   uint64_t at = 0;
   for (size_t i = 0; i < nin; i++) {
-    t->in[i] = (wv_span){t->buf + at, ts_chunks[i]};
-    at += ts_chunks[i];
+    t->in[i] = (wv_span){t->buf + at, tsl_chunks[i]};
+    at += tsl_chunks[i];
   }
   at = 0;
   for (size_t i = 0; i < nm; i++) {
-    t->mask[i] = (wv_span){m + at, ts_mchunks[i]};
-    at += ts_mchunks[i];
+    t->mask[i] = (wv_span){m + at, tsl_mchunks[i]};
+    at += tsl_mchunks[i];
   }
   t->job = (wv_reduce_job){.dtype = dt, .op = op, .input = t->in,
                            .n_input = nin, .mask = t->mask,
@@ -183,7 +183,7 @@ static void ts_make(ts_job *t, wave_dtype dt, wave_op op, int kind, int mask)
 }
 
 /* The job in slices of slice_rows on dev, as the daemon runs it. */
-static void ts_sliced(const ts_dev *d, const wv_reduce_job *job,
+static void tsl_sliced(const tsl_dev *d, const wv_reduce_job *job,
                       uint64_t slice_rows, wv_reduce_out *out, int *some)
 {
   uint64_t p = wd_slices_rows(job, slice_rows);
@@ -208,7 +208,7 @@ static void ts_sliced(const ts_dev *d, const wv_reduce_job *job,
   wd_slices_fini(&s);
 }
 
-static void ts_check(const wv_reduce_job *job, const char *what)
+static void tsl_check(const wv_reduce_job *job, const char *what)
 {
   wv_reduce_out want = {0};
   wave_error err = {0};
@@ -216,16 +216,16 @@ static void ts_check(const wv_reduce_job *job, const char *what)
   int want_some = want.count > 0 && job->dtype == WAVE_F32 &&
                   wv_reduce_any_finite(job);
   static const uint64_t sizes[] = {65536, 196608};
-  for (size_t di = 0; di < ts_n; di++)
+  for (size_t di = 0; di < tsl_n; di++)
     for (size_t si = 0; si < 2; si++) {
       wv_reduce_out got;
       int some = -1;
-      ts_sliced(&ts_devs[di], job, sizes[si], &got, &some);
+      tsl_sliced(&tsl_devs[di], job, sizes[si], &got, &some);
       ck_assert_msg(got.n_values == want.n_values && got.count == want.count &&
                         got.bits[0] == want.bits[0] &&
                         (want.n_values < 2 || got.bits[1] == want.bits[1]),
                     "%s %s/%s %s, slices of %llu: got %08x %08x count %llu, "
-                    "whole job %08x %08x count %llu", ts_devs[di].b->name,
+                    "whole job %08x %08x count %llu", tsl_devs[di].b->name,
                     wave_dtype_name(job->dtype), wave_op_name(job->op), what,
                     (unsigned long long)sizes[si], (unsigned)got.bits[0],
                     (unsigned)got.bits[1], (unsigned long long)got.count,
@@ -236,8 +236,8 @@ static void ts_check(const wv_reduce_job *job, const char *what)
     }
 }
 
-static const wave_dtype ts_dtypes[] = {WAVE_U32, WAVE_S32, WAVE_F32};
-static const wave_op ts_ops[] = {WAVE_SUM, WAVE_MIN, WAVE_MAX, WAVE_EXTENT,
+static const wave_dtype tsl_dtypes[] = {WAVE_U32, WAVE_S32, WAVE_F32};
+static const wave_op tsl_ops[] = {WAVE_SUM, WAVE_MIN, WAVE_MAX, WAVE_EXTENT,
                                  WAVE_AND, WAVE_OR, WAVE_XOR};
 
 /* Every dtype and op, without a mask, with one, all masked out. */
@@ -245,13 +245,13 @@ START_TEST(every_dtype_and_op)
 {
   static const char *masks[] = {"unmasked", "masked", "all masked out"};
   for (size_t a = 0; a < 3; a++)
-    for (size_t o = 0; o < sizeof ts_ops / sizeof ts_ops[0]; o++) {
-      if (wave_op_check(ts_dtypes[a], ts_ops[o]) != 0)
+    for (size_t o = 0; o < sizeof tsl_ops / sizeof tsl_ops[0]; o++) {
+      if (wave_op_check(tsl_dtypes[a], tsl_ops[o]) != 0)
         continue;
       for (int mk = 0; mk < 3; mk++) {
-        ts_job t;
-        ts_make(&t, ts_dtypes[a], ts_ops[o], TS_FINITE, mk);
-        ts_check(&t.job, masks[mk]);
+        tsl_job t;
+        tsl_make(&t, tsl_dtypes[a], tsl_ops[o], TS_FINITE, mk);
+        tsl_check(&t.job, masks[mk]);
         free(t.buf);
       }
     }
@@ -266,9 +266,9 @@ START_TEST(float_specials)
   for (size_t k = 0; k < 3; k++)
     for (size_t o = 0; o < 4; o++)
       for (int mk = 0; mk < 2; mk++) {
-        ts_job t;
-        ts_make(&t, WAVE_F32, ts_ops[o], kinds[k], mk);
-        ts_check(&t.job, names[k]);
+        tsl_job t;
+        tsl_make(&t, WAVE_F32, tsl_ops[o], kinds[k], mk);
+        tsl_check(&t.job, names[k]);
         free(t.buf);
       }
 }
@@ -280,8 +280,8 @@ END_TEST
  * boundaries were not aligned would fail every_dtype_and_op. */
 START_TEST(unaligned_cut_would_differ)
 {
-  ts_job t;
-  ts_make(&t, WAVE_F32, WAVE_SUM, TS_FINITE, 0);
+  tsl_job t;
+  tsl_make(&t, WAVE_F32, WAVE_SUM, TS_FINITE, 0);
   wv_span one = t.in[0];  /* 200000 rows */
   wv_reduce_job whole = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = &one,
                          .n_input = 1, .rows = one.rows};
@@ -369,13 +369,13 @@ START_TEST(many_tiny_chunks)
     rows += i % 97 == 0 ? 0 : 1 + i % 2;  /* empty, 1 or 2 rows */
   uint32_t *p32 = calloc(2 * N, 4);  /* float32 rows (tree-sensitive) */
   for (uint64_t i = 0; i < rows; i++) {
-    uint32_t f = ts_float(TS_FINITE, i);
+    uint32_t f = tsl_float(TS_FINITE, i);
     float x;
     memcpy(&x, &f, 4);
     p32[i] = f;
-    double d = (double)x * ldexp(1.0, (int)(ts_rand() % 200) - 100);
+    double d = (double)x * ldexp(1.0, (int)(tsl_rand() % 200) - 100);
     memcpy(&buf[i], &d, 8);
-    mk[i] = ts_rand() % 5 != 0;
+    mk[i] = tsl_rand() % 5 != 0;
   }
   mspan[0] = (wv_span){mk, 1000};
   mspan[1] = (wv_span){mk + 1000, rows - 2000};
@@ -406,17 +406,17 @@ START_TEST(many_tiny_chunks)
       uint64_t p = wd_slices_rows(&job, 65536);
       ck_assert_msg(p != 0, "%s/%s of %d tiny chunks runs whole",
                     wave_dtype_name(job.dtype), wave_op_name(job.op), N);
-      for (size_t di = 0; di < ts_n; di++) {
+      for (size_t di = 0; di < tsl_n; di++) {
         wv_caps caps;
-        wv_dev_caps(&ts_devs[di].dev, &caps);
+        wv_dev_caps(&tsl_devs[di].dev, &caps);
         if (size == 8 && !caps.dtypes64)
           continue;
         wd_slices s;
         ck_assert_int_eq(wd_slices_init(&s, &job, p, &err), 0);
         int last = 0, steps = 0;
         while (!last) {
-          int rc = wd_slices_step(&s, &ts_devs[di].dev, &last, &err);
-          ck_assert_msg(rc == 0, "%s: %s", ts_devs[di].b->name, err.message);
+          int rc = wd_slices_step(&s, &tsl_devs[di].dev, &last, &err);
+          ck_assert_msg(rc == 0, "%s: %s", tsl_devs[di].b->name, err.message);
           steps++;
         }
         wv_reduce_out got = {0};
@@ -425,7 +425,7 @@ START_TEST(many_tiny_chunks)
         ck_assert_int_ge(steps, N / 1024);  /* at most 1024 chunks a slice */
         ck_assert_msg(got.count == want.count && got.bits[0] == want.bits[0],
                       "%s %s/%s masked %d: got %016llx count %llu, whole "
-                      "job %016llx count %llu", ts_devs[di].b->name,
+                      "job %016llx count %llu", tsl_devs[di].b->name,
                       wave_dtype_name(job.dtype), wave_op_name(job.op),
                       masked, (unsigned long long)got.bits[0],
                       (unsigned long long)got.count,
@@ -444,7 +444,7 @@ int main(void)
 {
   Suite *s = suite_create("slices");
   TCase *tc = tcase_create("bits");
-  tcase_add_checked_fixture(tc, ts_setup, ts_teardown);
+  tcase_add_checked_fixture(tc, tsl_setup, tsl_teardown);
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, every_dtype_and_op);
   tcase_add_test(tc, float_specials);

@@ -37,14 +37,14 @@
 
 #define TS_SIZE (4u << 20)   /* the stalled file's size */
 
-typedef struct ts_fuse {
+typedef struct tst_fuse {
   int fd;
   char mnt[256];
   pid_t server;          /* the process serving the mount */
   _Atomic int *reads;    /* READ requests seen (never answered), shared */
-} ts_fuse;
+} tst_fuse;
 
-static void ts_reply(int fd, uint64_t unique, int error, const void *p,
+static void tst_reply(int fd, uint64_t unique, int error, const void *p,
                      size_t n)
 {
   char buf[512];
@@ -58,7 +58,7 @@ static void ts_reply(int fd, uint64_t unique, int error, const void *p,
     fprintf(stderr, "fuse reply: %s\n", strerror(errno));
 }
 
-static void ts_attr(struct fuse_attr *a, uint64_t node)
+static void tst_attr(struct fuse_attr *a, uint64_t node)
 {
   memset(a, 0, sizeof *a);
   a->ino = node;
@@ -74,9 +74,9 @@ static void ts_attr(struct fuse_attr *a, uint64_t node)
 }
 
 /* The file system: "/f", TS_SIZE bytes, whose reads never come back. */
-static void *ts_serve(void *arg)
+static void *tst_serve(void *arg)
 {
-  ts_fuse *f = arg;
+  tst_fuse *f = arg;
   static char buf[FUSE_MIN_READ_BUFFER + (1 << 20)];
   for (;;) {
     ssize_t n = read(f->fd, buf, sizeof buf);
@@ -93,35 +93,35 @@ static void *ts_serve(void *arg)
                                 .minor = FUSE_KERNEL_MINOR_VERSION,
                                 .max_readahead = ii->max_readahead,
                                 .max_write = 65536, .max_pages = 32};
-      ts_reply(f->fd, in->unique, 0, &o, sizeof o);
+      tst_reply(f->fd, in->unique, 0, &o, sizeof o);
       break;
     }
     case FUSE_LOOKUP: {
       if (strcmp((char *)body, "f") != 0) {
-        ts_reply(f->fd, in->unique, -ENOENT, NULL, 0);
+        tst_reply(f->fd, in->unique, -ENOENT, NULL, 0);
         break;
       }
       struct fuse_entry_out o = {.nodeid = 2, .entry_valid = 60,
                                  .attr_valid = 60};
-      ts_attr(&o.attr, 2);
-      ts_reply(f->fd, in->unique, 0, &o, sizeof o);
+      tst_attr(&o.attr, 2);
+      tst_reply(f->fd, in->unique, 0, &o, sizeof o);
       break;
     }
     case FUSE_GETATTR: {
       struct fuse_attr_out o = {.attr_valid = 60};
-      ts_attr(&o.attr, in->nodeid);
-      ts_reply(f->fd, in->unique, 0, &o, sizeof o);
+      tst_attr(&o.attr, in->nodeid);
+      tst_reply(f->fd, in->unique, 0, &o, sizeof o);
       break;
     }
     case FUSE_OPEN: {
       struct fuse_open_out o = {.fh = 1, .open_flags = FOPEN_DIRECT_IO};
-      ts_reply(f->fd, in->unique, 0, &o, sizeof o);
+      tst_reply(f->fd, in->unique, 0, &o, sizeof o);
       break;
     }
     case FUSE_STATFS: {
       struct fuse_statfs_out o = {.st = {.bsize = 4096, .namelen = 255,
                                          .frsize = 4096}};
-      ts_reply(f->fd, in->unique, 0, &o, sizeof o);
+      tst_reply(f->fd, in->unique, 0, &o, sizeof o);
       break;
     }
     case FUSE_READ:
@@ -129,14 +129,14 @@ static void *ts_serve(void *arg)
       break;
     case FUSE_FLUSH:
     case FUSE_RELEASE:
-      ts_reply(f->fd, in->unique, 0, NULL, 0);
+      tst_reply(f->fd, in->unique, 0, NULL, 0);
       break;
     case FUSE_FORGET:
     case FUSE_BATCH_FORGET:
     case FUSE_INTERRUPT:
       break;  /* no replies to these */
     default:
-      ts_reply(f->fd, in->unique, -ENOSYS, NULL, 0);
+      tst_reply(f->fd, in->unique, -ENOSYS, NULL, 0);
       break;
     }
   }
@@ -148,7 +148,7 @@ static void *ts_serve(void *arg)
  * fails the daemon's blocked reads (a request already read by the server
  * is waited for even by a killed process).  0, or -1 (said why) where
  * this host cannot. */
-static int ts_mount(ts_fuse *f, const char *dir)
+static int tst_mount(tst_fuse *f, const char *dir)
 {
   memset(f, 0, sizeof *f);
   snprintf(f->mnt, sizeof f->mnt, "%s/mnt", dir);
@@ -181,14 +181,14 @@ static int ts_mount(ts_fuse *f, const char *dir)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
       _exit(0);
-    ts_serve(f);
+    tst_serve(f);
     _exit(0);
   }
   close(f->fd);  /* the server's alone now */
   return 0;
 }
 
-static void ts_umount(ts_fuse *f)
+static void tst_umount(tst_fuse *f)
 {
   kill(f->server, SIGKILL);
   waitpid(f->server, NULL, 0);
@@ -204,8 +204,8 @@ START_TEST(file_read_stalls)
 {
   td_daemon d;
   td_prepare(&d, NULL);
-  ts_fuse f;
-  if (ts_mount(&f, d.dir) != 0) {
+  tst_fuse f;
+  if (tst_mount(&f, d.dir) != 0) {
     td_cleanup(&d);
     return;
   }
@@ -284,7 +284,7 @@ START_TEST(file_read_stalls)
   wave_region_close(rg);
   close(fd);
   wave_client_close(c);
-  ts_umount(&f);
+  tst_umount(&f);
   td_stop_ok(&d);
 }
 END_TEST

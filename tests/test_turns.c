@@ -127,7 +127,8 @@ static wd_device *tt_start(void)
                        .queue_depth = TT_MAX};
   wd_device *d = NULL;
   wave_error err = {0};
-  ck_assert_msg(wd_device_start(&cfg, 0, 4, tt_post, NULL, &d, &err) == 0,
+  ck_assert_msg(wd_device_start(&cfg, 0, 4, tt_post, NULL, NULL, &d,
+                                &err) == 0,
                 "%s", err.message);
   ck_assert_int_eq(wd_device_wait_open(d), 0);
   return d;

@@ -34,55 +34,55 @@
 
 /* ---- data ---------------------------------------------------------------- */
 
-static uint64_t tp_state;
+static uint64_t tvp_state;
 
-static uint64_t tp_next(void)
+static uint64_t tvp_next(void)
 {
-  uint64_t z = (tp_state += 0x9e3779b97f4a7c15ull);
+  uint64_t z = (tvp_state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
-static uint32_t tp_below(uint32_t n) { return (uint32_t)(tp_next() % n); }
+static uint32_t tvp_below(uint32_t n) { return (uint32_t)(tvp_next() % n); }
 
-static uint32_t tp_int_row(void)
+static uint32_t tvp_int_row(void)
 {
-  switch (tp_below(4)) {
-  case 0: return tp_below(16);
-  case 1: return 0xffffffffu - tp_below(16);
-  case 2: return 0x80000000u ^ tp_below(1u << 8);
-  default: return (uint32_t)tp_next();
+  switch (tvp_below(4)) {
+  case 0: return tvp_below(16);
+  case 1: return 0xffffffffu - tvp_below(16);
+  case 2: return 0x80000000u ^ tvp_below(1u << 8);
+  default: return (uint32_t)tvp_next();
   }
 }
 
-static uint32_t tp_float_row(void)
+static uint32_t tvp_float_row(void)
 {
-  uint32_t r = tp_below(1000);
-  if (r < 100) return tp_below(2) ? 0x80000000u : 0;                 /* +-0 */
-  if (r < 180) return (tp_below(2) << 31) | (1 + tp_below(0x7fffff)); /* sub */
-  float f = (float)((double)(tp_next() >> 11) / 9007199254740992.0 - 0.5);
-  f *= (float)(1u << tp_below(20));
+  uint32_t r = tvp_below(1000);
+  if (r < 100) return tvp_below(2) ? 0x80000000u : 0;                 /* +-0 */
+  if (r < 180) return (tvp_below(2) << 31) | (1 + tvp_below(0x7fffff)); /* sub */
+  float f = (float)((double)(tvp_next() >> 11) / 9007199254740992.0 - 0.5);
+  f *= (float)(1u << tvp_below(20));
   uint32_t b;
   memcpy(&b, &f, 4);
   return b;
 }
 
 /* The region: a memfd filled through write(), mapped read-only. */
-static const uint32_t *tp_region;
-static wv_device *tp_pin, *tp_copy;
+static const uint32_t *tvp_region;
+static wv_device *tvp_pin, *tvp_copy;
 
-static const uint32_t *tp_map_region(void)
+static const uint32_t *tvp_map_region(void)
 {
   int fd = memfd_create("test_vkpin", MFD_CLOEXEC);
   ck_assert_int_ge(fd, 0);
   uint32_t *buf = malloc(TP_BYTES);
   ck_assert_ptr_nonnull(buf);
-  tp_state = 42;
+  tvp_state = 42;
   for (uint32_t i = 0; i < TP_ROWS; i++)
-    buf[i] = tp_int_row();
+    buf[i] = tvp_int_row();
   for (uint32_t i = TP_ROWS; i < 2 * TP_ROWS; i++)
-    buf[i] = tp_float_row();
+    buf[i] = tvp_float_row();
   ck_assert_int_eq(write(fd, buf, TP_BYTES), (ssize_t)TP_BYTES);
   free(buf);
   void *p = mmap(NULL, TP_BYTES, PROT_READ, MAP_SHARED, fd, 0);
@@ -91,7 +91,7 @@ static const uint32_t *tp_map_region(void)
   return p;
 }
 
-static wv_device *tp_open(uint32_t window, int no_import)
+static wv_device *tvp_open(uint32_t window, int no_import)
 {
   wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0};
   /* every run in place, however short (the default stages runs under
@@ -105,30 +105,30 @@ static wv_device *tp_open(uint32_t window, int no_import)
   return d;
 }
 
-static void tp_setup_window(uint32_t window)
+static void tvp_setup_window(uint32_t window)
 {
-  tp_region = tp_map_region();
-  tp_pin = tp_open(window, 0);
-  tp_copy = tp_open(window, 1);
-  ck_assert_msg(tp_pin->host_import, "this device cannot import host "
-                "memory: %s", tp_pin->host_import_why);
+  tvp_region = tvp_map_region();
+  tvp_pin = tvp_open(window, 0);
+  tvp_copy = tvp_open(window, 1);
+  ck_assert_msg(tvp_pin->host_import, "this device cannot import host "
+                "memory: %s", tvp_pin->host_import_why);
 }
 
-static void tp_setup(void) { tp_setup_window(TP_WINDOW); }
-static void tp_setup_default(void) { tp_setup_window(0); }
+static void tvp_setup(void) { tvp_setup_window(TP_WINDOW); }
+static void tvp_setup_default(void) { tvp_setup_window(0); }
 
-static void tp_teardown(void)
+static void tvp_teardown(void)
 {
-  wv_vk_host_unregister(tp_pin, tp_region, TP_BYTES);
-  wv_vk_close(tp_pin);
-  wv_vk_close(tp_copy);
-  munmap((void *)tp_region, TP_BYTES);
+  wv_vk_host_unregister(tvp_pin, tvp_region, TP_BYTES);
+  wv_vk_close(tvp_pin);
+  wv_vk_close(tvp_copy);
+  munmap((void *)tvp_region, TP_BYTES);
 }
 
-static void tp_register(size_t from, size_t bytes)
+static void tvp_register(size_t from, size_t bytes)
 {
   wave_error e = {0};
-  int rc = wv_vk_host_register(tp_pin, (const unsigned char *)tp_region + from,
+  int rc = wv_vk_host_register(tvp_pin, (const unsigned char *)tvp_region + from,
                                bytes, &e);
   ck_assert_msg(rc == 0, "host_register [%zu, +%zu): %s", from, bytes,
                 e.message);
@@ -136,30 +136,30 @@ static void tp_register(size_t from, size_t bytes)
 
 /* ---- checking ------------------------------------------------------------ */
 
-static const wave_dtype tp_dtypes[] = {WAVE_U32, WAVE_S32, WAVE_F32};
-static const wave_op tp_ops[] = {WAVE_SUM, WAVE_MIN, WAVE_MAX, WAVE_EXTENT,
+static const wave_dtype tvp_dtypes[] = {WAVE_U32, WAVE_S32, WAVE_F32};
+static const wave_op tvp_ops[] = {WAVE_SUM, WAVE_MIN, WAVE_MAX, WAVE_EXTENT,
                                  WAVE_AND, WAVE_OR, WAVE_XOR};
 
 /* Rows of the dtype's half, from row `at` of it. */
-static const uint32_t *tp_rows(wave_dtype dt, uint64_t at)
+static const uint32_t *tvp_rows(wave_dtype dt, uint64_t at)
 {
-  return tp_region + (dt == WAVE_F32 ? TP_ROWS : 0) + at;
+  return tvp_region + (dt == WAVE_F32 ? TP_ROWS : 0) + at;
 }
 
 /* Reduce job on both devices and the reference; the rows bound in place on
  * the importing device. */
-static uint64_t tp_check(const wv_reduce_job *job, const char *what)
+static uint64_t tvp_check(const wv_reduce_job *job, const char *what)
 {
   wv_reduce_out want, got, copy;
   wave_error e = {0};
   ck_assert_int_eq(wv_reduce_reference(job, &want, &e), 0);
-  uint64_t before = tp_pin->inplace_rows;
-  int rc = wv_vk_reduce(tp_pin, job, &got, &e);
+  uint64_t before = tvp_pin->inplace_rows;
+  int rc = wv_vk_reduce(tvp_pin, job, &got, &e);
   ck_assert_msg(rc == 0, "%s: %s", what, e.message);
-  uint64_t inplace = tp_pin->inplace_rows - before;
-  rc = wv_vk_reduce(tp_copy, job, &copy, &e);
+  uint64_t inplace = tvp_pin->inplace_rows - before;
+  rc = wv_vk_reduce(tvp_copy, job, &copy, &e);
   ck_assert_msg(rc == 0, "%s (copy): %s", what, e.message);
-  ck_assert_uint_eq(tp_copy->inplace_rows, 0);
+  ck_assert_uint_eq(tvp_copy->inplace_rows, 0);
   for (int k = 0; k < 2; k++) {
     const wv_reduce_out *o = k ? &copy : &got;
     ck_assert_msg(o->n_values == want.n_values && o->count == want.count &&
@@ -178,33 +178,33 @@ static uint64_t tp_check(const wv_reduce_job *job, const char *what)
 }
 
 /* One chunk of n rows from row `at` of the dtype's half. */
-static uint64_t tp_one(wave_dtype dt, wave_op op, uint64_t at, uint64_t n,
+static uint64_t tvp_one(wave_dtype dt, wave_op op, uint64_t at, uint64_t n,
                        const char *what)
 {
-  wv_span in = {tp_rows(dt, at), n};
+  wv_span in = {tvp_rows(dt, at), n};
   wv_reduce_job job = {.dtype = dt, .op = op, .input = &in, .n_input = 1,
                        .rows = n};
-  return tp_check(&job, what);
+  return tvp_check(&job, what);
 }
 
 /* Combination c (0 .. 20) of dtype x op; 0 when it is not a valid job. */
-static int tp_combo(int c, wave_dtype *dt, wave_op *op)
+static int tvp_combo(int c, wave_dtype *dt, wave_op *op)
 {
-  *dt = tp_dtypes[c / 7];
-  *op = tp_ops[c % 7];
+  *dt = tvp_dtypes[c / 7];
+  *op = tvp_ops[c % 7];
   return wave_op_check(*dt, *op) == 0;
 }
 
 #define TP_EACH(dt, op)                                                       \
   for (int c_ = 0; c_ < 21; c_++)                                             \
-    if (tp_combo(c_, &dt, &op))
+    if (tvp_combo(c_, &dt, &op))
 
 /* ---- cases --------------------------------------------------------------- */
 
 /* Aligned spans: every row in place, every window size the job crosses. */
 START_TEST(test_aligned)
 {
-  tp_register(0, TP_BYTES);
+  tvp_register(0, TP_BYTES);
   static const uint64_t sizes[] = {1, 5, 255, 256, 257, 4097, 30001,
                                    TP_ROWS};
   wave_dtype dt;
@@ -214,7 +214,7 @@ START_TEST(test_aligned)
       uint64_t n = sizes[s];
       uint64_t at = s & 1 ? TP_ROWS - n : 0;   /* also ending at the half */
       at &= ~(uint64_t)3;
-      ck_assert_uint_eq(tp_one(dt, op, at, n, "aligned"), n);
+      ck_assert_uint_eq(tvp_one(dt, op, at, n, "aligned"), n);
     }
   }
 }
@@ -225,13 +225,13 @@ END_TEST
  * groups are all misaligned, so its chunk is staged whole. */
 START_TEST(test_unaligned)
 {
-  tp_register(0, TP_BYTES);
+  tvp_register(0, TP_BYTES);
   wave_dtype dt;
   wave_op op;
   TP_EACH(dt, op) {
     for (uint64_t skew = 1; skew < 4; skew++) {
       uint64_t n = 70001 + 1000 * skew;
-      uint64_t got = tp_one(dt, op, 4096 + skew, n, "unaligned");
+      uint64_t got = tvp_one(dt, op, 4096 + skew, n, "unaligned");
       uint64_t want = dt == WAVE_F32 && op == WAVE_SUM ? 0 : n - (4 - skew);
       ck_assert_msg(got == want, "%s/%s skew %llu: %llu rows in place, "
                     "want %llu", wave_dtype_name(dt), wave_op_name(op),
@@ -247,11 +247,11 @@ END_TEST
  * the rules allow, staged elsewhere, in the order of the chunks. */
 START_TEST(test_chunks)
 {
-  tp_register(0, TP_BYTES);
+  tvp_register(0, TP_BYTES);
   static uint32_t outside[1000];
   for (size_t i = 0; i < 1000; i++)
     outside[i] = (uint32_t)(i * 2654435761u);
-  tp_state = 7;
+  tvp_state = 7;
   wave_dtype dt;
   wave_op op;
   TP_EACH(dt, op) {
@@ -261,18 +261,18 @@ START_TEST(test_chunks)
       uint64_t rows = 0;
       while (k < 39) {
         uint64_t len;
-        switch (tp_below(5)) {
+        switch (tvp_below(5)) {
         case 0: len = 0; break;
-        case 1: len = 1 + tp_below(3); break;
-        case 2: len = 1 + tp_below(600); break;
-        default: len = 1 + tp_below(40000); break;
+        case 1: len = 1 + tvp_below(3); break;
+        case 2: len = 1 + tvp_below(600); break;
+        default: len = 1 + tvp_below(40000); break;
         }
         /* fsum chunks on 1 KiB boundaries half the time, so that some
          * run in place */
-        uint64_t at = tp_below(TP_ROWS - (uint32_t)len);
-        if (tp_below(2))
+        uint64_t at = tvp_below(TP_ROWS - (uint32_t)len);
+        if (tvp_below(2))
           at &= ~(uint64_t)255;
-        in[k++] = (wv_span){tp_rows(dt, at), len};
+        in[k++] = (wv_span){tvp_rows(dt, at), len};
         rows += len;
       }
       if (dt != WAVE_F32) {
@@ -281,7 +281,7 @@ START_TEST(test_chunks)
       }
       wv_reduce_job job = {.dtype = dt, .op = op, .input = in, .n_input = k,
                            .rows = rows};
-      (void)tp_check(&job, "chunks");
+      (void)tvp_check(&job, "chunks");
     }
   }
 }
@@ -292,24 +292,24 @@ END_TEST
  * windows, next to a chunk staged because it is misaligned. */
 START_TEST(test_fsum_chunks)
 {
-  tp_register(0, TP_BYTES);
-  tp_state = 11;
+  tvp_register(0, TP_BYTES);
+  tvp_state = 11;
   for (int rep = 0; rep < 6; rep++) {
     wv_span in[8];
     uint64_t rows = 0, aligned = 0;
     for (size_t k = 0; k < 8; k++) {
-      uint64_t len = 1 + tp_below(30000);
-      uint64_t at = tp_below(TP_ROWS - 30001) & ~(uint64_t)255;
+      uint64_t len = 1 + tvp_below(30000);
+      uint64_t at = tvp_below(TP_ROWS - 30001) & ~(uint64_t)255;
       if (k == 3)
         at += 1;   /* misaligned: staged whole */
       else
         aligned += len;
-      in[k] = (wv_span){tp_rows(WAVE_F32, at), len};
+      in[k] = (wv_span){tvp_rows(WAVE_F32, at), len};
       rows += len;
     }
     wv_reduce_job job = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = in,
                          .n_input = 8, .rows = rows};
-    ck_assert_uint_eq(tp_check(&job, "fsum chunks"), aligned);
+    ck_assert_uint_eq(tvp_check(&job, "fsum chunks"), aligned);
   }
 }
 END_TEST
@@ -317,20 +317,20 @@ END_TEST
 /* A mask is applied while copying: masked jobs take the copy path. */
 START_TEST(test_mask)
 {
-  tp_register(0, TP_BYTES);
+  tvp_register(0, TP_BYTES);
   const uint64_t n = 50000;
   uint32_t *mask = malloc(n * 4);
   ck_assert_ptr_nonnull(mask);
-  tp_state = 13;
+  tvp_state = 13;
   for (uint64_t i = 0; i < n; i++)
-    mask[i] = tp_below(3) != 0;
+    mask[i] = tvp_below(3) != 0;
   wave_dtype dt;
   wave_op op;
   TP_EACH(dt, op) {
-    wv_span in = {tp_rows(dt, 0), n}, mk = {mask, n};
+    wv_span in = {tvp_rows(dt, 0), n}, mk = {mask, n};
     wv_reduce_job job = {.dtype = dt, .op = op, .input = &in, .n_input = 1,
                          .mask = &mk, .n_mask = 1, .has_mask = 1, .rows = n};
-    ck_assert_uint_eq(tp_check(&job, "mask"), 0);
+    ck_assert_uint_eq(tvp_check(&job, "mask"), 0);
   }
   free(mask);
 }
@@ -342,30 +342,30 @@ END_TEST
 START_TEST(test_pieces)
 {
   const size_t b1 = (1u << 20) + 12345, b2 = 3u << 20;
-  tp_register(0, b1);
-  tp_register(b1, b2 - b1);
-  tp_register(b2, TP_BYTES - b2);
-  ck_assert_uint_eq(tp_pin->n_pins, 3);
+  tvp_register(0, b1);
+  tvp_register(b1, b2 - b1);
+  tvp_register(b2, TP_BYTES - b2);
+  ck_assert_uint_eq(tvp_pin->n_pins, 3);
   wave_dtype dt;
   wave_op op;
   TP_EACH(dt, op) {
     /* the whole half: [0, 4 MiB) or [4 MiB, 8 MiB) */
-    uint64_t got = tp_one(dt, op, 0, TP_ROWS, "pieces");
+    uint64_t got = tvp_one(dt, op, 0, TP_ROWS, "pieces");
     uint64_t want = dt == WAVE_F32 ? TP_ROWS : TP_ROWS - 1024;
     ck_assert_uint_eq(got, want);
     /* a span across the first two pieces of the integer half */
     if (dt != WAVE_F32) {
-      got = tp_one(dt, op, 200000, 400000, "pieces across");
+      got = tvp_one(dt, op, 200000, 400000, "pieces across");
       ck_assert_uint_eq(got, 400000 - 1024);
     }
   }
   /* A float-sum chunk across the straddling page: the groups that overlap
    * it are staged, the ones before and after are in place. */
-  wv_span in = {tp_region + 200000, 400000};
+  wv_span in = {tvp_region + 200000, 400000};
   wv_reduce_job job = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = &in,
                        .n_input = 1, .rows = 400000};
   /* groups 254 .. 258 of the chunk overlap the page */
-  ck_assert_uint_eq(tp_check(&job, "pieces fsum"), 400000 - 5 * 256);
+  ck_assert_uint_eq(tvp_check(&job, "pieces fsum"), 400000 - 5 * 256);
 }
 END_TEST
 
@@ -373,23 +373,23 @@ END_TEST
  * take the copy path and give the same bits. */
 START_TEST(test_unregister)
 {
-  tp_register(0, TP_BYTES / 2);
-  tp_register(TP_BYTES / 2, TP_BYTES / 2);
-  ck_assert_uint_eq(tp_pin->n_pins, 2);
+  tvp_register(0, TP_BYTES / 2);
+  tvp_register(TP_BYTES / 2, TP_BYTES / 2);
+  ck_assert_uint_eq(tvp_pin->n_pins, 2);
   wave_dtype dt;
   wave_op op;
   TP_EACH(dt, op)
-    ck_assert_uint_eq(tp_one(dt, op, 0, 100000, "before"), 100000);
-  wv_vk_host_unregister(tp_pin, tp_region, TP_BYTES);
-  ck_assert_uint_eq(tp_pin->n_pins, 0);
+    ck_assert_uint_eq(tvp_one(dt, op, 0, 100000, "before"), 100000);
+  wv_vk_host_unregister(tvp_pin, tvp_region, TP_BYTES);
+  ck_assert_uint_eq(tvp_pin->n_pins, 0);
   TP_EACH(dt, op)
-    ck_assert_uint_eq(tp_one(dt, op, 0, 100000, "after"), 0);
+    ck_assert_uint_eq(tvp_one(dt, op, 0, 100000, "after"), 0);
   /* and again, unregistering only part of it */
-  tp_register(0, TP_BYTES / 2);
-  tp_register(TP_BYTES / 2, TP_BYTES / 2);
-  wv_vk_host_unregister(tp_pin, tp_region, TP_BYTES / 2);
-  ck_assert_uint_eq(tp_pin->n_pins, 1);
-  ck_assert_uint_eq(tp_one(WAVE_U32, WAVE_SUM, 0, 2 * TP_ROWS, "half"),
+  tvp_register(0, TP_BYTES / 2);
+  tvp_register(TP_BYTES / 2, TP_BYTES / 2);
+  wv_vk_host_unregister(tvp_pin, tvp_region, TP_BYTES / 2);
+  ck_assert_uint_eq(tvp_pin->n_pins, 1);
+  ck_assert_uint_eq(tvp_one(WAVE_U32, WAVE_SUM, 0, 2 * TP_ROWS, "half"),
                     TP_ROWS);
 }
 END_TEST
@@ -399,23 +399,23 @@ END_TEST
 START_TEST(test_refusals)
 {
   wave_error e = {0};
-  ck_assert_int_eq(wv_vk_host_register(tp_copy, tp_region, TP_BYTES, &e),
+  ck_assert_int_eq(wv_vk_host_register(tvp_copy, tvp_region, TP_BYTES, &e),
                    WAVE_EUNSUPPORTED);
   ck_assert_msg(strstr(e.message, "switched off") != NULL, "%s", e.message);
-  ck_assert_uint_eq(tp_copy->n_pins, 0);
+  ck_assert_uint_eq(tvp_copy->n_pins, 0);
 
-  tp_register(4096, 8192);
+  tvp_register(4096, 8192);
   e = (wave_error){0};
-  ck_assert_int_eq(wv_vk_host_register(tp_pin, tp_region, TP_BYTES, &e),
+  ck_assert_int_eq(wv_vk_host_register(tvp_pin, tvp_region, TP_BYTES, &e),
                    WAVE_EARG);
   ck_assert_msg(strstr(e.message, "overlaps") != NULL, "%s", e.message);
   e = (wave_error){0};
-  ck_assert_int_eq(wv_vk_host_register(tp_pin, tp_region, 0, &e), WAVE_EARG);
-  ck_assert_uint_eq(tp_pin->n_pins, 1);
-  tp_register(20000, 3000);   /* no whole page inside: nothing imported */
-  ck_assert_uint_eq(tp_pin->n_pins, 1);
+  ck_assert_int_eq(wv_vk_host_register(tvp_pin, tvp_region, 0, &e), WAVE_EARG);
+  ck_assert_uint_eq(tvp_pin->n_pins, 1);
+  tvp_register(20000, 3000);   /* no whole page inside: nothing imported */
+  ck_assert_uint_eq(tvp_pin->n_pins, 1);
   /* [4096, 12288) is in place, the rest staged */
-  ck_assert_uint_eq(tp_one(WAVE_U32, WAVE_XOR, 0, 10000, "refusals"), 2048);
+  ck_assert_uint_eq(tvp_one(WAVE_U32, WAVE_XOR, 0, 10000, "refusals"), 2048);
 }
 END_TEST
 
@@ -427,7 +427,7 @@ START_TEST(test_host_alloc)
 {
   const size_t bytes = 3u << 20;    /* 786,432 rows */
   const uint64_t n = bytes / 4;
-  wv_device *devs[2] = {tp_pin, tp_copy};
+  wv_device *devs[2] = {tvp_pin, tvp_copy};
   for (int k = 0; k < 2; k++) {
     wv_device *d = devs[k];
     void *p = NULL, *q = NULL;
@@ -436,8 +436,8 @@ START_TEST(test_host_alloc)
     ck_assert_msg(wv_vk_host_alloc(d, bytes, &q, &e) == 0, "%s", e.message);
     ck_assert_uint_eq(d->n_pins, 2);
     /* written by another thread's memcpy in the daemon; here, by this one */
-    memcpy(p, tp_rows(WAVE_U32, 0), bytes);
-    memcpy(q, tp_rows(WAVE_F32, 0), bytes);
+    memcpy(p, tvp_rows(WAVE_U32, 0), bytes);
+    memcpy(q, tvp_rows(WAVE_F32, 0), bytes);
     wave_dtype dt;
     wave_op op;
     TP_EACH(dt, op) {
@@ -458,11 +458,11 @@ START_TEST(test_host_alloc)
     }
     wv_vk_host_free(d, p, bytes);
     ck_assert_uint_eq(d->n_pins, 1);
-    /* q is left to close() (tp_teardown) */
+    /* q is left to close() (tvp_teardown) */
     e = (wave_error){0};
     ck_assert_int_eq(wv_vk_host_alloc(d, 0, &p, &e), WAVE_EARG);
   }
-  tp_copy->inplace_rows = 0;  /* the copy device's own check in tp_check */
+  tvp_copy->inplace_rows = 0;  /* the copy device's own check in tvp_check */
 }
 END_TEST
 
@@ -470,28 +470,28 @@ END_TEST
  * staged: the half is one window) and the default minimum run. */
 START_TEST(test_default_windows)
 {
-  tp_register(0, TP_BYTES);
+  tvp_register(0, TP_BYTES);
   wave_dtype dt;
   wave_op op;
   TP_EACH(dt, op)
-    ck_assert_uint_eq(tp_one(dt, op, 0, TP_ROWS, "default windows"), TP_ROWS);
+    ck_assert_uint_eq(tvp_one(dt, op, 0, TP_ROWS, "default windows"), TP_ROWS);
   /* a run under 16384 rows is staged; one of 16384 is not */
-  ck_assert_uint_eq(tp_one(WAVE_U32, WAVE_SUM, 0, 16383, "short"), 0);
-  ck_assert_uint_eq(tp_one(WAVE_U32, WAVE_SUM, 0, 16384, "short"), 16384);
+  ck_assert_uint_eq(tvp_one(WAVE_U32, WAVE_SUM, 0, 16383, "short"), 0);
+  ck_assert_uint_eq(tvp_one(WAVE_U32, WAVE_SUM, 0, 16384, "short"), 16384);
   wv_span in[200];
   for (size_t k = 0; k < 200; k++)
-    in[k] = (wv_span){tp_rows(WAVE_U32, 4096 * k), 1000};
+    in[k] = (wv_span){tvp_rows(WAVE_U32, 4096 * k), 1000};
   wv_reduce_job job = {.dtype = WAVE_U32, .op = WAVE_XOR, .input = in,
                        .n_input = 200, .rows = 200000};
-  ck_assert_uint_eq(tp_check(&job, "many small chunks"), 0);
+  ck_assert_uint_eq(tvp_check(&job, "many small chunks"), 0);
 }
 END_TEST
 
-static Suite *tp_suite(void)
+static Suite *tvp_suite(void)
 {
   Suite *s = suite_create("vkpin");
   TCase *tc = tcase_create("pin");
-  tcase_add_checked_fixture(tc, tp_setup, tp_teardown);
+  tcase_add_checked_fixture(tc, tvp_setup, tvp_teardown);
   tcase_add_test(tc, test_aligned);
   tcase_add_test(tc, test_unaligned);
   tcase_add_test(tc, test_chunks);
@@ -503,7 +503,7 @@ static Suite *tp_suite(void)
   tcase_add_test(tc, test_host_alloc);
   suite_add_tcase(s, tc);
   TCase *td = tcase_create("default");
-  tcase_add_checked_fixture(td, tp_setup_default, tp_teardown);
+  tcase_add_checked_fixture(td, tvp_setup_default, tvp_teardown);
   tcase_add_test(td, test_default_windows);
   suite_add_tcase(s, td);
   return s;
@@ -511,7 +511,7 @@ static Suite *tp_suite(void)
 
 int main(void)
 {
-  SRunner *sr = srunner_create(tp_suite());
+  SRunner *sr = srunner_create(tvp_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

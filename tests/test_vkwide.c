@@ -14,7 +14,7 @@
  * against the reference, over the dynamic-range sweep (every exponent of
  * both dtypes, with and without cancelling copies), cancellation, ties,
  * overflow, subnormal results, signed zeros, NaN and infinities (with
- * their answers written out, tx_cases), masks and many chunkings, the
+ * their answers written out, tvx_cases), masks and many chunkings, the
  * windowed, few-work-group, in-place and resident set-ups, and the
  * refusals (no_atomic64, no_int64).  About ten seconds on lavapipe.
  */
@@ -27,11 +27,11 @@
 #include "core/reduce.h"
 #include "workers/vulkan/vk.h"
 
-static uint64_t tw_state;
+static uint64_t tvw_state;
 
-static uint64_t tw_next(void)
+static uint64_t tvw_next(void)
 {
-  uint64_t z = (tw_state += 0x9e3779b97f4a7c15u);
+  uint64_t z = (tvw_state += 0x9e3779b97f4a7c15u);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
   return z ^ (z >> 31);
@@ -39,7 +39,7 @@ static uint64_t tw_next(void)
 
 /* A row of dtype d: kind 0 random (floats of modest range), 1 with the
  * awkward values mixed in, 2 few distinct values (argmin/argmax ties). */
-static uint64_t tw_row(wave_dtype d, int kind)
+static uint64_t tvw_row(wave_dtype d, int kind)
 {
   static const uint64_t f64sp[] = {
     0x7ff8000000000000u, 0xfff0000000000000u, 0x7ff0000000000000u,
@@ -50,7 +50,7 @@ static uint64_t tw_row(wave_dtype d, int kind)
   static const uint64_t isp[] = {0, 1, 0x7fffffffffffffffu,
                                  0x8000000000000000u, UINT64_MAX,
                                  0xffffffffu, 0x80000000u, 0x7fffffffu};
-  uint64_t r = tw_next(), q = r >> 9;
+  uint64_t r = tvw_next(), q = r >> 9;
   int sp = kind == 1 && r % 4 == 0;
   if (kind == 2)
     q %= 3;
@@ -71,16 +71,16 @@ static uint64_t tw_row(wave_dtype d, int kind)
   }
 }
 
-typedef struct tw_job {
+typedef struct tvw_job {
   unsigned char *rows;     /* 4 bytes in from a 16-byte aligned block */
   uint32_t *mask;
   wv_span in[16], mk[4];
   wv_reduce_job job;
-} tw_job;
+} tvw_job;
 
 /* n rows; chunked: a few chunks of random sizes with empty ones; mask: 0
  * none, 1 random, 2 nothing selected, 3 sparse. */
-static void tw_make(tw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
+static void tvw_make(tvw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
                     uint64_t n, int chunked, int mask, int kind)
 {
   memset(t, 0, sizeof *t);
@@ -89,15 +89,15 @@ static void tw_make(tw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
   t->mask = malloc((n + 1) * 4);
   ck_assert_ptr_nonnull(t->mask);
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t x = tw_row(d, kind);
+    uint64_t x = tvw_row(d, kind);
     memcpy(t->rows + i * rs, &x, rs);
-    uint64_t r = tw_next();
+    uint64_t r = tvw_next();
     t->mask[i] = mask == 2 ? 0 : mask == 3 ? r % 300 == 0 : (r % 3 != 0) * 7u;
   }
   size_t k = 0;
   uint64_t at = 0;
   while (chunked && at < n && k < 14) {
-    uint64_t len = tw_next() % 4 == 0 ? 0 : tw_next() % (n - at + 1);
+    uint64_t len = tvw_next() % 4 == 0 ? 0 : tvw_next() % (n - at + 1);
     t->in[k++] = (wv_span){t->rows + at * rs, len};
     at += len;
   }
@@ -109,7 +109,7 @@ static void tw_make(tw_job *t, unsigned char *buf, wave_dtype d, wave_op op,
                            .has_mask = mask != 0, .rows = n};
 }
 
-static void tw_check(wv_device *dev, const tw_job *t, const char *what)
+static void tvw_check(wv_device *dev, const tvw_job *t, const char *what)
 {
   wv_reduce_out want, got;
   wave_error e1 = {0}, e2 = {0};
@@ -134,30 +134,30 @@ static void tw_check(wv_device *dev, const tw_job *t, const char *what)
 }
 
 /* Every wide (dtype, op) pair over sizes around groups and windows. */
-static void tw_sweep(wv_device *dev, uint64_t seed, const char *what)
+static void tvw_sweep(wv_device *dev, uint64_t seed, const char *what)
 {
   static const uint64_t sizes[] = {0, 1, 2, 3, 255, 256, 257, 511, 1025,
                                    4099, 20000};
   unsigned char *block = aligned_alloc(16, 20000 * 8 + 16);
   ck_assert_ptr_nonnull(block);
-  tw_state = seed;
+  tvw_state = seed;
   for (int d = WAVE_U32; d <= WAVE_F64; d++)
     for (int op = WAVE_SUM; op <= WAVE_ARGMAX; op++) {
       if (wave_op_check((wave_dtype)d, (wave_op)op) != 0 ||
           !wv_reduce_is_wide((wave_dtype)d, (wave_op)op))
         continue;
       for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-        tw_job t;
-        tw_make(&t, block + 4, (wave_dtype)d, (wave_op)op, sizes[s],
-                (int)(s & 1), (int)(tw_next() % 4), (int)(tw_next() % 3));
-        tw_check(dev, &t, what);
+        tvw_job t;
+        tvw_make(&t, block + 4, (wave_dtype)d, (wave_op)op, sizes[s],
+                (int)(s & 1), (int)(tvw_next() % 4), (int)(tvw_next() % 3));
+        tvw_check(dev, &t, what);
         free(t.mask);
       }
     }
   free(block);
 }
 
-static wv_device *tw_open(const wv_vk_options *opt)
+static wv_device *tvw_open(const wv_vk_options *opt)
 {
   wv_device_config cfg = {.name = "vk0", .backend = "vulkan", .index = 0};
   wv_device *d = NULL;
@@ -179,12 +179,12 @@ START_TEST(test_wide_setups)
   static const char *const names[] = {"default", "windows", "windows, local",
                                       "3 groups", "3 groups, local"};
   int i = _i;
-  wv_device *d = tw_open(&opts[i]);
+  wv_device *d = tvw_open(&opts[i]);
   wv_caps c;
   wv_vulkan_backend.caps(d, &c);
   ck_assert_msg(c.dtypes64 && c.argminmax, "lavapipe has shaderInt64 and "
                 "shaderFloat64: %s", c.description);
-  tw_sweep(d, 100 + (uint64_t)i, names[i]);
+  tvw_sweep(d, 100 + (uint64_t)i, names[i]);
   wv_vk_close(d);
 }
 END_TEST
@@ -193,24 +193,24 @@ END_TEST
 START_TEST(test_wide_inplace)
 {
   wv_vk_options opt = {.window_rows = 4096, .inplace_min_rows = 1};
-  wv_device *d = tw_open(&opt);
+  wv_device *d = tvw_open(&opt);
   const size_t bytes = 1u << 20;
   unsigned char *block = aligned_alloc(4096, bytes);
   ck_assert_ptr_nonnull(block);
   wave_error e = {0};
   ck_assert_msg(wv_vk_host_register(d, block, bytes, &e) == 0, "%s",
                 e.message);
-  tw_state = 7;
+  tvw_state = 7;
   static const wave_dtype dts[] = {WAVE_U64, WAVE_S64, WAVE_F64, WAVE_F32};
   static const wave_op ops[] = {WAVE_SUM, WAVE_EXTENT, WAVE_ARGMIN,
                                 WAVE_ARGMAX};
   uint64_t before = d->inplace_rows;
   for (size_t a = 0; a < 4; a++)
     for (size_t b = 0; b < 4; b++) {
-      tw_job t;
-      tw_make(&t, block + 1024, dts[a], ops[b], 100000, 1, 0,
+      tvw_job t;
+      tvw_make(&t, block + 1024, dts[a], ops[b], 100000, 1, 0,
               (int)(b % 3));
-      tw_check(d, &t, "in place");
+      tvw_check(d, &t, "in place");
       free(t.mask);
     }
   ck_assert_uint_gt(d->inplace_rows, before);
@@ -226,18 +226,18 @@ END_TEST
 START_TEST(test_wide_levels)
 {
   wv_vk_options opt = {.window_rows = 1024};
-  wv_device *d = tw_open(&opt);
+  wv_device *d = tvw_open(&opt);
   const uint64_t n = 8200 * 1024;
   unsigned char *block = aligned_alloc(16, n * 4 + 16);
   ck_assert_ptr_nonnull(block);
   static const wave_dtype dts[] = {WAVE_F32, WAVE_U32, WAVE_U64};
   static const wave_op ops[] = {WAVE_ARGMAX, WAVE_ARGMIN, WAVE_EXTENT};
-  tw_state = 21;
+  tvw_state = 21;
   for (size_t k = 0; k < 3; k++) {
-    tw_job t;
+    tvw_job t;
     const uint64_t rows = n * 4 / wv_dtype_size(dts[k]);
-    tw_make(&t, block + 4, dts[k], ops[k], rows, 0, k == 1 ? 3 : 0, 2);
-    tw_check(d, &t, "levels");
+    tvw_make(&t, block + 4, dts[k], ops[k], rows, 0, k == 1 ? 3 : 0, 2);
+    tvw_check(d, &t, "levels");
     free(t.mask);
   }
   free(block);
@@ -250,18 +250,18 @@ END_TEST
 START_TEST(test_wide_resident)
 {
   wv_vk_options opt = {.stream_groups = 5};
-  wv_device *d = tw_open(&opt);
+  wv_device *d = tvw_open(&opt);
   const uint64_t n = 300001;
   wv_vk_buf b;
   wave_error e = {0};
   ck_assert_int_eq(wv_vk_buf_create(d, n * 8 + 64, WV_VK_HOST, &b, &e), 0);
   static const wave_dtype dts[] = {WAVE_U64, WAVE_F64, WAVE_F32, WAVE_S64};
   static const wave_op ops[] = {WAVE_SUM, WAVE_SUM, WAVE_ARGMAX, WAVE_ARGMIN};
-  tw_state = 9;
+  tvw_state = 9;
   for (size_t k = 0; k < 4; k++) {
     const unsigned rs = wv_dtype_size(dts[k]);
     for (uint64_t i = 0; i < n; i++) {
-      uint64_t x = tw_row(dts[k], 1);
+      uint64_t x = tvw_row(dts[k], 1);
       memcpy((unsigned char *)b.map + i * rs, &x, rs);
     }
     wv_reduce_job job = {.dtype = dts[k], .op = ops[k],
@@ -283,7 +283,7 @@ END_TEST
 
 /* A device without the feature: caps off, the description says so once,
  * and every such job is UNSUPPORTED naming the device and the feature. */
-static void tw_refused(wv_device *d, wave_dtype dt, wave_op op,
+static void tvw_refused(wv_device *d, wave_dtype dt, wave_op op,
                        const char *feature)
 {
   uint64_t rows[4] = {1, 2, 3, 4};
@@ -301,7 +301,7 @@ static void tw_refused(wv_device *d, wave_dtype dt, wave_op op,
 START_TEST(test_wide_refusals)
 {
   wv_vk_options no_f64 = {.no_float64 = 1};
-  wv_device *d = tw_open(&no_f64);
+  wv_device *d = tvw_open(&no_f64);
   wv_caps c;
   wv_vulkan_backend.caps(d, &c);
   ck_assert(!c.dtypes64 && c.argminmax);
@@ -310,24 +310,24 @@ START_TEST(test_wide_refusals)
   /* what wv_dev_reduce's refusal names (workers/wvdev.c) */
   ck_assert_msg(strstr(c.wide_why, "shaderFloat64") != NULL, "%s",
                 c.wide_why);
-  tw_refused(d, WAVE_U64, WAVE_SUM, "shaderFloat64");
-  tw_refused(d, WAVE_F64, WAVE_ARGMAX, "shaderFloat64");
+  tvw_refused(d, WAVE_U64, WAVE_SUM, "shaderFloat64");
+  tvw_refused(d, WAVE_F64, WAVE_ARGMAX, "shaderFloat64");
   unsigned char *block = aligned_alloc(16, 4096 * 4 + 16);
   ck_assert_ptr_nonnull(block);
-  tw_job t;   /* 32-bit rows still run argmin/argmax */
-  tw_make(&t, block + 4, WAVE_F32, WAVE_ARGMAX, 4096, 1, 1, 1);
-  tw_check(d, &t, "no float64");
+  tvw_job t;   /* 32-bit rows still run argmin/argmax */
+  tvw_make(&t, block + 4, WAVE_F32, WAVE_ARGMAX, 4096, 1, 1, 1);
+  tvw_check(d, &t, "no float64");
   free(t.mask);
   free(block);
   wv_vk_close(d);
 
   wv_vk_options no_i64 = {.no_int64 = 1};
-  d = tw_open(&no_i64);
+  d = tvw_open(&no_i64);
   wv_vulkan_backend.caps(d, &c);
   ck_assert(!c.dtypes64 && !c.argminmax);
   ck_assert_msg(strstr(c.wide_why, "shaderInt64") != NULL, "%s", c.wide_why);
-  tw_refused(d, WAVE_S64, WAVE_MIN, "shaderInt64");
-  tw_refused(d, WAVE_U32, WAVE_ARGMIN, "shaderInt64");
+  tvw_refused(d, WAVE_S64, WAVE_MIN, "shaderInt64");
+  tvw_refused(d, WAVE_U32, WAVE_ARGMIN, "shaderInt64");
   wv_vk_close(d);
 }
 END_TEST
@@ -337,10 +337,10 @@ END_TEST
 /* A float row of kind k: 0 narrow (one binade either side of 1), 1 full
  * range (every exponent, subnormals, both signs), 2 full range with NaN,
  * infinities and zeros mixed in, 3 cancelling (a large row, and later its
- * negation: tx_fill pairs them). */
-static uint64_t tx_row(wave_dtype d, int k)
+ * negation: tvx_fill pairs them). */
+static uint64_t tvx_row(wave_dtype d, int k)
 {
-  uint64_t r = tw_next(), s = r >> 63;
+  uint64_t r = tvw_next(), s = r >> 63;
   int f64 = d == WAVE_F64;
   unsigned mb = f64 ? 52 : 23, emax = f64 ? 2046 : 254;
   uint64_t mant = r & ((1ull << mb) - 1), e;
@@ -361,11 +361,11 @@ static uint64_t tx_row(wave_dtype d, int k)
 
 /* n rows of kind k into buf; kind 3: a random full-range half, then its
  * negations in another order, and a few small rows. */
-static void tx_fill(unsigned char *buf, wave_dtype d, uint64_t n, int k)
+static void tvx_fill(unsigned char *buf, wave_dtype d, uint64_t n, int k)
 {
   const unsigned rs = wv_dtype_size(d);
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t x = tx_row(d, k == 3 ? (i % 64 == 0 ? 0 : 1) : k);
+    uint64_t x = tvx_row(d, k == 3 ? (i % 64 == 0 ? 0 : 1) : k);
     if (k == 3 && n >= 2 && i >= n / 2 && i % 64 != 0) {
       uint64_t j = (n - 1 - i) % (n / 2);   /* a row of the first half */
       x = 0;
@@ -378,7 +378,7 @@ static void tx_fill(unsigned char *buf, wave_dtype d, uint64_t n, int k)
 
 /* out against the reference: the bits, the count, and the exact partial
  * (limbs and flags) that crosses chunks, devices and daemons. */
-static void tx_same(const wv_reduce_job *job, const wv_reduce_out *got,
+static void tvx_same(const wv_reduce_job *job, const wv_reduce_out *got,
                     const char *what)
 {
   wv_reduce_out want;
@@ -402,20 +402,20 @@ static void tx_same(const wv_reduce_job *job, const wv_reduce_out *got,
                 want.xsum.flags);
 }
 
-static void tx_check(wv_device *dev, const tw_job *t, const char *what)
+static void tvx_check(wv_device *dev, const tvw_job *t, const char *what)
 {
   wv_reduce_out got;
   wave_error e = {0};
   memset(&got, 0x5a, sizeof got);
   int rc = wv_vk_reduce(dev, &t->job, &got, &e);
   ck_assert_msg(rc == 0, "%s: %s", what, e.message);
-  tx_same(&t->job, &got, what);
+  tvx_same(&t->job, &got, what);
 }
 
 /* The rows of block + 4 (already filled) under chunking c (0 one chunk, 1
  * random chunks with empty ones, 2 chunks of 1 to 3 rows) and mask m
- * (tw_make's). */
-static void tx_job(tw_job *t, unsigned char *rows, wave_dtype d,
+ * (tvw_make's). */
+static void tvx_job(tvw_job *t, unsigned char *rows, wave_dtype d,
                    uint64_t n, int c, int m)
 {
   memset(t, 0, sizeof *t);
@@ -424,20 +424,20 @@ static void tx_job(tw_job *t, unsigned char *rows, wave_dtype d,
   t->mask = malloc((n + 1) * 4);
   ck_assert_ptr_nonnull(t->mask);
   for (uint64_t i = 0; i < n; i++) {
-    uint64_t r = tw_next();
+    uint64_t r = tvw_next();
     t->mask[i] = m == 2 ? 0 : m == 3 ? r % 300 == 0 : (r % 3 != 0) * 7u;
   }
   size_t k = 0;
   uint64_t at = 0;
   while (c != 0 && at < n && k < 15) {
-    uint64_t len = c == 2 ? 1 + tw_next() % 3
-                 : tw_next() % 4 == 0 ? 0 : tw_next() % (n - at + 1);
+    uint64_t len = c == 2 ? 1 + tvw_next() % 3
+                 : tvw_next() % 4 == 0 ? 0 : tvw_next() % (n - at + 1);
     len = len < n - at ? len : n - at;
     t->in[k++] = (wv_span){rows + at * rs, len};
     at += len;
   }
   t->in[k++] = (wv_span){rows + at * rs, n - at};
-  uint64_t cut = n ? tw_next() % (n + 1) : 0;   /* the mask's own chunks */
+  uint64_t cut = n ? tvw_next() % (n + 1) : 0;   /* the mask's own chunks */
   t->mk[0] = (wv_span){t->mask, cut};
   t->mk[1] = (wv_span){t->mask + cut, n - cut};
   t->job = (wv_reduce_job){.dtype = d, .op = WAVE_FSUM, .input = t->in,
@@ -447,21 +447,21 @@ static void tx_job(tw_job *t, unsigned char *rows, wave_dtype d,
 
 /* Every kind of data, sizes around blocks and windows, every chunking and
  * mask, both dtypes. */
-static void tx_sweep(wv_device *dev, uint64_t seed, const char *what)
+static void tvx_sweep(wv_device *dev, uint64_t seed, const char *what)
 {
   static const uint64_t sizes[] = {0, 1, 3, 17, 1023, 1024, 4097, 20000,
                                    70001};
   unsigned char *block = aligned_alloc(16, 70002 * 8 + 16);   /* 16 | size */
   ck_assert_ptr_nonnull(block);
-  tw_state = seed;
+  tvw_state = seed;
   for (int d = 0; d < 2; d++)
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
       const wave_dtype dt = d ? WAVE_F64 : WAVE_F32;
-      tx_fill(block + 4, dt, sizes[s], (int)(s % 4));
+      tvx_fill(block + 4, dt, sizes[s], (int)(s % 4));
       for (int v = 0; v < 3; v++) {
-        tw_job t;
-        tx_job(&t, block + 4, dt, sizes[s], v, (int)((s + v) % 4));
-        tx_check(dev, &t, what);
+        tvw_job t;
+        tvx_job(&t, block + 4, dt, sizes[s], v, (int)((s + v) % 4));
+        tvx_check(dev, &t, what);
         free(t.mask);
       }
     }
@@ -478,12 +478,12 @@ START_TEST(test_fsum_setups)
   static const char *const names[] = {"fsum default", "fsum windows",
                                       "fsum 3 groups"};
   int i = _i;
-  wv_device *d = tw_open(&opts[i]);
+  wv_device *d = tvw_open(&opts[i]);
   wv_caps c;
   wv_vulkan_backend.caps(d, &c);
   ck_assert_msg(c.fsum, "lavapipe has shaderInt64 and 64-bit atomics: %s",
                 c.fsum_why);
-  tx_sweep(d, 300 + (uint64_t)i, names[i]);
+  tvx_sweep(d, 300 + (uint64_t)i, names[i]);
   wv_vk_close(d);
 }
 END_TEST
@@ -493,10 +493,10 @@ END_TEST
  * cancelling copy of each. */
 START_TEST(test_fsum_range)
 {
-  wv_device *d = tw_open(&(wv_vk_options){.stream_groups = 5});
+  wv_device *d = tvw_open(&(wv_vk_options){.stream_groups = 5});
   unsigned char *block = aligned_alloc(16, 2047 * 6 * 8 + 16);
   ck_assert_ptr_nonnull(block);
-  tw_state = 55;
+  tvw_state = 55;
   for (int f = 0; f < 2; f++) {
     const wave_dtype dt = f ? WAVE_F64 : WAVE_F32;
     const unsigned rs = f ? 8 : 4, mb = f ? 52 : 23;
@@ -505,8 +505,8 @@ START_TEST(test_fsum_range)
       uint64_t n = 0;
       for (uint64_t e = 0; e < ne; e++)
         for (int j = 0; j < 3; j++) {
-          uint64_t m = tw_next() & ((1ull << mb) - 1);
-          uint64_t x = (tw_next() & 1) << (rs * 8 - 1) | e << mb | m;
+          uint64_t m = tvw_next() & ((1ull << mb) - 1);
+          uint64_t x = (tvw_next() & 1) << (rs * 8 - 1) | e << mb | m;
           memcpy(block + 4 + n++ * rs, &x, rs);
           if (neg) {   /* its negation: the sum is the other rows' */
             x ^= 1ull << (rs * 8 - 1);
@@ -515,16 +515,16 @@ START_TEST(test_fsum_range)
           }
         }
       for (uint64_t i = n - 1; i > 0; i--) {   /* shuffle */
-        uint64_t j = tw_next() % (i + 1), a = 0, b = 0;
+        uint64_t j = tvw_next() % (i + 1), a = 0, b = 0;
         memcpy(&a, block + 4 + i * rs, rs);
         memcpy(&b, block + 4 + j * rs, rs);
         memcpy(block + 4 + i * rs, &b, rs);
         memcpy(block + 4 + j * rs, &a, rs);
       }
       for (int v = 0; v < 3; v++) {
-        tw_job t;
-        tx_job(&t, block + 4, dt, n, v, v == 2 ? 1 : 0);
-        tx_check(d, &t, "range");
+        tvw_job t;
+        tvx_job(&t, block + 4, dt, n, v, v == 2 ? 1 : 0);
+        tvx_check(d, &t, "range");
         free(t.mask);
       }
     }
@@ -536,15 +536,15 @@ END_TEST
 
 /* The rules with their answers: cancellation, ties to even, overflow,
  * subnormal results, signed zeros, NaN and infinities, masks. */
-typedef struct tx_case {
+typedef struct tvx_case {
   int f64;
   unsigned n;
   uint64_t rows[4];
   uint32_t mask;     /* bit i: row i selected; 0 = no mask */
   uint64_t want;
-} tx_case;
+} tvx_case;
 
-static const tx_case tx_cases[] = {
+static const tvx_case tvx_cases[] = {
   {0, 3, {0x7149f2cau, 0x3f800000u, 0xf149f2cau}, 0, 0x3f800000u},
   {0, 2, {0x3f800000u, 0x33800000u}, 0, 0x3f800000u},        /* tie, even */
   {0, 2, {0x3f800001u, 0x33800000u}, 0, 0x3f800002u},        /* tie, up */
@@ -580,9 +580,9 @@ static const tx_case tx_cases[] = {
 
 START_TEST(test_fsum_rules)
 {
-  wv_device *d = tw_open(&(wv_vk_options){0});
-  for (size_t i = 0; i < sizeof tx_cases / sizeof *tx_cases; i++) {
-    const tx_case *c = &tx_cases[i];
+  wv_device *d = tvw_open(&(wv_vk_options){0});
+  for (size_t i = 0; i < sizeof tvx_cases / sizeof *tvx_cases; i++) {
+    const tvx_case *c = &tvx_cases[i];
     _Alignas(16) unsigned char rows[64];
     uint32_t mask[4];
     const unsigned rs = c->f64 ? 8 : 4;
@@ -600,7 +600,7 @@ START_TEST(test_fsum_rules)
     ck_assert_msg(got.bits[0] == c->want, "case %zu: got %016llx, want "
                   "%016llx", i, (unsigned long long)got.bits[0],
                   (unsigned long long)c->want);
-    tx_same(&job, &got, "rules");
+    tvx_same(&job, &got, "rules");
   }
   wv_vk_close(d);
 }
@@ -612,21 +612,21 @@ START_TEST(test_fsum_inplace_resident)
 {
   wv_vk_options opt = {.window_rows = 4096, .inplace_min_rows = 1,
                        .stream_groups = 4};
-  wv_device *d = tw_open(&opt);
+  wv_device *d = tvw_open(&opt);
   const size_t bytes = 1u << 20;
   unsigned char *block = aligned_alloc(4096, bytes);
   ck_assert_ptr_nonnull(block);
   wave_error e = {0};
   ck_assert_msg(wv_vk_host_register(d, block, bytes, &e) == 0, "%s",
                 e.message);
-  tw_state = 17;
+  tvw_state = 17;
   uint64_t before = d->inplace_rows;
   for (int k = 0; k < 4; k++) {
     const wave_dtype dt = k % 2 ? WAVE_F64 : WAVE_F32;
-    tx_fill(block + 1024, dt, 100000, k);
-    tw_job t;
-    tx_job(&t, block + 1024, dt, 100000, 1, 0);
-    tx_check(d, &t, "fsum in place");
+    tvx_fill(block + 1024, dt, 100000, k);
+    tvw_job t;
+    tvx_job(&t, block + 1024, dt, 100000, 1, 0);
+    tvx_check(d, &t, "fsum in place");
     free(t.mask);
   }
   ck_assert_uint_gt(d->inplace_rows, before);
@@ -638,7 +638,7 @@ START_TEST(test_fsum_inplace_resident)
   ck_assert_int_eq(wv_vk_buf_create(d, n * 8 + 64, WV_VK_HOST, &b, &e), 0);
   for (int k = 0; k < 4; k++) {
     const wave_dtype dt = k % 2 ? WAVE_F64 : WAVE_F32;
-    tx_fill(b.map, dt, n, k);
+    tvx_fill(b.map, dt, n, k);
     wv_reduce_job job = {.dtype = dt, .op = WAVE_FSUM,
                          .input = &(wv_span){b.map, n}, .n_input = 1,
                          .rows = n};
@@ -646,7 +646,7 @@ START_TEST(test_fsum_inplace_resident)
     double sec;
     ck_assert_int_eq(wv_vk_reduce_resident(d, &b, n, dt, WAVE_FSUM, &got,
                                            &sec, &e), 0);
-    tx_same(&job, &got, "fsum resident");
+    tvx_same(&job, &got, "fsum resident");
   }
   wv_vk_buf_destroy(d, &b);
   wv_vk_close(d);
@@ -662,14 +662,14 @@ START_TEST(test_fsum_refusals)
     {{.no_int64 = 1}, "shaderInt64"},
   };
   for (size_t i = 0; i < 2; i++) {
-    wv_device *d = tw_open(&no[i].opt);
+    wv_device *d = tvw_open(&no[i].opt);
     wv_caps c;
     wv_vulkan_backend.caps(d, &c);
     ck_assert(!c.fsum);
     ck_assert_msg(strstr(c.fsum_why, no[i].feature) != NULL, "%s",
                   c.fsum_why);
-    tw_refused(d, WAVE_F32, WAVE_FSUM, no[i].feature);
-    tw_refused(d, WAVE_F64, WAVE_FSUM, no[i].feature);
+    tvw_refused(d, WAVE_F32, WAVE_FSUM, no[i].feature);
+    tvw_refused(d, WAVE_F64, WAVE_FSUM, no[i].feature);
     wv_vk_close(d);
   }
 }

@@ -19,14 +19,14 @@
 #include "core/xsum.h"
 #include "wave/error.h"
 
-static uint64_t tx_f32(float f)
+static uint64_t txs_f32(float f)
 {
   uint32_t b;
   memcpy(&b, &f, 4);
   return b;
 }
 
-static uint64_t tx_f64(double f)
+static uint64_t txs_f64(double f)
 {
   uint64_t b;
   memcpy(&b, &f, 8);
@@ -34,7 +34,7 @@ static uint64_t tx_f64(double f)
 }
 
 /* The rounded sum of the n rows r of dtype dt, count n. */
-static uint64_t tx_sum(wave_dtype dt, const uint64_t *r, size_t n)
+static uint64_t txs_sum(wave_dtype dt, const uint64_t *r, size_t n)
 {
   wv_xsum x;
   wv_xsum_init(&x, dt);
@@ -46,7 +46,7 @@ static uint64_t tx_sum(wave_dtype dt, const uint64_t *r, size_t n)
 #define TX_EQ(dt, want, ...)                                               \
   do {                                                                     \
     const uint64_t r_[] = {__VA_ARGS__};                                   \
-    uint64_t got_ = tx_sum(dt, r_, sizeof r_ / sizeof r_[0]);              \
+    uint64_t got_ = txs_sum(dt, r_, sizeof r_ / sizeof r_[0]);              \
     ck_assert_msg(got_ == (uint64_t)(want), "%s: got %#llx want %#llx",    \
                   #__VA_ARGS__, (unsigned long long)got_,                  \
                   (unsigned long long)(want));                             \
@@ -66,14 +66,14 @@ static uint64_t tx_sum(wave_dtype dt, const uint64_t *r, size_t n)
 START_TEST(nan_and_infinities)
 {
   /* a NaN (any payload, either sign) gives the canonical NaN */
-  TX_EQ(WAVE_F32, NAN32, tx_f32(1), 0xffc00001u, tx_f32(2));
+  TX_EQ(WAVE_F32, NAN32, txs_f32(1), 0xffc00001u, txs_f32(2));
   TX_EQ(WAVE_F32, NAN32, 0x7f800001u, P32);
-  TX_EQ(WAVE_F64, NAN64, 0xfff0000000000001u, tx_f64(1));
+  TX_EQ(WAVE_F64, NAN64, 0xfff0000000000001u, txs_f64(1));
   /* both infinities: NaN; one: it, whatever the finite rows */
   TX_EQ(WAVE_F32, NAN32, P32, N32);
-  TX_EQ(WAVE_F64, NAN64, N64, tx_f64(3), P64);
-  TX_EQ(WAVE_F32, P32, P32, tx_f32(-1e38f), MAX32 | NZ32, P32);
-  TX_EQ(WAVE_F32, N32, tx_f32(1), N32);
+  TX_EQ(WAVE_F64, NAN64, N64, txs_f64(3), P64);
+  TX_EQ(WAVE_F32, P32, P32, txs_f32(-1e38f), MAX32 | NZ32, P32);
+  TX_EQ(WAVE_F32, N32, txs_f32(1), N32);
   TX_EQ(WAVE_F64, P64, P64, MAX64 | NZ64);
   TX_EQ(WAVE_F64, N64, N64, MAX64, MAX64);
 }
@@ -89,11 +89,11 @@ START_TEST(overflow_to_infinity)
   TX_EQ(WAVE_F64, MAX64, MAX64, MAX64, MAX64 | NZ64);
   /* the largest finite plus half its ulp: a tie, its fraction is odd, so
    * up, to +inf; less than half an ulp stays */
-  TX_EQ(WAVE_F32, P32, MAX32, tx_f32(0x1p103f));
-  TX_EQ(WAVE_F32, MAX32, MAX32, tx_f32(0x1p102f));
-  TX_EQ(WAVE_F64, P64, MAX64, tx_f64(0x1p970));
-  TX_EQ(WAVE_F64, MAX64, MAX64, tx_f64(0x1p969), tx_f64(0x1p969) - 1);
-  TX_EQ(WAVE_F64, N64 , MAX64 | NZ64, tx_f64(-0x1p970));
+  TX_EQ(WAVE_F32, P32, MAX32, txs_f32(0x1p103f));
+  TX_EQ(WAVE_F32, MAX32, MAX32, txs_f32(0x1p102f));
+  TX_EQ(WAVE_F64, P64, MAX64, txs_f64(0x1p970));
+  TX_EQ(WAVE_F64, MAX64, MAX64, txs_f64(0x1p969), txs_f64(0x1p969) - 1);
+  TX_EQ(WAVE_F64, N64 , MAX64 | NZ64, txs_f64(-0x1p970));
 }
 END_TEST
 
@@ -110,8 +110,8 @@ START_TEST(subnormals_are_exact)
   TX_EQ(WAVE_F64, 0x0020000000000000u, 0x0010000000000000u,
         0x0010000000000000u);
   /* a big row cancelled leaves the tiny one, exactly */
-  TX_EQ(WAVE_F64, 5, tx_f64(1e300), 5, tx_f64(-1e300));
-  TX_EQ(WAVE_F32, 5 | NZ32, tx_f32(3e38f), 5 | NZ32, tx_f32(-3e38f));
+  TX_EQ(WAVE_F64, 5, txs_f64(1e300), 5, txs_f64(-1e300));
+  TX_EQ(WAVE_F32, 5 | NZ32, txs_f32(3e38f), 5 | NZ32, txs_f32(-3e38f));
 }
 END_TEST
 
@@ -121,10 +121,10 @@ START_TEST(signed_zeros)
   TX_EQ(WAVE_F32, NZ32, NZ32, NZ32, NZ32);
   TX_EQ(WAVE_F32, 0, NZ32, 0);
   TX_EQ(WAVE_F32, 0, 0);
-  TX_EQ(WAVE_F32, 0, tx_f32(1), tx_f32(-1));    /* an exact zero: +0.0 */
+  TX_EQ(WAVE_F32, 0, txs_f32(1), txs_f32(-1));    /* an exact zero: +0.0 */
   TX_EQ(WAVE_F32, 0, 1 | NZ32, 1, NZ32);
   TX_EQ(WAVE_F64, NZ64, NZ64, NZ64);
-  TX_EQ(WAVE_F64, 0, NZ64, tx_f64(2), tx_f64(-2));
+  TX_EQ(WAVE_F64, 0, NZ64, txs_f64(2), txs_f64(-2));
   /* empty: +0.0; rows, none other than -0.0: -0.0 */
   wv_xsum x;
   for (int d = 0; d < 2; d++) {
@@ -145,21 +145,21 @@ START_TEST(heavy_cancellation)
   /* every order of 1e30, 1, -1e30: 1 */
   static const int perm[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
                                  {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-  uint64_t r32[3] = {tx_f32(1e30f), tx_f32(1), tx_f32(-1e30f)};
-  uint64_t r64[3] = {tx_f64(1e30), tx_f64(1), tx_f64(-1e30)};
+  uint64_t r32[3] = {txs_f32(1e30f), txs_f32(1), txs_f32(-1e30f)};
+  uint64_t r64[3] = {txs_f64(1e30), txs_f64(1), txs_f64(-1e30)};
   for (int i = 0; i < 6; i++) {
     uint64_t a[3], b[3];
     for (int k = 0; k < 3; k++) {
       a[k] = r32[perm[i][k]];
       b[k] = r64[perm[i][k]];
     }
-    ck_assert_uint_eq(tx_sum(WAVE_F32, a, 3), tx_f32(1));
-    ck_assert_uint_eq(tx_sum(WAVE_F64, b, 3), tx_f64(1));
+    ck_assert_uint_eq(txs_sum(WAVE_F32, a, 3), txs_f32(1));
+    ck_assert_uint_eq(txs_sum(WAVE_F64, b, 3), txs_f64(1));
   }
   /* the largest against the smallest, across every limb */
   TX_EQ(WAVE_F64, 1, MAX64, 1, MAX64 | NZ64);
   TX_EQ(WAVE_F64, 1 | NZ64, MAX64 | NZ64, 1 | NZ64, MAX64);
-  TX_EQ(WAVE_F32, tx_f32(-0x1p-140f), MAX32, tx_f32(-0x1p-140f),
+  TX_EQ(WAVE_F32, txs_f32(-0x1p-140f), MAX32, txs_f32(-0x1p-140f),
         MAX32 | NZ32);
 }
 END_TEST
@@ -167,29 +167,29 @@ END_TEST
 START_TEST(ties_to_even)
 {
   /* 1 + 2^-24: halfway between 1 (even) and 1 + 2^-23: down */
-  TX_EQ(WAVE_F32, tx_f32(1), tx_f32(1), tx_f32(0x1p-24f));
+  TX_EQ(WAVE_F32, txs_f32(1), txs_f32(1), txs_f32(0x1p-24f));
   /* 1 + 2^-23 + 2^-24: halfway, 1 + 2^-23 is odd: up to 1 + 2^-22 */
-  TX_EQ(WAVE_F32, tx_f32(1 + 0x1p-22f), tx_f32(1 + 0x1p-23f),
-        tx_f32(0x1p-24f));
+  TX_EQ(WAVE_F32, txs_f32(1 + 0x1p-22f), txs_f32(1 + 0x1p-23f),
+        txs_f32(0x1p-24f));
   /* the same negated */
-  TX_EQ(WAVE_F32, tx_f32(-1), tx_f32(-1), tx_f32(-0x1p-24f));
-  TX_EQ(WAVE_F32, tx_f32(-1 - 0x1p-22f), tx_f32(-1 - 0x1p-23f),
-        tx_f32(-0x1p-24f));
+  TX_EQ(WAVE_F32, txs_f32(-1), txs_f32(-1), txs_f32(-0x1p-24f));
+  TX_EQ(WAVE_F32, txs_f32(-1 - 0x1p-22f), txs_f32(-1 - 0x1p-23f),
+        txs_f32(-0x1p-24f));
   /* a sticky bit far below breaks the tie: up */
-  TX_EQ(WAVE_F32, tx_f32(1 + 0x1p-23f), tx_f32(1), tx_f32(0x1p-24f), 1);
-  TX_EQ(WAVE_F32, tx_f32(1), tx_f32(1), tx_f32(0x1p-24f), 1 | NZ32);
+  TX_EQ(WAVE_F32, txs_f32(1 + 0x1p-23f), txs_f32(1), txs_f32(0x1p-24f), 1);
+  TX_EQ(WAVE_F32, txs_f32(1), txs_f32(1), txs_f32(0x1p-24f), 1 | NZ32);
   /* float64 the same way */
-  TX_EQ(WAVE_F64, tx_f64(1), tx_f64(1), tx_f64(0x1p-53));
-  TX_EQ(WAVE_F64, tx_f64(1 + 0x1p-51), tx_f64(1 + 0x1p-52), tx_f64(0x1p-53));
-  TX_EQ(WAVE_F64, tx_f64(1 + 0x1p-52), tx_f64(1), tx_f64(0x1p-53), 1);
-  TX_EQ(WAVE_F64, tx_f64(-1 - 0x1p-51), tx_f64(-1 - 0x1p-52),
-        tx_f64(-0x1p-53));
+  TX_EQ(WAVE_F64, txs_f64(1), txs_f64(1), txs_f64(0x1p-53));
+  TX_EQ(WAVE_F64, txs_f64(1 + 0x1p-51), txs_f64(1 + 0x1p-52), txs_f64(0x1p-53));
+  TX_EQ(WAVE_F64, txs_f64(1 + 0x1p-52), txs_f64(1), txs_f64(0x1p-53), 1);
+  TX_EQ(WAVE_F64, txs_f64(-1 - 0x1p-51), txs_f64(-1 - 0x1p-52),
+        txs_f64(-0x1p-53));
   /* a rounding carry into the next binade: 2 - 2^-24 + 2^-25 -> 2 */
-  TX_EQ(WAVE_F32, tx_f32(2), tx_f32(2 - 0x1p-23f), tx_f32(0x1p-24f));
+  TX_EQ(WAVE_F32, txs_f32(2), txs_f32(2 - 0x1p-23f), txs_f32(0x1p-24f));
 }
 END_TEST
 
-static uint64_t tx_next(uint64_t *s)
+static uint64_t txs_next(uint64_t *s)
 {
   *s ^= *s << 13;
   *s ^= *s >> 7;
@@ -205,10 +205,10 @@ START_TEST(float32_against_exact_double)
   uint64_t s = 88172645463325252u;
   static uint64_t r[4096];
   for (int t = 0; t < 200; t++) {
-    size_t n = 1 + tx_next(&s) % 4096;
+    size_t n = 1 + txs_next(&s) % 4096;
     double d = 0;
     for (size_t i = 0; i < n; i++) {
-      uint64_t v = tx_next(&s);
+      uint64_t v = txs_next(&s);
       uint32_t e = 127 - 8 + (uint32_t)(v % 17);
       r[i] = ((v >> 8) & 0x80000000u) | (e << 23) | ((v >> 20) & 0x7fffffu);
       float f;
@@ -216,7 +216,7 @@ START_TEST(float32_against_exact_double)
       memcpy(&f, &b, 4);
       d += f;
     }
-    uint64_t got = tx_sum(WAVE_F32, r, n), want = tx_f32((float)d);
+    uint64_t got = txs_sum(WAVE_F32, r, n), want = txs_f32((float)d);
     if (d == 0)
       want = 0;
     ck_assert_msg(got == want, "case %d: %zu rows: %#llx, want %#llx", t, n,
@@ -253,7 +253,7 @@ START_TEST(carry_and_borrow)
   ck_assert_uint_eq(x.limb[3], UINT64_MAX);
   /* -(2^127 + 2^128) units: bits (2^127 + 2^128) * 2^-1074 */
   ck_assert_uint_eq(wv_xsum_round(&x, 1),
-                    NZ64 | tx_f64(0x1.8p-946));
+                    NZ64 | txs_f64(0x1.8p-946));
   /* bins: 3 * 2^0 + 5 * 2^40 - 2 * 2^80 */
   int64_t bins[3] = {3, 5, -2};
   wv_xsum_init(&x, WAVE_F64);
@@ -286,13 +286,13 @@ START_TEST(merge_in_any_order)
     for (int k = 0; k < K; k++)
       wv_xsum_init(&piece[k], dt);
     for (int i = 0; i < N; i++) {
-      r[i] = tx_next(&s);
+      r[i] = txs_next(&s);
       if (!d)
         r[i] &= 0xffffffffu;
       if ((r[i] & (d ? P64 : P32)) == (d ? P64 : P32))
         r[i] ^= d ? 1ull << 62 : 1u << 30;  /* finite rows */
       wv_xsum_add_row(&whole, r[i]);
-      wv_xsum_add_row(&piece[tx_next(&s) % K], r[i]);
+      wv_xsum_add_row(&piece[txs_next(&s) % K], r[i]);
     }
     wv_xsum_init(&m, dt);
     for (int k = 0; k < K; k++)
@@ -317,7 +317,7 @@ START_TEST(reference_and_partials)
   wv_reduce_out o;
   ck_assert_int_eq(wv_reduce_reference(&j, &o, &err), 0);
   ck_assert_uint_eq(o.count, 5);
-  ck_assert_uint_eq(o.bits[0], tx_f32(8 + 0x1p-24f));  /* exact */
+  ck_assert_uint_eq(o.bits[0], txs_f32(8 + 0x1p-24f));  /* exact */
   ck_assert_uint_eq(o.n_values, 1);
   ck_assert_uint_eq(o.bits[0], wv_xsum_round(&o.xsum, o.count));
   /* pieces, each a one-chunk job, merged in reverse order */
@@ -365,7 +365,7 @@ START_TEST(wire_form)
     wv_xsum x, y;
     wv_xsum_init(&x, dt);
     for (int i = 0; i < 100; i++)
-      wv_xsum_add_row(&x, tx_next(&s) &
+      wv_xsum_add_row(&x, txs_next(&s) &
                              (d ? 0xffefffffffffffffu : 0xff7fffffu));
     x.flags = WV_XSUM_PINF | WV_XSUM_NOT_NEGZERO;
     uint8_t buf[8 * WV_XSUM_LIMBS + 1];

@@ -31,7 +31,7 @@ using namespace wv_cuda;
 
 #define FS_BYTES (4ull << 30)     /* the data buffer: 2^30 float32 */
 
-__host__ __device__ static inline uint64_t fs_mix(uint64_t x)
+__host__ __device__ static inline uint64_t bgf_mix(uint64_t x)
 {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
@@ -46,9 +46,9 @@ __global__ void k_fill_fs(void *d, uint64_t n, int f64, int kind,
 {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
        i += (uint64_t)gridDim.x * blockDim.x) {
-    uint64_t x = fs_mix(i ^ seed), y = fs_mix(x + 0x9e3779b97f4a7c15ull);
+    uint64_t x = bgf_mix(i ^ seed), y = bgf_mix(x + 0x9e3779b97f4a7c15ull);
     if (kind == 2) {
-      uint64_t j = i >> 1, xj = fs_mix(j ^ seed ^ 0x5bd1e995ull);
+      uint64_t j = i >> 1, xj = bgf_mix(j ^ seed ^ 0x5bd1e995ull);
       if ((j & 15) != 0) {
         /* +x, -x: exponent 10..19 above 1, random significand */
         uint64_t e = (xj >> 40) % 10;
@@ -84,9 +84,9 @@ __global__ void k_fill_fs(void *d, uint64_t n, int f64, int kind,
   }
 }
 
-struct fs_timer {
+struct bgf_timer {
   cudaEvent_t a, b;
-  fs_timer()
+  bgf_timer()
   {
     CHECK(cudaEventCreate(&a));
     CHECK(cudaEventCreate(&b));
@@ -94,7 +94,7 @@ struct fs_timer {
 };
 
 template <typename F>
-static double fs_time_us(fs_timer &t, int reps, F fn)
+static double bgf_time_us(bgf_timer &t, int reps, F fn)
 {
   std::vector<float> ms;
   for (int w = 0; w < 3; w++)
@@ -115,7 +115,7 @@ static double fs_time_us(fs_timer &t, int reps, F fn)
 /* The CPU reference of rows h[0 .. n) (mask m or NULL): the exact sums of
  * slices on all cores, merged (the merge is exact, so this is the
  * reference of the whole). */
-static int fs_reference(wave_dtype dt, const void *h, const uint32_t *m,
+static int bgf_reference(wave_dtype dt, const void *h, const uint32_t *m,
                         uint64_t n, wv_xsum *xs, uint64_t *count)
 {
   unsigned nt = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
@@ -160,7 +160,7 @@ static int fs_reference(wave_dtype dt, const void *h, const uint32_t *m,
 
 /* fsum of rows d[0 .. n) (and mask dm) on the device against the
  * reference: 1 equal, 0 different. */
-static int fs_check(xreducer *xr, wave_dtype dt, const void *d,
+static int bgf_check(xreducer *xr, wave_dtype dt, const void *d,
                     const uint32_t *dm, uint64_t n, std::vector<char> &h,
                     std::vector<uint32_t> &hm)
 {
@@ -176,7 +176,7 @@ static int fs_check(xreducer *xr, wave_dtype dt, const void *d,
   }
   wv_xsum want;
   uint64_t count;
-  if (fs_reference(dt, h.data(), dm ? hm.data() : NULL, n, &want, &count))
+  if (bgf_reference(dt, h.data(), dm ? hm.data() : NULL, n, &want, &count))
     return 0;
   uint64_t bits = wv_xsum_round(&want, count);
   int ok = got.bits[0] == bits && got.count == count &&
@@ -192,30 +192,30 @@ static int fs_check(xreducer *xr, wave_dtype dt, const void *d,
   return ok;
 }
 
-struct fs_row {
+struct bgf_row {
   const char *dt, *data;
   unsigned log2;
   double fsum, cub, plain;
   int ok;
 };
 
-static const char *const fs_kinds[3] = {"narrow", "full", "cancel"};
+static const char *const bgf_kinds[3] = {"narrow", "full", "cancel"};
 
 /* What every case uses: the data buffer, a mask, CUB's storage, our three
  * reducers, a timer and host copies for the reference. */
-struct fs_ctx {
+struct bgf_ctx {
   void *d, *cub_tmp, *cub_out;
   size_t cub_bytes;
   uint32_t *dm;
   xreducer xr;
   reducer red;
   wreducer wr;
-  fs_timer t;
+  bgf_timer t;
   std::vector<char> h;
   std::vector<uint32_t> hm;
 };
 
-static void fs_open(fs_ctx *c)
+static void bgf_open(bgf_ctx *c)
 {
   CHECK(cudaMalloc(&c->d, FS_BYTES));
   CHECK(cudaMalloc((void **)&c->dm, (1ull << 28) * 4));
@@ -240,7 +240,7 @@ static void fs_open(fs_ctx *c)
                          (1u << 29) / WVG_PIECE_ROWS, 1));
 }
 
-static void fs_close(fs_ctx *c)
+static void bgf_close(bgf_ctx *c)
 {
   xreducer_fini(&c->xr);
   reducer_fini(&c->red);
@@ -254,16 +254,16 @@ static void fs_close(fs_ctx *c)
 /* Median times of fsum, CUB's Sum and the plain sum over n rows at
  * win(r) (call r of reps). */
 template <typename W>
-static fs_row fs_times(fs_ctx *c, wave_dtype dt, uint64_t n, int reps, W win)
+static bgf_row bgf_times(bgf_ctx *c, wave_dtype dt, uint64_t n, int reps, W win)
 {
   const int f64 = dt == WAVE_F64;
-  fs_row rw;
+  bgf_row rw;
   memset(&rw, 0, sizeof rw);
   rw.dt = f64 ? "f64" : "f32";
-  rw.fsum = fs_time_us(c->t, reps, [&](int r) {
+  rw.fsum = bgf_time_us(c->t, reps, [&](int r) {
     CHECK(reduce_device_xsum(&c->xr, dt, win(r), NULL, n, 0));
   });
-  rw.cub = fs_time_us(c->t, reps, [&](int r) {
+  rw.cub = bgf_time_us(c->t, reps, [&](int r) {
     size_t tb = c->cub_bytes;
     if (f64)
       CHECK(cub::DeviceReduce::Sum(c->cub_tmp, tb, (const double *)win(r),
@@ -272,7 +272,7 @@ static fs_row fs_times(fs_ctx *c, wave_dtype dt, uint64_t n, int reps, W win)
       CHECK(cub::DeviceReduce::Sum(c->cub_tmp, tb, (const float *)win(r),
                                    (float *)c->cub_out, (int)n));
   });
-  rw.plain = fs_time_us(c->t, reps, [&](int r) {
+  rw.plain = bgf_time_us(c->t, reps, [&](int r) {
     if (f64)
       CHECK(reduce_device_wide(&c->wr, WAVE_F64, WAVE_SUM, win(r), NULL, n,
                                0));
@@ -282,17 +282,17 @@ static fs_row fs_times(fs_ctx *c, wave_dtype dt, uint64_t n, int reps, W win)
   return rw;
 }
 
-struct fs_set {
+struct bgf_set {
   wave_dtype dt;
   unsigned lo, hi;
 };
-static const fs_set fs_sets[2] = {{WAVE_F32, 28, 30}, {WAVE_F64, 27, 29}};
+static const bgf_set bgf_sets[2] = {{WAVE_F32, 28, 30}, {WAVE_F64, 27, 29}};
 
 /* The large cases; the smaller size of each is checked masked too. */
-static int fs_large(fs_ctx *c, int reps, std::vector<fs_row> *rows)
+static int bgf_large(bgf_ctx *c, int reps, std::vector<bgf_row> *rows)
 {
   int all_ok = 1;
-  for (const fs_set &s : fs_sets) {
+  for (const bgf_set &s : bgf_sets) {
     const int f64 = s.dt == WAVE_F64;
     for (int kind = 0; kind < 3; kind++)
       for (unsigned k = s.lo; k <= s.hi; k += 2) {
@@ -300,12 +300,12 @@ static int fs_large(fs_ctx *c, int reps, std::vector<fs_row> *rows)
         k_fill_fs<<<4096, 256>>>(c->d, n, f64, kind, 11 + kind);
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
-        fs_row rw = fs_times(c, s.dt, n, reps, [&](int) { return c->d; });
-        rw.data = fs_kinds[kind];
+        bgf_row rw = bgf_times(c, s.dt, n, reps, [&](int) { return c->d; });
+        rw.data = bgf_kinds[kind];
         rw.log2 = k;
-        rw.ok = fs_check(&c->xr, s.dt, c->d, NULL, n, c->h, c->hm);
+        rw.ok = bgf_check(&c->xr, s.dt, c->d, NULL, n, c->h, c->hm);
         if (rw.ok && k == s.lo)
-          rw.ok = fs_check(&c->xr, s.dt, c->d, c->dm, n, c->h, c->hm);
+          rw.ok = bgf_check(&c->xr, s.dt, c->d, c->dm, n, c->h, c->hm);
         all_ok &= rw.ok;
         rows->push_back(rw);
         printf("fsum %s 2^%u %-6s fsum %9.1f us  cub %9.1f us (%.3fx)  "
@@ -321,10 +321,10 @@ static int fs_large(fs_ctx *c, int reps, std::vector<fs_row> *rows)
 
 /* Small jobs: latency against the plain sum's, narrow data, windows
  * rotating through the buffer so that no call reads another's rows. */
-static int fs_small(fs_ctx *c, std::vector<fs_row> *rows)
+static int bgf_small(bgf_ctx *c, std::vector<bgf_row> *rows)
 {
   int all_ok = 1;
-  for (const fs_set &s : fs_sets) {
+  for (const bgf_set &s : bgf_sets) {
     const int f64 = s.dt == WAVE_F64;
     const size_t rsz = f64 ? 8 : 4;
     k_fill_fs<<<4096, 256>>>(c->d, FS_BYTES / rsz, f64, 0, 5);
@@ -335,10 +335,10 @@ static int fs_small(fs_ctx *c, std::vector<fs_row> *rows)
         return (const void *)((const char *)c->d +
                               (uint64_t)(r % windows) * n * rsz);
       };
-      fs_row rw = fs_times(c, s.dt, n, 200, win);
+      bgf_row rw = bgf_times(c, s.dt, n, 200, win);
       rw.data = "narrow";
       rw.log2 = k;
-      rw.ok = fs_check(&c->xr, s.dt, win(1), NULL, n, c->h, c->hm);
+      rw.ok = bgf_check(&c->xr, s.dt, win(1), NULL, n, c->h, c->hm);
       all_ok &= rw.ok;
       rows->push_back(rw);
       printf("fsum %s 2^%u small  fsum %7.2f us  plain %7.2f us (fsum/plain "
@@ -356,27 +356,27 @@ int bench_fsum(int reps)
   CHECK(cudaGetDeviceProperties(&prop, 0));
   printf("fsum: %s sm_%d%d, %d SMs\n", prop.name, prop.major, prop.minor,
          prop.multiProcessorCount);
-  fs_ctx *c = new fs_ctx();
-  fs_open(c);
-  std::vector<fs_row> rows, small;
-  int all_ok = fs_large(c, reps, &rows);
-  all_ok &= fs_small(c, &small);
+  bgf_ctx *c = new bgf_ctx();
+  bgf_open(c);
+  std::vector<bgf_row> rows, small;
+  int all_ok = bgf_large(c, reps, &rows);
+  all_ok &= bgf_small(c, &small);
   CHECK(cudaGetLastError());
 
   printf("\n| dtype | rows | data | fsum us | CUB us | CUB/fsum | plain sum us "
          "| plain/fsum | bits |\n|---|---|---|---|---|---|---|---|---|\n");
-  for (const fs_row &r : rows)
+  for (const bgf_row &r : rows)
     printf("| %s | 2^%u | %s | %.1f | %.1f | %.3f | %.1f | %.3f | %s |\n",
            r.dt, r.log2, r.data, r.fsum, r.cub, r.cub / r.fsum, r.plain,
            r.plain / r.fsum, r.ok ? "ok" : "DIFFER");
   printf("\n| dtype | rows | fsum us | plain sum us | fsum/plain | CUB us "
          "| bits |\n|---|---|---|---|---|---|---|\n");
-  for (const fs_row &r : small)
+  for (const bgf_row &r : small)
     printf("| %s | 2^%u | %.2f | %.2f | %.3f | %.2f | %s |\n", r.dt, r.log2,
            r.fsum, r.plain, r.fsum / r.plain, r.cub, r.ok ? "ok" : "DIFFER");
   printf("fsum bench: %s\n", all_ok ? "every result equals the reference"
                                     : "RESULT MISMATCH");
-  fs_close(c);
+  bgf_close(c);
   delete c;
   return all_ok ? 0 : 1;
 }

@@ -48,7 +48,7 @@
     }                                                                    \
   } while (0)
 
-static double now_s(void)
+static double gpn_s(void)
 {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -134,7 +134,7 @@ static double pin_pieces(uint8_t *base, size_t n, int t, uint8_t *dev,
     j.ready[i].store(0);
   j.fail = 0;
   pthread_t th[64];
-  double t0 = now_s();
+  double t0 = gpn_s();
   for (int i = 0; i < t; i++)
     pthread_create(&th[i], NULL, pin_main, &j);
   if (dev != NULL) {
@@ -150,7 +150,7 @@ static double pin_pieces(uint8_t *base, size_t n, int t, uint8_t *dev,
     pthread_join(th[i], NULL);
   if (dev != NULL)
     CK(cudaStreamSynchronize(st));
-  double s = now_s() - t0;
+  double s = gpn_s() - t0;
   delete[] j.ready;
   if (j.fail) {
     fprintf(stderr, "cudaHostRegister of a piece failed\n");
@@ -163,7 +163,7 @@ static double pin_pieces(uint8_t *base, size_t n, int t, uint8_t *dev,
 
 #define ST_SLOTS 4
 enum { ST_MEMCPY, ST_POPULATE, ST_PREAD };
-typedef struct st_job {
+typedef struct gps_job {
   const uint8_t *src;
   int how;  /* ST_* */
   uint8_t *stage[ST_SLOTS];
@@ -171,14 +171,14 @@ typedef struct st_job {
   int t;
   pthread_barrier_t go, done;
   int stop;
-} st_job;
+} gps_job;
 
-typedef struct st_arg { st_job *j; int id; } st_arg;
+typedef struct gps_arg { gps_job *j; int id; } gps_arg;
 
-static void *st_main(void *arg)
+static void *gps_main(void *arg)
 {
-  st_arg *a = (st_arg *)arg;
-  st_job *j = a->j;
+  gps_arg *a = (gps_arg *)arg;
+  gps_job *j = a->j;
   for (;;) {
     pthread_barrier_wait(&j->go);
     if (j->stop)
@@ -216,7 +216,7 @@ static void *st_main(void *arg)
 static double staged(const uint8_t *src, uint8_t *dev, int t,
                      size_t slot_bytes, cudaStream_t st, int how = ST_MEMCPY)
 {
-  st_job j;
+  gps_job j;
   memset(&j, 0, sizeof j);
   j.src = src;
   j.how = how;
@@ -232,13 +232,13 @@ static double staged(const uint8_t *src, uint8_t *dev, int t,
   pthread_barrier_init(&j.go, NULL, (unsigned)t + 1);
   pthread_barrier_init(&j.done, NULL, (unsigned)t + 1);
   pthread_t th[64];
-  st_arg args[64];
+  gps_arg args[64];
   for (int i = 0; i < t; i++) {
-    args[i] = (st_arg){&j, i};
-    pthread_create(&th[i], NULL, st_main, &args[i]);
+    args[i] = (gps_arg){&j, i};
+    pthread_create(&th[i], NULL, gps_main, &args[i]);
   }
   CK(cudaStreamSynchronize(st));
-  double t0 = now_s();
+  double t0 = gpn_s();
   for (j.off = 0; j.off < g_bytes; j.off += slot_bytes) {
     int k = (int)((j.off / slot_bytes) % ST_SLOTS);
     CK(cudaEventSynchronize(ev[k]));  /* its last copy is done */
@@ -250,7 +250,7 @@ static double staged(const uint8_t *src, uint8_t *dev, int t,
     CK(cudaEventRecord(ev[k], st));
   }
   CK(cudaStreamSynchronize(st));
-  double s = now_s() - t0;
+  double s = gpn_s() - t0;
   j.stop = 1;
   pthread_barrier_wait(&j.go);
   for (int i = 0; i < t; i++)
@@ -273,7 +273,7 @@ __global__ void k_sum(const uint32_t *p, size_t n, unsigned long long *out)
   atomicAdd(out, s);
 }
 
-static unsigned long long dev_sum(const uint8_t *dev)
+static unsigned long long gpd_sum(const uint8_t *dev)
 {
   unsigned long long *d, h;
   CK(cudaMalloc(&d, sizeof *d));
@@ -306,15 +306,15 @@ static double pin_fresh(uint8_t *dev, double *copy)
     *copy = 1e9;
   for (int rep = 0; rep < 3; rep++) {
     uint8_t *m = fresh();
-    double t0 = now_s();
+    double t0 = gpn_s();
     CK(cudaHostRegister(m, g_bytes,
                         cudaHostRegisterPortable | cudaHostRegisterReadOnly));
-    double s = now_s() - t0;
+    double s = gpn_s() - t0;
     best = s < best ? s : best;
     if (copy != NULL) {
-      t0 = now_s();
+      t0 = gpn_s();
       CK(cudaMemcpy(dev, m, g_bytes, cudaMemcpyHostToDevice));
-      s = now_s() - t0;
+      s = gpn_s() - t0;
       *copy = s < *copy ? s : *copy;
     }
     CK(cudaHostUnregister(m));
@@ -353,7 +353,7 @@ static void fresh_mapping(uint8_t *dev, unsigned long long want,
       row(what, best);
       if (t == 12)
         printf("| ... device checksum | %s | | |\n",
-               dev_sum(dev) == want ? "ok" : "WRONG");
+               gpd_sum(dev) == want ? "ok" : "WRONG");
     }
   row("fresh, cudaHostRegister whole", pin_fresh(dev, NULL));
 }
@@ -415,7 +415,7 @@ static void hugetlb(uint8_t *dev, unsigned long long want, cudaStream_t st)
     row(how == ST_PREAD ? "huge, staged by pread: 12 threads"
                         : "huge, staged by memcpy: 12 threads", best);
     printf("| ... device checksum | %s | | |\n",
-           dev_sum(dev) == want ? "ok" : "WRONG");
+           gpd_sum(dev) == want ? "ok" : "WRONG");
   }
   double copy;
   row("huge, cudaHostRegister whole (fresh mapping)", pin_fresh(dev, &copy));
@@ -438,9 +438,9 @@ int main(int argc, char **argv)
   memset(hp, 1, g_bytes);
   g_base = 1e9;
   for (int i = 0; i < 5; i++) {
-    double t0 = now_s();
+    double t0 = gpn_s();
     CK(cudaMemcpy(dev, hp, g_bytes, cudaMemcpyHostToDevice));
-    double s = now_s() - t0;
+    double s = gpn_s() - t0;
     g_base = s < g_base ? s : g_base;
   }
   CK(cudaFreeHost(hp));
@@ -460,19 +460,19 @@ int main(int argc, char **argv)
     CK(cudaFree(dev));
     return 0;
   }
-  double t0 = now_s();
+  double t0 = gpn_s();
   CK(cudaMemcpy(dev, r, g_bytes, cudaMemcpyHostToDevice));
-  row("pageable copy from the region (driver)", now_s() - t0);
-  t0 = now_s();
+  row("pageable copy from the region (driver)", gpn_s() - t0);
+  t0 = gpn_s();
   CK(cudaHostRegister(r, g_bytes,
                       cudaHostRegisterPortable | cudaHostRegisterReadOnly));
-  row("cudaHostRegister, whole, 1 thread", now_s() - t0);
-  t0 = now_s();
+  row("cudaHostRegister, whole, 1 thread", gpn_s() - t0);
+  t0 = gpn_s();
   CK(cudaMemcpy(dev, r, g_bytes, cudaMemcpyHostToDevice));
-  row("copy from the region, pinned", now_s() - t0);
-  t0 = now_s();
+  row("copy from the region, pinned", gpn_s() - t0);
+  t0 = gpn_s();
   CK(cudaHostUnregister(r));
-  row("cudaHostUnregister, whole", now_s() - t0);
+  row("cudaHostUnregister, whole", gpn_s() - t0);
   static const int ts[] = {1, 2, 4, 8, 16};
   for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
     size_t n = (size_t)ts[k] * 4;  /* pieces: 4 per thread */
@@ -482,9 +482,9 @@ int main(int argc, char **argv)
       best = s < best ? s : best;
       if (k == 3 && rep == 1) {  /* 32 pieces pinned: one copy over all */
         cudaError_t e = cudaSuccess;
-        t0 = now_s();
+        t0 = gpn_s();
         e = cudaMemcpy(dev, r, g_bytes, cudaMemcpyHostToDevice);
-        double cs = now_s() - t0;
+        double cs = gpn_s() - t0;
         if (e != cudaSuccess) {
           printf("| one copy across 32 registrations | %s | | |\n",
                  cudaGetErrorString(e));
@@ -492,7 +492,7 @@ int main(int argc, char **argv)
         } else {
           row("one copy across 32 registrations", cs);
           printf("| ... device checksum | %s | | |\n",
-                 dev_sum(dev) == want ? "ok" : "WRONG");
+                 gpd_sum(dev) == want ? "ok" : "WRONG");
         }
       }
       unpin(r, g_bytes / n, n);
@@ -515,7 +515,7 @@ int main(int argc, char **argv)
     row(what, best);
     if (t == 8)
       printf("| ... device checksum | %s | | |\n",
-             dev_sum(dev) == want ? "ok" : "WRONG");
+             gpd_sum(dev) == want ? "ok" : "WRONG");
   }
   size_t pieces = g_bytes / ((size_t)64 << 20);
   pieces = pieces ? pieces : 1;
@@ -527,7 +527,7 @@ int main(int argc, char **argv)
       best = s < best ? s : best;
       if (rep == 2 && t == 8)
         printf("| ... device checksum | %s | | |\n",
-               dev_sum(dev) == want ? "ok" : "WRONG");
+               gpd_sum(dev) == want ? "ok" : "WRONG");
       unpin(r, g_bytes / pieces, pieces);
     }
     char what[96];

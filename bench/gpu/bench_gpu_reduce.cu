@@ -144,7 +144,7 @@ static void cub_setup(const uint32_t *du, const uint32_t *df, void **tmp,
 /* Check window 0 (rows base[0 .. n)): ours against CUB (integers) or the
  * CPU tree (the float sum, up to 2^24 rows).  1 equal, 0 different, -1 not
  * checked, -2 the reference failed. */
-static int check_window(reducer *red, unsigned k, int opi,
+static int grc_window(reducer *red, unsigned k, int opi,
                         const uint32_t *base, uint64_t n, void *cub_tmp,
                         size_t cub_bytes, uint32_t *cub_out)
 {
@@ -247,7 +247,7 @@ int main(int argc, char **argv)
                                        (float *)cub_out, (int)n));
       });
       /* Check window 0: ours against CUB (integers) or the CPU tree. */
-      int ok = check_window(&red, k, opi, base, n, cub_tmp, cub_bytes,
+      int ok = grc_window(&red, k, opi, base, n, cub_tmp, cub_bytes,
                             cub_out);
       if (ok == -2)
         return 1;

@@ -36,7 +36,7 @@
 
 #include "wave/client.h"
 
-static double now_s(void)
+static double grn_s(void)
 {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -54,10 +54,10 @@ static double pinned_copy_rate(size_t bytes)
   memset(h, 1, bytes);
   double best = 1e30;
   for (int i = 0; i < 6; i++) {
-    double t0 = now_s();
+    double t0 = grn_s();
     cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
     cudaDeviceSynchronize();
-    double t = now_s() - t0;
+    double t = grn_s() - t0;
     if (i > 0 && t < best)  /* the first warms the clocks */
       best = t;
   }
@@ -78,7 +78,7 @@ static void fill(uint32_t *p, size_t rows, wave_dtype dt)
   }
 }
 
-static int reduce_on(wave_client *c, const wave_region_reduce *q0,
+static int grr_on(wave_client *c, const wave_region_reduce *q0,
                      const char *dev, wave_reduce_result *r)
 {
   wave_region_reduce q = *q0;
@@ -91,7 +91,7 @@ static int reduce_on(wave_client *c, const wave_region_reduce *q0,
   return 0;
 }
 
-static int check_bits(wave_client *c, const char *dev)
+static int grg_bits(wave_client *c, const char *dev)
 {
   const size_t rows = ((size_t)1 << 26) + 12345, n = 2 * rows + 64;
   wave_region *rg;
@@ -134,7 +134,7 @@ static int check_bits(wave_client *c, const char *dev)
         q.n_mask = 1;
         q.has_mask = m;
         wave_reduce_result a, b;
-        if (reduce_on(c, &q, dev, &a) != 0 || reduce_on(c, &q, "cpu0", &b) != 0)
+        if (grr_on(c, &q, dev, &a) != 0 || grr_on(c, &q, "cpu0", &b) != 0)
           return 1;
         runs++;
         if (a.bits[0] != b.bits[0] || a.n_values != b.n_values ||
@@ -189,23 +189,23 @@ int main(int argc, char **argv)
       }
       double treg = 0, t0;
       if (early) {
-        t0 = now_s();
+        t0 = grn_s();
         if (wave_region_register(c, rg, &e) != 0) {
           fprintf(stderr, "register: %s\n", e.message);
           return 1;
         }
-        treg = now_s() - t0;
+        treg = grn_s() - t0;
       }
-      double tf0 = now_s();
+      double tf0 = grn_s();
       fill((uint32_t *)wave_region_data(rg), rows, ops[k].dt);
-      double tfill = now_s() - tf0;
+      double tfill = grn_s() - tf0;
       if (!early) {
-        t0 = now_s();
+        t0 = grn_s();
         if (wave_region_register(c, rg, &e) != 0) {
           fprintf(stderr, "register: %s\n", e.message);
           return 1;
         }
-        treg = now_s() - t0;
+        treg = grn_s() - t0;
       }
       wave_extent x = {rg, 0, bytes};
       wave_region_reduce q;
@@ -220,12 +220,12 @@ int main(int argc, char **argv)
       for (int i = 0; i < 9; i++) {
         if (i == 6)
           usleep(200000);
-        t0 = now_s();
+        t0 = grn_s();
         if (wave_reduce_region(c, &q, &r, &e) != 0) {
           fprintf(stderr, "reduce: %s\n", e.message);
           return 1;
         }
-        t[i] = now_s() - t0;
+        t[i] = grn_s() - t0;
         if (early == 0 && i == 0)
           want = r.bits[0];
         if (r.bits[0] != want) {
@@ -256,7 +256,7 @@ int main(int argc, char **argv)
       usleep(500000);
     }
   }
-  rc |= check_bits(c, dev);
+  rc |= grg_bits(c, dev);
   wave_client_close(c);
   return rc;
 }

@@ -83,13 +83,13 @@ static const wcase cases[] = {
 struct bufs {
   void *d[3];
   std::vector<unsigned char> h[3];
-  void *cub_tmp;
-  size_t cub_bytes;
-  void *cub_out;    /* value (8 bytes), then the index (8 bytes) */
+  void *gwu_tmp;
+  size_t gwu_bytes;
+  void *gwu_out;    /* value (8 bytes), then the index (8 bytes) */
 };
 
 /* CUB's call for case c over n rows (bytes == NULL: the size query). */
-static cudaError_t cub_call(const wcase &c, bufs &b, size_t *bytes, void *tmp,
+static cudaError_t gwu_call(const wcase &c, bufs &b, size_t *bytes, void *tmp,
                             uint64_t n)
 {
   const void *in = b.d[c.buf];
@@ -162,7 +162,7 @@ static void show(const char *what, const wv_reduce_out &o)
 }
 
 /* Device-resident result of case c against the reference. */
-static int check_device(wreducer *w, const wcase &c, bufs &b)
+static int gwc_device(wreducer *w, const wcase &c, bufs &b)
 {
   uint64_t n = 1ull << c.log2;
   CHECK(reduce_device_wide(w, c.dt, c.op, b.d[c.buf], NULL, n, 0));
@@ -191,7 +191,7 @@ static int check_device(wreducer *w, const wcase &c, bufs &b)
 
 /* The backend on a host job over the case's rows: three chunks (one
  * empty) and a mask of two chunks on other boundaries, then unmasked. */
-static int check_backend(wv_device *dev, const wcase &c, bufs &b,
+static int gwc_backend(wv_device *dev, const wcase &c, bufs &b,
                          const uint32_t *mask)
 {
   const uint64_t n = (1ull << 25) + 12345;
@@ -232,7 +232,7 @@ static int check_backend(wv_device *dev, const wcase &c, bufs &b,
 /* Thousands of small chunks (some empty) and a masked and an unmasked
  * run: the float64 sum's piece tables overflow one slice (4096 pieces)
  * and its chunk values take the levels of k_dfinish. */
-static int check_many(wv_device *dev, const wcase &c, bufs &b,
+static int gwc_many(wv_device *dev, const wcase &c, bufs &b,
                       const uint32_t *mask)
 {
   const size_t nch = 6000;
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
   b.cub_bytes = 0;
   for (size_t i = 0; i < NCASES; i++) {
     size_t q = 0;
-    CHECK(cub_call(cases[i], b, &q, NULL, 1ull << cases[i].log2));
+    CHECK(gwu_call(cases[i], b, &q, NULL, 1ull << cases[i].log2));
     b.cub_bytes = std::max(b.cub_bytes, q);
   }
   CHECK(cudaMalloc(&b.cub_tmp, b.cub_bytes));
@@ -308,7 +308,7 @@ int main(int argc, char **argv)
                          (1u << 28) / WVG_PIECE_ROWS, 1));
   int all_ok = 1;
   for (size_t i = 0; i < NCASES; i++)
-    all_ok &= check_device(&w, cases[i], b);
+    all_ok &= gwc_device(&w, cases[i], b);
 
   wv_device_config cfg = {};
   cfg.name = "cuda0";
@@ -324,8 +324,8 @@ int main(int argc, char **argv)
   for (size_t i = 0; i < mask.size(); i++)
     mask[i] = (uint32_t)(mix(i + 99) % 5 != 0) << (i % 32);
   for (size_t i = 0; i < NCASES; i++) {
-    all_ok &= check_backend(dev, cases[i], b, mask.data());
-    all_ok &= check_many(dev, cases[i], b, mask.data());
+    all_ok &= gwc_backend(dev, cases[i], b, mask.data());
+    all_ok &= gwc_many(dev, cases[i], b, mask.data());
   }
   wv_cuda_close(dev);
 
@@ -343,7 +343,7 @@ int main(int argc, char **argv)
     });
     double cub = time_us(t, reps, [&] {
       size_t tb = b.cub_bytes;
-      CHECK(cub_call(c, b, &tb, b.cub_tmp, n));
+      CHECK(gwu_call(c, b, &tb, b.cub_tmp, n));
     });
     double ratio = cub / ours;
     int met = c.target == 0 || ratio >= c.target;

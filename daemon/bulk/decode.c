@@ -9,8 +9,6 @@
 
 #include "daemon/bulk/decode.h"
 #include "daemon/bulk/filered.h"
-#include "daemon/bulk/readers.h"
-#include "daemon/exec/device.h"
 #include "daemon/log.h"
 #include "daemon/net/fdpass.h"
 #include "daemon/net/principal.h"
@@ -18,14 +16,13 @@
 #include "proto/wire.h"
 
 struct wd_bulk {
-  int readers;             /* holds a reference to the reader pool */
   wd_regions *regions;
   wd_streams *streams;
   wd_shares *shares;  /* each client's share of both (share.h) */
 };
 
-int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
-                wd_bulk **out, wave_error *err)
+int wd_bulk_new(const wd_config *cfg, wd_readers *rd, wd_unpin_fn unpin,
+                void *arg, wd_bulk **out, wave_error *err)
 {
   wd_bulk *b = calloc(1, sizeof *b);
   if ((*out = b) == NULL)
@@ -33,18 +30,10 @@ int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
   int rc;
   if ((b->shares = wd_shares_new(&cfg->limits)) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
-  if ((rc = wd_regions_new(cfg, b->shares, unpin, arg, &b->regions,
+  if ((rc = wd_regions_new(cfg, b->shares, rd, unpin, arg, &b->regions,
                            err)) != 0 ||
       (rc = wd_streams_new(&cfg->limits, b->shares, &b->streams, err)) != 0)
     return rc;
-  /* the file readers, sized once (limits.file_readers; readers.h) */
-  if ((rc = wd_readers_start(cfg->limits.file_readers, err)) != 0)
-    return rc;
-  b->readers = 1;
-  wd_device_on_close(wd_ring_forget);  /* a closing device's ring goes */
-  wd_device_on_open(cfg->limits.staging_rings == WD_PREPARE_STARTUP
-                        ? wd_file_ring_prepare : NULL);
-  wd_info("%u file readers (limits.file_readers)", wd_readers_size());
   return 0;
 }
 
@@ -55,8 +44,6 @@ void wd_bulk_free(wd_bulk *b)
   wd_regions_free(b->regions);
   wd_streams_free(b->streams);
   wd_shares_free(b->shares);
-  if (b->readers)
-    wd_readers_stop();
   free(b);
 }
 

@@ -55,8 +55,9 @@ typedef struct wd_bulk_req {
   unsigned version;       /* the request's, echoed in replies */
 } wd_bulk_req;
 
-int wd_bulk_new(const wd_config *cfg, wd_unpin_fn unpin, void *arg,
-                wd_bulk **out, wave_error *err);
+/* rd: the server's reader pool (a copy region's read), kept by it. */
+int wd_bulk_new(const wd_config *cfg, wd_readers *rd, wd_unpin_fn unpin,
+                void *arg, wd_bulk **out, wave_error *err);
 void wd_bulk_free(wd_bulk *b);
 
 /* What a body on the decode thread gets: the decoded request; *msg, the

@@ -3,8 +3,8 @@
  * (readers.h, the file regions' threads) reads the file into the region's
  * buffer, and a read that does not return within the bound is left behind
  * with the buffer, which it unmaps when done; meanwhile the pool is given
- * a replacement thread (wd_readers_grow), as a file job's stuck part is,
- * and takes it back when the read returns.
+ * a replacement thread (wd_readers_grow: the read counts as stuck), as a
+ * file job's stuck part is, and takes it back when the read returns.
  * The bound is the whole copy's, scaled to its size (issue 35): limits.
  * region_read_timeout_ms plus one second per FIO_FLOOR_BPS bytes, so a
  * big copy progressing on a loaded host is not taken for a hung mount. */
@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +26,6 @@
 #include "core/base.h"
 
 #define FIO_FLOOR_BPS (16ull << 20)  /* the slowest copy taken as alive */
-
-/* Readers abandoned inside a read that has not returned, all jobs. */
-static _Atomic unsigned fio_stuck;
-
-unsigned wd_file_stuck(void) { return atomic_load(&fio_stuck); }
-
-void wd_fio_stuck_add(int delta)
-{
-  if (delta >= 0)
-    atomic_fetch_add(&fio_stuck, (unsigned)delta);
-  else
-    atomic_fetch_sub(&fio_stuck, (unsigned)-delta);
-}
 
 double wd_fio_now_s(void)
 {
@@ -95,11 +81,11 @@ int wd_fio_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
   return 0;
 }
 
-void wd_fio_stuck_warn(unsigned n)
+void wd_fio_stuck_warn(wd_readers *r, unsigned n)
 {
   wd_warn("%u file-region reader(s) left blocked in a read that did not "
           "return within limits.region_read_timeout_ms; %u stuck now (at "
-          "%d, file jobs are refused)", n, atomic_load(&fio_stuck),
+          "%d, file jobs are refused)", n, wd_readers_stuck(r),
           WD_FILE_STUCK_MAX);
 }
 
@@ -107,6 +93,7 @@ void wd_fio_stuck_warn(unsigned n)
 
 typedef struct fio_one {
   wd_rtask task;             /* on the reader pool */
+  wd_readers *r;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int fd;
@@ -120,10 +107,8 @@ typedef struct fio_one {
 
 static void fio_one_free(fio_one *o)
 {
-  if (o->abandoned) {
+  if (o->abandoned)
     munmap(o->buf, o->cap);  /* the buffer was left to us */
-    atomic_fetch_sub(&fio_stuck, 1);
-  }
   close(o->fd);
   pthread_cond_destroy(&o->cv);
   pthread_mutex_destroy(&o->mu);
@@ -143,17 +128,18 @@ static void fio_one_run(wd_rtask *t)
   int late = o->abandoned;   /* its replacement thread goes */
   int last = --o->refs == 0;
   pthread_mutex_unlock(&o->mu);
-  if (late)
-    wd_readers_shrink(1);
+  if (late)  /* it is stuck no more */
+    wd_readers_shrink(o->r, 1);
   if (last)
     fio_one_free(o);
 }
 
-int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
-                         unsigned timeout_ms, int *gave, wave_error *err)
+int wd_file_read_bounded(wd_readers *r, int fd, void *buf, size_t cap,
+                         uint64_t bytes, unsigned timeout_ms, int *gave,
+                         wave_error *err)
 {
   *gave = 0;
-  unsigned stuck = atomic_load(&fio_stuck);
+  unsigned stuck = wd_readers_stuck(r);
   if (stuck >= WD_FILE_STUCK_MAX)
     return wv_seterr(err, WAVE_EREGION, "%u reads of file regions never "
                      "returned (a hung mount?); no more copies until they "
@@ -168,16 +154,13 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
   }
   pthread_mutex_init(&o->mu, NULL);
   wd_fio_cv_init(&o->cv);
+  o->r = r;
   o->buf = buf;
   o->cap = cap;
   o->bytes = bytes;
   o->refs = 2;
   o->task.run = fio_one_run;
-  if (wd_readers_post(&o->task, err) != 0) {
-    o->refs = 1;
-    fio_one_free(o);
-    return err->code;
-  }
+  wd_readers_post(r, &o->task);
   pthread_mutex_lock(&o->mu);
   uint64_t bound = timeout_ms + bytes * 1000 / FIO_FLOOR_BPS;
   uint64_t deadline = wd_fio_now_ms() + bound;
@@ -191,9 +174,9 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
       *err = o->err;
   } else {
     o->abandoned = 1;
-    atomic_fetch_add(&fio_stuck, 1);
-    /* under o->mu: its wd_readers_shrink comes after this grow */
-    wd_readers_grow(1);
+    /* counted stuck (a replacement thread) under o->mu: its
+     * wd_readers_shrink comes after this grow */
+    wd_readers_grow(r, 1);
     *gave = 1;
     rc = wv_seterr(err, WAVE_EREGION, "copying the region's %" PRIu64
                    " bytes took more than %" PRIu64 " ms (limits.region_read"
@@ -206,6 +189,6 @@ int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
   if (last)
     fio_one_free(o);
   if (*gave)
-    wd_fio_stuck_warn(1);
+    wd_fio_stuck_warn(r, 1);
   return rc;
 }

@@ -1,8 +1,9 @@
 /* fileio.h - the small pieces of file reading that the file-region
  * pipeline (bulk/filered.c) and the copy region's one bounded read share:
  * a whole pread that says REGION when the file shrank, monotonic
- * deadlines on a condition variable, and the count of readers left
- * blocked in reads that never returned (filered.h "Stalls").
+ * deadlines on a condition variable, and the warning of readers left
+ * blocked in reads that never returned (filered.h "Stalls"; the reader
+ * pool counts them, wd_readers_stuck).
  */
 #ifndef WD_FILEIO_H
 #define WD_FILEIO_H
@@ -10,6 +11,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "daemon/bulk/readers.h"
 #include "wave/error.h"
 
 double wd_fio_now_s(void);   /* CLOCK_MONOTONIC, seconds */
@@ -23,10 +25,8 @@ int wd_fio_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
  * or the file ends before; region and extent_end are for the message). */
 int wd_fio_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
                  uint64_t region, uint64_t extent_end, wave_error *err);
-/* Readers left blocked in a read: delta more (or fewer), any thread;
- * wd_file_stuck (filered.h) reads the count. */
-void wd_fio_stuck_add(int delta);
-/* Said at warn level: n readers were left in reads that did not return. */
-void wd_fio_stuck_warn(unsigned n);
+/* Said at warn level: n readers of r were left in reads that did not
+ * return. */
+void wd_fio_stuck_warn(wd_readers *r, unsigned n);
 
 #endif

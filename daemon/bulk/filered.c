@@ -52,6 +52,7 @@ typedef struct fr_slot {
 } fr_slot;
 
 typedef struct fr {
+  wd_readers *r;                 /* the server's reader pool and rings */
   const wv_reduce_job *job;      /* the device thread's: parts touch it
                                     only outside a read (see fr_abandon) */
   const wd_fsrc *src;
@@ -134,13 +135,12 @@ static int fr_rows(fr *f, fr_slot *sl, size_t i, uint64_t row, uint64_t k,
   sl->in_read--;
   int gone = f->abandoned;
   if (gone) {  /* counted stuck at fr_abandon: it is back */
-    wd_fio_stuck_add(-1);
-    wd_readers_shrink(1);
+    wd_readers_shrink(f->r, 1);
     if (sl->lent && sl->in_read == 0) {
       if (sl->in != NULL)
-        wd_ring_return(sl->in);
+        wd_ring_return(f->r, sl->in);
       if (sl->mask != NULL)
-        wd_ring_return(sl->mask);
+        wd_ring_return(f->r, sl->mask);
     }
   } else {
     pthread_cond_broadcast(&f->cv);
@@ -370,13 +370,14 @@ int wd_file_reads_nothing(const wv_dev *dev, const wv_caps *caps,
 
 /* The device thread's side: f with its descriptors, pieces and mask
  * starts, or an error (f is freed); *reads: some span is read. */
-static int fr_open(const wv_dev *dev, const wv_caps *caps,
+static int fr_open(wd_readers *rd, const wv_dev *dev, const wv_caps *caps,
                    const wv_reduce_job *job, const wd_fsrc *src,
                    uint64_t slot_rows, fr **out, int *reads, wave_error *err)
 {
   fr *f = calloc(1, sizeof *f);
   if (f == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
+  f->r = rd;
   f->job = job;
   f->src = src;
   f->refs = 1;
@@ -437,7 +438,7 @@ static int fr_slots(fr *f, const wv_dev *dev,
   uint8_t *bufs[2 * FR_MAX_SLOTS];
   unsigned nb = f->n_slots * (f->job->has_mask ? 2 : 1);
   /* one size for the ring: 8-byte rows' (a 64-bit dtype) for masks too */
-  int rc = wd_ring_take(dev, (size_t)slot_rows * wv_dtype_size(f->job->dtype),
+  int rc = wd_ring_take(f->r, dev, (size_t)slot_rows * wv_dtype_size(f->job->dtype),
                         nb, bufs, err);
   if (rc != 0) {
     f->n_slots = 0;
@@ -461,13 +462,14 @@ static void fr_give(fr *f, wv_device *bdev)
   for (unsigned s = 0; s < f->n_slots; s++) {
     fr_slot *sl = &f->slots[s];
     int lent = sl->lent = sl->in_read > 0;
-    wd_ring_give(bdev, &sl->in, &lent, 1);
+    wd_ring_give(f->r, bdev, &sl->in, &lent, 1);
     if (sl->mask != NULL)
-      wd_ring_give(bdev, &sl->mask, &lent, 1);
+      wd_ring_give(f->r, bdev, &sl->mask, &lent, 1);
   }
 }
 
-void wd_file_ring_prepare(const wv_dev *dev, const wv_caps *caps)
+void wd_file_ring_prepare(wd_readers *r, const wv_dev *dev,
+                          const wv_caps *caps)
 {
   if (fr_host_reads(caps))
     return;
@@ -478,19 +480,19 @@ void wd_file_ring_prepare(const wv_dev *dev, const wv_caps *caps)
   unsigned nb = 2 * n_slots;  /* the rows' slots and the mask's */
   size_t bytes = (size_t)slot_rows * 4;
   wave_error e = {0};
-  if (wd_ring_take(dev, bytes, nb, bufs, &e) != 0) {
+  if (wd_ring_take(r, dev, bytes, nb, bufs, &e) != 0) {
     wd_warn("%s: no staging ring at start-up (%s); the first file job "
             "makes it", dev->be->name, e.message);
     return;
   }
-  wd_ring_give(dev->impl, bufs, NULL, nb);
+  wd_ring_give(r, dev->impl, bufs, NULL, nb);
   wd_debug("%s: staging ring of %u x %zu bytes made", dev->be->name, nb,
            bytes);
 }
 
 /* Device thread: slot of piece i gets its pointers, and its parts go to
  * the readers (none when all its rows are used in place). */
-static int fr_post(fr *f, size_t i, wave_error *err)
+static void fr_post(fr *f, size_t i)
 {
   fr_slot *s = &f->slots[i % f->n_slots];
   const fr_piece *pc = &f->pieces[i];
@@ -515,7 +517,7 @@ static int fr_post(fr *f, size_t i, wave_error *err)
   if (s->in_p != s->in && s->mask_p != s->mask) {
     s->idx = i;
     pthread_mutex_unlock(&f->mu);
-    return 0;
+    return;
   }
   unsigned np = (unsigned)((pc->k + f->part_rows - 1) / f->part_rows);
   s->left = np;
@@ -527,15 +529,8 @@ static int fr_post(fr *f, size_t i, wave_error *err)
     *p = (fr_part){.task.run = fr_part_run, .f = f, .s = s,
                    .r0 = (uint64_t)q * f->part_rows,
                    .r1 = r1 < pc->k ? r1 : pc->k};
-    if (wd_readers_post(&p->task, err) != 0) {
-      pthread_mutex_lock(&f->mu);  /* the parts not posted */
-      f->refs -= np - q;
-      f->stop = 1;
-      pthread_mutex_unlock(&f->mu);
-      return err->code;
-    }
+    wd_readers_post(f->r, &p->task);
   }
-  return 0;
 }
 
 /* The device thread leaves the parts (under f->mu): those not started
@@ -552,10 +547,8 @@ static unsigned fr_abandon(fr *f)
     pthread_cond_wait(&f->cv, &f->mu);
   f->abandoned = 1;
   unsigned left = f->in_read;
-  if (left > 0) {
-    wd_fio_stuck_add((int)left);
-    wd_readers_grow(left);
-  }
+  if (left > 0)  /* counted stuck: a replacement each */
+    wd_readers_grow(f->r, left);
   return left;
 }
 
@@ -674,8 +667,8 @@ static int fr_run(fr *f, const wv_dev *dev, uint64_t P,
   /* where the time went (said at debug level): the device waiting for the
    * readers, or the readers waiting for the device */
   double t0 = wd_fio_now_s(), waited = 0, reduced = 0;
-  for (size_t i = 0; rc == 0 && i < f->n_slots; i++)
-    rc = fr_post(f, i, err);
+  for (size_t i = 0; i < f->n_slots; i++)
+    fr_post(f, i);
   for (size_t i = 0; rc == 0 && i < f->n; i++) {
     double a = wd_fio_now_s();
     if ((rc = fr_await(f, i, timeout_ms, stalled, err)) != 0)
@@ -685,19 +678,19 @@ static int fr_run(fr *f, const wv_dev *dev, uint64_t P,
     waited += m - a;
     reduced += wd_fio_now_s() - m;
     if (rc == 0 && i + f->n_slots < f->n)
-      rc = fr_post(f, i + f->n_slots, err);
+      fr_post(f, i + f->n_slots);
   }
   wd_debug("reduction of %" PRIu64 " rows through the readers (%u of them): "
            "%zu pieces of up to %" PRIu64 " rows, %u slots of %u parts, in "
            "%.1f ms; the device waited %.1f ms for the readers and reduced "
-           "%.1f ms%s", f->job->rows, wd_readers_size(), f->n,
+           "%.1f ms%s", f->job->rows, wd_readers_size(f->r), f->n,
            f->part_rows * f->max_parts, f->n_slots, f->max_parts,
            (wd_fio_now_s() - t0) * 1e3, waited * 1e3, reduced * 1e3,
            f->apply ? " (the mask applied by the readers)" : "");
   return rc;
 }
 
-int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
+int wd_file_reduce(wd_readers *r, const wv_dev *dev, const wv_caps *caps,
                    const wv_reduce_job *job, const wd_fsrc *src,
                    unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
                    wave_error *err)
@@ -707,13 +700,13 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
   fr_shape(caps, &P, &slot_rows, &n_slots, &parts);
   fr *f = NULL;
   int reads = 0;
-  int rc = fr_open(dev, caps, job, src, slot_rows, &f, &reads, err);
+  int rc = fr_open(r, dev, caps, job, src, slot_rows, &f, &reads, err);
   if (rc != 0)
     return rc;
   int files = 0;
   for (size_t i = 0; i < f->job_spans; i++)
     files |= src[i].fd >= 0;
-  unsigned stuck = wd_file_stuck();
+  unsigned stuck = wd_readers_stuck(r);
   /* pinned, a device that reads host memory, or readers stuck: in place */
   if (!reads || (!files && stuck >= WD_FILE_STUCK_MAX)) {
     fr_free(f);
@@ -754,7 +747,7 @@ int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
   unsigned left = fr_abandon(f);
   fr_give(f, dev->impl);
   if (stalled || left > 0)
-    wd_fio_stuck_warn(left);
+    wd_fio_stuck_warn(r, left);
   int last = --f->refs == 0;
   pthread_mutex_unlock(&f->mu);
   if (last)

@@ -70,6 +70,7 @@
 #ifndef WD_FILERED_H
 #define WD_FILERED_H
 
+#include "daemon/bulk/readers.h"
 #include "daemon/bulk/region.h"
 #include "workers/wvdev.h"
 
@@ -96,31 +97,30 @@ int wd_file_reads_nothing(const wv_dev *dev, const wv_caps *caps,
  * refused it in a daemon that had tried regions (readers.h), gives it.
  * Nothing for a device that reads host memory; a refusal is logged and
  * the first job tries again. */
-void wd_file_ring_prepare(const wv_dev *dev, const wv_caps *caps);
+void wd_file_ring_prepare(wd_readers *r, const wv_dev *dev,
+                          const wv_caps *caps);
 
 /* wv_reduce_validate for a job whose file spans have data NULL. */
 int wd_file_validate(const wv_reduce_job *job, wave_error *err);
 
 #define WD_FILE_STUCK_MAX 16  /* readers left in reads that never returned */
 
-/* Device thread.  job is validated (its file spans have data NULL); src has
- * n_input + n_mask entries; timeout_ms bounds the wait for each slot.
- * *some_finite (float min/max/extent): whether a selected row is finite,
+/* Device thread, on r's readers and dev's ring.  job is validated (its
+ * file spans have data NULL); src has n_input + n_mask entries;
+ * timeout_ms bounds the wait for each slot.  *some_finite (float min/max/extent): whether a selected row is finite,
  * as ReduceResult.finite says. */
-int wd_file_reduce(const wv_dev *dev, const wv_caps *caps,
+int wd_file_reduce(wd_readers *r, const wv_dev *dev, const wv_caps *caps,
                    const wv_reduce_job *job, const wd_fsrc *src,
                    unsigned timeout_ms, wv_reduce_out *out, int *some_finite,
                    wave_error *err);
 
 /* The first bytes of fd into buf (cap bytes, an anonymous mapping) on a
- * reader thread, waited for at most timeout_ms plus 1 s per 16 MiB of
+ * reader thread of r, waited for at most timeout_ms plus 1 s per 16 MiB of
  * bytes (a copy region's one read, the whole of it).  Past that:
  * WAVE_EREGION and *gave = 1: the buffer belongs to the reader left
  * behind, which unmaps it when its read returns. */
-int wd_file_read_bounded(int fd, void *buf, size_t cap, uint64_t bytes,
-                         unsigned timeout_ms, int *gave, wave_error *err);
-
-/* Readers left blocked in a read, now. */
-unsigned wd_file_stuck(void);
+int wd_file_read_bounded(wd_readers *r, int fd, void *buf, size_t cap,
+                         uint64_t bytes, unsigned timeout_ms, int *gave,
+                         wave_error *err);
 
 #endif

@@ -16,161 +16,10 @@
 
 /* ---- the pool ------------------------------------------------------------ */
 
-static struct {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;     /* tasks queued, or the size changed */
-  pthread_cond_t gone;   /* a thread ended */
-  wv_qnode tasks;        /* wd_rtask.q */
-  unsigned refs;         /* wd_readers_start calls not stopped */
-  unsigned target;       /* threads to keep: size + replacements */
-  unsigned live;         /* threads running */
-  unsigned spare;        /* replacements outstanding (reads not returned) */
-  int stopping;
-} rp = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-        PTHREAD_COND_INITIALIZER, {&rp.tasks, &rp.tasks}, 0, 0, 0, 0, 0};
-
-unsigned wd_readers_default(void)
-{
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > 12 ? 12 : (unsigned)n;
-}
-
-static void *rp_thread(void *arg)
-{
-  (void)arg;
-  pthread_mutex_lock(&rp.mu);
-  for (;;) {
-    while (wv_q_empty(&rp.tasks) && !rp.stopping && rp.live <= rp.target)
-      pthread_cond_wait(&rp.cv, &rp.mu);
-    if (rp.stopping || rp.live > rp.target)
-      break;  /* one over the size (a stuck read came back) ends here */
-    wd_rtask *t = WV_Q_ENTRY(wv_q_pop(&rp.tasks), wd_rtask, q);
-    pthread_mutex_unlock(&rp.mu);
-    t->run(t);
-    pthread_mutex_lock(&rp.mu);
-  }
-  rp.live--;
-  pthread_cond_broadcast(&rp.gone);
-  pthread_mutex_unlock(&rp.mu);
-  return NULL;
-}
-
-/* Under rp.mu: threads up to rp.target; 0, or the error of the first that
- * did not start. */
-static int rp_fill(void)
-{
-  while (rp.live < rp.target) {
-    pthread_t t;
-    int e = wv_thread_start(&t, "wv-reader", rp_thread, NULL);
-    if (e != 0)
-      return e;
-    pthread_detach(t);
-    rp.live++;
-  }
-  return 0;
-}
-
-int wd_readers_start(unsigned n, wave_error *err)
-{
-  if (n == 0)
-    n = wd_readers_default();
-  if (n > WD_READERS_MAX)
-    n = WD_READERS_MAX;
-  pthread_mutex_lock(&rp.mu);
-  if (rp.refs++ == 0) {
-    rp.stopping = 0;
-    rp.target = n + rp.spare;
-  }
-  int e = rp_fill();
-  unsigned live = rp.live;
-  pthread_mutex_unlock(&rp.mu);
-  if (e != 0 && live == 0) {
-    wd_readers_stop();
-    return wv_seterr(err, WAVE_ENOMEM, "cannot start a file reader thread: "
-                     "%s", strerror(e));
-  }
-  if (e != 0)
-    wd_warn("file readers: %u of %u started (%s)", live, n, strerror(e));
-  return 0;
-}
-
-static void rn_free_all(void);
-
-void wd_readers_stop(void)
-{
-  pthread_mutex_lock(&rp.mu);
-  if (rp.refs == 0 || --rp.refs > 0) {
-    pthread_mutex_unlock(&rp.mu);
-    return;
-  }
-  rp.stopping = 1;
-  pthread_cond_broadcast(&rp.cv);
-  /* threads in a read that never returned stay; the others end now */
-  struct timespec dl;
-  clock_gettime(CLOCK_REALTIME, &dl);
-  dl.tv_sec += 2;
-  while (rp.live > rp.spare &&
-         pthread_cond_timedwait(&rp.gone, &rp.mu, &dl) != ETIMEDOUT)
-    ;
-  rp.target = 0;
-  pthread_mutex_unlock(&rp.mu);
-  rn_free_all();
-}
-
-unsigned wd_readers_size(void)
-{
-  pthread_mutex_lock(&rp.mu);
-  unsigned n = rp.refs > 0 ? rp.target : 0;
-  pthread_mutex_unlock(&rp.mu);
-  return n;
-}
-
-int wd_readers_post(wd_rtask *t, wave_error *err)
-{
-  pthread_mutex_lock(&rp.mu);
-  int lazy = rp.refs == 0;
-  pthread_mutex_unlock(&rp.mu);
-  /* a daemon starts the pool with its config (wd_bulk_new); this is for
-   * a caller without one, and stays for the process */
-  if (lazy && wd_readers_start(0, err) != 0)
-    return err->code;
-  pthread_mutex_lock(&rp.mu);
-  wv_q_push(&rp.tasks, &t->q);
-  pthread_cond_signal(&rp.cv);
-  pthread_mutex_unlock(&rp.mu);
-  return 0;
-}
-
-void wd_readers_grow(unsigned k)
-{
-  pthread_mutex_lock(&rp.mu);
-  rp.spare += k;
-  if (rp.refs > 0) {
-    rp.target += k;
-    int e = rp_fill();
-    if (e != 0)
-      wd_warn("file readers: no replacement for a stuck reader (%s)",
-              strerror(e));
-  }
-  pthread_mutex_unlock(&rp.mu);
-}
-
-void wd_readers_shrink(unsigned k)
-{
-  pthread_mutex_lock(&rp.mu);
-  k = k < rp.spare ? k : rp.spare;
-  rp.spare -= k;
-  rp.target = rp.target > k ? rp.target - k : 0;
-  pthread_cond_broadcast(&rp.cv);  /* one over the size ends */
-  pthread_mutex_unlock(&rp.mu);
-}
-
-/* ---- the rings ----------------------------------------------------------- */
-
 enum { RN_FREE, RN_USED, RN_LENT };
 
 typedef struct rn_buf {
-  wv_qnode q;            /* rn_all */
+  wv_qnode q;            /* wd_readers.all */
   wv_device *bdev;       /* whose ring; NULL once that device closed */
   uint8_t *p;
   size_t bytes;
@@ -180,24 +29,197 @@ typedef struct rn_buf {
                             with the device */
 } rn_buf;
 
-static pthread_mutex_t rn_mu = PTHREAD_MUTEX_INITIALIZER;
-static wv_qnode rn_all = {&rn_all, &rn_all};  /* every buffer, newest first */
+struct wd_readers {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;     /* tasks queued, or the size changed */
+  pthread_cond_t gone;   /* a thread ended */
+  wv_qnode tasks;        /* wd_rtask.q */
+  unsigned target;       /* threads to keep: size + replacements */
+  unsigned live;         /* threads running; each holds r's memory */
+  unsigned spare;        /* replacements outstanding (reads not returned) */
+  int stopping;          /* wd_readers_free was called: the last thread
+                            out frees r */
+  /* the rings */
+  pthread_mutex_t rn_mu;
+  wv_qnode all;          /* every buffer, newest first */
+  const void *said[32];  /* devices told of a refused pin (rn_warned) */
+  unsigned n_said;
+};
+
+unsigned wd_readers_default(void)
+{
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 12 ? 12 : (unsigned)n;
+}
+
+static void rn_free_all(wd_readers *r, int lent_too);
+
+static void rp_destroy(wd_readers *r)
+{
+  rn_free_all(r, 1);
+  pthread_cond_destroy(&r->gone);
+  pthread_cond_destroy(&r->cv);
+  pthread_mutex_destroy(&r->rn_mu);
+  pthread_mutex_destroy(&r->mu);
+  free(r);
+}
+
+static void *rp_thread(void *arg)
+{
+  wd_readers *r = arg;
+  pthread_mutex_lock(&r->mu);
+  for (;;) {
+    while (wv_q_empty(&r->tasks) && !r->stopping && r->live <= r->target)
+      pthread_cond_wait(&r->cv, &r->mu);
+    if (r->stopping || r->live > r->target)
+      break;  /* one over the size (a stuck read came back) ends here */
+    wd_rtask *t = WV_Q_ENTRY(wv_q_pop(&r->tasks), wd_rtask, q);
+    pthread_mutex_unlock(&r->mu);
+    t->run(t);
+    pthread_mutex_lock(&r->mu);
+  }
+  int last = --r->live == 0 && r->stopping == 2;
+  pthread_cond_broadcast(&r->gone);
+  pthread_mutex_unlock(&r->mu);
+  if (last)  /* the pool was freed while this read was stuck */
+    rp_destroy(r);
+  return NULL;
+}
+
+/* Under r->mu: threads up to r->target; 0, or the error of the first
+ * that did not start. */
+static int rp_fill(wd_readers *r)
+{
+  while (r->live < r->target) {
+    pthread_t t;
+    int e = wv_thread_start(&t, "wv-reader", rp_thread, r);
+    if (e != 0)
+      return e;
+    pthread_detach(t);
+    r->live++;
+  }
+  return 0;
+}
+
+int wd_readers_new(unsigned n, wd_readers **out, wave_error *err)
+{
+  *out = NULL;
+  if (n == 0)
+    n = wd_readers_default();
+  if (n > WD_READERS_MAX)
+    n = WD_READERS_MAX;
+  wd_readers *r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_mutex_init(&r->rn_mu, NULL);
+  pthread_cond_init(&r->cv, NULL);
+  pthread_cond_init(&r->gone, NULL);
+  wv_q_init(&r->tasks);
+  wv_q_init(&r->all);
+  pthread_mutex_lock(&r->mu);
+  r->target = n;
+  int e = rp_fill(r);
+  unsigned live = r->live;
+  pthread_mutex_unlock(&r->mu);
+  if (e != 0 && live == 0) {
+    wd_readers_free(r);
+    return wv_seterr(err, WAVE_ENOMEM, "cannot start a file reader thread: "
+                     "%s", strerror(e));
+  }
+  if (e != 0)
+    wd_warn("file readers: %u of %u started (%s)", live, n, strerror(e));
+  *out = r;
+  return 0;
+}
+
+void wd_readers_free(wd_readers *r)
+{
+  if (r == NULL)
+    return;
+  pthread_mutex_lock(&r->mu);
+  r->stopping = 1;
+  pthread_cond_broadcast(&r->cv);
+  /* threads in a read that never returned stay; the others end now */
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  dl.tv_sec += 2;
+  while (r->live > r->spare &&
+         pthread_cond_timedwait(&r->gone, &r->mu, &dl) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&r->mu);
+  rn_free_all(r, 0);
+  pthread_mutex_lock(&r->mu);
+  r->stopping = 2;  /* from here the last thread out frees r */
+  int last = r->live == 0;
+  pthread_mutex_unlock(&r->mu);
+  if (last)
+    rp_destroy(r);
+}
+
+unsigned wd_readers_size(wd_readers *r)
+{
+  pthread_mutex_lock(&r->mu);
+  unsigned n = r->target;
+  pthread_mutex_unlock(&r->mu);
+  return n;
+}
+
+unsigned wd_readers_stuck(wd_readers *r)
+{
+  pthread_mutex_lock(&r->mu);
+  unsigned n = r->spare;
+  pthread_mutex_unlock(&r->mu);
+  return n;
+}
+
+void wd_readers_post(wd_readers *r, wd_rtask *t)
+{
+  pthread_mutex_lock(&r->mu);
+  wv_q_push(&r->tasks, &t->q);
+  pthread_cond_signal(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+void wd_readers_grow(wd_readers *r, unsigned k)
+{
+  pthread_mutex_lock(&r->mu);
+  r->spare += k;
+  if (!r->stopping) {
+    r->target += k;
+    int e = rp_fill(r);
+    if (e != 0)
+      wd_warn("file readers: no replacement for a stuck reader (%s)",
+              strerror(e));
+  }
+  pthread_mutex_unlock(&r->mu);
+}
+
+void wd_readers_shrink(wd_readers *r, unsigned k)
+{
+  pthread_mutex_lock(&r->mu);
+  k = k < r->spare ? k : r->spare;
+  r->spare -= k;
+  r->target = r->target > k ? r->target - k : 0;
+  pthread_cond_broadcast(&r->cv);  /* one over the size ends */
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- the rings ----------------------------------------------------------- */
 
 #define RN_OF(n) WV_Q_ENTRY(n, rn_buf, q)
 
 /* Whether a ring pin refusal was said for dev already (said once at warn
  * level per device: a driver that refuses one buffer refuses them all). */
-static int rn_warned(const wv_dev *dev)
+static int rn_warned(wd_readers *r, const wv_dev *dev)
 {
-  static const void *said[32];
-  static unsigned n_said;
   int seen = 0;
-  pthread_mutex_lock(&rn_mu);
-  for (unsigned i = 0; i < n_said && !seen; i++)
-    seen = said[i] == dev->impl;
-  if (!seen && n_said < 32)
-    said[n_said++] = dev->impl;
-  pthread_mutex_unlock(&rn_mu);
+  pthread_mutex_lock(&r->rn_mu);
+  for (unsigned i = 0; i < r->n_said && !seen; i++)
+    seen = r->said[i] == dev->impl;
+  if (!seen && r->n_said < 32)
+    r->said[r->n_said++] = dev->impl;
+  pthread_mutex_unlock(&r->rn_mu);
   return seen;
 }
 
@@ -217,7 +239,7 @@ static void rn_release(const wv_dev *dev, rn_buf *g)
 /* A new buffer for dev: the device's own memory where its backend gives
  * it (host_alloc; WAVED_RING_ALLOC=0, for tests, says no), else our pages,
  * pinned where the backend can. */
-static rn_buf *rn_make(const wv_dev *dev, size_t bytes)
+static rn_buf *rn_make(wd_readers *r, const wv_dev *dev, size_t bytes)
 {
   rn_buf *g = calloc(1, sizeof *g);
   if (g == NULL)
@@ -248,20 +270,20 @@ static rn_buf *rn_make(const wv_dev *dev, size_t bytes)
   if (wv_dev_can_pin(dev) && wv_dev_host_register(dev, p, bytes, &e) == 0)
     g->pinned = 1;
   else if (wv_dev_can_pin(dev))  /* the device copies each slot: slower */
-    wd_log(rn_warned(dev) ? WD_LOG_DEBUG : WD_LOG_WARN, "%s: a staging "
+    wd_log(rn_warned(r, dev) ? WD_LOG_DEBUG : WD_LOG_WARN, "%s: a staging "
            "ring buffer of %zu bytes cannot be pinned (%s); the device "
            "copies each slot itself", dev->be->name, bytes, e.message);
   return g;
 }
 
-int wd_ring_take(const wv_dev *dev, size_t bytes,
+int wd_ring_take(wd_readers *r, const wv_dev *dev, size_t bytes,
                  unsigned n, uint8_t **bufs, wave_error *err)
 {
   unsigned got = 0;
   wv_qnode drop, *q, *nx;
   wv_q_init(&drop);
-  pthread_mutex_lock(&rn_mu);
-  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+  pthread_mutex_lock(&r->rn_mu);
+  WV_Q_EACH_SAFE(q, nx, &r->all) {
     rn_buf *g = RN_OF(q);
     if (g->bdev == dev->impl && g->state == RN_FREE && g->bytes >= bytes &&
         got < n) {
@@ -275,58 +297,58 @@ int wd_ring_take(const wv_dev *dev, size_t bytes,
       wv_q_push(&drop, q);
     }
   }
-  pthread_mutex_unlock(&rn_mu);
+  pthread_mutex_unlock(&r->rn_mu);
   while ((q = wv_q_pop(&drop)) != NULL)
     rn_release(dev, RN_OF(q));
   while (got < n) {
-    rn_buf *g = rn_make(dev, bytes);
+    rn_buf *g = rn_make(r, dev, bytes);
     if (g == NULL) {
-      wd_ring_give(dev->impl, bufs, NULL, got);
+      wd_ring_give(r, dev->impl, bufs, NULL, got);
       return wv_seterr(err, WAVE_ENOMEM, "file region buffers (%u x %zu "
                        "bytes)", n, bytes);
     }
-    pthread_mutex_lock(&rn_mu);
-    wv_q_push_head(&rn_all, &g->q);
-    pthread_mutex_unlock(&rn_mu);
+    pthread_mutex_lock(&r->rn_mu);
+    wv_q_push_head(&r->all, &g->q);
+    pthread_mutex_unlock(&r->rn_mu);
     bufs[got++] = g->p;
   }
   return 0;
 }
 
-void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
-                  unsigned n)
+void wd_ring_give(wd_readers *r, wv_device *bdev, uint8_t *const *bufs,
+                  const int *lent, unsigned n)
 {
-  pthread_mutex_lock(&rn_mu);
+  pthread_mutex_lock(&r->rn_mu);
   wv_qnode *q;
   for (unsigned i = 0; i < n; i++)
-    WV_Q_EACH(q, &rn_all) {
+    WV_Q_EACH(q, &r->all) {
       rn_buf *g = RN_OF(q);
       if (g->p == bufs[i] && g->bdev == bdev) {
         g->state = lent != NULL && lent[i] ? RN_LENT : RN_FREE;
         break;
       }
     }
-  pthread_mutex_unlock(&rn_mu);
+  pthread_mutex_unlock(&r->rn_mu);
 }
 
-void wd_ring_return(uint8_t *buf)
+void wd_ring_return(wd_readers *r, uint8_t *buf)
 {
   wv_qnode *q;
-  pthread_mutex_lock(&rn_mu);
-  WV_Q_EACH(q, &rn_all)
+  pthread_mutex_lock(&r->rn_mu);
+  WV_Q_EACH(q, &r->all)
     if (RN_OF(q)->p == buf && RN_OF(q)->state == RN_LENT) {
       RN_OF(q)->state = RN_FREE;
       break;
     }
-  pthread_mutex_unlock(&rn_mu);
+  pthread_mutex_unlock(&r->rn_mu);
 }
 
-void wd_ring_forget(const wv_dev *dev)
+void wd_ring_forget(wd_readers *r, const wv_dev *dev)
 {
   wv_qnode drop, *q, *nx;
   wv_q_init(&drop);
-  pthread_mutex_lock(&rn_mu);
-  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+  pthread_mutex_lock(&r->rn_mu);
+  WV_Q_EACH_SAFE(q, nx, &r->all) {
     rn_buf *g = RN_OF(q);
     if (g->bdev != dev->impl)
       continue;
@@ -343,25 +365,26 @@ void wd_ring_forget(const wv_dev *dev)
     g->pinned = 0;
     g->bdev = NULL;
   }
-  pthread_mutex_unlock(&rn_mu);
+  pthread_mutex_unlock(&r->rn_mu);
   while ((q = wv_q_pop(&drop)) != NULL)
     rn_release(dev, RN_OF(q));
 }
 
 /* The pool stopped and the devices are closed (wd_ring_forget gave back
- * their buffers): every buffer not lent to a read still out goes. */
-static void rn_free_all(void)
+ * their buffers): every buffer goes, but those lent to a read still out
+ * unless lent_too (the last reader ended). */
+static void rn_free_all(wd_readers *r, int lent_too)
 {
   wv_qnode *q, *nx;
-  pthread_mutex_lock(&rn_mu);
-  WV_Q_EACH_SAFE(q, nx, &rn_all) {
+  pthread_mutex_lock(&r->rn_mu);
+  WV_Q_EACH_SAFE(q, nx, &r->all) {
     rn_buf *g = RN_OF(q);
-    if (g->state == RN_LENT)
+    if (g->state == RN_LENT && !lent_too)
       continue;
     wv_q_remove(q);
     if (!g->devmem)
       munmap(g->p, g->bytes);
     free(g);
   }
-  pthread_mutex_unlock(&rn_mu);
+  pthread_mutex_unlock(&r->rn_mu);
 }

@@ -1,5 +1,10 @@
 /* readers.h - the daemon's reader pool and the devices' staging rings
- * (daemon/bulk/filered.h uses both).
+ * (daemon/bulk/filered.h uses both), one wd_readers that the server owns:
+ * made as it starts (wd_readers_new), handed to those who post to it (the
+ * file jobs through rq/reduce.c, the regions' bounded reads through
+ * bulk/decode.c) and to its devices' open and close hooks, stopped as it
+ * is freed (wd_readers_free).  No pool lives for the process, and none is
+ * started on first use.
  *
  * One thread cannot move a page-cache file faster than about 4 GB/s (one
  * core's memcpy out of the page cache), where the H200 host's pinned copy
@@ -8,8 +13,9 @@
  * pinned) are cut into parts that a pool of reader threads runs, started
  * once with the daemon (limits.file_readers; 0 = min(12, cores)); a job
  * never starts a thread.  A copy region's one bounded read (bulk/fileio.c
- * wd_file_read_bounded) is a task of the same pool.  The pool is a FIFO of tasks: parts of several
- * jobs (several devices) interleave, so no job waits for another to end.
+ * wd_file_read_bounded) is a task of the same pool.  The pool is a FIFO
+ * of tasks: parts of several jobs (several devices) interleave, so no job
+ * waits for another to end.
  *
  * A task that blocks in a read (a hung NFS or FUSE mount) keeps its
  * thread.  Its job gives up on it (limits.region_read_timeout_ms) and asks
@@ -57,37 +63,42 @@ typedef struct wd_rtask {
   void (*run)(struct wd_rtask *t);
 } wd_rtask;
 
+typedef struct wd_readers wd_readers;
+
 /* min(12, online cores): limits.file_readers 0 (12 reached the H200
  * host's page-cache rate; 16 did no better). */
 unsigned wd_readers_default(void);
-/* Start the pool with n threads (0: the default), or take another
- * reference to the running one (its size stays).  Returns 0 or an error. */
-int wd_readers_start(unsigned n, wave_error *err);
-/* Drop a reference; the last stops the pool (threads in a read that never
- * returned are left) and frees the rings.  Devices are closed by then. */
-void wd_readers_stop(void);
-/* Threads the pool keeps (its size plus replacements); 0 when stopped. */
-unsigned wd_readers_size(void);
-/* Queue t (the pool is started with the default size if it is not). */
-int wd_readers_post(wd_rtask *t, wave_error *err);
+/* A pool of n threads (0: the default; at most WD_READERS_MAX), started
+ * now.  Returns 0 or an error (no thread started). */
+int wd_readers_new(unsigned n, wd_readers **out, wave_error *err);
+/* Stop r: its idle threads end and are waited for (threads in a read that
+ * never returned are left, and free r as the last one ends); the rings'
+ * buffers go but those lent.  Devices are closed by then.  NULL: nothing. */
+void wd_readers_free(wd_readers *r);
+/* Threads the pool keeps (its size plus replacements). */
+unsigned wd_readers_size(wd_readers *r);
+/* Reads left stuck: replacements outstanding (grow minus shrink). */
+unsigned wd_readers_stuck(wd_readers *r);
+/* Queue t; any thread. */
+void wd_readers_post(wd_readers *r, wd_rtask *t);
 /* k tasks are left in reads that did not return: start k more threads;
- * and, as each such read returns, wd_readers_shrink(1). */
-void wd_readers_grow(unsigned k);
-void wd_readers_shrink(unsigned k);
+ * and, as each such read returns, wd_readers_shrink(r, 1). */
+void wd_readers_grow(wd_readers *r, unsigned k);
+void wd_readers_shrink(wd_readers *r, unsigned k);
 
-/* Device thread of bdev: n buffers of bytes each into bufs, from its ring
+/* Device thread of dev: n buffers of bytes each into bufs, from its ring
  * (made and pinned here when there are not enough free ones). */
-int wd_ring_take(const wv_dev *dev, size_t bytes,
+int wd_ring_take(wd_readers *r, const wv_dev *dev, size_t bytes,
                  unsigned n, uint8_t **bufs, wave_error *err);
 /* Device thread: buffers taken back; lent[i] nonzero: a read still writes
  * into bufs[i] (it comes back through wd_ring_return). */
-void wd_ring_give(wv_device *bdev, uint8_t *const *bufs, const int *lent,
-                  unsigned n);
+void wd_ring_give(wd_readers *r, wv_device *bdev, uint8_t *const *bufs,
+                  const int *lent, unsigned n);
 /* Any thread: a lent buffer is free again. */
-void wd_ring_return(uint8_t *buf);
+void wd_ring_return(wd_readers *r, uint8_t *buf);
 /* Device thread, before its device closes: its ring goes (a lent buffer
  * of our pages stays, unpinned, until its read returns and the pool
- * stops). */
-void wd_ring_forget(const wv_dev *dev);
+ * goes). */
+void wd_ring_forget(wd_readers *r, const wv_dev *dev);
 
 #endif

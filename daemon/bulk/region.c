@@ -18,11 +18,12 @@
 #include "daemon/net/principal.h"
 #include "daemon/bulk/region.h"
 #include "core/base.h"
+#include "core/queue.h"
 #include "workers/wvdev.h"
 
 struct wd_region {
   wd_regions *t;
-  wd_region *next;          /* table link, while registered */
+  wv_qnode link;            /* wd_regions.all, while registered */
   uint64_t id;
   uint32_t pipe, uid, pid;
   uint64_t key;             /* the principal's share (share.h) */
@@ -46,7 +47,7 @@ struct wd_region {
 
 struct wd_regions {
   pthread_mutex_t mu;
-  wd_region *head;
+  wv_qnode all;             /* wd_region.link, newest first */
   uint64_t next_id;
   uint64_t bytes;           /* mapped, registered or still in use */
   int allow;
@@ -56,33 +57,37 @@ struct wd_regions {
   void *unpin_arg;
   /* Buffers of freed copy regions, kept faulted in for the next copy: a
    * fresh gigabyte costs its page faults, several times a page-cache read */
-  struct rg_buf *cache;
+  wv_qnode cache;           /* rg_buf.q, newest first */
   uint64_t cached, cache_max;
   wd_shares *sh;            /* each client's share; copies count with
                                streams there (limits.max_stream_bytes) */
+  wd_readers *rd;           /* the server's: a copy's bounded read */
   unsigned read_ms;         /* limits.region_read_timeout_ms */
   wd_fdpass *fp;            /* descriptors passed, waiting for their
                                registration (fdpass.h) */
 };
 
 struct rg_buf {
-  struct rg_buf *next;
+  wv_qnode q;               /* wd_regions.cache */
   void *p;
   size_t cap;
 };
 
+#define RG_OF(n) WV_Q_ENTRY(n, wd_region, link)
+#define RG_BUF(n) WV_Q_ENTRY(n, struct rg_buf, q)
+
 /* A buffer of at least bytes (under no lock): a cached one, or new. */
 static void *rg_buf_get(wd_regions *t, size_t bytes, size_t *cap)
 {
-  struct rg_buf *best = NULL, **bestp = NULL;
+  struct rg_buf *best = NULL;
+  wv_qnode *n;
   pthread_mutex_lock(&t->mu);
-  for (struct rg_buf **pp = &t->cache; *pp != NULL; pp = &(*pp)->next)
-    if ((*pp)->cap >= bytes && (best == NULL || (*pp)->cap < best->cap)) {
-      best = *pp;
-      bestp = pp;
-    }
+  WV_Q_EACH(n, &t->cache)
+    if (RG_BUF(n)->cap >= bytes &&
+        (best == NULL || RG_BUF(n)->cap < best->cap))
+      best = RG_BUF(n);
   if (best != NULL) {
-    *bestp = best->next;
+    wv_q_remove(&best->q);
     t->cached -= best->cap;
   }
   pthread_mutex_unlock(&t->mu);
@@ -103,22 +108,21 @@ static void *rg_buf_get(wd_regions *t, size_t bytes, size_t *cap)
 
 static void rg_buf_put(wd_regions *t, void *p, size_t cap)
 {
-  struct rg_buf *b = malloc(sizeof *b), *drop = NULL;
+  struct rg_buf *b = malloc(sizeof *b);
+  wv_qnode drop, *n;
+  wv_q_init(&drop);
   pthread_mutex_lock(&t->mu);
   int keep = b != NULL && cap <= t->cache_max;
   /* the newest buffer stays; older ones go to make room for it */
-  while (keep && t->cached > t->cache_max - cap && t->cache != NULL) {
-    struct rg_buf *o = t->cache;
-    t->cache = o->next;
-    t->cached -= o->cap;
-    o->next = drop;
-    drop = o;
+  while (keep && t->cached > t->cache_max - cap &&
+         (n = wv_q_pop(&t->cache)) != NULL) {
+    t->cached -= RG_BUF(n)->cap;
+    wv_q_push(&drop, n);
   }
   if (keep) {
     b->p = p;
     b->cap = cap;
-    b->next = t->cache;
-    t->cache = b;
+    wv_q_push_head(&t->cache, &b->q);
     t->cached += cap;
   }
   pthread_mutex_unlock(&t->mu);
@@ -126,21 +130,22 @@ static void rg_buf_put(wd_regions *t, void *p, size_t cap)
     free(b);
     munmap(p, cap);
   }
-  while (drop != NULL) {
-    struct rg_buf *nx = drop->next;
-    munmap(drop->p, drop->cap);
-    free(drop);
-    drop = nx;
+  while ((n = wv_q_pop(&drop)) != NULL) {
+    munmap(RG_BUF(n)->p, RG_BUF(n)->cap);
+    free(RG_BUF(n));
   }
 }
 
-int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_unpin_fn unpin,
-                   void *arg, wd_regions **out, wave_error *err)
+int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_readers *rd,
+                   wd_unpin_fn unpin, void *arg, wd_regions **out,
+                   wave_error *err)
 {
   wd_regions *t = calloc(1, sizeof *t);
   if ((*out = t) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   pthread_mutex_init(&t->mu, NULL);
+  wv_q_init(&t->all);
+  wv_q_init(&t->cache);
   t->next_id = 1;
   t->allow = cfg->allow_client_shm;
   t->per_client = cfg->limits.max_client_regions;
@@ -149,6 +154,7 @@ int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_unpin_fn unpin,
   t->unpin_arg = arg;
   t->cache_max = cfg->limits.region_cache_bytes;
   t->sh = sh;
+  t->rd = rd;
   t->read_ms = cfg->limits.region_read_timeout_ms;
   return wd_fdpass_new(&t->fp, err);
 }
@@ -181,20 +187,18 @@ void wd_regions_free(wd_regions *t)
   if (t == NULL)
     return;
   /* the devices are closed: whatever they pinned went with their context */
-  while (t->head != NULL) {
-    wd_region *r = t->head;
-    t->head = r->next;
+  wv_qnode *n;
+  while ((n = wv_q_pop(&t->all)) != NULL) {
+    wd_region *r = RG_OF(n);
     if (r->fd >= 0)
       close(r->fd);
     else
       munmap(r->base, r->cap);
     free(r);
   }
-  while (t->cache != NULL) {
-    struct rg_buf *b = t->cache;
-    t->cache = b->next;
-    munmap(b->p, b->cap);
-    free(b);
+  while ((n = wv_q_pop(&t->cache)) != NULL) {
+    munmap(RG_BUF(n)->p, RG_BUF(n)->cap);
+    free(RG_BUF(n));
   }
   wd_fdpass_free(t->fp);
   pthread_mutex_destroy(&t->mu);
@@ -360,8 +364,8 @@ static int rg_place(wd_regions *t, int fd, const struct stat *st, int huge,
       *base = MAP_FAILED;
     int gave = 0, rc;
     if (*base != MAP_FAILED &&
-        (rc = wd_file_read_bounded(fd, *base, *cap, bytes, t->read_ms, &gave,
-                                   err)) != 0) {
+        (rc = wd_file_read_bounded(t->rd, fd, *base, *cap, bytes,
+                                   t->read_ms, &gave, err)) != 0) {
       if (!gave)
         rg_buf_put(t, *base, *cap);
       return rc;
@@ -399,8 +403,7 @@ static wd_region *rg_link(wd_regions *t, uint32_t pipe, uint64_t key,
   atomic_init(&r->refs, 1);
   pthread_mutex_lock(&t->mu);
   r->id = t->next_id++;
-  r->next = t->head;
-  t->head = r;
+  wv_q_push_head(&t->all, &r->link);
   pthread_mutex_unlock(&t->mu);
   return r;
 }
@@ -424,8 +427,9 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key,
                      "registers its fd_ticket; docs/protocol.md \"Regions\")");
   pthread_mutex_lock(&t->mu);
   unsigned mine = 0;
-  for (wd_region *r = t->head; r != NULL; r = r->next)
-    mine += r->pipe == pipe;
+  wv_qnode *n;
+  WV_Q_EACH(n, &t->all)
+    mine += RG_OF(n)->pipe == pipe;
   pthread_mutex_unlock(&t->mu);
   int fd, rc = 0;
   /* claimed first: a refused registration still spends (closes) it */
@@ -515,31 +519,31 @@ void wd_region_put(wd_region *r)
       r->t->unpin(r->t->unpin_arg, r, s);
 }
 
-/* Unlink (under mu) every region matching; they are put after unlocking. */
-static wd_region *rg_unlink(wd_regions *t, uint32_t pipe, int all,
-                            uint64_t id)
+/* Unlink (under mu) every region matching onto out, the last first;
+ * they are put after unlocking. */
+static void rg_unlink(wd_regions *t, uint32_t pipe, int all, uint64_t id,
+                      wv_qnode *out)
 {
-  wd_region *out = NULL;
-  for (wd_region **pp = &t->head; *pp != NULL;) {
-    wd_region *r = *pp;
+  wv_qnode *n, *nx;
+  WV_Q_EACH_SAFE(n, nx, &t->all) {
+    wd_region *r = RG_OF(n);
     if (r->pipe == pipe && (all || r->id == id)) {
       atomic_store(&r->gone, 1);
-      *pp = r->next;
-      r->next = out;
-      out = r;
-    } else {
-      pp = &r->next;
+      wv_q_remove(n);
+      wv_q_push_head(out, n);
     }
   }
-  return out;
 }
 
 int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
                       wd_region_info *info, wave_error *err)
 {
+  wv_qnode out, *n;
+  wv_q_init(&out);
   pthread_mutex_lock(&t->mu);
-  wd_region *r = rg_unlink(t, pipe, 0, id);
+  rg_unlink(t, pipe, 0, id, &out);  /* ids are unique: one at most */
   pthread_mutex_unlock(&t->mu);
+  wd_region *r = (n = wv_q_pop(&out)) != NULL ? RG_OF(n) : NULL;
   if (r == NULL)
     return wv_seterr(err, WAVE_EREGION, "no region %" PRIu64 " registered by "
                      "this connection", id);
@@ -552,24 +556,26 @@ int wd_regions_remove(wd_regions *t, uint32_t pipe, uint64_t id,
 unsigned wd_regions_held(wd_regions *t, uint32_t pipe)
 {
   unsigned n = 0;
+  wv_qnode *q;
   pthread_mutex_lock(&t->mu);
-  for (wd_region *r = t->head; r != NULL; r = r->next)
-    n += r->pipe == pipe;
+  WV_Q_EACH(q, &t->all)
+    n += RG_OF(q)->pipe == pipe;
   pthread_mutex_unlock(&t->mu);
   return n;
 }
 
 void wd_regions_drop_pipe(wd_regions *t, uint32_t pipe)
 {
+  wv_qnode out, *n;
+  wv_q_init(&out);
   pthread_mutex_lock(&t->mu);
-  wd_region *r = rg_unlink(t, pipe, 1, 0);
+  rg_unlink(t, pipe, 1, 0, &out);
   pthread_mutex_unlock(&t->mu);
-  while (r != NULL) {
-    wd_region *nx = r->next;
+  while ((n = wv_q_pop(&out)) != NULL) {
+    wd_region *r = RG_OF(n);
     wd_info("region %" PRIu64 " (%s) released: its client disconnected",
             r->id, r->name);
     wd_region_put(r);
-    r = nx;
   }
 }
 
@@ -577,11 +583,12 @@ int wd_regions_get(wd_regions *t, uint32_t pipe, uint64_t id,
                    wd_region **out, wave_error *err)
 {
   *out = NULL;
+  wv_qnode *n;
   pthread_mutex_lock(&t->mu);
-  for (wd_region *r = t->head; r != NULL; r = r->next)
-    if (r->id == id && r->pipe == pipe) {
-      atomic_fetch_add(&r->refs, 1);
-      *out = r;
+  WV_Q_EACH(n, &t->all)
+    if (RG_OF(n)->id == id && RG_OF(n)->pipe == pipe) {
+      atomic_fetch_add(&RG_OF(n)->refs, 1);
+      *out = RG_OF(n);
       break;
     }
   pthread_mutex_unlock(&t->mu);
@@ -665,7 +672,8 @@ int wd_regions_snapshot(wd_regions *t, const char *who, wd_region_snap *s)
   memset(s, 0, sizeof *s);
   pthread_mutex_lock(&t->mu);
   size_t n = 0;
-  for (wd_region *r = t->head; r != NULL; r = r->next)
+  wv_qnode *q;
+  WV_Q_EACH(q, &t->all)
     n++;
   s->infos = calloc(n + 1, sizeof *s->infos);
   if (s->infos == NULL) {
@@ -673,7 +681,8 @@ int wd_regions_snapshot(wd_regions *t, const char *who, wd_region_snap *s)
     wd_region_snap_free(s);
     return WAVE_ENOMEM;
   }
-  for (wd_region *r = t->head; r != NULL; r = r->next) {
+  WV_Q_EACH(q, &t->all) {
+    wd_region *r = RG_OF(q);
     if (!rg_visible(r, who))
       continue;
     rg_info(r, &s->infos[s->n]);

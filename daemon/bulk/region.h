@@ -63,15 +63,18 @@
 
 typedef struct wd_region wd_region;
 typedef struct wd_regions wd_regions;
+typedef struct wd_readers wd_readers;  /* bulk/readers.h */
 
 /* Called when a region with pieces pinned on device slot `slot` is
  * released; the callee must make that device's thread call
  * wd_region_unpin(). */
 typedef void (*wd_unpin_fn)(void *arg, wd_region *r, unsigned slot);
 
-/* sh: the clients' shares (share.h), kept by the caller. */
-int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_unpin_fn unpin,
-                   void *arg, wd_regions **out, wave_error *err);
+/* sh: the clients' shares (share.h); rd: the server's reader pool, which
+ * reads copies (wd_file_read_bounded); both kept by the caller. */
+int wd_regions_new(const wd_config *cfg, wd_shares *sh, wd_readers *rd,
+                   wd_unpin_fn unpin, void *arg, wd_regions **out,
+                   wave_error *err);
 /* Unmap everything (devices already closed). */
 void wd_regions_free(wd_regions *t);
 /* Where the side sockets keep passed descriptors for registrations. */

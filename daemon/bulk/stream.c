@@ -11,11 +11,12 @@
 
 #include "daemon/bulk/stream.h"
 #include "core/base.h"
+#include "core/queue.h"
 #include "core/reduce.h"
 
 struct wd_stream {
   wd_streams *t;
-  wd_stream *next;
+  wv_qnode link;            /* wd_streams.open, until committed */
   uint64_t id;
   uint32_t pipe;
   uint64_t key;             /* the principal's share (share.h) */
@@ -45,12 +46,14 @@ struct wd_stream {
 
 struct wd_streams {
   pthread_mutex_t mu;
-  wd_stream *head;
+  wv_qnode open;            /* wd_stream.link, newest first */
   unsigned n;
   uint64_t next_id;
   uint64_t max_bytes, max_rows, piece;
   wd_shares *sh;            /* buffered bytes, with copy regions' */
 };
+
+#define ST_OF(n) WV_Q_ENTRY(n, wd_stream, link)
 
 int wd_streams_new(const wd_limits *lim, wd_shares *sh, wd_streams **out,
                    wave_error *err)
@@ -59,6 +62,7 @@ int wd_streams_new(const wd_limits *lim, wd_shares *sh, wd_streams **out,
   if ((*out = t) == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   pthread_mutex_init(&t->mu, NULL);
+  wv_q_init(&t->open);
   /* ids are not guessable across connections, and not reused */
   uint64_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
@@ -110,9 +114,9 @@ void wd_streams_free(wd_streams *t)
 {
   if (t == NULL)
     return;
-  while (t->head != NULL) {
-    wd_stream *s = t->head;
-    t->head = s->next;
+  wv_qnode *n;
+  while ((n = wv_q_pop(&t->open)) != NULL) {
+    wd_stream *s = ST_OF(n);
     st_free_pieces(s);
     free(s->buf);
     free(s->have);
@@ -216,8 +220,9 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   atomic_init(&s->refs, 1);
   pthread_mutex_lock(&t->mu);
   unsigned mine = 0;
-  for (wd_stream *o = t->head; o != NULL; o = o->next)
-    mine += o->pipe == pipe;
+  wv_qnode *n;
+  WV_Q_EACH(n, &t->open)
+    mine += ST_OF(n)->pipe == pipe;
   /* the client's share and the total, copy regions counted (share.h);
    * under mu, so that racing opens of one connection count its streams */
   int rc = mine >= WD_STREAMS_PER_CLIENT ? WAVE_EBUSY
@@ -256,8 +261,7 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   }
   pthread_mutex_lock(&t->mu);
   s->id = t->next_id++;
-  s->next = t->head;
-  t->head = s;
+  wv_q_push_head(&t->open, &s->link);
   t->n++;
   st_info(s, info);
   pthread_mutex_unlock(&t->mu);
@@ -267,9 +271,10 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
 /* Under mu: the stream id of pipe, or NULL. */
 static wd_stream *st_find(wd_streams *t, uint32_t pipe, uint64_t id)
 {
-  for (wd_stream *s = t->head; s != NULL; s = s->next)
-    if (s->id == id && s->pipe == pipe)
-      return s;
+  wv_qnode *n;
+  WV_Q_EACH(n, &t->open)
+    if (ST_OF(n)->id == id && ST_OF(n)->pipe == pipe)
+      return ST_OF(n);
   return NULL;
 }
 
@@ -379,11 +384,7 @@ int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
                      m ? "mask" : "input", k, m ? s->n_mask : s->n_in,
                      k * s->piece, got, all);
   }
-  for (wd_stream **pp = &t->head; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == s) {
-      *pp = s->next;
-      break;
-    }
+  wv_q_remove(&s->link);
   t->n--;
   s->committed = 1;
   pthread_mutex_unlock(&t->mu);
@@ -396,33 +397,27 @@ int wd_streams_commit(wd_streams *t, uint32_t pipe, uint64_t id, int abort,
 
 void wd_streams_drop_pipe(wd_streams *t, uint32_t pipe)
 {
-  wd_stream *drop = NULL;
+  wv_qnode drop, *n, *nx;
+  wv_q_init(&drop);
   pthread_mutex_lock(&t->mu);
-  for (wd_stream **pp = &t->head; *pp != NULL;) {
-    wd_stream *s = *pp;
-    if (s->pipe == pipe) {
-      *pp = s->next;
-      s->next = drop;
-      drop = s;
+  WV_Q_EACH_SAFE(n, nx, &t->open)
+    if (ST_OF(n)->pipe == pipe) {
+      wv_q_remove(n);
+      wv_q_push_head(&drop, n);
       t->n--;
-    } else {
-      pp = &s->next;
     }
-  }
   pthread_mutex_unlock(&t->mu);
-  while (drop != NULL) {
-    wd_stream *nx = drop->next;
-    wd_stream_put(drop);
-    drop = nx;
-  }
+  while ((n = wv_q_pop(&drop)) != NULL)
+    wd_stream_put(ST_OF(n));
 }
 
 unsigned wd_streams_held(wd_streams *t, uint32_t pipe)
 {
   unsigned n = 0;
   pthread_mutex_lock(&t->mu);
-  for (wd_stream *s = t->head; s != NULL; s = s->next)
-    n += s->pipe == pipe;
+  wv_qnode *q;
+  WV_Q_EACH(q, &t->open)
+    n += ST_OF(q)->pipe == pipe;
   pthread_mutex_unlock(&t->mu);
   return n;
 }

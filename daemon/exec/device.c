@@ -76,6 +76,7 @@ struct wd_device {
 
   wd_post_fn post;
   void *post_arg;
+  wd_dev_hooks hooks;         /* opened, closing */
 
   pthread_t thread;
   int thread_started;
@@ -103,19 +104,6 @@ struct wd_device {
   _Atomic uint64_t done, failed, cancelled, deadline;
   _Atomic uint64_t busy_ns;  /* time in run, all items */
 };
-
-static _Atomic(wd_dev_close_fn) dv_close_hook;
-static _Atomic(wd_dev_open_fn) dv_open_hook;
-
-void wd_device_on_open(wd_dev_open_fn fn)
-{
-  atomic_store(&dv_open_hook, fn);
-}
-
-void wd_device_on_close(wd_dev_close_fn fn)
-{
-  atomic_store(&dv_close_hook, fn);
-}
 
 static double dv_now(void)
 {
@@ -257,7 +245,6 @@ static void dv_end(wd_device *d, wd_work *w)
     }
   }
   pthread_mutex_unlock(&d->mu);
-  w->next = NULL;
   if (w->ops->done != NULL)
     d->post(d->post_arg, w);
 }
@@ -270,9 +257,8 @@ static void dv_open(wd_device *d)
     dv_read_caps(d);
     wd_info("device %s (%s) open: %s, wave width %u", d->cfg.name,
             d->cfg.backend, d->tcaps.description, d->tcaps.wave_width);
-    wd_dev_open_fn hook = atomic_load(&dv_open_hook);
-    if (hook != NULL)
-      hook(&d->dev, &d->tcaps);
+    if (d->hooks.opened != NULL)
+      d->hooks.opened(d->hooks.arg, &d->dev, &d->tcaps);
   } else {
     wd_error("device %s (%s) failed to open: %s", d->cfg.name,
              d->cfg.backend, err.message);
@@ -305,7 +291,7 @@ static int dv_expired(wd_device *d, wd_work *w)
 /* Work to do now (under mu); held: only long items poked (sweep). */
 static int dv_may_step(wd_device *d)
 {
-  if (d->stop || d->reopen || d->ucur != NULL || d->uq.head != NULL)
+  if (d->stop || d->reopen || d->ucur != NULL || d->uq.n > 0)
     return 1;
   int lr = wd_fair_top(d->lq, WD_LEVEL_N);
   if (atomic_load(&d->held))
@@ -315,9 +301,8 @@ static int dv_may_step(wd_device *d)
 
 static void dv_close(wd_device *d)
 {
-  wd_dev_close_fn hook = atomic_load(&dv_close_hook);
-  if (hook != NULL)
-    hook(&d->dev);
+  if (d->hooks.closing != NULL)
+    d->hooks.closing(d->hooks.arg, &d->dev);
   wv_dev_close(&d->dev);
 }
 
@@ -398,7 +383,8 @@ static void *dv_main(void *arg)
 
 int wd_device_start(const wd_device_cfg *cfg, unsigned index,
                     unsigned long_slots, wd_post_fn post, void *post_arg,
-                    wd_device **out, wave_error *err)
+                    const wd_dev_hooks *hooks, wd_device **out,
+                    wave_error *err)
 {
   *out = NULL;
   const wv_backend *b = wv_backend_find(cfg->backend);
@@ -427,11 +413,13 @@ int wd_device_start(const wd_device_cfg *cfg, unsigned index,
   d->long_slots = long_slots;
   d->post = post;
   d->post_arg = post_arg;
+  if (hooks != NULL)
+    d->hooks = *hooks;
   for (int r = 0; r < WD_LEVEL_N; r++) {
-    d->sq[r].ring_tail = &d->sq[r].ring;
-    d->lq[r].ring_tail = &d->lq[r].ring;
+    wd_fair_init(&d->sq[r]);
+    wd_fair_init(&d->lq[r]);
   }
-  d->uq.tail = &d->uq.head;
+  wd_fifo_init(&d->uq);
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
 
@@ -468,7 +456,7 @@ static int dv_submit(wd_device *d, wd_work *w, int moved, wave_error *err)
   int rc = 0;
   int lane = w->ops->lane;
   int rk = dv_rank(w->level);
-  w->next = NULL;
+  wv_q_init(&w->q);
   w->dev = d;
   w->rc = 0;
   w->seconds = 0;
@@ -584,27 +572,18 @@ int wd_device_unqueue(wd_device *d, wd_work *w)
   wd_group *g = w->ops->lane == WD_LANE_LONG ? wd_group_find(f, w->owner)
                                              : NULL;
   wd_fifo *q = g != NULL ? &g->q : &d->uq;
-  for (wd_work **pp = &q->head; *pp != NULL; pp = &(*pp)->next) {
-    if (*pp == w) {
-      *pp = w->next;
-      if (q->tail == &w->next)
-        q->tail = pp;
-      q->n--;
-      d->long_all--;
-      if (g != NULL) {
-        f->n--;
-        d->long_n--;
-        if (g->q.head == NULL)
-          wd_fair_unring(f, g);
-        wd_group_release(f, g);
-      }
-      found = 1;
-      break;
+  if (wd_fifo_remove(q, w)) {
+    d->long_all--;
+    if (g != NULL) {
+      f->n--;
+      d->long_n--;
+      if (g->q.n == 0)
+        wd_fair_unring(f, g);
+      wd_group_release(f, g);
     }
+    found = 1;
   }
   pthread_mutex_unlock(&d->mu);
-  if (found)
-    w->next = NULL;
   return found;
 }
 
@@ -736,9 +715,12 @@ int wd_device_short_waiting(wd_device *d, uint64_t owner)
   pthread_mutex_lock(&d->mu);
   int me = d->short_rank;
   /* a higher level waits (either lane), or another owner at this one */
-  int wait = wd_fair_top(d->sq, WD_LEVEL_N) < me || wd_fair_top(d->lq, WD_LEVEL_N) < me;
-  for (wd_group *g = d->sq[me].ring; !wait && g != NULL; g = g->next)
-    wait = g->key != owner;
+  int wait = wd_fair_top(d->sq, WD_LEVEL_N) < me ||
+             wd_fair_top(d->lq, WD_LEVEL_N) < me;
+  wv_qnode *n;
+  WV_Q_EACH(n, &d->sq[me].ring)
+    if (!wait)
+      wait = WV_Q_ENTRY(n, wd_group, ring)->key != owner;
   pthread_mutex_unlock(&d->mu);
   return wait;
 }

@@ -34,16 +34,16 @@ typedef struct wd_device wd_device;
 
 typedef void (*wd_post_fn)(void *arg, wd_work *w);
 
-/* Called on each device's thread just before its device closes (the
- * staging rings give back the device's memory, daemon/bulk/readers.h);
- * one hook for the process, set once before devices start or any time. */
-typedef void (*wd_dev_close_fn)(const wv_dev *dev);
-void wd_device_on_close(wd_dev_close_fn fn);
-/* Called on each device's thread once it opened, before it is reported
- * open (the staging rings made at start-up, limits.staging_rings); NULL:
- * none.  One hook for the process, like the close hook. */
-typedef void (*wd_dev_open_fn)(const wv_dev *dev, const wv_caps *caps);
-void wd_device_on_open(wd_dev_open_fn fn);
+/* What the server hands each device at its start, called on its thread
+ * with arg: opened, once it opened, before it is reported open (the
+ * staging rings made at start-up, limits.staging_rings); closing, just
+ * before its device closes (the staging rings give back the device's
+ * memory, daemon/bulk/readers.h).  Either may be NULL. */
+typedef struct wd_dev_hooks {
+  void (*opened)(void *arg, const wv_dev *dev, const wv_caps *caps);
+  void (*closing)(void *arg, const wv_dev *dev);
+  void *arg;
+} wd_dev_hooks;
 
 typedef struct wd_device_snap {
   unsigned queued, capacity;
@@ -57,10 +57,12 @@ typedef struct wd_device_snap {
 
 /* Start the device's thread (signals blocked, named "wd:<name>"); it opens
  * the device at once.  index: its place in the configuration (the run
- * ops' wd_run_ctx.index, what jobs/packstate.h keys by). */
+ * ops' wd_run_ctx.index, what jobs/packstate.h keys by); hooks: copied,
+ * NULL for none. */
 int wd_device_start(const wd_device_cfg *cfg, unsigned index,
                     unsigned long_slots, wd_post_fn post, void *post_arg,
-                    wd_device **out, wave_error *err);
+                    const wd_dev_hooks *hooks, wd_device **out,
+                    wave_error *err);
 /* Block until open() has returned; 0 when the device opened. */
 int wd_device_wait_open(wd_device *d);
 /* Queue w (ops set).  WAVE_EBUSY when its lane is full, WAVE_EDEVFAULT when
@@ -109,7 +111,7 @@ double wd_device_now(void);
 void wd_device_hold(wd_device *d, int held);
 int wd_device_held(wd_device *d);
 /* The held device's queued reductions that may move (wd_work.movable,
- * not begun), taken out onto out (linked through wd_work.next), the
+ * not begun), taken out onto out (linked through wd_work.q), the
  * highest level first, in turn order within a level; none when it is
  * not held.  exec/pick.h wd_pick_move gives them to other devices. */
 struct wd_fifo;

@@ -255,7 +255,8 @@ static wd_device *pk_other(wd_device *const *devs, size_t n_devs,
 
 void wd_pick_move(wd_device *const *devs, size_t n_devs, wd_device *from)
 {
-  wd_fifo shed = {.tail = &shed.head};
+  wd_fifo shed;
+  wd_fifo_init(&shed);
   wd_device_shed(from, &shed);
   unsigned moved = 0, stay = 0;
   const char *to = NULL;

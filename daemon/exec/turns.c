@@ -4,40 +4,63 @@
 
 #include "daemon/exec/turns.h"
 
+#define TN_WORK(n) WV_Q_ENTRY(n, wd_work, q)
+#define TN_RING(n) WV_Q_ENTRY(n, wd_group, ring)
+#define TN_ALL(n) WV_Q_ENTRY(n, wd_group, all)
+
+void wd_fifo_init(wd_fifo *q)
+{
+  wv_q_init(&q->items);
+  q->n = 0;
+}
+
 void wd_fifo_push(wd_fifo *q, wd_work *w)
 {
-  w->next = NULL;
-  *q->tail = w;
-  q->tail = &w->next;
+  wv_q_push(&q->items, &w->q);
   q->n++;
 }
 
 void wd_fifo_push_front(wd_fifo *q, wd_work *w)
 {
-  w->next = q->head;
-  if (q->head == NULL)
-    q->tail = &w->next;
-  q->head = w;
+  wv_q_push_head(&q->items, &w->q);
   q->n++;
 }
 
 wd_work *wd_fifo_pop(wd_fifo *q)
 {
-  wd_work *w = q->head;
-  if (w != NULL) {
-    if ((q->head = w->next) == NULL)
-      q->tail = &q->head;
-    q->n--;
-    w->next = NULL;
-  }
-  return w;
+  wv_qnode *n = wv_q_pop(&q->items);
+  if (n == NULL)
+    return NULL;
+  q->n--;
+  return TN_WORK(n);
+}
+
+int wd_fifo_remove(wd_fifo *q, wd_work *w)
+{
+  wv_qnode *n;
+  WV_Q_EACH(n, &q->items)
+    if (n == &w->q) {
+      wv_q_remove(n);
+      q->n--;
+      return 1;
+    }
+  return 0;
+}
+
+void wd_fair_init(wd_fair *f)
+{
+  wv_q_init(&f->ring);
+  wv_q_init(&f->owners);
+  f->n = 0;
+  f->now = 0;
 }
 
 wd_group *wd_group_find(wd_fair *f, uint64_t key)
 {
-  for (wd_group *g = f->owners; g != NULL; g = g->all_next)
-    if (g->key == key)
-      return g;
+  wv_qnode *n;
+  WV_Q_EACH(n, &f->owners)
+    if (TN_ALL(n)->key == key)
+      return TN_ALL(n);
   return NULL;
 }
 
@@ -47,43 +70,27 @@ wd_group *wd_group_get(wd_fair *f, uint64_t key)
   wd_group *g = wd_group_find(f, key);
   if (g == NULL && (g = calloc(1, sizeof *g)) != NULL) {
     g->key = key;
-    g->q.tail = &g->q.head;
-    g->all_next = f->owners;
-    f->owners = g;
+    wd_fifo_init(&g->q);
+    wv_q_init(&g->ring);
+    wv_q_push_head(&f->owners, &g->all);
   }
   return g;
 }
 
 static void tn_ring_push(wd_fair *f, wd_group *g, int front)
 {
-  if (g->in_ring)
+  if (wv_q_linked(&g->ring))
     return;
-  g->in_ring = 1;
-  if (front) {
-    g->next = f->ring;
-    if (f->ring == NULL)
-      f->ring_tail = &g->next;
-    f->ring = g;
-  } else {
-    g->next = NULL;
-    *f->ring_tail = g;
-    f->ring_tail = &g->next;
-  }
+  if (front)
+    wv_q_push_head(&f->ring, &g->ring);
+  else
+    wv_q_push(&f->ring, &g->ring);
 }
 
 void wd_fair_unring(wd_fair *f, wd_group *g)
 {
-  if (!g->in_ring)
-    return;
-  for (wd_group **pp = &f->ring; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == g) {
-      *pp = g->next;
-      if (f->ring_tail == &g->next)
-        f->ring_tail = pp;
-      break;
-    }
-  g->in_ring = 0;
-  g->next = NULL;
+  (void)f;
+  wv_q_remove(&g->ring);  /* self-linked after: harmless off the ring */
 }
 
 /* One of g's members has ended or left: drop g with its last one. */
@@ -92,21 +99,16 @@ void wd_group_release(wd_fair *f, wd_group *g)
   if (--g->members > 0)
     return;
   wd_fair_unring(f, g);
-  for (wd_group **pp = &f->owners; *pp != NULL; pp = &(*pp)->all_next)
-    if (*pp == g) {
-      *pp = g->all_next;
-      break;
-    }
+  wv_q_remove(&g->all);
   free(g);
 }
 
 void wd_fair_free(wd_fair *f)
 {
-  for (wd_group *g = f->owners, *nx; g != NULL; g = nx) {
-    nx = g->all_next;  /* parked items' groups, left at stop */
-    free(g);
-  }
-  f->owners = NULL;
+  wv_qnode *n;
+  while ((n = wv_q_pop(&f->owners)) != NULL)
+    free(TN_ALL(n));  /* parked items' groups, left at stop */
+  wv_q_init(&f->ring);
 }
 
 /* w (queued or parked before) into its group's queue. */
@@ -124,16 +126,13 @@ void wd_fair_push(wd_fair *f, wd_group *g, wd_work *w, int front)
  * the ring's end if it has more. */
 wd_work *wd_fair_pop(wd_fair *f)
 {
-  wd_group *g = f->ring;
-  if (g == NULL)
+  wv_qnode *n = wv_q_pop(&f->ring);
+  if (n == NULL)
     return NULL;
-  if ((f->ring = g->next) == NULL)
-    f->ring_tail = &f->ring;
-  g->in_ring = 0;
-  g->next = NULL;
+  wd_group *g = TN_RING(n);
   wd_work *w = wd_fifo_pop(&g->q);
   f->n--;
-  if (g->q.head != NULL)
+  if (g->q.n > 0)
     tn_ring_push(f, g, 0);
   return w;
 }
@@ -143,14 +142,14 @@ wd_work *wd_fair_pop(wd_fair *f)
  * further item the next turn (again, between slices: w goes first). */
 void wd_short_push(wd_fair *f, wd_group *g, wd_work *w, int again)
 {
-  if (g->q.head == NULL) {
+  if (g->q.n == 0) {
     g->tag = g->finish > f->now ? g->finish : f->now;
     g->finish = g->tag + 1;
   } else {
     g->finish++;
   }
   g->members++;
-  wd_fair_push(f, g, w, again && g->q.head != NULL);
+  wd_fair_push(f, g, w, again && g->q.n > 0);
 }
 
 /* The queued reduction with the earliest turn (the ring's order among
@@ -159,9 +158,10 @@ void wd_short_push(wd_fair *f, wd_group *g, wd_work *w, int again)
 wd_work *wd_short_pop(wd_fair *f)
 {
   wd_group *g = NULL;
-  for (wd_group *o = f->ring; o != NULL; o = o->next)
-    if (g == NULL || o->tag < g->tag)
-      g = o;
+  wv_qnode *n, *nx;
+  WV_Q_EACH(n, &f->ring)
+    if (g == NULL || TN_RING(n)->tag < g->tag)
+      g = TN_RING(n);
   if (g == NULL)
     return NULL;
   wd_fair_unring(f, g);
@@ -169,15 +169,13 @@ wd_work *wd_short_pop(wd_fair *f)
   f->n--;
   g->members--;
   f->now = g->tag++;
-  if (g->q.head != NULL)
+  if (g->q.n > 0)
     tn_ring_push(f, g, 0);
-  for (wd_group **pp = &f->owners; *pp != NULL;) {
-    wd_group *o = *pp;
+  WV_Q_EACH_SAFE(n, nx, &f->owners) {
+    wd_group *o = TN_ALL(n);
     if (o->members == 0 && o->finish <= f->now) {
-      *pp = o->all_next;
+      wv_q_remove(n);
       free(o);
-    } else {
-      pp = &o->all_next;
     }
   }
   return w;
@@ -200,18 +198,6 @@ static int tn_took_cmp(const void *a, const void *b)
   return x->ring < y->ring ? -1 : x->ring > y->ring;
 }
 
-/* Unlink w from g's queue. */
-static void tn_unlink(wd_group *g, wd_work *w)
-{
-  for (wd_work **pp = &g->q.head; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == w) {
-      if ((*pp = w->next) == NULL)
-        g->q.tail = pp;
-      g->q.n--;
-      return;
-    }
-}
-
 void wd_short_take(wd_fair *f, int (*take)(const wd_work *w), wd_fifo *out)
 {
   /* the turns as queued (an owner's items: tag, tag + 1, ...), before
@@ -221,20 +207,28 @@ void wd_short_take(wd_fair *f, int (*take)(const wd_work *w), wd_fifo *out)
     return;
   size_t n = 0;
   unsigned ring = 0;
-  for (wd_group *g = f->ring; g != NULL; g = g->next, ring++) {
+  wv_qnode *gn, *wn;
+  WV_Q_EACH(gn, &f->ring) {
+    wd_group *g = TN_RING(gn);
     uint64_t turn = g->tag;
-    for (wd_work *w = g->q.head; w != NULL && n < f->n; w = w->next, turn++)
-      if (take(w))
-        t[n++] = (tn_took){turn, ring, g, w};
+    WV_Q_EACH(wn, &g->q.items) {
+      if (n == f->n)
+        break;
+      if (take(TN_WORK(wn)))
+        t[n++] = (tn_took){turn, ring, g, TN_WORK(wn)};
+      turn++;
+    }
+    ring++;
   }
   qsort(t, n, sizeof *t, tn_took_cmp);
   for (size_t i = 0; i < n; i++) {
     wd_group *g = t[i].g;
-    tn_unlink(g, t[i].w);
+    wv_q_remove(&t[i].w->q);  /* off g's queue */
+    g->q.n--;
     f->n--;
     g->members--;
     g->finish--;  /* its later items move up a turn */
-    if (g->q.head == NULL) {  /* nothing queued: as if it had not queued */
+    if (g->q.n == 0) {  /* nothing queued: as if it had not queued */
       wd_fair_unring(f, g);
       g->finish = g->tag;
     }
@@ -248,7 +242,7 @@ void wd_short_take(wd_fair *f, int (*take)(const wd_work *w), wd_fifo *out)
 int wd_fair_top(const wd_fair *q, int n)
 {
   int r = 0;
-  while (r < n && q[r].ring == NULL)
+  while (r < n && wv_q_empty(&q[r].ring))
     r++;
   return r;
 }

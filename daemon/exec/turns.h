@@ -11,7 +11,8 @@
  * when its owner had nothing queued, or the one after its owner's last.
  *
  * Nothing here locks: every call is under the device's mutex.  The items
- * are linked through wd_work.next (a device queue's own link).
+ * are linked through wd_work.q (a device queue's own link), the groups
+ * through their ring and all nodes: every list is a core/queue.h list.
  */
 #ifndef WD_TURNS_H
 #define WD_TURNS_H
@@ -19,9 +20,11 @@
 #include <stdint.h>
 
 #include "daemon/exec/work.h"
+#include "core/queue.h"
 
+/* Made empty by wd_fifo_init (a zeroed one is not a list). */
 typedef struct wd_fifo {
-  wd_work *head, **tail;
+  wv_qnode items;             /* wd_work.q */
   unsigned n;
 } wd_fifo;
 
@@ -29,28 +32,33 @@ typedef struct wd_fifo {
  * group lives while any of its items has not ended (queued, running or
  * parked); a short-lane group while any of its items is queued. */
 typedef struct wd_group {
-  struct wd_group *next;      /* the ring, while it has queued items */
-  struct wd_group *all_next;  /* every group of the lane */
+  wv_qnode ring;              /* wd_fair.ring, while it has queued items
+                                 (self-linked while off it) */
+  wv_qnode all;               /* wd_fair.owners: every group of the lane */
   uint64_t key;
   wd_fifo q;                 /* its queued items, FIFO */
   unsigned members;           /* long: its items not ended; short: queued */
-  int in_ring;
   uint64_t tag, finish;       /* short: its first item's turn, and the
                                  turn after its last one's */
 } wd_group;
 
 /* A lane served in turns by owner: the ring of groups with items queued,
- * and every group. */
+ * and every group.  Made empty by wd_fair_init. */
 typedef struct wd_fair {
-  wd_group *ring, **ring_tail;
-  wd_group *owners;
+  wv_qnode ring;              /* wd_group.ring */
+  wv_qnode owners;            /* wd_group.all */
   unsigned n;                 /* items queued in the ring */
   uint64_t now;               /* short: the turn being served */
 } wd_fair;
 
+void wd_fifo_init(wd_fifo *q);
 void wd_fifo_push(wd_fifo *q, wd_work *w);
 void wd_fifo_push_front(wd_fifo *q, wd_work *w);
 wd_work *wd_fifo_pop(wd_fifo *q);
+/* w off q, if it is queued there; 1 if it was. */
+int wd_fifo_remove(wd_fifo *q, wd_work *w);
+
+void wd_fair_init(wd_fair *f);
 
 /* The owner's group in f, or NULL; wd_group_get makes it (NULL: no
  * memory). */

@@ -75,7 +75,7 @@ enum { WD_LEVEL_NORMAL = 0, WD_LEVEL_HIGH = 1, WD_LEVEL_LOW = 2,
        WD_LEVEL_N = 3 };
 
 struct wd_work {
-  wd_work *next;            /* the device's queue link (exec/device.c) */
+  wv_qnode q;                /* the device's queue link (exec/turns.h) */
   wv_qnode doneq;           /* the server's completion queue link */
   const wd_work_ops *ops;
   struct wd_device *dev;    /* set by wd_device_submit */

@@ -26,13 +26,15 @@ struct wd_jobs {
   uint64_t instance;
   void (*ended)(void *arg, wd_hjob *j);
   void *arg;
-  wd_hjob *head, *tail;
+  wv_qnode all;               /* wd_hjob.link, in submit order */
   size_t n_active, n_ended;
   uint64_t kept;              /* bytes ended jobs' results hold */
   wd_prepare_fn prepare;      /* a pack's preparation, on demand */
   void *prepare_arg;
   wd_packstate *ps;           /* device x pack (jobs/packstate.h) */
 };
+
+#define HJ_OF(n) WV_Q_ENTRY(n, wd_hjob, link)
 
 static int hj_share_start(wd_jobs *t, wd_hjob *j, hj_part *pt,
                           wave_error *err);
@@ -66,6 +68,7 @@ int wd_jobs_new(const wd_limits *lim, uint64_t instance,
   t->instance = instance;
   t->ended = ended;
   t->arg = arg;
+  wv_q_init(&t->all);
   *out = t;
   return 0;
 }
@@ -83,10 +86,11 @@ static int hj_new_id(const wd_jobs *t, uint64_t *id, wave_error *err)
       break;
     if (r == 0)
       continue;
-    const wd_hjob *j = t->head;
-    while (j != NULL && j->id != r)
-      j = j->next;
-    if (j == NULL) {
+    int taken = 0;
+    wv_qnode *n;
+    WV_Q_EACH(n, &t->all)
+      taken |= HJ_OF(n)->id == r;
+    if (!taken) {
       *id = r;
       return 0;
     }
@@ -113,14 +117,11 @@ static void hj_free(wd_hjob *j)
     free(j->parts[i].scratch);
     free(j->parts[i].win);
   }
-  for (hj_piece *p = j->returned, *nx; p != NULL; p = nx) {
-    nx = p->next;
-    wd_hj_piece_free(p);
-  }
-  for (hj_piece *p = j->held, *nx; p != NULL; p = nx) {
-    nx = p->next;
-    wd_hj_piece_free(p);
-  }
+  wv_qnode *n;
+  while ((n = wv_q_pop(&j->returned)) != NULL)
+    wd_hj_piece_free(HJ_PIECE(n));
+  while ((n = wv_q_pop(&j->held)) != NULL)
+    wd_hj_piece_free(HJ_PIECE(n));
   free(j->parts);
   free(j->dev_names);
   free(j->shares);
@@ -136,10 +137,9 @@ void wd_jobs_free(wd_jobs *t)
 {
   if (t == NULL)
     return;
-  for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
-    nx = j->next;
-    hj_free(j);
-  }
+  wv_qnode *n;
+  while ((n = wv_q_pop(&t->all)) != NULL)
+    hj_free(HJ_OF(n));
   free(t);
 }
 
@@ -196,6 +196,10 @@ static wd_hjob *hj_alloc(const wd_hash_submit *hs, size_t n_parts,
   if (j == NULL)
     return NULL;
   pthread_mutex_init(&j->mu, NULL);
+  wv_q_init(&j->waiters);
+  wv_q_init(&j->link);
+  wv_q_init(&j->returned);
+  wv_q_init(&j->held);
   j->parts = calloc(n_parts, sizeof *j->parts);
   j->dev_names = calloc(n_parts, sizeof *j->dev_names);
   j->shares = calloc(n_parts, sizeof *j->shares);
@@ -315,7 +319,9 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   *out = NULL;
   const char *who = hs->principal != NULL ? hs->principal : "";
   size_t mine = 0;
-  for (wd_hjob *j = t->head; j != NULL; j = j->next) {
+  wv_qnode *n;
+  WV_Q_EACH(n, &t->all) {
+    wd_hjob *j = HJ_OF(n);
     if (strcmp(j->principal, who) != 0)
       continue;
     if (hs->client != 0 && j->client == hs->client &&
@@ -397,12 +403,7 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
   free(chosen);
   if ((rc = hj_queue_shares(t, j, err)) != 0)
     return rc;
-  j->prev = t->tail;
-  if (t->tail)
-    t->tail->next = j;
-  else
-    t->head = j;
-  t->tail = j;
+  wv_q_push(&t->all, &j->link);
   t->n_active++;
   wd_debug("hash job %" PRIu64 ": pack %s, nonces %" PRIu64 "+%" PRIu64
            " on %s%s", j->id, wv_pack_name(p), j->nonce, j->count,
@@ -414,17 +415,20 @@ int wd_jobs_submit(wd_jobs *t, const wd_hash_submit *hs,
 wd_hjob *wd_jobs_find(wd_jobs *t, uint64_t id, const char *who,
                       const uint8_t *key, size_t key_len)
 {
-  for (wd_hjob *j = t->head; j != NULL; j = j->next)
-    if (j->id == id)
-      return wd_hjob_may(j, who, key, key_len) ? j : NULL;
+  wv_qnode *n;
+  WV_Q_EACH(n, &t->all)
+    if (HJ_OF(n)->id == id)
+      return wd_hjob_may(HJ_OF(n), who, key, key_len) ? HJ_OF(n) : NULL;
   return NULL;
 }
 
 size_t wd_jobs_drop_pipe(wd_jobs *t, uint32_t pipe)
 {
   size_t n = 0;
-  for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
-    nx = j->next;  /* the ended callback may run here; it drops nothing */
+  wv_qnode *q, *nx;
+  WV_Q_EACH_SAFE(q, nx, &t->all) {
+    /* the ended callback may run here; it drops nothing */
+    wd_hjob *j = HJ_OF(q);
     if (j->ended || j->detach || j->pipe != pipe)
       continue;
     wd_info("hash job %" PRIu64 ": its connection closed; cancelled "
@@ -556,10 +560,9 @@ void wd_jobs_cancel(wd_jobs *t, wd_hjob *j, int code)
 
 void wd_jobs_cancel_all(wd_jobs *t, int code)
 {
-  for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
-    nx = j->next;
-    wd_jobs_cancel(t, j, code);
-  }
+  wv_qnode *n, *nx;
+  WV_Q_EACH_SAFE(n, nx, &t->all)
+    wd_jobs_cancel(t, HJ_OF(n), code);
 }
 
 void wd_jobs_prune(wd_jobs *t)
@@ -568,22 +571,16 @@ void wd_jobs_prune(wd_jobs *t)
   uint64_t keep_ns = (uint64_t)t->lim.keep_seconds * 1000000000u;
   /* oldest first (the table is in submit order, which is near enough the
    * order they ended in) */
-  for (wd_hjob *j = t->head, *nx; j != NULL; j = nx) {
-    nx = j->next;
-    if (!j->ended || j->waiters != NULL)
+  wv_qnode *n, *nx;
+  WV_Q_EACH_SAFE(n, nx, &t->all) {
+    wd_hjob *j = HJ_OF(n);
+    if (!j->ended || !wv_q_empty(&j->waiters))
       continue;
     if (t->n_ended <= t->lim.keep_jobs && now - j->ended_ns <= keep_ns &&
         (j->kept == 0 || t->kept <= t->lim.keep_result_bytes))
       continue;
     t->kept -= j->kept;
-    if (j->prev)
-      j->prev->next = j->next;
-    else
-      t->head = j->next;
-    if (j->next)
-      j->next->prev = j->prev;
-    else
-      t->tail = j->prev;
+    wv_q_remove(&j->link);
     t->n_ended--;
     hj_free(j);
   }
@@ -595,7 +592,8 @@ void wd_jobs_set_limits(wd_jobs *t, const wd_limits *lim) { t->lim = *lim; }
 
 wd_hjob *wd_jobs_next(wd_jobs *t, wd_hjob *j)
 {
-  return j == NULL ? t->head : j->next;
+  wv_qnode *n = j == NULL ? t->all.next : j->link.next;
+  return n == &t->all ? NULL : HJ_OF(n);
 }
 
 uint64_t wd_hjob_id(const wd_hjob *j) { return j->id; }
@@ -628,7 +626,7 @@ int wd_hjob_is_ended(const wd_hjob *j) { return j->ended; }
 
 int wd_hjob_state(const wd_hjob *j) { return atomic_load(&j->state); }
 
-struct wd_waiter **wd_hjob_waiters(wd_hjob *j) { return &j->waiters; }
+wv_qnode *wd_hjob_waiters(wd_hjob *j) { return &j->waiters; }
 
 void wd_hjob_view(const wd_hjob *j, uint64_t seg_offset, uint32_t seg_limit,
                   wd_job_view *v)
@@ -775,7 +773,9 @@ void wd_jobs_pack_ended(wd_jobs *t, wd_device *d, size_t slot)
   wd_packstate_get(t->ps, wd_device_index(d), slot, &ck);
   if (ck.state == WD_CHECK_PENDING)
     return;  /* a newer preparation is queued: wait for that one */
-  for (wd_hjob *j = t->head; j != NULL; j = j->next) {
+  wv_qnode *n;
+  WV_Q_EACH(n, &t->all) {
+    wd_hjob *j = HJ_OF(n);
     if (j->ended || j->waiting == 0 || j->pack_index != slot)
       continue;
     for (size_t i = 0; i < j->n_parts && !j->ended; i++) {

@@ -44,6 +44,7 @@
 #include "daemon/config.h"
 #include "daemon/exec/device.h"
 #include "daemon/jobs/packstate.h"
+#include "core/queue.h"
 #include "workers/hash/hash.h"
 
 /* JobState's numbers (proto/wave.proto). */
@@ -141,10 +142,10 @@ const uint8_t *wd_hjob_key(const wd_hjob *j);
 void wd_hjob_outputs_sent(wd_hjob *j);
 int wd_hjob_is_ended(const wd_hjob *j);
 int wd_hjob_state(const wd_hjob *j);  /* WAVE_JOB_* numbers (JobState) */
-/* Where the loop parks JobRequests waiting for this job (rq/park.h's
- * waiters; opaque here). */
-struct wd_waiter;
-struct wd_waiter **wd_hjob_waiters(wd_hjob *j);
+/* Where the loop parks JobRequests waiting for this job: a list of
+ * rq/park.h's wd_waiter.q (opaque here); the job is kept while it is not
+ * empty. */
+wv_qnode *wd_hjob_waiters(wd_hjob *j);
 
 /* What a JobInfo says, in plain C; pointers point into the job (valid until
  * the loop next changes the table). */

@@ -23,13 +23,14 @@
 #include "daemon/jobs/owner.h"
 #include "daemon/net/principal.h"
 #include "core/hashmerge.h"
+#include "core/queue.h"
 
 /* HP_WAITING: not on its device yet; it waits for the pack there (loop
  * thread only: hashjob.h "Packs being prepared"). */
 enum { HP_QUEUED = 1, HP_ACTIVE, HP_PARKED, HP_ENDED, HP_WAITING };
 
 typedef struct hj_piece {
-  struct hj_piece *next;
+  wv_qnode q;                /* on returned or held, or none */
   uint64_t off, len;         /* nonces [nonce + off, nonce + off + len) */
   size_t n_seg;
   uint64_t *seg;             /* its segment fingerprints */
@@ -77,11 +78,12 @@ struct wd_hjob {
 
   pthread_mutex_t mu;        /* everything down to `outputs` */
   uint64_t cursor;           /* offset of the next new piece */
-  hj_piece *returned;        /* pieces put back by a faulting device */
+  wv_qnode returned;         /* hj_piece.q: pieces put back by a faulting
+                                device, the last first */
   unsigned in_flight;        /* pieces being hashed */
   int abort_rc;              /* a job-level failure (mismatch, no memory) */
   wave_error abort_err;
-  hj_piece *held;            /* done after a gap, by offset */
+  wv_qnode held;             /* hj_piece.q: done after a gap, by offset */
   /* the merged pieces (core/hashmerge.h): winners and tmp max_winners
    * slots each, segments seg_count when want_segments; the fingerprint
    * over the first m.folded nonces */
@@ -104,9 +106,12 @@ struct wd_hjob {
   uint64_t ended_ns;
   uint64_t kept;             /* ended: bytes its result holds */
   int outputs_sent;          /* the outputs went out and were dropped */
-  struct wd_waiter *waiters;  /* parked polls (rq/park.c), opaque here */
-  wd_hjob *prev, *next;
+  wv_qnode waiters;          /* parked polls (rq/park.c's wd_waiter.q),
+                                opaque here */
+  wv_qnode link;             /* wd_jobs.all, in submit order */
 };
+
+#define HJ_PIECE(n) WV_Q_ENTRY(n, hj_piece, q)
 
 uint64_t wd_hj_now_ns(void);
 /* hashrun.c: the share's work item operations. */

@@ -79,8 +79,7 @@ static void hr_abort_locked(wd_hjob *j, int rc, const wave_error *err)
 static void hr_put_back(wd_hjob *j, hj_piece *pc)
 {
   pthread_mutex_lock(&j->mu);
-  pc->next = j->returned;
-  j->returned = pc;
+  wv_q_push_head(&j->returned, &pc->q);
   j->in_flight--;
   wd_hj_wake_parked(j);
   pthread_mutex_unlock(&j->mu);
@@ -99,20 +98,19 @@ static void hr_merge(wd_hjob *j, hj_piece *pc, const wv_hash_batch *b)
   wv_hash_merge_add(&j->m, b);
   if (pc->off == j->m.folded) {
     hr_fold(j, pc);
-    while (j->held != NULL && j->held->off == j->m.folded) {
-      hj_piece *h = j->held;
-      j->held = h->next;
-      hr_fold(j, h);
-    }
+    while (!wv_q_empty(&j->held) &&
+           HJ_PIECE(j->held.next)->off == j->m.folded)
+      hr_fold(j, HJ_PIECE(wv_q_pop(&j->held)));
   } else {
-    hj_piece **pp = &j->held;
-    while (*pp != NULL && (*pp)->off < pc->off)
-      pp = &(*pp)->next;
-    pc->next = *pp;
-    *pp = pc;
+    /* before the first held piece past it (or at the end) */
+    wv_qnode *at = j->held.next;
+    while (at != &j->held && HJ_PIECE(at)->off < pc->off)
+      at = at->next;
+    wv_q_push(at, &pc->q);  /* the tail of a ring headed at `at`: before it */
   }
   j->in_flight--;
-  if (j->in_flight == 0 && j->returned == NULL && j->cursor == j->count)
+  if (j->in_flight == 0 && wv_q_empty(&j->returned) &&
+      j->cursor == j->count)
     wd_hj_wake_parked(j);
   atomic_fetch_add(&j->done, b->count);
 }
@@ -207,7 +205,7 @@ static int hr_run(wd_work *w, const wd_run_ctx *x)
   }
   if (x->held) {  /* a guard holds the device: no new piece here */
     pthread_mutex_lock(&j->mu);
-    int more = j->abort_rc == 0 && (j->returned != NULL ||
+    int more = j->abort_rc == 0 && (!wv_q_empty(&j->returned) ||
                                     j->cursor < j->count);
     pthread_mutex_unlock(&j->mu);
     if (more)
@@ -221,10 +219,10 @@ static int hr_run(wd_work *w, const wd_run_ctx *x)
     pthread_mutex_unlock(&j->mu);
     return WD_RUN_END;  /* rc 0: this share did nothing wrong */
   }
-  hj_piece *pc = j->returned;
-  if (pc != NULL) {
-    j->returned = pc->next;
-    pc->next = NULL;
+  hj_piece *pc = NULL;
+  wv_qnode *back = wv_q_pop(&j->returned);  /* a piece put back first */
+  if (back != NULL) {
+    pc = HJ_PIECE(back);
   } else if (j->cursor < j->count) {
     if ((pc = hr_new_piece(j, wd_packstate_batch(j->packstate, x->index,
                                                  x->caps))) == NULL) {

@@ -13,14 +13,8 @@
 
 void wd_unpark(wd_req *c)
 {
-  wd_waiter **pp = wd_hjob_waiters(c->call->wait.job);
-  for (; *pp != NULL; pp = &(*pp)->next)
-    if (*pp == &c->call->wait) {
-      *pp = c->call->wait.next;
-      break;
-    }
+  wv_q_remove(&c->call->wait.q);  /* off its job's list */
   uv_timer_stop(&c->timer);
-  c->call->wait.next = NULL;
   c->call->wait.job = NULL;
   c->call->srv->fe->n_parked--;
   wd_peers_unpark(c->call->srv->fe->peers, c->pipe);
@@ -54,13 +48,11 @@ int wd_park(wd_req *c, wd_hjob *j, unsigned wait_ms, uint64_t seg_offset,
     wd_warn("cannot open a context for a parked poll: %s", err.message);
     return -1;
   }
-  wd_waiter **head = wd_hjob_waiters(j);
   c->call->wait.job = j;
   c->call->wait.seg_offset = seg_offset;
   c->call->wait.seg_limit = seg_limit;
   c->call->wait.answer = answer;
-  c->call->wait.next = *head;
-  *head = &c->call->wait;
+  wv_q_push_head(wd_hjob_waiters(j), &c->call->wait.q);
   s->fe->n_parked++;
   uv_timer_start(&c->timer, pa_timeout, wait_ms, 0);
   return 0;
@@ -74,9 +66,9 @@ void wd_park_job_ended(void *arg, wd_hjob *j)
   double ph[WD_PH_N] = {v.queued, v.queued >= 0 ? v.seconds : -1.0,
                         (v.queued >= 0 ? v.queued + v.seconds : -1.0)};
   wd_stats_job(WD_KIND_HASH, v.id, v.device, ph, v.rc, 0, 0);
-  wd_waiter **head = wd_hjob_waiters(j);
-  while (*head != NULL)
-    pa_answer(((wd_call *)((char *)*head - offsetof(wd_call, wait)))->ctx);
+  wv_qnode *head = wd_hjob_waiters(j);
+  while (!wv_q_empty(head))
+    pa_answer(WV_Q_ENTRY(head->next, wd_call, wait.q)->ctx);
   if (wd_hjob_state(j) == WD_JOB_DONE)
     s->served++;
   else if (wd_hjob_state(j) == WD_JOB_CANCELLED)

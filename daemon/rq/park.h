@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "daemon/jobs/hashjob.h"
+#include "core/queue.h"
 
 typedef struct wd_req wd_req;
 typedef struct wd_server wd_server;
@@ -21,7 +22,7 @@ typedef void wd_park_answer_fn(wd_req *c, wd_hjob *j, uint64_t seg_offset,
                                uint32_t seg_limit);
 
 struct wd_waiter {
-  struct wd_waiter *next;  /* the job's list */
+  wv_qnode q;               /* the job's list (wd_hjob_waiters) */
   wd_hjob *job;            /* parked on this job; NULL: not parked */
   uint64_t seg_offset;     /* the parked poll's segment page */
   uint32_t seg_limit;

@@ -110,7 +110,8 @@ static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
     return r;  /* sliced: finite is set when it ended well */
   c->call->finite = WAVE__V1__FINITE_ROWS__FINITE_UNSPECIFIED;
   if (c->bulk.files)  /* read as reduced: daemon/bulk/filered.h */
-    w->rc = wd_file_reduce(x->dev, x->caps, &c->call->job, c->bulk.src,
+    w->rc = wd_file_reduce(c->call->srv->readers, x->dev, x->caps,
+                           &c->call->job, c->bulk.src,
                            c->call->srv->cfg->limits.region_read_timeout_ms,
                            &c->call->out, &fsome, &w->err);
   else

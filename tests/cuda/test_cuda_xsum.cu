@@ -34,7 +34,7 @@ static uint64_t mix(uint64_t x)
 /* One launch of k_xsum over rows[0, n) on a GPU of `blocks` resident
  * blocks, on the CPU, adding into res. */
 template <typename T, bool MASK>
-static void emu_launch(const void *rows, const uint32_t *mask, uint64_t n,
+static void tcxe_launch(const void *rows, const uint32_t *mask, uint64_t n,
                        unsigned blocks, xresult *res)
 {
   typedef xs_traits<T> X;
@@ -117,7 +117,7 @@ static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
 /* Rows of kind k, n of them, emulated in `launches` launches (slices of a
  * host job) on `blocks` blocks, with a mask when masked (all selected but
  * every third row when masked == 2: only -0.0 rows left, say). */
-static void check_case(wave_dtype dt, int k, uint64_t n, unsigned blocks,
+static void tcxc_case(wave_dtype dt, int k, uint64_t n, unsigned blocks,
                        int masked, int launches)
 {
   const int f64 = dt == WAVE_F64;
@@ -134,11 +134,11 @@ static void check_case(wave_dtype dt, int k, uint64_t n, unsigned blocks,
     const char *p = (const char *)rows.data() + r0 * rsz;
     const uint32_t *mk = masked ? mask.data() + r0 : NULL;
     if (f64)
-      masked ? emu_launch<double, true>(p, mk, m, blocks, res)
-             : emu_launch<double, false>(p, mk, m, blocks, res);
+      masked ? tcxe_launch<double, true>(p, mk, m, blocks, res)
+             : tcxe_launch<double, false>(p, mk, m, blocks, res);
     else
-      masked ? emu_launch<float, true>(p, mk, m, blocks, res)
-             : emu_launch<float, false>(p, mk, m, blocks, res);
+      masked ? tcxe_launch<float, true>(p, mk, m, blocks, res)
+             : tcxe_launch<float, false>(p, mk, m, blocks, res);
   }
   wv_xsum got;
   xsum_fold(dt, res, &got);
@@ -178,9 +178,9 @@ START_TEST(kernel_equals_reference)
 {
   wave_dtype dt = (_i & 1) ? WAVE_F64 : WAVE_F32;
   int masked = (_i >> 1) & 1, k = _i >> 2;
-  check_case(dt, k, 100003, 3, masked, 1);     /* tail rows, 3 blocks */
-  check_case(dt, k, 4099, 1, masked, 2);       /* one block, two slices */
-  check_case(dt, k, 7, 4, masked, 1);          /* the tail alone */
+  tcxc_case(dt, k, 100003, 3, masked, 1);     /* tail rows, 3 blocks */
+  tcxc_case(dt, k, 4099, 1, masked, 2);       /* one block, two slices */
+  tcxc_case(dt, k, 7, 4, masked, 1);          /* the tail alone */
 }
 END_TEST
 
@@ -191,7 +191,7 @@ END_TEST
 START_TEST(largest_rows_at_the_bounds)
 {
   wave_dtype dt = _i ? WAVE_F64 : WAVE_F32;
-  check_case(dt, HUGE_, 1u << 20, 1, 0, 1);
+  tcxc_case(dt, HUGE_, 1u << 20, 1, 0, 1);
 }
 END_TEST
 

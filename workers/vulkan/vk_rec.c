@@ -77,11 +77,11 @@ void wv_vkr_make_plan(wave_dtype dt, wave_op op, wv_vkr_plan *p)
     p->variant = VR_ADD;
 }
 
-static uint64_t vr_round4(uint64_t a) { return (a + 3) & ~3ull; }
+static uint64_t vrc_round4(uint64_t a) { return (a + 3) & ~3ull; }
 
 /* ---- recording ----------------------------------------------------------- */
 
-static wv_vk_range vr_whole(const wv_vk_buf *b)
+static wv_vk_range vrc_whole(const wv_vk_buf *b)
 {
   return (wv_vk_range){b->buf, 0, b->size};
 }
@@ -99,7 +99,7 @@ uint32_t wv_vkr_slots(const wv_device *d)
 
 /* The reduce_int.comp (argm: argm.comp) build for the plan's rows and the
  * device's sub-group arithmetic. */
-static enum wv_vk_prog vr_prog(const wv_device *d, const wv_vkr_plan *p,
+static enum wv_vk_prog vrc_prog(const wv_device *d, const wv_vkr_plan *p,
                                int level)
 {
   if (p->argm)
@@ -112,7 +112,7 @@ static enum wv_vk_prog vr_prog(const wv_device *d, const wv_vkr_plan *p,
 }
 
 /* sum.comp's first level: one build per row width, shuffle and denorm. */
-static int vr_fsum_level1(wv_device *d, const wv_vkr_run *run,
+static int vrc_fsum_level1(wv_device *d, const wv_vkr_run *run,
                           wv_vk_slot *s, wv_vk_range src, uint32_t rows,
                           uint64_t out_base, wave_error *err)
 {
@@ -138,7 +138,7 @@ static int vr_fsum_level1(wv_device *d, const wv_vkr_run *run,
   uint32_t push[3] = {rows, 0, (uint32_t)out_base};
   /* rounds of 256 / lanes groups a work-group */
   uint64_t rounds = wv_vkr_div(wv_vkr_div(rows, WV_GROUP), 256u / lanes);
-  return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]),
+  return wv_vk_dispatch(d, s, p, src, vrc_whole(&d->part[0]),
                         (wv_vk_range){0}, push, sizeof push,
                         rounds < d->sum_groups ? rounds : d->sum_groups, err);
 }
@@ -150,11 +150,11 @@ int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 {
   const wv_vkr_plan *pl = &run->plan;
   if (pl->fsum)
-    return vr_fsum_level1(d, run, s, src, rows, out_base, err);
+    return vrc_fsum_level1(d, run, s, src, rows, out_base, err);
   if (pl->xsum)
     return wv_vk_xsum_level1(d, run, s, src, rows, err);
   VkPipeline p;
-  int rc = wv_vk_pipeline(d, vr_prog(d, pl, 0), pl->variant, &p, err);
+  int rc = wv_vk_pipeline(d, vrc_prog(d, pl, 0), pl->variant, &p, err);
   if (rc != 0)
     return rc;
   /* The blocks of reduce_int.comp's bytes: one partial per work-group
@@ -163,18 +163,18 @@ int wv_vkr_level1(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
   if (pl->argm) {
     uint32_t push[4] = {rows, (uint32_t)out_base, (uint32_t)run->row0,
                         (uint32_t)(run->row0 >> 32)};
-    return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]),
+    return wv_vk_dispatch(d, s, p, src, vrc_whole(&d->part[0]),
                           (wv_vk_range){0}, push, sizeof push, groups, err);
   }
   /* slots: read by the 4-byte build only */
   uint32_t push[6] = {rows, 0, (uint32_t)out_base, (uint32_t)run->half,
                       pl->key, run->slots};
-  return wv_vk_dispatch(d, s, p, src, vr_whole(&d->part[0]), (wv_vk_range){0},
+  return wv_vk_dispatch(d, s, p, src, vrc_whole(&d->part[0]), (wv_vk_range){0},
                         push, sizeof push, groups, err);
 }
 
 /* Partials of the level after one of n partials (order-free and argm). */
-static uint64_t vr_next(const wv_device *d, const wv_vkr_plan *p, uint64_t n)
+static uint64_t vrc_next(const wv_device *d, const wv_vkr_plan *p, uint64_t n)
 {
   if (p->argm) {   /* argm.comp levels: up to 256 x 32 partials a group, so
                       a GPU's first-level partials (16 per SM) take one */
@@ -197,9 +197,9 @@ int wv_vkr_reserve(wv_device *d, wv_vkr_run *run, wave_error *err)
     w1 = wv_vkr_div(run->partials, WV_GROUP) + run->n_segs;
   } else {
     int ext = run->plan.variant == VR_EXTENT && !run->plan.argm;
-    run->half = ext ? vr_round4(run->partials) : 0;
+    run->half = ext ? vrc_round4(run->partials) : 0;
     w0 = ext ? 2 * run->half : run->partials;
-    w1 = 2 * vr_round4(vr_next(d, &run->plan, run->partials));
+    w1 = 2 * vrc_round4(vrc_next(d, &run->plan, run->partials));
   }
   if (w0 * es > VR_MAX_PARTIAL_BYTES || run->partials > UINT32_MAX)
     return wv_seterr(err, WAVE_EJOBSIZE, "vulkan: %" PRIu64 " partials is "
@@ -215,12 +215,12 @@ int wv_vkr_reserve(wv_device *d, wv_vkr_run *run, wave_error *err)
 /* Levels after the first, for the order-free ops and argm: the same shader
  * again on the partials (keys already applied; argm.comp's level build),
  * until one value (pair) is left. */
-static int vr_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
+static int vrc_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
                      wave_error *err)
 {
   const wv_vkr_plan *pl = &run->plan;
   VkPipeline p;
-  int rc = wv_vk_pipeline(d, vr_prog(d, pl, 1), pl->variant, &p, err);
+  int rc = wv_vk_pipeline(d, vrc_prog(d, pl, 1), pl->variant, &p, err);
   if (rc != 0)
     return rc;
   int ext = pl->variant == VR_EXTENT && !pl->argm;
@@ -228,16 +228,16 @@ static int vr_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
   unsigned src = 0;
   while (n > 1) {
     wv_vk_barrier(s);
-    uint64_t m = vr_next(d, pl, n);
-    uint64_t half2 = ext ? vr_round4(m) : 0;
+    uint64_t m = vrc_next(d, pl, n);
+    uint64_t half2 = ext ? vrc_round4(m) : 0;
     /* in_half counts 16-byte vectors; argm.comp reads n alone (out_off 0,
      * row0 unused at a level) */
     uint32_t push[6] = {(uint32_t)n, (uint32_t)(half * pl->rs / 16), 0,
                         (uint32_t)half2, WV_KEY_RAW, 1};
     if (pl->argm)
       push[1] = push[2] = push[3] = 0;
-    rc = wv_vk_dispatch(d, s, p, vr_whole(&d->part[src]),
-                        vr_whole(&d->part[src ^ 1]), (wv_vk_range){0}, push,
+    rc = wv_vk_dispatch(d, s, p, vrc_whole(&d->part[src]),
+                        vrc_whole(&d->part[src ^ 1]), (wv_vk_range){0}, push,
                         sizeof push, m, err);
     if (rc != 0)
       return rc;
@@ -329,8 +329,8 @@ int wv_vkr_fsum_levels(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
     for (unsigned l = 0; l < nlv; l++) {
       wv_vk_barrier(s);
       uint32_t push[3] = {(uint32_t)lv_groups[l], (uint32_t)lv_first[l], 0};
-      rc = wv_vk_dispatch(d, s, p, vr_whole(&d->part[src]),
-                          vr_whole(&d->part[src ^ 1]), vr_whole(&d->seg),
+      rc = wv_vk_dispatch(d, s, p, vrc_whole(&d->part[src]),
+                          vrc_whole(&d->part[src ^ 1]), vrc_whole(&d->seg),
                           push, sizeof push, lv_groups[l], err);
       if (rc != 0)
         goto out;
@@ -354,7 +354,7 @@ int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
   if (run->plan.xsum)
     return wv_vk_xsum_finish(d, run, s);
   int rc = run->plan.fsum ? wv_vkr_fsum_levels(d, run, s, err)
-                          : vr_levels(d, run, s, err);
+                          : vrc_levels(d, run, s, err);
   if (rc != 0)
     return rc;
   wv_vk_barrier(s);
@@ -373,7 +373,7 @@ int wv_vkr_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s,
 
 /* argm.comp's answer: (key, index, count), the key inverted for argmax, in
  * the row's own width. */
-static void vr_result_arg(const wv_vkr_plan *p, const uint64_t *r,
+static void vrc_result_arg(const wv_vkr_plan *p, const uint64_t *r,
                           uint64_t count, wv_reduce_out *out)
 {
   out->index = -1;
@@ -400,7 +400,7 @@ void wv_vkr_result(const wv_vkr_run *run, const wv_device *d,
   out->count = count;
   out->bits[0] = out->bits[1] = 0;
   if (p->argm) {
-    vr_result_arg(p, d->result.map, count, out);
+    vrc_result_arg(p, d->result.map, count, out);
     return;
   }
   if (p->xsum) {
@@ -458,7 +458,7 @@ uint64_t wv_vkr_window_partials(const wv_device *d, const wv_vkr_run *run,
 /* Rows per window over a device buffer: as large as the device binds, up
  * to 2^28 rows (1 GiB; the shaders' 32-bit row and vector indices stay far
  * from overflow).  Fewer windows mean fewer dispatch tails. */
-static uint64_t vr_resident_window(const wv_device *d)
+static uint64_t vrc_resident_window(const wv_device *d)
 {
   uint64_t w = d->props.limits.maxStorageBufferRange / 4;
   if (w > (1u << 28))
@@ -466,7 +466,7 @@ static uint64_t vr_resident_window(const wv_device *d)
   return w / 1024 * 1024;
 }
 
-static void vr_ts(wv_device *d, wv_vk_slot *s, uint32_t q)
+static void vrc_ts(wv_device *d, wv_vk_slot *s, uint32_t q)
 {
   if (d->qpool == VK_NULL_HANDLE)
     return;
@@ -477,7 +477,7 @@ static void vr_ts(wv_device *d, wv_vk_slot *s, uint32_t q)
                       d->qpool, q);
 }
 
-static double vr_now(void)
+static double vrc_now(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -485,14 +485,14 @@ static double vr_now(void)
 }
 
 /* Submit s, wait, and measure: device timestamps when there are any. */
-static int vr_submit_timed(wv_device *d, wv_vk_slot *s, double *seconds,
+static int vrc_submit_timed(wv_device *d, wv_vk_slot *s, double *seconds,
                            wave_error *err)
 {
-  double t0 = vr_now();
+  double t0 = vrc_now();
   int rc = wv_vk_slot_submit(d, s, err);
   if (rc == 0)
     rc = wv_vk_wait_all(d, err);
-  double t1 = vr_now();
+  double t1 = vrc_now();
   if (rc != 0)
     return rc;
   *seconds = t1 - t0;
@@ -530,7 +530,7 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   }
   if (rows == 0)
     return 0;
-  const uint64_t W = vr_resident_window(d) * 4 / run.plan.rs;
+  const uint64_t W = vrc_resident_window(d) * 4 / run.plan.rs;
   uint64_t seg0 = 0, segn = 0;
   if (run.plan.fsum) {
     run.partials = segn = wv_vkr_div(rows, WV_GROUP);
@@ -547,7 +547,7 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   wv_vk_slot *s;
   if (rc != 0 || (rc = wv_vk_slot_begin(d, &s, err)) != 0)
     return rc;
-  vr_ts(d, s, 0);
+  vrc_ts(d, s, 0);
   uint64_t base = 0;
   for (uint64_t r = 0; r < rows; r += W) {
     uint64_t n = rows - r < W ? rows - r : W;
@@ -560,8 +560,8 @@ int wv_vk_reduce_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
   }
   if ((rc = wv_vkr_finish(d, &run, s, err)) != 0)
     return rc;
-  vr_ts(d, s, 1);
-  if ((rc = vr_submit_timed(d, s, seconds, err)) != 0)
+  vrc_ts(d, s, 1);
+  if ((rc = vrc_submit_timed(d, s, seconds, err)) != 0)
     return rc;
   wv_vkr_result(&run, d, rows, out);
   return 0;
@@ -571,25 +571,25 @@ int wv_vk_stream_resident(wv_device *d, const wv_vk_buf *data, uint64_t rows,
                           double *seconds, wave_error *err)
 {
   *seconds = 0;
-  const uint64_t W = vr_resident_window(d);
+  const uint64_t W = vrc_resident_window(d);
   VkPipeline p;
   wv_vk_slot *s;
   int rc = wv_vk_buf_reserve(d, &d->part[0], 4096, 0, err);
   if (rc != 0 || (rc = wv_vk_pipeline(d, WV_VK_STREAM, 0, &p, err)) != 0 ||
       (rc = wv_vk_slot_begin(d, &s, err)) != 0)
     return rc;
-  vr_ts(d, s, 0);
+  vrc_ts(d, s, 0);
   for (uint64_t r = 0; r < rows; r += W) {
     uint64_t n = rows - r < W ? rows - r : W;
     uint32_t push[2] = {(uint32_t)n, 0x9e3779b9u};
     rc = wv_vk_dispatch(d, s, p, (wv_vk_range){data->buf, r * 4, n * 4},
-                        vr_whole(&d->part[0]), (wv_vk_range){0}, push,
+                        vrc_whole(&d->part[0]), (wv_vk_range){0}, push,
                         sizeof push, wv_vk_stream_groups(d, n), err);
     if (rc != 0)
       return rc;
   }
-  vr_ts(d, s, 1);
-  return vr_submit_timed(d, s, seconds, err);
+  vrc_ts(d, s, 1);
+  return vrc_submit_timed(d, s, seconds, err);
 }
 
 /* ---- open and refusals ---------------------------------------------------- */
@@ -623,7 +623,7 @@ int wv_vk_probe_denormals(wv_device *d, wave_error *err)
 
 /* Sum two float64 subnormals: 3 ulp + (-1 ulp) is 2 ulp; a device that
  * flushes inputs or output gives 0. */
-static int vr_probe64(wv_device *d, int *keeps, wave_error *err)
+static int vrc_probe64(wv_device *d, int *keeps, wave_error *err)
 {
   static const uint64_t rows[2] = {3, 0x8000000000000001u};
   wv_span in = {rows, 2};
@@ -652,7 +652,7 @@ int wv_vk_wide_setup(wv_device *d, wave_error *err)
   if (d->denorm64)
     return 0;
   int keeps = 0;
-  int rc = vr_probe64(d, &keeps, err);
+  int rc = vrc_probe64(d, &keeps, err);
   if (rc != 0)
     return rc;
   if (!keeps) {
