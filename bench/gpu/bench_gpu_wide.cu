@@ -93,34 +93,34 @@ static cudaError_t gwu_call(const wcase &c, bufs &b, size_t *bytes, void *tmp,
                             uint64_t n)
 {
   const void *in = b.d[c.buf];
-  int64_t *idx = (int64_t *)((char *)b.cub_out + 8);
+  int64_t *idx = (int64_t *)((char *)b.gwu_out + 8);
   switch (c.buf * 16 + c.op) {
   case 0 * 16 + WAVE_SUM:
     return cub::DeviceReduce::Sum(tmp, *bytes, (const uint64_t *)in,
-                                  (uint64_t *)b.cub_out, (int64_t)n);
+                                  (uint64_t *)b.gwu_out, (int64_t)n);
   case 0 * 16 + WAVE_MIN:
     return cub::DeviceReduce::Min(tmp, *bytes, (const uint64_t *)in,
-                                  (uint64_t *)b.cub_out, (int64_t)n);
+                                  (uint64_t *)b.gwu_out, (int64_t)n);
   case 0 * 16 + WAVE_MAX:
     return cub::DeviceReduce::Max(tmp, *bytes, (const int64_t *)in,
-                                  (int64_t *)b.cub_out, (int64_t)n);
+                                  (int64_t *)b.gwu_out, (int64_t)n);
   case 1 * 16 + WAVE_SUM:
     return cub::DeviceReduce::Sum(tmp, *bytes, (const double *)in,
-                                  (double *)b.cub_out, (int64_t)n);
+                                  (double *)b.gwu_out, (int64_t)n);
   case 1 * 16 + WAVE_EXTENT: {
     cudaError_t e = cub::DeviceReduce::Min(tmp, *bytes, (const double *)in,
-                                           (double *)b.cub_out, (int64_t)n);
+                                           (double *)b.gwu_out, (int64_t)n);
     if (e != cudaSuccess || tmp == NULL)
       return e;
     return cub::DeviceReduce::Max(tmp, *bytes, (const double *)in,
-                                  (double *)b.cub_out + 1, (int64_t)n);
+                                  (double *)b.gwu_out + 1, (int64_t)n);
   }
   case 1 * 16 + WAVE_ARGMIN:
     return cub::DeviceReduce::ArgMin(tmp, *bytes, (const double *)in,
-                                     (double *)b.cub_out, idx, (int64_t)n);
+                                     (double *)b.gwu_out, idx, (int64_t)n);
   case 2 * 16 + WAVE_ARGMAX:
     return cub::DeviceReduce::ArgMax(tmp, *bytes, (const float *)in,
-                                     (float *)b.cub_out, idx, (int64_t)n);
+                                     (float *)b.gwu_out, idx, (int64_t)n);
   }
   return cudaErrorInvalidValue;
 }
@@ -292,14 +292,14 @@ int main(int argc, char **argv)
     b.h[i].resize(bytes);
     CHECK(cudaMemcpy(b.h[i].data(), b.d[i], bytes, cudaMemcpyDeviceToHost));
   }
-  CHECK(cudaMalloc(&b.cub_out, 64));
-  b.cub_bytes = 0;
+  CHECK(cudaMalloc(&b.gwu_out, 64));
+  b.gwu_bytes = 0;
   for (size_t i = 0; i < NCASES; i++) {
     size_t q = 0;
     CHECK(gwu_call(cases[i], b, &q, NULL, 1ull << cases[i].log2));
-    b.cub_bytes = std::max(b.cub_bytes, q);
+    b.gwu_bytes = std::max(b.gwu_bytes, q);
   }
-  CHECK(cudaMalloc(&b.cub_tmp, b.cub_bytes));
+  CHECK(cudaMalloc(&b.gwu_tmp, b.gwu_bytes));
 
   wreducer w;
   CHECK(wreducer_init(&w));
@@ -342,8 +342,8 @@ int main(int argc, char **argv)
       CHECK(reduce_device_wide(&w, c.dt, c.op, b.d[c.buf], NULL, n, 0));
     });
     double cub = time_us(t, reps, [&] {
-      size_t tb = b.cub_bytes;
-      CHECK(gwu_call(c, b, &tb, b.cub_tmp, n));
+      size_t tb = b.gwu_bytes;
+      CHECK(gwu_call(c, b, &tb, b.gwu_tmp, n));
     });
     double ratio = cub / ours;
     int met = c.target == 0 || ratio >= c.target;
