@@ -186,8 +186,10 @@ static void hl_judge(wd_health *h, size_t i, const wv_health *r)
     g->throttles++;
     wd_warn("device %s throttled: %s; it takes no new work", name, why);
   } else if (g->state != HL_THROTTLED && was == HL_THROTTLED) {
-    wd_warn("device %s resumed: %s", name, r->have & WV_HF_TEMP
-            ? "the temperature is down" : "under its limits");
+    wd_warn("device %s resumed: %s", name,
+            g->state == HL_OFF ? "its guards are off (reload)"
+            : r->have & WV_HF_TEMP ? "the temperature is down"
+                                   : "under its limits");
   } else if (changed && why[0] != '\0' && g->state != HL_THROTTLED) {
     wd_warn("device %s guards: %s", name, why);
   }
