@@ -13,7 +13,7 @@
 #include "daemon/config.h"
 
 enum { CF_ROOT, CF_LIMITS, CF_PACKS, CF_DEVICE, CF_TLS, CF_AUTH, CF_TOKEN,
-       CF_PRIO };
+       CF_PRIO, CF_NSEC };
 enum { CF_UINT, CF_STR, CF_ENUM, CF_MODE, CF_SECTION, CF_URLS,
        CF_NAMES, CF_DEVICES, CF_FILE, CF_AUTHSEC, CF_TOKENS };
 /* ENUM stores the index (an int); FILE a path resolved against the config

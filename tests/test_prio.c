@@ -11,7 +11,8 @@
  * over every way in: a sum by value, a framed one, one by region (the
  * refusal comes before the region is looked at), a stream's open and a
  * hash job; an unknown level is BADREQUEST.  Over ipc, a uid that the list
- * does not name is refused PERM too (not as root: root may always).  Let
+ * does not name is refused PERM too (not as root: root may always), and
+ * let in once a reload names its group (gid:N).  Let
  * go, the device serves high, normal, then low: the log's order.  Then
  * wavectl --priority gives the same answers by message and by stream
  * (tcp: PERM for bob, the sum for alice) and by file (ipc).
@@ -52,18 +53,10 @@ static void pq_nap(long ms)
   nanosleep(&t, NULL);
 }
 
-static void pq_start(td_daemon *d)
+/* The config, with high_allow naming token alice and group gid. */
+static void pq_config(td_daemon *d, unsigned gid)
 {
-  char path[300], text[3072];
-  td_prepare(d, NULL);
-  snprintf(path, sizeof path, "%s/hold", d->dir);
-  ck_assert_int_eq(mkdir(path, 0700), 0);
-  snprintf(path, sizeof path, "%s/alice.token", d->dir);
-  td_write(path, PQ_ALICE "\n");
-  chmod(path, 0600);
-  snprintf(path, sizeof path, "%s/bob.token", d->dir);
-  td_write(path, PQ_BOB "\n");
-  chmod(path, 0600);
+  char text[3072];
   snprintf(text, sizeof text,
            "listen: [\"%s\", \"%s\"]\nlog_level: info\n"
            "auth:\n  tokens:\n    - {name: alice, file: alice.token}\n"
@@ -76,9 +69,23 @@ static void pq_start(td_daemon *d)
            "device: \"hold_prepare=%s/hold\"}\n"
            "  - {name: fk1, backend: fake, threads: 1, "
            "device: \"fault_after=3,hold_prepare=%s/hold\"}\n",
-           d->ipc, d->tcp, (unsigned)getgid() + 12345u,
-           getenv("WAVE_SOURCE_DIR"), d->dir, d->dir);
+           d->ipc, d->tcp, gid, getenv("WAVE_SOURCE_DIR"), d->dir, d->dir);
   td_write(d->cfg, text);
+}
+
+static void pq_start(td_daemon *d)
+{
+  char path[300];
+  td_prepare(d, NULL);
+  snprintf(path, sizeof path, "%s/hold", d->dir);
+  ck_assert_int_eq(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/alice.token", d->dir);
+  td_write(path, PQ_ALICE "\n");
+  chmod(path, 0600);
+  snprintf(path, sizeof path, "%s/bob.token", d->dir);
+  td_write(path, PQ_BOB "\n");
+  chmod(path, 0600);
+  pq_config(d, (unsigned)getgid() + 12345u);  /* a group not ours */
   d->fake = 1;
   ck_assert_msg(td_start(d) == 0, "did not start:\n%s", td_stderr(d));
 }
@@ -340,6 +347,27 @@ static void pq_ctl_ways(td_daemon *d)
              "%s --priority high", f);
     out = pq_ctl("", d->ipc, args, &st);
     ck_assert_msg(st == 1 && strstr(out, "PERM") != NULL, "%d: %s", st, out);
+    /* high_allow naming our group (gid:N) lets the same uid in, after a
+     * reload (the key is live) */
+    const char *log = td_stderr(d);
+    size_t reloads = 0;
+    for (const char *p = log; (p = strstr(p, "reloaded ")) != NULL; p++)
+      reloads++;
+    pq_config(d, (unsigned)getgid());
+    kill(d->pid, SIGHUP);
+    for (int i = 0;; i++) {
+      size_t now = 0;
+      log = td_stderr(d);
+      for (const char *p = log; (p = strstr(p, "reloaded ")) != NULL; p++)
+        now++;
+      if (now > reloads)
+        break;
+      ck_assert_msg(i < 2400 && strstr(log, "reload failed") == NULL,
+                    "the reload did not end well:\n%s", log);
+      pq_nap(5);
+    }
+    out = pq_ctl("", d->ipc, args, &st);
+    ck_assert_msg(st == 0 && strstr(out, "10") != NULL, "%d: %s", st, out);
   }
   out = pq_ctl("", d->ipc, "submit reduce --dtype u32 --op sum --input - "
                "--priority urgent", &st);
