@@ -104,7 +104,12 @@ void wv_progress_line(char *buf, size_t n, const wave_job_info *j, int bar)
   char head[64], rate[32], eta[32];
   wv_fmt_rate(rate, sizeof rate, wv_job_rate(j));
   wv_fmt_eta(eta, sizeof eta, wv_job_eta(j));
-  const char *state = j->state == WAVE_JOB_QUEUED ? "  queued" : "";
+  char state[560] = "";
+  if (j->held[0] != '\0')
+    snprintf(state, sizeof state, "  %sheld: %s",
+             j->state == WAVE_JOB_QUEUED ? "queued, " : "", j->held);
+  else if (j->state == WAVE_JOB_QUEUED)
+    snprintf(state, sizeof state, "  queued");
   if (bar) {
     jb_bar(head, sizeof head, frac);
     snprintf(buf, n, "%s  %s  %.1f s  ETA %s%s", head, rate, j->seconds, eta,
@@ -165,6 +170,10 @@ static void jb_json_info(FILE *f, const wave_job_info *j)
     fprintf(f, ", \"steps\": %u, \"steps_total\": %u}", j->prepare_steps,
             j->prepare_steps_total);
   }
+  if (j->held[0] != '\0') {
+    fputs(", \"held\": ", f);
+    wv_json_str(f, j->held);
+  }
   if (j->error.code != 0) {
     fprintf(f, ", \"error\": {\"code\": %d, \"name\": \"%s\", \"message\": ",
             j->error.code, wave_errname(j->error.code));
@@ -207,6 +216,8 @@ void wv_print_jobs(FILE *f, const wave_job_info *jobs, size_t n, int json)
       fprintf(f, "  %s", wave_errname(j->error.code));
     else if (wait[0] != '\0')
       fprintf(f, "  %s", wait);
+    else if (j->held[0] != '\0')
+      fprintf(f, "  held: %s", j->held);
     fputc('\n', f);
   }
 }

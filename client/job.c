@@ -42,6 +42,7 @@ static int job_info(wave_client *c, wave_job_info *dst,
     wv_client_copy(dst->error.message, sizeof dst->error.message,
                    ji->error->message);
   }
+  wv_client_copy(dst->held, sizeof dst->held, ji->held);
   if (dst->state == WAVE_JOB_CANCELLED && dst->error.code == 0)
     wv_seterr(&dst->error, WAVE_ECANCELLED, NULL);
   if (dst->state == WAVE_JOB_FAILED && dst->error.code == 0)

@@ -313,7 +313,20 @@ START_TEST(guards_hold_and_let_go)
   p = thl_wait("wavedd_device_temperature_celsius{device=\"fk0\"} 85\n", NULL);
   ck_assert_uint_eq(thl_num(p, "wavedd_hashes_total{device=\"fk0\"}"), h0);
   ck_assert_uint_eq(thl_done(s, held), 0);
-  const char *o = thl_ctl(&d, "status");
+  /* the held job says what holds it: its poll, `jobs` and its JSON */
+  Wave__V1__Response *jr = td_job(s, held, 0, 0);
+  ck_assert_int_eq(jr->job->state, WAVE__V1__JOB_STATE__QUEUED);
+  ck_assert_str_eq(jr->job->held, "fk0 throttled: temperature 85.0 C, "
+                   "max_temperature_c 80 (resumes at 70)");
+  wave__v1__response__free_unpacked(jr, NULL);
+  const char *o = thl_ctl(&d, "jobs");
+  ck_assert_msg(strstr(o, " queued ") != NULL &&
+                strstr(o, "  held: fk0 throttled: temperature 85.0 C") != NULL,
+                "%s", o);
+  o = thl_ctl(&d, "jobs --json");
+  ck_assert_msg(strstr(o, "\"held\": \"fk0 throttled: temperature 85.0 C")
+                != NULL, "%s", o);
+  o = thl_ctl(&d, "status");
   ck_assert_msg(strstr(o, "  state      throttled: temperature 85.0 C") != NULL,
                 "%s", o);
   o = thl_ctl(&d, "status --json");
@@ -328,6 +341,9 @@ START_TEST(guards_hold_and_let_go)
   td_write(feed, "temp_c 70\npower_w 100\n");
   thl_wait(TH_GUARD("fk0", "ok"), NULL);
   thl_job_done(s, held, 4096);
+  jr = td_job(s, held, 0, 0);
+  ck_assert_str_eq(jr->job->held, "");  /* done: nothing holds it */
+  wave__v1__response__free_unpacked(jr, NULL);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk0 resumed"));
   /* the series counts fk0's pieces (it stood still above), once the loop
    * renders a page after the job (once a second) */
@@ -544,8 +560,18 @@ START_TEST(watchdog_degrades_restarts_and_stops)
     thl_reading(feed, &t);
   ck_assert_ptr_nonnull(strstr(td_stderr(&d), "device fk1: hash rate "));
   thl_guard(s, 0, "degraded", "1 restarts, the cap: left degraded");
+  /* a piece fk1 was in when it was left degraded may still end (it is
+   * not a new one): wait for its count to stand for one reading, then no
+   * reading may move it */
   const char *p = thl_reading(feed, &t);
   unsigned long long h1 = thl_num(p, "wavedd_hashes_total{device=\"fk1\"}");
+  for (int i = 0; i < 40; i++) {
+    unsigned long long h = thl_num(p = thl_reading(feed, &t),
+                                   "wavedd_hashes_total{device=\"fk1\"}");
+    if (h == h1)
+      break;
+    h1 = h;
+  }
   uint64_t done1 = thl_done(s, job);
   p = thl_reading(feed, &t);
   ck_assert_uint_eq(thl_num(p, "wavedd_hashes_total{device=\"fk1\"}"), h1);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/jobs/owner.h"
 #include "daemon/net/front.h"
@@ -17,8 +18,41 @@
 #include "daemon/server_int.h"
 #include "core/base.h"
 
+#define HS_HELD_MAX 512
+
+/* Into buf: the devices of a queued or running job that a guard or the
+ * watchdog holds now, with why ("fk0 throttled: ..."; "; " between
+ * them), or "" (JobInfo.held). */
+static void hs_held(const wd_server *s, const wd_job_view *v, char *buf,
+                    size_t n)
+{
+  buf[0] = '\0';
+  if (v->state != WD_JOB_QUEUED && v->state != WD_JOB_RUNNING)
+    return;
+  size_t used = 0;
+  for (size_t i = 0; i < s->n_devs; i++) {
+    const char *name = wd_device_name(s->devs[i]);
+    int mine = v->n_devices == 0 && v->device != NULL &&
+               strcmp(v->device, name) == 0;
+    for (size_t k = 0; k < v->n_devices && !mine; k++)
+      mine = strcmp(v->devices[k], name) == 0;
+    if (!mine)
+      continue;
+    wd_guard_view g;
+    wd_server_guards(s, i, &g);
+    if (strcmp(g.state, "throttled") != 0 && strcmp(g.state, "degraded") != 0)
+      continue;
+    int w = snprintf(buf + used, n - used, "%s%s %s: %s", used ? "; " : "",
+                     name, g.state, g.reason);
+    if (w < 0 || (size_t)w >= n - used)
+      break;  /* cut at the bound: the rest would not fit */
+    used += (size_t)w;
+  }
+}
+
 static void hs_reply_job(wd_req *c, const wd_job_view *v)
 {
+  char held[HS_HELD_MAX];
   Wave__V1__JobInfo ji = WAVE__V1__JOB_INFO__INIT;
   Wave__V1__HashResult hr = WAVE__V1__HASH_RESULT__INIT;
   Wave__V1__Error e = WAVE__V1__ERROR__INIT;
@@ -42,6 +76,8 @@ static void hs_reply_job(wd_req *c, const wd_job_view *v)
   ji.prepare_steps = v->prepare_steps;
   ji.prepare_steps_total = v->prepare_steps_total;
   ji.owner = (char *)(v->owner ? v->owner : "");
+  hs_held(c->call->srv, v, held, sizeof held);
+  ji.held = held;
   if (v->rc != 0) {
     e.code = (uint32_t)v->rc;
     snprintf(errname, sizeof errname, "%s", wave_errname(v->rc));
@@ -123,7 +159,9 @@ static void hs_reply_jobs(wd_req *c, const wd_job_view *v, size_t n)
   Wave__V1__JobInfo **jp = calloc(n + 1, sizeof *jp);
   Wave__V1__Error *e = calloc(n + 1, sizeof *e);
   char (*names)[32] = calloc(n + 1, sizeof *names);
-  if (ji == NULL || jp == NULL || e == NULL || names == NULL) {
+  char (*held)[HS_HELD_MAX] = calloc(n + 1, sizeof *held);
+  if (ji == NULL || jp == NULL || e == NULL || names == NULL ||
+      held == NULL) {
     wd_reply_error(c, WAVE_ENOMEM, "no memory for the jobs reply");
     goto out;
   }
@@ -143,6 +181,8 @@ static void hs_reply_jobs(wd_req *c, const wd_job_view *v, size_t n)
     ji[i].prepare_steps = v[i].prepare_steps;
     ji[i].prepare_steps_total = v[i].prepare_steps_total;
     ji[i].owner = (char *)(v[i].owner ? v[i].owner : "");
+    hs_held(c->call->srv, &v[i], held[i], sizeof held[i]);
+    ji[i].held = held[i];
     if (v[i].rc != 0) {
       wave__v1__error__init(&e[i]);
       e[i].code = (uint32_t)v[i].rc;
@@ -165,6 +205,7 @@ out:
   free(jp);
   free(e);
   free(names);
+  free(held);
 }
 
 /* The JobInfo of j.  An answer to a poll (JobRequest) that carries a DONE

@@ -478,6 +478,12 @@ typedef struct wave_job_info {
   const char *owner;       /* who submitted it: "uid:N", "token:NAME" or
                               "pipe:N" (docs/protocol.md "Job ownership");
                               "" from a daemon before 2026-12 */
+  /* QUEUED or RUNNING: the job's devices that a guard or the rate
+   * watchdog holds now, each with why ("fk0 throttled: temperature 85.0 C,
+   * max_temperature_c 80"; "; " between them); "" when none is held.  A
+   * held device takes no new piece; a queued job whose devices are all
+   * held waits for them (appended in ABI 4) */
+  char held[512];
 } wave_job_info;
 
 WAVE_API int wave_hash_submit(wave_client *c, const wave_hash_request *req,

@@ -232,7 +232,8 @@ STRUCTS = (
         "const char *waiting_device",
         "unsigned prepare_steps",
         "unsigned prepare_steps_total",
-        "const char *owner")),
+        "const char *owner",
+        "char held[512]")),
 )
 
 # the calls wavedd makes, as prototypes (parameter names optional)

@@ -25,7 +25,10 @@ class JobInfo:
     device, devices (how many it runs on), owner (the submitter's
     principal, e.g. "uid:1000" or "token:NAME"; None from an older
     daemon), error (a wavedd.Error when it
-    failed or was cancelled, else None); while "preparing", waiting (the
+    failed or was cancelled, else None); held (queued or running: the
+    job's devices a guard or the rate watchdog holds now, with why, e.g.
+    "fk0 throttled: temperature 85.0 C, max_temperature_c 80"; else None);
+    while "preparing", waiting (the
     pack, the device preparing it, steps done, steps in all; else
     None)."""
 
@@ -38,6 +41,7 @@ class JobInfo:
         self.device = text(ji.device)
         self.devices = int(ji.n_devices)
         self.owner = text(ji.owner) or None
+        self.held = text(ji.held) or None
         self.waiting = ((text(ji.waiting_pack), text(ji.waiting_device),
                          int(ji.prepare_steps), int(ji.prepare_steps_total))
                         if ji.state == 6 else None)
