@@ -31,13 +31,10 @@ void wv_xsum_init(wv_xsum *x, wave_dtype dt)
   x->n_limbs = dt == WAVE_F32 ? WV_XSUM_F32_LIMBS : WV_XSUM_LIMBS;
 }
 
+/* v * 2^bit spans limbs q and q + 1 (the second, when there is one); above
+ * them, its sign extension; what passes the top limb is dropped (the
+ * modulo). */
 void wv_xsum_add_i64(wv_xsum *x, int64_t v, unsigned bit)
-{
-  wv_xsum_add_i64_top(x, v, bit);
-}
-
-/* v * 2^bit spans limbs q and q + 1; above them, its sign extension. */
-void wv_xsum_add_i64_top(wv_xsum *x, int64_t v, unsigned bit)
 {
   if (v == 0)
     return;
@@ -48,6 +45,8 @@ void wv_xsum_add_i64_top(wv_xsum *x, int64_t v, unsigned bit)
   uint64_t t = x->limb[q] + lo;
   unsigned c = t < lo;
   x->limb[q] = t;
+  if (q + 1 >= n)
+    return;
   uint64_t s = x->limb[q + 1] + hi;
   unsigned c2 = s < hi;
   s += c;

@@ -43,15 +43,14 @@ typedef struct wv_xsum {
 /* An empty sum of dtype dt (WAVE_F32 or WAVE_F64). */
 void wv_xsum_init(wv_xsum *x, wave_dtype dt);
 
-/* X += v * 2^bit, exactly; bit + 64 <= 64 * (n_limbs - 1). */
+/* X += v * 2^bit, modulo 2^(64 * n_limbs); bit < 64 * n_limbs.  Two's
+ * complement arithmetic, so X ends exact whenever its true total fits
+ * (|X| < 2^(64 * n_limbs - 1)), whatever the order of the additions and
+ * whatever their partial sums: a caller may add a sum of rows at any bit,
+ * the carry room and the top limb included (a backend's top bins). */
 void wv_xsum_add_i64(wv_xsum *x, int64_t v, unsigned bit);
 
-/* wv_xsum_add_i64 into the carry room too: bit + 64 <= 64 * n_limbs, for
- * a caller whose own bound says the total still fits in X (the CPU
- * backend's float64 top bins, workers/cpu/cpu_xsum.c). */
-void wv_xsum_add_i64_top(wv_xsum *x, int64_t v, unsigned bit);
-
-/* X += sum of bins[i] * 2^(i * width), i < n. */
+/* X += sum of bins[i] * 2^(i * width), i < n (each bit as above). */
 void wv_xsum_add_bins(wv_xsum *x, const int64_t *bins, size_t n,
                       unsigned width);
 

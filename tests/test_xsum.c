@@ -272,6 +272,58 @@ START_TEST(carry_and_borrow)
 }
 END_TEST
 
+/* Adds at the top limb and past it are modulo X's width: a row's value
+ * cut into 16-bit digits, each added as a bin at its own weight (the
+ * Vulkan and OpenCL hosts' way, whose top bins reach the top limb), gives
+ * row by row's limbs; a value at the top limb's first bit and its negation
+ * leave X as it was and nothing past it is written. */
+START_TEST(bins_reach_the_top_limb)
+{
+  uint64_t s = 0x9e3779b97f4a7c15u;
+  for (int d = 0; d < 2; d++) {
+    wave_dtype dt = d ? WAVE_F64 : WAVE_F32;
+    unsigned fb = d ? 52 : 23, emax = d ? 0x7ff : 0xff;
+    enum { N = 3000, NB = 4 * WV_XSUM_LIMBS };
+    static int64_t bins[NB];
+    memset(bins, 0, sizeof bins);
+    wv_xsum whole, byb;
+    wv_xsum_init(&whole, dt);
+    wv_xsum_init(&byb, dt);
+    for (int i = 0; i < N; i++) {
+      uint64_t row = txs_next(&s);
+      if (!d)
+        row &= 0xffffffffu;
+      uint64_t e = (row >> fb) & emax;
+      if (i % 3 == 0)  /* many at the largest exponents */
+        e = emax - 1 - (uint64_t)(i % 5);
+      row = (row & ~((uint64_t)emax << fb)) | (e << fb);
+      if (e == emax)
+        continue;
+      wv_xsum_add_row(&whole, row);
+      uint64_t m = (row & ((1ull << fb) - 1)) | (e ? 1ull << fb : 0);
+      unsigned b = e ? (unsigned)e - 1 : 0;
+      int neg = (row >> (d ? 63 : 31)) & 1;
+      for (unsigned k = 0; k < 64 && (m >> k) != 0; k += 16) {
+        int64_t v = (int64_t)(((m >> k) & 0xffff) << ((b + k) % 16));
+        bins[(b + k) / 16] += neg ? -v : v;
+      }
+    }
+    wv_xsum_add_bins(&byb, bins, NB, 16);
+    for (unsigned i = 0; i < WV_XSUM_LIMBS; i++)
+      ck_assert_uint_eq(byb.limb[i], whole.limb[i]);
+    unsigned top = 64 * (whole.n_limbs - 1), n = whole.n_limbs;
+    wv_xsum_add_i64(&byb, INT64_MIN, top);
+    wv_xsum_add_i64(&byb, 0x123456789abcdefll, top + 7);
+    wv_xsum_add_i64(&byb, INT64_MIN, top);
+    wv_xsum_add_i64(&byb, -0x123456789abcdefll, top + 7);
+    ck_assert_uint_eq(byb.n_limbs, n);
+    for (unsigned i = 0; i < WV_XSUM_LIMBS; i++)
+      ck_assert_uint_eq(byb.limb[i], whole.limb[i]);
+    ck_assert_uint_eq(wv_xsum_round(&byb, N), wv_xsum_round(&whole, N));
+  }
+}
+END_TEST
+
 /* Random rows of every exponent, split into pieces merged in a shuffled
  * order: the same limbs as row by row. */
 START_TEST(merge_in_any_order)
@@ -411,6 +463,7 @@ int main(void)
   tcase_add_test(tc, ties_to_even);
   tcase_add_test(tc, float32_against_exact_double);
   tcase_add_test(tc, carry_and_borrow);
+  tcase_add_test(tc, bins_reach_the_top_limb);
   tcase_add_test(tc, merge_in_any_order);
   tcase_add_test(tc, reference_and_partials);
   tcase_add_test(tc, wire_form);

@@ -34,9 +34,9 @@
  *
  * Here M = f | implicit bit and b = e ? e - 1 : 0 for a row of biased
  * exponent e (xsum.h): the row is M * 2^b units.  The float64 high parts
- * of index 127 sit at bit 2058, past wv_xsum_add_i64's carry room, so
- * every fold uses wv_xsum_add_i64_top (their total is a sum of rows,
- * which fits X).
+ * of index 127 sit at bit 2058, in X's carry room: wv_xsum_add_i64 adds
+ * there modulo X's width, which is exact since their total is a sum of
+ * rows, which fits X.
  *
  * NaN and +-inf rows add nothing to the sums; an OR says one was seen,
  * and then the run is read again, only for the flags (rare).  An OR of
@@ -456,7 +456,7 @@ static void cx_vfold(wv_cpu_xacc *a, int f64)
       for (unsigned j = 0; j < 8; j++)
         s += (*v)[j];
       *v = (cx_l8){0};
-      wv_xsum_add_i64_top(&a->x, s, 16 * k + 26 * h);
+      wv_xsum_add_i64(&a->x, s, 16 * k + 26 * h);
     }
   a->vlo = CX_BINS64;
   a->vhi = 0;
@@ -494,7 +494,7 @@ static void cx_fold(wv_cpu_xacc *a, int f64)
     if (s == 0)
       continue;
     unsigned k = i % CX_BINS64, bit = 16 * k + (i >= CX_BINS64 ? 26 : 0);
-    wv_xsum_add_i64_top(&a->x, s, bit);
+    wv_xsum_add_i64(&a->x, s, bit);
   }
   a->since = 0;
 }

@@ -14,8 +14,8 @@
  * the way.  Every window is one xsum_bins launch over the same number of
  * work-groups, each adding into its own row of 16-bit bins kept in d->part
  * across launches (d->part2: its flags); one xsum_fold launch sums the rows
- * and only XNB + 1 longs come back, which the host carries into the exact
- * accumulator's limbs (ox_fold) and rounds once.
+ * and only XNB + 1 longs come back, which the host adds into the exact
+ * accumulator (wv_xsum_add_bins) and rounds once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -78,28 +78,6 @@ static int ox_bins_launch(wv_device *d, cl_kernel k, cl_mem in, uint64_t nvec,
   return wv_ocl_launch(d, k, (size_t)g * WV_OCL_WG, WV_OCL_WG, ev, err);
 }
 
-/* x += the sum of bins[j] 2^(16 j), j < nb.  Each bin is a sum over the
- * groups of values in [0, 2^16) (the top one's signed), far inside a long.
- * The top bins sit above where wv_xsum_add_bins may add (a 64-bit value
- * at bit 16 j must end below the top limb), so the bins are carried here
- * into 16-bit pieces, the top one's value sign-extended over the pieces
- * above it, laid into limbs as xsum.h defines them (two's complement,
- * limb 0 the lowest, 4 pieces a limb; nb <= 4 n_limbs), and merged: the
- * result is X mod 2^(64 n_limbs), which is X since |X| is below that. */
-static void ox_fold(wv_xsum *x, const int64_t *bins, unsigned nb)
-{
-  wv_xsum y;
-  memset(&y, 0, sizeof y);
-  y.n_limbs = x->n_limbs;
-  int64_t c = 0;
-  for (unsigned j = 0; j < 4 * y.n_limbs; j++) {
-    int64_t v = c + (j < nb ? bins[j] : 0);
-    y.limb[j / 4] |= ((uint64_t)v & 0xffffu) << (16 * (j % 4));
-    c = v >> 16;   /* arithmetic: the carry, or the sign's extension */
-  }
-  wv_xsum_merge(x, &y);
-}
-
 /* Fold the g groups' rows and read them into x (flags included). */
 static int ox_finish(wv_device *d, cl_kernel *ks, unsigned nb, uint32_t g,
                      wv_xsum *x, cl_event *ev, wave_error *err)
@@ -122,7 +100,10 @@ static int ox_finish(wv_device *d, cl_kernel *ks, unsigned nb, uint32_t g,
                                        WV_XSUM_NINF | WV_XSUM_NOT_NEGZERO))
     return wv_seterr(err, WAVE_EDEVICE, "opencl: %s: fsum flags %llx",
                      d->name, (unsigned long long)bins[nb]);
-  ox_fold(x, bins, nb);
+  /* bin j weighs 2^(16 j); the top ones reach X's top limb, where
+   * wv_xsum_add_bins adds modulo X's width: exact, as their total is a
+   * sum of rows */
+  wv_xsum_add_bins(x, bins, nb, 16);
   x->flags |= (uint32_t)bins[nb];
   return 0;
 }

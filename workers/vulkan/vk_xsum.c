@@ -15,8 +15,8 @@
  *  - every window is one dispatch of xsum.comp, whose work-groups each add
  *    their carry-normalised bins and flags atomically;
  *  - after the last window the bins are copied to the host-visible result
- *    buffer; the host folds them into the exact accumulator (vx_fold:
- *    carries, then wv_xsum_merge) and rounds once (wv_xsum_round) with the
+ *    buffer; the host adds them into the exact accumulator
+ *    (wv_xsum_add_bins) and rounds once (wv_xsum_round) with the
  *    count of selected rows, which the host knows (vk_reduce.c's feed).
  * Bounds the host keeps (xsum.comp's proof uses them): at most 2^29 rows a
  * dispatch (windows are far smaller: 2^28 rows at most), and at most 2^29
@@ -142,30 +142,6 @@ int wv_vk_xsum_finish(wv_device *d, wv_vkr_run *run, wv_vk_slot *s)
   return 0;
 }
 
-/* The job's nb bins (bin k weighs 2^(w k) units, |bin| < 2^62; w 16 or
- * 32) added to x.  Not wv_xsum_add_bins: the float64 bins reach bit
- * 32 x 66 = 2112, the top limb, which wv_xsum_add_i64 cannot start in (it
- * writes the limb above); so the carries are propagated here, each bin
- * plus the carry below it (|t| < 2^62 + 2^48) leaving its low w bits as a
- * digit and the rest, t / 2^w exactly, as the carry up; the digits fill
- * an accumulator of their own, the last carry sign-extended to its top
- * (two's complement, as X), which wv_xsum_merge adds exactly. */
-static void vx_fold(wv_xsum *x, wave_dtype dt, const int64_t *bins,
-                    unsigned nb, unsigned w)
-{
-  wv_xsum y;
-  wv_xsum_init(&y, dt);
-  const uint64_t mask = (1ull << w) - 1;
-  int64_t carry = 0;
-  for (unsigned k = 0; k < 64 / w * y.n_limbs; k++) {
-    int64_t t = (k < nb ? bins[k] : 0) + carry;
-    uint64_t digit = (uint64_t)t & mask;
-    y.limb[k * w / 64] |= digit << (k * w % 64);
-    carry = (t - (int64_t)digit) / ((int64_t)1 << w);
-  }
-  wv_xsum_merge(x, &y);
-}
-
 void wv_vk_xsum_result(const wv_vkr_run *run, const wv_device *d,
                        uint64_t count, wv_reduce_out *out)
 {
@@ -175,7 +151,11 @@ void wv_vk_xsum_result(const wv_vkr_run *run, const wv_device *d,
   wv_xsum_init(&out->xsum, dt);
   if (run->xsum_zeroed) {   /* a window ran: the device's bins */
     memcpy(bins, d->result.map, (nb + 1u) * sizeof bins[0]);
-    vx_fold(&out->xsum, dt, bins, nb, run->plan.rs == 8 ? VX_W64 : VX_W32);
+    /* bin k weighs 2^(w k) units, |bin| < 2^62; the float64 ones reach
+     * the top limb (bit 32 x 66), which wv_xsum_add_bins adds modulo X's
+     * width: exact, as their total is a sum of rows */
+    wv_xsum_add_bins(&out->xsum, bins, nb,
+                     run->plan.rs == 8 ? VX_W64 : VX_W32);
     out->xsum.flags = (uint32_t)bins[nb];
   }
   out->count = count;
