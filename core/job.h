@@ -41,6 +41,14 @@ typedef struct wv_reduce_out {
   wv_xsum xsum;           /* fsum: the exact partial (bits[0] is
                              wv_xsum_round(&xsum, count)); zeros for every
                              other op */
+  double transfer_s;      /* seconds the backend spent moving the input to
+                             the device (staging copies, host-to-device
+                             copies), a part of its run that may overlap
+                             its kernels; 0 where it moved nothing (the
+                             CPU reads host memory in place).  Not a
+                             result: merges (core/partial.h) leave it 0,
+                             and whoever runs several reduce calls for one
+                             job adds theirs up (daemon/rq/slices.c) */
 } wv_reduce_out;
 
 #endif

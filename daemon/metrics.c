@@ -182,18 +182,25 @@ static void mt_dev(FILE *f, const char *metric, const char *dev)
   mt_label(f, dev);
 }
 
-/* The job-duration histogram: by device, kind and phase. */
+/* The job-duration histogram: by device, kind and phase.  A transfer
+ * series is written once it has an observation: only reductions on a
+ * device that moves its input have one (stats.h), so a CPU device and the
+ * hash kind never show it, rather than show an empty one forever. */
 static void mt_hist(FILE *f, const wd_stats_dev *sd, size_t ns)
 {
   static const double bounds[WD_STATS_NB] = WD_STATS_BOUNDS;
   const char *name = "wavedd_job_duration_seconds";
   mt_help(f, name, "histogram",
           "job durations by device, kind and phase: queue (submitted to "
-          "its first step), compute (its steps on the device), total "
+          "its first step), transfer (a reduction's input copied to a "
+          "device that does not read host memory, a part of compute), "
+          "compute (its steps on the device, transfer included), total "
           "(submitted to ended)");
   for (size_t i = 0; i < ns; i++)
     for (int k = 0; k < WD_KIND_N; k++)
       for (int p = 0; p < WD_PH_N; p++) {
+        if (p == WD_PH_TRANSFER && sd[i].hist[k][p][WD_STATS_NB] == 0)
+          continue;
         char lab[96];
         snprintf(lab, sizeof lab, ",kind=\"%s\",phase=\"%s\"",
                  wd_stats_kind_name(k), wd_stats_phase_name(p));

@@ -42,6 +42,9 @@ typedef struct wd_call {
   wv_reduce_job job;
   wv_reduce_out out;       /* ... and its result */
   int finite;              /* ReduceResult.finite (FINITE_*) */
+  int moves_input;         /* its device moves the input (caps without
+                              reads_host_memory): out.transfer_s is its
+                              transfer phase (rq/reduce.c) */
   struct wd_slices *slices; /* a big reduction's slices (rq/reduce.c) */
   wd_waiter wait;          /* parked: on which job, how to answer */
 } wd_call;

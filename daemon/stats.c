@@ -213,7 +213,8 @@ const char *wd_stats_kind_name(int kind)
 
 const char *wd_stats_phase_name(int phase)
 {
-  static const char *const names[WD_PH_N] = {"queue", "compute", "total"};
+  static const char *const names[WD_PH_N] = {"queue", "transfer", "compute",
+                                             "total"};
   return phase >= 0 && phase < WD_PH_N ? names[phase] : "?";
 }
 

@@ -26,9 +26,15 @@
 
 enum { WD_KIND_REDUCE = 0, WD_KIND_HASH = 1, WD_KIND_N };
 enum { WD_OUT_OK = 0, WD_OUT_FAILED = 1, WD_OUT_CANCELLED = 2, WD_OUT_N };
-/* A job's phases: queued (submitted to its first step), on the device
- * (the steps' time), and the whole (submitted to ended on the loop). */
-enum { WD_PH_QUEUE = 0, WD_PH_COMPUTE = 1, WD_PH_TOTAL = 2, WD_PH_N };
+/* A job's phases: queued (submitted to its first step), moving its input
+ * to the device (the backend's copies, wv_reduce_out.transfer_s: a part
+ * of the steps, which may overlap their kernels), on the device (the
+ * steps' time, the transfer included), and the whole (submitted to ended
+ * on the loop).  Only reductions on a device that moves its input (caps
+ * without reads_host_memory) have a transfer: a CPU device's jobs and
+ * every hash job observe none. */
+enum { WD_PH_QUEUE = 0, WD_PH_TRANSFER = 1, WD_PH_COMPUTE = 2,
+       WD_PH_TOTAL = 3, WD_PH_N };
 /* Histogram bucket bounds, seconds: 10 us to 4 h. */
 #define WD_STATS_BOUNDS {1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, \
                          0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400}
@@ -48,7 +54,8 @@ void wd_stats_fini(void);
 void wd_stats_hashed(const char *device, uint64_t n);
 /* Loop: a job ended; rc is 0 or its WAVE_E* code; ph[] its phases in
  * seconds (a negative one is not observed: a job that never ran has no
- * queue or compute time).  Logs one info line:
+ * queue, transfer or compute time, a job that moves no input no
+ * transfer).  Logs one info line:
  * "job <kind> <id> on <device>: <outcome> in <s> s" (s: compute). */
 void wd_stats_job(int kind, uint64_t id, const char *device,
                   const double ph[WD_PH_N], int rc, uint64_t rows,
@@ -81,6 +88,7 @@ void wd_stats_refusals(uint64_t out[WD_STATS_NCODES]);
 void wd_stats_reloads(uint64_t *ok, uint64_t *failed);
 const char *wd_stats_kind_name(int kind);
 const char *wd_stats_outcome_name(int outcome);
-const char *wd_stats_phase_name(int phase);  /* queue, compute, total */
+/* queue, transfer, compute, total */
+const char *wd_stats_phase_name(int phase);
 
 #endif

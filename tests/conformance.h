@@ -40,6 +40,8 @@ typedef struct conf_dev {
   char description[160];  /* from caps() */
   int dtypes64, argminmax; /* caps: runs the 64-bit dtypes, argmin/argmax */
   int fsum;               /* caps: runs fsum (float64: with dtypes64) */
+  int moves_input;        /* caps: not reads_host_memory, so its answers
+                             say the time they spent copying (transfer_s) */
   unsigned long jobs, mismatches, printed;
 } conf_dev;
 

@@ -5,6 +5,9 @@
 #     passes the start-up self-check of packs small and closed;
 #   - reductions (u32 sum/max/xor over random rows, f32 sum and extent over
 #     floats of mixed sign and scale) give the same bits on ocl0 and cpu0;
+#   - the metrics page's job-duration histogram has ocl0's transfer phase
+#     (each reduction's copies into its windows, taking time) and no
+#     transfer series for cpu0 (under a second);
 #   - each pack's known answer (2^13 nonces from 0: one segment) on ocl0,
 #     and a hash job with a target gives the same job fingerprint, best and
 #     winners on both, and as one job over both devices;
@@ -21,6 +24,7 @@ cat >"$T/wavedd.yaml" <<CFG
 listen:
   - $url
 log_level: info
+metrics: http://127.0.0.1:0
 packs:
   dir: $S/config/packs
   load: [small, closed]
@@ -76,6 +80,31 @@ reduce "u32 max" --op max --dtype uint32 --format raw --input "$T/u32.raw"
 reduce "u32 xor" --op xor --dtype uint32 --format raw --input "$T/u32.raw"
 reduce "f32 sum" --op sum --dtype float32 --format text --input "$T/f32.txt"
 reduce "f32 extent" --op extent --dtype float32 --format text --input "$T/f32.txt"
+
+# the page (rendered once a second) over bash's /dev/tcp, as HTTP/1.0
+murl=$(grep -o 'metrics on http://[^ ]*' "$T/wavedd.log" | cut -d' ' -f3)
+hp=${murl#http://}; hp=${hp%%/*}
+page() {
+  exec 3<>"/dev/tcp/${hp%:*}/${hp#*:}" || return 1
+  printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$hp" >&3
+  timeout 10 cat <&3 | tr -d '\r' >"$T/page.txt"
+  exec 3<&-
+}
+h='wavedd_job_duration_seconds'
+for _ in $(seq 1 100); do
+  page && grep -q "^${h}_count{device=\"ocl0\",kind=\"reduce\",phase=\"compute\"} 5$" \
+    "$T/page.txt" && break
+  sleep 0.1
+done
+xs=$(sed -n "s/^${h}_sum{device=\"ocl0\",kind=\"reduce\",phase=\"transfer\"} //p" "$T/page.txt")
+if grep -q "^${h}_count{device=\"ocl0\",kind=\"reduce\",phase=\"transfer\"} 5$" "$T/page.txt" &&
+   awk -v s="${xs:-0}" 'BEGIN { exit !(s > 0) }'; then
+  ok "metrics: ocl0's 5 reductions observed a transfer of $xs s in all"
+else
+  bad "metrics: ocl0's transfer phase: $(grep "^${h}_[a-z]*{device=\"ocl0\",kind=\"reduce\"" "$T/page.txt" | grep -v _bucket)"
+fi
+grep -q 'device="cpu0",kind="[a-z]*",phase="transfer"' "$T/page.txt" &&
+  bad "metrics: cpu0 has a transfer series" || ok "metrics: no transfer series for cpu0"
 
 for pk in small:316e6eea0f3d12db closed:57a520b5d26aa046; do
   p=${pk%%:*} want=${pk#*:}

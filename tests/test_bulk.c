@@ -2,7 +2,8 @@
  * "Framed requests", "Streams", "Regions"): shared-memory regions (life
  * cycle, who may register what, seals, bounds, a client that dies), streamed
  * jobs of many pieces (out of order, missing, malformed), and the same bits
- * from a region, a stream and a message job on cpu and vulkan (lavapipe).
+ * from a region, a stream and a message job on cpu and vulkan (lavapipe),
+ * with the transfer phase of the job-duration histogram they leave.
  *
  * libwaveclient drives the ordinary paths; raw nng + protobuf-c (the
  * daemon_harness helpers) the malformed ones a library would never send.
@@ -434,11 +435,80 @@ END_TEST
 
 /* ---- the same bits from every path, on cpu and vulkan ------------------ */
 
+/* The page's job-duration counts, for a failure's message (a whole page
+ * is more than Check's messages carry). */
+static const char *bt_counts(const char *page)
+{
+  static char out[3000];
+  size_t n = 0;
+  out[0] = '\0';
+  for (const char *l = page; *l != '\0' && n < sizeof out - 1;) {
+    const char *e = strchr(l, '\n');
+    size_t len = e != NULL ? (size_t)(e - l + 1) : strlen(l);
+    if (strncmp(l, "wavedd_job_duration_seconds_count", 33) == 0 &&
+        len < sizeof out - 1 - n) {
+      memcpy(out + n, l, len);
+      out[n += len] = '\0';
+    }
+    l += len;
+  }
+  return out;
+}
+
+/* The metrics page at the daemon's "metrics on URL" log line, once it
+ * (rendered once a second) holds `line`. */
+static const char *bt_page_with(td_daemon *d, const char *line)
+{
+  char url[128] = "";
+  const char *at = strstr(td_stderr(d), "metrics on http://");
+  ck_assert_msg(at != NULL, "no metrics listener:\n%s", td_stderr(d));
+  sscanf(at, "metrics on %127s", url);
+  static const char *page;  /* td_http_get's buffer */
+  page = "";
+  for (int i = 0; i < 600 && strstr(page, line) == NULL; i++) {
+    if (i > 0)
+      usleep(50000);
+    ck_assert_uint_eq(td_http_get(url, &page, NULL), 200);
+  }
+  ck_assert_msg(strstr(page, line) != NULL, "no '%s' in\n%s", line,
+                bt_counts(page));
+  return page;
+}
+
+/* The job-duration histogram's transfer phase (daemon/stats.h): every
+ * reduction on vk0 (staged into its windows, or read in place from the
+ * imported region) observes one, and together they took time; cpu0 reads
+ * host memory where it lies and has no transfer series at all. */
+static void bt_transfer_seen(td_daemon *d, unsigned jobs)
+{
+  char wait[200], line[200];
+  snprintf(wait, sizeof wait, "wavedd_job_duration_seconds_count{device="
+           "\"vk0\",kind=\"reduce\",phase=\"compute\"} %u\n", jobs);
+  const char *page = bt_page_with(d, wait);
+  snprintf(line, sizeof line, "wavedd_job_duration_seconds_count{device="
+           "\"vk0\",kind=\"reduce\",phase=\"transfer\"} %u\n", jobs);
+  ck_assert_msg(strstr(page, line) != NULL, "no '%s' in\n%s", line,
+                bt_counts(page));
+  const char *sum = "wavedd_job_duration_seconds_sum{device=\"vk0\","
+                    "kind=\"reduce\",phase=\"transfer\"} ";
+  const char *at = strstr(page, sum);
+  ck_assert_msg(at != NULL, "no '%s' in\n%s", sum, bt_counts(page));
+  ck_assert_double_gt(strtod(at + strlen(sum), NULL), 0.0);
+  ck_assert_msg(strstr(page, "device=\"cpu0\",kind=\"reduce\","
+                             "phase=\"transfer\"") == NULL,
+                "cpu0 has a transfer series:\n%s", bt_counts(page));
+}
+
 START_TEST(region_bits_cpu_vulkan)
 {
   td_daemon d;
-  bh_start(&d, 1, "  - {name: cpu0, backend: cpu, threads: 1}\n"
-                  "  - {name: vk0, backend: vulkan}\n");
+  bh_prepare(&d, 1, "  - {name: cpu0, backend: cpu, threads: 1}\n"
+                    "  - {name: vk0, backend: vulkan}\n");
+  FILE *cf = fopen(d.cfg, "a");  /* and the metrics page, on a free port */
+  ck_assert_ptr_nonnull(cf);
+  fputs("metrics: http://127.0.0.1:0\n", cf);
+  fclose(cf);
+  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
   wave_client *c = bh_client(d.ipc);
   wave_error e;
   size_t rows = 1u << 21;
@@ -494,6 +564,7 @@ START_TEST(region_bits_cpu_vulkan)
   ck_assert_uint_eq(bh_pinned(s), 1);
   nng_close(s);
   ck_assert_ptr_null(strstr(td_stderr(&d), "cannot pin it"));
+  bt_transfer_seen(&d, 5 * 2 * 2);  /* vk0's region and stream jobs */
   wave_region_close(rg);
   wave_client_close(c);
   td_stop_ok(&d);

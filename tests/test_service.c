@@ -274,8 +274,8 @@ START_TEST(metrics_count_what_was_served)
   ck_assert_ptr_nonnull(strstr(page, "wavedd_hash_rate{device=\"cpu1\",window=\"15m\"} "));
   ck_assert_ptr_nonnull(strstr(page, "wavedd_queue_depth{device=\"cpu0\",queue=\"reduce\"} 0\n"));
   /* the duration histogram: one reduction and one hash job on cpu1, each
-   * phase observed once; a refusal counted by code; busy seconds, the
-   * process_* families, the connections */
+   * phase but transfer observed once; a refusal counted by code; busy
+   * seconds, the process_* families, the connections */
   static const char *const phases[] = {"queue", "compute", "total"};
   for (size_t p = 0; p < 3; p++) {
     char hl[200];
@@ -288,6 +288,10 @@ START_TEST(metrics_count_what_was_served)
   }
   ck_assert_ptr_nonnull(strstr(page, "wavedd_job_duration_seconds_bucket{"
       "device=\"cpu0\",kind=\"reduce\",phase=\"total\",le=\"14400\"} 2\n"));
+  /* no transfer: a CPU device reads host memory where it lies, and a hash
+   * job moves no input (test_bulk_vulkan and integ_opencl see the phase) */
+  const char *tr = strstr(page, "phase=\"transfer\"");
+  ck_assert_msg(tr == NULL, "a transfer series: %.200s", tr - 60);
   const char *rf = strstr(page, "wavedd_requests_refused_total");
   ck_assert_msg(strstr(page, "wavedd_requests_refused_total{code=\"NODEV\"} 1\n")
                 != NULL, "%.300s", rf ? rf : "no refusals");

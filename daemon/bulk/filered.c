@@ -73,6 +73,7 @@ typedef struct fr {
   uint64_t selected, counted;    /* device thread, applied slots: rows
                                     they select; rows their calls counted
                                     (unmasked: every row) */
+  double transfer;               /* device thread: the calls' transfer_s */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int stop, rc;
@@ -635,7 +636,9 @@ static int fr_reduce_piece(fr *f, size_t i, const wv_dev *dev,
                        .has_mask = masked, .rows = n};
     wv_reduce_out o = {0};
     wv_partial pt;
-    if ((rc = wv_dev_reduce(dev, &j, &o, err)) == 0) {
+    rc = wv_dev_reduce(dev, &j, &o, err);
+    f->transfer += o.transfer_s;
+    if (rc == 0) {
       wv_partial_of(&j, &o, pc->chunk, &pt);
       pt.offset = pc->lrow + r;  /* argmin/argmax: the call's first row */
       f->counted += s->applied ? o.count : 0;
@@ -743,6 +746,7 @@ int wd_file_reduce(wd_readers *r, const wv_dev *dev, const wv_caps *caps,
     acc.count = acc.count - f->counted + f->selected;
   if (rc == 0)
     wv_partial_result(&acc, out, some_finite);
+  out->transfer_s = f->transfer;  /* the device's copies, not the reads */
   pthread_mutex_lock(&f->mu);
   unsigned left = fr_abandon(f);
   fr_give(f, dev->impl);

@@ -108,7 +108,8 @@ int wd_file_validate(const wv_reduce_job *job, wave_error *err);
 /* Device thread, on r's readers and dev's ring.  job is validated (its
  * file spans have data NULL); src has n_input + n_mask entries;
  * timeout_ms bounds the wait for each slot.  *some_finite (float min/max/extent): whether a selected row is finite,
- * as ReduceResult.finite says. */
+ * as ReduceResult.finite says.  out->transfer_s: the device's calls', added
+ * up (the readers' reads are no part of it). */
 int wd_file_reduce(wd_readers *r, const wv_dev *dev, const wv_caps *caps,
                    const wv_reduce_job *job, const wd_fsrc *src,
                    unsigned timeout_ms, wv_reduce_out *out, int *some_finite,

@@ -63,8 +63,13 @@ void wd_park_job_ended(void *arg, wd_hjob *j)
   wd_server *s = arg;
   wd_job_view v;
   wd_hjob_view(j, 0, 0, &v);
-  double ph[WD_PH_N] = {v.queued, v.queued >= 0 ? v.seconds : -1.0,
-                        (v.queued >= 0 ? v.queued + v.seconds : -1.0)};
+  /* a hash job moves no input to its devices: no transfer phase */
+  double ph[WD_PH_N] = {
+    [WD_PH_QUEUE] = v.queued,
+    [WD_PH_TRANSFER] = -1.0,
+    [WD_PH_COMPUTE] = v.queued >= 0 ? v.seconds : -1.0,
+    [WD_PH_TOTAL] = v.queued >= 0 ? v.queued + v.seconds : -1.0,
+  };
   wd_stats_job(WD_KIND_HASH, v.id, v.device, ph, v.rc, 0, 0);
   wv_qnode *head = wd_hjob_waiters(j);
   while (!wv_q_empty(head))

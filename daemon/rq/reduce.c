@@ -101,6 +101,7 @@ static int rr_reduce_run(wd_work *w, const wd_run_ctx *x)
   wd_req *c = ((wd_call *)((char *)w - offsetof(wd_call, work)))->ctx;
   int fsome = 0;  /* a file job says it itself (its rows are not here) */
   int r;
+  c->call->moves_input = !x->caps->reads_host_memory;
   /* in memory (a message, or regions a CPU device reads in place): big
    * jobs run in slices; what the readers read runs through them whole */
   int in_memory = !c->bulk.files ||
@@ -174,9 +175,15 @@ static void rr_reduce_done(wd_work *w)
   rr_slices_free(c->call);
   s->reduce_inflight--;
   double now = wd_device_now();
-  double ph[WD_PH_N] = {w->t_start > 0 ? w->t_start - w->t_submit : -1.0,
-                        w->t_start > 0 ? w->seconds : -1.0,
-                        now - w->t_submit};
+  int ran = w->t_start > 0;
+  double ph[WD_PH_N] = {
+    [WD_PH_QUEUE] = ran ? w->t_start - w->t_submit : -1.0,
+    /* the backend's copies (core/job.h), on a device that makes them */
+    [WD_PH_TRANSFER] = ran && c->call->moves_input ? c->call->out.transfer_s
+                                                   : -1.0,
+    [WD_PH_COMPUTE] = ran ? w->seconds : -1.0,
+    [WD_PH_TOTAL] = now - w->t_submit,
+  };
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
                ph, w->rc, c->call->job.rows,
                c->call->job.rows * wv_dtype_size(c->call->job.dtype));

@@ -217,6 +217,7 @@ int wd_slices_step(wd_slices *s, const wv_dev *dev, int *last,
   };
   wv_reduce_out o = {0};
   int rc = wv_dev_reduce(dev, &sub, &o, err);
+  s->transfer += o.transfer_s;
   if (rc != 0)
     return rc;
   wv_partial p;
@@ -232,6 +233,7 @@ int wd_slices_step(wd_slices *s, const wv_dev *dev, int *last,
 void wd_slices_result(wd_slices *s, wv_reduce_out *out, int *some_finite)
 {
   wv_partial_result(&s->acc, out, some_finite);
+  out->transfer_s = s->transfer;
 }
 
 void wd_slices_fini(wd_slices *s)

@@ -46,6 +46,7 @@ typedef struct wd_slices {
   size_t nblk;           /* blocks done (each one "chunk" of the merge) */
   wv_span *sub;          /* the slice's spans: inputs, then masks */
   wv_partial_acc acc;
+  double transfer;       /* the slices' transfer_s, added up */
 } wd_slices;
 
 /* Rows per slice on a device: devices[].reduce_slice_rows, or when 0 the
@@ -70,7 +71,8 @@ int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
 int wd_slices_step(wd_slices *s, const wv_dev *dev, int *last,
                    wave_error *err);
 /* The whole job's answer once wd_slices_step returned 1; *some_finite as
- * wv_partial_result says (ReduceResult.finite). */
+ * wv_partial_result says (ReduceResult.finite); its transfer_s is every
+ * slice's. */
 void wd_slices_result(wd_slices *s, wv_reduce_out *out, int *some_finite);
 void wd_slices_fini(wd_slices *s);
 

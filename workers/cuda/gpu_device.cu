@@ -22,6 +22,8 @@
  *  - shared-memory regions are pinned piece by piece (host_register, at
  *    the bottom); a span is cut at the pieces' edges, so what is pinned
  *    goes straight from the region and the rest through staging.
+ *  - the copies' time is the job's transfer (wv_reduce_out.transfer_s):
+ *    "the transfer" below.
  *
  * Every runtime call is checked: a failure is WAVE_EDEVICE with the
  * runtime's message, and the daemon marks the device faulted.  The slices
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,6 +83,10 @@ static void dev_free(gdev *g)
       (void)cudaEventDestroy(g->slots[i].copied);
     if (g->slots[i].done != NULL)
       (void)cudaEventDestroy(g->slots[i].done);
+    if (g->slots[i].sent0 != NULL)
+      (void)cudaEventDestroy(g->slots[i].sent0);
+    if (g->slots[i].sent1 != NULL)
+      (void)cudaEventDestroy(g->slots[i].sent1);
   }
   if (g->h_res != NULL)
     (void)cudaFreeHost(g->h_res);
@@ -146,6 +153,8 @@ static int dev_open(const wv_device_config *cfg, gdev **out, wave_error *err)
       OCK(cudaMalloc((void **)&s->d, WVG_SLOT_BYTES));
       OCK(cudaEventCreateWithFlags(&s->copied, cudaEventDisableTiming));
       OCK(cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
+      OCK(cudaEventCreateWithFlags(&s->sent0, cudaEventDefault));
+      OCK(cudaEventCreateWithFlags(&s->sent1, cudaEventDefault));
       /* Recorded once so that the first waits on them pass. */
       OCK(cudaEventRecord(s->copied, g->copy));
       OCK(cudaEventRecord(s->done, g->compute));
@@ -296,6 +305,54 @@ void gather(cursor *c, uint64_t rows, size_t dst, std::vector<seg> *segs)
   }
 }
 
+/* ---- the transfer: wv_reduce_out.transfer_s ------------------------------
+ *
+ * A job's transfer is the host's copying into pinned staging (pool_copy,
+ * by the wall clock: the device thread waits for it) plus the H2D copies'
+ * time on their stream, between a timed event pair recorded around each
+ * slice's copies (sent0, sent1).  The pair is read once the copies are
+ * known to be over, where the code already waits: in submit, when the
+ * slot comes round again (after its `copied` event), and at the job's end
+ * (after the compute stream's synchronisation, which waited for every
+ * `copied`).  So the count adds no synchronisation; it costs two event
+ * records per slice.  Slices overlap (fill k + 1, copy k, reduce k - 1),
+ * so the sum is the copy engine's and the helpers' busy time, not a span
+ * of the job, and a part of its compute phase. */
+
+static double xfer_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Slot s's last copies are over: add their time (count), or drop it. */
+static void xfer_slot(gdev *g, slot *s, bool count)
+{
+  float ms = 0;
+  if (s->timed && count &&
+      cudaEventElapsedTime(&ms, s->sent0, s->sent1) == cudaSuccess)
+    g->xfer_dev += ms * 1e-3;
+  s->timed = 0;
+}
+
+/* A job begins: nothing counted yet (a failed job's pairs are dropped). */
+static void xfer_begin(gdev *g)
+{
+  for (int i = 0; i < 2; i++)
+    xfer_slot(g, &g->slots[i], false);
+  g->xfer_host = g->xfer_dev = 0;
+}
+
+/* A job ended: its transfer in seconds.  ok: it ended well, so its
+ * copies are over (its end synchronised); else only the host's part. */
+static double xfer_end(gdev *g, bool ok)
+{
+  for (int i = 0; i < 2; i++)
+    xfer_slot(g, &g->slots[i], ok);
+  return g->xfer_host + g->xfer_dev;
+}
+
 /* Send the slice described by segs (plus `table_bytes` of tables already
  * written into the staging buffer at WVG_TILES_OFF) into slot k % 2, then
  * launch `kernel` on it.  direct: the job's only slice; everything goes on
@@ -309,16 +366,20 @@ int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
   cudaStream_t cs = direct ? g->compute : g->copy;
   /* The staging buffer is free once its previous copy has finished. */
   CK(cudaEventSynchronize(s->copied));
+  xfer_slot(g, s, true);
   std::vector<copy_op> ops;
   for (const seg &x : segs)
     if (!x.pinned) {
       copy_op o = {s->h + x.off, x.src, x.bytes};
       ops.push_back(o);
     }
+  double t0 = xfer_now();
   pool_copy(&g->pool, ops.data(), ops.size());
+  g->xfer_host += xfer_now() - t0;
   /* The device buffer is free once the kernels that read it are done. */
   if (!direct)
     CK(cudaStreamWaitEvent(cs, s->done, 0));
+  CK(cudaEventRecord(s->sent0, cs));
   /* In offset order, staged pieces merge into runs (4-row alignment gaps
    * ride along); a piece sent straight from pinned memory ends a run, so
    * that no run copies staging garbage over it. */
@@ -350,6 +411,8 @@ int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
   if (table_bytes > 0)
     CK(cudaMemcpyAsync(s->d + WVG_TILES_OFF, s->h + WVG_TILES_OFF, table_bytes,
                        cudaMemcpyHostToDevice, cs));
+  CK(cudaEventRecord(s->sent1, cs));
+  s->timed = 1;
   if (!direct) {
     CK(cudaEventRecord(s->copied, cs));
     CK(cudaStreamWaitEvent(g->compute, s->copied, 0));
@@ -448,7 +511,11 @@ extern "C" void WVG_C(caps)(wv_device *dev, wv_caps *caps)
 extern "C" int WVG_C(reduce)(wv_device *dev, const wv_reduce_job *job,
                              wv_reduce_out *out, wave_error *err)
 {
-  return dev_reduce((gdev *)dev, job, out, err);
+  gdev *g = (gdev *)dev;
+  xfer_begin(g);
+  int rv = dev_reduce(g, job, out, err);
+  out->transfer_s = xfer_end(g, rv == 0);
+  return rv;
 }
 
 extern "C" int WVG_C(hash_prepare)(wv_device *dev, const struct wv_pack *pack,

@@ -245,6 +245,8 @@ struct slot {
   unsigned char *d;           /* device copy */
   cudaEvent_t copied;         /* the H2D copy out of h has finished */
   cudaEvent_t done;           /* the kernels reading d have finished */
+  cudaEvent_t sent0, sent1;   /* timed: around the slice's H2D copies */
+  int timed;                  /* sent0/sent1 hold copies not yet counted */
 };
 
 struct copy_op {
@@ -292,6 +294,9 @@ struct gdev {
   uint32_t *h_seg;            /* pinned, chunk -> first piece */
   size_t h_seg_cap;
   copy_pool pool;
+  /* the running reduction's transfer (gpu_device.cu: xfer_begin/end) */
+  double xfer_host;           /* s: pool_copy into staging, wall clock */
+  double xfer_dev;            /* s: the H2D copies, by the sent events */
   /* hash */
   int local;                  /* exchange path: 1 local memory, 0 shuffle */
   char exchange_reason[200];

@@ -104,6 +104,10 @@ struct wv_device {
   uint64_t window_rows;
   wv_ocl_stage stage[2];
   unsigned cur;
+  /* the running reduction's transfer (wv_ocl_xfer_begin/end) */
+  double xfer_host;         /* s: the host filling windows */
+  double fill_t0;           /* monotonic s: the window handed out */
+  cl_ulong xfer_ns;         /* the windows' writes, device time */
   wv_ocl_buf part, part2, desc, result;
 
   /* hash exchange, decided at open (ocl_open.c) and per pack */
@@ -185,9 +189,19 @@ double wv_ocl_span(cl_event a, cl_event b);
  * for, grown to bytes): its index in *s, its host memory in *dst. */
 int wv_ocl_window(wv_device *d, size_t bytes, unsigned *s,
                   unsigned char **dst, wave_error *err);
-/* Send `bytes` of stage s to its device buffer (no wait). */
+/* Send `bytes` of stage s to its device buffer (no wait).  The time from
+ * wv_ocl_window to this call, the window's fill, counts as transfer. */
 int wv_ocl_stage_send(wv_device *d, unsigned s, size_t bytes,
                       wave_error *err);
+/* A reduction's transfer (wv_reduce_out.transfer_s): begin starts the
+ * count (and drops, uncounted, the writes of an earlier job that ended in
+ * an error); end gives the seconds since: the host's filling of the
+ * windows (wall clock) plus the device's writes out of them (their
+ * profiling events, read as each is waited for and the last ones at
+ * end).  end adds no wait to a job that ended well: its result came back
+ * by a blocking read on the same in-order queue, after every write. */
+void wv_ocl_xfer_begin(wv_device *d);
+double wv_ocl_xfer_end(wv_device *d);
 /* Rows per staging window for rows of `size` bytes. */
 uint64_t wv_ocl_wrows(const wv_device *d, unsigned size);
 /* The staging buffers and the reductions' device buffers. */

@@ -14,7 +14,8 @@
  * buffer without blocking, and each window gets one first-level launch
  * writing partials into a device buffer that holds the whole job's
  * partials; the host fills window k + 1 while the device copies and
- * reduces window k.  Only the result comes back (8..32 bytes).
+ * reduces window k.  Only the result comes back (8..32 bytes).  The
+ * fills and the writes are the job's transfer (ocl_stage.c counts them).
  *
  * The mask is applied while copying, walked by logical row beside the
  * input, so its chunk boundaries never matter and the device never reads
@@ -455,11 +456,15 @@ int wv_ocl_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
   int rv = or_runs(d, p, err);
   if (rv != 0)
     return rv;
+  wv_ocl_xfer_begin(d);
   if (p->path == WV_PATH_FSUM)
-    return or_fsum(d, job, p, out, err);
-  if (p->path == WV_PATH_XSUM)
-    return wv_ocl_xsum(d, job, p, out, err);
-  return or_streamed(d, job, p, out, err);
+    rv = or_fsum(d, job, p, out, err);
+  else if (p->path == WV_PATH_XSUM)
+    rv = wv_ocl_xsum(d, job, p, out, err);
+  else
+    rv = or_streamed(d, job, p, out, err);
+  out->transfer_s = wv_ocl_xfer_end(d);  /* ocl_stage.c */
+  return rv;
 }
 
 /* ---- device-resident (bench) --------------------------------------------- */

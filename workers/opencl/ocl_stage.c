@@ -12,28 +12,72 @@
  * lists, for every level after the first, runs of up to 256 values: each
  * chunk's levels, then the levels over the chunk values in chunk order,
  * all in one array, uploaded once, so the passes run back to back.
+ *
+ * A reduction's transfer (the daemon's `transfer` phase) is counted here,
+ * where the windows are handed out and sent: the host's fill of each
+ * window by the wall clock, and each write's device time from its event
+ * (the queue profiles).  Both overlap the other window's work, and the
+ * next fill overlaps a write, so the sum is busy time, not a span.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ocl.h"
 #include "core/base.h"
 
 /* ---- staging ------------------------------------------------------------- */
 
+static double os_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Wait for stage s's last write and let its event go; count: add the
+ * write's device time to the running job's transfer.  The wait's result. */
+static cl_int os_settle(wv_device *d, wv_ocl_stage *st, int count)
+{
+  if (st->done == NULL)
+    return CL_SUCCESS;
+  cl_int e = clWaitForEvents(1, &st->done);
+  cl_ulong t0 = 0, t1 = 0;
+  if (e == CL_SUCCESS && count &&
+      clGetEventProfilingInfo(st->done, CL_PROFILING_COMMAND_START,
+                              sizeof t0, &t0, NULL) == CL_SUCCESS &&
+      clGetEventProfilingInfo(st->done, CL_PROFILING_COMMAND_END,
+                              sizeof t1, &t1, NULL) == CL_SUCCESS &&
+      t1 > t0)
+    d->xfer_ns += t1 - t0;
+  clReleaseEvent(st->done);
+  st->done = NULL;
+  return e;
+}
+
+void wv_ocl_xfer_begin(wv_device *d)
+{
+  for (unsigned s = 0; s < 2; s++)
+    (void)os_settle(d, &d->stage[s], 0);
+  d->xfer_host = 0;
+  d->xfer_ns = 0;
+}
+
+double wv_ocl_xfer_end(wv_device *d)
+{
+  for (unsigned s = 0; s < 2; s++)
+    (void)os_settle(d, &d->stage[s], 1);
+  return d->xfer_host + (double)d->xfer_ns * 1e-9;
+}
+
 /* Staging buffer s, its last write waited for, grown to bytes. */
 static int os_get(wv_device *d, unsigned s, size_t bytes, void **map,
                         wave_error *err)
 {
   wv_ocl_stage *st = &d->stage[s];
-  cl_int e;
-  if (st->done != NULL) {
-    e = clWaitForEvents(1, &st->done);
-    clReleaseEvent(st->done);
-    st->done = NULL;
-    if (e != CL_SUCCESS)
-      return wv_ocl_fail(err, e, "clWaitForEvents(staging)");
-  }
+  cl_int e = os_settle(d, st, 1);
+  if (e != CL_SUCCESS)
+    return wv_ocl_fail(err, e, "clWaitForEvents(staging)");
   if (st->size < bytes) {
     if (st->map != NULL)
       clEnqueueUnmapMemObject(d->q, st->host, st->map, 0, NULL, NULL);
@@ -64,6 +108,7 @@ int wv_ocl_stage_send(wv_device *d, unsigned s, size_t bytes,
                          wave_error *err)
 {
   wv_ocl_stage *st = &d->stage[s];
+  d->xfer_host += os_now() - d->fill_t0;  /* the fill since wv_ocl_window */
   cl_int e = clEnqueueWriteBuffer(d->q, st->dev, CL_FALSE, 0, bytes, st->map,
                                   0, NULL, &st->done);
   if (e != CL_SUCCESS)
@@ -271,7 +316,9 @@ int wv_ocl_window(wv_device *d, size_t bytes, unsigned *s,
 {
   *s = d->cur;
   d->cur ^= 1;
-  return os_get(d, *s, bytes, (void **)dst, err);
+  int rv = os_get(d, *s, bytes, (void **)dst, err);
+  d->fill_t0 = os_now();  /* the caller fills it, then sends it */
+  return rv;
 }
 
 /* ---- the float sum's plan of later levels ------------------------------ */

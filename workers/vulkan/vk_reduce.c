@@ -17,6 +17,14 @@
  * the bits are the same; only the order-free ops' partial counts differ,
  * which cannot change their results.  Jobs with a mask are always staged.
  *
+ * The job's transfer (wv_reduce_out.transfer_s, the daemon's `transfer`
+ * phase) is the host's copying into the staging windows, timed by the
+ * wall clock around each window's fill (the mask applied, the float sum's
+ * padding written): it overlaps the device's work on the other window.
+ * Rows read in place add nothing; how the device then reads a window
+ * (host-visible memory, over the bus on a discrete GPU) is its dispatch's
+ * time, not the transfer's.
+ *
  * The mask is applied while copying: a row the mask does not select is
  * written as a value that cannot change the result, so the device never
  * reads the mask (half the transfer) and the mask's chunk boundaries never
@@ -466,6 +474,7 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
     goto out;
 
   uint64_t base = 0;
+  double xfer_ms = 0;   /* the staging copies' time: out->transfer_s */
   for (size_t i = 0; i < ps.n; i++) {
     const vr_piece *pc = &ps.p[i];
     uint64_t left = pc->rows;
@@ -484,11 +493,15 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
         d->inplace_rows += rows;
       } else if (run.plan.fsum) {
         uint64_t t0 = feed.taken;
+        double c0 = vr_now_ms();
         rows = vr_fill_fsum(&feed, s->stage.map, W, left);
+        xfer_ms += vr_now_ms() - c0;
         took = feed.taken - t0;
       } else {
         rows = took = left < W ? left : W;
+        double c0 = vr_now_ms();
         vr_copy(&feed, s->stage.map, rows);
+        xfer_ms += vr_now_ms() - c0;
       }
       if (took == 0 || took > left) {
         rc = wv_seterr(err, WAVE_EINTERNAL, "vulkan: reduce pieces out of "
@@ -515,6 +528,7 @@ int wv_vk_reduce(wv_device *d, const wv_reduce_job *job, wv_reduce_out *out,
   if (run.plan.argm && run.plan.fill_dup && job->has_mask &&
       out->index >= 0 && (uint64_t)out->index < first)
     out->index = (int64_t)first;   /* a fill copy before the first row */
+  out->transfer_s = xfer_ms / 1e3;
 out:
   if (d->trace)
     fprintf(stderr, "vulkan trace: %" PRIu64 " rows%s in %zu chunks: %zu "
