@@ -44,10 +44,12 @@ static const uint32_t sl_one = 1;  /* the mask row of a long chunk's value */
 /* How a float sum on slices of p rows is cut: f, a chunk's piece (the
  * largest power of 256 >= 256^2 within p); block, whole chunks per block
  * (0: pieces, one a slice); long_min, the rows above which a chunk in a
- * block is long (a 256th of p); n_long, such chunks.  Returns 0 when the
- * job runs whole, 1 for pieces, 2 for blocks. */
+ * block is long (a 256th of p); n_long, such chunks; longest, the longest
+ * chunk's rows.  One pass over the chunks (the device thread makes it
+ * twice before a job's first slice).  Returns 0 when the job runs whole,
+ * 1 for pieces, 2 for blocks. */
 typedef struct sl_fplan {
-  uint64_t f, block, long_min;
+  uint64_t f, block, long_min, longest;
   size_t n_long;
 } sl_fplan;
 
@@ -56,25 +58,25 @@ static int sl_fplan_of(const wv_reduce_job *job, uint64_t p, sl_fplan *pl)
   *pl = (sl_fplan){.f = SL_PIECE, .long_min = p / 256};
   while (pl->f <= p / 256)
     pl->f *= 256;
-  uint64_t pieces = 0, f = pl->f;
-  for (size_t i = 0; i < job->n_input; i++)
-    pieces += (job->input[i].rows + f - 1) / f;
-  if (job->rows > f && pieces <= 2 * ((job->rows + f - 1) / f))
-    return 1;  /* few chunks: pieces of f rows */
   /* blocks of b = 256^k whole chunks, b times the longest short chunk
    * (each costing SL_CHUNK_COST at least) within p; a long one stands in
    * its block as one row */
-  uint64_t most = SL_CHUNK_COST, n = 0;
+  uint64_t pieces = 0, f = pl->f, most = SL_CHUNK_COST, n = 0;
   for (size_t i = 0; i < job->n_input; i++) {
     uint64_t r = job->input[i].rows;
     if (r == 0)
       continue;
+    pieces += (r + f - 1) / f;
     n++;
+    if (r > pl->longest)
+      pl->longest = r;
     if (r > pl->long_min)
       pl->n_long++;
     else if (r > most)
       most = r;
   }
+  if (job->rows > f && pieces <= 2 * ((job->rows + f - 1) / f))
+    return 1;  /* few chunks: pieces of f rows */
   for (uint64_t k = 256; k <= p / most; k *= 256)
     pl->block = k;
   if (pl->block == 0 || (n <= pl->block && job->rows <= p))
@@ -129,7 +131,7 @@ int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
   s->fsum = (job->dtype == WAVE_F32 || job->dtype == WAVE_F64) &&
             job->op == WAVE_SUM;
   s->most = sl_max_chunks(p);
-  size_t n_long = 0;
+  size_t n_long = 0, cap = 0;  /* cap: chunk values + a chunk's pieces */
   if (s->fsum) {  /* pieces of P = p rows, unless blocks (as rows said) */
     sl_fplan pl;
     if (sl_fplan_of(job, p, &pl) == 2) {
@@ -138,14 +140,7 @@ int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
       s->piece = pl.f;
       n_long = pl.n_long;
     }
-  }
-  size_t cap = 0;  /* float sum: chunk values + one chunk's pieces */
-  if (s->fsum) {
-    uint64_t most = 0;
-    for (size_t i = 0; i < job->n_input; i++)
-      if (job->input[i].rows > most)
-        most = job->input[i].rows;
-    cap = job->n_input + (size_t)((most + p - 1) / p);
+    cap = job->n_input + (size_t)((pl.longest + p - 1) / p);
   }
   /* a block's mask spans: a long chunk splits one, and adds its own */
   s->sub = calloc(job->n_input + job->n_mask + 2 * n_long + 2,
