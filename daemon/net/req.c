@@ -84,7 +84,7 @@ static size_t rx_pb_budget(size_t len)
  * its spans and kept message; the free costs that thread less than the
  * decode did.  Bounded: while RX_TRASH_MAX bytes wait to be freed, or
  * once the front closes (its pool stops), the loop frees as before. */
-#define RX_TRASH_MIN ((size_t)1 << 20)   /* decoded bytes: smaller, here */
+#define RX_TRASH_MIN ((size_t)256 << 10) /* decoded bytes: smaller, here */
 #define RX_TRASH_MAX ((size_t)1 << 30)
 
 typedef struct rx_trash {
