@@ -129,7 +129,7 @@ static int rx_trash_req(wd_req *c)
   *t = (rx_trash){.item.fn = rx_trash_cb, .req = c->req,
                   .spans = c->bulk.spans, .keep = c->bulk.keep,
                   .bytes = bytes, .waiting = &s->trash};
-  c->bulk.spans = NULL;  /* their rows lie in the request */
+  c->bulk.spans = NULL;  /* the array only: freed with the request */
   c->bulk.keep = NULL;
   c->req = NULL;
   atomic_fetch_add(&s->trash, bytes);
