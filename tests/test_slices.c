@@ -312,6 +312,108 @@ START_TEST(unaligned_cut_would_differ)
 }
 END_TEST
 
+/* A float sum mixing long chunks (over a 256th of a slice, some of several
+ * pieces) with very many short ones (issue 35): sliced, in blocks of 256
+ * whole chunks whose long ones are reduced first and stand in as their
+ * values, with the whole job's bits on every device; float32 and float64,
+ * long chunks next to each other, one all masked out (its value -0.0:
+ * rows of all -0.0 show it), and with a mask; and an order-free op on the
+ * same chunks. */
+START_TEST(mixed_long_and_short_chunks)
+{
+  enum { N = 3000 };
+  static const struct { size_t at; uint64_t rows; } longs[] = {
+      {5, 300},     {255, 1000},   {256, 65536}, {257, 257},
+      {700, 70000}, {701, 140000}, {1500, 4096}, {2999, 131073}};
+  const size_t n_longs = sizeof longs / sizeof longs[0];
+  uint64_t len[N], rows = 0, masked_at = 0;
+  for (size_t i = 0; i < N; i++) {
+    len[i] = i % 97 == 0 ? 0 : 1 + i % 2;  /* empty, 1 or 2 rows */
+    for (size_t k = 0; k < n_longs; k++)
+      if (longs[k].at == i)
+        len[i] = longs[k].rows;
+    if (i == 701)
+      masked_at = rows;  /* this long chunk is all masked out */
+    rows += len[i];
+  }
+  wv_span *in = calloc(N, sizeof *in), mspan[3];
+  uint64_t *buf = calloc(rows, sizeof *buf);
+  uint32_t *p32 = calloc(rows, 4), *mk = calloc(rows, sizeof *mk);
+  uint32_t *nz = calloc(rows, 4);  /* all -0.0: the masked long chunk's
+                                    * value must be -0.0, not +0.0 */
+  for (uint64_t i = 0; i < rows; i++) {
+    nz[i] = WV_F32_NEG_ZERO;
+    uint32_t f = tsl_float(TS_FINITE, i);
+    float x;
+    memcpy(&x, &f, 4);
+    p32[i] = f;
+    double d = (double)x * ldexp(1.0, (int)(tsl_rand() % 200) - 100);
+    memcpy(&buf[i], &d, 8);
+    mk[i] = (i < masked_at || i >= masked_at + 140000) &&
+            tsl_rand() % 5 != 0;
+  }
+  mspan[0] = (wv_span){mk, 1000};
+  mspan[1] = (wv_span){mk + 1000, rows - 2000};
+  mspan[2] = (wv_span){mk + rows - 1000, 1000};
+  static const wave_dtype dts[] = {WAVE_F32, WAVE_F64, WAVE_U32, WAVE_F32};
+  for (size_t q = 0; q < 4; q++)
+    for (int masked = 0; masked < 2; masked++) {
+      unsigned size = dts[q] == WAVE_F64 ? 8 : 4;
+      const uint8_t *base = size == 8 ? (const uint8_t *)buf
+                            : q == 3  ? (const uint8_t *)nz
+                                      : (const uint8_t *)p32;
+      uint64_t at = 0;
+      for (size_t i = 0; i < N; i++) {
+        in[i] = (wv_span){base + at * size, len[i]};
+        at += len[i];
+      }
+      wv_reduce_job job = {.dtype = dts[q], .op = WAVE_SUM, .input = in,
+                           .n_input = N, .mask = mspan,
+                           .n_mask = masked ? 3 : 0, .has_mask = masked,
+                           .rows = rows};
+      wave_error err = {0};
+      ck_assert_msg(wv_reduce_validate(&job, &err) == 0, "%s", err.message);
+      wv_reduce_out want = {0};
+      ck_assert_int_eq(wv_reduce_reference(&job, &want, &err), 0);
+      uint64_t p = wd_slices_rows(&job, 65536);
+      ck_assert_msg(p != 0, "a %s sum of long and short chunks runs whole",
+                    wave_dtype_name(job.dtype));
+      for (size_t di = 0; di < tsl_n; di++) {
+        wv_caps caps;
+        wv_dev_caps(&tsl_devs[di].dev, &caps);
+        if (size == 8 && !caps.dtypes64)
+          continue;
+        wd_slices s;
+        ck_assert_int_eq(wd_slices_init(&s, &job, p, &err), 0);
+        int last = 0, steps = 0;
+        while (!last) {
+          int rc = wd_slices_step(&s, &tsl_devs[di].dev, &last, &err);
+          ck_assert_msg(rc == 0, "%s: %s", tsl_devs[di].b->name, err.message);
+          steps++;
+        }
+        wv_reduce_out got = {0};
+        wd_slices_result(&s, &got, NULL);
+        wd_slices_fini(&s);
+        /* no step took more than a slice of rows */
+        ck_assert_int_ge(steps, (int)(rows / 65536));
+        ck_assert_msg(got.count == want.count && got.bits[0] == want.bits[0],
+                      "%s %s masked %d: got %016llx count %llu, whole job "
+                      "%016llx count %llu", tsl_devs[di].b->name,
+                      wave_dtype_name(job.dtype), masked,
+                      (unsigned long long)got.bits[0],
+                      (unsigned long long)got.count,
+                      (unsigned long long)want.bits[0],
+                      (unsigned long long)want.count);
+      }
+    }
+  free(in);
+  free(buf);
+  free(p32);
+  free(nz);
+  free(mk);
+}
+END_TEST
+
 /* Which jobs are sliced, and in slices of how many rows. */
 START_TEST(slice_sizes)
 {
@@ -332,13 +434,19 @@ START_TEST(slice_sizes)
   big.rows = 1u << 26;
   j.rows = big.rows;
   ck_assert_uint_eq(wd_slices_rows(&j, 1u << 24), 1u << 24);  /* 256^3 */
-  /* a float sum of many chunks shorter than a slice runs whole */
+  /* a float sum of chunks shorter than a slice but longer than a 256th
+   * of it: blocks, each chunk reduced first (it ran whole before) */
   for (size_t i = 0; i < 40; i++)
     small[i] = (wv_span){NULL, 10000};
   j.input = small;
   j.n_input = 40;
   j.rows = 400000;
+  ck_assert_uint_eq(wd_slices_rows(&j, 65536), 65536);
+  j.n_input = 6;  /* one call of at most a slice: whole */
+  j.rows = 60000;
   ck_assert_uint_eq(wd_slices_rows(&j, 65536), 0);
+  j.n_input = 40;
+  j.rows = 400000;
   j.dtype = WAVE_U32;  /* order-free: slices across chunks */
   ck_assert_uint_eq(wd_slices_rows(&j, 65536), 65536);
   /* the devices' defaults, and the key over them */
@@ -451,6 +559,7 @@ int main(void)
   tcase_add_test(tc, unaligned_cut_would_differ);
   tcase_add_test(tc, slice_sizes);
   tcase_add_test(tc, many_tiny_chunks);
+  tcase_add_test(tc, mixed_long_and_short_chunks);
   suite_add_tcase(s, tc);
   return wvs_run(s, CK_NORMAL);
 }

@@ -1,7 +1,7 @@
 /* decode.c - stream, region and extent requests on the decode threads (see
  * bulk/decode.h): the five bodies rq/route.c's table runs there once a
  * request passed its gates, and a reduction's extents (or the spans of
- * its many chunks by value). */
+ * its many chunks by value), its rows counted and its job validated. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "daemon/net/fdpass.h"
 #include "daemon/net/principal.h"
 #include "core/base.h"
+#include "core/reduce.h"
 #include "proto/wire.h"
 
 struct wd_bulk {
@@ -222,26 +223,30 @@ static int bk_reduce(wd_bulk *b, uint32_t pipe, const Wave__V1__ReduceRequest *r
 
 /* A reduction of many chunks by value: its spans made here, off the loop
  * (issue 35: the loop spent 0.8 s on the spans of 4M one-row chunks, and
- * every other client waited).  Only when every chunk is whole rows and
- * the device name fits; else the loop makes them and says what is wrong
- * (rq/reduce.c, which checks the dtype and op first either way).
- * 1: prepared (out->ready), 0: the loop's. */
+ * every other client waited), and a chunk that is not whole rows refused
+ * here too, as the loop would say it.  A dtype or op the loop refuses
+ * first (rq/reduce.c, O(1)) is left to it, as are fewer chunks.
+ * 0: prepared (out->ready), 1: the loop's, else the error's code. */
 #define BK_BY_VALUE 4096  /* fewer chunks: the loop's, as cheap */
 
-static int bk_values(const Wave__V1__ReduceRequest *rr, wd_bulk_req *out)
+static int bk_values(const Wave__V1__ReduceRequest *rr, wd_bulk_req *out,
+                     wave_error *err)
 {
   size_t n = rr->n_input + rr->n_mask;
   unsigned size = wv_dtype_size((wave_dtype)rr->dtype);
   if (n < BK_BY_VALUE ||
-      (rr->device != NULL && strlen(rr->device) >= sizeof out->device))
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if ((i < rr->n_input ? rr->input[i].len
-                         : rr->mask[i - rr->n_input].len) %
-            (i < rr->n_input ? size : 4) != 0)
-      return 0;
+      wave_op_check((wave_dtype)rr->dtype, (wave_op)rr->op) != 0)
+    return 1;
+  for (size_t i = 0; i < n; i++) {
+    int in = i < rr->n_input;
+    size_t len = in ? rr->input[i].len : rr->mask[i - rr->n_input].len;
+    if (len % (in ? size : 4) != 0)
+      return wv_seterr(err, WAVE_ELENGTH, "%s chunk %zu is %zu bytes, not a "
+                       "multiple of %u", in ? "input" : "mask",
+                       in ? i : i - rr->n_input, len, in ? size : 4);
+  }
   if ((out->spans = calloc(n + 1, sizeof *out->spans)) == NULL)
-    return 0;
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
   for (size_t i = 0; i < n; i++) {
     const ProtobufCBinaryData *c = i < rr->n_input ? &rr->input[i]
                                                   : &rr->mask[i - rr->n_input];
@@ -256,8 +261,33 @@ static int bk_values(const Wave__V1__ReduceRequest *rr, wd_bulk_req *out)
   out->n_mask = rr->n_mask;
   out->has_mask = rr->masked || rr->n_mask > 0;
   snprintf(out->device, sizeof out->device, "%s", rr->device ? rr->device : "");
+  if (rr->device != NULL && strlen(rr->device) >= sizeof out->device)
+    return wv_seterr(err, WAVE_ENODEV, "no device named '%.64s...'",
+                     rr->device);
   out->ready = 1;
-  return 1;
+  return 0;
+}
+
+/* A prepared reduction's rows counted and its job validated here, not on
+ * the loop (issue 35: both O(chunks)); rq/reduce.c takes out->rows as
+ * they are.  A dtype or op the loop refuses first is left to it. */
+static int bk_check(wd_bulk_req *out, wave_error *err)
+{
+  if (wave_op_check(out->dtype, out->op) != 0)
+    return 0;
+  wv_reduce_job job = {.dtype = out->dtype, .op = out->op,
+                       .input = out->spans, .n_input = out->n_input,
+                       .mask = out->spans + out->n_input,
+                       .n_mask = out->n_mask, .has_mask = out->has_mask};
+  for (size_t i = 0; i < out->n_input; i++)
+    job.rows += out->spans[i].rows;
+  int rc = out->files ? wd_file_validate(&job, err)  /* rows not here */
+                      : wv_reduce_validate(&job, err);
+  if (rc != 0)
+    return rc;
+  out->rows = job.rows;
+  out->checked = 1;
+  return 0;
 }
 
 static int bk_stream_open(wd_bulk *b, uint32_t pipe, uint64_t key,
@@ -304,7 +334,7 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
   for (size_t i = 0; i < out->n_input; i++)
     out->mem_rows += out->spans[i].rows;  /* the stream's buffer is ours */
   out->ready = 1;
-  return 0;
+  return bk_check(out, err);
 }
 
 /* A body's end: on failure, what out holds goes and the error is its
@@ -425,10 +455,15 @@ int wd_bulk_decode(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
   out->version = rq->version;
   if (rq->body_case == WAVE__V1__REQUEST__BODY_REDUCE) {
     if (rq->reduce->n_input_at == 0 && rq->reduce->n_mask_at == 0 &&
-        in->payload == NULL)
-      return bk_values(rq->reduce, out);
-    rc = bk_reduce(b, bk_pipe(*in->msg), rq->reduce, in->payload, in->plen,
-                   out, &err);
+        in->payload == NULL) {
+      if ((rc = bk_values(rq->reduce, out, &err)) == 1)
+        return 0;  /* the loop's */
+    } else {
+      rc = bk_reduce(b, bk_pipe(*in->msg), rq->reduce, in->payload, in->plen,
+                     out, &err);
+    }
+    if (rc == 0)
+      rc = bk_check(out, &err);
   } else {
     if (in->payload == NULL)
       return 0;

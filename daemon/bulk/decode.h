@@ -8,9 +8,11 @@
  * route's gates.  A StreamCommit, and a ReduceRequest whose chunks are
  * Extents (wd_bulk_decode), become a prepared reduction (spans and the
  * references that keep their memory alive) that the loop validates
- * against the devices and queues like any other.  Plain requests are left
- * to the loop.  All of it is O(chunks) except a stream
- * piece's copy into its job's buffer, the one copy of those rows.
+ * against the devices and queues like any other (its rows counted and
+ * its job validated here: the loop does nothing per chunk).  Plain
+ * requests of fewer than 4,096 chunks are left to the loop.  All of it is
+ * O(chunks) except a stream piece's copy into its job's buffer, the one
+ * copy of those rows.
  */
 #ifndef WD_BULK_H
 #define WD_BULK_H
@@ -44,6 +46,8 @@ typedef struct wd_bulk_req {
                              limits.max_job_rows bounds; mapped and file
                              regions hold none */
   int has_mask;
+  int checked;            /* rows counted and the job validated here: */
+  uint64_t rows;          /* its input rows (rq/reduce.c takes them) */
   char device[64];
   int level;              /* a stream's priority and deadline (wd_work) */
   unsigned deadline_ms;

@@ -76,6 +76,9 @@ struct wd_front {
    * (wd_front_quiet) */
   _Atomic unsigned busy;
   _Atomic uint64_t last_in_ms;
+  /* decoded bytes of big requests handed to a decode thread to be freed,
+   * not freed yet (net/req.c) */
+  _Atomic size_t trash;
 };
 
 /* A front with no socket yet; fe->failed, up, pipe_gone and pipe_gone_arg

@@ -4,13 +4,15 @@
  * wd_front_up.decode: the gates and bodies of the rows run there, and a
  * reduction's extents, bulk/decode.c); and wd_req_clear, which frees what
  * a request holds once it is answered (the handler's half through the
- * hook server.c gives, wd_front_up).  net/front.c calls both: this file
+ * hook server.c gives, wd_front_up; a big decoded request on a decode
+ * thread).  net/front.c calls both: this file
  * calls nothing of front.c, so the two do not call each other.
  *
  * Versions: this daemon speaks protocol 2 (WD_PROTOCOL); what a version
  * means for a handler is rq/route.c's business.
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,9 +78,68 @@ static size_t rx_pb_budget(size_t len)
   return 16 * len + ((size_t)64 << 10);
 }
 
+/* A big request is freed on a decode thread, not the loop (issue 35:
+ * freeing 4M one-row chunks, one by one, held the loop 0.1-0.3 s and every
+ * other client with it).  It leaves its context, which serves on, with
+ * its spans and kept message; the free costs that thread less than the
+ * decode did.  Bounded: while RX_TRASH_MAX bytes wait to be freed, or
+ * once the front closes (its pool stops), the loop frees as before. */
+#define RX_TRASH_MIN ((size_t)256 << 10) /* decoded bytes: smaller, here */
+#define RX_TRASH_MAX ((size_t)1 << 30)
+
+typedef struct rx_trash {
+  wd_pool_item item;
+  Wave__V1__Request *req;
+  wv_span *spans;
+  nng_msg *keep;
+  size_t bytes;
+  _Atomic size_t *waiting;  /* the front's count of bytes to free */
+} rx_trash;
+
+static void rx_free_detached(void *data, void *ptr)
+{
+  (void)data;
+  if (ptr != NULL)
+    free((unsigned char *)ptr - RX_PB_HDR);
+}
+
+static void rx_trash_cb(wd_pool_item *it)
+{
+  rx_trash *t = (rx_trash *)((char *)it - offsetof(rx_trash, item));
+  ProtobufCAllocator pb = {.free = rx_free_detached};
+  wave__v1__request__free_unpacked(t->req, &pb);
+  free(t->spans);
+  if (t->keep != NULL)
+    nng_msg_free(t->keep);
+  atomic_fetch_sub(t->waiting, t->bytes);
+  free(t);
+}
+
+/* 1: c's request went to a decode thread to be freed (loop thread). */
+static int rx_trash_req(wd_req *c)
+{
+  wd_front *s = c->fe;
+  size_t bytes = c->pb_used + (c->bulk.keep ? nng_msg_len(c->bulk.keep) : 0);
+  if (bytes < RX_TRASH_MIN || atomic_load(&s->closing) || s->pool == NULL ||
+      atomic_load(&s->trash) + bytes > RX_TRASH_MAX)
+    return 0;
+  rx_trash *t = malloc(sizeof *t);
+  if (t == NULL)
+    return 0;
+  *t = (rx_trash){.item.fn = rx_trash_cb, .req = c->req,
+                  .spans = c->bulk.spans, .keep = c->bulk.keep,
+                  .bytes = bytes, .waiting = &s->trash};
+  c->bulk.spans = NULL;  /* the array only: freed with the request */
+  c->bulk.keep = NULL;
+  c->req = NULL;
+  atomic_fetch_add(&s->trash, bytes);
+  wd_pool_push(s->pool, &t->item);
+  return 1;
+}
+
 void wd_req_clear(wd_req *c)
 {
-  if (c->req != NULL)
+  if (c->req != NULL && !rx_trash_req(c))
     wave__v1__request__free_unpacked(c->req, &c->pb);
   c->req = NULL;
   if (c->fe->up.clear != NULL)  /* the handler's half */

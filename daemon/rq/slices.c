@@ -10,20 +10,27 @@
  * chunk about what SL_CHUNK_COST rows cost, so a slice also takes at most
  * slice_rows / SL_CHUNK_COST chunks, and a job of many tiny chunks yields
  * as often as one of a few big ones.  An order-free op simply stops its
- * slice at that many chunks.  A float sum whose chunks are all short runs
- * in blocks of 256^k whole non-empty chunks, aligned at multiples of 256^k
- * in chunk order: the chunk values are reduced by the same levels as the
- * rows, so such a block's answer is exactly the node of the chunk values'
- * tree above those chunks (-0.0 padding changes no value), and the blocks'
+ * slice at that many chunks.  A float sum of many chunks runs in blocks
+ * of 256^k whole non-empty chunks, aligned at multiples of 256^k in chunk
+ * order: the chunk values are reduced by the same levels as the rows, so
+ * such a block's answer is exactly the node of the chunk values' tree
+ * above those chunks (-0.0 padding changes no value), and the blocks'
  * values reduced by the levels give the tree's root.  The accumulator
- * takes each block as one "chunk" of one piece.
+ * takes each block as one "chunk" of one piece.  A long chunk in a block
+ * (more than a 256th of a slice) is reduced first, in pieces of its own
+ * (a power of 256 rows, one a step, merged by a second accumulator), and
+ * its value then stands in the block's call as a one-row chunk, selected:
+ * a one-row chunk's value is its row, so the block's answer is the same
+ * node; only its count is the long chunk's, put back after the call.
  */
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "daemon/rq/slices.h"
 #include "core/base.h"
+#include "core/optable.h"
 #include "workers/wvdev.h"
 
 #define SL_PIECE (1ull << 16)  /* 256^2: the smallest slice */
@@ -32,21 +39,49 @@
 #define SL_GPU (1ull << 32)
 #define SL_CHUNK_COST 64       /* rows a chunk costs a backend call */
 
-/* A float sum of only short chunks: whole chunks per slice (a power of
- * 256, those chunks' rows, each costing at least SL_CHUNK_COST, within
- * slice_rows), or 0 when that is not more than one slice. */
-static uint64_t sl_block(const wv_reduce_job *job, uint64_t slice_rows)
+static const uint32_t sl_one = 1;  /* the mask row of a long chunk's value */
+
+/* How a float sum on slices of p rows is cut: f, a chunk's piece (the
+ * largest power of 256 >= 256^2 within p); block, whole chunks per block
+ * (0: pieces, one a slice); long_min, the rows above which a chunk in a
+ * block is long (a 256th of p); n_long, such chunks; longest, the longest
+ * chunk's rows.  One pass over the chunks (the device thread makes it
+ * twice before a job's first slice).  Returns 0 when the job runs whole,
+ * 1 for pieces, 2 for blocks. */
+typedef struct sl_fplan {
+  uint64_t f, block, long_min, longest;
+  size_t n_long;
+} sl_fplan;
+
+static int sl_fplan_of(const wv_reduce_job *job, uint64_t p, sl_fplan *pl)
 {
-  uint64_t most = SL_CHUNK_COST, n = 0, b = 0;
-  for (size_t i = 0; i < job->n_input; i++)
-    if (job->input[i].rows > 0) {
-      n++;
-      if (job->input[i].rows > most)
-        most = job->input[i].rows;
-    }
-  for (uint64_t k = 256; k <= slice_rows / most; k *= 256)
-    b = k;
-  return b != 0 && n > b ? b : 0;
+  *pl = (sl_fplan){.f = SL_PIECE, .long_min = p / 256};
+  while (pl->f <= p / 256)
+    pl->f *= 256;
+  /* blocks of b = 256^k whole chunks, b times the longest short chunk
+   * (each costing SL_CHUNK_COST at least) within p; a long one stands in
+   * its block as one row */
+  uint64_t pieces = 0, f = pl->f, most = SL_CHUNK_COST, n = 0;
+  for (size_t i = 0; i < job->n_input; i++) {
+    uint64_t r = job->input[i].rows;
+    if (r == 0)
+      continue;
+    pieces += (r + f - 1) / f;
+    n++;
+    if (r > pl->longest)
+      pl->longest = r;
+    if (r > pl->long_min)
+      pl->n_long++;
+    else if (r > most)
+      most = r;
+  }
+  if (job->rows > f && pieces <= 2 * ((job->rows + f - 1) / f))
+    return 1;  /* few chunks: pieces of f rows */
+  for (uint64_t k = 256; k <= p / most; k *= 256)
+    pl->block = k;
+  if (pl->block == 0 || (n <= pl->block && job->rows <= p))
+    return 0;  /* one call of at most a slice */
+  return 2;
 }
 
 /* An order-free op: chunks per slice at most. */
@@ -79,18 +114,14 @@ uint64_t wd_slices_rows(const wv_reduce_job *job, uint64_t slice_rows)
     return job->rows > p || job->n_input > sl_max_chunks(p) ||
                    job->n_mask > sl_max_chunks(p)
                ? p : 0;
-  /* the float sum's tree is cut only at powers of 256 */
-  uint64_t f = SL_PIECE;
-  while (f <= slice_rows / 256)
-    f *= 256;
-  uint64_t pieces = 0;
-  for (size_t i = 0; i < job->n_input; i++)
-    pieces += (job->input[i].rows + f - 1) / f;
-  if (job->rows > f && pieces <= 2 * ((job->rows + f - 1) / f))
-    return f;
-  /* many chunks shorter than a slice: one call each would cost more than
-   * the job; in blocks of whole chunks when all are short, else whole */
-  return sl_block(job, p) ? p : 0;
+  /* the float sum's tree is cut only at powers of 256 (a chunk's pieces)
+   * or at aligned blocks of whole chunks */
+  sl_fplan pl;
+  switch (sl_fplan_of(job, p, &pl)) {
+  case 1: return pl.f;
+  case 2: return p;
+  default: return 0;
+  }
 }
 
 int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
@@ -100,29 +131,35 @@ int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
   s->fsum = (job->dtype == WAVE_F32 || job->dtype == WAVE_F64) &&
             job->op == WAVE_SUM;
   s->most = sl_max_chunks(p);
-  if (s->fsum) {  /* pieces of P = p rows, unless that rule fails */
-    uint64_t pieces = 0;
-    for (size_t i = 0; i < job->n_input; i++)
-      pieces += (job->input[i].rows + p - 1) / p;
-    if (job->rows <= p || pieces > 2 * ((job->rows + p - 1) / p))
-      s->block = sl_block(job, p);
+  size_t n_long = 0, cap = 0;  /* cap: chunk values + a chunk's pieces */
+  if (s->fsum) {  /* pieces of P = p rows, unless blocks (as rows said) */
+    sl_fplan pl;
+    if (sl_fplan_of(job, p, &pl) == 2) {
+      s->block = pl.block;
+      s->long_min = pl.long_min;
+      s->piece = pl.f;
+      n_long = pl.n_long;
+    }
+    cap = job->n_input + (size_t)((pl.longest + p - 1) / p);
   }
-  size_t cap = 0;  /* float sum: chunk values + one chunk's pieces */
-  if (s->fsum) {
-    uint64_t most = 0;
-    for (size_t i = 0; i < job->n_input; i++)
-      if (job->input[i].rows > most)
-        most = job->input[i].rows;
-    cap = job->n_input + (size_t)((most + p - 1) / p);
-  }
-  s->sub = calloc(job->n_input + job->n_mask + 1, sizeof *s->sub);
-  if (s->sub == NULL)
+  /* a block's mask spans: a long chunk splits one, and adds its own */
+  s->sub = calloc(job->n_input + job->n_mask + 2 * n_long + 2,
+                  sizeof *s->sub);
+  s->lv = n_long ? calloc(n_long, sizeof *s->lv) : NULL;
+  if (s->sub == NULL || (n_long && s->lv == NULL)) {
+    free(s->sub);
+    free(s->lv);
+    s->sub = NULL;
+    s->lv = NULL;
     return wv_seterr(err, WAVE_ENOMEM, "slices of a %llu-row job",
                      (unsigned long long)job->rows);
+  }
   int rc = wv_partial_init(&s->acc, job->dtype, job->op, cap, err);
   if (rc != 0) {
     free(s->sub);
+    free(s->lv);
     s->sub = NULL;
+    s->lv = NULL;
   }
   return rc;
 }
@@ -133,6 +170,21 @@ static void sl_skip(const wv_span *c, size_t n, size_t *ci, uint64_t *off)
   while (*ci < n && *off == c[*ci].rows) {
     (*ci)++;
     *off = 0;
+  }
+}
+
+/* Move the cursor r rows on. */
+static void sl_pass(const wv_span *c, size_t n, size_t *ci, uint64_t *off,
+                    uint64_t r)
+{
+  while (r > 0) {
+    sl_skip(c, n, ci, off);
+    assert(*ci < n);
+    uint64_t t = c[*ci].rows - *off;
+    if (t > r)
+      t = r;
+    *off += t;
+    r -= t;
   }
 }
 
@@ -167,24 +219,172 @@ static uint64_t sl_rows_in(const wv_span *c, size_t n, size_t ci,
   return r;
 }
 
+/* One backend call over the spans in s->sub: ni inputs, then nm masks at
+ * mask; its answer o. */
+static int sl_call(wd_slices *s, const wv_dev *dev, size_t ni,
+                   const wv_span *mask, size_t nm, uint64_t rows,
+                   wv_reduce_job *sub, wv_reduce_out *o, wave_error *err)
+{
+  const wv_reduce_job *j = s->job;
+  *sub = (wv_reduce_job){
+    .dtype = j->dtype,
+    .op = j->op,
+    .input = s->sub,
+    .n_input = ni,
+    .mask = mask,
+    .n_mask = nm,
+    .has_mask = j->has_mask,
+    .rows = rows,
+  };
+  memset(o, 0, sizeof *o);
+  int rc = wv_dev_reduce(dev, sub, o, err);
+  s->transfer += o->transfer_s;  /* every call's copies: the job's */
+  return rc;
+}
+
+/* A block begins at the input cursor: its end, rows and long chunks. */
+static void sl_block_open(wd_slices *s)
+{
+  const wv_reduce_job *j = s->job;
+  sl_skip(j->input, j->n_input, &s->ic, &s->ioff);
+  size_t ci = s->ic;
+  s->brows = 0;
+  s->blong = s->bdone = 0;
+  for (uint64_t k = 0; k < s->block && ci < j->n_input; ci++)
+    if (j->input[ci].rows > 0) {
+      s->brows += j->input[ci].rows;
+      s->blong += j->input[ci].rows > s->long_min;
+      k++;
+    }
+  s->bend = ci;
+  s->li = s->ic;
+  s->loff = 0;
+  s->lmc = s->mc;
+  s->lmoff = s->moff;
+  s->lcount = 0;
+  s->open = 1;
+}
+
+/* The next piece of the block's next long chunk (one call); its value,
+ * once its last piece is in, is s->lv[s->bdone++]. */
+static int sl_long_step(wd_slices *s, const wv_dev *dev, wave_error *err)
+{
+  const wv_reduce_job *j = s->job;
+  while (j->input[s->li].rows <= s->long_min) {  /* short: passed */
+    if (j->has_mask)
+      sl_pass(j->mask, j->n_mask, &s->lmc, &s->lmoff, j->input[s->li].rows);
+    s->li++;
+  }
+  const wv_span *c = &j->input[s->li];
+  unsigned size = wv_dtype_size(j->dtype);
+  int rc;
+  if (s->loff == 0 &&
+      (rc = wv_partial_init(&s->lacc, j->dtype, j->op,
+                            (size_t)((c->rows + s->piece - 1) / s->piece),
+                            err)) != 0)
+    return rc;
+  s->lacc_on = 1;
+  uint64_t r = c->rows - s->loff;
+  if (r > s->piece)
+    r = s->piece;
+  s->sub[0] = (wv_span){(const uint8_t *)c->data + s->loff * size, r};
+  size_t nm = j->has_mask ? sl_take(j->mask, j->n_mask, &s->lmc, &s->lmoff,
+                                    r, 4, s->sub + 1)
+                          : 0;
+  wv_reduce_job sub;
+  wv_reduce_out o;
+  if ((rc = sl_call(s, dev, 1, s->sub + 1, nm, r, &sub, &o, err)) != 0)
+    return rc;
+  wv_partial p;
+  wv_partial_of(&sub, &o, 0, &p);
+  if ((rc = wv_partial_add(&s->lacc, &p, err)) != 0)
+    return rc;
+  if ((s->loff += r) < c->rows)
+    return 0;
+  wv_reduce_out v;
+  wv_partial_result(&s->lacc, &v, NULL);
+  wv_partial_fini(&s->lacc);
+  s->lacc_on = 0;
+  /* its tree value: all masked out is -0.0 (the result says +0.0) */
+  uint64_t bits = v.count > 0 ? v.bits[0]
+                  : size == 4 ? WV_F32_NEG_ZERO : WV_F64_NEG_ZERO;
+  if (size == 4) {
+    uint32_t b32 = (uint32_t)bits;
+    memcpy(&s->lv[s->bdone], &b32, 4);
+  } else {
+    s->lv[s->bdone] = bits;
+  }
+  s->lcount += v.count;
+  s->bdone++;
+  s->li++;
+  s->loff = 0;
+  return 0;
+}
+
+/* The block's call: its short chunks in place, each long one as its value
+ * (one selected row); the answer is one "chunk" of the accumulator. */
+static int sl_block_call(wd_slices *s, const wv_dev *dev, int *last,
+                         wave_error *err)
+{
+  const wv_reduce_job *j = s->job;
+  wv_span *mk = s->sub + j->n_input + 1;
+  size_t ni = 0, nm = 0, nl = 0;
+  uint64_t run = 0, rows = 0;  /* mask rows not taken yet; the call's rows */
+  for (size_t ci = s->ic; ci < s->bend; ci++) {
+    const wv_span *c = &j->input[ci];
+    if (c->rows == 0)
+      continue;
+    if (c->rows <= s->long_min) {
+      s->sub[ni++] = *c;
+      run += c->rows;
+      rows += c->rows;
+      continue;
+    }
+    if (j->has_mask) {
+      nm += sl_take(j->mask, j->n_mask, &s->mc, &s->moff, run, 4, mk + nm);
+      sl_pass(j->mask, j->n_mask, &s->mc, &s->moff, c->rows);
+      mk[nm++] = (wv_span){&sl_one, 1};
+    }
+    run = 0;
+    s->sub[ni++] = (wv_span){&s->lv[nl++], 1};
+    rows++;
+  }
+  if (j->has_mask)
+    nm += sl_take(j->mask, j->n_mask, &s->mc, &s->moff, run, 4, mk + nm);
+  wv_reduce_job sub;
+  wv_reduce_out o;
+  int rc = sl_call(s, dev, ni, mk, nm, rows, &sub, &o, err);
+  if (rc != 0)
+    return rc;
+  o.count = o.count - nl + s->lcount;  /* each value stood for its chunk */
+  wv_partial p;
+  wv_partial_of(&sub, &o, s->nblk++, &p);
+  p.offset = s->lrow;
+  if ((rc = wv_partial_add(&s->acc, &p, err)) != 0)
+    return rc;
+  s->lrow += s->brows;
+  s->ic = s->bend;
+  s->ioff = 0;
+  s->open = 0;
+  *last = s->lrow == j->rows;
+  return 0;
+}
+
 int wd_slices_step(wd_slices *s, const wv_dev *dev, int *last,
                    wave_error *err)
 {
   *last = 0;
   const wv_reduce_job *j = s->job;
+  if (s->block) {  /* the next block of whole non-empty chunks */
+    if (!s->open)
+      sl_block_open(s);
+    if (s->bdone < s->blong)  /* its long chunks first, a piece a step */
+      return sl_long_step(s, dev, err);
+    return sl_block_call(s, dev, last, err);
+  }
   uint64_t r = j->rows - s->lrow;
   size_t chunk = 0;
-  if (s->block) {  /* the next block of whole non-empty chunks */
-    sl_skip(j->input, j->n_input, &s->ic, &s->ioff);
-    r = 0;
-    size_t ci = s->ic;
-    for (uint64_t k = 0; k < s->block && ci < j->n_input; ci++)
-      if (j->input[ci].rows > 0) {
-        r += j->input[ci].rows;
-        k++;
-      }
-    chunk = s->nblk++;
-  } else if (s->fsum) {  /* one piece: the rest of this chunk, <= p rows */
+  if (s->fsum) {  /* one piece: the rest of this chunk, <= p rows */
     sl_skip(j->input, j->n_input, &s->ic, &s->ioff);
     r = j->input[s->ic].rows - s->ioff;
     chunk = s->ic;
@@ -198,26 +398,16 @@ int wd_slices_step(wd_slices *s, const wv_dev *dev, int *last,
                       : in;
     r = in < mk ? in : mk;
   }
-  if (r > s->p && !s->block)
+  if (r > s->p)
     r = s->p;
   size_t ni = sl_take(j->input, j->n_input, &s->ic, &s->ioff, r,
                       wv_dtype_size(j->dtype), s->sub);
   size_t nm = j->has_mask ? sl_take(j->mask, j->n_mask, &s->mc, &s->moff, r,
                                     4, s->sub + ni)
                           : 0;
-  wv_reduce_job sub = {
-    .dtype = j->dtype,
-    .op = j->op,
-    .input = s->sub,
-    .n_input = ni,
-    .mask = s->sub + ni,
-    .n_mask = nm,
-    .has_mask = j->has_mask,
-    .rows = r,
-  };
-  wv_reduce_out o = {0};
-  int rc = wv_dev_reduce(dev, &sub, &o, err);
-  s->transfer += o.transfer_s;
+  wv_reduce_job sub;
+  wv_reduce_out o;
+  int rc = sl_call(s, dev, ni, s->sub + ni, nm, r, &sub, &o, err);
   if (rc != 0)
     return rc;
   wv_partial p;
@@ -239,6 +429,11 @@ void wd_slices_result(wd_slices *s, wv_reduce_out *out, int *some_finite)
 void wd_slices_fini(wd_slices *s)
 {
   wv_partial_fini(&s->acc);
+  if (s->lacc_on)
+    wv_partial_fini(&s->lacc);
+  s->lacc_on = 0;
   free(s->sub);
+  free(s->lv);
   s->sub = NULL;
+  s->lv = NULL;
 }

@@ -9,9 +9,11 @@
  *    chunk, a a multiple of P counted from the chunk's start and
  *    r = min(P, rows - a), P a power of 256 (>= 256^2): exactly the
  *    chunk's level-k partial for its rows;
- *  - a float sum whose chunks are all short (many chunks, issue 35): a
- *    slice is a block of 256^k whole non-empty chunks, aligned in chunk
- *    order: the node of the chunk values' tree above them;
+ *  - a float sum of many chunks (issue 35): a slice is a block of 256^k
+ *    whole non-empty chunks, aligned in chunk order: the node of the
+ *    chunk values' tree above them.  A long chunk among them (more than a
+ *    256th of a slice) is first reduced in pieces of its own, a slice
+ *    each, and stands in its block's call as its value, one row;
  *  - every other op is order-free: a slice is the next P logical rows of
  *    the job (P a multiple of 65536), across chunk boundaries, and at most
  *    P / 64 chunks (a chunk costs a call about 64 rows).
@@ -41,9 +43,23 @@ typedef struct wd_slices {
   size_t mc;             /* the mask chunk holding lrow, and its row */
   uint64_t moff;
   uint64_t most;         /* order-free: chunks per slice at most */
-  uint64_t block;        /* float sum of short chunks: whole chunks per
-                          * slice (256^k), else 0 */
+  uint64_t block;        /* float sum in blocks: whole chunks per block
+                          * (256^k), else 0 */
+  uint64_t long_min;     /* ... a chunk of more rows is long: */
+  uint64_t piece;        /* reduced first, in pieces of this many rows */
   size_t nblk;           /* blocks done (each one "chunk" of the merge) */
+  int open;              /* the block under way: */
+  size_t bend;           /* the chunk after its last */
+  uint64_t brows;        /* its rows */
+  size_t blong, bdone;   /* its long chunks, and those reduced */
+  size_t li;             /* the long chunk under way (or a chunk before) */
+  uint64_t loff;         /* its rows done */
+  size_t lmc;            /* the mask cursor at row loff of chunk li */
+  uint64_t lmoff;
+  uint64_t lcount;       /* rows the block's long chunks selected */
+  uint64_t *lv;          /* their values, one row each (4 or 8 bytes) */
+  wv_partial_acc lacc;   /* the pieces of the long chunk under way */
+  int lacc_on;
   wv_span *sub;          /* the slice's spans: inputs, then masks */
   wv_partial_acc acc;
   double transfer;       /* the slices' transfer_s, added up */
@@ -57,9 +73,8 @@ typedef struct wd_slices {
 uint64_t wd_slices_device_rows(const wd_device_cfg *cfg, const wv_caps *caps);
 
 /* Rows per slice of job on a device of slice_rows (wd_slices_device_rows),
- * or 0 when the job runs whole: it fits in one slice, or it is a float sum
- * whose chunks are too short to give slices of P rows (a slice is never
- * more than one chunk of a float sum; many short ones stay one call). */
+ * or 0 when the job runs whole: it fits in one slice (for a float sum:
+ * at most a block of chunks and a slice of rows). */
 uint64_t wd_slices_rows(const wv_reduce_job *job, uint64_t slice_rows);
 
 /* job (validated, in memory) in slices of p rows (wd_slices_rows).  0, or
