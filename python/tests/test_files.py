@@ -243,6 +243,9 @@ def test_first_big_plain_as_memfd(daemon, monkeypatch):
         assert r1.index == r2.index == r3.index, op
     with wavedd.Client(daemon.url) as c:   # closed with the pool unmade
         assert c.reduce("sum", a).via == "file"
+        nxt = c._pool_next
     assert c._pool_next is None and c._pool is None
+    nxt.result()   # stopped (or done), not waited for by close()
+    assert c.regions() == 0
     gc.collect()
     assert fds() <= f0

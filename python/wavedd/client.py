@@ -315,12 +315,10 @@ class Client:
 
     def close(self):
         """End the connection; the daemon drops this client's regions."""
-        self._pool_stop.set()
+        self._pool_stop.set()   # a pool being made is dropped, unused
         with self._pool_lock:
             self._pool = None
-            nxt, self._pool_next = self._pool_next, None
-        if nxt is not None:
-            nxt.result()   # stopped between steps: soon
+            self._pool_next = None
         self._conn.close()
 
     @property
@@ -421,7 +419,9 @@ class Client:
         """Make the pool of nbytes on a thread of its own: made, populated
         and each page first written there, not in a later call's copy.
         Big rows go as memfds until it is made, a call that needs the pool
-        for small ones waits for it; close() stops it between steps."""
+        for small ones waits for it.  close() does not wait: it stops
+        between steps, and its region, registered under the connection's
+        lock, is refused by a closed connection or dropped with it."""
         size = -(-nbytes // _POOL_ALIGN) * _POOL_ALIGN
         stop = self._pool_stop
 
