@@ -20,9 +20,10 @@ times, wall time of the whole call:
                c.reduce("sum", a) first on a new Client (a memfd file,
                the pool made behind it), the second call of a new Client
                at once (a memfd again), its first call through the pool
-               once made, repeats on one Client, and the first on a new
-               Client as messages (copy_threshold above it); the bits of
-               every way must be equal
+               once made, repeats on one Client, the first on a new
+               Client with the pool made for it (the way before the
+               memfd), and as messages (copy_threshold above it); the
+               bits of every way must be equal
   fill         wavedd.empty of the file's shape filled from the memmap,
                np.empty filled the same way, and the region's first
                reduce
@@ -184,6 +185,19 @@ def main():
             row(f"Python c.reduce(plain 256 MiB), repeats (via {r.via})",
                 med, ts, f"{med / med_np:.2f}x np.sum")
             plain["repeat"] = r.bits
+
+            def pool_first(c):   # the way before: the pool made first
+                old, wavedd.client._FILE_FIRST = \
+                    wavedd.client._FILE_FIRST, 1 << 62
+                try:
+                    return c.reduce("sum", a)
+                finally:
+                    wavedd.client._FILE_FIRST = old
+            med, ts, r = timed(first(pool_first))
+            row(f"Python c.reduce(plain 256 MiB), first of a Client, the "
+                f"pool made for it (via {r.via})", med, ts,
+                f"{med / med_np:.2f}x np.sum")
+            plain["pool first"] = r.bits
 
             def message(c):
                 c.copy_threshold = 1 << 62

@@ -71,6 +71,8 @@ _POOL_ALIGN = 2 << 20     # pool sizes: whole huge pages
 _FILE_FIRST = 64 << 20    # plain rows from which a first call goes as a
                           # memfd file while the pool is made (_send_memfd)
 _STEP = 8 << 20           # the pool's background steps
+_GRACE = 0.05             # seconds before it starts: a Client closed by
+                          # then (one call) makes no pool
 
 
 def _fix(dt):
@@ -417,15 +419,19 @@ class Client:
 
     def _pool_later(self, nbytes):
         """Make the pool of nbytes on a thread of its own: made, populated
-        and each page first written there, not in a later call's copy.
-        Big rows go as memfds until it is made, a call that needs the pool
-        for small ones waits for it.  close() does not wait: it stops
-        between steps, and its region, registered under the connection's
-        lock, is refused by a closed connection or dropped with it."""
+        and each page first written there, not in a later call's copy,
+        from _GRACE after the call that asked for it (a Client closed by
+        then makes none).  Big rows go as memfds until it is made, a call
+        that needs the pool for small ones waits for it.  close() does not
+        wait: it stops between steps, and its region, registered under the
+        connection's lock, is refused by a closed connection or dropped
+        with it."""
         size = -(-nbytes // _POOL_ALIGN) * _POOL_ALIGN
         stop = self._pool_stop
 
         def build():
+            if stop.wait(_GRACE):
+                return None   # closed at once: a one-call Client
             try:
                 rg = _Region(self._conn, size, "python-pool", stop)
                 buf = rg.array((size,), np.uint8)
