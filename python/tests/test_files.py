@@ -241,6 +241,16 @@ def test_first_big_plain_as_memfd(daemon, monkeypatch):
         assert r1.bits == r2.bits == r3.bits, op
         assert r1.count == r2.count == r3.count == int(np.count_nonzero(m))
         assert r1.index == r2.index == r3.index, op
+    with wavedd.Client(daemon.url) as c:   # small rows while it is made
+        assert c.reduce("sum", a).via == "file"
+        nxt = c._pool_next
+        c.copy_threshold = 0
+        small = np.ones(1000, np.uint32)
+        assert c.reduce("sum", small).via == "pool"   # a pool of their own
+        nxt.result()
+        assert c.reduce("sum", small).value == 1000
+        assert c._pool[0].nbytes == -(-a.nbytes // (2 << 20)) * (2 << 20)
+        assert c.regions() == 1
     with wavedd.Client(daemon.url) as c:   # closed with the pool unmade
         assert c.reduce("sum", a).via == "file"
         nxt = c._pool_next

@@ -370,14 +370,20 @@ class Client:
                 return rg, p - rg.addr
         return None
 
-    def _pool_get(self, nbytes):
-        """The pooled region, at least nbytes (under _pool_lock)."""
-        if self._pool_next is not None:   # being made: wait for it
-            nxt, self._pool_next = self._pool_next, None
+    def _pool_take(self):
+        """The pool made behind a memfd call, once made, becomes the pool
+        when it is bigger (under _pool_lock)."""
+        nxt = self._pool_next
+        if nxt is not None and nxt.done():
+            self._pool_next = None
             got = nxt.result()
             if got is not None and (self._pool is None or
                                     got[0].nbytes > self._pool[0].nbytes):
                 self._pool = got
+
+    def _pool_get(self, nbytes):
+        """The pooled region, at least nbytes (under _pool_lock)."""
+        self._pool_take()
         if self._pool is not None and self._pool[0].nbytes >= nbytes:
             return self._pool
         self._pool = None   # the old one goes with its array
@@ -395,8 +401,7 @@ class Client:
         it).  Returns the Result, or None when the pool's way is the one
         (small rows, a pool that holds them, no file regions)."""
         with self._pool_lock:
-            if self._pool_next is not None and self._pool_next.done():
-                self._pool_get(0)   # made meanwhile: take it
+            self._pool_take()
             if plain < _FILE_FIRST or (self._pool is not None and
                                        self._pool[0].nbytes >= plain):
                 return None
@@ -421,11 +426,12 @@ class Client:
         """Make the pool of nbytes on a thread of its own: made, populated
         and each page first written there, not in a later call's copy,
         from _GRACE after the call that asked for it (a Client closed by
-        then makes none).  Big rows go as memfds until it is made, a call
-        that needs the pool for small ones waits for it.  close() does not
-        wait: it stops between steps, and its region, registered under the
-        connection's lock, is refused by a closed connection or dropped
-        with it."""
+        then makes none).  Big rows go as memfds until it is made; no call
+        waits for it (small rows that need a pool meanwhile get one of
+        their size, which a bigger pool made here then replaces).  close()
+        does not wait either: it stops between steps, and its region,
+        registered under the connection's lock, is refused by a closed
+        connection or dropped with it."""
         size = -(-nbytes // _POOL_ALIGN) * _POOL_ALIGN
         stop = self._pool_stop
 
