@@ -17,7 +17,13 @@ times, wall time of the whole call:
                time, then repeats on one Client
   py file      c.reduce_file("sum", big.npy) on a new Client
   plain        a plain 256 MiB float64 array (2^25 rows): np.sum, and
-               c.reduce("sum", a) first on a new Client, then repeats
+               c.reduce("sum", a) first on a new Client (a memfd file,
+               the pool made behind it), the second call of a new Client
+               at once (a memfd again), its first call through the pool
+               once made, repeats on one Client, the first on a new
+               Client with the pool made for it (the way before the
+               memfd), and as messages (copy_threshold above it); the
+               bits of every way must be equal
   fill         wavedd.empty of the file's shape filled from the memmap,
                np.empty filled the same way, and the region's first
                reduce
@@ -88,6 +94,7 @@ def start_daemon(tmp):
 
 
 def main():
+    load0 = os.getloadavg()
     rows = []
     bits = {}
 
@@ -141,17 +148,67 @@ def main():
             a = np.random.default_rng(35).random(PLAIN_ROWS)
             med_np, ts, _ = timed(lambda: a.sum())
             row("NumPy: a.sum(), plain 256 MiB", med_np, ts)
+            plain = {}
             med, ts, r = timed(first(lambda c: c.reduce("sum", a)))
             row(f"Python c.reduce(plain 256 MiB), first of a Client "
                 f"(via {r.via})", med, ts, f"{med / med_np:.2f}x np.sum")
-            first_bits = r.bits
+            plain["first"] = r.bits
+
+            def later(wait):
+                """The call after a Client's first: at once (wait False),
+                or once its pool is made (the pool's first use)."""
+                with wavedd.Client(url, timeout=600) as c:
+                    c.reduce("sum", a)
+                    if wait and c._pool_next is not None:
+                        c._pool_next.result()
+                    t0 = time.perf_counter()
+                    r = c.reduce("sum", a)
+                    dt = time.perf_counter() - t0
+                return dt, r
+            for wait, what in ((False, "second call of a Client, at once"),
+                               (True, "first call through the pool, once "
+                                      "made")):
+                ts, r = [], None
+                for _ in range(REPS):
+                    dt, r = later(wait)
+                    ts.append(dt)
+                med = statistics.median(ts)
+                row(f"Python c.reduce(plain 256 MiB), {what} (via {r.via})",
+                    med, ts, f"{med / med_np:.2f}x np.sum")
+                plain[what] = r.bits
             with wavedd.Client(url, timeout=600) as c:
                 c.reduce("sum", a)
+                if c._pool_next is not None:
+                    c._pool_next.result()
+                c.reduce("sum", a)
                 med, ts, r = timed(lambda: c.reduce("sum", a))
-            row("Python c.reduce(plain 256 MiB), repeats", med, ts,
+            row(f"Python c.reduce(plain 256 MiB), repeats (via {r.via})",
+                med, ts, f"{med / med_np:.2f}x np.sum")
+            plain["repeat"] = r.bits
+
+            def pool_first(c):   # the way before: the pool made first
+                old, wavedd.client._FILE_FIRST = \
+                    wavedd.client._FILE_FIRST, 1 << 62
+                try:
+                    return c.reduce("sum", a)
+                finally:
+                    wavedd.client._FILE_FIRST = old
+            med, ts, r = timed(first(pool_first))
+            row(f"Python c.reduce(plain 256 MiB), first of a Client, the "
+                f"pool made for it (via {r.via})", med, ts,
                 f"{med / med_np:.2f}x np.sum")
-            if r.bits != first_bits:
-                bits["plain"] = (first_bits, r.bits)
+            plain["pool first"] = r.bits
+
+            def message(c):
+                c.copy_threshold = 1 << 62
+                return c.reduce("sum", a)
+            med, ts, r = timed(first(message))
+            row(f"Python c.reduce(plain 256 MiB), first of a Client, "
+                f"copy_threshold above it (via {r.via})", med, ts,
+                f"{med / med_np:.2f}x np.sum")
+            plain["message"] = r.bits
+            if len(set(plain.values())) != 1:
+                bits["plain"] = plain
 
             med, ts, _ = timed(lambda: np.copyto(np.empty(m.shape, m.dtype),
                                                  m))
@@ -175,7 +232,9 @@ def main():
 
     print(f"python-files: {1 << LOG2} float64 rows ({(8 << LOG2) >> 20} "
           f"MiB .npy), cpu0, {REPS} runs each, wavedd.FFI={wavedd.FFI}, "
-          f"{os.cpu_count()} CPUs")
+          f"{os.cpu_count()} CPUs, load average at the start "
+          f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, at the end "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("| what | median s | each run | ratio |")
     print("|---|---:|---|---|")
     for what, med, ts, note in rows:

@@ -212,3 +212,50 @@ def test_pool_made_when_needed(daemon):
         assert c.reduce("sum", big).value == big.size
         assert c.regions() == 1 and c._pool[0].nbytes == 4 << 20
     gc.collect()
+
+
+def test_first_big_plain_as_memfd(daemon, monkeypatch):
+    """A Client's first plain rows of at least _FILE_FIRST go as a file
+    region of a fresh memfd (via "file") while the pool is made behind
+    it, a call after it is made through that pool; the bits of both, and of
+    messages, are the same (the float sums too), masks included; a Client
+    closed while its pool is being made leaves no descriptor here."""
+    import wavedd.client as wc
+    monkeypatch.setattr(wc, "_FILE_FIRST", 1 << 20)
+    rng = np.random.default_rng(34)
+    a, b = rng.random(3 << 17), rng.random(1001)   # 3 MiB, and an odd end
+    m = (rng.random(a.size + b.size) < 0.5).astype(np.uint32)
+    plain = a.nbytes + b.nbytes + m.nbytes
+    f0 = fds()
+    for op in ("sum", "fsum", "argmax", "min"):
+        with wavedd.Client(daemon.url) as c:
+            r1 = c.reduce(op, a, b, mask=m)
+            c._pool_next.result()   # made behind it (a call goes as a
+            r2 = c.reduce(op, a, b, mask=m)   # memfd until then)
+            assert c.regions() == 1
+            assert c._pool[0].nbytes == -(-plain // (2 << 20)) * (2 << 20)
+        with wavedd.Client(daemon.url) as c:
+            c.copy_threshold = 1 << 62
+            r3 = c.reduce(op, a, b, mask=m)
+        assert (r1.via, r2.via, r3.via) == ("file", "pool", "message"), op
+        assert r1.bits == r2.bits == r3.bits, op
+        assert r1.count == r2.count == r3.count == int(np.count_nonzero(m))
+        assert r1.index == r2.index == r3.index, op
+    with wavedd.Client(daemon.url) as c:   # small rows while it is made
+        assert c.reduce("sum", a).via == "file"
+        nxt = c._pool_next
+        c.copy_threshold = 0
+        small = np.ones(1000, np.uint32)
+        assert c.reduce("sum", small).via == "pool"   # a pool of their own
+        nxt.result()
+        assert c.reduce("sum", small).value == 1000
+        assert c._pool[0].nbytes == -(-a.nbytes // (2 << 20)) * (2 << 20)
+        assert c.regions() == 1
+    with wavedd.Client(daemon.url) as c:   # closed with the pool unmade
+        assert c.reduce("sum", a).via == "file"
+        nxt = c._pool_next
+    assert c._pool_next is None and c._pool is None
+    nxt.result()   # stopped (or done), not waited for by close()
+    assert c.regions() == 0
+    gc.collect()
+    assert fds() <= f0

@@ -12,6 +12,11 @@ How the rows of client.reduce travel (docs/python.md "How arrays travel"):
     several threads when big) into one pooled region of this client, made
     on first need, of the size needed, and reused, when they are at least
     copy_threshold bytes or files are among the chunks;
+  * except while no pool holds them: rows of _FILE_FIRST (64 MiB) or more
+    are then written (pwrite, several threads) into a fresh memfd sent as
+    a file region, and the pool is made on a thread of its own for the
+    calls after (_send_memfd): a fresh pool's every 4 KiB page costs a
+    first touch here and in the daemon, a memfd's pages none;
   * otherwise they go as messages (libwaveclient streams big ones), read
     in place from the arrays' memory.
 A region is a sealed memfd of libwaveclient (wave_region_*), registered as
@@ -21,7 +26,6 @@ it goes, the region is unregistered and unmapped.  Closing the client ends
 the connection, which drops every registration in the daemon; the arrays
 stay valid memory of this process until they go.
 """
-import ctypes
 import os
 import threading
 import weakref
@@ -32,6 +36,7 @@ import numpy as np
 
 from . import _lib as C
 from . import errors, files
+from .pages import Later as _Later, populate
 from ._lib import lib, text
 from .errors import ArgError, DtypeError, OpError, RegionError
 
@@ -63,6 +68,11 @@ _NULL = C.NULL
 
 _PAR_MIN = 64 << 20       # bytes from which a pool copy uses threads
 _POOL_ALIGN = 2 << 20     # pool sizes: whole huge pages
+_FILE_FIRST = 64 << 20    # plain rows from which a first call goes as a
+                          # memfd file while the pool is made (_send_memfd)
+_STEP = 8 << 20           # the pool's background steps
+_GRACE = 0.05             # seconds before it starts: a Client closed by
+                          # then (one call) makes no pool
 
 
 def _fix(dt):
@@ -141,8 +151,9 @@ class Result:
     else None): the exact sum of the selected finite rows, a
     fractions.Fraction (the daemon's exact partial, docs/protocol.md "The
     exact sum"; value is it rounded once), and exact_flags (fsum: the
-    EXACT_* bits of the selected rows, else None); via: "region", "file",
-    "pool" or "message", how the rows travelled."""
+    EXACT_* bits of the selected rows, else None); via: "region", "file"
+    (a file region: a file, or big plain rows in a memfd), "pool" or
+    "message", how the rows travelled."""
 
     def __init__(self, r, via):
         dt = _NP[r.dtype]
@@ -198,7 +209,7 @@ class _Conn:
 class _Region:
     """One wave_region, registered with conn; freed by its finalizer."""
 
-    def __init__(self, conn, nbytes, name):
+    def __init__(self, conn, nbytes, name, stop=None):
         err = errors.new_err()
         out = C.out("wave_region *")
         errors.check(lib.wave_region_create(out, nbytes, name.encode(), err),
@@ -206,7 +217,10 @@ class _Region:
         self.r = out[0]
         self.nbytes = nbytes
         self.addr = C.addr(lib.wave_region_data(self.r))
-        _populate(self.addr, nbytes)
+        populate(self.addr, nbytes, _PAR_MIN, stop)
+        if stop is not None and stop.is_set():
+            lib.wave_region_close(self.r)
+            raise ArgError("the client is closed")
         self.conn = None
         with conn.lock:
             rv = (lib.wave_region_register(conn.h, self.r, err)
@@ -251,7 +265,9 @@ class Client:
 
     copy_threshold: plain arrays of at least this many bytes are copied
     into a pooled region (over ipc, when the daemon allows regions);
-    smaller ones go as messages.
+    smaller ones go as messages.  The first 64 MiB or more of them, while
+    no pool holds them, go as a memfd file instead, and the pool is made
+    in the background for the calls after.
     """
 
     copy_threshold = 1 << 20
@@ -283,6 +299,8 @@ class Client:
         self._conn = _Conn(out[0])
         self._final = weakref.finalize(self, self._conn.close)
         self._pool = None
+        self._pool_next = None   # a _Later making the pool
+        self._pool_stop = threading.Event()
         self._pool_lock = threading.Lock()
         self._regions_ok = self.url.startswith("ipc://")
 
@@ -299,8 +317,10 @@ class Client:
 
     def close(self):
         """End the connection; the daemon drops this client's regions."""
+        self._pool_stop.set()   # a pool being made is dropped, unused
         with self._pool_lock:
             self._pool = None
+            self._pool_next = None
         self._conn.close()
 
     @property
@@ -350,8 +370,20 @@ class Client:
                 return rg, p - rg.addr
         return None
 
+    def _pool_take(self):
+        """The pool made behind a memfd call, once made, becomes the pool
+        when it is bigger (under _pool_lock)."""
+        nxt = self._pool_next
+        if nxt is not None and nxt.done():
+            self._pool_next = None
+            got = nxt.result()
+            if got is not None and (self._pool is None or
+                                    got[0].nbytes > self._pool[0].nbytes):
+                self._pool = got
+
     def _pool_get(self, nbytes):
         """The pooled region, at least nbytes (under _pool_lock)."""
+        self._pool_take()
         if self._pool is not None and self._pool[0].nbytes >= nbytes:
             return self._pool
         self._pool = None   # the old one goes with its array
@@ -359,6 +391,67 @@ class Client:
         rg = _Region(self._conn, size, "python-pool")
         self._pool = (rg, rg.array((size,), np.uint8))
         return self._pool
+
+    def _send_memfd(self, h, wdt, wop, every, found, n_in, has_mask, dev,
+                    res, err, fs, plain):
+        """Big plain rows that no pool holds yet (a Client's first, and
+        those while the pool is being made), as a file region of a fresh
+        memfd written here (files.memfd_rows); the pool of that size is
+        then made in the background for the calls after (none waits for
+        it).  Returns the Result, or None when the pool's way is the one
+        (small rows, a pool that holds them, no file regions)."""
+        with self._pool_lock:
+            self._pool_take()
+            if plain < _FILE_FIRST or (self._pool is not None and
+                                       self._pool[0].nbytes >= plain):
+                return None
+        idx = [i for i, f in enumerate(found) if f is None]
+        rows = files.memfd_rows([every[i] for i in idx], _PAR_MIN)
+        for fr in rows:
+            fs.add(fr)
+        try:
+            fs.register()
+        except (RegionError, errors.UnsupportedError):
+            return None   # the rows go through the pool after all
+        every = list(every)
+        found = list(found)
+        for i, fr in zip(idx, rows):
+            every[i], found[i] = fr, (fs.region(fr), fr.offset)
+        self._reduce_ext(h, wdt, wop, every, found, n_in, has_mask, dev,
+                         res, err)
+        self._pool_later(plain)
+        return Result(res, "file")
+
+    def _pool_later(self, nbytes):
+        """Make the pool of nbytes on a thread of its own: made, populated
+        and each page first written there, not in a later call's copy,
+        from _GRACE after the call that asked for it (a Client closed by
+        then makes none).  Big rows go as memfds until it is made; no call
+        waits for it (small rows that need a pool meanwhile get one of
+        their size, which a bigger pool made here then replaces).  close()
+        does not wait either: it stops between steps, and its region,
+        registered under the connection's lock, is refused by a closed
+        connection or dropped with it."""
+        size = -(-nbytes // _POOL_ALIGN) * _POOL_ALIGN
+        stop = self._pool_stop
+
+        def build():
+            if stop.wait(_GRACE):
+                return None   # closed at once: a one-call Client
+            try:
+                rg = _Region(self._conn, size, "python-pool", stop)
+                buf = rg.array((size,), np.uint8)
+                for i in range(0, size, _STEP):
+                    if stop.is_set():
+                        return None
+                    buf[i:i + _STEP] = 0
+                return rg, buf
+            except errors.Error:
+                return None   # the next call makes it as before
+
+        with self._pool_lock:
+            if self._pool_next is None and not stop.is_set():
+                self._pool_next = _Later(build)
 
     # ---- reductions ----------------------------------------------------
     def reduce(self, op, *chunks, mask=None, device=None, priority=None,
@@ -465,9 +558,14 @@ class Client:
             self._reduce_ext(h, wdt, wop, every, found, len(ins), has_mask,
                              dev, res, err)
             return Result(res, via)
-        # extents and memory in one request: the memory goes to the pool
+        # extents and memory in one request: the memory goes to the pool,
+        # or, the first time it would have to be made this big, to a memfd
         if self._regions_ok and (plain >= self.copy_threshold or
                                  fs.regions):
+            r = self._send_memfd(h, wdt, wop, every, found, len(ins),
+                                 has_mask, dev, res, err, fs, plain)
+            if r is not None:
+                return r
             with self._pool_lock:
                 try:
                     pool = self._pool_get(plain)
@@ -606,36 +704,6 @@ class Client:
         """The Job of that id (NoJobError when the daemon knows none)."""
         from .jobs import find_job
         return find_job(self, job_id)
-
-
-_MADV_POPULATE_WRITE = 23   # Linux 5.14
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-
-
-def _populate(addr, nbytes):
-    """Map every page of a fresh region here now, by several threads when
-    big (madvise MADV_POPULATE_WRITE, in the kernel), rather than one
-    fault per 4 KiB page as it is filled: a region is a memfd of ordinary
-    pages (shmem, which gets no transparent huge pages unless the host
-    allows them), where NumPy's own arrays get huge pages; each first
-    touch of a 4 KiB page costs a fault, several microseconds in a VM
-    (docs/python.md "What each way costs").  A kernel without it: the
-    faults as before."""
-    if nbytes < _POOL_ALIGN:
-        return
-    n = -(-nbytes // 4096) * 4096
-    k = min(os.cpu_count() or 1, 16) if n >= _PAR_MIN else 1
-    step = -(-(-(-n // k)) // _POOL_ALIGN) * _POOL_ALIGN
-
-    def part(i):
-        _libc.madvise(addr + i, min(step, n - i), _MADV_POPULATE_WRITE)
-
-    if k == 1:
-        part(0)
-        return
-    with ThreadPoolExecutor(k) as ex:
-        list(ex.map(part, range(0, n, step)))
 
 
 def _copy(dst, a):
