@@ -41,10 +41,12 @@ static void tcxe_launch(const void *rows, const uint32_t *mask, uint64_t n,
   const uint64_t grid = xs_grid<T>(n, blocks), stride = grid * WVG_BLOCK;
   for (uint64_t b = 0; b < grid; b++) {
     unsigned long long sb[2 * X::NB];
+    static double db[XS_BUCKETS * WVG_BLOCK];
     memset(sb, 0, sizeof sb);
+    memset(db, 0, sizeof db);
     for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
       xs_thread<T> t;
-      t.init();
+      t.init(X::BINS ? db + tid : NULL);
       xs_rows<T, MASK>(t, (const uint4 *)rows,
                        (const typename X::MV *)mask, n, b * WVG_BLOCK + tid,
                        stride, b == 0 ? tid : ~0u, sb);
@@ -53,12 +55,24 @@ static void tcxe_launch(const void *rows, const uint32_t *mask, uint64_t n,
       res->flags |= t.flags | (t.nz != 0 ? WV_XSUM_NOT_NEGZERO : 0u);
       res->count += t.cnt;
     }
+    if (X::BINS)
+      for (uint32_t q = 0; q < XS_BUCKETS * 16; q++)
+        xs_bins_out(db, q, sb);
     for (uint32_t k = 0; k < X::NB; k++)
       xs_bin_out<T>(sb, k, res);
   }
 }
 
-enum { NARROW, FULL, CANCEL, SPECIAL, ZEROS, HUGE_ };
+enum { NARROW, FULL, CANCEL, SPECIAL, ZEROS, EVERY, WIDECANCEL, TIES,
+       HUGE_, HUGE_BINS };
+
+/* A random finite row of any exponent (subnormals and zeros included). */
+static uint64_t any_row(int f64, uint64_t x, uint64_t y)
+{
+  uint64_t e = f64 ? (y >> 32) % 2047 : (y >> 32) % 255;
+  return f64 ? (x >> 63) << 63 | e << 52 | (x & 0xfffffffffffffull)
+             : (x >> 63) << 31 | e << 23 | (x & 0x7fffff);
+}
 
 /* n rows of kind k (dt's bits, 16-byte aligned storage). */
 static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
@@ -77,11 +91,40 @@ static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
                        (i & 1) << 31;
     } else if (kk == HUGE_) {
       bits = f64 ? 0x7fefffffffffffffull : 0x7f7fffffu;  /* the largest */
-    } else if (kk == FULL || (kk == SPECIAL && (x & 7) != 0) ||
-               (kk == ZEROS && (x & 3) == 0)) {
-      uint64_t e = f64 ? (y >> 32) % 2047 : (y >> 32) % 255;
+    } else if (kk == HUGE_BINS) {
+      /* the largest significand, all positive, in one float32 bucket
+       * (e 254 and 247: blocks of 8 binades that alternate row by row, so
+       * that no window takes them: every row goes to the double bin) */
+      bits = f64 ? ((i & 1) ? 2039ull : 2046ull) << 52 | 0xfffffffffffffull
+                 : ((i & 1) ? 247ull : 254ull) << 23 | 0x7fffff;
+    } else if (kk == EVERY) {
+      /* every exponent in turn, subnormals included */
+      uint64_t e = f64 ? i % 2047 : i % 255;
       bits = f64 ? (x >> 63) << 63 | e << 52 | (x & 0xfffffffffffffull)
                  : (x >> 63) << 31 | e << 23 | (x & 0x7fffff);
+    } else if (kk == WIDECANCEL || kk == TIES) {
+      /* x at row j < n / 2 and -x at row n - 1 - j, x of any exponent
+       * (so that a pair meets only in the result); WIDECANCEL: one pair
+       * in 16 is two narrow rows instead, the true sum; TIES: pair 0 is
+       * 1 (or 1 + ulp) and half an ulp of 1: a tie, to even */
+      uint64_t j = i < n / 2 ? i : n - 1 - i;
+      uint64_t xj = mix(j ^ seed ^ 55), yj = mix(xj + 1);
+      uint64_t one = f64 ? 0x3ff0000000000000ull : 0x3f800000u;
+      uint64_t vv = (n >> 2) & 1;
+      if (j == i && j == n - 1 - i)
+        bits = 0;                                 /* the middle row */
+      else if (kk == TIES && j == 0)
+        bits = i == 0 ? one + vv
+                      : (f64 ? 0x3ca0000000000000ull : 0x33800000u);
+      else if (kk == WIDECANCEL && (j & 15) == 0)
+        bits = f64 ? 0x3fe0000000000000ull | (y & 0xfffffffffffffull)
+                   : 0x3f000000u | (y & 0x7fffff);
+      else
+        bits = any_row(f64, xj, yj) ^
+               (i == j ? 0 : f64 ? 1ull << 63 : 1ull << 31);
+    } else if (kk == FULL || (kk == SPECIAL && (x & 7) != 0) ||
+               (kk == ZEROS && (x & 3) == 0)) {
+      bits = any_row(f64, x, y);
     } else if (kk == SPECIAL) {
       static const uint64_t s32[] = {0x7f800000u, 0xff800000u, 0x7fc00000u,
                                      0x00000001u, 0x80000000u, 0u,
@@ -171,6 +214,12 @@ static void tcxc_case(wave_dtype dt, int k, uint64_t n, unsigned blocks,
                   (unsigned long long)got.limb[i],
                   (unsigned long long)want.xsum.limb[i]);
   ck_assert_uint_eq(wv_xsum_round(&got, count), want.bits[0]);
+  if (k == TIES && !masked) {     /* the tie's answer, by hand */
+    uint64_t vv = (n >> 2) & 1;
+    ck_assert_uint_eq(want.bits[0],
+                      f64 ? 0x3ff0000000000000ull + 2 * vv
+                          : 0x3f800000u + 2 * vv);
+  }
 }
 
 /* _i: dtype (bit 0), mask (bit 1), kind (the rest). */
@@ -185,13 +234,34 @@ START_TEST(kernel_equals_reference)
 END_TEST
 
 /* The bounds' worst case: a GPU of one block (xs_grid gives n / 2^19 =
- * 2), 2^20 rows of the largest finite value, all in one window: 2048 rows
- * a thread, the sums of threads and blocks at their limits, the result's
- * top bins (folded by xsum_fold's 128-bit path). */
+ * 2), 2^20 rows of the largest finite value, all in one window (_i / 2 =
+ * 0), or all of the largest significand in one float32 double bin (_i /
+ * 2 = 1): 2048 rows a thread, the sums of threads and blocks at their
+ * limits, the result's top bins (folded by xsum_fold's 128-bit path). */
 START_TEST(largest_rows_at_the_bounds)
 {
-  wave_dtype dt = _i ? WAVE_F64 : WAVE_F32;
-  tcxc_case(dt, HUGE_, 1u << 20, 1, 0, 1);
+  wave_dtype dt = (_i & 1) ? WAVE_F64 : WAVE_F32;
+  tcxc_case(dt, (_i >> 1) ? HUGE_BINS : HUGE_, 1u << 20, 1, 0, 1);
+}
+END_TEST
+
+/* The launch bound the double bins rely on: whatever the rows and the
+ * GPU, xs_grid gives no thread more rows than a bin holds exactly
+ * (XS_BIN_ROWS; every launch folds its bins at its end). */
+START_TEST(grid_keeps_rows_in_a_bin)
+{
+  static const uint64_t ns[] = {1, 7, 1u << 19, (1u << 19) + 1,
+                                (1ull << 30) - 3, 1ull << 34,
+                                (1ull << 36) + 12345};
+  static const unsigned gpus[] = {1, 3, 132 * 7, 1056};
+  for (uint64_t n : ns)
+    for (unsigned g : gpus) {
+      uint64_t grid = xs_grid<float>(n, g), threads = grid * WVG_BLOCK;
+      uint64_t nvec = n / 4, most = (nvec + threads - 1) / threads * 4 + 1;
+      ck_assert_msg(most <= XS_BIN_ROWS, "n %llu on %u blocks: %llu rows a "
+                    "thread", (unsigned long long)n, g,
+                    (unsigned long long)most);
+    }
 }
 END_TEST
 
@@ -201,7 +271,8 @@ int main(void)
   TCase *tc = tcase_create("emulated");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, kernel_equals_reference, 0, 4 * (HUGE_ + 0));
-  tcase_add_loop_test(tc, largest_rows_at_the_bounds, 0, 2);
+  tcase_add_loop_test(tc, largest_rows_at_the_bounds, 0, 4);
+  tcase_add_test(tc, grid_keeps_rows_in_a_bin);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,11 +1,14 @@
 /* gpu_xsum_acc.h - the per-thread accumulator of the exact float sum
  * (gpu_xsum.cu has the design and the bounds): the float traits, a
- * thread's window, its slow path and flushes.  Host and device code
- * alike, so that tests/cuda/test_cuda_xsum.cu runs the same arithmetic on
- * the CPU against the reference (atomics become plain additions there).
+ * thread's window, its slow path, its float32 double bins and flushes.
+ * Host and device code alike, so that tests/cuda/test_cuda_xsum.cu runs
+ * the same arithmetic on the CPU against the reference (atomics become
+ * plain additions there).
  */
 #ifndef WV_GPU_XSUM_ACC_H
 #define WV_GPU_XSUM_ACC_H
+
+#include <string.h>
 
 #include "workers/cuda/gpu_xsum.h"
 
@@ -49,7 +52,24 @@ WVG_XHD void xs_shared_add(unsigned long long *p, unsigned long long v)
 }
 
 #define XS_WIN 24u                /* a window's width, in steps of b */
+#define XS_MOVE 3u                /* misses in a row that move a window */
 #define XS_BLOCK_ROWS (1u << 19)  /* rows per block and launch, at most */
+#define XS_BUCKETS 16u            /* float32 double bins a thread */
+#define XS_BIN_ROWS (1u << 13)    /* rows a double bin holds exactly */
+
+/* 2^k as a double, -1022 <= k <= 1023, from its bits (no library call,
+ * no rounding mode, the same on host and device). */
+WVG_XHD double xs_pow2(int k)
+{
+  unsigned long long u = (unsigned long long)(k + 1023) << 52;
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __longlong_as_double((long long)u);
+#else
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+#endif
+}
 
 /* ---- the float traits --------------------------------------------------- */
 
@@ -59,7 +79,7 @@ template <> struct xs_traits<float> {
   typedef uint32_t U;
   typedef uint4 MV;               /* the mask of one vector */
   enum : uint32_t { VR = 4, EMAX = 255, LOMAX = 232, NB = 34,
-                    NG = WVG_XS_BINS_F32 };
+                    NG = WVG_XS_BINS_F32, BINS = 1 };
   struct acc {
     long long s;
   };
@@ -94,14 +114,18 @@ template <> struct xs_traits<float> {
     if ((m >> 32) != 0)
       xs_shared_add(&sb[k + 4], m >> 32);
   }
-  /* One row, +-M * 2^b, straight into the bins: M << (b % 8) < 2^31 at
-   * bin b / 8. */
-  static WVG_XHD void direct(unsigned long long *sb, U x, uint32_t b,
-                             bool normal)
+  /* A row outside the window, +-M * 2^b units (its exact value as a
+   * double, M * 2^(b - 149)), into the thread's double bin of bucket
+   * e / 16: bin[h * WVG_BLOCK], a plain load, add and store of the
+   * thread's own word (gpu_xsum.cu proves it exact). */
+  static WVG_XHD void miss(unsigned long long *sb, double *bin, U x,
+                           uint32_t b, bool normal)
   {
-    uint32_t m = (x & 0x7fffffu) | (normal ? 0x800000u : 0u);
-    xs_shared_add(&sb[(negative(x) ? (uint32_t)NB : 0u) + (b >> 3)],
-                  (unsigned long long)(m << (b & 7)));
+    (void)sb;
+    int m = (int)((x & 0x7fffffu) | (normal ? 0x800000u : 0u));
+    uint32_t h = normal ? (b + 1) >> 4 : 0u;
+    bin[h * WVG_BLOCK] += (double)(negative(x) ? -m : m) *
+                          xs_pow2((int)b - 149);
   }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
@@ -117,7 +141,7 @@ template <> struct xs_traits<double> {
   typedef unsigned long long U;
   typedef uint2 MV;
   enum : uint32_t { VR = 2, EMAX = 2047, LOMAX = 2024, NB = 262,
-                    NG = WVG_XS_BINS_F64 };
+                    NG = WVG_XS_BINS_F64, BINS = 0 };
   struct acc {
     long long l, h;               /* S = l + h * 2^26 */
   };
@@ -174,6 +198,14 @@ template <> struct xs_traits<double> {
     xs_shared_add(&sb[b >> 3], m & 0xffffffffull);
     xs_shared_add(&sb[(b >> 3) + 4], m >> 32);
   }
+  /* A row outside the window: float64 has no double bins (gpu_xsum.cu
+   * says why), it goes straight into the shared bins. */
+  static WVG_XHD void miss(unsigned long long *sb, double *bin, U x,
+                           uint32_t b, bool normal)
+  {
+    (void)bin;
+    direct(sb, x, b, normal);
+  }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
     r[0] = ((U)v.y << 32) | v.x;
@@ -210,10 +242,16 @@ template <typename T> struct xs_thread {
   typename X::U nz;               /* OR of (row ^ -0.0): a row not -0.0 */
   uint32_t flags;                 /* WV_XSUM_NAN, _PINF, _NINF */
   uint32_t mkey;                  /* the last miss's b & ~7 */
+  uint32_t streak;                /* misses in a row in block mkey */
   uint32_t cnt;                   /* selected rows (masked jobs) */
+  double *bin;                    /* float32: bucket h at bin[h * BLOCK] */
 
-  WVG_XHD void init()
+  /* An empty state; bin: the thread's first double bin (float32; zeroed
+   * by the caller), else NULL. */
+  WVG_XHD void init(double *b0)
   {
+    bin = b0;
+    streak = 0;
     X::clear(a);
     lo = 0;                       /* a window at the bottom to start */
     lo1 = 1;
@@ -224,11 +262,13 @@ template <typename T> struct xs_thread {
     cnt = 0;
   }
 
-  /* A selected row the fast test did not pass.  Two misses in a row in
-   * one block of 8 binades move the window there (narrow data settles at
-   * its second row); a lone miss (a stray row of narrow data, or any row
+  /* A selected row the fast test did not pass.  XS_MOVE misses in a row
+   * (no hit between them) in one block of 8 binades move the window
+   * there (narrow data settles at its third row); any other miss (a
+   * stray row of narrow data, the far cluster of cancelling data, any row
    * of data spread over the whole range, where a window would catch
-   * little) goes straight into the bins. */
+   * little) goes to X::miss: float32's double bins, float64's shared
+   * bins. */
   WVG_XHD void slow(typename X::U x, unsigned long long *sb)
   {
     uint32_t e = X::expo(x);
@@ -246,10 +286,14 @@ template <typename T> struct xs_thread {
     }
     if ((b & ~7u) != mkey) {
       mkey = b & ~7u;
-      X::direct(sb, x, b, e != 0);
+      streak = 0;
+    }
+    if (++streak < XS_MOVE) {
+      X::miss(sb, bin, x, b, e != 0);
       return;
     }
     mkey = ~0u;
+    streak = 0;
     if (!X::empty(a))
       X::flush(a, sb, lo >> 3);
     X::clear(a);
@@ -303,6 +347,7 @@ XS_UNROLL
         int p = 1 << (d[v][c] & 31u);
         X::add(t.a, r[v][c], MASK && m[v][c] == 0 ? 0 : p, true);
       }
+    t.streak = 0;                 /* a hit ends a run of misses */
     return;
   }
 XS_UNROLL
@@ -313,10 +358,12 @@ XS_UNROLL
         continue;
       /* d afresh: a slow row before this one may have moved the window */
       uint32_t dd = X::expo(r[v][c]) - t.lo1;
-      if (dd < t.lim)
+      if (dd < t.lim) {
         X::add(t.a, r[v][c], 1 << dd, true);
-      else
+        t.streak = 0;
+      } else {
         t.slow(r[v][c], sb);
+      }
     }
 }
 
@@ -383,12 +430,42 @@ XS_UNROLL
     if (sel != 0) {
       t.nz |= x ^ X::neg_zero();
       uint32_t d = X::expo(x) - t.lo1;
-      if (d < t.lim)
+      if (d < t.lim) {
         X::add(t.a, x, 1 << d, true);
-      else
+        t.streak = 0;
+      } else {
         t.slow(x, sb);
+      }
     }
   }
+}
+
+/* Float32's double bins at a block's end, part q < XS_BUCKETS * 16:
+ * bucket h = q / 16 of the threads s, s + 16, ... (s = q % 16; db:
+ * [bucket][thread]), each an exact integer I = D * 2^(157 - 16h) (h = 0:
+ * D * 2^149) of units 2^(16h - 8) (bin 2h - 1; h = 0: bin 0), summed as
+ * 32-bit low parts and signed high parts into the shared bins at k and
+ * k + 4. */
+WVG_XHD void xs_bins_out(const double *db, uint32_t q,
+                         unsigned long long *sb)
+{
+  typedef xs_traits<float> X;
+  const uint32_t h = q >> 4, s = q & 15u;
+  const double sc = xs_pow2(h != 0 ? 157 - 16 * (int)h : 149);
+  unsigned long long lo = 0;
+  long long hi = 0;
+  for (uint32_t j = s; j < WVG_BLOCK; j += 16) {
+    long long v = (long long)(db[h * WVG_BLOCK + j] * sc);
+    lo += (unsigned long long)v & 0xffffffffull;
+    hi += v >> 32;
+  }
+  const uint32_t k = h != 0 ? 2 * h - 1 : 0;
+  if (lo != 0)
+    xs_shared_add(&sb[k], lo);
+  if (hi != 0)
+    xs_shared_add(&sb[(hi < 0 ? (uint32_t)X::NB : 0u) + k + 4],
+                  hi < 0 ? 0ull - (unsigned long long)hi
+                         : (unsigned long long)hi);
 }
 
 /* A block's shared bin k (its positive half less its negative half) into
