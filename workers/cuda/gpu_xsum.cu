@@ -12,7 +12,10 @@
  * between them) in the same block of 8 binades flush S into the block's
  * shared bins and move the window there (lo = clamp((b & ~7) - 8)); any
  * other miss is added where it costs no atomic (float32) or into the
- * shared bins (float64).  So data of up to about 16 binades settles in
+ * shared bins (float64).  Float32's row-by-row path runs both adds on
+ * every row, one with a zero (xs_row_bins), so that the lanes of a unit
+ * of spread or cancelling data do not part; only zeros, subnormals, inf,
+ * NaN and window moves branch off.  So data of up to about 16 binades settles in
  * one window per thread at its third row, and neither data spread over
  * the whole range nor two clusters (cancelling data) move windows back
  * and forth.  Float64 keeps M as two parts, Ml = M mod 2^26 and Mh =
@@ -80,8 +83,16 @@ namespace WVG_NS {
 
 /* ---- the kernel --------------------------------------------------------- */
 
+/* CUDA's second launch bound counts blocks an SM (xs_traits::MINB);
+ * HIP's counts waves per SIMD, and is left out there. */
+#ifdef WV_GPU_HIP
+#define XS_BOUNDS(T) __launch_bounds__(WVG_BLOCK)
+#else
+#define XS_BOUNDS(T) __launch_bounds__(WVG_BLOCK, xs_traits<T>::MINB)
+#endif
+
 template <typename T, bool MASK>
-__global__ void __launch_bounds__(WVG_BLOCK)
+__global__ void XS_BOUNDS(T)
 k_xsum(const uint4 *__restrict__ data,
        const typename xs_traits<T>::MV *__restrict__ mask, uint64_t n,
        xresult *res, xresult *other)

@@ -75,11 +75,20 @@ WVG_XHD double xs_pow2(int k)
 
 template <typename T> struct xs_traits;
 
+/* MINB: the kernel's resident blocks an SM, at least (its launch bound,
+ * the most without a spill: float32 3 on sm_90, where 4 spills, and 2
+ * before it; float64 4). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define XS_MINB_F32 2
+#else
+#define XS_MINB_F32 3
+#endif
 template <> struct xs_traits<float> {
   typedef uint32_t U;
   typedef uint4 MV;               /* the mask of one vector */
   enum : uint32_t { VR = 4, EMAX = 255, LOMAX = 232, NB = 34,
-                    NG = WVG_XS_BINS_F32, BINS = 1 };
+                    NG = WVG_XS_BINS_F32, BINS = 1,
+                    MINB = XS_MINB_F32 };
   struct acc {
     long long s;
   };
@@ -127,6 +136,18 @@ template <> struct xs_traits<float> {
     bin[h * WVG_BLOCK] += (double)(negative(x) ? -m : m) *
                           xs_pow2((int)b - 149);
   }
+  /* A normal row's exact value as a double (F2F: a subnormal would meet
+   * a flush-to-zero mode; miss builds those from M and b). */
+  static WVG_XHD double as_double(U x)
+  {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+    return (double)__uint_as_float(x);
+#else
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return (double)f;
+#endif
+  }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
     r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
@@ -141,7 +162,7 @@ template <> struct xs_traits<double> {
   typedef unsigned long long U;
   typedef uint2 MV;
   enum : uint32_t { VR = 2, EMAX = 2047, LOMAX = 2024, NB = 262,
-                    NG = WVG_XS_BINS_F64, BINS = 0 };
+                    NG = WVG_XS_BINS_F64, BINS = 0, MINB = 4 };
   struct acc {
     long long l, h;               /* S = l + h * 2^26 */
   };
@@ -269,7 +290,20 @@ template <typename T> struct xs_thread {
    * of data spread over the whole range, where a window would catch
    * little) goes to X::miss: float32's double bins, float64's shared
    * bins. */
-  WVG_XHD void slow(typename X::U x, unsigned long long *sb)
+  /* A miss in block key of 8 binades: whether it is the XS_MOVE-th in a
+   * row there. */
+  WVG_XHD bool count_miss(uint32_t key)
+  {
+    if (key != mkey) {
+      mkey = key;
+      streak = 0;
+    }
+    return ++streak >= XS_MOVE;
+  }
+
+  /* move: count_miss's answer where the caller counted this miss already
+   * (xs_row_bins), else -1. */
+  WVG_XHD void slow(typename X::U x, unsigned long long *sb, int move = -1)
   {
     uint32_t e = X::expo(x);
     if (e == X::EMAX) {
@@ -284,11 +318,9 @@ template <typename T> struct xs_thread {
       X::add(a, x, 1 << (b - lo), e != 0);
       return;
     }
-    if ((b & ~7u) != mkey) {
-      mkey = b & ~7u;
-      streak = 0;
-    }
-    if (++streak < XS_MOVE) {
+    if (move < 0)
+      move = count_miss(b & ~7u);
+    if (!move) {
       X::miss(sb, bin, x, b, e != 0);
       return;
     }
@@ -328,9 +360,34 @@ XS_UNROLL
   return ok;
 }
 
+/* One selected or unselected row (sel) of a float32 unit that some lane
+ * could not take by the fast add alone: the window add (a zero
+ * multiplier unless it hits) and the double bin add (0.0 unless it
+ * misses) both run, so that the lanes of a unit of spread data stay
+ * together; only a zero or subnormal, an inf or NaN, or a miss that moves
+ * the window branches off (slow). */
+template <typename T>
+WVG_XHD void xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x,
+                         bool sel, unsigned long long *sb)
+{
+  typedef xs_traits<T> X;
+  const uint32_t e = X::expo(x), dd = e - t.lo1;
+  const bool hit = dd < t.lim, miss = sel && !hit;
+  X::add(t.a, x, sel && hit ? 1 << (dd & 31u) : 0, true);
+  bool move = false;
+  if (miss)
+    move = t.count_miss(((e > 0 ? e : 1u) - 1) & ~7u);
+  else if (sel)
+    t.streak = 0;
+  const bool rare = miss && (e - 1 >= X::EMAX - 1 || move);
+  t.bin[(e >> 4) * WVG_BLOCK] += miss && !rare ? X::as_double(x) : 0.0;
+  if (rare)
+    t.slow(x, sb, move);
+}
+
 /* The rows of vectors prepared by xs_prep: all by the fast add when every
  * row of the unit passed (all: the kernel's vote of ok), else row by
- * row. */
+ * row (float32: xs_row_bins). */
 template <typename T, bool MASK, int NV>
 WVG_XHD void xs_add(xs_thread<T> &t,
                                        typename xs_traits<T>::U (*r)[4],
@@ -350,21 +407,29 @@ XS_UNROLL
     t.streak = 0;                 /* a hit ends a run of misses */
     return;
   }
+  if constexpr (X::BINS) {
 XS_UNROLL
-  for (int v = 0; v < NV; v++)
+    for (int v = 0; v < NV; v++)
 XS_UNROLL
-    for (uint32_t c = 0; c < X::VR; c++) {
-      if (MASK && m[v][c] == 0)
-        continue;
-      /* d afresh: a slow row before this one may have moved the window */
-      uint32_t dd = X::expo(r[v][c]) - t.lo1;
-      if (dd < t.lim) {
-        X::add(t.a, r[v][c], 1 << dd, true);
-        t.streak = 0;
-      } else {
-        t.slow(r[v][c], sb);
+      for (uint32_t c = 0; c < X::VR; c++)
+        xs_row_bins(t, r[v][c], !MASK || m[v][c] != 0, sb);
+  } else {
+XS_UNROLL
+    for (int v = 0; v < NV; v++)
+XS_UNROLL
+      for (uint32_t c = 0; c < X::VR; c++) {
+        if (MASK && m[v][c] == 0)
+          continue;
+        /* d afresh: a slow row before this one may have moved the window */
+        uint32_t dd = X::expo(r[v][c]) - t.lo1;
+        if (dd < t.lim) {
+          X::add(t.a, r[v][c], 1 << dd, true);
+          t.streak = 0;
+        } else {
+          t.slow(r[v][c], sb);
+        }
       }
-    }
+  }
 }
 
 /* The kernel's per-thread vote: whether every lane of the unit passed
