@@ -136,8 +136,14 @@ template <> struct xs_traits<float> {
     bin[h * WVG_BLOCK] += (double)(negative(x) ? -m : m) *
                           xs_pow2((int)b - 149);
   }
-  /* A normal row's exact value as a double (F2F: a subnormal would meet
-   * a flush-to-zero mode; miss builds those from M and b). */
+  /* A subnormal, inf or NaN (not a zero). */
+  static WVG_XHD bool special(U x)
+  {
+    uint32_t ax = x & 0x7fffffffu;
+    return ax - 1u < 0x7fffffu || ax >= 0x7f800000u;
+  }
+  /* A normal row's or a zero's exact value as a double (F2F: a subnormal
+   * would meet a flush-to-zero mode; miss builds those from M and b). */
   static WVG_XHD double as_double(U x)
   {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
@@ -283,13 +289,6 @@ template <typename T> struct xs_thread {
     cnt = 0;
   }
 
-  /* A selected row the fast test did not pass.  XS_MOVE misses in a row
-   * (no hit between them) in one block of 8 binades move the window
-   * there (narrow data settles at its third row); any other miss (a
-   * stray row of narrow data, the far cluster of cancelling data, any row
-   * of data spread over the whole range, where a window would catch
-   * little) goes to X::miss: float32's double bins, float64's shared
-   * bins. */
   /* A miss in block key of 8 binades: whether it is the XS_MOVE-th in a
    * row there. */
   WVG_XHD bool count_miss(uint32_t key)
@@ -301,8 +300,14 @@ template <typename T> struct xs_thread {
     return ++streak >= XS_MOVE;
   }
 
-  /* move: count_miss's answer where the caller counted this miss already
-   * (xs_row_bins), else -1. */
+  /* A selected row the fast test did not pass.  XS_MOVE misses in a row
+   * (no hit between them) in one block of 8 binades move the window
+   * there (narrow data settles at its third row); any other miss (a
+   * stray row of narrow data, the far cluster of cancelling data, any row
+   * of data spread over the whole range, where a window would catch
+   * little) goes to X::miss: float32's double bins, float64's shared
+   * bins.  move: count_miss's answer where the caller counted this miss
+   * already (xs_row_bins), else -1. */
   WVG_XHD void slow(typename X::U x, unsigned long long *sb, int move = -1)
   {
     uint32_t e = X::expo(x);
@@ -361,26 +366,27 @@ XS_UNROLL
 }
 
 /* One selected or unselected row (sel) of a float32 unit that some lane
- * could not take by the fast add alone: the window add (a zero
- * multiplier unless it hits) and the double bin add (0.0 unless it
- * misses) both run, so that the lanes of a unit of spread data stay
- * together; only a zero or subnormal, an inf or NaN, or a miss that moves
- * the window branches off (slow). */
+ * could not take by the fast add alone: every row, in the window or not,
+ * goes to its double bin (a zero, as it is; an unselected row as 0.0),
+ * so that the lanes of a unit of spread data stay together and a row
+ * costs one conversion and one load, add and store.  Only a subnormal,
+ * inf or NaN, or a miss that moves the window (narrow data finding its
+ * window: hits and misses still count) branches off (slow). */
 template <typename T>
 WVG_XHD void xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x,
                          bool sel, unsigned long long *sb)
 {
   typedef xs_traits<T> X;
-  const uint32_t e = X::expo(x), dd = e - t.lo1;
-  const bool hit = dd < t.lim, miss = sel && !hit;
-  X::add(t.a, x, sel && hit ? 1 << (dd & 31u) : 0, true);
+  const uint32_t e = X::expo(x);
   bool move = false;
-  if (miss)
-    move = t.count_miss(((e > 0 ? e : 1u) - 1) & ~7u);
-  else if (sel)
-    t.streak = 0;
-  const bool rare = miss && (e - 1 >= X::EMAX - 1 || move);
-  t.bin[(e >> 4) * WVG_BLOCK] += miss && !rare ? X::as_double(x) : 0.0;
+  if (sel) {
+    if (e - t.lo1 < t.lim)
+      t.streak = 0;
+    else
+      move = t.count_miss((e - 1) & ~7u);
+  }
+  const bool rare = sel && (X::special(x) || move);
+  t.bin[(e >> 4) * WVG_BLOCK] += sel && !rare ? X::as_double(x) : 0.0;
   if (rare)
     t.slow(x, sb, move);
 }
