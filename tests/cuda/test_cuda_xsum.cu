@@ -6,11 +6,16 @@
  * (xsum_fold) against the reference (wv_reduce_reference): the whole
  * accumulator, the flags, the count and the bits must be equal.  The data
  * are chosen for the kernel's edges: narrow rows (one window), the full
- * range with subnormals, cancelling pairs, NaN and infinities, -0.0 and
- * zeros, a mask, a tail of n % 4 rows, and the bounds' worst case: 2^20
- * rows of the largest finite value (2048 a thread, the most a launch
- * gives one, in one window; the top bins of the result).  What only a GPU shows (the vote, the atomics, the
- * launches) is checked by tests/conformance and wvbench-gpu-reduce.
+ * range with subnormals, every exponent in turn, cancelling pairs (in one
+ * thread, and across threads and blocks), a tie to even (checked by hand
+ * too), NaN and infinities, -0.0 and zeros, a mask, a tail of n % 4
+ * rows, and the bounds' worst cases: 2^20 rows of the largest finite
+ * value (2048 a thread, the most a launch gives one, in one window; the
+ * top bins of the result), the same in one float32 double bin, and
+ * xs_grid's rows a thread against a double bin's capacity.  Narrow rows
+ * must find their window (or the GPU would run them on the bins).  What
+ * only a GPU shows (the vote, the atomics, the launches) is checked by
+ * tests/conformance and wvbench-gpu-reduce.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -245,6 +250,39 @@ START_TEST(largest_rows_at_the_bounds)
 }
 END_TEST
 
+/* Narrow data finds its window (xs_unit_move), so that it runs on the
+ * fast add, not the double bins: every thread of a block over rows
+ * uniform in [0, 1) (b 100..125, most in the block of 8 at 120) ends with
+ * its window at lo = 112, float32 and float64 alike. */
+START_TEST(narrow_rows_settle_in_a_window)
+{
+  const int f64 = _i;
+  const uint64_t n = 1u << 16;
+  std::vector<uint64_t> rows = make_rows(f64 ? WAVE_F64 : WAVE_F32, NARROW,
+                                         n, 5);
+  static double db[XS_BUCKETS * WVG_BLOCK];
+  unsigned long long sb[2 * 262] = {0};
+  for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
+    uint32_t lo;
+    if (f64) {
+      xs_thread<double> t;
+      t.init(NULL);
+      xs_rows<double, false>(t, (const uint4 *)rows.data(), NULL, n, tid,
+                             WVG_BLOCK, ~0u, sb);
+      lo = t.lo;
+    } else {
+      xs_thread<float> t;
+      t.init(db + tid);
+      xs_rows<float, false>(t, (const uint4 *)rows.data(), NULL, n, tid,
+                            WVG_BLOCK, ~0u, sb);
+      lo = t.lo + 1023 - 127;     /* the same binade as float64's */
+    }
+    ck_assert_msg(lo == 1008u, "%s thread %u: lo %u",
+                  f64 ? "f64" : "f32", tid, lo);
+  }
+}
+END_TEST
+
 /* The launch bound the double bins rely on: whatever the rows and the
  * GPU, xs_grid gives no thread more rows than a bin holds exactly
  * (XS_BIN_ROWS; every launch folds its bins at its end). */
@@ -273,6 +311,7 @@ int main(void)
   tcase_add_loop_test(tc, kernel_equals_reference, 0, 4 * (HUGE_ + 0));
   tcase_add_loop_test(tc, largest_rows_at_the_bounds, 0, 4);
   tcase_add_test(tc, grid_keeps_rows_in_a_bin);
+  tcase_add_loop_test(tc, narrow_rows_settle_in_a_window, 0, 2);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -8,28 +8,29 @@
  * whose b lies in its window [lo, lo + 24) (lo a multiple of 8): a row adds
  * +-M * 2^(b - lo), one multiply-add.  Any other row (outside the window,
  * or a zero, subnormal, inf or NaN) takes the slow path, the whole unit
- * with it when one lane needs it: XS_MOVE (3) misses in a row (no hit
- * between them) in the same block of 8 binades flush S into the block's
- * shared bins and move the window there (lo = clamp((b & ~7) - 8)); any
- * other miss is added where it costs no atomic (float32) or into the
- * shared bins (float64).  Float32's row-by-row path runs both adds on
- * every row, one with a zero (xs_row_bins), so that the lanes of a unit
- * of spread or cancelling data do not part; only zeros, subnormals, inf,
- * NaN and window moves branch off.  So data of up to about 16 binades settles in
- * one window per thread at its third row, and neither data spread over
- * the whole range nor two clusters (cancelling data) move windows back
- * and forth.  Float64 keeps M as two parts, Ml = M mod 2^26 and Mh =
- * M >> 26, in two sums S = Sl + Sh * 2^26, so that every product fits in
- * 64 bits.
+ * (its four vectors) with it when one lane needs it.  Float32 then sends every
+ * row of the unit, hit or miss, to the thread's double bins (below; one
+ * conversion and one load-add-store a row, the same for every lane;
+ * subnormals, inf and NaN branch off), and moves the window after two
+ * such units in a row whose first and last rows both missed in the same
+ * block of 8 binades (xs_unit_move).  Float64 goes row by row: a miss
+ * goes into the shared bins, and XS_MOVE (3) misses in a row (no hit
+ * between) in one block of 8 binades flush S into the shared bins and
+ * move the window there.  A move sets lo = clamp((b & ~7) - 8).  So data
+ * of up to about 16 binades settles in one window per thread in its first
+ * units or rows, and neither data spread over the whole range nor two
+ * clusters (cancelling data) move windows back and forth.  Float64 keeps
+ * M as two parts, Ml = M mod 2^26 and Mh = M >> 26, in two sums S = Sl +
+ * Sh * 2^26, so that every product fits in 64 bits.
  *
  * Float32's misses: double bins.  A thread has 16 doubles in shared
  * memory, [bucket][thread] (a thread's own words: a plain load, add and
  * store, no atomic, no bank conflict beyond a 64-bit access's two
  * wavefronts), bucket h = e / 16 of the exponent field.  A float32 row is
- * exact as the double +-M * 2^(b - 149) (built from M and b, so no
- * flush-to-zero mode can touch a subnormal); the rows of bucket h are
- * multiples of 2^(16h - 1) units (h = 0: 1 unit) below 2^40 of them, so a
- * bin adds up to 2^13 rows exactly (XS_BIN_ROWS; a thread gets fewer than
+ * exact as a double: a normal row or a zero by conversion, a subnormal
+ * built from M and b (so no flush-to-zero mode can touch it); the rows of
+ * bucket h are multiples of 2^(16h - 1) units (h = 0: 1 unit) below 2^40
+ * of them, so a bin adds up to 2^13 rows exactly (XS_BIN_ROWS; a thread gets fewer than
  * 2^12 in a launch, below).  At the block's end, after a barrier, thread q
  * < 256 takes bucket q / 16 of 16 threads: each double times 2^(157 -
  * 16h) (h = 0: 2^149) is an exact integer below 2^59 of units 2^(16h - 8)

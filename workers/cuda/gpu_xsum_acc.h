@@ -289,15 +289,29 @@ template <typename T> struct xs_thread {
     cnt = 0;
   }
 
-  /* A miss in block key of 8 binades: whether it is the XS_MOVE-th in a
-   * row there. */
-  WVG_XHD bool count_miss(uint32_t key)
+  /* A miss (float32's row-by-row units: a unit's) in block key of 8
+   * binades: whether it is the need-th in a row there. */
+  WVG_XHD bool count_miss(uint32_t key, uint32_t need)
   {
     if (key != mkey) {
       mkey = key;
       streak = 0;
     }
-    return ++streak >= XS_MOVE;
+    return ++streak >= need;
+  }
+
+  /* Flush S and move the window to the block of b. */
+  WVG_XHD void move_to(uint32_t b, unsigned long long *sb)
+  {
+    mkey = ~0u;
+    streak = 0;
+    if (!X::empty(a))
+      X::flush(a, sb, lo >> 3);
+    X::clear(a);
+    uint32_t l = (b & ~7u) >= 8 ? (b & ~7u) - 8 : 0;
+    lo = l < X::LOMAX ? l : X::LOMAX;
+    lo1 = lo + 1;
+    lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
   }
 
   /* A selected row the fast test did not pass.  XS_MOVE misses in a row
@@ -306,8 +320,8 @@ template <typename T> struct xs_thread {
    * stray row of narrow data, the far cluster of cancelling data, any row
    * of data spread over the whole range, where a window would catch
    * little) goes to X::miss: float32's double bins, float64's shared
-   * bins.  move: count_miss's answer where the caller counted this miss
-   * already (xs_row_bins), else -1. */
+   * bins.  move: 0 where the caller decides moves itself (xs_row_bins),
+   * else -1. */
   WVG_XHD void slow(typename X::U x, unsigned long long *sb, int move = -1)
   {
     uint32_t e = X::expo(x);
@@ -324,20 +338,12 @@ template <typename T> struct xs_thread {
       return;
     }
     if (move < 0)
-      move = count_miss(b & ~7u);
+      move = count_miss(b & ~7u, XS_MOVE);
     if (!move) {
       X::miss(sb, bin, x, b, e != 0);
       return;
     }
-    mkey = ~0u;
-    streak = 0;
-    if (!X::empty(a))
-      X::flush(a, sb, lo >> 3);
-    X::clear(a);
-    uint32_t l = (b & ~7u) >= 8 ? (b & ~7u) - 8 : 0;
-    lo = l < X::LOMAX ? l : X::LOMAX;
-    lo1 = lo + 1;
-    lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
+    move_to(b, sb);
     X::add(a, x, 1 << (b - lo), e != 0);
   }
 };
@@ -365,30 +371,41 @@ XS_UNROLL
   return ok;
 }
 
-/* One selected or unselected row (sel) of a float32 unit that some lane
- * could not take by the fast add alone: every row, in the window or not,
- * goes to its double bin (a zero, as it is; an unselected row as 0.0),
- * so that the lanes of a unit of spread data stay together and a row
- * costs one conversion and one load, add and store.  Only a subnormal,
- * inf or NaN, or a miss that moves the window (narrow data finding its
- * window: hits and misses still count) branches off (slow). */
+/* One row of a float32 unit that some lane could not take by the fast
+ * add alone: every row, in the window or not, goes to its double bin (a
+ * zero as it is, so an unselected row, -0.0 by now, adds nothing): one
+ * conversion and one load, add and store, the same for every lane.  A
+ * subnormal, inf or NaN adds 0.0 here and returns true: the caller takes
+ * it by slow (which moves no window) after the unit. */
 template <typename T>
-WVG_XHD void xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x,
-                         bool sel, unsigned long long *sb)
+WVG_XHD bool xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x)
 {
   typedef xs_traits<T> X;
-  const uint32_t e = X::expo(x);
-  bool move = false;
-  if (sel) {
-    if (e - t.lo1 < t.lim)
-      t.streak = 0;
-    else
-      move = t.count_miss((e - 1) & ~7u);
+  const bool rare = X::special(x);
+  t.bin[(X::expo(x) >> 4) * WVG_BLOCK] += rare ? 0.0 : X::as_double(x);
+  return rare;
+}
+
+/* After such a unit: narrow data outside the window (its first rows, or
+ * a change of range) moves the window when, in two units in a row, the
+ * thread's first and last rows both missed it in one block of 8 binades,
+ * the same block both times; data spread over the range or in two
+ * clusters almost never does that. */
+template <typename T>
+WVG_XHD void xs_unit_move(xs_thread<T> &t, typename xs_traits<T>::U x0,
+                          typename xs_traits<T>::U x1,
+                          unsigned long long *sb)
+{
+  typedef xs_traits<T> X;
+  const uint32_t e0 = X::expo(x0), e1 = X::expo(x1);
+  const uint32_t k = (e1 - 1) & ~7u;
+  if (e0 - t.lo1 < t.lim || e1 - t.lo1 < t.lim || e1 - 1 >= X::EMAX - 1 ||
+      ((e0 - 1) & ~7u) != k) {
+    t.streak = 0;
+    return;
   }
-  const bool rare = sel && (X::special(x) || move);
-  t.bin[(e >> 4) * WVG_BLOCK] += sel && !rare ? X::as_double(x) : 0.0;
-  if (rare)
-    t.slow(x, sb, move);
+  if (t.count_miss(k, 2))
+    t.move_to(e1 - 1, sb);
 }
 
 /* The rows of vectors prepared by xs_prep: all by the fast add when every
@@ -414,11 +431,20 @@ XS_UNROLL
     return;
   }
   if constexpr (X::BINS) {
+    uint32_t rare = 0;            /* rows for slow, bit v * 4 + c */
 XS_UNROLL
     for (int v = 0; v < NV; v++)
 XS_UNROLL
       for (uint32_t c = 0; c < X::VR; c++)
-        xs_row_bins(t, r[v][c], !MASK || m[v][c] != 0, sb);
+        rare |= (uint32_t)xs_row_bins(t, r[v][c]) << (v * 4 + c);
+    if (rare != 0)
+XS_UNROLL
+      for (int v = 0; v < NV; v++)
+XS_UNROLL
+        for (uint32_t c = 0; c < X::VR; c++)
+          if ((rare >> (v * 4 + c)) & 1u)
+            t.slow(r[v][c], sb, 0);
+    xs_unit_move(t, r[0][0], r[NV - 1][X::VR - 1], sb);
   } else {
 XS_UNROLL
     for (int v = 0; v < NV; v++)
