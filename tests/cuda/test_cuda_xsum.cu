@@ -250,16 +250,24 @@ START_TEST(largest_rows_at_the_bounds)
 }
 END_TEST
 
-/* Narrow data finds its window (xs_unit_move), so that it runs on the
- * fast add, not the double bins: every thread of a block over rows
- * uniform in [0, 1) (b 100..125, most in the block of 8 at 120) ends with
- * its window at lo = 112, float32 and float64 alike. */
+/* Narrow data finds its window, so that it runs on the fast add, not the
+ * double bins: every thread of a block over rows uniform in [0, 1) (b
+ * 100..125, most in the block of 8 at 120) after a first unit of rows
+ * near 2^20 (where the thread's window starts: xs_rows takes its first
+ * row's block) ends with its window at lo = 112 (xs_unit_move; float64:
+ * slow's moves), float32 and float64 alike. */
 START_TEST(narrow_rows_settle_in_a_window)
 {
   const int f64 = _i;
   const uint64_t n = 1u << 16;
   std::vector<uint64_t> rows = make_rows(f64 ? WAVE_F64 : WAVE_F32, NARROW,
                                          n, 5);
+  const uint64_t first = WVG_BLOCK * 4 * (f64 ? 2 : 4);   /* one unit */
+  for (uint64_t i = 0; i < first; i++)
+    if (f64)
+      rows[i] = 0x4138000000000000ull + i;                /* 1.5 * 2^20 */
+    else
+      ((uint32_t *)rows.data())[i] = 0x49c00000u + (uint32_t)i;
   static double db[XS_BUCKETS * WVG_BLOCK];
   unsigned long long sb[2 * 262] = {0};
   for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {

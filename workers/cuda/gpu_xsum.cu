@@ -5,8 +5,9 @@
  * A finite row is +-M * 2^b units (core/xsum.h: b = e - 1, or 0 for a
  * subnormal).  A persistent grid streams 16-byte vectors, four in flight
  * per thread, like k_int.  Each thread keeps a register sum S of the rows
- * whose b lies in its window [lo, lo + 24) (lo a multiple of 8): a row adds
- * +-M * 2^(b - lo), one multiply-add.  Any other row (outside the window,
+ * whose b lies in its window [lo, lo + 24) (lo a multiple of 8; it starts
+ * at the thread's first row): a row adds +-M * 2^(b - lo), one
+ * multiply-add.  Any other row (outside the window,
  * or a zero, subnormal, inf or NaN) takes the slow path, the whole unit
  * (its four vectors) with it when one lane needs it.  Float32 then sends every
  * row of the unit, hit or miss, to the thread's double bins (below; one

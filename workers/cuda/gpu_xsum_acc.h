@@ -489,6 +489,13 @@ WVG_XHD void xs_rows(xs_thread<T> &t, const uint4 *__restrict__ data,
   const uint64_t nvec = n / X::VR;
   uint64_t i = i0;
   const typename X::MV none = {};  /* unused without a mask */
+  if (i < nvec) {                 /* the window at the first row's block */
+    U r0[4];
+    X::rows(data[i], r0);
+    uint32_t e = X::expo(r0[0]);
+    if (e - 1 < X::EMAX - 1)
+      t.move_to(e - 1, sb);
+  }
   for (; i + 3 * stride < nvec; i += 4 * stride) {
     U r[4][4];
     uint32_t m[4][4], d[4][4];
