@@ -382,7 +382,7 @@ WVG_XHD bool xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x)
 {
   typedef xs_traits<T> X;
   const bool rare = X::special(x);
-  t.bin[(X::expo(x) >> 4) * WVG_BLOCK] += rare ? 0.0 : X::as_double(x);
+  t.bin[(X::expo(x) >> 4) * WVG_BLOCK] += X::as_double(rare ? 0u : x);
   return rare;
 }
 
