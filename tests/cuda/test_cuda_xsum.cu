@@ -97,11 +97,13 @@ static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
     } else if (kk == HUGE_) {
       bits = f64 ? 0x7fefffffffffffffull : 0x7f7fffffu;  /* the largest */
     } else if (kk == HUGE_BINS) {
-      /* the largest significand, all positive, in one float32 bucket
-       * (e 254 and 247: blocks of 8 binades that alternate row by row, so
-       * that no window takes them: every row goes to the double bin) */
-      bits = f64 ? ((i & 1) ? 2039ull : 2046ull) << 52 | 0xfffffffffffffull
-                 : ((i & 1) ? 247ull : 254ull) << 23 | 0x7fffff;
+      /* the largest significand, all positive; three rows of a float32
+       * vector at the top of bucket 14 (e 239: 2^39 of its grain less a
+       * little), the fourth at e 1, so that every unit is one some row
+       * misses and all its rows go to the double bins: 1536 rows of a
+       * thread in one bin (float64: every other row at e 1) */
+      bits = f64 ? ((i & 1) ? 1ull : 2046ull) << 52 | 0xfffffffffffffull
+                 : ((i & 3) == 3 ? 1ull : 239ull) << 23 | 0x7fffff;
     } else if (kk == EVERY) {
       /* every exponent in turn, subnormals included */
       uint64_t e = f64 ? i % 2047 : i % 255;
@@ -240,8 +242,8 @@ END_TEST
 
 /* The bounds' worst case: a GPU of one block (xs_grid gives n / 2^19 =
  * 2), 2^20 rows of the largest finite value, all in one window (_i / 2 =
- * 0), or all of the largest significand in one float32 double bin (_i /
- * 2 = 1): 2048 rows a thread, the sums of threads and blocks at their
+ * 0), or of the largest significand, three in four in one float32
+ * double bin (_i / 2 = 1): 2048 rows a thread, the sums of threads and blocks at their
  * limits, the result's top bins (folded by xsum_fold's 128-bit path). */
 START_TEST(largest_rows_at_the_bounds)
 {
