@@ -544,6 +544,9 @@ XS_UNROLL
   }
 }
 
+static_assert(WVG_BLOCK == 256, "xs_bins_out's bounds count 16 threads "
+              "a part and 16 parts a bucket");
+
 /* Float32's double bins at a block's end, part q < XS_BUCKETS * 16:
  * bucket h = q / 16 of the threads s, s + 16, ... (s = q % 16; db:
  * [bucket][thread]), each an exact integer I = D * 2^(157 - 16h) (h = 0:
