@@ -6,11 +6,16 @@
  * (xsum_fold) against the reference (wv_reduce_reference): the whole
  * accumulator, the flags, the count and the bits must be equal.  The data
  * are chosen for the kernel's edges: narrow rows (one window), the full
- * range with subnormals, cancelling pairs, NaN and infinities, -0.0 and
- * zeros, a mask, a tail of n % 4 rows, and the bounds' worst case: 2^20
- * rows of the largest finite value (2048 a thread, the most a launch
- * gives one, in one window; the top bins of the result).  What only a GPU shows (the vote, the atomics, the
- * launches) is checked by tests/conformance and wvbench-gpu-reduce.
+ * range with subnormals, every exponent in turn, cancelling pairs (in one
+ * thread, and across threads and blocks), a tie to even (checked by hand
+ * too), NaN and infinities, -0.0 and zeros, a mask, a tail of n % 4
+ * rows, and the bounds' worst cases: 2^20 rows of the largest finite
+ * value (2048 a thread, the most a launch gives one, in one window; the
+ * top bins of the result), the same in one float32 double bin, and
+ * xs_grid's rows a thread against a double bin's capacity.  Narrow rows
+ * must find their window (or the GPU would run them on the bins).  What
+ * only a GPU shows (the vote, the atomics, the launches) is checked by
+ * tests/conformance and wvbench-gpu-reduce.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -41,10 +46,12 @@ static void tcxe_launch(const void *rows, const uint32_t *mask, uint64_t n,
   const uint64_t grid = xs_grid<T>(n, blocks), stride = grid * WVG_BLOCK;
   for (uint64_t b = 0; b < grid; b++) {
     unsigned long long sb[2 * X::NB];
+    static double db[XS_BUCKETS * WVG_BLOCK];
     memset(sb, 0, sizeof sb);
+    memset(db, 0, sizeof db);
     for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
       xs_thread<T> t;
-      t.init();
+      t.init(X::BINS ? db + tid : NULL);
       xs_rows<T, MASK>(t, (const uint4 *)rows,
                        (const typename X::MV *)mask, n, b * WVG_BLOCK + tid,
                        stride, b == 0 ? tid : ~0u, sb);
@@ -53,12 +60,24 @@ static void tcxe_launch(const void *rows, const uint32_t *mask, uint64_t n,
       res->flags |= t.flags | (t.nz != 0 ? WV_XSUM_NOT_NEGZERO : 0u);
       res->count += t.cnt;
     }
+    if (X::BINS)
+      for (uint32_t q = 0; q < XS_BUCKETS * 16; q++)
+        xs_bins_out(db, q, sb);
     for (uint32_t k = 0; k < X::NB; k++)
       xs_bin_out<T>(sb, k, res);
   }
 }
 
-enum { NARROW, FULL, CANCEL, SPECIAL, ZEROS, HUGE_ };
+enum { NARROW, FULL, CANCEL, SPECIAL, ZEROS, EVERY, WIDECANCEL, TIES,
+       HUGE_, HUGE_BINS };
+
+/* A random finite row of any exponent (subnormals and zeros included). */
+static uint64_t any_row(int f64, uint64_t x, uint64_t y)
+{
+  uint64_t e = f64 ? (y >> 32) % 2047 : (y >> 32) % 255;
+  return f64 ? (x >> 63) << 63 | e << 52 | (x & 0xfffffffffffffull)
+             : (x >> 63) << 31 | e << 23 | (x & 0x7fffff);
+}
 
 /* n rows of kind k (dt's bits, 16-byte aligned storage). */
 static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
@@ -77,11 +96,42 @@ static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
                        (i & 1) << 31;
     } else if (kk == HUGE_) {
       bits = f64 ? 0x7fefffffffffffffull : 0x7f7fffffu;  /* the largest */
-    } else if (kk == FULL || (kk == SPECIAL && (x & 7) != 0) ||
-               (kk == ZEROS && (x & 3) == 0)) {
-      uint64_t e = f64 ? (y >> 32) % 2047 : (y >> 32) % 255;
+    } else if (kk == HUGE_BINS) {
+      /* the largest significand, all positive; three rows of a float32
+       * vector at the top of bucket 14 (e 239: 2^39 of its grain less a
+       * little), the fourth at e 1, so that every unit is one some row
+       * misses and all its rows go to the double bins: 1536 rows of a
+       * thread in one bin (float64: every other row at e 1) */
+      bits = f64 ? ((i & 1) ? 1ull : 2046ull) << 52 | 0xfffffffffffffull
+                 : ((i & 3) == 3 ? 1ull : 239ull) << 23 | 0x7fffff;
+    } else if (kk == EVERY) {
+      /* every exponent in turn, subnormals included */
+      uint64_t e = f64 ? i % 2047 : i % 255;
       bits = f64 ? (x >> 63) << 63 | e << 52 | (x & 0xfffffffffffffull)
                  : (x >> 63) << 31 | e << 23 | (x & 0x7fffff);
+    } else if (kk == WIDECANCEL || kk == TIES) {
+      /* x at row j < n / 2 and -x at row n - 1 - j, x of any exponent
+       * (so that a pair meets only in the result); WIDECANCEL: one pair
+       * in 16 is two narrow rows instead, the true sum; TIES: pair 0 is
+       * 1 (or 1 + ulp) and half an ulp of 1: a tie, to even */
+      uint64_t j = i < n / 2 ? i : n - 1 - i;
+      uint64_t xj = mix(j ^ seed ^ 55), yj = mix(xj + 1);
+      uint64_t one = f64 ? 0x3ff0000000000000ull : 0x3f800000u;
+      uint64_t vv = (n >> 2) & 1;
+      if (j == i && j == n - 1 - i)
+        bits = 0;                                 /* the middle row */
+      else if (kk == TIES && j == 0)
+        bits = i == 0 ? one + vv
+                      : (f64 ? 0x3ca0000000000000ull : 0x33800000u);
+      else if (kk == WIDECANCEL && (j & 15) == 0)
+        bits = f64 ? 0x3fe0000000000000ull | (y & 0xfffffffffffffull)
+                   : 0x3f000000u | (y & 0x7fffff);
+      else
+        bits = any_row(f64, xj, yj) ^
+               (i == j ? 0 : f64 ? 1ull << 63 : 1ull << 31);
+    } else if (kk == FULL || (kk == SPECIAL && (x & 7) != 0) ||
+               (kk == ZEROS && (x & 3) == 0)) {
+      bits = any_row(f64, x, y);
     } else if (kk == SPECIAL) {
       static const uint64_t s32[] = {0x7f800000u, 0xff800000u, 0x7fc00000u,
                                      0x00000001u, 0x80000000u, 0u,
@@ -171,6 +221,12 @@ static void tcxc_case(wave_dtype dt, int k, uint64_t n, unsigned blocks,
                   (unsigned long long)got.limb[i],
                   (unsigned long long)want.xsum.limb[i]);
   ck_assert_uint_eq(wv_xsum_round(&got, count), want.bits[0]);
+  if (k == TIES && !masked) {     /* the tie's answer, by hand */
+    uint64_t vv = (n >> 2) & 1;
+    ck_assert_uint_eq(want.bits[0],
+                      f64 ? 0x3ff0000000000000ull + 2 * vv
+                          : 0x3f800000u + 2 * vv);
+  }
 }
 
 /* _i: dtype (bit 0), mask (bit 1), kind (the rest). */
@@ -185,13 +241,75 @@ START_TEST(kernel_equals_reference)
 END_TEST
 
 /* The bounds' worst case: a GPU of one block (xs_grid gives n / 2^19 =
- * 2), 2^20 rows of the largest finite value, all in one window: 2048 rows
- * a thread, the sums of threads and blocks at their limits, the result's
- * top bins (folded by xsum_fold's 128-bit path). */
+ * 2), 2^20 rows of the largest finite value, all in one window (_i / 2 =
+ * 0), or of the largest significand, three in four in one float32
+ * double bin (_i / 2 = 1): 2048 rows a thread, the sums of threads and blocks at their
+ * limits, the result's top bins (folded by xsum_fold's 128-bit path). */
 START_TEST(largest_rows_at_the_bounds)
 {
-  wave_dtype dt = _i ? WAVE_F64 : WAVE_F32;
-  tcxc_case(dt, HUGE_, 1u << 20, 1, 0, 1);
+  wave_dtype dt = (_i & 1) ? WAVE_F64 : WAVE_F32;
+  tcxc_case(dt, (_i >> 1) ? HUGE_BINS : HUGE_, 1u << 20, 1, 0, 1);
+}
+END_TEST
+
+/* Narrow data finds its window, so that it runs on the fast add, not the
+ * double bins: every thread of a block over rows uniform in [0, 1) (b
+ * 100..125, most in the block of 8 at 120) after a first unit of rows
+ * near 2^20 (where the thread's window starts: xs_rows takes its first
+ * row's block) ends with its window at lo = 112 (xs_unit_move; float64:
+ * slow's moves), float32 and float64 alike. */
+START_TEST(narrow_rows_settle_in_a_window)
+{
+  const int f64 = _i;
+  const uint64_t n = 1u << 16;
+  std::vector<uint64_t> rows = make_rows(f64 ? WAVE_F64 : WAVE_F32, NARROW,
+                                         n, 5);
+  const uint64_t first = WVG_BLOCK * 4 * (f64 ? 2 : 4);   /* one unit */
+  for (uint64_t i = 0; i < first; i++)
+    if (f64)
+      rows[i] = 0x4138000000000000ull + i;                /* 1.5 * 2^20 */
+    else
+      ((uint32_t *)rows.data())[i] = 0x49c00000u + (uint32_t)i;
+  static double db[XS_BUCKETS * WVG_BLOCK];
+  unsigned long long sb[2 * 262] = {0};
+  for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
+    uint32_t lo;
+    if (f64) {
+      xs_thread<double> t;
+      t.init(NULL);
+      xs_rows<double, false>(t, (const uint4 *)rows.data(), NULL, n, tid,
+                             WVG_BLOCK, ~0u, sb);
+      lo = t.lo;
+    } else {
+      xs_thread<float> t;
+      t.init(db + tid);
+      xs_rows<float, false>(t, (const uint4 *)rows.data(), NULL, n, tid,
+                            WVG_BLOCK, ~0u, sb);
+      lo = t.lo + 1023 - 127;     /* the same binade as float64's */
+    }
+    ck_assert_msg(lo == 1008u, "%s thread %u: lo %u",
+                  f64 ? "f64" : "f32", tid, lo);
+  }
+}
+END_TEST
+
+/* The launch bound the double bins rely on: whatever the rows and the
+ * GPU, xs_grid gives no thread more rows than a bin holds exactly
+ * (XS_BIN_ROWS; every launch folds its bins at its end). */
+START_TEST(grid_keeps_rows_in_a_bin)
+{
+  static const uint64_t ns[] = {1, 7, 1u << 19, (1u << 19) + 1,
+                                (1ull << 30) - 3, 1ull << 34,
+                                (1ull << 36) + 12345};
+  static const unsigned gpus[] = {1, 3, 132 * 7, 1056};
+  for (uint64_t n : ns)
+    for (unsigned g : gpus) {
+      uint64_t grid = xs_grid<float>(n, g), threads = grid * WVG_BLOCK;
+      uint64_t nvec = n / 4, most = (nvec + threads - 1) / threads * 4 + 1;
+      ck_assert_msg(most <= XS_BIN_ROWS, "n %llu on %u blocks: %llu rows a "
+                    "thread", (unsigned long long)n, g,
+                    (unsigned long long)most);
+    }
 }
 END_TEST
 
@@ -201,7 +319,9 @@ int main(void)
   TCase *tc = tcase_create("emulated");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, kernel_equals_reference, 0, 4 * (HUGE_ + 0));
-  tcase_add_loop_test(tc, largest_rows_at_the_bounds, 0, 2);
+  tcase_add_loop_test(tc, largest_rows_at_the_bounds, 0, 4);
+  tcase_add_test(tc, grid_keeps_rows_in_a_bin);
+  tcase_add_loop_test(tc, narrow_rows_settle_in_a_window, 0, 2);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

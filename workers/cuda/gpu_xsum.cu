@@ -5,17 +5,41 @@
  * A finite row is +-M * 2^b units (core/xsum.h: b = e - 1, or 0 for a
  * subnormal).  A persistent grid streams 16-byte vectors, four in flight
  * per thread, like k_int.  Each thread keeps a register sum S of the rows
- * whose b lies in its window [lo, lo + 24) (lo a multiple of 8): a row adds
- * +-M * 2^(b - lo), one multiply-add.  Any other row (outside the window,
+ * whose b lies in its window [lo, lo + 24) (lo a multiple of 8; it starts
+ * at the thread's first row): a row adds +-M * 2^(b - lo), one
+ * multiply-add.  Any other row (outside the window,
  * or a zero, subnormal, inf or NaN) takes the slow path, the whole unit
- * with it when one lane needs it: a lone miss is added straight into the
- * block's shared bins; a second miss in a row in the same block of 8
- * binades flushes S into the bins and moves the window there (lo =
- * clamp((b & ~7) - 8)).  So data of up to about 16 binades settles in one
- * window per thread at its second row, and data spread over the whole
- * range costs one shared add (float64: two) per row, not a flush and a
- * move.  Float64 keeps M as two parts, Ml = M mod 2^26 and Mh = M >> 26,
- * in two sums S = Sl + Sh * 2^26, so that every product fits in 64 bits.
+ * (its four vectors) with it when one lane needs it.  Float32 then sends every
+ * row of the unit, hit or miss, to the thread's double bins (below; one
+ * conversion and one load-add-store a row, the same for every lane;
+ * subnormals, inf and NaN branch off), and moves the window after two
+ * such units in a row whose first and last rows both missed in the same
+ * block of 8 binades (xs_unit_move).  Float64 goes row by row: a miss
+ * goes into the shared bins, and XS_MOVE (3) misses in a row (no hit
+ * between) in one block of 8 binades flush S into the shared bins and
+ * move the window there.  A move sets lo = clamp((b & ~7) - 8).  So data
+ * of up to about 16 binades settles in one window per thread in its first
+ * units or rows, and neither data spread over the whole range nor two
+ * clusters (cancelling data) move windows back and forth.  Float64 keeps
+ * M as two parts, Ml = M mod 2^26 and Mh = M >> 26, in two sums S = Sl +
+ * Sh * 2^26, so that every product fits in 64 bits.
+ *
+ * Float32's misses: double bins.  A thread has 16 doubles in shared
+ * memory, [bucket][thread] (a thread's own words: a plain load, add and
+ * store, no atomic, no bank conflict beyond a 64-bit access's two
+ * wavefronts), bucket h = e / 16 of the exponent field.  A float32 row is
+ * exact as a double: a normal row or a zero by conversion, a subnormal
+ * built from M and b (so no flush-to-zero mode can touch it); the rows of
+ * bucket h are multiples of 2^(16h - 1) units (h = 0: 1 unit) below 2^40
+ * of them, so a bin adds up to 2^13 rows exactly (XS_BIN_ROWS; a thread gets fewer than
+ * 2^12 in a launch, below).  At the block's end, after a barrier, thread q
+ * < 256 takes bucket q / 16 of 16 threads: each double times 2^(157 -
+ * 16h) (h = 0: 2^149) is an exact integer below 2^59 of units 2^(16h - 8)
+ * (bin 2h - 1; h = 0: bin 0), their low 32 bits summed (< 2^36) at that
+ * bin and their signed high parts (|.| < 2^31) at 4 bins above
+ * (xs_bins_out).  Float64 has no such bins: its 53-bit significand would
+ * need bins of at most 14 binades (2 parts of 27 bits, 12 bits of
+ * headroom), 147 buckets, far past shared memory.
  *
  * Shared bins: int64, bin k weighs 2^(8k) units, a positive and a negative
  * half (magnitudes, so that a piece is one 32-bit add: NVIDIA's shared
@@ -35,10 +59,15 @@
  *  - float32: |M * 2^d| < 2^24 * 2^23 = 2^47 (d = b - lo < 24), so
  *    |S| < 2^59; float64: |Ml * 2^d| < 2^49, |Mh * 2^d| < 2^50 (Mh < 2^27),
  *    so |Sl| < 2^61, |Sh| < 2^62;
- *  - every piece added to a bin is below 2^32, and a bin gets at most one
- *    piece per flush or direct row; a block has at most one of those per
- *    row plus one flush per thread, so a shared half stays below
- *    2^32 * (2^19 + 2^9) < 2^52;
+ *  - float32 double bins: a bin's rows are below 2^40 of its grain and a
+ *    thread has fewer than 2^12 rows, so every partial sum is an integer
+ *    multiple of the grain below 2^52 of them: exact in a double;
+ *  - every piece added to a shared bin by a flush or a direct row is
+ *    below 2^32, and a bin gets at most one piece per flush or direct row;
+ *    a block has at most one of those per row plus one flush per thread,
+ *    and (float32) at most 16 parts below 2^36 and 16 below 2^31 from
+ *    the double bins, so a shared half stays below
+ *    2^32 * (2^19 + 2^9) + 2^41 < 2^52;
  *  - a result bin gets two pieces below 2^32 per block per launch, so it
  *    stays exact for fewer than 2^30 blocks in all the launches of a job.
  * Windows: float32 b <= 253 and lo <= 232, so pieces reach bin 232/8 + 4 =
@@ -56,16 +85,29 @@ namespace WVG_NS {
 
 /* ---- the kernel --------------------------------------------------------- */
 
+/* CUDA's second launch bound counts blocks an SM (xs_traits::MINB);
+ * HIP's counts waves per SIMD, and is left out there. */
+#ifdef WV_GPU_HIP
+#define XS_BOUNDS(T) __launch_bounds__(WVG_BLOCK)
+#else
+#define XS_BOUNDS(T) __launch_bounds__(WVG_BLOCK, xs_traits<T>::MINB)
+#endif
+
 template <typename T, bool MASK>
-__global__ void __launch_bounds__(WVG_BLOCK)
+__global__ void XS_BOUNDS(T)
 k_xsum(const uint4 *__restrict__ data,
        const typename xs_traits<T>::MV *__restrict__ mask, uint64_t n,
        xresult *res, xresult *other)
 {
   typedef xs_traits<T> X;
   __shared__ unsigned long long sb[2 * X::NB];   /* + and - halves */
+  /* float32's double bins, [bucket][thread] (float64: none) */
+  __shared__ double db[X::BINS ? XS_BUCKETS * WVG_BLOCK : 1];
   for (uint32_t k = threadIdx.x; k < 2 * X::NB; k += WVG_BLOCK)
     sb[k] = 0;
+  if (X::BINS)
+    for (uint32_t h = 0; h < XS_BUCKETS; h++)
+      db[h * WVG_BLOCK + threadIdx.x] = 0.0;
   if (other != NULL && blockIdx.x == 0) {
     /* The next job's result (the previous job's, read back by now). */
     for (uint32_t k = threadIdx.x; k < X::NG; k += WVG_BLOCK)
@@ -78,7 +120,7 @@ k_xsum(const uint4 *__restrict__ data,
   __syncthreads();
 
   xs_thread<T> t;
-  t.init();
+  t.init(X::BINS ? db + threadIdx.x : NULL);
   xs_rows<T, MASK>(t, data, mask, n,
                    (uint64_t)blockIdx.x * WVG_BLOCK + threadIdx.x,
                    (uint64_t)gridDim.x * WVG_BLOCK,
@@ -95,6 +137,11 @@ k_xsum(const uint4 *__restrict__ data,
       atomicAdd(&res->count, (unsigned long long)c);
   }
   __syncthreads();
+  if (X::BINS) {
+    for (uint32_t q = threadIdx.x; q < XS_BUCKETS * 16; q += WVG_BLOCK)
+      xs_bins_out(db, q, sb);
+    __syncthreads();
+  }
   for (uint32_t k = threadIdx.x; k < X::NB; k += WVG_BLOCK)
     xs_bin_out<T>(sb, k, res);
 }

@@ -1,11 +1,14 @@
 /* gpu_xsum_acc.h - the per-thread accumulator of the exact float sum
  * (gpu_xsum.cu has the design and the bounds): the float traits, a
- * thread's window, its slow path and flushes.  Host and device code
- * alike, so that tests/cuda/test_cuda_xsum.cu runs the same arithmetic on
- * the CPU against the reference (atomics become plain additions there).
+ * thread's window, its slow path, its float32 double bins and flushes.
+ * Host and device code alike, so that tests/cuda/test_cuda_xsum.cu runs
+ * the same arithmetic on the CPU against the reference (atomics become
+ * plain additions there).
  */
 #ifndef WV_GPU_XSUM_ACC_H
 #define WV_GPU_XSUM_ACC_H
+
+#include <string.h>
 
 #include "workers/cuda/gpu_xsum.h"
 
@@ -49,17 +52,43 @@ WVG_XHD void xs_shared_add(unsigned long long *p, unsigned long long v)
 }
 
 #define XS_WIN 24u                /* a window's width, in steps of b */
+#define XS_MOVE 3u                /* misses in a row that move a window */
 #define XS_BLOCK_ROWS (1u << 19)  /* rows per block and launch, at most */
+#define XS_BUCKETS 16u            /* float32 double bins a thread */
+#define XS_BIN_ROWS (1u << 13)    /* rows a double bin holds exactly */
+
+/* 2^k as a double, -1022 <= k <= 1023, from its bits (no library call,
+ * no rounding mode, the same on host and device). */
+WVG_XHD double xs_pow2(int k)
+{
+  unsigned long long u = (unsigned long long)(k + 1023) << 52;
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __longlong_as_double((long long)u);
+#else
+  double d;
+  memcpy(&d, &u, sizeof d);
+  return d;
+#endif
+}
 
 /* ---- the float traits --------------------------------------------------- */
 
 template <typename T> struct xs_traits;
 
+/* MINB: the kernel's resident blocks an SM, at least (its launch bound,
+ * the most without a spill: float32 3 on sm_90, where 4 spills, and 2
+ * before it; float64 4). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define XS_MINB_F32 2
+#else
+#define XS_MINB_F32 3
+#endif
 template <> struct xs_traits<float> {
   typedef uint32_t U;
   typedef uint4 MV;               /* the mask of one vector */
   enum : uint32_t { VR = 4, EMAX = 255, LOMAX = 232, NB = 34,
-                    NG = WVG_XS_BINS_F32 };
+                    NG = WVG_XS_BINS_F32, BINS = 1,
+                    MINB = XS_MINB_F32 };
   struct acc {
     long long s;
   };
@@ -94,14 +123,36 @@ template <> struct xs_traits<float> {
     if ((m >> 32) != 0)
       xs_shared_add(&sb[k + 4], m >> 32);
   }
-  /* One row, +-M * 2^b, straight into the bins: M << (b % 8) < 2^31 at
-   * bin b / 8. */
-  static WVG_XHD void direct(unsigned long long *sb, U x, uint32_t b,
-                             bool normal)
+  /* A row outside the window, +-M * 2^b units (its exact value as a
+   * double, M * 2^(b - 149)), into the thread's double bin of bucket
+   * e / 16: bin[h * WVG_BLOCK], a plain load, add and store of the
+   * thread's own word (gpu_xsum.cu proves it exact). */
+  static WVG_XHD void miss(unsigned long long *sb, double *bin, U x,
+                           uint32_t b, bool normal)
   {
-    uint32_t m = (x & 0x7fffffu) | (normal ? 0x800000u : 0u);
-    xs_shared_add(&sb[(negative(x) ? (uint32_t)NB : 0u) + (b >> 3)],
-                  (unsigned long long)(m << (b & 7)));
+    (void)sb;
+    int m = (int)((x & 0x7fffffu) | (normal ? 0x800000u : 0u));
+    uint32_t h = normal ? (b + 1) >> 4 : 0u;
+    bin[h * WVG_BLOCK] += (double)(negative(x) ? -m : m) *
+                          xs_pow2((int)b - 149);
+  }
+  /* A subnormal, inf or NaN (not a zero). */
+  static WVG_XHD bool special(U x)
+  {
+    uint32_t ax = x & 0x7fffffffu;
+    return ax - 1u < 0x7fffffu || ax >= 0x7f800000u;
+  }
+  /* A normal row's or a zero's exact value as a double (F2F: a subnormal
+   * would meet a flush-to-zero mode; miss builds those from M and b). */
+  static WVG_XHD double as_double(U x)
+  {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+    return (double)__uint_as_float(x);
+#else
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return (double)f;
+#endif
   }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
@@ -117,7 +168,7 @@ template <> struct xs_traits<double> {
   typedef unsigned long long U;
   typedef uint2 MV;
   enum : uint32_t { VR = 2, EMAX = 2047, LOMAX = 2024, NB = 262,
-                    NG = WVG_XS_BINS_F64 };
+                    NG = WVG_XS_BINS_F64, BINS = 0, MINB = 4 };
   struct acc {
     long long l, h;               /* S = l + h * 2^26 */
   };
@@ -174,6 +225,14 @@ template <> struct xs_traits<double> {
     xs_shared_add(&sb[b >> 3], m & 0xffffffffull);
     xs_shared_add(&sb[(b >> 3) + 4], m >> 32);
   }
+  /* A row outside the window: float64 has no double bins (gpu_xsum.cu
+   * says why), it goes straight into the shared bins. */
+  static WVG_XHD void miss(unsigned long long *sb, double *bin, U x,
+                           uint32_t b, bool normal)
+  {
+    (void)bin;
+    direct(sb, x, b, normal);
+  }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
     r[0] = ((U)v.y << 32) | v.x;
@@ -210,10 +269,16 @@ template <typename T> struct xs_thread {
   typename X::U nz;               /* OR of (row ^ -0.0): a row not -0.0 */
   uint32_t flags;                 /* WV_XSUM_NAN, _PINF, _NINF */
   uint32_t mkey;                  /* the last miss's b & ~7 */
+  uint32_t streak;                /* misses in a row in block mkey */
   uint32_t cnt;                   /* selected rows (masked jobs) */
+  double *bin;                    /* float32: bucket h at bin[h * BLOCK] */
 
-  WVG_XHD void init()
+  /* An empty state; bin: the thread's first double bin (float32; zeroed
+   * by the caller), else NULL. */
+  WVG_XHD void init(double *b0)
   {
+    bin = b0;
+    streak = 0;
     X::clear(a);
     lo = 0;                       /* a window at the bottom to start */
     lo1 = 1;
@@ -224,12 +289,40 @@ template <typename T> struct xs_thread {
     cnt = 0;
   }
 
-  /* A selected row the fast test did not pass.  Two misses in a row in
-   * one block of 8 binades move the window there (narrow data settles at
-   * its second row); a lone miss (a stray row of narrow data, or any row
+  /* A miss (float32's row-by-row units: a unit's) in block key of 8
+   * binades: whether it is the need-th in a row there. */
+  WVG_XHD bool count_miss(uint32_t key, uint32_t need)
+  {
+    if (key != mkey) {
+      mkey = key;
+      streak = 0;
+    }
+    return ++streak >= need;
+  }
+
+  /* Flush S and move the window to the block of b. */
+  WVG_XHD void move_to(uint32_t b, unsigned long long *sb)
+  {
+    mkey = ~0u;
+    streak = 0;
+    if (!X::empty(a))
+      X::flush(a, sb, lo >> 3);
+    X::clear(a);
+    uint32_t l = (b & ~7u) >= 8 ? (b & ~7u) - 8 : 0;
+    lo = l < X::LOMAX ? l : X::LOMAX;
+    lo1 = lo + 1;
+    lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
+  }
+
+  /* A selected row the fast test did not pass.  XS_MOVE misses in a row
+   * (no hit between them) in one block of 8 binades move the window
+   * there (narrow data settles at its third row); any other miss (a
+   * stray row of narrow data, the far cluster of cancelling data, any row
    * of data spread over the whole range, where a window would catch
-   * little) goes straight into the bins. */
-  WVG_XHD void slow(typename X::U x, unsigned long long *sb)
+   * little) goes to X::miss: float32's double bins, float64's shared
+   * bins.  move: 0 where the caller decides moves itself (xs_row_bins),
+   * else -1. */
+  WVG_XHD void slow(typename X::U x, unsigned long long *sb, int move = -1)
   {
     uint32_t e = X::expo(x);
     if (e == X::EMAX) {
@@ -244,19 +337,13 @@ template <typename T> struct xs_thread {
       X::add(a, x, 1 << (b - lo), e != 0);
       return;
     }
-    if ((b & ~7u) != mkey) {
-      mkey = b & ~7u;
-      X::direct(sb, x, b, e != 0);
+    if (move < 0)
+      move = count_miss(b & ~7u, XS_MOVE);
+    if (!move) {
+      X::miss(sb, bin, x, b, e != 0);
       return;
     }
-    mkey = ~0u;
-    if (!X::empty(a))
-      X::flush(a, sb, lo >> 3);
-    X::clear(a);
-    uint32_t l = (b & ~7u) >= 8 ? (b & ~7u) - 8 : 0;
-    lo = l < X::LOMAX ? l : X::LOMAX;
-    lo1 = lo + 1;
-    lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
+    move_to(b, sb);
     X::add(a, x, 1 << (b - lo), e != 0);
   }
 };
@@ -284,9 +371,46 @@ XS_UNROLL
   return ok;
 }
 
+/* One row of a float32 unit that some lane could not take by the fast
+ * add alone: every row, in the window or not, goes to its double bin (a
+ * zero as it is, so an unselected row, -0.0 by now, adds nothing): one
+ * conversion and one load, add and store, the same for every lane.  A
+ * subnormal, inf or NaN adds 0.0 here and returns true: the caller takes
+ * it by slow (which moves no window) after the unit. */
+template <typename T>
+WVG_XHD bool xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x)
+{
+  typedef xs_traits<T> X;
+  const bool rare = X::special(x);
+  t.bin[(X::expo(x) >> 4) * WVG_BLOCK] += X::as_double(rare ? 0u : x);
+  return rare;
+}
+
+/* After such a unit: narrow data outside the window (its first rows, or
+ * a change of range) moves the window when, in two units in a row, the
+ * thread's first and last rows both missed it in one block of 8 binades,
+ * the same block both times; data spread over the range or in two
+ * clusters almost never does that. */
+template <typename T>
+WVG_XHD void xs_unit_move(xs_thread<T> &t, typename xs_traits<T>::U x0,
+                          typename xs_traits<T>::U x1,
+                          unsigned long long *sb)
+{
+  typedef xs_traits<T> X;
+  const uint32_t e0 = X::expo(x0), e1 = X::expo(x1);
+  const uint32_t k = (e1 - 1) & ~7u;
+  if (e0 - t.lo1 < t.lim || e1 - t.lo1 < t.lim || e1 - 1 >= X::EMAX - 1 ||
+      ((e0 - 1) & ~7u) != k) {
+    t.streak = 0;
+    return;
+  }
+  if (t.count_miss(k, 2))
+    t.move_to(e1 - 1, sb);
+}
+
 /* The rows of vectors prepared by xs_prep: all by the fast add when every
  * row of the unit passed (all: the kernel's vote of ok), else row by
- * row. */
+ * row (float32: xs_row_bins). */
 template <typename T, bool MASK, int NV>
 WVG_XHD void xs_add(xs_thread<T> &t,
                                        typename xs_traits<T>::U (*r)[4],
@@ -303,21 +427,41 @@ XS_UNROLL
         int p = 1 << (d[v][c] & 31u);
         X::add(t.a, r[v][c], MASK && m[v][c] == 0 ? 0 : p, true);
       }
+    t.streak = 0;                 /* a hit ends a run of misses */
     return;
   }
+  if constexpr (X::BINS) {
+    uint32_t rare = 0;            /* rows for slow, bit v * 4 + c */
 XS_UNROLL
-  for (int v = 0; v < NV; v++)
+    for (int v = 0; v < NV; v++)
 XS_UNROLL
-    for (uint32_t c = 0; c < X::VR; c++) {
-      if (MASK && m[v][c] == 0)
-        continue;
-      /* d afresh: a slow row before this one may have moved the window */
-      uint32_t dd = X::expo(r[v][c]) - t.lo1;
-      if (dd < t.lim)
-        X::add(t.a, r[v][c], 1 << dd, true);
-      else
-        t.slow(r[v][c], sb);
-    }
+      for (uint32_t c = 0; c < X::VR; c++)
+        rare |= (uint32_t)xs_row_bins(t, r[v][c]) << (v * 4 + c);
+    if (rare != 0)
+XS_UNROLL
+      for (int v = 0; v < NV; v++)
+XS_UNROLL
+        for (uint32_t c = 0; c < X::VR; c++)
+          if ((rare >> (v * 4 + c)) & 1u)
+            t.slow(r[v][c], sb, 0);
+    xs_unit_move(t, r[0][0], r[NV - 1][X::VR - 1], sb);
+  } else {
+XS_UNROLL
+    for (int v = 0; v < NV; v++)
+XS_UNROLL
+      for (uint32_t c = 0; c < X::VR; c++) {
+        if (MASK && m[v][c] == 0)
+          continue;
+        /* d afresh: a slow row before this one may have moved the window */
+        uint32_t dd = X::expo(r[v][c]) - t.lo1;
+        if (dd < t.lim) {
+          X::add(t.a, r[v][c], 1 << dd, true);
+          t.streak = 0;
+        } else {
+          t.slow(r[v][c], sb);
+        }
+      }
+  }
 }
 
 /* The kernel's per-thread vote: whether every lane of the unit passed
@@ -345,6 +489,13 @@ WVG_XHD void xs_rows(xs_thread<T> &t, const uint4 *__restrict__ data,
   const uint64_t nvec = n / X::VR;
   uint64_t i = i0;
   const typename X::MV none = {};  /* unused without a mask */
+  if (i < nvec) {                 /* the window at the first row's block */
+    U r0[4];
+    X::rows(data[i], r0);
+    uint32_t e = X::expo(r0[0]);
+    if (e - 1 < X::EMAX - 1)
+      t.move_to(e - 1, sb);
+  }
   for (; i + 3 * stride < nvec; i += 4 * stride) {
     U r[4][4];
     uint32_t m[4][4], d[4][4];
@@ -383,12 +534,45 @@ XS_UNROLL
     if (sel != 0) {
       t.nz |= x ^ X::neg_zero();
       uint32_t d = X::expo(x) - t.lo1;
-      if (d < t.lim)
+      if (d < t.lim) {
         X::add(t.a, x, 1 << d, true);
-      else
+        t.streak = 0;
+      } else {
         t.slow(x, sb);
+      }
     }
   }
+}
+
+static_assert(WVG_BLOCK == 256, "xs_bins_out's bounds count 16 threads "
+              "a part and 16 parts a bucket");
+
+/* Float32's double bins at a block's end, part q < XS_BUCKETS * 16:
+ * bucket h = q / 16 of the threads s, s + 16, ... (s = q % 16; db:
+ * [bucket][thread]), each an exact integer I = D * 2^(157 - 16h) (h = 0:
+ * D * 2^149) of units 2^(16h - 8) (bin 2h - 1; h = 0: bin 0), summed as
+ * 32-bit low parts and signed high parts into the shared bins at k and
+ * k + 4. */
+WVG_XHD void xs_bins_out(const double *db, uint32_t q,
+                         unsigned long long *sb)
+{
+  typedef xs_traits<float> X;
+  const uint32_t h = q >> 4, s = q & 15u;
+  const double sc = xs_pow2(h != 0 ? 157 - 16 * (int)h : 149);
+  unsigned long long lo = 0;
+  long long hi = 0;
+  for (uint32_t j = s; j < WVG_BLOCK; j += 16) {
+    long long v = (long long)(db[h * WVG_BLOCK + j] * sc);
+    lo += (unsigned long long)v & 0xffffffffull;
+    hi += v >> 32;
+  }
+  const uint32_t k = h != 0 ? 2 * h - 1 : 0;
+  if (lo != 0)
+    xs_shared_add(&sb[k], lo);
+  if (hi != 0)
+    xs_shared_add(&sb[(hi < 0 ? (uint32_t)X::NB : 0u) + k + 4],
+                  hi < 0 ? 0ull - (unsigned long long)hi
+                         : (unsigned long long)hi);
 }
 
 /* A block's shared bin k (its positive half less its negative half) into
