@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base.h"
 #include "core/partial.h"
 #include "core/reduce.h"
 #include "daemon/rq/slices.h"
@@ -312,6 +313,41 @@ START_TEST(unaligned_cut_would_differ)
 }
 END_TEST
 
+/* job in slices of p rows on every device that runs its dtype: at least
+ * min_steps steps, and the whole job's bits and count (want). */
+static void tsl_all_devices(const wv_reduce_job *job, uint64_t p,
+                            const wv_reduce_out *want, int min_steps,
+                            int masked)
+{
+  wave_error err = {0};
+  for (size_t di = 0; di < tsl_n; di++) {
+    wv_caps caps;
+    wv_dev_caps(&tsl_devs[di].dev, &caps);
+    if (wv_dtype_size(job->dtype) == 8 && !caps.dtypes64)
+      continue;
+    wd_slices s;
+    ck_assert_int_eq(wd_slices_init(&s, job, p, &err), 0);
+    int last = 0, steps = 0;
+    while (!last) {
+      int rc = wd_slices_step(&s, &tsl_devs[di].dev, &last, &err);
+      ck_assert_msg(rc == 0, "%s: %s", tsl_devs[di].b->name, err.message);
+      steps++;
+    }
+    wv_reduce_out got = {0};
+    wd_slices_result(&s, &got, NULL);
+    wd_slices_fini(&s);
+    ck_assert_int_ge(steps, min_steps);  /* no step past its slice */
+    ck_assert_msg(got.count == want->count && got.bits[0] == want->bits[0],
+                  "%s %s/%s masked %d: got %016llx count %llu, whole job "
+                  "%016llx count %llu", tsl_devs[di].b->name,
+                  wave_dtype_name(job->dtype), wave_op_name(job->op), masked,
+                  (unsigned long long)got.bits[0],
+                  (unsigned long long)got.count,
+                  (unsigned long long)want->bits[0],
+                  (unsigned long long)want->count);
+  }
+}
+
 /* A float sum mixing long chunks (over a 256th of a slice, some of several
  * pieces) with very many short ones (issue 35): sliced, in blocks of 256
  * whole chunks whose long ones are reduced first and stand in as their
@@ -378,33 +414,7 @@ START_TEST(mixed_long_and_short_chunks)
       uint64_t p = wd_slices_rows(&job, 65536);
       ck_assert_msg(p != 0, "a %s sum of long and short chunks runs whole",
                     wave_dtype_name(job.dtype));
-      for (size_t di = 0; di < tsl_n; di++) {
-        wv_caps caps;
-        wv_dev_caps(&tsl_devs[di].dev, &caps);
-        if (size == 8 && !caps.dtypes64)
-          continue;
-        wd_slices s;
-        ck_assert_int_eq(wd_slices_init(&s, &job, p, &err), 0);
-        int last = 0, steps = 0;
-        while (!last) {
-          int rc = wd_slices_step(&s, &tsl_devs[di].dev, &last, &err);
-          ck_assert_msg(rc == 0, "%s: %s", tsl_devs[di].b->name, err.message);
-          steps++;
-        }
-        wv_reduce_out got = {0};
-        wd_slices_result(&s, &got, NULL);
-        wd_slices_fini(&s);
-        /* no step took more than a slice of rows */
-        ck_assert_int_ge(steps, (int)(rows / 65536));
-        ck_assert_msg(got.count == want.count && got.bits[0] == want.bits[0],
-                      "%s %s masked %d: got %016llx count %llu, whole job "
-                      "%016llx count %llu", tsl_devs[di].b->name,
-                      wave_dtype_name(job.dtype), masked,
-                      (unsigned long long)got.bits[0],
-                      (unsigned long long)got.count,
-                      (unsigned long long)want.bits[0],
-                      (unsigned long long)want.count);
-      }
+      tsl_all_devices(&job, p, &want, (int)(rows / 65536), masked);
     }
   free(in);
   free(buf);
@@ -514,32 +524,8 @@ START_TEST(many_tiny_chunks)
       uint64_t p = wd_slices_rows(&job, 65536);
       ck_assert_msg(p != 0, "%s/%s of %d tiny chunks runs whole",
                     wave_dtype_name(job.dtype), wave_op_name(job.op), N);
-      for (size_t di = 0; di < tsl_n; di++) {
-        wv_caps caps;
-        wv_dev_caps(&tsl_devs[di].dev, &caps);
-        if (size == 8 && !caps.dtypes64)
-          continue;
-        wd_slices s;
-        ck_assert_int_eq(wd_slices_init(&s, &job, p, &err), 0);
-        int last = 0, steps = 0;
-        while (!last) {
-          int rc = wd_slices_step(&s, &tsl_devs[di].dev, &last, &err);
-          ck_assert_msg(rc == 0, "%s: %s", tsl_devs[di].b->name, err.message);
-          steps++;
-        }
-        wv_reduce_out got = {0};
-        wd_slices_result(&s, &got, NULL);
-        wd_slices_fini(&s);
-        ck_assert_int_ge(steps, N / 1024);  /* at most 1024 chunks a slice */
-        ck_assert_msg(got.count == want.count && got.bits[0] == want.bits[0],
-                      "%s %s/%s masked %d: got %016llx count %llu, whole "
-                      "job %016llx count %llu", tsl_devs[di].b->name,
-                      wave_dtype_name(job.dtype), wave_op_name(job.op),
-                      masked, (unsigned long long)got.bits[0],
-                      (unsigned long long)got.count,
-                      (unsigned long long)want.bits[0],
-                      (unsigned long long)want.count);
-      }
+      /* at most 1024 chunks a slice */
+      tsl_all_devices(&job, p, &want, N / 1024, masked);
     }
   free(in);
   free(buf);
