@@ -317,7 +317,13 @@ void gather(cursor *c, uint64_t rows, size_t dst, std::vector<seg> *segs)
  * `copied`).  So the count adds no synchronisation; it costs two event
  * records per slice.  Slices overlap (fill k + 1, copy k, reduce k - 1),
  * so the sum is the copy engine's and the helpers' busy time, not a span
- * of the job, and a part of its compute phase. */
+ * of the job, and a part of its compute phase.  A slice sending less than
+ * WVG_XFER_TIMED_MIN bytes records no pair: on a tiny job the pair costs
+ * more than the copy it would time (about 2.4 us of a 1024-row job's 20),
+ * so such a slice counts only the host's staging. */
+
+/* copying 1 MiB takes 19 us or more: the pair is a few percent of it */
+#define WVG_XFER_TIMED_MIN (1u << 20)
 
 static double xfer_now(void)
 {
@@ -379,7 +385,12 @@ int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
   /* The device buffer is free once the kernels that read it are done. */
   if (!direct)
     CK(cudaStreamWaitEvent(cs, s->done, 0));
-  CK(cudaEventRecord(s->sent0, cs));
+  size_t sent = table_bytes;
+  for (const seg &x : segs)
+    sent += x.bytes;
+  bool timed = sent >= WVG_XFER_TIMED_MIN;
+  if (timed)
+    CK(cudaEventRecord(s->sent0, cs));
   /* In offset order, staged pieces merge into runs (4-row alignment gaps
    * ride along); a piece sent straight from pinned memory ends a run, so
    * that no run copies staging garbage over it. */
@@ -411,8 +422,9 @@ int submit(gdev *g, unsigned k, const std::vector<seg> &segs,
   if (table_bytes > 0)
     CK(cudaMemcpyAsync(s->d + WVG_TILES_OFF, s->h + WVG_TILES_OFF, table_bytes,
                        cudaMemcpyHostToDevice, cs));
-  CK(cudaEventRecord(s->sent1, cs));
-  s->timed = 1;
+  if (timed)
+    CK(cudaEventRecord(s->sent1, cs));
+  s->timed = timed;
   if (!direct) {
     CK(cudaEventRecord(s->copied, cs));
     CK(cudaStreamWaitEvent(g->compute, s->copied, 0));
