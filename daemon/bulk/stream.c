@@ -251,9 +251,10 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   uint64_t n_blocks = online ? (rows + block - 1) / block : 0;
   uint64_t held = online ? n_blocks * size : total;
   if (held > t->max_bytes)
-    return wv_seterr(err, WAVE_ETOOBIG, "a stream of %" PRIu64 " bytes; this "
-                     "daemon buffers at most %" PRIu64 " (limits."
-                     "max_stream_bytes)", total, t->max_bytes);
+    return wv_seterr(err, WAVE_ETOOBIG, "a stream of %" PRIu64 " bytes "
+                     "(%" PRIu64 " to hold); this daemon buffers at most %"
+                     PRIu64 " (limits.max_stream_bytes)", total, held,
+                     t->max_bytes);
   wd_stream *s = st_new(rq);
   if (s == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
