@@ -338,6 +338,33 @@ START_TEST(stream_float_blocks)
   nng_socket s = td_dial(d.tcp);
   size_t fs[] = {1, 65535, 65537, 131073, 600001};
   bts_float_ways(s, fs, sizeof fs / sizeof fs[0]);
+  /* the result rule through block values: all -0.0 stays -0.0; a NaN,
+   * +inf with -inf, one infinity */
+  size_t n = 200000;
+  double *v = malloc(n * 8);
+  for (int k = 0; k < 4; k++) {
+    for (size_t i = 0; i < n; i++)
+      v[i] = k == 0 ? -0.0 : (double)(i % 7) - 3.0;
+    if (k == 1)
+      v[150000] = NAN;
+    if (k >= 2)
+      v[70000] = INFINITY;
+    if (k == 3)
+      v[199999] = -INFINITY;
+    wv_span sp = {v, n};
+    wv_reduce_job job = {.dtype = WAVE_F64, .op = WAVE_SUM, .input = &sp,
+                         .n_input = 1, .rows = n};
+    wv_reduce_out ref;
+    ck_assert_int_eq(wv_reduce_reference(&job, &ref, NULL), 0);
+    Wave__V1__Response *r = bts_float_stream(s, 1, v, n, NULL, NULL);
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+    ck_assert_msg(r->reduce->bits64[0] == ref.bits[0], "case %d: 0x%llx, "
+                  "reference 0x%llx", k,
+                  (unsigned long long)r->reduce->bits64[0],
+                  (unsigned long long)ref.bits[0]);
+    wave__v1__response__free_unpacked(r, NULL);
+  }
+  free(v);
   nng_close(s);
   td_stop_ok(&d);
 }
