@@ -233,6 +233,51 @@ double wv_f64_levels(double *a, size_t n)
   return a[0];
 }
 
+/* A block's groups straight from the rows (the last one padded with
+ * -0.0), then the levels over them: rd_chunk_sum without a mask, and with
+ * at most 256 groups, so no allocation. */
+float wv_f32_block(const void *rows, size_t n)
+{
+  if (n == 1) { /* a level with n == 1 is not run */
+    float x;
+    memcpy(&x, rows, sizeof x);
+    return x;
+  }
+  float a[WV_GROUP];
+  size_t groups = (n + WV_GROUP - 1) / WV_GROUP;
+  for (size_t g = 0; g < groups; g++) {
+    float v[WV_GROUP];
+    size_t k = n - g * WV_GROUP < WV_GROUP ? n - g * WV_GROUP : WV_GROUP;
+    memcpy(v, (const uint8_t *)rows + g * WV_GROUP * sizeof v[0],
+           k * sizeof v[0]);
+    for (size_t j = k; j < WV_GROUP; j++)
+      v[j] = rd_f32(WV_F32_NEG_ZERO);  /* padding */
+    a[g] = wv_f32_group_tree(v);
+  }
+  return wv_f32_levels(a, groups);
+}
+
+double wv_f64_block(const void *rows, size_t n)
+{
+  if (n == 1) {
+    double x;
+    memcpy(&x, rows, sizeof x);
+    return x;
+  }
+  double a[WV_GROUP];
+  size_t groups = (n + WV_GROUP - 1) / WV_GROUP;
+  for (size_t g = 0; g < groups; g++) {
+    double v[WV_GROUP];
+    size_t k = n - g * WV_GROUP < WV_GROUP ? n - g * WV_GROUP : WV_GROUP;
+    memcpy(v, (const uint8_t *)rows + g * WV_GROUP * sizeof v[0],
+           k * sizeof v[0]);
+    for (size_t j = k; j < WV_GROUP; j++)
+      v[j] = rd_f64(WV_F64_NEG_ZERO);
+    a[g] = wv_f64_group_tree(v);
+  }
+  return wv_f64_levels(a, groups);
+}
+
 /* One non-empty chunk of the float sum: its leaves, then its levels.  The
  * first level is built here from the leaves, group by group. */
 static int rd_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m,

@@ -40,6 +40,17 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count);
 float wv_f32_levels(float *a, size_t n);
 double wv_f64_levels(double *a, size_t n);
 
+/* The value of the one-chunk, unmasked float sum of rows[0..n-1], 1 <= n
+ * <= WV_BLOCK (256^2), before the result rule: a chunk's level-2 partial
+ * when rows start at a multiple of WV_BLOCK from the chunk's start (a
+ * block of 256, its level-1 partial).  rows: little-endian, read with
+ * memcpy (any alignment).  A stream reduces its pieces with these as they
+ * arrive (daemon/bulk/stream.h); the chunk's value is then the levels over
+ * its blocks' values, in order. */
+#define WV_BLOCK (WV_GROUP * WV_GROUP)
+float wv_f32_block(const void *rows, size_t n);
+double wv_f64_block(const void *rows, size_t n);
+
 /* A job of issue 23: a 64-bit dtype, or argmin/argmax.  wv_dev_reduce
  * (workers/wvdev.c) runs one only on a backend whose caps say so, and
  * answers UNSUPPORTED on the others (the daemon names the device). */

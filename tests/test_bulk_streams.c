@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,118 @@ static void bts_ok_stream(Wave__V1__Response *r)
   wave__v1__response__free_unpacked(r, NULL);
 }
 
+/* ---- a float sum, reduced as its pieces arrive ------------------------- */
+
+/* Rows whose sum depends on the order: signs, exponents over 40 binades,
+ * some -0.0 and +0.0. */
+static void bts_floats(void *rows, size_t n, int f64, uint32_t seed)
+{
+  uint64_t x = 0x9e3779b97f4a7c15u ^ seed;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    double v = (double)(x >> 40) / (double)(1u << 24) - 0.5;
+    v = ldexp(v, (int)((x >> 8) % 41) - 20);
+    if (x % 97 == 0)
+      v = (x & 256) ? -0.0 : 0.0;
+    if (f64)
+      ((double *)rows)[i] = v;
+    else
+      ((float *)rows)[i] = (float)v;
+  }
+}
+
+/* One stream of rows (n_mask 0: unmasked, one chunk: reduced as the pieces
+ * arrive; else an all-ones mask: the buffered way), its pieces backwards,
+ * the last one sent twice.  Returns the reply (a ReduceResult). */
+static Wave__V1__Response *bts_float_stream(nng_socket s, int f64,
+                                           const void *rows, size_t n,
+                                           const uint32_t *ones,
+                                           uint64_t *share)
+{
+  size_t z = f64 ? 8 : 4;
+  Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
+  so.dtype = f64 ? WAVE__V1__DTYPE__F64 : WAVE__V1__DTYPE__F32;
+  so.op = WAVE__V1__OP__SUM;
+  so.input_bytes = n * z;
+  so.mask_bytes = ones ? n * 4 : 0;
+  so.masked = ones != NULL;
+  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
+  rq.version = 1;
+  rq.id = 14;
+  rq.body_case = WAVE__V1__REQUEST__BODY_STREAM_OPEN;
+  rq.stream_open = &so;
+  Wave__V1__Response *r = td_call(s, &rq);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
+  uint64_t id = r->stream->stream_id, piece = r->stream->piece_bytes;
+  wave__v1__response__free_unpacked(r, NULL);
+  for (int sec = 0; sec < (ones ? 2 : 1); sec++) {
+    const char *p = sec ? (const char *)ones : rows;
+    uint64_t size = n * (sec ? 4 : z), np = (size + piece - 1) / piece;
+    for (uint64_t k = np; k-- > 0;) {
+      uint64_t off = k * piece, len = size - off < piece ? size - off : piece;
+      bts_ok_stream(bts_put(s, id, sec, off, p + off, len, 1));
+      if (k == np - 1)
+        bts_ok_stream(bts_put(s, id, sec, off, p + off, len, 1));
+    }
+  }
+  if (share != NULL) {  /* what the open stream holds (status, own share) */
+    Wave__V1__Response *st = td_status(s, 15);
+    *share = 0;
+    for (size_t i = 0; i < st->status->n_shares; i++)
+      *share += st->status->shares[i]->stream_bytes;
+    wave__v1__response__free_unpacked(st, NULL);
+  }
+  return bts_commit(s, id, 0);
+}
+
+/* Each size as an online stream, as a buffered (masked, all ones) stream
+ * and by the reference: one answer, bit for bit. */
+static void bts_float_ways(nng_socket s, const size_t *sizes, size_t k)
+{
+  size_t most = 0;
+  for (size_t i = 0; i < k; i++)
+    most = sizes[i] > most ? sizes[i] : most;
+  void *rows = malloc(most * 8);
+  uint32_t *ones = malloc(most * 4);
+  for (size_t i = 0; i < most; i++)
+    ones[i] = 1;
+  for (int f64 = 0; f64 < 2; f64++)
+    for (size_t i = 0; i < k; i++) {
+      size_t n = sizes[i];
+      bts_floats(rows, n, f64, (uint32_t)(n * 2 + (size_t)f64));
+      wv_span sp = {rows, n};
+      wv_reduce_job job = {.dtype = f64 ? WAVE_F64 : WAVE_F32,
+                           .op = WAVE_SUM, .input = &sp, .n_input = 1,
+                           .rows = n};
+      wv_reduce_out ref;
+      ck_assert_int_eq(wv_reduce_reference(&job, &ref, NULL), 0);
+      uint64_t held = 0;
+      Wave__V1__Response *a = bts_float_stream(s, f64, rows, n, NULL, &held);
+      Wave__V1__Response *b = bts_float_stream(s, f64, rows, n, ones, NULL);
+      ck_assert_msg(a->body_case == WAVE__V1__RESPONSE__BODY_REDUCE &&
+                    b->body_case == WAVE__V1__RESPONSE__BODY_REDUCE,
+                    "f64 %d rows %zu: no ReduceResult", f64, n);
+      uint64_t va = f64 ? a->reduce->bits64[0] : a->reduce->bits[0];
+      uint64_t vb = f64 ? b->reduce->bits64[0] : b->reduce->bits[0];
+      ck_assert_msg(va == ref.bits[0] && vb == ref.bits[0], "f64 %d rows "
+                    "%zu: online 0x%llx, buffered 0x%llx, reference 0x%llx",
+                    f64, n, (unsigned long long)va, (unsigned long long)vb,
+                    (unsigned long long)ref.bits[0]);
+      ck_assert_uint_eq(a->reduce->count, n);
+      ck_assert_uint_eq(a->reduce->rows, n);
+      ck_assert_uint_eq(b->reduce->count, n);
+      /* the online stream held one value per block of 256 rows or more,
+       * never its rows */
+      ck_assert_msg(held <= (n + 255) / 256 * (f64 ? 8 : 4),
+                    "f64 %d rows %zu: the open stream held %llu bytes", f64,
+                    n, (unsigned long long)held);
+      wave__v1__response__free_unpacked(a, NULL);
+      wave__v1__response__free_unpacked(b, NULL);
+    }
+  free(rows);
+  free(ones);
+}
+
 START_TEST(stream_pieces)
 {
   td_daemon d;
@@ -158,6 +271,9 @@ START_TEST(stream_pieces)
   wave__v1__response__free_unpacked(r, NULL);
   /* committed: gone */
   bh_expect(bts_commit(s, id, 0), WAVE_ENOJOB, "no open stream");
+  /* float sums: pieces of 8192 (4096) rows, blocks of 256 */
+  size_t fs[] = {1, 2, 257, 8193, 65537, 300001};
+  bts_float_ways(s, fs, sizeof fs / sizeof fs[0]);
 
   /* refusals at open, before any row travels */
   bh_expect(bts_open(s, (uint64_t)BH_ROWS_MAX * 4 + 4, 0, WAVE__V1__OP__SUM),
@@ -197,6 +313,59 @@ START_TEST(stream_pieces)
   nng_close(s);
   free(in);
   free(mk);
+  td_stop_ok(&d);
+}
+END_TEST
+
+/* Pieces of 512 KiB (131,072 float32 rows, 65,536 float64): blocks of
+ * 256^2 rows, the default pieces' way. */
+START_TEST(stream_float_blocks)
+{
+  td_daemon d;
+  bh_prepare(&d, 0, NULL);
+  FILE *f = fopen(d.cfg, "r+");
+  char text[4096];
+  size_t m = fread(text, 1, sizeof text - 1, f);
+  text[m] = '\0';
+  char *at = strstr(text, "max_request_bytes: 65536");
+  ck_assert_ptr_nonnull(at);
+  fclose(f);
+  char fixed[4096];
+  snprintf(fixed, sizeof fixed, "%.*smax_request_bytes: 1048576%s",
+           (int)(at - text), text, at + strlen("max_request_bytes: 65536"));
+  td_write(d.cfg, fixed);
+  ck_assert_msg(td_start(&d) == 0, "did not start:\n%s", td_stderr(&d));
+  nng_socket s = td_dial(d.tcp);
+  size_t fs[] = {1, 65535, 65537, 131073, 600001};
+  bts_float_ways(s, fs, sizeof fs / sizeof fs[0]);
+  /* the result rule through block values: all -0.0 stays -0.0; a NaN,
+   * +inf with -inf, one infinity */
+  size_t n = 200000;
+  double *v = malloc(n * 8);
+  for (int k = 0; k < 4; k++) {
+    for (size_t i = 0; i < n; i++)
+      v[i] = k == 0 ? -0.0 : (double)(i % 7) - 3.0;
+    if (k == 1)
+      v[150000] = NAN;
+    if (k >= 2)
+      v[70000] = INFINITY;
+    if (k == 3)
+      v[199999] = -INFINITY;
+    wv_span sp = {v, n};
+    wv_reduce_job job = {.dtype = WAVE_F64, .op = WAVE_SUM, .input = &sp,
+                         .n_input = 1, .rows = n};
+    wv_reduce_out ref;
+    ck_assert_int_eq(wv_reduce_reference(&job, &ref, NULL), 0);
+    Wave__V1__Response *r = bts_float_stream(s, 1, v, n, NULL, NULL);
+    ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_REDUCE);
+    ck_assert_msg(r->reduce->bits64[0] == ref.bits[0], "case %d: 0x%llx, "
+                  "reference 0x%llx", k,
+                  (unsigned long long)r->reduce->bits64[0],
+                  (unsigned long long)ref.bits[0]);
+    wave__v1__response__free_unpacked(r, NULL);
+  }
+  free(v);
+  nng_close(s);
   td_stop_ok(&d);
 }
 END_TEST
@@ -329,6 +498,7 @@ TCase *bts_streams_tcase(void)
   TCase *st = tcase_create("streams");
   tcase_set_timeout(st, 300);
   tcase_add_test(st, stream_pieces);
+  tcase_add_test(st, stream_float_blocks);
   tcase_add_test(st, stream_by_library);
   tcase_add_test(st, wavectl_paths);
   return st;

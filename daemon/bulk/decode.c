@@ -330,6 +330,7 @@ static int bk_commit(wd_bulk *b, uint32_t pipe,
                     &out->op, &out->has_mask, &dev) != 0)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
   snprintf(out->device, sizeof out->device, "%s", dev);
+  out->stands_for = wd_stream_stands_for(s);
   wd_stream_level(s, &out->level, &out->deadline_ms);
   for (size_t i = 0; i < out->n_input; i++)
     out->mem_rows += out->spans[i].rows;  /* the stream's buffer is ours */

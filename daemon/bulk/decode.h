@@ -55,6 +55,9 @@ typedef struct wd_bulk_req {
   wd_region *pin;         /* registered: to pin once the reply is sent */
   size_t n_regions;
   wd_stream *stream;      /* likewise */
+  uint64_t stands_for;    /* an online stream's rows (stream.h): its job
+                             is the values of their blocks, its reply's
+                             rows and count are these */
   nng_msg *keep;          /* the framed request whose payload spans use */
   unsigned version;       /* the request's, echoed in replies */
 } wd_bulk_req;

@@ -37,6 +37,15 @@ struct wd_stream {
    * the pieces as chunks of their own: no copy at all.  The float sum
    * needs its chunks contiguous: its pieces are copied into buf. */
   int inplace;
+  /* An unmasked float sum of one chunk is reduced as its pieces arrive
+   * (online): each piece's blocks of `block` rows (256^2, or 256 where
+   * the piece's rows are no multiple of 256^2) to their values, in vals
+   * (float or double, n_blocks of them), and the piece's message freed;
+   * the job is then the levels over vals (stream.h). */
+  int online;
+  uint64_t block, n_blocks;
+  void *vals;
+  uint64_t held;            /* bytes taken from the share */
   nng_msg **msgs;           /* inplace: per piece, input's then mask's */
   const uint8_t **at;       /* ... and where its rows are */
   int committed;            /* under the table's mutex: no more puts */
@@ -96,8 +105,9 @@ static void st_free_pieces(wd_stream *s)
 static void st_destroy(wd_stream *s)
 {
   wd_streams *t = s->t;
-  wd_share_give(t->sh, s->key, WD_SHARE_BUF, s->in_bytes + s->mask_bytes);
+  wd_share_give(t->sh, s->key, WD_SHARE_BUF, s->held);
   st_free_pieces(s);
+  free(s->vals);
   free(s->buf);
   free(s->have);
   free(s->chunks);
@@ -118,6 +128,7 @@ void wd_streams_free(wd_streams *t)
   while ((n = wv_q_pop(&t->open)) != NULL) {
     wd_stream *s = ST_OF(n);
     st_free_pieces(s);
+    free(s->vals);
     free(s->buf);
     free(s->have);
     free(s->chunks);
@@ -151,6 +162,33 @@ static wd_stream *st_new(const wd_stream_spec *rq)
   s->in_bytes = rq->input_bytes;
   s->mask_bytes = rq->mask_bytes;
   return s;
+}
+
+/* s's buffers, as its kind wants (stream.h); nonzero: no memory. */
+static int st_alloc(wd_stream *s, const wd_stream_spec *rq, uint64_t total)
+{
+  wave_dtype dt = s->dtype;
+  /* a float sum sees its chunk boundaries: its rows go to one buffer */
+  s->inplace = !((dt == WAVE_F32 || dt == WAVE_F64) && s->op == WAVE_SUM);
+  if (s->online) {
+    s->vals = malloc(s->n_blocks * wv_dtype_size(dt));
+    s->buf = malloc(1);
+  } else if (s->inplace) {
+    s->msgs = calloc(s->n_in + s->n_mask + 1, sizeof *s->msgs);
+    s->at = calloc(s->n_in + s->n_mask + 1, sizeof *s->at);
+    s->buf = (s->msgs && s->at) ? malloc(1) : NULL;
+  } else {
+    s->buf = malloc(total ? total : 1);
+  }
+  s->have = calloc(s->n_in + s->n_mask + 1, 1);
+  s->n_chunks = rq->n_input_chunks ? rq->n_input_chunks : 1;
+  s->chunks = calloc(s->n_chunks, sizeof *s->chunks);
+  if (s->chunks != NULL && rq->n_input_chunks)
+    memcpy(s->chunks, rq->input_chunks, s->n_chunks * sizeof *s->chunks);
+  else if (s->chunks != NULL)
+    s->chunks[0] = s->in_bytes;
+  return s->buf == NULL || s->have == NULL || s->chunks == NULL ||
+         (s->online && s->vals == NULL);
 }
 
 int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
@@ -204,10 +242,19 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
                      "add up to input_bytes (%" PRIu64 ")", rq->n_input_chunks,
                      rq->input_bytes);
   uint64_t total = rq->input_bytes + rq->mask_bytes;
-  if (total > t->max_bytes)
-    return wv_seterr(err, WAVE_ETOOBIG, "a stream of %" PRIu64 " bytes; this "
-                     "daemon buffers at most %" PRIu64 " (limits."
-                     "max_stream_bytes)", total, t->max_bytes);
+  /* online: one chunk (or none said), no mask, whole groups per piece */
+  uint64_t prow = t->piece / size, block = prow % WV_BLOCK == 0 ? WV_BLOCK
+                                                                 : WV_GROUP;
+  int online = (dt == WAVE_F32 || dt == WAVE_F64) && op == WAVE_SUM &&
+               !rq->masked && rq->n_input_chunks <= 1 && rows > 0 &&
+               prow % WV_GROUP == 0;
+  uint64_t n_blocks = online ? (rows + block - 1) / block : 0;
+  uint64_t held = online ? n_blocks * size : total;
+  if (held > t->max_bytes)
+    return wv_seterr(err, WAVE_ETOOBIG, "a stream of %" PRIu64 " bytes "
+                     "(%" PRIu64 " to hold); this daemon buffers at most %"
+                     PRIu64 " (limits.max_stream_bytes)", total, held,
+                     t->max_bytes);
   wd_stream *s = st_new(rq);
   if (s == NULL)
     return wv_seterr(err, WAVE_ENOMEM, NULL);
@@ -215,6 +262,10 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   s->pipe = pipe;
   s->key = key;
   s->piece = t->piece;
+  s->online = online;
+  s->block = block;
+  s->n_blocks = n_blocks;
+  s->held = held;
   s->n_in = (s->in_bytes + s->piece - 1) / s->piece;
   s->n_mask = (s->mask_bytes + s->piece - 1) / s->piece;
   atomic_init(&s->refs, 1);
@@ -226,7 +277,7 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   /* the client's share and the total, copy regions counted (share.h);
    * under mu, so that racing opens of one connection count its streams */
   int rc = mine >= WD_STREAMS_PER_CLIENT ? WAVE_EBUSY
-           : wd_share_take(t->sh, key, who, WD_SHARE_BUF, total, WAVE_EBUSY,
+           : wd_share_take(t->sh, key, who, WD_SHARE_BUF, held, WAVE_EBUSY,
                            err);
   pthread_mutex_unlock(&t->mu);
   if (mine >= WD_STREAMS_PER_CLIENT) {
@@ -238,23 +289,7 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
     free(s);
     return rc;
   }
-  /* a float sum sees its chunk boundaries: its rows go to one buffer */
-  s->inplace = !((dt == WAVE_F32 || dt == WAVE_F64) && op == WAVE_SUM);
-  if (s->inplace) {
-    s->msgs = calloc(s->n_in + s->n_mask + 1, sizeof *s->msgs);
-    s->at = calloc(s->n_in + s->n_mask + 1, sizeof *s->at);
-    s->buf = (s->msgs && s->at) ? malloc(1) : NULL;
-  } else {
-    s->buf = malloc(total ? total : 1);
-  }
-  s->have = calloc(s->n_in + s->n_mask + 1, 1);
-  s->n_chunks = rq->n_input_chunks ? rq->n_input_chunks : 1;
-  s->chunks = calloc(s->n_chunks, sizeof *s->chunks);
-  if (s->chunks != NULL && rq->n_input_chunks)
-    memcpy(s->chunks, rq->input_chunks, s->n_chunks * sizeof *s->chunks);
-  else if (s->chunks != NULL)
-    s->chunks[0] = s->in_bytes;
-  if (s->buf == NULL || s->have == NULL || s->chunks == NULL) {
+  if (st_alloc(s, rq, total) != 0) {
     st_destroy(s);
     return wv_seterr(err, WAVE_ENOMEM, "no memory for a stream of %" PRIu64
                      " bytes", total);
@@ -278,6 +313,34 @@ static wd_stream *st_find(wd_streams *t, uint32_t pipe, uint64_t id)
   return NULL;
 }
 
+/* An online stream's piece (offset, len: whole rows, checked): the values
+ * of its blocks, rows [b0 * block, ...) of the chunk, in *vals (nb of
+ * them, allocated).  Off the table's mutex: two puts reduce at once. */
+static int st_blocks(const wd_stream *s, uint64_t offset, const uint8_t *data,
+                     size_t len, void **vals, uint64_t *b0, uint64_t *nb,
+                     wave_error *err)
+{
+  unsigned z = wv_dtype_size(s->dtype);
+  uint64_t rows = len / z, n = (rows + s->block - 1) / s->block;
+  *b0 = offset / z / s->block;  /* pieces hold whole blocks */
+  *nb = n;
+  if ((*vals = malloc((size_t)(n ? n * z : 1))) == NULL)
+    return wv_seterr(err, WAVE_ENOMEM, NULL);
+  for (uint64_t b = 0; b < n; b++) {
+    uint64_t r = rows - b * s->block < s->block ? rows - b * s->block
+                                                 : s->block;
+    const uint8_t *p = data + b * s->block * z;
+    if (z == 4) {
+      float v = wv_f32_block(p, (size_t)r);
+      memcpy((uint8_t *)*vals + b * z, &v, z);
+    } else {
+      double v = wv_f64_block(p, (size_t)r);
+      memcpy((uint8_t *)*vals + b * z, &v, z);
+    }
+  }
+  return 0;
+}
+
 int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
                    uint64_t offset, const uint8_t *data, size_t len,
                    nng_msg **msg, wd_stream_info *info,
@@ -291,6 +354,8 @@ int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
   if (s == NULL)
     return wv_seterr(err, WAVE_ENOJOB, "no open stream %" PRIu64 " on this "
                      "connection (committed, aborted, or never opened)", id);
+  void *vals = NULL;  /* online: the piece's block values */
+  uint64_t b0 = 0, nb = 0;
   const char *what = mask ? "mask" : "input";
   uint64_t size = mask ? s->mask_bytes : s->in_bytes;
   uint64_t n = mask ? s->n_mask : s->n_in;
@@ -311,7 +376,10 @@ int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
   }
   uint64_t slot = (mask ? s->n_in : 0) + idx;
   nng_msg *keep = NULL;
-  if (!s->inplace) {
+  if (s->online) {
+    if ((rc = st_blocks(s, offset, data, len, &vals, &b0, &nb, err)) != 0)
+      goto out;
+  } else if (!s->inplace) {
     memcpy(s->buf + (mask ? s->in_bytes : 0) + offset, data, len);
   } else if (msg != NULL && *msg != NULL) {
     keep = *msg;  /* the framed request itself: its payload is the piece */
@@ -340,7 +408,10 @@ int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
   if (!*bit) {
     *bit = 1;
     s->received += len;
-    if (s->inplace) {
+    if (s->online) {
+      unsigned z = wv_dtype_size(s->dtype);
+      memcpy((uint8_t *)s->vals + b0 * z, vals, (size_t)(nb * z));
+    } else if (s->inplace) {
       s->msgs[slot] = keep;
       s->at[slot] = data;
       keep = NULL;
@@ -351,6 +422,7 @@ int wd_streams_put(wd_streams *t, uint32_t pipe, uint64_t id, int mask,
   if (keep != NULL)  /* a piece sent twice: the first one stays */
     nng_msg_free(keep);
 out:
+  free(vals);
   wd_stream_put(s);
   return rc;
 }
@@ -440,12 +512,17 @@ int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
                   size_t *n_mask, wave_dtype *dtype, wave_op *op, int *masked,
                   const char **device)
 {
-  size_t ni = s->inplace ? (size_t)s->n_in : s->n_chunks;
+  size_t ni = s->online ? 1 : s->inplace ? (size_t)s->n_in : s->n_chunks;
   size_t nm = s->inplace ? (size_t)s->n_mask : 1;
   wv_span *sp = calloc(ni + nm + 1, sizeof *sp);
   if ((*spans = sp) == NULL)
     return WAVE_ENOMEM;
-  if (s->inplace) {
+  if (s->online) {
+    /* the chunk's value is the levels over its blocks' values: a
+     * one-chunk job of them has its bits (stream.h) */
+    sp[0].data = s->vals;
+    sp[0].rows = s->n_blocks;
+  } else if (s->inplace) {
     /* every piece a chunk: the op does not see chunk boundaries */
     for (uint64_t i = 0; i < s->n_in + s->n_mask; i++) {
       int m = i >= s->n_in;
@@ -466,10 +543,15 @@ int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
     sp[s->n_chunks].rows = s->mask_bytes / 4;
   }
   *n_input = ni;
-  *n_mask = s->mask_bytes ? nm : 0;
+  *n_mask = s->mask_bytes ? nm : 0;  /* an online stream has no mask */
   *dtype = s->dtype;
   *op = s->op;
   *masked = s->masked;
   *device = s->device;
   return 0;
+}
+
+uint64_t wd_stream_stands_for(const wd_stream *s)
+{
+  return s->online ? s->in_bytes / wv_dtype_size(s->dtype) : 0;
 }

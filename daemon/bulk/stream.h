@@ -4,15 +4,28 @@
  * A remote client cannot share memory, and one message per job would need
  * a socket limit as big as the largest job (and as much memory per
  * connection).  So StreamOpen announces the job (dtype, op, sizes: JOBSIZE
- * and TOOBIG come at once, before any rows travel), the daemon allocates
- * the job's one buffer and answers the piece size; StreamPut pieces, in
- * any order, each at a multiple of the piece size, are kept in their
- * received messages (order-free ops: the pieces become the job's chunks,
- * no copy at all) or copied into one buffer by a decode thread (the float
- * sum, whose chunks must stay whole), the message then freed;
+ * and TOOBIG come at once, before any rows travel), the daemon answers
+ * the piece size; StreamPut pieces, in any order, each at a multiple of
+ * the piece size, are
+ *  - online (an unmasked float sum of one chunk): reduced by the decode
+ *    thread that received them, as they arrive, to the values of their
+ *    blocks of 256^2 rows (256 where a piece's rows are no multiple of
+ *    256^2; core/reduce.h wv_f32_block), the message then freed.  A block
+ *    starts at a multiple of its size from the chunk's start, so its value
+ *    is the chunk's level-2 (level-1) partial of docs/reduction.md, and the
+ *    chunk's value the levels over the blocks' values in order: the commit
+ *    hands a device the one-chunk job of those values, whose answer has
+ *    the bits of the whole job (its count and rows are the stream's,
+ *    wd_stream_stands_for).  The daemon holds one value per block (8
+ *    bytes per 512 KiB of float64 rows at the default piece), not the
+ *    rows, and counts only that against its limits;
+ *  - kept in their received messages (order-free ops: the pieces become
+ *    the job's chunks, no copy at all);
+ *  - or copied into one buffer of the job's size (a masked float sum, or
+ *    one of several chunks, whose blocks need not fall inside a piece);
  * StreamCommit checks that every piece arrived (INCOMPLETE names the first
- * missing one) and hands the buffer to a device as the job's one chunk.  A
- * piece sent twice (nng resends) lands twice in the same place.
+ * missing one) and hands the job to a device.  A piece sent twice (nng
+ * resends) lands twice in the same place.
  *
  * A stream belongs to its connection (nng pipe): another connection cannot
  * see it, and it is dropped when the connection goes.  Buffers of all
@@ -91,5 +104,8 @@ int wd_stream_job(const wd_stream *s, wv_span **spans, size_t *n_input,
                   size_t *n_mask, wave_dtype *dtype, wave_op *op, int *masked,
                   const char **device);
 void wd_stream_put(wd_stream *s);
+/* An online stream (above): the input rows its job's values stand for,
+ * which the reply says as its rows and count; 0 for any other stream. */
+uint64_t wd_stream_stands_for(const wd_stream *s);
 
 #endif

@@ -149,6 +149,8 @@ static void rr_reply(wd_req *c)
   rr.index = o->index;  /* argmin/argmax; 0 for the others */
   rr.count = c->call->out.count;
   rr.rows = c->call->job.rows;
+  if (c->bulk.stands_for)  /* an online stream: its job is block values */
+    rr.count = rr.rows = c->bulk.stands_for;
   rr.device = (char *)wd_device_name(c->call->work.dev);
   rr.seconds = c->call->work.seconds;
   rr.finite = (Wave__V1__FiniteRows)c->call->finite;
@@ -184,9 +186,10 @@ static void rr_reduce_done(wd_work *w)
     [WD_PH_COMPUTE] = ran ? w->seconds : -1.0,
     [WD_PH_TOTAL] = now - w->t_submit,
   };
+  uint64_t rows = c->bulk.stands_for ? c->bulk.stands_for
+                                     : c->call->job.rows;
   wd_stats_job(WD_KIND_REDUCE, c->req_id, w->dev ? wd_device_name(w->dev) : NULL,
-               ph, w->rc, c->call->job.rows,
-               c->call->job.rows * wv_dtype_size(c->call->job.dtype));
+               ph, w->rc, rows, rows * wv_dtype_size(c->call->job.dtype));
   if (s->state == WD_SV_CLOSED) {  /* the socket is gone, nobody to answer */
     wd_req_clear(c);
     return;
