@@ -55,7 +55,7 @@ static void *pl_main(void *arg)
     if (big) {
       p->big_run--;
       if (!wv_q_empty(&p->big))  /* a thread waiting may take it now */
-        pthread_cond_broadcast(&p->cv);
+        pthread_cond_signal(&p->cv);
     }
   }
   pthread_mutex_unlock(&p->mu);
@@ -89,8 +89,9 @@ void wd_pool_push(wd_pool *p, wd_pool_item *it)
 {
   pthread_mutex_lock(&p->mu);
   wv_q_push(it->big ? &p->big : &p->items, &it->q);
-  /* every thread may be waiting, and only some may take a big item */
-  pthread_cond_broadcast(&p->cv);
+  /* one is enough: the waiting threads follow the same rule, so if one
+   * may not take a big item now, none may (one wakes when a big ends) */
+  pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
 }
 
