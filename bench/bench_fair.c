@@ -27,7 +27,8 @@
  * ipc.  The light client times 1-row sums from before the send until the
  * reply; they are split at the heavy job's estimated start on the device
  * (its reply's time minus its `seconds`), so the wait behind decoding and
- * the wait behind the device show apart.  One slice's time is the job's
+ * the wait behind the device show apart, and go on for BF_TAIL_US after
+ * the reply (the daemon frees the big request then, on a decode thread).  One slice's time is the job's
  * device seconds over its slices, counted by daemon/rq/slices.c's rule for
  * reduce_slice_rows 262144 (set in the config): a float sum of one-row
  * chunks runs 256 whole chunks a slice, an order-free op 4096.
@@ -84,6 +85,7 @@
 #endif
 
 #define BF_WARMUP 50
+#define BF_TAIL_US 500000.0  /* --chunks: light sums after the big reply */
 
 static double bf_now_us(void)
 {
@@ -353,8 +355,9 @@ static void bf_line(const char *what, double *us, size_t n)
     return;
   }
   qsort(us, n, sizeof *us, bf_cmp);
-  printf("%-30s %6zu sums  median %9.1f us  p90 %9.1f us  max %9.1f us\n",
-         what, n, us[n / 2], us[n * 9 / 10], us[n - 1]);
+  printf("%-30s %6zu sums  median %8.1f us  p90 %8.1f  p99 %8.1f  "
+         "p99.9 %8.1f  max %8.1f us\n", what, n, us[n / 2], us[n * 9 / 10],
+         us[n * 99 / 100], us[n * 999 / 1000], us[n - 1]);
 }
 
 /* The --chunks run: idle sums, then sums while the one raw job runs. */
@@ -378,7 +381,12 @@ static void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
   double *t0 = malloc(cap * sizeof *t0), *lat = malloc(cap * sizeof *lat);
   pthread_t th;
   pthread_create(&th, NULL, bf_raw_main, &r);
-  while (!atomic_load(&r.done) && n < cap) {
+  double tail_end = 0;
+  while (n < cap) {
+    if (atomic_load(&r.done) && tail_end == 0)
+      tail_end = r.t_reply + BF_TAIL_US;
+    if (tail_end != 0 && bf_now_us() > tail_end)
+      break;
     t0[n] = bf_now_us();
     bf_light(light, &lat[n], 1, 1, WAVE_PRIORITY_NORMAL);
     n++;
@@ -386,16 +394,18 @@ static void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
   pthread_join(th, NULL);
   double on_dev = r.t_reply - r.dev_s * 1e6;
   double *dec = malloc(n * sizeof *dec), *dev = malloc(n * sizeof *dev),
-         *all = malloc(n * sizeof *all);
-  size_t nd = 0, nv = 0, na = 0;
+         *all = malloc(n * sizeof *all), *aft = malloc(n * sizeof *aft);
+  size_t nd = 0, nv = 0, na = 0, nt = 0;
   for (size_t i = 0; i < n; i++) {
     if (t0[i] < r.t_send)
       continue;
     all[na++] = lat[i];
     if (t0[i] + lat[i] <= on_dev)
       dec[nd++] = lat[i];
-    else
+    else if (t0[i] < r.t_reply)
       dev[nv++] = lat[i];
+    else
+      aft[nt++] = lat[i];
   }
   uint64_t per = dtype == WAVE_F64 ? 256 : 262144 / 64;
   uint64_t slices = (chunks + per - 1) / per;
@@ -414,9 +424,10 @@ static void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
         w = i;
     if (w == n)
       break;
-    printf("slowest %d: %.1f us, sent at +%.3f s (the device from +%.3f s)"
-           "\n", top + 1, lat[w], (t0[w] - r.t_send) * 1e-6,
-           (on_dev - r.t_send) * 1e-6);
+    printf("slowest %d: %.1f us, sent at +%.3f s (the device from +%.3f s,"
+           " the reply at +%.3f s)\n", top + 1, lat[w],
+           (t0[w] - r.t_send) * 1e-6, (on_dev - r.t_send) * 1e-6,
+           (r.t_reply - r.t_send) * 1e-6);
     lat[w] = -lat[w];
   }
   for (size_t i = 0; i < n; i++)
@@ -426,6 +437,7 @@ static void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
   bf_line("light loaded (all)", all, na);
   bf_line("  ended before the device", dec, nd);
   bf_line("  ended while on the device", dev, nv);
+  bf_line("  sent after the reply (0.5 s)", aft, nt);
   double bound = 2 * im + slice_us;
   printf("target <= 2 x idle median + one slice = %.1f us: loaded median "
          "%.2fx of it, max %.2fx\n", bound,
@@ -438,6 +450,7 @@ static void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
   free(dec);
   free(dev);
   free(all);
+  free(aft);
 }
 
 typedef struct bf_opts {

@@ -18,6 +18,14 @@
  * sum left the device after its first slice), and A's has the bits of the
  * whole job (core/reduce.c's reference, over rows whose sum depends on the
  * tree).  Served whole, A's would end first.
+ *
+ * And a float sum of many one-row chunks yields while it is planned
+ * (issue 35: its plan is one pass over the chunks, made on the device
+ * before the first slice): A's sum of 40,000 chunks is queued first, B's
+ * 1-row sum second, and every reduction is held inside the fake device
+ * (DIR/.reduce).  Let go of the pack, the first reduction held must be
+ * B's (1 row), not A's first block (256 rows): the device left A after a
+ * step of its plan, before any slice.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -360,6 +368,74 @@ START_TEST(a_big_region_sum_yields_between_slices)
 }
 END_TEST
 
+#define FR_MANY 40000  /* A's one-row chunks: 3 plan steps at 65,536 rows */
+
+/* The first "reduction held" line of d's log, once there is one (a bound
+ * on polls, not a time). */
+static const char *tfr_first_held(td_daemon *d)
+{
+  const char *p = NULL;
+  for (int i = 0; i < 6000; i++) {
+    if ((p = strstr(td_stderr(d), "fake fk0: reduction held")) != NULL)
+      return p;
+    struct timespec nap = {0, 5 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+  }
+  ck_abort_msg("no reduction held:\n%s", td_stderr(d));
+  return NULL;
+}
+
+START_TEST(a_many_chunk_sum_yields_while_planned)
+{
+  td_daemon d;
+  nng_socket s = tfr_start_held(&d, ", reduce_slice_rows: 65536");
+  uint32_t unused;
+  float *rows = tfr_rows(&unused);
+  ProtobufCBinaryData *in = malloc(FR_MANY * sizeof *in);
+  wv_span *sp = malloc(FR_MANY * sizeof *sp);
+  ck_assert(in != NULL && sp != NULL);
+  for (size_t i = 0; i < FR_MANY; i++) {
+    in[i] = (ProtobufCBinaryData){4, (uint8_t *)(rows + i)};
+    sp[i] = (wv_span){rows + i, 1};
+  }
+  wv_reduce_job job = {.dtype = WAVE_F32, .op = WAVE_SUM, .input = sp,
+                       .n_input = FR_MANY, .rows = FR_MANY};
+  wv_reduce_out want = {0};
+  wave_error err = {0};
+  ck_assert_int_eq(wv_reduce_reference(&job, &want, &err), 0);
+  char held[300];
+  snprintf(held, sizeof held, "%s/hold/.reduce", d.dir);
+  td_write(held, "every reduction held by test_fairred\n");
+  nng_socket a = td_dial(d.tcp), b = td_dial(d.tcp);
+  nng_ctx ca, cb;
+  ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
+  ck_assert_int_eq(nng_ctx_open(&cb, b), 0);
+  nng_aio *aa = tfr_send_sum(ca, 301, in, FR_MANY, 1);
+  tfr_wait_queued(s, 1);
+  nng_aio *ab = tfr_send(cb, 401);
+  tfr_wait_queued(s, 2);
+  tfr_hold(&d, 0);
+  const char *first = tfr_first_held(&d);
+  ck_assert_msg(strncmp(first, "fake fk0: reduction held (1 rows)", 33) == 0,
+                "the device took A's slice before B's sum:\n%s",
+                td_stderr(&d));
+  ck_assert_int_eq(unlink(held), 0);
+  tfr_reply(ab, 401);
+  tfr_reply_bits(aa, 301, (uint32_t)want.bits[0]);
+  static const unsigned order[] = {401, 301};
+  tfr_log_order(&d, order, 2);
+  nng_ctx_close(ca);
+  nng_ctx_close(cb);
+  nng_close(a);
+  nng_close(b);
+  nng_close(s);
+  td_stop_ok(&d);
+  free(in);
+  free(sp);
+  free(rows);
+}
+END_TEST
+
 static Suite *tfr_suite(void)
 {
   Suite *s = suite_create("fairred");
@@ -368,6 +444,7 @@ static Suite *tfr_suite(void)
   tcase_add_test(t, reductions_take_turns_by_client);
   tcase_add_test(t, a_big_sum_yields_between_slices);
   tcase_add_test(t, a_big_region_sum_yields_between_slices);
+  tcase_add_test(t, a_many_chunk_sum_yields_while_planned);
   suite_add_tcase(s, t);
   return s;
 }

@@ -18,14 +18,23 @@
  *    next item, and runs its last slices on once nobody else waits;
  *  - a device that faults between two slices ends the sliced item with
  *    EDEVFAULT instead of running its next slice.
+ *
+ * And the decode pool's lanes (daemon/net/pool.c, issue 35): while big
+ * items (a many-chunk request's decode) hold every thread they may take,
+ * a small item pushed after them still runs, and a pool of one thread
+ * runs a small item while a big one holds it.  The big items wait inside
+ * their fn until the test lets them go; the test waits for the small one
+ * (a condition variable, bounded only as a guard against a hang).
  */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/exec/device.h"
+#include "daemon/net/pool.h"
 #include "core/base.h"
 
 #define TT_MAX 64
@@ -320,6 +329,86 @@ START_TEST(fault_between_slices)
 }
 END_TEST
 
+/* ---- the decode pool's lanes ------------------------------------------ */
+
+typedef struct tdp_item {
+  wd_pool_item item;
+  int ran, go;  /* under tdp_mu */
+} tdp_item;
+
+static pthread_mutex_t tdp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tdp_cv = PTHREAD_COND_INITIALIZER;
+
+/* A big item waits until the test sets go; every item marks itself run. */
+static void tdp_fn(wd_pool_item *it)
+{
+  tdp_item *t = (tdp_item *)it;
+  pthread_mutex_lock(&tdp_mu);
+  t->ran = 1;
+  pthread_cond_broadcast(&tdp_cv);
+  while (it->big && !t->go)
+    pthread_cond_wait(&tdp_cv, &tdp_mu);
+  pthread_mutex_unlock(&tdp_mu);
+}
+
+/* Until t has run (30 s: a guard against a hang, not a measure). */
+static int tdp_wait_ran(tdp_item *t)
+{
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 30;
+  pthread_mutex_lock(&tdp_mu);
+  while (!t->ran &&
+         pthread_cond_timedwait(&tdp_cv, &tdp_mu, &until) == 0)
+    ;
+  int ran = t->ran;
+  pthread_mutex_unlock(&tdp_mu);
+  return ran;
+}
+
+static void tdp_go(tdp_item *t)
+{
+  pthread_mutex_lock(&tdp_mu);
+  t->go = 1;
+  pthread_cond_broadcast(&tdp_cv);
+  pthread_mutex_unlock(&tdp_mu);
+}
+
+/* threads 1 or 2: as many big items as there are threads, then a small
+ * one, which must run while the big ones are held. */
+static void tdp_small_past_big(unsigned threads)
+{
+  wd_pool *p;
+  wave_error err = {0};
+  ck_assert_int_eq(wd_pool_start(threads, &p, &err), 0);
+  tdp_item big[2] = {{.item = {.fn = tdp_fn, .big = 1}},
+                     {.item = {.fn = tdp_fn, .big = 1}}};
+  tdp_item small = {.item = {.fn = tdp_fn}};
+  for (unsigned i = 0; i < threads; i++)
+    wd_pool_push(p, &big[i].item);
+  ck_assert(tdp_wait_ran(&big[0]));
+  wd_pool_push(p, &small.item);
+  ck_assert_msg(tdp_wait_ran(&small), "a small item waited behind %u big "
+                "ones on %u threads", threads, threads);
+  pthread_mutex_lock(&tdp_mu);
+  int second = big[1].ran;  /* a second big item waits for the first */
+  pthread_mutex_unlock(&tdp_mu);
+  ck_assert_int_eq(second, 0);
+  tdp_go(&big[0]);
+  if (threads > 1) {
+    ck_assert(tdp_wait_ran(&big[1]));  /* then it runs */
+    tdp_go(&big[1]);
+  }
+  wd_pool_free(p);
+}
+
+START_TEST(small_decode_past_big_ones)
+{
+  tdp_small_past_big(2);
+  tdp_small_past_big(1);
+}
+END_TEST
+
 static Suite *tt_suite(void)
 {
   Suite *s = suite_create("turns");
@@ -331,6 +420,10 @@ static Suite *tt_suite(void)
   tcase_add_test(t, slices_let_others_run_between);
   tcase_add_test(t, fault_between_slices);
   suite_add_tcase(s, t);
+  TCase *pt = tcase_create("decode pool");
+  tcase_set_timeout(pt, 120);
+  tcase_add_test(pt, small_decode_past_big_ones);
+  suite_add_tcase(s, pt);
   return s;
 }
 

@@ -271,6 +271,7 @@ static void ft_aio_cb(void *arg)
       c->over = held > cap;  /* the loop adds a context for it */
     }
     c->state = RQ_WORK;
+    c->item.big = wd_req_big(c->msg);  /* never ahead of a small one */
     wd_pool_push(s->pool, &c->item);  /* -> ft_decode_cb, then the loop */
     return;
   case RQ_SEND:

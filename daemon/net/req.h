@@ -64,6 +64,10 @@ struct wd_req {
   wd_bulk_req bulk;        /* framed, stream and region parts (bulk/decode.h) */
 };
 
+/* 1: the received message m is a big item for the decode pool (pool.h):
+ * its protobuf part is 16 KiB or more, so its decode may take ms. */
+int wd_req_big(nng_msg *m);
+
 /* Decode thread: unpack, authenticate and take the bulk parts of the
  * received message (c->msg, freed or kept), or set c->dec_code.  Touches
  * only c and what is constant or locked (cfg, the bulk tables). */

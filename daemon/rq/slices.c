@@ -22,6 +22,12 @@
  * its value then stands in the block's call as a one-row chunk, selected:
  * a one-row chunk's value is its row, so the block's answer is the same
  * node; only its count is the long chunk's, put back after the call.
+ *
+ * The plan of those cuts (pieces or blocks, the block's size, the long
+ * chunks) needs every chunk's rows: one pass, made in steps of
+ * SL_PLAN_CHUNKS before the first slice (wd_slices_plan), and only once
+ * (it was made twice, whole, on the device thread before issue 35's
+ * last round).
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -38,48 +44,62 @@
 #define SL_CPUN (1ull << 24)
 #define SL_GPU (1ull << 32)
 #define SL_CHUNK_COST 64       /* rows a chunk costs a backend call */
+/* Chunks a step of a float sum's plan looks at: 16 slices' worth of an
+ * order-free op, for a look is cheap (16 bytes read, 4 compares: 2 ns a
+ * chunk on the 2-core VM, where an order-free slice of 4,096 one-row
+ * chunks takes 165 us), so a step of 65,536 chunks (p = 2^18) costs
+ * about a slice, 130 us. */
+#define SL_PLAN_CHUNKS(p) ((size_t)((p) / SL_CHUNK_COST * 16))
 
 static const uint32_t sl_one = 1;  /* the mask row of a long chunk's value */
 
-/* How a float sum on slices of p rows is cut: f, a chunk's piece (the
- * largest power of 256 >= 256^2 within p); block, whole chunks per block
- * (0: pieces, one a slice); long_min, the rows above which a chunk in a
- * block is long (a 256th of p); n_long, such chunks; longest, the longest
- * chunk's rows.  One pass over the chunks (the device thread makes it
- * twice before a job's first slice).  Returns 0 when the job runs whole,
- * 1 for pieces, 2 for blocks. */
-typedef struct sl_fplan {
-  uint64_t f, block, long_min, longest;
-  size_t n_long;
-} sl_fplan;
-
-static int sl_fplan_of(const wv_reduce_job *job, uint64_t p, sl_fplan *pl)
+/* The plan of a float sum on slices of p rows (wd_slices_plan), made by
+ * one pass over the chunks in steps: f, a chunk's piece (the largest power
+ * of 256 >= 256^2 within p); long_min, the rows above which a chunk in a
+ * block is long (a 256th of p); and over the chunks seen so far, their
+ * pieces of f rows, the non-empty ones, the longest, the long ones, and
+ * the longest short one (most, SL_CHUNK_COST at least).  Then block,
+ * whole chunks per block (0: pieces, one a slice), and the mode: 0 the
+ * job runs whole, 1 pieces, 2 blocks. */
+static void sl_plan_begin(sl_plan *pl, uint64_t p)
 {
-  *pl = (sl_fplan){.f = SL_PIECE, .long_min = p / 256};
+  *pl = (sl_plan){.p = p, .f = SL_PIECE, .long_min = p / 256,
+                  .most = SL_CHUNK_COST};
   while (pl->f <= p / 256)
     pl->f *= 256;
-  /* blocks of b = 256^k whole chunks, b times the longest short chunk
-   * (each costing SL_CHUNK_COST at least) within p; a long one stands in
-   * its block as one row */
-  uint64_t pieces = 0, f = pl->f, most = SL_CHUNK_COST, n = 0;
-  for (size_t i = 0; i < job->n_input; i++) {
+}
+
+/* Chunks [pl->next, end) into the plan. */
+static void sl_plan_pass(sl_plan *pl, const wv_reduce_job *job, size_t end)
+{
+  uint64_t f = pl->f;
+  for (size_t i = pl->next; i < end; i++) {
     uint64_t r = job->input[i].rows;
     if (r == 0)
       continue;
-    pieces += (r + f - 1) / f;
-    n++;
+    pl->pieces += (r + f - 1) / f;
+    pl->n++;
     if (r > pl->longest)
       pl->longest = r;
     if (r > pl->long_min)
       pl->n_long++;
-    else if (r > most)
-      most = r;
+    else if (r > pl->most)
+      pl->most = r;
   }
-  if (job->rows > f && pieces <= 2 * ((job->rows + f - 1) / f))
+  pl->next = end;
+}
+
+/* Once every chunk is in: the mode.  Blocks of b = 256^k whole chunks, b
+ * times the longest short chunk (each costing SL_CHUNK_COST at least)
+ * within p; a long one stands in its block as one row. */
+static int sl_plan_mode(sl_plan *pl, const wv_reduce_job *job)
+{
+  uint64_t f = pl->f, p = pl->p;
+  if (job->rows > f && pl->pieces <= 2 * ((job->rows + f - 1) / f))
     return 1;  /* few chunks: pieces of f rows */
-  for (uint64_t k = 256; k <= p / most; k *= 256)
+  for (uint64_t k = 256; k <= p / pl->most; k *= 256)
     pl->block = k;
-  if (pl->block == 0 || (n <= pl->block && job->rows <= p))
+  if (pl->block == 0 || (pl->n <= pl->block && job->rows <= p))
     return 0;  /* one call of at most a slice */
   return 2;
 }
@@ -102,45 +122,67 @@ uint64_t wd_slices_device_rows(const wd_device_cfg *cfg, const wv_caps *caps)
   return threads == 1 ? SL_CPU1 : SL_CPUN;
 }
 
-uint64_t wd_slices_rows(const wv_reduce_job *job, uint64_t slice_rows)
+void wd_slices_begin(wd_slices *s, const wv_reduce_job *job,
+                     uint64_t slice_rows)
 {
-  if (slice_rows == 0)
-    return 0;
-  uint64_t p = slice_rows / SL_PIECE * SL_PIECE;
-  if (p < SL_PIECE)
-    p = SL_PIECE;
-  if ((job->dtype != WAVE_F32 && job->dtype != WAVE_F64) ||
-      job->op != WAVE_SUM)
-    return job->rows > p || job->n_input > sl_max_chunks(p) ||
-                   job->n_mask > sl_max_chunks(p)
-               ? p : 0;
-  /* the float sum's tree is cut only at powers of 256 (a chunk's pieces)
-   * or at aligned blocks of whole chunks */
-  sl_fplan pl;
-  switch (sl_fplan_of(job, p, &pl)) {
-  case 1: return pl.f;
-  case 2: return p;
-  default: return 0;
-  }
-}
-
-int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
-                   wave_error *err)
-{
-  *s = (wd_slices){.job = job, .p = p};
+  *s = (wd_slices){.job = job, .p = slice_rows / SL_PIECE * SL_PIECE};
+  if (s->p < SL_PIECE)
+    s->p = SL_PIECE;
   s->fsum = (job->dtype == WAVE_F32 || job->dtype == WAVE_F64) &&
             job->op == WAVE_SUM;
-  s->most = sl_max_chunks(p);
+  s->most = sl_max_chunks(s->p);
+  sl_plan_begin(&s->plan, s->p);
+  /* an order-free op's answer: p, or 0 when it fits in one slice */
+  int fits = job->rows <= s->p && job->n_input <= s->most &&
+             job->n_mask <= s->most;
+  s->rows = slice_rows == 0 || (!s->fsum && fits) ? 0 : s->p;
+  s->planned = !s->fsum || slice_rows == 0;
+}
+
+int wd_slices_plan(wd_slices *s, uint64_t *rows)
+{
+  const wv_reduce_job *job = s->job;
+  if (!s->planned) {
+    size_t end = job->n_input - s->plan.next > SL_PLAN_CHUNKS(s->p)
+                     ? s->plan.next + SL_PLAN_CHUNKS(s->p)
+                     : job->n_input;
+    sl_plan_pass(&s->plan, job, end);
+    if (end < job->n_input)
+      return 0;
+    /* the float sum's tree is cut only at powers of 256 (a chunk's
+     * pieces) or at aligned blocks of whole chunks */
+    s->mode = sl_plan_mode(&s->plan, job);
+    s->rows = s->mode == 1 ? s->plan.f : s->mode == 2 ? s->p : 0;
+    s->planned = 1;
+  }
+  *rows = s->rows;
+  return 1;
+}
+
+uint64_t wd_slices_rows(const wv_reduce_job *job, uint64_t slice_rows)
+{
+  wd_slices s;
+  uint64_t rows;
+  wd_slices_begin(&s, job, slice_rows);
+  while (!wd_slices_plan(&s, &rows))
+    ;
+  return rows;
+}
+
+int wd_slices_start(wd_slices *s, wave_error *err)
+{
+  const wv_reduce_job *job = s->job;
   size_t n_long = 0, cap = 0;  /* cap: chunk values + a chunk's pieces */
-  if (s->fsum) {  /* pieces of P = p rows, unless blocks (as rows said) */
-    sl_fplan pl;
-    if (sl_fplan_of(job, p, &pl) == 2) {
-      s->block = pl.block;
-      s->long_min = pl.long_min;
-      s->piece = pl.f;
-      n_long = pl.n_long;
+  if (s->fsum) {  /* pieces of P rows (f, as rows said), or blocks */
+    if (s->mode == 1)
+      s->p = s->plan.f;
+    if (s->mode == 2) {
+      s->block = s->plan.block;
+      s->long_min = s->plan.long_min;
+      s->piece = s->plan.f;
+      n_long = s->plan.n_long;
     }
-    cap = job->n_input + (size_t)((pl.longest + p - 1) / p);
+    cap = job->n_input + (size_t)((s->plan.longest + s->p - 1) / s->p);
   }
   /* a block's mask spans: a long chunk splits one, and adds its own */
   s->sub = calloc(job->n_input + job->n_mask + 2 * n_long + 2,
@@ -161,7 +203,18 @@ int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
     s->sub = NULL;
     s->lv = NULL;
   }
+  s->started = rc == 0;
   return rc;
+}
+
+int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
+                   wave_error *err)
+{
+  uint64_t rows;
+  wd_slices_begin(s, job, p);
+  while (!wd_slices_plan(s, &rows))
+    ;
+  return wd_slices_start(s, err);
 }
 
 /* Move the cursor past chunks that have no rows left. */

@@ -20,6 +20,12 @@
  * The mask rows of a slice are the same logical rows, in the mask chunks
  * that hold them.  Spans are used in place (memory only: a file region's
  * job is read by bulk/filered.c and is not sliced here).
+ *
+ * How a float sum is cut depends on all its chunks, so its plan is one
+ * pass over them, made in steps (wd_slices_plan) of a slice's worth of
+ * chunks, between which the device serves another client as it does
+ * between slices (issue 35: the pass over 4M chunks held the device
+ * 17-23 ms before the first slice).  The other ops need no pass.
  */
 #ifndef WD_SLICES_H
 #define WD_SLICES_H
@@ -33,8 +39,21 @@
 #include "workers/worker.h"
 #include "workers/wvdev.h"
 
+/* A float sum's plan, over the chunks [0, next) so far (slices.c). */
+typedef struct sl_plan {
+  uint64_t p, f, long_min, most;
+  size_t next;
+  uint64_t pieces, n, longest;
+  size_t n_long;
+  uint64_t block;
+} sl_plan;
+
 typedef struct wd_slices {
   const wv_reduce_job *job;
+  sl_plan plan;          /* the plan, while !planned: */
+  int planned, mode;     /* ... then its mode (0 whole, 1 pieces, 2 blocks) */
+  int started;           /* wd_slices_start made its buffers */
+  uint64_t rows;         /* ... and wd_slices_rows's answer */
   uint64_t p;            /* rows per slice */
   int fsum;              /* float sum: slices are pieces of one chunk */
   uint64_t lrow;         /* next slice's first logical row */
@@ -72,13 +91,26 @@ typedef struct wd_slices {
  * cut there); a GPU 256^4 (its jobs stay whole unless huge). */
 uint64_t wd_slices_device_rows(const wd_device_cfg *cfg, const wv_caps *caps);
 
+/* The way the device thread starts a job (rq/reduce.c), in steps:
+ * begin (no pass over the chunks), then wd_slices_plan until it returns 1
+ * (each call looks at a slice's worth of chunks, 1 step for every op but
+ * a float sum of many chunks), then, unless *rows is 0 (the job runs
+ * whole), wd_slices_start.  job: validated, in memory, kept by the caller;
+ * slice_rows: wd_slices_device_rows. */
+void wd_slices_begin(wd_slices *s, const wv_reduce_job *job,
+                     uint64_t slice_rows);
+/* 0: call again; 1: planned, *rows as wd_slices_rows says. */
+int wd_slices_plan(wd_slices *s, uint64_t *rows);
+/* A planned job's buffers.  0, or WAVE_ENOMEM (then wd_slices_fini). */
+int wd_slices_start(wd_slices *s, wave_error *err);
+
 /* Rows per slice of job on a device of slice_rows (wd_slices_device_rows),
  * or 0 when the job runs whole: it fits in one slice (for a float sum:
- * at most a block of chunks and a slice of rows). */
+ * at most a block of chunks and a slice of rows).  The whole plan at once. */
 uint64_t wd_slices_rows(const wv_reduce_job *job, uint64_t slice_rows);
 
-/* job (validated, in memory) in slices of p rows (wd_slices_rows).  0, or
- * WAVE_ENOMEM. */
+/* job (validated, in memory) in slices of p rows (wd_slices_rows): begin,
+ * the whole plan and start at once.  0, or WAVE_ENOMEM. */
 int wd_slices_init(wd_slices *s, const wv_reduce_job *job, uint64_t p,
                    wave_error *err);
 /* The next slice on the device; *last once that was the last (the answer

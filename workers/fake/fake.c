@@ -17,8 +17,9 @@
  * naps), so a test sees a pack being prepared for as long as it likes and
  * lets it go by removing the file.  No timing is involved.  A reduction
  * waits the same way while DIR/.reduce exists (a dot name is no pack's),
- * saying "fake NAME: reduction held" on stderr as it starts to wait, so a
- * test keeps the device busy with a reduction for as long as it likes.
+ * saying "fake NAME: reduction held (N rows)" on stderr as it starts to
+ * wait, so a test keeps the device busy with a reduction for as long as
+ * it likes, and sees which one the device took first.
  *
  * "slow_hash=FILE": while FILE exists, each hash batch naps 19 times as
  * long as its work took (the bits are the same), so the device hashes at
@@ -228,8 +229,10 @@ static int fk_step(wv_device *d, wave_error *err)
 }
 
 /* hold_prepare: wait while DIR/<name> exists (see the top), saying
- * "fake NAME: <what> held" once as it starts to wait when what is set. */
-static void fk_hold(const wv_device *d, const char *name, const char *what)
+ * "fake NAME: <what> held<note>" once as it starts to wait when what is
+ * set. */
+static void fk_hold(const wv_device *d, const char *name, const char *what,
+                    const char *note)
 {
   if (d->hold[0] == '\0')
     return;
@@ -238,7 +241,7 @@ static void fk_hold(const wv_device *d, const char *name, const char *what)
   struct timespec nap = {0, 5 * 1000 * 1000};
   for (int held = 0; access(path, F_OK) == 0; held = 1) {
     if (!held && what != NULL)
-      fprintf(stderr, "fake %s: %s held\n", d->name, what);
+      fprintf(stderr, "fake %s: %s held%s\n", d->name, what, note);
     nanosleep(&nap, NULL);
   }
 }
@@ -247,7 +250,9 @@ static int fk_reduce(wv_device *d, const wv_reduce_job *job,
                      wv_reduce_out *out, wave_error *err)
 {
   int rc = fk_step(d, err);
-  fk_hold(d, ".reduce", "reduction");
+  char note[40];
+  snprintf(note, sizeof note, " (%llu rows)", (unsigned long long)job->rows);
+  fk_hold(d, ".reduce", "reduction", note);
   if (rc == 0 && (rc = wv_cpu_backend.reduce(d->cpu, job, out, err)) == 0 &&
       d->wrong[0] != '\0' && access(d->wrong, F_OK) == 0)
     out->bits[0] ^= 1;  /* wrong_bits: see the top */
@@ -262,7 +267,7 @@ static int fk_prepare(wv_device *d, const struct wv_pack *p, wave_error *err)
 static int fk_prepare_step(wv_device *d, const struct wv_pack *p, int *done,
                            wave_error *err)
 {
-  fk_hold(d, wv_pack_name(p), NULL);
+  fk_hold(d, wv_pack_name(p), NULL, "");
   return wv_cpu_backend.hash_prepare_step(d->cpu, p, done, err);
 }
 
