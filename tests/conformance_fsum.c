@@ -7,7 +7,9 @@
  * one, the big one negated); NaN, +-inf, +-0.0 and subnormals; -0.0 rows
  * with a rare +0.0 under a mask (the sign rule); a mask; chunks with empty
  * ones under a mask cut elsewhere; everything masked out; subnormals only
- * (a narrow range at the bottom); and the
+ * (a narrow range at the bottom); rows at the CPU's double way's bound
+ * (float32 exponents spanning 19 binades, within its bound, and 20, just
+ * past it, where summing a block in doubles would round); and the
  * full-range rows again reversed and cut into other chunks, which must
  * give the same answer as in order (there is one).  A device whose caps
  * set fsum (float64: and dtypes64) must give the reference's bits, count
@@ -26,10 +28,10 @@
 #include "workers/wvdev.h"
 
 enum { CF_NARROW, CF_FULL, CF_CANCEL, CF_SPECIAL, CF_NEGZERO, CF_MASK,
-       CF_CHUNKS, CF_NONE, CF_REVERSED, CF_TINY, CF_N };
+       CF_CHUNKS, CF_NONE, CF_REVERSED, CF_TINY, CF_SPAN, CF_N };
 static const char *const cnfs_variant[CF_N] = {
   "narrow", "full-range", "cancel", "special", "signed-zeros", "mask",
-  "chunks", "all-masked", "reversed", "subnormal"};
+  "chunks", "all-masked", "reversed", "subnormal", "span-edge"};
 
 /* A finite row of any exponent, either sign. */
 static uint64_t cnfs_full(int f64, uint64_t r, uint64_t q)
@@ -69,6 +71,17 @@ static uint64_t cnfs_row(int f64, int v, uint64_t i, uint64_t *s,
     return q % 1000 == 0 ? 0 : sign;
   case CF_TINY:  /* subnormals only */
     return r & (f64 ? 0x800fffffffffffffu : 0x807fffffu);
+  case CF_SPAN: {
+    /* in every 33 rows one odd "tiny" at exponent e (or a subnormal),
+     * the rest the largest significand at e + 19 or e + 20 (by 4096
+     * rows): 1024 rows of the wider span sum past 2^53 of the tiny's
+     * ulps in doubles, odd, and would round (workers/cpu/cpu_xsum.c) */
+    uint64_t sp = 19 + ((i >> 12) & 1), e = (i >> 13) & 1 ? 0 : 100;
+    uint64_t fb = f64 ? 52 : 23, fm = (1ull << fb) - 1;
+    if (i % 33 == 0)
+      return (r & fm) | 1 | e << fb;
+    return fm | ((e ? e : 1) + sp) << fb;
+  }
   default:
     return cnfs_full(f64, r, q);
   }

@@ -4,8 +4,32 @@
  *
  * Each pool worker owns a wv_cpu_xacc (its wv_xsum and the partial sums
  * below); an item's rows go to its worker's, and the workers' sums merge
- * in any order at the end (the answer has no order).  Rows go in blocks
- * of 256, each one of three ways, all exact:
+ * in any order at the end (the answer has no order).
+ *
+ * float32 rows first try the double way, in blocks of n <= 1024 rows:
+ * each row, converted to double (exact), is added to one of 32 double
+ * lanes (row i to lane i % 32) while the lowest nonzero and the highest
+ * |row| are kept beside; at the block's end the lanes are added in a tree
+ * and the one double goes into X.  This is exact when the block has no
+ * NaN or inf and el, eh (the lowest and highest biased exponent of its
+ * nonzero selected rows, a subnormal row counted as e = 1) have
+ * eh - el <= 19 = CX_DSPAN; else the block's sums are dropped and its
+ * rows go the ways below.  Proof: let u = 2^(el - 150).  A normal row of
+ * exponent e is (2^23 + f) * 2^(e - 150), a subnormal one f * 2^(1 - 150),
+ * so every row is a whole multiple of u, and |row| < 2^(e - 126) <=
+ * 2^24 * 2^(eh - el) * u.  Every value the block's additions make (a
+ * lane's partial sum, a node of the tree) is a sum of at most n <= 2^10
+ * of its rows: a whole multiple of u under 2^(34 + eh - el) * u <=
+ * 2^53 * u, a double exactly (53 significant bits; nonzero multiples of
+ * u >= 2^-149 are no double subnormals, and nothing nears overflow).  An
+ * IEEE addition whose exact result is a double returns it, so no addition
+ * rounds, in any order, and the block's double is its rows' exact sum, a
+ * whole number of 2^-149.  One more binade (eh - el = 20) breaks it: 1023
+ * rows at the top of e + 20 and an odd one at e sum past 2^53 u, odd
+ * (conformance_fsum's "span-edge" case).  After a block fails the test,
+ * the next 1, 2, 4, .. 64 blocks skip it (wide data pays little for it).
+ *
+ * The rest go in blocks of 256, each one of three ways, all exact:
  *
  *  - float32, no NaN or inf in the block and the rows' double exponents'
  *    sixteenths (h = exponent / 16 of the row as a double) spanning at
@@ -42,7 +66,9 @@
  * and then the run is read again, only for the flags (rare).  An OR of
  * (row ^ -0.0) says a selected row other than -0.0 (WV_XSUM_NOT_NEGZERO).
  * A masked row adds 0 and sets nothing.  The vector code is GCC's vector
- * extensions, built for x86-64-v4, AVX2 and the baseline (target_clones).
+ * extensions (the double way: plain arrays of 32 lanes, which GCC
+ * vectorizes), built for x86-64-v4, AVX2 and the baseline
+ * (target_clones).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +92,8 @@
 #define CX_FOLD64 (1u << 21)
 #define CX_BLOCK 256      /* rows whose bin range picks the way */
 #define CX_VERT 4         /* the vertical way for up to 4 indexes */
+#define CX_DBLOCK 1024    /* float32 rows a block of the double way */
+#define CX_DSPAN 19       /* its widest span of exponents: 29 - 10 */
 
 typedef uint32_t cx_u8 __attribute__((vector_size(32)));
 typedef int32_t cx_i8 __attribute__((vector_size(32)));
@@ -84,6 +112,7 @@ struct wv_cpu_xacc {
   cx_d8 facc[128];    /* float32's vertical way: by the double exponent */
   unsigned vlo, vhi;  /* the indexes of vacc in use: [vlo, vhi] */
   unsigned flo, fhi;  /* of facc */
+  unsigned dskip, dback;  /* float32 blocks to pass the double way by */
   uint64_t since;     /* rows binned since the last fold */
   uint64_t special;   /* a NaN or inf row was seen in the current run */
   uint64_t notnz;     /* a selected row other than -0.0 */
@@ -378,6 +407,86 @@ CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
   return count;
 }
 
+/* X += d, a double that is a whole number of 2^-149 (a sum of float32
+ * rows): d = +-M * 2^(E - 1075) is M * 2^(E - 926) units, M shifted right
+ * (exactly) where E < 926; no such d is a double subnormal. */
+static void cx_add_double(wv_xsum *x, double d)
+{
+  uint64_t bits;
+  memcpy(&bits, &d, 8);
+  uint64_t e = (bits >> 52) & 0x7ff, mm = bits & 0xfffffffffffffull;
+  if (e == 0)
+    return;  /* +-0.0 */
+  mm |= 1ull << 52;
+  int sh = (int)e - 926;
+  int64_t v = (int64_t)(sh < 0 ? mm >> -sh : mm);
+  wv_xsum_add_i64(x, bits >> 63 ? -v : v, sh < 0 ? 0 : (unsigned)sh);
+}
+
+/* The double way (float32): n rows at p (mask m, or NULL), n a multiple
+ * of 32 and at most CX_DBLOCK, summed in 32 double lanes as they come,
+ * the lowest and highest |row| beside.  If no row is NaN or inf and the
+ * exponents span at most CX_DSPAN (the bound at the top), every addition
+ * was exact: the lanes' total goes into X, the flags and *count are set,
+ * and it returns 1.  Else it returns 0 having changed nothing, and the
+ * caller takes the rows another way. */
+CX_INLINE int cx_dbl32(wv_cpu_xacc *a, const unsigned char *p,
+                       const unsigned char *m, int masked, size_t n,
+                       uint64_t *count)
+{
+  /* lane j takes rows j, j + 32, ...: plain arrays, which GCC vectorizes
+   * better here than its vector types (one vcvtps2pd a 16 rows) */
+  double s[32] = {0};
+  uint32_t mn[32], mx[32] = {0}, nz[32] = {0}, cnt[32] = {0};
+  for (unsigned j = 0; j < 32; j++)
+    mn[j] = ~0u;
+  for (size_t i = 0; i < n; i += 32)
+    for (unsigned j = 0; j < 32; j++) {
+      uint32_t x = cx_ld32(p, i + j), sel = ~0u;
+      if (masked) {
+        /* all ones where the mask row is nonzero, written without a
+         * compare so that GCC loads the rows unmasked (a masked load
+         * waits on the mask's) */
+        uint32_t k = cx_ld32(m, i + j);
+        sel = (uint32_t)((int32_t)(k | (0u - k)) >> 31);
+      }
+      x &= sel;  /* an unselected row adds +0.0 and sets nothing */
+      /* |row| - 1: a zero row wraps to the top and is no lowest */
+      uint32_t ab = x & 0x7fffffffu, l = ab - 1;
+      mn[j] = l < mn[j] ? l : mn[j];
+      mx[j] = ab > mx[j] ? ab : mx[j];
+      nz[j] |= (x ^ 0x80000000u) & sel;
+      cnt[j] -= sel;
+      float f;
+      memcpy(&f, &x, 4);
+      s[j] += f;
+    }
+  uint32_t lo = ~0u, hi = 0, z = 0;
+  uint64_t c = 0;
+  for (unsigned j = 0; j < 32; j++) {
+    lo = mn[j] < lo ? mn[j] : lo;
+    hi = mx[j] > hi ? mx[j] : hi;
+    z |= nz[j];
+    c += cnt[j];
+  }
+  if (hi >= 0x7f800000u)
+    return 0;  /* a NaN or inf row */
+  if (hi != 0) {  /* some nonzero row: lo + 1 the lowest nonzero |row| */
+    uint32_t el = (lo + 1) >> 23, eh = hi >> 23;
+    el += el == 0;  /* a subnormal row: the grid and bound of e = 1 */
+    eh += eh == 0;
+    if (eh - el > CX_DSPAN)
+      return 0;
+    for (unsigned w = 16; w > 0; w /= 2)  /* a tree: any order is exact */
+      for (unsigned j = 0; j < w; j++)
+        s[j] += s[j + w];
+    cx_add_double(&a->x, s[0]);
+  }
+  a->notnz |= z;
+  *count = masked ? c : n;
+  return 1;
+}
+
 /* Lane sums of the vertical accumulators, into the run's flags. */
 CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
 {
@@ -390,11 +499,12 @@ CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
   return c;
 }
 
-/* n rows at p (mask m, or NULL) of float32 (f64 = 0) or float64: blocks
- * whose bin indexes span fewer than CX_VERT go the vertical way, the rest
- * (and the tail) the scatter way.  Returns the rows selected. */
-CX_INLINE uint64_t cx_run(wv_cpu_xacc *a, const unsigned char *p,
-                          const unsigned char *m, size_t n, int f64)
+/* n rows at p (mask m, or NULL) of float32 (f64 = 0) or float64 in blocks
+ * of CX_BLOCK: blocks whose bin indexes span fewer than CX_VERT go the
+ * vertical way, the rest (and the tail) the scatter way.  Returns the
+ * rows selected. */
+CX_INLINE uint64_t cx_blocks(wv_cpu_xacc *a, const unsigned char *p,
+                             const unsigned char *m, size_t n, int f64)
 {
   cx_u8 sp = {0}, nz = {0}, cnt = {0};
   uint64_t count = 0;
@@ -433,16 +543,50 @@ CX_INLINE uint64_t cx_run(wv_cpu_xacc *a, const unsigned char *p,
   return count + cx_lanes(a, sp, nz, cnt);
 }
 
+/* float32 rows: blocks of up to CX_DBLOCK the double way where they
+ * qualify, the rest through cx_blocks.  After a block that does not, the
+ * next 1, 2, 4, .. 64 blocks (doubling while the tries keep failing; the
+ * worker's, across items) go to cx_blocks untried, so that wide data pays
+ * little for the tries. */
+CX_INLINE uint64_t cx_run32d(wv_cpu_xacc *a, const unsigned char *p,
+                             const unsigned char *m, size_t n)
+{
+  uint64_t count = 0, c;
+  size_t i = 0;
+  while (i + 32 <= n) {
+    size_t b = n - i >= CX_DBLOCK ? CX_DBLOCK : (n - i) & ~(size_t)31;
+    const unsigned char *pm = m ? m + 4 * i : NULL;
+    if (a->dskip == 0 && (pm ? cx_dbl32(a, p + 4 * i, pm, 1, b, &c)
+                             : cx_dbl32(a, p + 4 * i, NULL, 0, b, &c))) {
+      count += c;  /* one copy each with and without a mask */
+      a->dback = 0;
+      i += b;
+      continue;
+    }
+    if (a->dskip == 0) {  /* it failed: this block, then a few more */
+      a->dback = a->dback ? (a->dback < 64 ? 2 * a->dback : 64) : 1;
+      a->dskip = a->dback + 1;
+    }
+    size_t r = (n - i) / CX_DBLOCK;
+    r = r < a->dskip ? r : a->dskip;
+    a->dskip -= r ? (unsigned)r : 1;
+    r = r ? r * CX_DBLOCK : b;
+    count += cx_blocks(a, p + 4 * i, pm, r, 0);
+    i += r;
+  }
+  return count + cx_blocks(a, p + 4 * i, m ? m + 4 * i : NULL, n - i, 0);
+}
+
 CX_CLONES static uint64_t cx_run32(wv_cpu_xacc *a, const unsigned char *p,
                                    const unsigned char *m, size_t n)
 {
-  return cx_run(a, p, m, n, 0);
+  return cx_run32d(a, p, m, n);
 }
 
 CX_CLONES static uint64_t cx_run64(wv_cpu_xacc *a, const unsigned char *p,
                                    const unsigned char *m, size_t n)
 {
-  return cx_run(a, p, m, n, 1);
+  return cx_blocks(a, p, m, n, 1);
 }
 
 /* The vertical accumulators of an item into a->x, and empty again: lanes
@@ -461,20 +605,8 @@ static void cx_vfold(wv_cpu_xacc *a, int f64)
   a->vlo = CX_BINS64;
   a->vhi = 0;
   for (unsigned k = a->flo; k <= a->fhi && a->flo <= a->fhi; k++) {
-    for (unsigned j = 0; j < 8; j++) {
-      /* an exact double D = +-M * 2^(E - 1075) is M * 2^(E - 926) units
-       * of 2^-149, a whole number: shift M right where E < 926 */
-      uint64_t bits;
-      double d = a->facc[k][j];
-      memcpy(&bits, &d, 8);
-      uint64_t e = (bits >> 52) & 0x7ff, mm = bits & 0xfffffffffffffull;
-      if (e == 0)
-        continue;  /* +-0.0 (no double subnormal: the rows are float32) */
-      mm |= 1ull << 52;
-      int sh = (int)e - 926;
-      int64_t v = (int64_t)(sh < 0 ? mm >> -sh : mm);
-      wv_xsum_add_i64(&a->x, bits >> 63 ? -v : v, sh < 0 ? 0 : (unsigned)sh);
-    }
+    for (unsigned j = 0; j < 8; j++)
+      cx_add_double(&a->x, a->facc[k][j]);  /* whole 2^-149s */
     a->facc[k] = (cx_d8){0};
   }
   a->flo = 128;
