@@ -94,6 +94,7 @@
 #define CX_VERT 4         /* the vertical way for up to 4 indexes */
 #define CX_DBLOCK 1024    /* float32 rows a block of the double way */
 #define CX_DSPAN 19       /* its widest span of exponents: 29 - 10 */
+#define CX_AHEAD 16384    /* bytes it prefetches ahead */
 
 typedef uint32_t cx_u8 __attribute__((vector_size(32)));
 typedef int32_t cx_i8 __attribute__((vector_size(32)));
@@ -407,6 +408,17 @@ CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
   return count;
 }
 
+/* A hint to fetch the 128 bytes CX_AHEAD past p + at (past the rows'
+ * end it is only a hint: a prefetch does not fault).  Without it the
+ * double way read memory at about 0.6x of a plain loop's speed (thread
+ * CPU time, this VM), with it about 0.9x. */
+CX_INLINE void cx_prefetch(const unsigned char *p, size_t at)
+{
+  uintptr_t q = (uintptr_t)p + at + CX_AHEAD;
+  __builtin_prefetch((const void *)q);
+  __builtin_prefetch((const void *)(q + 64));
+}
+
 /* X += d, a double that is a whole number of 2^-149 (a sum of float32
  * rows): d = +-M * 2^(E - 1075) is M * 2^(E - 926) units, M shifted right
  * (exactly) where E < 926; no such d is a double subnormal. */
@@ -440,7 +452,10 @@ CX_INLINE int cx_dbl32(wv_cpu_xacc *a, const unsigned char *p,
   uint32_t mn[32], mx[32] = {0}, nz[32] = {0}, cnt[32] = {0};
   for (unsigned j = 0; j < 32; j++)
     mn[j] = ~0u;
-  for (size_t i = 0; i < n; i += 32)
+  for (size_t i = 0; i < n; i += 32) {
+    cx_prefetch(p, 4 * i);
+    if (masked)
+      cx_prefetch(m, 4 * i);
     for (unsigned j = 0; j < 32; j++) {
       uint32_t x = cx_ld32(p, i + j), sel = ~0u;
       if (masked) {
@@ -461,6 +476,7 @@ CX_INLINE int cx_dbl32(wv_cpu_xacc *a, const unsigned char *p,
       memcpy(&f, &x, 4);
       s[j] += f;
     }
+  }
   uint32_t lo = ~0u, hi = 0, z = 0;
   uint64_t c = 0;
   for (unsigned j = 0; j < 32; j++) {
