@@ -9,7 +9,8 @@
  * ones under a mask cut elsewhere; everything masked out; subnormals only
  * (a narrow range at the bottom); rows at the CPU's double way's bound
  * (float32 exponents spanning 19 binades, within its bound, and 20, just
- * past it, where summing a block in doubles would round); and the
+ * past it, where summing a block in doubles would round; float64 16 and
+ * 17); and the
  * full-range rows again reversed and cut into other chunks, which must
  * give the same answer as in order (there is one).  A device whose caps
  * set fsum (float64: and dtypes64) must give the reference's bits, count
@@ -73,13 +74,18 @@ static uint64_t cnfs_row(int f64, int v, uint64_t i, uint64_t *s,
     return r & (f64 ? 0x800fffffffffffffu : 0x807fffffu);
   case CF_SPAN: {
     /* in every 33 rows one odd "tiny" at exponent e (or a subnormal),
-     * the rest the largest significand at e + 19 or e + 20 (by 4096
-     * rows): 1024 rows of the wider span sum past 2^53 of the tiny's
-     * ulps in doubles, odd, and would round (workers/cpu/cpu_xsum.c) */
-    uint64_t sp = 19 + ((i >> 12) & 1), e = (i >> 13) & 1 ? 0 : 100;
+     * the rest the largest significand at e + S or e + S + 1 (by 4096
+     * rows), S the CPU double way's widest span (19; float64 16): 1024
+     * rows of the wider span sum past 2^53 of the tiny's ulps (float64:
+     * of its high part's, 2^26 of them, whence the bit 26), odd, and would
+     * round (workers/cpu/cpu_xsum.c) */
+    uint64_t sp = (f64 ? 16 : 19) + ((i >> 12) & 1);
+    uint64_t e = (i >> 13) & 1 ? 0 : 100;
     uint64_t fb = f64 ? 52 : 23, fm = (1ull << fb) - 1;
+    if (i >> 14 == 1)  /* the largest finite rows: a double would overflow */
+      return fm | (f64 ? 2046ull : 254ull) << fb;
     if (i % 33 == 0)
-      return (r & fm) | 1 | e << fb;
+      return (r & fm) | 1 | (f64 ? 1ull << 26 : 0) | e << fb;
     return fm | ((e ? e : 1) + sp) << fb;
   }
   default:

@@ -6,10 +6,10 @@
  * below); an item's rows go to its worker's, and the workers' sums merge
  * in any order at the end (the answer has no order).
  *
- * float32 rows first try the double way, in blocks of n <= 1024 rows:
- * each row, converted to double (exact), is added to one of 32 double
- * lanes (row i to lane i % 32) while the lowest nonzero and the highest
- * |row| are kept beside; at the block's end the lanes are added in a tree
+ * float32 rows (float64: below) first try the double way, in blocks of
+ * n <= 1024 rows: each row, converted to double (exact), goes to one of 32
+ * double lanes (row i to lane i % 32), the lowest nonzero and highest
+ * |row| kept beside; at the block's end the lanes are added in a tree
  * and the one double goes into X.  This is exact when the block has no
  * NaN or inf and el, eh (the lowest and highest biased exponent of its
  * nonzero selected rows, a subnormal row counted as e = 1) have
@@ -26,8 +26,20 @@
  * rounds, in any order, and the block's double is its rows' exact sum, a
  * whole number of 2^-149.  One more binade (eh - el = 20) breaks it: 1023
  * rows at the top of e + 20 and an odd one at e sum past 2^53 u, odd
- * (conformance_fsum's "span-edge" case).  After a block fails the test,
- * the next 1, 2, 4, .. 64 blocks skip it (wide data pays little for it).
+ * (conformance_fsum's "span-edge" case).
+ *
+ * float64 rows take the same double way with two lanes a row: h, the row
+ * with its significand's low 26 bits cleared, and x - h (exact: the low
+ * bits).  With u = 2^(el - 1075), a row of exponent e is a multiple of
+ * 2^(e - 1075) and under 2^(e - 1022) = 2^53 * 2^(e - 1075), so h is a
+ * multiple of 2^26 u under 2^(27 + eh - el) * 2^26 u and x - h a
+ * multiple of u under 2^(26 + eh - el) u.  Sums of at most 2^10 of them
+ * stay exact when 10 + 27 + eh - el <= 53: eh - el <= 16 = CX_DSPAN64
+ * (again one more binade rounds, and "span-edge" fails).  Here a sum may
+ * be a double subnormal, which is as exact (a multiple of 2^-1074), and a
+ * double can overflow, so eh <= 2035 (2^10 rows under 2^(eh - 1022) stay
+ * under 2^1024; the case's rows at the largest finite value fail without
+ * it).
  *
  * The rest go in blocks of 256, each one of three ways, all exact:
  *
@@ -94,6 +106,8 @@
 #define CX_VERT 4         /* the vertical way for up to 4 indexes */
 #define CX_DBLOCK 1024    /* float32 rows a block of the double way */
 #define CX_DSPAN 19       /* its widest span of exponents: 29 - 10 */
+#define CX_DSPAN64 16     /* float64's: 26 - 10 */
+#define CX_DTOP64 2035    /* float64's highest exponent (no overflow) */
 #define CX_AHEAD 16384    /* bytes it prefetches ahead */
 
 typedef uint32_t cx_u8 __attribute__((vector_size(32)));
@@ -134,7 +148,6 @@ static uint64_t cx_ld64(const unsigned char *p, size_t i)
   return x;
 }
 
-
 /* Lane-wise a < b ? a : b and the other way, as bit selects. */
 CX_INLINE cx_u8 cx_min(cx_u8 a, cx_u8 b)
 {
@@ -168,6 +181,7 @@ CX_INLINE void cx_range(const unsigned char *p, size_t n, int f64,
     cx_u8 e;
     if (f64) {
       cx_q8 x;
+      __builtin_prefetch((const void *)((uintptr_t)p + 8 * i + CX_AHEAD));
       memcpy(&x, p + 8 * i, sizeof x);
       e = __builtin_convertvector((x >> 52) & 0x7ff, cx_u8);
     } else {
@@ -419,18 +433,18 @@ CX_INLINE void cx_prefetch(const unsigned char *p, size_t at)
   __builtin_prefetch((const void *)(q + 64));
 }
 
-/* X += d, a double that is a whole number of 2^-149 (a sum of float32
- * rows): d = +-M * 2^(E - 1075) is M * 2^(E - 926) units, M shifted right
- * (exactly) where E < 926; no such d is a double subnormal. */
-static void cx_add_double(wv_xsum *x, double d)
+/* X += d, a whole number of X's units: d = +-M * 2^(E - 1075) (E = 0: a
+ * subnormal, +-M * 2^-1074) is M * 2^(E - 1) units of 2^-1074 (E = 0:
+ * M), M * 2^(E - 926) of 2^-149 (M shifted right, exactly, if E < 926). */
+static void cx_add_double(wv_xsum *x, double d, int f64)
 {
   uint64_t bits;
   memcpy(&bits, &d, 8);
   uint64_t e = (bits >> 52) & 0x7ff, mm = bits & 0xfffffffffffffull;
-  if (e == 0)
+  if (e == 0 && mm == 0)
     return;  /* +-0.0 */
-  mm |= 1ull << 52;
-  int sh = (int)e - 926;
+  mm |= e ? 1ull << 52 : 0;
+  int sh = f64 ? (e ? (int)e - 1 : 0) : (int)e - 926;
   int64_t v = (int64_t)(sh < 0 ? mm >> -sh : mm);
   wv_xsum_add_i64(x, bits >> 63 ? -v : v, sh < 0 ? 0 : (unsigned)sh);
 }
@@ -459,9 +473,8 @@ CX_INLINE int cx_dbl32(wv_cpu_xacc *a, const unsigned char *p,
     for (unsigned j = 0; j < 32; j++) {
       uint32_t x = cx_ld32(p, i + j), sel = ~0u;
       if (masked) {
-        /* all ones where the mask row is nonzero, written without a
-         * compare so that GCC loads the rows unmasked (a masked load
-         * waits on the mask's) */
+        /* all ones where the mask row is nonzero, with no compare: GCC
+         * then loads rows unmasked (a masked load waits on the mask) */
         uint32_t k = cx_ld32(m, i + j);
         sel = (uint32_t)((int32_t)(k | (0u - k)) >> 31);
       }
@@ -496,7 +509,70 @@ CX_INLINE int cx_dbl32(wv_cpu_xacc *a, const unsigned char *p,
     for (unsigned w = 16; w > 0; w /= 2)  /* a tree: any order is exact */
       for (unsigned j = 0; j < w; j++)
         s[j] += s[j + w];
-    cx_add_double(&a->x, s[0]);
+    cx_add_double(&a->x, s[0], 0);
+  }
+  a->notnz |= z;
+  *count = masked ? c : n;
+  return 1;
+}
+
+/* The double way for float64 rows (the bound at the top): each row x,
+ * selected, is cut into h, x with its significand's low 26 bits cleared,
+ * and x - h (exact), each added to a double lane of its own. */
+CX_INLINE int cx_dbl64(wv_cpu_xacc *a, const unsigned char *p,
+                       const unsigned char *m, int masked, size_t n,
+                       uint64_t *count)
+{
+  double sh[16] = {0}, sl[16] = {0};
+  uint64_t mn[16], mx[16] = {0}, nz[16] = {0}, cnt[16] = {0};
+  for (unsigned j = 0; j < 16; j++)
+    mn[j] = ~0ull;
+  for (size_t i = 0; i < n; i += 16) {
+    cx_prefetch(p, 8 * i);
+    if (masked)
+      cx_prefetch(m, 4 * i);
+    for (unsigned j = 0; j < 16; j++) {
+      uint64_t x = cx_ld64(p, i + j), sel = ~0ull;
+      if (masked) {  /* as in cx_dbl32 */
+        uint32_t k = cx_ld32(m, i + j);
+        sel = (uint64_t)(int64_t)((int32_t)(k | (0u - k)) >> 31);
+      }
+      x &= sel;
+      uint64_t ab = x & 0x7fffffffffffffffull, l = ab - 1;
+      mn[j] = l < mn[j] ? l : mn[j];
+      mx[j] = ab > mx[j] ? ab : mx[j];
+      nz[j] |= (x ^ 0x8000000000000000ull) & sel;
+      cnt[j] -= sel;
+      uint64_t hb = x & ~0x3ffffffull;
+      double d, h;
+      memcpy(&d, &x, 8);
+      memcpy(&h, &hb, 8);
+      sh[j] += h;
+      sl[j] += d - h;
+    }
+  }
+  uint64_t lo = ~0ull, hi = 0, z = 0, c = 0;
+  for (unsigned j = 0; j < 16; j++) {
+    lo = mn[j] < lo ? mn[j] : lo;
+    hi = mx[j] > hi ? mx[j] : hi;
+    z |= nz[j];
+    c += cnt[j];
+  }
+  if (hi >= 0x7ff0000000000000ull)
+    return 0;  /* a NaN or inf row */
+  if (hi != 0) {
+    uint64_t el = (lo + 1) >> 52, eh = hi >> 52;
+    el += el == 0;
+    eh += eh == 0;
+    if (eh - el > CX_DSPAN64 || eh > CX_DTOP64)
+      return 0;
+    for (unsigned w = 8; w > 0; w /= 2)
+      for (unsigned j = 0; j < w; j++) {
+        sh[j] += sh[j + w];
+        sl[j] += sl[j + w];
+      }
+    cx_add_double(&a->x, sh[0], 1);
+    cx_add_double(&a->x, sl[0], 1);
   }
   a->notnz |= z;
   *count = masked ? c : n;
@@ -559,21 +635,25 @@ CX_INLINE uint64_t cx_blocks(wv_cpu_xacc *a, const unsigned char *p,
   return count + cx_lanes(a, sp, nz, cnt);
 }
 
-/* float32 rows: blocks of up to CX_DBLOCK the double way where they
- * qualify, the rest through cx_blocks.  After a block that does not, the
- * next 1, 2, 4, .. 64 blocks (doubling while the tries keep failing; the
- * worker's, across items) go to cx_blocks untried, so that wide data pays
- * little for the tries. */
-CX_INLINE uint64_t cx_run32d(wv_cpu_xacc *a, const unsigned char *p,
-                             const unsigned char *m, size_t n)
+/* n rows (f64: float64, else float32): blocks of up to CX_DBLOCK the
+ * double way where they qualify, else cx_blocks; after a failed try the
+ * next 1, 2, 4, .. 64 blocks (doubling while tries fail; per worker)
+ * skip it, so that wide data pays little for the tries. */
+CX_INLINE uint64_t cx_rund(wv_cpu_xacc *a, const unsigned char *p,
+                           const unsigned char *m, size_t n, int f64)
 {
   uint64_t count = 0, c;
+  unsigned rb = f64 ? 8 : 4;
   size_t i = 0;
   while (i + 32 <= n) {
     size_t b = n - i >= CX_DBLOCK ? CX_DBLOCK : (n - i) & ~(size_t)31;
     const unsigned char *pm = m ? m + 4 * i : NULL;
-    if (a->dskip == 0 && (pm ? cx_dbl32(a, p + 4 * i, pm, 1, b, &c)
-                             : cx_dbl32(a, p + 4 * i, NULL, 0, b, &c))) {
+    const unsigned char *pi = p + rb * i;
+    if (a->dskip == 0 &&
+        (f64 ? (pm ? cx_dbl64(a, pi, pm, 1, b, &c)
+                   : cx_dbl64(a, pi, NULL, 0, b, &c))
+             : (pm ? cx_dbl32(a, pi, pm, 1, b, &c)
+                   : cx_dbl32(a, pi, NULL, 0, b, &c)))) {
       count += c;  /* one copy each with and without a mask */
       a->dback = 0;
       i += b;
@@ -587,22 +667,22 @@ CX_INLINE uint64_t cx_run32d(wv_cpu_xacc *a, const unsigned char *p,
     r = r < a->dskip ? r : a->dskip;
     a->dskip -= r ? (unsigned)r : 1;
     r = r ? r * CX_DBLOCK : b;
-    count += cx_blocks(a, p + 4 * i, pm, r, 0);
+    count += cx_blocks(a, pi, pm, r, f64);
     i += r;
   }
-  return count + cx_blocks(a, p + 4 * i, m ? m + 4 * i : NULL, n - i, 0);
+  return count + cx_blocks(a, p + rb * i, m ? m + 4 * i : NULL, n - i, f64);
 }
 
 CX_CLONES static uint64_t cx_run32(wv_cpu_xacc *a, const unsigned char *p,
                                    const unsigned char *m, size_t n)
 {
-  return cx_run32d(a, p, m, n);
+  return cx_rund(a, p, m, n, 0);
 }
 
 CX_CLONES static uint64_t cx_run64(wv_cpu_xacc *a, const unsigned char *p,
                                    const unsigned char *m, size_t n)
 {
-  return cx_blocks(a, p, m, n, 1);
+  return cx_rund(a, p, m, n, 1);
 }
 
 /* The vertical accumulators of an item into a->x, and empty again: lanes
@@ -622,7 +702,7 @@ static void cx_vfold(wv_cpu_xacc *a, int f64)
   a->vhi = 0;
   for (unsigned k = a->flo; k <= a->fhi && a->flo <= a->fhi; k++) {
     for (unsigned j = 0; j < 8; j++)
-      cx_add_double(&a->x, a->facc[k][j]);  /* whole 2^-149s */
+      cx_add_double(&a->x, a->facc[k][j], 0);  /* whole 2^-149s */
     a->facc[k] = (cx_d8){0};
   }
   a->flo = 128;
