@@ -26,7 +26,13 @@
 #include "conformance.h"
 #include "core/base.h"
 #include "core/reduce.h"
+#include "workers/cpu/cpu.h"
 #include "workers/wvdev.h"
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <xmmintrin.h>
+#define CNFS_DAZ 1
+#endif
 
 enum { CF_NARROW, CF_FULL, CF_CANCEL, CF_SPECIAL, CF_NEGZERO, CF_MASK,
        CF_CHUNKS, CF_NONE, CF_REVERSED, CF_TINY, CF_SPAN, CF_N };
@@ -238,10 +244,50 @@ START_TEST(fsum_jobs)
 }
 END_TEST
 
+#ifdef CNFS_DAZ
+/* With DAZ and FTZ set (as some -ffast-math libraries do for a whole
+ * process; threads inherit it), a CPU device's fsum stays exact: its
+ * double ways take no subnormal row and make no subnormal double (before
+ * that, float32 subnormal rows in narrow blocks were read as 0). */
+START_TEST(fsum_daz)
+{
+  static const int vs[] = {CF_TINY, CF_SPAN, CF_NARROW, CF_MASK, CF_FULL};
+  unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8040);  /* DAZ | FTZ, before the workers start */
+  wv_device_config cfg = {.name = "daz", .backend = "cpu", .threads = 2};
+  wv_device *dev = NULL;
+  wave_error err = {0};
+  ck_assert_msg(wv_cpu_backend.open(&cfg, &dev, &err) == 0, "%s",
+                err.message);
+  for (int d = 0; d < 2; d++)
+    for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
+      cnfs_job j;
+      cnfs_make(&j, d ? WAVE_F64 : WAVE_F32, vs[v], 70000, 0xda2u + v);
+      wv_reduce_out want, got;
+      ck_assert(wv_reduce_reference(&j.job, &want, &err) == 0);
+      int rc = wv_dev_reduce(&(wv_dev){&wv_cpu_backend, dev}, &j.job, &got,
+                             &err);
+      char ws[200], gs[320];
+      cnfs_fmt(ws, sizeof ws, 0, NULL, &want);
+      cnfs_fmt(gs, sizeof gs, rc, &err, &got);
+      ck_assert_msg(rc == 0 && cnfs_same(&got, &want),
+                    "%s under DAZ/FTZ: want %s, got %s", j.what, ws, gs);
+      free(j.data);
+      free(j.mask);
+    }
+  wv_cpu_backend.close(dev);
+  _mm_setcsr(csr);
+}
+END_TEST
+#endif
+
 TCase *conf_fsum_tcase(void)
 {
   TCase *tc = tcase_create("fsum");
   tcase_set_timeout(tc, 3600);
   tcase_add_test(tc, fsum_jobs);
+#ifdef CNFS_DAZ
+  tcase_add_test(tc, fsum_daz);
+#endif
   return tc;
 }

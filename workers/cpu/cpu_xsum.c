@@ -11,12 +11,13 @@
  * double lanes (row i to lane i % 32), the lowest nonzero and highest
  * |row| kept beside; at the block's end the lanes are added in a tree
  * and the one double goes into X.  This is exact when the block has no
- * NaN or inf and el, eh (the lowest and highest biased exponent of its
- * nonzero selected rows, a subnormal row counted as e = 1) have
- * eh - el <= 19 = CX_DSPAN; else the block's sums are dropped and its
- * rows go the ways below.  Proof: let u = 2^(el - 150).  A normal row of
- * exponent e is (2^23 + f) * 2^(e - 150), a subnormal one f * 2^(1 - 150),
- * so every row is a whole multiple of u, and |row| < 2^(e - 126) <=
+ * NaN, inf or subnormal row (under DAZ, a mode some -ffast-math libraries
+ * set for a whole process, the conversion reads a subnormal as 0) and el,
+ * eh (the lowest and highest biased exponent of its nonzero selected
+ * rows) have eh - el <= 19 = CX_DSPAN; else the block's sums are dropped
+ * and its rows go the ways below.  Proof: let u = 2^(el - 150).  A row of
+ * exponent e is (2^23 + f) * 2^(e - 150), a whole multiple of u, and
+ * |row| < 2^(e - 126) <=
  * 2^24 * 2^(eh - el) * u.  Every value the block's additions make (a
  * lane's partial sum, a node of the tree) is a sum of at most n <= 2^10
  * of its rows: a whole multiple of u under 2^(34 + eh - el) * u <=
@@ -35,21 +36,21 @@
  * multiple of 2^26 u under 2^(27 + eh - el) * 2^26 u and x - h a
  * multiple of u under 2^(26 + eh - el) u.  Sums of at most 2^10 of them
  * stay exact when 10 + 27 + eh - el <= 53: eh - el <= 16 = CX_DSPAN64
- * (again one more binade rounds, and "span-edge" fails).  Here a sum may
- * be a double subnormal, which is as exact (a multiple of 2^-1074), and a
- * double can overflow, so eh <= 2035 (2^10 rows under 2^(eh - 1022) stay
- * under 2^1024; the case's rows at the largest finite value fail without
- * it).
+ * (again one more binade rounds, and "span-edge" fails).  It also needs
+ * el >= 54, so that every nonzero value met is at least u >= 2^-1021, no
+ * double subnormal (which FTZ / DAZ would flush), and eh <= 2035: 2^10
+ * rows under 2^(eh - 1022) stay under 2^1024 (the case's rows at the
+ * largest finite value fail without it).
  *
  * The rest go in blocks of 256, each one of three ways, all exact:
  *
- *  - float32, no NaN or inf in the block and the rows' double exponents'
- *    sixteenths (h = exponent / 16 of the row as a double) spanning at
- *    most 4 values (narrow data): each row, converted to double (exact),
- *    is added to the double lane of its h, 8 lanes side by side.  The rows
- *    of one h are multiples of 2^(16h - 1023 - 23) (a float32 has 24
- *    significant bits; subnormal float32s are multiples of 2^-149, which
- *    is one too) and under 2^(16h - 1023 + 16), 2^39 ulps apart; a lane
+ *  - float32, no NaN, inf or subnormal in the block and the rows' double
+ *    exponents' sixteenths (h = exponent / 16 of the row as a double)
+ *    spanning at most 4 values (narrow data): each row, converted to
+ *    double (exact), is added to the double lane of its h, 8 lanes side
+ *    by side.  The rows of one h are multiples of 2^(16h - 1023 - 23) (a
+ *    float32 has 24 significant bits) and under 2^(16h - 1023 + 16),
+ *    2^39 ulps apart; a lane
  *    takes at most 8192 rows an item (2^16 rows, 8 lanes), so its sum
  *    stays under 2^52 of those units and every double addition is exact.
  *    At the item's end each lane is a whole number of 2^-149 and goes into
@@ -202,19 +203,18 @@ CX_INLINE void cx_range(const unsigned char *p, size_t n, int f64,
   *hi = b;
 }
 
-/* Whether the n float32 rows at p (a multiple of 8) have no NaN or inf
- * and their double exponents' sixteenths span at most CX_VERT values,
- * [*lo, *hi]: a normal float32 of exponent e is a double of exponent
- * e + 896 = e + 56 * 16; a subnormal one's double exponent lies anywhere
- * in [874, 896], sixteenths 54..56, whichever the smallest or largest
- * row; zeros add nothing. */
+/* Whether the n float32 rows at p (a multiple of 8) have no NaN, inf or
+ * subnormal (as in the double way, top) and their double exponents'
+ * sixteenths span at most CX_VERT values, [*lo, *hi]: a float32 of
+ * exponent e is a double of exponent e + 896 = e + 56 * 16; zeros add
+ * nothing (min(|row| - 1) passes them by). */
 CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
                          unsigned *hi)
 {
   /* four chains of min / max, so that no one waits on the last */
   cx_u8 mn[4], mx[4];
   for (unsigned c = 0; c < 4; c++) {
-    mn[c] = (cx_u8){0} + 0x7fffffffu;
+    mn[c] = (cx_u8){0} - 1;
     mx[c] = (cx_u8){0};
   }
   for (size_t i = 0; i < n; i += 32)
@@ -222,7 +222,7 @@ CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
       cx_u8 x;
       memcpy(&x, p + 4 * (i + 8 * c), sizeof x);
       x &= 0x7fffffffu;
-      mn[c] = cx_min(mn[c], x);
+      mn[c] = cx_min(mn[c], x - 1);
       mx[c] = cx_max(mx[c], x);
     }
   mn[0] = cx_min(cx_min(mn[0], mn[1]), cx_min(mn[2], mn[3]));
@@ -232,10 +232,10 @@ CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
     a = mn[0][j] < a ? mn[0][j] : a;
     b = mx[0][j] > b ? mx[0][j] : b;
   }
-  if (b >= 0x7f800000u)
-    return 0;
-  *lo = a < 0x00800000u ? 54 : (a >> 27) + 56;
-  *hi = b < 0x00800000u ? 56 : (b >> 27) + 56;
+  if (b >= 0x7f800000u || a + 1 < 0x00800000u)
+    return 0;  /* NaN, inf, a subnormal row or only zeros */
+  *lo = ((a + 1) >> 27) + 56;
+  *hi = (b >> 27) + 56;
   return *hi - *lo < CX_VERT;
 }
 
@@ -502,10 +502,8 @@ CX_INLINE int cx_dbl32(wv_cpu_xacc *a, const unsigned char *p,
     return 0;  /* a NaN or inf row */
   if (hi != 0) {  /* some nonzero row: lo + 1 the lowest nonzero |row| */
     uint32_t el = (lo + 1) >> 23, eh = hi >> 23;
-    el += el == 0;  /* a subnormal row: the grid and bound of e = 1 */
-    eh += eh == 0;
-    if (eh - el > CX_DSPAN)
-      return 0;
+    if (el == 0 || eh - el > CX_DSPAN)
+      return 0;  /* a subnormal row (see the top), or too wide */
     for (unsigned w = 16; w > 0; w /= 2)  /* a tree: any order is exact */
       for (unsigned j = 0; j < w; j++)
         s[j] += s[j + w];
@@ -562,9 +560,7 @@ CX_INLINE int cx_dbl64(wv_cpu_xacc *a, const unsigned char *p,
     return 0;  /* a NaN or inf row */
   if (hi != 0) {
     uint64_t el = (lo + 1) >> 52, eh = hi >> 52;
-    el += el == 0;
-    eh += eh == 0;
-    if (eh - el > CX_DSPAN64 || eh > CX_DTOP64)
+    if (el < 54 || eh - el > CX_DSPAN64 || eh > CX_DTOP64)
       return 0;
     for (unsigned w = 8; w > 0; w /= 2)
       for (unsigned j = 0; j < w; j++) {
