@@ -11,7 +11,11 @@
  * Then fsum (issue 39) against the plain float sum of the same dtype, over
  * the same bytes, same device, reps alternating the two: float32 (N rows)
  * and float64 (N / 2 rows), rows of a narrow range of exponents and rows
- * of every finite exponent, and a masked narrow case.
+ * of every finite exponent, and a masked narrow case.  Beside the ratio
+ * of throughputs (wall clock), the ratio of the process's CPU time per
+ * call, sum's over fsum's (the pool's idle workers block, so this is the
+ * work's): on a loaded machine wall-clock ratios swing with the
+ * scheduler, CPU time much less.
  *
  *   bench_cpu_reduce [--rows N] [--threads T] [--reps R] [--fsum-only]
  *   (defaults: 2^26 rows = 256 MiB per buffer, all CPUs, 9 reps)
@@ -62,16 +66,27 @@ static double bc_time_read(wv_device *dev, bc_read *r)
   return bc_now() - t;
 }
 
-static double bc_time_reduce(wv_device *dev, const wv_reduce_job *job)
+static double bc_cpu_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The call's wall time; its process CPU time into *cpu. */
+static double bc_time_reduce(wv_device *dev, const wv_reduce_job *job,
+                             double *cpu)
 {
   wv_reduce_out out;
   wave_error err;
-  double t = bc_now();
+  double c = bc_cpu_now(), t = bc_now();
   if (wv_cpu_reduce(dev, job, &out, &err) != 0) {
     fprintf(stderr, "bench_cpu_reduce: %s\n", err.message);
     exit(1);
   }
-  return bc_now() - t;
+  t = bc_now() - t;
+  *cpu = bc_cpu_now() - c;
+  return t;
 }
 
 static int bc_cmp(const void *a, const void *b)
@@ -97,8 +112,13 @@ static void bc_fsum(wv_device *dev, size_t bytes, unsigned reps,
     fprintf(stderr, "bench_cpu_reduce: out of memory\n");
     exit(1);
   }
-  printf("\n%-24s %12s %12s %8s\n", "fsum vs sum (same bytes)",
-         "sum GB/s", "fsum GB/s", "ratio");
+  double *cs = calloc(reps, sizeof *cs), *cf = calloc(reps, sizeof *cf);
+  if (cs == NULL || cf == NULL) {
+    fprintf(stderr, "bench_cpu_reduce: out of memory\n");
+    exit(1);
+  }
+  printf("\n%-24s %12s %12s %8s %10s\n", "fsum vs sum (same bytes)",
+         "sum GB/s", "fsum GB/s", "ratio", "cpu ratio");
   static const struct {
     const char *name;
     wave_dtype d;
@@ -132,17 +152,21 @@ static void bc_fsum(wv_device *dev, size_t bytes, unsigned reps,
                          .has_mask = cases[c].masked, .rows = rows};
     wv_reduce_job fj = job;
     fj.op = WAVE_FSUM;
-    bc_time_reduce(dev, &job);  /* warm-up */
-    bc_time_reduce(dev, &fj);
+    bc_time_reduce(dev, &job, &cs[0]);  /* warm-up */
+    bc_time_reduce(dev, &fj, &cf[0]);
     for (unsigned k = 0; k < reps; k++) {
-      ts[k] = bc_time_reduce(dev, &job);
-      tf[k] = bc_time_reduce(dev, &fj);
+      ts[k] = bc_time_reduce(dev, &job, &cs[k]);
+      tf[k] = bc_time_reduce(dev, &fj, &cf[k]);
     }
     double moved = (double)bytes + (cases[c].masked ? rows * 4.0 : 0);
     double gs = moved / bc_median(ts, reps) / 1e9;
     double gf = moved / bc_median(tf, reps) / 1e9;
-    printf("%-24s %12.2f %12.2f %8.2f\n", cases[c].name, gs, gf, gf / gs);
+    double cpu = bc_median(cs, reps) / bc_median(cf, reps);
+    printf("%-24s %12.2f %12.2f %8.2f %10.2f\n", cases[c].name, gs, gf,
+           gf / gs, cpu);
   }
+  free(cs);
+  free(cf);
   free(buf);
 }
 

@@ -7,7 +7,10 @@
  * one, the big one negated); NaN, +-inf, +-0.0 and subnormals; -0.0 rows
  * with a rare +0.0 under a mask (the sign rule); a mask; chunks with empty
  * ones under a mask cut elsewhere; everything masked out; subnormals only
- * (a narrow range at the bottom); and the
+ * (a narrow range at the bottom); rows at the CPU's double way's bound
+ * (float32 exponents spanning 19 binades, within its bound, and 20, just
+ * past it, where summing a block in doubles would round; float64 16 and
+ * 17); and the
  * full-range rows again reversed and cut into other chunks, which must
  * give the same answer as in order (there is one).  A device whose caps
  * set fsum (float64: and dtypes64) must give the reference's bits, count
@@ -23,13 +26,19 @@
 #include "conformance.h"
 #include "core/base.h"
 #include "core/reduce.h"
+#include "workers/cpu/cpu.h"
 #include "workers/wvdev.h"
 
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <xmmintrin.h>
+#define CNFS_DAZ 1
+#endif
+
 enum { CF_NARROW, CF_FULL, CF_CANCEL, CF_SPECIAL, CF_NEGZERO, CF_MASK,
-       CF_CHUNKS, CF_NONE, CF_REVERSED, CF_TINY, CF_N };
+       CF_CHUNKS, CF_NONE, CF_REVERSED, CF_TINY, CF_SPAN, CF_N };
 static const char *const cnfs_variant[CF_N] = {
   "narrow", "full-range", "cancel", "special", "signed-zeros", "mask",
-  "chunks", "all-masked", "reversed", "subnormal"};
+  "chunks", "all-masked", "reversed", "subnormal", "span-edge"};
 
 /* A finite row of any exponent, either sign. */
 static uint64_t cnfs_full(int f64, uint64_t r, uint64_t q)
@@ -69,6 +78,22 @@ static uint64_t cnfs_row(int f64, int v, uint64_t i, uint64_t *s,
     return q % 1000 == 0 ? 0 : sign;
   case CF_TINY:  /* subnormals only */
     return r & (f64 ? 0x800fffffffffffffu : 0x807fffffu);
+  case CF_SPAN: {
+    /* in every 33 rows one odd "tiny" at exponent e (or a subnormal),
+     * the rest the largest significand at e + S or e + S + 1 (by 4096
+     * rows), S the CPU double way's widest span (19; float64 16): 1024
+     * rows of the wider span sum past 2^53 of the tiny's ulps (float64:
+     * of its high part's, 2^26 of them, whence the bit 26), odd, and would
+     * round (workers/cpu/cpu_xsum.c) */
+    uint64_t sp = (f64 ? 16 : 19) + ((i >> 12) & 1);
+    uint64_t e = (i >> 13) & 1 ? 0 : 100;
+    uint64_t fb = f64 ? 52 : 23, fm = (1ull << fb) - 1;
+    if (i >> 14 == 1)  /* the largest finite rows: a double would overflow */
+      return fm | (f64 ? 2046ull : 254ull) << fb;
+    if (i % 33 == 0)
+      return (r & fm) | 1 | (f64 ? 1ull << 26 : 0) | e << fb;
+    return fm | ((e ? e : 1) + sp) << fb;
+  }
   default:
     return cnfs_full(f64, r, q);
   }
@@ -219,10 +244,50 @@ START_TEST(fsum_jobs)
 }
 END_TEST
 
+#ifdef CNFS_DAZ
+/* With DAZ and FTZ set (as some -ffast-math libraries do for a whole
+ * process; threads inherit it), a CPU device's fsum stays exact: its
+ * double ways take no subnormal row and make no subnormal double (before
+ * that, float32 subnormal rows in narrow blocks were read as 0). */
+START_TEST(fsum_daz)
+{
+  static const int vs[] = {CF_TINY, CF_SPAN, CF_NARROW, CF_MASK, CF_FULL};
+  unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8040);  /* DAZ | FTZ, before the workers start */
+  wv_device_config cfg = {.name = "daz", .backend = "cpu", .threads = 2};
+  wv_device *dev = NULL;
+  wave_error err = {0};
+  ck_assert_msg(wv_cpu_backend.open(&cfg, &dev, &err) == 0, "%s",
+                err.message);
+  for (int d = 0; d < 2; d++)
+    for (size_t v = 0; v < sizeof vs / sizeof *vs; v++) {
+      cnfs_job j;
+      cnfs_make(&j, d ? WAVE_F64 : WAVE_F32, vs[v], 70000, 0xda2u + v);
+      wv_reduce_out want, got;
+      ck_assert(wv_reduce_reference(&j.job, &want, &err) == 0);
+      int rc = wv_dev_reduce(&(wv_dev){&wv_cpu_backend, dev}, &j.job, &got,
+                             &err);
+      char ws[200], gs[320];
+      cnfs_fmt(ws, sizeof ws, 0, NULL, &want);
+      cnfs_fmt(gs, sizeof gs, rc, &err, &got);
+      ck_assert_msg(rc == 0 && cnfs_same(&got, &want),
+                    "%s under DAZ/FTZ: want %s, got %s", j.what, ws, gs);
+      free(j.data);
+      free(j.mask);
+    }
+  wv_cpu_backend.close(dev);
+  _mm_setcsr(csr);
+}
+END_TEST
+#endif
+
 TCase *conf_fsum_tcase(void)
 {
   TCase *tc = tcase_create("fsum");
   tcase_set_timeout(tc, 3600);
   tcase_add_test(tc, fsum_jobs);
+#ifdef CNFS_DAZ
+  tcase_add_test(tc, fsum_daz);
+#endif
   return tc;
 }

@@ -4,16 +4,53 @@
  *
  * Each pool worker owns a wv_cpu_xacc (its wv_xsum and the partial sums
  * below); an item's rows go to its worker's, and the workers' sums merge
- * in any order at the end (the answer has no order).  Rows go in blocks
- * of 256, each one of three ways, all exact:
+ * in any order at the end (the answer has no order).
  *
- *  - float32, no NaN or inf in the block and the rows' double exponents'
- *    sixteenths (h = exponent / 16 of the row as a double) spanning at
- *    most 4 values (narrow data): each row, converted to double (exact),
- *    is added to the double lane of its h, 8 lanes side by side.  The rows
- *    of one h are multiples of 2^(16h - 1023 - 23) (a float32 has 24
- *    significant bits; subnormal float32s are multiples of 2^-149, which
- *    is one too) and under 2^(16h - 1023 + 16), 2^39 ulps apart; a lane
+ * float32 rows (float64: below) first try the double way, in blocks of
+ * n <= 1024 rows: each row, converted to double (exact), goes to one of 32
+ * double lanes (row i to lane i % 32), the lowest nonzero and highest
+ * |row| kept beside; at the block's end the lanes are added in a tree
+ * and the one double goes into X.  This is exact when the block has no
+ * NaN, inf or subnormal row (under DAZ, a mode some -ffast-math libraries
+ * set for a whole process, the conversion reads a subnormal as 0) and el,
+ * eh (the lowest and highest biased exponent of its nonzero selected
+ * rows) have eh - el <= 19 = CX_DSPAN; else the block's sums are dropped
+ * and its rows go the ways below.  Proof: let u = 2^(el - 150).  A row of
+ * exponent e is (2^23 + f) * 2^(e - 150), a whole multiple of u, and
+ * |row| < 2^(e - 126) <=
+ * 2^24 * 2^(eh - el) * u.  Every value the block's additions make (a
+ * lane's partial sum, a node of the tree) is a sum of at most n <= 2^10
+ * of its rows: a whole multiple of u under 2^(34 + eh - el) * u <=
+ * 2^53 * u, a double exactly (53 significant bits; nonzero multiples of
+ * u >= 2^-149 are no double subnormals, and nothing nears overflow).  An
+ * IEEE addition whose exact result is a double returns it, so no addition
+ * rounds, in any order, and the block's double is its rows' exact sum, a
+ * whole number of 2^-149.  One more binade (eh - el = 20) breaks it: 1023
+ * rows at the top of e + 20 and an odd one at e sum past 2^53 u, odd
+ * (conformance_fsum's "span-edge" case).
+ *
+ * float64 rows take the same double way with two lanes a row: h, the row
+ * with its significand's low 26 bits cleared, and x - h (exact: the low
+ * bits).  With u = 2^(el - 1075), a row of exponent e is a multiple of
+ * 2^(e - 1075) and under 2^(e - 1022) = 2^53 * 2^(e - 1075), so h is a
+ * multiple of 2^26 u under 2^(27 + eh - el) * 2^26 u and x - h a
+ * multiple of u under 2^(26 + eh - el) u.  Sums of at most 2^10 of them
+ * stay exact when 10 + 27 + eh - el <= 53: eh - el <= 16 = CX_DSPAN64
+ * (again one more binade rounds, and "span-edge" fails).  It also needs
+ * el >= 54, so that every nonzero value met is at least u >= 2^-1021, no
+ * double subnormal (which FTZ / DAZ would flush), and eh <= 2035: 2^10
+ * rows under 2^(eh - 1022) stay under 2^1024 (the case's rows at the
+ * largest finite value fail without it).
+ *
+ * The rest go in blocks of 256, each one of three ways, all exact:
+ *
+ *  - float32, no NaN, inf or subnormal in the block and the rows' double
+ *    exponents' sixteenths (h = exponent / 16 of the row as a double)
+ *    spanning at most 4 values (narrow data): each row, converted to
+ *    double (exact), is added to the double lane of its h, 8 lanes side
+ *    by side.  The rows of one h are multiples of 2^(16h - 1023 - 23) (a
+ *    float32 has 24 significant bits) and under 2^(16h - 1023 + 16),
+ *    2^39 ulps apart; a lane
  *    takes at most 8192 rows an item (2^16 rows, 8 lanes), so its sum
  *    stays under 2^52 of those units and every double addition is exact.
  *    At the item's end each lane is a whole number of 2^-149 and goes into
@@ -42,7 +79,9 @@
  * and then the run is read again, only for the flags (rare).  An OR of
  * (row ^ -0.0) says a selected row other than -0.0 (WV_XSUM_NOT_NEGZERO).
  * A masked row adds 0 and sets nothing.  The vector code is GCC's vector
- * extensions, built for x86-64-v4, AVX2 and the baseline (target_clones).
+ * extensions (the double way: plain arrays of 32 lanes, which GCC
+ * vectorizes), built for x86-64-v4, AVX2 and the baseline
+ * (target_clones).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +105,11 @@
 #define CX_FOLD64 (1u << 21)
 #define CX_BLOCK 256      /* rows whose bin range picks the way */
 #define CX_VERT 4         /* the vertical way for up to 4 indexes */
+#define CX_DBLOCK 1024    /* float32 rows a block of the double way */
+#define CX_DSPAN 19       /* its widest span of exponents: 29 - 10 */
+#define CX_DSPAN64 16     /* float64's: 26 - 10 */
+#define CX_DTOP64 2035    /* float64's highest exponent (no overflow) */
+#define CX_AHEAD 16384    /* bytes it prefetches ahead */
 
 typedef uint32_t cx_u8 __attribute__((vector_size(32)));
 typedef int32_t cx_i8 __attribute__((vector_size(32)));
@@ -84,6 +128,7 @@ struct wv_cpu_xacc {
   cx_d8 facc[128];    /* float32's vertical way: by the double exponent */
   unsigned vlo, vhi;  /* the indexes of vacc in use: [vlo, vhi] */
   unsigned flo, fhi;  /* of facc */
+  unsigned dskip, dback;  /* float32 blocks to pass the double way by */
   uint64_t since;     /* rows binned since the last fold */
   uint64_t special;   /* a NaN or inf row was seen in the current run */
   uint64_t notnz;     /* a selected row other than -0.0 */
@@ -103,7 +148,6 @@ static uint64_t cx_ld64(const unsigned char *p, size_t i)
   memcpy(&x, p + 8 * i, 8);
   return x;
 }
-
 
 /* Lane-wise a < b ? a : b and the other way, as bit selects. */
 CX_INLINE cx_u8 cx_min(cx_u8 a, cx_u8 b)
@@ -138,6 +182,7 @@ CX_INLINE void cx_range(const unsigned char *p, size_t n, int f64,
     cx_u8 e;
     if (f64) {
       cx_q8 x;
+      __builtin_prefetch((const void *)((uintptr_t)p + 8 * i + CX_AHEAD));
       memcpy(&x, p + 8 * i, sizeof x);
       e = __builtin_convertvector((x >> 52) & 0x7ff, cx_u8);
     } else {
@@ -158,19 +203,18 @@ CX_INLINE void cx_range(const unsigned char *p, size_t n, int f64,
   *hi = b;
 }
 
-/* Whether the n float32 rows at p (a multiple of 8) have no NaN or inf
- * and their double exponents' sixteenths span at most CX_VERT values,
- * [*lo, *hi]: a normal float32 of exponent e is a double of exponent
- * e + 896 = e + 56 * 16; a subnormal one's double exponent lies anywhere
- * in [874, 896], sixteenths 54..56, whichever the smallest or largest
- * row; zeros add nothing. */
+/* Whether the n float32 rows at p (a multiple of 8) have no NaN, inf or
+ * subnormal (as in the double way, top) and their double exponents'
+ * sixteenths span at most CX_VERT values, [*lo, *hi]: a float32 of
+ * exponent e is a double of exponent e + 896 = e + 56 * 16; zeros add
+ * nothing (min(|row| - 1) passes them by). */
 CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
                          unsigned *hi)
 {
   /* four chains of min / max, so that no one waits on the last */
   cx_u8 mn[4], mx[4];
   for (unsigned c = 0; c < 4; c++) {
-    mn[c] = (cx_u8){0} + 0x7fffffffu;
+    mn[c] = (cx_u8){0} - 1;
     mx[c] = (cx_u8){0};
   }
   for (size_t i = 0; i < n; i += 32)
@@ -178,7 +222,7 @@ CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
       cx_u8 x;
       memcpy(&x, p + 4 * (i + 8 * c), sizeof x);
       x &= 0x7fffffffu;
-      mn[c] = cx_min(mn[c], x);
+      mn[c] = cx_min(mn[c], x - 1);
       mx[c] = cx_max(mx[c], x);
     }
   mn[0] = cx_min(cx_min(mn[0], mn[1]), cx_min(mn[2], mn[3]));
@@ -188,10 +232,10 @@ CX_INLINE int cx_range32(const unsigned char *p, size_t n, unsigned *lo,
     a = mn[0][j] < a ? mn[0][j] : a;
     b = mx[0][j] > b ? mx[0][j] : b;
   }
-  if (b >= 0x7f800000u)
-    return 0;
-  *lo = a < 0x00800000u ? 54 : (a >> 27) + 56;
-  *hi = b < 0x00800000u ? 56 : (b >> 27) + 56;
+  if (b >= 0x7f800000u || a + 1 < 0x00800000u)
+    return 0;  /* NaN, inf, a subnormal row or only zeros */
+  *lo = ((a + 1) >> 27) + 56;
+  *hi = (b >> 27) + 56;
   return *hi - *lo < CX_VERT;
 }
 
@@ -378,6 +422,159 @@ CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
   return count;
 }
 
+/* A hint to fetch the 128 bytes CX_AHEAD past p + at (past the rows'
+ * end it is only a hint: a prefetch does not fault).  Without it the
+ * double way read memory at about 0.6x of a plain loop's speed (thread
+ * CPU time, this VM), with it about 0.9x. */
+CX_INLINE void cx_prefetch(const unsigned char *p, size_t at)
+{
+  uintptr_t q = (uintptr_t)p + at + CX_AHEAD;
+  __builtin_prefetch((const void *)q);
+  __builtin_prefetch((const void *)(q + 64));
+}
+
+/* X += d, a whole number of X's units: d = +-M * 2^(E - 1075) (E = 0: a
+ * subnormal, +-M * 2^-1074) is M * 2^(E - 1) units of 2^-1074 (E = 0:
+ * M), M * 2^(E - 926) of 2^-149 (M shifted right, exactly, if E < 926). */
+static void cx_add_double(wv_xsum *x, double d, int f64)
+{
+  uint64_t bits;
+  memcpy(&bits, &d, 8);
+  uint64_t e = (bits >> 52) & 0x7ff, mm = bits & 0xfffffffffffffull;
+  if (e == 0 && mm == 0)
+    return;  /* +-0.0 */
+  mm |= e ? 1ull << 52 : 0;
+  int sh = f64 ? (e ? (int)e - 1 : 0) : (int)e - 926;
+  int64_t v = (int64_t)(sh < 0 ? mm >> -sh : mm);
+  wv_xsum_add_i64(x, bits >> 63 ? -v : v, sh < 0 ? 0 : (unsigned)sh);
+}
+
+/* The double way (float32): n rows at p (mask m, or NULL), n a multiple
+ * of 32 and at most CX_DBLOCK, summed in 32 double lanes as they come,
+ * the lowest and highest |row| beside.  If no row is NaN or inf and the
+ * exponents span at most CX_DSPAN (the bound at the top), every addition
+ * was exact: the lanes' total goes into X, the flags and *count are set,
+ * and it returns 1.  Else it returns 0 having changed nothing, and the
+ * caller takes the rows another way. */
+CX_INLINE int cx_dbl32(wv_cpu_xacc *a, const unsigned char *p,
+                       const unsigned char *m, int masked, size_t n,
+                       uint64_t *count)
+{
+  /* lane j takes rows j, j + 32, ...: plain arrays, which GCC vectorizes
+   * better here than its vector types (one vcvtps2pd a 16 rows) */
+  double s[32] = {0};
+  uint32_t mn[32], mx[32] = {0}, nz[32] = {0}, cnt[32] = {0};
+  for (unsigned j = 0; j < 32; j++)
+    mn[j] = ~0u;
+  for (size_t i = 0; i < n; i += 32) {
+    cx_prefetch(p, 4 * i);
+    if (masked)
+      cx_prefetch(m, 4 * i);
+    for (unsigned j = 0; j < 32; j++) {
+      uint32_t x = cx_ld32(p, i + j), sel = ~0u;
+      if (masked) {
+        /* all ones where the mask row is nonzero, with no compare: GCC
+         * then loads rows unmasked (a masked load waits on the mask) */
+        uint32_t k = cx_ld32(m, i + j);
+        sel = (uint32_t)((int32_t)(k | (0u - k)) >> 31);
+      }
+      x &= sel;  /* an unselected row adds +0.0 and sets nothing */
+      /* |row| - 1: a zero row wraps to the top and is no lowest */
+      uint32_t ab = x & 0x7fffffffu, l = ab - 1;
+      mn[j] = l < mn[j] ? l : mn[j];
+      mx[j] = ab > mx[j] ? ab : mx[j];
+      nz[j] |= (x ^ 0x80000000u) & sel;
+      cnt[j] -= sel;
+      float f;
+      memcpy(&f, &x, 4);
+      s[j] += f;
+    }
+  }
+  uint32_t lo = ~0u, hi = 0, z = 0;
+  uint64_t c = 0;
+  for (unsigned j = 0; j < 32; j++) {
+    lo = mn[j] < lo ? mn[j] : lo;
+    hi = mx[j] > hi ? mx[j] : hi;
+    z |= nz[j];
+    c += cnt[j];
+  }
+  if (hi >= 0x7f800000u)
+    return 0;  /* a NaN or inf row */
+  if (hi != 0) {  /* some nonzero row: lo + 1 the lowest nonzero |row| */
+    uint32_t el = (lo + 1) >> 23, eh = hi >> 23;
+    if (el == 0 || eh - el > CX_DSPAN)
+      return 0;  /* a subnormal row (see the top), or too wide */
+    for (unsigned w = 16; w > 0; w /= 2)  /* a tree: any order is exact */
+      for (unsigned j = 0; j < w; j++)
+        s[j] += s[j + w];
+    cx_add_double(&a->x, s[0], 0);
+  }
+  a->notnz |= z;
+  *count = masked ? c : n;
+  return 1;
+}
+
+/* The double way for float64 rows (the bound at the top): each row x,
+ * selected, is cut into h, x with its significand's low 26 bits cleared,
+ * and x - h (exact), each added to a double lane of its own. */
+CX_INLINE int cx_dbl64(wv_cpu_xacc *a, const unsigned char *p,
+                       const unsigned char *m, int masked, size_t n,
+                       uint64_t *count)
+{
+  double sh[16] = {0}, sl[16] = {0};
+  uint64_t mn[16], mx[16] = {0}, nz[16] = {0}, cnt[16] = {0};
+  for (unsigned j = 0; j < 16; j++)
+    mn[j] = ~0ull;
+  for (size_t i = 0; i < n; i += 16) {
+    cx_prefetch(p, 8 * i);
+    if (masked)
+      cx_prefetch(m, 4 * i);
+    for (unsigned j = 0; j < 16; j++) {
+      uint64_t x = cx_ld64(p, i + j), sel = ~0ull;
+      if (masked) {  /* as in cx_dbl32 */
+        uint32_t k = cx_ld32(m, i + j);
+        sel = (uint64_t)(int64_t)((int32_t)(k | (0u - k)) >> 31);
+      }
+      x &= sel;
+      uint64_t ab = x & 0x7fffffffffffffffull, l = ab - 1;
+      mn[j] = l < mn[j] ? l : mn[j];
+      mx[j] = ab > mx[j] ? ab : mx[j];
+      nz[j] |= (x ^ 0x8000000000000000ull) & sel;
+      cnt[j] -= sel;
+      uint64_t hb = x & ~0x3ffffffull;
+      double d, h;
+      memcpy(&d, &x, 8);
+      memcpy(&h, &hb, 8);
+      sh[j] += h;
+      sl[j] += d - h;
+    }
+  }
+  uint64_t lo = ~0ull, hi = 0, z = 0, c = 0;
+  for (unsigned j = 0; j < 16; j++) {
+    lo = mn[j] < lo ? mn[j] : lo;
+    hi = mx[j] > hi ? mx[j] : hi;
+    z |= nz[j];
+    c += cnt[j];
+  }
+  if (hi >= 0x7ff0000000000000ull)
+    return 0;  /* a NaN or inf row */
+  if (hi != 0) {
+    uint64_t el = (lo + 1) >> 52, eh = hi >> 52;
+    if (el < 54 || eh - el > CX_DSPAN64 || eh > CX_DTOP64)
+      return 0;
+    for (unsigned w = 8; w > 0; w /= 2)
+      for (unsigned j = 0; j < w; j++) {
+        sh[j] += sh[j + w];
+        sl[j] += sl[j + w];
+      }
+    cx_add_double(&a->x, sh[0], 1);
+    cx_add_double(&a->x, sl[0], 1);
+  }
+  a->notnz |= z;
+  *count = masked ? c : n;
+  return 1;
+}
+
 /* Lane sums of the vertical accumulators, into the run's flags. */
 CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
 {
@@ -390,11 +587,12 @@ CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
   return c;
 }
 
-/* n rows at p (mask m, or NULL) of float32 (f64 = 0) or float64: blocks
- * whose bin indexes span fewer than CX_VERT go the vertical way, the rest
- * (and the tail) the scatter way.  Returns the rows selected. */
-CX_INLINE uint64_t cx_run(wv_cpu_xacc *a, const unsigned char *p,
-                          const unsigned char *m, size_t n, int f64)
+/* n rows at p (mask m, or NULL) of float32 (f64 = 0) or float64 in blocks
+ * of CX_BLOCK: blocks whose bin indexes span fewer than CX_VERT go the
+ * vertical way, the rest (and the tail) the scatter way.  Returns the
+ * rows selected. */
+CX_INLINE uint64_t cx_blocks(wv_cpu_xacc *a, const unsigned char *p,
+                             const unsigned char *m, size_t n, int f64)
 {
   cx_u8 sp = {0}, nz = {0}, cnt = {0};
   uint64_t count = 0;
@@ -433,16 +631,54 @@ CX_INLINE uint64_t cx_run(wv_cpu_xacc *a, const unsigned char *p,
   return count + cx_lanes(a, sp, nz, cnt);
 }
 
+/* n rows (f64: float64, else float32): blocks of up to CX_DBLOCK the
+ * double way where they qualify, else cx_blocks; after a failed try the
+ * next 1, 2, 4, .. 64 blocks (doubling while tries fail; per worker)
+ * skip it, so that wide data pays little for the tries. */
+CX_INLINE uint64_t cx_rund(wv_cpu_xacc *a, const unsigned char *p,
+                           const unsigned char *m, size_t n, int f64)
+{
+  uint64_t count = 0, c;
+  unsigned rb = f64 ? 8 : 4;
+  size_t i = 0;
+  while (i + 32 <= n) {
+    size_t b = n - i >= CX_DBLOCK ? CX_DBLOCK : (n - i) & ~(size_t)31;
+    const unsigned char *pm = m ? m + 4 * i : NULL;
+    const unsigned char *pi = p + rb * i;
+    if (a->dskip == 0 &&
+        (f64 ? (pm ? cx_dbl64(a, pi, pm, 1, b, &c)
+                   : cx_dbl64(a, pi, NULL, 0, b, &c))
+             : (pm ? cx_dbl32(a, pi, pm, 1, b, &c)
+                   : cx_dbl32(a, pi, NULL, 0, b, &c)))) {
+      count += c;  /* one copy each with and without a mask */
+      a->dback = 0;
+      i += b;
+      continue;
+    }
+    if (a->dskip == 0) {  /* it failed: this block, then a few more */
+      a->dback = a->dback ? (a->dback < 64 ? 2 * a->dback : 64) : 1;
+      a->dskip = a->dback + 1;
+    }
+    size_t r = (n - i) / CX_DBLOCK;
+    r = r < a->dskip ? r : a->dskip;
+    a->dskip -= r ? (unsigned)r : 1;
+    r = r ? r * CX_DBLOCK : b;
+    count += cx_blocks(a, pi, pm, r, f64);
+    i += r;
+  }
+  return count + cx_blocks(a, p + rb * i, m ? m + 4 * i : NULL, n - i, f64);
+}
+
 CX_CLONES static uint64_t cx_run32(wv_cpu_xacc *a, const unsigned char *p,
                                    const unsigned char *m, size_t n)
 {
-  return cx_run(a, p, m, n, 0);
+  return cx_rund(a, p, m, n, 0);
 }
 
 CX_CLONES static uint64_t cx_run64(wv_cpu_xacc *a, const unsigned char *p,
                                    const unsigned char *m, size_t n)
 {
-  return cx_run(a, p, m, n, 1);
+  return cx_rund(a, p, m, n, 1);
 }
 
 /* The vertical accumulators of an item into a->x, and empty again: lanes
@@ -461,20 +697,8 @@ static void cx_vfold(wv_cpu_xacc *a, int f64)
   a->vlo = CX_BINS64;
   a->vhi = 0;
   for (unsigned k = a->flo; k <= a->fhi && a->flo <= a->fhi; k++) {
-    for (unsigned j = 0; j < 8; j++) {
-      /* an exact double D = +-M * 2^(E - 1075) is M * 2^(E - 926) units
-       * of 2^-149, a whole number: shift M right where E < 926 */
-      uint64_t bits;
-      double d = a->facc[k][j];
-      memcpy(&bits, &d, 8);
-      uint64_t e = (bits >> 52) & 0x7ff, mm = bits & 0xfffffffffffffull;
-      if (e == 0)
-        continue;  /* +-0.0 (no double subnormal: the rows are float32) */
-      mm |= 1ull << 52;
-      int sh = (int)e - 926;
-      int64_t v = (int64_t)(sh < 0 ? mm >> -sh : mm);
-      wv_xsum_add_i64(&a->x, bits >> 63 ? -v : v, sh < 0 ? 0 : (unsigned)sh);
-    }
+    for (unsigned j = 0; j < 8; j++)
+      cx_add_double(&a->x, a->facc[k][j], 0);  /* whole 2^-149s */
     a->facc[k] = (cx_d8){0};
   }
   a->flo = 128;
