@@ -142,6 +142,32 @@ START_TEST(the_limit_holds)
 }
 END_TEST
 
+#if TA_RZ
+#include <sanitizer/asan_interface.h>
+
+/* ASan builds: the bytes past a small item, a block's free tail and a
+ * small item given back are poisoned (what arena.c says ASan still sees) */
+START_TEST(asan_sees_past_a_small_item)
+{
+  wd_arena a;
+  wd_arena_init(&a, SIZE_MAX);
+  for (size_t size = 1; size < 200; size++) {
+    unsigned char *p = wd_arena_alloc(&a, size);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(!__asan_address_is_poisoned(p));
+    ck_assert(!__asan_address_is_poisoned(p + size - 1));
+    ck_assert_msg(__asan_address_is_poisoned(p + size), "size %zu", size);
+    ck_assert(__asan_address_is_poisoned(p + size + TA_RZ - 1));
+    if (size % 3 == 0) {
+      wd_arena_give(&a, p);
+      ck_assert_ptr_eq(__asan_region_is_poisoned(p, size), p);
+    }
+  }
+  wd_arena_free(&a);
+}
+END_TEST
+#endif
+
 /* protobuf-c's own way, counted: what it keeps once decoded */
 static size_t tarn_live;
 
@@ -269,6 +295,9 @@ int main(void)
   tcase_add_test(t, free_empties_and_the_arena_serves_again);
   tcase_add_test(t, the_limit_holds);
   tcase_add_test(t, many_chunks_decode_into_few_blocks);
+#if TA_RZ
+  tcase_add_test(t, asan_sees_past_a_small_item);
+#endif
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_ENV);
