@@ -66,8 +66,9 @@ static size_t rx_pb_budget(size_t len)
  * other client with it; from the arena it is 15 free() calls, but giving
  * back their 130 MB of pages still takes about 20 ms).  Its arena leaves
  * its context, which serves on, with its spans and kept message; the free
- * costs that thread less than the decode did.  Bounded: while RX_TRASH_MAX bytes wait to be freed, or
- * once the front closes (its pool stops), the loop frees as before. */
+ * costs that thread less than the decode did.  Bounded: while
+ * RX_TRASH_MAX bytes wait to be freed, or once the front closes (its pool
+ * stops), the loop frees as before. */
 #define RX_TRASH_MIN ((size_t)256 << 10) /* decoded bytes: smaller, here */
 #define RX_TRASH_MAX ((size_t)1 << 30)
 
@@ -116,8 +117,8 @@ static int rx_trash_req(wd_req *c)
 
 void wd_req_clear(wd_req *c)
 {
-  if (c->req != NULL && !rx_trash_req(c))
-    wd_arena_free(&c->arena);
+  if (c->req == NULL || !rx_trash_req(c))
+    wd_arena_free(&c->arena);  /* nothing, or what a refused decode left */
   c->req = NULL;
   if (c->fe->up.clear != NULL)  /* the handler's half */
     c->fe->up.clear(c);
@@ -223,9 +224,7 @@ void wd_req_decode(wd_req *c)
              "whose header length runs past its end", len);
     return;
   }
-  /* an arena left by a decode that was not cleared is freed here */
-  wd_arena_free(&c->arena);
-  wd_arena_init(&c->arena, rx_pb_budget(hlen));
+  wd_arena_init(&c->arena, rx_pb_budget(hlen));  /* empty: cleared */
   c->pb = (ProtobufCAllocator){.alloc = rx_pb_alloc, .free = rx_pb_free,
                                .allocator_data = &c->arena};
   c->req = wave__v1__request__unpack(&c->pb, hlen, hdr);
