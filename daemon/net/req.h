@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "daemon/bulk/decode.h"
+#include "daemon/net/arena.h"
 #include "daemon/net/pool.h"
 #include "daemon/net/principal.h"
 #include "core/queue.h"
@@ -47,9 +48,9 @@ struct wd_req {
   wv_qnode all;            /* every context (loop thread) */
   nng_msg *msg;            /* the received request, until decoded */
   Wave__V1__Request *req;  /* decoded; alive until the reply is packed */
-  ProtobufCAllocator pb;   /* decodes req within pb_budget bytes */
-  size_t pb_used, pb_budget;
-  int pb_refused;          /* the decode ran out of budget */
+  ProtobufCAllocator pb;   /* decodes req into arena ... */
+  wd_arena arena;          /* ... which holds all of it, within its limit
+                            * (the decode budget), freed whole */
   uint64_t req_id;
   unsigned version;        /* the request's protocol version */
   /* who sent it (daemon/net/principal.h), set on the decode thread before
