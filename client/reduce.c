@@ -426,7 +426,7 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
       code = wv_seterr(err, WAVE_EARG, "wave_reduce_ring: a ring of %zu "
                        "bytes holds no piece of the daemon's %" PRIu64,
                        wave_region_size(ring), piece);
-    depth = n < depth ? (unsigned)n : depth;
+    depth = n == 0 ? 1 : n < depth ? (unsigned)n : depth;
   }
   for (int sec = 0; sec < 2 && code == 0; sec++) {
     const wave_chunk *ch = sec ? req->mask : req->input;
