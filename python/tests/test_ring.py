@@ -129,3 +129,10 @@ def test_ring_other_ways(small, slots):
         assert b.via == "pool" and b.bits == r.bits
         c.ring_threshold = a.nbytes + 1
         assert c.reduce("sum", a).via == "pool"
+        # more rows than a stream may hold (limits.max_job_rows, which
+        # bounds no region): the other ways
+        c.ring_threshold = 0
+        big = floats(np.float64, MAX_ROWS + 1, 3)
+        r = c.reduce("sum", big)
+        assert r.via == "pool" and r.rows == big.size
+        assert c.reduce("sum", a).via == "ring"   # and the ring after

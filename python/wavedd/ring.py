@@ -105,7 +105,8 @@ def reduce(key, timeout_ms, what, a, dev, res, err):
     """The unmasked sum (what: (wave_dtype, wave_op)) of one big plain
     array a through the ring of key (url, token, token_file: the Client's
     daemon), into res.  True: done; None: the ring is busy (another call)
-    or lost (the daemon dropped its registration: a restart); False: it
+    or lost (the daemon dropped its registration: a restart), or the job
+    has more rows than a stream may (JOBSIZE): the other ways; False: it
     cannot be had (no regions for us, or a daemon before
     StreamPutRequest.from, which reads each piece as 0 bytes: RANGE), so
     the Client takes the other ways from now on.  Other errors are the
@@ -138,6 +139,9 @@ def reduce(key, timeout_ms, what, a, dev, res, err):
         except errors.RegionError:
             rg.reset()
             return None
+        except errors.JobSizeError:
+            return None   # above limits.max_job_rows: a region's rows
+                          # are not bounded by it, the other ways go
         except (errors.TransportError, errors.TimedOutError):
             rg.reset()
             raise
