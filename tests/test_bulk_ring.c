@@ -247,6 +247,12 @@ START_TEST(ring_pieces)
   bh_expect(btr_put(s, id, 0, 0, theirs, 0, BTR_PIECE, NULL), WAVE_EREGION,
             "no region");
   nng_close(s2);
+  /* another principal's (a tcp connection: pipe:N, not uid:N) */
+  nng_socket s3 = td_dial(d.tcp);
+  uint64_t id3 = btr_open(s3, WAVE_F64, WAVE_SUM, BTR_PIECE, 0);
+  bh_expect(btr_put(s3, id3, 0, 0, ring, 0, BTR_PIECE, NULL), WAVE_EREGION,
+            "no region");
+  nng_close(s3);
   btr_ok(btr_put(s, id, 0, 0, ring, 0, BTR_PIECE, NULL));
   btr_ok(btr_put(s, id, 0, BTR_PIECE, ring, BTR_PIECE, BTR_PIECE, NULL));
   nng_close(s);
