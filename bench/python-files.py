@@ -17,13 +17,14 @@ times, wall time of the whole call:
                time, then repeats on one Client
   py file      c.reduce_file("sum", big.npy) on a new Client
   plain        a plain 256 MiB float64 array (2^25 rows): np.sum, and
-               c.reduce("sum", a) first on a new Client (a memfd file,
-               the pool made behind it), the second call of a new Client
-               at once (a memfd again), its first call through the pool
-               once made, repeats on one Client, the first on a new
-               Client with the pool made for it (the way before the
-               memfd), and as messages (copy_threshold above it); the
-               bits of every way must be equal
+               c.reduce("sum", a) first on a new Client (through the
+               process's ring, python/wavedd/ring.py, made by the first
+               such call), the second call of a new Client at once (the
+               ring), with ring_threshold above it: its first call through
+               the pool once made, and the first on a new Client with the
+               pool made for it (the way before the memfd); repeats on
+               one Client (the ring), and as messages (copy_threshold
+               above it); the bits of every way must be equal
   fill         wavedd.empty of the file's shape filled from the memmap,
                np.empty filled the same way, and the region's first
                reduce
@@ -158,6 +159,8 @@ def main():
                 """The call after a Client's first: at once (wait False),
                 or once its pool is made (the pool's first use)."""
                 with wavedd.Client(url, timeout=600) as c:
+                    if wait:   # the pool's way, not the ring's
+                        c.ring_threshold = 1 << 62
                     c.reduce("sum", a)
                     if wait and c._pool_next is not None:
                         c._pool_next.result()
@@ -187,6 +190,7 @@ def main():
             plain["repeat"] = r.bits
 
             def pool_first(c):   # the way before: the pool made first
+                c.ring_threshold = 1 << 62
                 old, wavedd.client._FILE_FIRST = \
                     wavedd.client._FILE_FIRST, 1 << 62
                 try:

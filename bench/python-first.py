@@ -11,9 +11,21 @@ cpu0 (regions allowed, the default limits: pieces of 16 MiB).  Each of
 WAVE_BENCH_ROUNDS (5) rounds times, in turn, on a new Client each:
 
   np.sum       a.sum() (the median of 3, the round's baseline)
-  memfd        c.reduce("sum", a), the package's choice today for a first
-               big array: the rows pwrite-n into a fresh memfd, sent as a
-               file region (the pool made behind it is not waited for)
+  ring         c.reduce("sum", a), the package's choice for a big plain
+               float sum: a stream whose pieces go through the slots of
+               the process's ring (python/wavedd/ring.py: 2 x 16 MiB, made
+               by the first such call of the process and kept, with its
+               own connection), which the daemon sums in place as they
+               arrive (StreamPutRequest.from); the ring is made by an
+               untimed call before the rounds (and again after each
+               ring-new)
+  ring-new     the same after wavedd.ring.drop(): the ring made, its
+               pages written and registered in the call, as the first
+               big sum of a process
+  memfd        the same with ring_threshold above it, the package's choice
+               for a first big array before the ring: the rows pwrite-n
+               into a fresh memfd, sent as a file region (the pool made
+               behind it is not waited for)
   stream       the same with copy_threshold above it: libwaveclient
                streams it in pieces, which the daemon reduces as they
                arrive (daemon/bulk/stream.h)
@@ -83,8 +95,12 @@ def start_daemon(tmp):
 def first(url, a, way):
     """Seconds of a new Client's first reduce of a, and its result."""
     with wavedd.Client(url, timeout=600) as c:
-        if way != "memfd":
+        if way not in ("ring", "ring-new", "memfd"):
             c.copy_threshold = 1 << 62
+        if way == "memfd":
+            c.ring_threshold = 1 << 62
+        if way == "ring-new":
+            wavedd.ring.drop()
         chunks = (a,) if way != "buffered" else (a[:len(a) // 2],
                                                  a[len(a) // 2:])
         t0 = time.perf_counter()
@@ -95,11 +111,13 @@ def first(url, a, way):
 def main():
     a = np.random.default_rng(35).random(ROWS)
     load0 = os.getloadavg()
-    times = {"np.sum": [], "memfd": [], "stream": [], "buffered": []}
+    ways = ("ring", "ring-new", "memfd", "stream", "buffered")
+    times = {"np.sum": [], **{w: [] for w in ways}}
     bits = set()
     with tempfile.TemporaryDirectory() as tmp:
         p, url = start_daemon(tmp)
         try:
+            first(url, a, "ring")   # the process's ring, made untimed
             for k in range(ROUNDS):
                 ts = []
                 for _ in range(3):
@@ -108,7 +126,7 @@ def main():
                     ts.append(time.perf_counter() - t0)
                 times["np.sum"].append(statistics.median(ts))
                 line = [f"round {k + 1}: np.sum {times['np.sum'][-1]:.4f}"]
-                for way in ("memfd", "stream", "buffered"):
+                for way in ways:
                     dt, r = first(url, a, way)
                     times[way].append(dt)
                     if way != "buffered":

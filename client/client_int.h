@@ -124,9 +124,11 @@ void wv_client_reduce_fill(Wave__V1__ReduceRequest *rr, wave_dtype dtype,
 /* The result of a ReduceResult reply (frees resp). */
 int wv_client_reduce_result(wave_client *c, Wave__V1__Response *resp,
                             wave_reduce_result *res, wave_error *err);
-/* Reductions of big inputs in pieces (reduce.c), used by wave_reduce. */
+/* Reductions of big inputs in pieces (reduce.c), used by wave_reduce;
+ * through the slots of ring when not NULL (wave_reduce_ring). */
 int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
-                            wave_reduce_result *res, wave_error *err);
+                            wave_region *ring, wave_reduce_result *res,
+                            wave_error *err);
 
 /* Copy a protobuf string (NULL-safe) into a fixed buffer, truncating
  * (wave_error.message only). */

@@ -11,7 +11,16 @@
  * WV_CLIENT_STREAM_DEPTH at a time on contexts of their own so that the
  * link stays busy; StreamCommit runs the job.  A failed piece aborts the
  * stream (the daemon drops it when the connection goes anyway).
+ *
+ * Rings (wave_reduce_ring): the same stream, but each piece is copied into
+ * the next slot of a registered region and its StreamPut names the slot
+ * (StreamPutRequest.from) instead of carrying the rows.  The daemon reads
+ * the slot before it answers, so slot k is written again only after the
+ * answer to the put that last used it: the slots are the contexts' own
+ * (as many in flight as the ring has slots, at most the depth), and the
+ * copy of piece k + 1 runs while the daemon reduces piece k.
  */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -72,7 +81,7 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   if ((force != NULL && strcmp(force, "1") == 0) ||
       total > WV_CLIENT_FRAME_MAX || n_all > WV_CLIENT_FRAME_MAX / 32 ||
       total + 32 * n_all + 256 > WV_CLIENT_FRAME_MAX)
-    return wv_client_stream_reduce(c, req, res, err);
+    return wv_client_stream_reduce(c, req, NULL, res, err);
 
   /* One framed message: the rows travel after the header, by place
    * (Extent, region 0), so the daemon reduces them in the received buffer. */
@@ -119,7 +128,7 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   rv = wv_client_call_msg(c, msg, r.id, WAVE__V1__RESPONSE__BODY_REDUCE, 0,
                           &resp, err);
   if (rv == WAVE_ETOOBIG)  /* a daemon with a small request limit */
-    return wv_client_stream_reduce(c, req, res, err);
+    return wv_client_stream_reduce(c, req, NULL, res, err);
   if (rv != 0)
     return rv;
   return wv_client_reduce_result(c, resp, res, err);
@@ -282,14 +291,93 @@ static void rdc_gather(const wave_chunk *ch, size_t n, size_t off,
   }
 }
 
+/* Open slot s's context, once. */
+static int rdc_open(wave_client *c, rdc_slot *s, wave_error *err)
+{
+  int rv;
+  if (s->open)
+    return 0;
+  if ((rv = nng_ctx_open(&s->ctx, c->sock)) != 0)
+    return wv_seterr(err, WAVE_EIO, "%s: %s", c->url, nng_strerror(rv));
+  if ((rv = nng_aio_alloc(&s->aio, NULL, NULL)) != 0) {
+    nng_ctx_close(s->ctx);
+    return wv_seterr(err, WAVE_ENOMEM, "%s", nng_strerror(rv));
+  }
+  s->open = 1;
+  int ms = atomic_load(&c->timeout_ms);
+  /* no resend of a piece: a reconnect drops the stream anyway */
+  nng_ctx_set_ms(s->ctx, NNG_OPT_REQ_RESENDTIME, ms);
+  nng_aio_set_timeout(s->aio, ms);
+  return 0;
+}
+
+/* A piece: `len` bytes from byte `off` of the chunks; with a ring, into
+ * its slot at `at`, which the put names. */
+typedef struct rdc_where {
+  const wave_chunk *ch;
+  size_t nch, off, len;
+  wave_region *ring;
+  uint64_t at;
+} rdc_where;
+
+/* The put pr (its StreamPutRequest filled but the rows) as a message:
+ * the rows framed after it, or copied into the ring's slot and named. */
+static int rdc_piece(wave_client *c, Wave__V1__Request *pr,
+                     const rdc_where *w, nng_msg **msg, wave_error *err)
+{
+  uint8_t *data;
+  if (w->ring == NULL) {
+    int rv = wv_client_msg(c, pr, w->len, msg, &data, err);
+    if (rv == 0)
+      rdc_gather(w->ch, w->nch, w->off, data, w->len);
+    return rv;
+  }
+  Wave__V1__Extent from = WAVE__V1__EXTENT__INIT;
+  from.region = wave_region_id(w->ring);
+  from.offset = w->at;
+  from.bytes = w->len;
+  pr->stream_put->from = &from;
+  rdc_gather(w->ch, w->nch, w->off,
+             (uint8_t *)wave_region_data(w->ring) + w->at, w->len);
+  int rv = wv_client_msg(c, pr, 0, msg, NULL, err);  /* packed: from's */
+  pr->stream_put->from = NULL;
+  return rv;
+}
+
 static int rdc_simple(wave_client *c, Wave__V1__Request *r, int want,
                      Wave__V1__Response **resp, wave_error *err)
 {
   return wv_client_call(c, r, want, 0, resp, err);
 }
 
+int wave_reduce_ring(wave_client *c, const wave_reduce_request *req,
+                     wave_region *ring, wave_reduce_result *res,
+                     wave_error *err)
+{
+  if (c == NULL || req == NULL || res == NULL || ring == NULL)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce_ring: NULL argument");
+  if (wave_region_data(ring) == NULL || wave_region_id(ring) == 0)
+    return wv_seterr(err, WAVE_EARG, "wave_reduce_ring: the ring is not a "
+                     "mapped region registered with the client");
+  if ((req->n_input > 0 && req->input == NULL) ||
+      (req->has_mask && req->n_mask > 0 && req->mask == NULL))
+    return wv_seterr(err, WAVE_EARG, "wave_reduce_ring: chunk array is NULL");
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                            : &req->mask[i - req->n_input];
+    if (ch->data == NULL && ch->bytes != 0)
+      return wv_seterr(err, WAVE_EARG, "wave_reduce_ring: %s chunk %zu has "
+                       "%zu bytes but no data",
+                       i < req->n_input ? "input" : "mask",
+                       i < req->n_input ? i : i - req->n_input, ch->bytes);
+  }
+  return wv_client_stream_reduce(c, req, ring, res, err);
+}
+
 int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
-                            wave_reduce_result *res, wave_error *err)
+                            wave_region *ring, wave_reduce_result *res,
+                            wave_error *err)
 {
   size_t n_mask = req->has_mask ? req->n_mask : 0;
   uint64_t in_bytes = 0, mask_bytes = 0;
@@ -331,31 +419,25 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
   rdc_slot slots[WV_CLIENT_STREAM_DEPTH];
   memset(slots, 0, sizeof slots);
   int code = 0;
-  unsigned k = 0;
+  unsigned k = 0, depth = WV_CLIENT_STREAM_DEPTH;
+  if (ring != NULL) {  /* a slot per context: its answer frees the slot */
+    size_t n = wave_region_size(ring) / piece;
+    if (n == 0)
+      code = wv_seterr(err, WAVE_EARG, "wave_reduce_ring: a ring of %zu "
+                       "bytes holds no piece of the daemon's %" PRIu64,
+                       wave_region_size(ring), piece);
+    depth = n == 0 ? 1 : n < depth ? (unsigned)n : depth;
+  }
   for (int sec = 0; sec < 2 && code == 0; sec++) {
     const wave_chunk *ch = sec ? req->mask : req->input;
     size_t nch = sec ? n_mask : req->n_input;
     uint64_t size = sec ? mask_bytes : in_bytes;
     for (uint64_t off = 0; off < size && code == 0; off += piece, k++) {
-      rdc_slot *s = &slots[k % WV_CLIENT_STREAM_DEPTH];
+      rdc_slot *s = &slots[k % depth];
       if ((code = rdc_finish(c, s, err)) != 0)
         break;
-      if (!s->open) {
-        if ((rv = nng_ctx_open(&s->ctx, c->sock)) != 0) {
-          code = wv_seterr(err, WAVE_EIO, "%s: %s", c->url, nng_strerror(rv));
-          break;
-        }
-        if ((rv = nng_aio_alloc(&s->aio, NULL, NULL)) != 0) {
-          nng_ctx_close(s->ctx);
-          code = wv_seterr(err, WAVE_ENOMEM, "%s", nng_strerror(rv));
-          break;
-        }
-        s->open = 1;
-        int ms = atomic_load(&c->timeout_ms);
-        /* no resend of a piece: a reconnect drops the stream anyway */
-        nng_ctx_set_ms(s->ctx, NNG_OPT_REQ_RESENDTIME, ms);
-        nng_aio_set_timeout(s->aio, ms);
-      }
+      if ((code = rdc_open(c, s, err)) != 0)
+        break;
       size_t len = (size_t)(size - off < piece ? size - off : piece);
       Wave__V1__StreamPutRequest sp = WAVE__V1__STREAM_PUT_REQUEST__INIT;
       sp.stream_id = sid;
@@ -365,10 +447,10 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
       pr.body_case = WAVE__V1__REQUEST__BODY_STREAM_PUT;
       pr.stream_put = &sp;
       nng_msg *msg;
-      uint8_t *data;
-      if ((code = wv_client_msg(c, &pr, len, &msg, &data, err)) != 0)
+      rdc_where at = {ch, nch, (size_t)off, len, ring,
+                      (uint64_t)(k % depth) * piece};
+      if ((code = rdc_piece(c, &pr, &at, &msg, err)) != 0)
         break;
-      rdc_gather(ch, nch, (size_t)off, data, len);
       s->id = pr.id;
       s->busy = 1;
       nng_aio_set_msg(s->aio, msg);

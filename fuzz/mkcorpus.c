@@ -200,6 +200,13 @@ static void mk_bulk(Wave__V1__Request *rq)
   sp.stream_id = 1;
   sp.data = (ProtobufCBinaryData){12, (uint8_t *)(mk_rows + 2)};
   mk_req("stream-put", rq);
+  Wave__V1__Extent from = WAVE__V1__EXTENT__INIT;  /* a piece by place */
+  from.region = 1;
+  from.bytes = 12;
+  sp.data = (ProtobufCBinaryData){0, NULL};
+  sp.from = &from;
+  mk_req("stream-put-from", rq);
+  sp.from = NULL;
   Wave__V1__StreamCommitRequest sc = WAVE__V1__STREAM_COMMIT_REQUEST__INIT;
   rq->body_case = WAVE__V1__REQUEST__BODY_STREAM_COMMIT;
   rq->stream_commit = &sc;

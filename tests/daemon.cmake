@@ -60,7 +60,8 @@ target_compile_definitions(test_reload PRIVATE
 # Framed requests, streams and shared-memory regions (docs/protocol.md),
 # against the real daemon through libwaveclient and raw nng.
 wave_test(test_bulk
-  SOURCES test_bulk.c test_bulk_streams.c test_bulk_gates.c bulk_harness.c
+  SOURCES test_bulk.c test_bulk_streams.c test_bulk_gates.c test_bulk_ring.c
+    bulk_harness.c
   daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)
 add_dependencies(test_bulk wavedd wavedd-test)

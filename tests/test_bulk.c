@@ -34,6 +34,7 @@
 /* test_bulk_streams.c */
 TCase *bts_streams_tcase(void);
 TCase *bt_gates_tcase(void);
+TCase *btr_ring_tcase(void);
 
 /* ---- regions ------------------------------------------------------------ */
 
@@ -585,6 +586,7 @@ int main(void)
   suite_add_tcase(s, rg);
   suite_add_tcase(s, bts_streams_tcase());
   suite_add_tcase(s, bt_gates_tcase());
+  suite_add_tcase(s, btr_ring_tcase());
   if (getenv("WAVE_BULK_VULKAN") != NULL) {
     TCase *vk = tcase_create("vulkan");
     tcase_set_timeout(vk, 600);

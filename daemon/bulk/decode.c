@@ -117,8 +117,73 @@ static int bk_hold(wd_bulk_req *out, wd_region *r)
   return 0;
 }
 
-/* Extents -> spans of rows of `size` bytes (8: a 64-bit dtype's input),
- * checked against the payload or their region. */
+/* One extent (named `what`, e.g. "input chunk 3") -> a span of rows of
+ * `size_b` bytes, checked against the payload or its region (held in out):
+ * the one set of checks of every extent, a reduction's chunk or a stream
+ * piece's `from`.  *held: its rows are the daemon's own memory. */
+static int bk_extent(wd_bulk *b, uint32_t pipe, const Wave__V1__Extent *e,
+                     const uint8_t *payload, size_t plen, const char *what,
+                     unsigned size_b, wv_span *span, wd_fsrc *src, int *held,
+                     wd_bulk_req *out, wave_error *err)
+{
+  if (e->bytes % size_b != 0)
+    return wv_seterr(err, WAVE_ELENGTH, "%s is %" PRIu64 " bytes, not a "
+                     "multiple of %u", what, e->bytes, size_b);
+  const uint8_t *base;
+  uint64_t size;
+  int fd = -1;
+  const wd_region *reg = NULL;
+  *held = 1;  /* rows in the daemon's own memory */
+  if (e->region == 0) {
+    if (payload == NULL)
+      return wv_seterr(err, WAVE_EBADREQUEST, "%s names the payload (region "
+                       "0), but the request is not framed", what);
+    base = payload;
+    size = plen;
+  } else {
+    wd_region *r;
+    int rc = wd_regions_get(b->regions, pipe, e->region, &r, err);
+    if (rc != 0)
+      return rc;
+    if ((rc = bk_hold(out, r)) != 0)
+      return wv_seterr(err, rc, NULL);
+    base = wd_region_base(r);
+    size = wd_region_bytes(r);
+    reg = r;
+    fd = wd_region_file(r);
+    *held = wd_region_copied(r);
+  }
+  if (e->offset > size || e->bytes > size - e->offset)
+    return wv_seterr(err, WAVE_ERANGE, "%s: bytes [%" PRIu64 ", %" PRIu64
+                     ") lie outside %s %" PRIu64 " of %" PRIu64 " bytes",
+                     what, e->offset, e->offset + e->bytes,
+                     e->region ? "region" : "the payload, region", e->region,
+                     size);
+  *src = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region,
+                   .reg = reg};
+  span->rows = e->bytes / size_b;
+  if (fd >= 0) {  /* a file region: read by the job (daemon/bulk/filered.h) */
+    if (e->offset % 4 != 0)
+      return wv_seterr(err, WAVE_ERANGE, "%s: offset %" PRIu64 " is not a "
+                       "multiple of 4", what, e->offset);
+    out->files = 1;
+    return 0;
+  }
+  /* rows are read in place (wv_span): 4-aligned, also 8-byte rows */
+  if (((uintptr_t)base + e->offset) % 4 != 0)
+    return wv_seterr(err, WAVE_ERANGE, "%s: offset %" PRIu64 " is not a "
+                     "multiple of 4%s", what, e->offset,
+                     e->offset % 4 == 0 ? " from an aligned start (frame "
+                     "header not padded to 8 bytes?)" : "");
+  span->data = base + e->offset;
+  /* a region's rows may move faster through the readers than through
+   * the device's own staging (bulk/filered.h decides on the device) */
+  if (reg != NULL)
+    out->files = 1;
+  return 0;
+}
+
+/* Extents -> spans of rows of `size` bytes (8: a 64-bit dtype's input). */
 static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                       size_t n, const uint8_t *payload, size_t plen,
                       const char *what, unsigned size_b, wv_span *spans,
@@ -126,63 +191,14 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
                       wave_error *err)
 {
   for (size_t i = 0; i < n; i++) {
-    const Wave__V1__Extent *e = ex[i];
-    if (e->bytes % size_b != 0)
-      return wv_seterr(err, WAVE_ELENGTH, "%s chunk %zu is %" PRIu64 " bytes, "
-                       "not a multiple of %u", what, i, e->bytes, size_b);
-    const uint8_t *base;
-    uint64_t size;
-    int fd = -1, held = 1;  /* rows in the daemon's own memory */
-    const wd_region *reg = NULL;
-    if (e->region == 0) {
-      if (payload == NULL)
-        return wv_seterr(err, WAVE_EBADREQUEST, "%s chunk %zu names the "
-                         "payload (region 0), but the request is not framed",
-                         what, i);
-      base = payload;
-      size = plen;
-    } else {
-      wd_region *r;
-      int rc = wd_regions_get(b->regions, pipe, e->region, &r, err);
-      if (rc != 0)
-        return rc;
-      if ((rc = bk_hold(out, r)) != 0)
-        return wv_seterr(err, rc, NULL);
-      base = wd_region_base(r);
-      size = wd_region_bytes(r);
-      reg = r;
-      fd = wd_region_file(r);
-      held = wd_region_copied(r);
-    }
-    if (e->offset > size || e->bytes > size - e->offset)
-      return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: bytes [%" PRIu64
-                       ", %" PRIu64 ") lie outside %s %" PRIu64 " of %" PRIu64
-                       " bytes", what, i, e->offset, e->offset + e->bytes,
-                       e->region ? "region" : "the payload, region",
-                       e->region, size);
-    src[i] = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region,
-                       .reg = reg};
-    spans[i].rows = e->bytes / size_b;
+    char name[48];
+    int held, rc;
+    snprintf(name, sizeof name, "%s chunk %zu", what, i);
+    if ((rc = bk_extent(b, pipe, ex[i], payload, plen, name, size_b,
+                        &spans[i], &src[i], &held, out, err)) != 0)
+      return rc;
     if (held && mem_rows != NULL)
       *mem_rows += spans[i].rows;
-    if (fd >= 0) {  /* a file region: read by the job (daemon/bulk/filered.h) */
-      if (e->offset % 4 != 0)
-        return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
-                         " is not a multiple of 4", what, i, e->offset);
-      out->files = 1;
-      continue;
-    }
-    /* rows are read in place (wv_span): 4-aligned, also 8-byte rows */
-    if (((uintptr_t)base + e->offset) % 4 != 0)
-      return wv_seterr(err, WAVE_ERANGE, "%s chunk %zu: offset %" PRIu64
-                       " is not a multiple of 4%s", what, i, e->offset,
-                       e->offset % 4 == 0 ? " from an aligned start (frame "
-                       "header not padded to 8 bytes?)" : "");
-    spans[i].data = base + e->offset;
-    /* a region's rows may move faster through the readers than through
-     * the device's own staging (bulk/filered.h decides on the device) */
-    if (reg != NULL)
-      out->files = 1;
   }
   return 0;
 }
@@ -371,6 +387,34 @@ void wd_bulk_stream_open(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
   bk_done(out, rq->id, rc, &err);
 }
 
+/* A piece by place (StreamPutRequest.from): the bytes of a mapped or
+ * copy region of this connection, checked as a reduction's extent is;
+ * the put reads them before the reply (the region held in out until
+ * then), so the client may write them again once it has the reply. */
+static int bk_put_from(wd_bulk *b, uint32_t pipe,
+                       const Wave__V1__StreamPutRequest *sp,
+                       wd_bulk_req *out, const uint8_t **data, size_t *len,
+                       wave_error *err)
+{
+  char name[64];
+  wv_span span = {0};
+  wd_fsrc src;
+  int held;
+  snprintf(name, sizeof name, "%s piece at offset %" PRIu64 ": `from`",
+           sp->mask ? "mask" : "input", sp->offset);
+  int rc = bk_extent(b, pipe, sp->from, NULL, 0, name, 4, &span, &src, &held,
+                     out, err);
+  if (rc != 0)
+    return rc;
+  if (src.fd >= 0)
+    return wv_seterr(err, WAVE_EREGION, "%s names region %" PRIu64 ", a file "
+                     "region (read by the jobs that name it): a piece comes "
+                     "from a mapped or copy region", name, sp->from->region);
+  *data = span.data;
+  *len = (size_t)sp->from->bytes;
+  return 0;
+}
+
 void wd_bulk_stream_put(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
 {
   const Wave__V1__Request *rq = in->rq;
@@ -380,18 +424,26 @@ void wd_bulk_stream_put(wd_bulk *b, const wd_bulk_in *in, wd_bulk_req *out)
   out->version = rq->version;
   const uint8_t *data = sp->data.data;
   size_t len = sp->data.len;
+  uint32_t pipe = bk_pipe(*in->msg);
   int rc = 0;
-  if (in->payload != NULL && len == 0) {
+  if (sp->from != NULL && (len > 0 || in->payload != NULL)) {
+    rc = wv_seterr(&err, WAVE_EBADREQUEST, "a stream piece is one of `data`, "
+                   "the frame's payload and `from`");
+  } else if (sp->from != NULL) {
+    rc = bk_put_from(b, pipe, sp, out, &data, &len, &err);
+  } else if (in->payload != NULL && len == 0) {
     data = in->payload;
     len = in->plen;
   } else if (in->payload != NULL && in->plen > 0) {
     rc = wv_seterr(&err, WAVE_EBADREQUEST, "a stream piece is either "
                    "`data` or the frame's payload, not both");
   }
+  /* a framed piece's message may be kept as the piece (stream.h) */
+  int framed = sp->from == NULL && in->payload != NULL && data == in->payload;
   if (rc == 0)
-    rc = wd_streams_put(b->streams, bk_pipe(*in->msg), sp->stream_id,
-                        sp->mask, sp->offset, data, len,
-                        data == in->payload ? in->msg : NULL, &si, &err);
+    rc = wd_streams_put(b->streams, pipe, sp->stream_id, sp->mask,
+                        sp->offset, data, len, framed ? in->msg : NULL, &si,
+                        &err);
   if (rc == 0)
     bk_stream_reply(out, rq->id, &si);
   bk_done(out, rq->id, rc, &err);

@@ -23,6 +23,11 @@
  *    the job's chunks, no copy at all);
  *  - or copied into one buffer of the job's size (a masked float sum, or
  *    one of several chunks, whose blocks need not fall inside a piece);
+ * A piece comes as bytes (`data`, or a framed request's payload) or by
+ * place (`from`: an extent of a mapped or copy region of the connection,
+ * checked as a reduction's extent is, bulk/decode.c): its rows are read
+ * there before the put returns, so the client may reuse them (a ring of
+ * slots, client/reduce.c wave_reduce_ring) once it has the reply.
  * StreamCommit checks that every piece arrived (INCOMPLETE names the first
  * missing one) and hands the job to a device.  A piece sent twice (nng
  * resends) lands twice in the same place.

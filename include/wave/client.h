@@ -280,6 +280,22 @@ typedef struct wave_region_reduce {
 WAVE_API int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
                                 wave_reduce_result *res, wave_error *err);
 
+/* wave_reduce's stream, with no fresh memory per job: each piece is
+ * copied into the next slot of ring, a region registered with c (its
+ * slots are the pieces of the daemon's size it holds, at most 4 used;
+ * the daemon's pieces are 16 MiB at most), and its StreamPut names the
+ * slot (StreamPutRequest.from) instead of carrying the rows.  The daemon
+ * reads the slot before it answers (an unmasked float sum of one chunk:
+ * reduces it there, as the piece arrives), and the slot is written again
+ * only after that answer, so the copy of one piece runs while the daemon
+ * reduces the one before.  Any job wave_reduce takes, with its bits.  A
+ * ring made once and kept (2-4 slots) is warm memory of both processes:
+ * docs/python.md "What each way costs".  WAVE_EARG when ring is not
+ * registered or holds no piece. */
+WAVE_API int wave_reduce_ring(wave_client *c, const wave_reduce_request *req,
+                              wave_region *ring, wave_reduce_result *res,
+                              wave_error *err);
+
 /* ---- status ----------------------------------------------------------- */
 
 /* Every string and list below lives in the wave_status allocation. */

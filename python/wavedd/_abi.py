@@ -267,6 +267,8 @@ FUNCTIONS = (
     "const char *name, wave_region **out, wave_error *err)",
     "int wave_reduce_region(wave_client *c, const wave_region_reduce *req, "
     "wave_reduce_result *res, wave_error *err)",
+    "int wave_reduce_ring(wave_client *c, const wave_reduce_request *req, "
+    "wave_region *ring, wave_reduce_result *res, wave_error *err)",
     "int wave_status_get(wave_client *c, wave_status **out, "
     "wave_error *err)",
     "void wave_status_free(wave_status *s)",

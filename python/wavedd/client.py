@@ -7,8 +7,14 @@ How the rows of client.reduce travel (docs/python.md "How arrays travel"):
     shared map of a file (np.memmap, np.load(mmap_mode=...)), and every
     file of reduce_file, is an extent of a file region (files.py): the
     daemon gets the descriptor and reads the file itself;
-  * when every chunk is such an extent, that is the request; otherwise,
-    over ipc to a daemon that allows regions, the rest are copied (by
+  * when every chunk is such an extent, that is the request;
+  * one plain float32/float64 array of ring_threshold (64 MiB) or more
+    (and copy_threshold), summed
+    unmasked, over ipc to a daemon that allows regions, goes through the
+    ring (ring.py): a stream whose pieces are copied into the slots of a
+    small region kept by the process, which the daemon sums in place as
+    they arrive (wave_reduce_ring), so no fresh page is touched;
+  * otherwise, over ipc to a daemon that allows regions, the rest are copied (by
     several threads when big) into one pooled region of this client, made
     on first need, of the size needed, and reused, when they are at least
     copy_threshold bytes or files are among the chunks;
@@ -35,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _lib as C
-from . import errors, files
+from . import errors, files, ring
 from .pages import Later as _Later, populate
 from ._lib import lib, text
 from .errors import ArgError, DtypeError, OpError, RegionError
@@ -152,7 +158,8 @@ class Result:
     fractions.Fraction (the daemon's exact partial, docs/protocol.md "The
     exact sum"; value is it rounded once), and exact_flags (fsum: the
     EXACT_* bits of the selected rows, else None); via: "region", "file"
-    (a file region: a file, or big plain rows in a memfd), "pool" or
+    (a file region: a file, or big plain rows in a memfd), "pool",
+    "ring" (a big plain float sum through the process's ring, ring.py) or
     "message", how the rows travelled."""
 
     def __init__(self, r, via):
@@ -268,9 +275,15 @@ class Client:
     smaller ones go as messages.  The first 64 MiB or more of them, while
     no pool holds them, go as a memfd file instead, and the pool is made
     in the background for the calls after.
+
+    ring_threshold: one plain float32 or float64 array of at least this
+    many bytes (and copy_threshold), summed with no mask, goes through the
+    process's ring instead (ring.py: a few slots of 16 MiB, kept, through
+    which the daemon sums the pieces as they arrive), first call or not.
     """
 
     copy_threshold = 1 << 20
+    ring_threshold = 64 << 20
 
     def __init__(self, url=None, token=None, token_file=None, timeout=None):
         opts = C.new("wave_client_options")
@@ -298,6 +311,13 @@ class Client:
                      err)
         self._conn = _Conn(out[0])
         self._final = weakref.finalize(self, self._conn.close)
+        # the ring's key (ring.py): this daemon, as this Client reaches it
+        self._ring_key = (self.url.encode(),
+                          None if token is None else os.fsencode(token),
+                          None if token_file is None
+                          else os.fsencode(token_file))
+        self._ring_ok = True     # False: no ring from this daemon
+        self._timeout_ms = opts.timeout_ms or 30000
         self._pool = None
         self._pool_next = None   # a _Later making the pool
         self._pool_stop = threading.Event()
@@ -558,6 +578,17 @@ class Client:
             self._reduce_ext(h, wdt, wop, every, found, len(ins), has_mask,
                              dev, res, err)
             return Result(res, via)
+        # one big plain float array, summed: through the ring
+        if (self._regions_ok and self._ring_ok and len(every) == 1 and
+                not has_mask and wop == lib.WAVE_SUM and
+                wdt in (lib.WAVE_F32, lib.WAVE_F64) and
+                plain >= max(self.copy_threshold, self.ring_threshold)):
+            ok = ring.reduce(self._ring_key, self._timeout_ms, (wdt, wop),
+                             every[0], dev, res, err)
+            if ok is not None:
+                if ok:
+                    return Result(res, "ring")
+                self._ring_ok = False   # the other ways from now on
         # extents and memory in one request: the memory goes to the pool,
         # or, the first time it would have to be made this big, to a memfd
         if self._regions_ok and (plain >= self.copy_threshold or
