@@ -11,7 +11,7 @@
  * slow path, the whole unit (its four vectors) with it when one lane needs
  * it.  Float32 then sends every row of the unit, hit or miss, to the thread's
  * double bins (below; one conversion and one load-add-store a row, the same
- * for every lane; subnormals, inf and NaN branch off),
+ * for every lane; inf and NaN branch off, and on HIP subnormals),
  * and moves the window after two such units in a row whose first and last rows
  * both missed in the same block of 8 binades (xs_unit_move).  Float64 goes row
  * by row: a miss goes into the shared bins (a normal row straight from the row
@@ -29,8 +29,10 @@
  * [bucket][thread] (a thread's own words: a plain load, add and store, no
  * atomic, no bank conflict beyond a 64-bit access's two wavefronts), bucket
  * h = e / 16 of the exponent field.  A float32 row is exact as a double: a
- * normal row or a zero by conversion, a subnormal built from M and b (so no
- * flush-to-zero mode can touch it).  The rows of bucket h are multiples
+ * finite row by conversion (CUDA: PTX's cvt.f64.f32 without .ftz, exact for
+ * subnormals whatever the build's flags; HIP converts normal rows and zeros,
+ * and slow builds its subnormals from M and b, which no flush-to-zero mode
+ * can touch).  The rows of bucket h are multiples
  * of 2^(16h - 1) units (h = 0: 1 unit) below 2^40 of them, so a bin adds up to
  * 2^13 rows exactly (XS_BIN_ROWS; a thread gets fewer than 2^12 in a launch,
  * below).  At the block's end, after a barrier, thread q < 256 takes bucket

@@ -172,17 +172,35 @@ template <> struct xs_traits<float> {
     bin[h * WVG_BLOCK] += (double)(negative(x) ? -m : m) *
                           xs_pow2((int)b - 149);
   }
-  /* A subnormal, inf or NaN (not a zero). */
+  /* A row xs_row_bins leaves to slow: an inf or NaN, and on HIP a
+   * subnormal too (not a zero).  CUDA converts subnormals exactly itself
+   * (as_double), so that full-range data, where a warp's unit of 512
+   * rows holds a subnormal 87% of the time, keeps every lane on the
+   * bins' path: sent to slow, each such row ran a divergent branch of one
+   * lane after the unit, a quarter of the instructions issued (ncu on an
+   * H100: 24 active threads a warp of 32). */
   static WVG_XHD bool special(U x)
   {
+#if defined(__HIP_DEVICE_COMPILE__)
     uint32_t ax = x & 0x7fffffffu;
     return ax - 1u < 0x7fffffu || ax >= 0x7f800000u;
+#else
+    return expo(x) == EMAX;
+#endif
   }
-  /* A normal row's or a zero's exact value as a double (F2F: a subnormal
-   * would meet a flush-to-zero mode; miss builds those from M and b). */
+  /* A finite row's exact value as a double.  CUDA: the PTX conversion
+   * without .ftz, which keeps subnormals whatever the build's
+   * flush-to-zero flags; HIP: a normal row or a zero (its conversion
+   * follows the device's denormal mode, so special sends subnormals to
+   * slow, which builds them from M and b); the host: C's conversion
+   * (the tests set no DAZ). */
   static WVG_XHD double as_double(U x)
   {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#if defined(__CUDA_ARCH__)
+    double d;
+    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(__uint_as_float(x)));
+    return d;
+#elif defined(__HIP_DEVICE_COMPILE__)
     return (double)__uint_as_float(x);
 #else
     float f;
@@ -415,10 +433,11 @@ XS_UNROLL
 
 /* One row of a float32 unit that some lane could not take by the fast
  * add alone: every row, in the window or not, goes to its double bin (a
- * zero as it is, so an unselected row, -0.0 by now, adds nothing): one
- * conversion and one load, add and store, the same for every lane.  A
- * subnormal, inf or NaN adds 0.0 here and returns true: the caller takes
- * it by slow (which moves no window) after the unit. */
+ * zero as it is, so an unselected row, -0.0 by now, adds nothing; a
+ * subnormal in bucket 0, whose grain is 1 unit): one conversion and one
+ * load, add and store, the same for every lane.  A special row (X::
+ * special: inf, NaN; HIP's subnormals) adds 0.0 here and returns true:
+ * the caller takes it by slow (which moves no window) after the unit. */
 template <typename T>
 WVG_XHD bool xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x)
 {
