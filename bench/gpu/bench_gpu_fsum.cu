@@ -13,6 +13,10 @@
  * checked against the CPU reference (wv_reduce_reference, core/xsum) on a
  * host copy of the same rows: the accumulator, flags, count and bits;
  * the smaller size of each case is checked with a random mask too.
+ *
+ * WAVE_FSUM_CASE="f32 full 28" (dtype, data, log2 rows) runs that large
+ * case alone and no small jobs: one case for a profiler (ncu -k
+ * regex:k_xsum --launch-skip 3 --launch-count 1: past the warm-ups).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,11 +296,17 @@ static const bgf_set bgf_sets[2] = {{WAVE_F32, 28, 30}, {WAVE_F64, 27, 29}};
 static int bgf_large(bgf_ctx *c, int reps, std::vector<bgf_row> *rows)
 {
   int all_ok = 1;
+  const char *only = getenv("WAVE_FSUM_CASE");
   for (const bgf_set &s : bgf_sets) {
     const int f64 = s.dt == WAVE_F64;
     for (int kind = 0; kind < 3; kind++)
       for (unsigned k = s.lo; k <= s.hi; k += 2) {
         const uint64_t n = 1ull << k;
+        char name[32];
+        snprintf(name, sizeof name, "%s %s %u", f64 ? "f64" : "f32",
+                 bgf_kinds[kind], k);
+        if (only != NULL && strcmp(only, name) != 0)
+          continue;
         k_fill_fs<<<4096, 256>>>(c->d, n, f64, kind, 11 + kind);
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
@@ -360,7 +370,8 @@ int bench_fsum(int reps)
   bgf_open(c);
   std::vector<bgf_row> rows, small;
   int all_ok = bgf_large(c, reps, &rows);
-  all_ok &= bgf_small(c, &small);
+  if (getenv("WAVE_FSUM_CASE") == NULL)
+    all_ok &= bgf_small(c, &small);
   CHECK(cudaGetLastError());
 
   printf("\n| dtype | rows | data | fsum us | CUB us | CUB/fsum | plain sum us "

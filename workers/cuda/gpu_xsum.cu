@@ -3,55 +3,61 @@
  * float32 and float64 traits, its launches, and the jobs from host memory.
  *
  * A finite row is +-M * 2^b units (core/xsum.h: b = e - 1, or 0 for a
- * subnormal).  A persistent grid streams 16-byte vectors, four in flight
- * per thread, like k_int.  Each thread keeps a register sum S of the rows
- * whose b lies in its window [lo, lo + 24) (lo a multiple of 8; it starts
- * at the thread's first row): a row adds +-M * 2^(b - lo), one
- * multiply-add.  Any other row (outside the window,
- * or a zero, subnormal, inf or NaN) takes the slow path, the whole unit
- * (its four vectors) with it when one lane needs it.  Float32 then sends every
- * row of the unit, hit or miss, to the thread's double bins (below; one
- * conversion and one load-add-store a row, the same for every lane;
- * subnormals, inf and NaN branch off), and moves the window after two
- * such units in a row whose first and last rows both missed in the same
- * block of 8 binades (xs_unit_move).  Float64 goes row by row: a miss
- * goes into the shared bins, and XS_MOVE (3) misses in a row (no hit
- * between) in one block of 8 binades flush S into the shared bins and
- * move the window there.  A move sets lo = clamp((b & ~7) - 8).  So data
- * of up to about 16 binades settles in one window per thread in its first
- * units or rows, and neither data spread over the whole range nor two
- * clusters (cancelling data) move windows back and forth.  Float64 keeps
- * M as two parts, Ml = M mod 2^26 and Mh = M >> 26, in two sums S = Sl +
- * Sh * 2^26, so that every product fits in 64 bits.
+ * subnormal).  A persistent grid streams 16-byte vectors, four in flight per
+ * thread, like k_int.  Each thread keeps a register sum S of the rows whose b
+ * lies in its window [lo, lo + 24) (lo a multiple of 8; it starts at the
+ * thread's first row): a row adds +-M * 2^(b - lo), one multiply-add.  Any
+ * other row (outside the window, or a zero, subnormal, inf or NaN) takes the
+ * slow path, the whole unit (its four vectors) with it when one lane needs
+ * it.  Float32 then sends every row of the unit, hit or miss, to the thread's
+ * double bins (below; one conversion and one load-add-store a row, the same
+ * for every lane; inf and NaN branch off, and on HIP subnormals),
+ * and moves the window after two such units in a row whose first and last rows
+ * both missed in the same block of 8 binades (xs_unit_move).  Float64 goes row
+ * by row: a miss goes into the shared bins (a normal row straight from the row
+ * loop, one branch: its miss counted, then its two atomics; a zero, subnormal,
+ * inf, NaN or a move by the slow path), and XS_MOVE (3) misses in a row (no
+ * hit between) in one block of 8 binades flush S into the shared bins and move
+ * the window there.  A move sets lo = clamp((b & ~7) - 8).  So data of up to
+ * about 16 binades settles in one window per thread in its first units or
+ * rows, and neither data spread over the whole range nor two clusters
+ * (cancelling data) move windows back and forth.  Float64 keeps M as two
+ * parts, Ml = M mod 2^26 and Mh = M >> 26, in two sums S = Sl + Sh * 2^26, so
+ * that every product fits in 64 bits.
  *
- * Float32's misses: double bins.  A thread has 16 doubles in shared
- * memory, [bucket][thread] (a thread's own words: a plain load, add and
- * store, no atomic, no bank conflict beyond a 64-bit access's two
- * wavefronts), bucket h = e / 16 of the exponent field.  A float32 row is
- * exact as a double: a normal row or a zero by conversion, a subnormal
- * built from M and b (so no flush-to-zero mode can touch it); the rows of
- * bucket h are multiples of 2^(16h - 1) units (h = 0: 1 unit) below 2^40
- * of them, so a bin adds up to 2^13 rows exactly (XS_BIN_ROWS; a thread gets fewer than
- * 2^12 in a launch, below).  At the block's end, after a barrier, thread q
- * < 256 takes bucket q / 16 of 16 threads: each double times 2^(157 -
- * 16h) (h = 0: 2^149) is an exact integer below 2^59 of units 2^(16h - 8)
- * (bin 2h - 1; h = 0: bin 0), their low 32 bits summed (< 2^36) at that
- * bin and their signed high parts (|.| < 2^31) at 4 bins above
- * (xs_bins_out).  Float64 has no such bins: its 53-bit significand would
- * need bins of at most 14 binades (2 parts of 27 bits, 12 bits of
- * headroom), 147 buckets, far past shared memory.
+ * Float32's misses: double bins.  A thread has 16 doubles in shared memory,
+ * [bucket][thread] (a thread's own words: a plain load, add and store, no
+ * atomic, no bank conflict beyond a 64-bit access's two wavefronts), bucket
+ * h = e / 16 of the exponent field.  A float32 row is exact as a double: a
+ * finite row by conversion (CUDA: PTX's cvt.f64.f32 without .ftz, exact for
+ * subnormals whatever the build's flags; HIP converts normal rows and zeros,
+ * and slow builds its subnormals from M and b, which no flush-to-zero mode
+ * can touch).  The rows of bucket h are multiples
+ * of 2^(16h - 1) units (h = 0: 1 unit) below 2^40 of them, so a bin adds up to
+ * 2^13 rows exactly (XS_BIN_ROWS; a thread gets fewer than 2^12 in a launch,
+ * below).  At the block's end, after a barrier, thread q < 256 takes bucket
+ * q / 16 of 16 threads: each double times 2^(157 - 16h) (h = 0: 2^149) is an
+ * exact integer below 2^59 of units 2^(16h - 8) (bin 2h - 1; h = 0: bin 0),
+ * their low 32 bits summed (< 2^36) at that bin and their signed high parts
+ * (|.| < 2^31) at 4 bins above (xs_bins_out).  Float64 has no such bins: its
+ * 53-bit significand would need bins of at most 14 binades (2 parts of 27
+ * bits, 12 bits of headroom), 147 buckets, far past shared memory.
  *
  * Shared bins: int64, bin k weighs 2^(8k) units, a positive and a negative
- * half (magnitudes, so that a piece is one 32-bit add: NVIDIA's shared
- * atomics are 32-bit, xs_shared_add adds the high word only on a carry).
- * A flush cuts |S| into 32-bit pieces at bins lo/8, lo/8 + 4 (and lo/8 + 8
- * for float64); a direct row is M << (b % 8) at b/8 (float64: its high
- * part at b/8 + 4).  At the end each block adds its bins (positive less
- * negative) into the job's result (global, int64, width 8 too), cut into a
- * low 32-bit piece at k and the rest at k + 4; the host folds the result
- * (wv_xsum_add_bins) and rounds it once.  NaN, +-inf and "a row other than
- * -0.0" are flags (atomicOr); masked jobs count their selected rows (an
- * unselected row is -0.0 with a zero multiplier).
+ * half (magnitudes, so that a piece is one 32-bit add: NVIDIA's shared atomics
+ * are 32-bit, xs_shared_add adds the high word only on a carry), kept as
+ * 32-bit words, the low words of all bins first and the high words after them
+ * (uint32_t sb[4 * NB]: a warp's scattered low-word adds spread over all 32
+ * banks, where an int64 array had them in the 16 even ones).  Float64's full
+ * range adds two pieces a row there (xs_shared_add2: both atomics in flight
+ * before either carry is looked at).  A flush cuts |S| into 32-bit pieces at
+ * bins lo/8, lo/8 + 4 (and lo/8 + 8 for float64); a direct row is M << (b % 8)
+ * at b/8 (float64: its high part at b/8 + 4).  At the end each block adds its
+ * bins (positive less negative) into the job's result (global, int64, width 8
+ * too), cut into a low 32-bit piece at k and the rest at k + 4; the host folds
+ * the result (wv_xsum_add_bins) and rounds it once.  NaN, +-inf and "a row
+ * other than -0.0" are flags (atomicOr); masked jobs count their selected rows
+ * (an unselected row is -0.0 with a zero multiplier).
  *
  * Bounds (nothing overflows its int64):
  *  - a launch gives a block at most 2^19 rows (grid >= n / 2^19), so a
@@ -100,10 +106,10 @@ k_xsum(const uint4 *__restrict__ data,
        xresult *res, xresult *other)
 {
   typedef xs_traits<T> X;
-  __shared__ unsigned long long sb[2 * X::NB];   /* + and - halves */
+  __shared__ uint32_t sb[4 * X::NB];   /* + and - halves, xs_shared_add */
   /* float32's double bins, [bucket][thread] (float64: none) */
   __shared__ double db[X::BINS ? XS_BUCKETS * WVG_BLOCK : 1];
-  for (uint32_t k = threadIdx.x; k < 2 * X::NB; k += WVG_BLOCK)
+  for (uint32_t k = threadIdx.x; k < 4 * X::NB; k += WVG_BLOCK)
     sb[k] = 0;
   if (X::BINS)
     for (uint32_t h = 0; h < XS_BUCKETS; h++)
@@ -125,8 +131,7 @@ k_xsum(const uint4 *__restrict__ data,
                    (uint64_t)blockIdx.x * WVG_BLOCK + threadIdx.x,
                    (uint64_t)gridDim.x * WVG_BLOCK,
                    blockIdx.x == 0 ? threadIdx.x : ~0u, sb);
-  if (!X::empty(t.a))
-    X::flush(t.a, sb, t.lo >> 3);
+  t.end(sb);
 
   uint32_t f = unit_or(t.flags | (t.nz != 0 ? WV_XSUM_NOT_NEGZERO : 0u));
   if (lane_id() == 0 && f != 0)

@@ -33,22 +33,58 @@ WVG_XHD void xs_atomic_add(unsigned long long *p, unsigned long long v)
 #endif
 }
 
-/* *p += v for a shared int64 bin.  NVIDIA's shared-memory atomics add 32
- * bits natively (a 64-bit add is a compare-and-swap loop): add the low
- * word, and the high word with the low add's carry where that is not 0;
- * every add's carry comes from the value it saw, so the pair is the exact
- * 64-bit sum.  AMD's LDS adds 64 bits. */
-WVG_XHD void xs_shared_add(unsigned long long *p, unsigned long long v)
+/* The shared bins, uint32_t sb[4 * NB]: slot i (bin k of the positive
+ * half: i = k; of the negative half: i = NB + k) is an int64 kept as two
+ * 32-bit words, its low word at sb[i] and its high word at sb[2 * NB + i],
+ * so that the low words of neighbouring slots lie in neighbouring banks
+ * (an int64 array would put every low word in an even bank: twice the
+ * conflicts of a warp's scattered adds).  NVIDIA's shared-memory atomics
+ * add 32 bits natively (a 64-bit add is a compare-and-swap loop): add the
+ * low word, and the high word with the low add's carry where that is not
+ * 0; every add's carry comes from the value it saw, so the pair is the
+ * exact 64-bit sum (AMD's LDS adds 32 bits natively too).  On the host
+ * (tests) the atomics are plain adds. */
+WVG_XHD uint32_t xs_atomic_add32(uint32_t *p, uint32_t v)
 {
-#if defined(__CUDA_ARCH__)
-  uint32_t *w = (uint32_t *)p, lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
-  uint32_t old = atomicAdd(w, lo);
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return atomicAdd(p, v);
+#else
+  uint32_t old = *p;
+  *p = old + v;
+  return old;
+#endif
+}
+
+/* Slot i += v. */
+template <uint32_t NB>
+WVG_XHD void xs_shared_add(uint32_t *sb, uint32_t i, unsigned long long v)
+{
+  uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+  uint32_t old = xs_atomic_add32(&sb[i], lo);
   hi += (uint32_t)(old + lo < old);
   if (hi != 0)
-    atomicAdd(w + 1, hi);
-#else
-  xs_atomic_add(p, v);
-#endif
+    xs_atomic_add32(&sb[2 * NB + i], hi);
+}
+
+/* Slot i += a and slot i + 4 += c (a, c < 2^32): both adds in flight
+ * before either carry is looked at. */
+template <uint32_t NB>
+WVG_XHD void xs_shared_add2(uint32_t *sb, uint32_t i, uint32_t a, uint32_t c)
+{
+  uint32_t o0 = xs_atomic_add32(&sb[i], a);
+  uint32_t o1 = xs_atomic_add32(&sb[i + 4], c);
+  if (o0 + a < o0)
+    xs_atomic_add32(&sb[2 * NB + i], 1u);
+  if (o1 + c < o1)
+    xs_atomic_add32(&sb[2 * NB + i + 4], 1u);
+}
+
+/* Slot i's value (after the block's barrier). */
+template <uint32_t NB>
+WVG_XHD unsigned long long xs_shared_get(const uint32_t *sb, uint32_t i)
+{
+  return (unsigned long long)sb[i] |
+         (unsigned long long)sb[2 * NB + i] << 32;
 }
 
 #define XS_WIN 24u                /* a window's width, in steps of b */
@@ -113,21 +149,21 @@ template <> struct xs_traits<float> {
   static WVG_XHD bool empty(const acc &a) { return a.s == 0; }
   static WVG_XHD void clear(acc &a) { a.s = 0; }
   /* S * 2^lo into the shared bins, k = lo / 8: |S| in 32-bit pieces at
-   * k, k + 4 of the positive (sb) or negative (sb + NB) half. */
-  static WVG_XHD void flush(const acc &a, unsigned long long *sb, uint32_t k)
+   * k, k + 4 of the positive or negative half (slots k or NB + k on). */
+  static WVG_XHD void flush(const acc &a, uint32_t *sb, uint32_t k)
   {
     unsigned long long m = a.s < 0 ? 0ull - (unsigned long long)a.s
                                    : (unsigned long long)a.s;
-    sb += a.s < 0 ? (uint32_t)NB : 0u;
-    xs_shared_add(&sb[k], m & 0xffffffffull);
+    k += a.s < 0 ? (uint32_t)NB : 0u;
+    xs_shared_add<NB>(sb, k, m & 0xffffffffull);
     if ((m >> 32) != 0)
-      xs_shared_add(&sb[k + 4], m >> 32);
+      xs_shared_add<NB>(sb, k + 4, m >> 32);
   }
   /* A row outside the window, +-M * 2^b units (its exact value as a
    * double, M * 2^(b - 149)), into the thread's double bin of bucket
    * e / 16: bin[h * WVG_BLOCK], a plain load, add and store of the
    * thread's own word (gpu_xsum.cu proves it exact). */
-  static WVG_XHD void miss(unsigned long long *sb, double *bin, U x,
+  static WVG_XHD void miss(uint32_t *sb, double *bin, U x,
                            uint32_t b, bool normal)
   {
     (void)sb;
@@ -136,17 +172,35 @@ template <> struct xs_traits<float> {
     bin[h * WVG_BLOCK] += (double)(negative(x) ? -m : m) *
                           xs_pow2((int)b - 149);
   }
-  /* A subnormal, inf or NaN (not a zero). */
+  /* A row xs_row_bins leaves to slow: an inf or NaN, and on HIP a
+   * subnormal too (not a zero).  CUDA converts subnormals exactly itself
+   * (as_double), so that full-range data, where a warp's unit of 512
+   * rows holds a subnormal 87% of the time, keeps every lane on the
+   * bins' path: sent to slow, each such row ran a divergent branch of one
+   * lane after the unit, a quarter of the instructions issued (ncu on an
+   * H100: 24 active threads a warp of 32). */
   static WVG_XHD bool special(U x)
   {
+#if defined(__HIP_DEVICE_COMPILE__)
     uint32_t ax = x & 0x7fffffffu;
     return ax - 1u < 0x7fffffu || ax >= 0x7f800000u;
+#else
+    return expo(x) == EMAX;
+#endif
   }
-  /* A normal row's or a zero's exact value as a double (F2F: a subnormal
-   * would meet a flush-to-zero mode; miss builds those from M and b). */
+  /* A finite row's exact value as a double.  CUDA: the PTX conversion
+   * without .ftz, which keeps subnormals whatever the build's
+   * flush-to-zero flags; HIP: a normal row or a zero (its conversion
+   * follows the device's denormal mode, so special sends subnormals to
+   * slow, which builds them from M and b); the host: C's conversion
+   * (the tests set no DAZ). */
   static WVG_XHD double as_double(U x)
   {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#if defined(__CUDA_ARCH__)
+    double d;
+    asm("cvt.f64.f32 %0, %1;" : "=d"(d) : "f"(__uint_as_float(x)));
+    return d;
+#elif defined(__HIP_DEVICE_COMPILE__)
     return (double)__uint_as_float(x);
 #else
     float f;
@@ -197,7 +251,7 @@ template <> struct xs_traits<double> {
   static WVG_XHD void clear(acc &a) { a.l = a.h = 0; }
   /* S as 128 bits, hi:lo = l + h * 2^26; |S| cut into 32-bit pieces at
    * k, k + 4, k + 8 of the positive or negative half. */
-  static WVG_XHD void flush(const acc &a, unsigned long long *sb, uint32_t k)
+  static WVG_XHD void flush(const acc &a, uint32_t *sb, uint32_t k)
   {
     unsigned long long lo = (unsigned long long)a.l +
                             ((unsigned long long)a.h << 26);
@@ -206,28 +260,28 @@ template <> struct xs_traits<double> {
     if (hi < 0) {                 /* |S|: ~S + 1 over the two words */
       lo = ~lo + 1;
       hi = ~hi + (lo == 0 ? 1 : 0);
-      sb += NB;
+      k += NB;
     }
     if ((lo & 0xffffffffull) != 0)
-      xs_shared_add(&sb[k], lo & 0xffffffffull);
+      xs_shared_add<NB>(sb, k, lo & 0xffffffffull);
     if ((lo >> 32) != 0)
-      xs_shared_add(&sb[k + 4], lo >> 32);
+      xs_shared_add<NB>(sb, k + 4, lo >> 32);
     if (hi != 0)
-      xs_shared_add(&sb[k + 8], (unsigned long long)hi);
+      xs_shared_add<NB>(sb, k + 8, (unsigned long long)hi);
   }
-  /* One row: M << (b % 8) < 2^61 in two pieces at b / 8 and b / 8 + 4. */
-  static WVG_XHD void direct(unsigned long long *sb, U x, uint32_t b,
+  /* One row: M << (b % 8) < 2^61 in two pieces at b / 8 and b / 8 + 4,
+   * the two atomics in flight together (xs_shared_add2). */
+  static WVG_XHD void direct(uint32_t *sb, U x, uint32_t b,
                              bool normal)
   {
     U m = ((x & 0xfffffffffffffull) | (normal ? 1ull << 52 : 0ull))
           << (b & 7);
-    sb += negative(x) ? (uint32_t)NB : 0u;
-    xs_shared_add(&sb[b >> 3], m & 0xffffffffull);
-    xs_shared_add(&sb[(b >> 3) + 4], m >> 32);
+    xs_shared_add2<NB>(sb, (b >> 3) + (negative(x) ? (uint32_t)NB : 0u),
+                       (uint32_t)m, (uint32_t)(m >> 32));
   }
   /* A row outside the window: float64 has no double bins (gpu_xsum.cu
    * says why), it goes straight into the shared bins. */
-  static WVG_XHD void miss(unsigned long long *sb, double *bin, U x,
+  static WVG_XHD void miss(uint32_t *sb, double *bin, U x,
                            uint32_t b, bool normal)
   {
     (void)bin;
@@ -300,8 +354,15 @@ template <typename T> struct xs_thread {
     return ++streak >= need;
   }
 
+  /* The thread's end: S into the shared bins. */
+  WVG_XHD void end(uint32_t *sb)
+  {
+    if (!X::empty(a))
+      X::flush(a, sb, lo >> 3);
+  }
+
   /* Flush S and move the window to the block of b. */
-  WVG_XHD void move_to(uint32_t b, unsigned long long *sb)
+  WVG_XHD void move_to(uint32_t b, uint32_t *sb)
   {
     mkey = ~0u;
     streak = 0;
@@ -322,7 +383,7 @@ template <typename T> struct xs_thread {
    * little) goes to X::miss: float32's double bins, float64's shared
    * bins.  move: 0 where the caller decides moves itself (xs_row_bins),
    * else -1. */
-  WVG_XHD void slow(typename X::U x, unsigned long long *sb, int move = -1)
+  WVG_XHD void slow(typename X::U x, uint32_t *sb, int move = -1)
   {
     uint32_t e = X::expo(x);
     if (e == X::EMAX) {
@@ -352,9 +413,8 @@ template <typename T> struct xs_thread {
  * with a zero multiplier).  Returns whether every row passed the fast
  * test; d[] gets their window offsets. */
 template <typename T, bool MASK>
-WVG_XHD bool xs_prep(xs_thread<T> &t,
-                                        typename xs_traits<T>::U *r,
-                                        const uint32_t *m, uint32_t *d)
+WVG_XHD bool xs_prep(xs_thread<T> &t, typename xs_traits<T>::U *r,
+                     const uint32_t *m, uint32_t *d)
 {
   typedef xs_traits<T> X;
   bool ok = true;
@@ -373,10 +433,11 @@ XS_UNROLL
 
 /* One row of a float32 unit that some lane could not take by the fast
  * add alone: every row, in the window or not, goes to its double bin (a
- * zero as it is, so an unselected row, -0.0 by now, adds nothing): one
- * conversion and one load, add and store, the same for every lane.  A
- * subnormal, inf or NaN adds 0.0 here and returns true: the caller takes
- * it by slow (which moves no window) after the unit. */
+ * zero as it is, so an unselected row, -0.0 by now, adds nothing; a
+ * subnormal in bucket 0, whose grain is 1 unit): one conversion and one
+ * load, add and store, the same for every lane.  A special row (X::
+ * special: inf, NaN; HIP's subnormals) adds 0.0 here and returns true:
+ * the caller takes it by slow (which moves no window) after the unit. */
 template <typename T>
 WVG_XHD bool xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x)
 {
@@ -394,7 +455,7 @@ WVG_XHD bool xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x)
 template <typename T>
 WVG_XHD void xs_unit_move(xs_thread<T> &t, typename xs_traits<T>::U x0,
                           typename xs_traits<T>::U x1,
-                          unsigned long long *sb)
+                          uint32_t *sb)
 {
   typedef xs_traits<T> X;
   const uint32_t e0 = X::expo(x0), e1 = X::expo(x1);
@@ -412,11 +473,9 @@ WVG_XHD void xs_unit_move(xs_thread<T> &t, typename xs_traits<T>::U x0,
  * row of the unit passed (all: the kernel's vote of ok), else row by
  * row (float32: xs_row_bins). */
 template <typename T, bool MASK, int NV>
-WVG_XHD void xs_add(xs_thread<T> &t,
-                                       typename xs_traits<T>::U (*r)[4],
-                                       const uint32_t (*m)[4],
-                                       const uint32_t (*d)[4], bool all,
-                                       unsigned long long *sb)
+WVG_XHD void xs_add(xs_thread<T> &t, typename xs_traits<T>::U (*r)[4],
+                    const uint32_t (*m)[4], const uint32_t (*d)[4],
+                    bool all, uint32_t *sb)
 {
   typedef xs_traits<T> X;
   if (all) {
@@ -453,13 +512,26 @@ XS_UNROLL
         if (MASK && m[v][c] == 0)
           continue;
         /* d afresh: a slow row before this one may have moved the window */
-        uint32_t dd = X::expo(r[v][c]) - t.lo1;
+        const typename X::U x = r[v][c];
+        const uint32_t e = X::expo(x), dd = e - t.lo1;
         if (dd < t.lim) {
-          X::add(t.a, r[v][c], 1 << dd, true);
+          X::add(t.a, x, 1 << dd, true);
           t.streak = 0;
-        } else {
-          t.slow(r[v][c], sb);
+          continue;
         }
+        /* A normal row outside the window (b = e - 1, b - lo >= 24: the
+         * fast test's lim is below 24 only where no normal row lies past
+         * it) goes straight to the shared bins unless it is the XS_MOVE-th
+         * miss in a row in its block (slow moves the window then); a zero,
+         * subnormal, inf or NaN goes to slow as it is.  One branch a row
+         * for full-range data, where nearly every row is such a miss. */
+        const bool normal = e - 1u < X::EMAX - 1u;
+        const int mv = normal ? (int)t.count_miss((e - 1u) & ~7u, XS_MOVE)
+                              : -1;
+        if (mv == 0)
+          X::direct(sb, x, e - 1u, true);
+        else
+          t.slow(x, sb, mv);
       }
   }
 }
@@ -482,7 +554,7 @@ template <typename T, bool MASK>
 WVG_XHD void xs_rows(xs_thread<T> &t, const uint4 *__restrict__ data,
                      const typename xs_traits<T>::MV *__restrict__ mask,
                      uint64_t n, uint64_t i0, uint64_t stride, uint32_t tail,
-                     unsigned long long *sb)
+                     uint32_t *sb)
 {
   typedef xs_traits<T> X;
   typedef typename X::U U;
@@ -554,7 +626,7 @@ static_assert(WVG_BLOCK == 256, "xs_bins_out's bounds count 16 threads "
  * 32-bit low parts and signed high parts into the shared bins at k and
  * k + 4. */
 WVG_XHD void xs_bins_out(const double *db, uint32_t q,
-                         unsigned long long *sb)
+                         uint32_t *sb)
 {
   typedef xs_traits<float> X;
   const uint32_t h = q >> 4, s = q & 15u;
@@ -568,20 +640,21 @@ WVG_XHD void xs_bins_out(const double *db, uint32_t q,
   }
   const uint32_t k = h != 0 ? 2 * h - 1 : 0;
   if (lo != 0)
-    xs_shared_add(&sb[k], lo);
+    xs_shared_add<X::NB>(sb, k, lo);
   if (hi != 0)
-    xs_shared_add(&sb[(hi < 0 ? (uint32_t)X::NB : 0u) + k + 4],
-                  hi < 0 ? 0ull - (unsigned long long)hi
-                         : (unsigned long long)hi);
+    xs_shared_add<X::NB>(sb, (hi < 0 ? (uint32_t)X::NB : 0u) + k + 4,
+                         hi < 0 ? 0ull - (unsigned long long)hi
+                                : (unsigned long long)hi);
 }
 
 /* A block's shared bin k (its positive half less its negative half) into
  * the result: the low 32 bits at bin k, the rest at k + 4. */
 template <typename T>
-WVG_XHD void xs_bin_out(const unsigned long long *sb, uint32_t k,
-                        xresult *res)
+WVG_XHD void xs_bin_out(const uint32_t *sb, uint32_t k, xresult *res)
 {
-  long long s = (long long)(sb[k] - sb[xs_traits<T>::NB + k]);
+  const uint32_t nb = xs_traits<T>::NB;
+  long long s = (long long)(xs_shared_get<nb>(sb, k) -
+                            xs_shared_get<nb>(sb, nb + k));
   if (s == 0)
     return;
   xs_atomic_add(&res->bins[k], (unsigned long long)(s & 0xffffffffll));
