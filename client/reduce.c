@@ -36,42 +36,51 @@
 
 /* ---- reduce ------------------------------------------------------------ */
 
+/* The checks every way of sending a reduce_request makes before any byte
+ * goes (fn names the caller in the message): the chunk arrays, their
+ * count, and each chunk's data (their sum in *total_bytes).  Everything else (dtype, op, lengths) is
+ * the daemon's to judge: it is the one authority on what a valid job is. */
+static int rdc_check(const char *fn, const wave_reduce_request *req,
+                     size_t *total_bytes, wave_error *err)
+{
+  if ((req->n_input > 0 && req->input == NULL) ||
+      (req->has_mask && req->n_mask > 0 && req->mask == NULL))
+    return wv_seterr(err, WAVE_EARG, "%s: chunk array is NULL", fn);
+  size_t n_mask = req->has_mask ? req->n_mask : 0;
+  /* wave_reduce's chunk array holds n_input + n_mask + 1 entries: a sum
+   * that wraps would size it too small for the loops that fill it. */
+  const size_t max_chunks = SIZE_MAX / sizeof(ProtobufCBinaryData) - 1;
+  if (n_mask > max_chunks || req->n_input > max_chunks - n_mask)
+    return wv_seterr(err, WAVE_EARG, "%s: %zu + %zu chunks is too many", fn,
+                     req->n_input, n_mask);
+  /* A chunk without data but with a length would go out as an empty chunk
+   * and the daemon would reduce fewer rows than the caller meant. */
+  size_t total = 0;
+  for (size_t i = 0; i < req->n_input + n_mask; i++) {
+    const wave_chunk *ch = i < req->n_input ? &req->input[i]
+                                            : &req->mask[i - req->n_input];
+    if (ch->data == NULL && ch->bytes != 0)
+      return wv_seterr(err, WAVE_EARG, "%s: %s chunk %zu has %zu bytes but "
+                       "no data", fn, i < req->n_input ? "input" : "mask",
+                       i < req->n_input ? i : i - req->n_input, ch->bytes);
+    if (ch->bytes > SIZE_MAX - total)
+      return wv_seterr(err, WAVE_EARG, "%s: chunk sizes overflow", fn);
+    total += ch->bytes;
+  }
+  *total_bytes = total;
+  return 0;
+}
+
 int wave_reduce(wave_client *c, const wave_reduce_request *req,
                 wave_reduce_result *res, wave_error *err)
 {
   if (c == NULL || req == NULL || res == NULL)
     return wv_seterr(err, WAVE_EARG, "wave_reduce: NULL argument");
-  if ((req->n_input > 0 && req->input == NULL) ||
-      (req->has_mask && req->n_mask > 0 && req->mask == NULL))
-    return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk array is NULL");
+  size_t total;
+  int rv = rdc_check("wave_reduce", req, &total, err);
+  if (rv != 0)
+    return rv;
   size_t n_mask = req->has_mask ? req->n_mask : 0;
-  /* The chunk array below holds n_input + n_mask + 1 entries: a sum that
-   * wraps would size it too small for the loops that fill it. */
-  const size_t max_chunks = SIZE_MAX / sizeof(ProtobufCBinaryData) - 1;
-  if (n_mask > max_chunks || req->n_input > max_chunks - n_mask)
-    return wv_seterr(err, WAVE_EARG, "wave_reduce: %zu + %zu chunks is too "
-                     "many", req->n_input, n_mask);
-  /* A chunk without data but with a length would go out as an empty chunk
-   * and the daemon would reduce fewer rows than the caller meant. */
-  for (size_t i = 0; i < req->n_input + n_mask; i++) {
-    const wave_chunk *ch = i < req->n_input ? &req->input[i]
-                                            : &req->mask[i - req->n_input];
-    if (ch->data == NULL && ch->bytes != 0)
-      return wv_seterr(err, WAVE_EARG, "wave_reduce: %s chunk %zu has %zu "
-                       "bytes but no data", i < req->n_input ? "input" : "mask",
-                       i < req->n_input ? i : i - req->n_input, ch->bytes);
-  }
-
-  /* Everything else (dtype, op, lengths) is the daemon's to judge: it is
-   * the one authority on what a valid job is. */
-  size_t total = 0;
-  for (size_t i = 0; i < req->n_input + n_mask; i++) {
-    size_t b = i < req->n_input ? req->input[i].bytes
-                                : req->mask[i - req->n_input].bytes;
-    if (b > SIZE_MAX - total)
-      return wv_seterr(err, WAVE_EARG, "wave_reduce: chunk sizes overflow");
-    total += b;
-  }
   /* Big inputs go in pieces (any transport): no message above a bound,
    * and TOOBIG/JOBSIZE come back before any row travels. */
   size_t n_all = req->n_input + n_mask;
@@ -112,7 +121,7 @@ int wave_reduce(wave_client *c, const wave_reduce_request *req,
   r.reduce = &rr;
   nng_msg *msg;
   uint8_t *data;
-  int rv = wv_client_msg(c, &r, off, &msg, &data, err);
+  rv = wv_client_msg(c, &r, off, &msg, &data, err);
   if (rv == 0)
     for (size_t i = 0; i < req->n_input + n_mask; i++)
       if (ex[i].bytes) {
@@ -359,19 +368,10 @@ int wave_reduce_ring(wave_client *c, const wave_reduce_request *req,
   if (wave_region_data(ring) == NULL || wave_region_id(ring) == 0)
     return wv_seterr(err, WAVE_EARG, "wave_reduce_ring: the ring is not a "
                      "mapped region registered with the client");
-  if ((req->n_input > 0 && req->input == NULL) ||
-      (req->has_mask && req->n_mask > 0 && req->mask == NULL))
-    return wv_seterr(err, WAVE_EARG, "wave_reduce_ring: chunk array is NULL");
-  size_t n_mask = req->has_mask ? req->n_mask : 0;
-  for (size_t i = 0; i < req->n_input + n_mask; i++) {
-    const wave_chunk *ch = i < req->n_input ? &req->input[i]
-                                            : &req->mask[i - req->n_input];
-    if (ch->data == NULL && ch->bytes != 0)
-      return wv_seterr(err, WAVE_EARG, "wave_reduce_ring: %s chunk %zu has "
-                       "%zu bytes but no data",
-                       i < req->n_input ? "input" : "mask",
-                       i < req->n_input ? i : i - req->n_input, ch->bytes);
-  }
+  size_t total;  /* the stream counts its own */
+  int rv = rdc_check("wave_reduce_ring", req, &total, err);
+  if (rv != 0)
+    return rv;
   return wv_client_stream_reduce(c, req, ring, res, err);
 }
 

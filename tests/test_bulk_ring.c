@@ -277,6 +277,21 @@ START_TEST(ring_pieces)
     ck_assert_uint_eq(res.bits[0], want.bits[0]);
     ck_assert_uint_eq(res.rows, n);
   }
+  /* the argument checks are wave_reduce's own (client/reduce.c
+   * rdc_check): a chunk with bytes but no data is refused by both, in
+   * the same words, before any byte goes */
+  wave_chunk hole = {NULL, 64};
+  wave_reduce_request qh = q;
+  qh.input = &hole;
+  ck_assert_int_eq(wave_reduce(c, &qh, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "input chunk 0 has 64 bytes but "
+                                          "no data"));
+  ck_assert_int_eq(wave_reduce_ring(c, &qh, rg, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "input chunk 0 has 64 bytes but "
+                                          "no data"));
+  qh.input = NULL;
+  ck_assert_int_eq(wave_reduce_ring(c, &qh, rg, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "chunk array is NULL"));
   ck_assert_int_eq(wave_region_create(&tiny, BTR_PIECE - 4096, "tiny", &e),
                    0);
   ck_assert_int_eq(wave_region_register(c, tiny, &e), 0);
