@@ -18,7 +18,10 @@
  *    pins while the client writes, and "first" is the registration + the
  *    reduction after the fill (the fill itself is not timed).
  * Every reduction must give the first one's bits, in both ways.  Ratio =
- * the reduction's bytes/s over the copy's.
+ * the reduction's bytes/s over the copy's.  The same for the exact sum,
+ * fsum (float32 and float64, over rows of every finite exponent, the
+ * kernel's slowest data), beside the plain float sums of the same run:
+ * end to end through the daemon, where the region's copy is the bound.
  *
  * Last, a bits check of the piecewise pinning: a region of 2^26 + 12,345
  * random rows (input chunks at odd offsets, a mask in the same region) is
@@ -66,12 +69,31 @@ static double pinned_copy_rate(size_t bytes)
   return (double)bytes / best;
 }
 
-/* The same rows for both ways: a u32 pattern, or small floats. */
-static void fill(uint32_t *p, size_t rows, wave_dtype dt)
+/* The same rows for both ways: a u32 pattern; small floats; or, for
+ * "full", float bits of every finite exponent, subnormals among them
+ * (the exponent's lowest bit cleared: never all ones). */
+static void fill(void *base, size_t bytes, wave_dtype dt, int full)
 {
-  for (size_t i = 0; i < rows; i++) {
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  if (dt == WAVE_F64) {
+    uint64_t *p = (uint64_t *)base;
+    for (size_t i = 0; i < bytes / 8; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      double d = (double)(i % 1000) * 0.5;
+      if (full)
+        p[i] = x & ~(1ull << 52);
+      else
+        memcpy(&p[i], &d, 8);
+    }
+    return;
+  }
+  uint32_t *p = (uint32_t *)base;
+  for (size_t i = 0; i < bytes / 4; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     float f = (float)(i % 1000) * 0.5f;
-    if (dt == WAVE_F32)
+    if (dt == WAVE_F32 && full)
+      p[i] = (uint32_t)(x >> 32) & ~(1u << 23);
+    else if (dt == WAVE_F32)
       memcpy(&p[i], &f, 4);
     else
       p[i] = (uint32_t)(i * 2654435761u);
@@ -117,7 +139,8 @@ static int grg_bits(wave_client *c, const char *dev)
   wave_extent mk = {rg, 4 * (rows + 16), rows * 4};
   static const struct { wave_dtype dt; wave_op op; } jobs[] = {
     {WAVE_U32, WAVE_SUM}, {WAVE_S32, WAVE_MAX}, {WAVE_U32, WAVE_XOR},
-    {WAVE_F32, WAVE_SUM}, {WAVE_F32, WAVE_EXTENT}, {WAVE_U32, WAVE_MIN}};
+    {WAVE_F32, WAVE_SUM}, {WAVE_F32, WAVE_EXTENT}, {WAVE_U32, WAVE_MIN},
+    {WAVE_F32, WAVE_FSUM}};
   int bad = 0, runs = 0;
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1)
@@ -139,9 +162,10 @@ static int grg_bits(wave_client *c, const char *dev)
         runs++;
         if (a.bits[0] != b.bits[0] || a.n_values != b.n_values ||
             (a.n_values > 1 && a.bits[1] != b.bits[1]) || a.count != b.count) {
-          fprintf(stderr, "bits: %s %s mask %d pass %d: %s 0x%08x, cpu0 "
-                  "0x%08x\n", wave_dtype_name(q.dtype), wave_op_name(q.op), m,
-                  pass, dev, a.bits[0], b.bits[0]);
+          fprintf(stderr, "bits: %s %s mask %d pass %d: %s 0x%llx, cpu0 "
+                  "0x%llx\n", wave_dtype_name(q.dtype), wave_op_name(q.op), m,
+                  pass, dev, (unsigned long long)a.bits[0],
+                  (unsigned long long)b.bits[0]);
           bad++;
         }
       }
@@ -177,10 +201,24 @@ int main(int argc, char **argv)
   printf("| op | way | first ms | x copy | next ms | x copy | repeat ms | "
          "x copy | settled ms | x copy |\n");
   printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  static const struct { wave_dtype dt; const char *name; } ops[] = {
-    {WAVE_U32, "u32 sum"}, {WAVE_F32, "f32 sum"}};
-  for (int k = 0; k < 2; k++) {
-    uint32_t want = 0;
+  static const struct {
+    wave_dtype dt;
+    wave_op op;
+    int full;
+    const char *name;
+  } ops[] = {{WAVE_U32, WAVE_SUM, 0, "u32 sum"},
+             {WAVE_F32, WAVE_SUM, 0, "f32 sum"},
+             {WAVE_F32, WAVE_SUM, 1, "f32 sum, full range"},
+             {WAVE_F32, WAVE_FSUM, 1, "f32 fsum, full range"},
+             {WAVE_F64, WAVE_SUM, 1, "f64 sum, full range"},
+             {WAVE_F64, WAVE_FSUM, 1, "f64 fsum, full range"}};
+  /* WAVE_REGION_OPS=N: only the first N rows of ops (the table's order) */
+  const char *only = getenv("WAVE_REGION_OPS");
+  int n_ops = (int)(sizeof ops / sizeof ops[0]);
+  if (only != NULL && atoi(only) > 0 && atoi(only) < n_ops)
+    n_ops = atoi(only);
+  for (int k = 0; k < n_ops; k++) {
+    uint64_t want = 0;
     for (int early = 0; early < 2; early++) {
       wave_region *rg;
       if (wave_region_create(&rg, bytes, "bench", &e) != 0) {
@@ -197,7 +235,7 @@ int main(int argc, char **argv)
         treg = grn_s() - t0;
       }
       double tf0 = grn_s();
-      fill((uint32_t *)wave_region_data(rg), rows, ops[k].dt);
+      fill(wave_region_data(rg), bytes, ops[k].dt, ops[k].full);
       double tfill = grn_s() - tf0;
       if (!early) {
         t0 = grn_s();
@@ -211,7 +249,7 @@ int main(int argc, char **argv)
       wave_region_reduce q;
       memset(&q, 0, sizeof q);
       q.dtype = ops[k].dt;
-      q.op = WAVE_SUM;
+      q.op = ops[k].op;
       q.input = &x;
       q.n_input = 1;
       q.device = dev;
@@ -229,8 +267,9 @@ int main(int argc, char **argv)
         if (early == 0 && i == 0)
           want = r.bits[0];
         if (r.bits[0] != want) {
-          fprintf(stderr, "%s: %s reduction %d gave 0x%08x, the first 0x%08x\n",
-                  ops[k].name, early ? "early" : "late", i, r.bits[0], want);
+          fprintf(stderr, "%s: %s reduction %d gave 0x%llx, the first 0x%llx\n",
+                  ops[k].name, early ? "early" : "late", i,
+                  (unsigned long long)r.bits[0], (unsigned long long)want);
           rc = 1;
         }
       }
