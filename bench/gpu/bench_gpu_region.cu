@@ -17,7 +17,8 @@
  *  - "register, then fill": create, register, fill, reduce; the daemon
  *    pins while the client writes, and "first" is the registration + the
  *    reduction after the fill (the fill itself is not timed).
- * Every reduction must give the first one's bits, in both ways.  Ratio =
+ * Every reduction must give the first one's bits, in both ways, and cpu0's
+ * (asked once after the timed ones).  Ratio =
  * the reduction's bytes/s over the copy's.  The same for the exact sum,
  * fsum (float32 and float64, over rows of every finite exponent, the
  * kernel's slowest data), beside the plain float sums of the same run:
@@ -272,6 +273,15 @@ int main(int argc, char **argv)
                   (unsigned long long)r.bits[0], (unsigned long long)want);
           rc = 1;
         }
+      }
+      wave_reduce_result ref;  /* and cpu0's bits for the same region */
+      if (grr_on(c, &q, "cpu0", &ref) != 0)
+        return 1;
+      if (ref.bits[0] != r.bits[0]) {
+        fprintf(stderr, "%s: %s gave 0x%llx, cpu0 0x%llx\n", ops[k].name,
+                dev, (unsigned long long)r.bits[0],
+                (unsigned long long)ref.bits[0]);
+        rc = 1;
       }
       t[0] += treg;  /* registration included, either way */
       double rep = t[2], set = t[6];

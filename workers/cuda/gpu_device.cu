@@ -250,9 +250,31 @@ int span_pinned(const void *data, uint64_t bytes)
   return bytes >= (1u << 20) ? is_pinned(data) : 0;
 }
 
+/* Grow one of the last two segs (a job's data and mask pieces alternate)
+ * by [p, p + bytes) when it ends where that begins, in the staging buffer
+ * and in memory: one copy instead of one per piece.  The caller knows
+ * both lie in one registered range (a copy cannot cross two). */
+static bool pins_grow_seg(std::vector<seg> *segs, size_t dst, uintptr_t p,
+                          size_t bytes)
+{
+  size_t n = segs->size();
+  for (size_t j = n; j > 0 && j + 2 > n; j--) {
+    seg *x = &(*segs)[j - 1];
+    if (x->pinned && x->off + x->bytes == dst &&
+        (uintptr_t)x->src + x->bytes == p) {
+      x->bytes += bytes;
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Append [src, src + bytes) at staging offset dst: the parts inside
  * registered ranges as pinned segs, one per range (a copy cannot cross two
- * registrations), the parts between them staged.  Memory outside every
+ * registrations), the parts between them staged.  A part that continues a
+ * pinned seg of the same range grows it: the float64 tree's pieces are
+ * one tile (512 KiB), and 2048 copies of 512 KiB ran at 0.75x of the
+ * copy rate of a few big ones (docs/performance.md).  Memory outside every
  * range keeps the span's own answer (whole_pinned, from span_pinned: 0
  * for a span that touches a range). */
 void add_seg(std::vector<seg> *segs, size_t dst, const void *src,
@@ -270,13 +292,17 @@ void add_seg(std::vector<seg> *segs, size_t dst, const void *src,
   while (p < end) {
     uintptr_t q;
     int pinned = i < npins && pins[i].lo <= p;
+    /* a seg that ends at p, inside a range that began before p, is in it */
+    bool inside = pinned && pins[i].lo < p;
     if (pinned)
       q = std::min(end, pins[i++].hi);
     else
       q = i < npins ? std::min(end, pins[i].lo) : end;
-    seg x = {dst + (size_t)(p - (uintptr_t)src), (const void *)p,
-             (size_t)(q - p), pinned};
-    segs->push_back(x);
+    size_t at = dst + (size_t)(p - (uintptr_t)src);
+    if (!(inside && pins_grow_seg(segs, at, p, (size_t)(q - p)))) {
+      seg x = {at, (const void *)p, (size_t)(q - p), pinned};
+      segs->push_back(x);
+    }
     p = q;
   }
   pthread_mutex_unlock(&pins_mu);
