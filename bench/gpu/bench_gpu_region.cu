@@ -178,6 +178,117 @@ static int grg_bits(wave_client *c, const char *dev)
   return bad != 0;
 }
 
+/* The timed cases, in order: op, dtype and rows (full: every finite
+ * exponent). */
+typedef struct {
+  wave_dtype dt;
+  wave_op op;
+  int full;
+  const char *name;
+} grb_case;
+
+static const grb_case ops[] = {
+    {WAVE_U32, WAVE_SUM, 0, "u32 sum"},
+    {WAVE_F32, WAVE_SUM, 0, "f32 sum"},
+    {WAVE_F32, WAVE_SUM, 1, "f32 sum, full range"},
+    {WAVE_F32, WAVE_FSUM, 1, "f32 fsum, full range"},
+    {WAVE_F64, WAVE_SUM, 1, "f64 sum, full range"},
+    {WAVE_F64, WAVE_FSUM, 1, "f64 fsum, full range"}};
+
+/* One case one way (early: register, then fill): nine timed reductions
+ * of a fresh region of bytes, checked against the first's bits (*want,
+ * set by the first way) and cpu0's, and the table's row.  -1: a call
+ * failed; 1: bits differ. */
+static int grb_way(wave_client *c, const char *dev, const grb_case *oc,
+                   int early, size_t bytes, double copy, uint64_t *want)
+{
+  wave_error e;
+  int rc = 0;
+  wave_region *rg;
+  if (wave_region_create(&rg, bytes, "bench", &e) != 0) {
+    fprintf(stderr, "%s\n", e.message);
+    return -1;
+  }
+  double treg = 0, t0;
+  if (early) {
+    t0 = grn_s();
+    if (wave_region_register(c, rg, &e) != 0) {
+      fprintf(stderr, "register: %s\n", e.message);
+      return -1;
+    }
+    treg = grn_s() - t0;
+  }
+  double tf0 = grn_s();
+  fill(wave_region_data(rg), bytes, oc->dt, oc->full);
+  double tfill = grn_s() - tf0;
+  if (!early) {
+    t0 = grn_s();
+    if (wave_region_register(c, rg, &e) != 0) {
+      fprintf(stderr, "register: %s\n", e.message);
+      return -1;
+    }
+    treg = grn_s() - t0;
+  }
+  wave_extent x = {rg, 0, bytes};
+  wave_region_reduce q;
+  memset(&q, 0, sizeof q);
+  q.dtype = oc->dt;
+  q.op = oc->op;
+  q.input = &x;
+  q.n_input = 1;
+  q.device = dev;
+  wave_reduce_result r;
+  double t[9];  /* first, next, 4 repeats, 3 settled */
+  for (int i = 0; i < 9; i++) {
+    if (i == 6)
+      usleep(200000);
+    t0 = grn_s();
+    if (wave_reduce_region(c, &q, &r, &e) != 0) {
+      fprintf(stderr, "reduce: %s\n", e.message);
+      return -1;
+    }
+    t[i] = grn_s() - t0;
+    if (early == 0 && i == 0)
+      *want = r.bits[0];
+    if (r.bits[0] != *want) {
+      fprintf(stderr, "%s: %s reduction %d gave 0x%llx, the first 0x%llx\n",
+              oc->name, early ? "early" : "late", i,
+              (unsigned long long)r.bits[0], (unsigned long long)*want);
+      rc = 1;
+    }
+  }
+  wave_reduce_result ref;  /* and cpu0's bits for the same region */
+  if (grr_on(c, &q, "cpu0", &ref) != 0)
+    return -1;
+  if (ref.bits[0] != r.bits[0]) {
+    fprintf(stderr, "%s: %s gave 0x%llx, cpu0 0x%llx\n", oc->name,
+            dev, (unsigned long long)r.bits[0],
+            (unsigned long long)ref.bits[0]);
+    rc = 1;
+  }
+  t[0] += treg;  /* registration included, either way */
+  double rep = t[2], set = t[6];
+  for (int i = 3; i < 6; i++)
+    rep = t[i] < rep ? t[i] : rep;
+  for (int i = 7; i < 9; i++)
+    set = t[i] < set ? t[i] : set;
+  printf("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | "
+         "%.2f |\n", oc->name,
+         early ? "register, then fill" : "fill, then register",
+         t[0] * 1e3, bytes / t[0] / copy, t[1] * 1e3, bytes / t[1] / copy,
+         rep * 1e3, bytes / rep / copy, set * 1e3, bytes / set / copy);
+  printf("   (%s on %s: register %.2f ms, fill %.0f ms not timed, last "
+         "device time %.2f ms)\n", oc->name, r.device, treg * 1e3,
+         tfill * 1e3, r.seconds * 1e3);
+  wave_region_unregister(c, rg, &e);
+  wave_region_close(rg);
+  /* the daemon unpins and unmaps it now (a 1 GiB teardown takes tens
+   * of ms, its mmap lock held): keep that out of the next one's
+   * registration */
+  usleep(500000);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   if (argc < 3) {
@@ -202,17 +313,6 @@ int main(int argc, char **argv)
   printf("| op | way | first ms | x copy | next ms | x copy | repeat ms | "
          "x copy | settled ms | x copy |\n");
   printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  static const struct {
-    wave_dtype dt;
-    wave_op op;
-    int full;
-    const char *name;
-  } ops[] = {{WAVE_U32, WAVE_SUM, 0, "u32 sum"},
-             {WAVE_F32, WAVE_SUM, 0, "f32 sum"},
-             {WAVE_F32, WAVE_SUM, 1, "f32 sum, full range"},
-             {WAVE_F32, WAVE_FSUM, 1, "f32 fsum, full range"},
-             {WAVE_F64, WAVE_SUM, 1, "f64 sum, full range"},
-             {WAVE_F64, WAVE_FSUM, 1, "f64 fsum, full range"}};
   /* WAVE_REGION_OPS=N: only the first N rows of ops (the table's order) */
   const char *only = getenv("WAVE_REGION_OPS");
   int n_ops = (int)(sizeof ops / sizeof ops[0]);
@@ -221,88 +321,10 @@ int main(int argc, char **argv)
   for (int k = 0; k < n_ops; k++) {
     uint64_t want = 0;
     for (int early = 0; early < 2; early++) {
-      wave_region *rg;
-      if (wave_region_create(&rg, bytes, "bench", &e) != 0) {
-        fprintf(stderr, "%s\n", e.message);
+      int w = grb_way(c, dev, &ops[k], early, bytes, copy, &want);
+      if (w < 0)
         return 1;
-      }
-      double treg = 0, t0;
-      if (early) {
-        t0 = grn_s();
-        if (wave_region_register(c, rg, &e) != 0) {
-          fprintf(stderr, "register: %s\n", e.message);
-          return 1;
-        }
-        treg = grn_s() - t0;
-      }
-      double tf0 = grn_s();
-      fill(wave_region_data(rg), bytes, ops[k].dt, ops[k].full);
-      double tfill = grn_s() - tf0;
-      if (!early) {
-        t0 = grn_s();
-        if (wave_region_register(c, rg, &e) != 0) {
-          fprintf(stderr, "register: %s\n", e.message);
-          return 1;
-        }
-        treg = grn_s() - t0;
-      }
-      wave_extent x = {rg, 0, bytes};
-      wave_region_reduce q;
-      memset(&q, 0, sizeof q);
-      q.dtype = ops[k].dt;
-      q.op = ops[k].op;
-      q.input = &x;
-      q.n_input = 1;
-      q.device = dev;
-      wave_reduce_result r;
-      double t[9];  /* first, next, 4 repeats, 3 settled */
-      for (int i = 0; i < 9; i++) {
-        if (i == 6)
-          usleep(200000);
-        t0 = grn_s();
-        if (wave_reduce_region(c, &q, &r, &e) != 0) {
-          fprintf(stderr, "reduce: %s\n", e.message);
-          return 1;
-        }
-        t[i] = grn_s() - t0;
-        if (early == 0 && i == 0)
-          want = r.bits[0];
-        if (r.bits[0] != want) {
-          fprintf(stderr, "%s: %s reduction %d gave 0x%llx, the first 0x%llx\n",
-                  ops[k].name, early ? "early" : "late", i,
-                  (unsigned long long)r.bits[0], (unsigned long long)want);
-          rc = 1;
-        }
-      }
-      wave_reduce_result ref;  /* and cpu0's bits for the same region */
-      if (grr_on(c, &q, "cpu0", &ref) != 0)
-        return 1;
-      if (ref.bits[0] != r.bits[0]) {
-        fprintf(stderr, "%s: %s gave 0x%llx, cpu0 0x%llx\n", ops[k].name,
-                dev, (unsigned long long)r.bits[0],
-                (unsigned long long)ref.bits[0]);
-        rc = 1;
-      }
-      t[0] += treg;  /* registration included, either way */
-      double rep = t[2], set = t[6];
-      for (int i = 3; i < 6; i++)
-        rep = t[i] < rep ? t[i] : rep;
-      for (int i = 7; i < 9; i++)
-        set = t[i] < set ? t[i] : set;
-      printf("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | "
-             "%.2f |\n", ops[k].name,
-             early ? "register, then fill" : "fill, then register",
-             t[0] * 1e3, bytes / t[0] / copy, t[1] * 1e3, bytes / t[1] / copy,
-             rep * 1e3, bytes / rep / copy, set * 1e3, bytes / set / copy);
-      printf("   (%s on %s: register %.2f ms, fill %.0f ms not timed, last "
-             "device time %.2f ms)\n", ops[k].name, r.device, treg * 1e3,
-             tfill * 1e3, r.seconds * 1e3);
-      wave_region_unregister(c, rg, &e);
-      wave_region_close(rg);
-      /* the daemon unpins and unmaps it now (a 1 GiB teardown takes tens
-       * of ms, its mmap lock held): keep that out of the next one's
-       * registration */
-      usleep(500000);
+      rc |= w;
     }
   }
   rc |= grg_bits(c, dev);
