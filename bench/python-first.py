@@ -13,7 +13,7 @@ WAVE_BENCH_ROUNDS (5) rounds times, in turn, on a new Client each:
   np.sum       a.sum() (the median of 3, the round's baseline)
   ring         c.reduce("sum", a), the package's choice for a big plain
                float sum: a stream whose pieces go through the slots of
-               the process's ring (python/wavedd/ring.py: 2 x 16 MiB, made
+               the process's ring (python/wavedd/ring.py: 4 x 4 MiB, made
                by the first such call of the process and kept, with its
                own connection), which the daemon sums in place as they
                arrive (StreamPutRequest.from); the ring is made by an

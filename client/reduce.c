@@ -401,6 +401,13 @@ int wv_client_stream_reduce(wave_client *c, const wave_reduce_request *req,
   so.mask_bytes = mask_bytes;
   so.n_input_chunks = req->n_input;
   so.input_chunks = sizes;
+  /* A ring asks pieces of 1/WV_CLIENT_STREAM_DEPTH of it: as many slots
+   * as contexts in flight, so a small ring (cheap to make: its pages are
+   * fresh in both processes) still keeps the copy and the sum overlapped.
+   * The daemon's own piece when that is smaller; a daemon before the
+   * field answers its own, and a ring that holds none is refused below. */
+  if (ring != NULL)
+    so.piece_bytes = wave_region_size(ring) / WV_CLIENT_STREAM_DEPTH;
   Wave__V1__Request r = WAVE__V1__REQUEST__INIT;
   r.body_case = WAVE__V1__REQUEST__BODY_STREAM_OPEN;
   r.stream_open = &so;

@@ -66,8 +66,10 @@ static Wave__V1__Response *btr_call(nng_socket s, int body, void *msg)
   return td_call(s, &rq);
 }
 
-static uint64_t btr_open(nng_socket s, int dtype, int op, uint64_t in,
-                         uint64_t mask)
+/* A stream open asking pieces of ask bytes (0: the daemon's), which must
+ * get want. */
+static uint64_t btr_open_asking(nng_socket s, int dtype, int op, uint64_t in,
+                                uint64_t mask, uint64_t ask, uint64_t want)
 {
   Wave__V1__StreamOpenRequest so = WAVE__V1__STREAM_OPEN_REQUEST__INIT;
   so.dtype = (Wave__V1__DType)dtype;
@@ -75,13 +77,20 @@ static uint64_t btr_open(nng_socket s, int dtype, int op, uint64_t in,
   so.input_bytes = in;
   so.mask_bytes = mask;
   so.masked = mask > 0;
+  so.piece_bytes = ask;
   Wave__V1__Response *r = btr_call(s, WAVE__V1__REQUEST__BODY_STREAM_OPEN,
                                    &so);
   ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_STREAM);
-  ck_assert_uint_eq(r->stream->piece_bytes, BTR_PIECE);
+  ck_assert_uint_eq(r->stream->piece_bytes, want);
   uint64_t id = r->stream->stream_id;
   wave__v1__response__free_unpacked(r, NULL);
   return id;
+}
+
+static uint64_t btr_open(nng_socket s, int dtype, int op, uint64_t in,
+                         uint64_t mask)
+{
+  return btr_open_asking(s, dtype, op, in, mask, 0, BTR_PIECE);
 }
 
 /* A put of stream id naming (region, at, bytes); data: also by value. */
@@ -114,21 +123,23 @@ static void btr_ok(Wave__V1__Response *r)
 }
 
 /* One job streamed through the ring's slots (slot k mod 3 for piece k,
- * each written only after the answer to the put before that used it):
- * its ReduceResult's bits and count. */
+ * each written only after the answer to the put before that used it), in
+ * pieces of piece bytes (BTR_PIECE: the daemon's; less: asked): its
+ * ReduceResult's bits and count. */
 static void btr_ring_job(nng_socket s, uint64_t ring, uint8_t *slots,
                          int dtype, int op, const void *rows, size_t in,
-                         const uint32_t *mk, uint64_t out[2])
+                         const uint32_t *mk, uint64_t piece, uint64_t out[2])
 {
-  uint64_t id = btr_open(s, dtype, op, in, mk ? in / (dtype == WAVE_F64 ? 2
-                                                      : 1) : 0);
+  uint64_t id = btr_open_asking(s, dtype, op, in,
+                                mk ? in / (dtype == WAVE_F64 ? 2 : 1) : 0,
+                                piece == BTR_PIECE ? 0 : piece, piece);
   unsigned k = 0;
   for (int sec = 0; sec < (mk ? 2 : 1); sec++) {
     const uint8_t *p = sec ? (const uint8_t *)mk : rows;
     uint64_t size = sec ? in / (dtype == WAVE_F64 ? 2 : 1) : in;
-    for (uint64_t off = 0; off < size; off += BTR_PIECE, k++) {
-      uint64_t len = size - off < BTR_PIECE ? size - off : BTR_PIECE;
-      uint64_t at = (k % BTR_SLOTS) * BTR_PIECE;
+    for (uint64_t off = 0; off < size; off += piece, k++) {
+      uint64_t len = size - off < piece ? size - off : piece;
+      uint64_t at = (k % BTR_SLOTS) * piece;
       memcpy(slots + at, p + off, len);
       btr_ok(btr_put(s, id, sec, off, ring, at, len, NULL));
     }
@@ -172,6 +183,62 @@ static void btr_whole(nng_socket s, uint64_t whole, int dtype, int op,
   wave__v1__response__free_unpacked(r, NULL);
 }
 
+/* libwaveclient's ring against the daemon d: the f64 sum of v[0..n) */
+static void btr_client(td_daemon *d, double *v, size_t n)
+{
+  /* libwaveclient's ring: the bits of wave_reduce, many pieces reusing
+   * the slots; refused unregistered, or too small for one piece */
+  wave_client *c = bh_client(d->ipc);
+  wave_region *rg, *tiny;
+  wave_error e;
+  wave_reduce_result res, want;
+  ck_assert_int_eq(wave_region_create(&rg, BTR_SLOTS * BTR_PIECE, "ring", &e),
+                   0);
+  wave_chunk ch = {v, n * 8};
+  wave_reduce_request q = {.dtype = WAVE_F64, .op = WAVE_SUM, .input = &ch,
+                           .n_input = 1};
+  ck_assert_int_eq(wave_reduce_ring(c, &q, rg, &res, &e), WAVE_EARG);
+  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
+  ck_assert_int_eq(wave_reduce(c, &q, &want, &e), 0);
+  for (int k = 0; k < 2; k++) {
+    ck_assert_msg(wave_reduce_ring(c, &q, rg, &res, &e) == 0, "%s",
+                  e.message);
+    ck_assert_uint_eq(res.bits[0], want.bits[0]);
+    ck_assert_uint_eq(res.rows, n);
+  }
+  /* the argument checks are wave_reduce's own (client/reduce.c
+   * rdc_check): a chunk with bytes but no data is refused by both, in
+   * the same words, before any byte goes */
+  wave_chunk hole = {NULL, 64};
+  wave_reduce_request qh = q;
+  qh.input = &hole;
+  ck_assert_int_eq(wave_reduce(c, &qh, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "input chunk 0 has 64 bytes but "
+                                          "no data"));
+  ck_assert_int_eq(wave_reduce_ring(c, &qh, rg, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "input chunk 0 has 64 bytes but "
+                                          "no data"));
+  qh.input = NULL;
+  ck_assert_int_eq(wave_reduce_ring(c, &qh, rg, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "chunk array is NULL"));
+  /* a ring below the daemon's piece asks pieces of a quarter of it (7
+   * slots of 4096 here: the bits still); one below 4096 holds none */
+  ck_assert_int_eq(wave_region_create(&tiny, BTR_PIECE - 4096, "small", &e),
+                   0);
+  ck_assert_int_eq(wave_region_register(c, tiny, &e), 0);
+  ck_assert_msg(wave_reduce_ring(c, &q, tiny, &res, &e) == 0, "%s",
+                e.message);
+  ck_assert_uint_eq(res.bits[0], want.bits[0]);
+  wave_region_close(tiny);
+  ck_assert_int_eq(wave_region_create(&tiny, 2048, "tiny", &e), 0);
+  ck_assert_int_eq(wave_region_register(c, tiny, &e), 0);
+  ck_assert_int_eq(wave_reduce_ring(c, &q, tiny, &res, &e), WAVE_EARG);
+  ck_assert_ptr_nonnull(strstr(e.message, "holds no piece"));
+  wave_region_close(tiny);
+  wave_region_close(rg);
+  wave_client_close(c);
+}
+
 START_TEST(ring_pieces)
 {
   td_daemon d;
@@ -201,7 +268,7 @@ START_TEST(ring_pieces)
   for (int j = 0; j < 3; j++) {
     uint64_t a[2], b[2];
     btr_ring_job(s, ring, slots, jobs[j].dtype, jobs[j].op, all, jobs[j].in,
-                 jobs[j].masked ? mk : NULL, a);
+                 jobs[j].masked ? mk : NULL, BTR_PIECE, a);
     btr_whole(s, whole, jobs[j].dtype, jobs[j].op, jobs[j].in, n * 8,
               jobs[j].masked, b);
     ck_assert_msg(a[0] == b[0] && a[1] == b[1], "job %d: ring 0x%llx (%llu),"
@@ -217,8 +284,28 @@ START_TEST(ring_pieces)
   wv_reduce_out ref;
   uint64_t a[2];
   ck_assert_int_eq(wv_reduce_reference(&job, &ref, NULL), 0);
-  btr_ring_job(s, ring, slots, WAVE_F64, WAVE_SUM, v, n * 8, NULL, a);
+  btr_ring_job(s, ring, slots, WAVE_F64, WAVE_SUM, v, n * 8, NULL, BTR_PIECE,
+               a);
   ck_assert_uint_eq(a[0], ref.bits[0]);
+  /* a smaller piece asked (StreamOpenRequest.piece_bytes: a multiple of
+   * 4096, at least 4096, at most the daemon's): the same bits, as the
+   * online sum (1024 rows a piece) and as an order-free op */
+  btr_ring_job(s, ring, slots, WAVE_F64, WAVE_SUM, v, n * 8, NULL, 8192, a);
+  ck_assert_uint_eq(a[0], ref.bits[0]);
+  uint64_t b2[2];
+  btr_ring_job(s, ring, slots, WAVE_U32, WAVE_MAX, all, n * 8, NULL, 4096, a);
+  btr_whole(s, whole, WAVE_U32, WAVE_MAX, n * 8, n * 8, 0, b2);
+  ck_assert_uint_eq(a[0], b2[0]);
+  ck_assert_uint_eq(a[1], b2[1]);
+  uint64_t asks[][2] = {{1, 4096}, {8192 + 100, 8192}, {BTR_PIECE - 1,
+                        BTR_PIECE - 4096}, {(uint64_t)1 << 40, BTR_PIECE}};
+  for (int i = 0; i < 4; i++) {
+    Wave__V1__StreamCommitRequest ab = WAVE__V1__STREAM_COMMIT_REQUEST__INIT;
+    ab.stream_id = btr_open_asking(s, WAVE_F32, WAVE_SUM, 4 * BTR_PIECE, 0,
+                                   asks[i][0], asks[i][1]);
+    ab.abort = 1;
+    btr_ok(btr_call(s, WAVE__V1__REQUEST__BODY_STREAM_COMMIT, &ab));
+  }
 
   /* bad extents, refused as a reduction's are; the stream stays usable */
   uint64_t id = btr_open(s, WAVE_F64, WAVE_SUM, 2 * BTR_PIECE, 0);
@@ -257,49 +344,7 @@ START_TEST(ring_pieces)
   btr_ok(btr_put(s, id, 0, BTR_PIECE, ring, BTR_PIECE, BTR_PIECE, NULL));
   nng_close(s);
 
-  /* libwaveclient's ring: the bits of wave_reduce, many pieces reusing
-   * the slots; refused unregistered, or too small for one piece */
-  wave_client *c = bh_client(d.ipc);
-  wave_region *rg, *tiny;
-  wave_error e;
-  wave_reduce_result res, want;
-  ck_assert_int_eq(wave_region_create(&rg, BTR_SLOTS * BTR_PIECE, "ring", &e),
-                   0);
-  wave_chunk ch = {v, n * 8};
-  wave_reduce_request q = {.dtype = WAVE_F64, .op = WAVE_SUM, .input = &ch,
-                           .n_input = 1};
-  ck_assert_int_eq(wave_reduce_ring(c, &q, rg, &res, &e), WAVE_EARG);
-  ck_assert_int_eq(wave_region_register(c, rg, &e), 0);
-  ck_assert_int_eq(wave_reduce(c, &q, &want, &e), 0);
-  for (int k = 0; k < 2; k++) {
-    ck_assert_msg(wave_reduce_ring(c, &q, rg, &res, &e) == 0, "%s",
-                  e.message);
-    ck_assert_uint_eq(res.bits[0], want.bits[0]);
-    ck_assert_uint_eq(res.rows, n);
-  }
-  /* the argument checks are wave_reduce's own (client/reduce.c
-   * rdc_check): a chunk with bytes but no data is refused by both, in
-   * the same words, before any byte goes */
-  wave_chunk hole = {NULL, 64};
-  wave_reduce_request qh = q;
-  qh.input = &hole;
-  ck_assert_int_eq(wave_reduce(c, &qh, &res, &e), WAVE_EARG);
-  ck_assert_ptr_nonnull(strstr(e.message, "input chunk 0 has 64 bytes but "
-                                          "no data"));
-  ck_assert_int_eq(wave_reduce_ring(c, &qh, rg, &res, &e), WAVE_EARG);
-  ck_assert_ptr_nonnull(strstr(e.message, "input chunk 0 has 64 bytes but "
-                                          "no data"));
-  qh.input = NULL;
-  ck_assert_int_eq(wave_reduce_ring(c, &qh, rg, &res, &e), WAVE_EARG);
-  ck_assert_ptr_nonnull(strstr(e.message, "chunk array is NULL"));
-  ck_assert_int_eq(wave_region_create(&tiny, BTR_PIECE - 4096, "tiny", &e),
-                   0);
-  ck_assert_int_eq(wave_region_register(c, tiny, &e), 0);
-  ck_assert_int_eq(wave_reduce_ring(c, &q, tiny, &res, &e), WAVE_EARG);
-  ck_assert_ptr_nonnull(strstr(e.message, "holds no piece"));
-  wave_region_close(tiny);
-  wave_region_close(rg);
-  wave_client_close(c);
+  btr_client(&d, v, n);
   close(rfd);
   close(wfd);
   close(ffd);

@@ -322,6 +322,7 @@ static int bk_stream_open(wd_bulk *b, uint32_t pipe, uint64_t key,
     .input_chunks = so->input_chunks,
     .level = (int)so->priority,
     .deadline_ms = so->deadline_ms,
+    .piece_bytes = so->piece_bytes,
   };
   return wd_streams_open(b->streams, pipe, key, who, &spec, si, err);
 }

@@ -242,8 +242,15 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
                      "add up to input_bytes (%" PRIu64 ")", rq->n_input_chunks,
                      rq->input_bytes);
   uint64_t total = rq->input_bytes + rq->mask_bytes;
+  /* a smaller piece asked: a ring of small slots is cheaper to make */
+  uint64_t piece = t->piece;
+  if (rq->piece_bytes != 0) {
+    uint64_t ask = rq->piece_bytes < 4096 ? 4096
+                                          : rq->piece_bytes & ~(uint64_t)4095;
+    piece = ask < piece ? ask : piece;
+  }
   /* online: one chunk (or none said), no mask, whole groups per piece */
-  uint64_t prow = t->piece / size, block = prow % WV_BLOCK == 0 ? WV_BLOCK
+  uint64_t prow = piece / size, block = prow % WV_BLOCK == 0 ? WV_BLOCK
                                                                  : WV_GROUP;
   int online = (dt == WAVE_F32 || dt == WAVE_F64) && op == WAVE_SUM &&
                !rq->masked && rq->n_input_chunks <= 1 && rows > 0 &&
@@ -261,7 +268,7 @@ int wd_streams_open(wd_streams *t, uint32_t pipe, uint64_t key,
   s->t = t;
   s->pipe = pipe;
   s->key = key;
-  s->piece = t->piece;
+  s->piece = piece;
   s->online = online;
   s->block = block;
   s->n_blocks = n_blocks;

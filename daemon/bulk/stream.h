@@ -5,7 +5,8 @@
  * a socket limit as big as the largest job (and as much memory per
  * connection).  So StreamOpen announces the job (dtype, op, sizes: JOBSIZE
  * and TOOBIG come at once, before any rows travel), the daemon answers
- * the piece size; StreamPut pieces, in any order, each at a multiple of
+ * the piece size (its own, from its request limit, or a smaller one the
+ * open asks: a client's ring of small slots); StreamPut pieces, in any order, each at a multiple of
  * the piece size, are
  *  - online (an unmasked float sum of one chunk): reduced by the decode
  *    thread that received them, as they arrive, to the values of their
@@ -72,6 +73,7 @@ typedef struct wd_stream_spec {
   const uint64_t *input_chunks;
   int level;                /* its reduction's priority and deadline */
   unsigned deadline_ms;
+  uint64_t piece_bytes;     /* a smaller piece asked, or 0 */
 } wd_stream_spec;
 
 /* What StreamInfo says of a stream. */

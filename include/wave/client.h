@@ -281,17 +281,18 @@ WAVE_API int wave_reduce_region(wave_client *c, const wave_region_reduce *req,
                                 wave_reduce_result *res, wave_error *err);
 
 /* wave_reduce's stream, with no fresh memory per job: each piece is
- * copied into the next slot of ring, a region registered with c (its
- * slots are the pieces of the daemon's size it holds, at most 4 used;
- * the daemon's pieces are 16 MiB at most), and its StreamPut names the
- * slot (StreamPutRequest.from) instead of carrying the rows.  The daemon
- * reads the slot before it answers (an unmasked float sum of one chunk:
- * reduces it there, as the piece arrives), and the slot is written again
- * only after that answer, so the copy of one piece runs while the daemon
- * reduces the one before.  Any job wave_reduce takes, with its bits.  A
- * ring made once and kept (2-4 slots) is warm memory of both processes:
- * docs/python.md "What each way costs".  WAVE_EARG when ring is not
- * registered or holds no piece. */
+ * copied into the next slot of ring, a region registered with c, and its
+ * StreamPut names the slot (StreamPutRequest.from) instead of carrying
+ * the rows.  The stream asks pieces of a quarter of the ring (4096 bytes
+ * at least) and gets that, or the daemon's own piece when smaller (16 MiB
+ * at most); the ring's slots are the pieces it holds, at most 4 used.
+ * The daemon reads the slot before it answers (an unmasked float sum of
+ * one chunk: reduces it there, as the piece arrives), and the slot is
+ * written again only after that answer, so the copy of one piece runs
+ * while the daemon reduces the one before.  Any job wave_reduce takes,
+ * with its bits.  A ring made once and kept (the Python package's: 4 x 4
+ * MiB) is warm memory of both processes: docs/python.md "What each way
+ * costs".  WAVE_EARG when ring is not registered or holds no piece. */
 WAVE_API int wave_reduce_ring(wave_client *c, const wave_reduce_request *req,
                               wave_region *ring, wave_reduce_result *res,
                               wave_error *err);

@@ -278,7 +278,7 @@ class Client:
 
     ring_threshold: one plain float32 or float64 array of at least this
     many bytes (and copy_threshold), summed with no mask, goes through the
-    process's ring instead (ring.py: a few slots of 16 MiB, kept, through
+    process's ring instead (ring.py: four slots of 4 MiB, kept, through
     which the daemon sums the pieces as they arrive), first call or not.
     """
 

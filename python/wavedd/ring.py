@@ -9,15 +9,15 @@ times the sum itself.  In this project's VM each page costs its first
 touch in each mapping (about 6 us a fresh page, 2.5 us a page that exists
 but is new to a mapping: docs/performance.md), whatever was populated
 before.  So the ring is made once per process and daemon, and kept:
-RING_SLOTS (2) slots of the daemon's biggest piece (16 MiB), every page
-written once, registered once on a connection of its own to the Client's
+RING_SLOTS (4) slots of SLOT (4 MiB: the stream asks pieces of a quarter
+of the ring, client/reduce.c), every page written once, registered once on a connection of its own to the Client's
 daemon (same URL and token), so that both mappings stay warm across
 Clients.  libwaveclient copies piece k into slot k mod n while the daemon
 sums the piece before it in place, as it arrives (an unmasked float sum
 of one chunk: daemon/bulk/stream.h): the copy and the sum overlap, and
 the answer to a put frees its slot.
 
-What it holds: RING_SLOTS x 16 MiB (32 MiB) of this process's memory, one
+What it holds: RING_SLOTS x SLOT (16 MiB) of this process's memory, one
 connection and one region (of that size, in the principal's region share)
 in the daemon, per daemon URL used, until the process ends or drop().
 One call uses a ring at a time; another call meanwhile (another thread,
@@ -34,10 +34,11 @@ from . import errors
 from ._lib import lib
 from .pages import populate
 
-RING_SLOTS = 2                # slots of the daemon's biggest piece: 3
-                              # were no faster here, and cost a third more
-                              # to make (docs/performance.md)
-SLOT = 16 << 20               # daemon/bulk/stream.h WD_STREAM_PIECE_MAX
+RING_SLOTS = 4                # libwaveclient's contexts in flight
+SLOT = 4 << 20                # 4 x 4 MiB beat 2 x 16 MiB here, kept and
+                              # made in the call: fewer fresh pages, and
+                              # a round trip per piece still small beside
+                              # its copy (docs/performance.md)
 
 _rings = {}                   # (url, token, token_file) -> _Ring
 _lock = threading.Lock()
