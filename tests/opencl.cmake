@@ -72,3 +72,20 @@ if(TARGET wavedd AND TARGET wavectl)
       "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:use_sigaltstack=0")
   endif()
 endif()
+
+# Suites of other fragments that open the opencl backend beside the others
+# (WAVE_CONFORMANCE_BACKENDS=cpu,vulkan,opencl) get the same cache and
+# suppressions: with a cold PoCL cache (a fresh machine, or root's home
+# under .ci/test) PoCL compiles their kernels, and LLVM's state kept until
+# exit is not our leak; as in integ_opencl, the threads that build them
+# exit, so ASan's own alternate stacks are off.
+foreach(t test_slices conformance)
+  if(TEST ${t})
+    set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
+      "POCL_CACHE_DIR=${WV_POCL_CACHE}" "${WV_OCL_LSAN}")
+    if(WAVE_SANITIZE)
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
+        "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:use_sigaltstack=0")
+    endif()
+  endif()
+endforeach()
