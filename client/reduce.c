@@ -38,8 +38,9 @@
 
 /* The checks every way of sending a reduce_request makes before any byte
  * goes (fn names the caller in the message): the chunk arrays, their
- * count, and each chunk's data (their sum in *total_bytes).  Everything else (dtype, op, lengths) is
- * the daemon's to judge: it is the one authority on what a valid job is. */
+ * count, and each chunk's data (their sum in *total_bytes).  Everything
+ * else (dtype, op, lengths) is the daemon's to judge: it is the one
+ * authority on what a valid job is. */
 static int rdc_check(const char *fn, const wave_reduce_request *req,
                      size_t *total_bytes, wave_error *err)
 {

@@ -6,8 +6,8 @@
  * connection).  So StreamOpen announces the job (dtype, op, sizes: JOBSIZE
  * and TOOBIG come at once, before any rows travel), the daemon answers
  * the piece size (its own, from its request limit, or a smaller one the
- * open asks: a client's ring of small slots); StreamPut pieces, in any order, each at a multiple of
- * the piece size, are
+ * open asks: a client's ring of small slots); StreamPut pieces, in any
+ * order, each at a multiple of the piece size, are
  *  - online (an unmasked float sum of one chunk): reduced by the decode
  *    thread that received them, as they arrive, to the values of their
  *    blocks of 256^2 rows (256 where a piece's rows are no multiple of

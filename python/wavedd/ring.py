@@ -10,9 +10,9 @@ touch in each mapping (about 6 us a fresh page, 2.5 us a page that exists
 but is new to a mapping: docs/performance.md), whatever was populated
 before.  So the ring is made once per process and daemon, and kept:
 RING_SLOTS (4) slots of SLOT (4 MiB: the stream asks pieces of a quarter
-of the ring, client/reduce.c), every page written once, registered once on a connection of its own to the Client's
-daemon (same URL and token), so that both mappings stay warm across
-Clients.  libwaveclient copies piece k into slot k mod n while the daemon
+of the ring, client/reduce.c), every page written once, registered once
+on a connection of its own to the Client's daemon (same URL and token),
+so that both mappings stay warm across Clients.  libwaveclient copies piece k into slot k mod n while the daemon
 sums the piece before it in place, as it arrives (an unmasked float sum
 of one chunk: daemon/bulk/stream.h): the copy and the sum overlap, and
 the answer to a put frees its slot.
