@@ -164,14 +164,6 @@ static int rd_selected(rd_mask *m, uint64_t row)
   return rd_row(job->mask[m->chunk].data, row - m->base) != 0;
 }
 
-float wv_f32_group_tree(float v[256])
-{
-  for (unsigned h = WV_GROUP / 2; h >= 1; h /= 2)
-    for (unsigned i = 0; i < h; i++)
-      v[i] = v[i] + v[i + h];
-  return v[0];
-}
-
 uint32_t wv_f32_sum_finish(float sum, uint64_t count)
 {
   if (count == 0)
@@ -179,14 +171,6 @@ uint32_t wv_f32_sum_finish(float sum, uint64_t count)
   if (isnan(sum))
     return WV_F32_CANON_NAN;
   return rd_bits(sum);
-}
-
-double wv_f64_group_tree(double v[256])
-{
-  for (unsigned h = WV_GROUP / 2; h >= 1; h /= 2)
-    for (unsigned i = 0; i < h; i++)
-      v[i] = v[i] + v[i + h];
-  return v[0];
 }
 
 uint64_t wv_f64_sum_finish(double sum, uint64_t count)
@@ -198,85 +182,64 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count)
   return rd_bits64(sum);
 }
 
-float wv_f32_levels(float *a, size_t n)
-{
-  /* value g of a level only overwrites a[g], which that level has read */
-  while (n > 1) {
-    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
-    for (size_t g = 0; g < m; g++) {
-      float v[WV_GROUP];
-      for (size_t j = 0; j < WV_GROUP; j++) {
-        size_t k = g * WV_GROUP + j;
-        v[j] = k < n ? a[k] : rd_f32(WV_F32_NEG_ZERO);
-      }
-      a[g] = wv_f32_group_tree(v);
-    }
-    n = m;
+/* The float sum's fixed tree, once for both widths (T the float type, P
+ * the name prefix, NEGZ -0.0 as T: the padding, which adds nothing):
+ *  - P_group_tree: a group of 256 values, halves added pairwise;
+ *  - P_levels: the levels over n values, in place (value g of a level
+ *    only overwrites a[g], which that level has read);
+ *  - P_block: a block's groups straight from the rows (the last one
+ *    padded), then the levels over them: rd_chunk_sum without a mask, and
+ *    with at most 256 groups, so no allocation.  A level with n == 1 is
+ *    not run, so one row is its own value. */
+#define RD_FLOAT_TREE(T, P, NEGZ)                                            \
+  T P##_group_tree(T v[256])                                                 \
+  {                                                                          \
+    for (unsigned h = WV_GROUP / 2; h >= 1; h /= 2)                          \
+      for (unsigned i = 0; i < h; i++)                                       \
+        v[i] = v[i] + v[i + h];                                              \
+    return v[0];                                                             \
+  }                                                                          \
+                                                                             \
+  T P##_levels(T *a, size_t n)                                               \
+  {                                                                          \
+    while (n > 1) {                                                          \
+      size_t m = (n + WV_GROUP - 1) / WV_GROUP;                              \
+      for (size_t g = 0; g < m; g++) {                                       \
+        T v[WV_GROUP];                                                       \
+        for (size_t j = 0; j < WV_GROUP; j++) {                              \
+          size_t k = g * WV_GROUP + j;                                       \
+          v[j] = k < n ? a[k] : (NEGZ);                                      \
+        }                                                                    \
+        a[g] = P##_group_tree(v);                                            \
+      }                                                                      \
+      n = m;                                                                 \
+    }                                                                        \
+    return a[0];                                                             \
+  }                                                                          \
+                                                                             \
+  T P##_block(const void *rows, size_t n)                                    \
+  {                                                                          \
+    if (n == 1) {                                                            \
+      T x;                                                                   \
+      memcpy(&x, rows, sizeof x);                                            \
+      return x;                                                              \
+    }                                                                        \
+    T a[WV_GROUP];                                                           \
+    size_t groups = (n + WV_GROUP - 1) / WV_GROUP;                           \
+    for (size_t g = 0; g < groups; g++) {                                    \
+      T v[WV_GROUP];                                                         \
+      size_t k = n - g * WV_GROUP < WV_GROUP ? n - g * WV_GROUP : WV_GROUP;  \
+      memcpy(v, (const uint8_t *)rows + g * WV_GROUP * sizeof v[0],          \
+             k * sizeof v[0]);                                               \
+      for (size_t j = k; j < WV_GROUP; j++)                                  \
+        v[j] = (NEGZ);                                                       \
+      a[g] = P##_group_tree(v);                                              \
+    }                                                                        \
+    return P##_levels(a, groups);                                            \
   }
-  return a[0];
-}
 
-double wv_f64_levels(double *a, size_t n)
-{
-  while (n > 1) {
-    size_t m = (n + WV_GROUP - 1) / WV_GROUP;
-    for (size_t g = 0; g < m; g++) {
-      double v[WV_GROUP];
-      for (size_t j = 0; j < WV_GROUP; j++) {
-        size_t k = g * WV_GROUP + j;
-        v[j] = k < n ? a[k] : rd_f64(WV_F64_NEG_ZERO);
-      }
-      a[g] = wv_f64_group_tree(v);
-    }
-    n = m;
-  }
-  return a[0];
-}
-
-/* A block's groups straight from the rows (the last one padded with
- * -0.0), then the levels over them: rd_chunk_sum without a mask, and with
- * at most 256 groups, so no allocation. */
-float wv_f32_block(const void *rows, size_t n)
-{
-  if (n == 1) { /* a level with n == 1 is not run */
-    float x;
-    memcpy(&x, rows, sizeof x);
-    return x;
-  }
-  float a[WV_GROUP];
-  size_t groups = (n + WV_GROUP - 1) / WV_GROUP;
-  for (size_t g = 0; g < groups; g++) {
-    float v[WV_GROUP];
-    size_t k = n - g * WV_GROUP < WV_GROUP ? n - g * WV_GROUP : WV_GROUP;
-    memcpy(v, (const uint8_t *)rows + g * WV_GROUP * sizeof v[0],
-           k * sizeof v[0]);
-    for (size_t j = k; j < WV_GROUP; j++)
-      v[j] = rd_f32(WV_F32_NEG_ZERO);  /* padding */
-    a[g] = wv_f32_group_tree(v);
-  }
-  return wv_f32_levels(a, groups);
-}
-
-double wv_f64_block(const void *rows, size_t n)
-{
-  if (n == 1) {
-    double x;
-    memcpy(&x, rows, sizeof x);
-    return x;
-  }
-  double a[WV_GROUP];
-  size_t groups = (n + WV_GROUP - 1) / WV_GROUP;
-  for (size_t g = 0; g < groups; g++) {
-    double v[WV_GROUP];
-    size_t k = n - g * WV_GROUP < WV_GROUP ? n - g * WV_GROUP : WV_GROUP;
-    memcpy(v, (const uint8_t *)rows + g * WV_GROUP * sizeof v[0],
-           k * sizeof v[0]);
-    for (size_t j = k; j < WV_GROUP; j++)
-      v[j] = rd_f64(WV_F64_NEG_ZERO);
-    a[g] = wv_f64_group_tree(v);
-  }
-  return wv_f64_levels(a, groups);
-}
+RD_FLOAT_TREE(float, wv_f32, rd_f32(WV_F32_NEG_ZERO))
+RD_FLOAT_TREE(double, wv_f64, rd_f64(WV_F64_NEG_ZERO))
 
 /* One non-empty chunk of the float sum: its leaves, then its levels.  The
  * first level is built here from the leaves, group by group. */
