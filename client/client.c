@@ -359,7 +359,7 @@ int wv_client_call(wave_client *c, Wave__V1__Request *req, int want,
                    unsigned extra_ms, Wave__V1__Response **resp,
                    wave_error *err)
 {
-  nng_msg *msg;
+  nng_msg *msg = NULL;
   *resp = NULL;
   int rv = wv_client_msg(c, req, 0, &msg, NULL, err);
   if (rv != 0)

@@ -550,7 +550,7 @@ int wv_format_decide(const char *name, const void *head_, size_t k,
     out->bytes = size;  /* the caller parses it all (wv_load_buffer) */
     return 0;
   case WV_FMT_NPY: {
-    uint64_t rows;
+    uint64_t rows = 0;
     int rv = ld_npy(name, head, k, size, mask ? WV_DTYPE_MASK : dtype,
                     &out->offset, &rows, &out->row, err);
     if (rv == 0)

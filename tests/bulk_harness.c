@@ -137,8 +137,12 @@ int bh_pass_fd(const char *ipc_url, int fd, int n_fds, uint8_t ticket[16],
     return 0;
   }
   b[k] = '\0';
-  if (msg != NULL)
-    snprintf(msg, n, "%s", (char *)b + 1);
+  if (msg != NULL && n > 0) {  /* the reply's words, cut to fit */
+    size_t len = strlen((char *)b + 1);
+    len = len < n - 1 ? len : n - 1;
+    memcpy(msg, b + 1, len);
+    msg[len] = '\0';
+  }
   return b[0];
 }
 
