@@ -13,8 +13,9 @@
 #include "bulk_harness.h"
 
 /* A daemon with regions on (or off), big enough limits, and the devices
- * given (YAML list items). */
-void bh_prepare(td_daemon *d, int shm, const char *devices)
+ * given (YAML list items); limits: more limits' lines (indented), or NULL. */
+void bh_prepare_with(td_daemon *d, int shm, const char *devices,
+                     const char *limits)
 {
   td_prepare(d, NULL);
   char text[2048];
@@ -29,14 +30,21 @@ void bh_prepare(td_daemon *d, int shm, const char *devices)
            "  max_client_regions: 3\n"
            "  max_stream_bytes: 67108864\n"
            "  max_client_stream_bytes: 67108864\n"  /* one client: all */
+           "%s"
            "packs:\n"
            "  load: []\n"
            "auth: none\n"
            "devices:\n%s",
            d->ipc, d->tcp, shm ? "true" : "false", BH_ROWS_MAX,
+           limits ? limits : "",
            devices ? devices : "  - {name: cpu0, backend: cpu, threads: 1}\n");
   td_write(d->cfg, text);
   chmod(d->dir, 0755);  /* the nobody test connects too */
+}
+
+void bh_prepare(td_daemon *d, int shm, const char *devices)
+{
+  bh_prepare_with(d, shm, devices, NULL);
 }
 
 void bh_start(td_daemon *d, int shm, const char *devices)

@@ -19,6 +19,8 @@
  * NULL: one CPU device); bh_start also starts it (the test fails if it
  * does not start). */
 void bh_prepare(td_daemon *d, int shm, const char *devices);
+void bh_prepare_with(td_daemon *d, int shm, const char *devices,
+                     const char *limits);
 void bh_start(td_daemon *d, int shm, const char *devices);
 /* A client of url with a 60 s timeout (the test fails if it cannot). */
 wave_client *bh_client(const char *url);

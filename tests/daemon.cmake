@@ -61,6 +61,7 @@ target_compile_definitions(test_reload PRIVATE
 # against the real daemon through libwaveclient and raw nng.
 wave_test(test_bulk
   SOURCES test_bulk.c test_bulk_streams.c test_bulk_gates.c test_bulk_ring.c
+          test_bulk_pipe.c
     bulk_harness.c
   daemon_harness.c
   LIBS waveclient wvcore wvproto nng::nng)

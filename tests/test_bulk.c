@@ -35,6 +35,7 @@
 TCase *bts_streams_tcase(void);
 TCase *bt_gates_tcase(void);
 TCase *btr_ring_tcase(void);
+TCase *btp_pipes_tcase(void);
 
 /* ---- regions ------------------------------------------------------------ */
 
@@ -587,6 +588,7 @@ int main(void)
   suite_add_tcase(s, bts_streams_tcase());
   suite_add_tcase(s, bt_gates_tcase());
   suite_add_tcase(s, btr_ring_tcase());
+  suite_add_tcase(s, btp_pipes_tcase());
   if (getenv("WAVE_BULK_VULKAN") != NULL) {
     TCase *vk = tcase_create("vulkan");
     tcase_set_timeout(vk, 600);

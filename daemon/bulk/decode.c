@@ -131,7 +131,7 @@ static int bk_extent(wd_bulk *b, uint32_t pipe, const Wave__V1__Extent *e,
                      "multiple of %u", what, e->bytes, size_b);
   const uint8_t *base;
   uint64_t size;
-  int fd = -1;
+  int fd = -1, fifo = 0;
   const wd_region *reg = NULL;
   *held = 1;  /* rows in the daemon's own memory */
   if (e->region == 0) {
@@ -151,16 +151,22 @@ static int bk_extent(wd_bulk *b, uint32_t pipe, const Wave__V1__Extent *e,
     size = wd_region_bytes(r);
     reg = r;
     fd = wd_region_file(r);
+    fifo = wd_region_fifo(r);
     *held = wd_region_copied(r);
   }
+  if (fifo && (e->offset != 0 || e->bytes != size))
+    return wv_seterr(err, WAVE_ERANGE, "%s: bytes [%" PRIu64 ", %" PRIu64
+                     ") of pipe region %" PRIu64 ": a pipe is read once, "
+                     "whole, so its extent is [0, %" PRIu64 ")", what,
+                     e->offset, e->offset + e->bytes, e->region, size);
   if (e->offset > size || e->bytes > size - e->offset)
     return wv_seterr(err, WAVE_ERANGE, "%s: bytes [%" PRIu64 ", %" PRIu64
                      ") lie outside %s %" PRIu64 " of %" PRIu64 " bytes",
                      what, e->offset, e->offset + e->bytes,
                      e->region ? "region" : "the payload, region", e->region,
                      size);
-  *src = (wd_fsrc){.fd = fd, .off = e->offset, .region = e->region,
-                   .reg = reg};
+  *src = (wd_fsrc){.fd = fd, .fifo = fifo, .off = e->offset,
+                   .region = e->region, .reg = reg};
   span->rows = e->bytes / size_b;
   if (fd >= 0) {  /* a file region: read by the job (daemon/bulk/filered.h) */
     if (e->offset % 4 != 0)
@@ -197,6 +203,11 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
     if ((rc = bk_extent(b, pipe, ex[i], payload, plen, name, size_b,
                         &spans[i], &src[i], &held, out, err)) != 0)
       return rc;
+    /* a pipe's one job takes it here, once its extent is known good */
+    if (src[i].fifo && !wd_region_claim((wd_region *)src[i].reg))
+      return wv_seterr(err, WAVE_EREGION, "%s names pipe region %" PRIu64
+                       ", which an earlier job (or extent) has named: a pipe "
+                       "is read once", name, ex[i]->region);
     if (held && mem_rows != NULL)
       *mem_rows += spans[i].rows;
   }

@@ -11,7 +11,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,34 @@ int wd_fio_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
                        "extent of it at %" PRIu64, region, off + got,
                        extent_end);
     got += (uint64_t)n;
+  }
+  return 0;
+}
+
+int wd_fio_read_pipe(int fd, uint8_t *buf, uint64_t bytes, uint64_t at,
+                     uint64_t region, uint64_t total, const _Atomic int *halt,
+                     wave_error *err)
+{
+  for (uint64_t got = 0; got < bytes;) {
+    if (atomic_load(halt))
+      return wv_seterr(err, WAVE_ECANCELLED, "the job stopped");
+    ssize_t n = read(fd, buf + got, (size_t)(bytes - got));
+    if (n > 0) {
+      got += (uint64_t)n;
+      continue;
+    }
+    if (n == 0)
+      return wv_seterr(err, WAVE_EREGION, "pipe region %" PRIu64 " ended "
+                       "at byte %" PRIu64 ": its writer closed it before the "
+                       "%" PRIu64 " bytes it was registered with", region,
+                       at + got, total);
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return wv_seterr(err, WAVE_EREGION, "reading pipe region %" PRIu64
+                       ": %s", region, strerror(errno));
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    (void)poll(&p, 1, 50);  /* POLLHUP: the next read says 0 */
   }
   return 0;
 }

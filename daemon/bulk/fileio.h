@@ -25,6 +25,14 @@ int wd_fio_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
  * or the file ends before; region and extent_end are for the message). */
 int wd_fio_pread(int fd, uint8_t *buf, uint64_t bytes, uint64_t off,
                  uint64_t region, uint64_t extent_end, wave_error *err);
+/* The next bytes of the pipe fd (O_NONBLOCK; bytes [at, at + bytes) of
+ * a pipe region of total bytes) into buf, waiting for them in polls of at
+ * most 50 ms, each after a look at *halt (its job stopped: CANCELLED):
+ * 0, or WAVE_EREGION when the pipe ends first or fails.  The job's wait
+ * for its slot bounds a stall (filered.h). */
+int wd_fio_read_pipe(int fd, uint8_t *buf, uint64_t bytes, uint64_t at,
+                     uint64_t region, uint64_t total, const _Atomic int *halt,
+                     wave_error *err);
 /* Said at warn level: n readers of r were left in reads that did not
  * return. */
 void wd_fio_stuck_warn(wd_readers *r, unsigned n);

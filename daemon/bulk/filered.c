@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,6 +78,11 @@ typedef struct fr {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int stop, rc;
+  _Atomic int halt;              /* stop, seen by a pipe's read unlocked */
+  int fifo;                      /* some span is a pipe */
+  uint64_t *fifo_at;             /* per pipe span: its bytes read so far
+                                    (its next part's turn: one part a
+                                    slot, each part waits for it) */
   wave_error err;                /* the first reader error */
   unsigned refs;                 /* the device thread + each part queued
                                     or running */
@@ -95,6 +101,7 @@ static void fr_free(fr *f)
     if (f->fds[i] >= 0)
       close(f->fds[i]);
   free(f->fds);
+  free(f->fifo_at);
   free(f->read);
   free(f->pieces);
   free(f->mask_start);
@@ -122,7 +129,10 @@ static int fr_rows(fr *f, fr_slot *sl, size_t i, uint64_t row, uint64_t k,
   }
   uint64_t end = s->off + sp->rows * z, off = s->off + row * z;
   uint64_t region = s->region;
+  const int fifo = s->fifo;  /* s is the job's: not to be read after */
   pthread_mutex_lock(&f->mu);
+  while (fifo && !f->stop && f->fifo_at[i] != off)  /* a pipe's turn */
+    pthread_cond_wait(&f->cv, &f->mu);
   if (f->stop) {
     pthread_mutex_unlock(&f->mu);
     return wv_seterr(err, WAVE_ECANCELLED, "the job stopped");
@@ -130,8 +140,12 @@ static int fr_rows(fr *f, fr_slot *sl, size_t i, uint64_t row, uint64_t k,
   f->in_read++;
   sl->in_read++;
   pthread_mutex_unlock(&f->mu);
-  int rc = wd_fio_pread(f->fds[i], dst, k * z, off, region, end, err);
+  int rc = fifo ? wd_fio_read_pipe(f->fds[i], dst, k * z, off, region, end,
+                                   &f->halt, err)
+                : wd_fio_pread(f->fds[i], dst, k * z, off, region, end, err);
   pthread_mutex_lock(&f->mu);
+  if (fifo && rc == 0)  /* the next part's turn; after an error none */
+    f->fifo_at[i] = off + k * z;
   f->in_read--;
   sl->in_read--;
   int gone = f->abandoned;
@@ -268,6 +282,7 @@ static void fr_part_run(wd_rtask *t)
   if (!f->abandoned) {
     if (rc != 0 && !f->stop) {
       f->stop = 1;
+      atomic_store(&f->halt, 1);
       f->rc = rc;
       f->err = e;
     }
@@ -387,6 +402,7 @@ static int fr_open(wd_readers *rd, const wv_dev *dev, const wv_caps *caps,
   int rc = 0;
   f->job_spans = job->n_input + job->n_mask;
   f->fds = malloc((f->job_spans + 1) * sizeof *f->fds);
+  f->fifo_at = calloc(f->job_spans + 1, sizeof *f->fifo_at);
   f->read = calloc(f->job_spans + 1, 1);
   *reads = 0;
   for (size_t i = 0; f->fds != NULL && i < f->job_spans; i++)
@@ -405,8 +421,8 @@ static int fr_open(wd_readers *rd, const wv_dev *dev, const wv_caps *caps,
     f->n += (size_t)((job->input[i].rows + slot_rows - 1) / slot_rows);
   f->pieces = calloc(f->n + 1, sizeof *f->pieces);
   f->mask_start = calloc(job->n_mask + 2, sizeof *f->mask_start);
-  if (f->fds == NULL || f->read == NULL || f->pieces == NULL ||
-      f->mask_start == NULL) {
+  if (f->fds == NULL || f->fifo_at == NULL || f->read == NULL ||
+      f->pieces == NULL || f->mask_start == NULL) {
     rc = wv_seterr(err, WAVE_ENOMEM, NULL);
     goto fail;
   }
@@ -543,6 +559,7 @@ static void fr_post(fr *f, size_t i)
 static unsigned fr_abandon(fr *f)
 {
   f->stop = 1;
+  atomic_store(&f->halt, 1);
   pthread_cond_broadcast(&f->cv);
   while (f->running > f->in_read)
     pthread_cond_wait(&f->cv, &f->mu);
@@ -571,6 +588,10 @@ static int fr_await(fr *f, size_t i, unsigned timeout_ms, int *stalled,
   if (f->stop && f->rc != 0) {
     rc = f->rc;
     *err = f->err;
+  } else if (s->idx != i && late && f->fifo) {
+    rc = wv_seterr(err, WAVE_EREGION, "a pipe region's writer sent no piece "
+                   "for more than %u ms (limits.region_read_timeout_ms): "
+                   "the job fails", timeout_ms);
   } else if (s->idx != i && late) {
     rc = wv_seterr(err, WAVE_EREGION, "reading a file region stalled for "
                    "more than %u ms (limits.region_read_timeout_ms): the "
@@ -701,14 +722,19 @@ int wd_file_reduce(wd_readers *r, const wv_dev *dev, const wv_caps *caps,
   uint64_t P, slot_rows;
   unsigned n_slots, parts;
   fr_shape(caps, &P, &slot_rows, &n_slots, &parts);
+  int files = 0, fifo = 0;
+  for (size_t i = 0; i < job->n_input + job->n_mask; i++) {
+    files |= src[i].fd >= 0;
+    fifo |= src[i].fifo;
+  }
+  if (fifo)
+    parts = 1;  /* a pipe is read in order: one part a slot, in turn */
   fr *f = NULL;
   int reads = 0;
   int rc = fr_open(r, dev, caps, job, src, slot_rows, &f, &reads, err);
   if (rc != 0)
     return rc;
-  int files = 0;
-  for (size_t i = 0; i < f->job_spans; i++)
-    files |= src[i].fd >= 0;
+  f->fifo = fifo;
   unsigned stuck = wd_readers_stuck(r);
   /* pinned, a device that reads host memory, or readers stuck: in place */
   if (!reads || (!files && stuck >= WD_FILE_STUCK_MAX)) {

@@ -78,6 +78,7 @@
  * file (the span's data is NULL); fd < 0: the span's data. */
 typedef struct wd_fsrc {
   int fd;
+  int fifo;               /* fd is a pipe: read in order, bytes [0, N) */
   uint64_t off;
   uint64_t region;        /* its id, for messages */
   const wd_region *reg;   /* a mapped or copy region (the job holds it):

@@ -33,6 +33,9 @@ struct wd_region {
   int copied;               /* base is a buffer of ours (copy = true) */
   int fd;                   /* a file region (copy + file): base NULL, the
                                jobs pread it (daemon/bulk/filered.c); else -1 */
+  int fifo;                 /* ... a pipe's read end: read once, in order,
+                               by the one job that claims it */
+  _Atomic int claimed;      /* a pipe region: a job has named it */
   size_t cap;               /* ... of this size; or the mapping's length
                                (bytes, in whole pages of a hugetlbfs memfd) */
   _Atomic unsigned refs;    /* the table's + one per job */
@@ -284,16 +287,23 @@ static void rg_untake(wd_regions *t, uint64_t key, int took, uint64_t bytes)
 }
 
 /* The registration's descriptor: a regular file or memfd open for reading
- * (*huge: on hugetlbfs). */
-static int rg_check_fd(int fd, struct stat *st, int *huge, wave_error *err)
+ * (*huge: on hugetlbfs), or, for a file region of stated bytes (pipe_ok),
+ * a pipe's read end. */
+static int rg_check_fd(int fd, struct stat *st, int pipe_ok, int *huge,
+                       wave_error *err)
 {
   const char *path = "the region";  /* for messages: no path any more */
   if (fstat(fd, st) != 0)
     return wv_seterr(err, WAVE_EREGION, "cannot stat %s: %s", path,
                      strerror(errno));
-  if (!S_ISREG(st->st_mode))
+  if (S_ISFIFO(st->st_mode) && !pipe_ok)
+    return wv_seterr(err, WAVE_EREGION, "the region's descriptor is a FIFO "
+                     "(pipe): a pipe is registered as a file region (copy "
+                     "and file) of its stated bytes, which one job reads "
+                     "once");
+  if (!S_ISREG(st->st_mode) && !S_ISFIFO(st->st_mode))
     return wv_seterr(err, WAVE_EREGION, "the region's descriptor is %s: "
-                     "regions are regular files and memfds only",
+                     "regions are regular files, memfds and pipes only",
                      rg_kind(st->st_mode));
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
@@ -444,9 +454,18 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key,
   }
   struct stat st;
   int huge = 0;
-  if ((rc = rg_check_fd(fd, &st, &huge, err)) != 0)
+  if ((rc = rg_check_fd(fd, &st, rq->copy && rq->file && rq->bytes > 0, &huge,
+                        err)) != 0)
     goto out;
-  uint64_t size = (uint64_t)st.st_size;
+  /* a pipe has no size: its stated bytes are what its one job reads, and
+   * its reads wait for bytes without blocking a reader (fileio.h) */
+  const int fifo = S_ISFIFO(st.st_mode);
+  if (fifo && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+    rc = wv_seterr(err, WAVE_EREGION, "the pipe's descriptor: %s",
+                   strerror(errno));
+    goto out;
+  }
+  uint64_t size = fifo ? rq->bytes : (uint64_t)st.st_size;
   uint64_t bytes = rq->bytes ? rq->bytes : size;
   if (bytes > size) {
     rc = wv_seterr(err, WAVE_ERANGE, "%s is %" PRIu64 " bytes; "
@@ -487,11 +506,13 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key,
   }
   if (file)
     fd = -1;  /* the region's now */
+  r->fifo = fifo;
   rg_info(r, info);
   wd_info("region %" PRIu64 " (%s): %" PRIu64 " bytes of pid %" PRIu32
           " uid %" PRIu32 " %s", r->id, r->name, bytes, pid, uid,
-          r->fd >= 0 ? "kept open, read by its jobs"
-                     : r->copied ? "read into a copy" : "mapped");
+          fifo ? "a pipe, read once by the job that names it"
+          : r->fd >= 0 ? "kept open, read by its jobs"
+                       : r->copied ? "read into a copy" : "mapped");
   if (pin != NULL && r->base != NULL) {
     atomic_fetch_add(&r->refs, 1);
     *pin = r;
@@ -603,6 +624,12 @@ uint64_t wd_region_bytes(const wd_region *r) { return r->bytes; }
 uint64_t wd_region_id(const wd_region *r) { return r->id; }
 int wd_region_file(const wd_region *r) { return r->fd; }
 int wd_region_copied(const wd_region *r) { return r->copied; }
+int wd_region_fifo(const wd_region *r) { return r->fifo; }
+
+int wd_region_claim(wd_region *r)
+{
+  return atomic_exchange(&r->claimed, 1) == 0;
+}
 
 int wd_region_pinned_for(const wd_region *r, const wv_dev *dev)
 {

@@ -129,6 +129,13 @@ uint64_t wd_region_id(const wd_region *r);
 int wd_region_file(const wd_region *r);
 /* A copy region: its rows are the daemon's own memory. */
 int wd_region_copied(const wd_region *r);
+/* A pipe region (a file region whose descriptor is a pipe's read end, of
+ * the bytes its registration stated): one job reads it, once, in order
+ * (daemon/bulk/filered.h). */
+int wd_region_fifo(const wd_region *r);
+/* The one job of a pipe region takes it: 1 for the first caller, 0 for
+ * every later one (the pipe is spent or being read). */
+int wd_region_claim(wd_region *r);
 /* A device of dev's backend has all of r pinned (bulk/filered.c: its rows
  * are then sent as they lie, not read through the staging rings).  The
  * backend, not the device: a CUDA registration is the whole process's,
