@@ -249,7 +249,10 @@ WAVE_API int wave_region_copy_fd(wave_client *c, int fd, size_t bytes,
  * they arrive: no copy of the file in its memory, and no snapshot (a job
  * sees the file as it is then; a file shorter than an extent at that time
  * fails the job with WAVE_EREGION).  A daemon without file regions makes
- * the copy instead. */
+ * the copy instead.  fd may also be a pipe's read end, with bytes above
+ * 0: a pipe region, which one reduction reads once, whole ([0, bytes)),
+ * while another thread writes it; unregister it after (docs/protocol.md
+ * "Pipe regions"). */
 WAVE_API int wave_region_file_fd(wave_client *c, int fd, size_t bytes,
                                  const char *name, wave_region **out,
                                  wave_error *err);
