@@ -11,7 +11,11 @@ cpu0 (regions allowed, the default limits: pieces of 16 MiB).  Each of
 WAVE_BENCH_ROUNDS (5) rounds times, in turn, on a new Client each:
 
   np.sum       a.sum() (the median of 3, the round's baseline)
-  ring         c.reduce("sum", a), the package's choice for a big plain
+  pipe         c.reduce("sum", a), the package's choice for a big plain
+               array: its pages spliced into a pipe the daemon reads as a
+               pipe region (python/wavedd/pipe.py), first call or not
+  ring         the same with pipe_threshold above it: the package's
+               choice for a big plain
                float sum: a stream whose pieces go through the slots of
                the process's ring (python/wavedd/ring.py: 4 x 4 MiB, made
                by the first such call of the process and kept, with its
@@ -95,7 +99,9 @@ def start_daemon(tmp):
 def first(url, a, way):
     """Seconds of a new Client's first reduce of a, and its result."""
     with wavedd.Client(url, timeout=600) as c:
-        if way not in ("ring", "ring-new", "memfd"):
+        if way != "pipe":
+            c.pipe_threshold = 1 << 62
+        if way not in ("pipe", "ring", "ring-new", "memfd"):
             c.copy_threshold = 1 << 62
         if way == "memfd":
             c.ring_threshold = 1 << 62
@@ -111,7 +117,7 @@ def first(url, a, way):
 def main():
     a = np.random.default_rng(35).random(ROWS)
     load0 = os.getloadavg()
-    ways = ("ring", "ring-new", "memfd", "stream", "buffered")
+    ways = ("pipe", "ring", "ring-new", "memfd", "stream", "buffered")
     times = {"np.sum": [], **{w: [] for w in ways}}
     bits = set()
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,12 +8,15 @@ How the rows of client.reduce travel (docs/python.md "How arrays travel"):
     file of reduce_file, is an extent of a file region (files.py): the
     daemon gets the descriptor and reads the file itself;
   * when every chunk is such an extent, that is the request;
-  * one plain float32/float64 array of ring_threshold (64 MiB) or more
-    (and copy_threshold), summed
-    unmasked, over ipc to a daemon that allows regions, goes through the
+  * one plain array of pipe_threshold (64 MiB) or more (and
+    copy_threshold), unmasked, over ipc to a daemon that allows regions,
+    goes through a pipe (pipe.py): its pages spliced into a pipe that the
+    daemon reads as a pipe region, no page touched fresh on either side;
+  * else (a daemon before pipe regions) one such plain float32/float64
+    array of ring_threshold (64 MiB) or more, summed, goes through the
     ring (ring.py): a stream whose pieces are copied into the slots of a
     small region kept by the process, which the daemon sums in place as
-    they arrive (wave_reduce_ring), so no fresh page is touched;
+    they arrive (wave_reduce_ring);
   * otherwise, over ipc to a daemon that allows regions, the rest are copied (by
     several threads when big) into one pooled region of this client, made
     on first need, of the size needed, and reused, when they are at least
@@ -41,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _lib as C
-from . import errors, files, ring
+from . import errors, files, pipe, ring
 from .pages import Later as _Later, populate
 from ._lib import lib, text
 from .errors import ArgError, DtypeError, OpError, RegionError
@@ -159,8 +162,9 @@ class Result:
     exact sum"; value is it rounded once), and exact_flags (fsum: the
     EXACT_* bits of the selected rows, else None); via: "region", "file"
     (a file region: a file, or big plain rows in a memfd), "pool",
-    "ring" (a big plain float sum through the process's ring, ring.py) or
-    "message", how the rows travelled."""
+    "pipe" (one big plain array through a pipe, pipe.py), "ring" (a big
+    plain float sum through the process's ring, ring.py) or "message",
+    how the rows travelled."""
 
     def __init__(self, r, via):
         dt = _NP[r.dtype]
@@ -276,13 +280,19 @@ class Client:
     no pool holds them, go as a memfd file instead, and the pool is made
     in the background for the calls after.
 
-    ring_threshold: one plain float32 or float64 array of at least this
-    many bytes (and copy_threshold), summed with no mask, goes through the
-    process's ring instead (ring.py: four slots of 4 MiB, kept, through
-    which the daemon sums the pieces as they arrive), first call or not.
+    pipe_threshold: one plain array of at least this many bytes (and
+    copy_threshold), with no mask, goes through a pipe instead (pipe.py:
+    the daemon reads the array's own pages, first call or not).
+
+    ring_threshold: where the daemon takes no pipe, one plain float32 or
+    float64 array of at least this many bytes (and copy_threshold), summed
+    with no mask, goes through the process's ring instead (ring.py: four
+    slots of 4 MiB, kept, through which the daemon sums the pieces as they
+    arrive).
     """
 
     copy_threshold = 1 << 20
+    pipe_threshold = 64 << 20
     ring_threshold = 64 << 20
 
     def __init__(self, url=None, token=None, token_file=None, timeout=None):
@@ -317,6 +327,7 @@ class Client:
                           None if token_file is None
                           else os.fsencode(token_file))
         self._ring_ok = True     # False: no ring from this daemon
+        self._pipe_ok = pipe.available()  # False: no pipes (this daemon)
         self._timeout_ms = opts.timeout_ms or 30000
         self._pool = None
         self._pool_next = None   # a _Later making the pool
@@ -578,6 +589,16 @@ class Client:
             self._reduce_ext(h, wdt, wop, every, found, len(ins), has_mask,
                              dev, res, err)
             return Result(res, via)
+        # one big plain array: through a pipe
+        if (self._regions_ok and self._pipe_ok and len(every) == 1 and
+                not has_mask and isinstance(every[0], np.ndarray) and
+                plain >= max(self.copy_threshold, self.pipe_threshold)):
+            def ext(rg, res, err):
+                self._reduce_ext(h, wdt, wop, every, [(rg, 0)], 1, False,
+                                 dev, res, err)
+            if pipe.reduce(h, every[0], _addr(every[0]), res, err, ext):
+                return Result(res, "pipe")
+            self._pipe_ok = False   # the other ways from now on
         # one big plain float array, summed: through the ring
         if (self._regions_ok and self._ring_ok and len(every) == 1 and
                 not has_mask and wop == lib.WAVE_SUM and
