@@ -11,25 +11,24 @@ cpu0 (regions allowed, the default limits: pieces of 16 MiB).  Each of
 WAVE_BENCH_ROUNDS (5) rounds times, in turn, on a new Client each:
 
   np.sum       a.sum() (the median of 3, the round's baseline)
-  pipe         c.reduce("sum", a), the package's choice for a big plain
-               array: its pages spliced into a pipe the daemon reads as a
-               pipe region (python/wavedd/pipe.py), first call or not
-  ring         the same with pipe_threshold above it: the package's
-               choice for a big plain
-               float sum: a stream whose pieces go through the slots of
-               the process's ring (python/wavedd/ring.py: 4 x 4 MiB, made
-               by the first such call of the process and kept, with its
-               own connection), which the daemon sums in place as they
-               arrive (StreamPutRequest.from); the ring is made by an
-               untimed call before the rounds (and again after each
-               ring-new)
-  ring-new     the same after wavedd.ring.drop(): the ring made, its
-               pages written and registered in the call, as the first
-               big sum of a process
-  memfd        the same with ring_threshold above it, the package's choice
-               for a first big array before the ring: the rows pwrite-n
-               into a fresh memfd, sent as a file region (the pool made
-               behind it is not waited for)
+  ring         c.reduce("sum", a), the package's choice for a big plain
+               float sum once the process has its ring: a stream whose
+               pieces go through the slots of the process's ring
+               (python/wavedd/ring.py: 4 x 4 MiB, kept, with its own
+               connection), which the daemon sums in place as they arrive
+               (StreamPutRequest.from); the ring is made by an untimed
+               call before the rounds (and again after each first)
+  first        the same after wavedd.ring.drop(), as the first big sum of
+               a process: it goes through a pipe (python/wavedd/pipe.py:
+               the array's pages spliced into a pipe that the daemon
+               reads as a pipe region) while the ring is made on a thread
+               for the calls after
+  pipe         the same with ring_threshold above it: the package's way
+               for a Client's first big plain array of any op (no pool
+               yet), through a pipe
+  memfd        the same with pipe_threshold above it too, the way before
+               the pipe: the rows pwrite-n into a fresh memfd, sent as a
+               file region (the pool made behind it is not waited for)
   stream       the same with copy_threshold above it: libwaveclient
                streams it in pieces, which the daemon reduces as they
                arrive (daemon/bulk/stream.h)
@@ -99,25 +98,30 @@ def start_daemon(tmp):
 def first(url, a, way):
     """Seconds of a new Client's first reduce of a, and its result."""
     with wavedd.Client(url, timeout=600) as c:
-        if way != "pipe":
-            c.pipe_threshold = 1 << 62
-        if way not in ("pipe", "ring", "ring-new", "memfd"):
-            c.copy_threshold = 1 << 62
-        if way == "memfd":
+        if way in ("pipe", "memfd"):
             c.ring_threshold = 1 << 62
-        if way == "ring-new":
+        if way == "memfd":
+            c.pipe_threshold = 1 << 62
+        if way in ("stream", "buffered"):
+            c.copy_threshold = 1 << 62
+        if way == "first":
             wavedd.ring.drop()
         chunks = (a,) if way != "buffered" else (a[:len(a) // 2],
                                                  a[len(a) // 2:])
         t0 = time.perf_counter()
         r = c.reduce("sum", *chunks)
-        return time.perf_counter() - t0, r
+        dt = time.perf_counter() - t0
+        for _ in range(200):   # untimed: the ring made for the next calls
+            if way not in ("ring", "first") or wavedd.ring.ready(c._ring_key):
+                break
+            time.sleep(0.05)
+        return dt, r
 
 
 def main():
     a = np.random.default_rng(35).random(ROWS)
     load0 = os.getloadavg()
-    ways = ("pipe", "ring", "ring-new", "memfd", "stream", "buffered")
+    ways = ("ring", "first", "pipe", "memfd", "stream", "buffered")
     times = {"np.sum": [], **{w: [] for w in ways}}
     bits = set()
     with tempfile.TemporaryDirectory() as tmp:

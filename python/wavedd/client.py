@@ -423,19 +423,37 @@ class Client:
         self._pool = (rg, rg.array((size,), np.uint8))
         return self._pool
 
+    def _send_pipe(self, h, wdt, wop, a, dev, res, err):
+        """One plain array through a pipe (pipe.py): the Result, or None
+        when the daemon takes no pipes (nor will: the other ways from
+        now on)."""
+        def ext(rg, res, err):
+            self._reduce_ext(h, wdt, wop, [a], [(rg, 0)], 1, False, dev,
+                             res, err)
+        if pipe.reduce(h, a, _addr(a), res, err, ext):
+            return Result(res, "pipe")
+        self._pipe_ok = False
+        return None
+
     def _send_memfd(self, h, wdt, wop, every, found, n_in, has_mask, dev,
-                    res, err, fs, plain):
+                    res, err, fs, plain, piped):
         """Big plain rows that no pool holds yet (a Client's first, and
-        those while the pool is being made), as a file region of a fresh
-        memfd written here (files.memfd_rows); the pool of that size is
-        then made in the background for the calls after (none waits for
-        it).  Returns the Result, or None when the pool's way is the one
-        (small rows, a pool that holds them, no file regions)."""
+        those while the pool is being made): one array through a pipe
+        (piped: pipe.py), else as a file region of a fresh memfd written
+        here (files.memfd_rows); the pool of that size is then made in
+        the background for the calls after (none waits for it).  Returns
+        the Result, or None when the pool's way is the one (small rows, a
+        pool that holds them, no file regions)."""
         with self._pool_lock:
             self._pool_take()
             if plain < _FILE_FIRST or (self._pool is not None and
                                        self._pool[0].nbytes >= plain):
                 return None
+        if piped:
+            r = self._send_pipe(h, wdt, wop, every[0], dev, res, err)
+            if r is not None:
+                self._pool_later(plain)
+                return r
         idx = [i for i, f in enumerate(found) if f is None]
         rows = files.memfd_rows([every[i] for i in idx], _PAR_MIN)
         for fr in rows:
@@ -589,21 +607,22 @@ class Client:
             self._reduce_ext(h, wdt, wop, every, found, len(ins), has_mask,
                              dev, res, err)
             return Result(res, via)
-        # one big plain array: through a pipe
-        if (self._regions_ok and self._pipe_ok and len(every) == 1 and
-                not has_mask and isinstance(every[0], np.ndarray) and
-                plain >= max(self.copy_threshold, self.pipe_threshold)):
-            def ext(rg, res, err):
-                self._reduce_ext(h, wdt, wop, every, [(rg, 0)], 1, False,
-                                 dev, res, err)
-            if pipe.reduce(h, every[0], _addr(every[0]), res, err, ext):
-                return Result(res, "pipe")
-            self._pipe_ok = False   # the other ways from now on
-        # one big plain float array, summed: through the ring
-        if (self._regions_ok and self._ring_ok and len(every) == 1 and
-                not has_mask and wop == lib.WAVE_SUM and
+        # one big plain array (pipe: the call would otherwise make fresh
+        # memory: the ring, a memfd, the pool)
+        one = (self._regions_ok and len(every) == 1 and not has_mask and
+               isinstance(every[0], np.ndarray))
+        piped = (one and self._pipe_ok and
+                 plain >= max(self.copy_threshold, self.pipe_threshold))
+        # one big plain float array, summed: through the ring, once made
+        # (the process's first such sum goes by pipe while it is made)
+        if (one and self._ring_ok and wop == lib.WAVE_SUM and
                 wdt in (lib.WAVE_F32, lib.WAVE_F64) and
                 plain >= max(self.copy_threshold, self.ring_threshold)):
+            if piped and not ring.ready(self._ring_key):
+                r = self._send_pipe(h, wdt, wop, every[0], dev, res, err)
+                if r is not None:
+                    ring.prepare(self._ring_key)   # after: 2 CPUs are few
+                    return r
             ok = ring.reduce(self._ring_key, self._timeout_ms, (wdt, wop),
                              every[0], dev, res, err)
             if ok is not None:
@@ -615,7 +634,8 @@ class Client:
         if self._regions_ok and (plain >= self.copy_threshold or
                                  fs.regions):
             r = self._send_memfd(h, wdt, wop, every, found, len(ins),
-                                 has_mask, dev, res, err, fs, plain)
+                                 has_mask, dev, res, err, fs, plain,
+                                 piped)
             if r is not None:
                 return r
             with self._pool_lock:

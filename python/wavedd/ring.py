@@ -151,6 +151,34 @@ def reduce(key, timeout_ms, what, a, dev, res, err):
     return True
 
 
+def ready(key):
+    """Whether key's ring is made and registered (a call would use it)."""
+    with _lock:
+        rg = _rings.get(key)
+    return rg is not None and rg.r is not None and rg.h is not None
+
+
+def prepare(key):
+    """Make key's ring on a thread of its own, for the calls after this
+    one (which goes another way: the pipe); nothing when it is made or
+    being made.  A failure leaves it unmade: the next call makes it."""
+    with _lock:
+        rg = _rings.get(key)
+        if rg is None:
+            rg = _rings[key] = _Ring(key)
+    if not rg.lock.acquire(blocking=False):
+        return
+
+    def make():
+        try:
+            rg.open()
+        except Exception:   # noqa: BLE001 - any failure: made in a call
+            rg.reset()
+        finally:
+            rg.lock.release()
+    threading.Thread(target=make, name="wavedd-ring", daemon=True).start()
+
+
 def drop():
     """Close every ring's connection and free its memory (the next big
     float sum makes one again); rings in use are left alone."""
