@@ -8,21 +8,25 @@ How the rows of client.reduce travel (docs/python.md "How arrays travel"):
     file of reduce_file, is an extent of a file region (files.py): the
     daemon gets the descriptor and reads the file itself;
   * when every chunk is such an extent, that is the request;
-  * one plain array of pipe_threshold (64 MiB) or more (and
-    copy_threshold), unmasked, over ipc to a daemon that allows regions,
-    goes through a pipe (pipe.py): its pages spliced into a pipe that the
-    daemon reads as a pipe region, no page touched fresh on either side;
-  * else (a daemon before pipe regions) one such plain float32/float64
-    array of ring_threshold (64 MiB) or more, summed, goes through the
-    ring (ring.py): a stream whose pieces are copied into the slots of a
-    small region kept by the process, which the daemon sums in place as
-    they arrive (wave_reduce_ring);
+  * one plain float32/float64 array of ring_threshold (64 MiB) or more
+    (and copy_threshold), summed unmasked, over ipc to a daemon that
+    allows regions, goes through the ring (ring.py): a stream whose
+    pieces are copied into the slots of a small region kept by the
+    process, which the daemon sums in place as they arrive
+    (wave_reduce_ring); the process's first such sum, before the ring
+    is made, goes through a pipe (below) and the ring is made after it;
+  * one plain array of pipe_threshold (64 MiB) or more, unmasked, that
+    would otherwise need fresh memory made in the call (that first
+    float sum; any array while no pool holds it), goes through a pipe
+    (pipe.py): its pages spliced into a pipe that the daemon reads as a
+    pipe region, no page touched fresh on either side;
   * otherwise, over ipc to a daemon that allows regions, the rest are copied (by
     several threads when big) into one pooled region of this client, made
     on first need, of the size needed, and reused, when they are at least
     copy_threshold bytes or files are among the chunks;
   * except while no pool holds them: rows of _FILE_FIRST (64 MiB) or more
-    are then written (pwrite, several threads) into a fresh memfd sent as
+    (but the one array a pipe takes) are then written (pwrite, several
+    threads) into a fresh memfd sent as
     a file region, and the pool is made on a thread of its own for the
     calls after (_send_memfd): a fresh pool's every 4 KiB page costs a
     first touch here and in the daemon, a memfd's pages none;
@@ -281,14 +285,15 @@ class Client:
     in the background for the calls after.
 
     pipe_threshold: one plain array of at least this many bytes (and
-    copy_threshold), with no mask, goes through a pipe instead (pipe.py:
-    the daemon reads the array's own pages, first call or not).
+    copy_threshold), with no mask, that would need fresh memory made in
+    the call (no pool holds it; a float sum before the ring is made) goes
+    through a pipe instead (pipe.py: the daemon reads the array's own
+    pages).
 
-    ring_threshold: where the daemon takes no pipe, one plain float32 or
-    float64 array of at least this many bytes (and copy_threshold), summed
-    with no mask, goes through the process's ring instead (ring.py: four
-    slots of 4 MiB, kept, through which the daemon sums the pieces as they
-    arrive).
+    ring_threshold: one plain float32 or float64 array of at least this
+    many bytes (and copy_threshold), summed with no mask, goes through the
+    process's ring instead (ring.py: four slots of 4 MiB, kept, through
+    which the daemon sums the pieces as they arrive), once made.
     """
 
     copy_threshold = 1 << 20
