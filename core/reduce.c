@@ -114,7 +114,7 @@ int wv_reduce_validate(const wv_reduce_job *job, wave_error *err)
     return wv_seterr(err, rc, "op %s is not defined for %s",
                      wave_op_name(job->op), wave_dtype_name(job->dtype));
 
-  uint64_t in_rows, mask_rows;
+  uint64_t in_rows = 0, mask_rows = 0;
   if ((rc = rd_total(job->input, job->n_input, "input",
                      wv_dtype_size(job->dtype), &in_rows, err)) != 0)
     return rc;

@@ -429,7 +429,9 @@ static pid_t tfp_flood(const char *ipc_url, int n, uid_t uid, gid_t gid,
         (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0))
       _exit(10);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s.fd", ipc_url + 6);
+    if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s.fd", ipc_url + 6) >=
+        (int)sizeof sa.sun_path)
+      _exit(11);  /* a path too long for a socket */
     struct pollfd pf[129];
     for (int i = 0; i < n; i++)
       pf[i] = (struct pollfd){.fd = -1, .events = POLLIN};

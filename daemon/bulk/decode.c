@@ -198,7 +198,7 @@ static int bk_extents(wd_bulk *b, uint32_t pipe, Wave__V1__Extent *const *ex,
 {
   for (size_t i = 0; i < n; i++) {
     char name[48];
-    int held, rc;
+    int held = 0, rc;
     snprintf(name, sizeof name, "%s chunk %zu", what, i);
     if ((rc = bk_extent(b, pipe, ex[i], payload, plen, name, size_b,
                         &spans[i], &src[i], &held, out, err)) != 0)
@@ -410,8 +410,8 @@ static int bk_put_from(wd_bulk *b, uint32_t pipe,
 {
   char name[64];
   wv_span span = {0};
-  wd_fsrc src;
-  int held;
+  wd_fsrc src = {.fd = -1};
+  int held = 0;
   snprintf(name, sizeof name, "%s piece at offset %" PRIu64 ": `from`",
            sp->mask ? "mask" : "input", sp->offset);
   int rc = bk_extent(b, pipe, sp->from, NULL, 0, name, 4, &span, &src, &held,
