@@ -184,7 +184,11 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count)
 
 /* The float sum's fixed tree, once for both widths (T the float type, P
  * the name prefix, NEGZ -0.0 as T: the padding, which adds nothing):
- *  - P_group_tree: a group of 256 values, halves added pairwise;
+ *  - P_group_tree: a group of 256 values, halves added pairwise (v[i] +=
+ *    v[i + h], h = 128 ... 1), on vectors of 32 bytes while h spans
+ *    whole vectors (each lane's add is the same IEEE add, so the same
+ *    bits, 2-4x as fast), then across the first vector's lanes; v is
+ *    left as it was;
  *  - P_levels: the levels over n values, in place (value g of a level
  *    only overwrites a[g], which that level has read);
  *  - P_block: a block's groups straight from the rows (the last one
@@ -192,13 +196,24 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count)
  *    with at most 256 groups, so no allocation.  A level with n == 1 is
  *    not run, so one row is its own value. */
 #define RD_FLOAT_TREE(T, P, NEGZ)                                            \
-  T P##_group_tree(T v[256])                                                 \
+  typedef T P##_vec __attribute__((vector_size(32)));                        \
+  static inline T P##_tree_at(const void *v)                                 \
   {                                                                          \
-    for (unsigned h = WV_GROUP / 2; h >= 1; h /= 2)                          \
+    enum { L = 32 / sizeof(T), N = WV_GROUP / L };                           \
+    P##_vec a[N];                                                            \
+    memcpy(a, v, sizeof a);                                                  \
+    for (unsigned h = N / 2; h >= 1; h /= 2)                                 \
       for (unsigned i = 0; i < h; i++)                                       \
-        v[i] = v[i] + v[i + h];                                              \
-    return v[0];                                                             \
+        a[i] = a[i] + a[i + h];                                              \
+    T w[L];                                                                  \
+    memcpy(w, &a[0], sizeof w);                                              \
+    for (unsigned h = L / 2; h >= 1; h /= 2)                                 \
+      for (unsigned i = 0; i < h; i++)                                       \
+        w[i] = w[i] + w[i + h];                                              \
+    return w[0];                                                             \
   }                                                                          \
+                                                                             \
+  T P##_group_tree(T v[256]) { return P##_tree_at(v); }                      \
                                                                              \
   T P##_levels(T *a, size_t n)                                               \
   {                                                                          \
@@ -227,8 +242,12 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count)
     T a[WV_GROUP];                                                           \
     size_t groups = (n + WV_GROUP - 1) / WV_GROUP;                           \
     for (size_t g = 0; g < groups; g++) {                                    \
-      T v[WV_GROUP];                                                         \
       size_t k = n - g * WV_GROUP < WV_GROUP ? n - g * WV_GROUP : WV_GROUP;  \
+      if (k == WV_GROUP) { /* a whole group: the tree on the rows */         \
+        a[g] = P##_tree_at((const uint8_t *)rows + g * sizeof a);            \
+        continue;                                                            \
+      }                                                                      \
+      T v[WV_GROUP];                                                         \
       memcpy(v, (const uint8_t *)rows + g * WV_GROUP * sizeof v[0],          \
              k * sizeof v[0]);                                               \
       for (size_t j = k; j < WV_GROUP; j++)                                  \

@@ -25,7 +25,7 @@ int wv_reduce_validate(const wv_reduce_job *job, wave_error *err);
 int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
                         wave_error *err);
 
-/* G of docs/reduction.md over v[0..255] (v is clobbered). */
+/* G of docs/reduction.md over v[0..255] (v is left as it was). */
 float wv_f32_group_tree(float v[256]);
 
 /* The result rule of the float sum: count 0 -> +0.0, NaN -> canonical. */
