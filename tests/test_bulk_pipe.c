@@ -221,6 +221,25 @@ START_TEST(pipe_once)
 }
 END_TEST
 
+/* A float sum of bytes of rows through a pipe whose writer writes only
+ * `written` of them, then closes it (or, hold, keeps it open): REGION,
+ * saying want. */
+static void btp_fails(wave_client *c, const uint32_t *rows, size_t bytes,
+                      size_t written, int hold, const char *want)
+{
+  btp_writer w;
+  wave_region *r = btp_open(c, bytes, &w, rows, written, hold);
+  wave_reduce_result res;
+  wave_error e;
+  ck_assert_int_eq(btp_reduce(c, r, 0, bytes, WAVE_F32, WAVE_SUM, &res, &e),
+                   WAVE_EREGION);
+  ck_assert_msg(strstr(e.message, want) != NULL, "%s", e.message);
+  pthread_join(w.t, NULL);
+  btp_drop(c, r);
+  if (hold)
+    close(w.fd);
+}
+
 /* A writer that closes early, and one that stalls past
  * region_read_timeout_ms: REGION, and the daemon serves on. */
 START_TEST(pipe_short_and_stalled)
@@ -232,26 +251,12 @@ START_TEST(pipe_short_and_stalled)
   size_t rows = 3u << 20;  /* three 4 MiB slots */
   uint32_t *in = malloc(rows * 4);
   bh_fill(in, rows, 5, 1);
-  btp_writer w;
-  wave_region *r = btp_open(c, rows * 4, &w, in, rows * 2, 0);
+  btp_fails(c, in, rows * 4, rows * 2, 0, "ended at byte 6291456");
+  /* stalled: a quarter written, the pipe held open */
+  btp_fails(c, in, rows * 4, rows, 1, "sent no piece");
+  /* the daemon serves on: the same rows by message */
   wave_reduce_result res;
   wave_error e;
-  ck_assert_int_eq(btp_reduce(c, r, 0, rows * 4, WAVE_F32, WAVE_SUM, &res,
-                              &e), WAVE_EREGION);
-  ck_assert_msg(strstr(e.message, "ended at byte 6291456") != NULL, "%s",
-                e.message);
-  pthread_join(w.t, NULL);
-  btp_drop(c, r);
-  /* stalled: a quarter written, the pipe held open */
-  r = btp_open(c, rows * 4, &w, in, rows, 1);
-  ck_assert_int_eq(btp_reduce(c, r, 0, rows * 4, WAVE_F32, WAVE_SUM, &res,
-                              &e), WAVE_EREGION);
-  ck_assert_msg(strstr(e.message, "sent no piece") != NULL, "%s",
-                e.message);
-  pthread_join(w.t, NULL);
-  btp_drop(c, r);
-  close(w.fd);
-  /* the daemon serves on: the same rows by message */
   wave_chunk ch = {in, 4096};
   wave_reduce_request q = {.dtype = WAVE_U32, .op = WAVE_SUM, .input = &ch,
                            .n_input = 1};
