@@ -25,14 +25,15 @@ int wv_reduce_validate(const wv_reduce_job *job, wave_error *err);
 int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
                         wave_error *err);
 
-/* G of docs/reduction.md over v[0..255] (v is left as it was). */
-float wv_f32_group_tree(float v[256]);
+/* G of docs/reduction.md over the 256 values at v (rows or leaves, read
+ * only; vectorized, the same bits). */
+float wv_f32_group_tree(const void *v);
 
 /* The result rule of the float sum: count 0 -> +0.0, NaN -> canonical. */
 uint32_t wv_f32_sum_finish(float sum, uint64_t count);
 
 /* The same two for float64: G with binary64 additions, and its result. */
-double wv_f64_group_tree(double v[256]);
+double wv_f64_group_tree(const void *v);
 uint64_t wv_f64_sum_finish(double sum, uint64_t count);
 
 /* The levels of docs/reduction.md over a[0..n-1], n >= 1, in place (a is

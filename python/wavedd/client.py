@@ -619,7 +619,7 @@ class Client:
         piped = (one and self._pipe_ok and
                  plain >= max(self.copy_threshold, self.pipe_threshold))
         # one big plain float array, summed: through the ring, once made
-        # (the process's first such sum goes by pipe while it is made)
+        # (a process's first such sum goes by pipe; the ring is made after)
         if (one and self._ring_ok and wop == lib.WAVE_SUM and
                 wdt in (lib.WAVE_F32, lib.WAVE_F64) and
                 plain >= max(self.copy_threshold, self.ring_threshold)):

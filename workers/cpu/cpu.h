@@ -93,8 +93,6 @@ void wv_cpu_scan32(const wv_cpu_job *c, wv_cpu_item *it);
 void wv_cpu_fsum32(const wv_cpu_job *c, wv_cpu_item *it);
 void wv_cpu_scan64(const wv_cpu_job *c, wv_cpu_item *it);
 void wv_cpu_fsum64(const wv_cpu_job *c, wv_cpu_item *it);
-/* cpu_reduce.c: wv_f64_group_tree of 256 unmasked rows at p, vectorized */
-double wv_cpu_group64(const unsigned char *p);
 unsigned wv_cpu_simd_lanes(void);  /* cpu_reduce.c: 8 with AVX2, else 4 */
 
 /* cpu_xsum.c: fsum.  An item's rows go into the accumulator of the pool

@@ -51,7 +51,6 @@
 #define CR_INLINE static inline __attribute__((always_inline))
 
 typedef float cr_v8f __attribute__((vector_size(32)));
-typedef double cr_v4d __attribute__((vector_size(32)));
 typedef uint32_t cr_v8u __attribute__((vector_size(32)));
 
 unsigned wv_cpu_simd_lanes(void)
@@ -301,25 +300,4 @@ CR_CLONES static void cr_item_fsum(const wv_cpu_job *c, wv_cpu_item *it)
 void wv_cpu_fsum32(const wv_cpu_job *c, wv_cpu_item *it)
 {
   cr_item_fsum(c, it);
-}
-
-/* The float64 group of 256 unmasked rows at p: core's wv_f64_group_tree,
- * the same adds in the same pairs (fold 128: rows i and i + 128, then 64,
- * ... 1), on vectors of four doubles as cr_group does floats: a level of
- * the tree is lanes added in step, so the bits are the tree's.  Read
- * front to back into an L1 copy first, as cr_group's comment says why. */
-CR_CLONES double wv_cpu_group64(const unsigned char *p)
-{
-  cr_v4d l[64] __attribute__((aligned(32)));
-  memcpy(l, p, sizeof l);
-  cr_v4d a[32];
-  for (int i = 0; i < 32; i++)     /* fold 128 */
-    a[i] = l[i] + l[i + 32];
-  for (int h = 16; h >= 1; h /= 2)  /* folds 64, 32, 16, 8, 4 */
-    for (int i = 0; i < h; i++)
-      a[i] = a[i] + a[i + h];
-  double w[4];
-  memcpy(w, &a[0], sizeof w);
-  double b0 = w[0] + w[2], b1 = w[1] + w[3];          /* fold 2 */
-  return b0 + b1;                                     /* fold 1 */
 }

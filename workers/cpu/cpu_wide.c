@@ -21,9 +21,8 @@
  *
  * Correctness first: the loops are plain C over memcpy loads, branch-free
  * where that is cheap so that -O3 vectorizes them, and the float64 group
- * is core's wv_f64_group_tree (built, like this file, -ffp-contract=off),
- * or for a whole unmasked group the same adds on vectors (cpu_reduce.c
- * wv_cpu_group64: 2.5x here, where the sum through a pipe waited on it).
+ * is core's wv_f64_group_tree (built -ffp-contract=off, on vectors, cloned
+ * for AVX2), straight from the rows for a whole unmasked group.
  */
 #include <string.h>
 
@@ -200,7 +199,7 @@ void wv_cpu_fsum64(const wv_cpu_job *c, wv_cpu_item *it)
   size_t mk = 0;
   for (size_t g = 0; g < ng; g++) {
     if (!job->has_mask && (uint64_t)(g + 1) * WV_GROUP <= it->rows) {
-      part[g] = wv_cpu_group64(base + 8 * WV_GROUP * g);  /* all rows */
+      part[g] = wv_f64_group_tree(base + 8 * WV_GROUP * g);  /* all rows */
       count += WV_GROUP;
       continue;
     }
@@ -231,7 +230,7 @@ void wv_cpu_fsum64(const wv_cpu_job *c, wv_cpu_item *it)
   } else {
     for (size_t g = ng; g < WV_GROUP; g++)
       part[g] = -0.0;
-    val = wv_cpu_group64((const unsigned char *)part);
+    val = wv_f64_group_tree((const unsigned char *)part);
   }
   memcpy(&it->a, &val, sizeof it->a);
   it->count = count;
