@@ -127,7 +127,7 @@ static void vr_copy(vr_feed *f, uint32_t *dst, uint64_t rows)
 {
   const unsigned w = f->in.rs / 4;   /* words per row */
   while (rows > 0) {
-    const uint32_t *src, *m;
+    const uint32_t *src = NULL, *m = NULL;  /* set: the rows exist */
     uint64_t k = vr_avail(&f->in, &src);
     if (k > rows)
       k = rows;
