@@ -204,7 +204,7 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count)
  *  - P_levels: the levels over n values, in place (value g of a level
  *    only overwrites a[g], which that level has read);
  *  - P_block: a block's groups straight from the rows (the last one
- *    padded), then the levels over them: rd_chunk_sum without a mask, and
+ *    padded), then the levels over them: P_chunk_sum without a mask, and
  *    with at most 256 groups, so no allocation.  A level with n == 1 is
  *    not run, so one row is its own value. */
 #define RD_FLOAT_TREE(T, P, NEGZ)                                            \
@@ -270,136 +270,82 @@ uint64_t wv_f64_sum_finish(double sum, uint64_t count)
 RD_FLOAT_TREE(float, wv_f32, rd_f32(WV_F32_NEG_ZERO))
 RD_FLOAT_TREE(double, wv_f64, rd_f64(WV_F64_NEG_ZERO))
 
-/* One non-empty chunk of the float sum: its leaves, then its levels.  The
- * first level is built here from the leaves, group by group. */
-static int rd_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m,
-                        float *out, wave_error *err)
-{
-  if (c->rows == 1) { /* a level with n == 1 is not run */
-    *out = rd_selected(m, first_row) ? rd_f32(rd_row(c->data, 0)) : -0.0f;
-    return 0;
+/* The float sum of docs/reduction.md, once for both widths (T, P as in
+ * RD_FLOAT_TREE; LEAF(data, k): row k of a chunk as T; FINISH: the
+ * result rule):
+ *  - P_chunk_sum: one non-empty chunk, its leaves (padding and masked
+ *    rows -0.0), then its levels; the first level is built here from the
+ *    leaves, group by group;
+ *  - P_float_sum: every non-empty chunk's value (an empty chunk is
+ *    skipped entirely), then the levels over those values. */
+#define RD_FLOAT_SUM(T, P, LEAF, FINISH)                                     \
+  static int P##_chunk_sum(const wv_span *c, uint64_t first_row, rd_mask *m, \
+                           T *out, wave_error *err)                          \
+  {                                                                          \
+    if (c->rows == 1) { /* a level with n == 1 is not run */                 \
+      *out = rd_selected(m, first_row) ? LEAF(c->data, 0) : (T)-0.0;        \
+      return 0;                                                              \
+    }                                                                        \
+    size_t groups = (size_t)((c->rows + WV_GROUP - 1) / WV_GROUP);           \
+    T *a = malloc(groups * sizeof *a);                                       \
+    if (a == NULL)                                                           \
+      return wv_seterr(err, WAVE_ENOMEM, "reference: %zu partials", groups); \
+    for (size_t g = 0; g < groups; g++) {                                    \
+      T v[WV_GROUP];                                                         \
+      for (size_t j = 0; j < WV_GROUP; j++) {                                \
+        uint64_t k = (uint64_t)g * WV_GROUP + j;                             \
+        if (k >= c->rows)                                                    \
+          v[j] = (T)-0.0;                   /* padding */                    \
+        else if (!rd_selected(m, first_row + k))                             \
+          v[j] = (T)-0.0;                   /* masked leaf */                \
+        else                                                                 \
+          v[j] = LEAF(c->data, k);                                           \
+      }                                                                      \
+      a[g] = P##_group_tree(v);                                              \
+    }                                                                        \
+    *out = P##_levels(a, groups);                                            \
+    free(a);                                                                 \
+    return 0;                                                                \
+  }                                                                          \
+                                                                             \
+  static int P##_float_sum(const wv_reduce_job *job, uint64_t count,         \
+                           uint64_t *bits, wave_error *err)                  \
+  {                                                                          \
+    size_t nonempty = 0;                                                     \
+    for (size_t i = 0; i < job->n_input; i++)                                \
+      nonempty += job->input[i].rows > 0;                                    \
+    if (nonempty == 0) {                                                     \
+      *bits = 0;                                                             \
+      return 0;                                                              \
+    }                                                                        \
+    T *vals = malloc(nonempty * sizeof *vals);                               \
+    if (vals == NULL)                                                        \
+      return wv_seterr(err, WAVE_ENOMEM, "reference: %zu chunk values",      \
+                       nonempty);                                            \
+    rd_mask m = {job, 0, 0};                                                 \
+    uint64_t row = 0;                                                        \
+    size_t k = 0;                                                            \
+    for (size_t i = 0; i < job->n_input; i++) {                              \
+      const wv_span *c = &job->input[i];                                     \
+      if (c->rows == 0)                                                      \
+        continue;                                                            \
+      int rc = P##_chunk_sum(c, row, &m, &vals[k++], err);                   \
+      if (rc != 0) {                                                         \
+        free(vals);                                                          \
+        return rc;                                                           \
+      }                                                                      \
+      row += c->rows;                                                        \
+    }                                                                        \
+    T sum = P##_levels(vals, nonempty);                                      \
+    free(vals);                                                              \
+    *bits = FINISH(sum, count);                                              \
+    return 0;                                                                \
   }
-  size_t groups = (size_t)((c->rows + WV_GROUP - 1) / WV_GROUP);
-  float *a = malloc(groups * sizeof *a);
-  if (a == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu partials", groups);
-  for (size_t g = 0; g < groups; g++) {
-    float v[WV_GROUP];
-    for (size_t j = 0; j < WV_GROUP; j++) {
-      uint64_t k = (uint64_t)g * WV_GROUP + j;
-      if (k >= c->rows)
-        v[j] = -0.0f;                       /* padding */
-      else if (!rd_selected(m, first_row + k))
-        v[j] = -0.0f;                       /* masked leaf */
-      else
-        v[j] = rd_f32(rd_row(c->data, k));
-    }
-    a[g] = wv_f32_group_tree(v);
-  }
-  *out = wv_f32_levels(a, groups);
-  free(a);
-  return 0;
-}
 
-static int rd_float_sum(const wv_reduce_job *job, uint64_t count,
-                        uint64_t *bits, wave_error *err)
-{
-  size_t nonempty = 0;
-  for (size_t i = 0; i < job->n_input; i++)
-    nonempty += job->input[i].rows > 0;
-  if (nonempty == 0) {
-    *bits = 0;
-    return 0;
-  }
-  float *vals = malloc(nonempty * sizeof *vals);
-  if (vals == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu chunk values",
-                     nonempty);
-  rd_mask m = {job, 0, 0};
-  uint64_t row = 0;
-  size_t k = 0;
-  for (size_t i = 0; i < job->n_input; i++) {
-    const wv_span *c = &job->input[i];
-    if (c->rows == 0)
-      continue; /* empty chunks are skipped entirely */
-    int rc = rd_chunk_sum(c, row, &m, &vals[k++], err);
-    if (rc != 0) {
-      free(vals);
-      return rc;
-    }
-    row += c->rows;
-  }
-  float sum = wv_f32_levels(vals, nonempty);
-  free(vals);
-  *bits = wv_f32_sum_finish(sum, count);
-  return 0;
-}
-
-/* The float64 sum: rd_chunk_sum and rd_float_sum again, with binary64
- * additions and float64 leaves (docs/reduction.md, "float64"). */
-static int rd_chunk_sum64(const wv_span *c, uint64_t first_row, rd_mask *m,
-                          double *out, wave_error *err)
-{
-  if (c->rows == 1) { /* a level with n == 1 is not run */
-    *out = rd_selected(m, first_row) ? rd_f64(rd_val(WAVE_F64, c->data, 0))
-                                     : -0.0;
-    return 0;
-  }
-  size_t groups = (size_t)((c->rows + WV_GROUP - 1) / WV_GROUP);
-  double *a = malloc(groups * sizeof *a);
-  if (a == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu partials", groups);
-  for (size_t g = 0; g < groups; g++) {
-    double v[WV_GROUP];
-    for (size_t j = 0; j < WV_GROUP; j++) {
-      uint64_t k = (uint64_t)g * WV_GROUP + j;
-      if (k >= c->rows)
-        v[j] = -0.0;                        /* padding */
-      else if (!rd_selected(m, first_row + k))
-        v[j] = -0.0;                        /* masked leaf */
-      else
-        v[j] = rd_f64(rd_val(WAVE_F64, c->data, k));
-    }
-    a[g] = wv_f64_group_tree(v);
-  }
-  *out = wv_f64_levels(a, groups);
-  free(a);
-  return 0;
-}
-
-static int rd_float_sum64(const wv_reduce_job *job, uint64_t count,
-                          uint64_t *bits, wave_error *err)
-{
-  size_t nonempty = 0;
-  for (size_t i = 0; i < job->n_input; i++)
-    nonempty += job->input[i].rows > 0;
-  if (nonempty == 0) {
-    *bits = 0;
-    return 0;
-  }
-  double *vals = malloc(nonempty * sizeof *vals);
-  if (vals == NULL)
-    return wv_seterr(err, WAVE_ENOMEM, "reference: %zu chunk values",
-                     nonempty);
-  rd_mask m = {job, 0, 0};
-  uint64_t row = 0;
-  size_t k = 0;
-  for (size_t i = 0; i < job->n_input; i++) {
-    const wv_span *c = &job->input[i];
-    if (c->rows == 0)
-      continue; /* empty chunks are skipped entirely */
-    int rc = rd_chunk_sum64(c, row, &m, &vals[k++], err);
-    if (rc != 0) {
-      free(vals);
-      return rc;
-    }
-    row += c->rows;
-  }
-  double sum = wv_f64_levels(vals, nonempty);
-  free(vals);
-  *bits = wv_f64_sum_finish(sum, count);
-  return 0;
-}
+#define RD_LEAF32(data, k) rd_f32(rd_row((data), (k)))
+#define RD_LEAF64(data, k) rd_f64(rd_val(WAVE_F64, (data), (k)))
+RD_FLOAT_SUM(float, wv_f32, RD_LEAF32, wv_f32_sum_finish)
+RD_FLOAT_SUM(double, wv_f64, RD_LEAF64, wv_f64_sum_finish)
 
 /* The float order of docs/reduction.md: numeric, and -0.0 < +0.0. */
 static int rd_f32_less(float a, float b)
@@ -509,9 +455,9 @@ int wv_reduce_reference(const wv_reduce_job *job, wv_reduce_out *out,
     rd_mask m = {job, 0, 0};
     for (uint64_t r = 0; r < job->rows; r++)
       out->count += rd_selected(&m, r);
-    return dt == WAVE_F32 ? rd_float_sum(job, out->count, &out->bits[0], err)
-                          : rd_float_sum64(job, out->count, &out->bits[0],
-                                           err);
+    return dt == WAVE_F32
+               ? wv_f32_float_sum(job, out->count, &out->bits[0], err)
+               : wv_f64_float_sum(job, out->count, &out->bits[0], err);
   }
 
   /* Every other op: one pass over the rows in order. */
