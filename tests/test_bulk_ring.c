@@ -206,6 +206,26 @@ static void btr_client(td_daemon *d, double *v, size_t n)
     ck_assert_uint_eq(res.bits[0], want.bits[0]);
     ck_assert_uint_eq(res.rows, n);
   }
+  /* chunks that end inside a piece, at offsets that are not multiples of
+   * 16 (the slot copy's streaming stores start at the next one), and a
+   * chunk under 4096 bytes (copied plainly): wave_reduce's bits, as a
+   * float sum and as an order-free op */
+  ck_assert_uint_gt(n, 150003 + 5);
+  wave_chunk parts[4] = {{v, 1001 * 8},
+                         {v + 1001, 3 * 8},
+                         {v + 1004, (150003 - 1004) * 8},
+                         {v + 150003, (n - 150003) * 8}};
+  const int ops[2][2] = {{WAVE_F64, WAVE_SUM}, {WAVE_U64, WAVE_XOR}};
+  for (int k = 0; k < 2; k++) {
+    wave_reduce_request qp = {.dtype = ops[k][0], .op = ops[k][1],
+                              .input = parts, .n_input = 4};
+    ck_assert_int_eq(wave_reduce(c, &qp, &want, &e), 0);
+    ck_assert_msg(wave_reduce_ring(c, &qp, rg, &res, &e) == 0, "%s",
+                  e.message);
+    ck_assert_uint_eq(res.bits[0], want.bits[0]);
+    ck_assert_uint_eq(res.rows, n);
+  }
+  ck_assert_int_eq(wave_reduce(c, &q, &want, &e), 0);
   /* the argument checks are wave_reduce's own (client/reduce.c
    * rdc_check): a chunk with bytes but no data is refused by both, in
    * the same words, before any byte goes */
