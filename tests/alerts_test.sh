@@ -19,6 +19,7 @@ set -euo pipefail
 trap 'echo "alerts_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build=$(cd "$1" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
+. "$src/tests/proc.sh"
 for t in prometheus promtool curl python3; do
   command -v $t >/dev/null || { echo "alerts_test: no $t: skipped"; exit 77; }
 done
@@ -28,7 +29,10 @@ dash=$src/contrib/grafana/wavedd-dashboard.json
 tmp=$(mktemp -d /tmp/wave-alerts.XXXXXX)
 dpid="" ppid=""
 cleanup() {
-  for p in $ppid $dpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+  # Prometheus is a child (wait); wavedd detached itself (wv_stop): both
+  # gone before their folder goes
+  if [ -n "$ppid" ]; then kill "$ppid" 2>/dev/null && wait "$ppid" 2>/dev/null || true; fi
+  if [ -n "$dpid" ]; then wv_stop "$dpid" || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT

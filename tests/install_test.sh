@@ -13,10 +13,11 @@ set -euo pipefail
 # a command that fails under set -e says where, not just the exit status
 trap 'echo "install_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build=$(cd "$1" && pwd)
+. "$(dirname "$0")/proc.sh"
 tmp=$(mktemp -d /tmp/wave-install.XXXXXX)
 pid=""
 cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  if [ -n "$pid" ]; then wv_stop "$pid" || true; fi  # detached: not a child
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -102,17 +103,9 @@ echo "$out" | grep -q '"state": "failed"' && fail "a pack failed its self-check:
 [ "$(echo "$out" | grep -o '"state": "ok"' | wc -l)" -eq "$n" ] ||
   fail "not every pack ok: $out"
 kill -TERM "$pid"
-# running PID: not exited; from /proc/PID/stat's state, the field after the
-# last ')' (a zombie, Z, has exited).  Not kill -0, which a zombie passes:
-# the detached daemon stays one where PID 1 does not reap.
-running() {
-  local s
-  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  s=${s##*) }
-  case ${s%% *} in Z|X) return 1 ;; esac
-}
-for i in $(seq 1 300); do running "$pid" || break; sleep 0.1; done
-running "$pid" && fail "wavedd did not stop"
+# its end from /proc (tests/proc.sh), not kill -0, which a zombie passes
+for i in $(seq 1 300); do wv_running "$pid" || break; sleep 0.1; done
+wv_running "$pid" && fail "wavedd did not stop"
 pid=""
 [ ! -e "$tmp/w.sock" ] || fail "stale socket after SIGTERM"
 echo "install_test: ok ($n packs served by $prefix/bin/wavedd)"

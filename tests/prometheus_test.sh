@@ -13,13 +13,17 @@ set -euo pipefail
 trap 'echo "prometheus_test: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 build=$(cd "$1" && pwd)
 . "$(dirname "$0")/skip.sh"
+. "$(dirname "$0")/proc.sh"
 for t in prometheus promtool curl; do
   command -v $t >/dev/null || wv_skip "no $t"
 done
 tmp=$(mktemp -d /tmp/wave-prom.XXXXXX)
 dpid="" ppid=""
 cleanup() {
-  for p in $ppid $dpid; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+  # Prometheus is a child (wait); wavedd detached itself (wv_stop): both
+  # gone before their folder goes
+  if [ -n "$ppid" ]; then kill "$ppid" 2>/dev/null && wait "$ppid" 2>/dev/null || true; fi
+  if [ -n "$dpid" ]; then wv_stop "$dpid" || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
