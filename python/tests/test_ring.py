@@ -4,7 +4,7 @@ daemon sums in place.  Its bits are those of the message way and of the
 memfd way; arrays smaller and larger than the ring, and many Clients,
 reuse one ring (one mapping here and in the daemon); other jobs, and a
 call while the ring is busy, take the other ways.  A daemon of its own
-with pieces of 32 KiB (max_request_bytes 64 KiB) and a ring of two
+with pieces of 32 KiB (max_request_bytes 64 KiB) and a ring of four
 32 KiB slots, so that small arrays take many pieces.
 """
 import threading
@@ -136,3 +136,34 @@ def test_ring_other_ways(small, slots):
         r = c.reduce("sum", big)
         assert r.via == "pool" and r.rows == big.size
         assert c.reduce("sum", a).via == "ring"   # and the ring after
+
+
+def resident(pid, name="wavedd-ring"):
+    """(pages present, pages) of pid's mapping of memfd:NAME, from
+    /proc/PID/pagemap (bit 63: the page is in the page table)."""
+    with open(f"/proc/{pid}/maps") as f:
+        spans = [line.split()[0] for line in f if f"/memfd:{name}" in line]
+    assert len(spans) == 1, spans
+    lo, hi = (int(x, 16) for x in spans[0].split("-"))
+    page = 4096
+    with open(f"/proc/{pid}/pagemap", "rb") as f:
+        f.seek(lo // page * 8)
+        raw = f.read((hi - lo) // page * 8)
+    ents = np.frombuffer(raw, np.uint64)
+    return int(np.count_nonzero(ents >> np.uint64(63))), ents.size
+
+
+def test_ring_touched_at_registration(small, slots):
+    # the daemon reads a small region's pages when it registers it, so a
+    # ring's first sum does not pay their first touch (daemon/bulk/region.c
+    # rg_warm): every page of its mapping is there before any job
+    with wavedd.Client(small.url) as c:
+        ring.prepare(c._ring_key)
+        for _ in range(600):
+            if ring.ready(c._ring_key):
+                break
+            threading.Event().wait(0.05)
+        assert ring.ready(c._ring_key)
+        have, pages = resident(small.pid)
+        assert pages == ring.RING_SLOTS * PIECE // 4096, pages
+        assert have == pages, f"{have} of {pages} pages there"
