@@ -250,6 +250,14 @@ static int rg_check_mapped(int fd, const struct stat *st, uint64_t bytes,
     return wv_seterr(err, WAVE_EREGION, "the region is not sealed against "
                      "shrinking: add F_SEAL_SHRINK (a shrunk mapping would "
                      "crash its reader)");
+  /* The size again, now that it cannot change: the caller's fstat came
+   * before the seal was looked at, and a client that shrinks the object
+   * and then seals it in between would have the daemon read past its end
+   * (SIGBUS, in the registration's touch or a job). */
+  struct stat now;
+  if (fstat(fd, &now) != 0 || (uint64_t)now.st_size < bytes)
+    return wv_seterr(err, WAVE_EREGION, "the region shrank below the %"
+                     PRIu64 " bytes asked before it was sealed", bytes);
   if (huge && !(seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
     return wv_seterr(err, WAVE_EREGION, "the region is a memfd of huge pages "
                      "not sealed against writes: add F_SEAL_FUTURE_WRITE "
