@@ -238,8 +238,8 @@ static const char *rg_kind(mode_t m)
  * F_SEAL_FUTURE_WRITE: a punched huge page refaults only while free huge
  * pages last, then SIGBUS); a shmem memfd with no hole in [0, bytes) (its
  * zero pages would be faulted in, and charged, in the daemon). */
-static int rg_check_mapped(int fd, const struct stat *st, uint64_t bytes,
-                           int huge, wave_error *err)
+static int rg_check_mapped(int fd, uint64_t bytes, int huge,
+                           wave_error *err)
 {
   int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0)
@@ -267,7 +267,7 @@ static int rg_check_mapped(int fd, const struct stat *st, uint64_t bytes,
     return 0;  /* the daemon's mmap reserves huge pages for any hole */
   /* st_blocks counts the pages there: dense objects need no seek (which
    * moves the client's file offset, shared with this descriptor) */
-  uint64_t have = (uint64_t)st->st_blocks * 512;
+  uint64_t have = (uint64_t)now.st_blocks * 512;
   if (have >= bytes)
     return 0;
   off_t hole = lseek(fd, 0, SEEK_HOLE);
@@ -502,7 +502,7 @@ int wd_regions_add(wd_regions *t, uint32_t pipe, uint64_t key,
     rc = wv_seterr(err, WAVE_EREGION, "%s is empty", path);
     goto out;
   }
-  if (!rq->copy && (rc = rg_check_mapped(fd, &st, bytes, huge, err)) != 0)
+  if (!rq->copy && (rc = rg_check_mapped(fd, bytes, huge, err)) != 0)
     goto out;
   int file = rq->copy && rq->file;  /* read by the jobs: none of our memory */
   int took = 0;
