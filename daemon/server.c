@@ -21,7 +21,9 @@
  * wait for a 1 GiB one).  Once all those came back (and the sockets
  * listen), StatusReply.ready turns true and READY=1 goes to the supervisor
  * (sd_notify).  With packs.prepare: first-use nothing is prepared at
- * start-up and READY=1 comes once the sockets listen; the first hash job
+ * start-up and READY=1 comes once the sockets listen (and, either way,
+ * only once the metrics page and probes answer: wd_server_serving, after
+ * reload.c's service started); the first hash job
  * on a pack and device queues its preparation (sv_prepare), and the job
  * waits for it in PREPARING (hashjob.h).  Either way, each preparation
  * that comes back starts the jobs that waited for it (wd_jobs_pack_ended).
@@ -91,7 +93,7 @@ static void sv_moved(wd_server *s)
 /* LISTENING -> READY once the start-up preparations are all back. */
 static void sv_check_ready(wd_server *s)
 {
-  if (s->state != WD_SV_LISTENING || s->preps_left > 0)
+  if (s->state != WD_SV_LISTENING || s->preps_left > 0 || !s->serving)
     return;
   s->state = WD_SV_READY;
   s->was_ready = 1;
@@ -474,11 +476,15 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
 int wd_server_listen(wd_server *s, wave_error *err)
 {
   int rc = wd_front_listen(s->fe, err);
-  if (rc == 0) {
+  if (rc == 0)
     s->state = WD_SV_LISTENING;
-    sv_check_ready(s);
-  }
   return rc;
+}
+
+void wd_server_serving(wd_server *s)
+{
+  s->serving = 1;
+  sv_check_ready(s);
 }
 
 /* READY, or stopping after it was: StatusReply.ready says what it said
@@ -498,8 +504,11 @@ int wd_server_readiness(const wd_server *s, char *why, size_t n)
     return 0;
   }
   if (s->state == WD_SV_LISTENING) {
-    snprintf(why, n, "starting: %zu pack preparation(s) not back yet",
-             s->preps_left);
+    if (s->preps_left > 0)
+      snprintf(why, n, "starting: %zu pack preparation(s) not back yet",
+               s->preps_left);
+    else
+      snprintf(why, n, "starting: the metrics and signals are not up yet");
     return 0;
   }
   if (s->state != WD_SV_READY) {

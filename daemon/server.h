@@ -38,6 +38,10 @@ int wd_server_init(uv_loop_t *loop, const wd_config *cfg,
                    const wd_packs *packs, wd_server **out, wave_error *err);
 /* Open the socket, its contexts and one listener per URL. */
 int wd_server_listen(wd_server *s, wave_error *err);
+/* The service around the server (metrics page and probes, signals, the
+ * watchdog: reload.c) is up: READY may go out once the packs are
+ * prepared, never before the probes answer. */
+void wd_server_serving(wd_server *s);
 /* Begin the graceful stop (what SIGINT/SIGTERM do). */
 void wd_server_stop(wd_server *s);
 /* Close everything now (idempotent); handles finish closing in uv_run. */

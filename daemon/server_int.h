@@ -67,6 +67,7 @@ struct wd_server {
   uint64_t instance;       /* random per start (getrandom) */
   wd_prep *preps;          /* n_devs * packs->n */
   size_t preps_left;       /* not yet come back */
+  int serving;             /* wd_server_serving: the probes answer */
   wd_sv_state state;       /* the lifecycle (server.h); loop thread */
   _Atomic int stopping;    /* state >= STOPPING, for the gates on the
                             * decode threads (rq/route.c) */

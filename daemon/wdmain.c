@@ -259,6 +259,8 @@ static int mn_serve(const char *path, const wd_config *cfg,
     rc = wd_server_listen(srv, &err);
   if (rc == 0)
     rc = wd_service_start(&loop, path, cfg, srv, &svc, &err);
+  if (rc == 0)
+    wd_server_serving(srv);  /* READY=1 only once the probes answer */
   if (rc != 0) {
     wd_error("cannot start: %s", err.message);
     char st[300];

@@ -259,6 +259,28 @@ START_TEST(readyz_fails_only_when_every_device_faulted)
 }
 END_TEST
 
+/* READY=1 goes out only once the probes answer: a daemon with nothing
+ * to prepare got ready while its metrics page was still starting, and a
+ * GET right after READY=1 was refused (test_health's first page, once). */
+START_TEST(ready_only_once_the_probes_answer)
+{
+  for (int round = 0; round < 10; round++) {
+    td_daemon d;
+    td_prepare(&d, NULL);
+    char base[64], text[1024];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", td_free_port());
+    snprintf(text, sizeof text, "listen: [\"%s\"]\nlog_level: info\n"
+             "metrics: %s\npacks: {load: []}\ndevices:\n"
+             "  - {name: fk0, backend: fake, threads: 1}\n", d.ipc, base);
+    td_write(d.cfg, text);
+    d.fake = 1;
+    ck_assert_msg(td_start(&d) == 0, "%s", td_stderr(&d));
+    tpr_expect(base, "/readyz", 200, "ready\n");
+    td_stop_ok(&d);
+  }
+}
+END_TEST
+
 int main(void)
 {
   Suite *s = suite_create("probes");
@@ -266,6 +288,7 @@ int main(void)
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, probes_follow_start_and_stop);
   tcase_add_test(tc, readyz_fails_only_when_every_device_faulted);
+  tcase_add_test(tc, ready_only_once_the_probes_answer);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
