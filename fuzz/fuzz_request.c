@@ -119,6 +119,7 @@ static void wf_start(void)
     fprintf(stderr, "fuzz_request: cannot start: %s\n", err.message);
     abort();
   }
+  wd_server_serving(srv);  /* no metrics or signals here: ready once prepared */
   pthread_t t;
   if (pthread_create(&t, NULL, wf_serve, NULL) != 0)
     abort();
