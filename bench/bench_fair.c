@@ -20,18 +20,11 @@
  * makes every heavy and lone sum a float sum (whose slices are pieces of
  * the exact tree); the default is u32.
  *
- * --chunks N (issue 35, finding 2): instead of the region sums, the heavy
- * client sends ONE raw protobuf ReduceRequest (nng and protobuf-c, as
- * tests/test_stop.c does: libwaveclient's decode budget refuses messages
- * of 16,384+ chunks) of N one-row chunks, all 1 (--dtype f64 or u32), over
- * ipc.  The light client times 1-row sums from before the send until the
- * reply; they are split at the heavy job's estimated start on the device
- * (its reply's time minus its `seconds`), so the wait behind decoding and
- * the wait behind the device show apart, and go on for BF_TAIL_US after
- * the reply (the daemon frees the big request then, on a decode thread).  One slice's time is the job's
- * device seconds over its slices, counted by daemon/rq/slices.c's rule for
- * reduce_slice_rows 262144 (set in the config): a float sum of one-row
- * chunks runs 256 whole chunks a slice, an order-free op 4096.
+ * --chunks N (issue 35, finding 2; bench_fair_chunks.c): instead of the
+ * region sums, one raw request of N one-row chunks, sent from a process
+ * of its own (--sender process) or from a thread of the bench (--sender
+ * thread), and the light sums' latency while it is received, decoded and
+ * run.
  *
  * --prio 1 (issue 37): the heavy sums ask for `low` and the light ones,
  * from a second ipc client (the daemon's priority.high_allow names this
@@ -55,7 +48,9 @@
  * most one piece more than an idle one.
  *
  *   bench_fair [--iters N] [--heavy N] [--mib N] [--lone N] [--dtype u32|f32]
- *              [--prio 0|1] [--chunks N [--dtype u32|f64]]
+ *              [--prio 0|1]
+ *   bench_fair --chunks N [--dtype u32|f64] [--sender process|thread]
+ *              [--iters N]
  *   bench_fair --hash N [--batch NONCES]
  *   (defaults: 400, 16, 16, 20, u32, 0, 0; --batch 65536)
  */
@@ -74,33 +69,28 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
-
-#include "proto/wave.pb-c.h"
+#include "bench/bench_fair.h"
 #include "wave/client.h"
 
 #ifndef WAVE_SOURCE_DIR
 #define WAVE_SOURCE_DIR "."
 #endif
 
-#define BF_WARMUP 50
-#define BF_TAIL_US 500000.0  /* --chunks: light sums after the big reply */
 
-static double bf_now_us(void)
+double bf_now_us(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static int bf_cmp(const void *a, const void *b)
+int bf_cmp(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
-static void bf_die(const char *what, const wave_error *err)
+void bf_die(const char *what, const wave_error *err)
 {
   fprintf(stderr, "bench_fair: %s%s%s\n", what, err ? ": " : "",
           err ? err->message : "");
@@ -245,10 +235,10 @@ static void bf_lone_report(bf_heavy *h, unsigned n, unsigned mib)
 /* n 1-row sums, one after the other; their round trips in us[]. */
 /* The light sum's device time (its result's seconds, us), of the last
  * bf_light call's last sum. */
-static double bf_light_dev_us;
+double bf_light_dev_us;
 
-static void bf_light(wave_client *c, double *us, size_t n, int keep,
-                     wave_priority prio)
+void bf_light(wave_client *c, double *us, size_t n, int keep,
+              wave_priority prio)
 {
   uint32_t v = 7;
   wave_chunk ch = {&v, sizeof v};
@@ -269,216 +259,13 @@ static void bf_light(wave_client *c, double *us, size_t n, int keep,
   }
 }
 
-/* ---- --chunks: one raw message of many one-row chunks ------------------- */
-
-typedef struct bf_raw {
-  uint8_t *msg;      /* the packed Request */
-  size_t len;
-  unsigned chunks;
-  wave_dtype dtype;
-  nng_socket s;
-  _Atomic int done;
-  double t_send, t_reply, dev_s;  /* us, us, s */
-} bf_raw;
-
-/* The Request: chunks one-row chunks of 1 (u32 or f64), sum. */
-static void bf_raw_build(bf_raw *r)
-{
-  size_t w = r->dtype == WAVE_F64 ? 8 : 4;
-  uint8_t *rows = malloc((size_t)r->chunks * w);
-  ProtobufCBinaryData *in = malloc((size_t)r->chunks * sizeof *in);
-  if (rows == NULL || in == NULL)
-    bf_die("no memory for the chunks", NULL);
-  double one = 1.0;
-  uint32_t one32 = 1;
-  for (size_t i = 0; i < r->chunks; i++) {
-    memcpy(rows + i * w, w == 8 ? (void *)&one : (void *)&one32, w);
-    in[i] = (ProtobufCBinaryData){w, rows + i * w};
-  }
-  Wave__V1__ReduceRequest rr = WAVE__V1__REDUCE_REQUEST__INIT;
-  rr.dtype = w == 8 ? WAVE__V1__DTYPE__F64 : WAVE__V1__DTYPE__U32;
-  rr.op = WAVE__V1__OP__SUM;
-  rr.n_input = r->chunks;
-  rr.input = in;
-  Wave__V1__Request rq = WAVE__V1__REQUEST__INIT;
-  rq.version = 2;
-  rq.id = 35;
-  rq.body_case = WAVE__V1__REQUEST__BODY_REDUCE;
-  rq.reduce = &rr;
-  r->len = wave__v1__request__get_packed_size(&rq);
-  r->msg = malloc(r->len);
-  if (r->msg == NULL)
-    bf_die("no memory for the message", NULL);
-  wave__v1__request__pack(&rq, r->msg);
-  free(in);
-  free(rows);
-}
-
-/* Send the message, wait for its reply, check the sum (chunks). */
-static void *bf_raw_main(void *arg)
-{
-  bf_raw *r = arg;
-  r->t_send = bf_now_us();
-  int rv = nng_send(r->s, r->msg, r->len, 0);
-  void *buf = NULL;
-  size_t n = 0;
-  if (rv == 0)
-    rv = nng_recv(r->s, &buf, &n, NNG_FLAG_ALLOC);
-  r->t_reply = bf_now_us();
-  if (rv != 0) {
-    fprintf(stderr, "bench_fair: the many-chunk request: %s\n",
-            nng_strerror(rv));
-    exit(1);
-  }
-  Wave__V1__Response *a = wave__v1__response__unpack(NULL, n, buf);
-  nng_free(buf, n);
-  if (a == NULL || a->body_case != WAVE__V1__RESPONSE__BODY_REDUCE) {
-    fprintf(stderr, "bench_fair: the many-chunk request: %s\n",
-            a != NULL && a->body_case == WAVE__V1__RESPONSE__BODY_ERROR
-                ? a->error->message : "no result");
-    exit(1);
-  }
-  double want = (double)r->chunks, got;
-  if (r->dtype == WAVE_F64 && a->reduce->n_bits64 == 1)
-    memcpy(&got, &a->reduce->bits64[0], sizeof got);
-  else if (r->dtype != WAVE_F64 && a->reduce->n_bits == 1)
-    got = (double)a->reduce->bits[0];
-  else
-    got = -1;
-  if (got != want)
-    bf_die("the many-chunk request: wrong answer", NULL);
-  r->dev_s = a->reduce->seconds;
-  wave__v1__response__free_unpacked(a, NULL);
-  atomic_store(&r->done, 1);
-  return NULL;
-}
-
-static void bf_line(const char *what, double *us, size_t n)
-{
-  if (n == 0) {
-    printf("%-30s (none)\n", what);
-    return;
-  }
-  qsort(us, n, sizeof *us, bf_cmp);
-  printf("%-30s %6zu sums  median %8.1f us  p90 %8.1f  p99 %8.1f  "
-         "p99.9 %8.1f  max %8.1f us\n", what, n, us[n / 2], us[n * 9 / 10],
-         us[n * 99 / 100], us[n * 999 / 1000], us[n - 1]);
-}
-
-/* The --chunks run: idle sums, then sums while the one raw job runs. */
-static void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
-                      unsigned chunks, wave_dtype dtype)
-{
-  bf_raw r = {.chunks = chunks, .dtype = dtype};
-  bf_raw_build(&r);
-  int rv;
-  if ((rv = nng_req0_open(&r.s)) != 0 ||
-      (rv = nng_socket_set_ms(r.s, NNG_OPT_REQ_RESENDTIME,
-                              NNG_DURATION_INFINITE)) != 0 ||
-      (rv = nng_dial(r.s, ipc, NULL, 0)) != 0) {
-    fprintf(stderr, "bench_fair: raw dial %s: %s\n", ipc, nng_strerror(rv));
-    exit(1);
-  }
-  double *idle = calloc(iters, sizeof *idle);
-  bf_light(light, idle, BF_WARMUP, 0, WAVE_PRIORITY_NORMAL);
-  bf_light(light, idle, iters, 1, WAVE_PRIORITY_NORMAL);
-  size_t cap = 1u << 22, n = 0;
-  double *t0 = malloc(cap * sizeof *t0), *lat = malloc(cap * sizeof *lat);
-  double *ldev = malloc(cap * sizeof *ldev);  /* each one's device time */
-  pthread_t th;
-  pthread_create(&th, NULL, bf_raw_main, &r);
-  double tail_end = 0;
-  while (n < cap) {
-    if (atomic_load(&r.done) && tail_end == 0)
-      tail_end = r.t_reply + BF_TAIL_US;
-    if (tail_end != 0 && bf_now_us() > tail_end)
-      break;
-    t0[n] = bf_now_us();
-    bf_light(light, &lat[n], 1, 1, WAVE_PRIORITY_NORMAL);
-    ldev[n] = bf_light_dev_us;
-    n++;
-  }
-  pthread_join(th, NULL);
-  double on_dev = r.t_reply - r.dev_s * 1e6;
-  double *dec = malloc(n * sizeof *dec), *dev = malloc(n * sizeof *dev),
-         *all = malloc(n * sizeof *all), *aft = malloc(n * sizeof *aft);
-  size_t nd = 0, nv = 0, na = 0, nt = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (t0[i] < r.t_send)
-      continue;
-    all[na++] = lat[i];
-    if (t0[i] + lat[i] <= on_dev)
-      dec[nd++] = lat[i];
-    else if (t0[i] < r.t_reply)
-      dev[nv++] = lat[i];
-    else
-      aft[nt++] = lat[i];
-  }
-  uint64_t per = dtype == WAVE_F64 ? 256 : 262144 / 64;
-  uint64_t slices = (chunks + per - 1) / per;
-  double slice_us = r.dev_s * 1e6 / (double)slices;
-  printf("bench_fair --chunks: one raw ReduceRequest of %u one-row %s chunks "
-         "(%zu bytes) over ipc; light 1-row u32 sums over tcp\n", chunks,
-         dtype == WAVE_F64 ? "f64" : "u32", r.len);
-  printf("heavy: round trip %.3f s = before the device %.3f s (receive + "
-         "decode + queue) + on the device %.3f s in %llu slices of %.1f us\n",
-         (r.t_reply - r.t_send) * 1e-6, (on_dev - r.t_send) * 1e-6, r.dev_s,
-         (unsigned long long)slices, slice_us);
-  for (int top = 0; top < 6; top++) {  /* when the slowest waits began */
-    size_t w = n;
-    for (size_t i = 0; i < n; i++)
-      if (t0[i] >= r.t_send && lat[i] > 0 && (w == n || lat[i] > lat[w]))
-        w = i;
-    if (w == n)
-      break;
-    printf("slowest %d: %.1f us (%.1f us of it on the device), sent at "
-           "+%.3f s (the device from +%.3f s, the reply at +%.3f s)\n",
-           top + 1, lat[w], ldev[w], (t0[w] - r.t_send) * 1e-6,
-           (on_dev - r.t_send) * 1e-6, (r.t_reply - r.t_send) * 1e-6);
-    lat[w] = -lat[w];
-  }
-  for (size_t i = 0; i < n; i++)
-    lat[i] = lat[i] < 0 ? -lat[i] : lat[i];
-  double im = (qsort(idle, iters, sizeof *idle, bf_cmp), idle[iters / 2]);
-  bf_line("light idle", idle, iters);
-  bf_line("light loaded (all)", all, na);
-  bf_line("  ended before the device", dec, nd);
-  bf_line("  ended while on the device", dev, nv);
-  bf_line("  sent after the reply (0.5 s)", aft, nt);
-  double bound = 2 * im + slice_us;
-  printf("target <= 2 x idle median + one slice = %.1f us: loaded median "
-         "%.2fx of it, max %.2fx\n", bound,
-         na ? all[na / 2] / bound : 0.0, na ? all[na - 1] / bound : 0.0);
-  /* the host's own noise reaches the idle tail too: each loaded quantile
-   * against 2 x the same idle quantile + one slice (both sorted above) */
-  static const double qs[] = {0.5, 0.9, 0.99, 0.999, 1.0};
-  printf("loaded / (2 x idle + one slice), quantile for quantile:");
-  for (int i = 0; i < 5 && na > 0; i++) {
-    size_t li = qs[i] >= 1.0 ? na - 1 : (size_t)(qs[i] * (double)na),
-           ii = qs[i] >= 1.0 ? iters - 1 : (size_t)(qs[i] * (double)iters);
-    printf("  %s %.2f", i == 4 ? "max" : i == 3 ? "p99.9" : i == 2 ? "p99"
-                                       : i == 1 ? "p90" : "p50",
-           all[li] / (2 * idle[ii] + slice_us));
-  }
-  printf("\n");
-  nng_close(r.s);
-  free(r.msg);
-  free(idle);
-  free(t0);
-  free(lat);
-  free(ldev);
-  free(dec);
-  free(dev);
-  free(all);
-  free(aft);
-}
-
 typedef struct bf_opts {
   unsigned iters, heavy, mib, lone, chunks;
   wave_dtype dtype;
   int prio;
   unsigned hash;        /* --hash N: the hash jobs' mode (0: off) */
   uint64_t batch;
+  int own_process;      /* --chunks: --sender process (1) or thread (0) */
 } bf_opts;
 
 /* ---- --hash: a high hash job behind a low one ---------------------------- */
@@ -605,7 +392,7 @@ static int bf_hash_main(const bf_opts *o, const char *ipc)
 /* The command line into *o; 0, or 2 (usage) after saying why. */
 static int bf_args(int argc, char **argv, bf_opts *o)
 {
-  *o = (bf_opts){400, 16, 16, 20, 0, WAVE_U32, 0, 0, 65536};
+  *o = (bf_opts){400, 16, 16, 20, 0, WAVE_U32, 0, 0, 65536, 1};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--lone") == 0)
       o->lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
@@ -619,6 +406,10 @@ static int bf_args(int argc, char **argv, bf_opts *o)
       o->prio = atoi(argv[i + 1]) != 0;
     else if (strcmp(argv[i], "--chunks") == 0)
       o->chunks = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--sender") == 0 &&
+             (strcmp(argv[i + 1], "process") == 0 ||
+              strcmp(argv[i + 1], "thread") == 0))
+      o->own_process = strcmp(argv[i + 1], "process") == 0;
     else if (strcmp(argv[i], "--hash") == 0)
       o->hash = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--batch") == 0)
@@ -628,7 +419,8 @@ static int bf_args(int argc, char **argv, bf_opts *o)
     else {
       fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
               "[--lone N] [--dtype u32|f32] [--prio 0|1] "
-              "[--chunks N [--dtype u32|f64]] | --hash N [--batch NONCES]\n");
+              "[--chunks N [--dtype u32|f64] [--sender process|thread]] "
+              "| --hash N [--batch NONCES]\n");
       return 2;
     }
   }
@@ -679,6 +471,8 @@ static pid_t bf_daemon(const bf_opts *o, const char *dir, char *ipc,
 
 int main(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "--raw-sender") == 0)
+    return bf_raw_sender_main(argc, argv);
   bf_opts o;
   if (bf_args(argc, argv, &o) != 0)
     return 2;
@@ -701,7 +495,7 @@ int main(int argc, char **argv)
     wave_client *lc;
     if (wave_client_open(&lc, tcp, &err) != 0)
       bf_die("connect", &err);
-    bf_chunks(lc, ipc, iters, o.chunks, dtype);
+    bf_chunks(lc, ipc, iters, o.chunks, dtype, o.own_process);
     wave_client_close(lc);
     goto stop;
   }
