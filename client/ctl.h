@@ -295,7 +295,7 @@ void wv_print_job(FILE *f, const wave_job_info *j, const wave_hash_result *r,
 
 /* What one frame of `wavectl top` shows: the daemon's status, its jobs
  * (the live ones are drawn), and per device the busy share over the last
- * interval (busy[i] in 0..100, -1 not known).  width and height bound the
+ * interval (busy[i] in 0..100, -1 not known) and the hash rate.  width and height bound the
  * frame (0: no bound; a terminal's size). */
 typedef struct wv_top_view {
   const wave_status *s;
@@ -303,6 +303,8 @@ typedef struct wv_top_view {
   const wave_job_info *jobs;
   size_t n_jobs;
   const int *busy;        /* s->n_devices entries, or NULL: all unknown */
+  const double *rate;     /* hash rates over the interval (0: none; then
+                             s->device_hash_rate), or NULL */
   const char *clock;      /* "HH:MM:SS" for the header, or NULL */
   unsigned width, height;
   int tty;                /* the live view: the footer with the keys */

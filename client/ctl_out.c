@@ -488,6 +488,11 @@ static void out_status_json(FILE *f, const wave_status *s, const char *url)
     wv_json_str(f, d->exchange);
     fputs(", \"exchange_reason\": ", f);
     wv_json_str(f, d->exchange_reason);
+    if (s->device_hashes != NULL)
+      fprintf(f, ", \"hashes\": %" PRIu64 ", \"hash_rate\": %.6g",
+              s->device_hashes[i], s->device_hash_rate[i]);
+    else
+      fputs(", \"hashes\": null, \"hash_rate\": null", f);
     out_health_json(f, d);
     out_guard_json(f, d);
     fputs(", \"packs\": ", f);
@@ -546,6 +551,12 @@ void wv_print_status(FILE *f, const wave_status *s, const char *url,
     fprintf(f, "  jobs       %" PRIu64 " done, %" PRIu64 " failed, %" PRIu64
             " cancelled; busy %.1f s\n", d->jobs_done, d->jobs_failed,
             d->jobs_cancelled, (double)d->busy_ms / 1000.0);
+    if (s->device_hashes != NULL && s->device_hashes[i] > 0) {
+      char r[32];
+      wv_fmt_rate(r, sizeof r, s->device_hash_rate[i]);
+      fprintf(f, "  hashed     %" PRIu64 " nonces; %s over the last 10 s\n",
+              s->device_hashes[i], r);
+    }
     out_health_text(f, d);
     out_guard_text(f, d);
     fprintf(f, "  wave width %u\n", d->wave_width);

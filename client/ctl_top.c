@@ -12,10 +12,16 @@
  *     the share of the samples that found it running when the daemon does
  *     not report busy time (busy_ms 0: a daemon before it).  "-" until two
  *     samples are in;
- *   - rate: the sum of the rates of the running jobs that run on that
- *     device alone (a job's rate is done / seconds, as `wavectl jobs`
- *     shows it).  A job over several devices names only its first one in
- *     JobInfo, so its rate is on its own row and a note says so;
+ *   - rate: the nonces the device hashed a second over the last second,
+ *     from the growth of its count (StatusReply.device_hashes, credited as
+ *     each piece ends: its share of a job over several devices included)
+ *     over the growth of the uptime; when no piece ended in that second,
+ *     the daemon's own rate over its last 10 s (device_hash_rate, the
+ *     metrics page's wavedd_hash_rate{window="10s"}), so that pieces
+ *     longer than a second do not blink.  From a daemon that does not say, the sum of the
+ *     rates of the running jobs on that device alone (a job's rate is
+ *     done / seconds, as `wavectl jobs` shows it), and a note says that a
+ *     job over several devices has its rate on its own row only;
  *   - temperature, power (draw/limit): the device's health as the daemon
  *     read it (NVML, amdgpu hwmon, the fake backend's feed); "-" for a
  *     field its source did not read (WAVE_HEALTH_* not in health_have),
@@ -108,9 +114,15 @@ static const char *top_dev_state(const wave_device_status *d)
   return d->faulted ? "FAULTED" : d->running ? "running" : "idle";
 }
 
-/* The rate of the running jobs on device d alone (0: none). */
-static double top_dev_rate(const wv_top_view *v, const char *d)
+/* Device dev's hash rate (0: none): over the last interval, else the
+ * daemon's over 10 s, else that of the running jobs on it alone. */
+static double top_dev_rate(const wv_top_view *v, size_t dev)
 {
+  if (v->rate != NULL && v->rate[dev] > 0)
+    return v->rate[dev];
+  if (v->s->device_hash_rate != NULL)
+    return v->s->device_hash_rate[dev];
+  const char *d = v->s->devices[dev].name;
   double r = 0;
   for (size_t i = 0; i < v->n_jobs; i++) {
     const wave_job_info *j = &v->jobs[i];
@@ -153,7 +165,7 @@ static void top_devices(top_out *o, const wv_top_view *v)
     int b = v->busy ? v->busy[i] : -1;
     if (b >= 0)
       snprintf(busy, sizeof busy, "%d%%", b);
-    wv_fmt_rate(rate, sizeof rate, top_dev_rate(v, d->name));
+    wv_fmt_rate(rate, sizeof rate, top_dev_rate(v, i));
     char temp[16] = "-", power[32] = "-";
     top_health(d, temp, sizeof temp, power, sizeof power);
     top_line(o, "%-*.*s %-7.7s %-7s %9s %4s %12s %5s %9s", w, w, d->name,
@@ -241,9 +253,11 @@ static void top_jobs(top_out *o, const wv_top_view *v)
   if (shown < live)
     top_line(o, "... and %zu more (wavectl jobs lists them all)",
             live - shown);
-  if (multi > 0)
+  if (multi > 0 && v->s->device_hash_rate == NULL)
     top_line(o, "(NAME+N: a job over N more devices; its rate is on its "
             "row only)");
+  else if (multi > 0)
+    top_line(o, "(NAME+N: a job over N more devices)");
 }
 
 void wv_top_frame(FILE *f, const wv_top_view *v)
@@ -305,7 +319,7 @@ void wv_top_json(FILE *f, const wv_top_view *v)
       fprintf(f, "%d", b);
     else
       fputs("null", f);
-    double r = top_dev_rate(v, d->name);
+    double r = top_dev_rate(v, i);
     if (r > 0)
       fprintf(f, ", \"hash_rate\": %.6g", r);
     else
@@ -365,15 +379,16 @@ void wv_top_json(FILE *f, const wv_top_view *v)
 /* ---- sampling ----------------------------------------------------------- */
 
 /* The status samples of one interval: per device, how many found it
- * running, and its busy_ms and the uptime where the interval began.  A
- * reload that changes the device count starts over. */
+ * running, and its busy_ms, its hashes and the uptime where the interval
+ * began.  A reload that changes the device count starts over. */
 typedef struct top_samples {
   size_t n_devices;
   unsigned n;
   unsigned *running;
-  uint64_t *busy0, up0;
+  uint64_t *busy0, *hashes0, up0;
   int have0;
   int *busy;            /* the shares of the interval that ended last */
+  double *rate;         /* its hash rates (0: none, or not known) */
 } top_samples;
 
 static int top_sample(top_samples *t, const wave_status *s, wave_error *err)
@@ -382,20 +397,27 @@ static int top_sample(top_samples *t, const wave_status *s, wave_error *err)
     free(t->running);
     free(t->busy);
     free(t->busy0);
+    free(t->hashes0);
+    free(t->rate);
     t->n_devices = s->n_devices;
     t->n = 0;
     t->have0 = 0;
     t->running = calloc(s->n_devices + 1, sizeof *t->running);
     t->busy0 = calloc(s->n_devices + 1, sizeof *t->busy0);
+    t->hashes0 = calloc(s->n_devices + 1, sizeof *t->hashes0);
+    t->rate = calloc(s->n_devices + 1, sizeof *t->rate);
     t->busy = malloc((s->n_devices + 1) * sizeof *t->busy);
-    if (t->running == NULL || t->busy0 == NULL || t->busy == NULL)
+    if (t->running == NULL || t->busy0 == NULL || t->busy == NULL ||
+        t->hashes0 == NULL || t->rate == NULL)
       return wv_seterr(err, WAVE_ENOMEM, NULL);
     for (size_t i = 0; i < s->n_devices; i++)
       t->busy[i] = -1;
   }
   if (!t->have0) {
-    for (size_t i = 0; i < s->n_devices; i++)
+    for (size_t i = 0; i < s->n_devices; i++) {
       t->busy0[i] = s->devices[i].busy_ms;
+      t->hashes0[i] = s->device_hashes ? s->device_hashes[i] : 0;
+    }
     t->up0 = s->uptime_ms;
     t->have0 = 1;
   }
@@ -417,6 +439,10 @@ static void top_interval(top_samples *t, const wave_status *s)
                              b > t->busy0[i] ? b - t->busy0[i] : 0, dup);
     t->running[i] = 0;
     t->busy0[i] = b;
+    uint64_t h = s->device_hashes ? s->device_hashes[i] : 0;
+    t->rate[i] = h > t->hashes0[i] && dup > 0
+                     ? (double)(h - t->hashes0[i]) * 1e3 / (double)dup : 0.0;
+    t->hashes0[i] = h;
   }
   t->up0 = s->uptime_ms;
   t->n = 0;
@@ -425,6 +451,8 @@ static void top_interval(top_samples *t, const wave_status *s)
 static void top_samples_free(top_samples *t)
 {
   free(t->busy0);
+  free(t->hashes0);
+  free(t->rate);
   free(t->running);
   free(t->busy);
 }
@@ -466,7 +494,7 @@ static int top_draw(wave_client *c, FILE *f, const wave_status *s,
   strftime(clock, sizeof clock, "%H:%M:%S", &tm);
   wv_top_view v = {
     .s = s, .url = wave_client_url(c), .jobs = jobs, .n_jobs = n,
-    .busy = t->busy, .clock = clock, .width = width, .height = height,
+    .busy = t->busy, .rate = t->rate, .clock = clock, .width = width, .height = height,
     .tty = tty,
   };
   if (json)

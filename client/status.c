@@ -27,6 +27,8 @@ static size_t cst_status_size(const Wave__V1__StatusReply *st)
   n += WV_BLK_ROOM(st->n_devices * sizeof(wave_device_status));
   n += WV_BLK_ROOM((st->n_listen + 1) * sizeof(char *));
   n += WV_BLK_ROOM(st->n_listen * sizeof(uint64_t));
+  n += WV_BLK_ROOM(st->n_devices * sizeof(uint64_t));  /* device_hashes */
+  n += WV_BLK_ROOM(st->n_devices * sizeof(double));    /* device_hash_rate */
   n += WV_BLK_ROOM(st->n_shares * sizeof(wave_share));
   for (size_t i = 0; i < st->n_shares; i++)
     if (st->shares[i] != NULL)
@@ -141,6 +143,17 @@ int wave_status_get(wave_client *c, wave_status **out, wave_error *err)
     s->version = wv_blk_str(&b, st->version);
     for (size_t i = 0; i < st->n_listen; i++)
       s->listen[s->n_listen++] = (char *)wv_blk_str(&b, st->listen[i]);
+    if (st->n_device_hashes == st->n_devices &&
+        st->n_device_hash_rate == st->n_devices && st->n_devices > 0) {
+      s->device_hashes = wv_blk_take(&b, st->n_devices *
+                                         sizeof *s->device_hashes);
+      s->device_hash_rate = wv_blk_take(&b, st->n_devices *
+                                            sizeof *s->device_hash_rate);
+      for (size_t i = 0; i < st->n_devices; i++) {
+        s->device_hashes[i] = st->device_hashes[i];
+        s->device_hash_rate[i] = st->device_hash_rate[i];
+      }
+    }
     if (st->n_listen_connections == st->n_listen && st->n_listen > 0) {
       s->listen_connections = wv_blk_take(&b, st->n_listen *
                                               sizeof *s->listen_connections);

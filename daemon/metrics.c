@@ -599,7 +599,6 @@ void wd_metrics_render(wd_metrics *m)
 static void mt_tick(uv_timer_t *t)
 {
   wd_metrics *m = t->data;
-  wd_stats_sample();
   wd_metrics_render(m);
 }
 

@@ -61,13 +61,14 @@
 #include "daemon/rq/park.h"
 #include "daemon/rq/route.h"
 #include "daemon/server_int.h"
+#include "daemon/stats.h"
 #include "core/base.h"
 #include "core/thread.h"
 #include "workers/hash/pack.h"
 
 #define SV_LINGER_MS 100   /* quiet after the last reply, before closing */
 #define SV_LINGER_MAX_MS 5000  /* LINGER at most, however busy */
-#define SV_TICK_MS 1000    /* job table pruning */
+#define SV_TICK_MS 1000    /* job table pruning, hash-rate samples */
 
 static void sv_maybe_finish(wd_server *s);
 
@@ -251,6 +252,8 @@ static void sv_wake_cb(uv_async_t *h)
 static void sv_tick(uv_timer_t *t)
 {
   wd_server *s = t->data;
+  if (s->state != WD_SV_LINGER)  /* status's and the metrics' rates */
+    wd_stats_sample();
   if (s->state == WD_SV_LINGER) {
     if (!wd_front_quiet(s->fe, SV_LINGER_MS) &&
         uv_now(s->loop) - s->linger_at < SV_LINGER_MAX_MS) {

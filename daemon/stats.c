@@ -162,6 +162,28 @@ void wd_stats_sample(void)
 
 size_t wd_stats_count(void) { return st.n; }
 
+/* d's hashes a second over the last w seconds (0 before two samples). */
+static double ct_rate(const ct_dev *d, unsigned w)
+{
+  size_t span = st.samples > 0 ? st.samples - 1 : 0;
+  if (span > w)
+    span = w;
+  if (span == 0)
+    return 0.0;
+  size_t old = (st.head + WD_ST_RING - span) % WD_ST_RING;
+  return (double)(d->ring[st.head] - d->ring[old]) / (double)span;
+}
+
+int wd_stats_hash_rate(const char *device, uint64_t *hashes, double *rate)
+{
+  const ct_dev *d = ct_find(device);
+  if (d == NULL)
+    return -1;
+  *hashes = atomic_load(&d->hashes);
+  *rate = ct_rate(d, ct_windows[0]);
+  return 0;
+}
+
 void wd_stats_get(size_t i, wd_stats_dev *out)
 {
   ct_dev *d = &st.devs[i];
@@ -182,15 +204,8 @@ void wd_stats_get(size_t i, wd_stats_dev *out)
         out->hist[k][p][b] = sum += d->hist[k][p][b];
       out->hist_sum[k][p] = d->hist_sum[k][p];
     }
-  for (int w = 0; w < WD_STATS_NWIN; w++) {
-    size_t span = st.samples > 0 ? st.samples - 1 : 0;
-    if (span > ct_windows[w])
-      span = ct_windows[w];
-    if (span == 0)
-      continue;
-    size_t old = (st.head + WD_ST_RING - span) % WD_ST_RING;
-    out->rate[w] = (double)(d->ring[st.head] - d->ring[old]) / (double)span;
-  }
+  for (int w = 0; w < WD_STATS_NWIN; w++)
+    out->rate[w] = ct_rate(d, ct_windows[w]);
 }
 
 void wd_stats_request_errors(uint64_t out[WD_STATS_NCODES])

@@ -13,8 +13,9 @@
  *  - device threads: wd_stats_hashed() after each hash batch;
  *  - the loop: wd_stats_job() for each finished job (and it logs the job's
  *    one info line; its phase histograms are the loop's alone),
- *    wd_stats_request_error(), wd_stats_sample() once a second (the ring
- *    the hash-rate windows are computed from).
+ *    wd_stats_request_error(), wd_stats_sample() once a second (server.c's
+ *    tick: the ring the hash-rate windows of the metrics page and of
+ *    status are computed from, with or without a metrics listener).
  */
 #ifndef WD_STATS_H
 #define WD_STATS_H
@@ -81,6 +82,9 @@ typedef struct wd_stats_dev {
   double hist_sum[WD_KIND_N][WD_PH_N];
 } wd_stats_dev;
 size_t wd_stats_count(void);
+/* The loop: device's nonces hashed so far and their rate over the first
+ * (shortest) window; -1 for a name the registry does not hold. */
+int wd_stats_hash_rate(const char *device, uint64_t *hashes, double *rate);
 /* Device i, as of now. */
 void wd_stats_get(size_t i, wd_stats_dev *out);
 void wd_stats_request_errors(uint64_t out[WD_STATS_NCODES]);

@@ -10,7 +10,10 @@
 #         its throttle line; "-" for the CPUs' health), the job's row,
 #         its progress between what `jobs --json` said just before and just
 #         after, no escape bytes; the same frame as --json; the usage
-#         errors and an unreachable daemon.
+#         errors and an unreachable daemon.  Then a job over cpu0 and
+#         cpu1: both rows show a rate (the daemon's per-device hash
+#         counts), the job's row names cpu0+1, and `status --json` gives
+#         both devices' hashes.
 #         Then `wavectl bench` (small sizes: seconds) once the job is
 #         cancelled: a row per device, all ok, exit 0, no escape bytes;
 #         --json parses with every device ok; with fk0's wrong_bits file
@@ -185,6 +188,30 @@ else
 fi
 
 "$ctl" cancel "$id" >/dev/null || fail "cancel $id"
+if [ "$mode" = once ]; then  # a job over cpu0 and cpu1: each row's rate
+  "$ctl" submit hash --pack small --nonce 0 --count 1000000000 \
+    --devices cpu0,cpu1 --detach >"$tmp/sub2" || fail "submit over two: $(cat "$tmp/sub2")"
+  id2=$(grep -o '^job [0-9]*' "$tmp/sub2" | cut -d' ' -f2)
+  [ -n "$id2" ] || fail "no job id: $(cat "$tmp/sub2")"
+  started2() { "$ctl" jobs --json | grep -Eq "\"job\": $id2, \"state\": \"running\", \"done\": [1-9]"; }
+  wait_for started2 || fail "job $id2 does not start: $("$ctl" jobs --json)"
+  "$ctl" top --once >"$tmp/frame3" 2>"$tmp/err" || fail "top --once: exit $?: $(cat "$tmp/err")"
+  f=$(cat "$tmp/frame3")
+  # cpu1 runs only the job over both: its pieces there make cpu1's rate
+  # (a daemon before device_hashes left it "-", the rate on the job's row)
+  for d in cpu0 cpu1; do
+    grep -Eq "^$d +cpu +running +[0-9]+/64 +[0-9]+% +[0-9.]+ [kMG]?H/s +- +-\$" <<<"$f" ||
+      fail "no rate on $d's row for the job over two devices: $f"
+  done
+  grep -Eq "^$id2 .* cpu0\+1\$" <<<"$f" || fail "job $id2's row: $f"
+  grep -q '^(NAME+N: a job over N more devices)$' <<<"$f" || fail "the note: $f"
+  j=$("$ctl" status --json) || fail "status --json: exit $?"
+  for d in cpu0 cpu1; do
+    grep -Eq "\"name\": \"$d\", .*\"hashes\": [1-9][0-9]*, \"hash_rate\": [0-9.e+]+," <<<"$j" ||
+      fail "status --json: no hashes on $d: $j"
+  done
+  "$ctl" cancel "$id2" >/dev/null || fail "cancel $id2"
+fi
 if [ "$mode" = once ]; then  # wavectl bench (ctl_bench.c)
   small=(--nonces 20000 --rows 5000)
   export WAVE_PACKS_DIR=$src/config/packs  # the C reference's pack

@@ -6,7 +6,8 @@
  * demand: a faulted device whose fault holds escape bytes, the busy share
  * not known yet ("-", JSON null), health read in part (temperature and
  * power only where their bits are set) and a throttled device, a job over several devices (its rate on
- * its row, not on a device), a job waiting for its pack, ended jobs left
+ * its row, not on a device; on each device's row from a daemon that
+ * counts each device's hashes), a job waiting for its pack, ended jobs left
  * out, and a terminal too small for every row.
  */
 #include <check.h>
@@ -164,6 +165,44 @@ START_TEST(frame_text)
 }
 END_TEST
 
+/* A daemon that counts each device's hashes: a device's rate is the
+ * interval's, else the daemon's over 10 s, with a job over several
+ * devices in each one's (cpu0 and vk0 here, not on job 1 alone), and the
+ * note no longer says its rate is on its row only. */
+START_TEST(frame_device_rates)
+{
+  wave_status s = tct_status;
+  uint64_t hashes[3] = {9000, 4000, 0};
+  double daemon_rate[3] = {2800, 1200, 0}, interval[3] = {2500, 0, 0};
+  s.device_hashes = hashes;
+  s.device_hash_rate = daemon_rate;
+  wv_top_view v = {.s = &s, .url = "ipc:///x.sock", .jobs = tct_jobs,
+                   .n_jobs = 4, .rate = interval};
+  char *t = tct_draw(&v, 0);
+  char *l = tct_line(t, "cpu0 ");
+  ck_assert_ptr_nonnull(strstr(l, " 2.50 kH/s "));  /* the interval's */
+  free(l);
+  l = tct_line(t, "vk0 ");
+  ck_assert_ptr_nonnull(strstr(l, " 1.20 kH/s "));  /* none: the daemon's */
+  free(l);
+  l = tct_line(t, "cl0 ");
+  ck_assert_ptr_nonnull(strstr(l, "     -  "));      /* no hashes at all */
+  free(l);
+  ck_assert_ptr_nonnull(strstr(t, "\n(NAME+N: a job over N more devices)\n"));
+  ck_assert_ptr_null(strstr(t, "its rate is on its row only"));
+  free(t);
+  t = tct_draw(&v, 1);
+  jq_node *root = jq_parse(t);
+  ck_assert_msg(root != NULL, "not JSON: %s", t);
+  const jq_node *devs = jq_get(root, "devices");
+  ck_assert(jq_get(jq_at(devs, 0), "hash_rate")->num == 2500);
+  ck_assert(jq_get(jq_at(devs, 1), "hash_rate")->num == 1200);
+  ck_assert_int_eq(jq_get(jq_at(devs, 2), "hash_rate")->type, JQ_NULL);
+  jq_free(root);
+  free(t);
+}
+END_TEST
+
 /* A terminal of 60 x 16: lines cut at 60, the job rows that fit and a
  * line for the rest, the footer at the bottom. */
 START_TEST(frame_small_terminal)
@@ -241,6 +280,7 @@ int main(void)
   tcase_add_test(t, busy_share);
   tcase_add_test(t, frame_text);
   tcase_add_test(t, frame_small_terminal);
+  tcase_add_test(t, frame_device_rates);
   tcase_add_test(t, frame_json);
   suite_add_tcase(s, t);
   SRunner *r = srunner_create(s);

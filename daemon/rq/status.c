@@ -8,6 +8,7 @@
 #include "daemon/net/front.h"
 #include "daemon/rq/status.h"
 #include "daemon/server_int.h"
+#include "daemon/stats.h"
 #include "core/base.h"
 
 /* Pack k's self-check state on device d as a PackCheck; its strings point
@@ -81,7 +82,10 @@ void wd_rq_status(wd_req *c)
   Wave__V1__PackCheck **pp = calloc(nd * np + 1, sizeof *pp);
   wd_pack_state *st = calloc(nd * np + 1, sizeof *st);
   ss_hl *hl = calloc(nd + 1, sizeof *hl);
-  if (!ds || !dp || !snap || !caps || !pc || !pp || !st || !hl) {
+  uint64_t *hashes = calloc(nd + 1, sizeof *hashes);
+  double *rate = calloc(nd + 1, sizeof *rate);
+  if (!ds || !dp || !snap || !caps || !pc || !pp || !st || !hl || !hashes ||
+      !rate) {
     wd_reply_error(c, WAVE_ENOMEM, "no memory for the status reply");
     goto out;
   }
@@ -125,6 +129,8 @@ void wd_rq_status(wd_req *c)
       pp[x] = &pc[x];
     }
     dp[i] = &ds[i];
+    /* a device the registry does not hold (past its 64) says 0 */
+    wd_stats_hash_rate(wd_device_name(d), &hashes[i], &rate[i]);
   }
   Wave__V1__StatusReply sr = WAVE__V1__STATUS_REPLY__INIT;
   sr.version = (char *)WAVE_VERSION;
@@ -137,6 +143,9 @@ void wd_rq_status(wd_req *c)
   sr.n_devices = nd;
   sr.devices_throttled = throttled;
   sr.devices = dp;
+  sr.n_device_hashes = sr.n_device_hash_rate = nd;
+  sr.device_hashes = hashes;
+  sr.device_hash_rate = rate;
   sr.listen = wd_listeners_urls(s->fe->lst, &sr.n_listen);
   uint64_t *lc = calloc(sr.n_listen + 1, sizeof *lc);
   if (lc != NULL) {  /* else the reply goes without them */
@@ -166,6 +175,8 @@ out:
   free(pp);
   free(st);
   free(hl);
+  free(hashes);
+  free(rate);
 }
 
 void wd_rq_packs(wd_req *c)

@@ -402,6 +402,13 @@ typedef struct wave_status {
   /* appended in ABI 4 (issue 36): listen[i]'s connections open now, n_listen
    * entries; NULL from a daemon that does not say */
   uint64_t *listen_connections;
+  /* appended in ABI 4: per device (n_devices entries, in devices' order)
+   * the nonces it hashed since the daemon started, a job over several
+   * devices counted on each for its own pieces, and their rate over the
+   * last 10 s (the metrics page's wavedd_hash_rate{window="10s"}); NULL
+   * from a daemon that does not say */
+  uint64_t *device_hashes;
+  double *device_hash_rate;
 } wave_status;
 
 /* *out is allocated; free it with wave_status_free(), which frees its

@@ -35,8 +35,13 @@ def test_result_as_wavectl(daemon, client):
     assert j.status().state == "done"
 
 
+def device_hashes(client):
+    return {d["name"]: d["hashes"] for d in client.status()["devices"]}
+
+
 def test_segments_and_devices(daemon, client):
     devs = device_names(daemon)
+    before = device_hashes(client)
     j = client.hash("small", 0, 1 << 15, devices="all", segments=True,
                     segment_log2=10)
     r = j.wait(progress=False)
@@ -44,6 +49,11 @@ def test_segments_and_devices(daemon, client):
     assert len(r.segments) == 32
     assert {s["device"] for s in r.shares} <= set(devs)
     assert sum(s["hashes"] for s in r.shares) == 1 << 15
+    # each device's count in status grew by its share of the job
+    after = device_hashes(client)
+    share = {d: sum(s["hashes"] for s in r.shares if s["device"] == d)
+             for d in devs}
+    assert {d: after[d] - before[d] for d in devs} == share
     # the same nonces on one device: the same fingerprint
     one = client.hash("small", 0, 1 << 15, device=devs[0],
                       segment_log2=10).result()

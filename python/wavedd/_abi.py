@@ -175,7 +175,9 @@ STRUCTS = (
         "unsigned devices_throttled",
         "unsigned fd_conns",
         "unsigned fd_limit",
-        "uint64_t *listen_connections")),
+        "uint64_t *listen_connections",
+        "uint64_t *device_hashes",
+        "double *device_hash_rate")),
     ("wave_hash_request", (
         "const char *pack",
         "uint64_t nonce",

@@ -704,7 +704,9 @@ class Client:
         """The daemon's status: a dict (version, ready, uptime_ms,
         jobs_served, jobs_failed, listen, listen_connections (the
         connections open on each listen URL now; None from a daemon that
-        does not say), devices: a list of dicts,
+        does not say), devices: a list of dicts (each with hashes, the
+        nonces hashed there since the daemon started, and hash_rate, their
+        rate over its last 10 s; None from a daemon that does not say),
         shares: the asker's share of regions, streams, file-region
         descriptors and descriptor side connections, root's over ipc
         every principal's, a list of dicts;
@@ -731,6 +733,10 @@ class Client:
                     "guard": text(d.guard) or "off",
                     "guard_reason": text(d.guard_reason),
                     "watchdog_restarts": d.watchdog_restarts,
+                    "hashes": (s.device_hashes[i] if s.device_hashes
+                               else None),
+                    "hash_rate": (s.device_hash_rate[i]
+                                  if s.device_hash_rate else None),
                     "packs": {text(d.packs[j].pack): text(d.packs[j].state)
                               for j in range(d.n_packs)},
                 })
