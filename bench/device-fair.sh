@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# bench/device-fair.sh - issue 35's many-chunk bound on a host with free
+# cores (the GPU machine's 16): `bench_fair --chunks 4194304 --dtype f64`,
+# the big request sent from a process of its own and from a thread of the
+# bench, alternately, RUNS times each, so that a stall in the bench's own
+# nng (the thread way shares it with the light client) shows apart from
+# one in the daemon.
+#
+#   bench/device-fair.sh DIR OUT [RUNS]     (default 5)
+#
+# DIR holds wavedd, bench_fair, libwaveclient.so.4 and libs/ (bundle-libs.sh
+# of the three).  Each run's whole output goes to OUT/fair-SENDER-K.log; a
+# table of the loaded latency over (2 x idle + one slice), quantile for
+# quantile, and the slowest wait is printed last.
+set -uo pipefail
+D=$(cd "${1:?folder}" && pwd)
+OUT=${2:?output folder}
+RUNS=${3:-5}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$D:$D/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export WAVE_BINARY_DIR=$D
+echo "host: $(nproc) cores, $(uname -r)"
+rows=()
+for k in $(seq 1 "$RUNS"); do
+  for s in process thread; do
+    log=$OUT/fair-$s-$k.log
+    "$D/bench_fair" --chunks 4194304 --dtype f64 --iters 13000 --sender "$s" \
+      >"$log" 2>&1
+    rc=$?
+    q=$(grep -o 'quantile for quantile:.*' "$log" | sed 's/quantile for quantile: *//')
+    slow=$(grep -o '^slowest 1: [0-9.]* us' "$log" | grep -o '[0-9.]* us')
+    at=$(grep -o '^slowest 1: .*sent at +[0-9.]* s' "$log" | grep -o '+[0-9.]* s$')
+    rows+=("$(printf '%-7s %2d  rc %d  %-62s  slowest %s at %s' "$s" "$k" "$rc" \
+      "${q:-?}" "${slow:-?}" "${at:-?}")")
+  done
+done
+echo
+echo "loaded / (2 x idle + one slice), by sender (bench_fair --chunks 4194304 --dtype f64 --iters 13000)"
+printf '%s\n' "${rows[@]}"
