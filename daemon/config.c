@@ -102,6 +102,7 @@ const cf_key wd_cf_keys[] = {
   UINT(CF_LIMITS, CFG, "max_peer_parked", limits.max_peer_parked, 0, 65536, 256, LIVE),
   UINT(CF_LIMITS, CFG, "send_timeout_ms", limits.send_timeout_ms, 100, 600000, 10000, LIVE),
   UINT(CF_LIMITS, CFG, "idle_timeout_ms", limits.idle_timeout_ms, 0, 86400000, 120000, LIVE),
+  UINT(CF_LIMITS, CFG, "slow_request_ms", limits.slow_request_ms, 0, 3600000, 0, LIVE),
   /* connguard.c: connections nng never ends (issue 22, finding 4) */
   UINT(CF_LIMITS, CFG, "tls_handshake_ms", limits.tls_handshake_ms, 0, 600000, 10000, LIVE),
   UINT(CF_LIMITS, CFG, "max_tls_handshakes", limits.max_tls_handshakes, 1, 65536, 64, LIVE),

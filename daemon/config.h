@@ -83,6 +83,7 @@ typedef struct wd_limits {
   unsigned max_peer_parked;   /* parked polls of one pipe */
   unsigned send_timeout_ms;   /* a reply that cannot leave: pipe closed */
   unsigned idle_timeout_ms;   /* no message for this long: closed; 0 off */
+  unsigned slow_request_ms;   /* a reply this late is logged; 0 off */
   /* connections that are not pipes yet, and metrics (daemon/connguard.c) */
   unsigned tls_handshake_ms;  /* TLS + SP handshake deadline; 0 off */
   unsigned max_tls_handshakes;/* TLS connections not yet pipes, at once */

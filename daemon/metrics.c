@@ -496,6 +496,35 @@ static void mt_codes(FILE *f, const char *name, const char *help,
               wave_errname((int)c), n[c]);
 }
 
+/* The request histogram: every answered request by stage, from nng
+ * handing it over to its reply leaving (stats.h, net/req.h). */
+static void mt_requests(FILE *f)
+{
+  static const double bounds[WD_STATS_NB] = WD_STATS_BOUNDS;
+  uint64_t h[WD_RS_N][WD_STATS_NB + 1];
+  double sum[WD_RS_N];
+  wd_stats_requests(h, sum);
+  mt_help(f, "wavedd_request_duration_seconds", "histogram",
+          "answered requests by stage: decode_wait (for a decode thread), "
+          "decode, loop_wait (decoded, for the loop), serve (on the loop "
+          "until the reply, its job included), total (nng handed it over "
+          "to its reply)");
+  for (int i = 0; i < WD_RS_N; i++) {
+    const char *st = wd_stats_stage_name(i);
+    for (size_t b = 0; b <= WD_STATS_NB; b++) {
+      fprintf(f, "wavedd_request_duration_seconds_bucket{stage=\"%s\",", st);
+      if (b < WD_STATS_NB)
+        fprintf(f, "le=\"%g\"} %" PRIu64 "\n", bounds[b], h[i][b]);
+      else
+        fprintf(f, "le=\"+Inf\"} %" PRIu64 "\n", h[i][b]);
+    }
+    fprintf(f, "wavedd_request_duration_seconds_sum{stage=\"%s\"} %.9g\n",
+            st, sum[i]);
+    fprintf(f, "wavedd_request_duration_seconds_count{stage=\"%s\"} %" PRIu64
+            "\n", st, h[i][WD_STATS_NB]);
+  }
+}
+
 /* The daemon's own: error replies, reloads, descriptors, the guard. */
 static void mt_daemon(wd_metrics *m, FILE *f)
 {
@@ -506,6 +535,7 @@ static void mt_daemon(wd_metrics *m, FILE *f)
   wd_stats_refusals(req);
   mt_codes(f, "wavedd_requests_refused_total",
            "requests refused before any device ran them, by code", req);
+  mt_requests(f);
   mt_process(f);
   /* per listener URL, as bound; their sum is the daemon's */
   size_t nl;

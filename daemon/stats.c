@@ -38,6 +38,8 @@ static struct {
   _Atomic uint64_t refused[WD_ST_NCODES];
   _Atomic uint64_t reload_ok, reload_failed;
   size_t samples, head;      /* loop only: ring fill and newest slot */
+  uint64_t rq_hist[WD_RS_N][WD_STATS_NB + 1];  /* loop only, as ct_dev's */
+  double rq_sum[WD_RS_N];
 } st;
 
 static const unsigned ct_windows[WD_STATS_NWIN] = WD_STATS_WINDOWS;
@@ -95,14 +97,23 @@ static int ct_outcome(int rc)
                                                        : WD_OUT_FAILED;
 }
 
-/* One observation of phase p of a job of kind k on d. */
-static void ct_observe(ct_dev *d, int k, int p, double v)
+/* One observation v into the histogram h (not cumulative) and its sum. */
+static void ct_observe(uint64_t h[WD_STATS_NB + 1], double *sum, double v)
 {
   size_t b = 0;
   while (b < WD_STATS_NB && v > ct_bounds[b])
     b++;
-  d->hist[k][p][b]++;
-  d->hist_sum[k][p] += v;
+  h[b]++;
+  *sum += v;
+}
+
+/* h made cumulative into out. */
+static void ct_cumulate(const uint64_t h[WD_STATS_NB + 1],
+                        uint64_t out[WD_STATS_NB + 1])
+{
+  uint64_t sum = 0;
+  for (size_t b = 0; b <= WD_STATS_NB; b++)
+    out[b] = sum += h[b];
 }
 
 void wd_stats_job(int kind, uint64_t id, const char *device,
@@ -120,7 +131,7 @@ void wd_stats_job(int kind, uint64_t id, const char *device,
     return;
   for (int p = 0; p < WD_PH_N; p++)
     if (ph[p] >= 0)
-      ct_observe(d, kind, p, ph[p]);
+      ct_observe(d->hist[kind][p], &d->hist_sum[kind][p], ph[p]);
   atomic_fetch_add_explicit(&d->jobs[kind][out], 1, memory_order_relaxed);
   if (rc != 0)
     atomic_fetch_add_explicit(&d->errors[ct_code(rc)], 1,
@@ -199,9 +210,7 @@ void wd_stats_get(size_t i, wd_stats_dev *out)
   out->hashes = atomic_load(&d->hashes);
   for (int k = 0; k < WD_KIND_N; k++)
     for (int p = 0; p < WD_PH_N; p++) {
-      uint64_t sum = 0;
-      for (size_t b = 0; b <= WD_STATS_NB; b++)
-        out->hist[k][p][b] = sum += d->hist[k][p][b];
+      ct_cumulate(d->hist[k][p], out->hist[k][p]);
       out->hist_sum[k][p] = d->hist_sum[k][p];
     }
   for (int w = 0; w < WD_STATS_NWIN; w++)
@@ -212,6 +221,29 @@ void wd_stats_request_errors(uint64_t out[WD_STATS_NCODES])
 {
   for (size_t c = 0; c < WD_ST_NCODES; c++)
     out[c] = atomic_load(&st.req_errors[c]);
+}
+
+void wd_stats_request(const double s[WD_RS_N])
+{
+  for (int i = 0; i < WD_RS_N; i++)
+    if (s[i] >= 0)
+      ct_observe(st.rq_hist[i], &st.rq_sum[i], s[i]);
+}
+
+void wd_stats_requests(uint64_t hist[WD_RS_N][WD_STATS_NB + 1],
+                       double sum[WD_RS_N])
+{
+  for (int i = 0; i < WD_RS_N; i++) {
+    ct_cumulate(st.rq_hist[i], hist[i]);
+    sum[i] = st.rq_sum[i];
+  }
+}
+
+const char *wd_stats_stage_name(int stage)
+{
+  static const char *const names[WD_RS_N] = {"decode_wait", "decode",
+                                             "loop_wait", "serve", "total"};
+  return stage >= 0 && stage < WD_RS_N ? names[stage] : "?";
 }
 
 void wd_stats_reloads(uint64_t *ok, uint64_t *failed)

@@ -13,6 +13,8 @@
  *  - device threads: wd_stats_hashed() after each hash batch;
  *  - the loop: wd_stats_job() for each finished job (and it logs the job's
  *    one info line; its phase histograms are the loop's alone),
+ *    wd_stats_request() for each request as its reply leaves (net/req.c;
+ *    the stage histogram is the loop's alone too),
  *    wd_stats_request_error(), wd_stats_sample() once a second (server.c's
  *    tick: the ring the hash-rate windows of the metrics page and of
  *    status are computed from, with or without a metrics listener).
@@ -36,6 +38,11 @@ enum { WD_OUT_OK = 0, WD_OUT_FAILED = 1, WD_OUT_CANCELLED = 2, WD_OUT_N };
  * every hash job observe none. */
 enum { WD_PH_QUEUE = 0, WD_PH_TRANSFER = 1, WD_PH_COMPUTE = 2,
        WD_PH_TOTAL = 3, WD_PH_N };
+/* A request's stages, from nng handing it over to its reply leaving
+ * (net/req.h's stamps): waiting for a decode thread, decoding, waiting for
+ * the loop, served on the loop (its job included), and the whole. */
+enum { WD_RS_DECODE_WAIT = 0, WD_RS_DECODE = 1, WD_RS_LOOP_WAIT = 2,
+       WD_RS_SERVE = 3, WD_RS_TOTAL = 4, WD_RS_N };
 /* Histogram bucket bounds, seconds: 10 us to 4 h. */
 #define WD_STATS_BOUNDS {1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, \
                          0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400}
@@ -64,6 +71,9 @@ void wd_stats_job(int kind, uint64_t id, const char *device,
 /* Loop: a request answered with an error; refused: before it reached a
  * device (a job's failure otherwise). */
 void wd_stats_request_error(int code, int refused);
+/* Loop: a request's reply leaves; s[] its stages in seconds (a negative
+ * one is not observed). */
+void wd_stats_request(const double s[WD_RS_N]);
 /* Loop: a reload was tried. */
 void wd_stats_reload(int ok);
 /* Loop, once a second: record the hash counters for the rate windows. */
@@ -90,6 +100,11 @@ void wd_stats_get(size_t i, wd_stats_dev *out);
 void wd_stats_request_errors(uint64_t out[WD_STATS_NCODES]);
 void wd_stats_refusals(uint64_t out[WD_STATS_NCODES]);
 void wd_stats_reloads(uint64_t *ok, uint64_t *failed);
+/* The request stage histogram, cumulative as wd_stats_dev.hist. */
+void wd_stats_requests(uint64_t hist[WD_RS_N][WD_STATS_NB + 1],
+                       double sum[WD_RS_N]);
+/* decode_wait, decode, loop_wait, serve, total */
+const char *wd_stats_stage_name(int stage);
 const char *wd_stats_kind_name(int kind);
 const char *wd_stats_outcome_name(int outcome);
 /* queue, transfer, compute, total */

@@ -26,6 +26,11 @@
  * (DIR/.reduce).  Let go of the pack, the first reduction held must be
  * B's (1 row), not A's first block (256 rows): the device left A after a
  * step of its plan, before any slice.
+ *
+ * The slow request log (limits.slow_request_ms, net/req.c): a 1-row sum
+ * held at least TFR_HELD_MS behind the hold is logged with its id, its
+ * principal and the time in each stage, the held time in the last one
+ * ("served"); with the key unset nothing is logged.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -48,6 +53,9 @@
 
 #define FR_A 4  /* reductions from client A */
 #define FR_B 2  /* from client B */
+#define TFR_HELD_MS 300  /* the slow log test holds its sum this long */
+
+static const char *tfr_top = "";  /* more top-level keys of the config */
 
 /* dev: more keys of fk0 ("" none). */
 static void tfr_config(td_daemon *d, const char *dev)
@@ -57,11 +65,11 @@ static void tfr_config(td_daemon *d, const char *dev)
   ck_assert_int_eq(mkdir(hold, 0700), 0);
   snprintf(text, sizeof text,
            "listen: [\"%s\", \"%s\"]\nauth: none\nlog_level: info\n"
-           "allow_client_shm: true\n"
+           "allow_client_shm: true\n%s"
            "packs: {dir: %s/config/packs, load: [small], prepare: first-use}\n"
            "devices:\n  - {name: fk0, backend: fake, threads: 1, "
            "device: \"hold_prepare=%s\"%s}\n",
-           d->ipc, d->tcp, getenv("WAVE_SOURCE_DIR"), hold, dev);
+           d->ipc, d->tcp, tfr_top, getenv("WAVE_SOURCE_DIR"), hold, dev);
   td_write(d->cfg, text);
   d->fake = 1;
 }
@@ -436,6 +444,63 @@ START_TEST(a_many_chunk_sum_yields_while_planned)
 }
 END_TEST
 
+/* A 1-row sum (id 501, on its own tcp connection) held TFR_HELD_MS or
+ * more behind the held device; d's log. */
+static const char *tfr_held_sum(td_daemon *d, const char *top)
+{
+  tfr_top = top;
+  nng_socket s = tfr_start_held(d, "");
+  tfr_top = "";
+  nng_socket a = td_dial(d->tcp);
+  nng_ctx ca;
+  ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
+  nng_aio *aio = tfr_send(ca, 501);
+  tfr_wait_queued(s, 1);
+  struct timespec nap = {0, TFR_HELD_MS * 1000 * 1000};
+  nanosleep(&nap, NULL);
+  tfr_hold(d, 0);
+  tfr_reply(aio, 501);  /* logged before its reply left */
+  nng_ctx_close(ca);
+  nng_close(a);
+  nng_close(s);
+  return td_stderr(d);
+}
+
+START_TEST(a_slow_request_is_logged_with_its_stages)
+{
+  td_daemon d;
+  const char *log = tfr_held_sum(&d, "limits: {slow_request_ms: 100}\n");
+  const char *p = strstr(log, "slow request: reduce 501 from pipe:");
+  ck_assert_msg(p != NULL, "no slow request line:\n%s", log);
+  unsigned pipe, ms;
+  double took, pool, dec, loop, served, at;
+  int n = sscanf(p, "slow request: reduce 501 from pipe:%*u on connection %u "
+                 "took %lf ms (limits.slow_request_ms %u): %lf ms waiting "
+                 "for a decode thread, %lf decoding, %lf waiting for the "
+                 "loop, %lf served until its reply (its job included); nng "
+                 "handed it over at %lf s", &pipe, &took, &ms, &pool, &dec,
+                 &loop, &served, &at);
+  ck_assert_msg(n == 8, "%d fields of: %.400s", n, p);
+  ck_assert_uint_eq(ms, 100);
+  ck_assert_uint_gt(pipe, 0);
+  ck_assert_msg(served >= TFR_HELD_MS && took >= served, "%.400s", p);
+  ck_assert_msg(fabs(pool + dec + loop + served - took) < 0.01, "%.400s", p);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);  /* the host's clock, in the past */
+  ck_assert_msg(at > 0 && at < (double)now.tv_sec + 1, "%.400s", p);
+  td_stop_ok(&d);
+}
+END_TEST
+
+START_TEST(no_slow_log_unless_asked)
+{
+  td_daemon d;
+  const char *log = tfr_held_sum(&d, "");
+  ck_assert_msg(strstr(log, "slow request") == NULL, "%s", log);
+  td_stop_ok(&d);
+}
+END_TEST
+
 static Suite *tfr_suite(void)
 {
   Suite *s = suite_create("fairred");
@@ -446,6 +511,11 @@ static Suite *tfr_suite(void)
   tcase_add_test(t, a_big_region_sum_yields_between_slices);
   tcase_add_test(t, a_many_chunk_sum_yields_while_planned);
   suite_add_tcase(s, t);
+  TCase *slow = tcase_create("slowlog");
+  tcase_set_timeout(slow, 120);
+  tcase_add_test(slow, a_slow_request_is_logged_with_its_stages);
+  tcase_add_test(slow, no_slow_log_unless_asked);
+  suite_add_tcase(s, slow);
   return s;
 }
 

@@ -207,6 +207,32 @@ static void tsv_wait_page(const char *url, const char *line)
   ck_abort_msg("no '%s' on the page:\n%s", line, tsv_get(url));
 }
 
+/* The request histogram on page: at least `least` requests answered (the
+ * harness's readiness polls count too), each seen in every stage. */
+static void tsv_request_histogram(const char *page, unsigned long long least)
+{
+  unsigned long long nreq = 0, nst, inf;
+  const char *rt = strstr(page, "wavedd_request_duration_seconds_count{"
+                          "stage=\"total\"} ");
+  ck_assert_msg(rt != NULL && sscanf(strchr(rt, '}') + 2, "%llu", &nreq) == 1
+                && nreq >= least, "%.300s", rt ? rt : "no request histogram");
+  static const char *const stages[] = {"decode_wait", "decode", "loop_wait",
+                                       "serve", "total"};
+  for (size_t i = 0; i < 5; i++) {
+    char key[120];
+    snprintf(key, sizeof key, "wavedd_request_duration_seconds_count{stage="
+             "\"%s\"} ", stages[i]);
+    const char *p = strstr(page, key);
+    ck_assert_msg(p != NULL && sscanf(p + strlen(key), "%llu", &nst) == 1 &&
+                  nst == nreq, "%s: %.100s", key, p ? p : "missing");
+    snprintf(key, sizeof key, "wavedd_request_duration_seconds_bucket{stage="
+             "\"%s\",le=\"+Inf\"} ", stages[i]);
+    p = strstr(page, key);
+    ck_assert_msg(p != NULL && sscanf(p + strlen(key), "%llu", &inf) == 1 &&
+                  inf == nreq, "%s: %.100s", key, p ? p : "missing");
+  }
+}
+
 START_TEST(metrics_count_what_was_served)
 {
   td_daemon d;
@@ -302,6 +328,7 @@ START_TEST(metrics_count_what_was_served)
   ck_assert_ptr_nonnull(strstr(page, "\nprocess_start_time_seconds 1"));
   ck_assert_ptr_nonnull(strstr(page, "\nprocess_open_fds "));
   ck_assert_ptr_nonnull(strstr(page, "\nwavedd_connections{listener=\""));
+  tsv_request_histogram(page, 7);
   /* the per-job log lines: id, kind, device, duration, outcome */
   char want[120];
   snprintf(want, sizeof want, "job hash %llu on cpu1: ok in ",

@@ -8,7 +8,10 @@
  * through the hook server.c sets (s->pipe_gone): this side calls nothing
  * above it.  The reply primitives are here too (wd_reply, wd_reply_error):
  * a handler builds its Response, this file packs it (proto/wire.c), frees
- * the request (net/req.c) and sends.
+ * the request (net/req.c) and sends.  Each request is stamped as nng, a
+ * decode thread and the loop pass it on (req.h), and its reply's leaving
+ * records the stages (wd_req_answered: the request histogram and the slow
+ * request log).
  *
  * The receive pool: limits.contexts contexts receive at all times.  A
  * context holds at most one request, so that bounds the requests being
@@ -58,6 +61,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <nng/nng.h>
@@ -72,6 +76,14 @@
 #include "core/thread.h"
 #include "proto/wire.h"
 
+/* The name of a Request's body field ("reduce"), static, for logs. */
+static const char *ft_body_name(int body_case)
+{
+  const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+      &wave__v1__request__descriptor, (unsigned)body_case);
+  return f != NULL ? f->name : "request";
+}
+
 void wd_front_inbox(wd_front *s, wd_req *c)
 {
   pthread_mutex_lock(&s->mu);
@@ -85,6 +97,13 @@ void wd_front_take(wd_front *s, wv_qnode *into)
   pthread_mutex_lock(&s->mu);
   wv_q_move(&s->inbox, into);
   pthread_mutex_unlock(&s->mu);
+  uint64_t now = wd_req_now_ns();
+  for (wv_qnode *n = into->next; n != into; n = n->next) {
+    wd_req *c = WV_Q_ENTRY(n, wd_req, inq);
+    c->t_ns[WD_RQT_LOOP] = now;
+    c->what = c->req == NULL ? NULL
+              : ft_body_name(c->req->body_case);
+  }
 }
 
 int wd_front_retired(wd_req *c)
@@ -248,6 +267,8 @@ static void ft_aio_cb(void *arg)
       return;
     }
     c->msg = nng_aio_get_msg(c->aio);
+    memset(c->t_ns, 0, sizeof c->t_ns);
+    c->t_ns[WD_RQT_RECV] = wd_req_now_ns();
     atomic_fetch_add(&s->busy, 1);  /* until its reply has left */
     atomic_store(&s->last_in_ms, ft_now_ms());
     c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(c->msg));
@@ -361,8 +382,10 @@ static void ft_decode_cb(wd_pool_item *it)
 {
   wd_req *c = (wd_req *)((char *)it - offsetof(wd_req, item));
   wd_front *s = c->fe;
+  c->t_ns[WD_RQT_DECODE] = wd_req_now_ns();
   if (!atomic_load(&s->closing))
     wd_req_decode(c);
+  c->t_ns[WD_RQT_DECODED] = wd_req_now_ns();
   wd_front_inbox(s, c);
 }
 
@@ -413,6 +436,7 @@ void wd_front_send(wd_req *c, nng_msg *m)
     c->sending = 1;
   }
   c->state = RQ_SEND;
+  wd_req_answered(c, s->cfg->limits.slow_request_ms, wd_req_now_ns());
   nng_aio_set_timeout(c->aio, (nng_duration)s->cfg->limits.send_timeout_ms);
   nng_aio_set_msg(c->aio, m);
   nng_ctx_send(c->ctx, c->aio);

@@ -17,11 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "daemon/log.h"
 #include "daemon/net/auth.h"
 #include "daemon/net/level.h"
 #include "daemon/net/front.h"
 #include "daemon/net/req.h"
+#include "daemon/stats.h"
 #include "core/base.h"
 #include "proto/frame.h"
 
@@ -285,4 +288,58 @@ void wd_req_decode(wd_req *c)
     c->bulk.keep = m;
   else if (m != NULL)
     nng_msg_free(m);
+}
+
+uint64_t wd_req_now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Seconds from stamp a to stamp b, or -1 when either is missing (a
+ * request refused before that stage). */
+static double rx_span(uint64_t a, uint64_t b)
+{
+  return a == 0 || b == 0 || b < a ? -1.0 : (double)(b - a) * 1e-9;
+}
+
+/* Milliseconds as text, "-" for a missing span. */
+static const char *rx_ms(char *buf, size_t n, double s)
+{
+  if (s < 0)
+    snprintf(buf, n, "-");
+  else
+    snprintf(buf, n, "%.3f", s * 1e3);
+  return buf;
+}
+
+void wd_req_answered(const wd_req *c, unsigned slow_ms, uint64_t now_ns)
+{
+  const uint64_t *t = c->t_ns;
+  if (t[WD_RQT_RECV] == 0)
+    return;
+  uint64_t served = t[WD_RQT_LOOP] ? t[WD_RQT_LOOP] : t[WD_RQT_DECODED];
+  double st[WD_RS_N] = {
+      [WD_RS_DECODE_WAIT] = rx_span(t[WD_RQT_RECV], t[WD_RQT_DECODE]),
+      [WD_RS_DECODE] = rx_span(t[WD_RQT_DECODE], t[WD_RQT_DECODED]),
+      [WD_RS_LOOP_WAIT] = rx_span(t[WD_RQT_DECODED], t[WD_RQT_LOOP]),
+      [WD_RS_SERVE] = rx_span(served, now_ns),
+      [WD_RS_TOTAL] = rx_span(t[WD_RQT_RECV], now_ns)};
+  wd_stats_request(st);
+  if (slow_ms == 0 || st[WD_RS_TOTAL] * 1e3 < (double)slow_ms)
+    return;
+  char pool[24], dec[24], loop[24], serve[24];
+  wd_warn("slow request: %s %" PRIu64 " from %s on connection %u took %.3f "
+          "ms (limits.slow_request_ms %u): %s ms waiting for a decode thread, "
+          "%s decoding, %s waiting for the loop, %s served until its reply "
+          "(its job included); nng handed it over at %.6f s (CLOCK_MONOTONIC)",
+          c->what ? c->what : "undecoded request", c->req_id,
+          c->principal[0] ? c->principal : "?", c->pipe,
+          st[WD_RS_TOTAL] * 1e3, slow_ms,
+          rx_ms(pool, sizeof pool, st[WD_RS_DECODE_WAIT]),
+          rx_ms(dec, sizeof dec, st[WD_RS_DECODE]),
+          rx_ms(loop, sizeof loop, st[WD_RS_LOOP_WAIT]),
+          rx_ms(serve, sizeof serve, st[WD_RS_SERVE]),
+          (double)t[WD_RQT_RECV] * 1e-9);
 }

@@ -29,6 +29,12 @@
 
 enum { RQ_IDLE, RQ_RECV, RQ_WORK, RQ_SEND, RQ_RETIRE };
 
+/* The stages a request passes, stamped (CLOCK_MONOTONIC ns) for the
+ * request histogram and the slow request log (wd_req_answered): nng
+ * handed it over, a decode thread took it, its decode ended, the loop
+ * took it. */
+enum { WD_RQT_RECV, WD_RQT_DECODE, WD_RQT_DECODED, WD_RQT_LOOP, WD_RQT_N };
+
 typedef struct wd_front wd_front;
 typedef struct wd_req wd_req;
 struct wd_call;              /* the handler's half (server_int.h) */
@@ -63,6 +69,9 @@ struct wd_req {
   int dec_code;            /* the decode failed: this error ... */
   char dec_msg[200];       /* ... with this message */
   wd_bulk_req bulk;        /* framed, stream and region parts (bulk/decode.h) */
+  uint64_t t_ns[WD_RQT_N]; /* when it passed each stage (0: not) */
+  const char *what;        /* its body's field name ("reduce"), set when the
+                            * loop takes it; NULL: not decoded */
 };
 
 /* 1: the received message m is a big item for the decode pool (pool.h):
@@ -77,5 +86,13 @@ void wd_req_decode(wd_req *c);
  * handler's half holds: wd_front_up.clear): once its reply is packed, or
  * when nobody is left to answer. */
 void wd_req_clear(wd_req *c);
+
+/* Now, CLOCK_MONOTONIC ns: the stamps' clock. */
+uint64_t wd_req_now_ns(void);
+/* Loop, as c's reply leaves at now_ns: its stages into the request
+ * histogram (wd_stats_request), and a warning line with the time in each
+ * when it took slow_ms or more since nng handed it over (0: never), so an
+ * operator sees where a slow answer waited. */
+void wd_req_answered(const wd_req *c, unsigned slow_ms, uint64_t now_ns);
 
 #endif
