@@ -50,9 +50,13 @@
  *   bench_fair [--iters N] [--heavy N] [--mib N] [--lone N] [--dtype u32|f32]
  *              [--prio 0|1]
  *   bench_fair --chunks N [--dtype u32|f64] [--sender process|thread]
- *              [--iters N]
+ *              [--iters N] [--slow-log MS]
  *   bench_fair --hash N [--batch NONCES]
  *   (defaults: 400, 16, 16, 20, u32, 0, 0; --batch 65536)
+ *
+ * --slow-log MS sets the daemon's limits.slow_request_ms, so its log (this
+ * program's stderr) says where each request slower than MS waited; the
+ * times printed are CLOCK_MONOTONIC, as the log's.
  */
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -266,6 +270,7 @@ typedef struct bf_opts {
   unsigned hash;        /* --hash N: the hash jobs' mode (0: off) */
   uint64_t batch;
   int own_process;      /* --chunks: --sender process (1) or thread (0) */
+  unsigned slow_ms;     /* --slow-log: the daemon's slow_request_ms */
 } bf_opts;
 
 /* ---- --hash: a high hash job behind a low one ---------------------------- */
@@ -392,7 +397,7 @@ static int bf_hash_main(const bf_opts *o, const char *ipc)
 /* The command line into *o; 0, or 2 (usage) after saying why. */
 static int bf_args(int argc, char **argv, bf_opts *o)
 {
-  *o = (bf_opts){400, 16, 16, 20, 0, WAVE_U32, 0, 0, 65536, 1};
+  *o = (bf_opts){400, 16, 16, 20, 0, WAVE_U32, 0, 0, 65536, 1, 0};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--lone") == 0)
       o->lone = (unsigned)strtoul(argv[i + 1], NULL, 10);
@@ -416,11 +421,13 @@ static int bf_args(int argc, char **argv, bf_opts *o)
       o->batch = strtoull(argv[i + 1], NULL, 10);
     else if (strcmp(argv[i], "--mib") == 0)
       o->mib = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--slow-log") == 0)
+      o->slow_ms = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "usage: bench_fair [--iters N] [--heavy N] [--mib N] "
               "[--lone N] [--dtype u32|f32] [--prio 0|1] "
               "[--chunks N [--dtype u32|f64] [--sender process|thread]] "
-              "| --hash N [--batch NONCES]\n");
+              "| --hash N [--batch NONCES]  [--slow-log MS]\n");
       return 2;
     }
   }
@@ -458,10 +465,11 @@ static pid_t bf_daemon(const bf_opts *o, const char *dir, char *ipc,
   snprintf(text, sizeof text,
            "listen: [\"%s\", \"%s\"]\nlog_level: warn\nauth: none\n"
            "allow_client_shm: true\npacks: {%s}\n"
+           "limits: {slow_request_ms: %u}\n"
            "priority: {high_allow: \"uid:%u\"}\n"
            "devices: [{name: cpu0, backend: cpu, threads: 1, "
            "queue_depth: 256, batch: %" PRIu64 "%s}]\n", ipc, tcp, packs,
-           (unsigned)getuid(), o->hash > 0 ? o->batch : 0,
+           o->slow_ms, (unsigned)getuid(), o->hash > 0 ? o->batch : 0,
            o->chunks ? ", reduce_slice_rows: 262144" : "");
   FILE *f = fopen(cfg, "w");
   if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)

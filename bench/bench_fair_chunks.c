@@ -273,6 +273,8 @@ void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
          "over ipc, from %s; light 1-row u32 sums over tcp\n", chunks,
          dtype == WAVE_F64 ? "f64" : "u32",
          own_process ? "a process of its own" : "a thread of the bench");
+  printf("heavy: sent at CLOCK_MONOTONIC %.6f s, replied at %.6f s\n",
+         r.t_send * 1e-6, r.t_reply * 1e-6);
   printf("heavy: round trip %.3f s = before the device %.3f s (receive + "
          "decode + queue) + on the device %.3f s in %llu slices of %.1f us\n",
          (r.t_reply - r.t_send) * 1e-6, (on_dev - r.t_send) * 1e-6, r.dev_s,
@@ -285,9 +287,11 @@ void bf_chunks(wave_client *light, const char *ipc, unsigned iters,
     if (w == n)
       break;
     printf("slowest %d: %.1f us (%.1f us of it on the device), sent at "
-           "+%.3f s (the device from +%.3f s, the reply at +%.3f s)\n",
+           "+%.3f s (the device from +%.3f s, the reply at +%.3f s; "
+           "CLOCK_MONOTONIC %.6f s)\n",
            top + 1, lat[w], ldev[w], (t0[w] - r.t_send) * 1e-6,
-           (on_dev - r.t_send) * 1e-6, (r.t_reply - r.t_send) * 1e-6);
+           (on_dev - r.t_send) * 1e-6, (r.t_reply - r.t_send) * 1e-6,
+           t0[w] * 1e-6);
     lat[w] = -lat[w];
   }
   for (size_t i = 0; i < n; i++)

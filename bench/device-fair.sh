@@ -11,7 +11,9 @@
 # DIR holds wavedd, bench_fair, libwaveclient.so.4 and libs/ (bundle-libs.sh
 # of the three).  Each run's whole output goes to OUT/fair-SENDER-K.log; a
 # table of the loaded latency over (2 x idle + one slice), quantile for
-# quantile, and the slowest wait is printed last.
+# quantile, and the slowest wait is printed last, then where each run's
+# slowest waits went (bench/fair-where.py: the daemon's slow request log,
+# limits.slow_request_ms 3, against the bench's send times).
 set -uo pipefail
 D=$(cd "${1:?folder}" && pwd)
 OUT=${2:?output folder}
@@ -25,7 +27,7 @@ for k in $(seq 1 "$RUNS"); do
   for s in process thread; do
     log=$OUT/fair-$s-$k.log
     "$D/bench_fair" --chunks 4194304 --dtype f64 --iters 13000 --sender "$s" \
-      >"$log" 2>&1
+      --slow-log 3 >"$log" 2>&1
     rc=$?
     q=$(grep -o 'quantile for quantile:.*' "$log" | sed 's/quantile for quantile: *//')
     slow=$(grep -o '^slowest 1: [0-9.]* us' "$log" | grep -o '[0-9.]* us')
@@ -37,3 +39,11 @@ done
 echo
 echo "loaded / (2 x idle + one slice), by sender (bench_fair --chunks 4194304 --dtype f64 --iters 13000)"
 printf '%s\n' "${rows[@]}"
+echo
+echo "where the slowest waits went (fair-where.py)"
+for k in $(seq 1 "$RUNS"); do
+  for s in process thread; do
+    echo "$s $k:"
+    python3 "$(dirname "$0")/fair-where.py" "$OUT/fair-$s-$k.log" 3
+  done
+done
