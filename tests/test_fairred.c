@@ -30,7 +30,8 @@
  * The slow request log (limits.slow_request_ms, net/req.c): a 1-row sum
  * held at least TFR_HELD_MS behind the hold is logged with its id, its
  * principal and the time in each stage, the held time in the last one
- * ("served"); with the key unset nothing is logged.
+ * ("served"), and a poll parked as long is not (the client asked to
+ * wait); with the key unset nothing is logged.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -56,6 +57,7 @@
 #define TFR_HELD_MS 300  /* the slow log test holds its sum this long */
 
 static const char *tfr_top = "";  /* more top-level keys of the config */
+static uint64_t tfr_held_job;     /* the hash job tfr_start_held holds */
 
 /* dev: more keys of fk0 ("" none). */
 static void tfr_config(td_daemon *d, const char *dev)
@@ -204,6 +206,7 @@ static nng_socket tfr_start_held(td_daemon *d, const char *dev)
     nanosleep(&nap, NULL);
   }
   ck_assert_uint_eq(tfr_queued(s), 0);
+  tfr_held_job = job;
   return s;
 }
 
@@ -445,7 +448,8 @@ START_TEST(a_many_chunk_sum_yields_while_planned)
 END_TEST
 
 /* A 1-row sum (id 501, on its own tcp connection) held TFR_HELD_MS or
- * more behind the held device; d's log. */
+ * more behind the held device, while a poll of the held job (id 77)
+ * parks TFR_HELD_MS; d's log. */
 static const char *tfr_held_sum(td_daemon *d, const char *top)
 {
   tfr_top = top;
@@ -456,8 +460,10 @@ static const char *tfr_held_sum(td_daemon *d, const char *top)
   ck_assert_int_eq(nng_ctx_open(&ca, a), 0);
   nng_aio *aio = tfr_send(ca, 501);
   tfr_wait_queued(s, 1);
-  struct timespec nap = {0, TFR_HELD_MS * 1000 * 1000};
-  nanosleep(&nap, NULL);
+  /* a poll parked TFR_HELD_MS: the client's wait, not the daemon's */
+  Wave__V1__Response *r = td_job(s, tfr_held_job, TFR_HELD_MS, 0);
+  ck_assert_int_eq(r->body_case, WAVE__V1__RESPONSE__BODY_JOB);
+  wave__v1__response__free_unpacked(r, NULL);
   tfr_hold(d, 0);
   tfr_reply(aio, 501);  /* logged before its reply left */
   nng_ctx_close(ca);
@@ -477,8 +483,9 @@ START_TEST(a_slow_request_is_logged_with_its_stages)
   int n = sscanf(p, "slow request: reduce 501 from pipe:%*u on connection %u "
                  "took %lf ms (limits.slow_request_ms %u): %lf ms waiting "
                  "for a decode thread, %lf decoding, %lf waiting for the "
-                 "loop, %lf served until its reply (its job included); nng "
-                 "handed it over at %lf s", &pipe, &took, &ms, &pool, &dec,
+                 "loop, %lf served until its reply (its job included, a "
+                 "parked poll's wait not); nng handed it over at %lf s",
+                 &pipe, &took, &ms, &pool, &dec,
                  &loop, &served, &at);
   ck_assert_msg(n == 8, "%d fields of: %.400s", n, p);
   ck_assert_uint_eq(ms, 100);
@@ -488,6 +495,7 @@ START_TEST(a_slow_request_is_logged_with_its_stages)
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);  /* the host's clock, in the past */
   ck_assert_msg(at > 0 && at < (double)now.tv_sec + 1, "%.400s", p);
+  ck_assert_msg(strstr(log, "slow request: job 77 ") == NULL, "%s", log);
   td_stop_ok(&d);
 }
 END_TEST

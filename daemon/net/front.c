@@ -268,6 +268,7 @@ static void ft_aio_cb(void *arg)
     }
     c->msg = nng_aio_get_msg(c->aio);
     memset(c->t_ns, 0, sizeof c->t_ns);
+    c->park_ns = c->parked_ns = 0;
     c->t_ns[WD_RQT_RECV] = wd_req_now_ns();
     atomic_fetch_add(&s->busy, 1);  /* until its reply has left */
     atomic_store(&s->last_in_ms, ft_now_ms());

@@ -324,8 +324,8 @@ void wd_req_answered(const wd_req *c, unsigned slow_ms, uint64_t now_ns)
       [WD_RS_DECODE_WAIT] = rx_span(t[WD_RQT_RECV], t[WD_RQT_DECODE]),
       [WD_RS_DECODE] = rx_span(t[WD_RQT_DECODE], t[WD_RQT_DECODED]),
       [WD_RS_LOOP_WAIT] = rx_span(t[WD_RQT_DECODED], t[WD_RQT_LOOP]),
-      [WD_RS_SERVE] = rx_span(served, now_ns),
-      [WD_RS_TOTAL] = rx_span(t[WD_RQT_RECV], now_ns)};
+      [WD_RS_SERVE] = rx_span(served, now_ns - c->parked_ns),
+      [WD_RS_TOTAL] = rx_span(t[WD_RQT_RECV], now_ns - c->parked_ns)};
   wd_stats_request(st);
   if (slow_ms == 0 || st[WD_RS_TOTAL] * 1e3 < (double)slow_ms)
     return;
@@ -333,7 +333,8 @@ void wd_req_answered(const wd_req *c, unsigned slow_ms, uint64_t now_ns)
   wd_warn("slow request: %s %" PRIu64 " from %s on connection %u took %.3f "
           "ms (limits.slow_request_ms %u): %s ms waiting for a decode thread, "
           "%s decoding, %s waiting for the loop, %s served until its reply "
-          "(its job included); nng handed it over at %.6f s (CLOCK_MONOTONIC)",
+          "(its job included, a parked poll's wait not); nng handed it over "
+          "at %.6f s (CLOCK_MONOTONIC)",
           c->what ? c->what : "undecoded request", c->req_id,
           c->principal[0] ? c->principal : "?", c->pipe,
           st[WD_RS_TOTAL] * 1e3, slow_ms,

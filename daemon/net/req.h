@@ -70,6 +70,9 @@ struct wd_req {
   char dec_msg[200];       /* ... with this message */
   wd_bulk_req bulk;        /* framed, stream and region parts (bulk/decode.h) */
   uint64_t t_ns[WD_RQT_N]; /* when it passed each stage (0: not) */
+  uint64_t park_ns;        /* when it parked (rq/park.c; 0: not parked) */
+  uint64_t parked_ns;      /* how long it was parked: the client asked to
+                            * wait, so its stages leave that time out */
   const char *what;        /* its body's field name ("reduce"), set when the
                             * loop takes it; NULL: not decoded */
 };

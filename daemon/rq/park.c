@@ -16,6 +16,7 @@ void wd_unpark(wd_req *c)
   wv_q_remove(&c->call->wait.q);  /* off its job's list */
   uv_timer_stop(&c->timer);
   c->call->wait.job = NULL;
+  c->parked_ns += wd_req_now_ns() - c->park_ns;  /* not the daemon's time */
   c->call->srv->fe->n_parked--;
   wd_peers_unpark(c->call->srv->fe->peers, c->pipe);
 }
@@ -54,6 +55,7 @@ int wd_park(wd_req *c, wd_hjob *j, unsigned wait_ms, uint64_t seg_offset,
   c->call->wait.answer = answer;
   wv_q_push_head(wd_hjob_waiters(j), &c->call->wait.q);
   s->fe->n_parked++;
+  c->park_ns = wd_req_now_ns();
   uv_timer_start(&c->timer, pa_timeout, wait_ms, 0);
   return 0;
 }
