@@ -169,9 +169,7 @@ void wd_front_reconfigure(wd_front *s, const wd_config *cfg)
 
 static uint64_t ft_now_ms(void)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+  return wd_req_now_ns() / 1000000u;  /* the request stamps' clock */
 }
 
 /* nng's threads: the loop closes it (ft_sweep). */
@@ -270,10 +268,11 @@ static void ft_aio_cb(void *arg)
     memset(c->t_ns, 0, sizeof c->t_ns);
     c->park_ns = c->parked_ns = 0;
     c->t_ns[WD_RQT_RECV] = wd_req_now_ns();
+    uint64_t now_ms = c->t_ns[WD_RQT_RECV] / 1000000u;
     atomic_fetch_add(&s->busy, 1);  /* until its reply has left */
-    atomic_store(&s->last_in_ms, ft_now_ms());
+    atomic_store(&s->last_in_ms, now_ms);
     c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(c->msg));
-    wd_peers_begin(s->peers, c->pipe, ft_now_ms());
+    wd_peers_begin(s->peers, c->pipe, now_ms);
     c->over = 0;
     {
       unsigned held = wd_peers_held(s->peers, c->pipe);

@@ -319,12 +319,11 @@ void wd_req_answered(const wd_req *c, unsigned slow_ms, uint64_t now_ns)
   const uint64_t *t = c->t_ns;
   if (t[WD_RQT_RECV] == 0)
     return;
-  uint64_t served = t[WD_RQT_LOOP] ? t[WD_RQT_LOOP] : t[WD_RQT_DECODED];
   double st[WD_RS_N] = {
       [WD_RS_DECODE_WAIT] = rx_span(t[WD_RQT_RECV], t[WD_RQT_DECODE]),
       [WD_RS_DECODE] = rx_span(t[WD_RQT_DECODE], t[WD_RQT_DECODED]),
       [WD_RS_LOOP_WAIT] = rx_span(t[WD_RQT_DECODED], t[WD_RQT_LOOP]),
-      [WD_RS_SERVE] = rx_span(served, now_ns - c->parked_ns),
+      [WD_RS_SERVE] = rx_span(t[WD_RQT_LOOP], now_ns - c->parked_ns),
       [WD_RS_TOTAL] = rx_span(t[WD_RQT_RECV], now_ns - c->parked_ns)};
   wd_stats_request(st);
   if (slow_ms == 0 || st[WD_RS_TOTAL] * 1e3 < (double)slow_ms)
