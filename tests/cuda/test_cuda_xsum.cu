@@ -9,8 +9,8 @@
  * range with subnormals, every exponent in turn, cancelling pairs (in one
  * thread, and across threads and blocks), a tie to even (checked by hand
  * too), NaN and infinities, -0.0 and zeros, a mask, a tail of n % 4
- * rows, and the bounds' worst cases: 2^20 rows of the largest finite
- * value (2048 a thread, the most a launch gives one, in one window; the
+ * rows, and the bounds' worst cases: 2^20 rows of the top binade
+ * (2048 a thread, the most a launch gives one, in one window; the
  * top bins of the result), the same in one float32 double bin, and
  * xs_grid's rows a thread against a double bin's capacity.  Narrow rows
  * must find their window (or the GPU would run them on the bins).  What
@@ -48,7 +48,8 @@ static void tcxe_launch(const void *rows, const uint32_t *mask, uint64_t n,
     uint32_t sb[4 * X::NB];
     static double db[XS_BUCKETS * WVG_BLOCK];
     memset(sb, 0, sizeof sb);
-    memset(db, 0, sizeof db);
+    for (double &d : db)
+      d = -0.0;                   /* as the kernel sets them */
     for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
       xs_thread<T> t;
       t.init(X::BINS ? db + tid : NULL);
@@ -94,7 +95,13 @@ static std::vector<uint64_t> make_rows(wave_dtype dt, int k, uint64_t n,
                  : (137 + (xj >> 40) % 10) << 23 | (xj & 0x7fffff) |
                        (i & 1) << 31;
     } else if (kk == HUGE_) {
-      bits = f64 ? 0x7fefffffffffffffull : 0x7f7fffffu;  /* the largest */
+      /* the top binade, random significands (a sum of equal rows keeps
+       * few bits); float32: one row in 16 at the bottom binade of the
+       * window there, whose grain the sum keeps (a window wider than
+       * XS_WIN32's bound makes the sum round) */
+      bits = f64 ? 0x7fe0000000000000ull | (x & 0xfffffffffffffull)
+             : (uint64_t)((i & 15) == 5 ? 255 - XS_WIN32 : 254) << 23 |
+                   (x & 0x7fffff);
     } else if (kk == HUGE_BINS) {
       /* the largest significand, all positive; three rows of a float32
        * vector at the top of bucket 14 (e 239: 2^39 of its grain less a
@@ -234,19 +241,26 @@ static void tcxc_case(wave_dtype dt, int k, uint64_t n, unsigned blocks,
   }
 }
 
-/* _i: dtype (bit 0), mask (bit 1), kind (the rest). */
+/* _i: dtype (bit 0), mask (bit 1), kind (the rest).  Then again with
+ * every third vote failed (xs_veto_every), as a GPU's fails for lanes
+ * whose rows fit their window where another lane's did not. */
 START_TEST(kernel_equals_reference)
 {
   wave_dtype dt = (_i & 1) ? WAVE_F64 : WAVE_F32;
   int masked = (_i >> 1) & 1, k = _i >> 2;
-  tcxc_case(dt, k, 100003, 3, masked, 1);     /* tail rows, 3 blocks */
-  tcxc_case(dt, k, 4099, 1, masked, 2);       /* one block, two slices */
-  tcxc_case(dt, k, 7, 4, masked, 1);          /* the tail alone */
+  for (uint32_t veto : {0u, 3u}) {
+    xs_veto_every = veto;
+    tcxc_case(dt, k, 100003, 3, masked, 1);   /* tail rows, 3 blocks */
+    tcxc_case(dt, k, 4099, 1, masked, 2);     /* one block, two slices */
+    tcxc_case(dt, k, 7, 4, masked, 1);        /* the tail alone */
+  }
+  xs_veto_every = 0;
 }
 END_TEST
 
 /* The bounds' worst case: a GPU of one block (xs_grid gives n / 2^19 =
- * 2), 2^20 rows of the largest finite value, all in one window (_i / 2 =
+ * 2), 2^20 rows of the top binade (float32: one in 16 at its window's
+ * bottom), all in one window (_i / 2 =
  * 0), or of the largest significand, three in four in one float32
  * double bin (_i / 2 = 1): 2048 rows a thread, the sums of threads and
  * blocks at their limits, the result's top bins (folded by xsum_fold's
@@ -261,11 +275,15 @@ START_TEST(largest_rows_at_the_bounds)
 END_TEST
 
 /* Narrow data finds its window, so that it runs on the fast add, not the
- * double bins: every thread of a block over rows uniform in [0, 1) (b
- * 100..125, most in the block of 8 at 120) after a first unit of rows
- * near 2^20 (where the thread's window starts: xs_rows takes its first
- * row's block) ends with its window at lo = 112 (xs_unit_move; float64:
- * slow's moves), float32 and float64 alike. */
+ * bins: every thread of a block over rows uniform in [0, 1) (b 100..125,
+ * most in the block of 8 at 120) after a first unit of rows near 2^20
+ * (where the thread's window starts: xs_rows takes its first row's
+ * binade) ends with its window at the narrow rows: float64 at lo = 112
+ * (slow's moves, XS_MOVE misses in a row); float32 at binades 110..127
+ * (its first narrow unit misses, fits and moves the window: 18 binades,
+ * the top one above the rows' 126), and only that unit's rows (16, each
+ * below 1) went to its double bins: the first unit's rows went to the
+ * window. */
 START_TEST(narrow_rows_settle_in_a_window)
 {
   const int f64 = _i;
@@ -279,9 +297,11 @@ START_TEST(narrow_rows_settle_in_a_window)
     else
       ((uint32_t *)rows.data())[i] = 0x49c00000u + (uint32_t)i;
   static double db[XS_BUCKETS * WVG_BLOCK];
+  for (double &d : db)
+    d = -0.0;
   uint32_t sb[4 * 262] = {0};
   for (uint32_t tid = 0; tid < WVG_BLOCK; tid++) {
-    uint32_t lo;
+    uint32_t lo = 1008;
     if (f64) {
       xs_thread<double> t;
       t.init(NULL);
@@ -293,7 +313,14 @@ START_TEST(narrow_rows_settle_in_a_window)
       t.init(db + tid);
       xs_rows<float, false>(t, (const uint4 *)rows.data(), NULL, n, tid,
                             WVG_BLOCK, ~0u, sb);
-      lo = t.lo + 1023 - 127;     /* the same binade as float64's */
+      ck_assert_msg(t.wl == 110u << 24 && t.wh == 128u << 24,
+                    "f32 thread %u: window %u..%u", tid, t.wl >> 24,
+                    (t.wh >> 24) - 1);
+      double inbins = 0;
+      for (uint32_t h = 0; h < XS_BUCKETS; h++)
+        inbins += db[h * WVG_BLOCK + tid];
+      ck_assert_msg(inbins < 16.0, "f32 thread %u: %g in the bins", tid,
+                    inbins);
     }
     ck_assert_msg(lo == 1008u, "%s thread %u: lo %u",
                   f64 ? "f64" : "f32", tid, lo);

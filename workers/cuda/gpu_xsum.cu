@@ -4,26 +4,47 @@
  *
  * A finite row is +-M * 2^b units (core/xsum.h: b = e - 1, or 0 for a
  * subnormal).  A persistent grid streams 16-byte vectors, four in flight per
- * thread, like k_int.  Each thread keeps a register sum S of the rows whose b
- * lies in its window [lo, lo + 24) (lo a multiple of 8; it starts at the
- * thread's first row): a row adds +-M * 2^(b - lo), one multiply-add.  Any
- * other row (outside the window, or a zero, subnormal, inf or NaN) takes the
- * slow path, the whole unit (its four vectors) with it when one lane needs
- * it.  Float32 then sends every row of the unit, hit or miss, to the thread's
- * double bins (below; one conversion and one load-add-store a row, the same
- * for every lane; inf and NaN branch off, and on HIP subnormals),
- * and moves the window after two such units in a row whose first and last rows
- * both missed in the same block of 8 binades (xs_unit_move).  Float64 goes row
- * by row: a miss goes into the shared bins (a normal row straight from the row
- * loop, one branch: its miss counted, then its two atomics; a zero, subnormal,
- * inf, NaN or a move by the slow path), and XS_MOVE (3) misses in a row (no
- * hit between) in one block of 8 binades flush S into the shared bins and move
- * the window there.  A move sets lo = clamp((b & ~7) - 8).  So data of up to
- * about 16 binades settles in one window per thread in its first units or
- * rows, and neither data spread over the whole range nor two clusters
- * (cancelling data) move windows back and forth.  Float64 keeps M as two
- * parts, Ml = M mod 2^26 and Mh = M >> 26, in two sums S = Sl + Sh * 2^26, so
- * that every product fits in 64 bits.
+ * thread (a unit), like k_int.
+ *
+ * Float32 (xs_unit32).  A thread keeps a window of XS_WIN32 = 18 binades,
+ * e in [elo, elo + 18), and the sum w of its rows there in a double
+ * register.  A unit's keys (x << 1, a row's magnitude in order) give its
+ * least and largest; when every lane's rows lie in its window (the vote),
+ * each row is converted to a double (exact) and added to w: one conversion
+ * and one add a row, as in a plain sum.  Else every row of the unit goes to
+ * the thread's double bins (below), one conversion and one load-add-store a
+ * row, the same for every lane; a unit whose largest key is an inf or NaN
+ * (on HIP every unit, for its subnormals) has each row looked at, and those
+ * go to xs_rare32 after it (flags; HIP's subnormals built from M and b).
+ * A thread whose rows missed its window but span at most 18 binades, with
+ * no zero, subnormal, inf or NaN, flushes w and moves the window there, its
+ * top one binade above the largest row; the first row sets the first
+ * window.  So narrow data settles at its first unit, and data spread
+ * wider (the whole range, cancelling clusters) takes the bins every unit
+ * and never moves a window back and forth.  w is exact: rows of binades
+ * elo .. elo + 17 are multiples of the grain 2^(elo - 1) units below
+ * 2^(24 + 17) grains, and a thread's fewer than 2^12 rows keep every
+ * partial sum below 2^53 grains.  A flush (xs_thread::w_flush) turns w into
+ * the integer w * 2^(149 - lo8), lo8 = (elo - 1) & ~7, below 2^60 units of
+ * 2^lo8, in 32-bit pieces at shared bins lo8 / 8 and lo8 / 8 + 4.  w and
+ * the bins start at -0.0, which only -0.0 rows keep (a sum that cancels is
+ * +0.0), so a thread's end reads "a row other than -0.0" off them.
+ *
+ * Float64.  Each thread keeps a register sum S of the rows whose b lies in
+ * its window [lo, lo + 24) (lo a multiple of 8; it starts at the thread's
+ * first row): a row adds +-M * 2^(b - lo), one multiply-add.  Any other row
+ * (outside the window, or a zero, subnormal, inf or NaN) takes the slow
+ * path, the whole unit with it when one lane needs it, row by row: a miss
+ * goes into the shared bins (a normal row straight from the row loop, one
+ * branch: its miss counted, then its two atomics; a zero, subnormal, inf,
+ * NaN or a move by the slow path), and XS_MOVE (3) misses in a row (no hit
+ * between) in one block of 8 binades flush S into the shared bins and move
+ * the window there, lo = clamp((b & ~7) - 8).  So data of up to about 16
+ * binades settles in one window per thread in its first rows, and neither
+ * data spread over the whole range nor two clusters (cancelling data) move
+ * windows back and forth.  M is kept as two parts, Ml = M mod 2^26 and
+ * Mh = M >> 26, in two sums S = Sl + Sh * 2^26, so that every product fits
+ * in 64 bits.
  *
  * Float32's misses: double bins.  A thread has 16 doubles in shared memory,
  * [bucket][thread] (a thread's own words: a plain load, add and store, no
@@ -31,8 +52,8 @@
  * h = e / 16 of the exponent field.  A float32 row is exact as a double: a
  * finite row by conversion (CUDA: PTX's cvt.f64.f32 without .ftz, exact for
  * subnormals whatever the build's flags; HIP converts normal rows and zeros,
- * and slow builds its subnormals from M and b, which no flush-to-zero mode
- * can touch).  The rows of bucket h are multiples
+ * and xs_rare32 builds its subnormals from M and b, which no flush-to-zero
+ * mode can touch).  The rows of bucket h are multiples
  * of 2^(16h - 1) units (h = 0: 1 unit) below 2^40 of them, so a bin adds up to
  * 2^13 rows exactly (XS_BIN_ROWS; a thread gets fewer than 2^12 in a launch,
  * below).  At the block's end, after a barrier, thread q < 256 takes bucket
@@ -57,13 +78,14 @@
  * too), cut into a low 32-bit piece at k and the rest at k + 4; the host folds
  * the result (wv_xsum_add_bins) and rounds it once.  NaN, +-inf and "a row
  * other than -0.0" are flags (atomicOr); masked jobs count their selected rows
- * (an unselected row is -0.0 with a zero multiplier).
+ * (an unselected row is -0.0: float32 adds it, float64 with a zero
+ * multiplier).
  *
  * Bounds (nothing overflows its int64):
  *  - a launch gives a block at most 2^19 rows (grid >= n / 2^19), so a
  *    thread at most 2^11 + 8 < 2^12 rows;
- *  - float32: |M * 2^d| < 2^24 * 2^23 = 2^47 (d = b - lo < 24), so
- *    |S| < 2^59; float64: |Ml * 2^d| < 2^49, |Mh * 2^d| < 2^50 (Mh < 2^27),
+ *  - float32: w stays below 2^53 grains and its flush below 2^60 (above);
+ *    float64: |Ml * 2^d| < 2^49, |Mh * 2^d| < 2^50 (Mh < 2^27),
  *    so |Sl| < 2^61, |Sh| < 2^62;
  *  - float32 double bins: a bin's rows are below 2^40 of its grain and a
  *    thread has fewer than 2^12 rows, so every partial sum is an integer
@@ -76,11 +98,13 @@
  *    2^32 * (2^19 + 2^9) + 2^41 < 2^52;
  *  - a result bin gets two pieces below 2^32 per block per launch, so it
  *    stays exact for fewer than 2^30 blocks in all the launches of a job.
- * Windows: float32 b <= 253 and lo <= 232, so pieces reach bin 232/8 + 4 =
- * 33 (34 shared bins, 38 result bins); float64 b <= 2045 and lo <= 2024:
- * bin 2024/8 + 8 = 261 (262 shared, 266 result bins).  The window's fast
- * test is d = e - (lo + 1) < lim (unsigned), lim = min(24, EMAX - lo - 1),
- * which no exponent field of 0 (zero, subnormal) or EMAX (inf, NaN) passes.
+ * Windows: float32 elo <= 254 - 17 = 237, so lo8 <= 232 and pieces reach
+ * bin 232/8 + 4 = 33 (34 shared bins, 38 result bins); its keys [elo << 24,
+ * (elo + 18) << 24) hold no zero, subnormal, inf or NaN.  Float64 b <= 2045
+ * and lo <= 2024: bin 2024/8 + 8 = 261 (262 shared, 266 result bins); its
+ * fast test is d = e - (lo + 1) < lim (unsigned), lim = min(24, EMAX - lo -
+ * 1), which no exponent field of 0 (zero, subnormal) or EMAX (inf, NaN)
+ * passes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +137,7 @@ k_xsum(const uint4 *__restrict__ data,
     sb[k] = 0;
   if (X::BINS)
     for (uint32_t h = 0; h < XS_BUCKETS; h++)
-      db[h * WVG_BLOCK + threadIdx.x] = 0.0;
+      db[h * WVG_BLOCK + threadIdx.x] = -0.0;   /* xs_thread::end */
   if (other != NULL && blockIdx.x == 0) {
     /* The next job's result (the previous job's, read back by now). */
     for (uint32_t k = threadIdx.x; k < X::NG; k += WVG_BLOCK)

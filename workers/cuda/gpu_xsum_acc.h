@@ -87,7 +87,8 @@ WVG_XHD unsigned long long xs_shared_get(const uint32_t *sb, uint32_t i)
          (unsigned long long)sb[2 * NB + i] << 32;
 }
 
-#define XS_WIN 24u                /* a window's width, in steps of b */
+#define XS_WIN 24u                /* float64's window, in steps of b */
+#define XS_WIN32 18u              /* float32's window, in binades */
 #define XS_MOVE 3u                /* misses in a row that move a window */
 #define XS_BLOCK_ROWS (1u << 19)  /* rows per block and launch, at most */
 #define XS_BUCKETS 16u            /* float32 double bins a thread */
@@ -107,6 +108,20 @@ WVG_XHD double xs_pow2(int k)
 #endif
 }
 
+/* A double's bits (no rounding, the same on host and device). */
+WVG_XHD unsigned long long xs_dbits(double d)
+{
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return (unsigned long long)__double_as_longlong(d);
+#else
+  unsigned long long u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+#endif
+}
+
+#define XS_NEGZERO_D 0x8000000000000000ull   /* -0.0's bits */
+
 /* ---- the float traits --------------------------------------------------- */
 
 template <typename T> struct xs_traits;
@@ -119,12 +134,20 @@ template <typename T> struct xs_traits;
 #else
 #define XS_MINB_F32 3
 #endif
+/* CAREFUL: float32's bins path looks at every row for a special (HIP:
+ * its subnormals are special too); CUDA and the host look only in a
+ * unit whose largest key says it holds an inf or NaN. */
+#if defined(__HIP_DEVICE_COMPILE__)
+#define XS_CAREFUL_F32 1
+#else
+#define XS_CAREFUL_F32 0
+#endif
 template <> struct xs_traits<float> {
   typedef uint32_t U;
   typedef uint4 MV;               /* the mask of one vector */
   enum : uint32_t { VR = 4, EMAX = 255, LOMAX = 232, NB = 34,
                     NG = WVG_XS_BINS_F32, BINS = 1,
-                    MINB = XS_MINB_F32 };
+                    MINB = XS_MINB_F32, CAREFUL = XS_CAREFUL_F32 };
   struct acc {
     long long s;
   };
@@ -139,17 +162,9 @@ template <> struct xs_traits<float> {
     return (x & 0x7fffffu) != 0;
   }
   static WVG_XHD bool negative(U x) { return (x >> 31) != 0; }
-  /* S += +-M * p, p = 2^d (d < 24), M with the implicit bit when normal. */
-  static WVG_XHD void add(acc &a, U x, int p, bool normal)
-  {
-    uint32_t m = (x & 0x7fffffu) | (normal ? 0x800000u : 0u);
-    int sp = (int)(((uint32_t)((int)x >> 31) | 1u) * (uint32_t)p);
-    a.s += (long long)(int)m * sp;
-  }
-  static WVG_XHD bool empty(const acc &a) { return a.s == 0; }
-  static WVG_XHD void clear(acc &a) { a.s = 0; }
-  /* S * 2^lo into the shared bins, k = lo / 8: |S| in 32-bit pieces at
-   * k, k + 4 of the positive or negative half (slots k or NB + k on). */
+  /* S * 2^lo into the shared bins, k = lo / 8 (S: the window's sum w as
+   * an integer, xs_thread::w_flush): |S| in 32-bit pieces at k, k + 4 of
+   * the positive or negative half (slots k or NB + k on). */
   static WVG_XHD void flush(const acc &a, uint32_t *sb, uint32_t k)
   {
     unsigned long long m = a.s < 0 ? 0ull - (unsigned long long)a.s
@@ -159,10 +174,9 @@ template <> struct xs_traits<float> {
     if ((m >> 32) != 0)
       xs_shared_add<NB>(sb, k + 4, m >> 32);
   }
-  /* A row outside the window, +-M * 2^b units (its exact value as a
-   * double, M * 2^(b - 149)), into the thread's double bin of bucket
-   * e / 16: bin[h * WVG_BLOCK], a plain load, add and store of the
-   * thread's own word (gpu_xsum.cu proves it exact). */
+  /* A row +-M * 2^b units built as a double, M * 2^(b - 149) (HIP's
+   * subnormals, which its conversion may flush), into the thread's double
+   * bin of bucket e / 16, bin[h * WVG_BLOCK]. */
   static WVG_XHD void miss(uint32_t *sb, double *bin, U x,
                            uint32_t b, bool normal)
   {
@@ -172,13 +186,8 @@ template <> struct xs_traits<float> {
     bin[h * WVG_BLOCK] += (double)(negative(x) ? -m : m) *
                           xs_pow2((int)b - 149);
   }
-  /* A row xs_row_bins leaves to slow: an inf or NaN, and on HIP a
-   * subnormal too (not a zero).  CUDA converts subnormals exactly itself
-   * (as_double), so that full-range data, where a warp's unit of 512
-   * rows holds a subnormal 87% of the time, keeps every lane on the
-   * bins' path: sent to slow, each such row ran a divergent branch of one
-   * lane after the unit, a quarter of the instructions issued (ncu on an
-   * H100: 24 active threads a warp of 32). */
+  /* A row the bins' path leaves to xs_rare32: an inf or NaN, and on HIP
+   * a subnormal too (CUDA converts subnormals exactly: as_double). */
   static WVG_XHD bool special(U x)
   {
 #if defined(__HIP_DEVICE_COMPILE__)
@@ -192,7 +201,7 @@ template <> struct xs_traits<float> {
    * without .ftz, which keeps subnormals whatever the build's
    * flush-to-zero flags; HIP: a normal row or a zero (its conversion
    * follows the device's denormal mode, so special sends subnormals to
-   * slow, which builds them from M and b); the host: C's conversion
+   * xs_rare32, which builds them from M and b); the host: C's conversion
    * (the tests set no DAZ). */
   static WVG_XHD double as_double(U x)
   {
@@ -317,23 +326,28 @@ template <typename T> WVG_XHD uint64_t xs_grid(uint64_t n, unsigned blocks)
 
 template <typename T> struct xs_thread {
   typedef xs_traits<T> X;
-  typename X::acc a;
-  uint32_t lo;                    /* the window [lo, lo + 24), lo % 8 == 0 */
-  uint32_t lo1, lim;              /* the fast test: e - lo1 < lim */
-  typename X::U nz;               /* OR of (row ^ -0.0): a row not -0.0 */
+  typename X::acc a;               /* float64: the window's sum S */
+  uint32_t lo;                    /* float64: the window [lo, lo + 24) */
+  uint32_t lo1, lim;              /* float64's fast test: e - lo1 < lim */
+  typename X::U nz;               /* nonzero: a row other than -0.0 */
   uint32_t flags;                 /* WV_XSUM_NAN, _PINF, _NINF */
-  uint32_t mkey;                  /* the last miss's b & ~7 */
-  uint32_t streak;                /* misses in a row in block mkey */
+  uint32_t mkey;                  /* float64: the last miss's b & ~7 */
+  uint32_t streak;                /* float64: misses in a row in mkey */
   uint32_t cnt;                   /* selected rows (masked jobs) */
   double *bin;                    /* float32: bucket h at bin[h * BLOCK] */
+  double w;                       /* float32: the window's sum (-0.0: none
+                                   * but -0.0 rows since it was flushed) */
+  uint32_t wl, wh;                /* float32: the window, keys [wl, wh) */
 
-  /* An empty state; bin: the thread's first double bin (float32; zeroed
-   * by the caller), else NULL. */
+  /* An empty state; bin: the thread's first double bin (float32; set to
+   * -0.0 by the caller), else NULL. */
   WVG_XHD void init(double *b0)
   {
     bin = b0;
+    w = -0.0;
+    wl = wh = 0;                  /* float32: no window (no key < 0) */
     streak = 0;
-    X::clear(a);
+    a = typename X::acc();
     lo = 0;                       /* a window at the bottom to start */
     lo1 = 1;
     lim = XS_WIN;
@@ -343,8 +357,8 @@ template <typename T> struct xs_thread {
     cnt = 0;
   }
 
-  /* A miss (float32's row-by-row units: a unit's) in block key of 8
-   * binades: whether it is the need-th in a row there. */
+  /* Float64: a miss in block key of 8 binades: whether it is the need-th
+   * in a row there. */
   WVG_XHD bool count_miss(uint32_t key, uint32_t need)
   {
     if (key != mkey) {
@@ -354,11 +368,55 @@ template <typename T> struct xs_thread {
     return ++streak >= need;
   }
 
-  /* The thread's end: S into the shared bins. */
+  /* The thread's end: S (float32: w) into the shared bins; float32 reads
+   * "a row other than -0.0" off w and its bins (below). */
   WVG_XHD void end(uint32_t *sb)
   {
-    if (!X::empty(a))
+    if constexpr (X::BINS) {
+      w_flush(sb);
+      for (uint32_t h = 0; h < XS_BUCKETS; h++)
+        nz |= xs_dbits(bin[h * WVG_BLOCK]) != XS_NEGZERO_D;
+    } else if (!X::empty(a)) {
       X::flush(a, sb, lo >> 3);
+    }
+  }
+
+  /* Float32: w into the shared bins, and w back to -0.0.  A sum of rows
+   * of binades elo .. elo + 17 is a multiple of their grain 2^(elo - 1)
+   * units below 2^53 of them (gpu_xsum.cu), so I = w * 2^(149 - lo8),
+   * lo8 = (elo - 1) & ~7, is an exact integer below 2^60 of units
+   * 2^lo8: S at bin lo8 / 8.  -0.0 and +0.0 (the only zeros a sum of
+   * rows other than -0.0 comes to) add nothing; +0.0 and any other value
+   * say that a row other than -0.0 was seen (nz). */
+  WVG_XHD void w_flush(uint32_t *sb)
+  {
+    if (xs_dbits(w) == XS_NEGZERO_D)
+      return;
+    nz = 1;
+    if (w != 0.0) {
+      const uint32_t lo8 = ((wl >> 24) - 1) & ~7u;
+      typename X::acc s;
+      s.s = (long long)(w * xs_pow2(149 - (int)lo8));
+      X::flush(s, sb, lo8 >> 3);
+    }
+    w = -0.0;
+  }
+
+  /* Float32: flush w and move the window to the XS_WIN32 binades whose
+   * top is one above binade e (the rows' largest, with one binade of
+   * room above it), clamped to the finite binades 1 .. 254. */
+  WVG_XHD void w_move(uint32_t e, uint32_t *sb)
+  {
+    w_flush(sb);
+    wl = xs_win_low(e) << 24;
+    wh = (xs_win_low(e) + XS_WIN32) << 24;
+  }
+
+  /* Float32: the window's low binade for rows whose largest binade is e. */
+  static WVG_XHD uint32_t xs_win_low(uint32_t e)
+  {
+    const uint32_t top = e + 1 < X::EMAX - 1 ? e + 1 : X::EMAX - 1;
+    return top >= XS_WIN32 ? top - (XS_WIN32 - 1) : 1u;
   }
 
   /* Flush S and move the window to the block of b. */
@@ -375,14 +433,13 @@ template <typename T> struct xs_thread {
     lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
   }
 
-  /* A selected row the fast test did not pass.  XS_MOVE misses in a row
-   * (no hit between them) in one block of 8 binades move the window
-   * there (narrow data settles at its third row); any other miss (a
-   * stray row of narrow data, the far cluster of cancelling data, any row
-   * of data spread over the whole range, where a window would catch
-   * little) goes to X::miss: float32's double bins, float64's shared
-   * bins.  move: 0 where the caller decides moves itself (xs_row_bins),
-   * else -1. */
+  /* Float64: a selected row the fast test did not pass.  XS_MOVE misses
+   * in a row (no hit between them) in one block of 8 binades move the
+   * window there (narrow data settles at its third row); any other miss
+   * (a stray row of narrow data, the far cluster of cancelling data, any
+   * row of data spread over the whole range, where a window would catch
+   * little) goes to X::miss, the shared bins.  move: the caller's
+   * count_miss (0 or 1), else -1 (slow counts the miss). */
   WVG_XHD void slow(typename X::U x, uint32_t *sb, int move = -1)
   {
     uint32_t e = X::expo(x);
@@ -409,8 +466,10 @@ template <typename T> struct xs_thread {
   }
 };
 
-/* VR rows of a vector (m: their mask words; unselected rows become -0.0
- * with a zero multiplier).  Returns whether every row passed the fast
+/* ---- float64's units ---------------------------------------------------- */
+
+/* VR rows of a float64 vector (m: their mask words; unselected rows become
+ * -0.0 with a zero multiplier).  Returns whether every row passed the fast
  * test; d[] gets their window offsets. */
 template <typename T, bool MASK>
 WVG_XHD bool xs_prep(xs_thread<T> &t, typename xs_traits<T>::U *r,
@@ -431,47 +490,9 @@ XS_UNROLL
   return ok;
 }
 
-/* One row of a float32 unit that some lane could not take by the fast
- * add alone: every row, in the window or not, goes to its double bin (a
- * zero as it is, so an unselected row, -0.0 by now, adds nothing; a
- * subnormal in bucket 0, whose grain is 1 unit): one conversion and one
- * load, add and store, the same for every lane.  A special row (X::
- * special: inf, NaN; HIP's subnormals) adds 0.0 here and returns true:
- * the caller takes it by slow (which moves no window) after the unit. */
-template <typename T>
-WVG_XHD bool xs_row_bins(xs_thread<T> &t, typename xs_traits<T>::U x)
-{
-  typedef xs_traits<T> X;
-  const bool rare = X::special(x);
-  t.bin[(X::expo(x) >> 4) * WVG_BLOCK] += X::as_double(rare ? 0u : x);
-  return rare;
-}
-
-/* After such a unit: narrow data outside the window (its first rows, or
- * a change of range) moves the window when, in two units in a row, the
- * thread's first and last rows both missed it in one block of 8 binades,
- * the same block both times; data spread over the range or in two
- * clusters almost never does that. */
-template <typename T>
-WVG_XHD void xs_unit_move(xs_thread<T> &t, typename xs_traits<T>::U x0,
-                          typename xs_traits<T>::U x1,
-                          uint32_t *sb)
-{
-  typedef xs_traits<T> X;
-  const uint32_t e0 = X::expo(x0), e1 = X::expo(x1);
-  const uint32_t k = (e1 - 1) & ~7u;
-  if (e0 - t.lo1 < t.lim || e1 - t.lo1 < t.lim || e1 - 1 >= X::EMAX - 1 ||
-      ((e0 - 1) & ~7u) != k) {
-    t.streak = 0;
-    return;
-  }
-  if (t.count_miss(k, 2))
-    t.move_to(e1 - 1, sb);
-}
-
-/* The rows of vectors prepared by xs_prep: all by the fast add when every
- * row of the unit passed (all: the kernel's vote of ok), else row by
- * row (float32: xs_row_bins). */
+/* The rows of float64 vectors prepared by xs_prep: all by the fast add
+ * when every row of the unit passed (all: the kernel's vote of ok), else
+ * row by row. */
 template <typename T, bool MASK, int NV>
 WVG_XHD void xs_add(xs_thread<T> &t, typename xs_traits<T>::U (*r)[4],
                     const uint32_t (*m)[4], const uint32_t (*d)[4],
@@ -489,62 +510,168 @@ XS_UNROLL
     t.streak = 0;                 /* a hit ends a run of misses */
     return;
   }
-  if constexpr (X::BINS) {
-    uint32_t rare = 0;            /* rows for slow, bit v * 4 + c */
 XS_UNROLL
-    for (int v = 0; v < NV; v++)
+  for (int v = 0; v < NV; v++)
 XS_UNROLL
-      for (uint32_t c = 0; c < X::VR; c++)
-        rare |= (uint32_t)xs_row_bins(t, r[v][c]) << (v * 4 + c);
-    if (rare != 0)
-XS_UNROLL
-      for (int v = 0; v < NV; v++)
-XS_UNROLL
-        for (uint32_t c = 0; c < X::VR; c++)
-          if ((rare >> (v * 4 + c)) & 1u)
-            t.slow(r[v][c], sb, 0);
-    xs_unit_move(t, r[0][0], r[NV - 1][X::VR - 1], sb);
-  } else {
-XS_UNROLL
-    for (int v = 0; v < NV; v++)
-XS_UNROLL
-      for (uint32_t c = 0; c < X::VR; c++) {
-        if (MASK && m[v][c] == 0)
-          continue;
-        /* d afresh: a slow row before this one may have moved the window */
-        const typename X::U x = r[v][c];
-        const uint32_t e = X::expo(x), dd = e - t.lo1;
-        if (dd < t.lim) {
-          X::add(t.a, x, 1 << dd, true);
-          t.streak = 0;
-          continue;
-        }
-        /* A normal row outside the window (b = e - 1, b - lo >= 24: the
-         * fast test's lim is below 24 only where no normal row lies past
-         * it) goes straight to the shared bins unless it is the XS_MOVE-th
-         * miss in a row in its block (slow moves the window then); a zero,
-         * subnormal, inf or NaN goes to slow as it is.  One branch a row
-         * for full-range data, where nearly every row is such a miss. */
-        const bool normal = e - 1u < X::EMAX - 1u;
-        const int mv = normal ? (int)t.count_miss((e - 1u) & ~7u, XS_MOVE)
-                              : -1;
-        if (mv == 0)
-          X::direct(sb, x, e - 1u, true);
-        else
-          t.slow(x, sb, mv);
+    for (uint32_t c = 0; c < X::VR; c++) {
+      if (MASK && m[v][c] == 0)
+        continue;
+      /* d afresh: a slow row before this one may have moved the window */
+      const typename X::U x = r[v][c];
+      const uint32_t e = X::expo(x), dd = e - t.lo1;
+      if (dd < t.lim) {
+        X::add(t.a, x, 1 << dd, true);
+        t.streak = 0;
+        continue;
       }
-  }
+      /* A normal row outside the window (b = e - 1, b - lo >= 24: the
+       * fast test's lim is below 24 only where no normal row lies past
+       * it) goes straight to the shared bins unless it is the XS_MOVE-th
+       * miss in a row in its block (slow moves the window then); a zero,
+       * subnormal, inf or NaN goes to slow as it is.  One branch a row
+       * for full-range data, where nearly every row is such a miss. */
+      const bool normal = e - 1u < X::EMAX - 1u;
+      const int mv = normal ? (int)t.count_miss((e - 1u) & ~7u, XS_MOVE)
+                            : -1;
+      if (mv == 0)
+        X::direct(sb, x, e - 1u, true);
+      else
+        t.slow(x, sb, mv);
+    }
 }
 
-/* The kernel's per-thread vote: whether every lane of the unit passed
- * (the host's tests run one lane: its own ok). */
+/* The host's tests run one lane alone; with xs_veto_every = k > 0 every
+ * k-th vote fails, as a GPU's fails for a lane whose rows fit where
+ * another lane's did not (host code only: the device never reads it). */
+inline uint32_t xs_veto_every = 0, xs_veto_n = 0;
+
+/* The kernel's per-thread vote: whether every lane of the unit passed. */
 WVG_XHD bool xs_all(bool ok)
 {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
   return unit_all(ok);
 #else
-  return ok;
+  return ok && (xs_veto_every == 0 || ++xs_veto_n % xs_veto_every != 0);
 #endif
+}
+
+/* ---- float32's units ---------------------------------------------------- */
+
+/* A float32 row the bins' plain path leaves (X::special: inf, NaN; on HIP
+ * a subnormal too): inf and NaN become flags, a subnormal goes to bucket
+ * 0 built from M and b (X::miss), a zero adds nothing. */
+WVG_XHD void xs_rare32(xs_thread<float> &t, uint32_t x, uint32_t *sb)
+{
+  typedef xs_traits<float> X;
+  const uint32_t e = X::expo(x);
+  if (e == X::EMAX)
+    t.flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
+             : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
+  else if (!X::is_zero(x))
+    X::miss(sb, t.bin, x, e != 0 ? e - 1 : 0, e != 0);
+}
+
+/* A finite float32 row into its double bin, bucket e / 16 (bits 27..30):
+ * one conversion and one load, add and store of the thread's own word.
+ * A zero adds as it is: a bin still -0.0 stays so under a -0.0 row. */
+WVG_XHD void xs_bin32(xs_thread<float> &t, uint32_t x)
+{
+  t.bin[((x >> 27) & 15u) * WVG_BLOCK] += xs_traits<float>::as_double(x);
+}
+
+/* A float32 unit of NV vectors, rows r[v][c] (m: their mask words;
+ * unselected rows become -0.0).  A row's key x << 1 orders magnitudes;
+ * mn and mx are the least and largest of the selected rows' keys.  When
+ * every lane's rows lie in its window (the vote), they are added to w:
+ * one conversion and one add a row.  Else every row goes to its double
+ * bin (xs_bin32; a unit whose mx says it holds an inf or NaN, and every
+ * unit on HIP, with each row looked at: xs_rare32), and a thread whose
+ * rows missed its window but fit one, with no zero, subnormal, inf or
+ * NaN among them, moves its window there.  So narrow data settles in its
+ * window at its first unit, and data spread wider than 18 binades (the
+ * whole range, two far clusters) never moves a window back and forth. */
+template <bool MASK, int NV>
+WVG_XHD void xs_unit32(xs_thread<float> &t, uint32_t (*r)[4],
+                       const uint32_t (*m)[4], uint32_t *sb)
+{
+  typedef xs_traits<float> X;
+  uint32_t mn = ~0u, mx = 0;
+XS_UNROLL
+  for (int v = 0; v < NV; v++)
+XS_UNROLL
+    for (uint32_t c = 0; c < 4; c++) {
+      const uint32_t k = r[v][c] << 1;
+      const bool on = !MASK || m[v][c] != 0;
+      if (MASK) {
+        t.cnt += on;
+        r[v][c] = on ? r[v][c] : X::neg_zero();
+      }
+      mn = on && k < mn ? k : mn;
+      mx = on && k > mx ? k : mx;
+    }
+  const bool ok = mn >= t.wl && mx < t.wh;
+  if (xs_all(ok)) {
+XS_UNROLL
+    for (int v = 0; v < NV; v++)
+XS_UNROLL
+      for (uint32_t c = 0; c < 4; c++)
+        t.w += X::as_double(r[v][c]);
+    return;
+  }
+  if (!X::CAREFUL && mx < 0xff000000u) {
+XS_UNROLL
+    for (int v = 0; v < NV; v++)
+XS_UNROLL
+      for (uint32_t c = 0; c < 4; c++)
+        xs_bin32(t, r[v][c]);
+  } else {
+    uint32_t rare = 0;            /* rows for xs_rare32, bit v * 4 + c */
+XS_UNROLL
+    for (int v = 0; v < NV; v++)
+XS_UNROLL
+      for (uint32_t c = 0; c < 4; c++) {
+        const bool sp = X::special(r[v][c]);
+        xs_bin32(t, sp ? 0u : r[v][c]);
+        rare |= (uint32_t)sp << (v * 4 + c);
+      }
+    if (rare != 0)
+XS_UNROLL
+      for (int v = 0; v < NV; v++)
+XS_UNROLL
+        for (uint32_t c = 0; c < 4; c++)
+          if ((rare >> (v * 4 + c)) & 1u)
+            xs_rare32(t, r[v][c], sb);
+  }
+  if (!ok && mn <= mx && mn >= 1u << 24 && mx < 0xff000000u &&
+      mn >> 24 >= xs_thread<float>::xs_win_low(mx >> 24))
+    t.w_move(mx >> 24, sb);
+}
+
+/* A float32 row alone (a launch's last n % 4 rows): to its double bin. */
+WVG_XHD void xs_row32(xs_thread<float> &t, uint32_t x, uint32_t *sb)
+{
+  const bool sp = xs_traits<float>::special(x);
+  xs_bin32(t, sp ? 0u : x);
+  if (sp)
+    xs_rare32(t, x, sb);
+}
+
+/* A unit of NV vectors, rows r[v][c], mask words m[v][c]: float32's
+ * (xs_unit32) or float64's (xs_prep, the vote, xs_add). */
+template <typename T, bool MASK, int NV>
+WVG_XHD void xs_unit(xs_thread<T> &t, typename xs_traits<T>::U (*r)[4],
+                     uint32_t (*m)[4], uint32_t *sb)
+{
+  if constexpr (xs_traits<T>::BINS) {
+    xs_unit32<MASK, NV>(t, r, m, sb);
+  } else {
+    uint32_t d[NV][4];
+    bool ok = true;
+XS_UNROLL
+    for (int q = 0; q < NV; q++)
+      ok &= xs_prep<T, MASK>(t, r[q], m[q], d[q]);
+    xs_add<T, MASK, NV>(t, r, m, d, xs_all(ok), sb);
+  }
 }
 
 /* One thread's rows of a launch over rows [0, n): vectors i0, i0 +
@@ -561,16 +688,20 @@ WVG_XHD void xs_rows(xs_thread<T> &t, const uint4 *__restrict__ data,
   const uint64_t nvec = n / X::VR;
   uint64_t i = i0;
   const typename X::MV none = {};  /* unused without a mask */
-  if (i < nvec) {                 /* the window at the first row's block */
+  if (i < nvec) {                 /* the window at the first row's binade */
     U r0[4];
     X::rows(data[i], r0);
     uint32_t e = X::expo(r0[0]);
-    if (e - 1 < X::EMAX - 1)
-      t.move_to(e - 1, sb);
+    if (e - 1 < X::EMAX - 1) {
+      if constexpr (X::BINS)
+        t.w_move(e, sb);
+      else
+        t.move_to(e - 1, sb);
+    }
   }
   for (; i + 3 * stride < nvec; i += 4 * stride) {
     U r[4][4];
-    uint32_t m[4][4], d[4][4];
+    uint32_t m[4][4];
     uint4 v[4];
     typename X::MV mv[4] = {none, none, none, none};
 XS_UNROLL
@@ -579,22 +710,19 @@ XS_UNROLL
       if (MASK)
         mv[q] = mask[i + q * stride];
     }
-    bool ok = true;
 XS_UNROLL
     for (int q = 0; q < 4; q++) {
       X::rows(v[q], r[q]);
       X::sel(mv[q], m[q]);
-      ok &= xs_prep<T, MASK>(t, r[q], m[q], d[q]);
     }
-    xs_add<T, MASK, 4>(t, r, m, d, xs_all(ok), sb);
+    xs_unit<T, MASK, 4>(t, r, m, sb);
   }
   for (; i < nvec; i += stride) {
     U r[1][4];
-    uint32_t m[1][4], d[1][4];
+    uint32_t m[1][4];
     X::rows(data[i], r[0]);
     X::sel(MASK ? mask[i] : none, m[0]);
-    bool ok = xs_prep<T, MASK>(t, r[0], m[0], d[0]);
-    xs_add<T, MASK, 1>(t, r, m, d, xs_all(ok), sb);
+    xs_unit<T, MASK, 1>(t, r, m, sb);
   }
   /* The last n % VR rows, one per thread of block 0. */
   if (tail < (uint32_t)(n % X::VR)) {
@@ -603,7 +731,10 @@ XS_UNROLL
     uint32_t sel = MASK ? ((const uint32_t *)mask)[row] : 1u;
     if (MASK)
       t.cnt += sel != 0;
-    if (sel != 0) {
+    if constexpr (X::BINS) {
+      if (sel != 0)
+        xs_row32(t, x, sb);
+    } else if (sel != 0) {
       t.nz |= x ^ X::neg_zero();
       uint32_t d = X::expo(x) - t.lo1;
       if (d < t.lim) {
