@@ -1,6 +1,6 @@
 /* test_cuda_xsum.cu - the CUDA/HIP fsum kernel's arithmetic, without a GPU
  * (issue 39): the per-thread code of gpu_xsum_acc.h (a thread's window,
- * slow path and flushes, the block's bins into the result) run on the
+ * row-by-row path and flushes, the block's bins into the result) run on the
  * CPU in the kernel's own order, for grids of a few blocks of 256
  * threads, the block's atomics as plain additions, then the host's fold
  * (xsum_fold) against the reference (wv_reduce_reference): the whole
@@ -278,12 +278,11 @@ END_TEST
  * bins: every thread of a block over rows uniform in [0, 1) (b 100..125,
  * most in the block of 8 at 120) after a first unit of rows near 2^20
  * (where the thread's window starts: xs_rows takes its first row's
- * binade) ends with its window at the narrow rows: float64 at lo = 112
- * (slow's moves, XS_MOVE misses in a row); float32 at binades 110..127
- * (its first narrow unit misses, fits and moves the window: 18 binades,
- * the top one above the rows' 126), and only that unit's rows (16, each
- * below 1) went to its double bins: the first unit's rows went to the
- * window. */
+ * binade) ends with its window at the narrow rows, moved there by its
+ * first narrow unit (it missed the window and fits one): float64 at lo =
+ * 112; float32 at binades 110..127 (18 binades, the top one above the
+ * rows' 126), and only that unit's rows (16, each below 1) went to its
+ * double bins: the first unit's rows went to the window. */
 START_TEST(narrow_rows_settle_in_a_window)
 {
   const int f64 = _i;

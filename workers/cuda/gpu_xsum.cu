@@ -32,16 +32,17 @@
  *
  * Float64.  Each thread keeps a register sum S of the rows whose b lies in
  * its window [lo, lo + 24) (lo a multiple of 8; it starts at the thread's
- * first row): a row adds +-M * 2^(b - lo), one multiply-add.  Any other row
- * (outside the window, or a zero, subnormal, inf or NaN) takes the slow
- * path, the whole unit with it when one lane needs it, row by row: a miss
- * goes into the shared bins (a normal row straight from the row loop, one
- * branch: its miss counted, then its two atomics; a zero, subnormal, inf,
- * NaN or a move by the slow path), and XS_MOVE (3) misses in a row (no hit
- * between) in one block of 8 binades flush S into the shared bins and move
- * the window there, lo = clamp((b & ~7) - 8).  So data of up to about 16
- * binades settles in one window per thread in its first rows, and neither
- * data spread over the whole range nor two clusters (cancelling data) move
+ * first row): a row adds +-M * 2^(b - lo), one multiply-add.  When a lane
+ * meets any other row (outside the window, or a zero, subnormal, inf or
+ * NaN), the warp's unit goes row by row, one branch a row: a hit by the
+ * multiply-add, a miss (xs_miss64) straight into the shared bins, two
+ * atomics (an inf or NaN a flag, a zero nothing).  A thread whose rows
+ * missed its window but fit the one at their largest, lo = clamp((b & ~7)
+ * - 8) (as xs_prep's keys say: the top word << 1, least and largest), with
+ * no zero, subnormal, inf or NaN, flushes S into the shared bins and moves
+ * the window there after the unit.  So data of up to about 16 binades
+ * settles in one window per thread at its first unit, and neither data
+ * spread over the whole range nor two clusters (cancelling data) move
  * windows back and forth.  M is kept as two parts, Ml = M mod 2^26 and
  * Mh = M >> 26, in two sums S = Sl + Sh * 2^26, so that every product fits
  * in 64 bits.

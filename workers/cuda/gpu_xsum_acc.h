@@ -1,6 +1,6 @@
 /* gpu_xsum_acc.h - the per-thread accumulator of the exact float sum
  * (gpu_xsum.cu has the design and the bounds): the float traits, a
- * thread's window, its slow path, its float32 double bins and flushes.
+ * thread's windows, its misses, its float32 double bins and flushes.
  * Host and device code alike, so that tests/cuda/test_cuda_xsum.cu runs
  * the same arithmetic on the CPU against the reference (atomics become
  * plain additions there).
@@ -89,7 +89,6 @@ WVG_XHD unsigned long long xs_shared_get(const uint32_t *sb, uint32_t i)
 
 #define XS_WIN 24u                /* float64's window, in steps of b */
 #define XS_WIN32 18u              /* float32's window, in binades */
-#define XS_MOVE 3u                /* misses in a row that move a window */
 #define XS_BLOCK_ROWS (1u << 19)  /* rows per block and launch, at most */
 #define XS_BUCKETS 16u            /* float32 double bins a thread */
 #define XS_BIN_ROWS (1u << 13)    /* rows a double bin holds exactly */
@@ -288,14 +287,6 @@ template <> struct xs_traits<double> {
     xs_shared_add2<NB>(sb, (b >> 3) + (negative(x) ? (uint32_t)NB : 0u),
                        (uint32_t)m, (uint32_t)(m >> 32));
   }
-  /* A row outside the window: float64 has no double bins (gpu_xsum.cu
-   * says why), it goes straight into the shared bins. */
-  static WVG_XHD void miss(uint32_t *sb, double *bin, U x,
-                           uint32_t b, bool normal)
-  {
-    (void)bin;
-    direct(sb, x, b, normal);
-  }
   static WVG_XHD void rows(uint4 v, U r[VR])
   {
     r[0] = ((U)v.y << 32) | v.x;
@@ -331,8 +322,6 @@ template <typename T> struct xs_thread {
   uint32_t lo1, lim;              /* float64's fast test: e - lo1 < lim */
   typename X::U nz;               /* nonzero: a row other than -0.0 */
   uint32_t flags;                 /* WV_XSUM_NAN, _PINF, _NINF */
-  uint32_t mkey;                  /* float64: the last miss's b & ~7 */
-  uint32_t streak;                /* float64: misses in a row in mkey */
   uint32_t cnt;                   /* selected rows (masked jobs) */
   double *bin;                    /* float32: bucket h at bin[h * BLOCK] */
   double w;                       /* float32: the window's sum (-0.0: none
@@ -346,26 +335,13 @@ template <typename T> struct xs_thread {
     bin = b0;
     w = -0.0;
     wl = wh = 0;                  /* float32: no window (no key < 0) */
-    streak = 0;
     a = typename X::acc();
     lo = 0;                       /* a window at the bottom to start */
     lo1 = 1;
     lim = XS_WIN;
     nz = 0;
     flags = 0;
-    mkey = ~0u;
     cnt = 0;
-  }
-
-  /* Float64: a miss in block key of 8 binades: whether it is the need-th
-   * in a row there. */
-  WVG_XHD bool count_miss(uint32_t key, uint32_t need)
-  {
-    if (key != mkey) {
-      mkey = key;
-      streak = 0;
-    }
-    return ++streak >= need;
   }
 
   /* The thread's end: S (float32: w) into the shared bins; float32 reads
@@ -422,8 +398,6 @@ template <typename T> struct xs_thread {
   /* Flush S and move the window to the block of b. */
   WVG_XHD void move_to(uint32_t b, uint32_t *sb)
   {
-    mkey = ~0u;
-    streak = 0;
     if (!X::empty(a))
       X::flush(a, sb, lo >> 3);
     X::clear(a);
@@ -432,67 +406,58 @@ template <typename T> struct xs_thread {
     lo1 = lo + 1;
     lim = X::EMAX - lo1 < XS_WIN ? X::EMAX - lo1 : XS_WIN;
   }
-
-  /* Float64: a selected row the fast test did not pass.  XS_MOVE misses
-   * in a row (no hit between them) in one block of 8 binades move the
-   * window there (narrow data settles at its third row); any other miss
-   * (a stray row of narrow data, the far cluster of cancelling data, any
-   * row of data spread over the whole range, where a window would catch
-   * little) goes to X::miss, the shared bins.  move: the caller's
-   * count_miss (0 or 1), else -1 (slow counts the miss). */
-  WVG_XHD void slow(typename X::U x, uint32_t *sb, int move = -1)
-  {
-    uint32_t e = X::expo(x);
-    if (e == X::EMAX) {
-      flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
-             : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
-      return;
-    }
-    if (X::is_zero(x))
-      return;
-    const uint32_t b = e != 0 ? e - 1 : 0;
-    if (b - lo < XS_WIN) {        /* a subnormal in the bottom window */
-      X::add(a, x, 1 << (b - lo), e != 0);
-      return;
-    }
-    if (move < 0)
-      move = count_miss(b & ~7u, XS_MOVE);
-    if (!move) {
-      X::miss(sb, bin, x, b, e != 0);
-      return;
-    }
-    move_to(b, sb);
-    X::add(a, x, 1 << (b - lo), e != 0);
-  }
 };
 
 /* ---- float64's units ---------------------------------------------------- */
 
+/* A float64 row the fast test did not pass: an inf or NaN becomes a flag,
+ * a zero adds nothing, any other (normal or subnormal) goes straight into
+ * the shared bins (X::direct: two atomics). */
+WVG_XHD void xs_miss64(xs_thread<double> &t, unsigned long long x,
+                       uint32_t *sb)
+{
+  typedef xs_traits<double> X;
+  const uint32_t e = X::expo(x);
+  if (e == X::EMAX)
+    t.flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
+             : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
+  else if (!X::is_zero(x))
+    X::direct(sb, x, e != 0 ? e - 1 : 0, e != 0);
+}
+
 /* VR rows of a float64 vector (m: their mask words; unselected rows become
  * -0.0 with a zero multiplier).  Returns whether every row passed the fast
- * test; d[] gets their window offsets. */
+ * test; d[] gets their window offsets; mn and mx the least and largest key
+ * of the selected rows (the top word << 1: a magnitude's order, its
+ * exponent field at bit 21). */
 template <typename T, bool MASK>
 WVG_XHD bool xs_prep(xs_thread<T> &t, typename xs_traits<T>::U *r,
-                     const uint32_t *m, uint32_t *d)
+                     const uint32_t *m, uint32_t *d, uint32_t &mn,
+                     uint32_t &mx)
 {
   typedef xs_traits<T> X;
   bool ok = true;
 XS_UNROLL
   for (uint32_t c = 0; c < X::VR; c++) {
+    const bool on = !MASK || m[c] != 0;
     if (MASK) {
-      t.cnt += m[c] != 0;
-      r[c] = m[c] != 0 ? r[c] : X::neg_zero();
+      t.cnt += on;
+      r[c] = on ? r[c] : X::neg_zero();
     }
     t.nz |= r[c] ^ X::neg_zero();
     d[c] = X::expo(r[c]) - t.lo1;
-    ok &= d[c] < t.lim || (MASK && m[c] == 0);
+    ok &= d[c] < t.lim || !on;
+    const uint32_t k = (uint32_t)(r[c] >> 32) << 1;
+    mn = on && k < mn ? k : mn;
+    mx = on && k > mx ? k : mx;
   }
   return ok;
 }
 
 /* The rows of float64 vectors prepared by xs_prep: all by the fast add
  * when every row of the unit passed (all: the kernel's vote of ok), else
- * row by row. */
+ * row by row, a hit by the fast add and a miss by xs_miss64 (one branch a
+ * row, no window moved within the unit: d stays true). */
 template <typename T, bool MASK, int NV>
 WVG_XHD void xs_add(xs_thread<T> &t, typename xs_traits<T>::U (*r)[4],
                     const uint32_t (*m)[4], const uint32_t (*d)[4],
@@ -507,36 +472,17 @@ XS_UNROLL
         int p = 1 << (d[v][c] & 31u);
         X::add(t.a, r[v][c], MASK && m[v][c] == 0 ? 0 : p, true);
       }
-    t.streak = 0;                 /* a hit ends a run of misses */
     return;
   }
 XS_UNROLL
   for (int v = 0; v < NV; v++)
 XS_UNROLL
     for (uint32_t c = 0; c < X::VR; c++) {
-      if (MASK && m[v][c] == 0)
-        continue;
-      /* d afresh: a slow row before this one may have moved the window */
-      const typename X::U x = r[v][c];
-      const uint32_t e = X::expo(x), dd = e - t.lo1;
-      if (dd < t.lim) {
-        X::add(t.a, x, 1 << dd, true);
-        t.streak = 0;
-        continue;
-      }
-      /* A normal row outside the window (b = e - 1, b - lo >= 24: the
-       * fast test's lim is below 24 only where no normal row lies past
-       * it) goes straight to the shared bins unless it is the XS_MOVE-th
-       * miss in a row in its block (slow moves the window then); a zero,
-       * subnormal, inf or NaN goes to slow as it is.  One branch a row
-       * for full-range data, where nearly every row is such a miss. */
-      const bool normal = e - 1u < X::EMAX - 1u;
-      const int mv = normal ? (int)t.count_miss((e - 1u) & ~7u, XS_MOVE)
-                            : -1;
-      if (mv == 0)
-        X::direct(sb, x, e - 1u, true);
+      /* An unselected row is -0.0 by now: xs_miss64 adds nothing. */
+      if (d[v][c] < t.lim)
+        X::add(t.a, r[v][c], 1 << d[v][c], true);
       else
-        t.slow(x, sb, mv);
+        xs_miss64(t, r[v][c], sb);
     }
 }
 
@@ -665,12 +611,21 @@ WVG_XHD void xs_unit(xs_thread<T> &t, typename xs_traits<T>::U (*r)[4],
   if constexpr (xs_traits<T>::BINS) {
     xs_unit32<MASK, NV>(t, r, m, sb);
   } else {
-    uint32_t d[NV][4];
+    typedef xs_traits<T> X;
+    uint32_t d[NV][4], mn = ~0u, mx = 0;
     bool ok = true;
 XS_UNROLL
     for (int q = 0; q < NV; q++)
-      ok &= xs_prep<T, MASK>(t, r[q], m[q], d[q]);
+      ok &= xs_prep<T, MASK>(t, r[q], m[q], d[q], mn, mx);
     xs_add<T, MASK, NV>(t, r, m, d, xs_all(ok), sb);
+    /* Rows that missed the window but fit the one at their largest
+     * (move_to's: [(b & ~7) - 8, + 24)), with no zero, subnormal, inf or
+     * NaN, move it there: narrow data settles at its first unit. */
+    const uint32_t bl = (mn >> 21) - 1, bh = (mx >> 21) - 1;
+    const uint32_t lo2 = (bh & ~7u) >= 8 ? (bh & ~7u) - 8 : 0;
+    if (!ok && mn <= mx && bl < X::EMAX - 1 && bh < X::EMAX - 1 &&
+        bl >= (lo2 < X::LOMAX ? lo2 : X::LOMAX))
+      t.move_to(bh, sb);
   }
 }
 
@@ -737,12 +692,10 @@ XS_UNROLL
     } else if (sel != 0) {
       t.nz |= x ^ X::neg_zero();
       uint32_t d = X::expo(x) - t.lo1;
-      if (d < t.lim) {
+      if (d < t.lim)
         X::add(t.a, x, 1 << d, true);
-        t.streak = 0;
-      } else {
-        t.slow(x, sb);
-      }
+      else
+        xs_miss64(t, x, sb);
     }
   }
 }
