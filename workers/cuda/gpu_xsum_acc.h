@@ -378,6 +378,13 @@ template <typename T> struct xs_thread {
     w = -0.0;
   }
 
+  /* An inf or NaN row: its flag. */
+  WVG_XHD void special(typename X::U x)
+  {
+    flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
+           : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
+  }
+
   /* Float32: flush w and move the window to the XS_WIN32 binades whose
    * top is one above binade e (the rows' largest, with one binade of
    * room above it), clamped to the finite binades 1 .. 254. */
@@ -419,8 +426,7 @@ WVG_XHD void xs_miss64(xs_thread<double> &t, unsigned long long x,
   typedef xs_traits<double> X;
   const uint32_t e = X::expo(x);
   if (e == X::EMAX)
-    t.flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
-             : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
+    t.special(x);
   else if (!X::is_zero(x))
     X::direct(sb, x, e != 0 ? e - 1 : 0, e != 0);
 }
@@ -511,8 +517,7 @@ WVG_XHD void xs_rare32(xs_thread<float> &t, uint32_t x, uint32_t *sb)
   typedef xs_traits<float> X;
   const uint32_t e = X::expo(x);
   if (e == X::EMAX)
-    t.flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
-             : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
+    t.special(x);
   else if (!X::is_zero(x))
     X::miss(sb, t.bin, x, e != 0 ? e - 1 : 0, e != 0);
 }
