@@ -60,14 +60,15 @@
  *    each shifted left by b % 16 and added to the int64 lane of b / 16
  *    (the high part's lane weighs 2^26 more).  One row adds under 2^42 to
  *    a lane, 8192 rows an item under 2^55, the 8 lanes' sum under 2^58;
- *  - any other block (and a run's tail): the scatter way.  A row adds
- *    M << (b % 16) (float64: its two parts) to bin b / 16 of one of eight
- *    tables (row j of each eight to table j, so that runs of rows of one
- *    exponent do not wait on one memory location).  One row adds under
- *    2^39 (float32) or 2^42 (float64) to a bin; the bins are folded into X
- *    before R rows have gone in since the last fold, R = 2^24 (2^21), so a
- *    bin, or the sum of one index over the eight tables, stays under
- *    R * 2^39 = 2^63 (R * 2^42 = 2^63): no bin can overflow.
+ *  - any other block (and a run's tail): the scatter way, to one of
+ *    eight tables of bins (row j of each eight to table j, so that runs
+ *    of rows of one exponent do not wait on one memory location).  A
+ *    float32 row adds +-M (under 2^24) to bin e; a float64 row its two
+ *    parts above to bins b / 16 (under 2^42).  The bins are folded into X
+ *    before R rows have gone in since the last fold, R = 2^24 (2^21), so
+ *    a bin, or one index's sum over the tables, stays under 2^51 (2^63).
+ *    After a block fails the vertical way's range test the next 1, 2, 4,
+ *    .. 64 go straight to the scatter way (as for the double way below).
  *
  * Here M = f | implicit bit and b = e ? e - 1 : 0 for a row of biased
  * exponent e (xsum.h): the row is M * 2^b units.  The float64 high parts
@@ -99,8 +100,7 @@
 #endif
 
 #define CX_TABLES 8
-#define CX_BINS32 16      /* b / 16 for b < 254 */
-#define CX_BINS64 128     /* b / 16 for b < 2046 */
+#define CX_BINS64 128     /* b / 16 for b < 2046; 2 x: float32's e */
 #define CX_FOLD32 (1u << 24)
 #define CX_FOLD64 (1u << 21)
 #define CX_BLOCK 256      /* rows whose bin range picks the way */
@@ -128,10 +128,12 @@ struct wv_cpu_xacc {
   cx_d8 facc[128];    /* float32's vertical way: by the double exponent */
   unsigned vlo, vhi;  /* the indexes of vacc in use: [vlo, vhi] */
   unsigned flo, fhi;  /* of facc */
-  unsigned dskip, dback;  /* float32 blocks to pass the double way by */
+  unsigned dskip, dback;  /* blocks to pass the double way by */
+  unsigned vskip, vback;  /* and the vertical way */
   uint64_t since;     /* rows binned since the last fold */
   uint64_t special;   /* a NaN or inf row was seen in the current run */
   uint64_t notnz;     /* a selected row other than -0.0 */
+  int scattered;      /* the bins hold rows since the last fold */
   wv_xsum x;
 } __attribute__((aligned(64)));
 
@@ -324,101 +326,100 @@ CX_INLINE void cx_vert64(cx_l8 *acc, const unsigned char *p,
   }
 }
 
+/* Lane sums of the vertical accumulators, into the run's flags. */
+CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
+{
+  uint64_t c = 0;
+  for (unsigned j = 0; j < 8; j++) {
+    a->special |= sp[j];
+    a->notnz |= nz[j];
+    c += cnt[j];
+  }
+  return c;
+}
+
 /* n float32 rows at p (mask m, or NULL) into the bins (the scatter
- * path: any exponents); returns the rows selected. */
+ * way: any exponents); returns the rows selected.  Values and indexes
+ * are made eight rows at a time in vectors: a row then costs a load and
+ * an addition to memory. */
 CX_INLINE uint64_t cx_scat32(wv_cpu_xacc *a, const unsigned char *p,
                              const unsigned char *m, size_t n)
 {
-  uint32_t sp = 0, nz = 0;
-  uint64_t count = 0;
+  const cx_u8 table = {0, 256, 512, 768, 1024, 1280, 1536, 1792};
+  int64_t *bin = &a->bin[0][0];
+  cx_u8 sp = {0}, nz = {0}, cnt = {0};
   size_t i = 0;
   for (; i + CX_TABLES <= n; i += CX_TABLES) {
-    int64_t v[CX_TABLES];
-    uint32_t ix[CX_TABLES];
-    for (unsigned j = 0; j < CX_TABLES; j++) {
-      uint32_t x = cx_ld32(p, i + j);
-      uint32_t sel = m ? 0u - (uint32_t)(cx_ld32(m, i + j) != 0) : ~0u;
-      uint32_t e = (x >> 23) & 0xff, norm = e != 0;
-      uint32_t spm = 0u - (uint32_t)(e == 0xff);
-      uint32_t b = e - norm;
-      int64_t t = (int64_t)((x & 0x7fffffu) | (norm << 23)) << (b & 15);
-      int64_t s = -(int64_t)(x >> 31);
-      v[j] = ((t ^ s) - s) & (int64_t)(int32_t)(sel & ~spm);
-      ix[j] = b >> 4;
-      sp |= spm & sel;
-      nz |= (x ^ 0x80000000u) & sel;
-      count += sel & 1;
-    }
+    cx_u8 x, sel = cx_sel(m, i);
+    memcpy(&x, p + 4 * i, sizeof x);
+    cx_u8 e = (x >> 23) & 0xff, spm = (cx_u8)(e == 0xff);
+    cx_i8 s = (cx_i8)x >> 31;
+    cx_i8 mm = (cx_i8)((x & 0x7fffffu) | ((cx_u8)(e != 0) & 0x800000u));
+    cx_u8 v = (cx_u8)((mm ^ s) - s) & sel & ~spm;
+    cx_u8 ix = e + table;
+    int32_t vs[CX_TABLES];
+    uint32_t is[CX_TABLES];
+    memcpy(vs, &v, sizeof v);
+    memcpy(is, &ix, sizeof ix);
     for (unsigned j = 0; j < CX_TABLES; j++)
-      a->bin[j][ix[j]] += v[j];
-  }
-  for (; i < n; i++) {
-    uint32_t x = cx_ld32(p, i);
-    uint32_t sel = m ? 0u - (uint32_t)(cx_ld32(m, i) != 0) : ~0u;
-    uint32_t e = (x >> 23) & 0xff, norm = e != 0;
-    uint32_t spm = 0u - (uint32_t)(e == 0xff);
-    uint32_t b = e - norm;
-    int64_t t = (int64_t)((x & 0x7fffffu) | (norm << 23)) << (b & 15);
-    int64_t s = -(int64_t)(x >> 31);
-    a->bin[0][b >> 4] += ((t ^ s) - s) & (int64_t)(int32_t)(sel & ~spm);
+      bin[is[j]] += vs[j];
     sp |= spm & sel;
     nz |= (x ^ 0x80000000u) & sel;
-    count += sel & 1;
+    cnt -= sel;
   }
-  a->special |= sp;
-  a->notnz |= nz;
+  uint64_t count = cx_lanes(a, sp, nz, cnt);
+  for (; i < n; i++)  /* the last few rows, the reference's way */
+    if (m == NULL || cx_ld32(m, i) != 0) {
+      wv_xsum_add_row(&a->x, cx_ld32(p, i));
+      count++;
+    }
+  a->scattered = 1;
   return count;
 }
 
-/* The same for float64 rows. */
+/* The same for float64 rows: a row adds its two parts (the top) to
+ * bins b / 16 and CX_BINS64 + b / 16 of table j. */
 CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
                              const unsigned char *m, size_t n)
 {
-  uint64_t sp = 0, nz = 0, count = 0;
+  const cx_q8 table = {0, 256, 512, 768, 1024, 1280, 1536, 1792};
+  int64_t *bin = &a->bin[0][0];
+  cx_u8 sp = {0}, nz = {0}, cnt = {0};
   size_t i = 0;
   for (; i + CX_TABLES <= n; i += CX_TABLES) {
-    int64_t lo[CX_TABLES], hi[CX_TABLES];
-    uint32_t ix[CX_TABLES];
+    cx_q8 x;
+    cx_u8 sel = cx_sel(m, i);
+    memcpy(&x, p + 8 * i, sizeof x);
+    cx_q8 e = (x >> 52) & 0x7ff, norm = (cx_q8)(e != 0);
+    cx_q8 spm = (cx_q8)(e == 0x7ff), b = e + norm;  /* norm: 0 or -1 */
+    cx_q8 sel8 = (cx_q8)__builtin_convertvector((cx_i8)sel, cx_l8);
+    cx_q8 mm = (x & 0xfffffffffffffull) | (norm & (1ull << 52));
+    cx_l8 s = (cx_l8)x >> 63, keep = (cx_l8)(sel8 & ~spm);
+    cx_l8 tl = (cx_l8)((mm & 0x3ffffff) << (b & 15));
+    cx_l8 th = (cx_l8)((mm >> 26) << (b & 15));
+    cx_l8 vl = ((tl ^ s) - s) & keep, vh = ((th ^ s) - s) & keep;
+    cx_u8 ix = __builtin_convertvector((b >> 4) + table, cx_u8);
+    int64_t ls[CX_TABLES], hs[CX_TABLES];
+    uint32_t is[CX_TABLES];
+    memcpy(ls, &vl, sizeof vl);
+    memcpy(hs, &vh, sizeof vh);
+    memcpy(is, &ix, sizeof ix);
     for (unsigned j = 0; j < CX_TABLES; j++) {
-      uint64_t x = cx_ld64(p, i + j);
-      uint64_t sel = m ? 0u - (uint64_t)(cx_ld32(m, i + j) != 0) : ~0ull;
-      uint64_t e = (x >> 52) & 0x7ff, norm = e != 0;
-      uint64_t spm = 0u - (uint64_t)(e == 0x7ff);
-      uint64_t b = e - norm, keep = sel & ~spm;
-      uint64_t mm = (x & 0xfffffffffffffull) | (norm << 52);
-      int64_t s = -(int64_t)(x >> 63);
-      int64_t tl = (int64_t)(mm & 0x3ffffff) << (b & 15);
-      int64_t th = (int64_t)(mm >> 26) << (b & 15);
-      lo[j] = ((tl ^ s) - s) & (int64_t)keep;
-      hi[j] = ((th ^ s) - s) & (int64_t)keep;
-      ix[j] = (uint32_t)(b >> 4);
-      sp |= spm & sel;
-      nz |= (x ^ 0x8000000000000000ull) & sel;
-      count += sel & 1;
+      bin[is[j]] += ls[j];
+      bin[is[j] + CX_BINS64] += hs[j];
     }
-    for (unsigned j = 0; j < CX_TABLES; j++) {
-      a->bin[j][ix[j]] += lo[j];
-      a->bin[j][CX_BINS64 + ix[j]] += hi[j];
+    sp |= (cx_u8)__builtin_convertvector((cx_l8)(spm & sel8), cx_i8);
+    nz |= (cx_u8)__builtin_convertvector(
+        (cx_l8)(((x ^ 0x8000000000000000ull) & sel8) != 0), cx_i8);
+    cnt -= sel;
+  }
+  uint64_t count = cx_lanes(a, sp, nz, cnt);
+  for (; i < n; i++)
+    if (m == NULL || cx_ld32(m, i) != 0) {
+      wv_xsum_add_row(&a->x, cx_ld64(p, i));
+      count++;
     }
-  }
-  for (; i < n; i++) {
-    uint64_t x = cx_ld64(p, i);
-    uint64_t sel = m ? 0u - (uint64_t)(cx_ld32(m, i) != 0) : ~0ull;
-    uint64_t e = (x >> 52) & 0x7ff, norm = e != 0;
-    uint64_t spm = 0u - (uint64_t)(e == 0x7ff);
-    uint64_t b = e - norm, keep = sel & ~spm;
-    uint64_t mm = (x & 0xfffffffffffffull) | (norm << 52);
-    int64_t s = -(int64_t)(x >> 63);
-    int64_t tl = (int64_t)(mm & 0x3ffffff) << (b & 15);
-    int64_t th = (int64_t)(mm >> 26) << (b & 15);
-    a->bin[0][b >> 4] += ((tl ^ s) - s) & (int64_t)keep;
-    a->bin[0][CX_BINS64 + (b >> 4)] += ((th ^ s) - s) & (int64_t)keep;
-    sp |= spm & sel;
-    nz |= (x ^ 0x8000000000000000ull) & sel;
-    count += sel & 1;
-  }
-  a->special |= sp;
-  a->notnz |= nz;
+  a->scattered = 1;
   return count;
 }
 
@@ -575,18 +576,6 @@ CX_INLINE int cx_dbl64(wv_cpu_xacc *a, const unsigned char *p,
   return 1;
 }
 
-/* Lane sums of the vertical accumulators, into the run's flags. */
-CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
-{
-  uint64_t c = 0;
-  for (unsigned j = 0; j < 8; j++) {
-    a->special |= sp[j];
-    a->notnz |= nz[j];
-    c += cnt[j];
-  }
-  return c;
-}
-
 /* n rows at p (mask m, or NULL) of float32 (f64 = 0) or float64 in blocks
  * of CX_BLOCK: blocks whose bin indexes span fewer than CX_VERT go the
  * vertical way, the rest (and the tail) the scatter way.  Returns the
@@ -601,7 +590,14 @@ CX_INLINE uint64_t cx_blocks(wv_cpu_xacc *a, const unsigned char *p,
   for (; i + CX_BLOCK <= n; i += CX_BLOCK) {
     const unsigned char *pm = m ? m + 4 * i : NULL;
     unsigned lo, hi;
+    if (a->vskip > 0) {  /* wide data: no range pass for a few blocks */
+      a->vskip--;
+      count += f64 ? cx_scat64(a, p + rb * i, pm, CX_BLOCK)
+                   : cx_scat32(a, p + rb * i, pm, CX_BLOCK);
+      continue;
+    }
     if (!f64 && cx_range32(p + rb * i, CX_BLOCK, &lo, &hi)) {
+      a->vback = 0;
       if (pm)
         cx_fvert32(a->facc, p + rb * i, pm, CX_BLOCK, lo, hi, &nz, &cnt);
       else
@@ -613,10 +609,13 @@ CX_INLINE uint64_t cx_blocks(wv_cpu_xacc *a, const unsigned char *p,
     if (f64)
       cx_range(p + rb * i, CX_BLOCK, f64, &lo, &hi);
     if (!f64 || hi - lo >= CX_VERT) {
+      a->vback = a->vback ? (a->vback < 64 ? 2 * a->vback : 64) : 1;
+      a->vskip = a->vback;
       count += f64 ? cx_scat64(a, p + rb * i, pm, CX_BLOCK)
                    : cx_scat32(a, p + rb * i, pm, CX_BLOCK);
       continue;
     }
+    a->vback = 0;
     /* one copy each with and without a mask */
     if (pm)
       cx_vert64(a->vacc, p + rb * i, pm, CX_BLOCK, lo, hi, &sp, &nz, &cnt);
@@ -705,11 +704,16 @@ static void cx_vfold(wv_cpu_xacc *a, int f64)
   a->fhi = 0;
 }
 
-/* The bins into a->x, and empty again. */
+/* The bins into a->x, and empty again: float32's bin e weighs 2^b
+ * units (b = e ? e - 1 : 0), float64's bin k 2^(16 k) (low parts) and
+ * 2^(16 k + 26) (high parts, from index CX_BINS64). */
 static void cx_fold(wv_cpu_xacc *a, int f64)
 {
-  unsigned n = f64 ? 2 * CX_BINS64 : CX_BINS32;
-  for (unsigned i = 0; i < n; i++) {
+  a->since = 0;
+  if (!a->scattered)
+    return;
+  a->scattered = 0;
+  for (unsigned i = 0; i < 2 * CX_BINS64; i++) {
     int64_t s = 0;  /* under 2^63 by the bound above */
     for (unsigned t = 0; t < CX_TABLES; t++) {
       s += a->bin[t][i];
@@ -718,9 +722,8 @@ static void cx_fold(wv_cpu_xacc *a, int f64)
     if (s == 0)
       continue;
     unsigned k = i % CX_BINS64, bit = 16 * k + (i >= CX_BINS64 ? 26 : 0);
-    wv_xsum_add_i64(&a->x, s, bit);
+    wv_xsum_add_i64(&a->x, s, f64 ? bit : (i ? i - 1 : 0));
   }
-  a->since = 0;
 }
 
 /* The flags of the NaN / inf rows of n rows at p (mask m, or NULL). */
