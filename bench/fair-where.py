@@ -24,6 +24,10 @@ SLOW = re.compile(r'slow request: \S+ \d+ from pipe:\S+ on connection \d+ '
                   r'(\S+) ms waiting for a decode thread, (\S+) decoding, '
                   r'(\S+) waiting for the loop, (\S+) served until its reply'
                   r'.* handed it over at ([0-9.]+) s')
+# the serve stage's split, when the request had a reduction
+SPLIT = re.compile(r'\(of it: (\S+) before its job was queued, (\S+) queued '
+                   r'on the device, (\S+) there, (\S+) until the loop took '
+                   r'its end, (\S+) from then to its reply\)')
 
 
 def main():
@@ -40,8 +44,9 @@ def main():
             m = SLOW.search(line)
             if m:
                 ms = m[2]
+                sp = SPLIT.search(line)
                 slow.append((float(m[7]), float(m[1]), m[3], m[4], m[5],
-                             m[6]))
+                             m[6], sp.groups() if sp else None))
     for k, wait_us, rel, sent in waits[:top]:
         end = sent + wait_us * 1e-6
         hit = [s for s in slow if sent <= s[0] <= end]
@@ -50,11 +55,16 @@ def main():
                   f'under {ms or "?"} ms in the daemon (the rest before nng '
                   f'handed it over, or on the way back)')
             continue
-        at, took, pool, dec, loop, served = hit[0]
+        at, took, pool, dec, loop, served, sp = hit[0]
+        split = ''
+        if sp:
+            split = (f': before the job {sp[0]}, device queue {sp[1]}, '
+                     f'on the device {sp[2]}, to the loop {sp[3]}, '
+                     f'reply {sp[4]}')
         print(f'  slowest {k}: {wait_us / 1e3:.1f} ms at +{rel:.3f} s: '
               f'{(at - sent) * 1e3:.1f} ms before nng handed it over, '
               f'{took:.1f} in the daemon (decode thread {pool}, decode '
-              f'{dec}, loop {loop}, served {served})')
+              f'{dec}, loop {loop}, served {served}{split})')
 
 
 if __name__ == '__main__':

@@ -30,8 +30,9 @@
  * The slow request log (limits.slow_request_ms, net/req.c): a 1-row sum
  * held at least TFR_HELD_MS behind the hold is logged with its id, its
  * principal and the time in each stage, the held time in the last one
- * ("served"), and a poll parked as long is not (the client asked to
- * wait); with the key unset nothing is logged.
+ * ("served", and of it in the job's queue on the device), and a poll
+ * parked as long is not (the client asked to wait); with the key unset
+ * nothing is logged.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -479,19 +480,27 @@ START_TEST(a_slow_request_is_logged_with_its_stages)
   const char *p = strstr(log, "slow request: reduce 501 from pipe:");
   ck_assert_msg(p != NULL, "no slow request line:\n%s", log);
   unsigned pipe, ms;
-  double took, pool, dec, loop, served, at;
+  double took, pool, dec, loop, served, at, pre, queued, ran, hand, after;
   int n = sscanf(p, "slow request: reduce 501 from pipe:%*u on connection %u "
                  "took %lf ms (limits.slow_request_ms %u): %lf ms waiting "
                  "for a decode thread, %lf decoding, %lf waiting for the "
                  "loop, %lf served until its reply (its job included, a "
-                 "parked poll's wait not); nng handed it over at %lf s",
-                 &pipe, &took, &ms, &pool, &dec,
-                 &loop, &served, &at);
-  ck_assert_msg(n == 8, "%d fields of: %.400s", n, p);
+                 "parked poll's wait not) (of it: %lf before its job was "
+                 "queued, %lf queued on the device, %lf there, %lf until "
+                 "the loop took its end, %lf from then to its reply); nng "
+                 "handed it over at %lf s",
+                 &pipe, &took, &ms, &pool, &dec, &loop, &served, &pre,
+                 &queued, &ran, &hand, &after, &at);
+  ck_assert_msg(n == 13, "%d fields of: %.600s", n, p);
   ck_assert_uint_eq(ms, 100);
   ck_assert_uint_gt(pipe, 0);
-  ck_assert_msg(served >= TFR_HELD_MS && took >= served, "%.400s", p);
-  ck_assert_msg(fabs(pool + dec + loop + served - took) < 0.01, "%.400s", p);
+  ck_assert_msg(served >= TFR_HELD_MS && took >= served, "%.600s", p);
+  ck_assert_msg(fabs(pool + dec + loop + served - took) < 0.01, "%.600s", p);
+  /* the serve stage split: the sum waited behind the held device */
+  ck_assert_msg(queued >= TFR_HELD_MS && ran < TFR_HELD_MS, "%.600s", p);
+  ck_assert_msg(pre >= 0 && hand >= 0 && after >= 0, "%.600s", p);
+  ck_assert_msg(fabs(pre + queued + ran + hand + after - served) < 0.01,
+                "%.600s", p);
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);  /* the host's clock, in the past */
   ck_assert_msg(at > 0 && at < (double)now.tv_sec + 1, "%.400s", p);

@@ -245,6 +245,7 @@ static void dv_end(wd_device *d, wd_work *w)
     }
   }
   pthread_mutex_unlock(&d->mu);
+  w->t_end = dv_now();
   if (w->ops->done != NULL)
     d->post(d->post_arg, w);
 }
@@ -462,7 +463,7 @@ static int dv_submit(wd_device *d, wd_work *w, int moved, wave_error *err)
   w->seconds = 0;
   if (!moved)
     w->t_submit = dv_now();
-  w->t_start = 0;
+  w->t_start = w->t_end = 0;
   pthread_mutex_lock(&d->mu);
   if (moved == 2) {
     wd_group *g = wd_group_get(&d->sq[rk], w->owner);

@@ -84,6 +84,7 @@ struct wd_work {
   double seconds;           /* time on the device, all steps */
   double t_submit, t_start; /* CLOCK_MONOTONIC s: submitted, first step
                                began (0: never ran); set by device.c */
+  double t_end;             /* and its end handed to the loop (device.c) */
   int caps_changed;         /* set by run: read the device's caps again */
   uint64_t owner;           /* the fairness key (set before submit; 0:
                                the daemon's own items): short-lane owners

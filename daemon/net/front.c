@@ -266,6 +266,7 @@ static void ft_aio_cb(void *arg)
     }
     c->msg = nng_aio_get_msg(c->aio);
     memset(c->t_ns, 0, sizeof c->t_ns);
+    memset(c->job_t, 0, sizeof c->job_t);
     c->park_ns = c->parked_ns = 0;
     c->t_ns[WD_RQT_RECV] = wd_req_now_ns();
     uint64_t now_ms = c->t_ns[WD_RQT_RECV] / 1000000u;

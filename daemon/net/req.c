@@ -328,18 +328,34 @@ void wd_req_answered(const wd_req *c, unsigned slow_ms, uint64_t now_ns)
   wd_stats_request(st);
   if (slow_ms == 0 || st[WD_RS_TOTAL] * 1e3 < (double)slow_ms)
     return;
-  char pool[24], dec[24], loop[24], serve[24];
+  char pool[24], dec[24], loop[24], serve[24], job[320] = "";
+  const double *j = c->job_t;  /* its reduction's, seconds */
+  if (j[0] > 0 && t[WD_RQT_LOOP] != 0) {
+    char a[24], q[24], r[24], h[24], e[24];
+    double loop_s = (double)t[WD_RQT_LOOP] * 1e-9;
+    double end_s = (double)(now_ns - c->parked_ns) * 1e-9;
+    int ran = j[1] > 0;
+    snprintf(job, sizeof job,
+             " (of it: %s before its job was queued, %s queued on the "
+             "device, %s there, %s until the loop took its end, %s from "
+             "then to its reply)",
+             rx_ms(a, sizeof a, j[0] - loop_s),
+             rx_ms(q, sizeof q, ran ? j[1] - j[0] : -1.0),
+             rx_ms(r, sizeof r, ran ? j[2] - j[1] : -1.0),
+             rx_ms(h, sizeof h, j[3] - j[2]),
+             rx_ms(e, sizeof e, end_s - j[3]));
+  }
   wd_warn("slow request: %s %" PRIu64 " from %s on connection %u took %.3f "
           "ms (limits.slow_request_ms %u): %s ms waiting for a decode thread, "
           "%s decoding, %s waiting for the loop, %s served until its reply "
-          "(its job included, a parked poll's wait not); nng handed it over "
-          "at %.6f s (CLOCK_MONOTONIC)",
+          "(its job included, a parked poll's wait not)%s; nng handed it "
+          "over at %.6f s (CLOCK_MONOTONIC)",
           c->what ? c->what : "undecoded request", c->req_id,
           c->principal[0] ? c->principal : "?", c->pipe,
           st[WD_RS_TOTAL] * 1e3, slow_ms,
           rx_ms(pool, sizeof pool, st[WD_RS_DECODE_WAIT]),
           rx_ms(dec, sizeof dec, st[WD_RS_DECODE]),
           rx_ms(loop, sizeof loop, st[WD_RS_LOOP_WAIT]),
-          rx_ms(serve, sizeof serve, st[WD_RS_SERVE]),
+          rx_ms(serve, sizeof serve, st[WD_RS_SERVE]), job,
           (double)t[WD_RQT_RECV] * 1e-9);
 }

@@ -70,6 +70,10 @@ struct wd_req {
   char dec_msg[200];       /* ... with this message */
   wd_bulk_req bulk;        /* framed, stream and region parts (bulk/decode.h) */
   uint64_t t_ns[WD_RQT_N]; /* when it passed each stage (0: not) */
+  /* its reduction's CLOCK_MONOTONIC s (rq/reduce.c; 0: none), which split
+   * the serve stage in the slow request log: submitted to the device,
+   * began there, its end handed to the loop, the loop took it */
+  double job_t[4];
   uint64_t park_ns;        /* when it parked (rq/park.c; 0: not parked) */
   uint64_t parked_ns;      /* how long it was parked: the client asked to
                             * wait, so its stages leave that time out */
