@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "core/base.h"
+#include "core/pages.h"
 #include "core/partial.h"
 #include "core/reduce.h"
 
@@ -91,8 +92,8 @@ int wv_partial_init(wv_partial_acc *a, wave_dtype dt, wave_op op,
 
 void wv_partial_fini(wv_partial_acc *a)
 {
-  free(a->vals);
-  free(a->vals64);
+  wv_free_big(a->vals);
+  wv_free_big(a->vals64);
   a->vals = NULL;
   a->vals64 = NULL;
   a->cap = a->n_vals = a->n_chunks = 0;

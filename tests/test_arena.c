@@ -3,7 +3,8 @@
  * in blocks of their own and freed when given back, the limit, the whole
  * freed and the arena used again, and a Request of many one-row chunks
  * decoded through it by protobuf-c into a few blocks, within 2x of what
- * protobuf-c's own allocations would keep.  The last case prints the
+ * protobuf-c's own allocations would keep; big blocks given back a page
+ * at a time (core/pages.h) keep their edges.  One case prints the
  * time of unpack + free with malloc and with the arena (never asserted;
  * WD_ARENA_CHUNKS=4194304 times issue 35's 40 MB request).  Seconds.
  */
@@ -16,6 +17,9 @@
 #include <check.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include <unistd.h>
+
+#include "core/pages.h"
 #include "daemon/net/arena.h"
 
 /* an ASan build leaves 16 poisoned bytes after each small item (arena.c) */
@@ -214,6 +218,41 @@ static double tarn_now(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* core/pages.h, which wd_arena_free's big blocks go through: only the
+ * whole pages inside a block are given back (they read as zeros after),
+ * the bytes of its partial first and last pages and those around it keep
+ * theirs, and a block under WV_PAGES_MIN keeps all of its bytes. */
+START_TEST(big_blocks_give_back_their_whole_pages_only)
+{
+  size_t n = WV_PAGES_MIN + 3 * WV_PAGES_STEP + 12345, pad = 8192;
+  unsigned char *p = malloc(n + 2 * pad);
+  ck_assert_ptr_nonnull(p);
+  unsigned char *q = p + pad + 3;  /* no page boundary */
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)q + page - 1) & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)q + n) & ~(page - 1);
+  memset(p, 0xab, n + 2 * pad);
+  wv_pages_release(q, n);
+  size_t zeros = 0;
+  for (size_t i = 0; i < n + 2 * pad; i++) {
+    uintptr_t at = (uintptr_t)(p + i);
+    int inside = at >= lo && at < hi;
+    if (p[i] != (inside ? 0 : 0xab))
+      ck_abort_msg("byte %zu of the block: %#x (%s its whole pages)",
+                   i, p[i], inside ? "inside" : "outside");
+    zeros += p[i] == 0;
+  }
+  ck_assert_uint_eq(zeros, hi - lo);
+  memset(p, 0xcd, n + 2 * pad);
+  wv_pages_release(q, WV_PAGES_MIN - 1);
+  for (size_t i = 0; i < n + 2 * pad; i++)
+    if (p[i] != 0xcd)
+      ck_abort_msg("a small block lost byte %zu", i);
+  wv_free_big(p);
+  wv_free_big(NULL);
+}
+END_TEST
+
 START_TEST(many_chunks_decode_into_few_blocks)
 {
   size_t n = 100000;
@@ -303,6 +342,7 @@ int main(void)
   tcase_add_test(t, free_empties_and_the_arena_serves_again);
   tcase_add_test(t, the_limit_holds);
   tcase_add_test(t, many_chunks_decode_into_few_blocks);
+  tcase_add_test(t, big_blocks_give_back_their_whole_pages_only);
 #if TA_RZ
   tcase_add_test(t, asan_sees_past_a_small_item);
 #endif

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/pages.h"
 #include "daemon/net/arena.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -168,7 +169,7 @@ void wd_arena_give(wd_arena *a, void *p)
   if (g->next != NULL)
     g->next->prev = g->prev;
   a->used -= g->size;
-  free(g);
+  wv_free_big(g);
 }
 
 void wd_arena_free(wd_arena *a)
@@ -177,12 +178,12 @@ void wd_arena_free(wd_arena *a)
     struct wd_arena_blk *b = a->blk;
     a->blk = b->next;
     bump_unpoison(AR_DATA(b), b->cap);
-    free(b);
+    wv_free_big(b);
   }
   while (a->big != NULL) {
     struct wd_arena_big *g = a->big;
     a->big = g->next;
-    free(g);
+    wv_free_big(g);
   }
   a->used = 0;
   a->refused = 0;

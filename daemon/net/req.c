@@ -26,6 +26,7 @@
 #include "daemon/net/req.h"
 #include "daemon/stats.h"
 #include "core/base.h"
+#include "core/pages.h"
 #include "proto/frame.h"
 
 /* protobuf-c allocates while it decodes, and a request of many tiny chunks
@@ -87,10 +88,12 @@ typedef struct rx_trash {
 static void rx_trash_cb(wd_pool_item *it)
 {
   rx_trash *t = (rx_trash *)((char *)it - offsetof(rx_trash, item));
-  wd_arena_free(&t->arena);
-  free(t->spans);
-  if (t->keep != NULL)
+  wd_arena_free(&t->arena);  /* big blocks in steps (core/pages.h) */
+  wv_free_big(t->spans);
+  if (t->keep != NULL) {
+    wv_pages_release(nng_msg_body(t->keep), nng_msg_len(t->keep));
     nng_msg_free(t->keep);
+  }
   atomic_fetch_sub(t->waiting, t->bytes);
   free(t);
 }
