@@ -79,6 +79,8 @@ FROM base AS runtime
 RUN usermod -a -G root wavedd
 USER wavedd
 ENV WAVE_URL=ipc:///run/wavedd/wavedd.sock
+# big request buffers on transparent huge pages (docs/service.md, "Memory")
+ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 EXPOSE 5555 9464
 # ready, not merely answering: status --probe exits 0 once the daemon says
 # it is ready (StatusReply.ready, READY=1), 1 before, 3 when unreachable

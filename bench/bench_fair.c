@@ -56,7 +56,9 @@
  *
  * --slow-log MS sets the daemon's limits.slow_request_ms, so its log (this
  * program's stderr) says where each request slower than MS waited; the
- * times printed are CLOCK_MONOTONIC, as the log's.
+ * times printed are CLOCK_MONOTONIC, as the log's.  The environment's
+ * WAVE_DAEMON_GLIBC_TUNABLES, when set, is the daemon's GLIBC_TUNABLES
+ * (docs/service.md, "Memory"), and not this program's.
  */
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -133,6 +135,9 @@ static pid_t bf_start(const char *dir, const char *cfg)
   pid_t pid = fork();
   if (pid == 0) {
     setenv("NOTIFY_SOCKET", notify, 1);
+    const char *tun = getenv("WAVE_DAEMON_GLIBC_TUNABLES");
+    if (tun != NULL)  /* the daemon's alone, as its unit sets them */
+      setenv("GLIBC_TUNABLES", tun, 1);
     execl(bin, bin, "--config", cfg, "--foreground", (char *)NULL);
     _exit(127);
   }

@@ -21,7 +21,10 @@ RUNS=${3:-5}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$D:$D/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export WAVE_BINARY_DIR=$D
-echo "host: $(nproc) cores, $(uname -r)"
+# the daemon as its unit and image start it (docs/service.md, "Memory");
+# WAVE_DAEMON_GLIBC_TUNABLES= (empty) runs it without huge pages
+export WAVE_DAEMON_GLIBC_TUNABLES=${WAVE_DAEMON_GLIBC_TUNABLES-glibc.malloc.hugetlb=1}
+echo "host: $(nproc) cores, $(uname -r), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), daemon GLIBC_TUNABLES '$WAVE_DAEMON_GLIBC_TUNABLES'"
 rows=()
 for k in $(seq 1 "$RUNS"); do
   for s in process thread; do
