@@ -378,8 +378,8 @@ template <typename T> struct xs_thread {
     w = -0.0;
   }
 
-  /* An inf or NaN row: its flag. */
-  WVG_XHD void special(typename X::U x)
+  /* An inf or NaN row: its flag (X::special says which rows are rare). */
+  WVG_XHD void flag_inf_nan(typename X::U x)
   {
     flags |= X::frac_nonzero(x) ? WV_XSUM_NAN
            : X::negative(x) ? WV_XSUM_NINF : WV_XSUM_PINF;
@@ -391,8 +391,9 @@ template <typename T> struct xs_thread {
   WVG_XHD void w_move(uint32_t e, uint32_t *sb)
   {
     w_flush(sb);
-    wl = xs_win_low(e) << 24;
-    wh = (xs_win_low(e) + XS_WIN32) << 24;
+    const uint32_t lo = xs_win_low(e);
+    wl = lo << 24;
+    wh = (lo + XS_WIN32) << 24;
   }
 
   /* Float32: the window's low binade for rows whose largest binade is e. */
@@ -426,7 +427,7 @@ WVG_XHD void xs_miss64(xs_thread<double> &t, unsigned long long x,
   typedef xs_traits<double> X;
   const uint32_t e = X::expo(x);
   if (e == X::EMAX)
-    t.special(x);
+    t.flag_inf_nan(x);
   else if (!X::is_zero(x))
     X::direct(sb, x, e != 0 ? e - 1 : 0, e != 0);
 }
@@ -517,7 +518,7 @@ WVG_XHD void xs_rare32(xs_thread<float> &t, uint32_t x, uint32_t *sb)
   typedef xs_traits<float> X;
   const uint32_t e = X::expo(x);
   if (e == X::EMAX)
-    t.special(x);
+    t.flag_inf_nan(x);
   else if (!X::is_zero(x))
     X::miss(sb, t.bin, x, e != 0 ? e - 1 : 0, e != 0);
 }
