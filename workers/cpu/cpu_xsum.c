@@ -284,6 +284,31 @@ CX_INLINE void cx_fvert32(cx_d8 *acc, const unsigned char *p,
   }
 }
 
+/* Eight float64 rows at p, selected by sel: their two parts (the top:
+ * +-(M mod 2^26) << b % 16 and +-(M >> 26) << b % 16; 0 for a row not
+ * selected, inf or NaN) in *vl and *vh, the run's flags and count
+ * updated; returns each row's b / 16. */
+CX_INLINE cx_q8 cx_parts64(const unsigned char *p, cx_u8 sel, cx_l8 *vl,
+                           cx_l8 *vh, cx_u8 *sp, cx_u8 *nz, cx_u8 *cnt)
+{
+  cx_q8 x;
+  memcpy(&x, p, sizeof x);
+  cx_q8 e = (x >> 52) & 0x7ff, norm = (cx_q8)(e != 0);
+  cx_q8 spm = (cx_q8)(e == 0x7ff), b = e + norm;  /* norm: 0 or -1 */
+  cx_q8 sel8 = (cx_q8)__builtin_convertvector((cx_i8)sel, cx_l8);
+  cx_q8 mm = (x & 0xfffffffffffffull) | (norm & (1ull << 52));
+  cx_l8 s = (cx_l8)x >> 63, keep = (cx_l8)(sel8 & ~spm);
+  cx_l8 tl = (cx_l8)((mm & 0x3ffffff) << (b & 15));
+  cx_l8 th = (cx_l8)((mm >> 26) << (b & 15));
+  *vl = ((tl ^ s) - s) & keep;
+  *vh = ((th ^ s) - s) & keep;
+  *sp |= (cx_u8)__builtin_convertvector((cx_l8)(spm & sel8), cx_i8);
+  *nz |= (cx_u8)__builtin_convertvector(
+      (cx_l8)(((x ^ 0x8000000000000000ull) & sel8) != 0), cx_i8);
+  *cnt -= sel;
+  return b >> 4;
+}
+
 /* The same for float64 rows: acc[k] the low parts, acc[CX_BINS64 + k]
  * the high ones. */
 CX_INLINE void cx_vert64(cx_l8 *acc, const unsigned char *p,
@@ -293,18 +318,9 @@ CX_INLINE void cx_vert64(cx_l8 *acc, const unsigned char *p,
   cx_l8 l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0};
   cx_l8 h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0};
   for (size_t i = 0; i < n; i += 8) {
-    cx_q8 x;
-    cx_u8 sel = cx_sel(m, i);
-    memcpy(&x, p + 8 * i, sizeof x);
-    cx_q8 e = (x >> 52) & 0x7ff, norm = (cx_q8)(e != 0);
-    cx_q8 spm = (cx_q8)(e == 0x7ff), b = e + norm;
-    cx_q8 sel8 = (cx_q8)__builtin_convertvector((cx_i8)sel, cx_l8);
-    cx_q8 mm = (x & 0xfffffffffffffull) | (norm & (1ull << 52));
-    cx_l8 s = (cx_l8)x >> 63, keep = (cx_l8)(sel8 & ~spm);
-    cx_l8 tl = (cx_l8)((mm & 0x3ffffff) << (b & 15));
-    cx_l8 th = (cx_l8)((mm >> 26) << (b & 15));
-    cx_l8 vl = ((tl ^ s) - s) & keep, vh = ((th ^ s) - s) & keep;
-    cx_l8 g = (cx_l8)(b >> 4) - (int64_t)lo;
+    cx_l8 vl, vh;
+    cx_l8 g = (cx_l8)cx_parts64(p + 8 * i, cx_sel(m, i), &vl, &vh, sp, nz,
+                                cnt) - (int64_t)lo;
     cx_l8 i0 = g == 0, i1 = g == 1, i2 = g == 2, i3 = g == 3;
     l0 += vl & i0;
     h0 += vh & i0;
@@ -314,10 +330,6 @@ CX_INLINE void cx_vert64(cx_l8 *acc, const unsigned char *p,
     h2 += vh & i2;
     l3 += vl & i3;
     h3 += vh & i3;
-    *sp |= (cx_u8)__builtin_convertvector((cx_l8)(spm & sel8), cx_i8);
-    *nz |= (cx_u8)__builtin_convertvector(
-        (cx_l8)(((x ^ 0x8000000000000000ull) & sel8) != 0), cx_i8);
-    *cnt -= sel;
   }
   cx_l8 *r[8] = {&l0, &l1, &l2, &l3, &h0, &h1, &h2, &h3};
   for (unsigned k = lo; k <= hi; k++) {
@@ -387,18 +399,9 @@ CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
   cx_u8 sp = {0}, nz = {0}, cnt = {0};
   size_t i = 0;
   for (; i + CX_TABLES <= n; i += CX_TABLES) {
-    cx_q8 x;
-    cx_u8 sel = cx_sel(m, i);
-    memcpy(&x, p + 8 * i, sizeof x);
-    cx_q8 e = (x >> 52) & 0x7ff, norm = (cx_q8)(e != 0);
-    cx_q8 spm = (cx_q8)(e == 0x7ff), b = e + norm;  /* norm: 0 or -1 */
-    cx_q8 sel8 = (cx_q8)__builtin_convertvector((cx_i8)sel, cx_l8);
-    cx_q8 mm = (x & 0xfffffffffffffull) | (norm & (1ull << 52));
-    cx_l8 s = (cx_l8)x >> 63, keep = (cx_l8)(sel8 & ~spm);
-    cx_l8 tl = (cx_l8)((mm & 0x3ffffff) << (b & 15));
-    cx_l8 th = (cx_l8)((mm >> 26) << (b & 15));
-    cx_l8 vl = ((tl ^ s) - s) & keep, vh = ((th ^ s) - s) & keep;
-    cx_u8 ix = __builtin_convertvector((b >> 4) + table, cx_u8);
+    cx_l8 vl, vh;
+    cx_q8 g = cx_parts64(p + 8 * i, cx_sel(m, i), &vl, &vh, &sp, &nz, &cnt);
+    cx_u8 ix = __builtin_convertvector(g + table, cx_u8);
     int64_t ls[CX_TABLES], hs[CX_TABLES];
     uint32_t is[CX_TABLES];
     memcpy(ls, &vl, sizeof vl);
@@ -408,10 +411,6 @@ CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
       bin[is[j]] += ls[j];
       bin[is[j] + CX_BINS64] += hs[j];
     }
-    sp |= (cx_u8)__builtin_convertvector((cx_l8)(spm & sel8), cx_i8);
-    nz |= (cx_u8)__builtin_convertvector(
-        (cx_l8)(((x ^ 0x8000000000000000ull) & sel8) != 0), cx_i8);
-    cnt -= sel;
   }
   uint64_t count = cx_lanes(a, sp, nz, cnt);
   for (; i < n; i++)
