@@ -333,20 +333,21 @@ void wd_req_answered(const wd_req *c, unsigned slow_ms, uint64_t now_ns)
     return;
   char pool[24], dec[24], loop[24], serve[24], job[320] = "";
   const double *j = c->job_t;  /* its reduction's, seconds */
-  if (j[0] > 0 && t[WD_RQT_LOOP] != 0) {
+  if (j[WD_JT_SUBMIT] > 0 && t[WD_RQT_LOOP] != 0) {
     char a[24], q[24], r[24], h[24], e[24];
     double loop_s = (double)t[WD_RQT_LOOP] * 1e-9;
     double end_s = (double)(now_ns - c->parked_ns) * 1e-9;
-    int ran = j[1] > 0;
+    int ran = j[WD_JT_START] > 0;
     snprintf(job, sizeof job,
              " (of it: %s before its job was queued, %s queued on the "
              "device, %s there, %s until the loop took its end, %s from "
              "then to its reply)",
-             rx_ms(a, sizeof a, j[0] - loop_s),
-             rx_ms(q, sizeof q, ran ? j[1] - j[0] : -1.0),
-             rx_ms(r, sizeof r, ran ? j[2] - j[1] : -1.0),
-             rx_ms(h, sizeof h, j[3] - j[2]),
-             rx_ms(e, sizeof e, end_s - j[3]));
+             rx_ms(a, sizeof a, j[WD_JT_SUBMIT] - loop_s),
+             rx_ms(q, sizeof q,
+                   ran ? j[WD_JT_START] - j[WD_JT_SUBMIT] : -1.0),
+             rx_ms(r, sizeof r, ran ? j[WD_JT_END] - j[WD_JT_START] : -1.0),
+             rx_ms(h, sizeof h, j[WD_JT_TAKEN] - j[WD_JT_END]),
+             rx_ms(e, sizeof e, end_s - j[WD_JT_TAKEN]));
   }
   wd_warn("slow request: %s %" PRIu64 " from %s on connection %u took %.3f "
           "ms (limits.slow_request_ms %u): %s ms waiting for a decode thread, "

@@ -34,6 +34,9 @@ enum { RQ_IDLE, RQ_RECV, RQ_WORK, RQ_SEND, RQ_RETIRE };
  * handed it over, a decode thread took it, its decode ended, the loop
  * took it. */
 enum { WD_RQT_RECV, WD_RQT_DECODE, WD_RQT_DECODED, WD_RQT_LOOP, WD_RQT_N };
+/* A reduction's stamps (wd_req.job_t): submitted to the device, began
+ * there, its end handed to the loop, the loop took it. */
+enum { WD_JT_SUBMIT, WD_JT_START, WD_JT_END, WD_JT_TAKEN, WD_JT_N };
 
 typedef struct wd_front wd_front;
 typedef struct wd_req wd_req;
@@ -70,10 +73,9 @@ struct wd_req {
   char dec_msg[200];       /* ... with this message */
   wd_bulk_req bulk;        /* framed, stream and region parts (bulk/decode.h) */
   uint64_t t_ns[WD_RQT_N]; /* when it passed each stage (0: not) */
-  /* its reduction's CLOCK_MONOTONIC s (rq/reduce.c; 0: none), which split
-   * the serve stage in the slow request log: submitted to the device,
-   * began there, its end handed to the loop, the loop took it */
-  double job_t[4];
+  /* its reduction's WD_JT_* stamps, CLOCK_MONOTONIC s (rq/reduce.c; 0:
+   * none), which split the serve stage in the slow request log */
+  double job_t[WD_JT_N];
   uint64_t park_ns;        /* when it parked (rq/park.c; 0: not parked) */
   uint64_t parked_ns;      /* how long it was parked: the client asked to
                             * wait, so its stages leave that time out */

@@ -186,10 +186,10 @@ static void rr_reduce_done(wd_work *w)
   s->reduce_inflight--;
   double now = wd_device_now();
   int ran = w->t_start > 0;
-  c->job_t[0] = w->t_submit;
-  c->job_t[1] = w->t_start;
-  c->job_t[2] = w->t_end;
-  c->job_t[3] = now;
+  c->job_t[WD_JT_SUBMIT] = w->t_submit;
+  c->job_t[WD_JT_START] = w->t_start;
+  c->job_t[WD_JT_END] = w->t_end;
+  c->job_t[WD_JT_TAKEN] = now;
   double ph[WD_PH_N] = {
     [WD_PH_QUEUE] = ran ? w->t_start - w->t_submit : -1.0,
     /* the backend's copies (core/job.h), on a device that makes them */

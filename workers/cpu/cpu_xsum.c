@@ -100,7 +100,10 @@
 #endif
 
 #define CX_TABLES 8
-#define CX_BINS64 128     /* b / 16 for b < 2046; 2 x: float32's e */
+#define CX_BINS64 128     /* b / 16 for b < 2046 */
+#define CX_BINS 256       /* bins a table: float64's 2 x 128, float32's e */
+#define CX_TABLE_AT {0, CX_BINS, 2 * CX_BINS, 3 * CX_BINS, 4 * CX_BINS, \
+                     5 * CX_BINS, 6 * CX_BINS, 7 * CX_BINS}  /* table j */
 #define CX_FOLD32 (1u << 24)
 #define CX_FOLD64 (1u << 21)
 #define CX_BLOCK 256      /* rows whose bin range picks the way */
@@ -123,7 +126,7 @@ typedef double cx_d8 __attribute__((vector_size(64)));
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 struct wv_cpu_xacc {
-  int64_t bin[CX_TABLES][2 * CX_BINS64];  /* float64: low, then high */
+  int64_t bin[CX_TABLES][CX_BINS];  /* float64: low, then high */
   cx_l8 vacc[2 * CX_BINS64];  /* the vertical way: 8 lanes per index */
   cx_d8 facc[128];    /* float32's vertical way: by the double exponent */
   unsigned vlo, vhi;  /* the indexes of vacc in use: [vlo, vhi] */
@@ -357,7 +360,7 @@ CX_INLINE uint64_t cx_lanes(wv_cpu_xacc *a, cx_u8 sp, cx_u8 nz, cx_u8 cnt)
 CX_INLINE uint64_t cx_scat32(wv_cpu_xacc *a, const unsigned char *p,
                              const unsigned char *m, size_t n)
 {
-  const cx_u8 table = {0, 256, 512, 768, 1024, 1280, 1536, 1792};
+  const cx_u8 table = CX_TABLE_AT;
   int64_t *bin = &a->bin[0][0];
   cx_u8 sp = {0}, nz = {0}, cnt = {0};
   size_t i = 0;
@@ -389,12 +392,11 @@ CX_INLINE uint64_t cx_scat32(wv_cpu_xacc *a, const unsigned char *p,
   return count;
 }
 
-/* The same for float64 rows: a row adds its two parts (the top) to
- * bins b / 16 and CX_BINS64 + b / 16 of table j. */
+/* The same for float64 rows: two parts (the top) to bins b / 16 + 0, 128. */
 CX_INLINE uint64_t cx_scat64(wv_cpu_xacc *a, const unsigned char *p,
                              const unsigned char *m, size_t n)
 {
-  const cx_q8 table = {0, 256, 512, 768, 1024, 1280, 1536, 1792};
+  const cx_q8 table = CX_TABLE_AT;
   int64_t *bin = &a->bin[0][0];
   cx_u8 sp = {0}, nz = {0}, cnt = {0};
   size_t i = 0;
@@ -703,16 +705,15 @@ static void cx_vfold(wv_cpu_xacc *a, int f64)
   a->fhi = 0;
 }
 
-/* The bins into a->x, and empty again: float32's bin e weighs 2^b
- * units (b = e ? e - 1 : 0), float64's bin k 2^(16 k) (low parts) and
- * 2^(16 k + 26) (high parts, from index CX_BINS64). */
+/* The bins into a->x, and empty again: float32's bin e weighs 2^b units
+ * (b = e ? e - 1 : 0), float64's k 2^(16 k), its k + 128 2^(16 k + 26). */
 static void cx_fold(wv_cpu_xacc *a, int f64)
 {
   a->since = 0;
   if (!a->scattered)
     return;
   a->scattered = 0;
-  for (unsigned i = 0; i < 2 * CX_BINS64; i++) {
+  for (unsigned i = 0; i < CX_BINS; i++) {
     int64_t s = 0;  /* under 2^63 by the bound above */
     for (unsigned t = 0; t < CX_TABLES; t++) {
       s += a->bin[t][i];
