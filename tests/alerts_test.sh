@@ -53,14 +53,6 @@ untested=$(comm -23 <(echo "$alerts") <(echo "$tested"))
 [ -z "$untested" ] || fail "alerts without a promtool case: $untested"
 
 # ---- 2. a real wavedd and a real Prometheus ----------------------------------
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-  return 1
-}
 # fk0's health feed (docs/config.md, the fake backend): hot, and throttled
 # for a thermal reason and for idle (idle alone never fires)
 cat >"$tmp/fk0.health" <<FEED
@@ -114,7 +106,6 @@ if missing:
     sys.exit(1)
 PY
 
-pport=$(free_port) || fail "no free port"
 cp "$rules" "$tmp/"
 cat >"$tmp/prometheus.yml" <<CFG
 global: {scrape_interval: 1s, evaluation_interval: 1s}
@@ -124,9 +115,8 @@ scrape_configs:
     static_configs: [{targets: ["$target"]}]
 CFG
 promtool check config "$tmp/prometheus.yml" >/dev/null || fail "promtool check config"
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pport" >"$tmp/prom.log" 2>&1 &
-ppid=$!
+wv_prometheus "$tmp/prometheus.yml" "$tmp" || { ppid=$wv_prom_pid; fail "prometheus did not start"; }
+ppid=$wv_prom_pid pport=$wv_prom_port
 api=http://127.0.0.1:$pport/api/v1
 q() { curl -fsS --get "$api/query" --data-urlencode "query=$1"; }
 # until the query's result holds the text, at most 60 s

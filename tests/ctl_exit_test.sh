@@ -15,6 +15,7 @@
 set -u
 build=$1
 src=${WAVE_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$src/tests/proc.sh"  # wv_free_port
 ctl=$build/wavectl
 tmp=$(mktemp -d /tmp/wv-exit-XXXXXX)
 pid= spid=
@@ -147,12 +148,7 @@ spid=
 
 # 4: status --probe against a tcp listener without the token: AUTH, one
 # line (a probe that lacks its token is not a daemon that is down)
-port=
-for _ in $(seq 100); do
-  p=$((20000 + RANDOM % 40000))
-  (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { port=$p; break; }
-done
-[ -n "$port" ] || fail "no free port"
+port=$(wv_free_port) || fail "no free port"
 start_daemon tcp "tcp://127.0.0.1:$port" \
   "{tokens: [{name: probe, file: $tmp/probe.token, generate: true}]}"
 tpid=$started

@@ -28,14 +28,6 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "prometheus_test: $*" >&2; [ -f "$tmp/prom.log" ] && tail -20 "$tmp/prom.log" >&2; exit 1; }
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-  return 1
-}
 
 cat > "$tmp/wavedd.yaml" <<CFG
 listen: [ipc://$tmp/w.sock]
@@ -74,7 +66,6 @@ base=${murl%/metrics}
 [ "$(curl -fsS "$base/readyz")" = ready ] || fail "/readyz"
 
 # a Prometheus server scrapes it
-pport=$(free_port) || fail "no free port"
 cat > "$tmp/prometheus.yml" <<CFG
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 scrape_configs:
@@ -82,9 +73,8 @@ scrape_configs:
     static_configs: [{targets: ["$target"]}]
 CFG
 promtool check config "$tmp/prometheus.yml" >/dev/null || fail "promtool check config"
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-  --web.listen-address="127.0.0.1:$pport" >"$tmp/prom.log" 2>&1 &
-ppid=$!
+wv_prometheus "$tmp/prometheus.yml" "$tmp" || { ppid=$wv_prom_pid; fail "prometheus did not start"; }
+ppid=$wv_prom_pid pport=$wv_prom_port
 api="http://127.0.0.1:$pport/api/v1/query"
 q='wavedd_jobs_total{job="wavedd",device="cpu0",kind="reduce",outcome="ok"}'
 got=""

@@ -36,6 +36,7 @@ command -v podman >/dev/null || { echo "kube_test: no podman: skipped"; exit 77;
 command -v curl >/dev/null || { echo "kube_test: no curl" >&2; exit 1; }
 [ -x "$bindir/wavectl" ] || { echo "kube_test: no $bindir/wavectl" >&2; exit 1; }
 . "$here/podman.sh"   # CONTAINERS_CONF, pm
+. "$src/tests/proc.sh" # wv_free_port
 t0=$(date +%s)
 step() { echo "kube_test: [$(( $(date +%s) - t0 )) s] $*"; }
 img=localhost/wavedd:kube-$$
@@ -126,17 +127,9 @@ down "$work/play2.yaml"
 # ---- 3. compose ------------------------------------------------------------------
 step "3. contrib/compose/compose.yaml with podman-compose"
 command -v podman-compose >/dev/null || fail "no podman-compose (.ci/deps.sh installs it)"
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-  done
-  return 1
-}
 proj=wavedd-kube-$$
 export WAVE_IMAGE=$img WAVE_TOKEN_FILE=$work/secret/token
-WAVE_PORT=$(free_port) && WAVE_METRICS_PORT=$(free_port) || fail "no free ports"
+WAVE_PORT=$(wv_free_port) && WAVE_METRICS_PORT=$(wv_free_port) || fail "no free ports"
 export WAVE_PORT WAVE_METRICS_PORT
 pc() { podman-compose -p "$proj" -f "$src/contrib/compose/compose.yaml" "$@" >>"$work/compose.log" 2>&1; }
 composed=1
