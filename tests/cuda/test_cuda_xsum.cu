@@ -1,21 +1,22 @@
 /* test_cuda_xsum.cu - the CUDA/HIP fsum kernel's arithmetic, without a GPU
- * (issue 39): the per-thread code of gpu_xsum_acc.h (a thread's window,
- * row-by-row path and flushes, the block's bins into the result) run on the
- * CPU in the kernel's own order, for grids of a few blocks of 256
- * threads, the block's atomics as plain additions, then the host's fold
- * (xsum_fold) against the reference (wv_reduce_reference): the whole
- * accumulator, the flags, the count and the bits must be equal.  The data
- * are chosen for the kernel's edges: narrow rows (one window), the full
+ * (issue 39): the per-thread code of gpu_xsum_acc.h and gpu_xsum_rows.h (a
+ * thread's window, row-by-row path and flushes, the block's bins into the
+ * result) run on the CPU in the kernel's own order, for grids of a few
+ * blocks of 256 threads, the block's atomics as plain additions, then the
+ * host's fold (xsum_fold) against the reference (wv_reduce_reference): the
+ * whole accumulator, the flags, the count and the bits must be equal.  The
+ * data are chosen for the kernel's edges: narrow rows (one window), the full
  * range with subnormals, every exponent in turn, cancelling pairs (in one
  * thread, and across threads and blocks), a tie to even (checked by hand
- * too), NaN and infinities, -0.0 and zeros, a mask, a tail of n % 4
- * rows, and the bounds' worst cases: 2^20 rows of the top binade
- * (2048 a thread, the most a launch gives one, in one window; the
- * top bins of the result), the same in one float32 double bin, and
- * xs_grid's rows a thread against a double bin's capacity.  Narrow rows
- * must find their window (or the GPU would run them on the bins).  What
- * only a GPU shows (the vote, the atomics, the launches) is checked by
- * tests/conformance and wvbench-gpu-reduce.
+ * too), NaN and infinities, -0.0 and zeros, a mask, a tail of n % 4 rows,
+ * and the bounds' worst cases: 2^20 rows of the top binade (2048 a thread,
+ * the most a launch gives one, in one window; the top bins of the result),
+ * the same in one float32 double bin, and xs_grid's rows a thread against a
+ * double bin's capacity.  Narrow rows must find their window (or the GPU
+ * would run them on the bins), and float64 rows of the whole range must
+ * run straight to the bins (or it would test each for a window).  What only a GPU shows (the vote, the
+ * atomics, the launches) is checked by tests/conformance and
+ * wvbench-gpu-reduce.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@
 
 #include <vector>
 
-#include "workers/cuda/gpu_xsum_acc.h"
+#include "workers/cuda/gpu_xsum_rows.h"
 
 using namespace wv_cuda;
 
@@ -327,6 +328,45 @@ START_TEST(narrow_rows_settle_in_a_window)
 }
 END_TEST
 
+/* Float64 rows of the whole range take runs of units straight to the
+ * shared bins (xs_unit: after a unit in which every lane's rows missed
+ * but for under a quarter of them, runs of 1, 2, 4, .. 32 units): one
+ * thread over 2^13 rows in turn, 1024 units, of which at least 15 in 16
+ * go straight (the runs alone would take 991).  Narrow rows (in the
+ * window) and two far clusters (CANCEL: a unit in 4 has two rows that
+ * miss, the other six hit) take at most 1 in 32 (the first unit's
+ * window may be the wrong one), and a masked job none.  (The sums are
+ * kernel_equals_reference's.) */
+START_TEST(float64_wide_rows_run_straight_to_the_bins)
+{
+  static const struct { int kind; bool mask; bool runs; } cases[] = {
+    {FULL, false, true}, {EVERY, false, true}, {NARROW, false, false},
+    {CANCEL, false, false}, {FULL, true, false},
+  };
+  const uint64_t n = 1u << 13, units = n / 8;
+  for (const auto &c : cases) {
+    std::vector<uint64_t> rows = make_rows(WAVE_F64, c.kind, n, 9);
+    std::vector<uint32_t> mask(n, 1);
+    uint32_t sb[4 * 262] = {0};
+    xs_thread<double> t;
+    t.init(NULL);
+    xs_direct_units = 0;
+    if (c.mask)
+      xs_rows<double, true>(t, (const uint4 *)rows.data(),
+                            (const uint2 *)mask.data(), n, 0, 1, ~0u, sb);
+    else
+      xs_rows<double, false>(t, (const uint4 *)rows.data(), NULL, n, 0, 1,
+                             ~0u, sb);
+    ck_assert_msg(c.runs ? 16 * xs_direct_units >= 15 * units
+                  : c.mask ? xs_direct_units == 0
+                           : 32 * xs_direct_units <= units,
+                  "kind %d mask %d: %u of %llu units straight to the bins",
+                  c.kind, (int)c.mask, xs_direct_units,
+                  (unsigned long long)units);
+  }
+}
+END_TEST
+
 /* The launch bound the double bins rely on: whatever the rows and the
  * GPU, xs_grid gives no thread more rows than a bin holds exactly
  * (XS_BIN_ROWS; every launch folds its bins at its end). */
@@ -356,6 +396,7 @@ int main(void)
   tcase_add_loop_test(tc, largest_rows_at_the_bounds, 0, 6);
   tcase_add_test(tc, grid_keeps_rows_in_a_bin);
   tcase_add_loop_test(tc, narrow_rows_settle_in_a_window, 0, 2);
+  tcase_add_test(tc, float64_wide_rows_run_straight_to_the_bins);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

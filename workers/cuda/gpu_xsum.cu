@@ -43,9 +43,12 @@
  * the window there after the unit.  So data of up to about 16 binades
  * settles in one window per thread at its first unit, and neither data
  * spread over the whole range nor two clusters (cancelling data) move
- * windows back and forth.  M is kept as two parts, Ml = M mod 2^26 and
- * Mh = M >> 26, in two sums S = Sl + Sh * 2^26, so that every product fits
- * in 64 bits.
+ * windows back and forth.  A unit of a job without a mask in which every
+ * lane's rows missed but for under a quarter of them (the whole range)
+ * sends the warp's next 1, 2, 4, .. 32 units straight to the shared bins,
+ * with no window test and no keys (xs_direct64), then tries the window
+ * again.  M is kept as two parts, Ml = M mod 2^26 and Mh = M >> 26, in
+ * two sums S = Sl + Sh * 2^26, so that every product fits in 64 bits.
  *
  * Float32's misses: double bins.  A thread has 16 doubles in shared memory,
  * [bucket][thread] (a thread's own words: a plain load, add and store, no
@@ -110,7 +113,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workers/cuda/gpu_xsum_acc.h"
+#include "workers/cuda/gpu_xsum_rows.h"
 
 namespace WVG_NS {
 
