@@ -16,6 +16,12 @@
 #                                  the default, min(8, cores))
 #              WAVE_FILES_DEVICES  devices (default "cuda0 vk0")
 #              WAVE_FILES_RUNS     wavectl runs per point (default 3)
+#              WAVE_FILES_OPS      DTYPE:OP pairs run on each point
+#                                  (default "u32:sum"; e.g. "u32:sum
+#                                  f64:sum f64:fsum", issue 39's exact sum)
+# The file is random bits; when NumPy is there, with every exponent field
+# of all ones cleared to 0x3ff, so as float64 rows it holds every finite
+# exponent (subnormals among them) and no NaN or infinity.
 # Prints one table row per run and a summary table of the best run of each
 # point: its time against the best `cat` (time ratio, as device-firsthour.sh
 # prints it) and its share of the pinned copy's rate (the issue's target:
@@ -31,6 +37,7 @@ mkdir -p "$OUT"
 sweep=${WAVE_FILES_READERS:-1 4 8 12 0}
 devices=${WAVE_FILES_DEVICES:-cuda0 vk0}
 runs=${WAVE_FILES_RUNS:-3}
+ops=${WAVE_FILES_OPS:-u32:sum}
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -39,6 +46,14 @@ trap 'rm -rf "$dir"' EXIT
 url=ipc://$dir/w.sock
 f=$dir/files-1g.raw
 head -c $((1 << 30)) /dev/urandom >"$f"
+env -u LD_LIBRARY_PATH python3 - "$f" <<'PY' 2>/dev/null ||
+import sys, numpy
+a = numpy.fromfile(sys.argv[1], dtype=numpy.uint64)
+top = (a >> numpy.uint64(52)) & numpy.uint64(0x7ff) == numpy.uint64(0x7ff)
+a[top] &= ~numpy.uint64(1 << 62)
+a.tofile(sys.argv[1])
+PY
+  echo "note: no NumPy: the file's float64 rows hold NaN and infinities"
 cat "$f" >/dev/null; cat "$f" >/dev/null
 now() { date +%s.%N; }
 pinned=""
@@ -49,7 +64,7 @@ if [ -x "$B/bench/wvbench-gpu-copy" ]; then
 else
   echo "note: no $B/bench/wvbench-gpu-copy (a build without CUDA): no pinned copy"
 fi
-ref=""
+declare -A ref=()
 summary=$OUT/files-summary.txt
 : >"$summary"
 for R in $sweep; do
@@ -82,26 +97,29 @@ CFG
   done
   grep -o '[0-9]* file readers' "$log" | head -n 1
   for dev in $devices; do
+   for op in $ops; do
+    dt=${op%%:*} o=${op#*:}
     best="" bestcat=""
     for i in $(seq 1 "$runs"); do
       t0=$(now); cat "$f" >/dev/null; t1=$(now)
-      out=$("$B/wavectl" --url "$url" --timeout 120000 submit reduce --dtype u32 --op sum --device "$dev" --input "$f")
+      out=$("$B/wavectl" --url "$url" --timeout 120000 submit reduce --dtype "$dt" --op "$o" --device "$dev" --input "$f")
       rc=$?
       t2=$(now)
       out=$(echo "$out" | head -n 1)
-      [ -z "$ref" ] && ref=$out
-      [ $rc = 0 ] && [ "$out" = "$ref" ] || bad "file_readers $R $dev run $i: rc $rc, '$out' vs '$ref'"
-      awk -v r="$R" -v d="$dev" -v a="$t0" -v b="$t1" -v c="$t2" -v p="$pinned" 'BEGIN {
+      [ -z "${ref[$op]:-}" ] && ref[$op]=$out
+      [ $rc = 0 ] && [ "$out" = "${ref[$op]}" ] || bad "file_readers $R $dev $op run $i: rc $rc, '$out' vs '${ref[$op]}'"
+      awk -v r="$R" -v d="$dev $op" -v a="$t0" -v b="$t1" -v c="$t2" -v p="$pinned" 'BEGIN {
         w = c - b; printf "| 1 GiB file, %s, file_readers %s | cat %.3f s | wavectl %.3f s (%.1f GB/s) | %.2fx cat |", d, r, b - a, w, 1.073741824 / w, w / (b - a)
         if (p != "") printf " %.2f of a pinned copy |", p / w
         printf "\n" }'
       best=$(awk -v x="$best" -v y="$(awk -v b="$t1" -v c="$t2" 'BEGIN { print c - b }')" 'BEGIN { print (x == "" || y < x) ? y : x }')
       bestcat=$(awk -v x="$bestcat" -v y="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" 'BEGIN { print (x == "" || y < x) ? y : x }')
     done
-    echo "$R $dev $best $bestcat" >>"$summary"
+    echo "$R $dev $op $best $bestcat" >>"$summary"
     # the daemon's own account of the last run: how long the device waited
     # for the readers, and how long it reduced
     grep "through the readers" "$log" | tail -n 1 | sed 's/^.*reduction of/where the time went: reduction of/'
+   done
   done
   n=$(grep -c "kept open, read by its jobs" "$log")
   [ "$n" -ge 1 ] && ok "file_readers $R: the runs went as file regions ($n in the log)" ||
@@ -109,7 +127,7 @@ CFG
   kill -TERM $pid; wait $pid; rc=$?
   [ $rc = 0 ] && ok "file_readers $R: SIGTERM, exit 0" || bad "file_readers $R: SIGTERM, exit $rc"
 done
-echo "answer: $ref"
+for op in $ops; do echo "answer $op: ${ref[$op]:-}"; done
 # the peers, in process (their own timing, best of 3, file in the page cache)
 if env -u LD_LIBRARY_PATH python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   env -u LD_LIBRARY_PATH python3 - "$f" <<'PY'
@@ -145,10 +163,10 @@ else
   echo "note: numpy + CuPy not here: no CuPy peer"
 fi
 echo
-echo "| file_readers | device | best wavectl s | GB/s | wavectl / cat (time) | share of a pinned copy |"
+echo "| file_readers | device, op | best wavectl s | GB/s | wavectl / cat (time) | share of a pinned copy |"
 echo "|---|---|---:|---:|---:|---:|"
-while read -r R dev best bestcat; do
-  awk -v r="$R" -v d="$dev" -v w="$best" -v c="$bestcat" -v p="$pinned" 'BEGIN {
+while read -r R dev op best bestcat; do
+  awk -v r="$R" -v d="$dev $op" -v w="$best" -v c="$bestcat" -v p="$pinned" 'BEGIN {
     printf "| %s | %s | %.3f | %.1f | %.2f | %s |\n", (r == 0 ? "0 (default)" : r), d, w, 1.073741824 / w, w / c, p == "" ? "-" : sprintf("%.2f", p / w) }'
 done <"$summary"
 rm -rf "$dir"
