@@ -6,10 +6,11 @@
 #                    detached daemon stays one)
 #   wv_stop PID      SIGTERM, then wait up to 10 s for its end, so that
 #                    nothing it still writes races a cleanup's rm -rf
-#   wv_free_port     a loopback TCP port nothing listens on, below the
+#   wv_free_port [N] a loopback TCP port nothing listens on, below the
 #                    kernel's ephemeral range (32768 and up by default), so
 #                    that no outgoing connection's own port takes it between
-#                    this pick and the listener's bind
+#                    this pick and the listener's bind; with N, the first of
+#                    N such ports in a row (all below that range)
 #   wv_prometheus CONFIG DIR
 #                    starts Debian's prometheus on such a port, its data and
 #                    log (prom.log) in DIR; sets wv_prom_pid and
@@ -31,10 +32,13 @@ wv_stop() {
 }
 
 wv_free_port() {
-  local p
+  local n=${1:-1} p i
   for _ in $(seq 1 100); do
-    p=$((20000 + RANDOM % 12000))
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    p=$((20000 + RANDOM % (12000 - n)))
+    for ((i = 0; i < n; i++)); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$((p + i))") 2>/dev/null && break
+    done
+    [ "$i" -eq "$n" ] && { echo "$p"; return; }
   done
   return 1
 }

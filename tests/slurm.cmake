@@ -1,6 +1,7 @@
 # tests/slurm.cmake - the fleet on a Slurm test cluster (tests/slurm/): one
 # slurmctld and three slurmd on loopback, contrib/slurm/wavedd.sbatch,
-# fleet jobs against one daemon's bits, a node killed and a device faulted.
+# fleet jobs against one daemon's bits, a node killed and a device faulted,
+# a node whose port is taken (the batch fails at once, naming it).
 # Needs root (slurmd) and slurm-wlm + munge (.ci/deps.sh); skipped (77)
 # when not root.
 if(TARGET wavedd AND TARGET wavectl AND TARGET wavedd-test)

@@ -11,7 +11,10 @@
 #      daemons of this run are wavedd-test) and n3's wavedd is
 #      killed with SIGKILL once ready: the same jobs still give the exact
 #      bits, wavectl names both daemons as failed, n1 and n2 exit 0 and
-#      n3 shows it was killed.
+#      n3 shows it was killed;
+#   3. n3's port is taken before the batch: its wavedd exits 1 at start,
+#      and the batch job fails at once (long before its readiness wait
+#      ends), naming n3's log and why.
 # Exit 0 pass, 1 fail, 77 skipped (not root: slurmd must run as root).
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,8 +27,14 @@ WAVECTL=$build/wavectl
 # the fleet re-hashes winners with the daemons' packs (docs/fleet.md)
 export WAVE_PACKS_DIR=$src/config/packs
 dir=$(mktemp -d /tmp/wslurm.XXXXXX)
-export WAVE_SLURM_PORT=${WAVE_SLURM_PORT:-$((20000 + $$ % 20000))}
-daemon_port=$((WAVE_SLURM_PORT + 100))
+# slurmctld, n1..n3's slurmd, then n1..n3's wavedd: seven ports in a row,
+# free and below the ephemeral range, where srun's and slurmstepd's own
+# listeners and every client's port come from (a daemon beaten to its port
+# there exits 1 at start, and the batch job then waits out its readiness)
+. "$src/tests/proc.sh"  # wv_free_port
+export WAVE_SLURM_PORT=${WAVE_SLURM_PORT:-$(wv_free_port 7)}
+[ -n "$WAVE_SLURM_PORT" ] || { echo "FAIL: no seven free ports in a row"; exit 1; }
+daemon_port=$((WAVE_SLURM_PORT + 4))
 fail=0
 single_pid=
 
@@ -36,6 +45,13 @@ cleanup() {
 }
 trap cleanup EXIT
 die() { echo "FAIL: $*"; fail=1; exit 1; }
+# the last lines of a batch's daemon logs: why a daemon did not come up
+daemon_logs() {
+  local f
+  for f in "$dir/logs-$1"/wavedd-*.log; do
+    [ -e "$f" ] && printf '\n%s:\n%s' "${f##*/}" "$(tail -4 "$f")"
+  done
+}
 
 bash "$src/tests/slurm/cluster.sh" start "$dir/cluster" || die "cluster did not start"
 . "$dir/cluster/env"
@@ -184,7 +200,7 @@ YAML
 # ---- 1. healthy fleet
 run_batch healthy "$dir/node-auto.yaml"; rc=$?
 cat "$dir/batch-healthy.out"
-[ $rc -eq 0 ] || die "healthy batch job exit $rc"
+[ $rc -eq 0 ] || die "healthy batch job exit $rc$(daemon_logs healthy)"
 compare healthy
 for node in n1 n2 n3; do
   grep -q "exited 0" "$dir/logs-healthy/wavedd-$node.log" || die "healthy: wavedd on $node did not exit 0: $(tail -3 "$dir/logs-healthy/wavedd-$node.log")"
@@ -194,6 +210,7 @@ echo "ok: healthy: the three daemons stopped with exit 0"
 # ---- 2. one node killed, one whose device faults
 run_batch faults "$dir/node-%n.yaml" "$WAVEDD_TEST"; rc=$?
 cat "$dir/batch-faults.out"
+[ -s faults-1.json ] || die "faults: the batch job ran no job (exit $rc)$(daemon_logs faults)"
 compare faults
 grep -q "DROPPED (" faults-1.err || die "faults: wavectl did not report failed daemons: $(cat faults-1.err)"
 grep -q "127.0.0.1:$((daemon_port + 2)).*DROPPED (" faults-1.err || die "faults: n3 (killed) not reported failed"
@@ -205,4 +222,23 @@ done
 grep -q "exited 137" "$dir/logs-faults/wavedd-n3.log" || die "faults: n3's wavedd was not the one killed"
 [ $rc -eq 1 ] || die "faults: the batch job should report the killed daemon (exit 1), got $rc"
 echo "ok: faults: exact with n3 killed and n2 faulted; n1 and n2 exit 0"
+
+# ---- 3. n3's port taken: the batch fails at once, naming n3
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(600)' \
+  "$((daemon_port + 2))" &
+squat_pid=$!
+sleep 0.5
+t0=$SECONDS
+run_batch squatted "$dir/node-auto.yaml"; rc=$?
+took=$((SECONDS - t0))
+kill "$squat_pid" 2>/dev/null; wait "$squat_pid" 2>/dev/null
+[ $rc -eq 1 ] || die "squatted: the batch job should fail (exit 1), got $rc"
+grep -q "a daemon exited before every daemon was ready (.*wavedd-n3.log)" "$dir/batch-squatted.out" ||
+  die "squatted: the batch did not name n3's log: $(cat "$dir/batch-squatted.out")"
+grep -q "listen tcp://127.0.0.1:$((daemon_port + 2)): Address in use" "$dir/batch-squatted.out" ||
+  die "squatted: the batch did not say why: $(cat "$dir/batch-squatted.out")"
+[ $took -lt 60 ] || die "squatted: the batch waited out its readiness ($took s)"
+[ -e squatted-1.json ] && die "squatted: the job ran without n3"
+echo "ok: squatted: n3's wavedd could not listen, the batch failed in $took s naming it"
 echo "PASS"
