@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -42,18 +43,28 @@ const char *td_wavedd_test(void)
   return path;
 }
 
+/* A loopback port nothing is bound to, below the kernel's ephemeral range
+ * (32768 and up by default): a port the kernel hands out (bind to 0) is
+ * one every outgoing connection may take as its own before the daemon
+ * under test binds it. */
 int td_free_port(void)
 {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET};
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-      getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
-    abort();  /* test harness bug: no loopback */
-  int port = ntohs(sa.sin_port);
-  close(fd);
-  return port;
+  static unsigned seed;
+  if (seed == 0)
+    seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+  for (int tries = 0; tries < 1000; tries++) {
+    int port = 20000 + (int)(rand_r(&seed) % 12000);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+      abort();  /* test harness bug: no sockets */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int bound = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    if (bound)
+      return port;
+  }
+  abort();  /* test harness bug: no loopback, or every port taken */
 }
 
 void td_write(const char *path, const char *text)
